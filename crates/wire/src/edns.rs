@@ -1,0 +1,107 @@
+//! EDNS(0) (RFC 6891): the OPT record of a query, read without allocation.
+
+use crate::message::{Header, Reader, WireError, HEADER_LEN};
+use crate::types::RType;
+
+/// What a query's OPT record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edns {
+    /// Requestor's UDP payload size (values under 512 are treated as 512).
+    pub udp_size: u16,
+    /// Upper eight bits of the extended RCODE.
+    pub ext_rcode: u8,
+    /// EDNS version.
+    pub version: u8,
+    /// The DO bit (RFC 3225).
+    pub dnssec_ok: bool,
+    /// Where the options start and end in the message.
+    pub options: (usize, usize),
+}
+
+/// The end of the question section and the query's OPT record, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trailer {
+    /// The OPT record.
+    pub edns: Option<Edns>,
+}
+
+/// Walks the answer, authority and additional sections after `pos` (just past the question)
+/// and picks out the OPT record. More than one OPT, an OPT outside the additional section or
+/// not owned by the root, or any byte after the last record is a format error (RFC 6891 §6.1.1).
+pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, WireError> {
+    debug_assert!(pos >= HEADER_LEN);
+    let mut r = Reader::new(msg, pos);
+    let mut edns = None;
+    let total = header.ancount as usize + header.nscount as usize + header.arcount as usize;
+    let first_additional = header.ancount as usize + header.nscount as usize;
+    for i in 0..total {
+        let owner_at = r.pos();
+        r.skip_name()?;
+        let rtype = RType(r.u16()?);
+        let class = r.u16()?;
+        let ttl = r.u32()?;
+        let rdlen = r.u16()? as usize;
+        let start = r.pos();
+        r.bytes(rdlen)?;
+        if rtype == RType::OPT {
+            if i < first_additional || edns.is_some() || msg[owner_at] != 0 {
+                return Err(WireError::BadOpt);
+            }
+            edns = Some(Edns {
+                udp_size: class,
+                ext_rcode: (ttl >> 24) as u8,
+                version: (ttl >> 16) as u8,
+                dnssec_ok: ttl & 0x8000 != 0,
+                options: (start, start + rdlen),
+            });
+        }
+    }
+    if r.remaining() != 0 {
+        return Err(WireError::TrailingData);
+    }
+    Ok(Trailer { edns })
+}
+
+/// Iterates over (code, data) of the EDNS options in `data`; stops at a malformed option.
+pub fn options(data: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    let mut r = Reader::new(data, 0);
+    core::iter::from_fn(move || {
+        let code = r.u16().ok()?;
+        let len = r.u16().ok()? as usize;
+        Some((code, r.bytes(len).ok()?))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::MessageWriter;
+    use crate::{Class, Name};
+
+    #[test]
+    fn finds_opt_and_rejects_two() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        let q: Name = "example.".parse().unwrap();
+        w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+        let qend = w.len();
+        w.put_opt(4096, 0, 0, true, &[0, 10, 0, 2, 1, 2]).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        let h = Header::parse(&msg).unwrap();
+        let e = read_trailer(&msg, &h, qend).unwrap().edns.unwrap();
+        assert_eq!((e.udp_size, e.version, e.dnssec_ok), (4096, 0, true));
+        let opts: Vec<_> = options(&msg[e.options.0..e.options.1]).collect();
+        assert_eq!(opts, vec![(10u16, &[1u8, 2][..])]);
+
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+        w.put_opt(4096, 0, 0, false, &[]).unwrap();
+        w.put_opt(4096, 0, 0, false, &[]).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        let h = Header::parse(&msg).unwrap();
+        assert_eq!(read_trailer(&msg, &h, qend), Err(WireError::BadOpt));
+        let mut long = msg.clone();
+        long.push(0);
+        assert!(read_trailer(&long, &h, qend).is_err());
+    }
+}

@@ -1,0 +1,382 @@
+//! Message composition into a caller-owned buffer, with name compression and a size limit.
+//!
+//! The writer never allocates: the buffer belongs to the worker, and the compression table is
+//! a fixed array of offsets (RFC 1035 §4.1.4). A record that would pass the limit is rolled
+//! back whole, so the caller can set TC (or drop optional records) and stop.
+
+use crate::message::{Header, HEADER_LEN};
+use crate::name::{lower, NameRef};
+use crate::rdata;
+use crate::types::{Class, RType};
+
+/// Offsets remembered for compression; bounded so compression cost is O(1) per name.
+const MAX_COMP: usize = 96;
+
+/// The record would pass the size limit; nothing of it was kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full;
+
+/// The message sections that hold records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Answer section.
+    Answer = 0,
+    /// Authority section.
+    Authority = 1,
+    /// Additional section.
+    Additional = 2,
+}
+
+/// A point to roll back to.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoint {
+    len: usize,
+    ncomp: usize,
+    counts: [u16; 4],
+}
+
+/// Composes one message.
+pub struct MessageWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    limit: usize,
+    comp: [u16; MAX_COMP],
+    ncomp: usize,
+    /// Question, answer, authority, additional counts.
+    counts: [u16; 4],
+}
+
+impl<'a> MessageWriter<'a> {
+    /// Starts a message after a zeroed header; `limit` caps its size (and the buffer's).
+    pub fn new(buf: &'a mut [u8], limit: usize) -> Self {
+        let limit = limit.min(buf.len()).min(u16::MAX as usize);
+        Self {
+            buf,
+            len: HEADER_LEN.min(limit),
+            limit,
+            comp: [0; MAX_COMP],
+            ncomp: 0,
+            counts: [0; 4],
+        }
+    }
+
+    /// Bytes written so far (header included).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when only the header space has been used.
+    pub fn is_empty(&self) -> bool {
+        self.len <= HEADER_LEN
+    }
+
+    /// The size limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Changes the size limit (never above the buffer).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(self.buf.len()).min(u16::MAX as usize);
+    }
+
+    /// Space left under the limit.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.limit.saturating_sub(self.len)
+    }
+
+    /// Records in a section so far.
+    pub fn count(&self, section: Section) -> u16 {
+        self.counts[section as usize + 1]
+    }
+
+    /// Saves the current position.
+    #[inline]
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            len: self.len,
+            ncomp: self.ncomp,
+            counts: self.counts,
+        }
+    }
+
+    /// Forgets everything written after `cp`.
+    #[inline]
+    pub fn rollback(&mut self, cp: Checkpoint) {
+        self.len = cp.len;
+        self.ncomp = cp.ncomp;
+        self.counts = cp.counts;
+    }
+
+    /// Appends raw bytes.
+    #[inline]
+    pub fn put_bytes(&mut self, b: &[u8]) -> Result<(), Full> {
+        let end = self.len + b.len();
+        if end > self.limit {
+            return Err(Full);
+        }
+        self.buf[self.len..end].copy_from_slice(b);
+        self.len = end;
+        Ok(())
+    }
+
+    /// Appends one octet.
+    #[inline]
+    pub fn put_u8(&mut self, v: u8) -> Result<(), Full> {
+        self.put_bytes(&[v])
+    }
+
+    /// Appends a big-endian u16.
+    #[inline]
+    pub fn put_u16(&mut self, v: u16) -> Result<(), Full> {
+        self.put_bytes(&v.to_be_bytes())
+    }
+
+    /// Appends a big-endian u32.
+    #[inline]
+    pub fn put_u32(&mut self, v: u32) -> Result<(), Full> {
+        self.put_bytes(&v.to_be_bytes())
+    }
+
+    /// Appends a name, compressed against names already written when `compress` is set.
+    /// Either way its labels become targets for later names.
+    pub fn put_name(&mut self, name: NameRef<'_>, compress: bool) -> Result<(), Full> {
+        let wire = name.as_wire();
+        let mut start = 0usize;
+        let mut pointer = None;
+        if compress {
+            while wire[start] != 0 {
+                if let Some(off) = self.find(&wire[start..]) {
+                    pointer = Some(off);
+                    break;
+                }
+                start += 1 + wire[start] as usize;
+            }
+        }
+        let (labels, tail) = match pointer {
+            Some(_) => (&wire[..start], 2),
+            None => (&wire[..wire.len() - 1], 1),
+        };
+        if self.len + labels.len() + tail > self.limit {
+            return Err(Full);
+        }
+        // Remember where each newly written label starts (pointers reach 14 bits).
+        let mut i = 0;
+        while i < labels.len() {
+            let off = self.len + i;
+            if off < 0x4000 && self.ncomp < MAX_COMP {
+                self.comp[self.ncomp] = off as u16;
+                self.ncomp += 1;
+            }
+            i += 1 + labels[i] as usize;
+        }
+        self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
+        self.len += labels.len();
+        match pointer {
+            Some(off) => {
+                let p = 0xc000 | off;
+                self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
+                self.len += 2;
+            }
+            None => {
+                self.buf[self.len] = 0;
+                self.len += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
+    fn find(&self, suffix: &[u8]) -> Option<u16> {
+        self.comp[..self.ncomp]
+            .iter()
+            .copied()
+            .find(|&off| self.name_at_eq(off as usize, suffix))
+    }
+
+    /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case.
+    fn name_at_eq(&self, mut off: usize, suffix: &[u8]) -> bool {
+        let mut i = 0;
+        // Offsets in the table were written by us, so pointers go backwards; bound anyway.
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if suffix[i] as usize != len {
+                return false;
+            }
+            if len == 0 {
+                return true;
+            }
+            let a = &self.buf[off + 1..off + 1 + len];
+            let b = &suffix[i + 1..i + 1 + len];
+            if !a.iter().zip(b).all(|(&x, &y)| lower(x) == lower(y)) {
+                return false;
+            }
+            off += 1 + len;
+            i += 1 + len;
+        }
+        false
+    }
+
+    /// Appends the question; it becomes the first compression target.
+    pub fn put_question(&mut self, qname: NameRef<'_>, qtype: RType, qclass: Class) -> Result<(), Full> {
+        let cp = self.checkpoint();
+        let r = self
+            .put_name(qname, false)
+            .and_then(|()| self.put_u16(qtype.0))
+            .and_then(|()| self.put_u16(qclass.0));
+        match r {
+            Ok(()) => {
+                self.counts[0] += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.rollback(cp);
+                Err(e)
+            }
+        }
+    }
+
+    /// Appends one record; rdata (uncompressed wire form) is written with the compression
+    /// its type allows. On [`Full`] nothing of the record is kept.
+    pub fn put_record(
+        &mut self,
+        section: Section,
+        owner: NameRef<'_>,
+        rtype: RType,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), Full> {
+        let cp = self.checkpoint();
+        let r = self.put_record_inner(owner, rtype, class, ttl, rdata);
+        match r {
+            Ok(()) => {
+                self.counts[section as usize + 1] += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.rollback(cp);
+                Err(e)
+            }
+        }
+    }
+
+    fn put_record_inner(&mut self, owner: NameRef<'_>, rtype: RType, class: Class, ttl: u32, rdata: &[u8]) -> Result<(), Full> {
+        self.put_name(owner, true)?;
+        self.put_u16(rtype.0)?;
+        self.put_u16(class.0)?;
+        self.put_u32(ttl)?;
+        let len_at = self.len;
+        self.put_u16(0)?;
+        rdata::compose(rtype, rdata, self)?;
+        let rdlen = (self.len - len_at - 2) as u16;
+        self.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        Ok(())
+    }
+
+    /// Appends an OPT pseudo-record (RFC 6891 §6.1.2) with the given options (wire form).
+    pub fn put_opt(&mut self, udp_size: u16, ext_rcode: u8, version: u8, dnssec_ok: bool, options: &[u8]) -> Result<(), Full> {
+        let ttl = (ext_rcode as u32) << 24 | (version as u32) << 16 | if dnssec_ok { 0x8000 } else { 0 };
+        let cp = self.checkpoint();
+        let r = (|| {
+            self.put_u8(0)?;
+            self.put_u16(RType::OPT.0)?;
+            self.put_u16(udp_size)?;
+            self.put_u32(ttl)?;
+            self.put_u16(options.len() as u16)?;
+            self.put_bytes(options)
+        })();
+        match r {
+            Ok(()) => {
+                self.counts[3] += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.rollback(cp);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the header (with this writer's section counts) and returns the message.
+    pub fn finish(self, header: &Header) -> &'a [u8] {
+        let mut h = *header;
+        h.qdcount = self.counts[0];
+        h.ancount = self.counts[1];
+        h.nscount = self.counts[2];
+        h.arcount = self.counts[3];
+        self.buf[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+        &self.buf[..self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use crate::Name;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn compression_points_at_question_and_suffixes() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(n("www.Example.com.").as_ref(), RType::A, Class::IN).unwrap();
+        let after_q = w.len();
+        w.put_record(Section::Answer, n("www.example.COM.").as_ref(), RType::A, Class::IN, 60, &[1, 2, 3, 4])
+            .unwrap();
+        // Owner is a pointer to offset 12.
+        assert_eq!(w.len() - after_q, 2 + 10 + 4);
+        let before = w.len();
+        w.put_record(Section::Authority, n("example.com.").as_ref(), RType::NS, Class::IN, 60, n("ns1.example.com.").as_wire())
+            .unwrap();
+        // Owner: pointer (2); rdata: "ns1" label (4) + pointer (2).
+        assert_eq!(w.len() - before, 2 + 10 + 6);
+        let msg = w.finish(&Header::default()).to_vec();
+        let m = Message::parse(&msg).unwrap();
+        assert_eq!(m.answers[0].owner, n("www.example.com."));
+        assert_eq!(Name::from_wire(&m.authority[0].rdata).unwrap(), n("ns1.example.com."));
+        // Question case is kept; answer owner reads back with the question's case.
+        assert_eq!(m.questions[0].qname.to_string(), "www.Example.com.");
+        assert_eq!(m.answers[0].owner.to_string(), "www.Example.com.");
+    }
+
+    #[test]
+    fn full_rolls_back_whole_record() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 40);
+        w.put_question(n("a.example.").as_ref(), RType::TXT, Class::IN).unwrap();
+        let len = w.len();
+        let big = [5u8; 30];
+        assert_eq!(
+            w.put_record(Section::Answer, n("a.example.").as_ref(), RType(65280), Class::IN, 1, &big),
+            Err(Full)
+        );
+        assert_eq!(w.len(), len);
+        assert_eq!(w.count(Section::Answer), 0);
+        let msg = w.finish(&Header::default());
+        assert_eq!(Message::parse(msg).unwrap().answers.len(), 0);
+    }
+
+    #[test]
+    fn opt_record() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_opt(1232, 1, 0, true, &[]).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        let m = Message::parse(&msg).unwrap();
+        let opt = m.opt().unwrap();
+        assert_eq!(opt.class.0, 1232);
+        assert_eq!(opt.ttl, 0x0100_8000);
+        assert_eq!(m.rcode().0, 16);
+    }
+}
