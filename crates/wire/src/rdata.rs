@@ -54,7 +54,7 @@ pub fn compose(rtype: RType, rdata: &[u8], w: &mut MessageWriter<'_>) -> Result<
         return w.put_bytes(rdata);
     }
     let mut pos = 0;
-    let mut name = |w: &mut MessageWriter<'_>, pos: &mut usize| -> Result<(), Full> {
+    let name = |w: &mut MessageWriter<'_>, pos: &mut usize| -> Result<(), Full> {
         match NameRef::from_wire_prefix(&rdata[*pos..]) {
             Ok((n, l)) => {
                 *pos += l;
