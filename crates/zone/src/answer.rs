@@ -1,7 +1,33 @@
 //! Authoritative answering: one query in, one response out, into the caller's buffer.
+//!
+//! [`lookup`] decides what a name is in a zone (RFC 1034 §4.3.2: an exact match, a referral,
+//! a DNAME redirection, a wildcard synthesis per RFC 4592, or a name that does not exist);
+//! [`respond`] turns that into sections, follows CNAME chains inside the zone, adds
+//! additional addresses, handles EDNS (RFC 6891) and truncation.
+//!
+//! Policy (documented in docs/ANSWERS.md): minimal responses like Knot DNS (no apex NS in the
+//! authority section of positive answers); ANY over UDP gets one RRset (RFC 8482 §4.1), over
+//! TCP every RRset; a response that does not fit is sent with TC set, only the question and
+//! the OPT record, so the client retries over TCP.
+//!
+//! Never: allocation, locks, clocks or I/O. Every step is O(labels) hash lookups.
 
-use crate::db::ZoneSet;
-use shardns_wire::{RType, Rcode};
+use crate::db::{flags, NodeRef, RRset, Zone, ZoneSet};
+use shardns_wire::edns::read_trailer;
+use shardns_wire::message::{read_question, HEADER_LEN};
+use shardns_wire::name::MAX_NAME_LEN;
+use shardns_wire::writer::Full;
+use shardns_wire::{rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode, Section};
+
+/// Our EDNS UDP payload size: large enough for most answers, small enough not to fragment
+/// (the DNS flag day 2020 figure).
+pub const EDNS_UDP_SIZE: u16 = 1232;
+/// Size of an OPT record without options.
+const OPT_LEN: usize = 11;
+/// Most CNAME/DNAME steps followed inside a zone for one query.
+const MAX_CHAIN: usize = 12;
+/// Most distinct names whose addresses go in the additional section.
+const MAX_ADDITIONAL: usize = 16;
 
 /// How the query arrived; decides the size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +51,377 @@ pub struct Outcome {
     pub truncated: bool,
 }
 
-/// Answers `query` into `out`. `None` means drop the datagram (too short for a header, or a
-/// response). `out` should hold 65535 octets for TCP; for UDP at least 4096.
-pub fn respond(zones: &ZoneSet, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<Outcome> {
-    let _ = (zones, query, transport, out);
-    None
+/// What a name is in a zone.
+#[derive(Debug, Clone, Copy)]
+pub enum Found<'z> {
+    /// The name exists (possibly as an empty non-terminal).
+    Exact(NodeRef<'z>),
+    /// The name does not exist; this wildcard (`*.<closest encloser>`) is the source of
+    /// synthesis (RFC 4592 §3.3.1).
+    Wildcard(NodeRef<'z>),
+    /// The name is at or below this zone cut.
+    Referral(NodeRef<'z>),
+    /// The name is below this node's DNAME (RFC 6672 §2.3).
+    Dname(NodeRef<'z>),
+    /// The name does not exist and no wildcard applies.
+    NxDomain,
 }
+
+/// Looks `qname` (at or below the apex) up in `zone`. `qtype` matters only for DS, which is
+/// answered from the parent side of a zone cut (RFC 4035 §3.1.4.1).
+pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z> {
+    // Fast path: the name exists and nothing above it diverts the query.
+    if let Some(n) = zone.find(qname) {
+        let f = n.flags();
+        if f & (flags::BELOW_CUT | flags::BELOW_DNAME) == 0 {
+            if f & flags::DELEGATION != 0 && qtype != RType::DS {
+                return Found::Referral(n);
+            }
+            return Found::Exact(n);
+        }
+    }
+    // Walk down from the apex, one label at a time, stopping at the first cut or DNAME.
+    let wire = qname.as_wire();
+    let mut starts = [0u8; 128];
+    let mut total = 0;
+    let mut pos = 0usize;
+    while wire[pos] != 0 {
+        starts[total] = pos as u8;
+        total += 1;
+        pos += 1 + wire[pos] as usize;
+    }
+    let apex_labels = zone.apex().label_count();
+    if total < apex_labels {
+        return Found::NxDomain;
+    }
+    let below = total - apex_labels;
+    let mut cur = zone.apex_node();
+    for depth in 1..=below {
+        if cur.flags() & flags::DNAME != 0 {
+            return Found::Dname(cur);
+        }
+        let name = NameRef::from_wire_prefix(&wire[starts[below - depth] as usize..])
+            .expect("suffix of a valid name")
+            .0;
+        match zone.find(name) {
+            None => return wildcard_or_nxdomain(zone, cur),
+            Some(n) => {
+                if n.flags() & flags::DELEGATION != 0 && !(depth == below && qtype == RType::DS) {
+                    return Found::Referral(n);
+                }
+                cur = n;
+            }
+        }
+    }
+    Found::Exact(cur)
+}
+
+fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> {
+    if encloser.flags() & flags::WILDCARD_CHILD != 0 {
+        let mut star = NameBuf::new();
+        if star.set_concat(&[1, b'*'], encloser.name()).is_ok() {
+            if let Some(w) = zone.find(star.as_ref()) {
+                return Found::Wildcard(w);
+            }
+        }
+    }
+    Found::NxDomain
+}
+
+
+/// Answers `query` into `out`. `None` means drop the datagram (too short for a header, or a
+/// response). `out` should hold 65535 octets for TCP; for UDP at least [`EDNS_UDP_SIZE`].
+pub fn respond(zones: &ZoneSet, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<Outcome> {
+    let qh = Header::parse(query).ok()?;
+    if qh.qr() {
+        return None;
+    }
+    let mut h = Header {
+        id: qh.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_opcode(qh.opcode());
+    h.set_rd(qh.rd());
+    h.set_cd(qh.cd());
+
+    if qh.opcode() != Opcode::QUERY {
+        return Some(bare(h, Rcode::NOTIMP, None, out));
+    }
+    if qh.qdcount != 1 {
+        return Some(bare(h, Rcode::FORMERR, None, out));
+    }
+    let mut qname = NameBuf::new();
+    let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
+        return Some(bare(h, Rcode::FORMERR, None, out));
+    };
+    let Ok(trailer) = read_trailer(query, &qh, qend) else {
+        return Some(bare(h, Rcode::FORMERR, Some(qtype), out));
+    };
+    let edns = trailer.edns;
+    let limit = match (transport, edns) {
+        (Transport::Tcp, _) => u16::MAX as usize,
+        (Transport::Udp, None) => 512,
+        (Transport::Udp, Some(e)) => e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize,
+    }
+    .min(out.len());
+
+    let mut w = MessageWriter::new(out, limit);
+    // A question of at most 259 octets always fits in 512.
+    let _ = w.put_question(qname.as_ref(), qtype, qclass);
+    let after_question = w.checkpoint();
+    if edns.is_some() {
+        w.set_limit(limit.saturating_sub(OPT_LEN));
+    }
+
+    let rcode;
+    let mut aa = false;
+    let mut truncated = false;
+    if edns.is_some_and(|e| e.version > 0) {
+        rcode = Rcode::BADVERS;
+    } else if qclass != Class::IN && qclass != Class::ANY {
+        rcode = Rcode::REFUSED;
+    } else if matches!(qtype, RType::OPT | RType::TSIG | RType::TKEY) {
+        rcode = Rcode::FORMERR;
+    } else if matches!(qtype, RType::AXFR | RType::IXFR) {
+        // Zone transfers are not offered (yet): refused, as for a client outside the ACL.
+        rcode = Rcode::REFUSED;
+    } else if matches!(qtype, RType::MAILA | RType::MAILB) {
+        rcode = Rcode::NOTIMP;
+    } else {
+        match zones.find(qname.as_ref()) {
+            None => rcode = Rcode::REFUSED,
+            Some(zone) => {
+                let mut a = Answerer {
+                    zone,
+                    w: &mut w,
+                    qtype,
+                    transport,
+                    aa: true,
+                    rcode: Rcode::NOERROR,
+                    additional: [0; MAX_ADDITIONAL],
+                    nadditional: 0,
+                };
+                truncated = a.run(qname.as_ref()).is_err();
+                aa = a.aa;
+                rcode = a.rcode;
+            }
+        }
+    }
+    if truncated {
+        w.rollback(after_question);
+        h.set_tc(true);
+    }
+    h.set_aa(aa);
+    h.set_rcode(rcode);
+    w.set_limit(limit);
+    if let Some(e) = edns {
+        let _ = w.put_opt(EDNS_UDP_SIZE, rcode.extended_bits(), 0, e.dnssec_ok, &[]);
+    }
+    let len = w.finish(&h).len();
+    Some(Outcome {
+        len,
+        rcode,
+        qtype: Some(qtype),
+        truncated,
+    })
+}
+
+/// A response with only a header (FORMERR, NOTIMP: the question may be unreadable).
+fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Outcome {
+    h.set_rcode(rcode);
+    let w = MessageWriter::new(out, HEADER_LEN);
+    let len = w.finish(&h).len();
+    Outcome {
+        len,
+        rcode,
+        qtype,
+        truncated: false,
+    }
+}
+
+/// What goes in the authority section once the answer section is done.
+enum Authority<'z> {
+    None,
+    /// The apex SOA, for NXDOMAIN and NODATA (RFC 2308 §2).
+    Soa,
+    /// The NS RRset of a zone cut, for a referral.
+    Referral(NodeRef<'z>),
+}
+
+struct Answerer<'z, 'w, 'b> {
+    zone: &'z Zone,
+    w: &'w mut MessageWriter<'b>,
+    qtype: RType,
+    transport: Transport,
+    aa: bool,
+    rcode: Rcode,
+    /// Nodes whose A/AAAA go in the additional section.
+    additional: [u32; MAX_ADDITIONAL],
+    nadditional: usize,
+}
+
+impl<'z> Answerer<'z, '_, '_> {
+    /// Writes the answer and authority sections; `Err(Full)` means truncate.
+    fn run(&mut self, qname: NameRef<'_>) -> Result<(), Full> {
+        let mut seen = [const { NameBuf::new() }; MAX_CHAIN];
+        let mut name = NameBuf::new();
+        name.set(qname);
+        let mut authority = Authority::None;
+        for step in 0..MAX_CHAIN {
+            let cur = name.as_ref();
+            if step > 0 && !cur.ends_with(&self.zone.apex()) {
+                // The chain leaves the zone: the client follows it from here.
+                break;
+            }
+            seen[step].set(cur);
+            let mut next = NameBuf::new();
+            match lookup(self.zone, cur, self.qtype) {
+                Found::Referral(cut) => {
+                    if step == 0 {
+                        self.aa = false;
+                    }
+                    authority = Authority::Referral(cut);
+                    break;
+                }
+                Found::NxDomain => {
+                    self.rcode = Rcode::NXDOMAIN;
+                    authority = Authority::Soa;
+                    break;
+                }
+                Found::Dname(node) => {
+                    let Some(dname) = node.rrset(RType::DNAME) else { break };
+                    self.put_rrset(Section::Answer, node.name(), dname)?;
+                    let Some(target) = dname.rdatas().next().and_then(|d| rdata::target_name(RType::DNAME, d)) else {
+                        break;
+                    };
+                    let prefix = &cur.as_wire()[..cur.len() - node.name().len()];
+                    if next.set_concat(prefix, target).is_err() {
+                        // RFC 6672 §2.2: the substituted name is too long.
+                        self.rcode = Rcode::YXDOMAIN;
+                        break;
+                    }
+                    self.w
+                        .put_record(Section::Answer, cur, RType::CNAME, Class::IN, dname.ttl, next.as_ref().as_wire())?;
+                    if self.qtype == RType::CNAME {
+                        break;
+                    }
+                }
+                Found::Exact(node) | Found::Wildcard(node) => {
+                    if self.qtype == RType::ANY {
+                        if self.put_any(cur, node)? == 0 {
+                            authority = Authority::Soa;
+                        }
+                        break;
+                    }
+                    if let Some(set) = node.rrset(self.qtype) {
+                        self.put_rrset(Section::Answer, cur, set)?;
+                        self.queue_additional(set, false);
+                        break;
+                    }
+                    let Some(cname) = node.rrset(RType::CNAME) else {
+                        authority = Authority::Soa;
+                        break;
+                    };
+                    self.put_rrset(Section::Answer, cur, cname)?;
+                    let Some(target) = cname.rdatas().next().and_then(|d| rdata::target_name(RType::CNAME, d)) else {
+                        break;
+                    };
+                    next.set(target);
+                }
+            }
+            // Follow the chain unless it loops.
+            if seen[..=step].iter().any(|s| s.as_ref().eq_ci(&next.as_ref())) {
+                break;
+            }
+            name = next;
+        }
+        match authority {
+            Authority::None => {}
+            Authority::Soa => {
+                let apex = self.zone.apex_node();
+                if let Some(soa) = apex.rrset(RType::SOA) {
+                    let ttl = self.zone.negative_ttl();
+                    for d in soa.rdatas() {
+                        self.w
+                            .put_record(Section::Authority, apex.name(), RType::SOA, Class::IN, ttl, d)?;
+                    }
+                }
+            }
+            Authority::Referral(cut) => {
+                if let Some(ns) = cut.rrset(RType::NS) {
+                    self.put_rrset(Section::Authority, cut.name(), ns)?;
+                    self.queue_additional(ns, true);
+                }
+            }
+        }
+        self.put_additional();
+        Ok(())
+    }
+
+    /// ANY (RFC 8482 §4.1): one RRset over UDP, all over TCP. Returns how many were written.
+    fn put_any(&mut self, owner: NameRef<'_>, node: NodeRef<'z>) -> Result<usize, Full> {
+        let mut n = 0;
+        for set in node.rrsets() {
+            self.put_rrset(Section::Answer, owner, set)?;
+            n += 1;
+            if self.transport == Transport::Udp {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    fn put_rrset(&mut self, section: Section, owner: NameRef<'_>, set: RRset<'_>) -> Result<(), Full> {
+        for d in set.rdatas() {
+            self.w.put_record(section, owner, set.rtype, Class::IN, set.ttl, d)?;
+        }
+        Ok(())
+    }
+
+    /// Remembers in-zone NS/MX/SRV targets whose addresses go in the additional section.
+    /// Glue below a zone cut is used only for referrals.
+    fn queue_additional(&mut self, set: RRset<'_>, referral: bool) {
+        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) {
+            return;
+        }
+        for d in set.rdatas() {
+            let Some(target) = rdata::target_name(set.rtype, d) else { continue };
+            if !target.ends_with(&self.zone.apex()) || target.len() > MAX_NAME_LEN {
+                continue;
+            }
+            let Some(node) = self.zone.find(target) else { continue };
+            if !referral && node.flags() & flags::BELOW_CUT != 0 {
+                continue;
+            }
+            if self.additional[..self.nadditional].contains(&node.id()) {
+                continue;
+            }
+            if self.nadditional == MAX_ADDITIONAL {
+                return;
+            }
+            self.additional[self.nadditional] = node.id();
+            self.nadditional += 1;
+        }
+    }
+
+    /// Writes queued addresses; what does not fit is left out without TC (RFC 2181 §9).
+    fn put_additional(&mut self) {
+        for i in 0..self.nadditional {
+            let node = self.zone.node(self.additional[i]);
+            for t in [RType::A, RType::AAAA] {
+                if let Some(set) = node.rrset(t) {
+                    let cp = self.w.checkpoint();
+                    if self.put_rrset(Section::Additional, node.name(), set).is_err() {
+                        // Never half an RRset.
+                        self.w.rollback(cp);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

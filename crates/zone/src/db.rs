@@ -1,22 +1,629 @@
 //! The immutable zone snapshot and the set of zones a server answers for.
+//!
+//! A [`Zone`] is built once per load and then only read, by every worker, without a lock;
+//! a reload builds a new one and the server swaps a pointer. Names are found through an
+//! open-addressing hash table keyed by the case-insensitive hash of the name, so a lookup
+//! costs O(1) per label whatever the zone's size; each node knows its parent, whether it is
+//! a delegation point, lies below a zone cut, or has a wildcard child. Every ancestor of
+//! every owner down to the apex exists as a node (empty non-terminals included), which is
+//! what makes closest-encloser search and RFC 4592 wildcard matching exact.
+//!
+//! Never: sockets, clocks, locks, or allocation on the lookup path.
 
-use crate::scan::{Diag, LoadError, Scanned};
-use shardns_wire::{Name, NameRef};
+use crate::scan::{Diag, LoadError, Records, Scanned};
+use shardns_wire::name::hash_ci;
+use shardns_wire::{rdata, Name, NameRef, RType};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Index of a node in a zone.
+pub type NodeId = u32;
+const NONE: u32 = u32::MAX;
+
+/// Node flags.
+pub(crate) mod flags {
+    /// Holds NS records and is not the apex: a zone cut.
+    pub(crate) const DELEGATION: u8 = 1;
+    /// Some proper ancestor (below the apex) is a zone cut: the data here is glue or occluded.
+    pub(crate) const BELOW_CUT: u8 = 2;
+    /// `*.<this node>` exists.
+    pub(crate) const WILDCARD_CHILD: u8 = 4;
+    /// Holds a DNAME record.
+    pub(crate) const DNAME: u8 = 8;
+    /// Some proper ancestor holds a DNAME: the name is occluded (RFC 6672 §2.4).
+    pub(crate) const BELOW_DNAME: u8 = 16;
+    /// Holds a CNAME record.
+    pub(crate) const CNAME: u8 = 32;
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    /// Offset of the name (wire form, as first written in the zone file) in `names`.
+    name: u32,
+    /// First RRset in `rrsets`.
+    rrsets: u32,
+    /// The parent node, `NONE` for the apex.
+    parent: u32,
+    /// High 32 bits of the name's hash, checked before comparing names.
+    hash: u32,
+    /// Number of RRsets (0 for an empty non-terminal).
+    nrrsets: u16,
+    name_len: u8,
+    flags: u8,
+}
+
+/// One RRset: same owner, type and class.
+#[derive(Debug, Clone, Copy)]
+struct RRsetEntry {
+    rtype: RType,
+    count: u16,
+    ttl: u32,
+    /// Offset in `rdata` of the first record; each record is a 2-octet length and the data.
+    rdata: u32,
+}
+
+/// A borrowed RRset.
+#[derive(Clone, Copy, Debug)]
+pub struct RRset<'a> {
+    /// Type.
+    pub rtype: RType,
+    /// TTL (one per RRset, RFC 2181 §5.2).
+    pub ttl: u32,
+    count: u16,
+    data: &'a [u8],
+}
+
+impl<'a> RRset<'a> {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+    /// True if the set has no records (never, for a stored set).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// Each record's rdata, uncompressed wire form.
+    pub fn rdatas(&self) -> RdataIter<'a> {
+        RdataIter {
+            data: self.data,
+            left: self.count,
+        }
+    }
+}
+
+/// Iterator over the rdata of an RRset.
+#[derive(Clone)]
+pub struct RdataIter<'a> {
+    data: &'a [u8],
+    left: u16,
+}
+
+impl<'a> Iterator for RdataIter<'a> {
+    type Item = &'a [u8];
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let len = u16::from_be_bytes([self.data[0], self.data[1]]) as usize;
+        let r = &self.data[2..2 + len];
+        self.data = &self.data[2 + len..];
+        Some(r)
+    }
+}
 
 /// One zone, built once per load and then only read.
 #[derive(Debug)]
 pub struct Zone {
     apex: Name,
+    names: Vec<u8>,
+    nodes: Vec<Node>,
+    /// Open-addressing table: node index + 1, 0 = empty. Size is a power of two.
+    table: Vec<u32>,
+    rrsets: Vec<RRsetEntry>,
+    rdata: Vec<u8>,
+    /// The SOA's TTL and MINIMUM, for negative answers (RFC 2308 §3).
+    soa_ttl: u32,
+    soa_minimum: u32,
+}
+
+/// A handle to a node of a zone.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRef<'a> {
+    zone: &'a Zone,
+    id: NodeId,
+}
+
+impl<'a> NodeRef<'a> {
+    /// The node's index.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+    fn node(&self) -> &'a Node {
+        &self.zone.nodes[self.id as usize]
+    }
+    /// The owner name, in the case first written in the zone file.
+    pub fn name(&self) -> NameRef<'a> {
+        let n = self.node();
+        let wire = &self.zone.names[n.name as usize..n.name as usize + n.name_len as usize];
+        NameRef::from_wire_prefix(wire).expect("zone stores valid names").0
+    }
+    pub(crate) fn flags(&self) -> u8 {
+        self.node().flags
+    }
+    /// The parent node (`None` at the apex).
+    pub fn parent(&self) -> Option<NodeRef<'a>> {
+        let p = self.node().parent;
+        (p != NONE).then_some(NodeRef {
+            zone: self.zone,
+            id: p,
+        })
+    }
+    /// True for an empty non-terminal.
+    pub fn is_empty(&self) -> bool {
+        self.node().nrrsets == 0
+    }
+    /// All RRsets, in type order.
+    pub fn rrsets(&self) -> impl Iterator<Item = RRset<'a>> + 'a {
+        let n = *self.node();
+        let zone = self.zone;
+        (n.rrsets..n.rrsets + n.nrrsets as u32).map(move |i| zone.rrset(i))
+    }
+    /// The RRset of one type.
+    #[inline]
+    pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
+        let n = self.node();
+        let sets = &self.zone.rrsets[n.rrsets as usize..n.rrsets as usize + n.nrrsets as usize];
+        // Few RRsets per node: a short scan over a sorted run beats a search.
+        sets.iter()
+            .position(|s| s.rtype == rtype)
+            .map(|i| self.zone.rrset(n.rrsets + i as u32))
+    }
 }
 
 impl Zone {
-    /// Builds a zone from scanned records, running the semantic checks.
-    pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        Ok((Zone { apex }, scanned.warnings))
-    }
     /// The apex name.
     pub fn apex(&self) -> NameRef<'_> {
         self.apex.as_ref()
+    }
+
+    /// Number of names (nodes), empty non-terminals included.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of records.
+    pub fn record_count(&self) -> usize {
+        self.rrsets.iter().map(|s| s.count as usize).sum()
+    }
+
+    /// TTL for negative answers: min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).
+    pub fn negative_ttl(&self) -> u32 {
+        self.soa_ttl.min(self.soa_minimum)
+    }
+
+    /// The apex node.
+    pub fn apex_node(&self) -> NodeRef<'_> {
+        NodeRef { zone: self, id: 0 }
+    }
+
+    fn rrset(&self, i: u32) -> RRset<'_> {
+        let s = self.rrsets[i as usize];
+        let end = self
+            .rrsets
+            .get(i as usize + 1)
+            .map_or(self.rdata.len(), |n| n.rdata as usize);
+        RRset {
+            rtype: s.rtype,
+            ttl: s.ttl,
+            count: s.count,
+            data: &self.rdata[s.rdata as usize..end],
+        }
+    }
+
+    /// Finds the node of exactly `name` (case-insensitive).
+    #[inline]
+    pub fn find(&self, name: NameRef<'_>) -> Option<NodeRef<'_>> {
+        let h = name.hash_ci();
+        self.find_hashed(name, h)
+    }
+
+    fn find_hashed(&self, name: NameRef<'_>, h: u64) -> Option<NodeRef<'_>> {
+        let mask = self.table.len() - 1;
+        let mut i = h as usize & mask;
+        let tag = (h >> 32) as u32;
+        loop {
+            let slot = self.table[i];
+            if slot == 0 {
+                return None;
+            }
+            let n = &self.nodes[slot as usize - 1];
+            if n.hash == tag && n.name_len as usize == name.len() {
+                let wire = &self.names[n.name as usize..n.name as usize + n.name_len as usize];
+                if shardns_wire::name::eq_ci(wire, name.as_wire()) {
+                    return Some(NodeRef {
+                        zone: self,
+                        id: slot - 1,
+                    });
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// A node by index.
+    pub fn node(&self, id: NodeId) -> NodeRef<'_> {
+        NodeRef { zone: self, id }
+    }
+
+    /// Builds a zone from scanned records, running the checks named-checkzone and kzonecheck
+    /// make. Any error rejects the zone; warnings are returned with it.
+    pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        Builder::new(apex, &scanned).run(&scanned)
+    }
+}
+
+struct Builder {
+    zone: Zone,
+    /// Per node: the records (chunk, item) owned, in file order.
+    diags: Vec<Diag>,
+    warnings: Vec<Diag>,
+    files: Vec<PathBuf>,
+}
+
+/// Where a record came from, for diagnostics.
+#[derive(Clone, Copy)]
+struct Src {
+    chunk: u32,
+    item: u32,
+}
+
+impl Builder {
+    fn new(apex: Name, scanned: &Scanned) -> Self {
+        let total: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
+        // Nodes are at most the records plus their empty ancestors; start near the records.
+        let cap = (total / 2).max(16).next_power_of_two() * 2;
+        Self {
+            zone: Zone {
+                apex,
+                names: Vec::new(),
+                nodes: Vec::new(),
+                table: vec![0; cap],
+                rrsets: Vec::new(),
+                rdata: Vec::new(),
+                soa_ttl: 0,
+                soa_minimum: 0,
+            },
+            diags: Vec::new(),
+            warnings: scanned.warnings.clone(),
+            files: scanned.files.clone(),
+        }
+    }
+
+    fn diag(&self, chunks: &[Records], src: Src, msg: String) -> Diag {
+        let item = &chunks[src.chunk as usize].items[src.item as usize];
+        Diag {
+            file: self.files.get(item.file as usize).cloned().unwrap_or_default(),
+            line: item.line,
+            message: msg,
+        }
+    }
+
+    fn zone_diag(&self, msg: String) -> Diag {
+        Diag {
+            file: self.files.first().cloned().unwrap_or_default(),
+            line: 0,
+            message: msg,
+        }
+    }
+
+    /// Finds or inserts the node for `name` (and its missing ancestors down to the apex).
+    fn intern(&mut self, name: NameRef<'_>) -> NodeId {
+        let h = name.hash_ci();
+        if let Some(n) = self.zone.find_hashed(name, h) {
+            return n.id;
+        }
+        let parent = match name.parent() {
+            Some(p) if name.len() > self.zone.apex.as_wire().len() => self.intern(p),
+            _ => NONE,
+        };
+        if (self.zone.nodes.len() + 1) * 2 > self.zone.table.len() {
+            self.grow();
+        }
+        let id = self.zone.nodes.len() as u32;
+        self.zone.nodes.push(Node {
+            name: self.zone.names.len() as u32,
+            rrsets: 0,
+            parent,
+            hash: (h >> 32) as u32,
+            nrrsets: 0,
+            name_len: name.len() as u8,
+            flags: 0,
+        });
+        self.zone.names.extend_from_slice(name.as_wire());
+        self.insert_slot(h, id);
+        id
+    }
+
+    fn insert_slot(&mut self, h: u64, id: u32) {
+        let mask = self.zone.table.len() - 1;
+        let mut i = h as usize & mask;
+        while self.zone.table[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.zone.table[i] = id + 1;
+    }
+
+    fn grow(&mut self) {
+        let size = self.zone.table.len() * 2;
+        self.zone.table = vec![0; size];
+        for id in 0..self.zone.nodes.len() {
+            let n = self.zone.nodes[id];
+            let h = hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
+            self.insert_slot(h, id as u32);
+        }
+    }
+
+    fn run(mut self, scanned: &Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let chunks = &scanned.chunks;
+        let apex = self.zone.apex.clone();
+        self.intern(apex.as_ref());
+
+        // 1. One node per owner; remember each record's node.
+        let total: usize = chunks.iter().map(|c| c.items.len()).sum();
+        let mut node_of: Vec<u32> = Vec::with_capacity(total);
+        let mut srcs: Vec<Src> = Vec::with_capacity(total);
+        for (ci, chunk) in chunks.iter().enumerate() {
+            let mut last: Option<(u32, u32)> = None;
+            for (ii, item) in chunk.items.iter().enumerate() {
+                let id = match last {
+                    Some((off, id)) if off == item.owner => id,
+                    _ => {
+                        let owner = chunk.owner(item);
+                        if !owner.ends_with(&apex.as_ref()) {
+                            // The scanner skips these with a warning; stay safe regardless.
+                            continue;
+                        }
+                        self.intern(owner)
+                    }
+                };
+                last = Some((item.owner, id));
+                node_of.push(id);
+                srcs.push(Src {
+                    chunk: ci as u32,
+                    item: ii as u32,
+                });
+            }
+        }
+
+        // 2. Group records by node (counting sort keeps file order inside a node).
+        let n = self.zone.nodes.len();
+        let mut start = vec![0u32; n + 1];
+        for &id in &node_of {
+            start[id as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut order = vec![0u32; node_of.len()];
+        let mut fill = start.clone();
+        for (r, &id) in node_of.iter().enumerate() {
+            order[fill[id as usize] as usize] = r as u32;
+            fill[id as usize] += 1;
+        }
+        drop(node_of);
+
+        // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs.
+        let mut recs: Vec<(RType, Src)> = Vec::new();
+        let mut seen: Vec<&[u8]> = Vec::new();
+        for id in 0..n {
+            let (a, b) = (start[id] as usize, start[id + 1] as usize);
+            recs.clear();
+            recs.extend(order[a..b].iter().map(|&r| {
+                let s = srcs[r as usize];
+                (chunks[s.chunk as usize].items[s.item as usize].rtype, s)
+            }));
+            recs.sort_by_key(|(t, _)| t.0);
+            self.zone.nodes[id].rrsets = self.zone.rrsets.len() as u32;
+            let mut i = 0;
+            while i < recs.len() {
+                let rtype = recs[i].0;
+                let mut j = i;
+                while j < recs.len() && recs[j].0 == rtype {
+                    j += 1;
+                }
+                let first = recs[i].1;
+                let first_item = &chunks[first.chunk as usize].items[first.item as usize];
+                let ttl = first_item.ttl;
+                let entry_at = self.zone.rdata.len() as u32;
+                let mut count = 0u16;
+                seen.clear();
+                for &(_, s) in &recs[i..j] {
+                    let chunk = &chunks[s.chunk as usize];
+                    let item = &chunk.items[s.item as usize];
+                    let data = chunk.rdata(item);
+                    if let Err(e) = rdata::validate(rtype, data) {
+                        let d = self.diag(chunks, s, format!("{rtype}: {e}"));
+                        self.diags.push(d);
+                        continue;
+                    }
+                    // RFC 2181 §5: an RRset is a set; identical records collapse.
+                    if seen.iter().any(|d| *d == data) {
+                        continue;
+                    }
+                    if item.ttl != ttl {
+                        let d = self.diag(
+                            chunks,
+                            s,
+                            format!("{rtype} TTL {} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)", item.ttl),
+                        );
+                        self.warnings.push(d);
+                    }
+                    if count == u16::MAX {
+                        let d = self.diag(chunks, s, format!("too many {rtype} records at one name"));
+                        self.diags.push(d);
+                        break;
+                    }
+                    seen.push(data);
+                    self.zone.rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+                    self.zone.rdata.extend_from_slice(data);
+                    count += 1;
+                }
+                if count > 0 {
+                    self.zone.rrsets.push(RRsetEntry {
+                        rtype,
+                        count,
+                        ttl,
+                        rdata: entry_at,
+                    });
+                }
+                i = j;
+            }
+            self.zone.nodes[id].nrrsets = (self.zone.rrsets.len() as u32 - self.zone.nodes[id].rrsets) as u16;
+            let firsts: Vec<Src> = recs.iter().map(|r| r.1).collect();
+            self.check_node(chunks, id as u32, &firsts);
+        }
+        drop(order);
+        drop(srcs);
+
+        self.set_flags();
+        self.check_zone(chunks);
+        self.zone.names.shrink_to_fit();
+        self.zone.nodes.shrink_to_fit();
+        self.zone.rrsets.shrink_to_fit();
+        self.zone.rdata.shrink_to_fit();
+        if self.diags.is_empty() {
+            Ok((self.zone, self.warnings))
+        } else {
+            self.diags.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+            Err(LoadError { errors: self.diags })
+        }
+    }
+
+    /// Per-node checks: CNAME beside other data, SOA away from the apex.
+    fn check_node(&mut self, chunks: &[Records], id: u32, srcs: &[Src]) {
+        let node = self.zone.node(id);
+        let name = node.name().to_name();
+        let has = |t: RType| node.rrset(t).is_some();
+        let mut f = 0;
+        if has(RType::CNAME) {
+            f |= flags::CNAME;
+            let others = node
+                .rrsets()
+                .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3));
+            let src = srcs[0];
+            if others {
+                let d = self.diag(chunks, src, format!("{name}: CNAME and other data at the same name (RFC 1034 §3.6.2)"));
+                self.diags.push(d);
+            }
+            if node.rrset(RType::CNAME).is_some_and(|s| s.len() > 1) {
+                let d = self.diag(chunks, src, format!("{name}: more than one CNAME record"));
+                self.diags.push(d);
+            }
+            if id == 0 {
+                let d = self.diag(chunks, src, format!("{name}: CNAME at the zone apex"));
+                self.diags.push(d);
+            }
+        }
+        if has(RType::DNAME) {
+            f |= flags::DNAME;
+            if node.rrset(RType::DNAME).is_some_and(|s| s.len() > 1) {
+                let d = self.diag(chunks, srcs[0], format!("{name}: more than one DNAME record"));
+                self.diags.push(d);
+            }
+        }
+        if id != 0 {
+            if has(RType::NS) {
+                f |= flags::DELEGATION;
+            }
+            if has(RType::SOA) {
+                let d = self.diag(chunks, srcs[0], format!("{name}: SOA record away from the zone apex"));
+                self.diags.push(d);
+            }
+        }
+        self.zone.nodes[id as usize].flags |= f;
+    }
+
+    /// Derived flags: wildcard children, data below cuts and DNAMEs. Parents are always
+    /// interned before their children, so one pass in index order sees parents first.
+    fn set_flags(&mut self) {
+        for id in 0..self.zone.nodes.len() {
+            let node = self.zone.nodes[id];
+            if node.parent == NONE {
+                continue;
+            }
+            let p = self.zone.nodes[node.parent as usize];
+            let mut f = 0;
+            if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
+                f |= flags::BELOW_CUT;
+            }
+            if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
+                f |= flags::BELOW_DNAME;
+            }
+            self.zone.nodes[id].flags |= f;
+            if self.zone.node(id as u32).name().is_wildcard() {
+                self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            }
+        }
+    }
+
+    /// Whole-zone checks: one SOA at the apex, apex NS, glue for in-zone name servers.
+    fn check_zone(&mut self, _chunks: &[Records]) {
+        let apex = self.zone.apex_node();
+        let soa = apex.rrset(RType::SOA).map(|soa| {
+            let data = soa.rdatas().next().unwrap_or(&[]);
+            let minimum = data
+                .len()
+                .checked_sub(4)
+                .map_or(0, |i| u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]));
+            (soa.len(), soa.ttl, minimum)
+        });
+        let has_ns = apex.rrset(RType::NS).is_some();
+        match soa {
+            None => {
+                let d = self.zone_diag(format!("{}: no SOA record at the zone apex", self.zone.apex));
+                self.diags.push(d);
+            }
+            Some((n, _, _)) if n > 1 => {
+                let d = self.zone_diag(format!("{}: more than one SOA record", self.zone.apex));
+                self.diags.push(d);
+            }
+            Some((_, ttl, minimum)) => {
+                self.zone.soa_minimum = minimum;
+                self.zone.soa_ttl = ttl;
+            }
+        }
+        if !has_ns {
+            let d = self.zone_diag(format!("{}: no NS records at the zone apex", self.zone.apex));
+            self.diags.push(d);
+        }
+        // Name servers inside the zone need addresses; below a cut, those are glue.
+        let mut missing = Vec::new();
+        for id in 0..self.zone.nodes.len() as u32 {
+            let node = self.zone.node(id);
+            if node.flags() & flags::BELOW_CUT != 0 {
+                continue;
+            }
+            let Some(ns) = node.rrset(RType::NS) else { continue };
+            for data in ns.rdatas() {
+                let Some(target) = rdata::target_name(RType::NS, data) else { continue };
+                if !target.ends_with(&self.zone.apex()) {
+                    continue;
+                }
+                let has_addr = self
+                    .zone
+                    .find(target)
+                    .is_some_and(|t| t.rrset(RType::A).is_some() || t.rrset(RType::AAAA).is_some());
+                if !has_addr {
+                    missing.push(format!("{}: NS {target} has no address records (A or AAAA)", node.name()));
+                }
+            }
+        }
+        for m in missing {
+            let d = self.zone_diag(m);
+            self.diags.push(d);
+        }
     }
 }
 
@@ -24,19 +631,70 @@ impl Zone {
 #[derive(Debug, Default)]
 pub struct ZoneSet {
     zones: Vec<Zone>,
+    /// Apex hash -> zone indices.
+    by_apex: HashMap<u64, Vec<u32>>,
+    /// Label counts that some apex has, so lookups only hash suffixes that can match.
+    apex_labels: Vec<usize>,
 }
 
 impl ZoneSet {
-    /// A set of zones (a later zone with the same apex replaces an earlier one).
+    /// A set of zones; a later zone with the same apex replaces an earlier one.
     pub fn new(zones: Vec<Zone>) -> Self {
-        Self { zones }
+        let mut kept: Vec<Zone> = Vec::with_capacity(zones.len());
+        for z in zones {
+            if let Some(i) = kept.iter().position(|k| k.apex == z.apex) {
+                kept[i] = z;
+            } else {
+                kept.push(z);
+            }
+        }
+        let mut by_apex: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut apex_labels = Vec::new();
+        for (i, z) in kept.iter().enumerate() {
+            by_apex.entry(z.apex().hash_ci()).or_default().push(i as u32);
+            apex_labels.push(z.apex().label_count());
+        }
+        apex_labels.sort_unstable();
+        apex_labels.dedup();
+        Self {
+            zones: kept,
+            by_apex,
+            apex_labels,
+        }
     }
-    /// The zone with the longest apex that `qname` is at or below.
+
+    /// The zone with the longest apex that `qname` is at or below: one hash lookup per
+    /// distinct apex depth, never a scan over the zones.
     pub fn find(&self, qname: NameRef<'_>) -> Option<&Zone> {
-        self.zones.iter().filter(|z| qname.ends_with(&z.apex())).max_by_key(|z| z.apex().len())
+        let labels = qname.label_count();
+        for &depth in self.apex_labels.iter().rev() {
+            if depth > labels {
+                continue;
+            }
+            let suffix = qname.suffix(depth);
+            if let Some(ids) = self.by_apex.get(&suffix.hash_ci()) {
+                for &i in ids {
+                    let z = &self.zones[i as usize];
+                    if z.apex().eq_ci(&suffix) {
+                        return Some(z);
+                    }
+                }
+            }
+        }
+        None
     }
+
     /// The zones.
     pub fn zones(&self) -> &[Zone] {
         &self.zones
+    }
+
+    /// The zone with exactly this apex.
+    pub fn get(&self, apex: NameRef<'_>) -> Option<&Zone> {
+        self.by_apex
+            .get(&apex.hash_ci())?
+            .iter()
+            .map(|&i| &self.zones[i as usize])
+            .find(|z| z.apex().eq_ci(&apex))
     }
 }

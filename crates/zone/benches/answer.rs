@@ -1,0 +1,82 @@
+//! Lookup + render without I/O: answers per second on one core, and heap allocations per
+//! answer (divan's AllocProfiler must show 0). Run: `cargo bench -p shardns-zone --bench answer`.
+
+use shardns_wire::{Class, Header, MessageWriter, Name, RType};
+use shardns_zone::scan::{scan_text, ScanOptions};
+use shardns_zone::{respond, Transport, Zone, ZoneSet};
+use std::path::Path;
+
+#[global_allocator]
+static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
+
+fn main() {
+    divan::main();
+}
+
+/// The peers' benchmark zone shape: 1,000 hosts plus the usual apex records.
+fn bench_zone(hosts: usize) -> ZoneSet {
+    let mut text = String::from(
+        "$TTL 86400\n@ SOA ns1 hostmaster 1 3600 600 864000 300\n@ NS ns1\n@ NS ns2\n@ MX 10 mail\n\
+         ns1 A 192.0.2.1\nns2 A 192.0.2.2\nmail A 192.0.2.3\nmail AAAA 2001:db8::3\nwww CNAME host0001\n\
+         *.wild TXT \"wildcard\"\n",
+    );
+    for i in 0..hosts {
+        text.push_str(&format!("host{i:04} A 10.{}.{}.{}\n", i >> 16 & 255, i >> 8 & 255, i & 255));
+    }
+    let origin: Name = "bench.test.".parse().unwrap();
+    let scanned = scan_text(text.as_bytes(), Path::new("bench.zone"), &ScanOptions::new(origin.clone())).unwrap();
+    ZoneSet::new(vec![Zone::build(origin, scanned).unwrap().0])
+}
+
+fn query(name: &str, qtype: RType, edns: bool) -> Vec<u8> {
+    let mut buf = [0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 512);
+    let n: Name = name.parse().unwrap();
+    w.put_question(n.as_ref(), qtype, Class::IN).unwrap();
+    if edns {
+        w.put_opt(1232, 0, 0, false, &[]).unwrap();
+    }
+    w.finish(&Header::default()).to_vec()
+}
+
+fn run(bencher: divan::Bencher<'_, '_>, queries: Vec<Vec<u8>>) {
+    let zones = bench_zone(1000);
+    let mut out = vec![0u8; 65535];
+    let mut i = 0usize;
+    bencher.counter(divan::counter::ItemsCount::new(1usize)).bench_local(|| {
+        i = (i + 1) % queries.len();
+        divan::black_box(respond(&zones, divan::black_box(&queries[i]), Transport::Udp, &mut out));
+    });
+}
+
+/// The documents' workload: A queries cycling over 1,000 existing names.
+#[divan::bench]
+fn a_1000_names(bencher: divan::Bencher<'_, '_>) {
+    run(bencher, (0..1000).map(|i| query(&format!("host{i:04}.bench.test."), RType::A, false)).collect());
+}
+
+/// Same with EDNS (OPT parsed and echoed).
+#[divan::bench]
+fn a_1000_names_edns(bencher: divan::Bencher<'_, '_>) {
+    run(bencher, (0..1000).map(|i| query(&format!("host{i:04}.bench.test."), RType::A, true)).collect());
+}
+
+/// Negative answers (SOA in authority).
+#[divan::bench]
+fn nxdomain(bencher: divan::Bencher<'_, '_>) {
+    run(bencher, (0..1000).map(|i| query(&format!("missing{i}.bench.test."), RType::A, false)).collect());
+}
+
+/// MX with additional addresses, CNAME, wildcard synthesis.
+#[divan::bench]
+fn mixed(bencher: divan::Bencher<'_, '_>) {
+    run(
+        bencher,
+        vec![
+            query("bench.test.", RType::MX, false),
+            query("www.bench.test.", RType::A, false),
+            query("x.wild.bench.test.", RType::TXT, false),
+            query("host0001.bench.test.", RType::AAAA, false),
+        ],
+    );
+}

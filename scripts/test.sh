@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace. The integration tests query the real binary with dig and
+# kdig and compare it with knotd, so this installs those from Debian's packages when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+command -v kdig >/dev/null 2>&1 || need+=(knot-dnsutils)
+command -v knotd >/dev/null 2>&1 || need+=(knot)
+if ((${#need[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    # Keep the packages' init scripts from starting daemons on port 53.
+    [ -x /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "test.sh: missing ${need[*]}: install them (apt-get install ${need[*]}) or run as root" >&2
+    exit 1
+  fi
+fi
+exec cargo test --workspace "$@"
