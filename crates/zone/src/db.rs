@@ -270,6 +270,8 @@ struct Builder {
     diags: Vec<Diag>,
     warnings: Vec<Diag>,
     files: Vec<PathBuf>,
+    /// The parent of the last new node: (its wire length, its id).
+    last_parent: (usize, NodeId),
 }
 
 /// Where a record came from, for diagnostics.
@@ -298,6 +300,7 @@ impl Builder {
             diags: Vec::new(),
             warnings: scanned.warnings.clone(),
             files: scanned.files.clone(),
+            last_parent: (0, NONE),
         }
     }
 
@@ -325,7 +328,17 @@ impl Builder {
             return n.id;
         }
         let parent = match name.parent() {
-            Some(p) if name.len() > self.zone.apex.as_wire().len() => self.intern(p),
+            Some(p) if name.len() > self.zone.apex.as_wire().len() => {
+                // Owners come grouped: most share the previous new name's parent.
+                let (cached, id) = self.last_parent;
+                if id != NONE && self.zone.node(id).name().as_wire() == p.as_wire() && cached == p.len() {
+                    id
+                } else {
+                    let id = self.intern(p);
+                    self.last_parent = (p.len(), id);
+                    id
+                }
+            }
             _ => NONE,
         };
         if (self.zone.nodes.len() + 1) * 2 > self.zone.table.len() {
@@ -424,6 +437,7 @@ impl Builder {
                 let s = srcs[r as usize];
                 (chunks[s.chunk as usize].items[s.item as usize].rtype, s)
             }));
+            let first_in_file = recs.first().map(|r| r.1);
             recs.sort_by_key(|(t, _)| t.0);
             self.zone.nodes[id].rrsets = self.zone.rrsets.len() as u32;
             let mut i = 0;
@@ -481,8 +495,9 @@ impl Builder {
                 i = j;
             }
             self.zone.nodes[id].nrrsets = (self.zone.rrsets.len() as u32 - self.zone.nodes[id].rrsets) as u16;
-            let firsts: Vec<Src> = recs.iter().map(|r| r.1).collect();
-            self.check_node(chunks, id as u32, &firsts);
+            if let Some(first) = first_in_file {
+                self.check_node(chunks, id as u32, first);
+            }
         }
         drop(order);
         drop(srcs);
@@ -501,44 +516,45 @@ impl Builder {
         }
     }
 
-    /// Per-node checks: CNAME beside other data, SOA away from the apex.
-    fn check_node(&mut self, chunks: &[Records], id: u32, srcs: &[Src]) {
+    /// Per-node checks: CNAME beside other data, SOA away from the apex. `src` is the
+    /// node's first record, named in diagnostics.
+    fn check_node(&mut self, chunks: &[Records], id: u32, src: Src) {
         let node = self.zone.node(id);
-        let name = node.name().to_name();
-        let has = |t: RType| node.rrset(t).is_some();
         let mut f = 0;
-        if has(RType::CNAME) {
+        let mut problems: [Option<&str>; 4] = [None; 4];
+        if let Some(cname) = node.rrset(RType::CNAME) {
             f |= flags::CNAME;
-            let others = node
+            if node
                 .rrsets()
-                .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3));
-            let src = srcs[0];
-            if others {
-                let d = self.diag(chunks, src, format!("{name}: CNAME and other data at the same name (RFC 1034 §3.6.2)"));
-                self.diags.push(d);
+                .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3))
+            {
+                problems[0] = Some("CNAME and other data at the same name (RFC 1034 §3.6.2)");
             }
-            if node.rrset(RType::CNAME).is_some_and(|s| s.len() > 1) {
-                let d = self.diag(chunks, src, format!("{name}: more than one CNAME record"));
-                self.diags.push(d);
+            if cname.len() > 1 {
+                problems[1] = Some("more than one CNAME record");
             }
             if id == 0 {
-                let d = self.diag(chunks, src, format!("{name}: CNAME at the zone apex"));
-                self.diags.push(d);
+                problems[2] = Some("CNAME at the zone apex");
             }
         }
-        if has(RType::DNAME) {
+        if let Some(dname) = node.rrset(RType::DNAME) {
             f |= flags::DNAME;
-            if node.rrset(RType::DNAME).is_some_and(|s| s.len() > 1) {
-                let d = self.diag(chunks, srcs[0], format!("{name}: more than one DNAME record"));
-                self.diags.push(d);
+            if dname.len() > 1 {
+                problems[3] = Some("more than one DNAME record");
             }
         }
         if id != 0 {
-            if has(RType::NS) {
+            if node.rrset(RType::NS).is_some() {
                 f |= flags::DELEGATION;
             }
-            if has(RType::SOA) {
-                let d = self.diag(chunks, srcs[0], format!("{name}: SOA record away from the zone apex"));
+            if node.rrset(RType::SOA).is_some() {
+                problems[2] = Some("SOA record away from the zone apex");
+            }
+        }
+        if problems.iter().any(Option::is_some) {
+            let name = node.name().to_string();
+            for p in problems.into_iter().flatten() {
+                let d = self.diag(chunks, src, format!("{name}: {p}"));
                 self.diags.push(d);
             }
         }
@@ -696,5 +712,86 @@ impl ZoneSet {
             .iter()
             .map(|&i| &self.zones[i as usize])
             .find(|z| z.apex().eq_ci(&apex))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{scan_text, ScanOptions};
+    use std::path::Path;
+
+    fn build(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let origin: Name = "example.test.".parse().unwrap();
+        let scanned = scan_text(text.as_bytes(), Path::new("db.example"), &ScanOptions::new(origin.clone())).unwrap();
+        Zone::build(origin, scanned)
+    }
+
+    const HEAD: &str = "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n";
+
+    #[test]
+    fn empty_non_terminals_and_flags() {
+        let (z, w) = build(&format!("{HEAD}a.b.c A 192.0.2.2\n*.w TXT x\nsub NS ns.sub\nns.sub A 192.0.2.3\n")).unwrap();
+        assert!(w.is_empty());
+        let n = |s: &str| -> Name { s.parse().unwrap() };
+        let ent = z.find(n("b.c.example.test.").as_ref()).expect("empty non-terminal exists");
+        assert!(ent.is_empty());
+        assert_eq!(ent.parent().unwrap().name().to_string(), "c.example.test.");
+        assert!(z.find(n("w.example.test.").as_ref()).unwrap().flags() & flags::WILDCARD_CHILD != 0);
+        assert!(z.find(n("SUB.example.test.").as_ref()).unwrap().flags() & flags::DELEGATION != 0);
+        assert!(z.find(n("ns.sub.example.test.").as_ref()).unwrap().flags() & flags::BELOW_CUT != 0);
+        assert!(z.find(n("x.example.test.").as_ref()).is_none());
+        assert_eq!(z.negative_ttl(), 60);
+        assert_eq!(z.record_count(), 7);
+    }
+
+    #[test]
+    fn rrsets_are_sets_with_one_ttl() {
+        let (z, w) = build(&format!("{HEAD}a 10 A 192.0.2.9\na 20 A 192.0.2.8\na A 192.0.2.9\n")).unwrap();
+        let a = z.find("a.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        let set = a.rrset(RType::A).unwrap();
+        assert_eq!((set.len(), set.ttl), (2, 10), "duplicate dropped, first TTL kept");
+        assert_eq!(w.len(), 1);
+        assert!(w[0].to_string().starts_with("db.example:6: A TTL 20 differs"), "{}", w[0]);
+    }
+
+    #[test]
+    fn all_semantic_errors_reported_with_lines() {
+        let text = "$TTL 300\n@ NS ns\nns A 192.0.2.1\nc CNAME x\nc A 192.0.2.2\nd CNAME x\nd CNAME y\nsub SOA a b 1 2 3 4 5\n";
+        let e = build(text).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("db.example:4: c.example.test.: CNAME and other data"), "{s}");
+        assert!(s.contains("db.example:6: d.example.test.: more than one CNAME"), "{s}");
+        assert!(s.contains("db.example:8: sub.example.test.: SOA record away from the zone apex"), "{s}");
+        assert!(s.contains("db.example: example.test.: no SOA record at the zone apex"), "{s}");
+    }
+
+    #[test]
+    fn ns_needs_addresses_in_zone() {
+        let e = build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\n@ NS ns.elsewhere.net.\nsub NS ns.sub\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("example.test.: NS ns.example.test. has no address records"), "{s}");
+        assert!(s.contains("sub.example.test.: NS ns.sub.example.test. has no address records"), "{s}");
+        assert!(!s.contains("elsewhere"), "{s}");
+        assert!(build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n").unwrap_err().to_string().contains("no NS records"));
+    }
+
+    #[test]
+    fn zone_set_picks_the_longest_apex() {
+        let mk = |apex: &str| {
+            let origin: Name = apex.parse().unwrap();
+            let text = "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns.example.net.\n";
+            let scanned = scan_text(text.as_bytes(), Path::new("z"), &ScanOptions::new(origin.clone())).unwrap();
+            Zone::build(origin, scanned).unwrap().0
+        };
+        let set = ZoneSet::new(vec![mk("test."), mk("example.test."), mk("b.a.example.test.")]);
+        let find = |q: &str| set.find(q.parse::<Name>().unwrap().as_ref()).map(|z| z.apex().to_string());
+        assert_eq!(find("x.a.example.test.").as_deref(), Some("example.test."));
+        assert_eq!(find("x.B.A.example.test.").as_deref(), Some("b.a.example.test."));
+        assert_eq!(find("other.test.").as_deref(), Some("test."));
+        assert_eq!(find("test.").as_deref(), Some("test."));
+        assert_eq!(find("example.org."), None);
+        assert_eq!(find("."), None);
+        assert!(set.get("EXAMPLE.test.".parse::<Name>().unwrap().as_ref()).is_some());
     }
 }
