@@ -4,11 +4,12 @@
 //! python3 shared/peers/gen/gen_big_zone.py /tmp/zones
 //! cargo run --release -p shardns-zone --example scan_big -- /tmp/zones/big.test.zone big.test. 2 5
 //! ```
-//! Arguments: file, origin, threads (default 2), runs (default 5). Prints each run's time,
+//! Arguments: file, origin, threads (default 2), runs (default 5), and `check` to compare
+//! the threaded scan with a sequential one. Prints each run's time,
 //! its CPU time (user + system, all threads; other load on the machine inflates wall time
 //! but not this), the record count, and the peak resident memory of the process.
 
-use shardns_zone::scan::{scan_file, ScanOptions};
+use shardns_zone::scan::{scan_file, scan_text, ScanOptions};
 use std::path::Path;
 use std::time::Instant;
 
@@ -44,19 +45,62 @@ fn main() {
             scanned.warnings.len()
         );
     }
+    // The scan alone, on text already in memory.
+    let text = std::fs::read(file).expect("read");
+    let t = Instant::now();
+    let scanned = scan_text(&text, Path::new(file), &opts).expect("scan");
+    println!(
+        "scan_text alone: {:.3} s ({} chunks)",
+        t.elapsed().as_secs_f64(),
+        scanned.chunks.len()
+    );
+    if args.get(5).is_some_and(|a| a == "check") {
+        // The threaded scan must give exactly the sequential scan's records.
+        let mut one = opts.clone();
+        one.threads = 1;
+        let seq = scan_text(&text, Path::new(file), &one).expect("scan");
+        let flat = |s: &shardns_zone::scan::Scanned| -> Vec<Flat> {
+            s.chunks
+                .iter()
+                .flat_map(|c| {
+                    c.items.iter().map(move |i| {
+                        let owner = c.owner(i).as_wire().to_vec();
+                        (owner, i.rtype.0, i.ttl, c.rdata(i).to_vec(), i.line)
+                    })
+                })
+                .collect()
+        };
+        assert!(
+            flat(&seq) == flat(&scanned),
+            "threaded and sequential scans differ"
+        );
+        println!("check: threaded and sequential scans give the same records");
+    }
+    drop(scanned);
+    drop(text);
     let hwm = std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
         .unwrap_or_default();
     println!("best {best:.3} s with {threads} threads; {hwm}");
 }
+
+/// One record: owner and rdata in wire form, type, TTL, line.
+type Flat = (Vec<u8>, u16, u32, Vec<u8>, u32);
 
 /// User + system CPU time of this process so far, from /proc (0 elsewhere).
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the command name, which is in parentheses: utime and stime are 12 and 13.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
     // Clock ticks are 100 per second on Linux.
     (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) / 100.0
 }

@@ -463,7 +463,7 @@ impl Builder {
                         continue;
                     }
                     // RFC 2181 §5: an RRset is a set; identical records collapse.
-                    if seen.iter().any(|d| *d == data) {
+                    if seen.contains(&data) {
                         continue;
                     }
                     if item.ttl != ttl {

@@ -49,6 +49,47 @@ pub(super) fn find_byte(hay: &[u8], from: usize, b: u8) -> Option<usize> {
     hay.get(i..)?.iter().position(|&x| x == b).map(|p| i + p)
 }
 
+/// Bytes of a word equal to `c`, as a mask of high bits; exact up to the first match.
+#[inline(always)]
+fn eq_mask(w: u64, c: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (ONES * u64::from(c));
+    x.wrapping_sub(ONES) & !x & (ONES << 7)
+}
+
+/// Possible ends of an unquoted token in a word: blanks, line ends and other bytes below
+/// `#` (`"` among them), `;`, `(`, `)` and `\`. A control byte may be flagged though it
+/// is not an end; the caller checks the flagged byte.
+#[inline(always)]
+fn plain_stop(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let below = w.wrapping_sub(ONES * 0x23) & !w & (ONES << 7);
+    below | eq_mask(w, b';') | eq_mask(w, b'(') | eq_mask(w, b')') | eq_mask(w, b'\\')
+}
+
+/// Possible ends of a quoted string's run of plain bytes: `"`, `\` and the line end.
+#[inline(always)]
+fn quoted_stop(w: u64) -> u64 {
+    eq_mask(w, b'"') | eq_mask(w, b'\\') | eq_mask(w, b'\n')
+}
+
+/// Skips eight bytes at a time while `stop` flags none of them; returns the position of
+/// the first byte that may stop (or of the last few bytes, which the caller reads one by
+/// one). Tokens are short, so this mostly saves the per-byte branches of a long token.
+#[inline(always)]
+fn skip_plain(text: &[u8], mut p: usize, stop: impl Fn(u64) -> u64) -> usize {
+    while let Some(chunk) = text.get(p..p + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let m = stop(u64::from_le_bytes(word));
+        if m != 0 {
+            return p + (m.trailing_zeros() / 8) as usize;
+        }
+        p += 8;
+    }
+    p
+}
+
 /// One entry's place in the text; its tokens are in the caller's list.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Entry {
@@ -58,6 +99,8 @@ pub(super) struct Entry {
     pub(super) start: usize,
     /// The line starts with a blank: the owner is the previous record's.
     pub(super) owner_omitted: bool,
+    /// The entry has a lexical error, in [`Lexer::error`].
+    pub(super) bad: bool,
 }
 
 /// A lexical error: the line and the message.
@@ -70,23 +113,27 @@ pub(super) struct Lexer<'t> {
     pub(super) pos: usize,
     /// Line of `pos` (counted from the first line given to [`Lexer::new`]).
     pub(super) line: u32,
+    /// The first lexical error of the last entry read.
+    pub(super) error: Option<LexError>,
 }
 
 impl<'t> Lexer<'t> {
     /// A lexer at `pos`, which must be a line start, numbered `line`.
     pub(super) fn new(text: &'t [u8], pos: usize, line: u32) -> Self {
-        Self { text, pos, line }
+        Self {
+            text,
+            pos,
+            line,
+            error: None,
+        }
     }
 
     /// Reads the next entry that starts before `limit` into `toks`, skipping blank and
     /// comment-only lines. `None` at the end of the text or when the next entry would start
     /// at or after `limit`. A lexical error still consumes the whole entry, so the caller
-    /// resumes at the next one.
-    pub(super) fn next_entry(
-        &mut self,
-        toks: &mut Vec<Token<'t>>,
-        limit: usize,
-    ) -> Option<(Entry, Option<LexError>)> {
+    /// resumes at the next one; the error is left in [`Lexer::error`].
+    #[inline(always)]
+    pub(super) fn next_entry(&mut self, toks: &mut Vec<Token<'t>>, limit: usize) -> Option<Entry> {
         let text = self.text;
         let len = text.len();
         loop {
@@ -95,10 +142,11 @@ impl<'t> Lexer<'t> {
                 return None;
             }
             let start = self.pos;
-            let entry = Entry {
+            let mut entry = Entry {
                 line: self.line,
                 start,
                 owner_omitted: matches!(text[start], b' ' | b'\t'),
+                bad: false,
             };
             let mut error: Option<LexError> = None;
             let mut depth = 0u32;
@@ -107,7 +155,10 @@ impl<'t> Lexer<'t> {
             loop {
                 let Some(&c) = text.get(p) else {
                     if depth > 0 && error.is_none() {
-                        error = Some((open_line, "unbalanced parenthesis: \"(\" is never closed".into()));
+                        error = Some((
+                            open_line,
+                            "unbalanced parenthesis: \"(\" is never closed".into(),
+                        ));
                     }
                     break;
                 };
@@ -131,7 +182,10 @@ impl<'t> Lexer<'t> {
                     CLOSE => {
                         if depth == 0 {
                             error.get_or_insert_with(|| {
-                                (self.line, "unbalanced parenthesis: \")\" without \"(\"".into())
+                                (
+                                    self.line,
+                                    "unbalanced parenthesis: \")\" without \"(\"".into(),
+                                )
                             });
                         } else {
                             depth -= 1;
@@ -142,7 +196,9 @@ impl<'t> Lexer<'t> {
                         p += 1;
                         let s = p;
                         let mut closed = false;
-                        while let Some(&c) = text.get(p) {
+                        loop {
+                            p = skip_plain(text, p, quoted_stop);
+                            let Some(&c) = text.get(p) else { break };
                             match c {
                                 b'"' => {
                                     closed = true;
@@ -154,18 +210,29 @@ impl<'t> Lexer<'t> {
                             }
                         }
                         let p_end = p.min(len);
-                        toks.push(Token { text: &text[s..p_end], quoted: true });
+                        toks.push(Token {
+                            text: &text[s..p_end],
+                            quoted: true,
+                        });
                         if closed {
                             p += 1;
                         } else {
                             error.get_or_insert_with(|| {
-                                (self.line, format!("unterminated quoted string \"{}", show(&text[s..p_end])))
+                                (
+                                    self.line,
+                                    format!(
+                                        "unterminated quoted string \"{}: no closing quote on the line",
+                                        show(&text[s..p_end])
+                                    ),
+                                )
                             });
                         }
                     }
                     _ => {
                         let s = p;
-                        while let Some(&c) = text.get(p) {
+                        loop {
+                            p = skip_plain(text, p, plain_stop);
+                            let Some(&c) = text.get(p) else { break };
                             match CLASS[c as usize] {
                                 ORD => p += 1,
                                 ESCAPE => {
@@ -186,7 +253,9 @@ impl<'t> Lexer<'t> {
             if toks.is_empty() && error.is_none() {
                 continue;
             }
-            return Some((entry, error));
+            entry.bad = error.is_some();
+            self.error = error;
+            return Some(entry);
         }
     }
 
@@ -195,7 +264,11 @@ impl<'t> Lexer<'t> {
         let at = (tok.text.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize);
         match at {
             Some(at) if at >= entry.start && at <= self.text.len() => {
-                entry.line + self.text[entry.start..at].iter().filter(|&&c| c == b'\n').count() as u32
+                entry.line
+                    + self.text[entry.start..at]
+                        .iter()
+                        .filter(|&&c| c == b'\n')
+                        .count() as u32
             }
             _ => entry.line,
         }
@@ -224,7 +297,8 @@ mod tests {
         let mut lx = Lexer::new(text.as_bytes(), 0, 1);
         let mut toks = Vec::new();
         let mut out = Vec::new();
-        while let Some((e, err)) = lx.next_entry(&mut toks, usize::MAX) {
+        while let Some(e) = lx.next_entry(&mut toks, usize::MAX) {
+            let err = lx.error.take();
             let t = toks
                 .iter()
                 .map(|t| {
@@ -247,7 +321,8 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].2, ["a", "1", "IN", "A", "1.2.3.4"]);
         assert_eq!((e[1].0, e[1].1), (4, true));
-        let e = entries("@ SOA a b ( 1 ; serial ( not a paren\n 2 3\n 4 5 )\nx TXT \"a;b (c\" d\\;e\n");
+        let e =
+            entries("@ SOA a b ( 1 ; serial ( not a paren\n 2 3\n 4 5 )\nx TXT \"a;b (c\" d\\;e\n");
         assert_eq!(e[0].2, ["@", "SOA", "a", "b", "1", "2", "3", "4", "5"]);
         assert_eq!(e[1].0, 4);
         assert_eq!(e[1].2, ["x", "TXT", "\"a;b (c\"", "d\\;e"]);
@@ -275,7 +350,7 @@ mod tests {
         assert!(lx.next_entry(&mut toks, 7).is_some());
         assert!(lx.next_entry(&mut toks, 7).is_none());
         assert_eq!(lx.pos, 7);
-        let (e, _) = lx.next_entry(&mut toks, usize::MAX).unwrap();
+        let e = lx.next_entry(&mut toks, usize::MAX).unwrap();
         assert_eq!(lx.line_of(&e, &toks[2]), 4);
         assert_eq!(lx.pos, 18);
     }

@@ -45,7 +45,12 @@ impl State {
     pub(super) fn start(opts: &ScanOptions) -> Self {
         let mut origin = NameBuf::new();
         origin.set(opts.origin.as_ref());
-        Self { origin, origin_gen: 0, dollar_ttl: None, last_ttl: LastTtl::Known(None) }
+        Self {
+            origin,
+            origin_gen: 0,
+            dollar_ttl: None,
+            last_ttl: LastTtl::Known(None),
+        }
     }
 }
 
@@ -57,7 +62,10 @@ pub(super) enum Directive<'t> {
     /// Applied to the state.
     Done,
     /// `$INCLUDE file [origin]`.
-    Include { file: &'t [u8], origin: NameBuf },
+    Include {
+        file: &'t [u8],
+        origin: Box<NameBuf>,
+    },
 }
 
 /// Applies the directive in `toks` (the first token starts with `$`) to `state`.
@@ -75,7 +83,10 @@ pub(super) fn directive<'t>(
             Err((entry.line, format!("{} needs {usage}", show(name))))
         } else if args.len() > max {
             let t = &args[max];
-            Err((at(t), format!("unexpected \"{}\" after {}", show(t.text), show(name))))
+            Err((
+                at(t),
+                format!("unexpected \"{}\" after {}", show(t.text), show(name)),
+            ))
         } else {
             Ok(())
         }
@@ -94,32 +105,49 @@ pub(super) fn directive<'t>(
         Ok(Directive::Done)
     } else if name.eq_ignore_ascii_case(b"$INCLUDE") {
         arity(1, 2, "a file name")?;
-        let origin = match args.get(1) {
+        let origin = Box::new(match args.get(1) {
             Some(t) => parse_name(t.text, state.origin.as_ref())
                 .map_err(|m| (at(t), format!("$INCLUDE: origin: {m}")))?,
             None => state.origin.clone(),
-        };
-        Ok(Directive::Include { file: args[0].text, origin })
+        });
+        Ok(Directive::Include {
+            file: args[0].text,
+            origin,
+        })
     } else {
-        Err((entry.line, format!("unknown or unsupported directive \"{}\"", show(name))))
+        Err((
+            entry.line,
+            format!("unknown or unsupported directive \"{}\"", show(name)),
+        ))
     }
 }
 
 /// Parses a domain name token (`@` is the origin).
 fn parse_name(t: &[u8], origin: NameRef<'_>) -> Result<NameBuf, String> {
     let mut n = NameBuf::new();
+    parse_name_into(t, origin, &mut n)?;
+    Ok(n)
+}
+
+/// [`parse_name`] into a caller's buffer.
+fn parse_name_into(t: &[u8], origin: NameRef<'_>, n: &mut NameBuf) -> Result<(), String> {
     if t == b"@" {
         n.set(origin);
-        return Ok(n);
+        return Ok(());
     }
-    n.parse_text(t, Some(origin)).map_err(|e| format!("bad domain name \"{}\": {e}", show(t)))?;
-    Ok(n)
+    n.parse_text(t, Some(origin))
+        .map_err(|e| format!("bad domain name \"{}\": {e}", show(t)))
 }
 
 /// Parses a TTL: seconds, or numbers with units `s m h d w` in any case (`1h30m`, `2W`).
 pub(super) fn parse_ttl(t: &[u8]) -> Result<u32, String> {
     let bad = || format!("bad TTL \"{}\"", show(t));
-    let range = || format!("TTL \"{}\" out of range (at most {MAX_TTL} seconds)", show(t));
+    let range = || {
+        format!(
+            "TTL \"{}\" out of range (at most {MAX_TTL} seconds)",
+            show(t)
+        )
+    };
     let mut total: u64 = 0;
     let mut num: u64 = 0;
     let mut digits = false;
@@ -252,11 +280,18 @@ pub(super) struct Worker<'o> {
     /// The files read; `Item::file` indexes this.
     pub(super) files: Vec<PathBuf>,
     pub(super) includes: Includes,
+    /// Scratch space for owner names.
+    name: NameBuf,
 }
 
 impl<'o> Worker<'o> {
     /// A worker for `file`, expecting about `size` bytes of text.
-    pub(super) fn new(opts: &'o ScanOptions, file: &Path, size: usize, include_allowed: bool) -> Self {
+    pub(super) fn new(
+        opts: &'o ScanOptions,
+        file: &Path,
+        size: usize,
+        include_allowed: bool,
+    ) -> Self {
         let mut records = Records::default();
         // Untouched capacity costs address space only, not resident memory; `finish`
         // gives back what was not used.
@@ -274,12 +309,21 @@ impl<'o> Worker<'o> {
             warnings: Vec::new(),
             pending_ttl: Vec::new(),
             files: vec![file.to_path_buf()],
-            includes: Includes { stack, allowed: include_allowed, refused: false },
+            includes: Includes {
+                stack,
+                allowed: include_allowed,
+                refused: false,
+            },
+            name: NameBuf::new(),
         }
     }
 
     fn error(&mut self, file: u16, (line, message): Error) {
-        self.errors.push(Diag { file: self.files[file as usize].clone(), line, message });
+        self.errors.push(Diag {
+            file: self.files[file as usize].clone(),
+            line,
+            message,
+        });
     }
 
     /// Gives back unused capacity.
@@ -301,10 +345,18 @@ impl<'o> Worker<'o> {
     ) -> (usize, u32) {
         let mut lx = Lexer::new(text, start, line);
         let mut toks: Vec<Token<'_>> = Vec::with_capacity(32);
-        let mut owner = Owner { status: OwnerStatus::None, off: 0, len: 0, token: &[], origin_gen: 0 };
-        while let Some((entry, lex_error)) = lx.next_entry(&mut toks, end) {
-            if let Some(e) = lex_error {
-                self.error(file, e);
+        let mut owner = Owner {
+            status: OwnerStatus::None,
+            off: 0,
+            len: 0,
+            token: &[],
+            origin_gen: 0,
+        };
+        while let Some(entry) = lx.next_entry(&mut toks, end) {
+            if entry.bad {
+                if let Some(e) = lx.error.take() {
+                    self.error(file, e);
+                }
                 if !entry.owner_omitted {
                     owner.status = OwnerStatus::Bad;
                     owner.token = &[];
@@ -342,32 +394,53 @@ impl<'o> Worker<'o> {
         from: u16,
         line: u32,
         name: &[u8],
-        origin: NameBuf,
+        origin: Box<NameBuf>,
         state: &State,
         depth: usize,
     ) -> Result<(), Error> {
         let shown = show(name);
         if depth >= MAX_INCLUDE_DEPTH {
-            return Err((line, format!("$INCLUDE \"{shown}\": nested more than {MAX_INCLUDE_DEPTH} deep")));
+            return Err((
+                line,
+                format!("$INCLUDE \"{shown}\": nested more than {MAX_INCLUDE_DEPTH} deep"),
+            ));
         }
         let rel = PathBuf::from(String::from_utf8_lossy(name).into_owned());
         let path = match self.files[from as usize].parent() {
             Some(dir) if rel.is_relative() => dir.join(&rel),
             _ => rel,
         };
-        let canonical = std::fs::canonicalize(&path)
-            .map_err(|e| (line, format!("$INCLUDE: cannot read \"{}\": {e}", path.display())))?;
+        let canonical = std::fs::canonicalize(&path).map_err(|e| {
+            (
+                line,
+                format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
+            )
+        })?;
         if self.includes.stack.contains(&canonical) {
-            return Err((line, format!("$INCLUDE \"{}\": include loop (the file is already being read)", path.display())));
+            return Err((
+                line,
+                format!(
+                    "$INCLUDE \"{}\": include loop (the file is already being read)",
+                    path.display()
+                ),
+            ));
         }
-        let text = std::fs::read(&path)
-            .map_err(|e| (line, format!("$INCLUDE: cannot read \"{}\": {e}", path.display())))?;
-        let index = u16::try_from(self.files.len())
-            .map_err(|_| (line, format!("$INCLUDE \"{}\": too many files", path.display())))?;
+        let text = std::fs::read(&path).map_err(|e| {
+            (
+                line,
+                format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
+            )
+        })?;
+        let index = u16::try_from(self.files.len()).map_err(|_| {
+            (
+                line,
+                format!("$INCLUDE \"{}\": too many files", path.display()),
+            )
+        })?;
         self.files.push(path);
         self.includes.stack.push(canonical);
         let mut inner = State {
-            origin,
+            origin: *origin,
             origin_gen: state.origin_gen.wrapping_add(1),
             dollar_ttl: state.dollar_ttl,
             last_ttl: state.last_ttl,
@@ -392,7 +465,10 @@ impl<'o> Worker<'o> {
         if entry.owner_omitted {
             match owner.status {
                 OwnerStatus::None => {
-                    return Err((entry.line, "no owner name: the first record must start with one".into()))
+                    return Err((
+                        entry.line,
+                        "no owner name: the first record must start with one".into(),
+                    ))
                 }
                 OwnerStatus::Bad => return Ok(()),
                 OwnerStatus::Ok | OwnerStatus::Outside => {}
@@ -400,7 +476,8 @@ impl<'o> Worker<'o> {
         } else {
             let t = &toks[0];
             i = 1;
-            let same = owner.token == t.text
+            let same = !t.quoted
+                && owner.token == t.text
                 && owner.origin_gen == state.origin_gen
                 && matches!(owner.status, OwnerStatus::Ok | OwnerStatus::Outside);
             if !same {
@@ -413,34 +490,51 @@ impl<'o> Worker<'o> {
         let rtype = loop {
             let Some(t) = toks.get(i) else {
                 let last = &toks[toks.len() - 1];
-                return Err((lx.line_of(entry, last), format!("missing type after \"{}\"", show(last.text))));
+                return Err((
+                    lx.line_of(entry, last),
+                    format!("missing type after \"{}\"", show(last.text)),
+                ));
             };
             i += 1;
             if t.quoted {
-                return Err((lx.line_of(entry, t), format!("expected a type, found \"\\\"{}\\\"\"", show(t.text))));
+                return Err((
+                    lx.line_of(entry, t),
+                    format!("expected a type, found \"\\\"{}\\\"\"", show(t.text)),
+                ));
             }
             if t.text[0].is_ascii_digit() {
                 if ttl.is_some() {
-                    return Err((lx.line_of(entry, t), format!("unexpected \"{}\": TTL given twice", show(t.text))));
+                    return Err((
+                        lx.line_of(entry, t),
+                        format!("unexpected \"{}\": TTL given twice", show(t.text)),
+                    ));
                 }
                 ttl = Some(parse_ttl(t.text).map_err(|m| (lx.line_of(entry, t), m))?);
                 continue;
             }
-            if let Some(c) = class_of(t.text) {
-                let line = lx.line_of(entry, t);
-                match c {
-                    Err(c) => return Err((line, format!("class {c} is not supported (only IN)"))),
-                    Ok(_) if class => return Err((line, "class given twice".into())),
-                    Ok(_) => class = true,
+            // After a class, `ANY` and the like can only be types.
+            if let Some(c) = (!class).then(|| class_of(t.text)).flatten() {
+                if let Err(c) = c {
+                    let line = lx.line_of(entry, t);
+                    return Err((line, format!("class {c} is not supported (only IN)")));
                 }
+                class = true;
                 continue;
             }
             match rtype_of(t.text) {
                 Some(r) if r.is_meta() => {
-                    return Err((lx.line_of(entry, t), format!("type {r} is not allowed in a zone file")))
+                    return Err((
+                        lx.line_of(entry, t),
+                        format!("type {r} is not allowed in a zone file"),
+                    ))
                 }
                 Some(r) => break r,
-                None => return Err((lx.line_of(entry, t), format!("unknown type \"{}\"", show(t.text)))),
+                None => {
+                    return Err((
+                        lx.line_of(entry, t),
+                        format!("unknown type \"{}\"", show(t.text)),
+                    ))
+                }
             }
         };
 
@@ -474,10 +568,13 @@ impl<'o> Worker<'o> {
         let rdlen = bytes.len() - rstart;
         let result = match parsed {
             Err(e) => Err((entry.line, format!("{rtype}: {e}"))),
-            Ok(()) if rdlen > usize::from(u16::MAX) => {
-                Err((entry.line, format!("{rtype}: rdata is {rdlen} octets long (at most 65535)")))
+            Ok(()) if rdlen > usize::from(u16::MAX) => Err((
+                entry.line,
+                format!("{rtype}: rdata is {rdlen} octets long (at most 65535)"),
+            )),
+            Ok(()) if rstart + rdlen > u32::MAX as usize => {
+                Err((entry.line, "zone data too large (over 4 GiB)".into()))
             }
-            Ok(()) if rstart + rdlen > u32::MAX as usize => Err((entry.line, "zone data too large (over 4 GiB)".into())),
             Ok(()) => Ok(()),
         };
         if let Some(e) = ttl_error {
@@ -494,12 +591,17 @@ impl<'o> Worker<'o> {
         result?;
         if owner.status == OwnerStatus::Outside {
             let zone = &self.opts.origin;
-            let name = NameRef::from_wire(&self.records.bytes[owner.off as usize..][..owner.len as usize]);
+            let name =
+                NameRef::from_wire(&self.records.bytes[owner.off as usize..][..owner.len as usize]);
             let msg = match name {
                 Ok(n) => format!("{n} is outside the zone {zone}; record skipped"),
                 Err(_) => format!("owner is outside the zone {zone}; record skipped"),
             };
-            self.warnings.push(Diag { file: self.files[file as usize].clone(), line: entry.line, message: msg });
+            self.warnings.push(Diag {
+                file: self.files[file as usize].clone(),
+                line: entry.line,
+                message: msg,
+            });
             return Ok(());
         }
         self.records.items.push(Item {
@@ -526,19 +628,20 @@ impl<'o> Worker<'o> {
     ) -> Result<(), Error> {
         owner.token = t.text;
         owner.origin_gen = state.origin_gen;
-        let name = if t.quoted {
-            Err(format!("bad owner name \"\\\"{}\\\"\": quoted", show(t.text)))
+        let name = &mut self.name;
+        let parsed = if t.quoted {
+            Err(format!(
+                "bad owner name \"\\\"{}\\\"\": quoted",
+                show(t.text)
+            ))
         } else {
-            parse_name(t.text, state.origin.as_ref()).map_err(|m| format!("owner: {m}"))
+            parse_name_into(t.text, state.origin.as_ref(), name).map_err(|m| format!("owner: {m}"))
         };
-        let name = match name {
-            Ok(n) => n,
-            Err(m) => {
-                owner.status = OwnerStatus::Bad;
-                owner.token = &[];
-                return Err((lx.line_of(entry, t), m));
-            }
-        };
+        if let Err(m) = parsed {
+            owner.status = OwnerStatus::Bad;
+            owner.token = &[];
+            return Err((lx.line_of(entry, t), m));
+        }
         let wire = name.as_ref().as_wire();
         let bytes = &mut self.records.bytes;
         let prev = &bytes[owner.off as usize..][..owner.len as usize];
@@ -574,8 +677,12 @@ mod tests {
         assert_eq!(parse_ttl(b"1d2h3m4s"), Ok(86400 + 7200 + 180 + 4));
         assert_eq!(parse_ttl(b"0"), Ok(0));
         assert_eq!(parse_ttl(b"2147483647"), Ok(2_147_483_647));
-        assert!(parse_ttl(b"2147483648").unwrap_err().contains("out of range"));
-        assert!(parse_ttl(b"99999999999999999999").unwrap_err().contains("out of range"));
+        assert!(parse_ttl(b"2147483648")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(parse_ttl(b"99999999999999999999")
+            .unwrap_err()
+            .contains("out of range"));
         assert!(parse_ttl(b"4000w").unwrap_err().contains("out of range"));
         assert_eq!(parse_ttl(b"9x").unwrap_err(), "bad TTL \"9x\"");
         assert!(parse_ttl(b"h").is_err());

@@ -12,7 +12,7 @@
 //! number, and the last explicit TTL before it for records that fall back to it) is fixed
 //! up in file order after all regions are read.
 
-use super::lex::{find_byte, Lexer};
+use super::lex::{find_byte, Entry, Lexer};
 use super::parse::{directive, LastTtl, State, Worker, NO_TTL};
 use super::{Diag, Records, ScanOptions};
 use std::path::Path;
@@ -36,7 +36,10 @@ struct Region<'o> {
 
 /// A line start where a region may begin: the line starts with an owner name.
 fn owner_line_at(text: &[u8], p: usize) -> bool {
-    !matches!(text[p], b' ' | b'\t' | b'\r' | b'\n' | b'$' | b';' | b'(' | b')' | b'"')
+    !matches!(
+        text[p],
+        b' ' | b'\t' | b'\r' | b'\n' | b'$' | b';' | b'(' | b')' | b'"'
+    )
 }
 
 /// Scans `text[start..]` on up to `threads` threads, each region at least `min_region`
@@ -61,7 +64,10 @@ pub(super) fn scan(
     let mut i = start;
     while let Some(p) = find_byte(text, i, b'$') {
         if p == start || text[p - 1] == b'\n' {
-            if text.get(p + 1..p + 8).is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE")) {
+            if text
+                .get(p + 1..p + 8)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE"))
+            {
                 return None;
             }
             directives.push(p);
@@ -97,7 +103,7 @@ pub(super) fn scan(
     for &s in &starts[1..] {
         while let Some(&p) = d.next_if(|&&p| p < s) {
             let mut lx = Lexer::new(text, p, 1);
-            if let Some((entry, None)) = lx.next_entry(&mut toks, len) {
+            if let Some(entry @ Entry { bad: false, .. }) = lx.next_entry(&mut toks, len) {
                 let _ = directive(&lx, &entry, &toks, &mut state);
             }
         }
@@ -117,11 +123,23 @@ pub(super) fn scan(
         let mut state = states[k].clone();
         let (end, line) = worker.scan(text, 0, (from, to, 1), &mut state, 0);
         worker.finish();
-        Region { worker, state, end, lines: line - 1 }
+        Region {
+            worker,
+            state,
+            end,
+            lines: line - 1,
+        }
     };
     let regions: Vec<Region<'_>> = std::thread::scope(|s| {
         let handles: Vec<_> = (1..starts.len())
-            .map(|k| (k, std::thread::Builder::new().name("scan".into()).spawn_scoped(s, move || run(k))))
+            .map(|k| {
+                (
+                    k,
+                    std::thread::Builder::new()
+                        .name("scan".into())
+                        .spawn_scoped(s, move || run(k)),
+                )
+            })
             .collect();
         let mut out = vec![run(0)];
         for (k, h) in handles {
@@ -149,11 +167,21 @@ pub(super) fn scan(
     }
 
     // Merge in file order: line numbers, and the TTLs that depended on earlier regions.
-    let mut merged = Merged { chunks: Vec::new(), errors: Vec::new(), warnings: Vec::new() };
+    let mut merged = Merged {
+        chunks: Vec::new(),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
     let mut base = 0u32;
     let mut carry: Option<u32> = None;
     for r in regions {
-        let Worker { mut records, errors, warnings, pending_ttl, .. } = r.worker;
+        let Worker {
+            mut records,
+            errors,
+            warnings,
+            pending_ttl,
+            ..
+        } = r.worker;
         let mut ttl_errors = Vec::new();
         for (index, line) in pending_ttl {
             match carry.or(opts.default_ttl) {
@@ -162,7 +190,11 @@ pub(super) fn scan(
                         records.items[i as usize].ttl = t;
                     }
                 }
-                None => ttl_errors.push(Diag { file: file.to_path_buf(), line, message: NO_TTL.into() }),
+                None => ttl_errors.push(Diag {
+                    file: file.to_path_buf(),
+                    line,
+                    message: NO_TTL.into(),
+                }),
             }
         }
         if base > 0 {
@@ -175,12 +207,24 @@ pub(super) fn scan(
         let mut errors = errors.into_iter().peekable();
         for t in ttl_errors {
             while let Some(e) = errors.next_if(|e| e.line < t.line) {
-                merged.errors.push(Diag { line: e.line + base, ..e });
+                merged.errors.push(Diag {
+                    line: e.line + base,
+                    ..e
+                });
             }
-            merged.errors.push(Diag { line: t.line + base, ..t });
+            merged.errors.push(Diag {
+                line: t.line + base,
+                ..t
+            });
         }
-        merged.errors.extend(errors.map(|e| Diag { line: e.line + base, ..e }));
-        merged.warnings.extend(warnings.into_iter().map(|w| Diag { line: w.line + base, ..w }));
+        merged.errors.extend(errors.map(|e| Diag {
+            line: e.line + base,
+            ..e
+        }));
+        merged.warnings.extend(warnings.into_iter().map(|w| Diag {
+            line: w.line + base,
+            ..w
+        }));
         merged.chunks.push(records);
         if let LastTtl::Known(Some(t)) = r.state.last_ttl {
             carry = Some(t);

@@ -1,0 +1,139 @@
+//! The outcome of one resolution, and Extended DNS Errors (RFC 8914).
+//!
+//! Owns: [`Answer`] (rcode and the records of the answer and authority sections),
+//! [`Ede`] and [`put_opt_with_ede`], which writes the EDE option into the response's OPT.
+//! Never: the header or question (the server writes those), I/O.
+
+use shardns_wire::writer::Full;
+use shardns_wire::{Class, MessageWriter, Rcode, Record, Section};
+
+/// EDNS option code of Extended DNS Error (RFC 8914 §2).
+pub const EDE_OPTION: u16 = 15;
+
+/// Longest EDE extra text we write (keeps the option on the stack).
+const MAX_EDE_TEXT: usize = 64;
+
+/// An Extended DNS Error (RFC 8914): an info code and a short text for operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ede {
+    /// INFO-CODE (RFC 8914 §5.2).
+    pub code: u16,
+    /// EXTRA-TEXT, UTF-8; cut to 64 octets when written.
+    pub text: &'static str,
+}
+
+impl Ede {
+    /// 0, Other Error.
+    pub const OTHER: u16 = 0;
+    /// 22, No Reachable Authority: every server of a zone timed out or failed.
+    pub const NO_REACHABLE_AUTHORITY: u16 = 22;
+    /// 23, Network Error: sending to the servers failed.
+    pub const NETWORK_ERROR: u16 = 23;
+
+    pub(crate) const fn new(code: u16, text: &'static str) -> Self {
+        Self { code, text }
+    }
+
+    /// Writes the option (code, length, INFO-CODE, EXTRA-TEXT) into `out`; returns its length.
+    pub fn encode_option(&self, out: &mut [u8; 6 + MAX_EDE_TEXT]) -> usize {
+        let text = &self.text.as_bytes()[..self.text.len().min(MAX_EDE_TEXT)];
+        out[0..2].copy_from_slice(&EDE_OPTION.to_be_bytes());
+        out[2..4].copy_from_slice(&((2 + text.len()) as u16).to_be_bytes());
+        out[4..6].copy_from_slice(&self.code.to_be_bytes());
+        out[6..6 + text.len()].copy_from_slice(text);
+        6 + text.len()
+    }
+}
+
+/// Writes an OPT record carrying `ede` (if any) as its only option. The extended RCODE bits
+/// of `rcode` go in the OPT TTL, as RFC 6891 §6.1.3 requires.
+pub fn put_opt_with_ede(
+    w: &mut MessageWriter<'_>,
+    udp_size: u16,
+    rcode: Rcode,
+    dnssec_ok: bool,
+    ede: Option<&Ede>,
+) -> Result<(), Full> {
+    let mut buf = [0u8; 6 + MAX_EDE_TEXT];
+    let len = ede.map_or(0, |e| e.encode_option(&mut buf));
+    w.put_opt(udp_size, rcode.extended_bits(), 0, dnssec_ok, &buf[..len])
+}
+
+/// What a resolution produced: the response code and the records to answer with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// NOERROR (answer or NODATA), NXDOMAIN, or SERVFAIL.
+    pub rcode: Rcode,
+    /// The answer section: any CNAME/DNAME chain, then the answer RRset.
+    pub answers: Vec<Record>,
+    /// The authority section: the SOA of a negative answer.
+    pub authority: Vec<Record>,
+    /// Why resolution failed, for a SERVFAIL.
+    pub ede: Option<Ede>,
+}
+
+impl Answer {
+    pub(crate) fn servfail(ede: Ede) -> Self {
+        Self {
+            rcode: Rcode::SERVFAIL,
+            answers: Vec::new(),
+            authority: Vec::new(),
+            ede: Some(ede),
+        }
+    }
+
+    /// Writes the answer and authority sections after the caller's question. On [`Full`]
+    /// the records that fit are kept (the caller sets TC).
+    pub fn write(&self, w: &mut MessageWriter<'_>) -> Result<(), Full> {
+        for (section, records) in [
+            (Section::Answer, &self.answers),
+            (Section::Authority, &self.authority),
+        ] {
+            for r in records {
+                w.put_record(
+                    section,
+                    r.owner.as_ref(),
+                    r.rtype,
+                    Class::IN,
+                    r.ttl,
+                    &r.rdata,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardns_wire::{Header, Message, Name, RType};
+
+    #[test]
+    fn ede_in_opt_round_trips() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        let q: Name = "example.".parse().unwrap();
+        w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+        let ede = Ede::new(Ede::NO_REACHABLE_AUTHORITY, "all servers timed out");
+        put_opt_with_ede(&mut w, 1232, Rcode::SERVFAIL, false, Some(&ede)).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        let m = Message::parse(&msg).unwrap();
+        let opt = m.opt().unwrap();
+        let opts: Vec<_> = shardns_wire::edns::options(&opt.rdata).collect();
+        assert_eq!(opts.len(), 1);
+        assert_eq!(opts[0].0, EDE_OPTION);
+        assert_eq!(&opts[0].1[..2], &22u16.to_be_bytes());
+        assert_eq!(&opts[0].1[2..], b"all servers timed out");
+    }
+
+    #[test]
+    fn long_ede_text_is_cut() {
+        let ede = Ede::new(
+            0,
+            "0123456789012345678901234567890123456789012345678901234567890123456789",
+        );
+        let mut buf = [0u8; 70];
+        assert_eq!(ede.encode_option(&mut buf), 70);
+    }
+}

@@ -1,0 +1,334 @@
+//! Resolver settings, root hints and the hints-file parser.
+//!
+//! Owns: [`Config`] (limits, timeouts, TTL caps, forward and stub zones) and [`Hints`].
+//! Never: file or network I/O; the hints parser takes text the caller has read.
+
+use core::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+use shardns_wire::{Name, NameRef, RType};
+
+/// Everything a [`crate::Resolver`] can be told. `Config::default()` is a sensible
+/// recursive resolver starting from the IANA root servers.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// Where iteration starts when the cache knows no closer zone cut.
+    pub hints: Hints,
+    /// Zones whose queries all go, with RD set, to other recursive servers.
+    pub forward_zones: Vec<ZoneServers>,
+    /// Zones whose authoritative servers are given here; iteration goes on below them.
+    pub stub_zones: Vec<ZoneServers>,
+    /// QNAME minimisation (RFC 9156), relaxed: a minimised query that gets NXDOMAIN is
+    /// asked again with the full name (some servers answer NXDOMAIN for empty non-terminals).
+    pub qname_minimisation: bool,
+    /// Most minimised queries per zone cut before the full name is sent (RFC 9156 §2.3).
+    pub qname_minimisation_steps: u8,
+    /// Send EDNS(0) to upstream servers (falling back to plain DNS per server on FORMERR/NOTIMP).
+    pub edns: bool,
+    /// UDP payload size advertised upstream.
+    pub edns_udp_size: u16,
+    /// Use IPv4 server addresses.
+    pub ipv4: bool,
+    /// Use IPv6 server addresses.
+    pub ipv6: bool,
+    /// Port used for server addresses learned from NS/A/AAAA data (53 outside tests).
+    pub upstream_port: u16,
+    /// Cached TTLs are raised to at least this many seconds.
+    pub min_ttl: u32,
+    /// Cached TTLs are cut to at most this many seconds.
+    pub max_ttl: u32,
+    /// Negative answers (RFC 2308) are cached for at most this many seconds.
+    pub max_negative_ttl: u32,
+    /// Memory bound of the cache, in bytes (approximate, counted per entry).
+    pub cache_bytes: usize,
+    /// Timeout for a server whose round-trip time is not known yet, in milliseconds.
+    pub initial_timeout_ms: u64,
+    /// Lower bound of a per-query timeout derived from a server's SRTT.
+    pub min_timeout_ms: u64,
+    /// Upper bound of a per-query timeout.
+    pub max_timeout_ms: u64,
+    /// Attempts per server address within one zone before it is given up.
+    pub tries_per_server: u8,
+    /// A server's SRTT halves after this many milliseconds without news, so a server
+    /// that was slow once is tried again later.
+    pub srtt_half_life_ms: u64,
+    /// Most upstream queries sent for one client query (sub-resolutions and retries included).
+    pub max_queries: u32,
+    /// Longest CNAME/DNAME chain followed.
+    pub max_chain: u8,
+    /// Most referrals followed for one client query.
+    pub max_referrals: u32,
+    /// Deepest nesting of name-server address sub-resolutions.
+    pub max_depth: u8,
+    /// Whole-resolution deadline for one client query, in milliseconds.
+    pub max_resolution_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            hints: Hints::iana(),
+            forward_zones: Vec::new(),
+            stub_zones: Vec::new(),
+            qname_minimisation: true,
+            qname_minimisation_steps: 10,
+            edns: true,
+            edns_udp_size: 1232,
+            ipv4: true,
+            ipv6: true,
+            upstream_port: 53,
+            min_ttl: 0,
+            max_ttl: 86_400,
+            max_negative_ttl: 3_600,
+            cache_bytes: 64 << 20,
+            initial_timeout_ms: 800,
+            min_timeout_ms: 150,
+            max_timeout_ms: 3_000,
+            tries_per_server: 2,
+            srtt_half_life_ms: 600_000,
+            max_queries: 64,
+            max_chain: 12,
+            max_referrals: 40,
+            max_depth: 4,
+            max_resolution_ms: 10_000,
+        }
+    }
+}
+
+/// A zone and the servers its queries go to (forward or stub zone).
+#[derive(Clone, Debug)]
+pub struct ZoneServers {
+    /// The zone apex.
+    pub zone: Name,
+    /// Server addresses, with ports.
+    pub servers: Vec<SocketAddr>,
+}
+
+/// Root hints: the root name servers and their addresses.
+#[derive(Clone, Debug, Default)]
+pub struct Hints {
+    /// Each root server's name and addresses.
+    pub servers: Vec<(Name, Vec<SocketAddr>)>,
+}
+
+/// The IANA root hints (root-servers.net, as published in `named.root`).
+const IANA_ROOT_HINTS: &str = "\
+. NS a.root-servers.net.
+. NS b.root-servers.net.
+. NS c.root-servers.net.
+. NS d.root-servers.net.
+. NS e.root-servers.net.
+. NS f.root-servers.net.
+. NS g.root-servers.net.
+. NS h.root-servers.net.
+. NS i.root-servers.net.
+. NS j.root-servers.net.
+. NS k.root-servers.net.
+. NS l.root-servers.net.
+. NS m.root-servers.net.
+a.root-servers.net. A 198.41.0.4
+a.root-servers.net. AAAA 2001:503:ba3e::2:30
+b.root-servers.net. A 170.247.170.2
+b.root-servers.net. AAAA 2801:1b8:10::b
+c.root-servers.net. A 192.33.4.12
+c.root-servers.net. AAAA 2001:500:2::c
+d.root-servers.net. A 199.7.91.13
+d.root-servers.net. AAAA 2001:500:2d::d
+e.root-servers.net. A 192.203.230.10
+e.root-servers.net. AAAA 2001:500:a8::e
+f.root-servers.net. A 192.5.5.241
+f.root-servers.net. AAAA 2001:500:2f::f
+g.root-servers.net. A 192.112.36.4
+g.root-servers.net. AAAA 2001:500:12::d0d
+h.root-servers.net. A 198.97.190.53
+h.root-servers.net. AAAA 2001:500:1::53
+i.root-servers.net. A 192.36.148.17
+i.root-servers.net. AAAA 2001:7fe::53
+j.root-servers.net. A 192.58.128.30
+j.root-servers.net. AAAA 2001:503:c27::2:30
+k.root-servers.net. A 193.0.14.129
+k.root-servers.net. AAAA 2001:7fd::1
+l.root-servers.net. A 199.7.83.42
+l.root-servers.net. AAAA 2001:500:9f::42
+m.root-servers.net. A 202.12.27.33
+m.root-servers.net. AAAA 2001:dc3::35
+";
+
+/// A line of a hints file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HintsError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for HintsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hints:{}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for HintsError {}
+
+impl Hints {
+    /// The IANA root servers.
+    pub fn iana() -> Self {
+        Self::parse(IANA_ROOT_HINTS).unwrap_or_default()
+    }
+
+    /// Parses root hints in zone-file-like text, one record a line:
+    /// `owner [TTL] [IN] TYPE rdata`, with `;` comments and `$` directives ignored.
+    /// `. NS name` lines name the servers; `name A addr` / `name AAAA addr` give addresses.
+    /// An address may carry a port as `IP@PORT` (for tests); otherwise port 53.
+    pub fn parse(text: &str) -> Result<Self, HintsError> {
+        let mut hints = Hints::default();
+        let mut addrs: Vec<(Name, SocketAddr)> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let err = |message: String| HintsError {
+                line: i + 1,
+                message,
+            };
+            let line = raw.split(';').next().unwrap_or("").trim();
+            if line.is_empty() || line.starts_with('$') {
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let owner: Name = fields[0]
+                .parse()
+                .map_err(|e| err(format!("bad owner {:?}: {e}", fields[0])))?;
+            // Skip an optional TTL and class between owner and type.
+            let mut rest = &fields[1..];
+            while let Some(f) = rest.first() {
+                if f.bytes().all(|b| b.is_ascii_digit()) || f.eq_ignore_ascii_case("IN") {
+                    rest = &rest[1..];
+                } else {
+                    break;
+                }
+            }
+            let [rtype, data] = rest else {
+                return Err(err(format!(
+                    "expected TYPE and one rdata field in {line:?}"
+                )));
+            };
+            let rtype =
+                RType::from_text(rtype).ok_or_else(|| err(format!("unknown type {rtype:?}")))?;
+            match rtype {
+                RType::NS => {
+                    if !owner.as_ref().is_root() {
+                        return Err(err(format!("NS owner {owner} is not the root")));
+                    }
+                    let ns: Name = data
+                        .parse()
+                        .map_err(|e| err(format!("bad name {data:?}: {e}")))?;
+                    if !hints.servers.iter().any(|(n, _)| *n == ns) {
+                        hints.servers.push((ns, Vec::new()));
+                    }
+                }
+                RType::A | RType::AAAA => {
+                    let addr =
+                        parse_addr(data, 53).ok_or_else(|| err(format!("bad address {data:?}")))?;
+                    if addr.is_ipv4() != (rtype == RType::A) {
+                        return Err(err(format!("{rtype} record with address {data:?}")));
+                    }
+                    addrs.push((owner, addr));
+                }
+                _ => return Err(err(format!("unexpected type {rtype} in hints"))),
+            }
+        }
+        for (name, addr) in addrs {
+            match hints.servers.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.push(addr),
+                None => {
+                    return Err(HintsError {
+                        line: 0,
+                        message: format!("address for {name}, which is not a root NS"),
+                    })
+                }
+            }
+        }
+        if hints.servers.iter().all(|(_, a)| a.is_empty()) {
+            return Err(HintsError {
+                line: 0,
+                message: "no root server with an address".into(),
+            });
+        }
+        Ok(hints)
+    }
+}
+
+/// `IP` or `IP@PORT`.
+pub(crate) fn parse_addr(text: &str, default_port: u16) -> Option<SocketAddr> {
+    let (ip, port) = match text.rsplit_once('@') {
+        Some((ip, port)) => (ip, port.parse().ok()?),
+        None => (text, default_port),
+    };
+    Some(SocketAddr::new(ip.parse::<IpAddr>().ok()?, port))
+}
+
+impl Config {
+    /// True if addresses of this family may be used.
+    pub(crate) fn family_ok(&self, addr: &SocketAddr) -> bool {
+        if addr.is_ipv4() {
+            self.ipv4
+        } else {
+            self.ipv6
+        }
+    }
+
+    /// The deepest forward or stub zone at or above `name`: (zone, servers, forward?).
+    pub(crate) fn zone_servers_for(&self, name: NameRef<'_>) -> Option<(&ZoneServers, bool)> {
+        let forwards = self.forward_zones.iter().map(|z| (z, true));
+        let stubs = self.stub_zones.iter().map(|z| (z, false));
+        // A handful of configured zones: a scan is cheaper than a map here.
+        forwards
+            .chain(stubs)
+            .filter(|(z, _)| name.ends_with(&z.zone.as_ref()))
+            .max_by_key(|(z, _)| z.zone.as_ref().len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_hints_with_ports_ttls_and_comments() {
+        let h = Hints::parse(
+            "; test root\n$TTL 3600\n. 3600000 IN NS a.root.test.\n.\tNS b.root.test. ; second\n\
+             a.root.test. 3600000 A 127.0.0.1@5300\nb.root.test. AAAA ::1@5301\nb.root.test. A 10.0.0.1\n",
+        )
+        .unwrap();
+        assert_eq!(h.servers.len(), 2);
+        assert_eq!(h.servers[0].0.to_string(), "a.root.test.");
+        assert_eq!(h.servers[0].1, vec!["127.0.0.1:5300".parse().unwrap()]);
+        assert_eq!(
+            h.servers[1].1,
+            vec![
+                "[::1]:5301".parse().unwrap(),
+                "10.0.0.1:53".parse().unwrap()
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_bad_hints() {
+        assert_eq!(
+            Hints::parse(". NS a.\na. A 1.2.3.999\n").unwrap_err().line,
+            2
+        );
+        assert_eq!(Hints::parse("x. NS a.\n").unwrap_err().line, 1);
+        assert!(Hints::parse(". NS a.\na. AAAA 1.2.3.4\n").is_err());
+        assert!(Hints::parse(". NS a.\n").is_err());
+        assert!(Hints::parse(". NS a.\nb. A 1.2.3.4\n").is_err());
+        assert!(Hints::parse(". NS a.\na. A 1.2.3.4@x\n").is_err());
+    }
+
+    #[test]
+    fn iana_hints_load() {
+        let h = Hints::iana();
+        assert_eq!(h.servers.len(), 13);
+        assert!(h.servers.iter().all(|(_, a)| a.len() == 2));
+    }
+}

@@ -1,0 +1,608 @@
+//! One worker's resolutions: tasks, outstanding upstream queries, timers and events.
+//!
+//! Owns: [`Engine`] (one per worker, never shared), the upstream query table with its
+//! random IDs and coalescing map, the timer heap, and the checks a response must pass
+//! before any task sees it (source address and port, ID, QR, opcode, question). It also
+//! handles what is per query rather than per task: TC (re-send over TCP) and EDNS fallback
+//! (FORMERR/NOTIMP without OPT to an EDNS query: re-send without EDNS, remember the server).
+//! Never: sockets, clocks, threads; the driver moves bytes and time in and out.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shardns_wire::{Class, Header, Message, MessageWriter, Name, NameRef, Opcode, RType, Rcode};
+
+use crate::answer::{Answer, Ede};
+use crate::iterate::{Failure, Request, Step, Task};
+use crate::Resolver;
+
+/// Room for the largest upstream query: header, a 255-octet name, type, class, and OPT.
+const QUERY_BUF: usize = 12 + 255 + 4 + 11;
+
+/// Identifies a client query's resolution within its [`Engine`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaskId {
+    index: u32,
+    generation: u32,
+}
+
+/// Identifies one upstream query within its [`Engine`]; the driver maps it to the socket
+/// it sent the query from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QueryId {
+    index: u32,
+    generation: u32,
+}
+
+/// A query to send upstream.
+#[derive(Clone)]
+pub struct Transmit {
+    /// Hand this back with the response ([`Engine::handle_response`]).
+    pub query: QueryId,
+    /// Where to send it; only a response from exactly this address and port is accepted.
+    pub server: SocketAddr,
+    /// Send over TCP (the server truncated the UDP answer); prefix the 2-octet length.
+    pub tcp: bool,
+    /// A random source port to bind a fresh socket to (over UDP). If it is taken, let the
+    /// kernel pick (port 0); never reuse one socket for two upstream queries.
+    pub source_port: u16,
+    /// The random DNS message ID chosen for this query.
+    pub id: u16,
+    len: u16,
+    buf: [u8; QUERY_BUF],
+}
+
+impl Transmit {
+    /// The DNS message to send (without the TCP length prefix).
+    pub fn payload(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+impl core::fmt::Debug for Transmit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Transmit")
+            .field("query", &self.query)
+            .field("server", &self.server)
+            .field("tcp", &self.tcp)
+            .field("id", &self.id)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// Something the driver must act on; drain with [`Engine::poll`].
+// A `Transmit` carries its query inline (no allocation per upstream query); events are
+// few and short-lived, so the size difference costs nothing that matters.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Event {
+    /// Send a query.
+    Transmit(Transmit),
+    /// The query is finished (answered, timed out, failed or abandoned): close its socket
+    /// and forget the [`QueryId`]; later datagrams for it are ignored anyway.
+    Close(QueryId),
+    /// A resolution is over: answer the client.
+    Done(TaskId, Answer),
+}
+
+/// Counters of one engine (one worker); the server sums them across workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EngineStats {
+    /// Resolutions started.
+    pub tasks: u64,
+    /// Upstream queries sent (re-sends over TCP or without EDNS included).
+    pub queries_sent: u64,
+    /// Queries a task wanted that joined an identical outstanding query instead.
+    pub coalesced: u64,
+    /// Responses with the wrong source, ID or question, or unparseable UDP responses.
+    pub rejected: u64,
+    /// Upstream queries that timed out.
+    pub timeouts: u64,
+    /// Truncated UDP answers re-asked over TCP.
+    pub tcp_retries: u64,
+    /// Queries re-sent without EDNS.
+    pub edns_fallbacks: u64,
+    /// Resolutions that ended in SERVFAIL.
+    pub servfails: u64,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CoalesceKey {
+    qname: Name,
+    qtype: RType,
+    zone: Name,
+    rd: bool,
+}
+
+struct Upstream {
+    generation: u32,
+    key: CoalesceKey,
+    server: SocketAddr,
+    tcp: bool,
+    edns: bool,
+    id: u16,
+    sent_at: u64,
+    timeout: u64,
+    waiters: Vec<TaskId>,
+}
+
+struct TaskSlot {
+    generation: u32,
+    task: Task,
+    waiting: Option<QueryId>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKind {
+    Query,
+    Task,
+}
+
+/// One worker's resolution engine. See the crate documentation for the driver loop.
+pub struct Engine {
+    resolver: Arc<Resolver>,
+    rng: StdRng,
+    tasks: Vec<Option<TaskSlot>>,
+    free_tasks: Vec<u32>,
+    queries: Vec<Option<Upstream>>,
+    free_queries: Vec<u32>,
+    next_generation: u32,
+    inflight: HashMap<CoalesceKey, QueryId>,
+    timers: BinaryHeap<Reverse<(u64, TimerKind, u32, u32)>>,
+    events: VecDeque<Event>,
+    stats: EngineStats,
+}
+
+impl Engine {
+    /// An engine for one worker. `seed` must be secret and unpredictable (e.g. from
+    /// `getrandom` in the driver): query IDs and source ports come from it.
+    pub fn new(resolver: Arc<Resolver>, seed: [u8; 32]) -> Self {
+        Self {
+            resolver,
+            rng: StdRng::from_seed(seed),
+            tasks: Vec::new(),
+            free_tasks: Vec::new(),
+            queries: Vec::new(),
+            free_queries: Vec::new(),
+            next_generation: 0,
+            inflight: HashMap::new(),
+            timers: BinaryHeap::new(),
+            events: VecDeque::new(),
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// The shared resolver (cache, configuration).
+    pub fn resolver(&self) -> &Arc<Resolver> {
+        &self.resolver
+    }
+
+    /// Starts resolving (`qname`, `qtype`, class IN). The answer comes as
+    /// [`Event::Done`] — possibly at once, if the cache can answer.
+    pub fn resolve(&mut self, qname: NameRef<'_>, qtype: RType, now: u64) -> TaskId {
+        self.stats.tasks += 1;
+        let generation = self.generation();
+        let task = Task::new(qname.to_name(), qtype, self.rng.next_u64());
+        let slot = TaskSlot {
+            generation,
+            task,
+            waiting: None,
+        };
+        let index = match self.free_tasks.pop() {
+            Some(i) => {
+                self.tasks[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                self.tasks.push(Some(slot));
+                (self.tasks.len() - 1) as u32
+            }
+        };
+        let id = TaskId { index, generation };
+        let deadline = now + self.resolver.config.max_resolution_ms;
+        self.timers
+            .push(Reverse((deadline, TimerKind::Task, index, generation)));
+        self.run(id, now);
+        id
+    }
+
+    /// The next thing the driver must do, if any.
+    pub fn poll(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Engine::handle_timeout`] must next be called.
+    pub fn poll_timeout(&mut self) -> Option<u64> {
+        while let Some(&Reverse((at, kind, index, generation))) = self.timers.peek() {
+            if self.timer_live(kind, index, generation) {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    /// Fires every timer due at `now`: query timeouts (the task tries another server) and
+    /// resolution deadlines (SERVFAIL).
+    pub fn handle_timeout(&mut self, now: u64) {
+        while let Some(&Reverse((at, kind, index, generation))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if !self.timer_live(kind, index, generation) {
+                continue;
+            }
+            match kind {
+                TimerKind::Query => {
+                    let q = QueryId { index, generation };
+                    self.stats.timeouts += 1;
+                    if let Some(up) = self.finish_query(q) {
+                        self.resolver
+                            .servers
+                            .record_timeout(up.server, up.timeout, now);
+                        self.fail_waiters(q, &up, Failure::Timeout, now);
+                    }
+                }
+                TimerKind::Task => {
+                    let id = TaskId { index, generation };
+                    self.finish_task(
+                        id,
+                        Answer::servfail(Ede::new(
+                            Ede::NO_REACHABLE_AUTHORITY,
+                            "resolution timed out",
+                        )),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A datagram (or TCP message, without its length prefix) arrived on the socket of
+    /// `query`, from `from`. Responses that do not match the query are ignored, and the
+    /// query stays outstanding.
+    pub fn handle_response(&mut self, query: QueryId, from: SocketAddr, bytes: &[u8], now: u64) {
+        let Some(up) = self.query(query) else { return };
+        let (server, id, tcp) = (up.server, up.id, up.tcp);
+        if from != server {
+            self.stats.rejected += 1;
+            return;
+        }
+        let header = match Header::parse(bytes) {
+            Ok(h) if h.id == id && h.qr() && h.opcode() == Opcode::QUERY => h,
+            _ => {
+                self.stats.rejected += 1;
+                return;
+            }
+        };
+        let msg = match Message::parse(bytes) {
+            Ok(m) => m,
+            Err(_) if tcp => {
+                // TCP cannot be spoofed blindly: a broken answer is the server's fault.
+                if let Some(up) = self.finish_query(query) {
+                    self.fail_waiters(query, &up, Failure::Network, now);
+                }
+                return;
+            }
+            Err(_) => {
+                self.stats.rejected += 1;
+                return;
+            }
+        };
+        let question_ok = match (&msg.questions[..], self.query(query)) {
+            ([q], Some(up)) => {
+                q.qname == up.key.qname && q.qtype == up.key.qtype && q.qclass == Class::IN
+            }
+            _ => false,
+        };
+        if !question_ok {
+            self.stats.rejected += 1;
+            return;
+        }
+        let Some(up) = self.finish_query(query) else {
+            return;
+        };
+        self.resolver
+            .servers
+            .record_rtt(up.server, now.saturating_sub(up.sent_at), now);
+        if header.tc() && !up.tcp {
+            self.stats.tcp_retries += 1;
+            self.resend(up, true, true, now);
+            return;
+        }
+        let rcode = msg.rcode();
+        if up.edns && (rcode == Rcode::FORMERR || rcode == Rcode::NOTIMP) && msg.opt().is_none() {
+            self.stats.edns_fallbacks += 1;
+            self.resolver.servers.set_no_edns(up.server, now);
+            let tcp = up.tcp;
+            self.resend(up, tcp, false, now);
+            return;
+        }
+        let resolver = Arc::clone(&self.resolver);
+        for w in up.waiters {
+            if let Some(slot) = self.task_mut(w) {
+                if slot.waiting == Some(query) {
+                    slot.waiting = None;
+                    slot.task.on_response(&resolver, up.server, &msg, now);
+                    self.run(w, now);
+                }
+            }
+        }
+    }
+
+    /// Sending `query` failed, or its server refused the connection (ICMP unreachable,
+    /// TCP RST): the tasks waiting on it try other servers at once.
+    pub fn handle_send_error(&mut self, query: QueryId, now: u64) {
+        if let Some(up) = self.finish_query(query) {
+            self.fail_waiters(query, &up, Failure::Network, now);
+        }
+    }
+
+    /// Abandons a resolution (the client went away). No [`Event::Done`] follows.
+    pub fn cancel(&mut self, task: TaskId) {
+        if self.task_mut(task).is_some() {
+            self.tasks[task.index as usize] = None;
+            self.free_tasks.push(task.index);
+        }
+    }
+
+    /// This engine's counters.
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Resolutions in progress.
+    pub fn active_tasks(&self) -> usize {
+        self.tasks.len() - self.free_tasks.len()
+    }
+
+    /// Upstream queries outstanding.
+    pub fn outstanding_queries(&self) -> usize {
+        self.queries.len() - self.free_queries.len()
+    }
+
+    /// Upstream queries a task has spent so far (for tests and diagnostics).
+    pub fn task_queries(&self, task: TaskId) -> Option<u32> {
+        let slot = self.tasks.get(task.index as usize)?.as_ref()?;
+        (slot.generation == task.generation).then(|| slot.task.queries())
+    }
+
+    fn generation(&mut self) -> u32 {
+        self.next_generation = self.next_generation.wrapping_add(1);
+        self.next_generation
+    }
+
+    fn timer_live(&self, kind: TimerKind, index: u32, generation: u32) -> bool {
+        match kind {
+            TimerKind::Query => self.query(QueryId { index, generation }).is_some(),
+            TimerKind::Task => self
+                .tasks
+                .get(index as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|s| s.generation == generation),
+        }
+    }
+
+    fn query(&self, q: QueryId) -> Option<&Upstream> {
+        self.queries
+            .get(q.index as usize)?
+            .as_ref()
+            .filter(|u| u.generation == q.generation)
+    }
+
+    fn task_mut(&mut self, t: TaskId) -> Option<&mut TaskSlot> {
+        self.tasks
+            .get_mut(t.index as usize)?
+            .as_mut()
+            .filter(|s| s.generation == t.generation)
+    }
+
+    /// Steps a task until it sends a query or finishes.
+    fn run(&mut self, id: TaskId, now: u64) {
+        let resolver = Arc::clone(&self.resolver);
+        let Some(slot) = self.task_mut(id) else {
+            return;
+        };
+        match slot.task.step(&resolver, now) {
+            Step::Send(req) => {
+                let asked = req.server;
+                let q = self.submit(id, req, now);
+                if let Some(slot) = self.task_mut(id) {
+                    slot.waiting = Some(q.0);
+                    slot.task.sent_to(asked, q.1);
+                }
+            }
+            Step::Done(answer) => self.finish_task(id, answer),
+        }
+    }
+
+    fn finish_task(&mut self, id: TaskId, answer: Answer) {
+        if self.task_mut(id).is_none() {
+            return;
+        }
+        self.tasks[id.index as usize] = None;
+        self.free_tasks.push(id.index);
+        if answer.rcode == Rcode::SERVFAIL {
+            self.stats.servfails += 1;
+        }
+        self.events.push_back(Event::Done(id, answer));
+    }
+
+    /// Sends `req` for task `id`, or joins an identical outstanding query. Returns the
+    /// query and the server it goes to.
+    fn submit(&mut self, id: TaskId, req: Request, now: u64) -> (QueryId, SocketAddr) {
+        let key = CoalesceKey {
+            qname: req.qname,
+            qtype: req.qtype,
+            zone: req.zone,
+            rd: req.rd,
+        };
+        if let Some(&q) = self.inflight.get(&key) {
+            if let Some(Some(up)) = self.queries.get_mut(q.index as usize) {
+                if up.generation == q.generation {
+                    up.waiters.push(id);
+                    self.stats.coalesced += 1;
+                    return (q, up.server);
+                }
+            }
+        }
+        let edns = self.resolver.config.edns && self.resolver.servers.edns_ok(&req.server, now);
+        let q = self.send(key, req.server, false, edns, vec![id], now);
+        (q, req.server)
+    }
+
+    /// Re-sends a finished query's question to the same server, for the same waiters.
+    fn resend(&mut self, up: Upstream, tcp: bool, edns: bool, now: u64) {
+        let waiters: Vec<TaskId> = up
+            .waiters
+            .into_iter()
+            .filter(|&w| self.task_mut(w).is_some())
+            .collect();
+        if waiters.is_empty() {
+            return;
+        }
+        let q = self.send(up.key, up.server, tcp, edns, waiters.clone(), now);
+        for w in waiters {
+            if let Some(slot) = self.task_mut(w) {
+                slot.waiting = Some(q);
+                slot.task.count_query();
+            }
+        }
+    }
+
+    fn send(
+        &mut self,
+        key: CoalesceKey,
+        server: SocketAddr,
+        tcp: bool,
+        edns: bool,
+        waiters: Vec<TaskId>,
+        now: u64,
+    ) -> QueryId {
+        let id = self.rng.next_u32() as u16;
+        let source_port = 1024 + (self.rng.next_u32() % (65536 - 1024)) as u16;
+        let timeout = self.timeout_for(&server, tcp, now);
+        let mut t = Transmit {
+            query: QueryId {
+                index: 0,
+                generation: 0,
+            },
+            server,
+            tcp,
+            source_port,
+            id,
+            len: 0,
+            buf: [0; QUERY_BUF],
+        };
+        t.len = compose_query(
+            &mut t.buf,
+            id,
+            key.qname.as_ref(),
+            key.qtype,
+            key.rd,
+            edns.then_some(self.resolver.config.edns_udp_size),
+        ) as u16;
+        let generation = self.generation();
+        let up = Upstream {
+            generation,
+            key: key.clone(),
+            server,
+            tcp,
+            edns,
+            id,
+            sent_at: now,
+            timeout,
+            waiters,
+        };
+        let index = match self.free_queries.pop() {
+            Some(i) => {
+                self.queries[i as usize] = Some(up);
+                i
+            }
+            None => {
+                self.queries.push(Some(up));
+                (self.queries.len() - 1) as u32
+            }
+        };
+        let q = QueryId { index, generation };
+        t.query = q;
+        self.inflight.insert(key, q);
+        self.timers.push(Reverse((
+            now + timeout,
+            TimerKind::Query,
+            index,
+            generation,
+        )));
+        self.stats.queries_sent += 1;
+        self.events.push_back(Event::Transmit(t));
+        q
+    }
+
+    /// A timeout from the server's SRTT: about three round trips, within the configured
+    /// bounds; servers never heard from get the initial timeout. TCP gets double.
+    fn timeout_for(&self, server: &SocketAddr, tcp: bool, now: u64) -> u64 {
+        let cfg = &self.resolver.config;
+        let base = match self.resolver.servers.srtt(server, now) {
+            Some(srtt) => (u64::from(srtt) * 3 + 50).clamp(cfg.min_timeout_ms, cfg.max_timeout_ms),
+            None => cfg.initial_timeout_ms,
+        };
+        if tcp {
+            (base * 2).min(cfg.max_timeout_ms.max(base))
+        } else {
+            base
+        }
+    }
+
+    /// Removes an outstanding query and tells the driver to close its socket.
+    fn finish_query(&mut self, q: QueryId) -> Option<Upstream> {
+        self.query(q)?;
+        let up = self.queries[q.index as usize].take()?;
+        self.free_queries.push(q.index);
+        if self.inflight.get(&up.key) == Some(&q) {
+            self.inflight.remove(&up.key);
+        }
+        self.events.push_back(Event::Close(q));
+        Some(up)
+    }
+
+    fn fail_waiters(&mut self, q: QueryId, up: &Upstream, why: Failure, now: u64) {
+        for &w in &up.waiters {
+            if let Some(slot) = self.task_mut(w) {
+                if slot.waiting == Some(q) {
+                    slot.waiting = None;
+                    slot.task.on_failure(up.server, why);
+                    self.run(w, now);
+                }
+            }
+        }
+    }
+}
+
+/// Writes an upstream query; returns its length.
+fn compose_query(
+    buf: &mut [u8; QUERY_BUF],
+    id: u16,
+    qname: NameRef<'_>,
+    qtype: RType,
+    rd: bool,
+    edns: Option<u16>,
+) -> usize {
+    let mut w = MessageWriter::new(buf, QUERY_BUF);
+    // The buffer holds the longest name and an OPT record, so these cannot fail.
+    let _ = w.put_question(qname, qtype, Class::IN);
+    if let Some(size) = edns {
+        let _ = w.put_opt(size, 0, 0, false, &[]);
+    }
+    let mut h = Header {
+        id,
+        ..Header::default()
+    };
+    h.set_rd(rd);
+    w.finish(&h).len()
+}

@@ -1,0 +1,1093 @@
+//! One client query's resolution: iteration from the closest known zone cut, as a state
+//! machine over parsed responses.
+//!
+//! Owns: [`Task`], a stack of frames (the client's question at the bottom, name-server
+//! address sub-resolutions above it), and the rules for reading a response: answer, CNAME
+//! and DNAME chains, referrals with in-bailiwick glue, NXDOMAIN and NODATA, lame servers,
+//! QNAME minimisation (RFC 9156, relaxed), forward and stub zones, server selection by SRTT,
+//! and the limits (chain length, referrals, queries, sub-resolution depth, loops).
+//! The [`crate::Engine`] validates responses (source, ID, question), handles TC and EDNS
+//! fallback, and coalesces identical queries before anything reaches a task.
+//! Never: sockets, clocks, randomness of its own (a per-task salt comes from the engine).
+
+use std::net::{IpAddr, SocketAddr};
+
+use shardns_wire::{rdata, Message, Name, NameBuf, NameRef, RType, Rcode, Record};
+
+use crate::answer::{Answer, Ede};
+use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::Resolver;
+
+/// What the engine should do for a task next.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// Send this query, then wait for its response or timeout.
+    Send(Request),
+    /// The resolution is over.
+    Done(Answer),
+}
+
+/// One upstream query a task wants sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Request {
+    pub(crate) server: SocketAddr,
+    pub(crate) qname: Name,
+    pub(crate) qtype: RType,
+    /// Recursion desired: set for forwarders only.
+    pub(crate) rd: bool,
+    /// The zone cut the query is sent into (part of the coalescing key).
+    pub(crate) zone: Name,
+}
+
+/// Why a query produced no usable response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Timeout,
+    /// The driver could not send, or the server refused the connection.
+    Network,
+}
+
+/// Counters shared by all frames of a task.
+#[derive(Debug, Default)]
+struct Budget {
+    queries: u32,
+    referrals: u32,
+    /// Set when a task-wide limit is passed: the whole resolution fails.
+    exhausted: Option<Ede>,
+}
+
+pub(crate) struct Task {
+    frames: Vec<Frame>,
+    budget: Budget,
+    /// Per-task salt for the random SRTT of unknown servers.
+    salt: u64,
+    failed: Option<Ede>,
+}
+
+impl Task {
+    pub(crate) fn new(qname: Name, qtype: RType, salt: u64) -> Self {
+        Self {
+            frames: vec![Frame::new(qname, qtype, usize::MAX)],
+            budget: Budget::default(),
+            salt,
+            failed: None,
+        }
+    }
+
+    /// Advances until a query must be sent or the resolution is over.
+    pub(crate) fn step(&mut self, res: &Resolver, now: u64) -> Step {
+        let cfg = &res.config;
+        loop {
+            if let Some(ede) = self.failed.or(self.budget.exhausted) {
+                return Step::Done(Answer::servfail(ede));
+            }
+            let depth = self.frames.len();
+            let Some(frame) = self.frames.last_mut() else {
+                return Step::Done(Answer::servfail(Ede::new(Ede::OTHER, "internal error")));
+            };
+            match frame.advance(res, self.salt, now) {
+                Advance::Send(req) => {
+                    if self.budget.queries >= cfg.max_queries {
+                        self.failed = Some(Ede::new(Ede::OTHER, "too many upstream queries"));
+                        continue;
+                    }
+                    self.budget.queries += 1;
+                    return Step::Send(req);
+                }
+                Advance::Need(ns, rtype) => {
+                    let name = frame.servers[ns].name.clone();
+                    let looping = self
+                        .frames
+                        .iter()
+                        .any(|f| f.qtype == rtype && (f.origin == name || f.qname == name));
+                    if looping || depth > usize::from(cfg.max_depth) {
+                        // This server's address cannot be found from here; try the others.
+                        if let Some(f) = self.frames.last_mut() {
+                            f.servers[ns].resolving = false;
+                        }
+                        continue;
+                    }
+                    self.frames.push(Frame::new(name, rtype, ns));
+                }
+                Advance::Done(outcome) => {
+                    if depth == 1 {
+                        let mut answer = self.frames[0].answer(outcome);
+                        // Clients may keep the records no longer than we would.
+                        for r in answer.answers.iter_mut().chain(answer.authority.iter_mut()) {
+                            r.ttl = r.ttl.min(cfg.max_ttl);
+                        }
+                        return Step::Done(answer);
+                    }
+                    let Some(sub) = self.frames.pop() else {
+                        continue;
+                    };
+                    let addrs = sub.addresses(&outcome, cfg.upstream_port);
+                    if let Some(parent) = self.frames.last_mut() {
+                        let ns = &mut parent.servers[sub.parent_ns];
+                        ns.resolving = false;
+                        for a in addrs.into_iter().filter(|a| cfg.family_ok(a)) {
+                            if !ns.addrs.contains(&a) {
+                                ns.addrs.push(a);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The engine sent the task's query to `server` (which may differ from the one the task
+    /// asked for when the query was coalesced with another task's).
+    pub(crate) fn sent_to(&mut self, asked: SocketAddr, server: SocketAddr) {
+        if let Some(f) = self.frames.last_mut() {
+            f.redirect(asked, server);
+        }
+    }
+
+    /// A validated response to the task's outstanding query.
+    pub(crate) fn on_response(
+        &mut self,
+        res: &Resolver,
+        server: SocketAddr,
+        msg: &Message,
+        now: u64,
+    ) {
+        if let Some(f) = self.frames.last_mut() {
+            // A broken chain fails this frame only: in a sub-resolution, the parent then
+            // tries its other name servers.
+            if let Err(ede) = f.on_response(res, &mut self.budget, server, msg, now) {
+                f.outcome = Some(Outcome::Fail(ede));
+            }
+        }
+    }
+
+    /// The task's outstanding query failed.
+    pub(crate) fn on_failure(&mut self, server: SocketAddr, why: Failure) {
+        if let Some(f) = self.frames.last_mut() {
+            f.on_failure(server, why);
+        }
+    }
+
+    /// The engine re-sent the query (over TCP or without EDNS): one more query spent.
+    pub(crate) fn count_query(&mut self) {
+        self.budget.queries += 1;
+    }
+
+    /// Upstream queries spent so far.
+    pub(crate) fn queries(&self) -> u32 {
+        self.budget.queries
+    }
+}
+
+enum Advance {
+    Send(Request),
+    /// Resolve an address of this frame's name server `servers[i]`, of this type.
+    Need(usize, RType),
+    Done(Outcome),
+}
+
+#[derive(Clone, Debug)]
+enum Outcome {
+    /// The chain ends in the RRset asked for.
+    Answer,
+    NxDomain(Option<Record>),
+    NoData(Option<Record>),
+    Fail(Ede),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Look in the cache, then find the closest zone cut.
+    Start,
+    /// Pick a server and send.
+    Select,
+    /// A query is out.
+    Waiting,
+}
+
+struct Ns {
+    name: Name,
+    addrs: Vec<SocketAddr>,
+    /// Address types not looked up yet, in order.
+    to_resolve: Vec<RType>,
+    resolving: bool,
+}
+
+struct Tried {
+    addr: SocketAddr,
+    tries: u8,
+    dead: bool,
+}
+
+/// What was sent and is awaited.
+struct Sent {
+    server: SocketAddr,
+    qname: Name,
+    qtype: RType,
+}
+
+/// Resolution of one (name, type): the client's, or a name server's address.
+struct Frame {
+    /// The name first asked (loop detection).
+    origin: Name,
+    /// The name now being resolved (moves along CNAME/DNAME chains).
+    qname: Name,
+    qtype: RType,
+    /// In a sub-resolution: the parent's name server this resolves.
+    parent_ns: usize,
+    /// Answer records so far: the chain, then the final RRset.
+    chain: Vec<Record>,
+    /// CNAME/DNAME hops taken.
+    hops: u8,
+    state: State,
+    outcome: Option<Outcome>,
+    zone: Name,
+    forward: bool,
+    servers: Vec<Ns>,
+    tried: Vec<Tried>,
+    /// Labels of the minimised QNAME, or 0 for the full name.
+    qmin_labels: usize,
+    qmin_steps: u8,
+    timeouts: u32,
+    network_errors: u32,
+    lame: u32,
+    sent: Option<Sent>,
+    /// The zone came from a cached NS RRset (not hints or configuration).
+    from_cached_cut: bool,
+    /// Only cached cuts with a shorter wire name than this are used.
+    ceiling: usize,
+}
+
+impl Frame {
+    fn new(qname: Name, qtype: RType, parent_ns: usize) -> Self {
+        Self {
+            origin: qname.clone(),
+            qname,
+            qtype,
+            parent_ns,
+            chain: Vec::new(),
+            hops: 0,
+            state: State::Start,
+            outcome: None,
+            zone: Name::root(),
+            forward: false,
+            servers: Vec::new(),
+            tried: Vec::new(),
+            qmin_labels: 0,
+            qmin_steps: 0,
+            timeouts: 0,
+            network_errors: 0,
+            lame: 0,
+            sent: None,
+            from_cached_cut: false,
+            ceiling: usize::MAX,
+        }
+    }
+
+    fn advance(&mut self, res: &Resolver, salt: u64, now: u64) -> Advance {
+        loop {
+            if let Some(o) = &self.outcome {
+                return Advance::Done(o.clone());
+            }
+            match self.state {
+                State::Start => {
+                    if let Err(ede) = self.try_cache(res, now) {
+                        self.outcome = Some(Outcome::Fail(ede));
+                        continue;
+                    }
+                    if self.outcome.is_none() && self.state == State::Start {
+                        self.find_cut(res, now);
+                        self.state = State::Select;
+                    }
+                }
+                State::Select => {
+                    if let Some(server) = self.pick(res, salt, now) {
+                        let (qname, qtype) = self.next_question();
+                        self.sent = Some(Sent {
+                            server,
+                            qname: qname.clone(),
+                            qtype,
+                        });
+                        self.state = State::Waiting;
+                        return Advance::Send(Request {
+                            server,
+                            qname,
+                            qtype,
+                            rd: self.forward,
+                            zone: self.zone.clone(),
+                        });
+                    }
+                    if let Some((i, t)) = self.unresolved_ns() {
+                        self.servers[i].resolving = true;
+                        return Advance::Need(i, t);
+                    }
+                    if self.from_cached_cut {
+                        // A cached cut whose servers all failed: try from the cut above.
+                        self.ceiling = self.zone.as_ref().len();
+                        self.state = State::Start;
+                        continue;
+                    }
+                    self.outcome = Some(Outcome::Fail(self.failure_ede()));
+                }
+                State::Waiting => {
+                    // Not reached: the engine does not step a waiting task. Treat as lost.
+                    self.state = State::Select;
+                    self.sent = None;
+                }
+            }
+        }
+    }
+
+    /// Answers from the cache where it can, following cached CNAMEs. Leaves `state` at
+    /// `Start` (and no outcome) when iteration is needed for `qname`.
+    fn try_cache(&mut self, res: &Resolver, now: u64) -> Result<(), Ede> {
+        loop {
+            match res
+                .cache
+                .lookup(self.qname.as_ref(), self.qtype, Rank::Answer, now)
+            {
+                Lookup::Miss => return Ok(()),
+                Lookup::Positive(rrset) => {
+                    self.chain.extend(rrset);
+                    self.outcome = Some(Outcome::Answer);
+                    return Ok(());
+                }
+                Lookup::NxDomain(soa) => {
+                    self.outcome = Some(Outcome::NxDomain(soa));
+                    return Ok(());
+                }
+                Lookup::NoData(soa) => {
+                    self.outcome = Some(Outcome::NoData(soa));
+                    return Ok(());
+                }
+                Lookup::Cname(recs) => {
+                    let Some(target) = recs
+                        .last()
+                        .and_then(|r| NameRef::from_wire(&r.rdata).ok())
+                        .map(|n| n.to_name())
+                    else {
+                        return Ok(());
+                    };
+                    self.hop(res, target)?;
+                    self.chain.extend(recs);
+                }
+            }
+        }
+    }
+
+    /// Moves along a CNAME/DNAME to `target`, enforcing the chain limit and loop check.
+    fn hop(&mut self, res: &Resolver, target: Name) -> Result<(), Ede> {
+        if self.hops >= res.config.max_chain {
+            return Err(Ede::new(Ede::OTHER, "CNAME chain too long"));
+        }
+        let seen = target == self.origin
+            || self
+                .chain
+                .iter()
+                .any(|r| matches!(r.rtype, RType::CNAME) && r.owner == target);
+        if seen || target == self.qname {
+            return Err(Ede::new(Ede::OTHER, "CNAME loop"));
+        }
+        self.hops += 1;
+        self.qname = target;
+        Ok(())
+    }
+
+    /// Finds where to start: a forward zone, a cached zone cut, a stub zone, or the root
+    /// hints, whichever is deepest (a configured forward zone always wins over the cache).
+    /// Cached cuts at or above `ceiling` (set when a cached cut proved useless) are skipped.
+    fn find_cut(&mut self, res: &Resolver, now: u64) {
+        let cfg = &res.config;
+        let configured = cfg.zone_servers_for(self.qname.as_ref());
+        if let Some((z, true)) = configured {
+            self.set_static(z.zone.clone(), &z.servers, res, true);
+            return;
+        }
+        // Cached cuts must lie strictly below a stub zone's apex, and are never the root
+        // (the hints are the root's servers).
+        let floor = configured.map_or(2, |(z, _)| z.zone.as_ref().len() + 1);
+        let qname = self.qname.clone();
+        // The parent side of a cut is authoritative for DS (RFC 4035 §3.1.4.1).
+        let mut cur = match self.qtype {
+            RType::DS => qname.as_ref().parent(),
+            _ => Some(qname.as_ref()),
+        };
+        while let Some(name) = cur {
+            if name.len() < floor {
+                break;
+            }
+            if name.len() < self.ceiling {
+                let mut ns_names = Vec::new();
+                res.cache
+                    .visit(name, &[RType::NS], Rank::Additional, now, |_, _, rd| {
+                        if let Ok(n) = NameRef::from_wire(rd) {
+                            ns_names.push(n.to_name());
+                        }
+                    });
+                if !ns_names.is_empty() {
+                    self.set_cut(name.to_name(), ns_names, res, now);
+                    self.from_cached_cut = true;
+                    return;
+                }
+            }
+            cur = name.parent();
+        }
+        match configured {
+            Some((z, _)) => self.set_static(z.zone.clone(), &z.servers, res, false),
+            None => {
+                self.reset_zone(Name::root(), false, res);
+                for (name, addrs) in &cfg.hints.servers {
+                    let mut addrs: Vec<SocketAddr> =
+                        addrs.iter().copied().filter(|a| cfg.family_ok(a)).collect();
+                    if addrs.is_empty() {
+                        addrs = cached_addrs(res, name.as_ref(), now);
+                    }
+                    self.servers.push(Ns {
+                        name: name.clone(),
+                        addrs,
+                        to_resolve: Vec::new(),
+                        resolving: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Forgets the current zone's servers and counters and enters `zone`.
+    fn reset_zone(&mut self, zone: Name, forward: bool, res: &Resolver) {
+        self.zone = zone;
+        self.forward = forward;
+        self.from_cached_cut = false;
+        self.servers.clear();
+        self.tried.clear();
+        self.timeouts = 0;
+        self.network_errors = 0;
+        self.lame = 0;
+        self.start_qmin(res);
+    }
+
+    fn set_static(&mut self, zone: Name, servers: &[SocketAddr], res: &Resolver, forward: bool) {
+        self.reset_zone(zone.clone(), forward, res);
+        self.servers.push(Ns {
+            name: zone,
+            addrs: servers
+                .iter()
+                .copied()
+                .filter(|a| res.config.family_ok(a))
+                .collect(),
+            to_resolve: Vec::new(),
+            resolving: false,
+        });
+    }
+
+    /// Enters zone `zone` served by `ns_names`, with addresses from the cache.
+    fn set_cut(&mut self, zone: Name, ns_names: Vec<Name>, res: &Resolver, now: u64) {
+        let cfg = &res.config;
+        self.reset_zone(zone, false, res);
+        for name in ns_names {
+            if self.servers.iter().any(|s| s.name == name) {
+                continue;
+            }
+            let addrs = cached_addrs(res, name.as_ref(), now)
+                .into_iter()
+                .filter(|a| cfg.family_ok(a))
+                .collect();
+            let mut to_resolve = Vec::new();
+            if cfg.ipv4 {
+                to_resolve.push(RType::A);
+            }
+            if cfg.ipv6 {
+                to_resolve.push(RType::AAAA);
+            }
+            self.servers.push(Ns {
+                name,
+                addrs,
+                to_resolve,
+                resolving: false,
+            });
+        }
+    }
+
+    /// Starts over at the (new) `qname`: cache first, then the closest cut.
+    fn restart(&mut self) {
+        self.state = State::Start;
+        self.ceiling = usize::MAX;
+    }
+
+    fn start_qmin(&mut self, res: &Resolver) {
+        self.qmin_steps = 0;
+        self.qmin_labels = if res.config.qname_minimisation && !self.forward {
+            self.zone.as_ref().label_count() + 1
+        } else {
+            0
+        };
+    }
+
+    /// The question to send: the minimised name (type A) or the full one.
+    fn next_question(&self) -> (Name, RType) {
+        let total = self.qname.as_ref().label_count();
+        if self.qmin_labels == 0 || self.qmin_labels >= total {
+            return (self.qname.clone(), self.qtype);
+        }
+        (
+            self.qname.as_ref().suffix(self.qmin_labels).to_name(),
+            RType::A,
+        )
+    }
+
+    /// The best server address to try: fewest tries in this zone first, then lowest SRTT
+    /// (unknown servers get a small pseudo-random SRTT, so they are tried early).
+    fn pick(&mut self, res: &Resolver, salt: u64, now: u64) -> Option<SocketAddr> {
+        let max_tries = res.config.tries_per_server.max(1);
+        let mut best: Option<((u8, u32), SocketAddr)> = None;
+        for ns in &self.servers {
+            for &addr in &ns.addrs {
+                let tries = match self.tried.iter().find(|t| t.addr == addr) {
+                    Some(t) if t.dead || t.tries >= max_tries => continue,
+                    Some(t) => t.tries,
+                    None => 0,
+                };
+                let srtt = res
+                    .servers
+                    .srtt(&addr, now)
+                    .unwrap_or_else(|| unknown_srtt(&addr, salt));
+                let key = (tries, srtt);
+                if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                    best = Some((key, addr));
+                }
+            }
+        }
+        let (_, addr) = best?;
+        match self.tried.iter_mut().find(|t| t.addr == addr) {
+            Some(t) => t.tries += 1,
+            None => self.tried.push(Tried {
+                addr,
+                tries: 1,
+                dead: false,
+            }),
+        }
+        Some(addr)
+    }
+
+    fn redirect(&mut self, asked: SocketAddr, server: SocketAddr) {
+        if asked == server {
+            return;
+        }
+        if let Some(t) = self.tried.iter_mut().find(|t| t.addr == asked) {
+            t.tries = t.tries.saturating_sub(1);
+        }
+        match self.tried.iter_mut().find(|t| t.addr == server) {
+            Some(t) => t.tries += 1,
+            None => self.tried.push(Tried {
+                addr: server,
+                tries: 1,
+                dead: false,
+            }),
+        }
+        if let Some(s) = &mut self.sent {
+            s.server = server;
+        }
+    }
+
+    /// A name server with no address yet whose address lookup may still help.
+    fn unresolved_ns(&mut self) -> Option<(usize, RType)> {
+        for (i, ns) in self.servers.iter_mut().enumerate() {
+            if ns.resolving || !ns.addrs.is_empty() || ns.to_resolve.is_empty() {
+                continue;
+            }
+            let t = ns.to_resolve.remove(0);
+            return Some((i, t));
+        }
+        None
+    }
+
+    fn failure_ede(&self) -> Ede {
+        if self.network_errors > 0 && self.timeouts == 0 && self.lame == 0 {
+            Ede::new(Ede::NETWORK_ERROR, "could not reach the servers")
+        } else if self.servers.iter().all(|s| s.addrs.is_empty()) {
+            Ede::new(Ede::NO_REACHABLE_AUTHORITY, "no usable name server address")
+        } else if self.lame > 0 && self.timeouts == 0 {
+            Ede::new(
+                Ede::NO_REACHABLE_AUTHORITY,
+                "all servers failed or are lame",
+            )
+        } else {
+            Ede::new(Ede::NO_REACHABLE_AUTHORITY, "all servers timed out")
+        }
+    }
+
+    fn mark_dead(&mut self, server: SocketAddr) {
+        match self.tried.iter_mut().find(|t| t.addr == server) {
+            Some(t) => t.dead = true,
+            None => self.tried.push(Tried {
+                addr: server,
+                tries: 1,
+                dead: true,
+            }),
+        }
+    }
+
+    fn on_failure(&mut self, server: SocketAddr, why: Failure) {
+        if self.state != State::Waiting {
+            return;
+        }
+        self.sent = None;
+        self.state = State::Select;
+        match why {
+            Failure::Timeout => self.timeouts += 1,
+            Failure::Network => {
+                self.network_errors += 1;
+                self.mark_dead(server);
+            }
+        }
+    }
+
+    fn on_response(
+        &mut self,
+        res: &Resolver,
+        budget: &mut Budget,
+        server: SocketAddr,
+        msg: &Message,
+        now: u64,
+    ) -> Result<(), Ede> {
+        if self.state != State::Waiting {
+            return Ok(());
+        }
+        let Some(sent) = self.sent.take() else {
+            return Ok(());
+        };
+        self.state = State::Select;
+        let rcode = msg.rcode();
+        if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
+            self.lame += 1;
+            self.mark_dead(server);
+            return Ok(());
+        }
+        if self.forward {
+            return self.forward_response(res, msg, now);
+        }
+        if sent.qname != self.qname || sent.qtype != self.qtype {
+            return self.minimised_response(res, budget, server, &sent, msg, now);
+        }
+        self.full_response(res, budget, server, msg, now)
+    }
+
+    /// A response to a minimised query (RFC 9156): a referral moves down; NXDOMAIN makes us
+    /// ask the full name (relaxed mode, for servers that deny empty non-terminals); any
+    /// other authoritative NOERROR means no cut here, so one more label is added.
+    fn minimised_response(
+        &mut self,
+        res: &Resolver,
+        budget: &mut Budget,
+        server: SocketAddr,
+        sent: &Sent,
+        msg: &Message,
+        now: u64,
+    ) -> Result<(), Ede> {
+        if let Some(cut) = find_referral(msg, self.zone.as_ref(), sent.qname.as_ref()) {
+            return self.take_referral(res, budget, msg, cut, now);
+        }
+        if msg.rcode() == Rcode::NXDOMAIN {
+            self.qmin_labels = 0;
+            return Ok(());
+        }
+        if !msg.header.aa() {
+            self.lame += 1;
+            self.mark_dead(server);
+            return Ok(());
+        }
+        // The name exists in this zone: cache what answers the minimised question.
+        let rrset: Vec<&Record> = msg
+            .answers
+            .iter()
+            .filter(|r| r.owner == sent.qname && r.rtype == sent.qtype)
+            .collect();
+        cache_rrset(res, &rrset, Rank::AuthAnswer, now);
+        self.qmin_steps += 1;
+        if self.qmin_steps >= res.config.qname_minimisation_steps {
+            self.qmin_labels = 0;
+        } else {
+            self.qmin_labels += 1;
+        }
+        Ok(())
+    }
+
+    fn full_response(
+        &mut self,
+        res: &Resolver,
+        budget: &mut Budget,
+        server: SocketAddr,
+        msg: &Message,
+        now: u64,
+    ) -> Result<(), Ede> {
+        let aa = msg.header.aa();
+        let rank = if aa { Rank::AuthAnswer } else { Rank::Answer };
+        let zone = self.zone.clone();
+        let moved = self.follow_chain(res, msg, Some(zone.as_ref()), rank, now)?;
+        if aa {
+            // The zone's own NS RRset replaces the parent's referral copy.
+            let apex_ns: Vec<&Record> = msg
+                .authority
+                .iter()
+                .filter(|r| r.rtype == RType::NS && r.owner == zone)
+                .collect();
+            cache_rrset(res, &apex_ns, Rank::AuthAuthority, now);
+        }
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        if !self.qname.as_ref().ends_with(&zone.as_ref()) {
+            // The chain left this zone: resolve the target from its own closest cut.
+            self.restart();
+            return Ok(());
+        }
+        let soa = find_soa(msg, zone.as_ref(), self.qname.as_ref());
+        if msg.rcode() == Rcode::NXDOMAIN {
+            res.cache
+                .insert_negative(self.qname.as_ref(), None, soa, rank, now);
+            self.outcome = Some(Outcome::NxDomain(soa.cloned()));
+            return Ok(());
+        }
+        if let Some(cut) = find_referral(msg, zone.as_ref(), self.qname.as_ref()) {
+            return self.take_referral(res, budget, msg, cut, now);
+        }
+        if soa.is_some() || (aa && !moved) {
+            res.cache
+                .insert_negative(self.qname.as_ref(), Some(self.qtype), soa, rank, now);
+            self.outcome = Some(Outcome::NoData(soa.cloned()));
+            return Ok(());
+        }
+        if moved {
+            // The server gave the chain but not its end: ask for the target.
+            self.restart();
+            return Ok(());
+        }
+        self.lame += 1;
+        self.mark_dead(server);
+        Ok(())
+    }
+
+    /// A forwarder's answer: trusted for the whole chain, not only for its zone.
+    fn forward_response(&mut self, res: &Resolver, msg: &Message, now: u64) -> Result<(), Ede> {
+        let rank = if msg.header.aa() {
+            Rank::AuthAnswer
+        } else {
+            Rank::Answer
+        };
+        let moved = self.follow_chain(res, msg, None, rank, now)?;
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        let soa = find_soa(msg, NameRef::ROOT, self.qname.as_ref());
+        if msg.rcode() == Rcode::NXDOMAIN {
+            res.cache
+                .insert_negative(self.qname.as_ref(), None, soa, rank, now);
+            self.outcome = Some(Outcome::NxDomain(soa.cloned()));
+        } else if moved && soa.is_none() && !self.qname.as_ref().ends_with(&self.zone.as_ref()) {
+            self.restart();
+        } else {
+            res.cache
+                .insert_negative(self.qname.as_ref(), Some(self.qtype), soa, rank, now);
+            self.outcome = Some(Outcome::NoData(soa.cloned()));
+        }
+        Ok(())
+    }
+
+    /// Follows the answer section from `qname` through CNAMEs and DNAMEs to the RRset asked
+    /// for, accepting only records inside `bailiwick` (all records when `None`). Caches what
+    /// it accepts. Sets the outcome when the chain ends in the answer; returns whether the
+    /// name moved.
+    fn follow_chain(
+        &mut self,
+        res: &Resolver,
+        msg: &Message,
+        bailiwick: Option<NameRef<'_>>,
+        rank: Rank,
+        now: u64,
+    ) -> Result<bool, Ede> {
+        let inside = |n: NameRef<'_>| bailiwick.is_none_or(|z| n.ends_with(&z));
+        let mut moved = false;
+        loop {
+            let name = self.qname.clone();
+            if !inside(name.as_ref()) {
+                return Ok(moved);
+            }
+            let rrset: Vec<&Record> = msg
+                .answers
+                .iter()
+                .filter(|r| {
+                    r.owner == name
+                        && (r.rtype == self.qtype
+                            || (self.qtype == RType::ANY && r.rtype != RType::CNAME))
+                })
+                .collect();
+            if !rrset.is_empty() {
+                if self.qtype == RType::ANY {
+                    for t in distinct_types(&rrset) {
+                        let set: Vec<&Record> =
+                            rrset.iter().copied().filter(|r| r.rtype == t).collect();
+                        cache_rrset(res, &set, rank, now);
+                    }
+                } else {
+                    cache_rrset(res, &rrset, rank, now);
+                }
+                self.chain.extend(rrset.into_iter().cloned());
+                self.outcome = Some(Outcome::Answer);
+                return Ok(moved);
+            }
+            // A DNAME above the name rewrites it (RFC 6672 §3); preferred over any CNAME.
+            let dname = msg.answers.iter().find(|r| {
+                r.rtype == RType::DNAME
+                    && self.qtype != RType::DNAME
+                    && r.owner != name
+                    && name.as_ref().ends_with(&r.owner.as_ref())
+                    && inside(r.owner.as_ref())
+            });
+            if let Some(d) = dname {
+                let target = substitute(name.as_ref(), d)
+                    .ok_or(Ede::new(Ede::OTHER, "DNAME substitution failed"))?;
+                let ttl = d.ttl;
+                self.hop(res, target.clone())?;
+                res.cache.insert_rrset(
+                    d.owner.as_ref(),
+                    RType::DNAME,
+                    rank,
+                    d.ttl,
+                    [&d.rdata[..]],
+                    now,
+                );
+                res.cache
+                    .insert_synth(name.as_ref(), d, target.as_ref(), rank, now);
+                if !self.chain.contains(d) {
+                    self.chain.push(d.clone());
+                }
+                self.chain.push(Record {
+                    owner: name,
+                    rtype: RType::CNAME,
+                    class: d.class,
+                    ttl,
+                    rdata: target.as_wire().to_vec(),
+                });
+                moved = true;
+                continue;
+            }
+            if self.qtype == RType::CNAME {
+                return Ok(moved);
+            }
+            let Some(c) = msg
+                .answers
+                .iter()
+                .find(|r| r.rtype == RType::CNAME && r.owner == name)
+            else {
+                return Ok(moved);
+            };
+            let Ok(target) = NameRef::from_wire(&c.rdata) else {
+                return Ok(moved);
+            };
+            self.hop(res, target.to_name())?;
+            cache_rrset(res, &[c], rank, now);
+            self.chain.push(c.clone());
+            moved = true;
+        }
+    }
+
+    /// Follows a referral to `cut`: caches the NS RRset and the glue that lies inside the
+    /// queried zone (glue outside it could be a poisoning attempt and is dropped), and moves
+    /// this frame to the child zone.
+    fn take_referral(
+        &mut self,
+        res: &Resolver,
+        budget: &mut Budget,
+        msg: &Message,
+        cut: Name,
+        now: u64,
+    ) -> Result<(), Ede> {
+        budget.referrals += 1;
+        if budget.referrals > res.config.max_referrals {
+            budget.exhausted = Some(Ede::new(Ede::OTHER, "too many referrals"));
+            return Ok(());
+        }
+        let ns: Vec<&Record> = msg
+            .authority
+            .iter()
+            .filter(|r| r.rtype == RType::NS && r.owner == cut)
+            .collect();
+        cache_rrset(res, &ns, Rank::Referral, now);
+        let ns_names: Vec<Name> = ns
+            .iter()
+            .filter_map(|r| NameRef::from_wire(&r.rdata).ok().map(|n| n.to_name()))
+            .collect();
+        let zone = self.zone.clone();
+        let mut glue_addrs: Vec<(Name, SocketAddr)> = Vec::new();
+        for t in [RType::A, RType::AAAA] {
+            for n in &ns_names {
+                if !n.as_ref().ends_with(&zone.as_ref()) {
+                    continue;
+                }
+                let glue: Vec<&Record> = msg
+                    .additional
+                    .iter()
+                    .filter(|r| r.rtype == t && r.owner == *n)
+                    .collect();
+                cache_rrset(res, &glue, Rank::Additional, now);
+                for g in glue {
+                    if let Some(ip) = ip_of(g.rtype, &g.rdata) {
+                        glue_addrs.push((n.clone(), SocketAddr::new(ip, res.config.upstream_port)));
+                    }
+                }
+            }
+        }
+        self.set_cut(cut, ns_names, res, now);
+        // Addresses come from the cache, where better data (an authoritative answer) wins
+        // over this glue; the glue itself is used only if the cache kept nothing.
+        let cached: Vec<bool> = self.servers.iter().map(|s| !s.addrs.is_empty()).collect();
+        for (n, a) in glue_addrs {
+            if !res.config.family_ok(&a) {
+                continue;
+            }
+            if let Some(i) = self.servers.iter().position(|s| s.name == n) {
+                let s = &mut self.servers[i];
+                if !cached[i] && !s.addrs.contains(&a) {
+                    s.addrs.push(a);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The client answer for this (bottom) frame.
+    fn answer(&mut self, outcome: Outcome) -> Answer {
+        let answers = core::mem::take(&mut self.chain);
+        let (rcode, authority, ede) = match outcome {
+            Outcome::Answer => (Rcode::NOERROR, Vec::new(), None),
+            Outcome::NxDomain(soa) => (
+                Rcode::NXDOMAIN,
+                soa.into_iter().map(negative_soa).collect(),
+                None,
+            ),
+            Outcome::NoData(soa) => (
+                Rcode::NOERROR,
+                soa.into_iter().map(negative_soa).collect(),
+                None,
+            ),
+            Outcome::Fail(ede) => return Answer::servfail(ede),
+        };
+        Answer {
+            rcode,
+            answers,
+            authority,
+            ede,
+        }
+    }
+
+    /// The server addresses a finished sub-resolution found.
+    fn addresses(&self, outcome: &Outcome, port: u16) -> Vec<SocketAddr> {
+        if !matches!(outcome, Outcome::Answer) {
+            return Vec::new();
+        }
+        self.chain
+            .iter()
+            .filter(|r| r.owner == self.qname)
+            .filter_map(|r| ip_of(r.rtype, &r.rdata))
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect()
+    }
+}
+
+/// The SOA of a negative answer, with the TTL the answer may be cached for (RFC 2308 §3).
+fn negative_soa(mut soa: Record) -> Record {
+    soa.ttl = negative_ttl(&soa);
+    soa
+}
+
+/// A referral to a zone strictly below `zone` that contains `name`: the deepest NS owner.
+fn find_referral(msg: &Message, zone: NameRef<'_>, name: NameRef<'_>) -> Option<Name> {
+    msg.authority
+        .iter()
+        .filter(|r| {
+            r.rtype == RType::NS
+                && r.owner.as_ref().len() > zone.len()
+                && r.owner.as_ref().ends_with(&zone)
+                && name.ends_with(&r.owner.as_ref())
+        })
+        .max_by_key(|r| r.owner.as_ref().len())
+        .map(|r| r.owner.clone())
+}
+
+/// The SOA in the authority section of a negative answer, if it belongs: its owner lies
+/// inside `zone` and above (or at) `name`.
+fn find_soa<'m>(msg: &'m Message, zone: NameRef<'_>, name: NameRef<'_>) -> Option<&'m Record> {
+    msg.authority.iter().find(|r| {
+        r.rtype == RType::SOA
+            && r.owner.as_ref().ends_with(&zone)
+            && name.ends_with(&r.owner.as_ref())
+    })
+}
+
+/// RFC 6672 §2.2: replaces the DNAME owner suffix of `name` with the DNAME target.
+fn substitute(name: NameRef<'_>, dname: &Record) -> Option<Name> {
+    let target = rdata::target_name(RType::DNAME, &dname.rdata)?;
+    let prefix_len = name.len() - dname.owner.as_ref().len();
+    let mut buf = NameBuf::new();
+    buf.set_concat(&name.as_wire()[..prefix_len], target).ok()?;
+    Some(buf.as_ref().to_name())
+}
+
+fn cache_rrset(res: &Resolver, rrset: &[&Record], rank: Rank, now: u64) {
+    let Some(first) = rrset.first() else { return };
+    let ttl = rrset.iter().map(|r| r.ttl).min().unwrap_or(0);
+    res.cache.insert_rrset(
+        first.owner.as_ref(),
+        first.rtype,
+        rank,
+        ttl,
+        rrset.iter().map(|r| &r.rdata[..]),
+        now,
+    );
+}
+
+fn distinct_types(rrs: &[&Record]) -> Vec<RType> {
+    let mut v: Vec<RType> = rrs.iter().map(|r| r.rtype).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn ip_of(rtype: RType, rdata: &[u8]) -> Option<IpAddr> {
+    match rtype {
+        RType::A => <[u8; 4]>::try_from(rdata).ok().map(IpAddr::from),
+        RType::AAAA => <[u8; 16]>::try_from(rdata).ok().map(IpAddr::from),
+        _ => None,
+    }
+}
+
+/// Addresses of a name server from the cache (glue included), port 53 style.
+fn cached_addrs(res: &Resolver, name: NameRef<'_>, now: u64) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    let port = res.config.upstream_port;
+    res.cache.visit(
+        name,
+        &[RType::A, RType::AAAA],
+        Rank::Additional,
+        now,
+        |t, _, rd| {
+            if let Some(ip) = ip_of(t, rd) {
+                out.push(SocketAddr::new(ip, port));
+            }
+        },
+    );
+    out
+}
+
+/// A small pseudo-random SRTT (0..32 ms) for a server never heard from.
+fn unknown_srtt(addr: &SocketAddr, salt: u64) -> u32 {
+    let ip = match addr.ip() {
+        IpAddr::V4(a) => u64::from(u32::from(a)),
+        IpAddr::V6(a) => {
+            let x = u128::from(a);
+            (x as u64) ^ ((x >> 64) as u64)
+        }
+    };
+    let h = (ip ^ u64::from(addr.port()) ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 59) as u32
+}

@@ -1,0 +1,127 @@
+//! The caching recursive resolver core of shardns: a sharded, memory-bounded cache and
+//! iterative resolution as a sans-I/O state machine.
+//!
+//! This crate never opens a socket, reads a clock, spawns a thread or sleeps. Responses and
+//! `now` (milliseconds on the driver's monotonic clock, as a `u64`) come in; queries to send,
+//! sockets to close, deadlines and answers come out. The server's workers drive it with real
+//! sockets (the quinn-proto model).
+//!
+//! # Shape
+//! - [`Resolver`] (`Send + Sync`, in an `Arc`): the [`Config`], the shared [`Cache`] and the
+//!   per-server SRTT/EDNS table. Shared by all workers.
+//! - [`Cache`]: 64 shards by name hash, each a `Mutex` taken only to copy a record set in or
+//!   out. [`Cache::answer`] is the hit path: it renders a cached answer (following CNAMEs,
+//!   negative answers with their SOA) straight into the worker's `MessageWriter` with
+//!   counted-down TTLs, one lock per name, no allocation.
+//! - [`Engine`]: one per worker, never shared. It owns that worker's resolutions (tasks),
+//!   its outstanding upstream queries (random ID, random source port, coalesced when two
+//!   tasks ask the same question of the same zone), its timers and its CSPRNG (`StdRng`,
+//!   ChaCha12, seeded by the driver).
+//! - Resolution itself (module `iterate`): from the closest cut (forward zone, cached NS,
+//!   stub zone or root hints) down through referrals, with in-bailiwick glue only,
+//!   sub-resolutions of name-server addresses, CNAME/DNAME chains, relaxed QNAME
+//!   minimisation (RFC 9156), negative caching (RFC 2308), trust ranking (RFC 2181 §5.4.1),
+//!   SRTT server selection, and limits on chain length, referrals, queries and depth.
+//!   Failures become SERVFAIL with an Extended DNS Error (RFC 8914, [`Ede`]).
+//!
+//! # Driver loop (what a server implements)
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use shardns_resolver::{Config, Engine, Event, Resolver, CacheAnswer};
+//! # use shardns_wire::{MessageWriter, Name, RType};
+//! # fn clock_ms() -> u64 { 0 }
+//! let resolver = Arc::new(Resolver::new(Config::default()));
+//! let mut engine = Engine::new(Arc::clone(&resolver), [7; 32] /* getrandom in real life */);
+//! // A client query arrives: try the cache first (no allocation, one shard lock).
+//! let (qname, qtype): (Name, RType) = ("www.example.com.".parse().unwrap(), RType::A);
+//! let mut buf = [0u8; 1232];
+//! let mut w = MessageWriter::new(&mut buf, 1232);
+//! w.put_question(qname.as_ref(), qtype, shardns_wire::Class::IN).unwrap();
+//! if let CacheAnswer::Miss { .. } = resolver.cache().answer(qname.as_ref(), qtype, clock_ms(), &mut w) {
+//!     let _task = engine.resolve(qname.as_ref(), qtype, clock_ms()); // remember task -> client
+//! }
+//! loop {
+//!     while let Some(ev) = engine.poll() {
+//!         match ev {
+//!             // Fresh socket per query (UDP: bind t.source_port, connect to t.server);
+//!             // TCP: prefix the 2-octet length. Map the socket to t.query.
+//!             Event::Transmit(t) => { let _ = (t.query, t.server, t.tcp, t.payload()); }
+//!             Event::Close(_query) => { /* close that socket */ }
+//!             Event::Done(_task, answer) => {
+//!                 // Header + question, then answer.write(&mut w), then
+//!                 // put_opt_with_ede(&mut w, size, answer.rcode, false, answer.ede.as_ref()).
+//!                 let _ = answer;
+//!             }
+//!         }
+//!     }
+//!     let _deadline = engine.poll_timeout(); // sleep in epoll until then at most
+//!     // On a datagram on query q's socket: engine.handle_response(q, from, bytes, clock_ms());
+//!     // On ICMP unreachable / connection refused: engine.handle_send_error(q, clock_ms());
+//!     engine.handle_timeout(clock_ms());
+//!     # break;
+//! }
+//! ```
+//! Memory: [`CacheStats::bytes`] charges each name its slot, key, per-RRset header, rdata
+//! and 16 bytes per heap allocation; a name with one A record costs about 170 bytes.
+//!
+//! Not done (yet): DNSSEC validation, 0x20 case randomisation, root priming (the hints are
+//! used as the root's servers), RFC 8020 NXDOMAIN cuts and aggressive NSEC use, serve-stale,
+//! prefetch, TCP connection reuse. Coalescing is per engine (worker); across workers the
+//! shared cache absorbs repeats once the first answer is in.
+//!
+//! Only class IN is resolved; the server answers other classes itself. Lock acquisitions
+//! are counted per shard ([`CacheStats::lock_acquisitions`]) and returned per call
+//! ([`CacheAnswer`]), so the server can report locks per cache-hit query.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod answer;
+mod cache;
+mod config;
+mod engine;
+mod iterate;
+mod servers;
+
+#[cfg(test)]
+mod tests;
+
+pub use answer::{put_opt_with_ede, Answer, Ede, EDE_OPTION};
+pub use cache::{Cache, CacheAnswer, CacheStats};
+pub use config::{Config, Hints, HintsError, ZoneServers};
+pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit};
+
+/// The shared part of the resolver: configuration, cache and server knowledge.
+/// `Send + Sync`; one per server, in an `Arc`, used by every worker's [`Engine`].
+pub struct Resolver {
+    config: Config,
+    cache: Cache,
+    servers: servers::ServerTable,
+}
+
+impl Resolver {
+    /// A resolver with an empty cache.
+    pub fn new(config: Config) -> Self {
+        let cache = Cache::new(
+            config.cache_bytes,
+            config.min_ttl,
+            config.max_ttl,
+            config.max_negative_ttl,
+        );
+        let servers = servers::ServerTable::new(config.srtt_half_life_ms);
+        Self {
+            config,
+            cache,
+            servers,
+        }
+    }
+
+    /// The shared cache (the hit path is [`Cache::answer`]).
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}

@@ -1,0 +1,171 @@
+//! The cache-hit path must not touch the heap (LESSONS.md rule 3): a counting global
+//! allocator sees zero allocations across thousands of cached answers of every kind,
+//! and each plain hit takes exactly one shard lock.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use shardns_resolver::{CacheAnswer, Config, Engine, Event, Hints, Resolver};
+use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType, Rcode, Section};
+
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// A root server that is authoritative for everything it is asked.
+fn respond(query: &[u8]) -> Vec<u8> {
+    let q = Message::parse(query).unwrap();
+    let question = &q.questions[0];
+    let mut buf = vec![0u8; 4096];
+    let mut w = MessageWriter::new(&mut buf, 4096);
+    w.put_question(question.qname.as_ref(), question.qtype, Class::IN)
+        .unwrap();
+    let mut h = Header {
+        id: q.header.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_aa(true);
+    let www = n("www.example.");
+    let a = |w: &mut MessageWriter<'_>| {
+        w.put_record(
+            Section::Answer,
+            www.as_ref(),
+            RType::A,
+            Class::IN,
+            3600,
+            &[192, 0, 2, 1],
+        )
+        .unwrap()
+    };
+    match question.qname.to_string().as_str() {
+        "www.example." => a(&mut w),
+        "alias.example." => {
+            w.put_record(
+                Section::Answer,
+                n("alias.example.").as_ref(),
+                RType::CNAME,
+                Class::IN,
+                3600,
+                www.as_wire(),
+            )
+            .unwrap();
+            a(&mut w);
+        }
+        _ => {
+            let mut soa = n("ns.example.").as_wire().to_vec();
+            soa.extend_from_slice(n("host.example.").as_wire());
+            for v in [1u32, 7200, 900, 86400, 600] {
+                soa.extend_from_slice(&v.to_be_bytes());
+            }
+            w.put_record(
+                Section::Authority,
+                n("example.").as_ref(),
+                RType::SOA,
+                Class::IN,
+                3600,
+                &soa,
+            )
+            .unwrap();
+            h.set_rcode(Rcode::NXDOMAIN);
+        }
+    }
+    w.finish(&h).to_vec()
+}
+
+fn fill(resolver: &Arc<Resolver>) {
+    let mut engine = Engine::new(Arc::clone(resolver), [1; 32]);
+    for q in ["www.example.", "alias.example.", "nx.example."] {
+        engine.resolve(n(q).as_ref(), RType::A, 0);
+        let mut done = false;
+        while let Some(ev) = engine.poll() {
+            match ev {
+                Event::Transmit(t) => {
+                    let server: SocketAddr = t.server;
+                    engine.handle_response(t.query, server, &respond(t.payload()), 5);
+                }
+                Event::Done(..) => done = true,
+                Event::Close(_) => {}
+            }
+        }
+        assert!(done, "{q} resolved");
+    }
+}
+
+#[test]
+fn cache_hits_do_not_allocate() {
+    let mut config = Config::default();
+    config.hints = Hints::parse(". NS a.root.\na.root. A 127.0.0.1@5300\n").unwrap();
+    config.qname_minimisation = false;
+    config.ipv6 = false;
+    let resolver = Arc::new(Resolver::new(config));
+    fill(&resolver);
+    let cache = resolver.cache();
+    let questions = [
+        (n("www.example."), RType::A, Rcode::NOERROR, 1, 1),
+        (n("WWW.EXAMPLE."), RType::A, Rcode::NOERROR, 1, 1),
+        (n("alias.example."), RType::A, Rcode::NOERROR, 2, 2),
+        (n("nx.example."), RType::AAAA, Rcode::NXDOMAIN, 1, 0),
+    ];
+    let mut buf = [0u8; 1232];
+    let locks_before = cache.lock_acquisitions();
+    let mut locks = 0u64;
+    COUNTING.store(true, Ordering::Relaxed);
+    for i in 0..10_000u64 {
+        for (qname, qtype, want, want_locks, want_answers) in &questions {
+            let mut w = MessageWriter::new(&mut buf, 1232);
+            w.put_question(qname.as_ref(), *qtype, Class::IN).unwrap();
+            match cache.answer(qname.as_ref(), *qtype, 1_000 + i, &mut w) {
+                CacheAnswer::Hit {
+                    rcode,
+                    truncated: false,
+                    locks: l,
+                } => {
+                    assert_eq!(rcode, *want);
+                    assert_eq!(l, *want_locks);
+                    assert_eq!(w.count(Section::Answer), *want_answers);
+                    locks += u64::from(l);
+                }
+                other => panic!("{qname}: {other:?}"),
+            }
+        }
+    }
+    COUNTING.store(false, Ordering::Relaxed);
+    assert_eq!(
+        ALLOCS.load(Ordering::Relaxed),
+        0,
+        "allocations on the cache-hit path"
+    );
+    assert_eq!(cache.lock_acquisitions() - locks_before, locks);
+}
