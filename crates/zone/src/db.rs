@@ -15,6 +15,7 @@ use shardns_wire::name::hash_ci;
 use shardns_wire::{rdata, Name, NameRef, RType};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Index of a node in a zone.
 pub type NodeId = u32;
@@ -643,10 +644,11 @@ impl Builder {
     }
 }
 
-/// The zones a server answers for.
-#[derive(Debug, Default)]
+/// The zones a server answers for. Zones are shared, so a reload can keep an unchanged or
+/// failed zone's previous version without copying it.
+#[derive(Debug, Default, Clone)]
 pub struct ZoneSet {
-    zones: Vec<Zone>,
+    zones: Vec<Arc<Zone>>,
     /// Apex hash -> zone indices.
     by_apex: HashMap<u64, Vec<u32>>,
     /// Label counts that some apex has, so lookups only hash suffixes that can match.
@@ -656,7 +658,12 @@ pub struct ZoneSet {
 impl ZoneSet {
     /// A set of zones; a later zone with the same apex replaces an earlier one.
     pub fn new(zones: Vec<Zone>) -> Self {
-        let mut kept: Vec<Zone> = Vec::with_capacity(zones.len());
+        Self::from_shared(zones.into_iter().map(Arc::new).collect())
+    }
+
+    /// A set of shared zones; a later zone with the same apex replaces an earlier one.
+    pub fn from_shared(zones: Vec<Arc<Zone>>) -> Self {
+        let mut kept: Vec<Arc<Zone>> = Vec::with_capacity(zones.len());
         for z in zones {
             if let Some(i) = kept.iter().position(|k| k.apex == z.apex) {
                 kept[i] = z;
@@ -701,12 +708,12 @@ impl ZoneSet {
     }
 
     /// The zones.
-    pub fn zones(&self) -> &[Zone] {
+    pub fn zones(&self) -> &[Arc<Zone>] {
         &self.zones
     }
 
     /// The zone with exactly this apex.
-    pub fn get(&self, apex: NameRef<'_>) -> Option<&Zone> {
+    pub fn get(&self, apex: NameRef<'_>) -> Option<&Arc<Zone>> {
         self.by_apex
             .get(&apex.hash_ci())?
             .iter()
