@@ -1,1 +1,426 @@
-//! placeholder
+//! The shardns runtime: share-nothing workers serving DNS over UDP and TCP.
+//!
+//! [`run`] loads the zones, binds one SO_REUSEPORT UDP socket and one TCP listener per
+//! listen address *per worker*, and starts the workers. Each worker (`worker`) is a named
+//! unto itself: it reads its own sockets in an epoll loop, answers with
+//! `shardns_zone::respond` into its own preallocated buffers, writes the responses, and
+//! counts into its own statistics. Workers share only the zone snapshot (an `Arc` behind
+//! an `ArcSwap`, re-read with one atomic load per loop iteration, never locked) and the
+//! shutdown flag.
+//!
+//! ```text
+//!            SO_REUSEPORT spreads clients
+//!   UDP/TCP ───────────┬──────────────────┐
+//!                 worker 0   ...     worker N-1     recvmmsg → respond → sendmmsg
+//!                     └── Arc<ZoneSet> ──┘          (no queue, no lock, no clock per query)
+//!   control thread: SIGHUP / control socket → reload → ArcSwap::store(new ZoneSet)
+//!   stats: summed over the workers' counters when read (control socket, HTTP)
+//! ```
+//!
+//! `sys` holds the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4).
+//! Never on a worker: locks, allocation per query, clock system calls per query, logging
+//! unless query logging is switched on.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod control;
+mod http;
+pub mod logging;
+mod stats;
+mod sys;
+mod tcp;
+mod worker;
+mod zones;
+
+pub use config::{Config, ConfigError, Overrides, ZoneConfig};
+pub use zones::EmbeddedZone;
+
+use arc_swap::ArcSwap;
+use shardns_zone::ZoneSet;
+use socket2::{Domain, Protocol, Socket, Type};
+use stats::{ControlStats, WorkerStats};
+use std::fmt;
+use std::io;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use sys::EventFd;
+use tracing::{error, info, warn};
+use worker::{Worker, WorkerOptions, WorkerSockets};
+
+/// Where the configuration comes from: an optional file, command-line values on top, and
+/// the zone to serve when none is configured. Re-read on every reload.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Setup {
+    /// The TOML config file.
+    pub config_path: Option<PathBuf>,
+    /// Command-line values, applied over the file.
+    pub overrides: Overrides,
+    /// Served when the configuration names no zone.
+    pub default_zone: Option<EmbeddedZone>,
+}
+
+impl Setup {
+    /// A setup from a config file (or none), overrides and a default zone.
+    pub fn new(
+        config_path: Option<PathBuf>,
+        overrides: Overrides,
+        default_zone: Option<EmbeddedZone>,
+    ) -> Self {
+        Self {
+            config_path,
+            overrides,
+            default_zone,
+        }
+    }
+
+    /// Reads the config file (if any) and applies the overrides.
+    pub fn config(&self) -> Result<Config, ConfigError> {
+        let mut config = match &self.config_path {
+            Some(p) => Config::from_file(p)?,
+            None => Config::default(),
+        };
+        config.apply(&self.overrides);
+        Ok(config)
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The config file is unreadable or invalid.
+    Config(ConfigError),
+    /// Zones failed to load (every error, one `file:line: message` per line).
+    Zones(String),
+    /// A socket could not be set up.
+    Socket {
+        /// What the socket is for.
+        what: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Something else the server needs failed (threads, signals, epoll).
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => write!(f, "{e}"),
+            Self::Zones(e) => write!(f, "{e}"),
+            Self::Socket { what, source } => write!(f, "{what}: {source}"),
+            Self::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// State shared by the workers and the control plane.
+pub(crate) struct Shared {
+    /// The zone snapshot; workers re-read it once per loop iteration.
+    pub(crate) zones: ArcSwap<ZoneSet>,
+    /// Set once, to stop the workers.
+    pub(crate) shutdown: AtomicBool,
+    /// Open TCP connections over all workers (changed on accept and close only).
+    pub(crate) tcp_open: AtomicUsize,
+    /// One waker per worker.
+    pub(crate) wakers: Vec<EventFd>,
+    /// One counter block per worker, each written only by its worker.
+    pub(crate) stats: Vec<WorkerStats>,
+    pub(crate) control: ControlStats,
+    pub(crate) started: Instant,
+}
+
+impl Shared {
+    pub(crate) fn wake_workers(&self) {
+        for w in &self.wakers {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
+        self.stats.iter().collect()
+    }
+}
+
+/// Loads the configured zones and reports every problem; serves nothing. For
+/// `shardns check`. Returns the number of zones and the warnings.
+pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
+    let config = setup.config()?;
+    let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
+    let mut library = zones::ZoneLibrary::default();
+    let report = library.load(&specs);
+    zone_failures(&report)?;
+    Ok((
+        report.loaded,
+        report.warnings.iter().map(ToString::to_string).collect(),
+    ))
+}
+
+fn zone_failures(report: &zones::LoadReport) -> Result<(), Error> {
+    if report.failures.is_empty() {
+        return Ok(());
+    }
+    let text: Vec<String> = report
+        .failures
+        .iter()
+        .map(|f| format!("zone {} failed to load:\n{}", f.name, f.error))
+        .collect();
+    Err(Error::Zones(text.join("\n")))
+}
+
+/// Runs the server until SIGTERM or SIGINT. Zones that fail to load at startup are an
+/// error (a reload, later, keeps their previous version instead).
+pub fn run(setup: Setup) -> Result<(), Error> {
+    let config = setup.config()?;
+    let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
+
+    match sys::raise_nofile_limit() {
+        Ok(n) if (n as usize) < config.limits.tcp_connections + 64 => warn!(
+            "the open-file limit ({n}) is below limits.tcp_connections ({}); connections will be refused early",
+            config.limits.tcp_connections
+        ),
+        Ok(_) => {}
+        Err(e) => warn!("cannot read the open-file limit: {e}"),
+    }
+
+    let started = Instant::now();
+    let mut library = zones::ZoneLibrary::default();
+    let report = library.load(&specs);
+    for w in &report.warnings {
+        warn!("{w}");
+    }
+    zone_failures(&report)?;
+    info!(
+        "loaded {} zones in {:.3} s",
+        report.loaded,
+        started.elapsed().as_secs_f64()
+    );
+
+    let workers = config.worker_count();
+    let sockets = bind_all(&config, workers)?;
+    let control_path = config.control_socket_path();
+    let control_listener = control::bind(&control_path).map_err(|source| Error::Socket {
+        what: format!("control socket {}", control_path.display()),
+        source,
+    })?;
+    let http_listener = match config.stats.http {
+        Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
+            what: format!("statistics HTTP address {addr}"),
+            source,
+        })?),
+        None => None,
+    };
+
+    let wakers = (0..workers)
+        .map(|_| EventFd::new())
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(io_error("eventfd"))?;
+    let shared = Arc::new(Shared {
+        zones: ArcSwap::from_pointee(report.set),
+        shutdown: AtomicBool::new(false),
+        tcp_open: AtomicUsize::new(0),
+        wakers,
+        stats: (0..workers).map(|_| WorkerStats::default()).collect(),
+        control: ControlStats::default(),
+        started: Instant::now(),
+    });
+    shared.control.zones.store(library.len() as u64, Relaxed);
+
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(io_error("installing signal handlers"))?;
+
+    let opts = WorkerOptions {
+        udp_batch: config.limits.udp_batch,
+        tcp_per_worker: config.limits.tcp_connections_per_worker,
+        tcp_total: config.limits.tcp_connections,
+        tcp_idle_timeout: Duration::from_millis(config.limits.tcp_idle_timeout_ms),
+        log_queries: config.log.queries,
+    };
+    let mut handles = Vec::with_capacity(workers);
+    for (id, socks) in sockets.into_iter().enumerate() {
+        let w = Worker::new(id, Arc::clone(&shared), socks, opts.clone())
+            .map_err(io_error("setting up a worker"))?;
+        let h = std::thread::Builder::new()
+            .name(format!("shardns-worker-{id}"))
+            .spawn(move || w.run())
+            .map_err(io_error("starting a worker thread"))?;
+        handles.push(h);
+    }
+
+    let listen = config.listen_addrs();
+    let log_queries = config.log.queries;
+    let reloader = Arc::new(Mutex::new(control::Reloader {
+        setup,
+        config,
+        library,
+        retired: Vec::new(),
+    }));
+    {
+        let (shared, reloader) = (Arc::clone(&shared), Arc::clone(&reloader));
+        std::thread::Builder::new()
+            .name("shardns-control".into())
+            .spawn(move || control::serve(control_listener, shared, reloader))
+            .map_err(io_error("starting the control thread"))?;
+    }
+    if let Some(l) = http_listener {
+        let addr = l.local_addr().ok();
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("shardns-stats-http".into())
+            .spawn(move || http::serve(l, shared))
+            .map_err(io_error("starting the statistics thread"))?;
+        if let Some(a) = addr {
+            info!("statistics at http://{a}/metrics");
+        }
+    }
+    for a in &listen {
+        info!("listening on {a} (UDP and TCP)");
+    }
+    info!(
+        "shardns ready: {workers} workers, {} zones, control socket {}{}",
+        shared.control.zones.load(Relaxed),
+        control_path.display(),
+        if log_queries {
+            ", query logging on"
+        } else {
+            ""
+        }
+    );
+
+    for signal in signals.forever() {
+        match signal {
+            signal_hook::consts::SIGHUP => {
+                info!("SIGHUP: reloading");
+                let mut r = reloader.lock().unwrap_or_else(|p| p.into_inner());
+                r.reload(&shared);
+            }
+            _ => {
+                info!("shutting down");
+                break;
+            }
+        }
+    }
+    shared.shutdown.store(true, Relaxed);
+    shared.wake_workers();
+    for h in handles {
+        if h.join().is_err() {
+            error!("a worker panicked");
+        }
+    }
+    // Unblock the control thread's accept so it sees the flag, then remove the socket.
+    let _ = std::os::unix::net::UnixStream::connect(&control_path);
+    let _ = std::fs::remove_file(&control_path);
+    info!("stopped");
+    Ok(())
+}
+
+/// Binds every worker's sockets. Binding happens here, before any worker starts, so a
+/// busy address is reported at once; each socket then belongs to one worker. A default
+/// IPv6 address the host does not have is skipped with a warning.
+fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSockets>, Error> {
+    let defaults = config.server.listen.is_empty();
+    let mut per_worker: Vec<WorkerSockets> =
+        (0..workers).map(|_| WorkerSockets::default()).collect();
+    let mut bound_any = false;
+    for mut addr in config.listen_addrs() {
+        for (i, socks) in per_worker.iter_mut().enumerate() {
+            let udp = match bind_udp(addr, config.limits.udp_receive_buffer) {
+                Ok(s) => s,
+                Err(e)
+                    if i == 0
+                        && defaults
+                        && addr.is_ipv6()
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT)
+                        ) =>
+                {
+                    warn!("skipping {addr}: {e}");
+                    break;
+                }
+                Err(source) => {
+                    return Err(Error::Socket {
+                        what: format!("UDP {addr}"),
+                        source,
+                    })
+                }
+            };
+            if addr.port() == 0 {
+                // Every worker (and TCP) must share the port the kernel picked.
+                addr = udp
+                    .local_addr()
+                    .map_err(io_error("reading a socket address"))?;
+            }
+            let tcp = bind_tcp(addr).map_err(|source| Error::Socket {
+                what: format!("TCP {addr}"),
+                source,
+            })?;
+            socks.udp.push(udp);
+            socks.tcp.push(tcp);
+            bound_any = true;
+        }
+    }
+    if !bound_any {
+        return Err(Error::Socket {
+            what: "listen addresses".into(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "none could be bound"),
+        });
+    }
+    Ok(per_worker)
+}
+
+fn new_socket(addr: SocketAddr, ty: Type, protocol: Protocol) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), ty, Some(protocol))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+fn bind_udp(addr: SocketAddr, receive_buffer: usize) -> io::Result<UdpSocket> {
+    let s = new_socket(addr, Type::DGRAM, Protocol::UDP)?;
+    if receive_buffer > 0 {
+        s.set_recv_buffer_size(receive_buffer)?;
+    }
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = new_socket(addr, Type::STREAM, Protocol::TCP)?;
+    s.set_reuse_address(true)?;
+    // Accepted connections inherit this: responses leave without waiting for ACKs.
+    s.set_nodelay(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}

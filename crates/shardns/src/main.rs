@@ -1,1 +1,78 @@
-fn main() {}
+//! `shardns`: reads the command line and config, calls the server runtime, prints
+//! `shardns: <error>` and picks the exit status (0 success, 1 error, 2 usage).
+#![deny(unsafe_code)]
+
+mod cli;
+
+use clap::Parser;
+use cli::{Cli, Command, ControlArgs, ServeArgs};
+use shardns_server::{control, logging, EmbeddedZone};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// The zone served when none is configured.
+const EXAMPLE_ZONE: EmbeddedZone = EmbeddedZone {
+    name: "example.test.",
+    label: "<embedded>/example.test.zone",
+    text: include_str!("../data/example.test.zone"),
+};
+
+fn main() -> ExitCode {
+    // `shardns bench ...` belongs to the benchmark's own parser, flags and all.
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "bench") {
+        return bench(args.into_iter().skip(2).collect());
+    }
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve(&ServeArgs::default()),
+        Some(Command::Serve(a)) => serve(&a),
+        Some(Command::Check(a)) => check(&a),
+        Some(Command::Reload(a)) => control_command(&a, "reload"),
+        Some(Command::Stats(a)) => control_command(&a, "stats"),
+        Some(Command::Bench { args }) => return bench(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shardns: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn bench(rest: Vec<OsString>) -> ExitCode {
+    let mut args = vec![OsString::from("shardns bench")];
+    args.extend(rest);
+    let code = shardns_bench::run_cli(args);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn serve(args: &ServeArgs) -> Result<(), String> {
+    let setup = args.setup(EXAMPLE_ZONE);
+    let config = setup.config().map_err(|e| e.to_string())?;
+    logging::init(&logging::filter_for(&setup.overrides, Some(&config)))?;
+    shardns_server::run(setup).map_err(|e| e.to_string())
+}
+
+fn check(args: &ServeArgs) -> Result<(), String> {
+    let setup = args.setup(EXAMPLE_ZONE);
+    let (zones, warnings) = shardns_server::check(&setup).map_err(|e| e.to_string())?;
+    for w in &warnings {
+        eprintln!("shardns: warning: {w}");
+    }
+    println!("ok: configuration and {zones} zones load");
+    Ok(())
+}
+
+fn control_command(args: &ControlArgs, command: &str) -> Result<(), String> {
+    let config = args.setup().config().map_err(|e| e.to_string())?;
+    let path = config.control_socket_path();
+    let (ok, text) = control::request(&path, command).map_err(|e| e.to_string())?;
+    print!("{text}");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{command} failed"))
+    }
+}

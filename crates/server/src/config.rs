@@ -1,0 +1,529 @@
+//! config -- the TOML configuration file, command-line overrides, and the defaults.
+//!
+//! Errors name the file, line, column and key (`shardns.toml:4:11: server.workers: ...`).
+//! Relative zone file paths are taken relative to the config file's directory. Documented
+//! for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
+
+use serde::{Deserialize, Deserializer};
+use shardns_wire::Name;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The port used when no listen address is given.
+pub const DEFAULT_PORT: u16 = 5353;
+
+/// The listen addresses used when none are given: 127.0.0.1 and ::1, port 5353.
+pub fn default_listen() -> Vec<SocketAddr> {
+    vec![
+        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), DEFAULT_PORT),
+        SocketAddr::new(Ipv6Addr::LOCALHOST.into(), DEFAULT_PORT),
+    ]
+}
+
+/// The whole configuration. Every section and key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Config {
+    /// `[server]`: addresses, workers, control socket.
+    pub server: ServerConfig,
+    /// `[[zone]]` tables: the zones to serve.
+    #[serde(rename = "zone")]
+    pub zones: Vec<ZoneConfig>,
+    /// `[limits]`: TCP connection limits and timeouts, UDP batch size.
+    pub limits: Limits,
+    /// `[log]`: log level and query logging.
+    pub log: LogConfig,
+    /// `[stats]`: the Prometheus HTTP endpoint.
+    pub stats: StatsConfig,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Addresses to serve UDP and TCP on (empty: 127.0.0.1:5353 and [::1]:5353).
+    pub listen: Vec<SocketAddr>,
+    /// Worker threads (absent: one per core).
+    #[serde(deserialize_with = "positive_opt")]
+    pub workers: Option<usize>,
+    /// Unix socket for `shardns reload` and `shardns stats` (absent: see
+    /// [`Config::control_socket_path`]).
+    pub control_socket: Option<PathBuf>,
+}
+
+/// One `[[zone]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ZoneConfig {
+    /// The apex, e.g. `example.com.` (a missing final dot is implied).
+    #[serde(deserialize_with = "name")]
+    pub name: Name,
+    /// The zone file.
+    pub file: PathBuf,
+}
+
+impl ZoneConfig {
+    /// A zone at `name` read from `file`.
+    pub fn new(name: Name, file: PathBuf) -> Self {
+        Self { name, file }
+    }
+}
+
+impl FromStr for ZoneConfig {
+    type Err = String;
+    /// Parses `NAME=FILE`, the form of the `--zone` flag.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, file) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=FILE, got {s:?}"))?;
+        if file.is_empty() {
+            return Err(format!("no file after '=' in {s:?}"));
+        }
+        let name = name
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
+        Ok(Self {
+            name,
+            file: PathBuf::from(file),
+        })
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Open TCP connections per worker; at the limit the least recently active one is
+    /// closed to make room.
+    #[serde(deserialize_with = "positive")]
+    pub tcp_connections_per_worker: usize,
+    /// Open TCP connections over all workers; at the limit new connections are closed.
+    #[serde(deserialize_with = "positive")]
+    pub tcp_connections: usize,
+    /// Milliseconds a TCP connection may stay without traffic before it is closed.
+    #[serde(deserialize_with = "positive_u64")]
+    pub tcp_idle_timeout_ms: u64,
+    /// Datagrams read (and answered) per recvmmsg/sendmmsg call, 1 to 1024.
+    #[serde(deserialize_with = "batch")]
+    pub udp_batch: usize,
+    /// SO_RCVBUF for UDP sockets in bytes; the kernel caps it at `net.core.rmem_max`.
+    /// 0 keeps the system default. Room for bursts: a full buffer drops queries.
+    pub udp_receive_buffer: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            tcp_connections_per_worker: 1024,
+            tcp_connections: 4096,
+            tcp_idle_timeout_ms: 10_000,
+            udp_batch: 64,
+            udp_receive_buffer: 4 << 20,
+        }
+    }
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct LogConfig {
+    /// A `tracing` filter: `info`, `debug`, `warn,shardns::query=info`... (absent: `info`,
+    /// or `RUST_LOG` if set).
+    #[serde(deserialize_with = "log_filter")]
+    pub level: Option<String>,
+    /// Log every query at info level (target `shardns::query`). Off by default: it costs a
+    /// formatted line and a lock on the output per query.
+    pub queries: bool,
+}
+
+/// `[stats]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct StatsConfig {
+    /// Serve Prometheus text at `http://ADDR/metrics` (absent: off).
+    pub http: Option<SocketAddr>,
+}
+
+/// Values from the command line; each one set replaces the config file's.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// `--listen`: replaces `server.listen`.
+    pub listen: Vec<SocketAddr>,
+    /// `--zone`: added to the config's zones (replacing one with the same name).
+    pub zones: Vec<ZoneConfig>,
+    /// `--workers`.
+    pub workers: Option<usize>,
+    /// `--log-level`.
+    pub log_level: Option<String>,
+    /// `--log-queries`.
+    pub log_queries: bool,
+    /// `--stats-http`.
+    pub stats_http: Option<SocketAddr>,
+    /// `--control`.
+    pub control_socket: Option<PathBuf>,
+    /// `--tcp-idle-timeout-ms`.
+    pub tcp_idle_timeout_ms: Option<u64>,
+    /// `--tcp-connections-per-worker`.
+    pub tcp_connections_per_worker: Option<usize>,
+    /// `--tcp-connections`.
+    pub tcp_connections: Option<usize>,
+}
+
+/// A config file that could not be read or parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line and column, when known.
+    pub position: Option<(usize, usize)>,
+    /// The key, as a dotted path (`server.workers`, `zone[1].name`), when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(key) = &self.key {
+            write!(f, "{key}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads and parses a config file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.into(),
+            position: None,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Parses config text; `path` names it in errors and anchors relative zone paths.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::new(text);
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            ConfigError {
+                path: path.into(),
+                position: inner.span().map(|s| line_col(text, s.start)),
+                key: (!key.is_empty() && key != ".").then_some(key),
+                // One line: toml's multi-line messages joined.
+                message: inner
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            }
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        for z in &mut config.zones {
+            if z.file.is_relative() {
+                z.file = base.join(&z.file);
+            }
+        }
+        Ok(config)
+    }
+
+    /// Applies command-line values.
+    pub fn apply(&mut self, o: &Overrides) {
+        if !o.listen.is_empty() {
+            self.server.listen = o.listen.clone();
+        }
+        for z in &o.zones {
+            self.zones.retain(|c| c.name != z.name);
+            self.zones.push(z.clone());
+        }
+        if o.workers.is_some() {
+            self.server.workers = o.workers;
+        }
+        if o.log_level.is_some() {
+            self.log.level = o.log_level.clone();
+        }
+        self.log.queries |= o.log_queries;
+        if o.stats_http.is_some() {
+            self.stats.http = o.stats_http;
+        }
+        if o.control_socket.is_some() {
+            self.server.control_socket = o.control_socket.clone();
+        }
+        if let Some(v) = o.tcp_idle_timeout_ms {
+            self.limits.tcp_idle_timeout_ms = v;
+        }
+        if let Some(v) = o.tcp_connections_per_worker {
+            self.limits.tcp_connections_per_worker = v;
+        }
+        if let Some(v) = o.tcp_connections {
+            self.limits.tcp_connections = v;
+        }
+    }
+
+    /// The addresses to serve on (the defaults if none are configured).
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        if self.server.listen.is_empty() {
+            default_listen()
+        } else {
+            self.server.listen.clone()
+        }
+    }
+
+    /// Worker threads: as configured, else one per core.
+    pub fn worker_count(&self) -> usize {
+        self.server.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+
+    /// The control socket: as configured, else `shardns-PORT.ctl` (PORT of the first listen
+    /// address) in `$XDG_RUNTIME_DIR`, or in `/tmp` if that is not set.
+    pub fn control_socket_path(&self) -> PathBuf {
+        if let Some(p) = &self.server.control_socket {
+            return p.clone();
+        }
+        let port = self
+            .listen_addrs()
+            .first()
+            .map_or(DEFAULT_PORT, SocketAddr::port);
+        let dir = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute() && d.is_dir())
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        dir.join(format!("shardns-{port}.ctl"))
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..offset].chars().count() + 1)
+}
+
+fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse::<Name>()
+        .map_err(|e| serde::de::Error::custom(format!("bad domain name {s:?}: {e}")))
+}
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    positive(d).map(Some)
+}
+
+fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+fn batch<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match usize::deserialize(d)? {
+        n @ 1..=1024 => Ok(n),
+        n => Err(serde::de::Error::custom(format!(
+            "{n} is not between 1 and 1024"
+        ))),
+    }
+}
+
+fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::logging::check_filter(&s).map_err(serde::de::Error::custom)?;
+    Ok(Some(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(text, Path::new("/etc/shardns/shardns.toml"))
+    }
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.listen_addrs(), default_listen());
+        assert!(c.worker_count() >= 1);
+        assert_eq!(c.limits.tcp_idle_timeout_ms, 10_000);
+        assert_eq!(c.limits.tcp_connections_per_worker, 1024);
+        assert!(!c.log.queries);
+        assert!(c.control_socket_path().ends_with("shardns-5353.ctl"));
+    }
+
+    #[test]
+    fn full_file() {
+        let c = parse(
+            r#"
+[server]
+listen = ["127.0.0.1:53", "[::1]:53"]
+workers = 2
+control_socket = "/run/shardns.ctl"
+
+[[zone]]
+name = "example.com"
+file = "example.com.zone"
+
+[[zone]]
+name = "example.net."
+file = "/var/lib/zones/example.net"
+
+[limits]
+tcp_connections_per_worker = 10
+tcp_connections = 20
+tcp_idle_timeout_ms = 3000
+udp_batch = 32
+udp_receive_buffer = 1048576
+
+[log]
+level = "debug"
+queries = true
+
+[stats]
+http = "127.0.0.1:9153"
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.server.listen.len(), 2);
+        assert_eq!(c.listen_addrs()[1], "[::1]:53".parse().unwrap());
+        assert_eq!(c.worker_count(), 2);
+        assert_eq!(c.control_socket_path(), PathBuf::from("/run/shardns.ctl"));
+        assert_eq!(c.zones.len(), 2);
+        assert_eq!(c.zones[0].name.to_string(), "example.com.");
+        assert_eq!(
+            c.zones[0].file,
+            PathBuf::from("/etc/shardns/example.com.zone")
+        );
+        assert_eq!(c.zones[1].file, PathBuf::from("/var/lib/zones/example.net"));
+        assert_eq!(c.limits.udp_batch, 32);
+        assert_eq!(c.limits.udp_receive_buffer, 1 << 20);
+        assert_eq!(c.log.level.as_deref(), Some("debug"));
+        assert!(c.log.queries);
+        assert_eq!(c.stats.http, Some("127.0.0.1:9153".parse().unwrap()));
+    }
+
+    #[test]
+    fn errors_name_line_column_and_key() {
+        let e = parse("[server]\nworkers = \"two\"\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2));
+        assert_eq!(e.key.as_deref(), Some("server.workers"));
+        let shown = e.to_string();
+        assert!(shown.starts_with("/etc/shardns/shardns.toml:2:"), "{shown}");
+        assert!(shown.contains("server.workers"), "{shown}");
+
+        let e = parse("[server]\nlisten = [\"127.0.0.1\"]\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+        assert!(e.to_string().contains("server.listen"), "{e}");
+
+        let e = parse("\n[limits]\nudp_batch = 0\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(3), "{e}");
+        assert!(e.to_string().contains("between 1 and 1024"), "{e}");
+
+        let e = parse("[[zone]]\nname = \"a..b\"\nfile = \"x\"\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+        assert!(e.to_string().contains("zone[0].name"), "{e}");
+
+        let e = parse("[[zone]]\nname = \"a.b\"\n").unwrap_err();
+        assert!(e.to_string().contains("missing field `file`"), "{e}");
+
+        let e = parse("[log]\nlevel = \"loud=[\"\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = parse("[server]\nlisten = []\nwrokers = 2\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(3), "{e}");
+        assert!(e.to_string().contains("wrokers"), "{e}");
+        let e = parse("[sever]\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(1), "{e}");
+        assert!(e.to_string().contains("sever"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let e = parse("[server]\nworkers = = 2\n").unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    }
+
+    #[test]
+    fn overrides_replace_and_add() {
+        let mut c = parse(
+            "[server]\nlisten = [\"127.0.0.1:53\"]\nworkers = 4\n[[zone]]\nname = \"a.\"\nfile = \"a\"\n\
+             [[zone]]\nname = \"b.\"\nfile = \"b\"\n",
+        )
+        .unwrap();
+        let o = Overrides {
+            listen: vec!["127.0.0.1:5300".parse().unwrap()],
+            zones: vec!["B=/tmp/b2".parse().unwrap(), "c.=/tmp/c".parse().unwrap()],
+            workers: Some(1),
+            log_queries: true,
+            tcp_idle_timeout_ms: Some(500),
+            ..Overrides::default()
+        };
+        c.apply(&o);
+        assert_eq!(c.listen_addrs(), vec!["127.0.0.1:5300".parse().unwrap()]);
+        assert_eq!(c.worker_count(), 1);
+        let zones: Vec<String> = c
+            .zones
+            .iter()
+            .map(|z| format!("{}={}", z.name, z.file.display()))
+            .collect();
+        assert_eq!(zones, ["a.=/etc/shardns/a", "B.=/tmp/b2", "c.=/tmp/c"]);
+        assert!(c.log.queries);
+        assert_eq!(c.limits.tcp_idle_timeout_ms, 500);
+        assert!(c.control_socket_path().ends_with("shardns-5300.ctl"));
+    }
+
+    #[test]
+    fn zone_flag_syntax() {
+        let z: ZoneConfig = "example.test=path/to/zone".parse().unwrap();
+        assert_eq!(z.name.to_string(), "example.test.");
+        assert_eq!(z.file, PathBuf::from("path/to/zone"));
+        assert!("example.test".parse::<ZoneConfig>().is_err());
+        assert!("example.test=".parse::<ZoneConfig>().is_err());
+        assert!("a..b=x".parse::<ZoneConfig>().is_err());
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+        assert_eq!(line_col("ab\ncd", 99), (2, 3));
+    }
+}

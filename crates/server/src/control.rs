@@ -1,0 +1,219 @@
+//! control -- the control plane: reloads (SIGHUP or `shardns reload`), statistics for
+//! `shardns stats`, and the Unix control socket they travel over.
+//!
+//! Protocol: the client connects, writes one command line (`reload`, `stats`, `status`)
+//! and reads the reply to the end: a first line `ok` or `error`, then text. Runs on its own
+//! thread; the only lock here (around the reloader) is never taken by a worker.
+
+use crate::config::Config;
+use crate::stats::render_prometheus;
+use crate::zones::{specs, ZoneLibrary};
+use crate::{Setup, Shared};
+use shardns_zone::ZoneSet;
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tracing::{debug, error, info, warn};
+
+/// Rebuilds the zone set from the config and swaps it in.
+pub(crate) struct Reloader {
+    pub(crate) setup: Setup,
+    pub(crate) config: Config,
+    pub(crate) library: ZoneLibrary,
+    /// Replaced zone sets some worker still held when we last looked.
+    pub(crate) retired: Vec<Arc<ZoneSet>>,
+}
+
+impl Reloader {
+    /// Re-reads the config file and every zone, then publishes the new zone set. Returns
+    /// a summary, and whether everything loaded.
+    pub(crate) fn reload(&mut self, shared: &Shared) -> (bool, String) {
+        let config = match self.setup.config() {
+            Ok(c) => c,
+            Err(e) => {
+                error!("reload: {e}; keeping the current configuration and zones");
+                shared.control.reloads_failed.fetch_add(1, Relaxed);
+                return (
+                    false,
+                    format!("config: {e}\nkept the current configuration and zones\n"),
+                );
+            }
+        };
+        if config.listen_addrs() != self.config.listen_addrs()
+            || config.worker_count() != self.config.worker_count()
+            || config.limits != self.config.limits
+            || config.stats != self.config.stats
+            || config.control_socket_path() != self.config.control_socket_path()
+            || config.log != self.config.log
+        {
+            warn!("reload: only zones are reloaded; changes to [server], [limits], [log] and [stats] need a restart");
+        }
+        let specs = match specs(&config, self.setup.default_zone) {
+            Ok(s) => s,
+            Err(e) => {
+                error!("reload: {e}");
+                shared.control.reloads_failed.fetch_add(1, Relaxed);
+                return (false, format!("{e}\n"));
+            }
+        };
+        let started = std::time::Instant::now();
+        let report = self.library.load(&specs);
+        let mut text = String::new();
+        for w in &report.warnings {
+            warn!("{w}");
+        }
+        for f in &report.failures {
+            let what = if f.kept_previous {
+                "keeping its previous version"
+            } else {
+                "not served"
+            };
+            error!("zone {} failed to load, {what}:", f.name);
+            for d in &f.error.errors {
+                error!("{d}");
+            }
+            let _ = writeln!(text, "zone {} failed to load, {what}:\n{}", f.name, f.error);
+        }
+        let zones = self.library.len();
+        let old = shared.zones.swap(Arc::new(report.set));
+        shared.wake_workers();
+        self.retire(old);
+        shared.control.zones.store(zones as u64, Relaxed);
+        shared
+            .control
+            .zone_load_errors
+            .fetch_add(report.failures.len() as u64, Relaxed);
+        let ok = report.failures.is_empty();
+        if ok {
+            shared.control.reloads_ok.fetch_add(1, Relaxed);
+        } else {
+            shared.control.reloads_failed.fetch_add(1, Relaxed);
+        }
+        let summary = format!(
+            "reloaded {} of {} zones in {:.3} s; serving {zones} zones",
+            report.loaded,
+            specs.len(),
+            started.elapsed().as_secs_f64()
+        );
+        info!("{summary}");
+        self.config = config;
+        let _ = writeln!(text, "{summary}");
+        (ok, text)
+    }
+}
+
+impl Reloader {
+    /// Frees a replaced zone set here, on the control thread, once every worker has moved
+    /// to the new one: freeing a large zone on a worker would pause its queries.
+    fn retire(&mut self, old: Arc<ZoneSet>) {
+        let started = std::time::Instant::now();
+        while Arc::strong_count(&old) > 1 && started.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        debug!(
+            "workers released the old zone set after {:?}",
+            started.elapsed()
+        );
+        self.retired.push(old);
+        self.retired.retain(|z| Arc::strong_count(z) > 1);
+        if !self.retired.is_empty() {
+            warn!(
+                "{} replaced zone sets are still in use by a worker",
+                self.retired.len()
+            );
+        }
+    }
+}
+
+/// Binds the control socket (mode 0600). A stale socket file is replaced; one that a
+/// running server answers on is an error.
+pub(crate) fn bind(path: &Path) -> io::Result<UnixListener> {
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "another shardns answers on this control socket (set server.control_socket or --control)",
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Serves control connections until shutdown (one at a time; each is short).
+pub(crate) fn serve(listener: UnixListener, shared: Arc<Shared>, reloader: Arc<Mutex<Reloader>>) {
+    for stream in listener.incoming() {
+        if shared.shutdown.load(Relaxed) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if let Err(e) = handle(stream, &shared, &reloader) {
+            warn!("control socket: {e}");
+        }
+    }
+}
+
+fn handle(stream: UnixStream, shared: &Shared, reloader: &Mutex<Reloader>) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new((&stream).take(256)).read_line(&mut line)?;
+    let (ok, body) = match line.trim() {
+        "reload" => {
+            info!("reload requested on the control socket");
+            let mut r = reloader.lock().unwrap_or_else(|p| p.into_inner());
+            r.reload(shared)
+        }
+        "stats" => (
+            true,
+            render_prometheus(
+                &shared.worker_stats(),
+                &shared.control,
+                shared.started.elapsed().as_secs_f64(),
+            ),
+        ),
+        "status" => (true, format!("running, {} workers\n", shared.stats.len())),
+        other => (
+            false,
+            format!("unknown command {other:?} (expected reload, stats or status)\n"),
+        ),
+    };
+    let mut w = &stream;
+    w.write_all(if ok { b"ok\n" } else { b"error\n" })?;
+    w.write_all(body.as_bytes())?;
+    Ok(())
+}
+
+/// Sends `command` to the server on `path`; returns whether it succeeded, and its text.
+pub fn request(path: &Path, command: &str) -> io::Result<(bool, String)> {
+    let mut stream = UnixStream::connect(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot connect to the control socket {}: {e}",
+                path.display()
+            ),
+        )
+    })?;
+    stream.write_all(command.as_bytes())?;
+    stream.write_all(b"\n")?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let (status, body) = reply.split_once('\n').unwrap_or((reply.as_str(), ""));
+    match status {
+        "ok" => Ok((true, body.to_string())),
+        "error" => Ok((false, body.to_string())),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected reply {reply:?}"),
+        )),
+    }
+}

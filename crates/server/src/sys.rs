@@ -1,0 +1,467 @@
+//! sys -- the only module with `unsafe`: thin wrappers over the Linux calls that std and
+//! socket2 do not offer (epoll, eventfd, recvmmsg/sendmmsg, accept4, setrlimit).
+//!
+//! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
+//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`) and `io::Result`s.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::mem;
+use std::net::{
+    Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, TcpListener, TcpStream,
+};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+
+/// Readable interest/readiness.
+pub(crate) const READABLE: u32 = libc::EPOLLIN as u32;
+/// Writable interest/readiness.
+pub(crate) const WRITABLE: u32 = libc::EPOLLOUT as u32;
+/// Error or hang-up readiness (always reported, never requested).
+pub(crate) const BROKEN: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+
+/// Turns a `-1` return into the thread's `errno`.
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// An epoll instance (level-triggered).
+#[derive(Debug)]
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes no pointers; the result is checked before use.
+        let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
+        Ok(Self {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: interest,
+            u64: token,
+        };
+        // SAFETY: `event` is a valid epoll_event that lives across the call; the kernel only
+        // reads it. A bad `fd` is reported as an error, not undefined behaviour.
+        check(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event) })?;
+        Ok(())
+    }
+
+    pub(crate) fn add(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    pub(crate) fn modify(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, token, interest)
+    }
+
+    /// Waits up to `timeout_ms` (-1: forever). An interrupted wait returns no events.
+    pub(crate) fn wait(&self, events: &mut Events, timeout_ms: i32) -> io::Result<()> {
+        let cap = events.buf.len().min(i32::MAX as usize) as libc::c_int;
+        // SAFETY: `events.buf` holds `cap` initialised epoll_event structs and the kernel
+        // writes at most `cap` of them.
+        let rc = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                events.buf.as_mut_ptr(),
+                cap,
+                timeout_ms,
+            )
+        };
+        match check(rc) {
+            Ok(n) => events.len = n as usize,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => events.len = 0,
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// The events one `Epoll::wait` returned.
+pub(crate) struct Events {
+    buf: Vec<libc::epoll_event>,
+    len: usize,
+}
+
+impl Events {
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            buf: vec![libc::epoll_event { events: 0, u64: 0 }; n.max(1)],
+            len: 0,
+        }
+    }
+
+    /// `(token, readiness)` pairs.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        // Copy the fields out: epoll_event is packed on x86-64, so no references into it.
+        self.buf[..self.len].iter().map(|e| {
+            let e = *e;
+            (e.u64, e.events)
+        })
+    }
+}
+
+/// An eventfd used to wake one worker's epoll loop from another thread.
+#[derive(Debug)]
+pub(crate) struct EventFd {
+    file: File,
+}
+
+impl EventFd {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: eventfd takes no pointers; the result is checked before use.
+        let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
+        Ok(Self {
+            file: File::from(unsafe { OwnedFd::from_raw_fd(fd) }),
+        })
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Makes the descriptor readable (a full counter only means it already is).
+    pub(crate) fn wake(&self) {
+        let _ = (&self.file).write(&1u64.to_ne_bytes());
+    }
+
+    /// Resets the descriptor to not readable.
+    pub(crate) fn drain(&self) {
+        let mut b = [0u8; 8];
+        let _ = (&self.file).read(&mut b);
+    }
+}
+
+/// Accepts one connection, already nonblocking and close-on-exec (one system call).
+pub(crate) fn accept_nonblocking(
+    listener: &TcpListener,
+) -> io::Result<(TcpStream, Option<SocketAddr>)> {
+    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `storage` and `len` are valid for writes and `len` holds the storage's size,
+    // so the kernel writes at most that many bytes.
+    let fd = check(unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            ptr::addr_of_mut!(storage).cast(),
+            &mut len,
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `fd` is a connected socket the kernel just created for us; we take ownership.
+    let stream = TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok((stream, socket_addr(&storage, len)))
+}
+
+/// Converts a kernel socket address to std's form (`None` for other families).
+fn socket_addr(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
+    match storage.ss_family as libc::c_int {
+        libc::AF_INET if len as usize >= size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family says the storage holds a sockaddr_in, the kernel wrote at
+            // least that many bytes, and sockaddr_storage is aligned for every address type.
+            let a =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 if len as usize >= size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for sockaddr_in6.
+            let a = unsafe {
+                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Largest query read over UDP; a longer datagram arrives cut and is counted as malformed.
+pub(crate) const UDP_QUERY_MAX: usize = 4096;
+/// Room for one UDP response (`shardns_zone::respond` wants at least 4096 for UDP).
+pub(crate) const UDP_RESPONSE_MAX: usize = 4096;
+
+/// Preallocated buffers and message headers for one worker's recvmmsg/sendmmsg batches.
+///
+/// Holds raw pointers into its own buffers while a call runs, so it is neither `Send` nor
+/// `Sync`: each worker builds its own on its own thread.
+pub(crate) struct UdpBatch {
+    cap: usize,
+    queries: Box<[u8]>,
+    responses: Box<[u8]>,
+    peers: Box<[libc::sockaddr_storage]>,
+    recv_iov: Box<[libc::iovec]>,
+    recv_msgs: Box<[libc::mmsghdr]>,
+    send_iov: Box<[libc::iovec]>,
+    send_msgs: Box<[libc::mmsghdr]>,
+    /// For each queued response: (index of its query, length).
+    queued: Box<[(u32, u32)]>,
+    queued_len: usize,
+    received: usize,
+}
+
+impl UdpBatch {
+    /// Buffers for `cap` datagrams each way (at least 1).
+    pub(crate) fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
+        let empty_iov = libc::iovec {
+            iov_base: ptr::null_mut(),
+            iov_len: 0,
+        };
+        // SAFETY: sockaddr_storage and mmsghdr are plain old data (integers and raw
+        // pointers); all zeroes is a valid value for each.
+        let (peer, msg) = unsafe {
+            (
+                mem::zeroed::<libc::sockaddr_storage>(),
+                mem::zeroed::<libc::mmsghdr>(),
+            )
+        };
+        Self {
+            cap,
+            queries: vec![0; cap * UDP_QUERY_MAX].into_boxed_slice(),
+            responses: vec![0; cap * UDP_RESPONSE_MAX].into_boxed_slice(),
+            peers: vec![peer; cap].into_boxed_slice(),
+            recv_iov: vec![empty_iov; cap].into_boxed_slice(),
+            recv_msgs: vec![msg; cap].into_boxed_slice(),
+            send_iov: vec![empty_iov; cap].into_boxed_slice(),
+            send_msgs: vec![msg; cap].into_boxed_slice(),
+            queued: vec![(0, 0); cap].into_boxed_slice(),
+            queued_len: 0,
+            received: 0,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Receives up to `capacity()` datagrams without blocking (one recvmmsg). Forgets
+    /// queued responses. `WouldBlock` when nothing is waiting.
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.received = 0;
+        self.queued_len = 0;
+        let base = self.queries.as_mut_ptr();
+        for i in 0..self.cap {
+            self.recv_iov[i] = libc::iovec {
+                iov_base: base.wrapping_add(i * UDP_QUERY_MAX).cast(),
+                iov_len: UDP_QUERY_MAX,
+            };
+            let h = &mut self.recv_msgs[i];
+            h.msg_len = 0;
+            h.msg_hdr.msg_name = ptr::addr_of_mut!(self.peers[i]).cast();
+            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = ptr::addr_of_mut!(self.recv_iov[i]);
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = ptr::null_mut();
+            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_flags = 0;
+        }
+        // SAFETY: each of the `cap` headers points at its own live iovec, its own
+        // UDP_QUERY_MAX-byte slot of `queries` and its own sockaddr_storage, with lengths that
+        // match; all of them stay borrowed (through `&mut self`) for the whole call.
+        let n = check(unsafe {
+            libc::recvmmsg(
+                fd,
+                self.recv_msgs.as_mut_ptr(),
+                self.cap as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                ptr::null_mut(),
+            )
+        })?;
+        self.received = n as usize;
+        Ok(self.received)
+    }
+
+    /// Datagram `i` of the last `recv` and the buffer for response slot `slot`; the query
+    /// is `None` if the datagram was longer than `UDP_QUERY_MAX`.
+    pub(crate) fn query_and_response(
+        &mut self,
+        i: usize,
+        slot: usize,
+    ) -> (Option<&[u8]>, &mut [u8]) {
+        assert!(i < self.received && slot < self.cap);
+        let h = &self.recv_msgs[i];
+        let query = if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+            None
+        } else {
+            let len = (h.msg_len as usize).min(UDP_QUERY_MAX);
+            Some(&self.queries[i * UDP_QUERY_MAX..i * UDP_QUERY_MAX + len])
+        };
+        let out = &mut self.responses[slot * UDP_RESPONSE_MAX..(slot + 1) * UDP_RESPONSE_MAX];
+        (query, out)
+    }
+
+    /// The sender of datagram `i` of the last `recv`.
+    pub(crate) fn peer(&self, i: usize) -> Option<SocketAddr> {
+        let len = self.recv_msgs.get(i)?.msg_hdr.msg_namelen;
+        socket_addr(&self.peers[i], len)
+    }
+
+    /// Queues the response in the next slot (the one `query_and_response` was given) for the
+    /// sender of datagram `i`.
+    pub(crate) fn queue(&mut self, i: usize, len: usize) {
+        assert!(i < self.received && self.queued_len < self.cap && len <= UDP_RESPONSE_MAX);
+        self.queued[self.queued_len] = (i as u32, len as u32);
+        self.queued_len += 1;
+    }
+
+    /// Responses queued since the last `recv`.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued_len
+    }
+
+    /// Sends queued responses `from..` (one sendmmsg); returns how many the kernel took.
+    pub(crate) fn send(&mut self, fd: RawFd, from: usize) -> io::Result<usize> {
+        let count = self.queued_len.saturating_sub(from);
+        if count == 0 {
+            return Ok(0);
+        }
+        let base = self.responses.as_mut_ptr();
+        for k in 0..count {
+            let slot = from + k;
+            let (i, len) = self.queued[slot];
+            let i = i as usize;
+            self.send_iov[k] = libc::iovec {
+                iov_base: base.wrapping_add(slot * UDP_RESPONSE_MAX).cast(),
+                iov_len: len as usize,
+            };
+            let namelen = self.recv_msgs[i].msg_hdr.msg_namelen;
+            let h = &mut self.send_msgs[k];
+            h.msg_len = 0;
+            h.msg_hdr.msg_name = ptr::addr_of_mut!(self.peers[i]).cast();
+            h.msg_hdr.msg_namelen = namelen;
+            h.msg_hdr.msg_iov = ptr::addr_of_mut!(self.send_iov[k]);
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = ptr::null_mut();
+            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_flags = 0;
+        }
+        // SAFETY: the first `count` headers each point at a live iovec covering `len` bytes
+        // inside that slot's UDP_RESPONSE_MAX-byte region of `responses`, and at the peer
+        // address recvmmsg filled in with its length; everything stays borrowed for the call.
+        let n = check(unsafe {
+            libc::sendmmsg(
+                fd,
+                self.send_msgs.as_mut_ptr(),
+                count as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        })?;
+        Ok(n as usize)
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit; returns the new soft limit.
+pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit for the kernel to fill.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit that the kernel only reads.
+        if check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }).is_ok() {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
+    Ok(lim.rlim_cur as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn batch_round_trip_on_loopback() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut batch = UdpBatch::new(8);
+        assert_eq!(
+            batch.recv(server.as_raw_fd()).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        for i in 0..3u8 {
+            client
+                .send_to(&[i; 5], server.local_addr().unwrap())
+                .unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let n = batch.recv(server.as_raw_fd()).unwrap();
+        assert_eq!(n, 3);
+        for i in 0..n {
+            assert_eq!(batch.peer(i), Some(client.local_addr().unwrap()));
+            let (q, out) = batch.query_and_response(i, i);
+            let q = q.unwrap().to_vec();
+            assert_eq!(q, vec![i as u8; 5]);
+            out[..5].copy_from_slice(&q);
+            out[0] += 10;
+            batch.queue(i, 5);
+        }
+        assert_eq!(batch.send(server.as_raw_fd(), 0).unwrap(), 3);
+        let mut buf = [0u8; 16];
+        for i in 0..3u8 {
+            let (len, from) = client.recv_from(&mut buf).unwrap();
+            assert_eq!(from, server.local_addr().unwrap());
+            assert_eq!(&buf[..len], &[i + 10, i, i, i, i]);
+        }
+    }
+
+    #[test]
+    fn oversized_datagram_is_flagged() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .send_to(&vec![7u8; UDP_QUERY_MAX + 10], server.local_addr().unwrap())
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut batch = UdpBatch::new(2);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 1);
+        assert!(batch.query_and_response(0, 0).0.is_none());
+    }
+
+    #[test]
+    fn eventfd_wakes_epoll() {
+        let ep = Epoll::new().unwrap();
+        let ev = EventFd::new().unwrap();
+        ep.add(ev.fd(), 7, READABLE).unwrap();
+        let mut events = Events::with_capacity(4);
+        ep.wait(&mut events, 0).unwrap();
+        assert_eq!(events.iter().count(), 0);
+        ev.wake();
+        ep.wait(&mut events, 1000).unwrap();
+        assert_eq!(events.iter().collect::<Vec<_>>(), vec![(7, READABLE)]);
+        ev.drain();
+        ep.wait(&mut events, 0).unwrap();
+        assert_eq!(events.iter().count(), 0);
+    }
+}

@@ -1,0 +1,605 @@
+//! worker -- one share-nothing worker: its own sockets, epoll loop, buffers and counters.
+//!
+//! A worker reads queries, answers them with `shardns_zone::respond` and writes the
+//! responses itself; nothing is handed to another thread. UDP is read and written in
+//! batches (recvmmsg/sendmmsg), TCP connections are nonblocking with per-connection
+//! buffers. The zone snapshot is refreshed once per loop iteration (one atomic load) and
+//! read without a lock. The clock is read once per loop iteration. Buffers are allocated
+//! when the worker starts; the query path does not allocate.
+
+use crate::stats::{Via, WorkerStats};
+use crate::sys::{self, Epoll, Events, UdpBatch, BROKEN, READABLE, WRITABLE};
+use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
+use crate::Shared;
+use shardns_wire::message::{read_question, HEADER_LEN};
+use shardns_wire::NameBuf;
+use shardns_zone::{respond, Outcome, Transport, ZoneSet};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
+
+/// Logs from the request path. A line that is written takes stderr's lock, which is
+/// counted; a disabled level costs the one `enabled!` branch.
+macro_rules! request_log {
+    ($stats:expr, $level:ident, $($arg:tt)+) => {
+        if tracing::enabled!(tracing::Level::$level) {
+            $stats.lock_acquisitions.add(1);
+            tracing::event!(tracing::Level::$level, $($arg)+);
+        }
+    };
+}
+
+/// How a worker behaves (from `[limits]` and `[log]`).
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerOptions {
+    pub(crate) udp_batch: usize,
+    pub(crate) tcp_per_worker: usize,
+    pub(crate) tcp_total: usize,
+    pub(crate) tcp_idle_timeout: Duration,
+    pub(crate) log_queries: bool,
+}
+
+/// The sockets a worker owns: a UDP socket and a TCP listener per listen address, each
+/// bound with SO_REUSEPORT so the kernel spreads clients over the workers.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerSockets {
+    pub(crate) udp: Vec<UdpSocket>,
+    pub(crate) tcp: Vec<TcpListener>,
+}
+
+/// Token kinds, in the top byte of an epoll token.
+const KIND_SHIFT: u32 = 56;
+const KIND_WAKER: u64 = 0;
+const KIND_UDP: u64 = 1;
+const KIND_LISTENER: u64 = 2;
+const KIND_CONN: u64 = 3;
+
+fn conn_token(slot: u32, generation: u32) -> u64 {
+    (KIND_CONN << KIND_SHIFT) | ((generation as u64 & 0xff_ffff) << 32) | slot as u64
+}
+
+/// UDP batches handled per socket before looking at other sockets again.
+const UDP_ROUNDS: usize = 16;
+/// Connections accepted per listener wake-up.
+const ACCEPT_BURST: usize = 64;
+/// Worker-wide TCP response staging: four maximal responses.
+const TCP_STAGING: usize = 4 * MAX_FRAME;
+/// Stop answering a connection's queries while this much output is unsent.
+const OUTPUT_HIGH_WATER: usize = 64 * 1024;
+/// Input buffers kept for reuse by later connections.
+const BUFFER_POOL_MAX: usize = 256;
+
+pub(crate) struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    opts: WorkerOptions,
+    epoll: Epoll,
+    udp: Vec<(UdpSocket, bool)>,
+    listeners: Vec<(TcpListener, bool)>,
+    listeners_paused: bool,
+    conns: ConnTable,
+    staging: Box<[u8]>,
+    buffer_pool: Vec<Vec<u8>>,
+}
+
+impl Worker {
+    /// Registers the sockets with a new epoll instance.
+    pub(crate) fn new(
+        id: usize,
+        shared: Arc<Shared>,
+        sockets: WorkerSockets,
+        opts: WorkerOptions,
+    ) -> io::Result<Self> {
+        let epoll = Epoll::new()?;
+        epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
+        let mut udp = Vec::new();
+        for (i, s) in sockets.udp.into_iter().enumerate() {
+            epoll.add(s.as_raw_fd(), (KIND_UDP << KIND_SHIFT) | i as u64, READABLE)?;
+            let v6 = s.local_addr()?.is_ipv6();
+            udp.push((s, v6));
+        }
+        let mut listeners = Vec::new();
+        for (i, l) in sockets.tcp.into_iter().enumerate() {
+            epoll.add(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            )?;
+            let v6 = l.local_addr()?.is_ipv6();
+            listeners.push((l, v6));
+        }
+        let pool = opts.tcp_per_worker.min(BUFFER_POOL_MAX);
+        Ok(Self {
+            id,
+            shared,
+            conns: ConnTable::with_capacity(opts.tcp_per_worker.min(1 << 16)),
+            opts,
+            epoll,
+            udp,
+            listeners,
+            listeners_paused: false,
+            staging: vec![0; TCP_STAGING].into_boxed_slice(),
+            buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
+        })
+    }
+
+    /// The event loop; returns when the server shuts down.
+    pub(crate) fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
+        let stats = &shared.stats[self.id];
+        let waker = &shared.wakers[self.id];
+        let mut zones = arc_swap::Cache::new(&shared.zones);
+        let mut events = Events::with_capacity(256);
+        let mut batch = UdpBatch::new(self.opts.udp_batch);
+        let mut now = Instant::now();
+        debug!(worker = self.id, "worker running");
+        loop {
+            let timeout = self.timeout_ms(now);
+            if let Err(e) = self.epoll.wait(&mut events, timeout) {
+                warn!(worker = self.id, "epoll_wait failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            now = Instant::now();
+            stats.wakeups.add(1);
+            if shared.shutdown.load(Relaxed) {
+                break;
+            }
+            let zones: &ZoneSet = zones.load();
+            for (token, ready) in events.iter() {
+                let index = (token & 0xffff_ffff) as usize;
+                match token >> KIND_SHIFT {
+                    KIND_UDP => self.serve_udp(index, zones, &mut batch, stats),
+                    KIND_LISTENER => self.accept(index, now, stats),
+                    KIND_CONN => {
+                        let generation = ((token >> 32) & 0xff_ffff) as u32;
+                        self.conn_ready(index as u32, generation, ready, zones, now, stats);
+                    }
+                    _ => waker.drain(),
+                }
+            }
+            self.expire_idle(now, stats);
+        }
+        self.close_all(stats);
+        debug!(worker = self.id, "worker stopped");
+    }
+
+    /// epoll timeout: until the idlest connection's deadline, or forever.
+    fn timeout_ms(&self, now: Instant) -> i32 {
+        match self.conns.oldest() {
+            None => -1,
+            Some((_, last)) => {
+                let left = (last + self.opts.tcp_idle_timeout).saturating_duration_since(now);
+                // Round up so we do not wake just before the deadline.
+                (left.as_millis() as i32).saturating_add(1)
+            }
+        }
+    }
+
+    // ---- UDP ----
+
+    fn serve_udp(
+        &mut self,
+        index: usize,
+        zones: &ZoneSet,
+        batch: &mut UdpBatch,
+        stats: &WorkerStats,
+    ) {
+        let Some((socket, v6)) = self.udp.get(index) else {
+            return;
+        };
+        let fd = socket.as_raw_fd();
+        let via = Via::udp(*v6);
+        for _ in 0..UDP_ROUNDS {
+            stats.udp_recv_calls.add(1);
+            let n = match batch.recv(fd) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    request_log!(stats, DEBUG, worker = self.id, "recvmmsg: {e}");
+                    break;
+                }
+            };
+            stats.queries[via as usize].add(n as u64);
+            for i in 0..n {
+                let slot = batch.queued();
+                let peer = if self.opts.log_queries {
+                    batch.peer(i)
+                } else {
+                    None
+                };
+                let (query, out) = batch.query_and_response(i, slot);
+                let Some(query) = query else {
+                    // Longer than any query we read: cut by the kernel, so unparseable.
+                    stats.malformed.add(1);
+                    stats.dropped.add(1);
+                    continue;
+                };
+                match respond(zones, query, Transport::Udp, out) {
+                    Some(o) if o.len <= out.len() => {
+                        stats.answered(o.qtype, o.rcode, o.truncated);
+                        if self.opts.log_queries {
+                            log_query(peer, via, query, &o, stats);
+                        }
+                        batch.queue(i, o.len);
+                    }
+                    _ => stats.dropped.add(1),
+                }
+            }
+            let queued = batch.queued();
+            let mut from = 0;
+            while from < queued {
+                stats.udp_send_calls.add(1);
+                match batch.send(fd, from) {
+                    Ok(k) => from += k.max(1),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // The socket's send buffer is full: drop the rest of this batch.
+                        stats.dropped.add((queued - from) as u64);
+                        break;
+                    }
+                    Err(e) => {
+                        // This datagram cannot be sent (e.g. an unreachable address): skip it.
+                        request_log!(stats, DEBUG, worker = self.id, "sendmmsg: {e}");
+                        stats.dropped.add(1);
+                        from += 1;
+                    }
+                }
+            }
+            if n < batch.capacity() {
+                break;
+            }
+        }
+    }
+
+    // ---- TCP ----
+
+    fn accept(&mut self, index: usize, now: Instant, stats: &WorkerStats) {
+        for _ in 0..ACCEPT_BURST {
+            let Some((listener, v6)) = self.listeners.get(index) else {
+                return;
+            };
+            let v6 = *v6;
+            let (stream, peer) = match sys::accept_nonblocking(listener) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    // Out of descriptors or memory: make room, or stop accepting until a
+                    // connection closes (the listener would otherwise wake us forever).
+                    if !self.evict_oldest(stats) {
+                        request_log!(
+                            stats,
+                            WARN,
+                            worker = self.id,
+                            "cannot accept TCP connections: {e}; pausing until one closes"
+                        );
+                        self.pause_listeners();
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    request_log!(stats, DEBUG, worker = self.id, "accept: {e}");
+                    continue;
+                }
+            };
+            let at_limit = self.conns.len() >= self.opts.tcp_per_worker
+                || self.shared.tcp_open.load(Relaxed) >= self.opts.tcp_total;
+            if at_limit && !self.evict_oldest(stats) {
+                stats.tcp_refused.add(1);
+                continue;
+            }
+            let input = match self.buffer_pool.pop() {
+                Some(b) => b,
+                None => {
+                    stats.lock_acquisitions.add(1); // a heap allocation: the allocator may lock
+                    vec![0; INPUT_INITIAL]
+                }
+            };
+            let fd = stream.as_raw_fd();
+            let (slot, generation, allocated) =
+                self.conns.insert(Conn::new(stream, peer, v6, input, now));
+            if allocated {
+                stats.lock_acquisitions.add(1);
+            }
+            if let Err(e) = self.epoll.add(fd, conn_token(slot, generation), READABLE) {
+                request_log!(stats, DEBUG, worker = self.id, "epoll add: {e}");
+                self.conns.remove(slot);
+                continue;
+            }
+            if let Some(c) = self.conns.get_mut(slot, generation) {
+                c.interest = READABLE;
+            }
+            self.shared.tcp_open.fetch_add(1, Relaxed);
+            stats.tcp_accepted.add(1);
+            stats.tcp_open.set(self.conns.len() as u64);
+        }
+    }
+
+    fn conn_ready(
+        &mut self,
+        slot: u32,
+        generation: u32,
+        ready: u32,
+        zones: &ZoneSet,
+        now: Instant,
+        stats: &WorkerStats,
+    ) {
+        let log_queries = self.opts.log_queries;
+        let Some(conn) = self.conns.get_mut(slot, generation) else {
+            return;
+        };
+        if ready & BROKEN != 0 {
+            self.close(slot, stats);
+            return;
+        }
+        let mut active = false;
+        let mut failed = false;
+        if ready & WRITABLE != 0 && conn.unsent() > 0 {
+            match flush_output(conn) {
+                Ok(progress) => active |= progress,
+                Err(_) => failed = true,
+            }
+        }
+        if !failed
+            && ready & READABLE != 0
+            && !conn.peer_closed
+            && conn.unsent() < OUTPUT_HIGH_WATER
+        {
+            let (spare, grew) = conn.input.spare();
+            if grew {
+                stats.lock_acquisitions.add(1);
+            }
+            match (&conn.stream).read(spare) {
+                Ok(0) => conn.peer_closed = true,
+                Ok(n) => {
+                    conn.input.filled(n);
+                    active = true;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => failed = true,
+            }
+        }
+        if !failed {
+            failed = answer_frames(conn, &mut self.staging, zones, stats, log_queries).is_err();
+        }
+        if failed || (conn.peer_closed && conn.unsent() == 0) {
+            self.close(slot, stats);
+            return;
+        }
+        let want = if conn.unsent() > 0 { WRITABLE } else { 0 }
+            | if !conn.peer_closed && conn.unsent() < OUTPUT_HIGH_WATER {
+                READABLE
+            } else {
+                0
+            };
+        if want != conn.interest {
+            if self
+                .epoll
+                .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                .is_err()
+            {
+                self.close(slot, stats);
+                return;
+            }
+            conn.interest = want;
+        }
+        if active {
+            self.conns.touch(slot, now);
+        }
+    }
+
+    /// Closes connections idle for longer than the timeout (least recently active first).
+    fn expire_idle(&mut self, now: Instant, stats: &WorkerStats) {
+        while let Some((slot, last)) = self.conns.oldest() {
+            if now.saturating_duration_since(last) < self.opts.tcp_idle_timeout {
+                break;
+            }
+            stats.tcp_idle_closed.add(1);
+            self.close(slot, stats);
+        }
+    }
+
+    /// Closes the least recently active connection; false if there is none.
+    fn evict_oldest(&mut self, stats: &WorkerStats) -> bool {
+        match self.conns.oldest() {
+            Some((slot, _)) => {
+                stats.tcp_evicted.add(1);
+                self.close(slot, stats);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn close(&mut self, slot: u32, stats: &WorkerStats) {
+        // Closing the descriptor also takes it out of the epoll set.
+        if let Some(conn) = self.conns.remove(slot) {
+            let buf = conn.input.into_inner();
+            if buf.len() == INPUT_INITIAL && self.buffer_pool.len() < BUFFER_POOL_MAX {
+                self.buffer_pool.push(buf);
+            }
+            self.shared.tcp_open.fetch_sub(1, Relaxed);
+            stats.tcp_open.set(self.conns.len() as u64);
+            if self.listeners_paused {
+                self.resume_listeners();
+            }
+        }
+    }
+
+    fn pause_listeners(&mut self) {
+        for (i, (l, _)) in self.listeners.iter().enumerate() {
+            let _ = self
+                .epoll
+                .modify(l.as_raw_fd(), (KIND_LISTENER << KIND_SHIFT) | i as u64, 0);
+        }
+        self.listeners_paused = true;
+    }
+
+    fn resume_listeners(&mut self) {
+        for (i, (l, _)) in self.listeners.iter().enumerate() {
+            let _ = self.epoll.modify(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            );
+        }
+        self.listeners_paused = false;
+    }
+
+    /// Shutdown: one last try to send what is buffered, then close everything.
+    fn close_all(&mut self, stats: &WorkerStats) {
+        for slot in self.conns.occupied() {
+            if let Some(conn) = self.conns.remove(slot) {
+                let mut conn = conn;
+                let _ = flush_output(&mut conn);
+                self.shared.tcp_open.fetch_sub(1, Relaxed);
+            }
+        }
+        stats.tcp_open.set(0);
+    }
+}
+
+/// Answers every whole query buffered on `conn`, in order, writing the responses with as
+/// few system calls as the socket allows. Stops while too much output is unsent (the rest
+/// stays buffered until the client reads).
+fn answer_frames(
+    conn: &mut Conn,
+    staging: &mut [u8],
+    zones: &ZoneSet,
+    stats: &WorkerStats,
+    log_queries: bool,
+) -> io::Result<()> {
+    let via = Via::tcp(conn.v6);
+    let mut used = 0;
+    while conn.input.has_frame() && conn.unsent() < OUTPUT_HIGH_WATER {
+        if staging.len() - used < MAX_FRAME {
+            queue_output(conn, &staging[..used], stats)?;
+            used = 0;
+            continue;
+        }
+        let Some(range) = conn.input.next_frame() else {
+            break;
+        };
+        let query = conn.input.frame(range);
+        stats.queries[via as usize].add(1);
+        let out = &mut staging[used + 2..used + MAX_FRAME];
+        match respond(zones, query, Transport::Tcp, out) {
+            Some(o) if o.len <= out.len() => {
+                stats.answered(o.qtype, o.rcode, o.truncated);
+                if log_queries {
+                    log_query(conn.peer, via, query, &o, stats);
+                }
+                staging[used..used + 2].copy_from_slice(&(o.len as u16).to_be_bytes());
+                used += 2 + o.len;
+            }
+            _ => stats.dropped.add(1),
+        }
+    }
+    if used > 0 {
+        queue_output(conn, &staging[..used], stats)?;
+    }
+    Ok(())
+}
+
+/// Writes `data` now if nothing is queued before it; keeps whatever the socket refuses.
+fn queue_output(conn: &mut Conn, data: &[u8], stats: &WorkerStats) -> io::Result<()> {
+    let mut rest = data;
+    if conn.unsent() == 0 {
+        match (&conn.stream).write(data) {
+            Ok(n) => rest = &data[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !rest.is_empty() {
+        let cap = conn.output.capacity();
+        conn.output.extend_from_slice(rest);
+        if conn.output.capacity() != cap {
+            stats.lock_acquisitions.add(1); // a heap allocation: the allocator may lock
+        }
+    }
+    Ok(())
+}
+
+/// Sends queued output; true if the socket took anything.
+fn flush_output(conn: &mut Conn) -> io::Result<bool> {
+    let mut progress = false;
+    while conn.unsent() > 0 {
+        match (&conn.stream).write(&conn.output[conn.sent..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                conn.sent += n;
+                progress = true;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if conn.unsent() == 0 {
+        conn.sent = 0;
+        if conn.output.capacity() > 2 * OUTPUT_HIGH_WATER {
+            conn.output = Vec::new();
+        } else {
+            conn.output.clear();
+        }
+    }
+    Ok(progress)
+}
+
+/// One info line per query (only when query logging is on), formatted without allocating.
+/// Writing it takes stderr's lock, which is counted.
+#[cold]
+fn log_query(peer: Option<SocketAddr>, via: Via, query: &[u8], o: &Outcome, stats: &WorkerStats) {
+    if !tracing::enabled!(target: "shardns::query", tracing::Level::INFO) {
+        return;
+    }
+    stats.lock_acquisitions.add(1);
+    let mut qname = NameBuf::new();
+    let name = read_question(query, HEADER_LEN, &mut qname)
+        .ok()
+        .map(|_| qname.as_ref());
+    info!(
+        target: "shardns::query",
+        "{} {} {} {} {} len={}{}",
+        OrDash(peer),
+        via.name(),
+        OrDash(name),
+        OrDash(o.qtype),
+        o.rcode,
+        o.len,
+        if o.truncated { " TC" } else { "" }
+    );
+}
+
+/// Shows a value, or `-` for none.
+struct OrDash<T>(Option<T>);
+
+impl<T: fmt::Display> fmt::Display for OrDash<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
+}

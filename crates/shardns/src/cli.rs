@@ -1,0 +1,193 @@
+//! The command line: one flag table; clap generates `--help` from it.
+
+use shardns_server::{Overrides, Setup, ZoneConfig};
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+const ABOUT: &str = "An authoritative DNS name server built from share-nothing workers.";
+
+const LONG_ABOUT: &str = "\
+An authoritative DNS name server built from share-nothing workers.
+
+Each worker thread owns its own UDP sockets and TCP listeners (SO_REUSEPORT), reads and
+answers queries itself and keeps its own statistics; workers share only the immutable zone
+data, which a reload replaces atomically without pausing them.
+
+With no command (or `shardns serve` with no flags) it serves the bundled example zone
+`example.test.` on 127.0.0.1 and ::1, port 5353, one worker per core. Try:
+
+    shardns serve &
+    dig @127.0.0.1 -p 5353 www.example.test A";
+
+const AFTER_HELP: &str = "\
+Signals: SIGHUP reloads the zones (as `shardns reload` does), SIGTERM and SIGINT stop.
+Configuration file reference: docs/CONFIG.md. Exit status: 0 success, 1 error, 2 usage.";
+
+/// shardns command line.
+#[derive(Debug, clap::Parser)]
+#[command(name = "shardns", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    /// Serve DNS over UDP and TCP (the default command).
+    #[command(long_about = "Serve DNS over UDP and TCP until SIGTERM or SIGINT.\n\n\
+        Flags override the config file: --listen replaces its addresses, --zone adds to its \
+        zones. Without any zone, the bundled example zone example.test. is served.")]
+    Serve(ServeArgs),
+    /// Load the configuration and every zone, report problems, and exit.
+    Check(ServeArgs),
+    /// Ask a running server to reload its config's zones (like SIGHUP).
+    Reload(ControlArgs),
+    /// Print a running server's statistics (Prometheus text format).
+    Stats(ControlArgs),
+    /// Measure a DNS server's performance (any server: ours or another).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Arguments for the benchmark (`shardns bench --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<OsString>,
+    },
+}
+
+/// Flags of `serve` and `check`.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// TOML configuration file (see docs/CONFIG.md).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Address to serve UDP and TCP on, e.g. 127.0.0.1:53 or [::1]:53 (repeatable;
+    /// replaces the config's; default 127.0.0.1:5353 and [::1]:5353).
+    #[arg(short, long, value_name = "ADDR:PORT")]
+    pub(crate) listen: Vec<SocketAddr>,
+    /// A zone to serve, e.g. example.com=/var/lib/shardns/example.com.zone (repeatable;
+    /// added to the config's zones).
+    #[arg(short, long, value_name = "NAME=FILE")]
+    pub(crate) zone: Vec<ZoneConfig>,
+    /// Worker threads (default: one per core).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) workers: Option<u32>,
+    /// Log filter: error, warn, info, debug, trace, or directives like
+    /// "warn,shardns::query=info" (default: RUST_LOG, else the config's, else info).
+    #[arg(long, value_name = "FILTER")]
+    pub(crate) log_level: Option<String>,
+    /// Log every query at info level (costs throughput; off by default).
+    #[arg(long)]
+    pub(crate) log_queries: bool,
+    /// Serve Prometheus statistics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) stats_http: Option<SocketAddr>,
+    /// Control socket for `shardns reload` and `shardns stats`
+    /// (default: $XDG_RUNTIME_DIR or /tmp, shardns-PORT.ctl).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) control: Option<PathBuf>,
+    /// Close TCP connections idle this long (default 10000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_idle_timeout_ms: Option<u64>,
+    /// Most TCP connections per worker (default 1024).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) tcp_connections_per_worker: Option<u32>,
+    /// Most TCP connections in total (default 4096).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) tcp_connections: Option<u32>,
+}
+
+impl ServeArgs {
+    pub(crate) fn setup(&self, default_zone: shardns_server::EmbeddedZone) -> Setup {
+        let mut o = Overrides::default();
+        o.listen = self.listen.clone();
+        o.zones = self.zone.clone();
+        o.workers = self.workers.map(|n| n as usize);
+        o.log_level = self.log_level.clone();
+        o.log_queries = self.log_queries;
+        o.stats_http = self.stats_http;
+        o.control_socket = self.control.clone();
+        o.tcp_idle_timeout_ms = self.tcp_idle_timeout_ms;
+        o.tcp_connections_per_worker = self.tcp_connections_per_worker.map(|n| n as usize);
+        o.tcp_connections = self.tcp_connections.map(|n| n as usize);
+        Setup::new(self.config.clone(), o, Some(default_zone))
+    }
+}
+
+/// Flags of `reload` and `stats`: how to find the server's control socket.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ControlArgs {
+    /// The server's control socket.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) control: Option<PathBuf>,
+    /// The server's config file (its control_socket or listen port names the socket).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The server's first listen address (its port names the default socket).
+    #[arg(short, long, value_name = "ADDR:PORT")]
+    pub(crate) listen: Option<SocketAddr>,
+}
+
+impl ControlArgs {
+    pub(crate) fn setup(&self) -> Setup {
+        let mut o = Overrides::default();
+        o.listen = self.listen.into_iter().collect();
+        o.control_socket = self.control.clone();
+        Setup::new(self.config.clone(), o, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn flag_table_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_flags_repeat() {
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "serve",
+            "--listen",
+            "127.0.0.1:5300",
+            "--listen",
+            "[::1]:5300",
+            "--zone",
+            "example.test=path/to/zone",
+            "--zone",
+            "b.=x",
+            "--workers",
+            "1",
+            "--log-queries",
+        ])
+        .unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.listen.len(), 2);
+        assert_eq!(a.zone.len(), 2);
+        assert_eq!(a.workers, Some(1));
+        assert!(a.log_queries);
+        assert!(Cli::try_parse_from(["shardns", "serve", "--workers", "0"]).is_err());
+        assert!(Cli::try_parse_from(["shardns", "serve", "--zone", "nofile"]).is_err());
+        assert!(Cli::try_parse_from(["shardns", "serve", "--listen", "127.0.0.1"]).is_err());
+    }
+
+    #[test]
+    fn no_command_means_serve() {
+        assert!(Cli::try_parse_from(["shardns"]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn bench_takes_everything_after_it() {
+        let cli = Cli::try_parse_from(["shardns", "bench", "rr", "--server", "127.0.0.1:53", "-h"])
+            .unwrap();
+        let Some(Command::Bench { args }) = cli.command else {
+            panic!()
+        };
+        assert_eq!(args, ["rr", "--server", "127.0.0.1:53", "-h"]);
+    }
+}

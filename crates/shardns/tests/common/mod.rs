@@ -1,0 +1,370 @@
+//! Helpers for the end-to-end tests: start the real `shardns` binary on loopback with ports
+//! of its own, kill it on drop (also when a test fails), send raw queries over UDP and TCP,
+//! and parse responses with hickory-proto, a parser that is not ours.
+//!
+//! Never: any address but 127.0.0.1 and ::1, unbounded waits, or processes left running.
+#![allow(dead_code, unreachable_pub)]
+
+use hickory_proto::op::Message;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_shardns");
+
+/// A port free for UDP and TCP on both 127.0.0.1 and ::1, never handed out twice by this
+/// process.
+pub fn free_port() -> u16 {
+    static TAKEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    for _ in 0..200 {
+        let Ok(probe) = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)) else {
+            continue;
+        };
+        let port = probe.local_addr().unwrap().port();
+        let ok = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok()
+            && UdpSocket::bind((Ipv6Addr::LOCALHOST, port)).is_ok()
+            && TcpListener::bind((Ipv6Addr::LOCALHOST, port)).is_ok();
+        let mut taken = TAKEN.lock().unwrap();
+        if ok && taken.get_or_insert_with(HashSet::new).insert(port) {
+            return port;
+        }
+    }
+    panic!("no free port found");
+}
+
+/// A scratch directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("shardns-e2e-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `shardns serve`; killed when dropped.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub control: PathBuf,
+    log: Arc<Mutex<String>>,
+    pub dir: TempDir,
+}
+
+impl Server {
+    /// Starts `shardns serve` on 127.0.0.1 and ::1 at a fresh port, with a control socket
+    /// in its own directory, plus `args`; waits until it is ready.
+    pub fn start(tag: &str, args: &[&str]) -> Self {
+        Self::start_in(TempDir::new(tag), args)
+    }
+
+    /// As [`Server::start`], in a directory the caller prepared (zone files, config).
+    pub fn start_in(dir: TempDir, args: &[&str]) -> Self {
+        let port = free_port();
+        let control = dir.path().join("ctl");
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--listen")
+            .arg(format!("[::1]:{port}"))
+            .arg("--control")
+            .arg(&control)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start shardns");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let mut server = Self {
+            child,
+            port,
+            control,
+            log,
+            dir,
+        };
+        server.wait_for_log("shardns ready", Duration::from_secs(20));
+        server
+    }
+
+    pub fn addr4(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+    pub fn addr6(&self) -> SocketAddr {
+        SocketAddr::from((Ipv6Addr::LOCALHOST, self.port))
+    }
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the log contains `needle`; panics (with the log) after `limit` or if the
+    /// server exits.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) {
+        let end = Instant::now() + limit;
+        loop {
+            if self.log().contains(needle) {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!(
+                    "shardns exited ({status}) before logging {needle:?}:\n{}",
+                    self.log()
+                );
+            }
+            if Instant::now() > end {
+                panic!(
+                    "shardns did not log {needle:?} within {limit:?}:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Runs `shardns <command> --control <socket>`.
+    pub fn control(&self, command: &str) -> Output {
+        Command::new(BIN)
+            .arg(command)
+            .arg("--control")
+            .arg(&self.control)
+            .output()
+            .unwrap()
+    }
+
+    /// Reads one counter from `shardns stats` (summing every label set if `name` has none).
+    pub fn stat(&self, name: &str) -> f64 {
+        let out = self.control("stats");
+        assert!(out.status.success(), "stats failed: {out:?}");
+        stat_value(&String::from_utf8_lossy(&out.stdout), name)
+    }
+
+    /// Sends SIGHUP.
+    pub fn sighup(&self) {
+        let ok = Command::new("kill")
+            .arg("-HUP")
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s;
+            }
+            assert!(
+                Instant::now() < end,
+                "shardns did not stop on SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- shardns log ---\n{}--- end of log ---", self.log());
+        }
+    }
+}
+
+/// The value of `name` in Prometheus text (the sum over its label sets).
+pub fn stat_value(text: &str, name: &str) -> f64 {
+    let mut sum = 0.0;
+    let mut found = false;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (key, value) = line.rsplit_once(' ').unwrap();
+        if key == name || key.strip_prefix(name).is_some_and(|r| r.starts_with('{')) {
+            sum += value.parse::<f64>().unwrap();
+            found = true;
+        }
+    }
+    assert!(found, "no {name} in stats:\n{text}");
+    sum
+}
+
+/// A query for `name` (presentation form) and type `qtype`; with an OPT record if `edns`
+/// gives a UDP payload size.
+pub fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
+    let mut m = Vec::with_capacity(64);
+    m.extend_from_slice(&id.to_be_bytes());
+    m.extend_from_slice(&[0x00, 0x00]); // QUERY, RD clear
+    m.extend_from_slice(&1u16.to_be_bytes());
+    m.extend_from_slice(&[0, 0, 0, 0]);
+    m.extend_from_slice(&u16::from(edns.is_some()).to_be_bytes());
+    for label in name
+        .trim_end_matches('.')
+        .split('.')
+        .filter(|l| !l.is_empty())
+    {
+        m.push(label.len() as u8);
+        m.extend_from_slice(label.as_bytes());
+    }
+    m.push(0);
+    m.extend_from_slice(&qtype.to_be_bytes());
+    m.extend_from_slice(&1u16.to_be_bytes());
+    if let Some(size) = edns {
+        m.push(0); // root owner
+        m.extend_from_slice(&41u16.to_be_bytes());
+        m.extend_from_slice(&size.to_be_bytes());
+        m.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    }
+    m
+}
+
+/// A connected UDP client socket with a receive timeout.
+pub fn udp_client(server: SocketAddr) -> UdpSocket {
+    let local: SocketAddr = if server.is_ipv6() {
+        "[::1]:0".parse().unwrap()
+    } else {
+        "127.0.0.1:0".parse().unwrap()
+    };
+    let s = UdpSocket::bind(local).unwrap();
+    s.connect(server).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s
+}
+
+/// One UDP exchange; `None` on timeout.
+pub fn udp_exchange(sock: &UdpSocket, msg: &[u8]) -> Option<Vec<u8>> {
+    let id = &msg[..2];
+    sock.send(msg).unwrap();
+    let mut buf = vec![0u8; 65535];
+    loop {
+        match sock.recv(&mut buf) {
+            Ok(n) if n >= 2 && &buf[..2] == id => return Some(buf[..n].to_vec()),
+            Ok(_) => continue, // a late answer to an earlier query
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Sends `msgs` framed in one write on a new TCP connection and reads as many responses.
+pub fn tcp_exchange(server: SocketAddr, msgs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut s = TcpStream::connect_timeout(&server, Duration::from_secs(3)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp_exchange_on(&mut s, msgs)
+}
+
+/// As [`tcp_exchange`], on an open connection.
+pub fn tcp_exchange_on(s: &mut TcpStream, msgs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for m in msgs {
+        out.extend_from_slice(&(m.len() as u16).to_be_bytes());
+        out.extend_from_slice(m);
+    }
+    s.write_all(&out).unwrap();
+    (0..msgs.len())
+        .map(|_| read_frame(s).expect("a TCP response"))
+        .collect()
+}
+
+/// Reads one length-prefixed message.
+pub fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len)?;
+    let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+    s.read_exact(&mut msg)?;
+    Ok(msg)
+}
+
+/// Parses a response with hickory-proto.
+pub fn parse(buf: &[u8]) -> Message {
+    Message::from_vec(buf).unwrap_or_else(|e| panic!("hickory cannot parse {buf:02x?}: {e}"))
+}
+
+/// Answer records as `type rdata` strings, sorted.
+pub fn answers(m: &Message) -> Vec<String> {
+    let mut v: Vec<String> = m
+        .answers
+        .iter()
+        .map(|r| format!("{} {}", r.record_type(), r.data))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `dig` against the server with one try and a short timeout; returns stdout.
+pub fn dig(server: SocketAddr, args: &[&str]) -> String {
+    let out = Command::new("dig")
+        .arg(format!("@{}", server.ip()))
+        .arg("-p")
+        .arg(server.port().to_string())
+        .args(["+time=3", "+tries=1"])
+        .args(args)
+        .output()
+        .expect("run dig");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `kdig` likewise.
+pub fn kdig(server: SocketAddr, args: &[&str]) -> String {
+    let out = Command::new("kdig")
+        .arg(format!("@{}", server.ip()))
+        .arg("-p")
+        .arg(server.port().to_string())
+        .args(["+time=3", "+retry=0"])
+        .args(args)
+        .output()
+        .expect("run kdig");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Lines of `dig +short` output, sorted.
+pub fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect();
+    v.sort();
+    v
+}
