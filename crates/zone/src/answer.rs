@@ -71,7 +71,7 @@ pub enum Found<'z> {
 /// answered from the parent side of a zone cut (RFC 4035 §3.1.4.1).
 pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z> {
     // Fast path: the name exists and nothing above it diverts the query.
-    if let Some(n) = zone.find(qname) {
+    if let Some(n) = find_existing(zone, qname) {
         let f = n.flags();
         if f & (flags::BELOW_CUT | flags::BELOW_DNAME) == 0 {
             if f & flags::DELEGATION != 0 && qtype != RType::DS {
@@ -103,7 +103,7 @@ pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z>
         let name = NameRef::from_wire_prefix(&wire[starts[below - depth] as usize..])
             .expect("suffix of a valid name")
             .0;
-        match zone.find(name) {
+        match find_existing(zone, name) {
             None => return wildcard_or_nxdomain(zone, cur),
             Some(n) => {
                 if n.flags() & flags::DELEGATION != 0 && !(depth == below && qtype == RType::DS) {
@@ -114,6 +114,11 @@ pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z>
         }
     }
     Found::Exact(cur)
+}
+
+/// A node that exists for lookups: NSEC3 owner names do not (RFC 5155 §7.2.8).
+fn find_existing<'z>(zone: &'z Zone, name: NameRef<'_>) -> Option<NodeRef<'z>> {
+    zone.find(name).filter(|n| n.flags() & flags::NSEC3_ONLY == 0)
 }
 
 fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> {
@@ -186,10 +191,19 @@ pub fn respond(zones: &ZoneSet, query: &[u8], transport: Transport, out: &mut [u
     } else if matches!(qtype, RType::AXFR | RType::IXFR) {
         // Zone transfers are not offered (yet): refused, as for a client outside the ACL.
         rcode = Rcode::REFUSED;
-    } else if matches!(qtype, RType::MAILA | RType::MAILB) {
+    } else if qtype.0 == 0 {
+        // Type 0 is reserved (RFC 6895 §3.1): not a kind of query we support.
         rcode = Rcode::NOTIMP;
     } else {
-        match zones.find(qname.as_ref()) {
+        let mut zone = zones.find(qname.as_ref());
+        if qtype == RType::DS && zone.is_some_and(|z| z.apex().eq_ci(&qname.as_ref())) {
+            // RFC 4035 §3.1.4.1: DS lives on the parent side; answer from the parent zone if
+            // this server has it.
+            if let Some(parent) = qname.as_ref().parent().and_then(|p| zones.find(p)) {
+                zone = Some(parent);
+            }
+        }
+        match zone {
             None => rcode = Rcode::REFUSED,
             Some(zone) => {
                 let mut a = Answerer {
@@ -319,9 +333,14 @@ impl<'z> Answerer<'z, '_, '_> {
                         self.queue_additional(set, false);
                         break;
                     }
-                    let Some(cname) = node.rrset(RType::CNAME) else {
-                        authority = Authority::Soa;
-                        break;
+                    // RRSIG and NSEC sit beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1): a
+                    // query for them is about the alias itself, like a query for the CNAME.
+                    let cname = match node.rrset(RType::CNAME) {
+                        Some(c) if !matches!(self.qtype, RType::RRSIG | RType::NSEC) => c,
+                        _ => {
+                            authority = Authority::Soa;
+                            break;
+                        }
                     };
                     self.put_rrset(Section::Answer, cur, cname)?;
                     let Some(target) = cname.rdatas().next().and_then(|d| rdata::target_name(RType::CNAME, d)) else {
@@ -382,11 +401,20 @@ impl<'z> Answerer<'z, '_, '_> {
     /// Remembers in-zone NS/MX/SRV targets whose addresses go in the additional section.
     /// Glue below a zone cut is used only for referrals.
     fn queue_additional(&mut self, set: RRset<'_>, referral: bool) {
-        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) {
+        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV | RType::SVCB | RType::HTTPS) {
             return;
         }
         for d in set.rdatas() {
-            let Some(target) = rdata::target_name(set.rtype, d) else { continue };
+            let target = match set.rtype {
+                // RFC 9460 §4.1: addresses of in-zone TargetNames ("." is the owner itself).
+                RType::SVCB | RType::HTTPS => d
+                    .get(2..)
+                    .and_then(|t| NameRef::from_wire_prefix(t).ok())
+                    .map(|(n, _)| n)
+                    .filter(|n| !n.is_root()),
+                _ => rdata::target_name(set.rtype, d),
+            };
+            let Some(target) = target else { continue };
             if !target.ends_with(&self.zone.apex()) || target.len() > MAX_NAME_LEN {
                 continue;
             }

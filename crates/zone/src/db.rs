@@ -35,6 +35,9 @@ pub(crate) mod flags {
     pub(crate) const BELOW_DNAME: u8 = 16;
     /// Holds a CNAME record.
     pub(crate) const CNAME: u8 = 32;
+    /// Holds only NSEC3 records (and RRSIGs) and has no descendants: the name does not exist
+    /// for lookups (RFC 5155 §7.2.8, erratum 4622).
+    pub(crate) const NSEC3_ONLY: u8 = 64;
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -538,6 +541,9 @@ impl Builder {
                 problems[2] = Some("CNAME at the zone apex");
             }
         }
+        if node.rrset(RType::NSEC3).is_some() && node.rrsets().all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG)) {
+            f |= flags::NSEC3_ONLY;
+        }
         if let Some(dname) = node.rrset(RType::DNAME) {
             f |= flags::DNAME;
             if dname.len() > 1 {
@@ -579,6 +585,8 @@ impl Builder {
                 f |= flags::BELOW_DNAME;
             }
             self.zone.nodes[id].flags |= f;
+            // A name with descendants exists, whatever it holds.
+            self.zone.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
             if self.zone.node(id as u32).name().is_wildcard() {
                 self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
             }

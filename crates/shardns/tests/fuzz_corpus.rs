@@ -1,0 +1,59 @@
+//! Replays the fuzz corpus (`fuzz/corpus/<target>/*`) through the fuzz targets' own checks
+//! (`fuzz/src/lib.rs`, compiled in here), on stable Rust and without libFuzzer, so every
+//! input the fuzzer kept, crashes it found included once they are added, stays a test.
+
+#[allow(unreachable_pub, dead_code)]
+#[path = "../../../fuzz/src/lib.rs"]
+mod checks;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+/// Runs `check` on every file of `fuzz/corpus/<target>/`; fails naming each input that panics.
+fn replay(target: &str, check: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no seeds in {}", dir.display());
+    let mut failed = Vec::new();
+    for f in &files {
+        let data = std::fs::read(f).expect("read seed");
+        if catch_unwind(AssertUnwindSafe(|| check(&data))).is_err() {
+            failed.push(f.display().to_string());
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{target}: {} of {} inputs fail:\n{}",
+        failed.len(),
+        files.len(),
+        failed.join("\n")
+    );
+    println!("{target}: {} inputs replayed", files.len());
+}
+
+#[test]
+fn parse_message_corpus() {
+    replay("parse_message", checks::parse_message);
+}
+
+#[test]
+fn name_from_wire_corpus() {
+    replay("name_from_wire", checks::name_from_wire);
+}
+
+#[test]
+fn scan_zone_corpus() {
+    replay("scan_zone", checks::scan_zone);
+}
+
+#[test]
+fn respond_corpus() {
+    replay("respond", checks::respond);
+}

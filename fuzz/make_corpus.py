@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus in fuzz/corpus/<target>/ (see docs/FUZZING.md).
+
+    python3 fuzz/make_corpus.py [--server 127.0.0.1:PORT]
+
+Queries, names and zone snippets are built here, deterministically. With --server, the
+responses of a server loaded with crates/shardns/tests/diff/*.zone (knotd or shardns, on
+loopback) to the seed queries are saved as parse_message seeds too. Existing files with the
+same names are overwritten; files the fuzzer added are left alone.
+"""
+import argparse
+import hashlib
+import os
+import socket
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+ZONES = os.path.join(HERE, "..", "crates", "shardns", "tests", "diff")
+
+
+def name_wire(name):
+    out = b""
+    for label in name.rstrip(".").split("."):
+        if label:
+            out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def query(name, qtype, qid=0x1234, edns=None, flags=0x0000, qclass=1, qdcount=1):
+    """A query; edns = (udp size, DO) or None."""
+    m = struct.pack("!HHHHHH", qid, flags, qdcount, 0, 0, 1 if edns else 0)
+    m += name_wire(name) + struct.pack("!HH", qtype, qclass)
+    if edns:
+        size, do = edns
+        m += b"\0" + struct.pack("!HHIH", 41, size, 0x8000 if do else 0, 0)
+    return m
+
+
+QUERIES = {
+    "a-www": query("www.diff.test.", 1),
+    "aaaa-edns": query("www.diff.test.", 28, edns=(1232, False)),
+    "mx-apex-do": query("diff.test.", 15, edns=(4096, True)),
+    "any-udp": query("diff.test.", 255),
+    "txt-big-noedns": query("big.diff.test.", 16),
+    "txt-huge-edns512": query("huge.diff.test.", 16, edns=(512, False)),
+    "wildcard": query("x.y.wild.diff.test.", 16),
+    "wild-cname-loop": query("a.wloop.diff.test.", 1),
+    "cname-chain": query("c1.diff.test.", 1, edns=(1232, True)),
+    "cname-loop": query("loop1.diff.test.", 1),
+    "referral": query("www.outdeleg.diff.test.", 1),
+    "ds-at-cut": query("child.diff.test.", 43),
+    "dname": query("www.dn.diff.test.", 1),
+    "dname-yxdomain": query("x" * 63 + "." + "y" * 10 + ".dnlong.diff.test.", 1),
+    "nxdomain": query("nothere.diff.test.", 1),
+    "srv": query("_sip._udp.diff.test.", 33),
+    "svcb": query("svc.diff.test.", 64),
+    "generic": query("generic.diff.test.", 65280),
+    "refused-zone": query("example.com.", 1),
+    "class-ch": query("diff.test.", 16, qclass=3),
+    "axfr": query("diff.test.", 252),
+    "badvers": query("diff.test.", 6, edns=(1232, False)).replace(b"\x00\x29\x04\xd0\x00\x00", b"\x00\x29\x04\xd0\x00\x01", 1),
+    "notify-opcode": query("diff.test.", 6, flags=0x2000),
+    "qdcount0": struct.pack("!HHHHHH", 7, 0, 0, 0, 0, 0),
+    "qdcount2": query("diff.test.", 6, qdcount=2) + name_wire("diff.test.") + struct.pack("!HH", 1, 1),
+    "compressed-qname": struct.pack("!HHHHHH", 9, 0, 1, 0, 0, 0) + b"\xc0\x0c" + struct.pack("!HH", 1, 1),
+    "short-header": b"\x12\x34\x00\x00\x00\x01",
+    "mixed-case": query("WwW.DiFf.TeSt.", 1),
+}
+
+# Names for name_from_wire: a 2-byte offset (big-endian) then a message.
+NAMES = {
+    "plain": (0, name_wire("www.example.com.")),
+    "root": (0, b"\0"),
+    "pointer-back": (6, b"\x03com\x00\x00\x03www\xc0\x00"),
+    "pointer-self": (0, b"\xc0\x00"),
+    "pointer-forward": (0, b"\xc0\x02\x03com\x00"),
+    "pointer-loop": (4, b"\x01a\xc0\x04\x01b\xc0\x00"),
+    "label-64": (0, b"\x40" + b"a" * 64 + b"\0"),
+    "long-name": (0, (b"\x3f" + b"x" * 63) * 4 + b"\0"),
+    "label-type-01": (0, b"\x41abc\0"),
+    "chain-of-pointers": (12, b"\x01a\x00" + b"\x01b\xc0\x00" + b"\x01c\xc0\x03" + b"\x01d\xc0\x07"),
+}
+
+SNIPPETS = {
+    "minimal": "@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    "ttl-origin": "$TTL 1h30m\n$ORIGIN sub.example.\nwww 60 IN A 192.0.2.1\n  IN 60 AAAA 2001:db8::1\n",
+    "parens-comments": "@ IN SOA ns.example. hm.example. ( 1 ; serial\n 7200 3600\n 1209600 300 )\n",
+    "quoted": 'txt TXT "a \\"quoted\\" string" unquoted "\\065\\066" ""\n',
+    "escapes": "esc\\.dot A 192.0.2.9\n\\@sign TXT x\n\\032space A 192.0.2.10\n",
+    "generic": "g TYPE65280 \\# 4 deadbeef\ng2 TYPE65534 \\# 0\na A \\# 4 c0000201\n",
+    "wildcards": "*.wild A 192.0.2.100\nsub.*.wild TXT x\n*.cname CNAME www\n",
+    "dname-cname": "dn DNAME target.example.\nc CNAME dn\n",
+    "mx-srv-naptr": 'mx MX 10 mail\nsrv SRV 0 5 5060 sip\nnaptr NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp\n',
+    "svcb": 'svc SVCB 1 . alpn="h2,h3" port=443 ipv4hint=192.0.2.1,192.0.2.2 ech=AAAA mandatory=alpn key65333=ex\nh HTTPS 0 svc\n',
+    "caa-sshfp-tlsa": 'caa CAA 0 issue "ca.example.net"\nsshfp SSHFP 1 1 0123456789abcdef0123456789abcdef01234567\n_443._tcp TLSA 3 1 1 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n',
+    "dnssec": "@ DNSKEY 257 3 13 AAEC\n@ NSEC3PARAM 1 0 10 ABCD\nx RRSIG A 13 2 3600 20300101000000 20240101000000 1 example. AAEC\nx NSEC y.example. A RRSIG NSEC\n"
+    "n61hbqjah2272tktfsts058p0vl7v7uo NSEC3 1 0 10 - 2rkehtketm513nkn7io0knakcakc9qqh A\nd DS 1 13 2 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    "hinfo-ptr": 'h HINFO "PC" "Linux"\np PTR www.example.\n',
+    "errors": "bad A 300.1.1.1\nbad2 IN CH A 1.2.3.4\n$TTL x\n(\n",
+    "out-of-zone": "www.example.org. A 192.0.2.1\n",
+    "blank-owner": "\n  A 192.0.2.1\n",
+}
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def exchange(server, msg):
+    host, port = server.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1.0)
+    try:
+        s.sendto(msg, (host, int(port)))
+        return s.recv(65535)
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--server", help="HOST:PORT of a server loaded with tests/diff zones")
+    args = ap.parse_args()
+    for name, q in QUERIES.items():
+        write("respond", name, q)
+        write("parse_message", "q-" + name, q)
+        if args.server and len(q) >= 12:
+            r = exchange(args.server, q)
+            if r:
+                write("parse_message", "r-" + name, r)
+                # The question name of a response starts at offset 12.
+                write("name_from_wire", "r-" + name, struct.pack("!H", 12) + r)
+    for name, (off, msg) in NAMES.items():
+        write("name_from_wire", name, struct.pack("!H", off) + msg)
+    for name, text in SNIPPETS.items():
+        write("scan_zone", name, text.encode())
+    # Whole zones (records outside "example.": skipped with warnings), and the main zone moved
+    # to "example." and cut into pieces of about 1 KiB at line ends.
+    for z in sorted(os.listdir(ZONES)):
+        text = open(os.path.join(ZONES, z), "rb").read()
+        write("scan_zone", "zone-" + z, text)
+        if z == "diff.test.zone":
+            # In zone "example." (the target's origin) so the records are kept.
+            text = text.replace(b"diff.test.", b"example.")
+            lines, piece, n = text.split(b"\n"), b"", 0
+            for line in lines:
+                piece += line + b"\n"
+                if len(piece) > 1024:
+                    write("scan_zone", "diff-piece-%02d" % n, piece)
+                    piece, n = b"", n + 1
+            if piece:
+                write("scan_zone", "diff-piece-%02d" % n, piece)
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(CORPUS)):
+        for f in sorted(files):
+            digest.update(open(os.path.join(root, f), "rb").read())
+    print("corpus written to", CORPUS, "sha256", digest.hexdigest()[:16])
+
+
+if __name__ == "__main__":
+    main()

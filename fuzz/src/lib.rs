@@ -1,0 +1,189 @@
+//! What each fuzz target checks, one function per target (`fuzz_targets/<name>.rs` calls it).
+//!
+//! The same file is compiled into `crates/shardns/tests/fuzz_corpus.rs`, which replays
+//! `fuzz/corpus/*/*` on stable Rust in CI, so every input the fuzzer ever kept stays a test.
+//! Each function panics when the library misbehaves: a panic inside the library, a response
+//! that does not parse, a name or record that breaks its own invariants.
+//!
+//! Never: file or network I/O (zone text with `$INCLUDE` is skipped), clocks, randomness.
+
+use shardns_wire::name::MAX_NAME_LEN;
+use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};
+use shardns_zone::answer::EDNS_UDP_SIZE;
+use shardns_zone::scan::{scan_text, ScanOptions};
+use shardns_zone::{respond as answer, Transport, Zone, ZoneSet};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// `Message::parse` on any bytes: never panics, and what it returns matches the header.
+pub fn parse_message(data: &[u8]) {
+    if let Ok(m) = Message::parse(data) {
+        assert_eq!(m.questions.len(), usize::from(m.header.qdcount));
+        assert_eq!(m.answers.len(), usize::from(m.header.ancount));
+        assert_eq!(m.authority.len(), usize::from(m.header.nscount));
+        assert_eq!(m.additional.len(), usize::from(m.header.arcount));
+        for r in m.answers.iter().chain(&m.authority).chain(&m.additional) {
+            assert!(r.owner.as_ref().len() <= MAX_NAME_LEN);
+        }
+    }
+}
+
+/// `NameBuf::read_compressed` at the offset named by the first two bytes and at each of the
+/// first 64 offsets of the rest: never panics, and every name it accepts is the one a
+/// plain reference decoder reads there.
+pub fn name_from_wire(data: &[u8]) {
+    let Some((head, msg)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let first = usize::from(u16::from_be_bytes(*head)) % msg.len().max(1);
+    let mut name = NameBuf::new();
+    for pos in std::iter::once(first).chain(0..msg.len().min(64)) {
+        let Ok(next) = name.read_compressed(msg, pos) else {
+            continue;
+        };
+        assert!(
+            next > pos && next <= msg.len(),
+            "end {next} for a name at {pos}"
+        );
+        let wire = name.as_ref().as_wire();
+        assert!(wire.len() <= MAX_NAME_LEN);
+        assert!(
+            NameRef::from_wire(wire).is_ok(),
+            "accepted name is not valid wire form"
+        );
+        let (expected, expected_next) =
+            reference_name(msg, pos).expect("accepted a name the reference rejects");
+        assert_eq!(wire, &expected[..], "name at {pos}");
+        assert_eq!(next, expected_next, "end of the name at {pos}");
+    }
+}
+
+/// A deliberately simple name decoder to compare with: labels and pointers, a length limit
+/// and a hop limit, nothing else.
+fn reference_name(msg: &[u8], mut pos: usize) -> Option<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    let mut end = None;
+    for _ in 0..512 {
+        let len = *msg.get(pos)?;
+        match len >> 6 {
+            0 => {
+                out.extend_from_slice(msg.get(pos..pos + 1 + usize::from(len))?);
+                pos += 1 + usize::from(len);
+                if out.len() > MAX_NAME_LEN {
+                    return None;
+                }
+                if len == 0 {
+                    return Some((out, end.unwrap_or(pos)));
+                }
+            }
+            3 => {
+                let target = usize::from(len & 0x3f) << 8 | usize::from(*msg.get(pos + 1)?);
+                end.get_or_insert(pos + 2);
+                pos = target;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `scan_text` on any text (zone `example.`): never panics; every record it returns is inside
+/// the zone, has rdata valid for its type, and prints (`rdata::fmt_text`) as text that scans
+/// back to the same rdata. Accepted zones are then built with `Zone::build`.
+pub fn scan_zone(data: &[u8]) {
+    // `$INCLUDE` would read files (even /dev/zero): not what this target is about.
+    if data.windows(7).any(|w| w.eq_ignore_ascii_case(b"include")) {
+        return;
+    }
+    let origin = Name::from_text("example.", None).expect("origin");
+    let opts = ScanOptions::new(origin.clone());
+    let Ok(scanned) = scan_text(data, Path::new("fuzz.zone"), &opts) else {
+        return;
+    };
+    for chunk in &scanned.chunks {
+        for item in &chunk.items {
+            let owner = chunk.owner(item);
+            assert!(owner.ends_with(&origin.as_ref()), "record outside the zone");
+            let data = chunk.rdata(item);
+            assert!(
+                rdata::validate(item.rtype, data).is_ok(),
+                "{} rdata the scanner made is invalid",
+                item.rtype
+            );
+            round_trip(&opts, item.rtype, data);
+        }
+    }
+    let _ = Zone::build(origin, scanned);
+}
+
+/// Prints rdata and scans it back as the apex's only record: the same octets must come back.
+fn round_trip(opts: &ScanOptions, rtype: shardns_wire::RType, data: &[u8]) {
+    let mut text = String::from("@ 300 IN ");
+    let _ = write!(text, "{rtype} ");
+    rdata::fmt_text(rtype, data, &mut text).expect("fmt_text");
+    text.push('\n');
+    let again = scan_text(text.as_bytes(), Path::new("round-trip.zone"), opts)
+        .unwrap_or_else(|e| panic!("printed rdata does not scan back: {text:?}: {e}"));
+    let chunk = again
+        .chunks
+        .iter()
+        .find(|c| !c.items.is_empty())
+        .expect("one record");
+    assert_eq!(
+        chunk.rdata(&chunk.items[0]),
+        data,
+        "round trip through {text:?}"
+    );
+}
+
+/// The zone set `respond` answers from: `diff.test.`, the differential test's main zone,
+/// built once.
+fn zone_set() -> &'static ZoneSet {
+    static ZONES: OnceLock<ZoneSet> = OnceLock::new();
+    ZONES.get_or_init(|| {
+        let text = include_str!("../../crates/shardns/tests/diff/diff.test.zone");
+        let origin = Name::from_text("diff.test.", None).expect("origin");
+        let scanned = scan_text(
+            text.as_bytes(),
+            Path::new("diff.test.zone"),
+            &ScanOptions::new(origin.clone()),
+        )
+        .expect("bundled zone scans");
+        let (zone, _) = Zone::build(origin, scanned).expect("bundled zone builds");
+        ZoneSet::new(vec![zone])
+    })
+}
+
+/// `respond` on any bytes, over UDP and TCP: never panics, and every response parses, has
+/// QR set and the query's ID, and fits the transport (512 octets over UDP without EDNS,
+/// our EDNS size with it).
+pub fn respond(data: &[u8]) {
+    let zones = zone_set();
+    let query = Message::parse(data).ok();
+    let mut out = vec![0u8; 65535];
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let Some(outcome) = answer(zones, data, transport, &mut out) else {
+            continue;
+        };
+        let response = &out[..outcome.len];
+        let m = Message::parse(response)
+            .unwrap_or_else(|e| panic!("response does not parse ({e:?}): {response:02x?}"));
+        assert!(m.header.qr(), "QR not set");
+        assert_eq!(&response[..2], &data[..2], "ID not copied");
+        if transport == Transport::Udp {
+            assert!(
+                outcome.len <= usize::from(EDNS_UDP_SIZE),
+                "{} octets over UDP",
+                outcome.len
+            );
+            if query.as_ref().is_some_and(|q| q.opt().is_none()) {
+                assert!(
+                    outcome.len <= 512,
+                    "{} octets over UDP without EDNS",
+                    outcome.len
+                );
+            }
+        }
+    }
+}
