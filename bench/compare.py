@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Side by side: shardns against Knot DNS and NSD (authoritative), same zone, same load.
+
+Each server runs one worker pinned to core 0; the load generator runs pinned to core 1.
+Rounds are interleaved (A B C A B C ...) so the hypervisor's changing CPU steal hits every
+server alike. Each run starts the server fresh, waits for an answer, sends 2 s of warm-up,
+then measures DURATION seconds. The server's CPU time (all its threads and children) is read
+from /proc inside the sending window, so the headline figure, queries per server CPU-second,
+holds even when the load generator is the bottleneck.
+
+Usage:
+  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big] \
+      [--servers shardns,knotd,nsd] [--loadgen dnsperf|shardns] [--markdown FILE]
+Needs: knotd, nsd, dnsperf, dig (Debian packages), a release build of shardns.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633}
+
+
+def children(pid):
+    """pid and its descendants, from /proc."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cpu_ticks(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def rss_kib(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def steal_idle():
+    """Per-CPU (steal, idle, total) jiffies."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if re.match(r"cpu\d", line):
+                v = line.split()
+                nums = list(map(int, v[1:]))
+                out[v[0]] = (nums[7], nums[3] + nums[4], sum(nums))
+    return out
+
+
+def write_knot_conf(d, port, zone, zonefile):
+    os.makedirs(f"{d}/db", exist_ok=True)
+    with open(f"{d}/knot.conf", "w") as f:
+        f.write(f"""server:
+    rundir: "{d}"
+    pidfile: "{d}/knot.pid"
+    listen: 127.0.0.1@{port}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: "{d}/knot.sock"
+log:
+  - target: stderr
+    any: warning
+database:
+    storage: "{d}/db"
+template:
+  - id: default
+    storage: "{os.path.dirname(zonefile)}"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+zone:
+  - domain: {zone}
+    file: "{zonefile}"
+""")
+    return ["knotd", "-c", f"{d}/knot.conf"]
+
+
+def write_nsd_conf(d, port, zone, zonefile):
+    os.makedirs(d, exist_ok=True)
+    with open(f"{d}/nsd.conf", "w") as f:
+        f.write(f"""server:
+    ip-address: 127.0.0.1
+    port: {port}
+    server-count: 1
+    username: ""
+    chroot: ""
+    zonesdir: "{os.path.dirname(zonefile)}"
+    database: ""
+    pidfile: "{d}/nsd.pid"
+    xfrdfile: "{d}/xfrd.state"
+    zonelistfile: "{d}/zone.list"
+    xfrdir: "{d}"
+    logfile: "{d}/nsd.log"
+    verbosity: 1
+    zonefiles-write: 0
+remote-control:
+    control-enable: no
+zone:
+    name: {zone}
+    zonefile: "{zonefile}"
+""")
+    return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
+
+
+def server_cmd(name, work, zone, zonefile, shardns_bin):
+    port = PORTS[name]
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    if name == "shardns":
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
+                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
+    if name == "knotd":
+        return write_knot_conf(d, port, zone, zonefile)
+    if name == "nsd":
+        return write_nsd_conf(d, port, zone, zonefile)
+    raise ValueError(name)
+
+
+def wait_answer(port, qname, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), qname, "A", "+short",
+                            "+time=1", "+tries=1"], capture_output=True, text=True)
+        if r.stdout.strip() and not r.stdout.startswith(";"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def loadgen_cmd(kind, port, qfile, seconds, shardns_bin):
+    if kind == "dnsperf":
+        return ["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
+                "-l", str(seconds), "-t", "2", "-c", "4", "-q", "200", "-T", "2"]
+    return ["taskset", "-c", "1", shardns_bin, "bench", "rr", "--server", f"127.0.0.1:{port}",
+            "--queries", qfile, "--streams", "200", "--duration", str(seconds), "--runs", "1"]
+
+
+def parse_qps(kind, text):
+    if kind == "dnsperf":
+        m = re.search(r"Queries per second:\s+([\d.]+)", text)
+        lost = re.search(r"Queries lost:\s+(\d+)", text)
+        return (float(m.group(1)) if m else 0.0), (int(lost.group(1)) if lost else -1)
+    m = re.search(r"peak\s+([\d.]+)\s*ops/s", text) or re.search(r"([\d.]+)\s*ops/s", text)
+    lost = re.search(r"lost\D+(\d+)", text)
+    return (float(m.group(1)) if m else 0.0), (int(lost.group(1)) if lost else -1)
+
+
+def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
+    cmd = ["taskset", "-c", "0"] + server_cmd(name, work, zone, zonefile, shardns_bin)
+    log = open(os.path.join(work, f"{name}.log"), "ab")
+    srv = subprocess.Popen(cmd, stdout=log, stderr=log)
+    try:
+        port = PORTS[name]
+        if not wait_answer(port, first_q):
+            print(f"{name} did not answer", file=sys.stderr)
+            return None
+        subprocess.run(loadgen_cmd(args.loadgen, port, qfile, 2, shardns_bin), capture_output=True)
+        lg = subprocess.Popen(loadgen_cmd(args.loadgen, port, qfile, args.duration, shardns_bin),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(0.5)
+        pids = children(srv.pid)
+        t0, s0, l0, c0 = time.time(), cpu_ticks(pids), cpu_ticks([lg.pid]), steal_idle()
+        time.sleep(args.duration - 1)
+        t1, s1, l1, c1 = time.time(), cpu_ticks(pids), cpu_ticks([lg.pid]), steal_idle()
+        out, _ = lg.communicate(timeout=args.duration + 30)
+        rss = rss_kib(pids)
+        qps, lost = parse_qps(args.loadgen, out)
+        win = t1 - t0
+        srv_cpu = (s1 - s0) / CLK_TCK / win
+        lg_cpu = (l1 - l0) / CLK_TCK / win
+        steal = [100.0 * (c1[c][0] - c0[c][0]) / max(1, c1[c][2] - c0[c][2]) for c in ("cpu0", "cpu1")]
+        return {"qps": qps, "lost": lost, "srv_cpu": srv_cpu, "lg_cpu": lg_cpu,
+                "kq_per_cpu_s": qps / srv_cpu / 1000 if srv_cpu > 0 else 0.0,
+                "rss_mib": rss / 1024, "steal0": steal[0], "steal1": steal[1]}
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+        log.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--workload", choices=["small", "big"], default="small")
+    ap.add_argument("--servers", default="shardns,knotd,nsd")
+    ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
+    ap.add_argument("--markdown", help="also write the table to this file")
+    args = ap.parse_args()
+
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True)
+    shardns_bin = os.path.join(target, "release", "shardns")
+    zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
+    if args.workload == "small":
+        zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.zone", f"{zones}/queries-A.txt"
+    else:
+        zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
+    if not os.path.exists(zonefile):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, args.workload],
+                       check=True)
+    with open(qfile) as f:
+        first_q = f.readline().split()[0]
+    servers = [s for s in args.servers.split(",") if s == "shardns" or shutil.which(s)]
+    work = tempfile.mkdtemp(prefix="shardns-compare-")
+    results = {s: [] for s in servers}
+    for r in range(args.rounds):
+        for s in servers:
+            res = run_one(s, args, work, zone, zonefile, qfile, first_q, shardns_bin)
+            if res:
+                results[s].append(res)
+                print(f"round {r + 1} {s}: {res['qps']:.0f} q/s, server CPU {100 * res['srv_cpu']:.0f}%, "
+                      f"{res['kq_per_cpu_s']:.0f} kq/CPU-s, load generator CPU {100 * res['lg_cpu']:.0f}%, "
+                      f"lost {res['lost']}, steal {res['steal0']:.0f}/{res['steal1']:.0f}%", file=sys.stderr)
+
+    med = lambda s, k: statistics.median(x[k] for x in results[s]) if results[s] else 0.0
+    base = "knotd" if results.get("knotd") else None
+    lines = [
+        f"Workload `{args.workload}` ({zone}, {qfile.rsplit('/', 1)[1]}), load generator {args.loadgen}, "
+        f"{args.rounds} interleaved rounds of {args.duration} s, medians.",
+        "",
+        "| server | kq per server CPU-s | runs (kq/CPU-s) | q/s | server CPU % | load gen CPU % | lost | RSS MiB |"
+        + (" vs knotd (kq/CPU-s) |" if base else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if base else ""),
+    ]
+    for s in servers:
+        if not results[s]:
+            continue
+        row = (f"| {s} | {med(s, 'kq_per_cpu_s'):.0f} | "
+               + "/".join(f"{x['kq_per_cpu_s']:.0f}" for x in results[s])
+               + f" | {med(s, 'qps'):,.0f} | {100 * med(s, 'srv_cpu'):.0f} | {100 * med(s, 'lg_cpu'):.0f} | "
+               f"{med(s, 'lost'):.0f} | {med(s, 'rss_mib'):.1f} |")
+        if base:
+            row += f" {med(s, 'kq_per_cpu_s') / med(base, 'kq_per_cpu_s'):.2f}x |"
+        lines.append(row)
+    table = "\n".join(lines)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
