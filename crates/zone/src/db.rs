@@ -308,15 +308,6 @@ impl Builder {
         }
     }
 
-    fn diag(&self, chunks: &[Records], src: Src, msg: String) -> Diag {
-        let item = &chunks[src.chunk as usize].items[src.item as usize];
-        Diag {
-            file: self.files.get(item.file as usize).cloned().unwrap_or_default(),
-            line: item.line,
-            message: msg,
-        }
-    }
-
     fn zone_diag(&self, msg: String) -> Diag {
         Diag {
             file: self.files.first().cloned().unwrap_or_default(),
@@ -431,80 +422,53 @@ impl Builder {
         }
         drop(node_of);
 
-        // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs.
-        let mut recs: Vec<(RType, Src)> = Vec::new();
-        let mut seen: Vec<&[u8]> = Vec::new();
-        for id in 0..n {
-            let (a, b) = (start[id] as usize, start[id + 1] as usize);
-            recs.clear();
-            recs.extend(order[a..b].iter().map(|&r| {
-                let s = srcs[r as usize];
-                (chunks[s.chunk as usize].items[s.item as usize].rtype, s)
-            }));
-            let first_in_file = recs.first().map(|r| r.1);
-            recs.sort_by_key(|(t, _)| t.0);
-            self.zone.nodes[id].rrsets = self.zone.rrsets.len() as u32;
-            let mut i = 0;
-            while i < recs.len() {
-                let rtype = recs[i].0;
-                let mut j = i;
-                while j < recs.len() && recs[j].0 == rtype {
-                    j += 1;
-                }
-                let first = recs[i].1;
-                let first_item = &chunks[first.chunk as usize].items[first.item as usize];
-                let ttl = first_item.ttl;
-                let entry_at = self.zone.rdata.len() as u32;
-                let mut count = 0u16;
-                seen.clear();
-                for &(_, s) in &recs[i..j] {
-                    let chunk = &chunks[s.chunk as usize];
-                    let item = &chunk.items[s.item as usize];
-                    let data = chunk.rdata(item);
-                    if let Err(e) = rdata::validate(rtype, data) {
-                        let d = self.diag(chunks, s, format!("{rtype}: {e}"));
-                        self.diags.push(d);
-                        continue;
-                    }
-                    // RFC 2181 §5: an RRset is a set; identical records collapse.
-                    if seen.contains(&data) {
-                        continue;
-                    }
-                    if item.ttl != ttl {
-                        let d = self.diag(
-                            chunks,
-                            s,
-                            format!("{rtype} TTL {} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)", item.ttl),
-                        );
-                        self.warnings.push(d);
-                    }
-                    if count == u16::MAX {
-                        let d = self.diag(chunks, s, format!("too many {rtype} records at one name"));
-                        self.diags.push(d);
-                        break;
-                    }
-                    seen.push(data);
-                    self.zone.rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
-                    self.zone.rdata.extend_from_slice(data);
-                    count += 1;
-                }
-                if count > 0 {
-                    self.zone.rrsets.push(RRsetEntry {
-                        rtype,
-                        count,
-                        ttl,
-                        rdata: entry_at,
-                    });
-                }
-                i = j;
+        // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs; two
+        //    threads on halves of the nodes, each into its own buffers, then appended.
+        let parts = {
+            let inputs = SetInputs {
+                chunks,
+                srcs: &srcs,
+                order: &order,
+                start: &start,
+                files: &self.files,
+                zone: &self.zone,
+            };
+            let half = start.partition_point(|&s| (s as usize) < order.len() / 2).min(n);
+            if order.len() < 50_000 {
+                vec![inputs.build(0..n)]
+            } else {
+                std::thread::scope(|scope| {
+                    let inputs = &inputs;
+                    let second = scope.spawn(move || inputs.build(half..n));
+                    let first = inputs.build(0..half);
+                    vec![first, second.join().expect("RRset builder thread")]
+                })
             }
-            self.zone.nodes[id].nrrsets = (self.zone.rrsets.len() as u32 - self.zone.nodes[id].rrsets) as u16;
-            if let Some(first) = first_in_file {
-                self.check_node(chunks, id as u32, first);
-            }
-        }
+        };
         drop(order);
         drop(srcs);
+        let mut next_node = 0usize;
+        for part in parts {
+            let sets_base = self.zone.rrsets.len() as u32;
+            let rdata_base = self.zone.rdata.len() as u32;
+            if self.zone.rdata.is_empty() {
+                self.zone.rdata = part.rdata;
+            } else {
+                self.zone.rdata.extend_from_slice(&part.rdata);
+            }
+            self.zone
+                .rrsets
+                .extend(part.rrsets.iter().map(|e| RRsetEntry { rdata: e.rdata + rdata_base, ..*e }));
+            for (local, count, f) in part.nodes {
+                let node = &mut self.zone.nodes[next_node];
+                node.rrsets = sets_base + local;
+                node.nrrsets = count;
+                node.flags |= f;
+                next_node += 1;
+            }
+            self.diags.extend(part.diags);
+            self.warnings.extend(part.warnings);
+        }
 
         self.set_flags();
         self.check_zone(chunks);
@@ -518,54 +482,6 @@ impl Builder {
             self.diags.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
             Err(LoadError { errors: self.diags })
         }
-    }
-
-    /// Per-node checks: CNAME beside other data, SOA away from the apex. `src` is the
-    /// node's first record, named in diagnostics.
-    fn check_node(&mut self, chunks: &[Records], id: u32, src: Src) {
-        let node = self.zone.node(id);
-        let mut f = 0;
-        let mut problems: [Option<&str>; 4] = [None; 4];
-        if let Some(cname) = node.rrset(RType::CNAME) {
-            f |= flags::CNAME;
-            if node
-                .rrsets()
-                .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3))
-            {
-                problems[0] = Some("CNAME and other data at the same name (RFC 1034 §3.6.2)");
-            }
-            if cname.len() > 1 {
-                problems[1] = Some("more than one CNAME record");
-            }
-            if id == 0 {
-                problems[2] = Some("CNAME at the zone apex");
-            }
-        }
-        if node.rrset(RType::NSEC3).is_some() && node.rrsets().all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG)) {
-            f |= flags::NSEC3_ONLY;
-        }
-        if let Some(dname) = node.rrset(RType::DNAME) {
-            f |= flags::DNAME;
-            if dname.len() > 1 {
-                problems[3] = Some("more than one DNAME record");
-            }
-        }
-        if id != 0 {
-            if node.rrset(RType::NS).is_some() {
-                f |= flags::DELEGATION;
-            }
-            if node.rrset(RType::SOA).is_some() {
-                problems[2] = Some("SOA record away from the zone apex");
-            }
-        }
-        if problems.iter().any(Option::is_some) {
-            let name = node.name().to_string();
-            for p in problems.into_iter().flatten() {
-                let d = self.diag(chunks, src, format!("{name}: {p}"));
-                self.diags.push(d);
-            }
-        }
-        self.zone.nodes[id as usize].flags |= f;
     }
 
     /// Derived flags: wildcard children, data below cuts and DNAMEs. Parents are always
@@ -650,6 +566,170 @@ impl Builder {
             self.diags.push(d);
         }
     }
+}
+
+/// Step 3's read-only inputs, shared by the threads that build RRsets.
+struct SetInputs<'a> {
+    chunks: &'a [Records],
+    srcs: &'a [Src],
+    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`.
+    order: &'a [u32],
+    start: &'a [u32],
+    files: &'a [PathBuf],
+    zone: &'a Zone,
+}
+
+/// The RRsets of a range of nodes, with offsets local to this part.
+#[derive(Default)]
+struct Part {
+    rrsets: Vec<RRsetEntry>,
+    rdata: Vec<u8>,
+    /// Per node of the range: first RRset (local), RRset count, flags.
+    nodes: Vec<(u32, u16, u8)>,
+    diags: Vec<Diag>,
+    warnings: Vec<Diag>,
+}
+
+impl SetInputs<'_> {
+    fn diag(&self, src: Src, message: String) -> Diag {
+        let item = &self.chunks[src.chunk as usize].items[src.item as usize];
+        Diag {
+            file: self.files.get(item.file as usize).cloned().unwrap_or_default(),
+            line: item.line,
+            message,
+        }
+    }
+
+    fn build(&self, ids: std::ops::Range<usize>) -> Part {
+        let records = (self.start[ids.end] - self.start[ids.start]) as usize;
+        let mut part = Part {
+            rrsets: Vec::with_capacity(records),
+            nodes: Vec::with_capacity(ids.len()),
+            ..Part::default()
+        };
+        let rdata_len: usize = self.order[self.start[ids.start] as usize..self.start[ids.end] as usize]
+            .iter()
+            .map(|&r| {
+                let s = self.srcs[r as usize];
+                2 + self.chunks[s.chunk as usize].items[s.item as usize].rdlen as usize
+            })
+            .sum();
+        part.rdata.reserve_exact(rdata_len);
+        let mut recs: Vec<(RType, Src)> = Vec::new();
+        let mut seen: Vec<&[u8]> = Vec::new();
+        for id in ids {
+            let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
+            recs.clear();
+            recs.extend(self.order[a..b].iter().map(|&r| {
+                let s = self.srcs[r as usize];
+                (self.chunks[s.chunk as usize].items[s.item as usize].rtype, s)
+            }));
+            let first_in_file = recs.first().map(|r| r.1);
+            recs.sort_by_key(|(t, _)| t.0);
+            let node_start = part.rrsets.len();
+            let mut i = 0;
+            while i < recs.len() {
+                let rtype = recs[i].0;
+                let mut j = i;
+                while j < recs.len() && recs[j].0 == rtype {
+                    j += 1;
+                }
+                let first = recs[i].1;
+                let ttl = self.chunks[first.chunk as usize].items[first.item as usize].ttl;
+                let entry_at = part.rdata.len() as u32;
+                let mut count = 0u16;
+                seen.clear();
+                for &(_, s) in &recs[i..j] {
+                    let chunk = &self.chunks[s.chunk as usize];
+                    let item = &chunk.items[s.item as usize];
+                    let data = chunk.rdata(item);
+                    if let Err(e) = rdata::validate(rtype, data) {
+                        part.diags.push(self.diag(s, format!("{rtype}: {e}")));
+                        continue;
+                    }
+                    // RFC 2181 §5: an RRset is a set; identical records collapse.
+                    if seen.contains(&data) {
+                        continue;
+                    }
+                    if item.ttl != ttl {
+                        part.warnings.push(self.diag(
+                            s,
+                            format!("{rtype} TTL {} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)", item.ttl),
+                        ));
+                    }
+                    if count == u16::MAX {
+                        part.diags.push(self.diag(s, format!("too many {rtype} records at one name")));
+                        break;
+                    }
+                    seen.push(data);
+                    part.rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+                    part.rdata.extend_from_slice(data);
+                    count += 1;
+                }
+                if count > 0 {
+                    part.rrsets.push(RRsetEntry {
+                        rtype,
+                        count,
+                        ttl,
+                        rdata: entry_at,
+                    });
+                }
+                i = j;
+            }
+            let sets = &part.rrsets[node_start..];
+            let (f, problems) = node_checks(sets, id == 0);
+            if problems.iter().any(Option::is_some) {
+                let name = self.zone.node(id as u32).name().to_string();
+                let src = first_in_file.expect("a node with problems has records");
+                for p in problems.into_iter().flatten() {
+                    part.diags.push(self.diag(src, format!("{name}: {p}")));
+                }
+            }
+            part.nodes.push((node_start as u32, sets.len() as u16, f));
+        }
+        part
+    }
+}
+
+/// Per-node checks on a node's RRsets: its flags, and CNAME beside other data or an SOA away
+/// from the apex.
+fn node_checks(sets: &[RRsetEntry], apex: bool) -> (u8, [Option<&'static str>; 4]) {
+    let find = |t: RType| sets.iter().find(|s| s.rtype == t);
+    let mut f = 0;
+    let mut problems = [None; 4];
+    if let Some(cname) = find(RType::CNAME) {
+        f |= flags::CNAME;
+        if sets
+            .iter()
+            .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3))
+        {
+            problems[0] = Some("CNAME and other data at the same name (RFC 1034 §3.6.2)");
+        }
+        if cname.count > 1 {
+            problems[1] = Some("more than one CNAME record");
+        }
+        if apex {
+            problems[2] = Some("CNAME at the zone apex");
+        }
+    }
+    if find(RType::NSEC3).is_some() && sets.iter().all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG)) {
+        f |= flags::NSEC3_ONLY;
+    }
+    if let Some(dname) = find(RType::DNAME) {
+        f |= flags::DNAME;
+        if dname.count > 1 {
+            problems[3] = Some("more than one DNAME record");
+        }
+    }
+    if !apex {
+        if find(RType::NS).is_some() {
+            f |= flags::DELEGATION;
+        }
+        if find(RType::SOA).is_some() {
+            problems[2] = Some("SOA record away from the zone apex");
+        }
+    }
+    (f, problems)
 }
 
 /// The zones a server answers for. Zones are shared, so a reload can keep an unchanged or
@@ -789,6 +869,36 @@ mod tests {
         assert!(s.contains("sub.example.test.: NS ns.sub.example.test. has no address records"), "{s}");
         assert!(!s.contains("elsewhere"), "{s}");
         assert!(build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n").unwrap_err().to_string().contains("no NS records"));
+    }
+
+    #[test]
+    fn two_thread_build_matches_the_data_and_reports_lines() {
+        // Enough records for the two-thread RRset build; problems in both halves.
+        let mut text = String::from(HEAD);
+        for i in 0..30_000 {
+            text.push_str(&format!("h{i} A 10.0.{}.{}\nh{i} TXT \"n{i}\"\n", i / 256 % 256, i % 256));
+        }
+        text.push_str("c1 CNAME h1\nc1 A 192.0.2.1\n");
+        let e = build(&text).unwrap_err();
+        assert_eq!(e.errors.len(), 1, "{e}");
+        assert_eq!(e.errors[0].line, 60_005, "{e}");
+        text.truncate(text.len() - "c1 A 192.0.2.1\n".len());
+        text.push_str("h29999 20 A 10.9.9.9\n");
+        let (z, w) = build(&text).unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].line, 60_006);
+        assert_eq!(z.record_count(), 3 + 60_000 + 1 + 1);
+        for i in [0usize, 14_999, 15_000, 29_999] {
+            let node = z.find(format!("H{i}.example.test.").parse::<Name>().unwrap().as_ref()).unwrap();
+            let a = node.rrset(RType::A).unwrap();
+            assert_eq!(a.rdatas().next().unwrap(), &[10, 0, (i / 256 % 256) as u8, (i % 256) as u8]);
+            let txt = node.rrset(RType::TXT).unwrap();
+            assert_eq!(&txt.rdatas().next().unwrap()[1..], format!("n{i}").as_bytes());
+        }
+        let h = z.find("h29999.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        assert_eq!(h.rrset(RType::A).unwrap().len(), 2);
+        let c = z.find("c1.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        assert!(c.flags() & flags::CNAME != 0);
     }
 
     #[test]
