@@ -105,7 +105,10 @@ impl ZoneLibrary {
                     loaded += 1;
                 }
                 Err(error) => {
-                    let previous = self.kept.iter().find(|z| z.apex().eq_ci(&spec.name.as_ref()));
+                    let previous = self
+                        .kept
+                        .iter()
+                        .find(|z| z.apex().eq_ci(&spec.name.as_ref()));
                     if let Some(z) = previous {
                         kept.push(Arc::clone(z));
                     }

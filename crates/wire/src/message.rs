@@ -182,9 +182,16 @@ impl Header {
     /// The wire form.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
-        for (i, v) in [self.id, self.flags, self.qdcount, self.ancount, self.nscount, self.arcount]
-            .into_iter()
-            .enumerate()
+        for (i, v) in [
+            self.id,
+            self.flags,
+            self.qdcount,
+            self.ancount,
+            self.nscount,
+            self.arcount,
+        ]
+        .into_iter()
+        .enumerate()
         {
             b[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
         }
@@ -233,7 +240,11 @@ pub struct Question {
 
 /// Reads one question at `pos` into `qname`; returns (qtype, qclass, position after it).
 #[inline]
-pub fn read_question(msg: &[u8], pos: usize, qname: &mut NameBuf) -> Result<(RType, Class, usize), WireError> {
+pub fn read_question(
+    msg: &[u8],
+    pos: usize,
+    qname: &mut NameBuf,
+) -> Result<(RType, Class, usize), WireError> {
     let mut r = Reader::new(msg, pos);
     r.name(qname)?;
     let t = r.u16()?;
@@ -259,7 +270,11 @@ pub struct Record {
 impl fmt::Display for Record {
     /// One line of presentation format: `owner TTL CLASS TYPE rdata`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {} {} ", self.owner, self.ttl, self.class, self.rtype)?;
+        write!(
+            f,
+            "{} {} {} {} ",
+            self.owner, self.ttl, self.class, self.rtype
+        )?;
         rdata::fmt_text(self.rtype, &self.rdata, f)
     }
 }

@@ -211,7 +211,9 @@ impl<'a> NameRef<'a> {
             None
         } else {
             let n = self.wire[0] as usize;
-            Some(NameRef { wire: &self.wire[1 + n..] })
+            Some(NameRef {
+                wire: &self.wire[1 + n..],
+            })
         }
     }
 
@@ -405,7 +407,9 @@ pub struct Name {
 impl Name {
     /// The root name.
     pub fn root() -> Self {
-        Self { wire: Box::new([0]) }
+        Self {
+            wire: Box::new([0]),
+        }
     }
 
     /// Validates and copies the exact wire form of one name.
@@ -543,9 +547,7 @@ impl NameBuf {
                     if out + 1 + len > MAX_NAME_LEN {
                         return Err(NameError::NameTooLong);
                     }
-                    let label = msg
-                        .get(pos..pos + 1 + len)
-                        .ok_or(NameError::ShortInput)?;
+                    let label = msg.get(pos..pos + 1 + len).ok_or(NameError::ShortInput)?;
                     self.buf[out..out + 1 + len].copy_from_slice(label);
                     out += 1 + len;
                     pos += 1 + len;
@@ -573,7 +575,11 @@ impl NameBuf {
     }
 
     /// Parses presentation format (see [`Name::from_text`]).
-    pub fn parse_text(&mut self, text: &[u8], origin: Option<NameRef<'_>>) -> Result<(), NameError> {
+    pub fn parse_text(
+        &mut self,
+        text: &[u8],
+        origin: Option<NameRef<'_>>,
+    ) -> Result<(), NameError> {
         if text == b"." {
             *self = Self::new();
             return Ok(());
@@ -599,7 +605,9 @@ impl NameBuf {
                         if !d.iter().all(u8::is_ascii_digit) {
                             return Err(NameError::BadEscape);
                         }
-                        let v = (d[0] - b'0') as u32 * 100 + (d[1] - b'0') as u32 * 10 + (d[2] - b'0') as u32;
+                        let v = (d[0] - b'0') as u32 * 100
+                            + (d[1] - b'0') as u32 * 10
+                            + (d[2] - b'0') as u32;
                         if v > 255 {
                             return Err(NameError::BadEscape);
                         }
@@ -686,10 +694,16 @@ mod tests {
         let l63 = "a".repeat(63);
         let l64 = "a".repeat(64);
         assert!(Name::from_text(&format!("{l63}."), None).is_ok());
-        assert_eq!(Name::from_text(&format!("{l64}."), None), Err(NameError::LabelTooLong));
+        assert_eq!(
+            Name::from_text(&format!("{l64}."), None),
+            Err(NameError::LabelTooLong)
+        );
         // 4 labels of 63 = 256 octets with length bytes and root: too long.
         let too_long = format!("{l63}.{l63}.{l63}.{l63}.");
-        assert_eq!(Name::from_text(&too_long, None), Err(NameError::NameTooLong));
+        assert_eq!(
+            Name::from_text(&too_long, None),
+            Err(NameError::NameTooLong)
+        );
         let max = format!("{l63}.{l63}.{l63}.{}.", "a".repeat(61));
         assert_eq!(Name::from_text(&max, None).unwrap().as_wire().len(), 255);
     }
@@ -700,7 +714,10 @@ mod tests {
         let b = n("www.example.com.");
         assert_eq!(a, b);
         assert_eq!(a.as_ref().hash_ci(), b.as_ref().hash_ci());
-        assert_ne!(n("www.example.com.").as_ref().hash_ci(), n("wwx.example.com.").as_ref().hash_ci());
+        assert_ne!(
+            n("www.example.com.").as_ref().hash_ci(),
+            n("wwx.example.com.").as_ref().hash_ci()
+        );
         // Bytes just outside A-Z must not fold.
         assert!(!eq_ci(b"@", b"`"));
         assert!(!eq_ci(b"[", b"{"));
@@ -752,9 +769,15 @@ mod tests {
         assert_eq!(b.as_ref().to_string(), "www.example.com.");
         // Pointer to itself and forward pointers are rejected.
         assert_eq!(b.read_compressed(&[0xc0, 0], 0), Err(NameError::BadPointer));
-        assert_eq!(b.read_compressed(&[0xc0, 2, 0], 0), Err(NameError::BadPointer));
+        assert_eq!(
+            b.read_compressed(&[0xc0, 2, 0], 0),
+            Err(NameError::BadPointer)
+        );
         // Two pointers pointing at each other.
-        assert_eq!(b.read_compressed(&[0xc0, 2, 0xc0, 0], 2), Err(NameError::BadPointer));
+        assert_eq!(
+            b.read_compressed(&[0xc0, 2, 0xc0, 0], 2),
+            Err(NameError::BadPointer)
+        );
         assert_eq!(b.read_compressed(&[5, b'a'], 0), Err(NameError::ShortInput));
         assert_eq!(b.read_compressed(&[0x40], 0), Err(NameError::BadLabelType));
     }

@@ -224,7 +224,12 @@ impl<'a> MessageWriter<'a> {
     }
 
     /// Appends the question; it becomes the first compression target.
-    pub fn put_question(&mut self, qname: NameRef<'_>, qtype: RType, qclass: Class) -> Result<(), Full> {
+    pub fn put_question(
+        &mut self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        qclass: Class,
+    ) -> Result<(), Full> {
         let cp = self.checkpoint();
         let r = self
             .put_name(qname, false)
@@ -267,7 +272,14 @@ impl<'a> MessageWriter<'a> {
         }
     }
 
-    fn put_record_inner(&mut self, owner: NameRef<'_>, rtype: RType, class: Class, ttl: u32, rdata: &[u8]) -> Result<(), Full> {
+    fn put_record_inner(
+        &mut self,
+        owner: NameRef<'_>,
+        rtype: RType,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), Full> {
         self.put_name(owner, true)?;
         self.put_u16(rtype.0)?;
         self.put_u16(class.0)?;
@@ -281,8 +293,16 @@ impl<'a> MessageWriter<'a> {
     }
 
     /// Appends an OPT pseudo-record (RFC 6891 §6.1.2) with the given options (wire form).
-    pub fn put_opt(&mut self, udp_size: u16, ext_rcode: u8, version: u8, dnssec_ok: bool, options: &[u8]) -> Result<(), Full> {
-        let ttl = (ext_rcode as u32) << 24 | (version as u32) << 16 | if dnssec_ok { 0x8000 } else { 0 };
+    pub fn put_opt(
+        &mut self,
+        udp_size: u16,
+        ext_rcode: u8,
+        version: u8,
+        dnssec_ok: bool,
+        options: &[u8],
+    ) -> Result<(), Full> {
+        let ttl =
+            (ext_rcode as u32) << 24 | (version as u32) << 16 | if dnssec_ok { 0x8000 } else { 0 };
         let cp = self.checkpoint();
         let r = (|| {
             self.put_u8(0)?;
@@ -330,21 +350,39 @@ mod tests {
     fn compression_points_at_question_and_suffixes() {
         let mut buf = [0u8; 512];
         let mut w = MessageWriter::new(&mut buf, 512);
-        w.put_question(n("www.Example.com.").as_ref(), RType::A, Class::IN).unwrap();
-        let after_q = w.len();
-        w.put_record(Section::Answer, n("www.example.COM.").as_ref(), RType::A, Class::IN, 60, &[1, 2, 3, 4])
+        w.put_question(n("www.Example.com.").as_ref(), RType::A, Class::IN)
             .unwrap();
+        let after_q = w.len();
+        w.put_record(
+            Section::Answer,
+            n("www.example.COM.").as_ref(),
+            RType::A,
+            Class::IN,
+            60,
+            &[1, 2, 3, 4],
+        )
+        .unwrap();
         // Owner is a pointer to offset 12.
         assert_eq!(w.len() - after_q, 2 + 10 + 4);
         let before = w.len();
-        w.put_record(Section::Authority, n("example.com.").as_ref(), RType::NS, Class::IN, 60, n("ns1.example.com.").as_wire())
-            .unwrap();
+        w.put_record(
+            Section::Authority,
+            n("example.com.").as_ref(),
+            RType::NS,
+            Class::IN,
+            60,
+            n("ns1.example.com.").as_wire(),
+        )
+        .unwrap();
         // Owner: pointer (2); rdata: "ns1" label (4) + pointer (2).
         assert_eq!(w.len() - before, 2 + 10 + 6);
         let msg = w.finish(&Header::default()).to_vec();
         let m = Message::parse(&msg).unwrap();
         assert_eq!(m.answers[0].owner, n("www.example.com."));
-        assert_eq!(Name::from_wire(&m.authority[0].rdata).unwrap(), n("ns1.example.com."));
+        assert_eq!(
+            Name::from_wire(&m.authority[0].rdata).unwrap(),
+            n("ns1.example.com.")
+        );
         // Question case is kept; answer owner reads back with the question's case.
         assert_eq!(m.questions[0].qname.to_string(), "www.Example.com.");
         assert_eq!(m.answers[0].owner.to_string(), "www.Example.com.");
@@ -354,11 +392,19 @@ mod tests {
     fn full_rolls_back_whole_record() {
         let mut buf = [0u8; 512];
         let mut w = MessageWriter::new(&mut buf, 40);
-        w.put_question(n("a.example.").as_ref(), RType::TXT, Class::IN).unwrap();
+        w.put_question(n("a.example.").as_ref(), RType::TXT, Class::IN)
+            .unwrap();
         let len = w.len();
         let big = [5u8; 30];
         assert_eq!(
-            w.put_record(Section::Answer, n("a.example.").as_ref(), RType(65280), Class::IN, 1, &big),
+            w.put_record(
+                Section::Answer,
+                n("a.example.").as_ref(),
+                RType(65280),
+                Class::IN,
+                1,
+                &big
+            ),
             Err(Full)
         );
         assert_eq!(w.len(), len);

@@ -21,10 +21,20 @@ fn bench_zone(hosts: usize) -> ZoneSet {
          *.wild TXT \"wildcard\"\n",
     );
     for i in 0..hosts {
-        text.push_str(&format!("host{i:04} A 10.{}.{}.{}\n", i >> 16 & 255, i >> 8 & 255, i & 255));
+        text.push_str(&format!(
+            "host{i:04} A 10.{}.{}.{}\n",
+            i >> 16 & 255,
+            i >> 8 & 255,
+            i & 255
+        ));
     }
     let origin: Name = "bench.test.".parse().unwrap();
-    let scanned = scan_text(text.as_bytes(), Path::new("bench.zone"), &ScanOptions::new(origin.clone())).unwrap();
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("bench.zone"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
     ZoneSet::new(vec![Zone::build(origin, scanned).unwrap().0])
 }
 
@@ -43,28 +53,50 @@ fn run(bencher: divan::Bencher<'_, '_>, queries: Vec<Vec<u8>>) {
     let zones = bench_zone(1000);
     let mut out = vec![0u8; 65535];
     let mut i = 0usize;
-    bencher.counter(divan::counter::ItemsCount::new(1usize)).bench_local(|| {
-        i = (i + 1) % queries.len();
-        divan::black_box(respond(&zones, divan::black_box(&queries[i]), Transport::Udp, &mut out));
-    });
+    bencher
+        .counter(divan::counter::ItemsCount::new(1usize))
+        .bench_local(|| {
+            i = (i + 1) % queries.len();
+            divan::black_box(respond(
+                &zones,
+                divan::black_box(&queries[i]),
+                Transport::Udp,
+                &mut out,
+            ));
+        });
 }
 
 /// The documents' workload: A queries cycling over 1,000 existing names.
 #[divan::bench]
 fn a_1000_names(bencher: divan::Bencher<'_, '_>) {
-    run(bencher, (0..1000).map(|i| query(&format!("host{i:04}.bench.test."), RType::A, false)).collect());
+    run(
+        bencher,
+        (0..1000)
+            .map(|i| query(&format!("host{i:04}.bench.test."), RType::A, false))
+            .collect(),
+    );
 }
 
 /// Same with EDNS (OPT parsed and echoed).
 #[divan::bench]
 fn a_1000_names_edns(bencher: divan::Bencher<'_, '_>) {
-    run(bencher, (0..1000).map(|i| query(&format!("host{i:04}.bench.test."), RType::A, true)).collect());
+    run(
+        bencher,
+        (0..1000)
+            .map(|i| query(&format!("host{i:04}.bench.test."), RType::A, true))
+            .collect(),
+    );
 }
 
 /// Negative answers (SOA in authority).
 #[divan::bench]
 fn nxdomain(bencher: divan::Bencher<'_, '_>) {
-    run(bencher, (0..1000).map(|i| query(&format!("missing{i}.bench.test."), RType::A, false)).collect());
+    run(
+        bencher,
+        (0..1000)
+            .map(|i| query(&format!("missing{i}.bench.test."), RType::A, false))
+            .collect(),
+    );
 }
 
 /// MX with additional addresses, CNAME, wildcard synthesis.

@@ -17,7 +17,9 @@ use shardns_wire::edns::read_trailer;
 use shardns_wire::message::{read_question, HEADER_LEN};
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::writer::Full;
-use shardns_wire::{rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode, Section};
+use shardns_wire::{
+    rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode, Section,
+};
 
 /// Our EDNS UDP payload size: large enough for most answers, small enough not to fragment
 /// (the DNS flag day 2020 figure).
@@ -118,7 +120,8 @@ pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z>
 
 /// A node that exists for lookups: NSEC3 owner names do not (RFC 5155 §7.2.8).
 fn find_existing<'z>(zone: &'z Zone, name: NameRef<'_>) -> Option<NodeRef<'z>> {
-    zone.find(name).filter(|n| n.flags() & flags::NSEC3_ONLY == 0)
+    zone.find(name)
+        .filter(|n| n.flags() & flags::NSEC3_ONLY == 0)
 }
 
 fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> {
@@ -133,10 +136,14 @@ fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> 
     Found::NxDomain
 }
 
-
 /// Answers `query` into `out`. `None` means drop the datagram (too short for a header, or a
 /// response). `out` should hold 65535 octets for TCP; for UDP at least [`EDNS_UDP_SIZE`].
-pub fn respond(zones: &ZoneSet, query: &[u8], transport: Transport, out: &mut [u8]) -> Option<Outcome> {
+pub fn respond(
+    zones: &ZoneSet,
+    query: &[u8],
+    transport: Transport,
+    out: &mut [u8],
+) -> Option<Outcome> {
     let qh = Header::parse(query).ok()?;
     if qh.qr() {
         return None;
@@ -304,9 +311,15 @@ impl<'z> Answerer<'z, '_, '_> {
                     break;
                 }
                 Found::Dname(node) => {
-                    let Some(dname) = node.rrset(RType::DNAME) else { break };
+                    let Some(dname) = node.rrset(RType::DNAME) else {
+                        break;
+                    };
                     self.put_rrset(Section::Answer, node.name(), dname)?;
-                    let Some(target) = dname.rdatas().next().and_then(|d| rdata::target_name(RType::DNAME, d)) else {
+                    let Some(target) = dname
+                        .rdatas()
+                        .next()
+                        .and_then(|d| rdata::target_name(RType::DNAME, d))
+                    else {
                         break;
                     };
                     let prefix = &cur.as_wire()[..cur.len() - node.name().len()];
@@ -315,8 +328,14 @@ impl<'z> Answerer<'z, '_, '_> {
                         self.rcode = Rcode::YXDOMAIN;
                         break;
                     }
-                    self.w
-                        .put_record(Section::Answer, cur, RType::CNAME, Class::IN, dname.ttl, next.as_ref().as_wire())?;
+                    self.w.put_record(
+                        Section::Answer,
+                        cur,
+                        RType::CNAME,
+                        Class::IN,
+                        dname.ttl,
+                        next.as_ref().as_wire(),
+                    )?;
                     if self.qtype == RType::CNAME {
                         break;
                     }
@@ -343,14 +362,21 @@ impl<'z> Answerer<'z, '_, '_> {
                         }
                     };
                     self.put_rrset(Section::Answer, cur, cname)?;
-                    let Some(target) = cname.rdatas().next().and_then(|d| rdata::target_name(RType::CNAME, d)) else {
+                    let Some(target) = cname
+                        .rdatas()
+                        .next()
+                        .and_then(|d| rdata::target_name(RType::CNAME, d))
+                    else {
                         break;
                     };
                     next.set(target);
                 }
             }
             // Follow the chain unless it loops.
-            if seen[..=step].iter().any(|s| s.as_ref().eq_ci(&next.as_ref())) {
+            if seen[..=step]
+                .iter()
+                .any(|s| s.as_ref().eq_ci(&next.as_ref()))
+            {
                 break;
             }
             name = next;
@@ -362,8 +388,14 @@ impl<'z> Answerer<'z, '_, '_> {
                 if let Some(soa) = apex.rrset(RType::SOA) {
                     let ttl = self.zone.negative_ttl();
                     for d in soa.rdatas() {
-                        self.w
-                            .put_record(Section::Authority, apex.name(), RType::SOA, Class::IN, ttl, d)?;
+                        self.w.put_record(
+                            Section::Authority,
+                            apex.name(),
+                            RType::SOA,
+                            Class::IN,
+                            ttl,
+                            d,
+                        )?;
                     }
                 }
             }
@@ -391,9 +423,15 @@ impl<'z> Answerer<'z, '_, '_> {
         Ok(n)
     }
 
-    fn put_rrset(&mut self, section: Section, owner: NameRef<'_>, set: RRset<'_>) -> Result<(), Full> {
+    fn put_rrset(
+        &mut self,
+        section: Section,
+        owner: NameRef<'_>,
+        set: RRset<'_>,
+    ) -> Result<(), Full> {
         for d in set.rdatas() {
-            self.w.put_record(section, owner, set.rtype, Class::IN, set.ttl, d)?;
+            self.w
+                .put_record(section, owner, set.rtype, Class::IN, set.ttl, d)?;
         }
         Ok(())
     }
@@ -401,7 +439,10 @@ impl<'z> Answerer<'z, '_, '_> {
     /// Remembers in-zone NS/MX/SRV targets whose addresses go in the additional section.
     /// Glue below a zone cut is used only for referrals.
     fn queue_additional(&mut self, set: RRset<'_>, referral: bool) {
-        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV | RType::SVCB | RType::HTTPS) {
+        if !matches!(
+            set.rtype,
+            RType::NS | RType::MX | RType::SRV | RType::SVCB | RType::HTTPS
+        ) {
             return;
         }
         for d in set.rdatas() {
@@ -418,7 +459,9 @@ impl<'z> Answerer<'z, '_, '_> {
             if !target.ends_with(&self.zone.apex()) || target.len() > MAX_NAME_LEN {
                 continue;
             }
-            let Some(node) = self.zone.find(target) else { continue };
+            let Some(node) = self.zone.find(target) else {
+                continue;
+            };
             if !referral && node.flags() & flags::BELOW_CUT != 0 {
                 continue;
             }
@@ -440,7 +483,10 @@ impl<'z> Answerer<'z, '_, '_> {
             for t in [RType::A, RType::AAAA] {
                 if let Some(set) = node.rrset(t) {
                     let cp = self.w.checkpoint();
-                    if self.put_rrset(Section::Additional, node.name(), set).is_err() {
+                    if self
+                        .put_rrset(Section::Additional, node.name(), set)
+                        .is_err()
+                    {
                         // Never half an RRset.
                         self.w.rollback(cp);
                         return;

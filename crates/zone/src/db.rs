@@ -151,7 +151,9 @@ impl<'a> NodeRef<'a> {
     pub fn name(&self) -> NameRef<'a> {
         let n = self.node();
         let wire = &self.zone.names[n.name as usize..n.name as usize + n.name_len as usize];
-        NameRef::from_wire_prefix(wire).expect("zone stores valid names").0
+        NameRef::from_wire_prefix(wire)
+            .expect("zone stores valid names")
+            .0
     }
     pub(crate) fn flags(&self) -> u8 {
         self.node().flags
@@ -326,7 +328,10 @@ impl Builder {
             Some(p) if name.len() > self.zone.apex.as_wire().len() => {
                 // Owners come grouped: most share the previous new name's parent.
                 let (cached, id) = self.last_parent;
-                if id != NONE && self.zone.node(id).name().as_wire() == p.as_wire() && cached == p.len() {
+                if id != NONE
+                    && self.zone.node(id).name().as_wire() == p.as_wire()
+                    && cached == p.len()
+                {
                     id
                 } else {
                     let id = self.intern(p);
@@ -368,7 +373,8 @@ impl Builder {
         self.zone.table = vec![0; size];
         for id in 0..self.zone.nodes.len() {
             let n = self.zone.nodes[id];
-            let h = hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
+            let h =
+                hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
             self.insert_slot(h, id as u32);
         }
     }
@@ -433,7 +439,9 @@ impl Builder {
                 files: &self.files,
                 zone: &self.zone,
             };
-            let half = start.partition_point(|&s| (s as usize) < order.len() / 2).min(n);
+            let half = start
+                .partition_point(|&s| (s as usize) < order.len() / 2)
+                .min(n);
             if order.len() < 50_000 {
                 vec![inputs.build(0..n)]
             } else {
@@ -458,7 +466,10 @@ impl Builder {
             }
             self.zone
                 .rrsets
-                .extend(part.rrsets.iter().map(|e| RRsetEntry { rdata: e.rdata + rdata_base, ..*e }));
+                .extend(part.rrsets.iter().map(|e| RRsetEntry {
+                    rdata: e.rdata + rdata_base,
+                    ..*e
+                }));
             for (local, count, f) in part.nodes {
                 let node = &mut self.zone.nodes[next_node];
                 node.rrsets = sets_base + local;
@@ -479,7 +490,8 @@ impl Builder {
         if self.diags.is_empty() {
             Ok((self.zone, self.warnings))
         } else {
-            self.diags.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+            self.diags
+                .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
             Err(LoadError { errors: self.diags })
         }
     }
@@ -514,16 +526,18 @@ impl Builder {
         let apex = self.zone.apex_node();
         let soa = apex.rrset(RType::SOA).map(|soa| {
             let data = soa.rdatas().next().unwrap_or(&[]);
-            let minimum = data
-                .len()
-                .checked_sub(4)
-                .map_or(0, |i| u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]));
+            let minimum = data.len().checked_sub(4).map_or(0, |i| {
+                u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
+            });
             (soa.len(), soa.ttl, minimum)
         });
         let has_ns = apex.rrset(RType::NS).is_some();
         match soa {
             None => {
-                let d = self.zone_diag(format!("{}: no SOA record at the zone apex", self.zone.apex));
+                let d = self.zone_diag(format!(
+                    "{}: no SOA record at the zone apex",
+                    self.zone.apex
+                ));
                 self.diags.push(d);
             }
             Some((n, _, _)) if n > 1 => {
@@ -536,7 +550,10 @@ impl Builder {
             }
         }
         if !has_ns {
-            let d = self.zone_diag(format!("{}: no NS records at the zone apex", self.zone.apex));
+            let d = self.zone_diag(format!(
+                "{}: no NS records at the zone apex",
+                self.zone.apex
+            ));
             self.diags.push(d);
         }
         // Name servers inside the zone need addresses; below a cut, those are glue.
@@ -546,9 +563,13 @@ impl Builder {
             if node.flags() & flags::BELOW_CUT != 0 {
                 continue;
             }
-            let Some(ns) = node.rrset(RType::NS) else { continue };
+            let Some(ns) = node.rrset(RType::NS) else {
+                continue;
+            };
             for data in ns.rdatas() {
-                let Some(target) = rdata::target_name(RType::NS, data) else { continue };
+                let Some(target) = rdata::target_name(RType::NS, data) else {
+                    continue;
+                };
                 if !target.ends_with(&self.zone.apex()) {
                     continue;
                 }
@@ -557,7 +578,10 @@ impl Builder {
                     .find(target)
                     .is_some_and(|t| t.rrset(RType::A).is_some() || t.rrset(RType::AAAA).is_some());
                 if !has_addr {
-                    missing.push(format!("{}: NS {target} has no address records (A or AAAA)", node.name()));
+                    missing.push(format!(
+                        "{}: NS {target} has no address records (A or AAAA)",
+                        node.name()
+                    ));
                 }
             }
         }
@@ -594,7 +618,11 @@ impl SetInputs<'_> {
     fn diag(&self, src: Src, message: String) -> Diag {
         let item = &self.chunks[src.chunk as usize].items[src.item as usize];
         Diag {
-            file: self.files.get(item.file as usize).cloned().unwrap_or_default(),
+            file: self
+                .files
+                .get(item.file as usize)
+                .cloned()
+                .unwrap_or_default(),
             line: item.line,
             message,
         }
@@ -607,7 +635,8 @@ impl SetInputs<'_> {
             nodes: Vec::with_capacity(ids.len()),
             ..Part::default()
         };
-        let rdata_len: usize = self.order[self.start[ids.start] as usize..self.start[ids.end] as usize]
+        let rdata_len: usize = self.order
+            [self.start[ids.start] as usize..self.start[ids.end] as usize]
             .iter()
             .map(|&r| {
                 let s = self.srcs[r as usize];
@@ -622,7 +651,10 @@ impl SetInputs<'_> {
             recs.clear();
             recs.extend(self.order[a..b].iter().map(|&r| {
                 let s = self.srcs[r as usize];
-                (self.chunks[s.chunk as usize].items[s.item as usize].rtype, s)
+                (
+                    self.chunks[s.chunk as usize].items[s.item as usize].rtype,
+                    s,
+                )
             }));
             let first_in_file = recs.first().map(|r| r.1);
             recs.sort_by_key(|(t, _)| t.0);
@@ -658,11 +690,13 @@ impl SetInputs<'_> {
                         ));
                     }
                     if count == u16::MAX {
-                        part.diags.push(self.diag(s, format!("too many {rtype} records at one name")));
+                        part.diags
+                            .push(self.diag(s, format!("too many {rtype} records at one name")));
                         break;
                     }
                     seen.push(data);
-                    part.rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+                    part.rdata
+                        .extend_from_slice(&(data.len() as u16).to_be_bytes());
                     part.rdata.extend_from_slice(data);
                     count += 1;
                 }
@@ -699,10 +733,12 @@ fn node_checks(sets: &[RRsetEntry], apex: bool) -> (u8, [Option<&'static str>; 4
     let mut problems = [None; 4];
     if let Some(cname) = find(RType::CNAME) {
         f |= flags::CNAME;
-        if sets
-            .iter()
-            .any(|s| !matches!(s.rtype, RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3))
-        {
+        if sets.iter().any(|s| {
+            !matches!(
+                s.rtype,
+                RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3
+            )
+        }) {
             problems[0] = Some("CNAME and other data at the same name (RFC 1034 §3.6.2)");
         }
         if cname.count > 1 {
@@ -712,7 +748,11 @@ fn node_checks(sets: &[RRsetEntry], apex: bool) -> (u8, [Option<&'static str>; 4
             problems[2] = Some("CNAME at the zone apex");
         }
     }
-    if find(RType::NSEC3).is_some() && sets.iter().all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG)) {
+    if find(RType::NSEC3).is_some()
+        && sets
+            .iter()
+            .all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG))
+    {
         f |= flags::NSEC3_ONLY;
     }
     if let Some(dname) = find(RType::DNAME) {
@@ -762,7 +802,10 @@ impl ZoneSet {
         let mut by_apex: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut apex_labels = Vec::new();
         for (i, z) in kept.iter().enumerate() {
-            by_apex.entry(z.apex().hash_ci()).or_default().push(i as u32);
+            by_apex
+                .entry(z.apex().hash_ci())
+                .or_default()
+                .push(i as u32);
             apex_labels.push(z.apex().label_count());
         }
         apex_labels.sort_unstable();
@@ -818,23 +861,38 @@ mod tests {
 
     fn build(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
         let origin: Name = "example.test.".parse().unwrap();
-        let scanned = scan_text(text.as_bytes(), Path::new("db.example"), &ScanOptions::new(origin.clone())).unwrap();
+        let scanned = scan_text(
+            text.as_bytes(),
+            Path::new("db.example"),
+            &ScanOptions::new(origin.clone()),
+        )
+        .unwrap();
         Zone::build(origin, scanned)
     }
 
-    const HEAD: &str = "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n";
+    const HEAD: &str =
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n";
 
     #[test]
     fn empty_non_terminals_and_flags() {
-        let (z, w) = build(&format!("{HEAD}a.b.c A 192.0.2.2\n*.w TXT x\nsub NS ns.sub\nns.sub A 192.0.2.3\n")).unwrap();
+        let (z, w) = build(&format!(
+            "{HEAD}a.b.c A 192.0.2.2\n*.w TXT x\nsub NS ns.sub\nns.sub A 192.0.2.3\n"
+        ))
+        .unwrap();
         assert!(w.is_empty());
         let n = |s: &str| -> Name { s.parse().unwrap() };
-        let ent = z.find(n("b.c.example.test.").as_ref()).expect("empty non-terminal exists");
+        let ent = z
+            .find(n("b.c.example.test.").as_ref())
+            .expect("empty non-terminal exists");
         assert!(ent.is_empty());
         assert_eq!(ent.parent().unwrap().name().to_string(), "c.example.test.");
-        assert!(z.find(n("w.example.test.").as_ref()).unwrap().flags() & flags::WILDCARD_CHILD != 0);
+        assert!(
+            z.find(n("w.example.test.").as_ref()).unwrap().flags() & flags::WILDCARD_CHILD != 0
+        );
         assert!(z.find(n("SUB.example.test.").as_ref()).unwrap().flags() & flags::DELEGATION != 0);
-        assert!(z.find(n("ns.sub.example.test.").as_ref()).unwrap().flags() & flags::BELOW_CUT != 0);
+        assert!(
+            z.find(n("ns.sub.example.test.").as_ref()).unwrap().flags() & flags::BELOW_CUT != 0
+        );
         assert!(z.find(n("x.example.test.").as_ref()).is_none());
         assert_eq!(z.negative_ttl(), 60);
         assert_eq!(z.record_count(), 7);
@@ -842,12 +900,26 @@ mod tests {
 
     #[test]
     fn rrsets_are_sets_with_one_ttl() {
-        let (z, w) = build(&format!("{HEAD}a 10 A 192.0.2.9\na 20 A 192.0.2.8\na A 192.0.2.9\n")).unwrap();
-        let a = z.find("a.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        let (z, w) = build(&format!(
+            "{HEAD}a 10 A 192.0.2.9\na 20 A 192.0.2.8\na A 192.0.2.9\n"
+        ))
+        .unwrap();
+        let a = z
+            .find("a.example.test.".parse::<Name>().unwrap().as_ref())
+            .unwrap();
         let set = a.rrset(RType::A).unwrap();
-        assert_eq!((set.len(), set.ttl), (2, 10), "duplicate dropped, first TTL kept");
+        assert_eq!(
+            (set.len(), set.ttl),
+            (2, 10),
+            "duplicate dropped, first TTL kept"
+        );
         assert_eq!(w.len(), 1);
-        assert!(w[0].to_string().starts_with("db.example:6: A TTL 20 differs"), "{}", w[0]);
+        assert!(
+            w[0].to_string()
+                .starts_with("db.example:6: A TTL 20 differs"),
+            "{}",
+            w[0]
+        );
     }
 
     #[test]
@@ -855,20 +927,41 @@ mod tests {
         let text = "$TTL 300\n@ NS ns\nns A 192.0.2.1\nc CNAME x\nc A 192.0.2.2\nd CNAME x\nd CNAME y\nsub SOA a b 1 2 3 4 5\n";
         let e = build(text).unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("db.example:4: c.example.test.: CNAME and other data"), "{s}");
-        assert!(s.contains("db.example:6: d.example.test.: more than one CNAME"), "{s}");
-        assert!(s.contains("db.example:8: sub.example.test.: SOA record away from the zone apex"), "{s}");
-        assert!(s.contains("db.example: example.test.: no SOA record at the zone apex"), "{s}");
+        assert!(
+            s.contains("db.example:4: c.example.test.: CNAME and other data"),
+            "{s}"
+        );
+        assert!(
+            s.contains("db.example:6: d.example.test.: more than one CNAME"),
+            "{s}"
+        );
+        assert!(
+            s.contains("db.example:8: sub.example.test.: SOA record away from the zone apex"),
+            "{s}"
+        );
+        assert!(
+            s.contains("db.example: example.test.: no SOA record at the zone apex"),
+            "{s}"
+        );
     }
 
     #[test]
     fn ns_needs_addresses_in_zone() {
         let e = build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\n@ NS ns.elsewhere.net.\nsub NS ns.sub\n").unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("example.test.: NS ns.example.test. has no address records"), "{s}");
-        assert!(s.contains("sub.example.test.: NS ns.sub.example.test. has no address records"), "{s}");
+        assert!(
+            s.contains("example.test.: NS ns.example.test. has no address records"),
+            "{s}"
+        );
+        assert!(
+            s.contains("sub.example.test.: NS ns.sub.example.test. has no address records"),
+            "{s}"
+        );
         assert!(!s.contains("elsewhere"), "{s}");
-        assert!(build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n").unwrap_err().to_string().contains("no NS records"));
+        assert!(build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n")
+            .unwrap_err()
+            .to_string()
+            .contains("no NS records"));
     }
 
     #[test]
@@ -876,7 +969,11 @@ mod tests {
         // Enough records for the two-thread RRset build; problems in both halves.
         let mut text = String::from(HEAD);
         for i in 0..30_000 {
-            text.push_str(&format!("h{i} A 10.0.{}.{}\nh{i} TXT \"n{i}\"\n", i / 256 % 256, i % 256));
+            text.push_str(&format!(
+                "h{i} A 10.0.{}.{}\nh{i} TXT \"n{i}\"\n",
+                i / 256 % 256,
+                i % 256
+            ));
         }
         text.push_str("c1 CNAME h1\nc1 A 192.0.2.1\n");
         let e = build(&text).unwrap_err();
@@ -889,15 +986,32 @@ mod tests {
         assert_eq!(w[0].line, 60_006);
         assert_eq!(z.record_count(), 3 + 60_000 + 1 + 1);
         for i in [0usize, 14_999, 15_000, 29_999] {
-            let node = z.find(format!("H{i}.example.test.").parse::<Name>().unwrap().as_ref()).unwrap();
+            let node = z
+                .find(
+                    format!("H{i}.example.test.")
+                        .parse::<Name>()
+                        .unwrap()
+                        .as_ref(),
+                )
+                .unwrap();
             let a = node.rrset(RType::A).unwrap();
-            assert_eq!(a.rdatas().next().unwrap(), &[10, 0, (i / 256 % 256) as u8, (i % 256) as u8]);
+            assert_eq!(
+                a.rdatas().next().unwrap(),
+                &[10, 0, (i / 256 % 256) as u8, (i % 256) as u8]
+            );
             let txt = node.rrset(RType::TXT).unwrap();
-            assert_eq!(&txt.rdatas().next().unwrap()[1..], format!("n{i}").as_bytes());
+            assert_eq!(
+                &txt.rdatas().next().unwrap()[1..],
+                format!("n{i}").as_bytes()
+            );
         }
-        let h = z.find("h29999.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        let h = z
+            .find("h29999.example.test.".parse::<Name>().unwrap().as_ref())
+            .unwrap();
         assert_eq!(h.rrset(RType::A).unwrap().len(), 2);
-        let c = z.find("c1.example.test.".parse::<Name>().unwrap().as_ref()).unwrap();
+        let c = z
+            .find("c1.example.test.".parse::<Name>().unwrap().as_ref())
+            .unwrap();
         assert!(c.flags() & flags::CNAME != 0);
     }
 
@@ -906,17 +1020,34 @@ mod tests {
         let mk = |apex: &str| {
             let origin: Name = apex.parse().unwrap();
             let text = "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns.example.net.\n";
-            let scanned = scan_text(text.as_bytes(), Path::new("z"), &ScanOptions::new(origin.clone())).unwrap();
+            let scanned = scan_text(
+                text.as_bytes(),
+                Path::new("z"),
+                &ScanOptions::new(origin.clone()),
+            )
+            .unwrap();
             Zone::build(origin, scanned).unwrap().0
         };
-        let set = ZoneSet::new(vec![mk("test."), mk("example.test."), mk("b.a.example.test.")]);
-        let find = |q: &str| set.find(q.parse::<Name>().unwrap().as_ref()).map(|z| z.apex().to_string());
+        let set = ZoneSet::new(vec![
+            mk("test."),
+            mk("example.test."),
+            mk("b.a.example.test."),
+        ]);
+        let find = |q: &str| {
+            set.find(q.parse::<Name>().unwrap().as_ref())
+                .map(|z| z.apex().to_string())
+        };
         assert_eq!(find("x.a.example.test.").as_deref(), Some("example.test."));
-        assert_eq!(find("x.B.A.example.test.").as_deref(), Some("b.a.example.test."));
+        assert_eq!(
+            find("x.B.A.example.test.").as_deref(),
+            Some("b.a.example.test.")
+        );
         assert_eq!(find("other.test.").as_deref(), Some("test."));
         assert_eq!(find("test.").as_deref(), Some("test."));
         assert_eq!(find("example.org."), None);
         assert_eq!(find("."), None);
-        assert!(set.get("EXAMPLE.test.".parse::<Name>().unwrap().as_ref()).is_some());
+        assert!(set
+            .get("EXAMPLE.test.".parse::<Name>().unwrap().as_ref())
+            .is_some());
     }
 }

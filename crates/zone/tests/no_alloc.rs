@@ -53,7 +53,12 @@ fn query(name: &str, qtype: RType, edns: bool) -> Vec<u8> {
 #[test]
 fn answering_allocates_nothing() {
     let origin: Name = "example.".parse().unwrap();
-    let scanned = scan_text(ZONE.as_bytes(), Path::new("rfc4592.zone"), &ScanOptions::new(origin.clone())).unwrap();
+    let scanned = scan_text(
+        ZONE.as_bytes(),
+        Path::new("rfc4592.zone"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
     let (zone, _) = Zone::build(origin, scanned).unwrap();
     let zones = ZoneSet::new(vec![zone]);
     let queries = [
@@ -81,6 +86,10 @@ fn answering_allocates_nothing() {
         }
     }
     COUNTING.store(false, Ordering::SeqCst);
-    assert_eq!(ALLOCS.load(Ordering::SeqCst), 0, "heap allocations on the answer path");
+    assert_eq!(
+        ALLOCS.load(Ordering::SeqCst),
+        0,
+        "heap allocations on the answer path"
+    );
     assert_eq!(answered, 18_000);
 }

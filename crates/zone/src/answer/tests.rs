@@ -8,8 +8,12 @@ use std::path::Path;
 
 fn zone(origin: &str, text: &str) -> ZoneSet {
     let origin: Name = origin.parse().unwrap();
-    let scanned = scan_text(text.as_bytes(), Path::new("test.zone"), &ScanOptions::new(origin.clone()))
-        .unwrap_or_else(|e| panic!("scan: {e}"));
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("test.zone"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap_or_else(|e| panic!("scan: {e}"));
     let (z, _) = Zone::build(origin, scanned).unwrap_or_else(|e| panic!("build: {e}"));
     ZoneSet::new(vec![z])
 }
@@ -81,7 +85,8 @@ fn set(items: &[&str]) -> Vec<String> {
     v
 }
 
-const ROOT_SOA: &str = ". 86400 IN SOA SRI-NIC.ARPA. HOSTMASTER.SRI-NIC.ARPA. 870611 1800 300 604800 86400";
+const ROOT_SOA: &str =
+    ". 86400 IN SOA SRI-NIC.ARPA. HOSTMASTER.SRI-NIC.ARPA. 870611 1800 300 604800 86400";
 
 #[test]
 fn rfc1034_6_2_1_a() {
@@ -90,7 +95,10 @@ fn rfc1034_6_2_1_a() {
     assert_eq!(m.rcode(), Rcode::NOERROR);
     assert_eq!(
         lines(&m.answers),
-        set(&["SRI-NIC.ARPA. 86400 IN A 26.0.0.73", "SRI-NIC.ARPA. 86400 IN A 10.0.0.51"])
+        set(&[
+            "SRI-NIC.ARPA. 86400 IN A 26.0.0.73",
+            "SRI-NIC.ARPA. 86400 IN A 10.0.0.51"
+        ])
     );
     assert!(m.authority.is_empty() && m.additional.is_empty());
 }
@@ -121,10 +129,16 @@ fn rfc1034_6_2_2_any_over_tcp_and_udp() {
 #[test]
 fn rfc1034_6_2_3_mx_with_additional() {
     let m = ask(&rfc1034(), "SRI-NIC.ARPA.", RType::MX);
-    assert_eq!(lines(&m.answers), set(&["SRI-NIC.ARPA. 86400 IN MX 0 SRI-NIC.ARPA."]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["SRI-NIC.ARPA. 86400 IN MX 0 SRI-NIC.ARPA."])
+    );
     assert_eq!(
         lines(&m.additional),
-        set(&["SRI-NIC.ARPA. 86400 IN A 26.0.0.73", "SRI-NIC.ARPA. 86400 IN A 10.0.0.51"])
+        set(&[
+            "SRI-NIC.ARPA. 86400 IN A 26.0.0.73",
+            "SRI-NIC.ARPA. 86400 IN A 10.0.0.51"
+        ])
     );
 }
 
@@ -155,7 +169,10 @@ fn rfc1034_6_2_6_referral() {
     assert!(m.answers.is_empty());
     assert_eq!(
         lines(&m.authority),
-        set(&["MIL. 86400 IN NS SRI-NIC.ARPA.", "MIL. 86400 IN NS A.ISI.EDU."])
+        set(&[
+            "MIL. 86400 IN NS SRI-NIC.ARPA.",
+            "MIL. 86400 IN NS A.ISI.EDU."
+        ])
     );
     assert_eq!(
         lines(&m.additional),
@@ -174,17 +191,26 @@ fn rfc1034_6_2_7_cname_into_a_delegation() {
     // the CNAME and refer the rest to EDU.
     let m = ask(&rfc1034(), "USC-ISIC.ARPA.", RType::A);
     assert!(m.header.aa());
-    assert_eq!(lines(&m.answers), set(&["USC-ISIC.ARPA. 86400 IN CNAME C.ISI.EDU."]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["USC-ISIC.ARPA. 86400 IN CNAME C.ISI.EDU."])
+    );
     assert_eq!(
         lines(&m.authority),
-        set(&["EDU. 86400 IN NS SRI-NIC.ARPA.", "EDU. 86400 IN NS C.ISI.EDU."])
+        set(&[
+            "EDU. 86400 IN NS SRI-NIC.ARPA.",
+            "EDU. 86400 IN NS C.ISI.EDU."
+        ])
     );
 }
 
 #[test]
 fn rfc1034_6_2_8_cname_query() {
     let m = ask(&rfc1034(), "USC-ISIC.ARPA.", RType::CNAME);
-    assert_eq!(lines(&m.answers), set(&["USC-ISIC.ARPA. 86400 IN CNAME C.ISI.EDU."]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["USC-ISIC.ARPA. 86400 IN CNAME C.ISI.EDU."])
+    );
     assert!(m.authority.is_empty());
 }
 
@@ -193,8 +219,14 @@ fn rfc4592_synthesized() {
     let z = rfc4592();
     let m = ask(&z, "host3.example.", RType::MX);
     assert!(m.header.aa());
-    assert_eq!(lines(&m.answers), set(&["host3.example. 3600 IN MX 10 host1.example."]));
-    assert_eq!(lines(&m.additional), set(&["host1.example. 3600 IN A 192.0.2.1"]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["host3.example. 3600 IN MX 10 host1.example."])
+    );
+    assert_eq!(
+        lines(&m.additional),
+        set(&["host1.example. 3600 IN A 192.0.2.1"])
+    );
     // The wildcard matches but has no A: NODATA.
     let m = ask(&z, "host3.example.", RType::A);
     assert_eq!(m.rcode(), Rcode::NOERROR);
@@ -203,7 +235,10 @@ fn rfc4592_synthesized() {
     assert_eq!(m.authority[0].rtype, RType::SOA);
     // Two labels below the closest encloser still match.
     let m = ask(&z, "foo.bar.example.", RType::TXT);
-    assert_eq!(lines(&m.answers), set(&["foo.bar.example. 3600 IN TXT \"this is a wildcard\""]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["foo.bar.example. 3600 IN TXT \"this is a wildcard\""])
+    );
 }
 
 #[test]
@@ -224,7 +259,10 @@ fn rfc4592_not_synthesized() {
     assert!(!m.header.aa());
     assert_eq!(
         lines(&m.authority),
-        set(&["subdel.example. 3600 IN NS ns.example.com.", "subdel.example. 3600 IN NS ns.example.net."])
+        set(&[
+            "subdel.example. 3600 IN NS ns.example.com.",
+            "subdel.example. 3600 IN NS ns.example.net."
+        ])
     );
     // The closest encloser is *.example itself; *.*.example does not exist.
     let m = ask(&z, "ghost.*.example.", RType::MX);
@@ -313,7 +351,10 @@ fn cname_to_missing_name_is_nxdomain() {
 fn cname_leaving_the_zone_stops() {
     let m = ask(&chains(), "out.example.test.", RType::A);
     assert_eq!(m.rcode(), Rcode::NOERROR);
-    assert_eq!(lines(&m.answers), set(&["out.example.test. 300 IN CNAME www.example.net."]));
+    assert_eq!(
+        lines(&m.answers),
+        set(&["out.example.test. 300 IN CNAME www.example.net."])
+    );
     assert!(m.authority.is_empty());
 }
 
@@ -322,7 +363,10 @@ fn wildcard_cname_is_synthesized_with_the_qname() {
     let m = ask(&chains(), "anything.wild.example.test.", RType::A);
     assert_eq!(
         lines(&m.answers),
-        set(&["anything.wild.example.test. 300 IN CNAME c.example.test.", "c.example.test. 300 IN A 192.0.2.3"])
+        set(&[
+            "anything.wild.example.test. 300 IN CNAME c.example.test.",
+            "c.example.test. 300 IN A 192.0.2.3"
+        ])
     );
 }
 
@@ -355,7 +399,13 @@ fn dname_substitution() {
 #[test]
 fn dname_too_long_is_yxdomain() {
     // 239 octets below a 16-octet owner whose target has 74: 297 after substitution.
-    let long = format!("{}.{}.{}.{}.l.example.test.", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(30));
+    let long = format!(
+        "{}.{}.{}.{}.l.example.test.",
+        "a".repeat(63),
+        "b".repeat(63),
+        "c".repeat(63),
+        "d".repeat(30)
+    );
     let m = ask(&chains(), &long, RType::A);
     assert_eq!(m.rcode(), Rcode::YXDOMAIN);
     assert_eq!(m.answers.len(), 1, "the DNAME itself is still given");
@@ -364,9 +414,15 @@ fn dname_too_long_is_yxdomain() {
 #[test]
 fn additional_for_mx_and_srv_in_zone_only() {
     let m = ask(&chains(), "mail.example.test.", RType::MX);
-    assert_eq!(lines(&m.additional), set(&["ns.example.test. 300 IN A 192.0.2.53"]));
+    assert_eq!(
+        lines(&m.additional),
+        set(&["ns.example.test. 300 IN A 192.0.2.53"])
+    );
     let m = ask(&chains(), "srv.example.test.", RType::SRV);
-    assert_eq!(lines(&m.additional), set(&["ns.example.test. 300 IN A 192.0.2.53"]));
+    assert_eq!(
+        lines(&m.additional),
+        set(&["ns.example.test. 300 IN A 192.0.2.53"])
+    );
 }
 
 #[test]
@@ -375,15 +431,24 @@ fn minimal_positive_answer_and_apex_ns() {
     assert!(m.authority.is_empty() && m.additional.is_empty());
     let m = ask(&chains(), "example.test.", RType::NS);
     assert!(m.header.aa());
-    assert_eq!(lines(&m.additional), set(&["ns.example.test. 300 IN A 192.0.2.53"]));
+    assert_eq!(
+        lines(&m.additional),
+        set(&["ns.example.test. 300 IN A 192.0.2.53"])
+    );
 }
 
 #[test]
 fn referral_with_glue_and_ds_at_the_cut() {
     let m = ask(&chains(), "www.deleg.example.test.", RType::A);
     assert!(!m.header.aa());
-    assert_eq!(lines(&m.authority), set(&["deleg.example.test. 300 IN NS ns.deleg.example.test."]));
-    assert_eq!(lines(&m.additional), set(&["ns.deleg.example.test. 300 IN A 192.0.2.77"]));
+    assert_eq!(
+        lines(&m.authority),
+        set(&["deleg.example.test. 300 IN NS ns.deleg.example.test."])
+    );
+    assert_eq!(
+        lines(&m.additional),
+        set(&["ns.deleg.example.test. 300 IN A 192.0.2.77"])
+    );
     // DS at the cut is the parent's data: an authoritative NODATA here.
     let m = ask(&chains(), "deleg.example.test.", RType::DS);
     assert!(m.header.aa());
@@ -471,7 +536,10 @@ fn malformed_queries() {
     // Unknown opcode: NOTIMP.
     let mut q = good.clone();
     q[2] |= 5 << 3;
-    assert_eq!(respond(&z, &q, Transport::Udp, &mut out).unwrap().rcode, Rcode::NOTIMP);
+    assert_eq!(
+        respond(&z, &q, Transport::Udp, &mut out).unwrap().rcode,
+        Rcode::NOTIMP
+    );
 }
 
 #[test]
@@ -479,9 +547,24 @@ fn lookup_classifies_names() {
     let z = rfc4592();
     let zone = &z.zones()[0];
     let n = |s: &str| -> Name { s.parse().unwrap() };
-    assert!(matches!(lookup(zone, n("host1.example.").as_ref(), RType::A), Found::Exact(_)));
-    assert!(matches!(lookup(zone, n("a.b.example.").as_ref(), RType::A), Found::Wildcard(_)));
-    assert!(matches!(lookup(zone, n("x.subdel.example.").as_ref(), RType::A), Found::Referral(_)));
-    assert!(matches!(lookup(zone, n("subdel.example.").as_ref(), RType::DS), Found::Exact(_)));
-    assert!(matches!(lookup(zone, n("no.host1.example.").as_ref(), RType::A), Found::NxDomain));
+    assert!(matches!(
+        lookup(zone, n("host1.example.").as_ref(), RType::A),
+        Found::Exact(_)
+    ));
+    assert!(matches!(
+        lookup(zone, n("a.b.example.").as_ref(), RType::A),
+        Found::Wildcard(_)
+    ));
+    assert!(matches!(
+        lookup(zone, n("x.subdel.example.").as_ref(), RType::A),
+        Found::Referral(_)
+    ));
+    assert!(matches!(
+        lookup(zone, n("subdel.example.").as_ref(), RType::DS),
+        Found::Exact(_)
+    ));
+    assert!(matches!(
+        lookup(zone, n("no.host1.example.").as_ref(), RType::A),
+        Found::NxDomain
+    ));
 }
