@@ -230,14 +230,25 @@ impl<'a> MessageWriter<'a> {
         qtype: RType,
         qclass: Class,
     ) -> Result<(), Full> {
+        self.whole(0, |w| {
+            w.put_name(qname, false)?;
+            w.put_u16(qtype.0)?;
+            w.put_u16(qclass.0)
+        })
+    }
+
+    /// Runs `write` as one unit: on success the count of `counter` (0 question, 1-3 the
+    /// record sections) goes up; on [`Full`] everything it wrote is rolled back.
+    #[inline]
+    fn whole(
+        &mut self,
+        counter: usize,
+        write: impl FnOnce(&mut Self) -> Result<(), Full>,
+    ) -> Result<(), Full> {
         let cp = self.checkpoint();
-        let r = self
-            .put_name(qname, false)
-            .and_then(|()| self.put_u16(qtype.0))
-            .and_then(|()| self.put_u16(qclass.0));
-        match r {
+        match write(self) {
             Ok(()) => {
-                self.counts[0] += 1;
+                self.counts[counter] += 1;
                 Ok(())
             }
             Err(e) => {
@@ -258,18 +269,9 @@ impl<'a> MessageWriter<'a> {
         ttl: u32,
         rdata: &[u8],
     ) -> Result<(), Full> {
-        let cp = self.checkpoint();
-        let r = self.put_record_inner(owner, rtype, class, ttl, rdata);
-        match r {
-            Ok(()) => {
-                self.counts[section as usize + 1] += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.rollback(cp);
-                Err(e)
-            }
-        }
+        self.whole(section as usize + 1, |w| {
+            w.put_record_inner(owner, rtype, class, ttl, rdata)
+        })
     }
 
     fn put_record_inner(
@@ -303,25 +305,14 @@ impl<'a> MessageWriter<'a> {
     ) -> Result<(), Full> {
         let ttl =
             (ext_rcode as u32) << 24 | (version as u32) << 16 | if dnssec_ok { 0x8000 } else { 0 };
-        let cp = self.checkpoint();
-        let r = (|| {
-            self.put_u8(0)?;
-            self.put_u16(RType::OPT.0)?;
-            self.put_u16(udp_size)?;
-            self.put_u32(ttl)?;
-            self.put_u16(options.len() as u16)?;
-            self.put_bytes(options)
-        })();
-        match r {
-            Ok(()) => {
-                self.counts[3] += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.rollback(cp);
-                Err(e)
-            }
-        }
+        self.whole(Section::Additional as usize + 1, |w| {
+            w.put_u8(0)?;
+            w.put_u16(RType::OPT.0)?;
+            w.put_u16(udp_size)?;
+            w.put_u32(ttl)?;
+            w.put_u16(options.len() as u16)?;
+            w.put_bytes(options)
+        })
     }
 
     /// Writes the header (with this writer's section counts) and returns the message.
