@@ -7,7 +7,7 @@
 use serde::{Deserialize, Deserializer};
 use shardns_wire::Name;
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -38,6 +38,129 @@ pub struct Config {
     pub log: LogConfig,
     /// `[stats]`: the Prometheus HTTP endpoint.
     pub stats: StatsConfig,
+    /// `[resolver]`: recursion for clients, root hints, forwarding, cache limits.
+    pub resolver: ResolverConfig,
+}
+
+/// `[resolver]`: the recursive resolver role. Off unless `recursion = true`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ResolverConfig {
+    /// Resolve queries (RD set, outside our zones) for allowed clients.
+    pub recursion: bool,
+    /// Root hints file (absent: the IANA root hints bundled in the binary).
+    pub root_hints: Option<PathBuf>,
+    /// `"ZONE=ADDR:PORT"`: queries at or below ZONE go, with RD set, to ADDR:PORT.
+    #[serde(deserialize_with = "from_strs")]
+    pub forward: Vec<ForwardZone>,
+    /// Clients allowed to recurse, as `ADDR` or `ADDR/LEN`; others get REFUSED.
+    #[serde(deserialize_with = "from_strs")]
+    pub allow: Vec<AclEntry>,
+    /// Memory bound of the cache, in bytes.
+    #[serde(deserialize_with = "positive")]
+    pub cache_size: usize,
+    /// Cached TTLs are raised to at least this many seconds.
+    pub min_ttl: u32,
+    /// Cached TTLs are cut to at most this many seconds.
+    pub max_ttl: u32,
+    /// Port for server addresses learned from NS/glue data (53; other values are for tests).
+    pub upstream_port: u16,
+}
+
+impl Default for ResolverConfig {
+    fn default() -> Self {
+        Self {
+            recursion: false,
+            root_hints: None,
+            forward: Vec::new(),
+            allow: vec![
+                "127.0.0.0/8".parse().expect("valid"),
+                "::1".parse().expect("valid"),
+            ],
+            cache_size: 64 << 20,
+            min_ttl: 0,
+            max_ttl: 86_400,
+            upstream_port: 53,
+        }
+    }
+}
+
+/// A forward zone: `ZONE=ADDR:PORT` (the `--forward` flag and `resolver.forward`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardZone {
+    /// The zone apex.
+    pub zone: Name,
+    /// The recursive server its queries go to.
+    pub server: SocketAddr,
+}
+
+impl FromStr for ForwardZone {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (zone, server) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected ZONE=ADDR:PORT, got {s:?}"))?;
+        let zone = zone
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {zone:?}: {e}"))?;
+        let server = server
+            .parse::<SocketAddr>()
+            .map_err(|e| format!("bad server address {server:?}: {e}"))?;
+        Ok(Self { zone, server })
+    }
+}
+
+/// One entry of the recursion ACL: an address prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AclEntry {
+    /// The network address.
+    pub addr: IpAddr,
+    /// Prefix length in bits.
+    pub len: u8,
+}
+
+impl AclEntry {
+    /// True if `ip` is inside this prefix (IPv4 and IPv6 never match each other).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        fn prefix_eq(a: &[u8], b: &[u8], bits: u8) -> bool {
+            let full = usize::from(bits / 8);
+            let rest = bits % 8;
+            if a[..full] != b[..full] {
+                return false;
+            }
+            rest == 0 || (a[full] ^ b[full]) & (0xffu8 << (8 - rest)) == 0
+        }
+        match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => prefix_eq(&n.octets(), &a.octets(), self.len),
+            (IpAddr::V6(n), IpAddr::V6(a)) => prefix_eq(&n.octets(), &a.octets(), self.len),
+            _ => false,
+        }
+    }
+}
+
+impl FromStr for AclEntry {
+    type Err = String;
+    /// `ADDR` (a single address) or `ADDR/LEN`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (addr, len) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|e| format!("bad address {addr:?}: {e}"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = match len {
+            Some(l) => l
+                .parse::<u8>()
+                .ok()
+                .filter(|l| *l <= max)
+                .ok_or_else(|| format!("bad prefix length {l:?} in {s:?}"))?,
+            None => max,
+        };
+        Ok(Self { addr, len })
+    }
 }
 
 /// `[server]`.
@@ -176,6 +299,16 @@ pub struct Overrides {
     pub tcp_connections_per_worker: Option<usize>,
     /// `--tcp-connections`.
     pub tcp_connections: Option<usize>,
+    /// `--recursion`.
+    pub recursion: bool,
+    /// `--root-hints`.
+    pub root_hints: Option<PathBuf>,
+    /// `--forward`: added to `resolver.forward`.
+    pub forward: Vec<ForwardZone>,
+    /// `--allow-recursion`: replaces `resolver.allow`.
+    pub allow: Vec<AclEntry>,
+    /// `--upstream-port`.
+    pub upstream_port: Option<u16>,
 }
 
 /// A config file that could not be read or parsed.
@@ -246,6 +379,11 @@ impl Config {
                 z.file = base.join(&z.file);
             }
         }
+        if let Some(h) = &mut config.resolver.root_hints {
+            if h.is_relative() {
+                *h = base.join(&*h);
+            }
+        }
         Ok(config)
     }
 
@@ -279,6 +417,17 @@ impl Config {
         }
         if let Some(v) = o.tcp_connections {
             self.limits.tcp_connections = v;
+        }
+        self.resolver.recursion |= o.recursion;
+        if o.root_hints.is_some() {
+            self.resolver.root_hints = o.root_hints.clone();
+        }
+        self.resolver.forward.extend(o.forward.iter().cloned());
+        if !o.allow.is_empty() {
+            self.resolver.allow = o.allow.clone();
+        }
+        if let Some(p) = o.upstream_port {
+            self.resolver.upstream_port = p;
         }
     }
 
@@ -338,6 +487,17 @@ fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         0 => Err(serde::de::Error::custom("must be at least 1")),
         n => Ok(n),
     }
+}
+
+fn from_strs<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse::<T>().map_err(serde::de::Error::custom))
+        .collect()
 }
 
 fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
@@ -508,6 +668,40 @@ http = "127.0.0.1:9153"
         assert!(c.log.queries);
         assert_eq!(c.limits.tcp_idle_timeout_ms, 500);
         assert!(c.control_socket_path().ends_with("shardns-5300.ctl"));
+    }
+
+    #[test]
+    fn resolver_table() {
+        let c = parse("").unwrap();
+        assert!(!c.resolver.recursion);
+        assert!(c.resolver.allow[0].contains("127.1.2.3".parse().unwrap()));
+        assert!(c.resolver.allow[1].contains("::1".parse().unwrap()));
+        assert!(!c.resolver.allow[0].contains("10.0.0.1".parse().unwrap()));
+        let c = parse(
+            "[resolver]\nrecursion = true\nroot_hints = \"root.hints\"\n\
+             forward = [\"corp.=127.0.0.1:5300\"]\nallow = [\"::1\", \"10.0.0.0/9\"]\n\
+             cache_size = 1000000\nmin_ttl = 5\nmax_ttl = 60\nupstream_port = 5301\n",
+        )
+        .unwrap();
+        let r = &c.resolver;
+        assert!(r.recursion);
+        assert_eq!(
+            r.root_hints.as_deref(),
+            Some(Path::new("/etc/shardns/root.hints"))
+        );
+        assert_eq!(r.forward[0].zone.to_string(), "corp.");
+        assert_eq!(r.forward[0].server, "127.0.0.1:5300".parse().unwrap());
+        assert!(r.allow[1].contains("10.127.0.1".parse().unwrap()));
+        assert!(!r.allow[1].contains("10.128.0.1".parse().unwrap()));
+        assert!(!r.allow[0].contains("127.0.0.1".parse().unwrap()));
+        assert_eq!(
+            (r.cache_size, r.min_ttl, r.max_ttl, r.upstream_port),
+            (1_000_000, 5, 60, 5301)
+        );
+        let e = parse("[resolver]\nallow = [\"10.0.0.0/33\"]\n").unwrap_err();
+        assert!(e.to_string().contains("resolver.allow"), "{e}");
+        let e = parse("[resolver]\nforward = [\"corp.\"]\n").unwrap_err();
+        assert!(e.to_string().contains("ZONE=ADDR:PORT"), "{e}");
     }
 
     #[test]

@@ -50,9 +50,13 @@ impl Reloader {
             || config.stats != self.config.stats
             || config.control_socket_path() != self.config.control_socket_path()
             || config.log != self.config.log
+            || config.resolver != self.config.resolver
         {
-            warn!("reload: only zones are reloaded; changes to [server], [limits], [log] and [stats] need a restart");
+            warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats] and [resolver] need a restart");
         }
+        // Whether the example zone stands in for missing zones follows the running role.
+        let mut config = config;
+        config.resolver.recursion = self.config.resolver.recursion;
         let specs = match specs(&config, self.setup.default_zone) {
             Ok(s) => s,
             Err(e) => {

@@ -17,6 +17,10 @@
 //!   stats: summed over the workers' counters when read (control socket, HTTP)
 //! ```
 //!
+//! With `[resolver] recursion = true` each worker also drives its own resolver engine
+//! (`recursion`): queries our zones do not hold are answered from the shared, sharded cache
+//! or resolved with the worker's own upstream sockets, registered in the same epoll loop.
+//!
 //! `sys` holds the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
 //! unless query logging is switched on.
@@ -27,13 +31,16 @@ pub mod config;
 pub mod control;
 mod http;
 pub mod logging;
+mod recursion;
 mod stats;
 mod sys;
 mod tcp;
 mod worker;
 mod zones;
 
-pub use config::{Config, ConfigError, Overrides, ZoneConfig};
+pub use config::{
+    AclEntry, Config, ConfigError, ForwardZone, Overrides, ResolverConfig, ZoneConfig,
+};
 pub use zones::EmbeddedZone;
 
 use arc_swap::ArcSwap;
@@ -60,8 +67,11 @@ pub struct Setup {
     pub config_path: Option<PathBuf>,
     /// Command-line values, applied over the file.
     pub overrides: Overrides,
-    /// Served when the configuration names no zone.
+    /// Served when the configuration names no zone (and recursion is off).
     pub default_zone: Option<EmbeddedZone>,
+    /// Root hints text used when recursion is on and no `root_hints` file is configured
+    /// (the binary bundles the IANA hints; absent: the resolver crate's built-in copy).
+    pub default_root_hints: Option<&'static str>,
 }
 
 impl Setup {
@@ -75,7 +85,14 @@ impl Setup {
             config_path,
             overrides,
             default_zone,
+            default_root_hints: None,
         }
+    }
+
+    /// Sets the root hints used when none are configured.
+    pub fn with_root_hints(mut self, hints: &'static str) -> Self {
+        self.default_root_hints = Some(hints);
+        self
     }
 
     /// Reads the config file (if any) and applies the overrides.
@@ -169,6 +186,9 @@ impl Shared {
 /// `shardns check`. Returns the number of zones and the warnings.
 pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     let config = setup.config()?;
+    if config.resolver.recursion {
+        resolver_config(&config, setup)?;
+    }
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     let mut library = zones::ZoneLibrary::default();
     let report = library.load(&specs);
@@ -219,6 +239,22 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         started.elapsed().as_secs_f64()
     );
 
+    let recursion = if config.resolver.recursion {
+        let rc = resolver_config(&config, &setup)?;
+        info!(
+            "recursion on: {} root servers, {} forward zones, {} ACL entries",
+            rc.hints.servers.len(),
+            rc.forward_zones.len(),
+            config.resolver.allow.len()
+        );
+        Some(Arc::new(recursion::RecursionShared {
+            resolver: Arc::new(shardns_resolver::Resolver::new(rc)),
+            allow: config.resolver.allow.clone(),
+        }))
+    } else {
+        None
+    };
+
     let workers = config.worker_count();
     let sockets = bind_all(&config, workers)?;
     let control_path = config.control_socket_path();
@@ -265,7 +301,18 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
     let mut handles = Vec::with_capacity(workers);
     for (id, socks) in sockets.into_iter().enumerate() {
-        let w = Worker::new(id, Arc::clone(&shared), socks, opts.clone())
+        let rec = match &recursion {
+            Some(r) => {
+                let seed = random_seed().map_err(io_error("reading /dev/urandom"))?;
+                Some(recursion::Recursion::new(
+                    Arc::clone(r),
+                    seed,
+                    Instant::now(),
+                ))
+            }
+            None => None,
+        };
+        let w = Worker::new(id, Arc::clone(&shared), socks, opts.clone(), rec)
             .map_err(io_error("setting up a worker"))?;
         let h = std::thread::Builder::new()
             .name(format!("shardns-worker-{id}"))
@@ -339,6 +386,49 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     let _ = std::fs::remove_file(&control_path);
     info!("stopped");
     Ok(())
+}
+
+/// The resolver's configuration from `[resolver]`: hints from the configured file, else
+/// the setup's bundled text, else the resolver crate's copy of the IANA hints.
+fn resolver_config(config: &Config, setup: &Setup) -> Result<shardns_resolver::Config, Error> {
+    use shardns_resolver::{Hints, ZoneServers};
+    let r = &config.resolver;
+    let mut rc = shardns_resolver::Config::default();
+    rc.hints = match (&r.root_hints, setup.default_root_hints) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                what: format!("reading root hints {}", path.display()),
+                source,
+            })?;
+            Hints::parse(&text).map_err(|e| Error::Zones(format!("{}: {e}", path.display())))?
+        }
+        (None, Some(text)) => {
+            Hints::parse(text).map_err(|e| Error::Zones(format!("bundled root hints: {e}")))?
+        }
+        (None, None) => Hints::iana(),
+    };
+    for f in &r.forward {
+        match rc.forward_zones.iter_mut().find(|z| z.zone == f.zone) {
+            Some(z) => z.servers.push(f.server),
+            None => rc.forward_zones.push(ZoneServers {
+                zone: f.zone.clone(),
+                servers: vec![f.server],
+            }),
+        }
+    }
+    rc.cache_bytes = r.cache_size;
+    rc.min_ttl = r.min_ttl;
+    rc.max_ttl = r.max_ttl.max(r.min_ttl);
+    rc.upstream_port = r.upstream_port;
+    Ok(rc)
+}
+
+/// 32 secret random bytes for a worker's resolver engine (query IDs, source ports).
+fn random_seed() -> io::Result<[u8; 32]> {
+    use std::io::Read;
+    let mut seed = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut seed)?;
+    Ok(seed)
 }
 
 /// Binds every worker's sockets. Binding happens here, before any worker starts, so a

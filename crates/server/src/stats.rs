@@ -174,6 +174,18 @@ pub(crate) struct WorkerStats {
     pub(crate) tcp_idle_closed: Counter,
     /// TCP connections open now (a gauge).
     pub(crate) tcp_open: Counter,
+    /// Recursive queries answered from the cache.
+    pub(crate) resolver_cache_hits: Counter,
+    /// Recursive queries the cache could not answer (each starts a resolution).
+    pub(crate) resolver_cache_misses: Counter,
+    /// Cache shard locks taken by queries answered from the cache.
+    pub(crate) resolver_cache_locks: Counter,
+    /// Queries sent to upstream servers.
+    pub(crate) resolver_upstream_queries: Counter,
+    /// Resolutions that ended in SERVFAIL.
+    pub(crate) resolver_servfails: Counter,
+    /// Recursive queries refused because the client is not in `resolver.allow`.
+    pub(crate) resolver_refused: Counter,
 }
 
 impl WorkerStats {
@@ -220,6 +232,12 @@ pub(crate) struct Totals {
     pub(crate) tcp_evicted: u64,
     pub(crate) tcp_idle_closed: u64,
     pub(crate) tcp_open: u64,
+    pub(crate) resolver_cache_hits: u64,
+    pub(crate) resolver_cache_misses: u64,
+    pub(crate) resolver_cache_locks: u64,
+    pub(crate) resolver_upstream_queries: u64,
+    pub(crate) resolver_servfails: u64,
+    pub(crate) resolver_refused: u64,
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -246,6 +264,12 @@ impl Totals {
         self.tcp_evicted += w.tcp_evicted.get();
         self.tcp_idle_closed += w.tcp_idle_closed.get();
         self.tcp_open += w.tcp_open.get();
+        self.resolver_cache_hits += w.resolver_cache_hits.get();
+        self.resolver_cache_misses += w.resolver_cache_misses.get();
+        self.resolver_cache_locks += w.resolver_cache_locks.get();
+        self.resolver_upstream_queries += w.resolver_upstream_queries.get();
+        self.resolver_servfails += w.resolver_servfails.get();
+        self.resolver_refused += w.resolver_refused.get();
     }
 
     /// Sums every worker's counters.
@@ -383,6 +407,55 @@ pub(crate) fn render_prometheus(
         udp as f64 / t.udp_recv_calls as f64
     };
     let _ = writeln!(s, "shardns_udp_queries_per_recv_call {per_call}");
+
+    let resolver: [(&str, &str, u64); 6] = [
+        (
+            "shardns_resolver_cache_hits_total",
+            "Recursive queries answered from the cache.",
+            t.resolver_cache_hits,
+        ),
+        (
+            "shardns_resolver_cache_misses_total",
+            "Recursive queries that started a resolution.",
+            t.resolver_cache_misses,
+        ),
+        (
+            "shardns_resolver_cache_locks_total",
+            "Cache shard locks taken by queries answered from the cache.",
+            t.resolver_cache_locks,
+        ),
+        (
+            "shardns_resolver_upstream_queries_total",
+            "Queries sent to upstream servers.",
+            t.resolver_upstream_queries,
+        ),
+        (
+            "shardns_resolver_servfails_total",
+            "Resolutions that ended in SERVFAIL.",
+            t.resolver_servfails,
+        ),
+        (
+            "shardns_resolver_refused_total",
+            "Recursive queries refused by the recursion ACL.",
+            t.resolver_refused,
+        ),
+    ];
+    for (name, help, v) in resolver {
+        head(&mut s, name, "counter", help);
+        let _ = writeln!(s, "{name} {v}");
+    }
+    head(
+        &mut s,
+        "shardns_resolver_cache_locks_per_hit",
+        "gauge",
+        "Cache shard locks per query answered from the cache.",
+    );
+    let per_hit = if t.resolver_cache_hits == 0 {
+        0.0
+    } else {
+        t.resolver_cache_locks as f64 / t.resolver_cache_hits as f64
+    };
+    let _ = writeln!(s, "shardns_resolver_cache_locks_per_hit {per_hit}");
 
     head(
         &mut s,

@@ -7,12 +7,13 @@
 //! read without a lock. The clock is read once per loop iteration. Buffers are allocated
 //! when the worker starts; the query path does not allocate.
 
+use crate::recursion::{Client, Recursion, Reply, KIND_UPSTREAM};
 use crate::stats::{Via, WorkerStats};
 use crate::sys::{self, Epoll, Events, UdpBatch, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::Shared;
 use shardns_wire::message::{read_question, HEADER_LEN};
-use shardns_wire::NameBuf;
+use shardns_wire::{NameBuf, Rcode};
 use shardns_zone::{respond, Outcome, Transport, ZoneSet};
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -85,6 +86,8 @@ pub(crate) struct Worker {
     conns: ConnTable,
     staging: Box<[u8]>,
     buffer_pool: Vec<Vec<u8>>,
+    /// The resolver role (`[resolver] recursion = true`), else `None`.
+    recursion: Option<Recursion>,
 }
 
 impl Worker {
@@ -94,6 +97,7 @@ impl Worker {
         shared: Arc<Shared>,
         sockets: WorkerSockets,
         opts: WorkerOptions,
+        recursion: Option<Recursion>,
     ) -> io::Result<Self> {
         let epoll = Epoll::new()?;
         epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
@@ -125,6 +129,7 @@ impl Worker {
             listeners_paused: false,
             staging: vec![0; TCP_STAGING].into_boxed_slice(),
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
+            recursion,
         })
     }
 
@@ -154,14 +159,23 @@ impl Worker {
             for (token, ready) in events.iter() {
                 let index = (token & 0xffff_ffff) as usize;
                 match token >> KIND_SHIFT {
-                    KIND_UDP => self.serve_udp(index, zones, &mut batch, stats),
+                    KIND_UDP => self.serve_udp(index, zones, &mut batch, now, stats),
                     KIND_LISTENER => self.accept(index, now, stats),
                     KIND_CONN => {
                         let generation = ((token >> 32) & 0xff_ffff) as u32;
                         self.conn_ready(index as u32, generation, ready, zones, now, stats);
                     }
+                    KIND_UPSTREAM => {
+                        let generation = ((token >> 32) & 0xff_ffff) as u32;
+                        if let Some(r) = self.recursion.as_mut() {
+                            r.upstream_ready(index as u32, generation, ready, now, &self.epoll);
+                        }
+                    }
                     _ => waker.drain(),
                 }
+            }
+            if self.recursion.is_some() {
+                self.drive_recursion(now, stats);
             }
             self.expire_idle(now, stats);
         }
@@ -169,16 +183,68 @@ impl Worker {
         debug!(worker = self.id, "worker stopped");
     }
 
-    /// epoll timeout: until the idlest connection's deadline, or forever.
-    fn timeout_ms(&self, now: Instant) -> i32 {
-        match self.conns.oldest() {
+    /// epoll timeout: until the idlest connection's deadline or the resolver's next timer,
+    /// or forever.
+    fn timeout_ms(&mut self, now: Instant) -> i32 {
+        let idle = match self.conns.oldest() {
             None => -1,
             Some((_, last)) => {
                 let left = (last + self.opts.tcp_idle_timeout).saturating_duration_since(now);
                 // Round up so we do not wake just before the deadline.
                 (left.as_millis() as i32).saturating_add(1)
             }
+        };
+        match self.recursion.as_mut().and_then(|r| r.timeout_ms(now)) {
+            None => idle,
+            Some(ms) => {
+                let ms = ms.min(i32::MAX as u64 - 1) as i32;
+                if idle < 0 {
+                    ms
+                } else {
+                    idle.min(ms)
+                }
+            }
         }
+    }
+
+    /// Runs the resolver's timers and events; finished answers go to their clients (UDP:
+    /// from the listening socket the query came in on; TCP: the connection, if still open).
+    fn drive_recursion(&mut self, now: Instant, stats: &WorkerStats) {
+        let Some(rec) = self.recursion.as_mut() else {
+            return;
+        };
+        let udp = &self.udp;
+        let conns = &mut self.conns;
+        let epoll = &self.epoll;
+        rec.drive(now, epoll, stats, &mut |client, frame| match client {
+            Client::Udp { socket, peer } => {
+                let sent = udp
+                    .get(socket)
+                    .is_some_and(|(s, _)| s.send_to(&frame[2..], peer).is_ok());
+                if !sent {
+                    stats.dropped.add(1);
+                }
+            }
+            Client::Tcp { slot, generation } => {
+                let Some(conn) = conns.get_mut(slot, generation) else {
+                    stats.dropped.add(1);
+                    return;
+                };
+                if queue_output(conn, frame, stats).is_err() {
+                    // The connection is broken; epoll reports it and it is closed then.
+                    return;
+                }
+                if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
+                    let want = conn.interest | WRITABLE;
+                    if epoll
+                        .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                        .is_ok()
+                    {
+                        conn.interest = want;
+                    }
+                }
+            }
+        });
     }
 
     // ---- UDP ----
@@ -188,6 +254,7 @@ impl Worker {
         index: usize,
         zones: &ZoneSet,
         batch: &mut UdpBatch,
+        now: Instant,
         stats: &WorkerStats,
     ) {
         let Some((socket, v6)) = self.udp.get(index) else {
@@ -209,7 +276,7 @@ impl Worker {
             stats.queries[via as usize].add(n as u64);
             for i in 0..n {
                 let slot = batch.queued();
-                let peer = if self.opts.log_queries {
+                let peer = if self.opts.log_queries || self.recursion.is_some() {
                     batch.peer(i)
                 } else {
                     None
@@ -222,7 +289,31 @@ impl Worker {
                     continue;
                 };
                 match respond(zones, query, Transport::Udp, out) {
-                    Some(o) if o.len <= out.len() => {
+                    Some(mut o) if o.len <= out.len() => {
+                        if o.rcode == Rcode::REFUSED {
+                            // Not in our zones: the resolver role may take it.
+                            if let (Some(rec), Some(p)) = (self.recursion.as_mut(), peer) {
+                                let client = Client::Udp {
+                                    socket: index,
+                                    peer: p,
+                                };
+                                match rec.query(query, client, Some(p.ip()), out, now, stats) {
+                                    Reply::Refused => {}
+                                    Reply::Pending => continue,
+                                    Reply::Written {
+                                        len,
+                                        rcode,
+                                        qtype,
+                                        truncated,
+                                    } => {
+                                        o.len = len;
+                                        o.rcode = rcode;
+                                        o.qtype = Some(qtype);
+                                        o.truncated = truncated;
+                                    }
+                                }
+                            }
+                        }
                         stats.answered(o.qtype, o.rcode, o.truncated);
                         if self.opts.log_queries {
                             log_query(peer, via, query, &o, stats);
@@ -376,7 +467,21 @@ impl Worker {
             }
         }
         if !failed {
-            failed = answer_frames(conn, &mut self.staging, zones, stats, log_queries).is_err();
+            let ctx = FrameCtx {
+                slot,
+                generation,
+                now,
+                log_queries,
+            };
+            failed = answer_frames(
+                conn,
+                &mut self.staging,
+                zones,
+                self.recursion.as_mut(),
+                ctx,
+                stats,
+            )
+            .is_err();
         }
         if failed || (conn.peer_closed && conn.unsent() == 0) {
             self.close(slot, stats);
@@ -482,9 +587,11 @@ fn answer_frames(
     conn: &mut Conn,
     staging: &mut [u8],
     zones: &ZoneSet,
+    mut recursion: Option<&mut Recursion>,
+    ctx: FrameCtx,
     stats: &WorkerStats,
-    log_queries: bool,
 ) -> io::Result<()> {
+    let log_queries = ctx.log_queries;
     let via = Via::tcp(conn.v6);
     let mut used = 0;
     while conn.input.has_frame() && conn.unsent() < OUTPUT_HIGH_WATER {
@@ -500,7 +607,31 @@ fn answer_frames(
         stats.queries[via as usize].add(1);
         let out = &mut staging[used + 2..used + MAX_FRAME];
         match respond(zones, query, Transport::Tcp, out) {
-            Some(o) if o.len <= out.len() => {
+            Some(mut o) if o.len <= out.len() => {
+                if o.rcode == Rcode::REFUSED {
+                    if let Some(rec) = recursion.as_mut() {
+                        let client = Client::Tcp {
+                            slot: ctx.slot,
+                            generation: ctx.generation,
+                        };
+                        let ip = conn.peer.map(|p| p.ip());
+                        match rec.query(query, client, ip, out, ctx.now, stats) {
+                            Reply::Refused => {}
+                            Reply::Pending => continue,
+                            Reply::Written {
+                                len,
+                                rcode,
+                                qtype,
+                                truncated,
+                            } => {
+                                o.len = len;
+                                o.rcode = rcode;
+                                o.qtype = Some(qtype);
+                                o.truncated = truncated;
+                            }
+                        }
+                    }
+                }
                 stats.answered(o.qtype, o.rcode, o.truncated);
                 if log_queries {
                     log_query(conn.peer, via, query, &o, stats);
@@ -515,6 +646,15 @@ fn answer_frames(
         queue_output(conn, &staging[..used], stats)?;
     }
     Ok(())
+}
+
+/// Which connection `answer_frames` serves, and when.
+#[derive(Clone, Copy)]
+struct FrameCtx {
+    slot: u32,
+    generation: u32,
+    now: Instant,
+    log_queries: bool,
 }
 
 /// Writes `data` now if nothing is queued before it; keeps whatever the socket refuses.

@@ -45,6 +45,10 @@ pub(crate) fn specs(
     fallback: Option<EmbeddedZone>,
 ) -> Result<Vec<ZoneSpec>, String> {
     if config.zones.is_empty() {
+        if config.resolver.recursion {
+            // A resolver need not serve any zone; the example zone would only shadow names.
+            return Ok(Vec::new());
+        }
         let e = fallback.ok_or("no zones configured (add a [[zone]] table or --zone NAME=FILE)")?;
         let name = e
             .name

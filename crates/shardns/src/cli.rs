@@ -1,6 +1,6 @@
 //! The command line: one flag table; clap generates `--help` from it.
 
-use shardns_server::{Overrides, Setup, ZoneConfig};
+use shardns_server::{AclEntry, ForwardZone, Overrides, Setup, ZoneConfig};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -94,6 +94,24 @@ pub(crate) struct ServeArgs {
     /// Most TCP connections in total (default 4096).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) tcp_connections: Option<u32>,
+    /// Also act as a caching recursive resolver: queries with RD set for names outside our
+    /// zones, from clients allowed to recurse, are resolved (others get REFUSED).
+    #[arg(long)]
+    pub(crate) recursion: bool,
+    /// Root hints file for --recursion (default: the IANA root hints bundled in the
+    /// binary). An address may carry a port, e.g. `a.root. A 127.0.0.1@5300`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) root_hints: Option<PathBuf>,
+    /// Send queries at or below ZONE to the recursive server ADDR:PORT (repeatable).
+    #[arg(long, value_name = "ZONE=ADDR:PORT")]
+    pub(crate) forward: Vec<ForwardZone>,
+    /// Clients allowed to recurse, ADDR or ADDR/LEN (repeatable; replaces the config's;
+    /// default 127.0.0.0/8 and ::1).
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) allow_recursion: Vec<AclEntry>,
+    /// Port of name servers learned from referrals and glue (default 53; for tests).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) upstream_port: Option<u16>,
 }
 
 impl ServeArgs {
@@ -109,6 +127,11 @@ impl ServeArgs {
         o.tcp_idle_timeout_ms = self.tcp_idle_timeout_ms;
         o.tcp_connections_per_worker = self.tcp_connections_per_worker.map(|n| n as usize);
         o.tcp_connections = self.tcp_connections.map(|n| n as usize);
+        o.recursion = self.recursion;
+        o.root_hints = self.root_hints.clone();
+        o.forward = self.forward.clone();
+        o.allow = self.allow_recursion.clone();
+        o.upstream_port = self.upstream_port;
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }
@@ -174,6 +197,37 @@ mod tests {
         assert!(Cli::try_parse_from(["shardns", "serve", "--workers", "0"]).is_err());
         assert!(Cli::try_parse_from(["shardns", "serve", "--zone", "nofile"]).is_err());
         assert!(Cli::try_parse_from(["shardns", "serve", "--listen", "127.0.0.1"]).is_err());
+    }
+
+    #[test]
+    fn resolver_flags() {
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "serve",
+            "--recursion",
+            "--root-hints",
+            "h",
+            "--forward",
+            "corp.=127.0.0.1:5300",
+            "--forward",
+            "b.=[::1]:53",
+            "--allow-recursion",
+            "::1",
+            "--upstream-port",
+            "5301",
+        ])
+        .unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        assert!(a.recursion);
+        assert_eq!(a.forward.len(), 2);
+        assert_eq!(a.allow_recursion.len(), 1);
+        assert_eq!(a.upstream_port, Some(5301));
+        assert!(Cli::try_parse_from(["shardns", "serve", "--forward", "corp."]).is_err());
+        assert!(
+            Cli::try_parse_from(["shardns", "serve", "--allow-recursion", "1.2.3.4/40"]).is_err()
+        );
     }
 
     #[test]

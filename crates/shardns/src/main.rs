@@ -17,6 +17,9 @@ const EXAMPLE_ZONE: EmbeddedZone = EmbeddedZone {
     text: include_str!("../data/example.test.zone"),
 };
 
+/// The IANA root hints, used by the resolver role when no --root-hints file is given.
+const ROOT_HINTS: &str = include_str!("../data/root.hints");
+
 fn main() -> ExitCode {
     // `shardns bench ...` belongs to the benchmark's own parser, flags and all.
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -49,14 +52,14 @@ fn bench(rest: Vec<OsString>) -> ExitCode {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
-    let setup = args.setup(EXAMPLE_ZONE);
+    let setup = args.setup(EXAMPLE_ZONE).with_root_hints(ROOT_HINTS);
     let config = setup.config().map_err(|e| e.to_string())?;
     logging::init(&logging::filter_for(&setup.overrides, Some(&config)))?;
     shardns_server::run(setup).map_err(|e| e.to_string())
 }
 
 fn check(args: &ServeArgs) -> Result<(), String> {
-    let setup = args.setup(EXAMPLE_ZONE);
+    let setup = args.setup(EXAMPLE_ZONE).with_root_hints(ROOT_HINTS);
     let (zones, warnings) = shardns_server::check(&setup).map_err(|e| e.to_string())?;
     for w in &warnings {
         eprintln!("shardns: warning: {w}");

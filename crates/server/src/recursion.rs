@@ -1,0 +1,561 @@
+//! recursion -- one worker's side of the resolver role: it drives that worker's
+//! `shardns_resolver::Engine` with real sockets.
+//!
+//! Owns: the worker's [`Recursion`] (engine, pending client queries keyed by `TaskId`,
+//! upstream sockets keyed by `QueryId`, the millisecond clock the engine sees). Shared
+//! between workers: only the [`RecursionShared`] (the `Resolver` with its sharded cache, and
+//! the ACL), in an `Arc`.
+//!
+//! The order for a client query: the worker's `respond` answers from our zones; only when it
+//! says REFUSED (no zone of ours holds the name) does [`Recursion::query`] look at it. A
+//! query with RD from an allowed client is answered from the cache straight into the
+//! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
+//! its answer is delivered when the engine reports `Event::Done`.
+//! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
+
+use crate::config::AclEntry;
+use crate::stats::WorkerStats;
+use crate::sys::{Epoll, BROKEN, READABLE, WRITABLE};
+use shardns_resolver::{
+    put_opt_with_ede, Answer, CacheAnswer, Engine, Event, QueryId, Resolver, TaskId,
+};
+use shardns_wire::edns::read_trailer;
+use shardns_wire::message::{read_question, Header, HEADER_LEN};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, Opcode, RType, Rcode};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest UDP payload we send to clients in a recursive answer (as for authoritative ones).
+const CLIENT_UDP_MAX: u16 = 1232;
+/// Room kept for the OPT record with an Extended DNS Error (11 + 4 + 2 + 64 octets).
+const OPT_ROOM: usize = 81;
+/// Largest upstream response read.
+const UPSTREAM_MAX: usize = 65535;
+/// Datagrams read from one upstream socket per wake-up.
+const UPSTREAM_ROUNDS: usize = 8;
+
+/// What every worker's resolver side shares: the resolver (cache, config) and the ACL.
+pub(crate) struct RecursionShared {
+    pub(crate) resolver: Arc<Resolver>,
+    pub(crate) allow: Vec<AclEntry>,
+}
+
+impl RecursionShared {
+    fn allowed(&self, ip: IpAddr) -> bool {
+        // A handful of configured prefixes: a scan is cheapest.
+        self.allow.iter().any(|a| a.contains(ip))
+    }
+}
+
+/// Where a client query came from, to send its answer back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Client {
+    /// From listening UDP socket `socket` of the worker, sender `peer`.
+    Udp { socket: usize, peer: SocketAddr },
+    /// On TCP connection (`slot`, `generation`) of the worker.
+    Tcp { slot: u32, generation: u32 },
+}
+
+/// What [`Recursion::query`] did with a query `respond` refused.
+pub(crate) enum Reply {
+    /// Not for recursion (no RD, client not allowed, not class IN...): keep the REFUSED.
+    Refused,
+    /// Answered from the cache: a response of `len` octets is in the output buffer.
+    Written {
+        len: usize,
+        rcode: Rcode,
+        qtype: RType,
+        truncated: bool,
+    },
+    /// Resolving; the answer follows later.
+    Pending,
+}
+
+/// A client waiting for a resolution.
+struct Pending {
+    client: Client,
+    id: u16,
+    rd: bool,
+    cd: bool,
+    qname: Name,
+    qtype: RType,
+    /// The client's EDNS: (UDP payload size, DO bit).
+    edns: Option<(u16, bool)>,
+}
+
+enum UpKind {
+    Udp(UdpSocket),
+    Tcp {
+        stream: TcpStream,
+        out: Vec<u8>,
+        sent: usize,
+        input: Vec<u8>,
+    },
+}
+
+struct Upstream {
+    generation: u32,
+    query: QueryId,
+    server: SocketAddr,
+    kind: UpKind,
+}
+
+/// One worker's resolver driver.
+pub(crate) struct Recursion {
+    shared: Arc<RecursionShared>,
+    engine: Engine,
+    base: Instant,
+    pending: HashMap<TaskId, Pending>,
+    upstreams: Vec<Option<Upstream>>,
+    free: Vec<u32>,
+    by_query: HashMap<QueryId, u32>,
+    next_generation: u32,
+    read_buf: Box<[u8]>,
+    write_buf: Box<[u8]>,
+}
+
+/// Hands a finished answer to its client: the response with its 2-octet TCP length
+/// prefix (a UDP client gets the bytes after the prefix).
+pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Client, &[u8]);
+
+impl Recursion {
+    pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
+        let engine = Engine::new(Arc::clone(&shared.resolver), seed);
+        Self {
+            shared,
+            engine,
+            base,
+            pending: HashMap::new(),
+            upstreams: Vec::new(),
+            free: Vec::new(),
+            by_query: HashMap::new(),
+            next_generation: 0,
+            read_buf: vec![0; UPSTREAM_MAX].into_boxed_slice(),
+            write_buf: vec![0; 2 + 65535].into_boxed_slice(),
+        }
+    }
+
+    /// The engine's clock: milliseconds since the worker started.
+    pub(crate) fn clock(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.base).as_millis() as u64
+    }
+
+    /// Milliseconds until the engine's next timer (None: no timer).
+    pub(crate) fn timeout_ms(&mut self, now: Instant) -> Option<u64> {
+        let at = self.engine.poll_timeout()?;
+        Some(at.saturating_sub(self.clock(now)))
+    }
+
+    /// Handles a query `respond` refused, from `peer_ip` (checked against the ACL). `out` is
+    /// the response buffer (its length bounds a TCP answer; a UDP answer stays within the
+    /// client's EDNS size).
+    pub(crate) fn query(
+        &mut self,
+        query: &[u8],
+        client: Client,
+        peer_ip: Option<IpAddr>,
+        out: &mut [u8],
+        now: Instant,
+        stats: &WorkerStats,
+    ) -> Reply {
+        let Ok(qh) = Header::parse(query) else {
+            return Reply::Refused;
+        };
+        if !qh.rd() || qh.qr() || qh.opcode() != Opcode::QUERY || qh.qdcount != 1 {
+            return Reply::Refused;
+        }
+        let mut qname = NameBuf::new();
+        let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
+            return Reply::Refused;
+        };
+        if qclass != Class::IN
+            || matches!(qtype, RType::AXFR | RType::IXFR | RType::OPT)
+            || qtype.0 == 0
+        {
+            return Reply::Refused;
+        }
+        let Ok(trailer) = read_trailer(query, &qh, qend) else {
+            return Reply::Refused;
+        };
+        if trailer.edns.is_some_and(|e| e.version > 0) {
+            return Reply::Refused;
+        }
+        if !peer_ip.is_some_and(|ip| self.shared.allowed(ip)) {
+            stats.resolver_refused.add(1);
+            return Reply::Refused;
+        }
+        let edns = trailer.edns.map(|e| (e.udp_size, e.dnssec_ok));
+        let tcp = matches!(client, Client::Tcp { .. });
+        let limit = response_limit(tcp, edns, out.len());
+        let clock = self.clock(now);
+        // Cache first: the answer goes straight into the output buffer.
+        let mut w = MessageWriter::new(out, limit);
+        let _ = w.put_question(qname.as_ref(), qtype, Class::IN);
+        let after_question = w.checkpoint();
+        if edns.is_some() {
+            w.set_limit(limit.saturating_sub(OPT_ROOM));
+        }
+        match self
+            .shared
+            .resolver
+            .cache()
+            .answer(qname.as_ref(), qtype, clock, &mut w)
+        {
+            CacheAnswer::Hit {
+                rcode,
+                truncated,
+                locks,
+            } => {
+                stats.resolver_cache_hits.add(1);
+                stats.resolver_cache_locks.add(u64::from(locks));
+                stats.lock_acquisitions.add(u64::from(locks));
+                if truncated {
+                    w.rollback(after_question);
+                }
+                let len = finish(w, &qh, rcode, truncated, limit, edns, None);
+                Reply::Written {
+                    len,
+                    rcode,
+                    qtype,
+                    truncated,
+                }
+            }
+            CacheAnswer::Miss { locks } => {
+                stats.resolver_cache_misses.add(1);
+                stats.lock_acquisitions.add(u64::from(locks));
+                let task = self.engine.resolve(qname.as_ref(), qtype, clock);
+                self.pending.insert(
+                    task,
+                    Pending {
+                        client,
+                        id: qh.id,
+                        rd: qh.rd(),
+                        cd: qh.cd(),
+                        qname: qname.as_ref().to_name(),
+                        qtype,
+                        edns,
+                    },
+                );
+                Reply::Pending
+            }
+        }
+    }
+
+    /// Fires due timers, then acts on every event the engine has: sends upstream queries,
+    /// closes their sockets, and hands finished answers to `deliver`.
+    pub(crate) fn drive(
+        &mut self,
+        now: Instant,
+        epoll: &Epoll,
+        stats: &WorkerStats,
+        deliver: Deliver<'_>,
+    ) {
+        let clock = self.clock(now);
+        self.engine.handle_timeout(clock);
+        // Bounded by the engine's per-resolution query limits; the cap is a safety net.
+        for _ in 0..1_000_000 {
+            let Some(ev) = self.engine.poll() else { break };
+            match ev {
+                Event::Transmit(t) => {
+                    stats.resolver_upstream_queries.add(1);
+                    if self
+                        .open_upstream(t.query, t.server, t.tcp, t.source_port, t.payload(), epoll)
+                        .is_err()
+                    {
+                        self.engine.handle_send_error(t.query, clock);
+                    }
+                }
+                Event::Close(q) => {
+                    if let Some(slot) = self.by_query.remove(&q) {
+                        // Dropping the socket closes it and takes it out of the epoll set.
+                        self.upstreams[slot as usize] = None;
+                        self.free.push(slot);
+                    }
+                }
+                Event::Done(task, answer) => {
+                    let Some(p) = self.pending.remove(&task) else {
+                        continue;
+                    };
+                    if answer.rcode == Rcode::SERVFAIL {
+                        stats.resolver_servfails.add(1);
+                    }
+                    let tcp = matches!(p.client, Client::Tcp { .. });
+                    let (len, truncated) = write_answer(&mut self.write_buf[2..], &p, &answer, tcp);
+                    self.write_buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
+                    stats.answered(Some(p.qtype), answer.rcode, truncated);
+                    deliver(p.client, &self.write_buf[..2 + len]);
+                }
+            }
+        }
+    }
+
+    fn open_upstream(
+        &mut self,
+        query: QueryId,
+        server: SocketAddr,
+        tcp: bool,
+        source_port: u16,
+        payload: &[u8],
+        epoll: &Epoll,
+    ) -> io::Result<()> {
+        let domain = Domain::for_address(server);
+        let kind = if tcp {
+            let s = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+            s.set_nonblocking(true)?;
+            s.set_nodelay(true)?;
+            match s.connect(&SockAddr::from(server)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            let mut out = Vec::with_capacity(2 + payload.len());
+            out.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+            out.extend_from_slice(payload);
+            UpKind::Tcp {
+                stream: s.into(),
+                out,
+                sent: 0,
+                input: Vec::new(),
+            }
+        } else {
+            let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+            s.set_nonblocking(true)?;
+            let any: IpAddr = if server.is_ipv4() {
+                Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                Ipv6Addr::UNSPECIFIED.into()
+            };
+            if s.bind(&SockAddr::from(SocketAddr::new(any, source_port)))
+                .is_err()
+            {
+                s.bind(&SockAddr::from(SocketAddr::new(any, 0)))?;
+            }
+            s.connect(&SockAddr::from(server))?;
+            let udp: UdpSocket = s.into();
+            udp.send(payload)?;
+            UpKind::Udp(udp)
+        };
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.upstreams.push(None);
+                (self.upstreams.len() - 1) as u32
+            }
+        };
+        let (fd, interest) = match &kind {
+            UpKind::Udp(s) => (s.as_raw_fd(), READABLE),
+            UpKind::Tcp { stream, .. } => (stream.as_raw_fd(), READABLE | WRITABLE),
+        };
+        if let Err(e) = epoll.add(fd, upstream_token(slot, generation), interest) {
+            self.free.push(slot);
+            return Err(e);
+        }
+        self.upstreams[slot as usize] = Some(Upstream {
+            generation,
+            query,
+            server,
+            kind,
+        });
+        self.by_query.insert(query, slot);
+        Ok(())
+    }
+
+    /// An upstream socket is ready.
+    pub(crate) fn upstream_ready(
+        &mut self,
+        slot: u32,
+        generation: u32,
+        ready: u32,
+        now: Instant,
+        epoll: &Epoll,
+    ) {
+        let clock = self.clock(now);
+        let Some(Some(up)) = self.upstreams.get_mut(slot as usize) else {
+            return;
+        };
+        if up.generation & 0xff_ffff != generation {
+            return;
+        }
+        let (query, server) = (up.query, up.server);
+        match &mut up.kind {
+            UpKind::Udp(s) => {
+                for _ in 0..UPSTREAM_ROUNDS {
+                    match s.recv_from(&mut self.read_buf) {
+                        Ok((n, from)) => {
+                            // The engine checks source, ID and question; datagrams for
+                            // a finished query are ignored. The socket closes on Close.
+                            self.engine
+                                .handle_response(query, from, &self.read_buf[..n], clock);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => {
+                            // ICMP unreachable (connection refused) or similar.
+                            self.engine.handle_send_error(query, clock);
+                            break;
+                        }
+                    }
+                }
+            }
+            UpKind::Tcp {
+                stream,
+                out,
+                sent,
+                input,
+            } => {
+                let mut failed = false;
+                if ready & WRITABLE != 0 && *sent < out.len() {
+                    match stream.write(&out[*sent..]) {
+                        Ok(n) => *sent += n,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                            ) => {}
+                        Err(_) => failed = true,
+                    }
+                    if *sent == out.len() {
+                        let _ = epoll.modify(
+                            stream.as_raw_fd(),
+                            upstream_token(slot, generation),
+                            READABLE,
+                        );
+                    }
+                }
+                if !failed && ready & READABLE != 0 {
+                    match stream.read(&mut self.read_buf) {
+                        Ok(0) => failed = true,
+                        Ok(n) => input.extend_from_slice(&self.read_buf[..n]),
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                            ) => {}
+                        Err(_) => failed = true,
+                    }
+                } else if !failed && ready & BROKEN != 0 {
+                    failed = true;
+                }
+                if input.len() >= 2 {
+                    let len = usize::from(u16::from_be_bytes([input[0], input[1]]));
+                    if input.len() >= 2 + len {
+                        let msg = std::mem::take(input);
+                        self.engine
+                            .handle_response(query, server, &msg[2..2 + len], clock);
+                        return;
+                    }
+                }
+                if failed {
+                    self.engine.handle_send_error(query, clock);
+                }
+            }
+        }
+    }
+}
+
+/// Token of an upstream socket: kind 4 in the top byte.
+pub(crate) const KIND_UPSTREAM: u64 = 4;
+
+fn upstream_token(slot: u32, generation: u32) -> u64 {
+    (KIND_UPSTREAM << 56) | ((u64::from(generation) & 0xff_ffff) << 32) | u64::from(slot)
+}
+
+/// The response size limit for a client.
+fn response_limit(tcp: bool, edns: Option<(u16, bool)>, buf: usize) -> usize {
+    let limit = match (tcp, edns) {
+        (true, _) => usize::from(u16::MAX),
+        (false, None) => 512,
+        (false, Some((size, _))) => usize::from(size.clamp(512, CLIENT_UDP_MAX)),
+    };
+    limit.min(buf)
+}
+
+/// Writes the header (and the OPT record if the client sent EDNS) and finishes.
+fn finish(
+    mut w: MessageWriter<'_>,
+    qh: &Header,
+    rcode: Rcode,
+    truncated: bool,
+    limit: usize,
+    edns: Option<(u16, bool)>,
+    ede: Option<&shardns_resolver::Ede>,
+) -> usize {
+    let mut h = Header {
+        id: qh.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_opcode(Opcode::QUERY);
+    h.set_rd(qh.rd());
+    h.set_cd(qh.cd());
+    h.set_ra(true);
+    h.set_tc(truncated);
+    h.set_rcode(rcode);
+    w.set_limit(limit);
+    if let Some((_, dnssec_ok)) = edns {
+        if put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, ede).is_err() {
+            let _ = put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, None);
+        }
+    }
+    w.finish(&h).len()
+}
+
+/// Writes a finished resolution's response for its client; returns (length, truncated).
+fn write_answer(buf: &mut [u8], p: &Pending, answer: &Answer, tcp: bool) -> (usize, bool) {
+    let limit = response_limit(tcp, p.edns, buf.len());
+    let mut w = MessageWriter::new(buf, limit);
+    let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);
+    let after_question = w.checkpoint();
+    if p.edns.is_some() {
+        w.set_limit(limit.saturating_sub(OPT_ROOM));
+    }
+    let truncated = answer.write(&mut w).is_err();
+    if truncated {
+        w.rollback(after_question);
+    }
+    let mut qh = Header {
+        id: p.id,
+        ..Header::default()
+    };
+    qh.set_rd(p.rd);
+    qh.set_cd(p.cd);
+    let len = finish(
+        w,
+        &qh,
+        answer.rcode,
+        truncated,
+        limit,
+        p.edns,
+        answer.ede.as_ref(),
+    );
+    (len, truncated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_follow_transport_and_edns() {
+        assert_eq!(response_limit(false, None, 4096), 512);
+        assert_eq!(response_limit(false, Some((4096, false)), 4096), 1232);
+        assert_eq!(response_limit(false, Some((100, false)), 4096), 512);
+        assert_eq!(response_limit(true, None, 70000), 65535);
+    }
+
+    #[test]
+    fn upstream_tokens_carry_kind_slot_and_generation() {
+        let t = upstream_token(7, 0x0100_0003);
+        assert_eq!(t >> 56, KIND_UPSTREAM);
+        assert_eq!(t & 0xffff_ffff, 7);
+        assert_eq!((t >> 32) & 0xff_ffff, 3);
+    }
+}

@@ -1,0 +1,342 @@
+//! End-to-end tests of the resolver role (`shardns serve --recursion`): a root instance on
+//! 127.0.0.1 delegating `test.` and `other.` to a TLD instance on 127.0.0.2, and resolver
+//! instances on 127.0.0.3 (and .4) whose root hints point at our root. Every instance is a
+//! real `shardns` process, killed when its guard drops.
+//!
+//! Referrals from our root carry plain glue addresses (port 53), so the resolvers run with
+//! `--upstream-port` set to the TLD instance's port. Never: any address outside 127.0.0.0/8,
+//! unbounded waits, or processes left running.
+
+mod common;
+
+use common::{dig, free_port, parse, stat_value, udp_client, udp_exchange, TempDir, BIN};
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::RecordType;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROOT_ZONE: &str = "\
+$TTL 3600
+.                   IN SOA a.root-servers.net. admin.root-servers.net. 1 3600 600 86400 300
+.                   IN NS  a.root-servers.net.
+a.root-servers.net. IN A   127.0.0.1
+test.               IN NS  ns.test.
+ns.test.            IN A   127.0.0.2
+other.              IN NS  ns.other.
+ns.other.           IN A   127.0.0.2
+";
+
+const TEST_ZONE: &str = "\
+$TTL 300
+@     IN SOA ns.test. admin.test. 1 3600 600 86400 60
+@     IN NS  ns.test.
+ns    IN A   127.0.0.2
+www   IN A   192.0.2.1
+alias IN CNAME www.other.
+";
+
+const OTHER_ZONE: &str = "\
+$TTL 300
+@     IN SOA ns.other. admin.other. 1 3600 600 86400 60
+@     IN NS  ns.other.
+ns    IN A   127.0.0.2
+www   IN A   192.0.2.2
+";
+
+/// One running `shardns serve` on a 127.0.0.x address; killed on drop.
+struct Instance {
+    child: Child,
+    addr: SocketAddr,
+    control: PathBuf,
+    log: Arc<Mutex<String>>,
+}
+
+impl Instance {
+    fn start(dir: &Path, name: &str, addr: SocketAddr, args: &[&str]) -> Self {
+        let control = dir.join(format!("{name}.ctl"));
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--control")
+            .arg(&control)
+            .args(["--workers", "2"])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start shardns");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let mut me = Self {
+            child,
+            addr,
+            control,
+            log,
+        };
+        let end = Instant::now() + Duration::from_secs(20);
+        while !me.log().contains("shardns ready") {
+            if let Ok(Some(status)) = me.child.try_wait() {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("{name} exited ({status}):\n{}", me.log());
+            }
+            assert!(Instant::now() < end, "{name} not ready:\n{}", me.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        me
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn stat(&self, name: &str) -> f64 {
+        let out = Command::new(BIN)
+            .arg("stats")
+            .arg("--control")
+            .arg(&self.control)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "stats failed: {out:?}");
+        stat_value(&String::from_utf8_lossy(&out.stdout), name)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- log of {} ---\n{}", self.addr, self.log());
+        }
+    }
+}
+
+/// Our own root (127.0.0.1) and TLD (127.0.0.2) instances, and a hints file for them.
+struct Authorities {
+    dir: TempDir,
+    _root: Instance,
+    tld: Instance,
+    hints: PathBuf,
+}
+
+fn authorities(tag: &str) -> Authorities {
+    let dir = TempDir::new(tag);
+    let root_zone = dir.write("root.zone", ROOT_ZONE);
+    let test_zone = dir.write("test.zone", TEST_ZONE);
+    let other_zone = dir.write("other.zone", OTHER_ZONE);
+    let root_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let tld_addr: SocketAddr = format!("127.0.0.2:{}", free_port()).parse().unwrap();
+    let root = Instance::start(
+        dir.path(),
+        "root",
+        root_addr,
+        &["--zone", &format!(".={}", root_zone.display())],
+    );
+    let tld = Instance::start(
+        dir.path(),
+        "tld",
+        tld_addr,
+        &[
+            "--zone",
+            &format!("test.={}", test_zone.display()),
+            "--zone",
+            &format!("other.={}", other_zone.display()),
+        ],
+    );
+    let hints = dir.write(
+        "root.hints",
+        &format!(
+            "; our test root\n. 3600000 NS a.root-servers.net.\na.root-servers.net. 3600000 A 127.0.0.1@{}\n",
+            root_addr.port()
+        ),
+    );
+    Authorities {
+        dir,
+        _root: root,
+        tld,
+        hints,
+    }
+}
+
+impl Authorities {
+    /// A resolver instance on `ip` using our root, plus `args`.
+    fn resolver(&self, name: &str, ip: &str, args: &[&str]) -> Instance {
+        let addr: SocketAddr = format!("{ip}:{}", free_port()).parse().unwrap();
+        let port = self.tld.addr.port().to_string();
+        let hints = self.hints.display().to_string();
+        let mut all = vec![
+            "--recursion",
+            "--root-hints",
+            &hints,
+            "--upstream-port",
+            &port,
+        ];
+        all.extend_from_slice(args);
+        Instance::start(self.dir.path(), name, addr, &all)
+    }
+}
+
+/// A query with RD set (and EDNS when `edns` gives a size).
+fn rd_query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
+    let mut q = common::query(id, name, qtype, edns);
+    q[2] |= 0x01;
+    q
+}
+
+fn ask(server: SocketAddr, id: u16, name: &str, qtype: RecordType) -> hickory_proto::op::Message {
+    let sock = udp_client(server);
+    let resp = udp_exchange(&sock, &rd_query(id, name, u16::from(qtype), Some(1232)))
+        .unwrap_or_else(|| panic!("no answer from {server} for {name}"));
+    parse(&resp)
+}
+
+fn rdatas(m: &hickory_proto::op::Message) -> Vec<String> {
+    m.answers
+        .iter()
+        .map(|r| format!("{} {} {}", r.name, r.record_type(), r.data))
+        .collect()
+}
+
+#[test]
+fn resolves_through_our_own_root_and_tld() {
+    let auth = authorities("resolver-main");
+    let res = auth.resolver("resolver", "127.0.0.3", &[]);
+
+    // A plain A answer, found by iteration from the root.
+    let m = ask(res.addr, 1, "www.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert!(m.metadata.recursion_available && m.metadata.recursion_desired);
+    assert!(!m.metadata.authoritative);
+    assert_eq!(rdatas(&m), ["www.test. A 192.0.2.1"]);
+    assert_eq!(res.stat("shardns_resolver_cache_hits_total"), 0.0);
+    let upstream = res.stat("shardns_resolver_upstream_queries_total");
+    assert!(upstream >= 2.0, "root and TLD were asked: {upstream}");
+
+    // The second identical query is a cache hit: no upstream query, one lock per name.
+    let m = ask(res.addr, 2, "www.test.", RecordType::A);
+    assert_eq!(rdatas(&m), ["www.test. A 192.0.2.1"]);
+    assert_eq!(res.stat("shardns_resolver_cache_hits_total"), 1.0);
+    assert_eq!(
+        res.stat("shardns_resolver_upstream_queries_total"),
+        upstream
+    );
+    assert_eq!(res.stat("shardns_resolver_cache_locks_per_hit"), 1.0);
+
+    // A CNAME from one zone into another, both resolved.
+    let m = ask(res.addr, 3, "alias.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(
+        rdatas(&m),
+        ["alias.test. CNAME www.other.", "www.other. A 192.0.2.2"]
+    );
+
+    // NXDOMAIN with the zone's SOA in the authority section.
+    let m = ask(res.addr, 4, "nope.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    assert!(m.answers.is_empty());
+    assert_eq!(m.authorities.len(), 1);
+    assert_eq!(m.authorities[0].record_type(), RecordType::SOA);
+    assert_eq!(m.authorities[0].name.to_string(), "test.");
+
+    // The same over TCP, and through dig (a client that is not ours).
+    let mut s = TcpStream::connect_timeout(&res.addr, Duration::from_secs(3)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let resp = common::tcp_exchange_on(&mut s, &[rd_query(5, "www.other.", 1, None)]);
+    assert_eq!(rdatas(&parse(&resp[0])), ["www.other. A 192.0.2.2"]);
+    let out = dig(res.addr, &["+short", "alias.test", "A"]);
+    assert_eq!(common::sorted_lines(&out), ["192.0.2.2", "www.other."]);
+
+    // Without RD, names outside our zones are still refused.
+    let sock = udp_client(res.addr);
+    let resp = udp_exchange(&sock, &common::query(6, "www.test.", 1, None)).unwrap();
+    assert_eq!(parse(&resp).metadata.response_code, ResponseCode::Refused);
+
+    assert_eq!(res.stat("shardns_resolver_servfails_total"), 0.0);
+    assert!(res.stat("shardns_resolver_cache_hits_total") >= 2.0);
+}
+
+#[test]
+fn recursion_acl_refuses_other_clients() {
+    let auth = authorities("resolver-acl");
+    // Only ::1 may recurse, from the config file; our client comes from 127.0.0.1.
+    let config = auth.dir.write(
+        "resolver.toml",
+        &format!(
+            "[resolver]\nrecursion = true\nroot_hints = {:?}\nupstream_port = {}\nallow = [\"::1\"]\n",
+            auth.hints.display().to_string(),
+            auth.tld.addr.port()
+        ),
+    );
+    let addr: SocketAddr = format!("127.0.0.3:{}", free_port()).parse().unwrap();
+    let res = Instance::start(
+        auth.dir.path(),
+        "acl",
+        addr,
+        &["-c", &config.display().to_string()],
+    );
+    let m = ask(res.addr, 1, "www.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert!(m.answers.is_empty());
+    assert_eq!(res.stat("shardns_resolver_refused_total"), 1.0);
+    assert_eq!(res.stat("shardns_resolver_upstream_queries_total"), 0.0);
+}
+
+#[test]
+fn forwards_a_zone_to_another_resolver() {
+    let auth = authorities("resolver-fwd");
+    let upstream = auth.resolver("upstream", "127.0.0.3", &[]);
+    let fwd = format!("test.={}", upstream.addr);
+    // test. is forwarded (RD set) to the other resolver instead of being iterated.
+    let forwarder = auth.resolver("forwarder", "127.0.0.4", &["--forward", &fwd]);
+    let m = ask(forwarder.addr, 1, "www.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(rdatas(&m), ["www.test. A 192.0.2.1"]);
+    assert_eq!(
+        forwarder.stat("shardns_resolver_upstream_queries_total"),
+        1.0
+    );
+    assert_eq!(upstream.stat("shardns_resolver_cache_misses_total"), 1.0);
+}
+
+#[test]
+fn unreachable_root_gives_servfail_with_ede() {
+    let dir = TempDir::new("resolver-dead");
+    // Nothing listens on this port: every upstream query is refused at once.
+    let hints = dir.write(
+        "dead.hints",
+        &format!(
+            ". NS a.root-servers.net.\na.root-servers.net. A 127.0.0.1@{}\n",
+            free_port()
+        ),
+    );
+    let addr: SocketAddr = format!("127.0.0.3:{}", free_port()).parse().unwrap();
+    let res = Instance::start(
+        dir.path(),
+        "dead",
+        addr,
+        &["--recursion", "--root-hints", &hints.display().to_string()],
+    );
+    let sock = udp_client(res.addr);
+    let resp = udp_exchange(&sock, &rd_query(9, "www.test.", 1, Some(1232))).unwrap();
+    let m = parse(&resp);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    let out = dig(res.addr, &["www.test", "A"]);
+    assert!(out.contains("SERVFAIL") && out.contains("EDE"), "{out}");
+    assert_eq!(res.stat("shardns_resolver_servfails_total"), 2.0);
+}
