@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Side by side: shardns against Knot DNS and NSD (authoritative), same zone, same load.
+"""Side by side: shardns against Knot DNS and NSD (authoritative) or Unbound (caching), same
+zone, same load.
 
 Each server runs one worker pinned to core 0; the load generator runs pinned to core 1.
 Rounds are interleaved (A B C A B C ...) so the hypervisor's changing CPU steal hits every
@@ -8,10 +9,15 @@ then measures DURATION seconds. The server's CPU time (all its threads and child
 from /proc inside the sending window, so the headline figure, queries per server CPU-second,
 holds even when the load generator is the bottleneck.
 
+Workloads: `small` (1,000 names), `big` (the same count of names spread over a 1,276,513-record
+zone), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
+sends bench.test to an authoritative shardns on 127.0.0.1:5301 pinned to core 1 (Unbound as a
+stub zone, shardns as a forward zone), every name is resolved once, then the measured load.
+
 Usage:
-  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big] \
-      [--servers shardns,knotd,nsd] [--loadgen dnsperf|shardns] [--markdown FILE]
-Needs: knotd, nsd, dnsperf, dig (Debian packages), a release build of shardns.
+  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|cache] \
+      [--servers shardns,knotd,nsd | shardns,unbound] [--loadgen dnsperf|shardns] [--markdown FILE]
+Needs: knotd, nsd, unbound, dnsperf, dig (Debian packages), a release build of shardns.
 """
 
 import argparse
@@ -27,7 +33,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633}
+PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634}
+UPSTREAM_PORT = 5301
 
 
 def children(pid):
@@ -143,10 +150,44 @@ zone:
     return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
 
 
-def server_cmd(name, work, zone, zonefile, shardns_bin):
+def write_unbound_conf(d, port, zone):
+    os.makedirs(d, exist_ok=True)
+    with open(f"{d}/unbound.conf", "w") as f:
+        f.write(f"""server:
+    interface: 127.0.0.1
+    port: {port}
+    num-threads: 1
+    do-daemonize: no
+    username: ""
+    chroot: ""
+    directory: "{d}"
+    pidfile: "{d}/unbound.pid"
+    use-syslog: no
+    logfile: ""
+    verbosity: 1
+    access-control: 127.0.0.0/8 allow
+    do-not-query-localhost: no
+    do-ip6: no
+    module-config: "iterator"
+    local-zone: "test." nodefault
+remote-control:
+    control-enable: no
+stub-zone:
+    name: "{zone}"
+    stub-addr: 127.0.0.1@{UPSTREAM_PORT}
+""")
+    return ["unbound", "-d", "-c", f"{d}/unbound.conf"]
+
+
+def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     port = PORTS[name]
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
+    if cache and name == "shardns":
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--forward",
+                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"]
+    if name == "unbound":
+        return write_unbound_conf(d, port, zone)
     if name == "shardns":
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
@@ -187,7 +228,8 @@ def parse_qps(kind, text):
 
 
 def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
-    cmd = ["taskset", "-c", "0"] + server_cmd(name, work, zone, zonefile, shardns_bin)
+    cache = args.workload == "cache"
+    cmd = ["taskset", "-c", "0"] + server_cmd(name, work, zone, zonefile, shardns_bin, cache)
     log = open(os.path.join(work, f"{name}.log"), "ab")
     srv = subprocess.Popen(cmd, stdout=log, stderr=log)
     try:
@@ -195,6 +237,10 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         if not wait_answer(port, first_q):
             print(f"{name} did not answer", file=sys.stderr)
             return None
+        if cache:
+            # Every name once, one at a time: the cache holds the whole list before measuring.
+            subprocess.run(["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
+                            "-n", "1", "-c", "1", "-q", "10", "-l", "30"], capture_output=True)
         subprocess.run(loadgen_cmd(args.loadgen, port, qfile, 2, shardns_bin), capture_output=True)
         lg = subprocess.Popen(loadgen_cmd(args.loadgen, port, qfile, args.duration, shardns_bin),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -227,8 +273,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--workload", choices=["small", "big"], default="small")
-    ap.add_argument("--servers", default="shardns,knotd,nsd")
+    ap.add_argument("--workload", choices=["small", "big", "cache"], default="small")
+    ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
@@ -237,18 +283,28 @@ def main():
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True)
     shardns_bin = os.path.join(target, "release", "shardns")
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
-    if args.workload == "small":
-        zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.zone", f"{zones}/queries-A.txt"
-    else:
+    if args.workload == "big":
         zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
+    else:
+        zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.zone", f"{zones}/queries-A.txt"
     if not os.path.exists(zonefile):
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, args.workload],
-                       check=True)
+        gen = "big" if args.workload == "big" else "small"
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, gen], check=True)
+    if args.servers is None:
+        args.servers = "shardns,unbound" if args.workload == "cache" else "shardns,knotd,nsd"
     with open(qfile) as f:
         first_q = f.readline().split()[0]
     servers = [s for s in args.servers.split(",") if s == "shardns" or shutil.which(s)]
     work = tempfile.mkdtemp(prefix="shardns-compare-")
     results = {s: [] for s in servers}
+    upstream = None
+    if args.workload == "cache":
+        upstream = subprocess.Popen(["taskset", "-c", "1", shardns_bin, "serve", "--listen",
+                                     f"127.0.0.1:{UPSTREAM_PORT}", "--zone", f"{zone}={zonefile}",
+                                     "--workers", "1", "--log-level", "warn"])
+        if not wait_answer(UPSTREAM_PORT, first_q):
+            upstream.kill()
+            sys.exit("the upstream authoritative server did not answer")
     for r in range(args.rounds):
         for s in servers:
             res = run_one(s, args, work, zone, zonefile, qfile, first_q, shardns_bin)
@@ -258,14 +314,17 @@ def main():
                       f"{res['kq_per_cpu_s']:.0f} kq/CPU-s, load generator CPU {100 * res['lg_cpu']:.0f}%, "
                       f"lost {res['lost']}, steal {res['steal0']:.0f}/{res['steal1']:.0f}%", file=sys.stderr)
 
+    if upstream:
+        upstream.send_signal(signal.SIGTERM)
+        upstream.wait(10)
     med = lambda s, k: statistics.median(x[k] for x in results[s]) if results[s] else 0.0
-    base = "knotd" if results.get("knotd") else None
+    base = next((b for b in ("knotd", "unbound") if results.get(b)), None)
     lines = [
         f"Workload `{args.workload}` ({zone}, {qfile.rsplit('/', 1)[1]}), load generator {args.loadgen}, "
         f"{args.rounds} interleaved rounds of {args.duration} s, medians.",
         "",
         "| server | kq per server CPU-s | runs (kq/CPU-s) | q/s | server CPU % | load gen CPU % | lost | RSS MiB |"
-        + (" vs knotd (kq/CPU-s) |" if base else ""),
+        + (f" vs {base} (kq/CPU-s) |" if base else ""),
         "|---|---|---|---|---|---|---|---|" + ("---|" if base else ""),
     ]
     for s in servers:
