@@ -17,7 +17,9 @@ stub zone, shardns as a forward zone), every name is resolved once, then the mea
 Usage:
   bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|cache] \
       [--servers shardns,knotd,nsd | shardns,unbound] [--loadgen dnsperf|shardns] [--markdown FILE]
-Needs: knotd, nsd, unbound, dnsperf, dig (Debian packages), a release build of shardns.
+      [--plot FILE.png]
+Needs: knotd, nsd, unbound, dnsperf, dig (Debian packages), a release build of shardns;
+matplotlib for --plot only (without it the plot is skipped with a message).
 """
 
 import argparse
@@ -198,6 +200,22 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     raise ValueError(name)
 
 
+def port_free(port, ip="127.0.0.1"):
+    """True if nothing holds ip:port (UDP or TCP). The probe binds without SO_REUSEPORT, so it
+    also catches a leftover server bound with SO_REUSEPORT, which a new server would otherwise
+    share silently (the leftover then takes part of the load and the CPU figures are wrong)."""
+    import socket
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
 def wait_answer(port, qname, timeout=120):
     end = time.time() + timeout
     while time.time() < end:
@@ -222,13 +240,18 @@ def parse_qps(kind, text):
         m = re.search(r"Queries per second:\s+([\d.]+)", text)
         lost = re.search(r"Queries lost:\s+(\d+)", text)
         return (float(m.group(1)) if m else 0.0), (int(lost.group(1)) if lost else -1)
-    m = re.search(r"peak\s+([\d.]+)\s*ops/s", text) or re.search(r"([\d.]+)\s*ops/s", text)
-    lost = re.search(r"lost\D+(\d+)", text)
-    return (float(m.group(1)) if m else 0.0), (int(lost.group(1)) if lost else -1)
+    # `shardns bench rr` prints "peak: 212,828 ops/s" and "queries sent 425,815, lost 0".
+    m = re.search(r"peak:?\s+([\d,.]+)\s*ops/s", text) or re.search(r"([\d,.]+)\s*ops/s", text)
+    lost = re.search(r"queries sent [\d,]+, lost ([\d,]+)", text) or re.search(r"lost\D+([\d,]+)", text)
+    return ((float(m.group(1).replace(",", "")) if m else 0.0),
+            (int(lost.group(1).replace(",", "")) if lost else -1))
 
 
 def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
     cache = args.workload == "cache"
+    if not port_free(PORTS[name]):
+        print(f"{name}: port {PORTS[name]} is already in use, run skipped", file=sys.stderr)
+        return None
     cmd = ["taskset", "-c", "0"] + server_cmd(name, work, zone, zonefile, shardns_bin, cache)
     log = open(os.path.join(work, f"{name}.log"), "ab")
     srv = subprocess.Popen(cmd, stdout=log, stderr=log)
@@ -269,6 +292,47 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         log.close()
 
 
+def plot_kq(path, servers, results, title):
+    """Bar chart of kq per server CPU-second: the median per server, each run as a dot.
+    matplotlib is optional: without it, say so and return."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"--plot: matplotlib is not installed (pip install matplotlib); {path} not written",
+              file=sys.stderr)
+        return
+    names = [s for s in servers if results[s]]
+    if not names:
+        print("--plot: no results to draw", file=sys.stderr)
+        return
+    meds = [statistics.median(x["kq_per_cpu_s"] for x in results[s]) for s in names]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    xs = range(len(names))
+    bars = ax.bar(xs, meds, width=0.6, color="#8fb3d9", edgecolor="#2b5d8c", label="median", zorder=2)
+    for i, s in enumerate(names):
+        runs = [x["kq_per_cpu_s"] for x in results[s]]
+        n = len(runs)
+        offs = [(k - (n - 1) / 2) * min(0.12, 0.45 / max(1, n)) for k in range(n)]
+        ax.scatter([i + o for o in offs], runs, s=18, color="black", zorder=3,
+                   label="each run" if i == 0 else None)
+    for b, m in zip(bars, meds):
+        ax.text(b.get_x() + b.get_width() / 2, m / 2, f"{m:.0f}", ha="center", va="center",
+                fontsize=10, color="#173a5e")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names)
+    ax.set_ylabel("kq per server CPU-second")
+    ax.set_ylim(0, max(max(x["kq_per_cpu_s"] for x in results[s]) for s in names) * 1.15)
+    ax.set_title(title, fontsize=9)
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"plot written to {path}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -277,6 +341,8 @@ def main():
     ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
+                    "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
 
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -299,6 +365,8 @@ def main():
     results = {s: [] for s in servers}
     upstream = None
     if args.workload == "cache":
+        if not port_free(UPSTREAM_PORT):
+            sys.exit(f"port {UPSTREAM_PORT} (upstream) is already in use")
         upstream = subprocess.Popen(["taskset", "-c", "1", shardns_bin, "serve", "--listen",
                                      f"127.0.0.1:{UPSTREAM_PORT}", "--zone", f"{zone}={zonefile}",
                                      "--workers", "1", "--log-level", "warn"])
@@ -342,6 +410,10 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(table + "\n")
+    if args.plot:
+        plot_kq(args.plot, servers, results,
+                f"workload {args.workload}, load generator {args.loadgen}, "
+                f"{args.rounds} interleaved rounds of {args.duration} s")
     shutil.rmtree(work, ignore_errors=True)
 
 
