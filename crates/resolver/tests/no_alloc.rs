@@ -2,42 +2,15 @@
 //! allocator sees zero allocations across thousands of cached answers of every kind,
 //! and each plain hit takes exactly one shard lock.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use shardns_resolver::{CacheAnswer, Config, Engine, Event, Hints, Resolver};
+use shardns_testkit::CountingAlloc;
 use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType, Rcode, Section};
 
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-static COUNTING: AtomicBool = AtomicBool::new(false);
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc::new();
 
 fn n(s: &str) -> Name {
     s.parse().unwrap()
@@ -141,31 +114,27 @@ fn cache_hits_do_not_allocate() {
     let mut buf = [0u8; 1232];
     let locks_before = cache.lock_acquisitions();
     let mut locks = 0u64;
-    COUNTING.store(true, Ordering::Relaxed);
-    for i in 0..10_000u64 {
-        for (qname, qtype, want, want_locks, want_answers) in &questions {
-            let mut w = MessageWriter::new(&mut buf, 1232);
-            w.put_question(qname.as_ref(), *qtype, Class::IN).unwrap();
-            match cache.answer(qname.as_ref(), *qtype, 1_000 + i, &mut w) {
-                CacheAnswer::Hit {
-                    rcode,
-                    truncated: false,
-                    locks: l,
-                } => {
-                    assert_eq!(rcode, *want);
-                    assert_eq!(l, *want_locks);
-                    assert_eq!(w.count(Section::Answer), *want_answers);
-                    locks += u64::from(l);
+    let ((), allocations) = GLOBAL.count(|| {
+        for i in 0..10_000u64 {
+            for (qname, qtype, want, want_locks, want_answers) in &questions {
+                let mut w = MessageWriter::new(&mut buf, 1232);
+                w.put_question(qname.as_ref(), *qtype, Class::IN).unwrap();
+                match cache.answer(qname.as_ref(), *qtype, 1_000 + i, &mut w) {
+                    CacheAnswer::Hit {
+                        rcode,
+                        truncated: false,
+                        locks: l,
+                    } => {
+                        assert_eq!(rcode, *want);
+                        assert_eq!(l, *want_locks);
+                        assert_eq!(w.count(Section::Answer), *want_answers);
+                        locks += u64::from(l);
+                    }
+                    other => panic!("{qname}: {other:?}"),
                 }
-                other => panic!("{qname}: {other:?}"),
             }
         }
-    }
-    COUNTING.store(false, Ordering::Relaxed);
-    assert_eq!(
-        ALLOCS.load(Ordering::Relaxed),
-        0,
-        "allocations on the cache-hit path"
-    );
+    });
+    assert_eq!(allocations, 0, "allocations on the cache-hit path");
     assert_eq!(cache.lock_acquisitions() - locks_before, locks);
 }

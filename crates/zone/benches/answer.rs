@@ -1,7 +1,8 @@
 //! Lookup + render without I/O: answers per second on one core, and heap allocations per
 //! answer (divan's AllocProfiler must show 0). Run: `cargo bench -p shardns-zone --bench answer`.
 
-use shardns_wire::{Class, Header, MessageWriter, Name, RType};
+use shardns_testkit::{query, Edns};
+use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_text, ScanOptions};
 use shardns_zone::{respond, Transport, Zone, ZoneSet};
 use std::path::Path;
@@ -38,16 +39,11 @@ fn bench_zone(hosts: usize) -> ZoneSet {
     ZoneSet::new(vec![Zone::build(origin, scanned).unwrap().0])
 }
 
-fn query(name: &str, qtype: RType, edns: bool) -> Vec<u8> {
-    let mut buf = [0u8; 512];
-    let mut w = MessageWriter::new(&mut buf, 512);
-    let n: Name = name.parse().unwrap();
-    w.put_question(n.as_ref(), qtype, Class::IN).unwrap();
-    if edns {
-        w.put_opt(1232, 0, 0, false, &[]).unwrap();
-    }
-    w.finish(&Header::default()).to_vec()
-}
+const EDNS: Option<Edns> = Some(Edns {
+    udp_size: 1232,
+    version: 0,
+    dnssec_ok: false,
+});
 
 fn run(bencher: divan::Bencher<'_, '_>, queries: Vec<Vec<u8>>) {
     let zones = bench_zone(1000);
@@ -72,7 +68,7 @@ fn a_1000_names(bencher: divan::Bencher<'_, '_>) {
     run(
         bencher,
         (0..1000)
-            .map(|i| query(&format!("host{i:04}.bench.test."), RType::A, false))
+            .map(|i| query(1, &format!("host{i:04}.bench.test."), RType::A, None))
             .collect(),
     );
 }
@@ -83,7 +79,7 @@ fn a_1000_names_edns(bencher: divan::Bencher<'_, '_>) {
     run(
         bencher,
         (0..1000)
-            .map(|i| query(&format!("host{i:04}.bench.test."), RType::A, true))
+            .map(|i| query(1, &format!("host{i:04}.bench.test."), RType::A, EDNS))
             .collect(),
     );
 }
@@ -94,7 +90,7 @@ fn nxdomain(bencher: divan::Bencher<'_, '_>) {
     run(
         bencher,
         (0..1000)
-            .map(|i| query(&format!("missing{i}.bench.test."), RType::A, false))
+            .map(|i| query(1, &format!("missing{i}.bench.test."), RType::A, None))
             .collect(),
     );
 }
@@ -105,10 +101,10 @@ fn mixed(bencher: divan::Bencher<'_, '_>) {
     run(
         bencher,
         vec![
-            query("bench.test.", RType::MX, false),
-            query("www.bench.test.", RType::A, false),
-            query("x.wild.bench.test.", RType::TXT, false),
-            query("host0001.bench.test.", RType::AAAA, false),
+            query(1, "bench.test.", RType::MX, None),
+            query(1, "www.bench.test.", RType::A, None),
+            query(1, "x.wild.bench.test.", RType::TXT, None),
+            query(1, "host0001.bench.test.", RType::AAAA, None),
         ],
     );
 }

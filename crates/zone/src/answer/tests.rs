@@ -37,19 +37,14 @@ const PLAIN: Query = Query {
 };
 
 fn query_bytes(qname: &str, qtype: RType, q: &Query) -> Vec<u8> {
-    let mut buf = [0u8; 512];
-    let mut w = MessageWriter::new(&mut buf, 512);
-    let name: Name = qname.parse().unwrap();
-    w.put_question(name.as_ref(), qtype, Class::IN).unwrap();
-    if let Some((size, version, dnssec_ok)) = q.edns {
-        w.put_opt(size, 0, version, dnssec_ok, &[]).unwrap();
-    }
-    let mut h = Header {
-        id: 0x1234,
-        ..Header::default()
-    };
-    h.set_rd(true);
-    w.finish(&h).to_vec()
+    let edns = q
+        .edns
+        .map(|(udp_size, version, dnssec_ok)| shardns_testkit::Edns {
+            udp_size,
+            version,
+            dnssec_ok,
+        });
+    shardns_testkit::query(0x1234, qname, qtype, edns)
 }
 
 fn ask_with(zones: &ZoneSet, qname: &str, qtype: RType, q: &Query) -> Message {

@@ -1,0 +1,129 @@
+//! Support for the shardns crates' tests and benchmarks (a dev-dependency only).
+//!
+//! [`CountingAlloc`] checks LESSONS.md rule 3 (no heap allocation per query) and [`query`]
+//! builds the queries that tests and benchmarks send.
+#![warn(missing_docs)]
+
+use shardns_wire::{Class, Header, MessageWriter, Name, RType};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// A global allocator that forwards to the system allocator and, while counting is on,
+/// counts allocations and reallocations. Install it with `#[global_allocator]`.
+pub struct CountingAlloc {
+    counting: AtomicBool,
+    allocations: AtomicUsize,
+}
+
+impl CountingAlloc {
+    /// A counter that is off.
+    pub const fn new() -> Self {
+        Self {
+            counting: AtomicBool::new(false),
+            allocations: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `f` with counting on; returns its result and the allocations it made (on any
+    /// thread, so run such tests in a test binary of their own).
+    pub fn count<R>(&self, f: impl FnOnce() -> R) -> (R, usize) {
+        let before = self.allocations.load(Ordering::SeqCst);
+        self.counting.store(true, Ordering::SeqCst);
+        let r = f();
+        self.counting.store(false, Ordering::SeqCst);
+        (r, self.allocations.load(Ordering::SeqCst) - before)
+    }
+
+    fn note(&self) {
+        if self.counting.load(Ordering::Relaxed) {
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for CountingAlloc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: every method forwards to the system allocator with its caller's arguments, so the
+// GlobalAlloc contract is the system allocator's; counting touches only two atomics.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.note();
+        // SAFETY: the caller upholds `alloc`'s contract, which we pass on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through this allocator, with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.note();
+        // SAFETY: the caller upholds `realloc`'s contract, which we pass on unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// EDNS settings of a query built by [`query`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edns {
+    /// Advertised UDP payload size.
+    pub udp_size: u16,
+    /// EDNS version (0; higher to provoke BADVERS).
+    pub version: u8,
+    /// The DO bit.
+    pub dnssec_ok: bool,
+}
+
+/// A query for `qname` (absolute or taken as absolute) and `qtype`, class IN, with ID `id`,
+/// RD set, and an OPT record when `edns` is given.
+pub fn query(id: u16, qname: &str, qtype: RType, edns: Option<Edns>) -> Vec<u8> {
+    let mut buf = [0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 512);
+    let name: Name = qname.parse().expect("a valid query name");
+    w.put_question(name.as_ref(), qtype, Class::IN)
+        .expect("a question fits in 512 octets");
+    if let Some(e) = edns {
+        w.put_opt(e.udp_size, 0, e.version, e.dnssec_ok, &[])
+            .expect("an OPT record fits");
+    }
+    let mut h = Header {
+        id,
+        ..Header::default()
+    };
+    h.set_rd(true);
+    w.finish(&h).to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardns_wire::Message;
+
+    #[test]
+    fn query_parses_back() {
+        let q = query(
+            7,
+            "www.Example.test",
+            RType::AAAA,
+            Some(Edns {
+                udp_size: 1232,
+                version: 0,
+                dnssec_ok: true,
+            }),
+        );
+        let m = Message::parse(&q).unwrap();
+        assert_eq!(m.header.id, 7);
+        assert!(m.header.rd() && !m.header.qr());
+        assert_eq!(m.questions[0].qname.to_string(), "www.Example.test.");
+        assert_eq!(m.questions[0].qtype, RType::AAAA);
+        assert_eq!(m.opt().unwrap().class.0, 1232);
+        assert_eq!(m.opt().unwrap().ttl & 0x8000, 0x8000);
+        assert!(Message::parse(&query(1, "a.", RType::A, None))
+            .unwrap()
+            .opt()
+            .is_none());
+    }
+}
