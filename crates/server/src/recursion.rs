@@ -22,6 +22,7 @@ use shardns_resolver::{
 use shardns_wire::edns::read_trailer;
 use shardns_wire::message::{read_question, Header, HEADER_LEN};
 use shardns_wire::{Class, MessageWriter, Name, NameBuf, Opcode, RType, Rcode};
+use shardns_zone::Outcome;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -65,13 +66,8 @@ pub(crate) enum Client {
 pub(crate) enum Reply {
     /// Not for recursion (no RD, client not allowed, not class IN...): keep the REFUSED.
     Refused,
-    /// Answered from the cache: a response of `len` octets is in the output buffer.
-    Written {
-        len: usize,
-        rcode: Rcode,
-        qtype: RType,
-        truncated: bool,
-    },
+    /// Answered from the cache: the response is in the output buffer.
+    Written(Outcome),
     /// Resolving; the answer follows later.
     Pending,
 }
@@ -218,12 +214,12 @@ impl Recursion {
                     w.rollback(after_question);
                 }
                 let len = finish(w, &qh, rcode, truncated, limit, edns, None);
-                Reply::Written {
+                Reply::Written(Outcome {
                     len,
                     rcode,
-                    qtype,
+                    qtype: Some(qtype),
                     truncated,
-                }
+                })
             }
             CacheAnswer::Miss { locks } => {
                 stats.resolver_cache_misses.add(1);

@@ -300,17 +300,7 @@ impl Worker {
                                 match rec.query(query, client, Some(p.ip()), out, now, stats) {
                                     Reply::Refused => {}
                                     Reply::Pending => continue,
-                                    Reply::Written {
-                                        len,
-                                        rcode,
-                                        qtype,
-                                        truncated,
-                                    } => {
-                                        o.len = len;
-                                        o.rcode = rcode;
-                                        o.qtype = Some(qtype);
-                                        o.truncated = truncated;
-                                    }
+                                    Reply::Written(cached) => o = cached,
                                 }
                             }
                         }
@@ -618,17 +608,7 @@ fn answer_frames(
                         match rec.query(query, client, ip, out, ctx.now, stats) {
                             Reply::Refused => {}
                             Reply::Pending => continue,
-                            Reply::Written {
-                                len,
-                                rcode,
-                                qtype,
-                                truncated,
-                            } => {
-                                o.len = len;
-                                o.rcode = rcode;
-                                o.qtype = Some(qtype);
-                                o.truncated = truncated;
-                            }
+                            Reply::Written(cached) => o = cached,
                         }
                     }
                 }

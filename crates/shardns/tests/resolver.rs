@@ -12,7 +12,6 @@ mod common;
 use common::{dig, free_port, parse, stat_value, udp_client, udp_exchange, TempDir, BIN};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -72,17 +71,7 @@ impl Instance {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start shardns");
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
+        let log = common::capture_stderr(&mut child);
         let mut me = Self {
             child,
             addr,

@@ -96,17 +96,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start shardns");
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
+        let log = capture_stderr(&mut child);
         let mut server = Self {
             child,
             port,
@@ -217,6 +207,23 @@ impl Drop for Server {
 }
 
 /// The value of `name` in Prometheus text (the sum over its label sets).
+/// Collects a child's standard error (which must be piped) into a shared string, line by
+/// line, on a thread of its own.
+pub fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+    let log = Arc::new(Mutex::new(String::new()));
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let sink = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let mut l = sink.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    log
+}
+
 pub fn stat_value(text: &str, name: &str) -> f64 {
     let mut sum = 0.0;
     let mut found = false;
