@@ -9,6 +9,11 @@ then measures DURATION seconds. The server's CPU time (all its threads and child
 from /proc inside the sending window, so the headline figure, queries per server CPU-second,
 holds even when the load generator is the bottleneck.
 
+`--servers` may include `floor`: a responder that does no DNS work (one recvmmsg and one
+sendmmsg per batch, a fixed A record appended to each query; build it with `cargo build --release
+-p shardns-server --example udp_floor`). Its queries per CPU-second is the ceiling any server
+using the socket API reaches on this machine.
+
 Workloads: `small` (1,000 names), `big` (the same count of names spread over a 1,276,513-record
 zone), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
 sends bench.test to an authoritative shardns on 127.0.0.1:5301 pinned to core 1 (Unbound as a
@@ -35,7 +40,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634}
+PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635}
 UPSTREAM_PORT = 5301
 
 
@@ -190,6 +195,9 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
                 f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"]
     if name == "unbound":
         return write_unbound_conf(d, port, zone)
+    if name == "floor":
+        # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
+        return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
     if name == "shardns":
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
@@ -347,6 +355,9 @@ def main():
 
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True)
+    if "floor" in (args.servers or ""):
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns-server", "--example",
+                        "udp_floor"], cwd=ROOT, check=True)
     shardns_bin = os.path.join(target, "release", "shardns")
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
     if args.workload == "big":
@@ -360,7 +371,7 @@ def main():
         args.servers = "shardns,unbound" if args.workload == "cache" else "shardns,knotd,nsd"
     with open(qfile) as f:
         first_q = f.readline().split()[0]
-    servers = [s for s in args.servers.split(",") if s == "shardns" or shutil.which(s)]
+    servers = [s for s in args.servers.split(",") if s in ("shardns", "floor") or shutil.which(s)]
     work = tempfile.mkdtemp(prefix="shardns-compare-")
     results = {s: [] for s in servers}
     upstream = None
