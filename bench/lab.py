@@ -1,0 +1,298 @@
+"""Shared helpers of the bench/ scripts (stdlib only): process accounting from /proc, port
+probes, a process set stopped by PID, `shardns stats` parsing, and a minimal DNS message
+encoder/decoder for clients written in Python.
+
+compare.py and stress.py still carry their own copies of the first few of these (written
+before this module); coldfill.py uses this one.
+"""
+
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---- processes --------------------------------------------------------------------------
+
+def children(pid):
+    """pid and its descendants, from /proc."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cpu_ticks(pids):
+    """utime + stime of the processes (all their threads), in clock ticks."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def rss_kib(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def steal_idle():
+    """Per-CPU (steal, idle, total) jiffies."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if re.match(r"cpu\d", line):
+                v = line.split()
+                nums = list(map(int, v[1:]))
+                out[v[0]] = (nums[7], nums[3] + nums[4], sum(nums))
+    return out
+
+
+def busy_pct(before, after, cpu):
+    """Share of `cpu`'s time that was neither idle nor stolen between two steal_idle()."""
+    b, a = before[cpu], after[cpu]
+    total = max(1, a[2] - b[2])
+    return 100.0 * (total - (a[1] - b[1]) - (a[0] - b[0])) / total
+
+
+def steal_pct(before, after, cpu):
+    b, a = before[cpu], after[cpu]
+    return 100.0 * (a[0] - b[0]) / max(1, a[2] - b[2])
+
+
+class Procs:
+    """Processes we started, stopped by PID (SIGTERM, then SIGKILL after 10 s)."""
+
+    def __init__(self, work):
+        self.work, self.procs = work, []
+
+    def start(self, name, cmd):
+        log = open(os.path.join(self.work, f"{name}.log"), "ab")
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        self.procs.append((name, p, log))
+        print(f"started {name} (pid {p.pid}): {' '.join(cmd)}", file=sys.stderr)
+        return p
+
+    def log(self, name):
+        with open(os.path.join(self.work, f"{name}.log"), errors="replace") as f:
+            return f.read()
+
+    def wait_ready(self, name, p, check, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited ({p.returncode}):\n{self.log(name)[-2000:]}")
+            if check():
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{name} not ready after {timeout} s:\n{self.log(name)[-2000:]}")
+
+    def stop(self, p):
+        for i, (name, q, log) in enumerate(self.procs):
+            if q is p:
+                _terminate(q)
+                log.close()
+                del self.procs[i]
+                return
+
+    def stop_all(self):
+        for name, p, log in reversed(self.procs):
+            _terminate(p)
+            log.close()
+        self.procs = []
+
+
+def _terminate(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+
+def build_shardns():
+    """Builds the release binary (never benchmark a debug build) and returns its path."""
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True,
+                   timeout=1800)
+    return os.path.join(target, "release", "shardns")
+
+
+def unbound_version():
+    try:
+        r = subprocess.run(["unbound", "-V"], capture_output=True, text=True, timeout=5)
+        return r.stdout.split("\n", 1)[0].replace("Version ", "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+# ---- ports and statistics ---------------------------------------------------------------
+
+def port_free(ip, port):
+    """True if nothing holds ip:port for UDP or TCP. The probe binds without SO_REUSEPORT, so it
+    also fails when another server bound the port with SO_REUSEPORT (which a second shardns
+    would otherwise share silently, splitting the traffic)."""
+    fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+        s = socket.socket(fam, kind)
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def shardns_stats(bin_, control):
+    """Every sample of `shardns stats` as {'family{labels}': value} (labels kept verbatim), or
+    {} if the instance does not answer."""
+    try:
+        r = subprocess.run([bin_, "stats", "--control", control], capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"(shardns_\w+(?:\{[^}]*\})?)\s+([-\d.e+]+)$", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def family_sum(stats, family):
+    """Sum of every sample of one family (all label sets)."""
+    return sum(v for k, v in stats.items() if k == family or k.startswith(family + "{"))
+
+
+def by_label(stats, family, label):
+    """{label value: sample} for one family."""
+    out = {}
+    for k, v in stats.items():
+        m = re.match(re.escape(family) + r"\{.*?" + label + r'="([^"]*)"', k)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + v
+    return out
+
+
+# ---- DNS messages -----------------------------------------------------------------------
+
+T_A, T_NS, T_CNAME, T_SOA, T_AAAA = 1, 2, 5, 6, 28
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+
+
+def encode_name(name):
+    out = bytearray()
+    for label in name.rstrip(".").split("."):
+        if label:
+            b = label.encode("ascii")
+            out.append(len(b))
+            out += b
+    out.append(0)
+    return bytes(out)
+
+
+def query(qid, name, qtype=T_A, rd=True):
+    """A query message: header, one question (class IN), no EDNS."""
+    flags = 0x0100 if rd else 0
+    return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+
+
+def _read_name(msg, off):
+    """(lower-case name with a final dot, offset after it in the record), following pointers."""
+    labels, end, hops = [], None, 0
+    while True:
+        n = msg[off]
+        if n & 0xC0 == 0xC0:
+            if end is None:
+                end = off + 2
+            off = ((n & 0x3F) << 8) | msg[off + 1]
+            hops += 1
+            if hops > 64:
+                raise ValueError("compression loop")
+            continue
+        off += 1
+        if n == 0:
+            break
+        labels.append(msg[off:off + n].decode("ascii", "replace").lower())
+        off += n
+    return ".".join(labels) + ".", (end if end is not None else off)
+
+
+def parse_response(msg):
+    """(id, rcode, qname, answers) where answers is a list of (owner, type, value); value is the
+    dotted address for A, the target for CNAME, else the raw rdata. Raises ValueError."""
+    if len(msg) < 12:
+        raise ValueError("short message")
+    qid, flags, qd, an, _ns, _ar = struct.unpack("!HHHHHH", msg[:12])
+    if not flags & 0x8000:
+        raise ValueError("not a response")
+    off, qname = 12, None
+    try:
+        for _ in range(qd):
+            qname, off = _read_name(msg, off)
+            off += 4
+        answers = []
+        for _ in range(an):
+            owner, off = _read_name(msg, off)
+            rtype, _cls, _ttl, rdlen = struct.unpack("!HHIH", msg[off:off + 10])
+            off += 10
+            rdata = msg[off:off + rdlen]
+            if rtype == T_A and rdlen == 4:
+                value = socket.inet_ntoa(rdata)
+            elif rtype == T_CNAME:
+                value = _read_name(msg, off)[0]
+            else:
+                value = bytes(rdata)
+            answers.append((owner, rtype, value))
+            off += rdlen
+    except (IndexError, struct.error) as e:
+        raise ValueError(f"truncated message: {e}") from e
+    return qid, flags & 0xF, qname, answers
+
+
+def probe(ip, port, name, rd=False, timeout=0.5):
+    """Sends one query and returns its rcode name, or None without an answer in time."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.settimeout(timeout)
+        s.connect((ip, port))
+        s.send(query(0x5EED, name, T_A, rd))
+        _qid, rcode, _q, _a = parse_response(s.recv(4096))
+        return RCODES.get(rcode, str(rcode))
+    except (OSError, ValueError):
+        return None
+    finally:
+        s.close()
