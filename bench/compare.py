@@ -38,66 +38,13 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, port_free,  # noqa: E402
+                 rss_kib, steal_idle, steal_pct, terminate)
+
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635}
 UPSTREAM_PORT = 5301
-
-
-def children(pid):
-    """pid and its descendants, from /proc."""
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                kids.setdefault(ppid, []).append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def cpu_ticks(pids):
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        except (OSError, IndexError, ValueError):
-            pass
-    return total
-
-
-def rss_kib(pids):
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
-def steal_idle():
-    """Per-CPU (steal, idle, total) jiffies."""
-    out = {}
-    with open("/proc/stat") as f:
-        for line in f:
-            if re.match(r"cpu\d", line):
-                v = line.split()
-                nums = list(map(int, v[1:]))
-                out[v[0]] = (nums[7], nums[3] + nums[4], sum(nums))
-    return out
 
 
 def write_knot_conf(d, port, zone, zonefile):
@@ -208,22 +155,6 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     raise ValueError(name)
 
 
-def port_free(port, ip="127.0.0.1"):
-    """True if nothing holds ip:port (UDP or TCP). The probe binds without SO_REUSEPORT, so it
-    also catches a leftover server bound with SO_REUSEPORT, which a new server would otherwise
-    share silently (the leftover then takes part of the load and the CPU figures are wrong)."""
-    import socket
-    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind((ip, port))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-
-
 def wait_answer(port, qname, timeout=120):
     end = time.time() + timeout
     while time.time() < end:
@@ -257,7 +188,7 @@ def parse_qps(kind, text):
 
 def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
     cache = args.workload == "cache"
-    if not port_free(PORTS[name]):
+    if not port_free("127.0.0.1", PORTS[name]):
         print(f"{name}: port {PORTS[name]} is already in use, run skipped", file=sys.stderr)
         return None
     cmd = ["taskset", "-c", "0"] + server_cmd(name, work, zone, zonefile, shardns_bin, cache)
@@ -286,17 +217,12 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         win = t1 - t0
         srv_cpu = (s1 - s0) / CLK_TCK / win
         lg_cpu = (l1 - l0) / CLK_TCK / win
-        steal = [100.0 * (c1[c][0] - c0[c][0]) / max(1, c1[c][2] - c0[c][2]) for c in ("cpu0", "cpu1")]
+        steal = [steal_pct(c0, c1, c) for c in ("cpu0", "cpu1")]
         return {"qps": qps, "lost": lost, "srv_cpu": srv_cpu, "lg_cpu": lg_cpu,
                 "kq_per_cpu_s": qps / srv_cpu / 1000 if srv_cpu > 0 else 0.0,
                 "rss_mib": rss / 1024, "steal0": steal[0], "steal1": steal[1]}
     finally:
-        srv.send_signal(signal.SIGTERM)
-        try:
-            srv.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        terminate(srv)
         log.close()
 
 
@@ -353,12 +279,10 @@ def main():
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
 
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True)
+    shardns_bin = build_shardns()
     if "floor" in (args.servers or ""):
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns-server", "--example",
                         "udp_floor"], cwd=ROOT, check=True)
-    shardns_bin = os.path.join(target, "release", "shardns")
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
     if args.workload == "big":
         zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
@@ -376,7 +300,7 @@ def main():
     results = {s: [] for s in servers}
     upstream = None
     if args.workload == "cache":
-        if not port_free(UPSTREAM_PORT):
+        if not port_free("127.0.0.1", UPSTREAM_PORT):
             sys.exit(f"port {UPSTREAM_PORT} (upstream) is already in use")
         upstream = subprocess.Popen(["taskset", "-c", "1", shardns_bin, "serve", "--listen",
                                      f"127.0.0.1:{UPSTREAM_PORT}", "--zone", f"{zone}={zonefile}",

@@ -2,8 +2,8 @@
 probes, a process set stopped by PID, `shardns stats` parsing, and a minimal DNS message
 encoder/decoder for clients written in Python.
 
-compare.py and stress.py still carry their own copies of the first few of these (written
-before this module); coldfill.py uses this one.
+compare.py, stress.py, soak.py and coldfill.py all take these from here; a script imports this
+module by putting its own directory first on sys.path.
 """
 
 import os
@@ -107,32 +107,35 @@ class Procs:
         with open(os.path.join(self.work, f"{name}.log"), errors="replace") as f:
             return f.read()
 
-    def wait_ready(self, name, p, check, timeout=30):
+    def wait_ready(self, name, p, check, timeout=30, every=0.05):
+        """Calls check() every `every` seconds until it is true; raises if p exits first or
+        after `timeout` seconds, with the end of its log."""
         end = time.time() + timeout
         while time.time() < end:
             if p.poll() is not None:
                 raise RuntimeError(f"{name} exited ({p.returncode}):\n{self.log(name)[-2000:]}")
             if check():
                 return
-            time.sleep(0.05)
+            time.sleep(every)
         raise RuntimeError(f"{name} not ready after {timeout} s:\n{self.log(name)[-2000:]}")
 
     def stop(self, p):
         for i, (name, q, log) in enumerate(self.procs):
             if q is p:
-                _terminate(q)
+                terminate(q)
                 log.close()
                 del self.procs[i]
                 return
 
     def stop_all(self):
         for name, p, log in reversed(self.procs):
-            _terminate(p)
+            terminate(p)
             log.close()
         self.procs = []
 
 
-def _terminate(p):
+def terminate(p):
+    """Stops p (a Popen): SIGTERM, then SIGKILL if it is still running after 10 s."""
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
         try:

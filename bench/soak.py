@@ -35,10 +35,10 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stress import Procs, port_free  # noqa: E402
+from lab import Procs, build_shardns, family_sum, port_free, rss_kib, shardns_stats  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IP = "127.0.0.1"
 NAMES = 1000
 
@@ -63,24 +63,6 @@ def serial_of(port):
                         "+time=2", "+tries=3"], capture_output=True, text=True)
     parts = r.stdout.split()
     return int(parts[2]) if len(parts) >= 3 and parts[2].isdigit() else None
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def stats_of(bin_, ctl):
-    r = subprocess.run([bin_, "stats", "--control", ctl], capture_output=True, text=True)
-    out = {}
-    for line in r.stdout.splitlines():
-        m = re.match(r"\s*([a-z_]+(?:\{[^}]*\})?)\s+([\d]+)\s*$", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out, r.stdout
 
 
 def measure_peak(bin_, port, qfile):
@@ -134,9 +116,7 @@ def main():
     ap.add_argument("--keep-json", help="copy the bench tool's JSON report here")
     args = ap.parse_args()
 
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True)
-    bin_ = os.path.join(target, "release", "shardns")
+    bin_ = build_shardns()
     if not port_free(IP, args.port):
         sys.exit(f"{IP}:{args.port} is in use")
 
@@ -153,7 +133,7 @@ def main():
         srv = procs.start("shardns", ["taskset", "-c", "0", bin_, "serve", "--listen", f"{IP}:{args.port}",
                                       "--zone", f"bench.test={zone}", "--workers", "1",
                                       "--control", ctl, "--log-level", "warn"])
-        procs.wait_ready("shardns", srv, lambda: serial_of(args.port) == serial)
+        procs.wait_ready("shardns", srv, lambda: serial_of(args.port) == serial, every=0.2)
         pid = srv.pid
         peak = args.peak or measure_peak(bin_, args.port, qfile)
         qps = int(peak * args.fraction)
@@ -171,8 +151,8 @@ def main():
         warm.wait(timeout=60)
         if serial_of(args.port) != serial:
             raise RuntimeError("the warm-up reload was not served")
-        rss_start = rss_kib(pid)
-        stats0, _ = stats_of(bin_, ctl)
+        rss_start = rss_kib([pid])
+        stats0 = shardns_stats(bin_, ctl)
 
         cmd = ["taskset", "-c", "1", bin_, "bench", "rate", "--server", f"{IP}:{args.port}", "--queries",
                qfile, "--qps", str(qps), "--duration", str(args.duration), "--pid", str(pid), "--json"]
@@ -213,8 +193,8 @@ def main():
         out, _ = load.communicate(timeout=args.duration + 120)
         th.join(timeout=60)
         report = json.loads(out)
-        rss_end = rss_kib(pid)
-        stats1, stats_text = stats_of(bin_, ctl)
+        rss_end = rss_kib([pid])
+        stats1 = shardns_stats(bin_, ctl)
     finally:
         procs.stop_all()
 
@@ -225,7 +205,7 @@ def main():
     full = [s for s in secs if s["t_s"] <= args.duration]
     p99s = [s["p99_ms"] for s in full if s["received"]]
     servfail = tally["rcodes"].get("SERVFAIL", 0)
-    dropped = stats1.get("shardns_dropped_total", 0) - stats0.get("shardns_dropped_total", 0)
+    dropped = int(family_sum(stats1, "shardns_dropped_total") - family_sum(stats0, "shardns_dropped_total"))
     growth = 100.0 * (rss_end - rss_start) / rss_start if rss_start else 0.0
     ok_reloads = sum(1 for r in reloads if r[2])
     checks = [

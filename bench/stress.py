@@ -34,13 +34,15 @@ import shlex
 import shutil
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab import (ROOT, Procs, build_shardns, family_sum, port_free, shardns_stats,  # noqa: E402
+                 unbound_version)
+
 ROOT_IP, AUTH_IP, RES_IP, RES_IP6 = "127.0.0.1", "127.0.0.2", "127.0.0.3", "::1"
 LEGS = {  # leg -> (resolver address family, --tcp)
     "udp4": (4, False),
@@ -88,22 +90,6 @@ ns IN A   127.0.0.2
     return files
 
 
-def port_free(ip, port):
-    """True if nothing holds ip:port for UDP or TCP. The probe binds without SO_REUSEPORT, so it
-    also fails when another server bound the port with SO_REUSEPORT (which a second shardns
-    would otherwise share silently, splitting the traffic)."""
-    fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
-        s = socket.socket(fam, kind)
-        try:
-            s.bind((ip, port))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-
-
 def dig_ok(ip, port, qname, tcp=False):
     cmd = ["dig", f"@{ip}", "-p", str(port), qname, "A", "+time=1", "+tries=1"]
     if tcp:
@@ -113,46 +99,6 @@ def dig_ok(ip, port, qname, tcp=False):
     except subprocess.TimeoutExpired:
         return False
     return "status: NOERROR" in r.stdout and "ANSWER: 0," not in r.stdout
-
-
-class Procs:
-    """Processes we started, stopped by PID (SIGTERM, then SIGKILL after 10 s)."""
-
-    def __init__(self, work):
-        self.work, self.procs = work, []
-
-    def start(self, name, cmd):
-        log = open(os.path.join(self.work, f"{name}.log"), "wb")
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        self.procs.append((name, p, log))
-        print(f"started {name} (pid {p.pid}): {' '.join(cmd)}", file=sys.stderr)
-        return p
-
-    def log(self, name):
-        with open(os.path.join(self.work, f"{name}.log"), errors="replace") as f:
-            return f.read()
-
-    def wait_ready(self, name, p, check, timeout=30):
-        end = time.time() + timeout
-        while time.time() < end:
-            if p.poll() is not None:
-                raise RuntimeError(f"{name} exited ({p.returncode}):\n{self.log(name)[-2000:]}")
-            if check():
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"{name} not ready after {timeout} s:\n{self.log(name)[-2000:]}")
-
-    def stop_all(self):
-        for name, p, log in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
-            log.close()
-        self.procs = []
 
 
 def shardns_cmd(bin_, listen, args, work, name, workers):
@@ -234,18 +180,12 @@ def run_leg(bin_, leg, args, port, qfile, pid, timeout_s):
 
 
 def stats(bin_, work, name):
-    """A few counters of a running shardns instance (from `shardns stats`), or {}."""
-    try:
-        r = subprocess.run([bin_, "stats", "--control", os.path.join(work, f"{name}.ctl")],
-                           capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out = {}
-    for line in r.stdout.splitlines():
-        m = re.match(r"(shardns_(?:queries_total|resolver_\w+_total))(?:\{[^}]*\})?\s+([\d.e+]+)$", line)
-        if m:
-            out[m.group(1)] = out.get(m.group(1), 0) + float(m.group(2))
-    return out
+    """A few counters of a running shardns instance (from `shardns stats`), each summed over its
+    label sets, or {}."""
+    samples = shardns_stats(bin_, os.path.join(work, f"{name}.ctl"))
+    families = {k.split("{", 1)[0] for k in samples}
+    return {f: family_sum(samples, f) for f in families
+            if re.fullmatch(r"shardns_(?:queries_total|resolver_\w+_total)", f)}
 
 
 def mib(kib):
@@ -317,10 +257,7 @@ def main():
     # SIGTERM runs the finally blocks too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True,
-                   timeout=1800)
-    bin_ = os.path.join(target, "release", "shardns")
+    bin_ = build_shardns()
 
     port = args.port
     busy = [ip for ip in (ROOT_IP, AUTH_IP, RES_IP, RES_IP6) if not port_free(ip, port)]
@@ -341,8 +278,8 @@ def main():
             bin_, [f"{AUTH_IP}:{port}"],
             ["--zone", f"test.={files['test.zone']}", "--zone", f"bench.test.={files['bench.test.zone']}"],
             work, "auth", args.workers))
-        procs.wait_ready("root", root, lambda: dig_ok(ROOT_IP, port, "a.root-servers.net"))
-        procs.wait_ready("auth", auth, lambda: dig_ok(AUTH_IP, port, "host0000.bench.test"))
+        procs.wait_ready("root", root, lambda: dig_ok(ROOT_IP, port, "a.root-servers.net"), every=0.2)
+        procs.wait_ready("auth", auth, lambda: dig_ok(AUTH_IP, port, "host0000.bench.test"), every=0.2)
         if args.recursive == "shardns":
             res = procs.start("resolver", shardns_cmd(
                 bin_, [f"{RES_IP}:{port}", f"[{RES_IP6}]:{port}"],
@@ -355,7 +292,7 @@ def main():
             desc = (f"Unbound {unbound_version()} ({args.workers} thread(s), iterator only), root and test. "
                     f"as stub zones at {ROOT_IP}@{port} and {AUTH_IP}@{port}, on {RES_IP} and [{RES_IP6}]")
         # Readiness: a name outside bench.test., so the measured names all start uncached.
-        procs.wait_ready("resolver", res, lambda: dig_ok(RES_IP, port, "www.test"))
+        procs.wait_ready("resolver", res, lambda: dig_ok(RES_IP, port, "www.test"), every=0.2)
         leg_timeout = args.duration + 60
         for leg in legs:
             reps.append((leg, run_leg(bin_, leg, args, port, files["queries.txt"], res.pid, leg_timeout)))
@@ -386,14 +323,6 @@ def main():
             f.write(text + "\n")
     if len(reps) < len(legs):
         sys.exit(1)
-
-
-def unbound_version():
-    try:
-        r = subprocess.run(["unbound", "-V"], capture_output=True, text=True, timeout=5)
-        return r.stdout.split("\n", 1)[0].replace("Version ", "")
-    except (OSError, subprocess.TimeoutExpired):
-        return "?"
 
 
 if __name__ == "__main__":
