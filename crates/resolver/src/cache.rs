@@ -518,10 +518,12 @@ fn classify(slot: &Slot, qtype: RType, min_rank: Rank, now: u64) -> Option<(&Set
     let mut nx = None;
     for set in slot.sets.iter().filter(live) {
         if set.rtype == qtype {
-            let found = if set.kind == Kind::Negative {
-                Found::NoData
-            } else {
-                Found::Positive
+            let found = match set.kind {
+                Kind::Negative => Found::NoData,
+                // A synthesised CNAME is rendered with its DNAME (its data is not plain
+                // RDATA) and, as for any other type, followed (RFC 6672 §3.1).
+                Kind::Synth => Found::Cname,
+                _ => Found::Positive,
             };
             return Some((set, found));
         }
@@ -1066,5 +1068,82 @@ mod tests {
             Lookup::Cname(v) => assert_eq!(v.len(), 2),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Found by the differential test against Unbound: a CNAME query at a name with a
+    /// synthesised CNAME rendered the stored DNAME owner and RDATA as if they were CNAME
+    /// RDATA. It must give the DNAME and the CNAME, then go on at the target (RFC 6672 §3.1).
+    #[test]
+    fn cname_query_at_a_synthesised_cname() {
+        let c = Cache::new(1 << 20, 0, 86400, 3600);
+        let dname = Record {
+            owner: n("old.example."),
+            rtype: RType::DNAME,
+            class: Class::IN,
+            ttl: 600,
+            rdata: n("new.example.").as_wire().to_vec(),
+        };
+        c.insert_synth(
+            n("www.old.example.").as_ref(),
+            &dname,
+            n("www.new.example.").as_ref(),
+            Rank::AuthAnswer,
+            0,
+        );
+        // Nothing cached at the target yet: a miss, and the writer is left as it was.
+        let (r, m) = answer(&c, "www.old.example.", RType::CNAME, 0);
+        assert!(matches!(r, CacheAnswer::Miss { .. }));
+        assert!(m.answers.is_empty());
+        match c.lookup(
+            n("www.old.example.").as_ref(),
+            RType::CNAME,
+            Rank::Answer,
+            0,
+        ) {
+            Lookup::Cname(v) => {
+                let types: Vec<_> = v.iter().map(|r| r.rtype).collect();
+                assert_eq!(types, [RType::DNAME, RType::CNAME]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The target has no CNAME (NODATA): DNAME, CNAME and the SOA.
+        let soa = soa("new.example.", 900, 300);
+        c.insert_negative(
+            n("www.new.example.").as_ref(),
+            Some(RType::CNAME),
+            Some(&soa),
+            Rank::AuthAnswer,
+            0,
+        );
+        let (r, m) = answer(&c, "www.old.example.", RType::CNAME, 0);
+        assert!(matches!(
+            r,
+            CacheAnswer::Hit {
+                rcode: Rcode::NOERROR,
+                truncated: false,
+                locks: 2
+            }
+        ));
+        let got: Vec<_> = m
+            .answers
+            .iter()
+            .map(|r| (r.owner.to_string(), r.rtype, r.rdata.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "old.example.".to_string(),
+                    RType::DNAME,
+                    n("new.example.").as_wire().to_vec()
+                ),
+                (
+                    "www.old.example.".to_string(),
+                    RType::CNAME,
+                    n("www.new.example.").as_wire().to_vec()
+                ),
+            ]
+        );
+        assert_eq!(m.authority.len(), 1);
     }
 }
