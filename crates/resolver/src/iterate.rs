@@ -824,8 +824,7 @@ impl Frame {
             }
             // A DNAME above the name rewrites it (RFC 6672 §3). Nothing exists below a DNAME
             // (§2.4), so a CNAME at the name in the same answer is the synthesised one: the
-            // DNAME is taken first, also for CNAME queries, so it is never lost. A CNAME
-            // query goes on at the target too (§3.1: "go back to step 1" with the new QNAME).
+            // DNAME is taken first, also for CNAME queries, so it is never lost.
             let dname = msg.answers.iter().find(|r| {
                 r.rtype == RType::DNAME
                     && self.qtype != RType::DNAME
@@ -859,6 +858,12 @@ impl Frame {
                     rdata: target.as_wire().to_vec(),
                 });
                 moved = true;
+                if self.qtype == RType::CNAME {
+                    // The CNAME at the name is what was asked for: no restart at its target
+                    // (RFC 1034 §3.6.2), as for a CNAME that is not synthesised.
+                    self.outcome = Some(Outcome::Answer);
+                    return Ok(moved);
+                }
                 continue;
             }
             let rrset: Vec<&Record> = msg
