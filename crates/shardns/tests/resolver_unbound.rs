@@ -328,7 +328,7 @@ fn shardns_resolver_matches_unbound() {
             .zip(&results)
             .map(|(q, r)| (if pick == 0 { r.0.ms } else { r.1.ms }, q))
             .collect();
-        by_time.sort_by(|a, b| b.0.cmp(&a.0));
+        by_time.sort_by_key(|t| std::cmp::Reverse(t.0));
         let slow: Vec<String> = by_time
             .iter()
             .take(4)
@@ -482,9 +482,10 @@ fn addresses_free() -> Result<(), String> {
     ips.extend([SILENT, TC_FRONT, SHARDNS, UNBOUND]);
     for ip in ips {
         let addr: SocketAddr = format!("{ip}:53").parse().unwrap();
-        let udp = UdpSocket::bind(addr);
-        let tcp = TcpListener::bind(addr);
-        for e in [udp.err(), tcp.err()].into_iter().flatten() {
+        let probe = UdpSocket::bind(addr)
+            .err()
+            .or_else(|| TcpListener::bind(addr).err());
+        if let Some(e) = probe {
             if e.kind() == ErrorKind::PermissionDenied {
                 return Err(format!("cannot bind {addr} ({e}): run as root"));
             }
@@ -900,7 +901,7 @@ fn run_corpus(corpus: &[Query]) -> Vec<(Reply, Reply)> {
                 let Some(q) = corpus.get(i) else { break };
                 let id = i as u16;
                 // Alternate who is asked first, so neither always has the warmer upstreams.
-                let (s, u) = if i % 2 == 0 {
+                let (s, u) = if i.is_multiple_of(2) {
                     let s = ask(shardns, q, id);
                     (s, ask(unbound, q, id))
                 } else {
