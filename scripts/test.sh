@@ -7,6 +7,7 @@ need=()
 command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v kdig >/dev/null 2>&1 || need+=(knot-dnsutils)
 command -v knotd >/dev/null 2>&1 || need+=(knot)
+command -v unbound >/dev/null 2>&1 || [ -x /usr/sbin/unbound ] || need+=(unbound)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

@@ -279,7 +279,8 @@ impl Cache {
             };
             drop(g);
             match outcome {
-                Found::Cname if !truncated => {
+                // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
+                Found::Cname if !truncated && qtype != RType::CNAME => {
                     name = next;
                     first = false;
                 }
@@ -338,7 +339,12 @@ impl Cache {
                     data = rest;
                 }
                 out.extend(Rdatas(data).map(|rd| record(name, RType::CNAME, ttl, rd)));
-                Lookup::Cname(out)
+                if qtype == RType::CNAME {
+                    // The synthesised CNAME (with its DNAME) is the answer itself.
+                    Lookup::Positive(out)
+                } else {
+                    Lookup::Cname(out)
+                }
             }
             Found::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
             Found::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
@@ -518,10 +524,12 @@ fn classify(slot: &Slot, qtype: RType, min_rank: Rank, now: u64) -> Option<(&Set
     let mut nx = None;
     for set in slot.sets.iter().filter(live) {
         if set.rtype == qtype {
-            let found = if set.kind == Kind::Negative {
-                Found::NoData
-            } else {
-                Found::Positive
+            let found = match set.kind {
+                Kind::Negative => Found::NoData,
+                // A synthesised CNAME answers a CNAME query, but is rendered with its
+                // DNAME (its data is not plain RDATA).
+                Kind::Synth => Found::Cname,
+                _ => Found::Positive,
             };
             return Some((set, found));
         }
@@ -1064,6 +1072,69 @@ mod tests {
         assert_eq!(types, [RType::DNAME, RType::CNAME, RType::A]);
         match c.lookup(n("www.old.example.").as_ref(), RType::A, Rank::Answer, 0) {
             Lookup::Cname(v) => assert_eq!(v.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Found by the differential test against Unbound: a CNAME query at a name with a
+    /// synthesised CNAME rendered the stored DNAME owner and RDATA as if they were CNAME
+    /// RDATA. It must give the DNAME and the CNAME, and stop there (RFC 1034 §3.6.2).
+    #[test]
+    fn cname_query_at_a_synthesised_cname() {
+        let c = Cache::new(1 << 20, 0, 86400, 3600);
+        let dname = Record {
+            owner: n("old.example."),
+            rtype: RType::DNAME,
+            class: Class::IN,
+            ttl: 600,
+            rdata: n("new.example.").as_wire().to_vec(),
+        };
+        c.insert_synth(
+            n("www.old.example.").as_ref(),
+            &dname,
+            n("www.new.example.").as_ref(),
+            Rank::AuthAnswer,
+            0,
+        );
+        let (r, m) = answer(&c, "www.old.example.", RType::CNAME, 0);
+        assert!(matches!(
+            r,
+            CacheAnswer::Hit {
+                rcode: Rcode::NOERROR,
+                truncated: false,
+                locks: 1
+            }
+        ));
+        let got: Vec<_> = m
+            .answers
+            .iter()
+            .map(|r| (r.owner.to_string(), r.rtype, r.rdata.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "old.example.".to_string(),
+                    RType::DNAME,
+                    n("new.example.").as_wire().to_vec()
+                ),
+                (
+                    "www.old.example.".to_string(),
+                    RType::CNAME,
+                    n("www.new.example.").as_wire().to_vec()
+                ),
+            ]
+        );
+        match c.lookup(
+            n("www.old.example.").as_ref(),
+            RType::CNAME,
+            Rank::Answer,
+            0,
+        ) {
+            Lookup::Positive(v) => {
+                let types: Vec<_> = v.iter().map(|r| r.rtype).collect();
+                assert_eq!(types, [RType::DNAME, RType::CNAME]);
+            }
             other => panic!("{other:?}"),
         }
     }

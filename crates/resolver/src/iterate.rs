@@ -616,6 +616,12 @@ impl Frame {
         }
     }
 
+    fn answered(&mut self, server: SocketAddr) {
+        if let Some(t) = self.tried.iter_mut().find(|t| t.addr == server) {
+            t.tries = t.tries.saturating_sub(1);
+        }
+    }
+
     fn mark_dead(&mut self, server: SocketAddr) {
         match self.tried.iter_mut().find(|t| t.addr == server) {
             Some(t) => t.dead = true,
@@ -663,6 +669,10 @@ impl Frame {
             self.mark_dead(server);
             return Ok(());
         }
+        // The server answered: that try is not held against it. Without this, QNAME
+        // minimisation (several questions to one zone's servers) used up a zone with a
+        // single server address after `tries_per_server` answers.
+        self.answered(server);
         if self.forward {
             return self.forward_response(res, msg, now);
         }
@@ -812,30 +822,9 @@ impl Frame {
             if !inside(name.as_ref()) {
                 return Ok(moved);
             }
-            let rrset: Vec<&Record> = msg
-                .answers
-                .iter()
-                .filter(|r| {
-                    r.owner == name
-                        && (r.rtype == self.qtype
-                            || (self.qtype == RType::ANY && r.rtype != RType::CNAME))
-                })
-                .collect();
-            if !rrset.is_empty() {
-                if self.qtype == RType::ANY {
-                    for t in distinct_types(&rrset) {
-                        let set: Vec<&Record> =
-                            rrset.iter().copied().filter(|r| r.rtype == t).collect();
-                        cache_rrset(res, &set, rank, now);
-                    }
-                } else {
-                    cache_rrset(res, &rrset, rank, now);
-                }
-                self.chain.extend(rrset.into_iter().cloned());
-                self.outcome = Some(Outcome::Answer);
-                return Ok(moved);
-            }
-            // A DNAME above the name rewrites it (RFC 6672 §3); preferred over any CNAME.
+            // A DNAME above the name rewrites it (RFC 6672 §3). Nothing exists below a DNAME
+            // (§2.4), so a CNAME at the name in the same answer is the synthesised one: the
+            // DNAME is taken first, also for CNAME queries, so it is never lost.
             let dname = msg.answers.iter().find(|r| {
                 r.rtype == RType::DNAME
                     && self.qtype != RType::DNAME
@@ -869,7 +858,36 @@ impl Frame {
                     rdata: target.as_wire().to_vec(),
                 });
                 moved = true;
+                if self.qtype == RType::CNAME {
+                    // The CNAME at the name is what was asked for: no restart at its target
+                    // (RFC 1034 §3.6.2), as for a CNAME that is not synthesised.
+                    self.outcome = Some(Outcome::Answer);
+                    return Ok(moved);
+                }
                 continue;
+            }
+            let rrset: Vec<&Record> = msg
+                .answers
+                .iter()
+                .filter(|r| {
+                    r.owner == name
+                        && (r.rtype == self.qtype
+                            || (self.qtype == RType::ANY && r.rtype != RType::CNAME))
+                })
+                .collect();
+            if !rrset.is_empty() {
+                if self.qtype == RType::ANY {
+                    for t in distinct_types(&rrset) {
+                        let set: Vec<&Record> =
+                            rrset.iter().copied().filter(|r| r.rtype == t).collect();
+                        cache_rrset(res, &set, rank, now);
+                    }
+                } else {
+                    cache_rrset(res, &rrset, rank, now);
+                }
+                self.chain.extend(rrset.into_iter().cloned());
+                self.outcome = Some(Outcome::Answer);
+                return Ok(moved);
             }
             if self.qtype == RType::CNAME {
                 return Ok(moved);

@@ -744,6 +744,41 @@ fn dname_substitution() {
     assert_eq!(m.answers.len(), 3);
 }
 
+/// Found by the differential test against Unbound: a CNAME query below a DNAME took the
+/// synthesised CNAME as a plain one (the DNAME was lost, also for later queries answered from
+/// the cache), and the cache rendered a synthesised CNAME wrongly for CNAME queries. The
+/// CNAME at the name is the answer: its target is not asked about (RFC 1034 §3.6.2).
+#[test]
+fn cname_query_below_a_dname() {
+    let mut sim = Sim::new(world(), config());
+    let types = |a: &Answer| a.answers.iter().map(|r| r.rtype).collect::<Vec<_>>();
+    let a = sim.resolve("www.old.example.test.", RType::CNAME);
+    assert_eq!(a.rcode, Rcode::NOERROR);
+    assert_eq!(types(&a), [RType::DNAME, RType::CNAME]);
+    assert_eq!(a.answers[0].owner, n("old.example.test."));
+    assert_eq!(a.answers[1].rdata, n("www.new.other.test.").as_wire());
+    assert!(a.authority.is_empty(), "an answer, not NODATA: {a:?}");
+    assert!(sim.log.iter().all(|s| s.qname != n("www.new.other.test.")));
+    // Again, from the cache: the same two records, and nothing sent.
+    let mark = sim.log.len();
+    let a = sim.resolve("www.old.example.test.", RType::CNAME);
+    assert_eq!(types(&a), [RType::DNAME, RType::CNAME]);
+    assert_eq!(sim.log.len(), mark);
+    let (_, m) = cache_answer(
+        &sim.resolver(),
+        "www.old.example.test.",
+        RType::CNAME,
+        sim.now,
+    );
+    assert_eq!(m.answers.len(), 2);
+    assert_eq!(m.answers[0].rtype, RType::DNAME);
+    // An A query after it still carries the DNAME.
+    let a = sim.resolve("www.old.example.test.", RType::A);
+    assert_eq!(types(&a), [RType::DNAME, RType::CNAME, RType::A]);
+    assert_eq!(rdata_a(&a), [[192, 0, 2, 101]]);
+    assert!(sim.log.len() > mark, "the target's A was fetched");
+}
+
 #[test]
 fn nxdomain_is_cached_with_soa_ttl() {
     let mut sim = Sim::new(world(), config());
@@ -1382,4 +1417,42 @@ fn referral_limit() {
     assert_eq!(a.rcode, Rcode::SERVFAIL);
     assert_eq!(a.ede.unwrap().text, "too many referrals");
     assert_eq!(sim.log.len(), 2);
+}
+
+/// Found by the differential test against Unbound: QNAME minimisation asks one zone's
+/// servers several questions, and each answer used to count as a try, so a zone with one
+/// server address was given up (SERVFAIL) before the full name was asked.
+#[test]
+fn minimisation_steps_do_not_use_up_a_single_server() {
+    let mut net = Net::default();
+    net.add(
+        "10.0.0.1",
+        vec![zone(
+            ".",
+            ". 86400 NS a.root-servers.net.
+             a.root-servers.net. 86400 A 10.0.0.1
+             x.y.z.root-servers.net. 86400 A 10.0.0.2",
+        )],
+    );
+    let cfg = Config {
+        hints: Hints::parse(". NS a.root-servers.net.\na.root-servers.net. A 10.0.0.1\n").unwrap(),
+        ipv6: false,
+        tries_per_server: 2,
+        ..Config::default()
+    };
+    let mut sim = Sim::new(net, cfg);
+    let a = sim.resolve("x.y.z.root-servers.net.", RType::A);
+    assert_eq!(a.rcode, Rcode::NOERROR, "{a:?}");
+    assert_eq!(rdata_a(&a), [[10, 0, 0, 2]]);
+    let asked: Vec<String> = sim.queries_since(0).into_iter().map(|q| q.1).collect();
+    assert_eq!(
+        asked,
+        [
+            "net.",
+            "root-servers.net.",
+            "z.root-servers.net.",
+            "y.z.root-servers.net.",
+            "x.y.z.root-servers.net."
+        ]
+    );
 }
