@@ -473,6 +473,22 @@ fn seed_u64(seed: &[u8; 32]) -> u64 {
     u64::from_le_bytes(seed[..8].try_into().expect("eight bytes"))
 }
 
+/// A hash of a few words under a secret `seed`, so that clients cannot aim at a slot of a
+/// table indexed by it (not cryptographic: a multiply-rotate per word, then the murmur3
+/// finaliser, so every output bit depends on every input bit).
+#[inline]
+pub(crate) fn keyed_hash(seed: u64, words: &[u64]) -> u64 {
+    let mut h = seed;
+    for &v in words {
+        h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
 /// Binds every worker's sockets. Binding happens here, before any worker starts, so a
 /// busy address is reported at once; each socket then belongs to one worker. A default
 /// IPv6 address the host does not have is skipped with a warning.

@@ -36,6 +36,7 @@
 //! Never: locks, allocation after [`Rrl::new`], system calls, linear scans.
 
 use crate::config::RrlConfig;
+use crate::keyed_hash;
 use shardns_wire::message::{read_question, Reader, HEADER_LEN};
 use shardns_wire::{NameBuf, Rcode};
 use std::net::IpAddr;
@@ -152,17 +153,9 @@ impl Rrl {
     /// The bucket key for a response class to a client prefix.
     fn key(&self, peer: IpAddr, class: Class, name: u64, qtype: u16) -> u64 {
         let (family, hi, lo) = prefix(peer, self.ipv4_prefix, self.ipv6_prefix);
-        let mut h = self.seed;
-        for v in [
-            family | (class as u64) << 8 | u64::from(qtype) << 16,
-            hi,
-            lo,
-            name,
-        ] {
-            h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-        }
+        let kind = family | (class as u64) << 8 | u64::from(qtype) << 16;
         // 0 marks an empty entry.
-        fmix64(h) | 1
+        keyed_hash(self.seed, &[kind, hi, lo, name]) | 1
     }
 
     /// Charges one response to the bucket `key` at `now_ms`.
@@ -210,16 +203,6 @@ impl Rrl {
             Decision::Drop
         }
     }
-}
-
-/// The murmur3 64-bit finaliser: every output bit depends on every input bit.
-#[inline]
-fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }
 
 /// The client's network: (family, high 64 bits, low 64 bits) of the address with all but

@@ -10,6 +10,7 @@
 //! longest (for the read timeout) the head of another. Never: socket calls, clocks (time is
 //! passed in), locks.
 
+use crate::keyed_hash;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -425,13 +426,7 @@ impl ClientCounts {
             IpAddr::V4(a) => u128::from(u32::from(a)) | 4 << 120,
             IpAddr::V6(a) => u128::from(a),
         };
-        let mut h = self.seed;
-        for v in [(bits >> 64) as u64, bits as u64, u64::from(ip.is_ipv6())] {
-            h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            h ^= h >> 31;
-        }
-        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^= h >> 29;
+        let h = keyed_hash(self.seed, &[(bits >> 64) as u64, bits as u64]);
         // The top 48 bits are the tag (never 0); the slot index comes from the rest.
         h | 1 << 63
     }
