@@ -17,7 +17,8 @@
 //! per second (kept in thousandths of a response against a millisecond clock, so the
 //! refill is smooth); a response that finds it empty is *limited*: dropped, except every
 //! `slip`-th limited response of the bucket, which is sent truncated (TC=1, the question
-//! only) so that a real client behind a spoofed address retries over TCP. TCP is never
+//! only), so that a real client at an address a flood is spoofing retries over TCP,
+//! where it is answered. TCP is never
 //! limited (the caller only asks for UDP). Answers that a resolution delivers later (the
 //! resolver role) are not limited either: only clients in `resolver.allow` get them and
 //! `resolver.max_pending` bounds them.
