@@ -40,6 +40,51 @@ pub struct Config {
     pub stats: StatsConfig,
     /// `[resolver]`: recursion for clients, root hints, forwarding, cache limits.
     pub resolver: ResolverConfig,
+    /// `[rrl]`: response rate limiting for UDP.
+    pub rrl: RrlConfig,
+}
+
+/// `[rrl]`: response rate limiting (off unless `enabled = true` or `--rrl-rate`). See
+/// `crate::rrl` for what is counted and how.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct RrlConfig {
+    /// Limit UDP responses.
+    pub enabled: bool,
+    /// Responses per second per client prefix and response class (and name).
+    #[serde(deserialize_with = "rrl_rate")]
+    pub rate: u32,
+    /// Every `slip`-th limited response is sent truncated (TC=1); 0 drops them all, 1
+    /// truncates them all.
+    #[serde(deserialize_with = "rrl_slip")]
+    pub slip: u32,
+    /// Seconds of responses a bucket holds: a quiet client may get `rate × window` at once.
+    #[serde(deserialize_with = "rrl_window")]
+    pub window: u32,
+    /// IPv4 clients are grouped by this prefix length.
+    #[serde(deserialize_with = "ipv4_prefix")]
+    pub ipv4_prefix: u8,
+    /// IPv6 clients are grouped by this prefix length.
+    #[serde(deserialize_with = "ipv6_prefix")]
+    pub ipv6_prefix: u8,
+    /// Buckets per worker (rounded up to a power of two; 32 bytes each).
+    #[serde(deserialize_with = "rrl_table_size")]
+    pub table_size: usize,
+}
+
+impl Default for RrlConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            rate: 20,
+            slip: 2,
+            window: 2,
+            ipv4_prefix: 24,
+            ipv6_prefix: 56,
+            table_size: 32_768,
+        }
+    }
 }
 
 /// `[resolver]`: the recursive resolver role. Off unless `recursion = true`.
@@ -66,6 +111,25 @@ pub struct ResolverConfig {
     pub max_ttl: u32,
     /// Port for server addresses learned from NS/glue data (53; other values are for tests).
     pub upstream_port: u16,
+    /// Deepest nesting of name-server address sub-resolutions (the recursion depth).
+    #[serde(deserialize_with = "depth")]
+    pub max_depth: u8,
+    /// Most upstream queries sent for one client query (retries and sub-resolutions
+    /// included).
+    #[serde(deserialize_with = "positive_u32")]
+    pub max_upstream_queries: u32,
+    /// Most referrals followed for one client query.
+    #[serde(deserialize_with = "positive_u32")]
+    pub max_referrals: u32,
+    /// Longest CNAME/DNAME chain followed.
+    #[serde(deserialize_with = "chain")]
+    pub max_cname_chain: u8,
+    /// Whole-resolution deadline for one client query, in milliseconds.
+    #[serde(deserialize_with = "positive_u64")]
+    pub resolution_timeout_ms: u64,
+    /// Resolutions in flight per worker; a cache miss beyond this is answered SERVFAIL.
+    #[serde(deserialize_with = "positive")]
+    pub max_pending: usize,
 }
 
 impl Default for ResolverConfig {
@@ -82,6 +146,12 @@ impl Default for ResolverConfig {
             min_ttl: 0,
             max_ttl: 86_400,
             upstream_port: 53,
+            max_depth: 4,
+            max_upstream_queries: 64,
+            max_referrals: 40,
+            max_cname_chain: 12,
+            resolution_timeout_ms: 10_000,
+            max_pending: 1024,
         }
     }
 }
@@ -238,6 +308,19 @@ pub struct Limits {
     /// SO_RCVBUF for UDP sockets in bytes; the kernel caps it at `net.core.rmem_max`.
     /// 0 keeps the system default. Room for bursts: a full buffer drops queries.
     pub udp_receive_buffer: usize,
+    /// Largest UDP response, 512 to 1232 octets (also capped by the client's EDNS size;
+    /// 512 without EDNS). A longer answer is sent truncated (TC=1).
+    #[serde(deserialize_with = "udp_max_response")]
+    pub udp_max_response: usize,
+    /// Open TCP connections per client address over all workers; 0 means no limit.
+    #[serde(deserialize_with = "per_client")]
+    pub tcp_connections_per_client: usize,
+    /// Milliseconds a client may take to send one whole TCP query once it has started
+    /// (the first byte of its length prefix, or the end of the query before it).
+    #[serde(deserialize_with = "positive_u64")]
+    pub tcp_read_timeout_ms: u64,
+    /// Queries answered on one TCP connection before it is closed; 0 means no limit.
+    pub tcp_queries_per_connection: u32,
 }
 
 impl Default for Limits {
@@ -248,6 +331,10 @@ impl Default for Limits {
             tcp_idle_timeout_ms: 10_000,
             udp_batch: 64,
             udp_receive_buffer: 4 << 20,
+            udp_max_response: 1232,
+            tcp_connections_per_client: 128,
+            tcp_read_timeout_ms: 3_000,
+            tcp_queries_per_connection: 0,
         }
     }
 }
@@ -299,6 +386,16 @@ pub struct Overrides {
     pub tcp_connections_per_worker: Option<usize>,
     /// `--tcp-connections`.
     pub tcp_connections: Option<usize>,
+    /// `--tcp-connections-per-client`.
+    pub tcp_connections_per_client: Option<usize>,
+    /// `--tcp-read-timeout-ms`.
+    pub tcp_read_timeout_ms: Option<u64>,
+    /// `--tcp-queries-per-connection`.
+    pub tcp_queries_per_connection: Option<u32>,
+    /// `--rrl-rate`: sets `rrl.rate` and turns rate limiting on.
+    pub rrl_rate: Option<u32>,
+    /// `--rrl-slip`.
+    pub rrl_slip: Option<u32>,
     /// `--recursion`.
     pub recursion: bool,
     /// `--root-hints`.
@@ -418,6 +515,22 @@ impl Config {
         if let Some(v) = o.tcp_connections {
             self.limits.tcp_connections = v;
         }
+        if let Some(v) = o.tcp_connections_per_client {
+            self.limits.tcp_connections_per_client = v;
+        }
+        if let Some(v) = o.tcp_read_timeout_ms {
+            self.limits.tcp_read_timeout_ms = v;
+        }
+        if let Some(v) = o.tcp_queries_per_connection {
+            self.limits.tcp_queries_per_connection = v;
+        }
+        if let Some(v) = o.rrl_rate {
+            self.rrl.rate = v;
+            self.rrl.enabled = true;
+        }
+        if let Some(v) = o.rrl_slip {
+            self.rrl.slip = v;
+        }
         self.resolver.recursion |= o.recursion;
         if o.root_hints.is_some() {
             self.resolver.root_hints = o.root_hints.clone();
@@ -504,6 +617,13 @@ fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Err
     positive(d).map(Some)
 }
 
+fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    match u32::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
 fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     match u64::deserialize(d)? {
         0 => Err(serde::de::Error::custom("must be at least 1")),
@@ -511,13 +631,32 @@ fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     }
 }
 
-fn batch<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    match usize::deserialize(d)? {
-        n @ 1..=1024 => Ok(n),
-        n => Err(serde::de::Error::custom(format!(
-            "{n} is not between 1 and 1024"
-        ))),
-    }
+/// Deserializers that accept an integer in `lo..=hi` and name the range otherwise.
+macro_rules! ranged {
+    ($($f:ident: $t:ty = $lo:literal ..= $hi:literal;)*) => {$(
+        fn $f<'de, D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+            match <$t>::deserialize(d)? {
+                n @ $lo..=$hi => Ok(n),
+                n => Err(serde::de::Error::custom(format!(
+                    "{n} is not between {} and {}", $lo, $hi
+                ))),
+            }
+        }
+    )*};
+}
+
+ranged! {
+    batch: usize = 1..=1024;
+    udp_max_response: usize = 512..=1232;
+    per_client: usize = 0..=65_535;
+    depth: u8 = 1..=32;
+    chain: u8 = 1..=64;
+    rrl_rate: u32 = 1..=1_000_000;
+    rrl_slip: u32 = 0..=10;
+    rrl_window: u32 = 1..=60;
+    ipv4_prefix: u8 = 0..=32;
+    ipv6_prefix: u8 = 0..=128;
+    rrl_table_size: usize = 4..=16_777_216;
 }
 
 fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -702,6 +841,162 @@ http = "127.0.0.1:9153"
         assert!(e.to_string().contains("resolver.allow"), "{e}");
         let e = parse("[resolver]\nforward = [\"corp.\"]\n").unwrap_err();
         assert!(e.to_string().contains("ZONE=ADDR:PORT"), "{e}");
+    }
+
+    #[test]
+    fn example_file_shows_the_defaults() {
+        let c = parse(include_str!("../../../docs/shardns.example.toml")).unwrap();
+        let d = Config::default();
+        assert_eq!(c.limits, d.limits);
+        assert_eq!(c.rrl, d.rrl);
+        assert_eq!(c.log.queries, d.log.queries);
+        assert_eq!(c.resolver, d.resolver);
+        assert_eq!(c.listen_addrs(), default_listen());
+    }
+
+    #[test]
+    fn rrl_table() {
+        let c = parse("").unwrap();
+        assert!(!c.rrl.enabled);
+        assert_eq!((c.rrl.rate, c.rrl.slip, c.rrl.window), (20, 2, 2));
+        assert_eq!((c.rrl.ipv4_prefix, c.rrl.ipv6_prefix), (24, 56));
+        let c = parse(
+            "[rrl]\nenabled = true\nrate = 5\nslip = 0\nwindow = 15\nipv4_prefix = 32\n\
+             ipv6_prefix = 64\ntable_size = 1000\n",
+        )
+        .unwrap();
+        let r = &c.rrl;
+        assert!(r.enabled);
+        assert_eq!(
+            (
+                r.rate,
+                r.slip,
+                r.window,
+                r.ipv4_prefix,
+                r.ipv6_prefix,
+                r.table_size
+            ),
+            (5, 0, 15, 32, 64, 1000)
+        );
+        for (text, key, line) in [
+            ("[rrl]\nrate = 0\n", "rrl.rate", 2),
+            ("[rrl]\nenabled = true\n\nslip = 11\n", "rrl.slip", 4),
+            ("[rrl]\nwindow = 0\n", "rrl.window", 2),
+            ("[rrl]\nipv4_prefix = 33\n", "rrl.ipv4_prefix", 2),
+            ("[rrl]\nipv6_prefix = 129\n", "rrl.ipv6_prefix", 2),
+            ("[rrl]\ntable_size = 2\n", "rrl.table_size", 2),
+            ("[rrl]\nrate = \"fast\"\n", "rrl.rate", 2),
+            ("[rrl]\nburst = 3\n", "rrl.burst", 2),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.position.map(|p| p.0), Some(line), "{text}: {e}");
+            assert!(e.to_string().contains(key), "{text}: {e}");
+        }
+        let e = parse("[rrl]\nslip = 11\n").unwrap_err();
+        assert!(e.to_string().contains("11 is not between 0 and 10"), "{e}");
+        let mut c = parse("[rrl]\nrate = 5\n").unwrap();
+        c.apply(&Overrides {
+            rrl_slip: Some(1),
+            ..Overrides::default()
+        });
+        assert!(!c.rrl.enabled);
+        assert_eq!((c.rrl.rate, c.rrl.slip), (5, 1));
+        c.apply(&Overrides {
+            rrl_rate: Some(100),
+            ..Overrides::default()
+        });
+        assert!(c.rrl.enabled);
+        assert_eq!(c.rrl.rate, 100);
+    }
+
+    #[test]
+    fn new_limits_and_resolver_bounds() {
+        let c = parse("").unwrap();
+        let l = &c.limits;
+        assert_eq!(
+            (
+                l.udp_max_response,
+                l.tcp_connections_per_client,
+                l.tcp_read_timeout_ms,
+                l.tcp_queries_per_connection
+            ),
+            (1232, 128, 3000, 0)
+        );
+        // The resolver's own defaults are ours.
+        let d = shardns_resolver::Config::default();
+        let r = &c.resolver;
+        assert_eq!(r.max_depth, d.max_depth);
+        assert_eq!(r.max_upstream_queries, d.max_queries);
+        assert_eq!(r.max_referrals, d.max_referrals);
+        assert_eq!(r.max_cname_chain, d.max_chain);
+        assert_eq!(r.resolution_timeout_ms, d.max_resolution_ms);
+        assert_eq!(r.cache_size, d.cache_bytes);
+        let c = parse(
+            "[limits]\nudp_max_response = 512\ntcp_connections_per_client = 0\n\
+             tcp_read_timeout_ms = 250\ntcp_queries_per_connection = 7\n\
+             [resolver]\nmax_depth = 2\nmax_upstream_queries = 9\nmax_referrals = 3\n\
+             max_cname_chain = 4\nresolution_timeout_ms = 500\nmax_pending = 6\n",
+        )
+        .unwrap();
+        let (l, r) = (&c.limits, &c.resolver);
+        assert_eq!(
+            (
+                l.udp_max_response,
+                l.tcp_connections_per_client,
+                l.tcp_read_timeout_ms,
+                l.tcp_queries_per_connection
+            ),
+            (512, 0, 250, 7)
+        );
+        assert_eq!(
+            (
+                r.max_depth,
+                r.max_upstream_queries,
+                r.max_referrals,
+                r.max_cname_chain,
+                r.resolution_timeout_ms,
+                r.max_pending
+            ),
+            (2, 9, 3, 4, 500, 6)
+        );
+        for (text, key) in [
+            (
+                "[limits]\nudp_max_response = 4096\n",
+                "limits.udp_max_response",
+            ),
+            (
+                "[limits]\nudp_max_response = 100\n",
+                "limits.udp_max_response",
+            ),
+            (
+                "[limits]\ntcp_read_timeout_ms = 0\n",
+                "limits.tcp_read_timeout_ms",
+            ),
+            (
+                "[limits]\ntcp_connections_per_client = 70000\n",
+                "limits.tcp_connections_per_client",
+            ),
+            ("[resolver]\nmax_depth = 0\n", "resolver.max_depth"),
+            ("[resolver]\nmax_pending = 0\n", "resolver.max_pending"),
+            (
+                "[resolver]\nmax_upstream_queries = 0\n",
+                "resolver.max_upstream_queries",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.position.map(|p| p.0), Some(2), "{text}: {e}");
+            assert!(e.to_string().contains(key), "{text}: {e}");
+        }
+        let mut c = parse("").unwrap();
+        c.apply(&Overrides {
+            tcp_connections_per_client: Some(3),
+            tcp_read_timeout_ms: Some(100),
+            tcp_queries_per_connection: Some(2),
+            ..Overrides::default()
+        });
+        assert_eq!(c.limits.tcp_connections_per_client, 3);
+        assert_eq!(c.limits.tcp_read_timeout_ms, 100);
+        assert_eq!(c.limits.tcp_queries_per_connection, 2);
     }
 
     #[test]

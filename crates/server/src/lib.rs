@@ -20,6 +20,8 @@
 //! With `[resolver] recursion = true` each worker also drives its own resolver engine
 //! (`recursion`): queries our zones do not hold are answered from the shared, sharded cache
 //! or resolved with the worker's own upstream sockets, registered in the same epoll loop.
+//! With `[rrl] enabled = true` each worker passes its UDP responses through its own
+//! response rate limiter (`rrl`), a fixed table with no lock.
 //!
 //! `sys` holds the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
@@ -32,6 +34,7 @@ pub mod control;
 mod http;
 pub mod logging;
 mod recursion;
+mod rrl;
 mod stats;
 mod sys;
 mod tcp;
@@ -39,7 +42,8 @@ mod worker;
 mod zones;
 
 pub use config::{
-    AclEntry, Config, ConfigError, ForwardZone, Overrides, ResolverConfig, ZoneConfig,
+    AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig, RrlConfig,
+    ZoneConfig,
 };
 pub use zones::EmbeddedZone;
 
@@ -162,6 +166,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     /// Open TCP connections over all workers (changed on accept and close only).
     pub(crate) tcp_open: AtomicUsize,
+    /// Open TCP connections per client address (changed on accept and close only).
+    pub(crate) tcp_clients: tcp::ClientCounts,
     /// One waker per worker.
     pub(crate) wakers: Vec<EventFd>,
     /// One counter block per worker, each written only by its worker.
@@ -250,6 +256,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         Some(Arc::new(recursion::RecursionShared {
             resolver: Arc::new(shardns_resolver::Resolver::new(rc)),
             allow: config.resolver.allow.clone(),
+            max_pending: config.resolver.max_pending,
+            udp_max: config.limits.udp_max_response,
         }))
     } else {
         None
@@ -278,6 +286,11 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         zones: ArcSwap::from_pointee(report.set),
         shutdown: AtomicBool::new(false),
         tcp_open: AtomicUsize::new(0),
+        tcp_clients: tcp::ClientCounts::new(
+            config.limits.tcp_connections_per_client,
+            config.limits.tcp_connections,
+            seed_u64(&random_seed().map_err(io_error("reading /dev/urandom"))?),
+        ),
         wakers,
         stats: (0..workers).map(|_| WorkerStats::default()).collect(),
         control: ControlStats::default(),
@@ -297,8 +310,21 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         tcp_per_worker: config.limits.tcp_connections_per_worker,
         tcp_total: config.limits.tcp_connections,
         tcp_idle_timeout: Duration::from_millis(config.limits.tcp_idle_timeout_ms),
+        tcp_read_timeout: Duration::from_millis(config.limits.tcp_read_timeout_ms),
+        tcp_max_queries: match config.limits.tcp_queries_per_connection {
+            0 => u32::MAX,
+            n => n,
+        },
+        udp_max_response: config.limits.udp_max_response,
         log_queries: config.log.queries,
     };
+    if config.rrl.enabled {
+        let r = &config.rrl;
+        info!(
+            "response rate limiting on: {} per second, window {} s, slip {}, prefixes /{} and /{}",
+            r.rate, r.window, r.slip, r.ipv4_prefix, r.ipv6_prefix
+        );
+    }
     let mut handles = Vec::with_capacity(workers);
     for (id, socks) in sockets.into_iter().enumerate() {
         let rec = match &recursion {
@@ -312,7 +338,13 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             }
             None => None,
         };
-        let w = Worker::new(id, Arc::clone(&shared), socks, opts.clone(), rec)
+        let rrl = if config.rrl.enabled {
+            let seed = random_seed().map_err(io_error("reading /dev/urandom"))?;
+            Some(rrl::Rrl::new(&config.rrl, seed_u64(&seed), Instant::now()))
+        } else {
+            None
+        };
+        let w = Worker::new(id, Arc::clone(&shared), socks, opts.clone(), rec, rrl)
             .map_err(io_error("setting up a worker"))?;
         let h = std::thread::Builder::new()
             .name(format!("shardns-worker-{id}"))
@@ -420,6 +452,11 @@ fn resolver_config(config: &Config, setup: &Setup) -> Result<shardns_resolver::C
     rc.min_ttl = r.min_ttl;
     rc.max_ttl = r.max_ttl.max(r.min_ttl);
     rc.upstream_port = r.upstream_port;
+    rc.max_depth = r.max_depth;
+    rc.max_queries = r.max_upstream_queries;
+    rc.max_referrals = r.max_referrals;
+    rc.max_chain = r.max_cname_chain;
+    rc.max_resolution_ms = r.resolution_timeout_ms;
     Ok(rc)
 }
 
@@ -429,6 +466,27 @@ fn random_seed() -> io::Result<[u8; 32]> {
     let mut seed = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut seed)?;
     Ok(seed)
+}
+
+/// The first eight bytes of a seed, as a number.
+fn seed_u64(seed: &[u8; 32]) -> u64 {
+    u64::from_le_bytes(seed[..8].try_into().expect("eight bytes"))
+}
+
+/// A hash of a few words under a secret `seed`, so that clients cannot aim at a slot of a
+/// table indexed by it (not cryptographic: a multiply-rotate per word, then the murmur3
+/// finaliser, so every output bit depends on every input bit).
+#[inline]
+pub(crate) fn keyed_hash(seed: u64, words: &[u64]) -> u64 {
+    let mut h = seed;
+    for &v in words {
+        h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// Binds every worker's sockets. Binding happens here, before any worker starts, so a

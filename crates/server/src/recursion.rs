@@ -10,7 +10,9 @@
 //! says REFUSED (no zone of ours holds the name) does [`Recursion::query`] look at it. A
 //! query with RD from an allowed client is answered from the cache straight into the
 //! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
-//! its answer is delivered when the engine reports `Event::Done`.
+//! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
+//! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
+//! SERVFAIL at once (and counted).
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
 use crate::config::AclEntry;
@@ -40,10 +42,15 @@ const UPSTREAM_MAX: usize = 65535;
 /// Datagrams read from one upstream socket per wake-up.
 const UPSTREAM_ROUNDS: usize = 8;
 
-/// What every worker's resolver side shares: the resolver (cache, config) and the ACL.
+/// What every worker's resolver side shares: the resolver (cache, config), the ACL and
+/// the per-worker limits.
 pub(crate) struct RecursionShared {
     pub(crate) resolver: Arc<Resolver>,
     pub(crate) allow: Vec<AclEntry>,
+    /// Client queries waiting for a resolution, per worker (`resolver.max_pending`).
+    pub(crate) max_pending: usize,
+    /// Largest UDP response to a client (`limits.udp_max_response`).
+    pub(crate) udp_max: usize,
 }
 
 impl RecursionShared {
@@ -224,6 +231,18 @@ impl Recursion {
             CacheAnswer::Miss { locks } => {
                 stats.resolver_cache_misses.add(1);
                 stats.lock_acquisitions.add(u64::from(locks));
+                if self.pending.len() >= self.shared.max_pending {
+                    // Overloaded: fail fast rather than queue without bound.
+                    stats.resolver_pending_limited.add(1);
+                    w.rollback(after_question);
+                    let len = finish(w, &qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    return Reply::Written(Outcome {
+                        len,
+                        rcode: Rcode::SERVFAIL,
+                        qtype: Some(qtype),
+                        truncated: false,
+                    });
+                }
                 let task = self.engine.resolve(qname.as_ref(), qtype, clock);
                 self.pending.insert(
                     task,
@@ -281,7 +300,13 @@ impl Recursion {
                         stats.resolver_servfails.add(1);
                     }
                     let tcp = matches!(p.client, Client::Tcp { .. });
-                    let (len, truncated) = write_answer(&mut self.write_buf[2..], &p, &answer, tcp);
+                    let end = if tcp {
+                        self.write_buf.len()
+                    } else {
+                        (2 + self.shared.udp_max).min(self.write_buf.len())
+                    };
+                    let (len, truncated) =
+                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp);
                     self.write_buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
                     stats.answered(Some(p.qtype), answer.rcode, truncated);
                     deliver(p.client, &self.write_buf[..2 + len]);

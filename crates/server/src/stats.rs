@@ -186,6 +186,21 @@ pub(crate) struct WorkerStats {
     pub(crate) resolver_servfails: Counter,
     /// Recursive queries refused because the client is not in `resolver.allow`.
     pub(crate) resolver_refused: Counter,
+    /// Cache misses answered SERVFAIL because `resolver.max_pending` resolutions were in
+    /// flight on the worker.
+    pub(crate) resolver_pending_limited: Counter,
+    /// TCP connections closed at once because their client had
+    /// `limits.tcp_connections_per_client` open.
+    pub(crate) tcp_refused_client: Counter,
+    /// TCP connections closed because a query took longer than `tcp_read_timeout_ms` to
+    /// arrive.
+    pub(crate) tcp_read_timeout_closed: Counter,
+    /// TCP connections closed after `tcp_queries_per_connection` queries.
+    pub(crate) tcp_query_limit_closed: Counter,
+    /// UDP responses not sent because of response rate limiting.
+    pub(crate) rrl_dropped: Counter,
+    /// UDP responses sent truncated (TC=1) because of response rate limiting.
+    pub(crate) rrl_slipped: Counter,
 }
 
 impl WorkerStats {
@@ -238,6 +253,12 @@ pub(crate) struct Totals {
     pub(crate) resolver_upstream_queries: u64,
     pub(crate) resolver_servfails: u64,
     pub(crate) resolver_refused: u64,
+    pub(crate) resolver_pending_limited: u64,
+    pub(crate) tcp_refused_client: u64,
+    pub(crate) tcp_read_timeout_closed: u64,
+    pub(crate) tcp_query_limit_closed: u64,
+    pub(crate) rrl_dropped: u64,
+    pub(crate) rrl_slipped: u64,
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -270,6 +291,12 @@ impl Totals {
         self.resolver_upstream_queries += w.resolver_upstream_queries.get();
         self.resolver_servfails += w.resolver_servfails.get();
         self.resolver_refused += w.resolver_refused.get();
+        self.resolver_pending_limited += w.resolver_pending_limited.get();
+        self.tcp_refused_client += w.tcp_refused_client.get();
+        self.tcp_read_timeout_closed += w.tcp_read_timeout_closed.get();
+        self.tcp_query_limit_closed += w.tcp_query_limit_closed.get();
+        self.rrl_dropped += w.rrl_dropped.get();
+        self.rrl_slipped += w.rrl_slipped.get();
     }
 
     /// Sums every worker's counters.
@@ -283,6 +310,14 @@ impl Totals {
 
     pub(crate) fn queries_total(&self) -> u64 {
         self.queries.iter().sum()
+    }
+}
+
+/// A counter family with one label: one sample per (label value, count).
+fn labelled(s: &mut String, name: &str, help: &str, label: &str, values: &[(&str, u64)]) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (value, n) in values {
+        let _ = writeln!(s, "{name}{{{label}=\"{value}\"}} {n}");
     }
 }
 
@@ -338,7 +373,7 @@ pub(crate) fn render_prometheus(
             rcode_label(i)
         );
     }
-    let singles: [(&str, &str, u64); 9] = [
+    let singles: [(&str, &str, u64); 8] = [
         ("shardns_truncated_total", "Responses with the TC bit set.", t.truncated),
         ("shardns_dropped_total", "Queries that got no response.", t.dropped),
         ("shardns_malformed_total", "Queries that could not be parsed.", t.malformed),
@@ -351,27 +386,36 @@ pub(crate) fn render_prometheus(
         ("shardns_udp_send_calls_total", "sendmmsg calls.", t.udp_send_calls),
         ("shardns_event_loop_wakeups_total", "Returns from epoll_wait (one per event-loop iteration).", t.wakeups),
         ("shardns_tcp_connections_accepted_total", "TCP connections accepted.", t.tcp_accepted),
-        ("shardns_tcp_connections_refused_total", "TCP connections closed at once because of a limit.", t.tcp_refused),
     ];
     for (name, help, v) in singles {
         head(&mut s, name, "counter", help);
         let _ = writeln!(s, "{name} {v}");
     }
-    head(
+    labelled(
+        &mut s,
+        "shardns_tcp_connections_refused_total",
+        "TCP connections closed at once because of a limit: the connection limits, or the client's own.",
+        "reason",
+        &[("limit", t.tcp_refused), ("client", t.tcp_refused_client)],
+    );
+    labelled(
         &mut s,
         "shardns_tcp_connections_closed_total",
-        "counter",
         "TCP connections closed by the server, by reason.",
+        "reason",
+        &[
+            ("idle", t.tcp_idle_closed),
+            ("evicted", t.tcp_evicted),
+            ("read_timeout", t.tcp_read_timeout_closed),
+            ("query_limit", t.tcp_query_limit_closed),
+        ],
     );
-    let _ = writeln!(
-        s,
-        "shardns_tcp_connections_closed_total{{reason=\"idle\"}} {}",
-        t.tcp_idle_closed
-    );
-    let _ = writeln!(
-        s,
-        "shardns_tcp_connections_closed_total{{reason=\"evicted\"}} {}",
-        t.tcp_evicted
+    labelled(
+        &mut s,
+        "shardns_rrl_limited_total",
+        "UDP responses limited by response rate limiting: dropped, or slipped (sent truncated).",
+        "action",
+        &[("dropped", t.rrl_dropped), ("slipped", t.rrl_slipped)],
     );
     head(
         &mut s,
@@ -408,7 +452,7 @@ pub(crate) fn render_prometheus(
     };
     let _ = writeln!(s, "shardns_udp_queries_per_recv_call {per_call}");
 
-    let resolver: [(&str, &str, u64); 6] = [
+    let resolver: [(&str, &str, u64); 7] = [
         (
             "shardns_resolver_cache_hits_total",
             "Recursive queries answered from the cache.",
@@ -438,6 +482,11 @@ pub(crate) fn render_prometheus(
             "shardns_resolver_refused_total",
             "Recursive queries refused by the recursion ACL.",
             t.resolver_refused,
+        ),
+        (
+            "shardns_resolver_pending_limited_total",
+            "Cache misses answered SERVFAIL because the worker had resolver.max_pending resolutions in flight.",
+            t.resolver_pending_limited,
         ),
     ];
     for (name, help, v) in resolver {
@@ -571,6 +620,18 @@ mod tests {
         assert!(text.contains("shardns_lock_acquisitions_total 0\n"));
         assert!(text.contains("shardns_lock_acquisitions_per_query 0\n"));
         assert!(text.contains("shardns_worker_queries_total{worker=\"0\"} 10\n"));
+        a.rrl_dropped.add(3);
+        a.rrl_slipped.add(2);
+        a.tcp_refused_client.add(1);
+        let text = render_prometheus(
+            &[&a, &WorkerStats::default()],
+            &ControlStats::default(),
+            1.5,
+        );
+        assert!(text.contains("shardns_rrl_limited_total{action=\"dropped\"} 3\n"));
+        assert!(text.contains("shardns_rrl_limited_total{action=\"slipped\"} 2\n"));
+        assert!(text.contains("shardns_tcp_connections_refused_total{reason=\"client\"} 1\n"));
+        assert!(text.contains("shardns_tcp_connections_refused_total{reason=\"limit\"} 0\n"));
         // Every sample line belongs to a family announced by a TYPE line.
         let families: Vec<&str> = text
             .lines()

@@ -1,11 +1,18 @@
 //! tcp -- DNS over TCP state (RFC 7766, RFC 1035 §4.2.2): 2-octet length framing, one
 //! connection's buffers, and one worker's table of connections ordered by last activity.
 //!
-//! Every operation here is O(1): the table is a slab indexed by the epoll token, and the
+//! Also the count of open connections per client address over all workers
+//! ([`ClientCounts`]).
+//!
+//! Every operation here is O(1): the table is a slab indexed by the epoll token; the
 //! least recently active connection (for idle timeouts and eviction) is the head of an
-//! intrusive doubly linked list. Never: sockets calls, clocks (time is passed in), locks.
+//! intrusive doubly linked list, and the connection that has been receiving one query the
+//! longest (for the read timeout) the head of another. Never: socket calls, clocks (time is
+//! passed in), locks.
 
-use std::net::{SocketAddr, TcpStream};
+use crate::keyed_hash;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 /// Largest frame: the 2-octet length plus 65535 octets of message.
@@ -100,8 +107,24 @@ impl FrameBuf {
     }
 }
 
-/// No neighbour in the activity list.
+/// No neighbour in a list.
 const NIL: u32 = u32::MAX;
+/// The list of every connection, least recently active first (idle timeout, eviction).
+const ACTIVITY: usize = 0;
+/// The list of connections holding part of a query, oldest first (read timeout).
+const PARTIAL: usize = 1;
+
+/// A connection's neighbours in one list.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    prev: u32,
+    next: u32,
+}
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+};
 
 /// One client connection.
 #[derive(Debug)]
@@ -115,11 +138,18 @@ pub(crate) struct Conn {
     pub(crate) sent: usize,
     /// The epoll interest currently registered.
     pub(crate) interest: u32,
-    /// The client shut down its sending side (or the read failed): no more queries.
+    /// No more queries are read: the client shut down its sending side (or the read
+    /// failed), or the connection reached its query limit. It closes once its output is sent.
     pub(crate) peer_closed: bool,
+    /// Queries taken from this connection.
+    pub(crate) queries: u32,
+    /// This client's slot in [`ClientCounts`] ([`UNTRACKED`] if none).
+    pub(crate) client_slot: u32,
     last_active: Instant,
-    prev: u32,
-    next: u32,
+    /// When the query being received started (valid while in the partial list).
+    partial_since: Instant,
+    in_partial: bool,
+    links: [Link; 2],
 }
 
 impl Conn {
@@ -139,15 +169,28 @@ impl Conn {
             sent: 0,
             interest: 0,
             peer_closed: false,
+            queries: 0,
+            client_slot: UNTRACKED,
             last_active: now,
-            prev: NIL,
-            next: NIL,
+            partial_since: now,
+            in_partial: false,
+            links: [UNLINKED; 2],
         }
     }
 
     /// Response bytes waiting for the socket.
     pub(crate) fn unsent(&self) -> usize {
         self.output.len() - self.sent
+    }
+
+    /// True while part of a query is buffered and the rest has not arrived.
+    pub(crate) fn receiving(&self) -> bool {
+        self.input.buffered() > 0 && !self.input.has_frame()
+    }
+
+    /// True if the connection is in the partial list (see [`ConnTable::set_partial`]).
+    pub(crate) fn in_partial(&self) -> bool {
+        self.in_partial
     }
 }
 
@@ -157,14 +200,16 @@ struct Slot {
     conn: Option<Conn>,
 }
 
-/// One worker's connections: a slab (index = epoll token) plus a list ordered by last
-/// activity, least recent first.
+/// One worker's connections: a slab (index = epoll token) plus two intrusive lists, each
+/// ordered by time, oldest first: every connection by last activity (idle timeout and
+/// eviction), and the connections in the middle of receiving a query by when that query
+/// started (read timeout). Times only grow, so appending keeps both lists sorted.
 #[derive(Debug)]
 pub(crate) struct ConnTable {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    head: u32,
-    tail: u32,
+    head: [u32; 2],
+    tail: [u32; 2],
     len: usize,
 }
 
@@ -173,8 +218,8 @@ impl ConnTable {
         Self {
             slots: Vec::with_capacity(n),
             free: Vec::with_capacity(n),
-            head: NIL,
-            tail: NIL,
+            head: [NIL; 2],
+            tail: [NIL; 2],
             len: 0,
         }
     }
@@ -206,7 +251,8 @@ impl ConnTable {
             }
         };
         self.len += 1;
-        self.push_back(slot, now);
+        self.conn_mut(slot).last_active = now;
+        self.push_back(ACTIVITY, slot);
         (slot, self.slots[slot as usize].generation, allocated)
     }
 
@@ -219,22 +265,51 @@ impl ConnTable {
         s.conn.as_mut()
     }
 
-    /// Marks `slot` as active at `now` (moves it to the back of the list).
-    pub(crate) fn touch(&mut self, slot: u32, now: Instant) {
-        if self
-            .slots
+    fn occupied_slot(&self, slot: u32) -> bool {
+        self.slots
             .get(slot as usize)
             .is_some_and(|s| s.conn.is_some())
-        {
-            self.unlink(slot);
-            self.push_back(slot, now);
+    }
+
+    /// Marks `slot` as active at `now` (moves it to the back of the activity list).
+    pub(crate) fn touch(&mut self, slot: u32, now: Instant) {
+        if self.occupied_slot(slot) {
+            self.unlink(ACTIVITY, slot);
+            self.conn_mut(slot).last_active = now;
+            self.push_back(ACTIVITY, slot);
+        }
+    }
+
+    /// Records that `slot` started receiving a query at `now` (moves it to the back of the
+    /// partial list).
+    pub(crate) fn set_partial(&mut self, slot: u32, now: Instant) {
+        if !self.occupied_slot(slot) {
+            return;
+        }
+        if self.conn_mut(slot).in_partial {
+            self.unlink(PARTIAL, slot);
+        }
+        let c = self.conn_mut(slot);
+        c.partial_since = now;
+        c.in_partial = true;
+        self.push_back(PARTIAL, slot);
+    }
+
+    /// Takes `slot` out of the partial list (it holds no part of a query now).
+    pub(crate) fn clear_partial(&mut self, slot: u32) {
+        if self.occupied_slot(slot) && self.conn_mut(slot).in_partial {
+            self.unlink(PARTIAL, slot);
+            self.conn_mut(slot).in_partial = false;
         }
     }
 
     /// Removes the connection in `slot`.
     pub(crate) fn remove(&mut self, slot: u32) -> Option<Conn> {
-        self.slots.get(slot as usize)?.conn.as_ref()?;
-        self.unlink(slot);
+        if !self.occupied_slot(slot) {
+            return None;
+        }
+        self.unlink(ACTIVITY, slot);
+        self.clear_partial(slot);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
         let conn = s.conn.take();
@@ -245,8 +320,18 @@ impl ConnTable {
 
     /// The least recently active connection and when it was last active.
     pub(crate) fn oldest(&self) -> Option<(u32, Instant)> {
-        let c = self.slots.get(self.head as usize)?.conn.as_ref()?;
-        Some((self.head, c.last_active))
+        let c = self
+            .slots
+            .get(self.head[ACTIVITY] as usize)?
+            .conn
+            .as_ref()?;
+        Some((self.head[ACTIVITY], c.last_active))
+    }
+
+    /// The connection that started receiving its current query longest ago, and when.
+    pub(crate) fn oldest_partial(&self) -> Option<(u32, Instant)> {
+        let c = self.slots.get(self.head[PARTIAL] as usize)?.conn.as_ref()?;
+        Some((self.head[PARTIAL], c.partial_since))
     }
 
     /// Every occupied slot (shutdown only; O(n)).
@@ -263,40 +348,155 @@ impl ConnTable {
             .expect("linked slot holds a connection")
     }
 
-    fn unlink(&mut self, slot: u32) {
-        let (prev, next) = {
-            let c = self.conn_mut(slot);
-            let links = (c.prev, c.next);
-            c.prev = NIL;
-            c.next = NIL;
-            links
-        };
+    fn unlink(&mut self, list: usize, slot: u32) {
+        let Link { prev, next } = std::mem::replace(&mut self.conn_mut(slot).links[list], UNLINKED);
         if prev == NIL {
-            self.head = next;
+            self.head[list] = next;
         } else {
-            self.conn_mut(prev).next = next;
+            self.conn_mut(prev).links[list].next = next;
         }
         if next == NIL {
-            self.tail = prev;
+            self.tail[list] = prev;
         } else {
-            self.conn_mut(next).prev = prev;
+            self.conn_mut(next).links[list].prev = prev;
         }
     }
 
-    fn push_back(&mut self, slot: u32, now: Instant) {
-        let tail = self.tail;
-        {
-            let c = self.conn_mut(slot);
-            c.last_active = now;
-            c.prev = tail;
-            c.next = NIL;
-        }
+    fn push_back(&mut self, list: usize, slot: u32) {
+        let tail = self.tail[list];
+        self.conn_mut(slot).links[list] = Link {
+            prev: tail,
+            next: NIL,
+        };
         if tail == NIL {
-            self.head = slot;
+            self.head[list] = slot;
         } else {
-            self.conn_mut(tail).next = slot;
+            self.conn_mut(tail).links[list].next = slot;
         }
-        self.tail = slot;
+        self.tail[list] = slot;
+    }
+}
+
+/// A connection whose client has no slot in [`ClientCounts`] (limit off, no address, or no
+/// room): it is not counted.
+pub(crate) const UNTRACKED: u32 = u32::MAX;
+/// Slots looked at for one address.
+const PROBE: usize = 8;
+/// Low bits of a slot word: the connection count; the rest: the address's tag.
+const COUNT_BITS: u32 = 16;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// Open TCP connections per client address, over all workers, for
+/// `limits.tcp_connections_per_client`. A fixed table of atomic words, each holding an
+/// address's 48-bit tag and its connection count, touched only when a connection is
+/// accepted or closed (never per query) and without a lock. An address probes [`PROBE`]
+/// slots from its (seeded) hash; a slot whose count is 0 is free. The table has room for
+/// several times `tcp_connections` addresses, so it is seldom crowded; an address that
+/// finds no room is not counted (it is let in), and two addresses with the same tag (a
+/// 2^-48 chance) share a count.
+pub(crate) struct ClientCounts {
+    slots: Box<[AtomicU64]>,
+    mask: usize,
+    seed: u64,
+    limit: u64,
+}
+
+impl ClientCounts {
+    /// A table for `limit` connections per address (0: no limit, no table) and up to
+    /// `connections` open connections in all.
+    pub(crate) fn new(limit: usize, connections: usize, seed: u64) -> Self {
+        let size = if limit == 0 {
+            0
+        } else {
+            connections
+                .saturating_mul(4)
+                .clamp(1024, 1 << 22)
+                .next_power_of_two()
+        };
+        Self {
+            slots: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            mask: size.saturating_sub(1),
+            seed,
+            limit: (limit as u64).min(COUNT_MASK),
+        }
+    }
+
+    fn tag(&self, ip: IpAddr) -> u64 {
+        let bits = match ip {
+            IpAddr::V4(a) => u128::from(u32::from(a)) | 4 << 120,
+            IpAddr::V6(a) => u128::from(a),
+        };
+        let h = keyed_hash(self.seed, &[(bits >> 64) as u64, bits as u64]);
+        // The top 48 bits are the tag (never 0); the slot index comes from the rest.
+        h | 1 << 63
+    }
+
+    /// Counts a new connection from `ip`: `Some(slot)` (or `Some(UNTRACKED)`) if it may be
+    /// kept, `None` if its address already has `limit` connections open.
+    pub(crate) fn acquire(&self, ip: Option<IpAddr>) -> Option<u32> {
+        let Some(ip) = ip.filter(|_| self.limit > 0) else {
+            return Some(UNTRACKED);
+        };
+        let h = self.tag(ip);
+        let tag = h >> COUNT_BITS;
+        let start = h as usize;
+        // A few rounds: another worker may claim or change a slot under us.
+        for _ in 0..4 {
+            // The address's own slot, if it has one.
+            for i in 0..PROBE {
+                let idx = (start + i) & self.mask;
+                let slot = &self.slots[idx];
+                let mut v = slot.load(Relaxed);
+                while v >> COUNT_BITS == tag && v & COUNT_MASK > 0 {
+                    if v & COUNT_MASK >= self.limit {
+                        return None;
+                    }
+                    match slot.compare_exchange_weak(v, v + 1, Relaxed, Relaxed) {
+                        Ok(_) => return Some(idx as u32),
+                        Err(now) => v = now,
+                    }
+                }
+            }
+            // Else a free slot.
+            let mut raced = false;
+            for i in 0..PROBE {
+                let idx = (start + i) & self.mask;
+                let slot = &self.slots[idx];
+                let v = slot.load(Relaxed);
+                if v & COUNT_MASK == 0 {
+                    match slot.compare_exchange(v, tag << COUNT_BITS | 1, Relaxed, Relaxed) {
+                        Ok(_) => return Some(idx as u32),
+                        Err(_) => {
+                            raced = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if !raced {
+                break;
+            }
+        }
+        Some(UNTRACKED)
+    }
+
+    /// Uncounts a connection counted by [`ClientCounts::acquire`] (nothing for
+    /// [`UNTRACKED`]).
+    pub(crate) fn release(&self, slot: u32) {
+        if let Some(s) = self.slots.get(slot as usize) {
+            s.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Open connections counted for `ip` (tests and diagnostics).
+    #[cfg(test)]
+    fn count(&self, ip: IpAddr) -> u64 {
+        let h = self.tag(ip);
+        (0..PROBE)
+            .map(|i| self.slots[(h as usize + i) & self.mask].load(Relaxed))
+            .filter(|v| v >> COUNT_BITS == h >> COUNT_BITS)
+            .map(|v| v & COUNT_MASK)
+            .sum()
     }
 }
 
@@ -417,5 +617,99 @@ mod tests {
         assert_eq!(t.len(), 0);
         assert!(t.oldest().is_none());
         assert!(t.remove(a2).is_none());
+    }
+
+    #[test]
+    fn partial_list_orders_by_query_start() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut t = ConnTable::with_capacity(4);
+        let (a, ga, _) = t.insert(conn(t0));
+        let (b, _, _) = t.insert(conn(t0));
+        let (c, _, _) = t.insert(conn(t0));
+        assert!(t.oldest_partial().is_none());
+        t.set_partial(b, at(10));
+        t.set_partial(a, at(20));
+        assert_eq!(t.oldest_partial(), Some((b, at(10))));
+        assert!(t.get_mut(a, ga).unwrap().in_partial());
+        // A new query on b restarts its clock.
+        t.set_partial(b, at(30));
+        assert_eq!(t.oldest_partial(), Some((a, at(20))));
+        t.clear_partial(a);
+        assert!(!t.get_mut(a, ga).unwrap().in_partial());
+        assert_eq!(t.oldest_partial(), Some((b, at(30))));
+        t.clear_partial(a); // not in the list: no change
+        t.set_partial(c, at(40));
+        // Activity and partial lists are independent.
+        t.touch(b, at(50));
+        assert_eq!(t.oldest().unwrap().0, a);
+        assert_eq!(t.oldest_partial().unwrap().0, b);
+        // Removing a connection takes it out of both.
+        t.remove(b).unwrap();
+        assert_eq!(t.oldest_partial(), Some((c, at(40))));
+        t.remove(c).unwrap();
+        assert!(t.oldest_partial().is_none());
+        assert_eq!(t.oldest().unwrap().0, a);
+    }
+
+    #[test]
+    fn client_counts_limit_each_address() {
+        let counts = ClientCounts::new(2, 16, 12345);
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "2001:db8::1".parse().unwrap();
+        let a1 = counts.acquire(Some(a)).unwrap();
+        let a2 = counts.acquire(Some(a)).unwrap();
+        assert_eq!(a1, a2, "one slot per address");
+        assert_ne!(a1, UNTRACKED);
+        assert_eq!(counts.acquire(Some(a)), None);
+        assert_eq!(counts.count(a), 2);
+        // Another address is counted apart.
+        let b1 = counts.acquire(Some(b)).unwrap();
+        assert_ne!(b1, UNTRACKED);
+        assert_eq!(counts.count(b), 1);
+        counts.release(a1);
+        assert_eq!(counts.count(a), 1);
+        let a3 = counts.acquire(Some(a)).unwrap();
+        assert_eq!(counts.acquire(Some(a)), None);
+        counts.release(a2);
+        counts.release(a3);
+        assert_eq!(counts.count(a), 0);
+        // A freed slot is reused, by anyone.
+        assert!(counts.acquire(Some(a)).is_some());
+        // No address, or no limit: let in, not counted.
+        assert_eq!(counts.acquire(None), Some(UNTRACKED));
+        let off = ClientCounts::new(0, 16, 1);
+        for _ in 0..10 {
+            assert_eq!(off.acquire(Some(a)), Some(UNTRACKED));
+        }
+        off.release(UNTRACKED);
+    }
+
+    #[test]
+    fn client_counts_with_many_addresses() {
+        // As many addresses as connections allowed: a quarter of the table.
+        let counts = ClientCounts::new(1, 1000, 7);
+        let mut held = Vec::new();
+        for i in 0..1000u32 {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            let s = counts
+                .acquire(Some(ip))
+                .expect("first connection of an address");
+            held.push((ip, s));
+        }
+        let tracked = held.iter().filter(|(_, s)| *s != UNTRACKED).count();
+        assert_eq!(tracked, 1000);
+        for (ip, s) in &held {
+            if *s != UNTRACKED {
+                assert_eq!(counts.acquire(Some(*ip)), None, "{ip}");
+            }
+        }
+        for (_, s) in held {
+            counts.release(s);
+        }
+        assert!(counts
+            .slots
+            .iter()
+            .all(|v| v.load(Relaxed) & COUNT_MASK == 0));
     }
 }

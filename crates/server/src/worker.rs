@@ -5,9 +5,15 @@
 //! batches (recvmmsg/sendmmsg), TCP connections are nonblocking with per-connection
 //! buffers. The zone snapshot is refreshed once per loop iteration (one atomic load) and
 //! read without a lock. The clock is read once per loop iteration. Buffers are allocated
-//! when the worker starts; the query path does not allocate.
+//! when the worker starts; the query path does not allocate. With `[rrl]` on, every UDP
+//! response passes the worker's own rate limiter (`rrl`) before it is queued.
+//!
+//! TCP limits enforced here: connections per worker, in all, and per client address
+//! (checked on accept); the idle timeout (no traffic) and the read timeout (one query
+//! taking too long to arrive, however slowly it trickles in); queries per connection.
 
 use crate::recursion::{Client, Recursion, Reply, KIND_UPSTREAM};
+use crate::rrl::{Rrl, Verdict};
 use crate::stats::{Via, WorkerStats};
 use crate::sys::{self, Epoll, Events, UdpBatch, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
@@ -42,6 +48,10 @@ pub(crate) struct WorkerOptions {
     pub(crate) tcp_per_worker: usize,
     pub(crate) tcp_total: usize,
     pub(crate) tcp_idle_timeout: Duration,
+    pub(crate) tcp_read_timeout: Duration,
+    /// Queries per TCP connection (u32::MAX: no limit).
+    pub(crate) tcp_max_queries: u32,
+    pub(crate) udp_max_response: usize,
     pub(crate) log_queries: bool,
 }
 
@@ -88,6 +98,8 @@ pub(crate) struct Worker {
     buffer_pool: Vec<Vec<u8>>,
     /// The resolver role (`[resolver] recursion = true`), else `None`.
     recursion: Option<Recursion>,
+    /// Response rate limiting (`[rrl] enabled = true`), else `None`.
+    rrl: Option<Rrl>,
 }
 
 impl Worker {
@@ -98,6 +110,7 @@ impl Worker {
         sockets: WorkerSockets,
         opts: WorkerOptions,
         recursion: Option<Recursion>,
+        rrl: Option<Rrl>,
     ) -> io::Result<Self> {
         let epoll = Epoll::new()?;
         epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
@@ -130,6 +143,7 @@ impl Worker {
             staging: vec![0; TCP_STAGING].into_boxed_slice(),
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
             recursion,
+            rrl,
         })
     }
 
@@ -177,34 +191,38 @@ impl Worker {
             if self.recursion.is_some() {
                 self.drive_recursion(now, stats);
             }
-            self.expire_idle(now, stats);
+            self.expire(now, stats);
         }
         self.close_all(stats);
         debug!(worker = self.id, "worker stopped");
     }
 
-    /// epoll timeout: until the idlest connection's deadline or the resolver's next timer,
-    /// or forever.
+    /// epoll timeout: until the first TCP deadline (idle or read timeout) or the resolver's
+    /// next timer, or forever.
     fn timeout_ms(&mut self, now: Instant) -> i32 {
-        let idle = match self.conns.oldest() {
-            None => -1,
-            Some((_, last)) => {
-                let left = (last + self.opts.tcp_idle_timeout).saturating_duration_since(now);
-                // Round up so we do not wake just before the deadline.
-                (left.as_millis() as i32).saturating_add(1)
-            }
+        let until = |deadline: Instant| {
+            let left = deadline.saturating_duration_since(now).as_millis();
+            // Round up so we do not wake just before the deadline.
+            left.min(i32::MAX as u128 - 1) as i32 + 1
         };
-        match self.recursion.as_mut().and_then(|r| r.timeout_ms(now)) {
-            None => idle,
-            Some(ms) => {
-                let ms = ms.min(i32::MAX as u64 - 1) as i32;
-                if idle < 0 {
-                    ms
-                } else {
-                    idle.min(ms)
-                }
-            }
-        }
+        let idle = self
+            .conns
+            .oldest()
+            .map(|(_, last)| until(last + self.opts.tcp_idle_timeout));
+        let read = self
+            .conns
+            .oldest_partial()
+            .map(|(_, since)| until(since + self.opts.tcp_read_timeout));
+        let resolver = self
+            .recursion
+            .as_mut()
+            .and_then(|r| r.timeout_ms(now))
+            .map(|ms| ms.min(i32::MAX as u64 - 1) as i32);
+        [idle, read, resolver]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(-1)
     }
 
     /// Runs the resolver's timers and events; finished answers go to their clients (UDP:
@@ -262,6 +280,9 @@ impl Worker {
         };
         let fd = socket.as_raw_fd();
         let via = Via::udp(*v6);
+        let want_peer = self.opts.log_queries || self.recursion.is_some() || self.rrl.is_some();
+        let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
+        let udp_max = self.opts.udp_max_response;
         for _ in 0..UDP_ROUNDS {
             stats.udp_recv_calls.add(1);
             let n = match batch.recv(fd) {
@@ -276,12 +297,10 @@ impl Worker {
             stats.queries[via as usize].add(n as u64);
             for i in 0..n {
                 let slot = batch.queued();
-                let peer = if self.opts.log_queries || self.recursion.is_some() {
-                    batch.peer(i)
-                } else {
-                    None
-                };
+                let peer = if want_peer { batch.peer(i) } else { None };
                 let (query, out) = batch.query_and_response(i, slot);
+                let cap = udp_max.min(out.len());
+                let out = &mut out[..cap];
                 let Some(query) = query else {
                     // Longer than any query we read: cut by the kernel, so unparseable.
                     stats.malformed.add(1);
@@ -301,6 +320,23 @@ impl Worker {
                                     Reply::Refused => {}
                                     Reply::Pending => continue,
                                     Reply::Written(cached) => o = cached,
+                                }
+                            }
+                        }
+                        // RRL off costs this one branch.
+                        if let (Some(rrl), Some(p)) = (self.rrl.as_mut(), peer) {
+                            let resp = &mut out[..o.len];
+                            match rrl.check(p.ip(), o.rcode, o.truncated, resp, rrl_now) {
+                                Verdict::Send => {}
+                                Verdict::Drop => {
+                                    stats.rrl_dropped.add(1);
+                                    stats.dropped.add(1);
+                                    continue;
+                                }
+                                Verdict::Slip(len) => {
+                                    stats.rrl_slipped.add(1);
+                                    o.len = len;
+                                    o.truncated = true;
                                 }
                             }
                         }
@@ -375,9 +411,15 @@ impl Worker {
                     continue;
                 }
             };
+            // The client's own limit first, so a refused connection evicts nobody.
+            let Some(client_slot) = self.shared.tcp_clients.acquire(peer.map(|p| p.ip())) else {
+                stats.tcp_refused_client.add(1);
+                continue;
+            };
             let at_limit = self.conns.len() >= self.opts.tcp_per_worker
                 || self.shared.tcp_open.load(Relaxed) >= self.opts.tcp_total;
             if at_limit && !self.evict_oldest(stats) {
+                self.shared.tcp_clients.release(client_slot);
                 stats.tcp_refused.add(1);
                 continue;
             }
@@ -389,14 +431,17 @@ impl Worker {
                 }
             };
             let fd = stream.as_raw_fd();
-            let (slot, generation, allocated) =
-                self.conns.insert(Conn::new(stream, peer, v6, input, now));
+            let mut conn = Conn::new(stream, peer, v6, input, now);
+            conn.client_slot = client_slot;
+            let (slot, generation, allocated) = self.conns.insert(conn);
             if allocated {
                 stats.lock_acquisitions.add(1);
             }
             if let Err(e) = self.epoll.add(fd, conn_token(slot, generation), READABLE) {
                 request_log!(stats, DEBUG, worker = self.id, "epoll add: {e}");
-                self.conns.remove(slot);
+                if let Some(c) = self.conns.remove(slot) {
+                    self.shared.tcp_clients.release(c.client_slot);
+                }
                 continue;
             }
             if let Some(c) = self.conns.get_mut(slot, generation) {
@@ -418,9 +463,11 @@ impl Worker {
         stats: &WorkerStats,
     ) {
         let log_queries = self.opts.log_queries;
+        let max_queries = self.opts.tcp_max_queries;
         let Some(conn) = self.conns.get_mut(slot, generation) else {
             return;
         };
+        let queries_before = conn.queries;
         if ready & BROKEN != 0 {
             self.close(slot, stats);
             return;
@@ -462,6 +509,7 @@ impl Worker {
                 generation,
                 now,
                 log_queries,
+                max_queries,
             };
             failed = answer_frames(
                 conn,
@@ -494,13 +542,31 @@ impl Worker {
             }
             conn.interest = want;
         }
+        // The read timeout runs from the first byte of a query (or the end of the one
+        // before it) until the query is whole.
+        let receiving = conn.receiving() && !conn.peer_closed;
+        let progressed = conn.queries != queries_before;
+        let in_partial = conn.in_partial();
+        if receiving && (progressed || !in_partial) {
+            self.conns.set_partial(slot, now);
+        } else if !receiving && in_partial {
+            self.conns.clear_partial(slot);
+        }
         if active {
             self.conns.touch(slot, now);
         }
     }
 
-    /// Closes connections idle for longer than the timeout (least recently active first).
-    fn expire_idle(&mut self, now: Instant, stats: &WorkerStats) {
+    /// Closes connections that have been receiving one query for longer than the read
+    /// timeout, then those idle for longer than the idle timeout (oldest first, each).
+    fn expire(&mut self, now: Instant, stats: &WorkerStats) {
+        while let Some((slot, since)) = self.conns.oldest_partial() {
+            if now.saturating_duration_since(since) < self.opts.tcp_read_timeout {
+                break;
+            }
+            stats.tcp_read_timeout_closed.add(1);
+            self.close(slot, stats);
+        }
         while let Some((slot, last)) = self.conns.oldest() {
             if now.saturating_duration_since(last) < self.opts.tcp_idle_timeout {
                 break;
@@ -529,6 +595,7 @@ impl Worker {
             if buf.len() == INPUT_INITIAL && self.buffer_pool.len() < BUFFER_POOL_MAX {
                 self.buffer_pool.push(buf);
             }
+            self.shared.tcp_clients.release(conn.client_slot);
             self.shared.tcp_open.fetch_sub(1, Relaxed);
             stats.tcp_open.set(self.conns.len() as u64);
             if self.listeners_paused {
@@ -563,6 +630,7 @@ impl Worker {
             if let Some(conn) = self.conns.remove(slot) {
                 let mut conn = conn;
                 let _ = flush_output(&mut conn);
+                self.shared.tcp_clients.release(conn.client_slot);
                 self.shared.tcp_open.fetch_sub(1, Relaxed);
             }
         }
@@ -584,7 +652,10 @@ fn answer_frames(
     let log_queries = ctx.log_queries;
     let via = Via::tcp(conn.v6);
     let mut used = 0;
-    while conn.input.has_frame() && conn.unsent() < OUTPUT_HIGH_WATER {
+    while conn.input.has_frame()
+        && conn.unsent() < OUTPUT_HIGH_WATER
+        && conn.queries < ctx.max_queries
+    {
         if staging.len() - used < MAX_FRAME {
             queue_output(conn, &staging[..used], stats)?;
             used = 0;
@@ -593,6 +664,13 @@ fn answer_frames(
         let Some(range) = conn.input.next_frame() else {
             break;
         };
+        conn.queries += 1;
+        if conn.queries >= ctx.max_queries {
+            // The last query this connection gets answered: read no more, close once the
+            // responses are out (RFC 7766 §6.2.3 lets the server close).
+            conn.peer_closed = true;
+            stats.tcp_query_limit_closed.add(1);
+        }
         let query = conn.input.frame(range);
         stats.queries[via as usize].add(1);
         let out = &mut staging[used + 2..used + MAX_FRAME];
@@ -635,6 +713,7 @@ struct FrameCtx {
     generation: u32,
     now: Instant,
     log_queries: bool,
+    max_queries: u32,
 }
 
 /// Writes `data` now if nothing is queued before it; keeps whatever the socket refuses.

@@ -94,6 +94,24 @@ pub(crate) struct ServeArgs {
     /// Most TCP connections in total (default 4096).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) tcp_connections: Option<u32>,
+    /// Most TCP connections per client address, over all workers (default 128; 0: no limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=65535))]
+    pub(crate) tcp_connections_per_client: Option<u32>,
+    /// Close a TCP connection whose client takes longer than this to send one whole query
+    /// (default 3000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_read_timeout_ms: Option<u64>,
+    /// Close a TCP connection after answering this many queries (default 0: no limit).
+    #[arg(long, value_name = "N")]
+    pub(crate) tcp_queries_per_connection: Option<u32>,
+    /// Turn on response rate limiting at N UDP responses per second per client prefix and
+    /// response class (see [rrl] in docs/CONFIG.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub(crate) rrl_rate: Option<u32>,
+    /// Send every Nth rate-limited response truncated (TC=1) instead of dropping it
+    /// (default 2; 0 drops all, 1 truncates all).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub(crate) rrl_slip: Option<u32>,
     /// Also act as a caching recursive resolver: queries with RD set for names outside our
     /// zones, from clients allowed to recurse, are resolved (others get REFUSED).
     #[arg(long)]
@@ -127,6 +145,11 @@ impl ServeArgs {
         o.tcp_idle_timeout_ms = self.tcp_idle_timeout_ms;
         o.tcp_connections_per_worker = self.tcp_connections_per_worker.map(|n| n as usize);
         o.tcp_connections = self.tcp_connections.map(|n| n as usize);
+        o.tcp_connections_per_client = self.tcp_connections_per_client.map(|n| n as usize);
+        o.tcp_read_timeout_ms = self.tcp_read_timeout_ms;
+        o.tcp_queries_per_connection = self.tcp_queries_per_connection;
+        o.rrl_rate = self.rrl_rate;
+        o.rrl_slip = self.rrl_slip;
         o.recursion = self.recursion;
         o.root_hints = self.root_hints.clone();
         o.forward = self.forward.clone();
@@ -228,6 +251,50 @@ mod tests {
         assert!(
             Cli::try_parse_from(["shardns", "serve", "--allow-recursion", "1.2.3.4/40"]).is_err()
         );
+    }
+
+    #[test]
+    fn limit_and_rrl_flags() {
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "serve",
+            "--rrl-rate",
+            "10",
+            "--rrl-slip",
+            "0",
+            "--tcp-connections-per-client",
+            "4",
+            "--tcp-read-timeout-ms",
+            "500",
+            "--tcp-queries-per-connection",
+            "3",
+        ])
+        .unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        let setup = a.setup(shardns_server::EmbeddedZone {
+            name: "example.test.",
+            label: "x",
+            text: "",
+        });
+        let c = setup.config().unwrap();
+        assert!(c.rrl.enabled);
+        assert_eq!((c.rrl.rate, c.rrl.slip), (10, 0));
+        assert_eq!(c.limits.tcp_connections_per_client, 4);
+        assert_eq!(c.limits.tcp_read_timeout_ms, 500);
+        assert_eq!(c.limits.tcp_queries_per_connection, 3);
+        for bad in [
+            ["--rrl-rate", "0"],
+            ["--rrl-slip", "11"],
+            ["--tcp-read-timeout-ms", "0"],
+            ["--tcp-connections-per-client", "70000"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["shardns", "serve", bad[0], bad[1]]).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,463 @@
+//! End-to-end: the limits of docs/CONFIG.md that protect the server from its clients:
+//! TCP connections per client address (over all workers), queries per TCP connection, the
+//! TCP read timeout on a query that stalls or trickles in, the UDP response size cap, and
+//! the resolver's cap on resolutions in flight per worker.
+//!
+//! The server listens on 127.0.0.20; clients send from 127.0.0.24 and 127.0.0.25, and a
+//! silent upstream sits on 127.0.0.26.
+
+mod common;
+
+use common::*;
+use hickory_proto::op::ResponseCode;
+use std::collections::HashSet;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::FromRawFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SERVER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 20);
+const A: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 24);
+const B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 25);
+const UPSTREAM_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 26);
+
+/// A `shardns serve` on one address of ours; killed when dropped.
+struct Srv {
+    child: Child,
+    addr: SocketAddr,
+    control: PathBuf,
+    log: Arc<Mutex<String>>,
+    _dir: TempDir,
+}
+
+impl Srv {
+    /// Starts the server on `ip` at a free port, with `config` (TOML) if given, plus `args`.
+    fn start(tag: &str, ip: Ipv4Addr, config: Option<&str>, args: &[&str]) -> Self {
+        let dir = TempDir::new(tag);
+        let addr = SocketAddr::from((ip, free_port_on(ip)));
+        let control = dir.path().join("ctl");
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--control")
+            .arg(&control);
+        if let Some(text) = config {
+            cmd.arg("--config").arg(dir.write("shardns.toml", text));
+        }
+        let mut child = cmd
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start shardns");
+        let log = capture_stderr(&mut child);
+        let mut srv = Self {
+            child,
+            addr,
+            control,
+            log,
+            _dir: dir,
+        };
+        let end = Instant::now() + Duration::from_secs(20);
+        while !srv.log().contains("shardns ready") {
+            if let Ok(Some(status)) = srv.child.try_wait() {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("shardns exited ({status}):\n{}", srv.log());
+            }
+            assert!(Instant::now() < end, "shardns not ready:\n{}", srv.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        srv
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn stat(&self, name: &str) -> f64 {
+        let out = Command::new(BIN)
+            .arg("stats")
+            .arg("--control")
+            .arg(&self.control)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "stats failed: {out:?}");
+        stat_value(&String::from_utf8_lossy(&out.stdout), name)
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- shardns log ---\n{}--- end of log ---", self.log());
+        }
+    }
+}
+
+/// A port free for UDP and TCP on `ip`, never handed out twice by this process.
+fn free_port_on(ip: Ipv4Addr) -> u16 {
+    static TAKEN: Mutex<Option<HashSet<(Ipv4Addr, u16)>>> = Mutex::new(None);
+    for _ in 0..200 {
+        let Ok(probe) = UdpSocket::bind((ip, 0)) else {
+            continue;
+        };
+        let port = probe.local_addr().unwrap().port();
+        let ok = TcpListener::bind((ip, port)).is_ok();
+        if ok
+            && TAKEN
+                .lock()
+                .unwrap()
+                .get_or_insert_with(HashSet::new)
+                .insert((ip, port))
+        {
+            return port;
+        }
+    }
+    panic!("no free port on {ip}");
+}
+
+/// A UDP socket on `ip`, connected to `server`.
+fn udp_from(ip: Ipv4Addr, server: SocketAddr) -> UdpSocket {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.connect(server).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s
+}
+
+/// A TCP connection to `server` from address `ip` (std cannot bind before connecting).
+fn tcp_from(ip: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    let SocketAddr::V4(server) = server else {
+        panic!("IPv4 only")
+    };
+    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(a).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let (local, remote) = (sin(ip, 0), sin(*server.ip(), server.port()));
+    let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor we create; each address is a valid
+    // sockaddr_in of the length passed; the descriptor is owned by the TcpStream at once,
+    // so it is closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        let rc = libc::bind(fd, (&raw const local).cast(), len);
+        assert_eq!(rc, 0, "bind {ip}: {}", std::io::Error::last_os_error());
+        let rc = libc::connect(fd, (&raw const remote).cast(), len);
+        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+    }
+}
+
+/// Framed (2-octet length) form of `msgs`, back to back.
+fn framed(msgs: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in msgs {
+        out.extend_from_slice(&(m.len() as u16).to_be_bytes());
+        out.extend_from_slice(m);
+    }
+    out
+}
+
+/// True if the server closed `s` (EOF or reset) within `limit`.
+fn closed_by_server(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+        ),
+    }
+}
+
+/// One query over an open connection; true if it was answered.
+fn answered(s: &mut TcpStream, id: u16) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    if s.write_all(&framed(&[query(id, "www.example.test", 1, None)]))
+        .is_err()
+    {
+        return false;
+    }
+    read_frame(s).is_ok_and(|r| parse(&r).answers.len() == 2)
+}
+
+fn wait_for_stat(server: &Srv, name: &str, want: f64) {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = server.stat(name);
+        if v == want {
+            return;
+        }
+        assert!(Instant::now() < end, "{name} is {v}, expected {want}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tcp_connections_per_client_address() {
+    // Two workers: a client's connections spread over both, the count is over all.
+    let server = Srv::start(
+        "lim-client",
+        SERVER_IP,
+        None,
+        &["--workers", "2", "--tcp-connections-per-client", "3"],
+    );
+    let addr = server.addr;
+    let mut held: Vec<TcpStream> = Vec::new();
+    for i in 0..3 {
+        let mut s = tcp_from(A, addr);
+        assert!(answered(&mut s, i), "connection {i} from {A}");
+        held.push(s);
+    }
+    // The fourth from the same address is closed at once, without an answer.
+    let mut extra = tcp_from(A, addr);
+    assert!(
+        closed_by_server(&mut extra, Duration::from_secs(3)),
+        "a fourth connection from {A} was kept"
+    );
+    // The others still work, and another address is not affected.
+    for (i, s) in held.iter_mut().enumerate() {
+        assert!(answered(s, 10 + i as u16), "held connection {i}");
+    }
+    let mut other: Vec<TcpStream> = (0..3).map(|_| tcp_from(B, addr)).collect();
+    for (i, s) in other.iter_mut().enumerate() {
+        assert!(answered(s, 20 + i as u16), "connection {i} from {B}");
+    }
+    assert_eq!(
+        server.stat("shardns_tcp_connections_refused_total{reason=\"client\"}"),
+        1.0
+    );
+    // When one closes, the address may connect again.
+    drop(held.pop());
+    wait_for_stat(&server, "shardns_tcp_connections_open", 5.0);
+    let mut again = tcp_from(A, addr);
+    assert!(answered(&mut again, 30), "a connection after one closed");
+    let mut extra = tcp_from(A, addr);
+    assert!(closed_by_server(&mut extra, Duration::from_secs(3)));
+    assert_eq!(
+        server.stat("shardns_tcp_connections_refused_total{reason=\"client\"}"),
+        2.0
+    );
+    drop(other.pop());
+}
+
+#[test]
+fn tcp_queries_per_connection() {
+    let server = Srv::start(
+        "lim-queries",
+        SERVER_IP,
+        None,
+        &["--workers", "1", "--tcp-queries-per-connection", "3"],
+    );
+    // Five pipelined queries: three answers, then the connection closes.
+    let mut s = tcp_from(A, server.addr);
+    let queries: Vec<Vec<u8>> = (0..5)
+        .map(|i| query(i, "www.example.test", 1, None))
+        .collect();
+    s.write_all(&framed(&queries)).unwrap();
+    for i in 0..3u16 {
+        let r = read_frame(&mut s).unwrap_or_else(|e| panic!("answer {i}: {e}"));
+        assert_eq!(parse(&r).metadata.id, i);
+    }
+    assert!(read_frame(&mut s).is_err(), "a fourth answer");
+    // One at a time: the same.
+    let mut s = tcp_from(A, server.addr);
+    for i in 0..3 {
+        assert!(answered(&mut s, 100 + i), "query {i}");
+    }
+    assert!(
+        closed_by_server(&mut s, Duration::from_secs(3)),
+        "still open after three queries"
+    );
+    assert_eq!(
+        server.stat("shardns_tcp_connections_closed_total{reason=\"query_limit\"}"),
+        2.0
+    );
+    // Without the limit (the default) a connection takes many more.
+    let unlimited = Srv::start("lim-queries-off", SERVER_IP, None, &["--workers", "1"]);
+    let mut s = tcp_from(A, unlimited.addr);
+    let queries: Vec<Vec<u8>> = (0..200)
+        .map(|i| query(i, "www.example.test", 1, None))
+        .collect();
+    assert_eq!(tcp_exchange_on(&mut s, &queries).len(), 200);
+}
+
+#[test]
+fn tcp_read_timeout_closes_stalled_and_trickling_queries() {
+    let server = Srv::start(
+        "lim-read",
+        SERVER_IP,
+        None,
+        &[
+            "--workers",
+            "1",
+            "--tcp-read-timeout-ms",
+            "300",
+            "--tcp-idle-timeout-ms",
+            "30000",
+        ],
+    );
+    let addr = server.addr;
+    let mut idle = tcp_from(A, addr);
+    assert!(answered(&mut idle, 1));
+    // Half a query, then nothing.
+    let started = Instant::now();
+    let mut stalled = tcp_from(A, addr);
+    stalled.write_all(&[0, 40, 1, 2, 3]).unwrap();
+    assert!(
+        closed_by_server(&mut stalled, Duration::from_secs(3)),
+        "a stalled half query was kept"
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(250),
+        "closed after {took:?}, before the read timeout"
+    );
+    // A query sent one byte every 50 ms keeps the connection active (the idle timeout
+    // never fires) but takes longer than 300 ms to arrive whole.
+    let mut trickle = tcp_from(B, addr);
+    let bytes = framed(&[query(2, "www.example.test", 1, None)]);
+    let mut written = 0;
+    for b in &bytes {
+        if trickle.write_all(std::slice::from_ref(b)).is_err() {
+            break;
+        }
+        written += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        closed_by_server(&mut trickle, Duration::from_secs(3)),
+        "a trickling query was kept"
+    );
+    assert!(
+        written < bytes.len(),
+        "all {written} bytes went out before the close"
+    );
+    // Queries that arrive in pieces, each whole within the timeout, are fine, however
+    // long the connection lasts.
+    let mut split = tcp_from(B, addr);
+    split
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    for i in 0..6u16 {
+        let bytes = framed(&[query(10 + i, "www.example.test", 1, None)]);
+        split.write_all(&bytes[..7]).unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        split.write_all(&bytes[7..]).unwrap();
+        let r = read_frame(&mut split).unwrap_or_else(|e| panic!("split query {i}: {e}"));
+        assert_eq!(parse(&r).metadata.id, 10 + i);
+    }
+    // A connection holding no partial query is only subject to the idle timeout.
+    assert!(answered(&mut idle, 3), "the idle connection was closed");
+    assert_eq!(
+        server.stat("shardns_tcp_connections_closed_total{reason=\"read_timeout\"}"),
+        2.0
+    );
+}
+
+/// A zone whose TXT answer (about 900 octets) fits 1232 but not 512.
+const BIG_ZONE: &str = "\
+$ORIGIN big.test.
+$TTL 300
+@    IN SOA ns.big.test. admin.big.test. 1 7200 3600 1209600 300
+@    IN NS  ns.big.test.
+ns   IN A   192.0.2.1
+";
+
+#[test]
+fn udp_response_size_cap() {
+    let zones = TempDir::new("lim-udp-zone");
+    let mut text = BIG_ZONE.to_string();
+    for i in 0..8 {
+        text.push_str(&format!("txt IN TXT \"{i}{}\"\n", "x".repeat(100)));
+    }
+    let zone = zones.write("big.test.zone", &text);
+    let zone_arg = format!("big.test={}", zone.display());
+    let ask = |server: &Srv| {
+        let sock = udp_from(A, server.addr);
+        let r = udp_exchange(&sock, &query(1, "txt.big.test", 16, Some(1232))).unwrap();
+        (r.len(), parse(&r))
+    };
+    let default = Srv::start("lim-udp", SERVER_IP, None, &["--zone", &zone_arg]);
+    let (len, m) = ask(&default);
+    assert!(!m.metadata.truncation && m.answers.len() == 8);
+    assert!(len > 512, "{len}");
+    let capped = Srv::start(
+        "lim-udp-512",
+        SERVER_IP,
+        Some("[limits]\nudp_max_response = 512\n"),
+        &["--zone", &zone_arg],
+    );
+    let (len, m) = ask(&capped);
+    assert!(m.metadata.truncation, "not truncated at 512");
+    assert!(len <= 512, "{len}");
+    // Over TCP the whole answer.
+    let r = tcp_exchange(capped.addr, &[query(2, "txt.big.test", 16, None)]);
+    assert_eq!(parse(&r[0]).answers.len(), 8);
+}
+
+#[test]
+fn resolver_pending_cap_answers_servfail() {
+    // An upstream that reads queries and never answers.
+    let upstream = UdpSocket::bind((UPSTREAM_IP, 0)).unwrap();
+    upstream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let config = format!(
+        "[resolver]\nrecursion = true\nforward = [\"silent.=127.0.0.26:{}\"]\n\
+         max_pending = 2\nresolution_timeout_ms = 8000\n",
+        upstream.local_addr().unwrap().port()
+    );
+    let server = Srv::start("lim-pending", SERVER_IP, Some(&config), &["--workers", "1"]);
+    let sock = udp_from(A, server.addr);
+    sock.set_read_timeout(Some(Duration::from_millis(1000)))
+        .unwrap();
+    let rd_query = |id: u16, name: &str| {
+        let mut q = query(id, name, 1, None);
+        q[2] |= 0x01; // RD
+        q
+    };
+    sock.send(&rd_query(1, "a.silent")).unwrap();
+    sock.send(&rd_query(2, "b.silent")).unwrap();
+    // Both went upstream and are waiting.
+    let mut buf = [0u8; 512];
+    for _ in 0..2 {
+        upstream.recv_from(&mut buf).expect("a query upstream");
+    }
+    // The third finds the worker full: SERVFAIL at once.
+    let started = Instant::now();
+    let r = udp_exchange(&sock, &rd_query(3, "c.silent")).expect("an answer to the third");
+    let m = parse(&r);
+    assert_eq!(m.metadata.id, 3);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(started.elapsed() < Duration::from_millis(700));
+    // The first two are still pending (the upstream is retried for a while): nothing else
+    // came back.
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 512];
+    assert!(
+        sock.recv(&mut buf).is_err(),
+        "an early answer to a pending query"
+    );
+    assert_eq!(server.stat("shardns_resolver_pending_limited_total"), 1.0);
+}
