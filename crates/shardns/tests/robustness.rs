@@ -62,7 +62,17 @@ fn a_thousand_idle_tcp_connections_do_not_stop_udp() {
     );
     let server = Server::start(
         "idle1000",
-        &["--workers", "2", "--tcp-idle-timeout-ms", "60000"],
+        &[
+            "--workers",
+            "2",
+            "--tcp-idle-timeout-ms",
+            "60000",
+            // One client address holds them all, and two stall mid-query on purpose.
+            "--tcp-connections-per-client",
+            "0",
+            "--tcp-read-timeout-ms",
+            "60000",
+        ],
     );
     let mut idle = Vec::with_capacity(1000);
     for i in 0..1000 {
