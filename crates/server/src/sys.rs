@@ -2,7 +2,8 @@
 //! socket2 do not offer (epoll, eventfd, recvmmsg/sendmmsg, accept4, setrlimit).
 //!
 //! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
-//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`) and `io::Result`s.
+//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`) and
+//! `io::Result`s.
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -201,6 +202,51 @@ pub(crate) const UDP_QUERY_MAX: usize = 4096;
 /// Room for one UDP response (`shardns_zone::respond` wants at least 4096 for UDP).
 pub(crate) const UDP_RESPONSE_MAX: usize = 4096;
 
+/// A batch's peer addresses, iovecs and message headers.
+type BatchArrays = (
+    Box<[libc::sockaddr_storage]>,
+    Box<[libc::iovec]>,
+    Box<[libc::mmsghdr]>,
+);
+
+/// `n` zeroed peer addresses, empty iovecs and zeroed message headers, for a batch.
+fn batch_arrays(n: usize) -> BatchArrays {
+    let empty_iov = libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    };
+    // SAFETY: sockaddr_storage and mmsghdr are plain old data (integers and raw
+    // pointers); all zeroes is a valid value for each.
+    let (peer, msg) = unsafe {
+        (
+            mem::zeroed::<libc::sockaddr_storage>(),
+            mem::zeroed::<libc::mmsghdr>(),
+        )
+    };
+    (
+        vec![peer; n].into_boxed_slice(),
+        vec![empty_iov; n].into_boxed_slice(),
+        vec![msg; n].into_boxed_slice(),
+    )
+}
+
+/// Points message header `h` at one peer address (of `namelen` bytes) and one iovec.
+fn point_header(
+    h: &mut libc::mmsghdr,
+    peer: *mut libc::sockaddr_storage,
+    namelen: libc::socklen_t,
+    iov: *mut libc::iovec,
+) {
+    h.msg_len = 0;
+    h.msg_hdr.msg_name = peer.cast();
+    h.msg_hdr.msg_namelen = namelen;
+    h.msg_hdr.msg_iov = iov;
+    h.msg_hdr.msg_iovlen = 1;
+    h.msg_hdr.msg_control = ptr::null_mut();
+    h.msg_hdr.msg_controllen = 0;
+    h.msg_hdr.msg_flags = 0;
+}
+
 /// Preallocated buffers and message headers for one worker's recvmmsg/sendmmsg batches.
 ///
 /// Holds raw pointers into its own buffers while a call runs, so it is neither `Send` nor
@@ -224,27 +270,17 @@ impl UdpBatch {
     /// Buffers for `cap` datagrams each way (at least 1).
     pub(crate) fn new(cap: usize) -> Self {
         let cap = cap.max(1);
-        let empty_iov = libc::iovec {
-            iov_base: ptr::null_mut(),
-            iov_len: 0,
-        };
-        // SAFETY: sockaddr_storage and mmsghdr are plain old data (integers and raw
-        // pointers); all zeroes is a valid value for each.
-        let (peer, msg) = unsafe {
-            (
-                mem::zeroed::<libc::sockaddr_storage>(),
-                mem::zeroed::<libc::mmsghdr>(),
-            )
-        };
+        let (peers, recv_iov, recv_msgs) = batch_arrays(cap);
+        let (_, send_iov, send_msgs) = batch_arrays(cap);
         Self {
             cap,
             queries: vec![0; cap * UDP_QUERY_MAX].into_boxed_slice(),
             responses: vec![0; cap * UDP_RESPONSE_MAX].into_boxed_slice(),
-            peers: vec![peer; cap].into_boxed_slice(),
-            recv_iov: vec![empty_iov; cap].into_boxed_slice(),
-            recv_msgs: vec![msg; cap].into_boxed_slice(),
-            send_iov: vec![empty_iov; cap].into_boxed_slice(),
-            send_msgs: vec![msg; cap].into_boxed_slice(),
+            peers,
+            recv_iov,
+            recv_msgs,
+            send_iov,
+            send_msgs,
             queued: vec![(0, 0); cap].into_boxed_slice(),
             queued_len: 0,
             received: 0,
@@ -266,15 +302,12 @@ impl UdpBatch {
                 iov_base: base.wrapping_add(i * UDP_QUERY_MAX).cast(),
                 iov_len: UDP_QUERY_MAX,
             };
-            let h = &mut self.recv_msgs[i];
-            h.msg_len = 0;
-            h.msg_hdr.msg_name = ptr::addr_of_mut!(self.peers[i]).cast();
-            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_hdr.msg_iov = ptr::addr_of_mut!(self.recv_iov[i]);
-            h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
-            h.msg_hdr.msg_flags = 0;
+            point_header(
+                &mut self.recv_msgs[i],
+                ptr::addr_of_mut!(self.peers[i]),
+                size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+                ptr::addr_of_mut!(self.recv_iov[i]),
+            );
         }
         // SAFETY: each of the `cap` headers points at its own live iovec, its own
         // UDP_QUERY_MAX-byte slot of `queries` and its own sockaddr_storage, with lengths that
@@ -346,15 +379,12 @@ impl UdpBatch {
                 iov_len: len as usize,
             };
             let namelen = self.recv_msgs[i].msg_hdr.msg_namelen;
-            let h = &mut self.send_msgs[k];
-            h.msg_len = 0;
-            h.msg_hdr.msg_name = ptr::addr_of_mut!(self.peers[i]).cast();
-            h.msg_hdr.msg_namelen = namelen;
-            h.msg_hdr.msg_iov = ptr::addr_of_mut!(self.send_iov[k]);
-            h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
-            h.msg_hdr.msg_flags = 0;
+            point_header(
+                &mut self.send_msgs[k],
+                ptr::addr_of_mut!(self.peers[i]),
+                namelen,
+                ptr::addr_of_mut!(self.send_iov[k]),
+            );
         }
         // SAFETY: the first `count` headers each point at a live iovec covering `len` bytes
         // inside that slot's UDP_RESPONSE_MAX-byte region of `responses`, and at the peer
@@ -368,6 +398,157 @@ impl UdpBatch {
             )
         })?;
         Ok(n as usize)
+    }
+}
+
+/// What one [`SendBatch::flush`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flushed {
+    /// sendmmsg calls made.
+    pub(crate) calls: u64,
+    /// Datagrams the kernel took.
+    pub(crate) sent: u64,
+    /// Datagrams given up (socket buffer full, unknown socket, send error).
+    pub(crate) dropped: u64,
+}
+
+/// Datagrams queued to go out later with one sendmmsg per socket: each has its own
+/// destination and the index (in the caller's list) of the socket it leaves from. For
+/// responses that are not answers to the batch just received, such as the resolver's
+/// finished resolutions.
+///
+/// Preallocated like [`UdpBatch`], and for the same reason neither `Send` nor `Sync`.
+pub(crate) struct SendBatch {
+    slot_size: usize,
+    data: Box<[u8]>,
+    peers: Box<[libc::sockaddr_storage]>,
+    /// For each queued datagram: (socket index, length, peer address length). The socket
+    /// index becomes `SENT` once a flush has handed the datagram to the kernel.
+    queued: Box<[(u32, u32, libc::socklen_t)]>,
+    len: usize,
+    iov: Box<[libc::iovec]>,
+    msgs: Box<[libc::mmsghdr]>,
+}
+
+impl SendBatch {
+    const SENT: u32 = u32::MAX;
+
+    /// Room for `cap` datagrams (at least 1) of up to `slot_size` bytes each.
+    pub(crate) fn new(cap: usize, slot_size: usize) -> Self {
+        let cap = cap.max(1);
+        let (peers, iov, msgs) = batch_arrays(cap);
+        Self {
+            slot_size,
+            data: vec![0; cap * slot_size].into_boxed_slice(),
+            peers,
+            queued: vec![(0, 0, 0); cap].into_boxed_slice(),
+            len: 0,
+            iov,
+            msgs,
+        }
+    }
+
+    /// Datagrams queued.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.len == self.queued.len()
+    }
+
+    /// Copies `datagram` into the batch, to go to `peer` from socket `socket`; false (and
+    /// nothing queued) if the batch is full or the datagram longer than a slot.
+    pub(crate) fn push(&mut self, socket: usize, peer: SocketAddr, datagram: &[u8]) -> bool {
+        let (Ok(socket), Ok(len)) = (u32::try_from(socket), u32::try_from(datagram.len())) else {
+            return false;
+        };
+        if self.is_full() || datagram.len() > self.slot_size || socket == Self::SENT {
+            return false;
+        }
+        let i = self.len;
+        let at = i * self.slot_size;
+        self.data[at..at + datagram.len()].copy_from_slice(datagram);
+        let addr = socket2::SockAddr::from(peer);
+        self.queued[i] = (socket, len, addr.len());
+        self.peers[i] = addr.as_storage();
+        self.len += 1;
+        true
+    }
+
+    /// Sends everything queued, grouped by socket (one sendmmsg per socket unless the
+    /// kernel takes only part), and empties the batch. `fd_of` gives socket `i`'s
+    /// descriptor; a datagram for a socket it does not know is dropped.
+    pub(crate) fn flush(&mut self, fd_of: impl Fn(usize) -> Option<RawFd>) -> Flushed {
+        let mut done = Flushed::default();
+        let base = self.data.as_mut_ptr();
+        let mut first = 0;
+        while first < self.len {
+            // Gather the datagrams of the first unsent one's socket, in queue order.
+            let socket = self.queued[first].0;
+            let mut count = 0;
+            for j in first..self.len {
+                let (s, len, namelen) = self.queued[j];
+                if s != socket {
+                    continue;
+                }
+                self.iov[count] = libc::iovec {
+                    iov_base: base.wrapping_add(j * self.slot_size).cast(),
+                    iov_len: len as usize,
+                };
+                point_header(
+                    &mut self.msgs[count],
+                    ptr::addr_of_mut!(self.peers[j]),
+                    namelen,
+                    ptr::addr_of_mut!(self.iov[count]),
+                );
+                self.queued[j].0 = Self::SENT;
+                count += 1;
+            }
+            while first < self.len && self.queued[first].0 == Self::SENT {
+                first += 1;
+            }
+            let Some(fd) = fd_of(socket as usize) else {
+                done.dropped += count as u64;
+                continue;
+            };
+            let mut from = 0;
+            while from < count {
+                let rest = &mut self.msgs[from..count];
+                done.calls += 1;
+                // SAFETY: each of the `rest.len()` headers points at its own live iovec,
+                // which covers `len` bytes inside that datagram's `slot_size`-byte slot of
+                // `data`, and at the peer address `push` wrote with its length; all of
+                // them stay borrowed (through `&mut self`) for the whole call.
+                let rc = unsafe {
+                    libc::sendmmsg(
+                        fd,
+                        rest.as_mut_ptr(),
+                        rest.len() as libc::c_uint,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                match check(rc) {
+                    Ok(k) => {
+                        done.sent += k as u64;
+                        from += (k as usize).max(1);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // The socket's send buffer is full: drop the rest for this socket.
+                        done.dropped += (count - from) as u64;
+                        break;
+                    }
+                    Err(_) => {
+                        // This datagram cannot be sent (e.g. an unreachable address).
+                        done.dropped += 1;
+                        from += 1;
+                    }
+                }
+            }
+        }
+        self.len = 0;
+        done
     }
 }
 
@@ -447,6 +628,50 @@ mod tests {
         let mut batch = UdpBatch::new(2);
         assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 1);
         assert!(batch.query_and_response(0, 0).0.is_none());
+    }
+
+    #[test]
+    fn send_batch_groups_by_socket() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let to = client.local_addr().unwrap();
+        let mut batch = SendBatch::new(4, 8);
+        // Interleaved sockets; socket 2 is unknown to `fd_of`.
+        for (socket, byte) in [(0, 1u8), (1, 2), (0, 3), (2, 4)] {
+            assert!(batch.push(socket, to, &[byte; 3]));
+        }
+        assert!(batch.is_full());
+        assert!(
+            !batch.push(0, to, &[5; 3]),
+            "a fifth datagram in a batch of four"
+        );
+        let fds = [a.as_raw_fd(), b.as_raw_fd()];
+        let done = batch.flush(|i| fds.get(i).copied());
+        assert_eq!(
+            done,
+            Flushed {
+                calls: 2,
+                sent: 3,
+                dropped: 1
+            }
+        );
+        assert_eq!(batch.len(), 0);
+        let mut got = Vec::new();
+        let mut buf = [0u8; 16];
+        for _ in 0..3 {
+            let (n, from) = client.recv_from(&mut buf).unwrap();
+            got.push((from, buf[..n].to_vec()));
+        }
+        got.sort_by_key(|(_, d)| d[0]);
+        let (a, b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        assert_eq!(got, vec![(a, vec![1; 3]), (b, vec![2; 3]), (a, vec![3; 3])]);
+        // Too long for a slot: refused. An empty batch flushes with no call.
+        assert!(!batch.push(0, to, &[0; 9]));
+        assert_eq!(batch.flush(|i| fds.get(i).copied()), Flushed::default());
     }
 
     #[test]

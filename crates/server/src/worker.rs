@@ -15,7 +15,7 @@
 use crate::recursion::{Client, Recursion, Reply, KIND_UPSTREAM};
 use crate::rrl::{Rrl, Verdict};
 use crate::stats::{Via, WorkerStats};
-use crate::sys::{self, Epoll, Events, UdpBatch, BROKEN, READABLE, WRITABLE};
+use crate::sys::{self, Epoll, Events, SendBatch, UdpBatch, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::Shared;
 use shardns_wire::message::{read_question, HEADER_LEN};
@@ -155,6 +155,11 @@ impl Worker {
         let mut zones = arc_swap::Cache::new(&shared.zones);
         let mut events = Events::with_capacity(256);
         let mut batch = UdpBatch::new(self.opts.udp_batch);
+        // The resolver's finished UDP answers, sent once per loop turn.
+        let mut answers = self
+            .recursion
+            .is_some()
+            .then(|| SendBatch::new(self.opts.udp_batch, self.opts.udp_max_response));
         let mut now = Instant::now();
         debug!(worker = self.id, "worker running");
         loop {
@@ -188,8 +193,8 @@ impl Worker {
                     _ => waker.drain(),
                 }
             }
-            if self.recursion.is_some() {
-                self.drive_recursion(now, stats);
+            if let Some(answers) = answers.as_mut() {
+                self.drive_recursion(now, answers, stats);
             }
             self.expire(now, stats);
         }
@@ -226,8 +231,9 @@ impl Worker {
     }
 
     /// Runs the resolver's timers and events; finished answers go to their clients (UDP:
-    /// from the listening socket the query came in on; TCP: the connection, if still open).
-    fn drive_recursion(&mut self, now: Instant, stats: &WorkerStats) {
+    /// from the listening socket the query came in on, queued in `answers` and sent with
+    /// sendmmsg at the end; TCP: the connection, if still open).
+    fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
         let Some(rec) = self.recursion.as_mut() else {
             return;
         };
@@ -236,10 +242,12 @@ impl Worker {
         let epoll = &self.epoll;
         rec.drive(now, epoll, stats, &mut |client, frame| match client {
             Client::Udp { socket, peer } => {
-                let sent = udp
-                    .get(socket)
-                    .is_some_and(|(s, _)| s.send_to(&frame[2..], peer).is_ok());
-                if !sent {
+                if answers.is_full() {
+                    flush_answers(udp, answers, stats);
+                }
+                // Refused only when longer than `udp_max_response`, which the resolver's
+                // UDP answers never are.
+                if !answers.push(socket, peer, &frame[2..]) {
                     stats.dropped.add(1);
                 }
             }
@@ -263,6 +271,7 @@ impl Worker {
                 }
             }
         });
+        flush_answers(udp, answers, stats);
     }
 
     // ---- UDP ----
@@ -636,6 +645,16 @@ impl Worker {
         }
         stats.tcp_open.set(0);
     }
+}
+
+/// Sends the resolver's queued UDP answers, each from its listening socket.
+fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &WorkerStats) {
+    if answers.len() == 0 {
+        return;
+    }
+    let done = answers.flush(|i| udp.get(i).map(|(s, _)| s.as_raw_fd()));
+    stats.udp_send_calls.add(done.calls);
+    stats.dropped.add(done.dropped);
 }
 
 /// Answers every whole query buffered on `conn`, in order, writing the responses with as

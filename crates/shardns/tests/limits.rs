@@ -10,160 +10,14 @@ mod common;
 
 use common::*;
 use hickory_proto::op::ResponseCode;
-use std::collections::HashSet;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::FromRawFd;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::net::{Ipv4Addr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 20);
 const A: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 24);
 const B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 25);
 const UPSTREAM_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 26);
-
-/// A `shardns serve` on one address of ours; killed when dropped.
-struct Srv {
-    child: Child,
-    addr: SocketAddr,
-    control: PathBuf,
-    log: Arc<Mutex<String>>,
-    _dir: TempDir,
-}
-
-impl Srv {
-    /// Starts the server on `ip` at a free port, with `config` (TOML) if given, plus `args`.
-    fn start(tag: &str, ip: Ipv4Addr, config: Option<&str>, args: &[&str]) -> Self {
-        let dir = TempDir::new(tag);
-        let addr = SocketAddr::from((ip, free_port_on(ip)));
-        let control = dir.path().join("ctl");
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--control")
-            .arg(&control);
-        if let Some(text) = config {
-            cmd.arg("--config").arg(dir.write("shardns.toml", text));
-        }
-        let mut child = cmd
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start shardns");
-        let log = capture_stderr(&mut child);
-        let mut srv = Self {
-            child,
-            addr,
-            control,
-            log,
-            _dir: dir,
-        };
-        let end = Instant::now() + Duration::from_secs(20);
-        while !srv.log().contains("shardns ready") {
-            if let Ok(Some(status)) = srv.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                panic!("shardns exited ({status}):\n{}", srv.log());
-            }
-            assert!(Instant::now() < end, "shardns not ready:\n{}", srv.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        srv
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn stat(&self, name: &str) -> f64 {
-        let out = Command::new(BIN)
-            .arg("stats")
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "stats failed: {out:?}");
-        stat_value(&String::from_utf8_lossy(&out.stdout), name)
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- shardns log ---\n{}--- end of log ---", self.log());
-        }
-    }
-}
-
-/// A port free for UDP and TCP on `ip`, never handed out twice by this process.
-fn free_port_on(ip: Ipv4Addr) -> u16 {
-    static TAKEN: Mutex<Option<HashSet<(Ipv4Addr, u16)>>> = Mutex::new(None);
-    for _ in 0..200 {
-        let Ok(probe) = UdpSocket::bind((ip, 0)) else {
-            continue;
-        };
-        let port = probe.local_addr().unwrap().port();
-        let ok = TcpListener::bind((ip, port)).is_ok();
-        if ok
-            && TAKEN
-                .lock()
-                .unwrap()
-                .get_or_insert_with(HashSet::new)
-                .insert((ip, port))
-        {
-            return port;
-        }
-    }
-    panic!("no free port on {ip}");
-}
-
-/// A UDP socket on `ip`, connected to `server`.
-fn udp_from(ip: Ipv4Addr, server: SocketAddr) -> UdpSocket {
-    let s = UdpSocket::bind((ip, 0)).unwrap();
-    s.connect(server).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    s
-}
-
-/// A TCP connection to `server` from address `ip` (std cannot bind before connecting).
-fn tcp_from(ip: Ipv4Addr, server: SocketAddr) -> TcpStream {
-    let SocketAddr::V4(server) = server else {
-        panic!("IPv4 only")
-    };
-    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(a).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let (local, remote) = (sin(ip, 0), sin(*server.ip(), server.port()));
-    let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: plain socket calls on a descriptor we create; each address is a valid
-    // sockaddr_in of the length passed; the descriptor is owned by the TcpStream at once,
-    // so it is closed on every path.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let stream = TcpStream::from_raw_fd(fd);
-        let rc = libc::bind(fd, (&raw const local).cast(), len);
-        assert_eq!(rc, 0, "bind {ip}: {}", std::io::Error::last_os_error());
-        let rc = libc::connect(fd, (&raw const remote).cast(), len);
-        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream
-    }
-}
 
 /// Framed (2-octet length) form of `msgs`, back to back.
 fn framed(msgs: &[Vec<u8>]) -> Vec<u8> {
@@ -200,7 +54,7 @@ fn answered(s: &mut TcpStream, id: u16) -> bool {
     read_frame(s).is_ok_and(|r| parse(&r).answers.len() == 2)
 }
 
-fn wait_for_stat(server: &Srv, name: &str, want: f64) {
+fn wait_for_stat(server: &Server, name: &str, want: f64) {
     let end = Instant::now() + Duration::from_secs(10);
     loop {
         let v = server.stat(name);
@@ -215,7 +69,7 @@ fn wait_for_stat(server: &Srv, name: &str, want: f64) {
 #[test]
 fn tcp_connections_per_client_address() {
     // Two workers: a client's connections spread over both, the count is over all.
-    let server = Srv::start(
+    let server = Server::start_on(
         "lim-client",
         SERVER_IP,
         None,
@@ -262,7 +116,7 @@ fn tcp_connections_per_client_address() {
 
 #[test]
 fn tcp_queries_per_connection() {
-    let server = Srv::start(
+    let server = Server::start_on(
         "lim-queries",
         SERVER_IP,
         None,
@@ -293,7 +147,7 @@ fn tcp_queries_per_connection() {
         2.0
     );
     // Without the limit (the default) a connection takes many more.
-    let unlimited = Srv::start("lim-queries-off", SERVER_IP, None, &["--workers", "1"]);
+    let unlimited = Server::start_on("lim-queries-off", SERVER_IP, None, &["--workers", "1"]);
     let mut s = tcp_from(A, unlimited.addr);
     let queries: Vec<Vec<u8>> = (0..200)
         .map(|i| query(i, "www.example.test", 1, None))
@@ -303,7 +157,7 @@ fn tcp_queries_per_connection() {
 
 #[test]
 fn tcp_read_timeout_closes_stalled_and_trickling_queries() {
-    let server = Srv::start(
+    let server = Server::start_on(
         "lim-read",
         SERVER_IP,
         None,
@@ -392,16 +246,16 @@ fn udp_response_size_cap() {
     }
     let zone = zones.write("big.test.zone", &text);
     let zone_arg = format!("big.test={}", zone.display());
-    let ask = |server: &Srv| {
+    let ask = |server: &Server| {
         let sock = udp_from(A, server.addr);
         let r = udp_exchange(&sock, &query(1, "txt.big.test", 16, Some(1232))).unwrap();
         (r.len(), parse(&r))
     };
-    let default = Srv::start("lim-udp", SERVER_IP, None, &["--zone", &zone_arg]);
+    let default = Server::start_on("lim-udp", SERVER_IP, None, &["--zone", &zone_arg]);
     let (len, m) = ask(&default);
     assert!(!m.metadata.truncation && m.answers.len() == 8);
     assert!(len > 512, "{len}");
-    let capped = Srv::start(
+    let capped = Server::start_on(
         "lim-udp-512",
         SERVER_IP,
         Some("[limits]\nudp_max_response = 512\n"),
@@ -427,7 +281,7 @@ fn resolver_pending_cap_answers_servfail() {
          max_pending = 2\nresolution_timeout_ms = 8000\n",
         upstream.local_addr().unwrap().port()
     );
-    let server = Srv::start("lim-pending", SERVER_IP, Some(&config), &["--workers", "1"]);
+    let server = Server::start_on("lim-pending", SERVER_IP, Some(&config), &["--workers", "1"]);
     let sock = udp_from(A, server.addr);
     sock.set_read_timeout(Some(Duration::from_millis(1000)))
         .unwrap();

@@ -10,158 +10,13 @@ mod common;
 
 use common::*;
 use hickory_proto::op::ResponseCode;
-use std::collections::HashSet;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::FromRawFd;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 20);
 const FLOOD_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 21);
 const OTHER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 22);
-
-/// A `shardns serve` on one address of ours; killed when dropped.
-struct Srv {
-    child: Child,
-    addr: SocketAddr,
-    control: PathBuf,
-    log: Arc<Mutex<String>>,
-    _dir: TempDir,
-}
-
-impl Srv {
-    /// Starts the server on `ip` at a free port, with `config` (TOML) if given, plus `args`.
-    fn start(tag: &str, ip: Ipv4Addr, config: Option<&str>, args: &[&str]) -> Self {
-        let dir = TempDir::new(tag);
-        let addr = SocketAddr::from((ip, free_port_on(ip)));
-        let control = dir.path().join("ctl");
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--control")
-            .arg(&control);
-        if let Some(text) = config {
-            cmd.arg("--config").arg(dir.write("shardns.toml", text));
-        }
-        let mut child = cmd
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start shardns");
-        let log = capture_stderr(&mut child);
-        let mut srv = Self {
-            child,
-            addr,
-            control,
-            log,
-            _dir: dir,
-        };
-        let end = Instant::now() + Duration::from_secs(20);
-        while !srv.log().contains("shardns ready") {
-            if let Ok(Some(status)) = srv.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                panic!("shardns exited ({status}):\n{}", srv.log());
-            }
-            assert!(Instant::now() < end, "shardns not ready:\n{}", srv.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        srv
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn stat(&self, name: &str) -> f64 {
-        let out = Command::new(BIN)
-            .arg("stats")
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "stats failed: {out:?}");
-        stat_value(&String::from_utf8_lossy(&out.stdout), name)
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- shardns log ---\n{}--- end of log ---", self.log());
-        }
-    }
-}
-
-/// A port free for UDP and TCP on `ip`, never handed out twice by this process.
-fn free_port_on(ip: Ipv4Addr) -> u16 {
-    static TAKEN: Mutex<Option<HashSet<(Ipv4Addr, u16)>>> = Mutex::new(None);
-    for _ in 0..200 {
-        let Ok(probe) = UdpSocket::bind((ip, 0)) else {
-            continue;
-        };
-        let port = probe.local_addr().unwrap().port();
-        let ok = TcpListener::bind((ip, port)).is_ok();
-        if ok
-            && TAKEN
-                .lock()
-                .unwrap()
-                .get_or_insert_with(HashSet::new)
-                .insert((ip, port))
-        {
-            return port;
-        }
-    }
-    panic!("no free port on {ip}");
-}
-
-/// A UDP socket on `ip`, connected to `server`.
-fn udp_from(ip: Ipv4Addr, server: SocketAddr) -> UdpSocket {
-    let s = UdpSocket::bind((ip, 0)).unwrap();
-    s.connect(server).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    s
-}
-
-/// A TCP connection to `server` from address `ip` (std cannot bind before connecting).
-fn tcp_from(ip: Ipv4Addr, server: SocketAddr) -> TcpStream {
-    let SocketAddr::V4(server) = server else {
-        panic!("IPv4 only")
-    };
-    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(a).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let (local, remote) = (sin(ip, 0), sin(*server.ip(), server.port()));
-    let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: plain socket calls on a descriptor we create; each address is a valid
-    // sockaddr_in of the length passed; the descriptor is owned by the TcpStream at once,
-    // so it is closed on every path.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let stream = TcpStream::from_raw_fd(fd);
-        let rc = libc::bind(fd, (&raw const local).cast(), len);
-        assert_eq!(rc, 0, "bind {ip}: {}", std::io::Error::last_os_error());
-        let rc = libc::connect(fd, (&raw const remote).cast(), len);
-        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream
-    }
-}
 
 /// The TC bit and answer count of a raw response.
 fn tc_and_answers(r: &[u8]) -> (bool, u16) {
@@ -174,7 +29,7 @@ fn flood_is_limited_to_the_rate_and_others_are_answered() {
     const WINDOW: f64 = 1.0;
     // Rate and slip from the flags; window and a /32 prefix (127.0.0.21 and .22 share a
     // /24) from the file.
-    let server = Srv::start(
+    let server = Server::start_on(
         "rrl-flood",
         SERVER_IP,
         Some("[rrl]\nwindow = 1\nipv4_prefix = 32\n"),
@@ -308,7 +163,7 @@ fn flood_is_limited_to_the_rate_and_others_are_answered() {
 
 #[test]
 fn off_by_default() {
-    let server = Srv::start("rrl-off", SERVER_IP, None, &["--workers", "1"]);
+    let server = Server::start_on("rrl-off", SERVER_IP, None, &["--workers", "1"]);
     let sock = udp_from(FLOOD_IP, server.addr);
     for i in 0..300u16 {
         let r = udp_exchange(&sock, &query(i, "www.example.test", 1, None))
@@ -321,7 +176,7 @@ fn off_by_default() {
 #[test]
 fn prefixes_and_classes_share_buckets() {
     // One response a second, every limited one slipped; default /24 prefixes.
-    let server = Srv::start(
+    let server = Server::start_on(
         "rrl-classes",
         SERVER_IP,
         Some("[rrl]\nenabled = true\nrate = 1\nwindow = 1\nslip = 1\n"),

@@ -1,14 +1,17 @@
 //! Helpers for the end-to-end tests: start the real `shardns` binary on loopback with ports
-//! of its own, kill it on drop (also when a test fails), send raw queries over UDP and TCP,
-//! and parse responses with hickory-proto, a parser that is not ours.
+//! of its own, kill it on drop (also when a test fails), send raw queries over UDP and TCP
+//! (also from a chosen 127.0.0.x address), and parse responses with hickory-proto, a parser
+//! that is not ours.
 //!
-//! Never: any address but 127.0.0.1 and ::1, unbounded waits, or processes left running.
+//! Never: any address outside loopback (127.0.0.0/8, ::1), unbounded waits, or processes
+//! left running.
 #![allow(dead_code, unreachable_pub)]
 
 use hickory_proto::op::Message;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -34,6 +37,28 @@ pub fn free_port() -> u16 {
         }
     }
     panic!("no free port found");
+}
+
+/// A port free for UDP and TCP on `ip`, never handed out twice by this process.
+pub fn free_port_on(ip: Ipv4Addr) -> u16 {
+    static TAKEN: Mutex<Option<HashSet<(Ipv4Addr, u16)>>> = Mutex::new(None);
+    for _ in 0..200 {
+        let Ok(probe) = UdpSocket::bind((ip, 0)) else {
+            continue;
+        };
+        let port = probe.local_addr().unwrap().port();
+        let ok = TcpListener::bind((ip, port)).is_ok();
+        if ok
+            && TAKEN
+                .lock()
+                .unwrap()
+                .get_or_insert_with(HashSet::new)
+                .insert((ip, port))
+        {
+            return port;
+        }
+    }
+    panic!("no free port on {ip}");
 }
 
 /// A scratch directory, removed on drop.
@@ -66,6 +91,9 @@ impl Drop for TempDir {
 pub struct Server {
     child: Child,
     pub port: u16,
+    /// The (first) address it listens on: 127.0.0.1 for [`Server::start`], the one given
+    /// to [`Server::start_on`].
+    pub addr: SocketAddr,
     pub control: PathBuf,
     log: Arc<Mutex<String>>,
     pub dir: TempDir,
@@ -81,16 +109,35 @@ impl Server {
     /// As [`Server::start`], in a directory the caller prepared (zone files, config).
     pub fn start_in(dir: TempDir, args: &[&str]) -> Self {
         let port = free_port();
+        let listen = [
+            SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            SocketAddr::from((Ipv6Addr::LOCALHOST, port)),
+        ];
+        Self::spawn(dir, &listen, None, args)
+    }
+
+    /// Starts `shardns serve` on `ip` alone, at a free port, so that clients on other
+    /// 127.0.0.x addresses ([`udp_from`], [`tcp_from`]) are told apart by address; with
+    /// `config` (TOML, written into the server's directory) if given, plus `args`.
+    pub fn start_on(tag: &str, ip: Ipv4Addr, config: Option<&str>, args: &[&str]) -> Self {
+        let dir = TempDir::new(tag);
+        let listen = [SocketAddr::from((ip, free_port_on(ip)))];
+        let config = config.map(|text| dir.write("shardns.toml", text));
+        Self::spawn(dir, &listen, config.as_deref(), args)
+    }
+
+    fn spawn(dir: TempDir, listen: &[SocketAddr], config: Option<&Path>, args: &[&str]) -> Self {
         let control = dir.path().join("ctl");
         let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--listen")
-            .arg(format!("[::1]:{port}"))
-            .arg("--control")
-            .arg(&control)
-            .args(args)
+        cmd.arg("serve");
+        for addr in listen {
+            cmd.arg("--listen").arg(addr.to_string());
+        }
+        cmd.arg("--control").arg(&control);
+        if let Some(path) = config {
+            cmd.arg("--config").arg(path);
+        }
+        cmd.args(args)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -99,7 +146,8 @@ impl Server {
         let log = capture_stderr(&mut child);
         let mut server = Self {
             child,
-            port,
+            port: listen[0].port(),
+            addr: listen[0],
             control,
             log,
             dir,
@@ -206,7 +254,6 @@ impl Drop for Server {
     }
 }
 
-/// The value of `name` in Prometheus text (the sum over its label sets).
 /// Collects a child's standard error (which must be piped) into a shared string, line by
 /// line, on a thread of its own.
 pub fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
@@ -224,6 +271,7 @@ pub fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     log
 }
 
+/// The value of `name` in Prometheus text (the sum over its label sets).
 pub fn stat_value(text: &str, name: &str) -> f64 {
     let mut sum = 0.0;
     let mut found = false;
@@ -265,6 +313,48 @@ pub fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
         m.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
     }
     m
+}
+
+/// A UDP socket on `ip`, connected to `server`, with a receive timeout.
+pub fn udp_from(ip: Ipv4Addr, server: SocketAddr) -> UdpSocket {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.connect(server).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s
+}
+
+/// A TCP connection to `server` from address `ip` (std cannot bind before connecting),
+/// with a read timeout.
+pub fn tcp_from(ip: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    let SocketAddr::V4(server) = server else {
+        panic!("IPv4 only")
+    };
+    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(a).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let (local, remote) = (sin(ip, 0), sin(*server.ip(), server.port()));
+    let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor we create; each address is a valid
+    // sockaddr_in of the length passed; the descriptor is owned by the TcpStream at once,
+    // so it is closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        let rc = libc::bind(fd, (&raw const local).cast(), len);
+        assert_eq!(rc, 0, "bind {ip}: {}", std::io::Error::last_os_error());
+        let rc = libc::connect(fd, (&raw const remote).cast(), len);
+        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+    }
 }
 
 /// A connected UDP client socket with a receive timeout.
