@@ -246,7 +246,7 @@ impl Engine {
                     if let Some(up) = self.finish_query(q) {
                         self.resolver
                             .servers
-                            .record_timeout(up.server, up.timeout, now);
+                            .record_timeout(up.server, up.timeout, up.sent_at, now);
                         self.fail_waiters(q, &up, Failure::Timeout, now);
                     }
                 }

@@ -4,8 +4,10 @@
 //! Owns: [`Task`], a stack of frames (the client's question at the bottom, name-server
 //! address sub-resolutions above it), and the rules for reading a response: answer, CNAME
 //! and DNAME chains, referrals with in-bailiwick glue, NXDOMAIN and NODATA, lame servers,
-//! QNAME minimisation (RFC 9156, relaxed), forward and stub zones, server selection by SRTT,
-//! and the limits (chain length, referrals, queries, sub-resolution depth, loops).
+//! QNAME minimisation (RFC 9156, relaxed), forward and stub zones, server selection by SRTT
+//! (skipping servers held down as unresponsive), giving up a zone cut (going back to the
+//! parent only when the cut's servers were lame, never twice to the same servers), and the
+//! limits (chain length, referrals, queries, sub-resolution depth, loops).
 //! The [`crate::Engine`] validates responses (source, ID, question), handles TC and EDNS
 //! fallback, and coalesces identical queries before anything reaches a task.
 //! Never: sockets, clocks, randomness of its own (a per-task salt comes from the engine).
@@ -16,6 +18,7 @@ use shardns_wire::{rdata, Message, Name, NameBuf, NameRef, RType, Rcode, Record}
 
 use crate::answer::{Answer, Ede};
 use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::servers::Usable;
 use crate::Resolver;
 
 /// What the engine should do for a task next.
@@ -219,6 +222,17 @@ struct Tried {
     dead: bool,
 }
 
+/// A zone cut given up, with what was learned there.
+struct Abandoned {
+    zone: Name,
+    /// Every address of its servers (all had failed, were used up or held down).
+    dead: Vec<SocketAddr>,
+    timeouts: u32,
+    network_errors: u32,
+    lame: u32,
+    held: bool,
+}
+
 /// What was sent and is awaited.
 struct Sent {
     server: SocketAddr,
@@ -251,6 +265,11 @@ struct Frame {
     timeouts: u32,
     network_errors: u32,
     lame: u32,
+    /// An address was skipped as held down (unresponsive, see `servers`).
+    held: bool,
+    /// The cached cut this frame gave up on, so that the parent's referral back to it does
+    /// not lead to the same servers again.
+    abandoned: Option<Box<Abandoned>>,
     sent: Option<Sent>,
     /// The zone came from a cached NS RRset (not hints or configuration).
     from_cached_cut: bool,
@@ -278,6 +297,8 @@ impl Frame {
             timeouts: 0,
             network_errors: 0,
             lame: 0,
+            held: false,
+            abandoned: None,
             sent: None,
             from_cached_cut: false,
             ceiling: usize::MAX,
@@ -321,8 +342,23 @@ impl Frame {
                         self.servers[i].resolving = true;
                         return Advance::Need(i, t);
                     }
-                    if self.from_cached_cut {
-                        // A cached cut whose servers all failed: try from the cut above.
+                    if self.from_cached_cut && !self.only_unreachable() {
+                        // A cached cut whose servers were lame or had no address: the
+                        // delegation may have changed, so try from the cut above. Servers
+                        // that merely do not answer would not answer after the parent's
+                        // referral either (and the hold-down already knows them).
+                        self.abandoned = Some(Box::new(Abandoned {
+                            zone: self.zone.clone(),
+                            dead: self
+                                .servers
+                                .iter()
+                                .flat_map(|s| s.addrs.iter().copied())
+                                .collect(),
+                            timeouts: self.timeouts,
+                            network_errors: self.network_errors,
+                            lame: self.lame,
+                            held: self.held,
+                        }));
                         self.ceiling = self.zone.as_ref().len();
                         self.state = State::Start;
                         continue;
@@ -463,6 +499,7 @@ impl Frame {
         self.timeouts = 0;
         self.network_errors = 0;
         self.lame = 0;
+        self.held = false;
         self.start_qmin(res);
     }
 
@@ -506,6 +543,28 @@ impl Frame {
                 resolving: false,
             });
         }
+        if let Some(a) = self.abandoned.as_deref() {
+            if a.zone == self.zone {
+                // Back at a cut given up earlier in this resolution (the parent referred us
+                // to it again): its servers stay given up; new ones may still be tried.
+                for &addr in &a.dead {
+                    self.tried.push(Tried {
+                        addr,
+                        tries: 0,
+                        dead: true,
+                    });
+                }
+                (self.timeouts, self.network_errors, self.lame) =
+                    (a.timeouts, a.network_errors, a.lame);
+                self.held = a.held;
+            }
+        }
+    }
+
+    /// True if every failure in this zone was a server not answering (timeouts, network
+    /// errors, hold-downs), none a wrong answer, and some server had an address.
+    fn only_unreachable(&self) -> bool {
+        self.lame == 0 && self.servers.iter().any(|s| !s.addrs.is_empty())
     }
 
     /// Starts over at the (new) `qname`: cache first, then the closest cut.
@@ -536,37 +595,49 @@ impl Frame {
     }
 
     /// The best server address to try: fewest tries in this zone first, then lowest SRTT
-    /// (unknown servers get a small pseudo-random SRTT, so they are tried early).
+    /// (unknown servers get a small pseudo-random SRTT, so they are tried early). Addresses
+    /// held down as unresponsive are skipped; one whose hold-down expired is taken only if
+    /// this query gets to be its probe.
     fn pick(&mut self, res: &Resolver, salt: u64, now: u64) -> Option<SocketAddr> {
         let max_tries = res.config.tries_per_server.max(1);
-        let mut best: Option<((u8, u32), SocketAddr)> = None;
-        for ns in &self.servers {
-            for &addr in &ns.addrs {
-                let tries = match self.tried.iter().find(|t| t.addr == addr) {
-                    Some(t) if t.dead || t.tries >= max_tries => continue,
-                    Some(t) => t.tries,
-                    None => 0,
-                };
-                let srtt = res
-                    .servers
-                    .srtt(&addr, now)
-                    .unwrap_or_else(|| unknown_srtt(&addr, salt));
-                let key = (tries, srtt);
-                if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                    best = Some((key, addr));
+        loop {
+            let mut best: Option<((u8, u32), SocketAddr, bool)> = None;
+            for ns in &self.servers {
+                for &addr in &ns.addrs {
+                    let tries = match self.tried.iter().find(|t| t.addr == addr) {
+                        Some(t) if t.dead || t.tries >= max_tries => continue,
+                        Some(t) => t.tries,
+                        None => 0,
+                    };
+                    let (srtt, usable) = res.servers.status(&addr, now);
+                    if usable == Usable::Held {
+                        self.held = true;
+                        continue;
+                    }
+                    let key = (tries, srtt.unwrap_or_else(|| unknown_srtt(&addr, salt)));
+                    if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                        best = Some((key, addr, usable == Usable::Probe));
+                    }
                 }
             }
+            let (_, addr, probe) = best?;
+            let probe_ms = res.config.max_timeout_ms.max(res.config.initial_timeout_ms);
+            if probe && !res.servers.claim_probe(addr, now, probe_ms) {
+                // Another task took the probe: the address counts as held for this one.
+                self.held = true;
+                self.mark_dead(addr);
+                continue;
+            }
+            match self.tried.iter_mut().find(|t| t.addr == addr) {
+                Some(t) => t.tries += 1,
+                None => self.tried.push(Tried {
+                    addr,
+                    tries: 1,
+                    dead: false,
+                }),
+            }
+            return Some(addr);
         }
-        let (_, addr) = best?;
-        match self.tried.iter_mut().find(|t| t.addr == addr) {
-            Some(t) => t.tries += 1,
-            None => self.tried.push(Tried {
-                addr,
-                tries: 1,
-                dead: false,
-            }),
-        }
-        Some(addr)
     }
 
     fn redirect(&mut self, asked: SocketAddr, server: SocketAddr) {
@@ -602,7 +673,12 @@ impl Frame {
     }
 
     fn failure_ede(&self) -> Ede {
-        if self.network_errors > 0 && self.timeouts == 0 && self.lame == 0 {
+        if self.held && self.timeouts == 0 && self.network_errors == 0 && self.lame == 0 {
+            Ede::new(
+                Ede::NO_REACHABLE_AUTHORITY,
+                "all servers held down as unresponsive",
+            )
+        } else if self.network_errors > 0 && self.timeouts == 0 && self.lame == 0 {
             Ede::new(Ede::NETWORK_ERROR, "could not reach the servers")
         } else if self.servers.iter().all(|s| s.addrs.is_empty()) {
             Ede::new(Ede::NO_REACHABLE_AUTHORITY, "no usable name server address")
