@@ -177,6 +177,15 @@ pub(crate) enum Lookup {
     NoData(Option<Record>),
 }
 
+/// What [`Cache::probe`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Miss,
+    /// The name exists: an RRset, NODATA or a CNAME is cached.
+    Exists,
+    NxDomain,
+}
+
 /// The shared cache. `Send + Sync`; put it in an `Arc` (the [`crate::Resolver`] does).
 pub struct Cache {
     shards: Box<[Shard]>,
@@ -348,6 +357,22 @@ impl Cache {
             }
             Found::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
             Found::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
+        }
+    }
+
+    /// What the cache knows about (`name`, `qtype`) from data of at least `min_rank`,
+    /// without copying anything out: one lock, no allocation.
+    pub(crate) fn probe(&self, name: NameRef<'_>, qtype: RType, min_rank: Rank, now: u64) -> Probe {
+        let key = Key::new(name);
+        let mut g = self.lock(&key);
+        let Some(slot) = g.find_mut(&key) else {
+            return Probe::Miss;
+        };
+        slot.referenced = true;
+        match classify(slot, qtype, min_rank, now) {
+            None => Probe::Miss,
+            Some((_, Found::NxDomain)) => Probe::NxDomain,
+            Some(_) => Probe::Exists,
         }
     }
 

@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef, RType, Rcode, Record};
 
 use crate::answer::{Answer, Ede};
-use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::cache::{negative_ttl, Lookup, Probe, Rank};
 use crate::servers::Usable;
 use crate::Resolver;
 
@@ -322,6 +322,7 @@ impl Frame {
                     }
                 }
                 State::Select => {
+                    self.skip_cached_qmin_steps(res, now);
                     if let Some(server) = self.pick(res, salt, now) {
                         let (qname, qtype) = self.next_question();
                         self.sent = Some(Sent {
@@ -582,6 +583,34 @@ impl Frame {
         };
     }
 
+    /// Takes the minimisation steps whose answers are cached already (another resolution
+    /// asked them): a name that exists without a cut there needs no query to find that out
+    /// again. Without this, names under a child zone served by its parent's own servers
+    /// (the child's NODATA instead of a referral) cost one more query each.
+    fn skip_cached_qmin_steps(&mut self, res: &Resolver, now: u64) {
+        let total = self.qname.as_ref().label_count();
+        while self.qmin_labels != 0 && self.qmin_labels < total {
+            let name = self.qname.as_ref().suffix(self.qmin_labels);
+            match res.cache.probe(name, RType::A, Rank::AuthAnswer, now) {
+                Probe::Miss => return,
+                Probe::Exists => self.qmin_step_done(res),
+                // As for an NXDOMAIN answer to the minimised query.
+                Probe::NxDomain => self.qmin_labels = 0,
+            }
+        }
+    }
+
+    /// A minimised question found the name existing without a cut: one label more, or the
+    /// full name once the steps are used up.
+    fn qmin_step_done(&mut self, res: &Resolver) {
+        self.qmin_steps += 1;
+        if self.qmin_steps >= res.config.qname_minimisation_steps {
+            self.qmin_labels = 0;
+        } else {
+            self.qmin_labels += 1;
+        }
+    }
+
     /// The question to send: the minimised name (type A) or the full one.
     fn next_question(&self) -> (Name, RType) {
         let total = self.qname.as_ref().label_count();
@@ -782,19 +811,28 @@ impl Frame {
             self.mark_dead(server);
             return Ok(());
         }
-        // The name exists in this zone: cache what answers the minimised question.
+        // The name exists in this zone: cache what answers the minimised question (the
+        // RRset, or NODATA), so other resolutions skip this step.
         let rrset: Vec<&Record> = msg
             .answers
             .iter()
             .filter(|r| r.owner == sent.qname && r.rtype == sent.qtype)
             .collect();
-        cache_rrset(res, &rrset, Rank::AuthAnswer, now);
-        self.qmin_steps += 1;
-        if self.qmin_steps >= res.config.qname_minimisation_steps {
-            self.qmin_labels = 0;
+        if rrset.is_empty() {
+            if msg.answers.is_empty() {
+                let soa = find_soa(msg, self.zone.as_ref(), sent.qname.as_ref());
+                res.cache.insert_negative(
+                    sent.qname.as_ref(),
+                    Some(sent.qtype),
+                    soa,
+                    Rank::AuthAnswer,
+                    now,
+                );
+            }
         } else {
-            self.qmin_labels += 1;
+            cache_rrset(res, &rrset, Rank::AuthAnswer, now);
         }
+        self.qmin_step_done(res);
         Ok(())
     }
 
