@@ -186,6 +186,24 @@ pub(crate) enum Probe {
     NxDomain,
 }
 
+/// The SOA of a negative answer, borrowed: owner, TTL and RDATA.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Soa<'a> {
+    pub(crate) owner: NameRef<'a>,
+    pub(crate) ttl: u32,
+    pub(crate) rdata: &'a [u8],
+}
+
+impl<'a> From<&'a Record> for Soa<'a> {
+    fn from(r: &'a Record) -> Self {
+        Self {
+            owner: r.owner.as_ref(),
+            ttl: r.ttl,
+            rdata: &r.rdata,
+        }
+    }
+}
+
 /// The shared cache. `Send + Sync`; put it in an `Arc` (the [`crate::Resolver`] does).
 pub struct Cache {
     shards: Box<[Shard]>,
@@ -409,16 +427,22 @@ impl Cache {
     }
 
     /// Caches an RRset. Returns false if it was not stored (zero TTL, or better data held).
-    pub(crate) fn insert_rrset<'r>(
+    pub(crate) fn insert_rrset<'r, I>(
         &self,
         owner: NameRef<'_>,
         rtype: RType,
         rank: Rank,
         ttl: u32,
-        rdatas: impl IntoIterator<Item = &'r [u8]>,
+        rdatas: I,
         now: u64,
-    ) -> bool {
-        let mut data = Vec::new();
+    ) -> bool
+    where
+        I: IntoIterator<Item = &'r [u8]>,
+        I::IntoIter: Clone,
+    {
+        let rdatas = rdatas.into_iter();
+        // Sized exactly: one allocation, and no reallocation when boxed.
+        let mut data = Vec::with_capacity(rdatas.clone().map(|rd| 2 + rd.len()).sum());
         for rd in rdatas {
             push_rdata(&mut data, rd);
         }
@@ -426,19 +450,22 @@ impl Cache {
         self.insert(owner, rtype, Kind::Positive, rank, ttl, data, now)
     }
 
-    /// Caches a CNAME synthesised from `dname` (RFC 6672) at `owner`.
+    /// Caches a CNAME synthesised from a DNAME (RFC 6672) at `owner`; `dname` is the
+    /// DNAME's (owner, RDATA, TTL).
     pub(crate) fn insert_synth(
         &self,
         owner: NameRef<'_>,
-        dname: &Record,
+        dname: (NameRef<'_>, &[u8], u32),
         cname_target: NameRef<'_>,
         rank: Rank,
         now: u64,
     ) -> bool {
-        let mut data = dname.owner.as_wire().to_vec();
-        push_rdata(&mut data, &dname.rdata);
+        let (downer, drdata, dttl) = dname;
+        let mut data = Vec::with_capacity(downer.len() + 2 + drdata.len() + 2 + cname_target.len());
+        data.extend_from_slice(downer.as_wire());
+        push_rdata(&mut data, drdata);
         push_rdata(&mut data, cname_target.as_wire());
-        let ttl = dname.ttl.clamp(self.min_ttl, self.max_ttl);
+        let ttl = dttl.clamp(self.min_ttl, self.max_ttl);
         self.insert(owner, RType::CNAME, Kind::Synth, rank, ttl, data, now)
     }
 
@@ -449,14 +476,15 @@ impl Cache {
         &self,
         owner: NameRef<'_>,
         rtype: Option<RType>,
-        soa: Option<&Record>,
+        soa: Option<Soa<'_>>,
         rank: Rank,
         now: u64,
     ) -> bool {
         let Some(soa) = soa else { return false };
-        let ttl = negative_ttl(soa).min(self.max_negative_ttl);
-        let mut data = soa.owner.as_wire().to_vec();
-        push_rdata(&mut data, &soa.rdata);
+        let ttl = negative_ttl_of(soa.ttl, soa.rdata).min(self.max_negative_ttl);
+        let mut data = Vec::with_capacity(soa.owner.len() + 2 + soa.rdata.len());
+        data.extend_from_slice(soa.owner.as_wire());
+        push_rdata(&mut data, soa.rdata);
         self.insert(
             owner,
             rtype.unwrap_or(NXDOMAIN_TYPE),
@@ -697,7 +725,11 @@ fn update_sets(sets: &mut Vec<Set>, new: Set, now: u64) -> bool {
 
 /// RFC 2308 §5: the negative TTL is the lesser of the SOA's TTL and its MINIMUM field.
 pub(crate) fn negative_ttl(soa: &Record) -> u32 {
-    soa_minimum(&soa.rdata).map_or(0, |m| m.min(soa.ttl))
+    negative_ttl_of(soa.ttl, &soa.rdata)
+}
+
+fn negative_ttl_of(ttl: u32, rdata: &[u8]) -> u32 {
+    soa_minimum(rdata).map_or(0, |m| m.min(ttl))
 }
 
 fn soa_minimum(rdata: &[u8]) -> Option<u32> {
@@ -909,14 +941,14 @@ mod tests {
         c.insert_negative(
             n("nx.example.").as_ref(),
             None,
-            Some(&s),
+            Some((&s).into()),
             Rank::AuthAnswer,
             0,
         );
         c.insert_negative(
             n("www.example.").as_ref(),
             Some(RType::AAAA),
-            Some(&s),
+            Some((&s).into()),
             Rank::AuthAnswer,
             0,
         );
@@ -1072,7 +1104,7 @@ mod tests {
         };
         c.insert_synth(
             n("www.old.example.").as_ref(),
-            &dname,
+            (dname.owner.as_ref(), &dname.rdata, dname.ttl),
             n("www.new.example.").as_ref(),
             Rank::AuthAnswer,
             0,
@@ -1116,7 +1148,7 @@ mod tests {
         };
         c.insert_synth(
             n("www.old.example.").as_ref(),
-            &dname,
+            (dname.owner.as_ref(), &dname.rdata, dname.ttl),
             n("www.new.example.").as_ref(),
             Rank::AuthAnswer,
             0,

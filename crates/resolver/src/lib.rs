@@ -82,6 +82,7 @@ mod cache;
 mod config;
 mod engine;
 mod iterate;
+mod msg;
 mod servers;
 
 #[cfg(test)]
