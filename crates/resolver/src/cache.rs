@@ -6,7 +6,8 @@
 //! one uncontended lock, held only while its records are copied out. RRsets are stored as
 //! pre-encoded rdata (`u16` length + uncompressed rdata, repeated) with an absolute expiry
 //! time; [`Cache::answer`] renders them straight into the caller's [`MessageWriter`] with
-//! decremented TTLs, without allocating.
+//! decremented TTLs, without allocating. A lookup hashes the name as it was asked (the hash
+//! ignores case) and compares it with the slot's lower-cased name; nothing is copied.
 //!
 //! Trust (RFC 2181 §5.4.1): every RRset carries a [`Rank`]; data of a lower rank never
 //! replaces unexpired data of a higher rank (glue never overwrites an answer), and clients
@@ -18,7 +19,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashTable;
-use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
+use shardns_wire::name::{eq_ci, hash_ci, lower};
 use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Record, Section};
 
 const SHARDS: usize = 64;
@@ -213,22 +214,22 @@ pub struct Cache {
     max_negative_ttl: u32,
 }
 
-/// A lower-cased name on the stack with its hash: the key of one slot.
-struct Key {
-    buf: [u8; MAX_NAME_LEN],
-    len: usize,
+/// A name as it was spelled, with its case-insensitive hash: what finds a slot. Nothing
+/// is copied or lower-cased on a lookup; slots keep their names lower-cased and compare
+/// without regard to case.
+struct Key<'a> {
+    wire: &'a [u8],
     hash: u64,
 }
 
-impl Key {
-    fn new(name: NameRef<'_>) -> Self {
-        let mut buf = [0u8; MAX_NAME_LEN];
-        let len = name.lowercase_into(&mut buf);
-        let hash = hash_ci(&buf[..len]);
-        Self { buf, len, hash }
-    }
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+impl<'a> Key<'a> {
+    #[inline]
+    fn new(name: NameRef<'a>) -> Self {
+        let wire = name.as_wire();
+        Self {
+            wire,
+            hash: hash_ci(wire),
+        }
     }
     fn shard(&self) -> usize {
         // Bits hashbrown uses neither for buckets (low bits) nor for tags (top 7 bits).
@@ -249,7 +250,7 @@ impl Cache {
         }
     }
 
-    fn lock(&self, key: &Key) -> MutexGuard<'_, ShardInner> {
+    fn lock(&self, key: &Key<'_>) -> MutexGuard<'_, ShardInner> {
         // A panic while holding a shard lock leaves consistent data (every update is
         // completed before anything can panic), so a poisoned lock is used as it is.
         let mut g = self.shards[key.shard()]
@@ -274,18 +275,18 @@ impl Cache {
     ) -> CacheAnswer {
         let start = w.checkpoint();
         let mut locks = 0u32;
-        let mut name = NameBuf::new();
-        name.set(qname);
-        // The first owner is written as the question spelled it.
-        let mut first = true;
-        for _ in 0..=MAX_CACHED_CHAIN {
-            let key = Key::new(name.as_ref());
+        // The current CNAME target, once the chain has moved (the question's name is used
+        // as it is, so the first owner is written as the question spelled it).
+        let mut target = NameBuf::new();
+        let mut next = NameBuf::new();
+        for hop in 0..=MAX_CACHED_CHAIN {
+            let owner = if hop == 0 { qname } else { target.as_ref() };
+            next.set(NameRef::ROOT);
+            let key = Key::new(owner);
             let mut g = self.lock(&key);
             locks += 1;
             let Some(slot) = g.find_mut(&key) else { break };
             slot.referenced = true;
-            let owner = if first { qname } else { name.as_ref() };
-            let mut next = NameBuf::new();
             let truncated;
             let outcome = match classify(slot, qtype, Rank::Answer, now) {
                 None => break,
@@ -308,8 +309,7 @@ impl Cache {
             match outcome {
                 // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
                 Found::Cname if !truncated && qtype != RType::CNAME => {
-                    name = next;
-                    first = false;
+                    target.set(next.as_ref());
                 }
                 Found::NxDomain => {
                     return CacheAnswer::Hit {
@@ -598,27 +598,27 @@ fn classify(slot: &Slot, qtype: RType, min_rank: Rank, now: u64) -> Option<(&Set
 }
 
 impl ShardInner {
-    fn find_mut(&mut self, key: &Key) -> Option<&mut Slot> {
+    fn find_mut(&mut self, key: &Key<'_>) -> Option<&mut Slot> {
         let slots = &self.slots;
         let i = *self
             .index
-            .find(key.hash, |&i| slot_key_eq(slots, i, key.bytes()))?;
+            .find(key.hash, |&i| slot_key_eq(slots, i, key.wire))?;
         self.slots[i as usize].as_mut()
     }
 
-    fn insert(&mut self, key: &Key, new: Set, now: u64) -> bool {
+    fn insert(&mut self, key: &Key<'_>, new: Set, now: u64) -> bool {
         let slots = &self.slots;
         let mut created = false;
         let i = match self
             .index
-            .find(key.hash, |&i| slot_key_eq(slots, i, key.bytes()))
+            .find(key.hash, |&i| slot_key_eq(slots, i, key.wire))
         {
             Some(&i) => i as usize,
             None => {
                 created = true;
                 let slot = Slot {
                     hash: key.hash,
-                    key: key.bytes().into(),
+                    key: lower_case(key.wire),
                     sets: Vec::with_capacity(1),
                     referenced: true,
                 };
@@ -694,8 +694,19 @@ impl ShardInner {
     }
 }
 
-fn slot_key_eq(slots: &[Option<Slot>], i: u32, key: &[u8]) -> bool {
-    slots[i as usize].as_ref().is_some_and(|s| *s.key == *key)
+/// True if slot `i` holds `name` (any case; slot keys are lower-cased).
+#[inline]
+fn slot_key_eq(slots: &[Option<Slot>], i: u32, name: &[u8]) -> bool {
+    // Names mostly come in lower case: a plain comparison settles those at a third of the
+    // cost of the case-folding one.
+    slots[i as usize]
+        .as_ref()
+        .is_some_and(|s| *s.key == *name || eq_ci(&s.key, name))
+}
+
+/// The lower-cased copy of a name that a slot keeps.
+fn lower_case(wire: &[u8]) -> Box<[u8]> {
+    wire.iter().map(|&b| lower(b)).collect()
 }
 
 fn slot_hash(slots: &[Option<Slot>], i: u32) -> u64 {
@@ -860,6 +871,36 @@ mod tests {
         let r = cache.answer(n(q).as_ref(), qtype, now, &mut w);
         let msg = w.finish(&Header::default()).to_vec();
         (r, Message::parse(&msg).unwrap())
+    }
+
+    /// Names are found in any case (ASCII letters only): octets that differ by 0x20 but
+    /// are not letters are different names.
+    #[test]
+    fn names_match_without_regard_to_case_of_letters_only() {
+        let c = Cache::new(1 << 20, 0, 86400, 3600);
+        let stored = NameRef::from_wire(b"\x04Ho[t\x0aExample-Zz\x00").unwrap();
+        c.insert_rrset(
+            stored,
+            RType::A,
+            Rank::AuthAnswer,
+            60,
+            [&[1, 2, 3, 4][..]],
+            0,
+        );
+        for (wire, hit) in [
+            (&b"\x04ho[t\x0aexample-zz\x00"[..], true),
+            (b"\x04HO[T\x0aEXAMPLE-ZZ\x00", true),
+            (b"\x04ho{t\x0aexample-zz\x00", false),
+            (b"\x04ho[t\x0aexample\x0dzz\x00", false),
+        ] {
+            let name = NameRef::from_wire(wire).unwrap();
+            let found = matches!(
+                c.lookup(name, RType::A, Rank::Answer, 0),
+                Lookup::Positive(_)
+            );
+            assert_eq!(found, hit, "{name}");
+        }
+        assert_eq!(c.stats().names, 1);
     }
 
     #[test]
