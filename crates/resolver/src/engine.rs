@@ -2,7 +2,9 @@
 //!
 //! Owns: [`Engine`] (one per worker, never shared), the upstream query table with its
 //! random IDs and coalescing map, the timer heap, and the checks a response must pass
-//! before any task sees it (source address and port, ID, QR, opcode, question). It also
+//! before any task sees it (source address and port, ID, QR, opcode, question). It keeps
+//! one response buffer and the tasks of finished resolutions for reuse, so that a warm
+//! engine allocates little per resolution (`tests/miss_alloc.rs` bounds it). It also
 //! handles what is per query rather than per task: TC (re-send over TCP) and EDNS fallback
 //! (FORMERR/NOTIMP without OPT to an EDNS query: re-send without EDNS, remember the server).
 //! Never: sockets, clocks, threads; the driver moves bytes and time in and out.
