@@ -6,7 +6,8 @@
 //! one uncontended lock, held only while its records are copied out. RRsets are stored as
 //! pre-encoded rdata (`u16` length + uncompressed rdata, repeated) with an absolute expiry
 //! time; [`Cache::answer`] renders them straight into the caller's [`MessageWriter`] with
-//! decremented TTLs, without allocating.
+//! decremented TTLs, without allocating. A lookup hashes the name as it was asked (the hash
+//! ignores case) and compares it with the slot's lower-cased name; nothing is copied.
 //!
 //! Trust (RFC 2181 §5.4.1): every RRset carries a [`Rank`]; data of a lower rank never
 //! replaces unexpired data of a higher rank (glue never overwrites an answer), and clients
@@ -18,7 +19,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashTable;
-use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
+use shardns_wire::name::{eq_ci, hash_ci, lower};
 use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Record, Section};
 
 const SHARDS: usize = 64;
@@ -177,6 +178,33 @@ pub(crate) enum Lookup {
     NoData(Option<Record>),
 }
 
+/// What [`Cache::probe`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Miss,
+    /// The name exists: an RRset, NODATA or a CNAME is cached.
+    Exists,
+    NxDomain,
+}
+
+/// The SOA of a negative answer, borrowed: owner, TTL and RDATA.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Soa<'a> {
+    pub(crate) owner: NameRef<'a>,
+    pub(crate) ttl: u32,
+    pub(crate) rdata: &'a [u8],
+}
+
+impl<'a> From<&'a Record> for Soa<'a> {
+    fn from(r: &'a Record) -> Self {
+        Self {
+            owner: r.owner.as_ref(),
+            ttl: r.ttl,
+            rdata: &r.rdata,
+        }
+    }
+}
+
 /// The shared cache. `Send + Sync`; put it in an `Arc` (the [`crate::Resolver`] does).
 pub struct Cache {
     shards: Box<[Shard]>,
@@ -186,22 +214,22 @@ pub struct Cache {
     max_negative_ttl: u32,
 }
 
-/// A lower-cased name on the stack with its hash: the key of one slot.
-struct Key {
-    buf: [u8; MAX_NAME_LEN],
-    len: usize,
+/// A name as it was spelled, with its case-insensitive hash: what finds a slot. Nothing
+/// is copied or lower-cased on a lookup; slots keep their names lower-cased and compare
+/// without regard to case.
+struct Key<'a> {
+    wire: &'a [u8],
     hash: u64,
 }
 
-impl Key {
-    fn new(name: NameRef<'_>) -> Self {
-        let mut buf = [0u8; MAX_NAME_LEN];
-        let len = name.lowercase_into(&mut buf);
-        let hash = hash_ci(&buf[..len]);
-        Self { buf, len, hash }
-    }
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+impl<'a> Key<'a> {
+    #[inline]
+    fn new(name: NameRef<'a>) -> Self {
+        let wire = name.as_wire();
+        Self {
+            wire,
+            hash: hash_ci(wire),
+        }
     }
     fn shard(&self) -> usize {
         // Bits hashbrown uses neither for buckets (low bits) nor for tags (top 7 bits).
@@ -222,7 +250,7 @@ impl Cache {
         }
     }
 
-    fn lock(&self, key: &Key) -> MutexGuard<'_, ShardInner> {
+    fn lock(&self, key: &Key<'_>) -> MutexGuard<'_, ShardInner> {
         // A panic while holding a shard lock leaves consistent data (every update is
         // completed before anything can panic), so a poisoned lock is used as it is.
         let mut g = self.shards[key.shard()]
@@ -247,18 +275,18 @@ impl Cache {
     ) -> CacheAnswer {
         let start = w.checkpoint();
         let mut locks = 0u32;
-        let mut name = NameBuf::new();
-        name.set(qname);
-        // The first owner is written as the question spelled it.
-        let mut first = true;
-        for _ in 0..=MAX_CACHED_CHAIN {
-            let key = Key::new(name.as_ref());
+        // The current CNAME target, once the chain has moved (the question's name is used
+        // as it is, so the first owner is written as the question spelled it).
+        let mut target = NameBuf::new();
+        let mut next = NameBuf::new();
+        for hop in 0..=MAX_CACHED_CHAIN {
+            let owner = if hop == 0 { qname } else { target.as_ref() };
+            next.set(NameRef::ROOT);
+            let key = Key::new(owner);
             let mut g = self.lock(&key);
             locks += 1;
             let Some(slot) = g.find_mut(&key) else { break };
             slot.referenced = true;
-            let owner = if first { qname } else { name.as_ref() };
-            let mut next = NameBuf::new();
             let truncated;
             let outcome = match classify(slot, qtype, Rank::Answer, now) {
                 None => break,
@@ -281,8 +309,7 @@ impl Cache {
             match outcome {
                 // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
                 Found::Cname if !truncated && qtype != RType::CNAME => {
-                    name = next;
-                    first = false;
+                    target.set(next.as_ref());
                 }
                 Found::NxDomain => {
                     return CacheAnswer::Hit {
@@ -351,6 +378,22 @@ impl Cache {
         }
     }
 
+    /// What the cache knows about (`name`, `qtype`) from data of at least `min_rank`,
+    /// without copying anything out: one lock, no allocation.
+    pub(crate) fn probe(&self, name: NameRef<'_>, qtype: RType, min_rank: Rank, now: u64) -> Probe {
+        let key = Key::new(name);
+        let mut g = self.lock(&key);
+        let Some(slot) = g.find_mut(&key) else {
+            return Probe::Miss;
+        };
+        slot.referenced = true;
+        match classify(slot, qtype, min_rank, now) {
+            None => Probe::Miss,
+            Some((_, Found::NxDomain)) => Probe::NxDomain,
+            Some(_) => Probe::Exists,
+        }
+    }
+
     /// Calls `f(rtype, remaining ttl, rdata)` for each record of the positive RRsets of the
     /// given types at `name` with at least `min_rank`; one lock. Returns how many it saw.
     pub(crate) fn visit(
@@ -384,16 +427,22 @@ impl Cache {
     }
 
     /// Caches an RRset. Returns false if it was not stored (zero TTL, or better data held).
-    pub(crate) fn insert_rrset<'r>(
+    pub(crate) fn insert_rrset<'r, I>(
         &self,
         owner: NameRef<'_>,
         rtype: RType,
         rank: Rank,
         ttl: u32,
-        rdatas: impl IntoIterator<Item = &'r [u8]>,
+        rdatas: I,
         now: u64,
-    ) -> bool {
-        let mut data = Vec::new();
+    ) -> bool
+    where
+        I: IntoIterator<Item = &'r [u8]>,
+        I::IntoIter: Clone,
+    {
+        let rdatas = rdatas.into_iter();
+        // Sized exactly: one allocation, and no reallocation when boxed.
+        let mut data = Vec::with_capacity(rdatas.clone().map(|rd| 2 + rd.len()).sum());
         for rd in rdatas {
             push_rdata(&mut data, rd);
         }
@@ -401,19 +450,22 @@ impl Cache {
         self.insert(owner, rtype, Kind::Positive, rank, ttl, data, now)
     }
 
-    /// Caches a CNAME synthesised from `dname` (RFC 6672) at `owner`.
+    /// Caches a CNAME synthesised from a DNAME (RFC 6672) at `owner`; `dname` is the
+    /// DNAME's (owner, RDATA, TTL).
     pub(crate) fn insert_synth(
         &self,
         owner: NameRef<'_>,
-        dname: &Record,
+        dname: (NameRef<'_>, &[u8], u32),
         cname_target: NameRef<'_>,
         rank: Rank,
         now: u64,
     ) -> bool {
-        let mut data = dname.owner.as_wire().to_vec();
-        push_rdata(&mut data, &dname.rdata);
+        let (downer, drdata, dttl) = dname;
+        let mut data = Vec::with_capacity(downer.len() + 2 + drdata.len() + 2 + cname_target.len());
+        data.extend_from_slice(downer.as_wire());
+        push_rdata(&mut data, drdata);
         push_rdata(&mut data, cname_target.as_wire());
-        let ttl = dname.ttl.clamp(self.min_ttl, self.max_ttl);
+        let ttl = dttl.clamp(self.min_ttl, self.max_ttl);
         self.insert(owner, RType::CNAME, Kind::Synth, rank, ttl, data, now)
     }
 
@@ -424,14 +476,15 @@ impl Cache {
         &self,
         owner: NameRef<'_>,
         rtype: Option<RType>,
-        soa: Option<&Record>,
+        soa: Option<Soa<'_>>,
         rank: Rank,
         now: u64,
     ) -> bool {
         let Some(soa) = soa else { return false };
-        let ttl = negative_ttl(soa).min(self.max_negative_ttl);
-        let mut data = soa.owner.as_wire().to_vec();
-        push_rdata(&mut data, &soa.rdata);
+        let ttl = negative_ttl_of(soa.ttl, soa.rdata).min(self.max_negative_ttl);
+        let mut data = Vec::with_capacity(soa.owner.len() + 2 + soa.rdata.len());
+        data.extend_from_slice(soa.owner.as_wire());
+        push_rdata(&mut data, soa.rdata);
         self.insert(
             owner,
             rtype.unwrap_or(NXDOMAIN_TYPE),
@@ -545,27 +598,27 @@ fn classify(slot: &Slot, qtype: RType, min_rank: Rank, now: u64) -> Option<(&Set
 }
 
 impl ShardInner {
-    fn find_mut(&mut self, key: &Key) -> Option<&mut Slot> {
+    fn find_mut(&mut self, key: &Key<'_>) -> Option<&mut Slot> {
         let slots = &self.slots;
         let i = *self
             .index
-            .find(key.hash, |&i| slot_key_eq(slots, i, key.bytes()))?;
+            .find(key.hash, |&i| slot_key_eq(slots, i, key.wire))?;
         self.slots[i as usize].as_mut()
     }
 
-    fn insert(&mut self, key: &Key, new: Set, now: u64) -> bool {
+    fn insert(&mut self, key: &Key<'_>, new: Set, now: u64) -> bool {
         let slots = &self.slots;
         let mut created = false;
         let i = match self
             .index
-            .find(key.hash, |&i| slot_key_eq(slots, i, key.bytes()))
+            .find(key.hash, |&i| slot_key_eq(slots, i, key.wire))
         {
             Some(&i) => i as usize,
             None => {
                 created = true;
                 let slot = Slot {
                     hash: key.hash,
-                    key: key.bytes().into(),
+                    key: lower_case(key.wire),
                     sets: Vec::with_capacity(1),
                     referenced: true,
                 };
@@ -641,8 +694,19 @@ impl ShardInner {
     }
 }
 
-fn slot_key_eq(slots: &[Option<Slot>], i: u32, key: &[u8]) -> bool {
-    slots[i as usize].as_ref().is_some_and(|s| *s.key == *key)
+/// True if slot `i` holds `name` (any case; slot keys are lower-cased).
+#[inline]
+fn slot_key_eq(slots: &[Option<Slot>], i: u32, name: &[u8]) -> bool {
+    // Names mostly come in lower case: a plain comparison settles those at a third of the
+    // cost of the case-folding one.
+    slots[i as usize]
+        .as_ref()
+        .is_some_and(|s| *s.key == *name || eq_ci(&s.key, name))
+}
+
+/// The lower-cased copy of a name that a slot keeps.
+fn lower_case(wire: &[u8]) -> Box<[u8]> {
+    wire.iter().map(|&b| lower(b)).collect()
 }
 
 fn slot_hash(slots: &[Option<Slot>], i: u32) -> u64 {
@@ -672,7 +736,11 @@ fn update_sets(sets: &mut Vec<Set>, new: Set, now: u64) -> bool {
 
 /// RFC 2308 §5: the negative TTL is the lesser of the SOA's TTL and its MINIMUM field.
 pub(crate) fn negative_ttl(soa: &Record) -> u32 {
-    soa_minimum(&soa.rdata).map_or(0, |m| m.min(soa.ttl))
+    negative_ttl_of(soa.ttl, &soa.rdata)
+}
+
+fn negative_ttl_of(ttl: u32, rdata: &[u8]) -> u32 {
+    soa_minimum(rdata).map_or(0, |m| m.min(ttl))
 }
 
 fn soa_minimum(rdata: &[u8]) -> Option<u32> {
@@ -805,6 +873,36 @@ mod tests {
         (r, Message::parse(&msg).unwrap())
     }
 
+    /// Names are found in any case (ASCII letters only): octets that differ by 0x20 but
+    /// are not letters are different names.
+    #[test]
+    fn names_match_without_regard_to_case_of_letters_only() {
+        let c = Cache::new(1 << 20, 0, 86400, 3600);
+        let stored = NameRef::from_wire(b"\x04Ho[t\x0aExample-Zz\x00").unwrap();
+        c.insert_rrset(
+            stored,
+            RType::A,
+            Rank::AuthAnswer,
+            60,
+            [&[1, 2, 3, 4][..]],
+            0,
+        );
+        for (wire, hit) in [
+            (&b"\x04ho[t\x0aexample-zz\x00"[..], true),
+            (b"\x04HO[T\x0aEXAMPLE-ZZ\x00", true),
+            (b"\x04ho{t\x0aexample-zz\x00", false),
+            (b"\x04ho[t\x0aexample\x0dzz\x00", false),
+        ] {
+            let name = NameRef::from_wire(wire).unwrap();
+            let found = matches!(
+                c.lookup(name, RType::A, Rank::Answer, 0),
+                Lookup::Positive(_)
+            );
+            assert_eq!(found, hit, "{name}");
+        }
+        assert_eq!(c.stats().names, 1);
+    }
+
     #[test]
     fn hit_decrements_ttl_and_takes_one_lock() {
         let c = Cache::new(1 << 20, 0, 86400, 3600);
@@ -884,14 +982,14 @@ mod tests {
         c.insert_negative(
             n("nx.example.").as_ref(),
             None,
-            Some(&s),
+            Some((&s).into()),
             Rank::AuthAnswer,
             0,
         );
         c.insert_negative(
             n("www.example.").as_ref(),
             Some(RType::AAAA),
-            Some(&s),
+            Some((&s).into()),
             Rank::AuthAnswer,
             0,
         );
@@ -1047,7 +1145,7 @@ mod tests {
         };
         c.insert_synth(
             n("www.old.example.").as_ref(),
-            &dname,
+            (dname.owner.as_ref(), &dname.rdata, dname.ttl),
             n("www.new.example.").as_ref(),
             Rank::AuthAnswer,
             0,
@@ -1091,7 +1189,7 @@ mod tests {
         };
         c.insert_synth(
             n("www.old.example.").as_ref(),
-            &dname,
+            (dname.owner.as_ref(), &dname.rdata, dname.ttl),
             n("www.new.example.").as_ref(),
             Rank::AuthAnswer,
             0,

@@ -53,6 +53,14 @@ pub struct Config {
     /// A server's SRTT halves after this many milliseconds without news, so a server
     /// that was slow once is tried again later.
     pub srtt_half_life_ms: u64,
+    /// Timeouts in a row (no answer in between) after which a server address is held down:
+    /// not asked at all until the hold-down expires, then probed by one query. Resolutions
+    /// whose servers are all held down fail at once (SERVFAIL, EDE 22). 0: never.
+    pub server_hold_after: u8,
+    /// The first hold-down, in milliseconds; each further timeout doubles it.
+    pub server_hold_ms: u64,
+    /// The longest hold-down, in milliseconds.
+    pub server_hold_max_ms: u64,
     /// Most upstream queries sent for one client query (sub-resolutions and retries included).
     pub max_queries: u32,
     /// Longest CNAME/DNAME chain followed.
@@ -87,6 +95,10 @@ impl Default for Config {
             max_timeout_ms: 3_000,
             tries_per_server: 2,
             srtt_half_life_ms: 600_000,
+            server_hold_after: 2,
+            server_hold_ms: 5_000,
+            // Unbound stops using a server whose backed-off timeout passes 120 s.
+            server_hold_max_ms: 120_000,
             max_queries: 64,
             max_chain: 12,
             max_referrals: 40,

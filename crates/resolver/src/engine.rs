@@ -2,7 +2,9 @@
 //!
 //! Owns: [`Engine`] (one per worker, never shared), the upstream query table with its
 //! random IDs and coalescing map, the timer heap, and the checks a response must pass
-//! before any task sees it (source address and port, ID, QR, opcode, question). It also
+//! before any task sees it (source address and port, ID, QR, opcode, question). It keeps
+//! one response buffer and the tasks of finished resolutions for reuse, so that a warm
+//! engine allocates little per resolution (`tests/miss_alloc.rs` bounds it). It also
 //! handles what is per query rather than per task: TC (re-send over TCP) and EDNS fallback
 //! (FORMERR/NOTIMP without OPT to an EDNS query: re-send without EDNS, remember the server).
 //! Never: sockets, clocks, threads; the driver moves bytes and time in and out.
@@ -14,14 +16,17 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shardns_wire::{Class, Header, Message, MessageWriter, Name, NameRef, Opcode, RType, Rcode};
+use shardns_wire::{Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode};
 
 use crate::answer::{Answer, Ede};
 use crate::iterate::{Failure, Request, Step, Task};
+use crate::msg::Response;
 use crate::Resolver;
 
 /// Room for the largest upstream query: header, a 255-octet name, type, class, and OPT.
 const QUERY_BUF: usize = 12 + 255 + 4 + 11;
+/// Finished tasks kept for reuse (their buffers stay allocated).
+const SPARE_TASKS: usize = 64;
 
 /// Identifies a client query's resolution within its [`Engine`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,12 +117,58 @@ pub struct EngineStats {
     pub servfails: u64,
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// What makes two upstream queries the same. Names are inline (no allocation per query)
+/// and compared without regard to case.
+#[derive(Clone)]
 struct CoalesceKey {
-    qname: Name,
+    qname: NameBuf,
     qtype: RType,
-    zone: Name,
+    zone: NameBuf,
     rd: bool,
+}
+
+impl PartialEq for CoalesceKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.qtype == other.qtype
+            && self.rd == other.rd
+            && self.qname.as_ref() == other.qname.as_ref()
+            && self.zone.as_ref() == other.zone.as_ref()
+    }
+}
+
+impl Eq for CoalesceKey {}
+
+impl std::hash::Hash for CoalesceKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.qname.as_ref().hash(state);
+        self.qtype.hash(state);
+        self.zone.as_ref().hash(state);
+        self.rd.hash(state);
+    }
+}
+
+/// The tasks waiting on one upstream query: nearly always one, kept inline.
+#[derive(Clone)]
+struct Waiters {
+    first: TaskId,
+    more: Vec<TaskId>,
+}
+
+impl Waiters {
+    fn one(task: TaskId) -> Self {
+        Self {
+            first: task,
+            more: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, task: TaskId) {
+        self.more.push(task);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = TaskId> + '_ {
+        std::iter::once(self.first).chain(self.more.iter().copied())
+    }
 }
 
 struct Upstream {
@@ -129,7 +180,7 @@ struct Upstream {
     id: u16,
     sent_at: u64,
     timeout: u64,
-    waiters: Vec<TaskId>,
+    waiters: Waiters,
 }
 
 struct TaskSlot {
@@ -150,6 +201,8 @@ pub struct Engine {
     rng: StdRng,
     tasks: Vec<Option<TaskSlot>>,
     free_tasks: Vec<u32>,
+    /// Finished tasks, reset and reused by the next resolutions.
+    spare_tasks: Vec<Task>,
     queries: Vec<Option<Upstream>>,
     free_queries: Vec<u32>,
     next_generation: u32,
@@ -157,6 +210,8 @@ pub struct Engine {
     timers: BinaryHeap<Reverse<(u64, TimerKind, u32, u32)>>,
     events: VecDeque<Event>,
     stats: EngineStats,
+    /// Reused for every response (see `msg`).
+    response: Response,
 }
 
 impl Engine {
@@ -168,6 +223,7 @@ impl Engine {
             rng: StdRng::from_seed(seed),
             tasks: Vec::new(),
             free_tasks: Vec::new(),
+            spare_tasks: Vec::new(),
             queries: Vec::new(),
             free_queries: Vec::new(),
             next_generation: 0,
@@ -175,6 +231,7 @@ impl Engine {
             timers: BinaryHeap::new(),
             events: VecDeque::new(),
             stats: EngineStats::default(),
+            response: Response::default(),
         }
     }
 
@@ -188,7 +245,14 @@ impl Engine {
     pub fn resolve(&mut self, qname: NameRef<'_>, qtype: RType, now: u64) -> TaskId {
         self.stats.tasks += 1;
         let generation = self.generation();
-        let task = Task::new(qname.to_name(), qtype, self.rng.next_u64());
+        let salt = self.rng.next_u64();
+        let task = match self.spare_tasks.pop() {
+            Some(mut task) => {
+                task.reset(qname, qtype, salt);
+                task
+            }
+            None => Task::new(qname, qtype, salt),
+        };
         let slot = TaskSlot {
             generation,
             task,
@@ -246,7 +310,7 @@ impl Engine {
                     if let Some(up) = self.finish_query(q) {
                         self.resolver
                             .servers
-                            .record_timeout(up.server, up.timeout, now);
+                            .record_timeout(up.server, up.timeout, up.sent_at, now);
                         self.fail_waiters(q, &up, Failure::Timeout, now);
                     }
                 }
@@ -281,8 +345,23 @@ impl Engine {
                 return;
             }
         };
-        let msg = match Message::parse(bytes) {
-            Ok(m) => m,
+        // The engine's one response buffer, taken out while tasks read it.
+        let mut msg = core::mem::take(&mut self.response);
+        self.handle_parsed(query, bytes, &mut msg, tcp, header, now);
+        self.response = msg;
+    }
+
+    fn handle_parsed(
+        &mut self,
+        query: QueryId,
+        bytes: &[u8],
+        msg: &mut Response,
+        tcp: bool,
+        header: Header,
+        now: u64,
+    ) {
+        match msg.parse(bytes) {
+            Ok(()) => {}
             Err(_) if tcp => {
                 // TCP cannot be spoofed blindly: a broken answer is the server's fault.
                 if let Some(up) = self.finish_query(query) {
@@ -294,10 +373,11 @@ impl Engine {
                 self.stats.rejected += 1;
                 return;
             }
-        };
-        let question_ok = match (&msg.questions[..], self.query(query)) {
-            ([q], Some(up)) => {
-                q.qname == up.key.qname && q.qtype == up.key.qtype && q.qclass == Class::IN
+        }
+        let mut questions = msg.questions();
+        let question_ok = match (questions.next(), questions.next(), self.query(query)) {
+            (Some(q), None, Some(up)) => {
+                q.owner == up.key.qname.as_ref() && q.rtype == up.key.qtype && q.class == Class::IN
             }
             _ => false,
         };
@@ -325,11 +405,11 @@ impl Engine {
             return;
         }
         let resolver = Arc::clone(&self.resolver);
-        for w in up.waiters {
+        for w in up.waiters.iter() {
             if let Some(slot) = self.task_mut(w) {
                 if slot.waiting == Some(query) {
                     slot.waiting = None;
-                    slot.task.on_response(&resolver, up.server, &msg, now);
+                    slot.task.on_response(&resolver, up.server, msg, now);
                     self.run(w, now);
                 }
             }
@@ -347,8 +427,7 @@ impl Engine {
     /// Abandons a resolution (the client went away). No [`Event::Done`] follows.
     pub fn cancel(&mut self, task: TaskId) {
         if self.task_mut(task).is_some() {
-            self.tasks[task.index as usize] = None;
-            self.free_tasks.push(task.index);
+            self.release_task(task.index);
         }
     }
 
@@ -422,12 +501,23 @@ impl Engine {
         }
     }
 
+    /// Frees a task's slot and keeps the task for reuse.
+    fn release_task(&mut self, index: u32) {
+        if let Some(slot) = self.tasks[index as usize].take() {
+            self.free_tasks.push(index);
+            if self.spare_tasks.len() < SPARE_TASKS {
+                let mut task = slot.task;
+                task.recycle();
+                self.spare_tasks.push(task);
+            }
+        }
+    }
+
     fn finish_task(&mut self, id: TaskId, answer: Answer) {
         if self.task_mut(id).is_none() {
             return;
         }
-        self.tasks[id.index as usize] = None;
-        self.free_tasks.push(id.index);
+        self.release_task(id.index);
         if answer.rcode == Rcode::SERVFAIL {
             self.stats.servfails += 1;
         }
@@ -453,22 +543,22 @@ impl Engine {
             }
         }
         let edns = self.resolver.config.edns && self.resolver.servers.edns_ok(&req.server, now);
-        let q = self.send(key, req.server, false, edns, vec![id], now);
+        let q = self.send(key, req.server, false, edns, Waiters::one(id), now);
         (q, req.server)
     }
 
     /// Re-sends a finished query's question to the same server, for the same waiters.
     fn resend(&mut self, up: Upstream, tcp: bool, edns: bool, now: u64) {
-        let waiters: Vec<TaskId> = up
-            .waiters
-            .into_iter()
-            .filter(|&w| self.task_mut(w).is_some())
-            .collect();
-        if waiters.is_empty() {
+        let mut live = up.waiters.iter().filter(|&w| self.task_mut(w).is_some());
+        let Some(first) = live.next() else {
             return;
+        };
+        let mut waiters = Waiters::one(first);
+        for w in live {
+            waiters.push(w);
         }
         let q = self.send(up.key, up.server, tcp, edns, waiters.clone(), now);
-        for w in waiters {
+        for w in waiters.iter() {
             if let Some(slot) = self.task_mut(w) {
                 slot.waiting = Some(q);
                 slot.task.count_query();
@@ -482,7 +572,7 @@ impl Engine {
         server: SocketAddr,
         tcp: bool,
         edns: bool,
-        waiters: Vec<TaskId>,
+        waiters: Waiters,
         now: u64,
     ) -> QueryId {
         let id = self.rng.next_u32() as u16;
@@ -572,7 +662,7 @@ impl Engine {
     }
 
     fn fail_waiters(&mut self, q: QueryId, up: &Upstream, why: Failure, now: u64) {
-        for &w in &up.waiters {
+        for w in up.waiters.iter() {
             if let Some(slot) = self.task_mut(w) {
                 if slot.waiting == Some(q) {
                     slot.waiting = None;

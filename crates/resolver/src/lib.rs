@@ -8,7 +8,7 @@
 //!
 //! # Shape
 //! - [`Resolver`] (`Send + Sync`, in an `Arc`): the [`Config`], the shared [`Cache`] and the
-//!   per-server SRTT/EDNS table. Shared by all workers.
+//!   per-server SRTT/EDNS/hold-down table. Shared by all workers.
 //! - [`Cache`]: 64 shards by name hash, each a `Mutex` taken only to copy a record set in or
 //!   out. [`Cache::answer`] is the hit path: it renders a cached answer (following CNAMEs,
 //!   negative answers with their SOA) straight into the worker's `MessageWriter` with
@@ -21,7 +21,9 @@
 //!   stub zone or root hints) down through referrals, with in-bailiwick glue only,
 //!   sub-resolutions of name-server addresses, CNAME/DNAME chains, relaxed QNAME
 //!   minimisation (RFC 9156), negative caching (RFC 2308), trust ranking (RFC 2181 §5.4.1),
-//!   SRTT server selection, and limits on chain length, referrals, queries and depth.
+//!   SRTT server selection, hold-down of servers that stopped answering (shared by all
+//!   workers, as Unbound's infrastructure cache), and limits on chain length, referrals,
+//!   queries and depth.
 //!   Failures become SERVFAIL with an Extended DNS Error (RFC 8914, [`Ede`]).
 //!
 //! # Driver loop (what a server implements)
@@ -80,6 +82,7 @@ mod cache;
 mod config;
 mod engine;
 mod iterate;
+mod msg;
 mod servers;
 
 #[cfg(test)]
@@ -107,7 +110,14 @@ impl Resolver {
             config.max_ttl,
             config.max_negative_ttl,
         );
-        let servers = servers::ServerTable::new(config.srtt_half_life_ms);
+        let servers = servers::ServerTable::new(
+            config.srtt_half_life_ms,
+            servers::HoldPolicy {
+                after: config.server_hold_after,
+                base_ms: config.server_hold_ms,
+                max_ms: config.server_hold_max_ms,
+            },
+        );
         Self {
             config,
             cache,

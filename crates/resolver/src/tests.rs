@@ -511,6 +511,8 @@ struct Sim {
     pending: Vec<Pending>,
     log: Vec<Sent>,
     done: Vec<(TaskId, Answer)>,
+    /// When each task finished (simulated ms).
+    finished: Vec<(TaskId, u64)>,
 }
 
 impl Sim {
@@ -527,6 +529,7 @@ impl Sim {
             pending: Vec::new(),
             log: Vec::new(),
             done: Vec::new(),
+            finished: Vec::new(),
         }
     }
 
@@ -558,7 +561,10 @@ impl Sim {
                     }
                 }
                 Event::Close(q) => self.pending.retain(|p| p.query != q),
-                Event::Done(id, answer) => self.done.push((id, answer)),
+                Event::Done(id, answer) => {
+                    self.finished.push((id, self.now));
+                    self.done.push((id, answer));
+                }
             }
         }
     }
@@ -597,6 +603,45 @@ impl Sim {
             .position(|(t, _)| *t == id)
             .expect("task finished");
         self.done.remove(i).1
+    }
+
+    /// Runs the network and timers up to time `to` (tasks may still be going on).
+    fn advance(&mut self, to: u64) {
+        loop {
+            self.drain();
+            let next_pending = self.pending.iter().map(|p| p.at).min();
+            let next_timer = self.engine.poll_timeout();
+            match [next_pending, next_timer].into_iter().flatten().min() {
+                Some(next) if next <= to => self.now = self.now.max(next),
+                _ => break,
+            }
+            let (due, rest) = self.pending.drain(..).partition(|p| p.at <= self.now);
+            self.pending = rest;
+            for p in due {
+                self.engine
+                    .handle_response(p.query, p.from, &p.bytes, self.now);
+                self.drain();
+            }
+            self.engine.handle_timeout(self.now);
+        }
+        self.now = self.now.max(to);
+    }
+
+    /// Resolves and returns the answer with the simulated milliseconds it took.
+    fn resolve_timed(&mut self, qname: &str, qtype: RType) -> (Answer, u64) {
+        let start = self.now;
+        let id = self.engine.resolve(n(qname).as_ref(), qtype, self.now);
+        self.run();
+        let i = self.done.iter().position(|(t, _)| *t == id).unwrap();
+        let at = self.finished.iter().find(|(t, _)| *t == id).unwrap().1;
+        (self.done.remove(i).1, at - start)
+    }
+
+    fn count_to(&self, mark: usize, server: &str) -> usize {
+        self.log[mark..]
+            .iter()
+            .filter(|s| s.server == addr(server))
+            .count()
     }
 
     fn queries_since(&self, mark: usize) -> Vec<(SocketAddr, String, RType)> {
@@ -1455,4 +1500,212 @@ fn minimisation_steps_do_not_use_up_a_single_server() {
             "x.y.z.root-servers.net."
         ]
     );
+}
+
+/// Found by the differential test against Unbound (class `unbound-silent-zone`): a zone whose
+/// only server never answers cost every later query the whole 10 s resolution deadline (the
+/// cached cut's server timed out twice, the parent was asked for the same referral, and the
+/// same silent address was tried twice more). Now the address is held down after two
+/// timeouts in a row: later queries for the zone fail at once with EDE 22 and send nothing;
+/// when the hold-down expires one query probes the server, and the hold-down doubles.
+#[test]
+fn silent_zone_is_held_down_and_fails_fast() {
+    let mut sim = Sim::new(world(), config());
+    let silent = "10.0.9.8";
+    let (a, took) = sim.resolve_timed("www.dead.test.", RType::A);
+    assert_eq!(a.rcode, Rcode::SERVFAIL);
+    assert_eq!(a.ede.as_ref().unwrap().code, Ede::NO_REACHABLE_AUTHORITY);
+    assert_eq!(sim.count_to(0, silent), 2);
+    // 800 ms, then 2450 ms (three times the doubled SRTT, plus 50).
+    assert!(took <= 800 + 2_450 + 100, "first SERVFAIL after {took} ms");
+    // Within the hold-down (5 s): no upstream query at all, SERVFAIL at once.
+    for q in ["www2.dead.test.", "a.b.dead.test.", "www.dead.test."] {
+        let mark = sim.log.len();
+        let (a, took) = sim.resolve_timed(q, RType::TXT);
+        assert_eq!(a.rcode, Rcode::SERVFAIL, "{q}");
+        assert_eq!(
+            a.ede,
+            Some(Ede::new(
+                Ede::NO_REACHABLE_AUTHORITY,
+                "all servers held down as unresponsive"
+            ))
+        );
+        assert_eq!(took, 0, "{q}");
+        assert_eq!(sim.log.len(), mark, "{q}: {:?}", sim.queries_since(mark));
+    }
+    // After it: one probe (a retry is not sent to a held-down server), then held again
+    // for twice as long.
+    sim.now += 5_000;
+    let mark = sim.log.len();
+    let (a, took) = sim.resolve_timed("probe.dead.test.", RType::A);
+    assert_eq!(a.rcode, Rcode::SERVFAIL);
+    assert_eq!(
+        sim.queries_since(mark),
+        [(addr(silent), "probe.dead.test.".to_string(), RType::A)]
+    );
+    assert!(took <= 3_000, "{took}");
+    sim.now += 9_000;
+    let mark = sim.log.len();
+    let (_, took) = sim.resolve_timed("x.dead.test.", RType::A);
+    assert_eq!((sim.log.len() - mark, took), (0, 0));
+    sim.now += 1_000;
+    sim.resolve("y.dead.test.", RType::A);
+    assert_eq!(sim.count_to(mark, silent), 1, "probed again after 10 s");
+    // The parent was never asked again for the referral to the silent zone.
+    assert_eq!(
+        sim.log
+            .iter()
+            .filter(|s| s.qname == n("dead.test."))
+            .count(),
+        1
+    );
+}
+
+/// Concurrent resolutions under a silent zone: timeouts of queries that were all out at the
+/// same time count as one, and every task is answered long before the deadline.
+#[test]
+fn concurrent_queries_to_a_silent_zone() {
+    let mut sim = Sim::new(world(), config());
+    sim.resolve("test.", RType::NS);
+    // The cut is known (cached) but its server never heard from.
+    let start = sim.now;
+    let ids: Vec<TaskId> = (0..20)
+        .map(|i| {
+            sim.engine
+                .resolve(n(&format!("h{i}.dead.test.")).as_ref(), RType::A, sim.now)
+        })
+        .collect();
+    sim.run();
+    for id in &ids {
+        let (_, a) = sim.done.iter().find(|(t, _)| t == id).unwrap();
+        assert_eq!(a.rcode, Rcode::SERVFAIL);
+        let at = sim.finished.iter().find(|(t, _)| t == id).unwrap().1;
+        assert!(at - start <= 800 + 2_450 + 100, "{}", at - start);
+    }
+    // Each task tried the server at most twice; the parent was asked once.
+    assert!(sim.count_to(0, "10.0.9.8") <= 40);
+    let mark = sim.log.len();
+    let (a, took) = sim.resolve_timed("later.dead.test.", RType::A);
+    assert_eq!(
+        (a.rcode, took, sim.log.len() - mark),
+        (Rcode::SERVFAIL, 0, 0)
+    );
+}
+
+/// A server that answers again ends its hold-down at once.
+#[test]
+fn held_down_server_recovers_on_its_probe() {
+    let mut sim = Sim::new(world(), config());
+    sim.resolve("www.dead.test.", RType::A);
+    sim.net
+        .servers
+        .get_mut(&addr("10.0.9.8"))
+        .unwrap()
+        .behaviour
+        .silent = false;
+    sim.net.servers.get_mut(&addr("10.0.9.8")).unwrap().zones =
+        vec![zone("dead.test.", "www.dead.test. 300 A 192.0.2.99")];
+    assert_eq!(
+        sim.resolve("www.dead.test.", RType::A).rcode,
+        Rcode::SERVFAIL
+    );
+    sim.now += 5_000;
+    assert_eq!(
+        rdata_a(&sim.resolve("www.dead.test.", RType::A)),
+        [[192, 0, 2, 99]]
+    );
+    let mark = sim.log.len();
+    let a = sim.resolve("www.dead.test.", RType::TXT);
+    assert_eq!(a.rcode, Rcode::NOERROR);
+    assert_eq!(sim.count_to(mark, "10.0.9.8"), 1);
+}
+
+/// A cached cut whose server is lame: the parent is asked again (the delegation may have
+/// changed), but when it refers to the same servers they are not asked a second time.
+#[test]
+fn referral_back_to_an_abandoned_cut_is_not_followed_again() {
+    let mut sim = Sim::new(world(), config());
+    sim.resolve("www.lame.test.", RType::A);
+    let mark = sim.log.len();
+    let a = sim.resolve("www2.lame.test.", RType::A);
+    assert_eq!(a.rcode, Rcode::SERVFAIL);
+    assert_eq!(a.ede.unwrap().text, "all servers failed or are lame");
+    assert_eq!(
+        sim.queries_since(mark),
+        [
+            (addr("10.0.9.9"), "www2.lame.test.".to_string(), RType::A),
+            (addr("10.0.1.1"), "lame.test.".to_string(), RType::A),
+        ]
+    );
+}
+
+/// The stress topology of bench/stress.py: one server holds both `test.` and its child
+/// `bench.test.`, so the minimised question `bench.test. A` sent into `test.` gets the
+/// child's authoritative NODATA, not a referral. Each name's resolution asked it again
+/// unless an identical query happened to be in flight: 1,177 upstream queries for 1,001
+/// names. The NODATA is now cached and a minimisation step the cache already answers is
+/// not asked again.
+#[test]
+fn minimisation_steps_answered_from_the_cache() {
+    let mut net = Net::default();
+    net.add(
+        "10.0.0.1",
+        vec![zone(
+            ".",
+            ". 86400 NS a.root.test.
+             test. 86400 NS ns.test.
+             ns.test. 86400 A 10.0.1.1",
+        )],
+    );
+    let mut bench =
+        String::from("bench.test. 86400 NS ns.bench.test.\nns.bench.test. 86400 A 10.0.1.1\n");
+    for i in 0..200 {
+        bench.push_str(&format!(
+            "host{i:04}.bench.test. 3600 A 192.0.2.{}\n",
+            i % 250
+        ));
+    }
+    net.add(
+        "10.0.1.1",
+        vec![
+            zone(
+                "test.",
+                "test. 86400 NS ns.test.
+                 ns.test. 86400 A 10.0.1.1
+                 www.test. 300 A 192.0.2.1
+                 bench.test. 86400 NS ns.bench.test.
+                 ns.bench.test. 86400 A 10.0.1.1",
+            ),
+            zone("bench.test.", &bench),
+        ],
+    );
+    let mut sim = Sim::new(net, config());
+    // The readiness query of stress.py: caches the test. cut.
+    sim.resolve("www.test.", RType::A);
+    let mark = sim.log.len();
+    // A client every 2 ms, 10 ms per round trip: a few resolutions overlap at any time.
+    let ids: Vec<TaskId> = (0..200)
+        .map(|i| {
+            let id = sim.engine.resolve(
+                n(&format!("host{i:04}.bench.test.")).as_ref(),
+                RType::A,
+                sim.now,
+            );
+            let to = sim.now + 2;
+            sim.advance(to);
+            id
+        })
+        .collect();
+    sim.run();
+    for id in ids {
+        let (_, a) = sim.done.iter().find(|(t, _)| *t == id).unwrap();
+        assert_eq!(a.rcode, Rcode::NOERROR);
+        assert_eq!(a.answers.len(), 1);
+    }
+    let asked_cut = sim.log[mark..]
+        .iter()
+        .filter(|s| s.qname == n("bench.test."))
+        .count();
+    assert_eq!(asked_cut, 1, "{:?}", sim.queries_since(mark));
+    assert_eq!(sim.log.len() - mark, 201);
 }
