@@ -6,37 +6,45 @@
 
 use shardns_wire::{Class, Header, MessageWriter, Name, RType};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::Cell;
 
 /// A global allocator that forwards to the system allocator and, while counting is on,
 /// counts allocations and reallocations. Install it with `#[global_allocator]`.
+///
+/// Counting is per thread: `count` sees the allocations of the thread that calls it and no
+/// other, so the test harness's threads (or tests running in parallel in the same binary)
+/// cannot add stray allocations to a figure.
 pub struct CountingAlloc {
-    counting: AtomicBool,
-    allocations: AtomicUsize,
+    _private: (),
+}
+
+thread_local! {
+    // Const-initialised with no destructor, so reading them never allocates (which would
+    // recurse into the allocator).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 impl CountingAlloc {
     /// A counter that is off.
     pub const fn new() -> Self {
-        Self {
-            counting: AtomicBool::new(false),
-            allocations: AtomicUsize::new(0),
-        }
+        Self { _private: () }
     }
 
-    /// Runs `f` with counting on; returns its result and the allocations it made (on any
-    /// thread, so run such tests in a test binary of their own).
+    /// Runs `f` with counting on; returns its result and the allocations it made on this
+    /// thread.
     pub fn count<R>(&self, f: impl FnOnce() -> R) -> (R, usize) {
-        let before = self.allocations.load(Ordering::SeqCst);
-        self.counting.store(true, Ordering::SeqCst);
+        let before = ALLOCATIONS.with(Cell::get);
+        let was = COUNTING.with(|c| c.replace(true));
         let r = f();
-        self.counting.store(false, Ordering::SeqCst);
-        (r, self.allocations.load(Ordering::SeqCst) - before)
+        COUNTING.with(|c| c.set(was));
+        (r, ALLOCATIONS.with(Cell::get) - before)
     }
 
     fn note(&self) {
-        if self.counting.load(Ordering::Relaxed) {
-            self.allocations.fetch_add(1, Ordering::Relaxed);
+        // try_with: during thread teardown the slots may be gone; such frees are not ours.
+        if COUNTING.try_with(Cell::get).unwrap_or(false) {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
         }
     }
 }
@@ -48,7 +56,7 @@ impl Default for CountingAlloc {
 }
 
 // SAFETY: every method forwards to the system allocator with its caller's arguments, so the
-// GlobalAlloc contract is the system allocator's; counting touches only two atomics.
+// GlobalAlloc contract is the system allocator's; counting touches only two thread-local cells.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.note();

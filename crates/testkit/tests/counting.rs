@@ -18,3 +18,20 @@ fn counts_allocations_only_while_on() {
     let ((), n) = GLOBAL.count(|| ());
     assert_eq!(n, 0);
 }
+
+#[test]
+fn other_threads_are_not_counted() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::black_box(vec![0u8; 64]);
+            }
+        })
+    };
+    let ((), n) = GLOBAL.count(|| std::thread::sleep(std::time::Duration::from_millis(20)));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().unwrap();
+    assert_eq!(n, 0, "another thread's allocations were counted");
+}
