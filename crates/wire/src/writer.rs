@@ -146,7 +146,18 @@ impl<'a> MessageWriter<'a> {
         let wire = name.as_wire();
         let mut start = 0usize;
         let mut pointer = None;
-        if compress {
+        if compress
+            && self.ncomp > 0
+            && self.comp[0] == 12
+            && wire.len() > 1
+            && self.buf.get(12..12 + wire.len()) == Some(wire)
+        {
+            // Most owners repeat the question name as asked: one memcmp instead of a walk of
+            // the table. The name at 12 is the question, written uncompressed, and its root
+            // label ends both, so equal bytes mean the same whole name.
+            pointer = Some(12);
+        }
+        if compress && pointer.is_none() {
             while wire[start] != 0 {
                 if let Some(off) = self.find(&wire[start..]) {
                     pointer = Some(off);
@@ -335,6 +346,34 @@ mod tests {
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn owner_equal_to_the_question_is_a_pointer_to_it() {
+        for (q, owner) in [("a.example.", "a.example."), ("a.example.", "A.EXAMPLE.")] {
+            let mut buf = [0u8; 512];
+            let mut w = MessageWriter::new(&mut buf, 512);
+            w.put_question(n(q).as_ref(), RType::A, Class::IN).unwrap();
+            let at = w.len();
+            w.put_name(n(owner).as_ref(), true).unwrap();
+            assert_eq!(&w.buf[at..w.len()], &[0xc0, 12], "{owner} after {q}");
+        }
+        // The root name is one octet: never replaced by a two-octet pointer.
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(n(".").as_ref(), RType::NS, Class::IN)
+            .unwrap();
+        let at = w.len();
+        w.put_name(n(".").as_ref(), true).unwrap();
+        assert_eq!(&w.buf[at..w.len()], &[0]);
+        // A longer name that starts like the question is not mistaken for it.
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
+            .unwrap();
+        let at = w.len();
+        w.put_name(n("x.a.example.").as_ref(), true).unwrap();
+        assert_eq!(&w.buf[at..w.len()], &[1, b'x', 0xc0, 12]);
     }
 
     #[test]
