@@ -120,8 +120,8 @@ struct Allowed {
 const ALLOWED: &[Allowed] = &[
     Allowed {
         name: "unbound-silent-zone",
-        why: "a zone whose only server never answers: shardns gives SERVFAIL (EDE 22) at its \
-              resolution deadline (10 s); Unbound backs off exponentially from silent servers \
+        why: "a zone whose only server never answers: shardns gives SERVFAIL (EDE 22) after \
+              two timeouts (~3.3 s), then at once while the server is held down; Unbound backs off exponentially from silent servers \
               and does not answer the client for a long time (its documented timeout \
               behaviour, NLnetLabs/unbound#620). No RFC sets a time to SERVFAIL.",
         applies: |zones, q, s, u| {
