@@ -130,6 +130,16 @@ pub struct ResolverConfig {
     /// Resolutions in flight per worker; a cache miss beyond this is answered SERVFAIL.
     #[serde(deserialize_with = "positive")]
     pub max_pending: usize,
+    /// Timeouts in a row after which an upstream server is held down (not asked).
+    #[serde(deserialize_with = "hold_after")]
+    pub server_hold_after: u8,
+    /// First hold-down of an unresponsive upstream server, in milliseconds; doubles at each
+    /// failed probe.
+    #[serde(deserialize_with = "positive_u64")]
+    pub server_hold_ms: u64,
+    /// Longest hold-down, in milliseconds.
+    #[serde(deserialize_with = "positive_u64")]
+    pub server_hold_max_ms: u64,
 }
 
 impl Default for ResolverConfig {
@@ -152,6 +162,9 @@ impl Default for ResolverConfig {
             max_cname_chain: 12,
             resolution_timeout_ms: 10_000,
             max_pending: 1024,
+            server_hold_after: 2,
+            server_hold_ms: 5_000,
+            server_hold_max_ms: 120_000,
         }
     }
 }
@@ -657,6 +670,7 @@ ranged! {
     ipv4_prefix: u8 = 0..=32;
     ipv6_prefix: u8 = 0..=128;
     rrl_table_size: usize = 4..=16_777_216;
+    hold_after: u8 = 1..=100;
 }
 
 fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -931,6 +945,9 @@ http = "127.0.0.1:9153"
         assert_eq!(r.max_cname_chain, d.max_chain);
         assert_eq!(r.resolution_timeout_ms, d.max_resolution_ms);
         assert_eq!(r.cache_size, d.cache_bytes);
+        assert_eq!(r.server_hold_after, d.server_hold_after);
+        assert_eq!(r.server_hold_ms, d.server_hold_ms);
+        assert_eq!(r.server_hold_max_ms, d.server_hold_max_ms);
         let c = parse(
             "[limits]\nudp_max_response = 512\ntcp_connections_per_client = 0\n\
              tcp_read_timeout_ms = 250\ntcp_queries_per_connection = 7\n\

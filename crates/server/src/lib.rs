@@ -457,6 +457,9 @@ fn resolver_config(config: &Config, setup: &Setup) -> Result<shardns_resolver::C
     rc.max_referrals = r.max_referrals;
     rc.max_chain = r.max_cname_chain;
     rc.max_resolution_ms = r.resolution_timeout_ms;
+    rc.server_hold_after = r.server_hold_after;
+    rc.server_hold_ms = r.server_hold_ms;
+    rc.server_hold_max_ms = r.server_hold_max_ms.max(r.server_hold_ms);
     Ok(rc)
 }
 
