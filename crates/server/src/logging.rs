@@ -3,9 +3,12 @@
 //! Disabled levels cost one branch at the call site (tracing's per-callsite interest cache),
 //! before any argument is formatted. Query logging is a separate switch the workers test
 //! before building a log line (target `shardns::query`).
+//!
+//! A log line that cannot be written (standard error on a full disk, or a pipe whose
+//! reader has gone) is dropped: logging never stops or crashes the server.
 
 use crate::config::{Config, Overrides};
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 use tracing_subscriber::EnvFilter;
 
 /// Checks that `filter` is a valid filter (`info`, `warn,shardns::query=info`...).
@@ -25,14 +28,29 @@ pub fn filter_for(overrides: &Overrides, config_file: Option<&Config>) -> String
         .unwrap_or_else(|| "info".to_string())
 }
 
+/// Standard error for log lines, ignoring write errors. With a plain `io::stderr` writer,
+/// tracing-subscriber reports a failed write with `eprintln!`, which panics when standard
+/// error is unwritable: one line to /dev/full killed the thread that logged it.
+struct LossyStderr;
+
+impl Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Installs the global subscriber (stderr, colours only on a terminal).
 pub fn init(filter: &str) -> Result<(), String> {
     let filter =
         EnvFilter::try_new(filter).map_err(|e| format!("bad log filter {filter:?}: {e}"))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(|| LossyStderr)
+        .with_ansi(io::stderr().is_terminal())
         .try_init()
         .map_err(|e| format!("cannot install the logger: {e}"))
 }
