@@ -43,8 +43,22 @@ fn put(w: &mut MessageWriter<'_>, s: Section, owner: &str, t: RType, ttl: u32, r
 }
 
 fn www_a(w: &mut MessageWriter<'_>) {
-    put(w, Section::Answer, "www.fuzz.test.", RType::A, 3600, &[192, 0, 2, 1]);
-    put(w, Section::Answer, "www.fuzz.test.", RType::A, 3600, &[192, 0, 2, 2]);
+    put(
+        w,
+        Section::Answer,
+        "www.fuzz.test.",
+        RType::A,
+        3600,
+        &[192, 0, 2, 1],
+    );
+    put(
+        w,
+        Section::Answer,
+        "www.fuzz.test.",
+        RType::A,
+        3600,
+        &[192, 0, 2, 2],
+    );
 }
 
 /// The fake authoritative server for everything: `fuzz.test.` and its oddities.
@@ -80,7 +94,14 @@ fn authority(query: &[u8]) -> Vec<u8> {
             put(&mut w, an, "www.fuzz.test.", RType::AAAA, 3600, &v6);
         }
         ("alias.fuzz.test.", _) => {
-            put(&mut w, an, "alias.fuzz.test.", RType::CNAME, 3600, n("www.fuzz.test.").as_wire());
+            put(
+                &mut w,
+                an,
+                "alias.fuzz.test.",
+                RType::CNAME,
+                3600,
+                n("www.fuzz.test.").as_wire(),
+            );
             if qtype == RType::A {
                 www_a(&mut w);
             }
@@ -92,41 +113,96 @@ fn authority(query: &[u8]) -> Vec<u8> {
                 } else {
                     format!("c{}.fuzz.test.", i + 1)
                 };
-                put(&mut w, an, &format!("c{i}.fuzz.test."), RType::CNAME, 3600, n(&next).as_wire());
+                put(
+                    &mut w,
+                    an,
+                    &format!("c{i}.fuzz.test."),
+                    RType::CNAME,
+                    3600,
+                    n(&next).as_wire(),
+                );
             }
             if qtype == RType::A {
                 www_a(&mut w);
             }
         }
-        ("loop1.fuzz.test.", _) => {
-            put(&mut w, an, "loop1.fuzz.test.", RType::CNAME, 3600, n("loop2.fuzz.test.").as_wire())
-        }
-        ("loop2.fuzz.test.", _) => {
-            put(&mut w, an, "loop2.fuzz.test.", RType::CNAME, 3600, n("loop1.fuzz.test.").as_wire())
-        }
+        ("loop1.fuzz.test.", _) => put(
+            &mut w,
+            an,
+            "loop1.fuzz.test.",
+            RType::CNAME,
+            3600,
+            n("loop2.fuzz.test.").as_wire(),
+        ),
+        ("loop2.fuzz.test.", _) => put(
+            &mut w,
+            an,
+            "loop2.fuzz.test.",
+            RType::CNAME,
+            3600,
+            n("loop1.fuzz.test.").as_wire(),
+        ),
         ("x.d.fuzz.test.", _) => {
-            put(&mut w, an, "d.fuzz.test.", RType::DNAME, 3600, n("t.fuzz.test.").as_wire());
-            put(&mut w, an, "x.d.fuzz.test.", RType::CNAME, 3600, n("x.t.fuzz.test.").as_wire());
-            put(&mut w, an, "x.t.fuzz.test.", RType::A, 3600, &[192, 0, 2, 7]);
+            put(
+                &mut w,
+                an,
+                "d.fuzz.test.",
+                RType::DNAME,
+                3600,
+                n("t.fuzz.test.").as_wire(),
+            );
+            put(
+                &mut w,
+                an,
+                "x.d.fuzz.test.",
+                RType::CNAME,
+                3600,
+                n("x.t.fuzz.test.").as_wire(),
+            );
+            put(
+                &mut w,
+                an,
+                "x.t.fuzz.test.",
+                RType::A,
+                3600,
+                &[192, 0, 2, 7],
+            );
         }
         ("big.fuzz.test.", RType::TXT) => {
             for i in 0..40u8 {
                 let mut txt = vec![60u8];
-                txt.extend(std::iter::repeat(b'a' + i % 26).take(60));
+                txt.extend(std::iter::repeat_n(b'a' + i % 26, 60));
                 put(&mut w, an, "big.fuzz.test.", RType::TXT, 3600, &txt);
             }
         }
-        ("short.fuzz.test.", RType::A) => {
-            put(&mut w, an, "short.fuzz.test.", RType::A, 60, &[192, 0, 2, 60])
-        }
-        ("mixed.fuzz.test.", RType::A) => {
-            put(&mut w, an, "MiXeD.FuZz.TeSt.", RType::A, 3600, &[192, 0, 2, 9])
-        }
+        ("short.fuzz.test.", RType::A) => put(
+            &mut w,
+            an,
+            "short.fuzz.test.",
+            RType::A,
+            60,
+            &[192, 0, 2, 60],
+        ),
+        ("mixed.fuzz.test.", RType::A) => put(
+            &mut w,
+            an,
+            "MiXeD.FuZz.TeSt.",
+            RType::A,
+            3600,
+            &[192, 0, 2, 9],
+        ),
         ("www.fuzz.test.", _) | ("fuzz.test.", _) => negative = Some(Rcode::NOERROR),
         _ => negative = Some(Rcode::NXDOMAIN),
     }
     if let Some(rcode) = negative {
-        put(&mut w, Section::Authority, "fuzz.test.", RType::SOA, 3600, &soa_rdata());
+        put(
+            &mut w,
+            Section::Authority,
+            "fuzz.test.",
+            RType::SOA,
+            3600,
+            &soa_rdata(),
+        );
         h.set_rcode(rcode);
     }
     w.finish(&h).to_vec()
@@ -228,16 +304,27 @@ fn warm() -> &'static Warm {
         for (q, t) in FILL {
             let query = client_query(0, q, *t);
             // Over TCP, so nothing is truncated.
-            if let Some((len, hit)) = answer_from_cache(&warm.resolver, &query, FILL_MS, true, &mut out) {
+            if let Some((len, hit)) =
+                answer_from_cache(&warm.resolver, &query, FILL_MS, true, &mut out)
+            {
                 if hit {
-                    warm.known.insert((lower(n(q).as_wire()), *t), seen(&out[..len]));
+                    warm.known
+                        .insert((lower(n(q).as_wire()), *t), seen(&out[..len]));
                 }
             }
         }
         // The fill must have cached what it asked, or this target tests an empty cache.
-        for must in ["www.fuzz.test.", "alias.fuzz.test.", "c1.fuzz.test.", "big.fuzz.test.", "nx.fuzz.test."] {
+        for must in [
+            "www.fuzz.test.",
+            "alias.fuzz.test.",
+            "c1.fuzz.test.",
+            "big.fuzz.test.",
+            "nx.fuzz.test.",
+        ] {
             assert!(
-                warm.known.keys().any(|(k, _)| *k == lower(n(must).as_wire())),
+                warm.known
+                    .keys()
+                    .any(|(k, _)| *k == lower(n(must).as_wire())),
                 "{must} not cached by the fill"
             );
         }
@@ -274,7 +361,10 @@ fn answer_from_cache(
     }
     let mut qname = NameBuf::new();
     let (qtype, qclass, qend) = read_question(query, HEADER_LEN, &mut qname).ok()?;
-    if qclass != Class::IN || matches!(qtype, RType::AXFR | RType::IXFR | RType::OPT) || qtype.0 == 0 {
+    if qclass != Class::IN
+        || matches!(qtype, RType::AXFR | RType::IXFR | RType::OPT)
+        || qtype.0 == 0
+    {
         return None;
     }
     let trailer = read_trailer(query, &qh, qend).ok()?;
@@ -323,7 +413,8 @@ fn answer_from_cache(
             h.set_rcode(rcode);
             w.set_limit(limit);
             if let Some((_, dnssec_ok)) = edns {
-                put_opt_with_ede(&mut w, UDP_MAX, rcode, dnssec_ok, None).expect("room kept for the OPT");
+                put_opt_with_ede(&mut w, UDP_MAX, rcode, dnssec_ok, None)
+                    .expect("room kept for the OPT");
             }
             Some((w.finish(&h).len(), true))
         }
@@ -346,7 +437,8 @@ pub fn resolver_cache(data: &[u8]) {
         };
         let query = Message::parse(data).ok();
         let mut qname = NameBuf::new();
-        let (qtype, _, _) = read_question(data, HEADER_LEN, &mut qname).expect("the cache path read it");
+        let (qtype, _, _) =
+            read_question(data, HEADER_LEN, &mut qname).expect("the cache path read it");
         let key = (lower(qname.as_ref().as_wire()), qtype);
         let known = warm.known.get(&key);
         if !hit {
@@ -363,11 +455,16 @@ pub fn resolver_cache(data: &[u8]) {
             qname.as_ref()
         );
         let response = &out[..len];
-        let m = Message::parse(response).unwrap_or_else(|e| panic!("response does not parse ({e:?}): {response:02x?}"));
+        let m = Message::parse(response)
+            .unwrap_or_else(|e| panic!("response does not parse ({e:?}): {response:02x?}"));
         assert!(m.header.qr() && m.header.ra());
         assert_eq!(response[..2], data[..2], "ID not copied");
         assert_eq!(m.questions.len(), 1);
-        assert_eq!(m.questions[0].qname.as_wire(), qname.as_ref().as_wire(), "question not as spelled");
+        assert_eq!(
+            m.questions[0].qname.as_wire(),
+            qname.as_ref().as_wire(),
+            "question not as spelled"
+        );
         if !tcp {
             let limit = match query.as_ref().and_then(Message::opt) {
                 None => 512,
@@ -376,7 +473,10 @@ pub fn resolver_cache(data: &[u8]) {
             assert!(len <= limit, "{len} octets over UDP, limit {limit}");
         }
         if m.header.tc() {
-            assert!(m.answers.is_empty() && m.authority.is_empty(), "records kept in a truncated answer");
+            assert!(
+                m.answers.is_empty() && m.authority.is_empty(),
+                "records kept in a truncated answer"
+            );
             assert!(!tcp, "truncated over TCP");
             continue;
         }
@@ -403,7 +503,11 @@ pub fn resolver_cache(data: &[u8]) {
                 continue;
             }
             if first {
-                assert_eq!(r.owner.as_wire(), &expect_owner[..], "first owner not as asked");
+                assert_eq!(
+                    r.owner.as_wire(),
+                    &expect_owner[..],
+                    "first owner not as asked"
+                );
                 first = false;
             } else {
                 assert!(
@@ -420,7 +524,10 @@ pub fn resolver_cache(data: &[u8]) {
         }
         let got = seen(response);
         if m.rcode() == Rcode::NXDOMAIN || m.answers.is_empty() {
-            assert!(m.authority.iter().any(|r| r.rtype == RType::SOA), "negative answer without its SOA");
+            assert!(
+                m.authority.iter().any(|r| r.rtype == RType::SOA),
+                "negative answer without its SOA"
+            );
         }
         if let Some(k) = known {
             assert!(

@@ -37,11 +37,17 @@ fn check_config(data: &[u8], strict: bool) {
             let shown = e.to_string();
             assert!(shown.starts_with(CONFIG_PATH), "{shown}");
             assert!(!shown.contains('\n'), "a multi-line error: {shown:?}");
-            assert!(!strict || !e.message.is_empty(), "an empty error message: {shown:?}");
+            assert!(
+                !strict || !e.message.is_empty(),
+                "an empty error message: {shown:?}"
+            );
             if let Some((line, col)) = e.position {
                 let lines = text.split('\n').count();
                 assert!(line >= 1 && line <= lines, "line {line} of {lines}");
-                let width = text.split('\n').nth(line - 1).map_or(0, |l| l.chars().count());
+                let width = text
+                    .split('\n')
+                    .nth(line - 1)
+                    .map_or(0, |l| l.chars().count());
                 assert!(col >= 1 && col <= width + 1, "column {col} of {width}");
             }
         }
@@ -67,7 +73,11 @@ fn check_config(data: &[u8], strict: bool) {
             let mut again = c.clone();
             again.apply(&Overrides::default());
             assert_eq!(again, c, "applying no overrides changed the config");
-            assert_eq!(Config::from_toml(text, path).as_ref(), Ok(&c), "parsed differently twice");
+            assert_eq!(
+                Config::from_toml(text, path).as_ref(),
+                Ok(&c),
+                "parsed differently twice"
+            );
         }
     }
 }

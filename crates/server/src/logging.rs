@@ -69,8 +69,12 @@ mod tests {
 
     #[test]
     fn spaces_around_directives_do_not_change_or_break_them() {
-        let spaced = parse_filter(" warn , shardns::query=info ").unwrap().to_string();
-        let plain = parse_filter("warn,shardns::query=info").unwrap().to_string();
+        let spaced = parse_filter(" warn , shardns::query=info ")
+            .unwrap()
+            .to_string();
+        let plain = parse_filter("warn,shardns::query=info")
+            .unwrap()
+            .to_string();
         assert_eq!(spaced, plain);
         assert!(plain.contains("shardns::query=info"), "{plain}");
         // These panicked inside tracing-subscriber before the directives were trimmed.

@@ -717,6 +717,10 @@ const GARBAGE_KINDS: [&str; 14] = [
     "formerr", "refused", "selfref", "upward",
 ];
 
+/// How a fake server answers a query (the raw query, how many it has seen): after what
+/// delay, with which datagrams.
+type Behaviour = Box<dyn Fn(&Q, &[u8], u64) -> (Duration, Vec<Vec<u8>>) + Send>;
+
 /// The fake upstream servers, one thread each; stopped and joined on drop.
 struct Fakes {
     stop: Arc<AtomicBool>,
@@ -755,36 +759,33 @@ fn start_fakes(port: u16) -> Fakes {
         s
     };
     // Serves one UDP socket: `f` gives (delay, datagrams) for each query.
-    let serve =
-        |sock: UdpSocket,
-         stop: Arc<AtomicBool>,
-         f: Box<dyn Fn(&Q, &[u8], u64) -> (Duration, Vec<Vec<u8>>) + Send>| {
-            std::thread::spawn(move || {
-                let mut later: Vec<(Instant, SocketAddr, Vec<u8>)> = Vec::new();
-                let mut buf = [0u8; 4096];
-                let mut n_seen = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    if let Ok((n, peer)) = sock.recv_from(&mut buf) {
-                        n_seen += 1;
-                        if let Some(q) = parse_query(&buf[..n]) {
-                            let (delay, out) = f(&q, &buf[..n], n_seen);
-                            for m in out {
-                                later.push((Instant::now() + delay, peer, m));
-                            }
+    let serve = |sock: UdpSocket, stop: Arc<AtomicBool>, f: Behaviour| {
+        std::thread::spawn(move || {
+            let mut later: Vec<(Instant, SocketAddr, Vec<u8>)> = Vec::new();
+            let mut buf = [0u8; 4096];
+            let mut n_seen = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok((n, peer)) = sock.recv_from(&mut buf) {
+                    n_seen += 1;
+                    if let Some(q) = parse_query(&buf[..n]) {
+                        let (delay, out) = f(&q, &buf[..n], n_seen);
+                        for m in out {
+                            later.push((Instant::now() + delay, peer, m));
                         }
                     }
-                    let now = Instant::now();
-                    later.retain(|(at, peer, m)| {
-                        if *at <= now {
-                            let _ = sock.send_to(m, peer);
-                            false
-                        } else {
-                            true
-                        }
-                    });
                 }
-            })
-        };
+                let now = Instant::now();
+                later.retain(|(at, peer, m)| {
+                    if *at <= now {
+                        let _ = sock.send_to(m, peer);
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+        })
+    };
     let now = Duration::ZERO;
     threads.push(serve(
         udp(30),

@@ -471,6 +471,9 @@ fn wire_name(name: &str) -> Vec<u8> {
     w
 }
 
+/// An EDNS option: code and data.
+type EdnsOption<'a> = (u16, &'a [u8]);
+
 /// An OPT record: UDP size, extended RCODE, version, flags, options.
 fn opt(size: u16, ext: u8, version: u8, flags: u16, options: &[(u16, &[u8])]) -> Vec<u8> {
     let mut rdata = Vec::new();
@@ -743,7 +746,7 @@ fn hostile_inputs() -> Vec<(&'static str, String, Vec<u8>)> {
             let l = (body - 1).min(63);
             assert!(l > 0, "cannot make a name of {total} octets");
             n.push(l as u8);
-            n.extend(std::iter::repeat(b'x').take(l));
+            n.extend(std::iter::repeat_n(b'x', l));
             body -= l + 1;
         }
         n.extend_from_slice(&tail);
@@ -771,7 +774,7 @@ fn hostile_inputs() -> Vec<(&'static str, String, Vec<u8>)> {
         let mut owner = Vec::new();
         for _ in 0..4 {
             owner.push(63);
-            owner.extend(std::iter::repeat(b'y').take(63));
+            owner.extend(std::iter::repeat_n(b'y', 63));
         }
         owner.extend_from_slice(&ptr(12));
         m.extend_from_slice(&record(&owner, 1, &[1, 2, 3, 4]));
@@ -812,7 +815,7 @@ fn hostile_inputs() -> Vec<(&'static str, String, Vec<u8>)> {
     }
     let big = vec![0u8; 1100];
     let huge = vec![0u8; 3900];
-    let options: [(&str, &[(u16, &[u8])]); 17] = [
+    let options: [(&str, &[EdnsOption<'_>]); 17] = [
         ("unknown option", &[(65001, &[1, 2, 3, 4])]),
         ("NSID", &[(3, &[])]),
         ("NSID with data", &[(3, &[1, 2, 3])]),
