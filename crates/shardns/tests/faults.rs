@@ -266,6 +266,22 @@ fn deleted_and_special_zone_files_keep_the_old_version() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_serving(&server, 4, "the last fix");
+
+    // A storm of 50 SIGHUPs while the file changes under it: the server keeps answering
+    // and ends on the last version.
+    for i in 0..50u32 {
+        if i % 10 == 0 {
+            std::fs::write(&path, zone_version(5 + i / 10)).unwrap();
+        }
+        server.sighup();
+    }
+    let sock = udp_client(server.addr4());
+    for i in 0..50u16 {
+        assert!(udp_exchange(&sock, &query(i, "www.fault.test", 1, None)).is_some());
+    }
+    let out = reload_bounded(&server, Duration::from_secs(10));
+    assert!(out.status.success(), "{out:?}");
+    assert_serving(&server, 9, "a storm of SIGHUPs");
 }
 
 /// `$INCLUDE` of a FIFO hangs the reload forever: the zone crate reads included files with
