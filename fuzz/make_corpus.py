@@ -156,6 +156,7 @@ CACHE_QUERIES.update({
     "mixed-case": fuzz_query("WwW.FuZZ.tEsT.", 1, 2),
     "alias-cname": fuzz_query("alias.fuzz.test.", 5, 3),
     "dname-type": fuzz_query("d.fuzz.test.", 39, 4),
+    "cname-type-at-dname-synthesis": fuzz_query("x.d.fuzz.test.", 5, 9),
     "any": fuzz_query("www.fuzz.test.", 255, 5),
     "class-ch": fuzz_query("www.fuzz.test.", 1, 6, qclass=3),
     "other-name": fuzz_query("nothere.example.", 1, 7),

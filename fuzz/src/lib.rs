@@ -10,7 +10,7 @@
 mod cache;
 mod config;
 
-pub use cache::resolver_cache;
+pub use cache::{resolver_cache, resolver_cache_strict};
 pub use config::{config, config_strict};
 
 use shardns_wire::name::MAX_NAME_LEN;
