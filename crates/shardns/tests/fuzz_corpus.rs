@@ -86,5 +86,9 @@ fn known_bugs_config() {
 #[test]
 #[ignore = "known bug in crates/resolver/src/cache.rs: a CNAME query at a DNAME-synthesised name gets an empty NOERROR"]
 fn known_bugs_resolver_cache() {
-    replay_dir("known-bugs", "resolver_cache", checks::resolver_cache_strict);
+    replay_dir(
+        "known-bugs",
+        "resolver_cache",
+        checks::resolver_cache_strict,
+    );
 }
