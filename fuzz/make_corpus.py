@@ -103,6 +103,67 @@ SNIPPETS = {
 }
 
 
+# Config texts for the config target (docs/shardns.example.toml is added whole).
+CONFIGS = {
+    "empty": "",
+    "server": '[server]\nlisten = ["127.0.0.1:5300", "[::1]:5300"]\nworkers = 2\ncontrol_socket = "/run/shardns.ctl"\n',
+    "zones": '[[zone]]\nname = "example.com."\nfile = "example.com.zone"\n\n[[zone]]\nname = "example.net"\nfile = "/abs/example.net.zone"\n',
+    "limits": "[limits]\ntcp_connections_per_worker = 10\ntcp_connections = 20\ntcp_idle_timeout_ms = 500\nudp_batch = 1024\nudp_receive_buffer = 0\n",
+    "resolver": '[resolver]\nrecursion = true\nroot_hints = "hints"\nforward = ["corp.=10.0.0.1:53", "corp.=[::1]:5353"]\n'
+    'allow = ["127.0.0.0/8", "::1", "10.0.0.0/8", "fe80::/10", "0.0.0.0/0"]\ncache_size = 1\nmin_ttl = 5\nmax_ttl = 1\nupstream_port = 0\n',
+    "log-stats": '[log]\nlevel = "warn,shardns::query=info"\nqueries = true\n[stats]\nhttp = "127.0.0.1:9153"\n',
+    "inline-tables": 'server = { workers = 3 }\nzone = [ { name = "a.", file = "a" }, { name = "b.", file = "b" } ]\n',
+    "err-type": '[server]\nworkers = "two"\n',
+    "err-unknown-key": "[server]\nwrokers = 2\n",
+    "err-zero": "[server]\nworkers = 0\n[limits]\nudp_batch = 1025\n",
+    "err-bad-name": '[[zone]]\nname = "a..b"\nfile = "x"\n',
+    "err-bad-acl": '[resolver]\nallow = ["10.0.0.0/33", "::1/129", "nonsense"]\n',
+    "err-bad-forward": '[resolver]\nforward = ["corp.", "=1.2.3.4:53", "x.=1.2.3.4"]\n',
+    "err-bad-filter": '[log]\nlevel = "shardns=[{"\n',
+    "err-syntax": "[server\nworkers = 2\n",
+    "err-duplicate": "[server]\nworkers = 1\nworkers = 2\n",
+    "err-unterminated": '[log]\nlevel = "info\n',
+    "multiline-crlf": '[log]\r\nlevel = """\r\ninfo"""\r\n',
+    "unicode": '[[zone]]\nname = "b\u00fccher.example."\nfile = "z\u00f6ne"\n# \u00e9\u00e8 comment\n',
+    "datetime-float": "[server]\nworkers = 1979-05-27T07:32:00Z\n[limits]\ntcp_idle_timeout_ms = 1e3\n",
+    "deep-array": "x = " + "[" * 200 + "]" * 200 + "\n",
+    "huge-int": "[limits]\ntcp_connections = 99999999999999999999999\n",
+}
+
+
+def fuzz_query(name, qtype, qid, edns=None, flags=0x0100, qclass=1):
+    return query(name, qtype, qid=qid, edns=edns, flags=flags, qclass=qclass)
+
+
+# Queries for the resolver_cache target. The ID sets the clock (ID x 100 ms after the
+# cache was filled): 0 fresh, 700 past the 60 s TTL, 6100 past the 600 s negative TTL,
+# 36100 past everything.
+CACHE_QUERIES = {}
+for qname, qtype in [
+    ("www.fuzz.test.", 1), ("www.fuzz.test.", 28), ("www.fuzz.test.", 15), ("alias.fuzz.test.", 1),
+    ("c1.fuzz.test.", 1), ("c3.fuzz.test.", 16), ("loop1.fuzz.test.", 1), ("x.d.fuzz.test.", 1),
+    ("big.fuzz.test.", 16), ("short.fuzz.test.", 1), ("mixed.fuzz.test.", 1), ("nx.fuzz.test.", 1),
+    ("nx2.fuzz.test.", 28),
+]:
+    label = qname.split(".")[0] + "-" + str(qtype)
+    CACHE_QUERIES[label] = fuzz_query(qname, qtype, 0)
+    CACHE_QUERIES[label + "-edns-do"] = fuzz_query(qname, qtype, 300, edns=(1232, True))
+    CACHE_QUERIES[label + "-late"] = fuzz_query(qname, qtype, 700)
+for qid in (6100, 36100):
+    CACHE_QUERIES["nx-1-at-%d" % qid] = fuzz_query("nx.fuzz.test.", 1, qid)
+CACHE_QUERIES.update({
+    "big-txt-edns512": fuzz_query("big.fuzz.test.", 16, 1, edns=(512, False)),
+    "mixed-case": fuzz_query("WwW.FuZZ.tEsT.", 1, 2),
+    "alias-cname": fuzz_query("alias.fuzz.test.", 5, 3),
+    "dname-type": fuzz_query("d.fuzz.test.", 39, 4),
+    "cname-type-at-dname-synthesis": fuzz_query("x.d.fuzz.test.", 5, 9),
+    "any": fuzz_query("www.fuzz.test.", 255, 5),
+    "class-ch": fuzz_query("www.fuzz.test.", 1, 6, qclass=3),
+    "other-name": fuzz_query("nothere.example.", 1, 7),
+    "compressed-qname": struct.pack("!HHHHHH", 8, 0x0100, 1, 0, 0, 0) + b"\xc0\x0c" + struct.pack("!HH", 1, 1),
+})
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -136,6 +197,12 @@ def main():
                 write("parse_message", "r-" + name, r)
                 # The question name of a response starts at offset 12.
                 write("name_from_wire", "r-" + name, struct.pack("!H", 12) + r)
+    for name, text in CONFIGS.items():
+        write("config", name, text.encode())
+    example = os.path.join(HERE, "..", "docs", "shardns.example.toml")
+    write("config", "shardns.example.toml", open(example, "rb").read())
+    for name, q in CACHE_QUERIES.items():
+        write("resolver_cache", name, q)
     for name, (off, msg) in NAMES.items():
         write("name_from_wire", name, struct.pack("!H", off) + msg)
     for name, text in SNIPPETS.items():

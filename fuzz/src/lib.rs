@@ -7,6 +7,12 @@
 //!
 //! Never: file or network I/O (zone text with `$INCLUDE` is skipped), clocks, randomness.
 
+mod cache;
+mod config;
+
+pub use cache::{resolver_cache, resolver_cache_strict};
+pub use config::{config, config_strict};
+
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};
 use shardns_zone::answer::EDNS_UDP_SIZE;

@@ -146,8 +146,77 @@ fn load_one(spec: &ZoneSpec) -> Result<(Zone, Vec<Diag>), LoadError> {
         ..ScanOptions::new(spec.name.clone())
     };
     let scanned = match &spec.source {
-        ZoneSource::File(path) => scan_file(path, &opts)?,
+        ZoneSource::File(path) => {
+            regular_file(path)?;
+            scan_file(path, &opts)?
+        }
         ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
     };
     Zone::build(spec.name.clone(), scanned)
+}
+
+/// Only a regular file (a symlink to one is fine) is read as a zone: a FIFO would block the
+/// reload in open() until some writer appears, and a device such as /dev/zero would be read
+/// until memory runs out.
+fn regular_file(path: &Path) -> Result<(), LoadError> {
+    let problem = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(m) if m.is_dir() => "cannot read: a directory, not a zone file".to_string(),
+        Ok(_) => "cannot read: not a regular file (a FIFO, socket or device)".to_string(),
+        Err(e) => format!("cannot read: {e}"),
+    };
+    Err(LoadError {
+        errors: vec![Diag {
+            file: path.into(),
+            line: 0,
+            message: problem,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(path: &Path) -> ZoneSpec {
+        ZoneSpec {
+            name: "z.test.".parse().unwrap(),
+            source: ZoneSource::File(path.into()),
+        }
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = std::env::temp_dir().join(format!("shardns-zones-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone = dir.join("z.zone");
+        std::fs::write(
+            &zone,
+            "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+        )
+        .unwrap();
+        let mut lib = ZoneLibrary::default();
+        let report = lib.load(&[spec(&zone)]);
+        assert_eq!((report.loaded, report.failures.len()), (1, 0));
+
+        // /dev/zero would never end; a directory and a missing file are errors too. The
+        // zone loaded before is kept each time.
+        for (bad, says) in [
+            (Path::new("/dev/zero"), "not a regular file"),
+            (dir.as_path(), "a directory"),
+            (&dir.join("missing"), "cannot read"),
+        ] {
+            let report = lib.load(&[spec(bad)]);
+            assert_eq!(report.loaded, 0);
+            let f = &report.failures[0];
+            assert!(f.kept_previous);
+            assert!(f.error.to_string().contains(says), "{}", f.error);
+            assert_eq!(lib.len(), 1);
+        }
+        let link = dir.join("link.zone");
+        std::os::unix::fs::symlink(&zone, &link).unwrap();
+        assert_eq!(lib.load(&[spec(&link)]).loaded, 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
