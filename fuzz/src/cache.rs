@@ -435,22 +435,11 @@ fn answer_from_cache(
 /// chains hang together; TTLs only count down; nothing expired and no name the cache
 /// never saw is answered; what the fill cached comes back the same until it expires.
 ///
-/// Tolerates one known bug so the fuzzer can look past it: a query of type CNAME for a name
-/// whose CNAME the cache synthesised from a DNAME is answered NOERROR with no record and no
-/// SOA (`classify` in crates/resolver/src/cache.rs takes the synthesised set for a plain
-/// CNAME set, and its DNAME-owner-first layout reads as no rdata). [`resolver_cache_strict`]
-/// checks that too; `fuzz/known-bugs/resolver_cache/` holds the input, replayed by an
-/// ignored test in `crates/shardns/tests/fuzz_corpus.rs`.
 pub fn resolver_cache(data: &[u8]) {
-    check_cache(data, false);
+    check_cache(data);
 }
 
-/// [`resolver_cache`], and every negative answer carries its SOA.
-pub fn resolver_cache_strict(data: &[u8]) {
-    check_cache(data, true);
-}
-
-fn check_cache(data: &[u8], strict: bool) {
+fn check_cache(data: &[u8]) {
     let warm = warm();
     let Some(id) = data.get(..2) else { return };
     let now = FILL_MS + u64::from(u16::from_be_bytes([id[0], id[1]])) * 100;
@@ -549,9 +538,8 @@ fn check_cache(data: &[u8], strict: bool) {
         }
         let got = seen(response);
         if m.rcode() == Rcode::NXDOMAIN || m.answers.is_empty() {
-            let known_bug = !strict && qtype == RType::CNAME && m.answers.is_empty();
             assert!(
-                known_bug || m.authority.iter().any(|r| r.rtype == RType::SOA),
+                m.authority.iter().any(|r| r.rtype == RType::SOA),
                 "negative answer without its SOA: {} {qtype}",
                 qname.as_ref()
             );

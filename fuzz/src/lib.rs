@@ -10,8 +10,8 @@
 mod cache;
 mod config;
 
-pub use cache::{resolver_cache, resolver_cache_strict};
-pub use config::{config, config_strict};
+pub use cache::resolver_cache;
+pub use config::config;
 
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};

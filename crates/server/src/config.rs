@@ -469,18 +469,23 @@ impl Config {
         let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
+            // One line: toml's multi-line messages joined. toml gives no message for some
+            // syntax errors (a control character in a comment): say what kind it is.
+            let mut message = inner
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if message.is_empty() {
+                message = "invalid TOML syntax".into();
+            }
             ConfigError {
                 path: path.into(),
                 position: inner.span().map(|s| line_col(text, s.start)),
                 key: (!key.is_empty() && key != ".").then_some(key),
-                // One line: toml's multi-line messages joined.
-                message: inner
-                    .message()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                message,
             }
         })?;
         let base = path.parent().unwrap_or(Path::new(""));
@@ -682,6 +687,13 @@ fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_character_in_a_comment_has_a_message() {
+        let e = Config::from_toml("#\u{1}\n", Path::new("c.toml")).unwrap_err();
+        assert_eq!(e.message, "invalid TOML syntax");
+        assert_eq!(e.position.map(|p| p.0), Some(1));
+    }
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml(text, Path::new("/etc/shardns/shardns.toml"))

@@ -38,10 +38,17 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("shardns: {e}");
+            say(format_args!("shardns: {e}"));
             ExitCode::from(1)
         }
     }
+}
+
+/// One line to stderr; a stderr that cannot take it (a full disk, a closed pipe) is ignored,
+/// where `eprintln!` would panic and turn an error exit into a crash.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 fn bench(rest: Vec<OsString>) -> ExitCode {
@@ -62,7 +69,7 @@ fn check(args: &ServeArgs) -> Result<(), String> {
     let setup = args.setup(EXAMPLE_ZONE).with_root_hints(ROOT_HINTS);
     let (zones, warnings) = shardns_server::check(&setup).map_err(|e| e.to_string())?;
     for w in &warnings {
-        eprintln!("shardns: warning: {w}");
+        say(format_args!("shardns: warning: {w}"));
     }
     println!("ok: configuration and {zones} zones load");
     Ok(())

@@ -289,13 +289,9 @@ fn deleted_and_special_zone_files_keep_the_old_version() {
     assert_serving(&server, 9, "a storm of SIGHUPs");
 }
 
-/// `$INCLUDE` of a FIFO hangs the reload forever: the zone crate reads included files with
-/// `std::fs::read`, which blocks in open() until a writer appears (and `$INCLUDE /dev/zero`
-/// would read until memory runs out). Not in files this suite owns (crates/zone/src/scan);
-/// kept as an ignored test that fails until it is fixed: `cargo test -p shardns --test
-/// faults -- --ignored`.
+/// `$INCLUDE` of a FIFO (or a device) is refused: opening a FIFO would block the reload
+/// until a writer appears, and `/dev/zero` would be read until memory runs out.
 #[test]
-#[ignore = "known bug in crates/zone: $INCLUDE of a FIFO blocks the reload forever"]
 fn include_of_a_fifo_does_not_hang_the_reload() {
     let (server, path) = start_fault_server("faults-include");
     let inc = server.dir.path().join("hosts.inc");

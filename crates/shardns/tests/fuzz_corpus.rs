@@ -73,22 +73,3 @@ fn config_corpus() {
 fn resolver_cache_corpus() {
     replay("resolver_cache", checks::resolver_cache);
 }
-
-/// Inputs that fail a check because of a bug not fixed yet (`fuzz/known-bugs/<target>/`):
-/// this test fails until the bug is fixed, then the inputs move to the corpus.
-#[test]
-#[ignore = "known bug in crates/server/src/config.rs: empty error message for a control character in a comment"]
-fn known_bugs_config() {
-    replay_dir("known-bugs", "config", checks::config_strict);
-}
-
-/// As [`known_bugs_config`], for the resolver cache.
-#[test]
-#[ignore = "known bug in crates/resolver/src/cache.rs: a CNAME query at a DNAME-synthesised name gets an empty NOERROR"]
-fn known_bugs_resolver_cache() {
-    replay_dir(
-        "known-bugs",
-        "resolver_cache",
-        checks::resolver_cache_strict,
-    );
-}

@@ -194,6 +194,22 @@ fn result(
     }
 }
 
+/// A FIFO would block the reader in open() until some writer appears, and a device such as
+/// /dev/zero would be read until memory runs out: zone files and `$INCLUDE`d files must be
+/// regular files.
+fn check_regular(path: &Path) -> std::io::Result<()> {
+    let m = std::fs::metadata(path)?;
+    if m.is_file() {
+        Ok(())
+    } else if m.is_dir() {
+        Err(std::io::Error::other("a directory, not a zone file"))
+    } else {
+        Err(std::io::Error::other(
+            "not a regular file (a FIFO, socket or device)",
+        ))
+    }
+}
+
 /// Reads and scans a zone file.
 pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<Scanned, LoadError> {
     let text = read_file(path, opts.threads).map_err(|e| LoadError {
@@ -208,7 +224,9 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<Scanned, LoadError> 
 
 /// Reads a whole file; a big one in parts on `threads` threads, since copying the data
 /// and mapping fresh pages for it is a good part of the time to load a big zone.
-fn read_file(path: &Path, threads: usize) -> std::io::Result<Vec<u8>> {
+/// Only a regular file (or a symlink to one) is read: see [`check_regular`].
+pub(crate) fn read_file(path: &Path, threads: usize) -> std::io::Result<Vec<u8>> {
+    check_regular(path)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;

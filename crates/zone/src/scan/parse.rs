@@ -425,7 +425,7 @@ impl<'o> Worker<'o> {
                 ),
             ));
         }
-        let text = std::fs::read(&path).map_err(|e| {
+        let text = super::read_file(&path, 1).map_err(|e| {
             (
                 line,
                 format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
