@@ -51,8 +51,9 @@ impl Reloader {
             || config.control_socket_path() != self.config.control_socket_path()
             || config.log != self.config.log
             || config.resolver != self.config.resolver
+            || config.rrl != self.config.rrl
         {
-            warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats] and [resolver] need a restart");
+            warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats], [resolver] and [rrl] need a restart");
         }
         // Whether the example zone stands in for missing zones follows the running role.
         let mut config = config;
@@ -125,6 +126,9 @@ impl Reloader {
         );
         self.retired.push(old);
         self.retired.retain(|z| Arc::strong_count(z) > 1);
+        // The old zones' memory is free now; hand what malloc can of it back to the system,
+        // or the resident size keeps the larger of old and new zone after every reload.
+        crate::sys::release_free_memory();
         if !self.retired.is_empty() {
             warn!(
                 "{} replaced zone sets are still in use by a worker",
