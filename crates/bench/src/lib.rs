@@ -36,7 +36,7 @@ mod track;
 pub use account::{ServerUsage, ToolUsage};
 pub use cli::{parse_streams, run_cli};
 pub use queries::{QueryList, QueryOptions};
-pub use rate::{run_rate, RateConfig, RateReport, RateSecond, DEFAULT_CONNECTIONS};
+pub use rate::{run_rate, RateConfig, RateReport, RateSecond, DEFAULT_CONNECTIONS, DEFAULT_TICK};
 pub use report::{LatencySummary, Tally};
 pub use rr::{run_rr, RrConfig, RrPeak, RrPoint, RrReport, RrRun, DEFAULT_SOCKETS};
 

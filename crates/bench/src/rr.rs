@@ -8,11 +8,11 @@
 //! out sends its next query in the same loop turn.
 
 use crate::account::{self, Meter, ServerUsage, ToolUsage};
-use crate::engine::{self, handle_response, Clock, Counters};
+use crate::engine::{self, handle_response, Clock, Counters, SendTimes};
 use crate::hist::Histogram;
 use crate::queries::QueryList;
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};
-use crate::sys::{self, RecvBatch, SendBatch, BATCH};
+use crate::sys::{self, RecvBatch, SendBatch, BATCH, SEND_BATCH};
 use crate::track::Tracker;
 use crate::{Error, Progress};
 use serde::Serialize;
@@ -359,8 +359,8 @@ fn rr_worker(
     let mut batch = SendBatch::new();
     let mut rb = RecvBatch::new();
     let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(n);
-    let mut ids = [0u16; BATCH];
-    let mut batch_streams = [0u32; BATCH];
+    let mut ids = [0u16; SEND_BATCH];
+    let mut batch_streams = [0u32; SEND_BATCH];
     let mut c = Counters::default();
     let mut hist = Histogram::new();
     let mut in_window = 0u64;
@@ -373,6 +373,10 @@ fn rr_worker(
     let mut now = 0u64;
     loop {
         let sending = now < duration;
+        // Answers were read since the turn's clock reading: the sends start from a fresh one.
+        if sending && ready.iter().any(|r| !r.is_empty()) {
+            clock.now();
+        }
         // Every ready stream sends its next query.
         for si in 0..n {
             if !sending {
@@ -382,7 +386,7 @@ fn rr_worker(
             let tracker = &mut trackers[si];
             while !ready[si].is_empty() && !want_write[si] {
                 let mut m = 0;
-                while m < BATCH {
+                while m < SEND_BATCH {
                     let Some(st) = ready[si].pop() else { break };
                     let qi = pos[st as usize];
                     // At most STREAMS_PER_SOCKET in flight, so an ID is always free.
@@ -392,6 +396,7 @@ fn rr_worker(
                     batch_streams[m] = st;
                     m += 1;
                 }
+                let t0 = clock.last();
                 let sent = match batch.send(fds[si]) {
                     Ok(s) => s,
                     Err(_) => {
@@ -400,14 +405,16 @@ fn rr_worker(
                         m
                     }
                 };
+                let times = SendTimes::new(t0, clock.now(), sent);
+                let order = batch.order();
+                for (j, &k) in order[..sent].iter().enumerate() {
+                    tracker.commit(ids[k as usize], times.at(j));
+                }
+                for &k in &order[sent..m] {
+                    tracker.cancel(ids[k as usize]);
+                    ready[si].push(batch_streams[k as usize]);
+                }
                 batch.clear();
-                for &id in &ids[..sent] {
-                    tracker.commit(id, now);
-                }
-                for k in sent..m {
-                    tracker.cancel(ids[k]);
-                    ready[si].push(batch_streams[k]);
-                }
                 c.sent += sent as u64;
                 if sent < m {
                     want_write[si] = true;
