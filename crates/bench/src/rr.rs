@@ -8,7 +8,7 @@
 //! out sends its next query in the same loop turn.
 
 use crate::account::{self, Meter, ServerUsage, ToolUsage};
-use crate::engine::{self, handle_response, Clock, Counters, SendTimes};
+use crate::engine::{self, handle_response, Clock, Counters};
 use crate::hist::Histogram;
 use crate::queries::QueryList;
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};
@@ -405,10 +405,12 @@ fn rr_worker(
                         m
                     }
                 };
-                let times = SendTimes::new(t0, clock.now(), sent);
+                // Stamped with the clock read before the call (see engine::UdpSet::send);
+                // this read is the next call's start.
+                clock.now();
                 let order = batch.order();
-                for (j, &k) in order[..sent].iter().enumerate() {
-                    tracker.commit(ids[k as usize], times.at(j));
+                for &k in &order[..sent] {
+                    tracker.commit(ids[k as usize], t0);
                 }
                 for &k in &order[sent..m] {
                     tracker.cancel(ids[k as usize]);
