@@ -13,10 +13,12 @@ divided by the same count. Both tools send for DURATION seconds; each run is pre
 warm-up with the same tool.
 
 Usage:
-  crates/bench/scripts/vs_dnsperf.py --bench PATH [--server knotd|shardns] [--shardns PATH]
-      [--rates 50000,100000] [--rounds 3] [--duration 10] [--addr 127.0.0.100] [--port 6300]
-      [--dnsperf-args "-c 4 -T 1 -q 1000"] [--bench-args "..."] [--only dnsperf|shardns]
-      [--rt]
+  crates/bench/scripts/vs_dnsperf.py --bench [LABEL=]'PATH [RATE OPTIONS]' [--bench ...]
+      [--server knotd|shardns] [--shardns PATH] [--rates 50000,100000] [--rounds 3]
+      [--duration 10] [--addr 127.0.0.100] [--port 6300] [--dnsperf-args "-c 4 -q 100"]
+      [--no-dnsperf] [--rt]
+Several --bench tools (e.g. before=/tmp/old after=/tmp/new 'smooth=/tmp/new --tick 100us')
+are run in turn after dnsperf in every round; the last column is each one against dnsperf.
 Needs: knotd (for --server knotd), dnsperf, kdig, taskset; bench/gen_zones.py for the zone.
 """
 
@@ -120,13 +122,16 @@ def answered(kind, out):
     return 0, 0
 
 
-def tool_cmd(kind, args, rate, seconds):
+def tool_cmd(tool, args, rate, seconds):
+    """tool: ("dnsperf", None) or (label, "PATH [EXTRA ARGS]")."""
     pin = ["taskset", "-c", args.tool_core]
-    if kind == "dnsperf":
+    label, spec = tool
+    if label == "dnsperf":
         return pin + ["dnsperf", "-s", args.addr, "-p", str(args.port), "-d", args.queries,
                       "-l", str(seconds), "-Q", str(rate), "-t", "1"] + shlex.split(args.dnsperf_args)
-    return pin + [args.bench, "rate", "--server", f"{args.addr}:{args.port}", "--queries",
-                  args.queries, "--qps", str(rate), "--duration", str(seconds)] + shlex.split(args.bench_args)
+    path, *extra = shlex.split(spec)
+    return pin + [path, "rate", "--server", f"{args.addr}:{args.port}", "--queries",
+                  args.queries, "--qps", str(rate), "--duration", str(seconds)] + extra
 
 
 def server_rt(args, cmd):
@@ -141,7 +146,8 @@ def server_rt(args, cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bench", required=True, help="the shardns-bench binary")
+    ap.add_argument("--bench", action="append", required=True,
+                    help="LABEL='PATH [ARGS]': a shardns-bench binary and extra rate options; repeat to compare several")
     ap.add_argument("--server", choices=["knotd", "shardns"], default="knotd")
     ap.add_argument("--shardns", help="the shardns binary (for --server shardns)")
     ap.add_argument("--rates", default="50000,100000")
@@ -151,9 +157,8 @@ def main():
     ap.add_argument("--port", type=int, default=6300)
     ap.add_argument("--server-core", default="0")
     ap.add_argument("--tool-core", default="1")
-    ap.add_argument("--dnsperf-args", default="-c 4 -q 1000")
-    ap.add_argument("--bench-args", default="")
-    ap.add_argument("--only", choices=["dnsperf", "shardns"])
+    ap.add_argument("--dnsperf-args", default="-c 4 -q 100")
+    ap.add_argument("--no-dnsperf", action="store_true", help="only the --bench tools")
     ap.add_argument("--rt", action="store_true", help="run the server as SCHED_FIFO 1 (needs root)")
     ap.add_argument("--work", help="work directory (default: a new temporary one)")
     args = ap.parse_args()
@@ -169,17 +174,21 @@ def main():
     log = open(os.path.join(work, "server.log"), "ab")
     srv = subprocess.Popen(server_rt(args, ["taskset", "-c", args.server_core] + cmd), stdout=log, stderr=log)
     rates = [int(r) for r in args.rates.split(",")]
-    tools = [args.only] if args.only else ["dnsperf", "shardns"]
-    rows = {(k, r): [] for k in tools for r in rates}
+    tools = [] if args.no_dnsperf else [("dnsperf", None)]
+    for b in args.bench:
+        label, _, spec = b.partition("=")
+        tools.append((label, spec) if spec else ("shardns-bench", label))
+    rows = {(t[0], r): [] for t in tools for r in rates}
     try:
         if not wait_answer(args.addr, args.port):
             sys.exit("the server did not answer")
         for rnd in range(args.rounds):
             for rate in rates:
-                for kind in tools:
-                    run_tool(tool_cmd(kind, args, rate, 2))
+                for tool in tools:
+                    kind = tool[0]
+                    run_tool(tool_cmd(tool, args, rate, 2))
                     s0, c0, t0 = proc_cpu_s(srv.pid), cpu_line(), time.time()
-                    out, cpu = run_tool(tool_cmd(kind, args, rate, args.duration))
+                    out, cpu = run_tool(tool_cmd(tool, args, rate, args.duration))
                     s1, c1, t1 = proc_cpu_s(srv.pid), cpu_line(), time.time()
                     ans, sent = answered(kind, out)
                     r = {"answered": ans, "sent": sent, "tool_cpu": cpu, "srv_cpu": s1 - s0,
@@ -187,7 +196,7 @@ def main():
                          "tool_us": cpu * 1e6 / ans if ans else float("nan"),
                          "srv_us": (s1 - s0) * 1e6 / ans if ans else float("nan")}
                     rows[(kind, rate)].append(r)
-                    print(f"round {rnd + 1} {rate:>7} q/s {kind:8}: answered {ans:>9,} of {sent:>9,}  "
+                    print(f"round {rnd + 1} {rate:>7} q/s {kind:12}: answered {ans:>9,} of {sent:>9,}  "
                           f"tool {cpu:6.2f} CPU-s = {r['tool_us']:5.2f} us/q  "
                           f"server {r['srv_us']:5.2f} us/q  steal {r['steal']:4.1f}%", flush=True)
     finally:
@@ -198,22 +207,21 @@ def main():
             srv.kill()
             srv.wait()
     print()
-    print("| rate q/s | tool | answered q/s (median) | tool CPU µs/answer (runs) | median | server CPU µs/answer (median) |")
-    print("|---|---|---|---|---|---|")
+    print("| rate q/s | tool | answered q/s | tool CPU µs per answer, each run | median | vs dnsperf | server CPU µs per answer |")
+    print("|---|---|---|---|---|---|---|")
     for rate in rates:
-        for kind in tools:
-            rs = rows[(kind, rate)]
+        base = rows.get(("dnsperf", rate))
+        base = statistics.median(x["tool_us"] for x in base) if base else None
+        for label, _ in tools:
+            rs = rows[(label, rate)]
             if not rs:
                 continue
             med = statistics.median(x["tool_us"] for x in rs)
-            print(f"| {rate:,} | {'dnsperf' if kind == 'dnsperf' else 'shardns-bench'} | "
+            ratio = f"{med / base:.2f}x" if base else "-"
+            print(f"| {rate:,} | {label} | "
                   f"{statistics.median(x['answered'] for x in rs) / args.duration:,.0f} | "
-                  f"{' / '.join('%.2f' % x['tool_us'] for x in rs)} | **{med:.2f}** | "
+                  f"{' / '.join('%.2f' % x['tool_us'] for x in rs)} | **{med:.2f}** | {ratio} | "
                   f"{statistics.median(x['srv_us'] for x in rs):.2f} |")
-        if len(tools) == 2 and rows[("dnsperf", rate)] and rows[("shardns", rate)]:
-            d = statistics.median(x["tool_us"] for x in rows[("dnsperf", rate)])
-            s = statistics.median(x["tool_us"] for x in rows[("shardns", rate)])
-            print(f"| {rate:,} | ratio | | | **{s / d:.2f}x** | |")
 
 
 if __name__ == "__main__":

@@ -601,10 +601,11 @@ impl RateReport {
             ));
         }
         out.push_str(&format!(
-            "tool: {:.2} CPU-s ({:.0}% of a core), {:.2} us per query{}\n",
+            "tool: {:.2} CPU-s ({:.0}% of a core), {:.2} us per query sent, {:.2} us per answer{}\n",
             self.tool.cpu_s,
             self.tool.cpu_pct,
             self.tool.cpu_us_per_query,
+            self.tool.cpu_us_per_answer,
             self.steal_pct
                 .map_or(String::new(), |s| format!("; machine steal {s:.0}%"))
         ));

@@ -249,7 +249,7 @@ fn point(
         latency: LatencySummary::from_histogram(&hist),
         tally: Tally::from_counters(&counters),
         server_usage: server,
-        tool: account::sum_tool(&tool_runs, wall, counters.sent),
+        tool: account::sum_tool(&tool_runs, wall, counters.sent, counters.answered),
         steal_pct: (!steal.is_empty()).then(|| steal.iter().sum::<f64>() / steal.len() as f64),
         threads,
         sockets,
