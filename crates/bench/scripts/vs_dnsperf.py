@@ -10,12 +10,13 @@ accounts it (the rusage that wait4 returns when the process ends: the same count
 /proc/PID/stat, read at the last moment), divided by the queries it reports answered. The
 server's CPU is read from /proc/PID/stat (all threads) just before and after each run, and
 divided by the same count. Both tools send for DURATION seconds; each run is preceded by a 2 s
-warm-up with the same tool.
+warm-up with the same tool. dnsperf runs with `-c 4 -q 500` by default: four sockets like
+shardns-bench, and enough queries outstanding to offer 100k q/s (with -q 100 it could not).
 
 Usage:
   crates/bench/scripts/vs_dnsperf.py --bench [LABEL=]'PATH [RATE OPTIONS]' [--bench ...]
       [--server knotd|shardns] [--shardns PATH] [--rates 50000,100000] [--rounds 3]
-      [--duration 10] [--addr 127.0.0.100] [--port 6300] [--dnsperf-args "-c 4 -q 100"]
+      [--duration 10] [--addr 127.0.0.100] [--port 6300] [--dnsperf-args "-c 4 -q 500"]
       [--no-dnsperf] [--rt]
 Several --bench tools (e.g. before=/tmp/old after=/tmp/new 'smooth=/tmp/new --tick 100us')
 are run in turn after dnsperf in every round; the last column is each one against dnsperf.
@@ -157,7 +158,7 @@ def main():
     ap.add_argument("--port", type=int, default=6300)
     ap.add_argument("--server-core", default="0")
     ap.add_argument("--tool-core", default="1")
-    ap.add_argument("--dnsperf-args", default="-c 4 -q 100")
+    ap.add_argument("--dnsperf-args", default="-c 4 -q 500")
     ap.add_argument("--no-dnsperf", action="store_true", help="only the --bench tools")
     ap.add_argument("--rt", action="store_true", help="run the server as SCHED_FIFO 1 (needs root)")
     ap.add_argument("--work", help="work directory (default: a new temporary one)")

@@ -26,12 +26,15 @@ const MAX_PER_TURN: usize = 8 * SEND_BATCH;
 
 /// The pacing tick when not given: a worker sleeps at least this long between sending turns
 /// and sends what fell due meanwhile as one batch (Flamethrower's default is the same: a
-/// batch every millisecond). A sleep and wake-up is the dearest thing the tool does: 20-30 us
-/// of CPU each in these VMs (a ppoll loop on an idle core, 2026-11-22), against about 1.5 us
+/// batch every millisecond). A sleep and wake-up is the dearest thing the tool does: 25-35 us
+/// of CPU each in these VMs (a ppoll loop on a busy core, 2026-11-21), against about 2.5 us
 /// of kernel work per query sent and answered. At 50k q/s a 1 ms tick makes that 0.6 us per
 /// query; the old tick of 8 queries (160 us) made it 3-4 us, most of the tool's CPU.
-/// Latency does not suffer: answers carry their kernel arrival time and queries the time
-/// of their send call; only the offered load is burstier (a millisecond's queries at once).
+/// The price is a burstier load: a millisecond's queries reach the server at once, so the
+/// last of a burst waits while the server answers the others (at 100k q/s, 100 queries of a
+/// server that takes 7 us each: up to 0.7 ms), and the server wakes once per burst, so it
+/// spends less CPU per query than under an even load. `--tick 100us` spreads the load ten
+/// times finer at about twice the tool's CPU per query.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
 /// How late after the window a worker may still send queries that were due inside it.
@@ -134,6 +137,10 @@ pub struct RateReport {
     pub connections: usize,
     /// Worker threads.
     pub threads: usize,
+    /// The pacing tick: each worker sends what fell due as one burst at most this often.
+    pub tick_ms: f64,
+    /// Queries per burst of one worker at the asked rate (at least 1).
+    pub burst: f64,
     /// Queries sent per second of the window.
     pub sent_qps: f64,
     /// Answers per second of the window.
@@ -317,6 +324,8 @@ pub fn run_rate(cfg: &RateConfig, queries: &QueryList) -> Result<RateReport, Err
         timeout_ms: cfg.timeout.as_secs_f64() * 1e3,
         connections,
         threads,
+        tick_ms: tick as f64 / 1e6,
+        burst: (cfg.qps / threads as f64 * tick as f64 / 1e9).max(1.0),
         sent_qps: c.sent as f64 / window,
         answered_qps: in_window as f64 / window,
         elapsed_s: elapsed,
@@ -551,14 +560,16 @@ impl RateReport {
     /// The totals after the per-second lines.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "rate {} over {} ({}), {} connection(s), {} thread(s): asked {} q/s for {} s\n",
+            "rate {} over {} ({}), {} connection(s), {} thread(s): asked {} q/s for {} s, in bursts of ~{} every {} ms (--tick)\n",
             self.server,
             self.transport.to_uppercase(),
             self.family,
             self.connections,
             self.threads,
             group(self.qps_target),
-            self.duration_s
+            self.duration_s,
+            group(self.burst),
+            self.tick_ms
         );
         let l = &self.latency;
         let rows = vec![
