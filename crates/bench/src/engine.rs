@@ -2,7 +2,8 @@
 //! transports of the rate mode.
 //!
 //! Never on the per-query path: allocation, a clock read, or a system call per query. The
-//! caller reads the clock once per loop turn and passes `now` (ns since the run's start).
+//! caller reads the clock once per loop turn (ns since the run's start); a UDP send reads it
+//! once more per sendmmsg call, so each call's queries carry the time just before it.
 
 use crate::queries::QueryList;
 use crate::sys::{self, RecvBatch, SendBatch, BATCH, SEND_BATCH};
