@@ -92,6 +92,9 @@ pub struct ToolUsage {
     pub cpu_pct: f64,
     /// Tool CPU microseconds per query sent.
     pub cpu_us_per_query: f64,
+    /// Tool CPU microseconds per answer received (what a comparison with another tool at the
+    /// same rate should divide by: queries the server dropped cost a sender little).
+    pub cpu_us_per_answer: f64,
 }
 
 /// Readings at the start of a run, turned into usage figures at its end.
@@ -132,11 +135,8 @@ impl Meter {
         let tool = ToolUsage {
             cpu_s: tool_cpu,
             cpu_pct: pct(tool_cpu, wall),
-            cpu_us_per_query: if sent > 0 {
-                tool_cpu * 1e6 / sent as f64
-            } else {
-                0.0
-            },
+            cpu_us_per_query: per(tool_cpu, sent),
+            cpu_us_per_answer: per(tool_cpu, answers),
         };
         let server = self.server.and_then(|start| {
             let end = sample_pids(&self.pids).ok()?;
@@ -168,6 +168,15 @@ impl Meter {
     }
 }
 
+/// Microseconds of `cpu` seconds per one of `n`.
+fn per(cpu: f64, n: u64) -> f64 {
+    if n > 0 {
+        cpu * 1e6 / n as f64
+    } else {
+        0.0
+    }
+}
+
 fn pct(cpu: f64, wall: f64) -> f64 {
     if wall > 0.0 {
         cpu * 100.0 / wall
@@ -194,16 +203,13 @@ pub(crate) fn sum_server(runs: &[&ServerUsage], wall: f64, answers: u64) -> Serv
 }
 
 /// Sums the tool usage of several runs.
-pub(crate) fn sum_tool(runs: &[&ToolUsage], wall: f64, sent: u64) -> ToolUsage {
+pub(crate) fn sum_tool(runs: &[&ToolUsage], wall: f64, sent: u64, answers: u64) -> ToolUsage {
     let cpu: f64 = runs.iter().map(|u| u.cpu_s).sum();
     ToolUsage {
         cpu_s: cpu,
         cpu_pct: pct(cpu, wall),
-        cpu_us_per_query: if sent > 0 {
-            cpu * 1e6 / sent as f64
-        } else {
-            0.0
-        },
+        cpu_us_per_query: per(cpu, sent),
+        cpu_us_per_answer: per(cpu, answers),
     }
 }
 

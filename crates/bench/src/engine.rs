@@ -2,10 +2,11 @@
 //! transports of the rate mode.
 //!
 //! Never on the per-query path: allocation, a clock read, or a system call per query. The
-//! caller reads the clock once per loop turn and passes `now` (ns since the run's start).
+//! caller reads the clock once per loop turn (ns since the run's start); a UDP send reads it
+//! once more per sendmmsg call, so each call's queries carry the time just before it.
 
 use crate::queries::QueryList;
-use crate::sys::{self, RecvBatch, SendBatch, BATCH};
+use crate::sys::{self, RecvBatch, SendBatch, BATCH, SEND_BATCH};
 use crate::track::{Slot, Tracker};
 use crate::Error;
 use std::io::{self, Read, Write};
@@ -150,13 +151,14 @@ pub(crate) fn udp_socket(server: SocketAddr) -> Result<UdpSocket, Error> {
 /// What the rate mode needs of a transport.
 pub(crate) trait Transport<'q> {
     /// Sends up to `n` queries from list position `*pos` on (advancing it); returns how many
-    /// left. Fewer means every socket or connection is full for now.
+    /// left. Fewer means every socket or connection is full for now. `clock` was read at the
+    /// start of the turn; a transport may read it again once per system call.
     fn send(
         &mut self,
         q: &'q QueryList,
         pos: &mut usize,
         n: usize,
-        now: u64,
+        clock: &mut Clock,
         c: &mut Counters,
     ) -> usize;
     /// Fills `out` with one poll entry per socket or connection, for the sleep between turns.
@@ -210,17 +212,17 @@ impl<'q> Transport<'q> for UdpSet<'q> {
         q: &'q QueryList,
         pos: &mut usize,
         n: usize,
-        now: u64,
+        clock: &mut Clock,
         c: &mut Counters,
     ) -> usize {
         let mut total = 0;
         let mut full = 0;
-        let mut ids = [0u16; BATCH];
+        let mut ids = [0u16; SEND_BATCH];
         while total < n && full < self.fds.len() {
             let si = self.next;
             self.next = (si + 1) % self.fds.len();
             let tracker = &mut self.trackers[si];
-            let want = (n - total).min(BATCH);
+            let want = (n - total).min(SEND_BATCH);
             let mut m = 0;
             while m < want {
                 let qi = (*pos + m) % q.len();
@@ -231,6 +233,13 @@ impl<'q> Transport<'q> for UdpSet<'q> {
                 ids[m] = id;
                 m += 1;
             }
+            // Every datagram of the call is stamped with the clock read just before it. On
+            // loopback the call delivers each datagram into the server's socket in turn, so
+            // for the last of 128 this overstates the latency by tens of microseconds; it can
+            // never understate it. (Spreading the stamps over the call, t0 + (t1 - t0) * j / n,
+            // was tried: a call preempted halfway stretches t1, and answers came out "before"
+            // their queries.)
+            let t0 = clock.last();
             let sent = match self.send.send(self.fds[si]) {
                 Ok(s) => s,
                 Err(_) => {
@@ -239,13 +248,18 @@ impl<'q> Transport<'q> for UdpSet<'q> {
                     m
                 }
             };
+            // One clock read per system call: the next call's start.
+            clock.now();
+            let order = self.send.order();
+            for &i in &order[..sent] {
+                tracker.commit(ids[i as usize], t0);
+            }
+            for &i in &order[sent..m] {
+                tracker.cancel(ids[i as usize]);
+            }
             self.send.clear();
-            for &id in &ids[..sent] {
-                tracker.commit(id, now);
-            }
-            for &id in &ids[sent..m] {
-                tracker.cancel(id);
-            }
+            // After a partial send (socket buffer full) the walk through the list skips the
+            // unsent queries' positions: the count, hence the rate, stays exact.
             *pos = (*pos + sent) % q.len();
             total += sent;
             if sent < want {
@@ -448,9 +462,10 @@ impl<'q> Transport<'q> for TcpSet {
         q: &'q QueryList,
         pos: &mut usize,
         n: usize,
-        now: u64,
+        clock: &mut Clock,
         c: &mut Counters,
     ) -> usize {
+        let now = clock.last();
         let mut total = 0;
         let mut full = 0;
         while total < n && full < self.conns.len() {

@@ -2,7 +2,7 @@
 //!
 //! Each line is `name [type]` (type defaults to A); `#` starts a comment, blank lines are
 //! skipped. Every query is encoded once, with ID 0, into one contiguous buffer; a sender
-//! patches only the two ID bytes (as a separate I/O vector), so sending never allocates.
+//! copies the query next to its two ID bytes into its batch buffer, so sending never allocates.
 
 use crate::Error;
 use shardns_wire::{Class, Header, MessageWriter, Name, NameRef, RType};

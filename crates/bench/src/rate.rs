@@ -11,7 +11,7 @@ use crate::engine::{self, Clock, Counters, TcpSet, Transport, UdpSet};
 use crate::hist::Histogram;
 use crate::queries::QueryList;
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};
-use crate::sys::{self, BATCH};
+use crate::sys::{self, SEND_BATCH};
 use crate::{Error, Progress};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -22,15 +22,20 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_CONNECTIONS: usize = 4;
 
 /// Queries a worker sends at most per loop turn before it reads answers again.
-const MAX_PER_TURN: usize = 8 * BATCH;
+const MAX_PER_TURN: usize = 8 * SEND_BATCH;
 
-/// Sending turns are paced so that about this many queries fall due per turn: one wake-up
-/// and one sendmmsg per batch. Each wake-up costs several µs of CPU in these VMs.
-const TICK_BATCH: f64 = 8.0;
-/// The shortest sleep between sending turns (10,000 turns/s at most).
-const MIN_TICK: u64 = 100_000;
-/// The longest: below 8,000 q/s, a turn per millisecond or per query, whichever is rarer.
-const MAX_TICK: u64 = 1_000_000;
+/// The pacing tick when not given: a worker sleeps at least this long between sending turns
+/// and sends what fell due meanwhile as one batch (Flamethrower's default is the same: a
+/// batch every millisecond). A sleep and wake-up is the dearest thing the tool does: 25-35 us
+/// of CPU each in these VMs (a ppoll loop on a busy core, 2026-11-21), against about 2.5 us
+/// of kernel work per query sent and answered. At 50k q/s a 1 ms tick makes that 0.6 us per
+/// query; the old tick of 8 queries (160 us) made it 3-4 us, most of the tool's CPU.
+/// The price is a burstier load: a millisecond's queries reach the server at once, so the
+/// last of a burst waits while the server answers the others (at 100k q/s, 100 queries of a
+/// server that takes 7 us each: up to 0.7 ms), and the server wakes once per burst, so it
+/// spends less CPU per query than under an even load. `--tick 100us` spreads the load ten
+/// times finer at about twice the tool's CPU per query.
+pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
 /// How late after the window a worker may still send queries that were due inside it.
 const LATE_GRACE: u64 = 50_000_000;
@@ -55,6 +60,9 @@ pub struct RateConfig {
     pub timeout: Duration,
     /// Worker threads (default: 1, or 2 above 150k queries/s).
     pub threads: Option<usize>,
+    /// The shortest sleep between sending turns (default [`DEFAULT_TICK`]). Shorter spreads
+    /// the queries more evenly and costs more CPU per query.
+    pub tick: Option<Duration>,
     /// Server processes whose CPU time and memory to sample.
     pub pids: Vec<u32>,
     /// Seed of the random start points (default: random).
@@ -74,6 +82,7 @@ impl RateConfig {
             connections: None,
             timeout: Duration::from_secs(1),
             threads: None,
+            tick: None,
             pids: Vec::new(),
             seed: None,
             progress: Progress::Quiet,
@@ -128,6 +137,10 @@ pub struct RateReport {
     pub connections: usize,
     /// Worker threads.
     pub threads: usize,
+    /// The pacing tick: each worker sends what fell due as one burst at most this often.
+    pub tick_ms: f64,
+    /// Queries per burst of one worker at the asked rate (at least 1).
+    pub burst: f64,
     /// Queries sent per second of the window.
     pub sent_qps: f64,
     /// Answers per second of the window.
@@ -172,6 +185,8 @@ struct Plan {
     total: u64,
     duration: u64,
     timeout: u64,
+    /// Shortest sleep between sending turns, ns.
+    tick: u64,
 }
 
 impl Plan {
@@ -213,6 +228,7 @@ pub fn run_rate(cfg: &RateConfig, queries: &QueryList) -> Result<RateReport, Err
         .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let duration = cfg.duration.as_nanos() as u64;
     let timeout = cfg.timeout.as_nanos() as u64;
+    let tick = cfg.tick.unwrap_or(DEFAULT_TICK).as_nanos() as u64;
     let plans: Vec<(Plan, usize, usize)> = (0..threads)
         .map(|t| {
             let share = total / threads as u64 + u64::from((t as u64) < total % threads as u64);
@@ -222,6 +238,7 @@ pub fn run_rate(cfg: &RateConfig, queries: &QueryList) -> Result<RateReport, Err
                 total: share,
                 duration,
                 timeout,
+                tick,
             };
             (plan, conns, rng.usize(..queries.len()))
         })
@@ -307,6 +324,8 @@ pub fn run_rate(cfg: &RateConfig, queries: &QueryList) -> Result<RateReport, Err
         timeout_ms: cfg.timeout.as_secs_f64() * 1e3,
         connections,
         threads,
+        tick_ms: tick as f64 / 1e6,
+        burst: (cfg.qps / threads as f64 * tick as f64 / 1e9).max(1.0),
         sent_qps: c.sent as f64 / window,
         answered_qps: in_window as f64 / window,
         elapsed_s: elapsed,
@@ -463,7 +482,7 @@ fn rate_worker<'q, T: Transport<'q>>(
         timeouts: 0,
         hist: Histogram::new(),
     };
-    let tick = ((TICK_BATCH * 1e9 / plan.rate) as u64).clamp(MIN_TICK, MAX_TICK);
+    let tick = plan.tick;
     barrier.wait();
     let mut clock = Clock::start();
     let mut now = 0u64;
@@ -489,13 +508,22 @@ fn rate_worker<'q, T: Transport<'q>>(
         if sending {
             let due = (plan.due_by(now) - c.sent).min(MAX_PER_TURN as u64) as usize;
             if due > 0 {
-                let n = t.send(q, &mut pos, due, now, &mut c) as u64;
+                let n = t.send(q, &mut pos, due, &mut clock, &mut c) as u64;
                 c.sent += n;
                 sec.sent += n;
                 blocked = n < due as u64;
                 behind = !blocked && plan.due_by(now) > c.sent;
             }
         }
+        // Answers after sending, so the queries leave on time and their send time is fresh.
+        let sec_ref = &mut sec;
+        let hist_ref = &mut hist;
+        t.receive(&pfds, q, &clock, &mut c, &mut |slot, at| {
+            let lat = at.saturating_sub(slot.sent);
+            hist_ref.record(lat);
+            sec_ref.hist.record(lat);
+            sec_ref.received += 1;
+        });
         let lost = &mut c.lost;
         let timeouts = &mut sec.timeouts;
         let next_expiry = t.expire(now, plan.timeout, &mut |_| {
@@ -518,16 +546,8 @@ fn rate_worker<'q, T: Transport<'q>>(
         let wait = if behind { 0 } else { wake.saturating_sub(now) };
         t.poll_fds(&mut pfds);
         let _ = sys::poll(&mut pfds, Duration::from_nanos(wait));
-        // The one clock read of this turn.
+        // The turn's clock read (a send call reads it once more, after itself).
         now = clock.now();
-        let sec_ref = &mut sec;
-        let hist_ref = &mut hist;
-        t.receive(&pfds, q, &clock, &mut c, &mut |slot, at| {
-            let lat = at.saturating_sub(slot.sent);
-            hist_ref.record(lat);
-            sec_ref.hist.record(lat);
-            sec_ref.received += 1;
-        });
     }
     // Only after the safety limit can queries still be in flight: they count as lost.
     let lost = &mut c.lost;
@@ -540,14 +560,16 @@ impl RateReport {
     /// The totals after the per-second lines.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "rate {} over {} ({}), {} connection(s), {} thread(s): asked {} q/s for {} s\n",
+            "rate {} over {} ({}), {} connection(s), {} thread(s): asked {} q/s for {} s, in bursts of ~{} every {} ms (--tick)\n",
             self.server,
             self.transport.to_uppercase(),
             self.family,
             self.connections,
             self.threads,
             group(self.qps_target),
-            self.duration_s
+            self.duration_s,
+            group(self.burst),
+            self.tick_ms
         );
         let l = &self.latency;
         let rows = vec![
@@ -590,10 +612,11 @@ impl RateReport {
             ));
         }
         out.push_str(&format!(
-            "tool: {:.2} CPU-s ({:.0}% of a core), {:.2} us per query{}\n",
+            "tool: {:.2} CPU-s ({:.0}% of a core), {:.2} us per query sent, {:.2} us per answer{}\n",
             self.tool.cpu_s,
             self.tool.cpu_pct,
             self.tool.cpu_us_per_query,
+            self.tool.cpu_us_per_answer,
             self.steal_pct
                 .map_or(String::new(), |s| format!("; machine steal {s:.0}%"))
         ));

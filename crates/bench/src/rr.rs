@@ -12,7 +12,7 @@ use crate::engine::{self, handle_response, Clock, Counters};
 use crate::hist::Histogram;
 use crate::queries::QueryList;
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};
-use crate::sys::{self, RecvBatch, SendBatch, BATCH};
+use crate::sys::{self, RecvBatch, SendBatch, BATCH, SEND_BATCH};
 use crate::track::Tracker;
 use crate::{Error, Progress};
 use serde::Serialize;
@@ -249,7 +249,7 @@ fn point(
         latency: LatencySummary::from_histogram(&hist),
         tally: Tally::from_counters(&counters),
         server_usage: server,
-        tool: account::sum_tool(&tool_runs, wall, counters.sent),
+        tool: account::sum_tool(&tool_runs, wall, counters.sent, counters.answered),
         steal_pct: (!steal.is_empty()).then(|| steal.iter().sum::<f64>() / steal.len() as f64),
         threads,
         sockets,
@@ -359,8 +359,8 @@ fn rr_worker(
     let mut batch = SendBatch::new();
     let mut rb = RecvBatch::new();
     let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(n);
-    let mut ids = [0u16; BATCH];
-    let mut batch_streams = [0u32; BATCH];
+    let mut ids = [0u16; SEND_BATCH];
+    let mut batch_streams = [0u32; SEND_BATCH];
     let mut c = Counters::default();
     let mut hist = Histogram::new();
     let mut in_window = 0u64;
@@ -373,6 +373,10 @@ fn rr_worker(
     let mut now = 0u64;
     loop {
         let sending = now < duration;
+        // Answers were read since the turn's clock reading: the sends start from a fresh one.
+        if sending && ready.iter().any(|r| !r.is_empty()) {
+            clock.now();
+        }
         // Every ready stream sends its next query.
         for si in 0..n {
             if !sending {
@@ -382,7 +386,7 @@ fn rr_worker(
             let tracker = &mut trackers[si];
             while !ready[si].is_empty() && !want_write[si] {
                 let mut m = 0;
-                while m < BATCH {
+                while m < SEND_BATCH {
                     let Some(st) = ready[si].pop() else { break };
                     let qi = pos[st as usize];
                     // At most STREAMS_PER_SOCKET in flight, so an ID is always free.
@@ -392,6 +396,7 @@ fn rr_worker(
                     batch_streams[m] = st;
                     m += 1;
                 }
+                let t0 = clock.last();
                 let sent = match batch.send(fds[si]) {
                     Ok(s) => s,
                     Err(_) => {
@@ -400,14 +405,18 @@ fn rr_worker(
                         m
                     }
                 };
+                // Stamped with the clock read before the call (see engine::UdpSet::send);
+                // this read is the next call's start.
+                clock.now();
+                let order = batch.order();
+                for &k in &order[..sent] {
+                    tracker.commit(ids[k as usize], t0);
+                }
+                for &k in &order[sent..m] {
+                    tracker.cancel(ids[k as usize]);
+                    ready[si].push(batch_streams[k as usize]);
+                }
                 batch.clear();
-                for &id in &ids[..sent] {
-                    tracker.commit(id, now);
-                }
-                for k in sent..m {
-                    tracker.cancel(ids[k]);
-                    ready[si].push(batch_streams[k]);
-                }
                 c.sent += sent as u64;
                 if sent < m {
                     want_write[si] = true;

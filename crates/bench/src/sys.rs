@@ -38,36 +38,55 @@ const UDP_SEGMENT: libc::c_int = 103;
 const SEND_CTRL_WORDS: usize = 4;
 /// Bytes one GSO message may carry (the kernel's limit is 64 KiB).
 const MAX_GSO_BYTES: usize = 60_000;
+/// Datagrams per sendmmsg call: the kernel's most segments per GSO message (UDP_MAX_SEGMENTS,
+/// 128 since Linux 5.5; 64 before, see [`SendBatch::send`]). Measured on loopback (
+/// per datagram, send side; 2026-11-21): GSO groups of 8 cost 1.24 us, 16: 0.91, 32: 0.70, 64: 0.57-0.60,
+/// 128: 0.55; one message per datagram 3.56.
+pub(crate) const SEND_BATCH: usize = 128;
+/// Room for one query: a 255-octet name with the header, question and an OPT fits in 512.
+const MAX_QUERY: usize = 512;
 
-/// Up to [`BATCH`] outgoing datagrams on a connected socket. Each datagram is a two-byte query
-/// ID followed by the rest of a pre-encoded query, gathered from two I/O vectors, so a query is
-/// never copied.
+/// Up to [`SEND_BATCH`] outgoing datagrams on a connected socket: a two-byte query ID and the
+/// rest of a pre-encoded query each.
 ///
-/// Consecutive datagrams of equal size go out as one UDP GSO message (UDP_SEGMENT): one trip
+/// At send time the datagrams are ordered by size (stable), copied back to back into one
+/// buffer, and each run of equal size goes out as one UDP GSO message (UDP_SEGMENT): one trip
 /// through the IP stack and loopback for the group, split into the same datagrams at the
-/// receiving socket, which cannot tell the difference. A benchmark list of equal-length names
-/// then costs the sender about half as much per query. If the kernel refuses GSO, the batch
-/// falls back to one message per datagram for good.
+/// receiving socket, which cannot tell the difference (tested below; the server's counters
+/// agree). Grouping by size keeps GSO groups large with a list of names of mixed lengths, and
+/// the order of queries inside one batch (sent within one system call) does not matter.
+/// One I/O vector per message instead of two per datagram (ID, body): copying ~40 bytes per
+/// query in user space is cheaper than the kernel importing and walking 256 I/O vectors
+/// (measured: 0.67 -> 0.61 us per datagram). If the kernel refuses GSO, the batch falls back
+/// to one message per datagram for good.
 pub(crate) struct SendBatch<'q> {
     hdrs: Vec<libc::mmsghdr>,
     iovs: Vec<libc::iovec>,
     ctrl: Vec<u64>,
+    buf: Vec<u8>,
     /// Datagrams carried by each message of the last send.
     groups: Vec<usize>,
-    ids: Vec<[u8; 2]>,
+    ids: Vec<u16>,
     bodies: Vec<&'q [u8]>,
+    /// Push positions in send order (by size).
+    order: [u8; SEND_BATCH],
+    /// Most datagrams in one GSO message.
+    max_segments: usize,
     gso: bool,
 }
 
 impl<'q> SendBatch<'q> {
     pub(crate) fn new() -> Self {
         Self {
-            hdrs: zeroed_mmsghdrs(BATCH),
-            iovs: vec![empty_iovec(); 2 * BATCH],
-            ctrl: vec![0; BATCH * SEND_CTRL_WORDS],
-            groups: Vec::with_capacity(BATCH),
-            ids: Vec::with_capacity(BATCH),
-            bodies: Vec::with_capacity(BATCH),
+            hdrs: zeroed_mmsghdrs(SEND_BATCH),
+            iovs: vec![empty_iovec(); SEND_BATCH],
+            ctrl: vec![0; SEND_BATCH * SEND_CTRL_WORDS],
+            buf: vec![0; SEND_BATCH * MAX_QUERY],
+            groups: Vec::with_capacity(SEND_BATCH),
+            ids: Vec::with_capacity(SEND_BATCH),
+            bodies: Vec::with_capacity(SEND_BATCH),
+            order: [0; SEND_BATCH],
+            max_segments: SEND_BATCH,
             gso: true,
         }
     }
@@ -80,7 +99,7 @@ impl<'q> SendBatch<'q> {
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.ids.len() == BATCH
+        self.ids.len() == SEND_BATCH
     }
 
     pub(crate) fn clear(&mut self) {
@@ -88,37 +107,47 @@ impl<'q> SendBatch<'q> {
         self.bodies.clear();
     }
 
-    /// Adds one datagram: `id` then `body` (the query without its first two bytes).
+    /// Adds one datagram: `id` then `body` (the query without its first two bytes, at most
+    /// 510 bytes).
     pub(crate) fn push(&mut self, id: u16, body: &'q [u8]) {
         debug_assert!(!self.is_full());
-        self.ids.push(id.to_be_bytes());
+        debug_assert!(body.len() + 2 <= MAX_QUERY);
+        self.ids.push(id);
         self.bodies.push(body);
     }
 
-    /// Sends the batch without blocking; returns how many datagrams left (a prefix of the
-    /// batch). `Ok(0)` means the socket buffer is full (EAGAIN/ENOBUFS).
+    /// The push positions of the datagrams in the order the last [`SendBatch::send`] sent
+    /// them: if it sent `k`, `order()[..k]` left and the rest did not.
+    pub(crate) fn order(&self) -> &[u8] {
+        &self.order[..self.ids.len()]
+    }
+
+    /// Sends the batch without blocking; returns how many datagrams left (the first ones of
+    /// [`SendBatch::order`]). `Ok(0)` means the socket buffer is full (EAGAIN/ENOBUFS).
     pub(crate) fn send(&mut self, fd: RawFd) -> io::Result<usize> {
         let n = self.ids.len();
         if n == 0 {
             return Ok(0);
         }
-        for i in 0..n {
-            self.iovs[2 * i] = libc::iovec {
-                iov_base: self.ids[i].as_mut_ptr().cast(),
-                iov_len: 2,
-            };
-            self.iovs[2 * i + 1] = libc::iovec {
-                // sendmmsg only reads through this pointer.
-                iov_base: self.bodies[i].as_ptr() as *mut libc::c_void,
-                iov_len: self.bodies[i].len(),
-            };
+        for (i, o) in self.order[..n].iter_mut().enumerate() {
+            *o = i as u8;
+        }
+        let bodies = &self.bodies;
+        // Stable (ties by position), and sort_unstable does not allocate.
+        self.order[..n].sort_unstable_by_key(|&i| (bodies[i as usize].len(), i));
+        let mut at = 0;
+        for &i in &self.order[..n] {
+            let body = self.bodies[i as usize];
+            self.buf[at..at + 2].copy_from_slice(&self.ids[i as usize].to_be_bytes());
+            self.buf[at + 2..at + 2 + body.len()].copy_from_slice(body);
+            at += 2 + body.len();
         }
         loop {
             let messages = self.build_messages(n);
-            // SAFETY: `hdrs[..messages]` are initialised msghdrs whose iovecs point into
-            // `self.iovs`, which point into `self.ids` and into `self.bodies` slices borrowed
-            // for 'q; their control buffers point into `self.ctrl`; all outlive the call, and
-            // `messages <= BATCH` is within `hdrs`. The socket is connected: no address.
+            // SAFETY: `hdrs[..messages]` are initialised msghdrs, each with one iovec of
+            // `self.iovs` pointing into `self.buf`, and control buffers in `self.ctrl`; all
+            // outlive the call, and `messages <= SEND_BATCH` is within `hdrs`. The socket is
+            // connected: no address.
             let r = unsafe {
                 libc::sendmmsg(
                     fd,
@@ -133,41 +162,52 @@ impl<'q> SendBatch<'q> {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => return Ok(0),
+                // Kernels before 5.5 take at most 64 segments; older ones no GSO at all.
                 Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
                     if self.gso && messages < n =>
                 {
-                    self.gso = false;
+                    if self.max_segments > 64 {
+                        self.max_segments = 64;
+                    } else {
+                        self.gso = false;
+                    }
                 }
                 _ => return Err(e),
             }
         }
     }
 
-    /// Points one message header at each run of equal-sized datagrams (each datagram alone
-    /// without GSO); returns the number of messages.
+    /// Points one message header at each run of equal-sized datagrams in `self.buf` (each
+    /// datagram alone without GSO); returns the number of messages.
     fn build_messages(&mut self, n: usize) -> usize {
         self.groups.clear();
-        let iovs = self.iovs.as_mut_ptr();
         let ctrl = self.ctrl.as_mut_ptr();
+        let base = self.buf.as_mut_ptr();
+        let mut at = 0;
         let mut i = 0;
         while i < n {
-            let size = 2 + self.bodies[i].len();
+            let size = 2 + self.bodies[self.order[i] as usize].len();
             let mut k = 1;
             if self.gso {
                 while i + k < n
-                    && self.bodies[i + k].len() == self.bodies[i].len()
+                    && k < self.max_segments
+                    && 2 + self.bodies[self.order[i + k] as usize].len() == size
                     && (k + 1) * size <= MAX_GSO_BYTES
                 {
                     k += 1;
                 }
             }
             let m = self.groups.len();
+            self.iovs[m] = libc::iovec {
+                // In bounds: the datagrams were copied to buf[..sum of sizes].
+                iov_base: base.wrapping_add(at).cast(),
+                iov_len: k * size,
+            };
             let h = &mut self.hdrs[m].msg_hdr;
             h.msg_name = std::ptr::null_mut();
             h.msg_namelen = 0;
-            // In bounds: 2 * i + 2 * k <= 2 * n <= iovs.len().
-            h.msg_iov = iovs.wrapping_add(2 * i);
-            h.msg_iovlen = (2 * k) as _;
+            h.msg_iov = &mut self.iovs[m];
+            h.msg_iovlen = 1;
             h.msg_flags = 0;
             if k > 1 {
                 // In bounds: (m + 1) * SEND_CTRL_WORDS <= ctrl.len().
@@ -189,6 +229,7 @@ impl<'q> SendBatch<'q> {
                 h.msg_controllen = 0;
             }
             self.groups.push(k);
+            at += k * size;
             i += k;
         }
         self.groups.len()
@@ -464,7 +505,8 @@ mod tests {
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client.connect(server.local_addr().unwrap()).unwrap();
         set_buffer_sizes(server.as_raw_fd(), 1 << 20);
-        // Sizes 10,10,10,5,5,10: three runs (GSO groups of 3, 2 and 1).
+        // Sizes 10,10,10,5,5,10 go out grouped by size, stable: 5,5 (positions 3, 4) as one
+        // GSO message, then 10,10,10,10 (0, 1, 2, 5) as another.
         let lens = [10usize, 10, 10, 5, 5, 10];
         let bodies: Vec<Vec<u8>> = lens
             .iter()
@@ -473,28 +515,31 @@ mod tests {
             .collect();
         let mut sb = SendBatch::new();
         for (i, b) in bodies.iter().enumerate() {
-            sb.push(i as u16, b);
+            sb.push(0x100 + i as u16, b);
         }
         assert_eq!(sb.send(client.as_raw_fd()).unwrap(), lens.len());
+        assert_eq!(sb.order(), &[3, 4, 0, 1, 2, 5]);
+        assert_eq!(sb.groups, vec![2, 4]);
         server
             .set_read_timeout(Some(Duration::from_secs(1)))
             .unwrap();
         let mut buf = [0u8; 512];
-        for (i, b) in bodies.iter().enumerate() {
+        for &i in &[3usize, 4, 0, 1, 2, 5] {
             let n = server.recv(&mut buf).unwrap();
-            assert_eq!(n, 2 + b.len(), "datagram {i}");
-            assert_eq!(&buf[..2], &(i as u16).to_be_bytes());
-            assert_eq!(&buf[2..n], &b[..]);
+            assert_eq!(n, 2 + lens[i], "datagram {i}");
+            assert_eq!(&buf[..2], &(0x100 + i as u16).to_be_bytes());
+            assert_eq!(&buf[2..n], &bodies[i][..]);
         }
-        // A full batch of equal sizes: one message.
+        // A full batch of equal sizes: one message (two on kernels that allow 64 segments).
         let body = [7u8; 35];
         sb.clear();
-        for i in 0..BATCH {
+        for i in 0..SEND_BATCH {
             sb.push(i as u16, &body);
         }
-        assert_eq!(sb.send(client.as_raw_fd()).unwrap(), BATCH);
+        assert_eq!(sb.send(client.as_raw_fd()).unwrap(), SEND_BATCH);
         assert!(sb.gso, "the kernel refused UDP GSO");
-        for i in 0..BATCH {
+        assert_eq!(sb.groups.len(), SEND_BATCH / sb.max_segments);
+        for i in 0..SEND_BATCH {
             assert_eq!(server.recv(&mut buf).unwrap(), 37);
             assert_eq!(&buf[..2], &(i as u16).to_be_bytes());
         }

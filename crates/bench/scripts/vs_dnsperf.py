@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""CPU per answered query of `shardns-bench rate` against `dnsperf -Q`, same server, same rate.
+
+The server (knotd, one UDP worker, or `shardns serve --workers 1`) runs pinned to core 0 and
+each tool pinned to core 1. Runs are interleaved (for each round: for each rate: dnsperf, then
+shardns-bench), so minutes of heavy hypervisor steal or of other load hit both tools alike.
+
+A tool's CPU is the user + system time of its whole process, all threads, as the kernel
+accounts it (the rusage that wait4 returns when the process ends: the same counters as
+/proc/PID/stat, read at the last moment), divided by the queries it reports answered. The
+server's CPU is read from /proc/PID/stat (all threads) just before and after each run, and
+divided by the same count. Both tools send for DURATION seconds; each run is preceded by a 2 s
+warm-up with the same tool. dnsperf runs with `-c 4 -q 500` by default: four sockets like
+shardns-bench, and enough queries outstanding to offer 100k q/s (with -q 100 it could not).
+
+Usage:
+  crates/bench/scripts/vs_dnsperf.py --bench [LABEL=]'PATH [RATE OPTIONS]' [--bench ...]
+      [--server knotd|shardns] [--shardns PATH] [--rates 50000,100000] [--rounds 3]
+      [--duration 10] [--addr 127.0.0.100] [--port 6300] [--dnsperf-args "-c 4 -q 500"]
+      [--no-dnsperf] [--rt]
+Several --bench tools (e.g. before=/tmp/old after=/tmp/new 'smooth=/tmp/new --tick 100us')
+are run in turn after dnsperf in every round; the last column is each one against dnsperf.
+Needs: knotd (for --server knotd), dnsperf, kdig, taskset; bench/gen_zones.py for the zone.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    """utime + stime of all threads of pid, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def steal_pct(a, b):
+    """Machine steal between two /proc/stat 'cpu' lines, percent."""
+    da = [y - x for x, y in zip(a, b)]
+    total = sum(da[:8])
+    return 100.0 * da[7] / total if total else 0.0
+
+
+def cpu_line():
+    with open("/proc/stat") as f:
+        return list(map(int, f.readline().split()[1:]))
+
+
+def knot_conf(d, addr, port, zone_dir):
+    os.makedirs(f"{d}/db", exist_ok=True)
+    with open(f"{d}/knot.conf", "w") as f:
+        f.write(f"""server:
+    rundir: "{d}"
+    pidfile: "{d}/knot.pid"
+    listen: {addr}@{port}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: "{d}/knot.sock"
+log:
+  - target: stderr
+    any: warning
+database:
+    storage: "{d}/db"
+template:
+  - id: default
+    storage: "{zone_dir}"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+zone:
+  - domain: bench.test
+    file: "{zone_dir}/bench.test.zone"
+""")
+    return ["knotd", "-c", f"{d}/knot.conf"]
+
+
+def wait_answer(addr, port, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        r = subprocess.run(["kdig", f"@{addr}", "-p", str(port), "host0001.bench.test", "A",
+                            "+short", "+time=1", "+retry=0"], capture_output=True, text=True)
+        if r.stdout.strip().startswith("10."):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def run_tool(cmd):
+    """Runs cmd; returns (stdout+stderr, CPU seconds of the whole process from wait4)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        print(f"{cmd[0:4]} exited {p.returncode}:\n{out}", file=sys.stderr)
+    return out, ru.ru_utime + ru.ru_stime
+
+
+def answered(kind, out):
+    if kind == "dnsperf":
+        m = re.search(r"Queries completed:\s+(\d+)", out)
+        s = re.search(r"Queries sent:\s+(\d+)", out)
+        return (int(m.group(1)) if m else 0), (int(s.group(1)) if s else 0)
+    # The totals row of `shardns-bench rate`: "sent answered sent q/s ...".
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.split()[:2] == ["sent", "answered"] and i + 1 < len(lines):
+            v = lines[i + 1].split()
+            return int(v[1].replace(",", "")), int(v[0].replace(",", ""))
+    return 0, 0
+
+
+def tool_cmd(tool, args, rate, seconds):
+    """tool: ("dnsperf", None) or (label, "PATH [EXTRA ARGS]")."""
+    pin = ["taskset", "-c", args.tool_core]
+    label, spec = tool
+    if label == "dnsperf":
+        return pin + ["dnsperf", "-s", args.addr, "-p", str(args.port), "-d", args.queries,
+                      "-l", str(seconds), "-Q", str(rate), "-t", "1"] + shlex.split(args.dnsperf_args)
+    path, *extra = shlex.split(spec)
+    return pin + [path, "rate", "--server", f"{args.addr}:{args.port}", "--queries",
+                  args.queries, "--qps", str(rate), "--duration", str(seconds)] + extra
+
+
+def server_rt(args, cmd):
+    """The server under `chrt -f 1` with --rt (needs root): on a machine shared with other
+    work it then runs as soon as it wakes, instead of after the running compile's time slice
+    (which let knotd's socket overflow at 50k q/s: 30 % of the queries dropped while it
+    waited ~1 ms per wake-up). The kernel still caps real-time tasks at 95 % of a core
+    (sched_rt_runtime_us), and knotd does not spin. The tools stay ordinary tasks: dnsperf
+    as SCHED_FIFO busy-waits, 95 % of a core at any rate, which would flatter us."""
+    return (["chrt", "-f", "1"] + cmd) if args.rt else cmd
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench", action="append", required=True,
+                    help="LABEL='PATH [ARGS]': a shardns-bench binary and extra rate options; repeat to compare several")
+    ap.add_argument("--server", choices=["knotd", "shardns"], default="knotd")
+    ap.add_argument("--shardns", help="the shardns binary (for --server shardns)")
+    ap.add_argument("--rates", default="50000,100000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--addr", default="127.0.0.100")
+    ap.add_argument("--port", type=int, default=6300)
+    ap.add_argument("--server-core", default="0")
+    ap.add_argument("--tool-core", default="1")
+    ap.add_argument("--dnsperf-args", default="-c 4 -q 500")
+    ap.add_argument("--no-dnsperf", action="store_true", help="only the --bench tools")
+    ap.add_argument("--rt", action="store_true", help="run the server as SCHED_FIFO 1 (needs root)")
+    ap.add_argument("--work", help="work directory (default: a new temporary one)")
+    args = ap.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="vs-dnsperf-")
+    zone_dir = os.path.join(work, "zone")
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zone_dir, "small"], check=True)
+    args.queries = os.path.join(zone_dir, "queries-A.txt")
+    if args.server == "knotd":
+        cmd = knot_conf(os.path.join(work, "knot"), args.addr, args.port, zone_dir)
+    else:
+        cmd = [args.shardns, "serve", "--listen", f"{args.addr}:{args.port}", "--zone",
+               f"bench.test={zone_dir}/bench.test.zone", "--workers", "1", "--log-level", "warn"]
+    log = open(os.path.join(work, "server.log"), "ab")
+    srv = subprocess.Popen(server_rt(args, ["taskset", "-c", args.server_core] + cmd), stdout=log, stderr=log)
+    rates = [int(r) for r in args.rates.split(",")]
+    tools = [] if args.no_dnsperf else [("dnsperf", None)]
+    for b in args.bench:
+        label, _, spec = b.partition("=")
+        tools.append((label, spec) if spec else ("shardns-bench", label))
+    rows = {(t[0], r): [] for t in tools for r in rates}
+    try:
+        if not wait_answer(args.addr, args.port):
+            sys.exit("the server did not answer")
+        for rnd in range(args.rounds):
+            for rate in rates:
+                for tool in tools:
+                    kind = tool[0]
+                    run_tool(tool_cmd(tool, args, rate, 2))
+                    s0, c0, t0 = proc_cpu_s(srv.pid), cpu_line(), time.time()
+                    out, cpu = run_tool(tool_cmd(tool, args, rate, args.duration))
+                    s1, c1, t1 = proc_cpu_s(srv.pid), cpu_line(), time.time()
+                    ans, sent = answered(kind, out)
+                    r = {"answered": ans, "sent": sent, "tool_cpu": cpu, "srv_cpu": s1 - s0,
+                         "wall": t1 - t0, "steal": steal_pct(c0, c1),
+                         "tool_us": cpu * 1e6 / ans if ans else float("nan"),
+                         "srv_us": (s1 - s0) * 1e6 / ans if ans else float("nan")}
+                    rows[(kind, rate)].append(r)
+                    print(f"round {rnd + 1} {rate:>7} q/s {kind:12}: answered {ans:>9,} of {sent:>9,}  "
+                          f"tool {cpu:6.2f} CPU-s = {r['tool_us']:5.2f} us/q  "
+                          f"server {r['srv_us']:5.2f} us/q  steal {r['steal']:4.1f}%", flush=True)
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    print()
+    print("| rate q/s | tool | answered q/s | tool CPU µs per answer, each run | median | vs dnsperf | server CPU µs per answer |")
+    print("|---|---|---|---|---|---|---|")
+    for rate in rates:
+        base = rows.get(("dnsperf", rate))
+        base = statistics.median(x["tool_us"] for x in base) if base else None
+        for label, _ in tools:
+            rs = rows[(label, rate)]
+            if not rs:
+                continue
+            med = statistics.median(x["tool_us"] for x in rs)
+            ratio = f"{med / base:.2f}x" if base else "-"
+            print(f"| {rate:,} | {label} | "
+                  f"{statistics.median(x['answered'] for x in rs) / args.duration:,.0f} | "
+                  f"{' / '.join('%.2f' % x['tool_us'] for x in rs)} | **{med:.2f}** | {ratio} | "
+                  f"{statistics.median(x['srv_us'] for x in rs):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
