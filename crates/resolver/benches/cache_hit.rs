@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use shardns_resolver::{CacheAnswer, Config, Engine, Event, Hints, Resolver};
-use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType, Section};
+use shardns_wire::{Class, MessageWriter, Name, RType, Section};
 
 #[global_allocator]
 static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
@@ -23,29 +23,18 @@ fn name(i: usize) -> Name {
 
 /// An authoritative server for everything: `hostN.bench.test. A`, CNAME for odd N's alias.
 fn respond(query: &[u8]) -> Vec<u8> {
-    let q = Message::parse(query).unwrap();
-    let question = &q.questions[0];
-    let mut buf = vec![0u8; 4096];
-    let mut w = MessageWriter::new(&mut buf, 4096);
-    w.put_question(question.qname.as_ref(), question.qtype, Class::IN)
+    shardns_testkit::reply(query, true, |question, w, _| {
+        let i = question.qname.as_ref().len() as u8;
+        w.put_record(
+            Section::Answer,
+            question.qname.as_ref(),
+            RType::A,
+            Class::IN,
+            86_400,
+            &[10, 0, 0, i],
+        )
         .unwrap();
-    let mut h = Header {
-        id: q.header.id,
-        ..Header::default()
-    };
-    h.set_qr(true);
-    h.set_aa(true);
-    let i = question.qname.as_ref().len() as u8;
-    w.put_record(
-        Section::Answer,
-        question.qname.as_ref(),
-        RType::A,
-        Class::IN,
-        86_400,
-        &[10, 0, 0, i],
-    )
-    .unwrap();
-    w.finish(&h).to_vec()
+    })
 }
 
 fn warm() -> Arc<Resolver> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use shardns_resolver::{CacheAnswer, Config, Engine, Event, Hints, Resolver};
 use shardns_testkit::CountingAlloc;
-use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType, Rcode, Section};
+use shardns_wire::{Class, MessageWriter, Name, RType, Rcode, Section};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc::new();
@@ -18,63 +18,52 @@ fn n(s: &str) -> Name {
 
 /// A root server that is authoritative for everything it is asked.
 fn respond(query: &[u8]) -> Vec<u8> {
-    let q = Message::parse(query).unwrap();
-    let question = &q.questions[0];
-    let mut buf = vec![0u8; 4096];
-    let mut w = MessageWriter::new(&mut buf, 4096);
-    w.put_question(question.qname.as_ref(), question.qtype, Class::IN)
-        .unwrap();
-    let mut h = Header {
-        id: q.header.id,
-        ..Header::default()
-    };
-    h.set_qr(true);
-    h.set_aa(true);
-    let www = n("www.example.");
-    let a = |w: &mut MessageWriter<'_>| {
-        w.put_record(
-            Section::Answer,
-            www.as_ref(),
-            RType::A,
-            Class::IN,
-            3600,
-            &[192, 0, 2, 1],
-        )
-        .unwrap()
-    };
-    match question.qname.to_string().as_str() {
-        "www.example." => a(&mut w),
-        "alias.example." => {
+    shardns_testkit::reply(query, true, |question, w, h| {
+        let www = n("www.example.");
+        let a = |w: &mut MessageWriter<'_>| {
             w.put_record(
                 Section::Answer,
-                n("alias.example.").as_ref(),
-                RType::CNAME,
+                www.as_ref(),
+                RType::A,
                 Class::IN,
                 3600,
-                www.as_wire(),
+                &[192, 0, 2, 1],
             )
-            .unwrap();
-            a(&mut w);
-        }
-        _ => {
-            let mut soa = n("ns.example.").as_wire().to_vec();
-            soa.extend_from_slice(n("host.example.").as_wire());
-            for v in [1u32, 7200, 900, 86400, 600] {
-                soa.extend_from_slice(&v.to_be_bytes());
+            .unwrap()
+        };
+        match question.qname.to_string().as_str() {
+            "www.example." => a(w),
+            "alias.example." => {
+                w.put_record(
+                    Section::Answer,
+                    n("alias.example.").as_ref(),
+                    RType::CNAME,
+                    Class::IN,
+                    3600,
+                    www.as_wire(),
+                )
+                .unwrap();
+                a(w);
             }
-            w.put_record(
-                Section::Authority,
-                n("example.").as_ref(),
-                RType::SOA,
-                Class::IN,
-                3600,
-                &soa,
-            )
-            .unwrap();
-            h.set_rcode(Rcode::NXDOMAIN);
+            _ => {
+                let mut soa = n("ns.example.").as_wire().to_vec();
+                soa.extend_from_slice(n("host.example.").as_wire());
+                for v in [1u32, 7200, 900, 86400, 600] {
+                    soa.extend_from_slice(&v.to_be_bytes());
+                }
+                w.put_record(
+                    Section::Authority,
+                    n("example.").as_ref(),
+                    RType::SOA,
+                    Class::IN,
+                    3600,
+                    &soa,
+                )
+                .unwrap();
+                h.set_rcode(Rcode::NXDOMAIN);
+            }
         }
-    }
-    w.finish(&h).to_vec()
+    })
 }
 
 fn fill(resolver: &Arc<Resolver>) {

@@ -4,7 +4,7 @@
 //! builds the queries that tests and benchmarks send.
 #![warn(missing_docs)]
 
-use shardns_wire::{Class, Header, MessageWriter, Name, RType};
+use shardns_wire::{Class, Header, Message, MessageWriter, Name, Question, RType};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -105,6 +105,30 @@ pub fn query(id: u16, qname: &str, qtype: RType, edns: Option<Edns>) -> Vec<u8> 
     w.finish(&h).to_vec()
 }
 
+/// A fake server's response to `query`: the query's ID and question, QR set, AA as given,
+/// and whatever `fill` writes after the question (it may also change the header, e.g. the
+/// RCODE). For the tests and benches that play an upstream server to the resolver.
+pub fn reply(
+    query: &[u8],
+    aa: bool,
+    fill: impl FnOnce(&Question, &mut MessageWriter<'_>, &mut Header),
+) -> Vec<u8> {
+    let q = Message::parse(query).expect("the resolver sends well-formed queries");
+    let question = &q.questions[0];
+    let mut buf = vec![0u8; 4096];
+    let mut w = MessageWriter::new(&mut buf, 4096);
+    w.put_question(question.qname.as_ref(), question.qtype, Class::IN)
+        .expect("a question fits");
+    let mut h = Header {
+        id: q.header.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_aa(aa);
+    fill(question, &mut w, &mut h);
+    w.finish(&h).to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +157,19 @@ mod tests {
             .unwrap()
             .opt()
             .is_none());
+    }
+
+    #[test]
+    fn reply_echoes_id_and_question() {
+        let r = reply(&query(9, "x.test", RType::MX, None), true, |q, w, h| {
+            assert_eq!(q.qtype, RType::MX);
+            h.set_rcode(shardns_wire::Rcode::NXDOMAIN);
+            let _ = w;
+        });
+        let m = Message::parse(&r).unwrap();
+        assert_eq!(m.header.id, 9);
+        assert!(m.header.qr() && m.header.aa());
+        assert_eq!(m.rcode(), shardns_wire::Rcode::NXDOMAIN);
+        assert_eq!(m.questions[0].qname.to_string(), "x.test.");
     }
 }
