@@ -43,6 +43,31 @@ IP = "127.0.0.1"
 NAMES = 1000
 
 
+def udp_drops(port):
+    """(the host's UDP RcvbufErrors, drops on sockets bound to `port`, drops on all other
+    loopback UDP sockets) from /proc: where a lost query or answer was dropped."""
+    rcvbuf = 0
+    with open("/proc/net/snmp") as f:
+        rows = [l.split() for l in f if l.startswith("Udp:")]
+    if len(rows) >= 2:
+        rcvbuf = int(rows[1][rows[0].index("RcvbufErrors")])
+    server = others = 0
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    local_port = int(cols[1].rsplit(":", 1)[1], 16)
+                    if local_port == port:
+                        server += int(cols[-1])
+                    else:
+                        others += int(cols[-1])
+        except OSError:
+            pass
+    return rcvbuf, server, others
+
+
 def write_zone(path, serial):
     hosts = "".join("host%04d IN A 10.%d.%d.1\n" % (i, i // 256, i % 256) for i in range(NAMES))
     text = f"""$ORIGIN bench.test.
@@ -158,6 +183,7 @@ def main():
                qfile, "--qps", str(qps), "--duration", str(args.duration), "--pid", str(pid), "--json"]
         if args.rate_plot:
             cmd += ["--plot", os.path.abspath(args.rate_plot)]
+        drops0 = udp_drops(args.port)
         t0 = time.time()
         load = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         reloads, failures = [], []
@@ -192,6 +218,7 @@ def main():
         th.start()
         out, _ = load.communicate(timeout=args.duration + 120)
         th.join(timeout=60)
+        drops1 = udp_drops(args.port)
         report = json.loads(out)
         rss_end = rss_kib([pid])
         stats1 = shardns_stats(bin_, ctl)
@@ -230,6 +257,9 @@ def main():
            f"Server CPU {report['server_usage']['cpu_s']:.1f} s "
            f"({report['server_usage']['queries_per_cpu_s'] / 1000:.0f} kq per CPU-s); tool CPU "
            f"{report['tool']['cpu_us_per_query']:.1f} µs per query; steal {report.get('steal_pct', 0):.1f} %."]
+    md.append(f"Kernel UDP drops during the run: RcvbufErrors {drops1[0] - drops0[0]:,} on the host; "
+              f"the server's socket {drops1[1] - drops0[1]:,}, other sockets (the load generator's) "
+              f"{drops1[2] - drops0[2]:,} (per-socket counters of sockets that closed are not seen).")
     if failures:
         md += ["", "Reload failures: " + "; ".join(failures)]
     text = "\n".join(md) + "\n"
