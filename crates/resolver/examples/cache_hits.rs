@@ -9,51 +9,18 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p target/release/examples/cache_hits 100000
 //! ```
 
-use std::sync::Arc;
+#[path = "../benches/common/mod.rs"]
+mod common;
 
-use shardns_resolver::{CacheAnswer, Config, Engine, Event, Hints, Resolver};
-use shardns_wire::{Class, MessageWriter, Name, RType, Section};
-
-const NAMES: usize = 10_000;
-
-fn name(i: usize) -> Name {
-    format!("host{i}.bench.test.").parse().unwrap()
-}
-
-/// An authoritative server for everything: `hostN.bench.test. A`.
-fn respond(query: &[u8]) -> Vec<u8> {
-    shardns_testkit::reply(query, true, |question, w, _| {
-        let i = question.qname.as_ref().len() as u8;
-        w.put_record(
-            Section::Answer,
-            question.qname.as_ref(),
-            RType::A,
-            Class::IN,
-            86_400,
-            &[10, 0, 0, i],
-        )
-        .unwrap();
-    })
-}
+use common::{name, warm, NAMES};
+use shardns_resolver::CacheAnswer;
+use shardns_wire::{Class, MessageWriter, Name, RType};
 
 fn main() {
     let hits: usize = std::env::args()
         .nth(1)
         .map_or(100_000, |a| a.parse().expect("N: a number of hits"));
-    let mut config = Config::default();
-    config.hints = Hints::parse(". NS a.root.\na.root. A 127.0.0.1@5300\n").unwrap();
-    config.qname_minimisation = false;
-    config.ipv6 = false;
-    let resolver = Arc::new(Resolver::new(config));
-    let mut engine = Engine::new(Arc::clone(&resolver), [3; 32]);
-    for i in 0..NAMES {
-        engine.resolve(name(i).as_ref(), RType::A, 0);
-        while let Some(ev) = engine.poll() {
-            if let Event::Transmit(t) = ev {
-                engine.handle_response(t.query, t.server, &respond(t.payload()), 1);
-            }
-        }
-    }
+    let resolver = warm();
     let names: Vec<Name> = (0..NAMES).map(name).collect();
     let cache = resolver.cache();
     let mut buf = [0u8; 512];
