@@ -40,41 +40,11 @@ import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, port_free,  # noqa: E402
+from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, knot_conf, port_free,  # noqa: E402
                  rss_kib, steal_idle, steal_pct, terminate)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635}
 UPSTREAM_PORT = 5301
-
-
-def write_knot_conf(d, port, zone, zonefile):
-    os.makedirs(f"{d}/db", exist_ok=True)
-    with open(f"{d}/knot.conf", "w") as f:
-        f.write(f"""server:
-    rundir: "{d}"
-    pidfile: "{d}/knot.pid"
-    listen: 127.0.0.1@{port}
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-control:
-    listen: "{d}/knot.sock"
-log:
-  - target: stderr
-    any: warning
-database:
-    storage: "{d}/db"
-template:
-  - id: default
-    storage: "{os.path.dirname(zonefile)}"
-    zonefile-sync: -1
-    zonefile-load: whole
-    journal-content: none
-zone:
-  - domain: {zone}
-    file: "{zonefile}"
-""")
-    return ["knotd", "-c", f"{d}/knot.conf"]
 
 
 def write_nsd_conf(d, port, zone, zonefile):
@@ -149,7 +119,7 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
     if name == "knotd":
-        return write_knot_conf(d, port, zone, zonefile)
+        return knot_conf(d, "127.0.0.1", port, zone, zonefile)
     if name == "nsd":
         return write_nsd_conf(d, port, zone, zonefile)
     raise ValueError(name)

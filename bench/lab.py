@@ -19,6 +19,40 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+# ---- peer configs ------------------------------------------------------------------------
+
+def knot_conf(d, addr, port, zone, zonefile):
+    """Writes d/knot.conf for knotd serving `zone` from `zonefile` on addr@port with one UDP,
+    one TCP and one background worker (the peers' equal settings); returns the command."""
+    os.makedirs(f"{d}/db", exist_ok=True)
+    with open(f"{d}/knot.conf", "w") as f:
+        f.write(f"""server:
+    rundir: "{d}"
+    pidfile: "{d}/knot.pid"
+    listen: {addr}@{port}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: "{d}/knot.sock"
+log:
+  - target: stderr
+    any: warning
+database:
+    storage: "{d}/db"
+template:
+  - id: default
+    storage: "{os.path.dirname(zonefile)}"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+zone:
+  - domain: {zone}
+    file: "{zonefile}"
+""")
+    return ["knotd", "-c", f"{d}/knot.conf"]
+
+
 # ---- processes --------------------------------------------------------------------------
 
 def children(pid):

@@ -34,6 +34,11 @@ import sys
 import tempfile
 import time
 
+# The knotd config is the one bench/compare.py uses (bench/lab.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+sys.dont_write_bytecode = True
+import lab  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -55,36 +60,6 @@ def steal_pct(a, b):
 def cpu_line():
     with open("/proc/stat") as f:
         return list(map(int, f.readline().split()[1:]))
-
-
-def knot_conf(d, addr, port, zone_dir):
-    os.makedirs(f"{d}/db", exist_ok=True)
-    with open(f"{d}/knot.conf", "w") as f:
-        f.write(f"""server:
-    rundir: "{d}"
-    pidfile: "{d}/knot.pid"
-    listen: {addr}@{port}
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-control:
-    listen: "{d}/knot.sock"
-log:
-  - target: stderr
-    any: warning
-database:
-    storage: "{d}/db"
-template:
-  - id: default
-    storage: "{zone_dir}"
-    zonefile-sync: -1
-    zonefile-load: whole
-    journal-content: none
-zone:
-  - domain: bench.test
-    file: "{zone_dir}/bench.test.zone"
-""")
-    return ["knotd", "-c", f"{d}/knot.conf"]
 
 
 def wait_answer(addr, port, timeout=30):
@@ -168,7 +143,8 @@ def main():
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zone_dir, "small"], check=True)
     args.queries = os.path.join(zone_dir, "queries-A.txt")
     if args.server == "knotd":
-        cmd = knot_conf(os.path.join(work, "knot"), args.addr, args.port, zone_dir)
+        cmd = lab.knot_conf(os.path.join(work, "knot"), args.addr, args.port, "bench.test",
+                             os.path.join(zone_dir, "bench.test.zone"))
     else:
         cmd = [args.shardns, "serve", "--listen", f"{args.addr}:{args.port}", "--zone",
                f"bench.test={zone_dir}/bench.test.zone", "--workers", "1", "--log-level", "warn"]
