@@ -1133,8 +1133,9 @@ mod tests {
         assert!((100..300).contains(&per), "{per} bytes per A record");
     }
 
-    #[test]
-    fn synthesised_cname_renders_dname_first() {
+    /// A cache holding `www.old.example.` CNAME `www.new.example.`, synthesised from the
+    /// DNAME `old.example.` -> `new.example.`.
+    fn cache_with_synthesised_cname() -> Cache {
         let c = Cache::new(1 << 20, 0, 86400, 3600);
         let dname = Record {
             owner: n("old.example."),
@@ -1150,6 +1151,12 @@ mod tests {
             Rank::AuthAnswer,
             0,
         );
+        c
+    }
+
+    #[test]
+    fn synthesised_cname_renders_dname_first() {
+        let c = cache_with_synthesised_cname();
         c.insert_rrset(
             n("www.new.example.").as_ref(),
             RType::A,
@@ -1179,21 +1186,7 @@ mod tests {
     /// RDATA. It must give the DNAME and the CNAME, and stop there (RFC 1034 §3.6.2).
     #[test]
     fn cname_query_at_a_synthesised_cname() {
-        let c = Cache::new(1 << 20, 0, 86400, 3600);
-        let dname = Record {
-            owner: n("old.example."),
-            rtype: RType::DNAME,
-            class: Class::IN,
-            ttl: 600,
-            rdata: n("new.example.").as_wire().to_vec(),
-        };
-        c.insert_synth(
-            n("www.old.example.").as_ref(),
-            (dname.owner.as_ref(), &dname.rdata, dname.ttl),
-            n("www.new.example.").as_ref(),
-            Rank::AuthAnswer,
-            0,
-        );
+        let c = cache_with_synthesised_cname();
         let (r, m) = answer(&c, "www.old.example.", RType::CNAME, 0);
         assert!(matches!(
             r,
