@@ -56,7 +56,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use sys::EventFd;
 use tracing::{error, info, warn};
@@ -355,17 +355,18 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 
     let listen = config.listen_addrs();
     let log_queries = config.log.queries;
-    let reloader = Arc::new(Mutex::new(control::Reloader {
+    let mut reloader = control::Reloader {
         setup,
         config,
         library,
         retired: Vec::new(),
-    }));
+    };
+    let (reloads, requests) = std::sync::mpsc::channel();
     {
-        let (shared, reloader) = (Arc::clone(&shared), Arc::clone(&reloader));
+        let shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("shardns-control".into())
-            .spawn(move || control::serve(control_listener, shared, reloader))
+            .spawn(move || control::serve(control_listener, shared, reloads))
             .map_err(io_error("starting the control thread"))?;
     }
     if let Some(l) = http_listener {
@@ -397,8 +398,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         match signal {
             signal_hook::consts::SIGHUP => {
                 info!("SIGHUP: reloading");
-                let mut r = reloader.lock().unwrap_or_else(|p| p.into_inner());
-                r.reload(&shared);
+                control::reload_now(&mut reloader, &shared, &requests);
             }
             _ => {
                 info!("shutting down");
