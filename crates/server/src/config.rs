@@ -318,8 +318,9 @@ pub struct Limits {
     /// Datagrams read (and answered) per recvmmsg/sendmmsg call, 1 to 1024.
     #[serde(deserialize_with = "batch")]
     pub udp_batch: usize,
-    /// SO_RCVBUF for UDP sockets in bytes; the kernel caps it at `net.core.rmem_max`.
-    /// 0 keeps the system default. Room for bursts: a full buffer drops queries.
+    /// SO_RCVBUF for UDP sockets in bytes; past `net.core.rmem_max` only with CAP_NET_ADMIN
+    /// (SO_RCVBUFFORCE). 0 keeps the system default. Room for bursts: a full buffer drops
+    /// queries.
     pub udp_receive_buffer: usize,
     /// Largest UDP response, 512 to 1232 octets (also capped by the client's EDNS size;
     /// 512 without EDNS). A longer answer is sent truncated (TC=1).
@@ -343,7 +344,7 @@ impl Default for Limits {
             tcp_connections: 4096,
             tcp_idle_timeout_ms: 10_000,
             udp_batch: 64,
-            udp_receive_buffer: 4 << 20,
+            udp_receive_buffer: 8 << 20,
             udp_max_response: 1232,
             tcp_connections_per_client: 128,
             tcp_read_timeout_ms: 3_000,

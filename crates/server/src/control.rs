@@ -118,7 +118,7 @@ impl Reloader {
 }
 
 impl Reloader {
-    /// Frees a replaced zone set here, on the control thread, once every worker has moved
+    /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
     fn retire(&mut self, old: Arc<ZoneSet>) {
         let started = std::time::Instant::now();

@@ -13,7 +13,7 @@
 //!   UDP/TCP ───────────┬──────────────────┐
 //!                 worker 0   ...     worker N-1     recvmmsg → respond → sendmmsg
 //!                     └── Arc<ZoneSet> ──┘          (no queue, no lock, no clock per query)
-//!   control thread: SIGHUP / control socket → reload → ArcSwap::store(new ZoneSet)
+//!   main thread: SIGHUP / control socket (via SIGHUP) → reload → ArcSwap::store(new ZoneSet)
 //!   stats: summed over the workers' counters when read (control socket, HTTP)
 //! ```
 //!
@@ -560,10 +560,32 @@ fn new_socket(addr: SocketAddr, ty: Type, protocol: Protocol) -> io::Result<Sock
 fn bind_udp(addr: SocketAddr, receive_buffer: usize) -> io::Result<UdpSocket> {
     let s = new_socket(addr, Type::DGRAM, Protocol::UDP)?;
     if receive_buffer > 0 {
-        s.set_recv_buffer_size(receive_buffer)?;
+        set_receive_buffer(&s, receive_buffer)?;
     }
     s.bind(&addr.into())?;
     Ok(s.into())
+}
+
+/// Sets SO_RCVBUF, past `net.core.rmem_max` when the process may (SO_RCVBUFFORCE needs
+/// CAP_NET_ADMIN), as BIND and Unbound do: the buffer is what absorbs a burst or a pause of
+/// the worker (a hypervisor stealing its core), and the sysctl's common default holds only
+/// ~250 small queries. Unprivileged, the kernel caps it at the sysctl; said once in the log.
+fn set_receive_buffer(s: &Socket, bytes: usize) -> io::Result<()> {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let forced = sys::force_receive_buffer(s, bytes);
+    if forced {
+        return Ok(());
+    }
+    s.set_recv_buffer_size(bytes)?;
+    // The kernel reports twice the size it keeps for data (its bookkeeping overhead).
+    let got = s.recv_buffer_size()? / 2;
+    if got < bytes && !WARNED.swap(true, Relaxed) {
+        warn!(
+            "UDP receive buffer {got} bytes, not the {bytes} asked for \
+             (limits.udp_receive_buffer): raise net.core.rmem_max or run with CAP_NET_ADMIN"
+        );
+    }
+    Ok(())
 }
 
 fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
@@ -574,4 +596,30 @@ fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
     s.bind(&addr.into())?;
     s.listen(1024)?;
     Ok(s.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rmem_max() -> usize {
+        std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn receive_buffer_goes_past_rmem_max_when_permitted() {
+        let want = rmem_max().max(1 << 20) * 2;
+        let udp = bind_udp("127.0.0.1:0".parse().unwrap(), want).unwrap();
+        let got = Socket::from(udp).recv_buffer_size().unwrap() / 2;
+        // SO_RCVBUFFORCE works with CAP_NET_ADMIN (root in CI); without it the kernel
+        // caps the size at the sysctl, and the server still binds.
+        if sys::force_receive_buffer(&UdpSocket::bind("127.0.0.1:0").unwrap(), 4096) {
+            assert_eq!(got, want);
+        } else {
+            assert_eq!(got, rmem_max());
+        }
+    }
 }

@@ -552,8 +552,24 @@ impl SendBatch {
     }
 }
 
-/// Returns free heap memory to the system (glibc's `malloc_trim`): called on the control
-/// thread after a reload frees a zone set, never on a worker. Measured: 30 reloads of a
+/// Sets SO_RCVBUFFORCE (SO_RCVBUF past `net.core.rmem_max`); false when not permitted.
+pub(crate) fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> bool {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a valid socket fd, and a pointer to a c_int that outlives the call with its
+    // exact size; the kernel only reads it.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Returns free heap memory to the system (glibc's `malloc_trim`): called on the thread
+/// that reloads, after a reload frees a zone set, never on a worker. Measured: 30 reloads of a
 /// 1,000-name zone grew RSS 5.5 % without it, 3.7 % with it.
 pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
