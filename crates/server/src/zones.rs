@@ -10,6 +10,7 @@ use shardns_zone::scan::{scan_file, scan_text, Diag};
 use shardns_zone::{LoadError, ScanOptions, Zone, ZoneSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tracing::debug;
 
 /// Threads one zone file is scanned with.
 const SCAN_THREADS: usize = 2;
@@ -104,6 +105,14 @@ impl ZoneLibrary {
         for spec in specs {
             match load_one(spec) {
                 Ok((zone, w)) => {
+                    let huge = zone
+                        .arrays()
+                        .iter()
+                        .filter(|&&(addr, len)| crate::sys::back_with_huge_pages(addr, len))
+                        .count();
+                    if huge > 0 {
+                        debug!("zone {}: {huge} arrays on huge pages", spec.name);
+                    }
                     kept.push(Arc::new(zone));
                     warnings.extend(w);
                     loaded += 1;

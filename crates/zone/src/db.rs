@@ -132,6 +132,25 @@ pub struct Zone {
     soa_minimum: u32,
 }
 
+impl Zone {
+    /// The zone's five arrays as (address, length in bytes), for a server that wants to ask
+    /// the kernel to back big zones with huge pages: a lookup touches a few cache lines in
+    /// each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
+    /// nearly every one.
+    pub fn arrays(&self) -> [(*const u8, usize); 5] {
+        fn span<T>(v: &[T]) -> (*const u8, usize) {
+            (v.as_ptr().cast(), size_of_val(v))
+        }
+        [
+            span(&self.names),
+            span(&self.nodes),
+            span(&self.table),
+            span(&self.rrsets),
+            span(&self.rdata),
+        ]
+    }
+}
+
 /// A handle to a node of a zone.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeRef<'a> {
