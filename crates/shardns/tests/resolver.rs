@@ -9,14 +9,12 @@
 
 mod common;
 
-use common::{dig, free_port, parse, stat_value, udp_client, udp_exchange, TempDir, BIN};
+use common::{dig, free_port, parse, udp_client, udp_exchange, Server, TempDir};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 const ROOT_ZONE: &str = "\
 $TTL 3600
@@ -46,81 +44,20 @@ ns    IN A   127.0.0.2
 www   IN A   192.0.2.2
 ";
 
-/// One running `shardns serve` on a 127.0.0.x address; killed on drop.
-struct Instance {
-    child: Child,
-    addr: SocketAddr,
-    control: PathBuf,
-    log: Arc<Mutex<String>>,
-}
-
-impl Instance {
-    fn start(dir: &Path, name: &str, addr: SocketAddr, args: &[&str]) -> Self {
-        let control = dir.join(format!("{name}.ctl"));
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--control")
-            .arg(&control)
-            .args(["--workers", "2"])
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start shardns");
-        let log = common::capture_stderr(&mut child);
-        let mut me = Self {
-            child,
-            addr,
-            control,
-            log,
-        };
-        let end = Instant::now() + Duration::from_secs(20);
-        while !me.log().contains("shardns ready") {
-            if let Ok(Some(status)) = me.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                panic!("{name} exited ({status}):\n{}", me.log());
-            }
-            assert!(Instant::now() < end, "{name} not ready:\n{}", me.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        me
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn stat(&self, name: &str) -> f64 {
-        let out = Command::new(BIN)
-            .arg("stats")
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "stats failed: {out:?}");
-        stat_value(&String::from_utf8_lossy(&out.stdout), name)
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- log of {} ---\n{}", self.addr, self.log());
-        }
-    }
+/// One running `shardns serve` on a 127.0.0.x address (two workers); killed on drop.
+fn instance(name: &str, addr: SocketAddr, args: &[&str]) -> Server {
+    let mut all = vec!["--workers", "2"];
+    all.extend_from_slice(args);
+    // The address makes the directory unique among the tests running at once.
+    let tag = format!("{name}-{}-{}", addr.ip(), addr.port());
+    Server::start_at(&tag, &[addr], &all)
 }
 
 /// Our own root (127.0.0.1) and TLD (127.0.0.2) instances, and a hints file for them.
 struct Authorities {
     dir: TempDir,
-    _root: Instance,
-    tld: Instance,
+    _root: Server,
+    tld: Server,
     hints: PathBuf,
 }
 
@@ -131,14 +68,12 @@ fn authorities(tag: &str) -> Authorities {
     let other_zone = dir.write("other.zone", OTHER_ZONE);
     let root_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let tld_addr: SocketAddr = format!("127.0.0.2:{}", free_port()).parse().unwrap();
-    let root = Instance::start(
-        dir.path(),
+    let root = instance(
         "root",
         root_addr,
         &["--zone", &format!(".={}", root_zone.display())],
     );
-    let tld = Instance::start(
-        dir.path(),
+    let tld = instance(
         "tld",
         tld_addr,
         &[
@@ -165,7 +100,7 @@ fn authorities(tag: &str) -> Authorities {
 
 impl Authorities {
     /// A resolver instance on `ip` using our root, plus `args`.
-    fn resolver(&self, name: &str, ip: &str, args: &[&str]) -> Instance {
+    fn resolver(&self, name: &str, ip: &str, args: &[&str]) -> Server {
         let addr: SocketAddr = format!("{ip}:{}", free_port()).parse().unwrap();
         let port = self.tld.addr.port().to_string();
         let hints = self.hints.display().to_string();
@@ -177,7 +112,7 @@ impl Authorities {
             &port,
         ];
         all.extend_from_slice(args);
-        Instance::start(self.dir.path(), name, addr, &all)
+        instance(name, addr, &all)
     }
 }
 
@@ -273,12 +208,7 @@ fn recursion_acl_refuses_other_clients() {
         ),
     );
     let addr: SocketAddr = format!("127.0.0.3:{}", free_port()).parse().unwrap();
-    let res = Instance::start(
-        auth.dir.path(),
-        "acl",
-        addr,
-        &["-c", &config.display().to_string()],
-    );
+    let res = instance("acl", addr, &["-c", &config.display().to_string()]);
     let m = ask(res.addr, 1, "www.test.", RecordType::A);
     assert_eq!(m.metadata.response_code, ResponseCode::Refused);
     assert!(m.answers.is_empty());
@@ -315,8 +245,7 @@ fn unreachable_root_gives_servfail_with_ede() {
         ),
     );
     let addr: SocketAddr = format!("127.0.0.3:{}", free_port()).parse().unwrap();
-    let res = Instance::start(
-        dir.path(),
+    let res = instance(
         "dead",
         addr,
         &["--recursion", "--root-hints", &hints.display().to_string()],

@@ -18,14 +18,13 @@
 
 mod common;
 
-use common::{capture_stderr, TempDir, BIN};
+use common::{Server, TempDir};
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FAKE: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 60);
 const RESOLVER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
@@ -56,7 +55,12 @@ fn forged_answers_are_rejected_and_never_cached() {
         "root.hints",
         &format!(". NS a.root-servers.net.\na.root-servers.net. A {FAKE}\n"),
     );
-    let resolver = Resolver::start(&dir, &hints.display().to_string());
+    let hints = hints.display().to_string();
+    let resolver = Server::start_at(
+        "spoofing-resolver",
+        &[SocketAddr::from((RESOLVER, 53))],
+        &["--workers", "1", "--recursion", "--root-hints", &hints],
+    );
 
     for (round, name) in TARGETS.iter().enumerate() {
         let id = 100 + round as u16;
@@ -131,69 +135,6 @@ fn ask(name: &str, id: u16) -> Vec<[u8; 4]> {
             _ => None,
         })
         .collect()
-}
-
-/// The shardns resolver, killed by PID on drop.
-struct Resolver {
-    child: Child,
-    control: std::path::PathBuf,
-    log: Arc<Mutex<String>>,
-}
-
-impl Resolver {
-    fn start(dir: &TempDir, hints: &str) -> Self {
-        let control = dir.path().join("ctl");
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg("--listen")
-            .arg(format!("{RESOLVER}:53"))
-            .arg("--control")
-            .arg(&control)
-            .args(["--workers", "1", "--recursion", "--root-hints", hints])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start shardns");
-        let log = capture_stderr(&mut child);
-        let mut me = Self {
-            child,
-            control,
-            log,
-        };
-        let end = Instant::now() + Duration::from_secs(20);
-        while !me.log.lock().unwrap().contains("shardns ready") {
-            if let Ok(Some(status)) = me.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                panic!("shardns exited ({status}):\n{}", me.log.lock().unwrap());
-            }
-            assert!(Instant::now() < end, "shardns not ready");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        me
-    }
-
-    fn stat(&self, name: &str) -> f64 {
-        let out = Command::new(BIN)
-            .arg("stats")
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "stats failed: {out:?}");
-        common::stat_value(&String::from_utf8_lossy(&out.stdout), name)
-    }
-}
-
-impl Drop for Resolver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- shardns log ---\n{}", self.log.lock().unwrap());
-        }
-    }
 }
 
 /// One query the fake received.
