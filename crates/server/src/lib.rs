@@ -39,6 +39,7 @@ mod stats;
 mod sys;
 mod tcp;
 mod worker;
+pub mod xdp;
 mod zones;
 
 pub use config::{
