@@ -119,9 +119,11 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     port = PORTS[name]
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
-    if cache and name == "shardns":
+    # shardns-xdp: shardns reading its UDP queries from lo with AF_XDP (`--xdp lo`).
+    xdp = ["--xdp", "lo"] if name == "shardns-xdp" else []
+    if cache and name in ("shardns", "shardns-xdp"):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--forward",
-                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"]
+                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone)
     if name == "xdpfloor":
@@ -130,9 +132,9 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     if name == "floor":
         # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
-    if name == "shardns":
+    if name in ("shardns", "shardns-xdp"):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
-                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
+                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "knotd":
         return knot_conf(d, "127.0.0.1", port, zone, zonefile)
     if name == "nsd":
@@ -183,6 +185,10 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         port = PORTS[name]
         if not wait_answer(port, first_q):
             print(f"{name} did not answer", file=sys.stderr)
+            return None
+        if name in XDP_KINDS and "prog/xdp" not in subprocess.run(
+                ["ip", "link", "show", "lo"], capture_output=True, text=True).stdout:
+            print(f"{name}: no XDP program on lo (see {work}/{name}.log), run skipped", file=sys.stderr)
             return None
         if cache:
             # Every name once, one at a time: the cache holds the whole list before measuring.

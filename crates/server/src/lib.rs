@@ -265,7 +265,34 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
 
     let workers = config.worker_count();
-    let sockets = bind_all(&config, workers)?;
+    let mut sockets = bind_all(&config, workers)?;
+    // XDP mode: held until the workers have stopped; dropping it detaches the program.
+    let xdp_program = match &config.server.xdp_interface {
+        Some(iface) => {
+            let endpoints: Vec<SocketAddr> = sockets[0]
+                .udp
+                .iter()
+                .filter_map(|s| s.local_addr().ok())
+                .collect();
+            match xdp::setup(iface, &endpoints, workers) {
+                Ok((prog, xsks)) => {
+                    info!(
+                        "XDP on {iface}: UDP queries on {} receive queue(s) read with AF_XDP (generic mode, copy)",
+                        xsks.len()
+                    );
+                    for (socks, xsk) in sockets.iter_mut().zip(xsks) {
+                        socks.xsk = Some(xsk);
+                    }
+                    Some(prog)
+                }
+                Err(e) => {
+                    error!("XDP on {iface} is off, UDP is served by sockets: {e}");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let control_path = config.control_socket_path();
     let control_listener = control::bind(&control_path).map_err(|source| Error::Socket {
         what: format!("control socket {}", control_path.display()),
@@ -414,6 +441,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             error!("a worker panicked");
         }
     }
+    drop(xdp_program);
     // Unblock the control thread's accept so it sees the flag, then remove the socket.
     let _ = std::os::unix::net::UnixStream::connect(&control_path);
     let _ = std::fs::remove_file(&control_path);
