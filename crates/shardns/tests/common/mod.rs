@@ -126,6 +126,12 @@ impl Server {
         Self::spawn(dir, &listen, config.as_deref(), args)
     }
 
+    /// Starts `shardns serve` on exactly `listen`, plus `args` (for tests that must use
+    /// given ports).
+    pub fn start_at(tag: &str, listen: &[SocketAddr], args: &[&str]) -> Self {
+        Self::spawn(TempDir::new(tag), listen, None, args)
+    }
+
     fn spawn(dir: TempDir, listen: &[SocketAddr], config: Option<&Path>, args: &[&str]) -> Self {
         let control = dir.path().join("ctl");
         let mut cmd = Command::new(BIN);
