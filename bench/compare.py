@@ -18,6 +18,9 @@ sets net.ipv4.conf.lo.route_localnet and accept_local to 1 for the run and resto
 With AF_XDP on lo the XDP program and the copy into the UMEM run in the *sender's* softirq,
 so `--per-query` adds a table of CPU microseconds per query of the server, the load
 generator and both, to tell a saving from cost moved to the client.
+`shardns-xdp` is shardns with `--xdp lo` (its UDP over AF_XDP, worker 0 on lo's one queue);
+`knotd-xdp` is knotd with `xdp: listen: lo@PORT` (Knot's own XDP mode; knotd leaves its
+program on lo when it exits, so the script takes it off after each run).
 
 Workloads: `small` (1,000 names), `big` (the same count of names spread over a 1,276,513-record
 zone), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
@@ -50,11 +53,11 @@ from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, kn
                  port_free, rss_kib, steal_idle, steal_pct, terminate)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
-         "xdpfloor": 5636, "shardns-xdp": 5637}
+         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638}
 # Kinds that take their UDP queries from `lo` with AF_XDP (root only). The replies they send
 # into lo carry 127.0.0.1 without the route the kernel's own sender attaches, so lo must
 # accept local-network sources and destinations on input for them to arrive.
-XDP_KINDS = ("xdpfloor", "shardns-xdp")
+XDP_KINDS = ("xdpfloor", "shardns-xdp", "knotd-xdp")
 XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local")
 UPSTREAM_PORT = 5301
 
@@ -137,6 +140,12 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "knotd":
         return knot_conf(d, "127.0.0.1", port, zone, zonefile)
+    if name == "knotd-xdp":
+        # Knot's own XDP mode on lo (UDP; TCP stays on its sockets).
+        cmd = knot_conf(d, "127.0.0.1", port, zone, zonefile)
+        with open(f"{d}/knot.conf", "a") as f:
+            f.write(f"xdp:\n    listen: lo@{port}\n    udp: on\n    tcp: off\n")
+        return cmd
     if name == "nsd":
         return write_nsd_conf(d, port, zone, zonefile)
     raise ValueError(name)
@@ -220,6 +229,11 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
     finally:
         terminate(srv)
         log.close()
+        if name == "knotd-xdp":
+            # knotd leaves its XDP program on lo when it exits; take it off (ours go by themselves).
+            if "xdp_redirect" in subprocess.run(["ip", "link", "show", "lo"], capture_output=True,
+                                                text=True).stdout:
+                subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], check=False)
 
 
 def plot_kq(path, servers, results, title):
@@ -296,9 +310,9 @@ def main():
     with open(qfile) as f:
         first_q = f.readline().split()[0]
     servers = [s for s in args.servers.split(",")
-               if s in ("shardns", "floor") + XDP_KINDS or shutil.which(s)]
+               if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])]
     if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
-        sys.exit("xdpfloor and shardns-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
+        sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
     saved_sysctls = {}
     if any(s in XDP_KINDS for s in servers):
         for k in XDP_SYSCTLS:
