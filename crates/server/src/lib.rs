@@ -23,7 +23,12 @@
 //! With `[rrl] enabled = true` each worker passes its UDP responses through its own
 //! response rate limiter (`rrl`), a fixed table with no lock.
 //!
-//! `sys` holds the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4).
+//! With `server.xdp_interface` set, an XDP program steers the interface's UDP queries to
+//! AF_XDP sockets, one per receive queue, each owned by the worker of that index (`xdp`);
+//! they are answered by the same code as socket queries.
+//!
+//! `sys` and `xdp` hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
+//! the bpf() system call, the AF_XDP socket and its shared rings).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
 //! unless query logging is switched on.
 #![deny(unsafe_code)]
