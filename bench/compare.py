@@ -285,12 +285,17 @@ def main():
     ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
+                    help="serve NAME on PORT instead of its default (e.g. shardns=5639 when 5631 is taken)")
     ap.add_argument("--per-query", action="store_true",
                     help="also a table of CPU microseconds per query: server, load generator, their "
                     "sum (process accounting), and cores 0, 1 and both busy (all processes, softirq)")
     ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
+    for spec in args.port:
+        name, port = spec.split("=", 1)
+        PORTS[name] = int(port)
 
     shardns_bin = build_shardns()
     for kind, example in (("floor", "udp_floor"), ("xdpfloor", "xdp_floor")):
