@@ -12,7 +12,15 @@ holds even when the load generator is the bottleneck.
 `--servers` may include `floor`: a responder that does no DNS work (one recvmmsg and one
 sendmmsg per batch, a fixed A record appended to each query; build it with `cargo build --release
 -p shardns-server --example udp_floor`). Its queries per CPU-second is the ceiling any server
-using the socket API reaches on this machine.
+using the socket API reaches on this machine. `xdpfloor` is the same responder on AF_XDP
+(generic XDP on lo, copy mode; crates/server/examples/xdp_floor.rs; needs root; the script
+sets net.ipv4.conf.lo.route_localnet and accept_local to 1 for the run and restores them).
+With AF_XDP on lo the XDP program and the copy into the UMEM run in the *sender's* softirq,
+so `--per-query` adds a table of CPU microseconds per query of the server, the load
+generator and both, to tell a saving from cost moved to the client.
+`shardns-xdp` is shardns with `--xdp lo` (its UDP over AF_XDP, worker 0 on lo's one queue);
+`knotd-xdp` is knotd with `xdp: listen: lo@PORT` (Knot's own XDP mode; knotd leaves its
+program on lo when it exits, so the script takes it off after each run).
 
 Workloads: `small` (1,000 names), `big` (the same count of names spread over a 1,276,513-record
 zone), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
@@ -28,6 +36,7 @@ matplotlib for --plot only (without it the plot is skipped with a message).
 """
 
 import argparse
+import atexit
 import os
 import re
 import shutil
@@ -40,10 +49,16 @@ import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, knot_conf, port_free,  # noqa: E402
-                 rss_kib, steal_idle, steal_pct, terminate)
+from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, knot_conf,  # noqa: E402
+                 port_free, rss_kib, steal_idle, steal_pct, terminate)
 
-PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635}
+PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
+         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638}
+# Kinds that take their UDP queries from `lo` with AF_XDP (root only). The replies they send
+# into lo carry 127.0.0.1 without the route the kernel's own sender attaches, so lo must
+# accept local-network sources and destinations on input for them to arrive.
+XDP_KINDS = ("xdpfloor", "shardns-xdp", "knotd-xdp")
+XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local")
 UPSTREAM_PORT = 5301
 
 
@@ -107,19 +122,30 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     port = PORTS[name]
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
-    if cache and name == "shardns":
+    # shardns-xdp: shardns reading its UDP queries from lo with AF_XDP (`--xdp lo`).
+    xdp = ["--xdp", "lo"] if name == "shardns-xdp" else []
+    if cache and name in ("shardns", "shardns-xdp"):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--forward",
-                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"]
+                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone)
+    if name == "xdpfloor":
+        # The same floor on AF_XDP (crates/server/examples/xdp_floor.rs).
+        return [os.path.join(os.path.dirname(shardns_bin), "examples", "xdp_floor"), f"127.0.0.1:{port}", "lo"]
     if name == "floor":
         # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
-    if name == "shardns":
+    if name in ("shardns", "shardns-xdp"):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
-                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
+                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "knotd":
         return knot_conf(d, "127.0.0.1", port, zone, zonefile)
+    if name == "knotd-xdp":
+        # Knot's own XDP mode on lo (UDP; TCP stays on its sockets).
+        cmd = knot_conf(d, "127.0.0.1", port, zone, zonefile)
+        with open(f"{d}/knot.conf", "a") as f:
+            f.write(f"xdp:\n    listen: lo@{port}\n    udp: on\n    tcp: off\n")
+        return cmd
     if name == "nsd":
         return write_nsd_conf(d, port, zone, zonefile)
     raise ValueError(name)
@@ -169,6 +195,10 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         if not wait_answer(port, first_q):
             print(f"{name} did not answer", file=sys.stderr)
             return None
+        if name in XDP_KINDS and "prog/xdp" not in subprocess.run(
+                ["ip", "link", "show", "lo"], capture_output=True, text=True).stdout:
+            print(f"{name}: no XDP program on lo (see {work}/{name}.log), run skipped", file=sys.stderr)
+            return None
         if cache:
             # Every name once, one at a time: the cache holds the whole list before measuring.
             subprocess.run(["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
@@ -178,9 +208,10 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(0.5)
         pids = children(srv.pid)
-        t0, s0, l0, c0 = time.time(), cpu_ticks(pids), cpu_ticks([lg.pid]), steal_idle()
+        lgp = children(lg.pid)  # taskset execs, so this is dnsperf itself
+        t0, s0, l0, c0 = time.time(), cpu_ticks(pids), cpu_ticks(lgp), steal_idle()
         time.sleep(args.duration - 1)
-        t1, s1, l1, c1 = time.time(), cpu_ticks(pids), cpu_ticks([lg.pid]), steal_idle()
+        t1, s1, l1, c1 = time.time(), cpu_ticks(pids), cpu_ticks(lgp), steal_idle()
         out, _ = lg.communicate(timeout=args.duration + 30)
         rss = rss_kib(pids)
         qps, lost = parse_qps(args.loadgen, out)
@@ -188,12 +219,21 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
         srv_cpu = (s1 - s0) / CLK_TCK / win
         lg_cpu = (l1 - l0) / CLK_TCK / win
         steal = [steal_pct(c0, c1, c) for c in ("cpu0", "cpu1")]
-        return {"qps": qps, "lost": lost, "srv_cpu": srv_cpu, "lg_cpu": lg_cpu,
+        busy = [busy_pct(c0, c1, c) / 100 for c in ("cpu0", "cpu1")]
+        us = lambda cpu: 1e6 * cpu / qps if qps > 0 else 0.0
+        return {"srv_us": us(srv_cpu), "lg_us": us(lg_cpu), "sum_us": us(srv_cpu + lg_cpu),
+                "core0_us": us(busy[0]), "core1_us": us(busy[1]), "cores_us": us(busy[0] + busy[1]),
+                "qps": qps, "lost": lost, "srv_cpu": srv_cpu, "lg_cpu": lg_cpu,
                 "kq_per_cpu_s": qps / srv_cpu / 1000 if srv_cpu > 0 else 0.0,
                 "rss_mib": rss / 1024, "steal0": steal[0], "steal1": steal[1]}
     finally:
         terminate(srv)
         log.close()
+        if name == "knotd-xdp":
+            # knotd leaves its XDP program on lo when it exits; take it off (ours go by themselves).
+            if "xdp_redirect" in subprocess.run(["ip", "link", "show", "lo"], capture_output=True,
+                                                text=True).stdout:
+                subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], check=False)
 
 
 def plot_kq(path, servers, results, title):
@@ -245,14 +285,23 @@ def main():
     ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
+                    help="serve NAME on PORT instead of its default (e.g. shardns=5639 when 5631 is taken)")
+    ap.add_argument("--per-query", action="store_true",
+                    help="also a table of CPU microseconds per query: server, load generator, their "
+                    "sum (process accounting), and cores 0, 1 and both busy (all processes, softirq)")
     ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
+    for spec in args.port:
+        name, port = spec.split("=", 1)
+        PORTS[name] = int(port)
 
     shardns_bin = build_shardns()
-    if "floor" in (args.servers or ""):
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns-server", "--example",
-                        "udp_floor"], cwd=ROOT, check=True)
+    for kind, example in (("floor", "udp_floor"), ("xdpfloor", "xdp_floor")):
+        if kind in (args.servers or "").split(","):
+            subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns-server", "--example",
+                            example], cwd=ROOT, check=True)
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
     if args.workload == "big":
         zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
@@ -265,7 +314,24 @@ def main():
         args.servers = "shardns,unbound" if args.workload == "cache" else "shardns,knotd,nsd"
     with open(qfile) as f:
         first_q = f.readline().split()[0]
-    servers = [s for s in args.servers.split(",") if s in ("shardns", "floor") or shutil.which(s)]
+    servers = [s for s in args.servers.split(",")
+               if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])]
+    if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
+        sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
+    saved_sysctls = {}
+    if any(s in XDP_KINDS for s in servers):
+        for k in XDP_SYSCTLS:
+            path = "/proc/sys/" + k.replace(".", "/")
+            with open(path) as f:
+                saved_sysctls[path] = f.read().strip()
+            with open(path, "w") as f:
+                f.write("1")
+
+        def restore():
+            for path, v in saved_sysctls.items():
+                with open(path, "w") as f:
+                    f.write(v)
+        atexit.register(restore)
     work = tempfile.mkdtemp(prefix="shardns-compare-")
     results = {s: [] for s in servers}
     upstream = None
@@ -285,7 +351,9 @@ def main():
                 results[s].append(res)
                 print(f"round {r + 1} {s}: {res['qps']:.0f} q/s, server CPU {100 * res['srv_cpu']:.0f}%, "
                       f"{res['kq_per_cpu_s']:.0f} kq/CPU-s, load generator CPU {100 * res['lg_cpu']:.0f}%, "
-                      f"lost {res['lost']}, steal {res['steal0']:.0f}/{res['steal1']:.0f}%", file=sys.stderr)
+                      f"lost {res['lost']}, steal {res['steal0']:.0f}/{res['steal1']:.0f}%, "
+                      f"µs/q server {res['srv_us']:.2f} + load gen {res['lg_us']:.2f} = {res['sum_us']:.2f}, "
+                      f"cores {res['core0_us']:.2f} + {res['core1_us']:.2f}", file=sys.stderr)
 
     if upstream:
         upstream.send_signal(signal.SIGTERM)
@@ -310,6 +378,15 @@ def main():
         if base:
             row += f" {med(s, 'kq_per_cpu_s') / med(base, 'kq_per_cpu_s'):.2f}x |"
         lines.append(row)
+    if args.per_query:
+        lines += ["", "CPU microseconds per query (medians): process accounting of the server and the load "
+                  "generator, and whole cores busy (every process and softirq on the core, minus idle and steal).",
+                  "", "| server | server µs/q | load gen µs/q | sum µs/q | core 0 µs/q | core 1 µs/q | both cores µs/q |",
+                  "|---|---|---|---|---|---|---|"]
+        for s in servers:
+            if results[s]:
+                lines.append(f"| {s} | " + " | ".join(f"{med(s, k):.2f}" for k in
+                             ("srv_us", "lg_us", "sum_us", "core0_us", "core1_us", "cores_us")) + " |")
     table = "\n".join(lines)
     print(table)
     if args.markdown:

@@ -259,6 +259,9 @@ pub struct ServerConfig {
     /// Unix socket for `shardns reload` and `shardns stats` (absent: see
     /// [`Config::control_socket_path`]).
     pub control_socket: Option<PathBuf>,
+    /// Network interface (e.g. `lo`) whose UDP queries to the listen addresses are read with
+    /// AF_XDP instead of sockets (needs CAP_NET_ADMIN and CAP_BPF; absent: off).
+    pub xdp_interface: Option<String>,
 }
 
 /// One `[[zone]]`.
@@ -420,6 +423,8 @@ pub struct Overrides {
     pub allow: Vec<AclEntry>,
     /// `--upstream-port`.
     pub upstream_port: Option<u16>,
+    /// `--xdp`: sets `server.xdp_interface`.
+    pub xdp_interface: Option<String>,
 }
 
 /// A config file that could not be read or parsed.
@@ -560,6 +565,9 @@ impl Config {
         }
         if let Some(p) = o.upstream_port {
             self.resolver.upstream_port = p;
+        }
+        if o.xdp_interface.is_some() {
+            self.server.xdp_interface = o.xdp_interface.clone();
         }
     }
 

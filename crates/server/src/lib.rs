@@ -23,7 +23,12 @@
 //! With `[rrl] enabled = true` each worker passes its UDP responses through its own
 //! response rate limiter (`rrl`), a fixed table with no lock.
 //!
-//! `sys` holds the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4).
+//! With `server.xdp_interface` set, an XDP program steers the interface's UDP queries to
+//! AF_XDP sockets, one per receive queue, each owned by the worker of that index (`xdp`);
+//! they are answered by the same code as socket queries.
+//!
+//! `sys` and `xdp` hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
+//! the bpf() system call, the AF_XDP socket and its shared rings).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
 //! unless query logging is switched on.
 #![deny(unsafe_code)]
@@ -39,6 +44,7 @@ mod stats;
 mod sys;
 mod tcp;
 mod worker;
+pub mod xdp;
 mod zones;
 
 pub use config::{
@@ -264,7 +270,34 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
 
     let workers = config.worker_count();
-    let sockets = bind_all(&config, workers)?;
+    let mut sockets = bind_all(&config, workers)?;
+    // XDP mode: held until the workers have stopped; dropping it detaches the program.
+    let xdp_program = match &config.server.xdp_interface {
+        Some(iface) => {
+            let endpoints: Vec<SocketAddr> = sockets[0]
+                .udp
+                .iter()
+                .filter_map(|s| s.local_addr().ok())
+                .collect();
+            match xdp::setup(iface, &endpoints, workers) {
+                Ok((prog, xsks)) => {
+                    info!(
+                        "XDP on {iface}: UDP queries on {} receive queue(s) read with AF_XDP (generic mode, copy)",
+                        xsks.len()
+                    );
+                    for (socks, xsk) in sockets.iter_mut().zip(xsks) {
+                        socks.xsk = Some(xsk);
+                    }
+                    Some(prog)
+                }
+                Err(e) => {
+                    error!("XDP on {iface} is off, UDP is served by sockets: {e}");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let control_path = config.control_socket_path();
     let control_listener = control::bind(&control_path).map_err(|source| Error::Socket {
         what: format!("control socket {}", control_path.display()),
@@ -413,6 +446,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             error!("a worker panicked");
         }
     }
+    drop(xdp_program);
     // Unblock the control thread's accept so it sees the flag, then remove the socket.
     let _ = std::os::unix::net::UnixStream::connect(&control_path);
     let _ = std::fs::remove_file(&control_path);

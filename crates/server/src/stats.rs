@@ -114,9 +114,20 @@ pub(crate) enum Via {
     Udp6 = 1,
     Tcp4 = 2,
     Tcp6 = 3,
+    /// UDP read from an AF_XDP socket (`server.xdp_interface`).
+    Xdp4 = 4,
+    Xdp6 = 5,
 }
 
-const VIA_LABELS: [(&str, &str); 4] = [("udp", "4"), ("udp", "6"), ("tcp", "4"), ("tcp", "6")];
+const VIAS: usize = 6;
+const VIA_LABELS: [(&str, &str); VIAS] = [
+    ("udp", "4"),
+    ("udp", "6"),
+    ("tcp", "4"),
+    ("tcp", "6"),
+    ("xdp", "4"),
+    ("xdp", "6"),
+];
 
 impl Via {
     pub(crate) fn udp(v6: bool) -> Self {
@@ -124,6 +135,13 @@ impl Via {
             Self::Udp6
         } else {
             Self::Udp4
+        }
+    }
+    pub(crate) fn xdp(v6: bool) -> Self {
+        if v6 {
+            Self::Xdp6
+        } else {
+            Self::Xdp4
         }
     }
     pub(crate) fn tcp(v6: bool) -> Self {
@@ -144,7 +162,7 @@ impl Via {
 #[repr(align(128))]
 pub(crate) struct WorkerStats {
     /// Queries received, by transport (including dropped and malformed ones).
-    pub(crate) queries: [Counter; 4],
+    pub(crate) queries: [Counter; VIAS],
     /// Answered queries, by question type.
     pub(crate) qtypes: [Counter; QTYPE_SLOTS],
     /// Responses by RCODE.
@@ -232,7 +250,7 @@ pub(crate) struct ControlStats {
 /// Every counter summed over the workers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Totals {
-    pub(crate) queries: [u64; 4],
+    pub(crate) queries: [u64; VIAS],
     pub(crate) qtypes: [u64; QTYPE_SLOTS],
     pub(crate) rcodes: [u64; RCODE_SLOTS],
     pub(crate) truncated: u64,
@@ -587,7 +605,7 @@ mod tests {
         a.tcp_open.set(4);
         b.tcp_open.set(1);
         let t = Totals::sum([&a, &b]);
-        assert_eq!(t.queries, [3, 0, 0, 2]);
+        assert_eq!(t.queries, [3, 0, 0, 2, 0, 0]);
         assert_eq!(t.queries_total(), 5);
         assert_eq!(t.qtypes[0], 2);
         assert_eq!(t.qtypes[QTYPE_OTHER], 1);

@@ -8,6 +8,11 @@
 //! when the worker starts; the query path does not allocate. With `[rrl]` on, every UDP
 //! response passes the worker's own rate limiter (`rrl`) before it is queued.
 //!
+//! With `server.xdp_interface` set, worker i may also own an AF_XDP socket (`XdpPort`) for
+//! receive queue i of that interface: its UDP queries arrive as raw frames, are answered by
+//! the same code as socket queries (`answer_udp`) straight into the frame, and go back on
+//! the socket's TX ring; only the frame I/O differs.
+//!
 //! TCP limits enforced here: connections per worker, in all, and per client address
 //! (checked on accept); the idle timeout (no traffic) and the read timeout (one query
 //! taking too long to arrive, however slowly it trickles in); queries per connection.
@@ -17,6 +22,7 @@ use crate::rrl::{Rrl, Verdict};
 use crate::stats::{Via, WorkerStats};
 use crate::sys::{self, Epoll, Events, SendBatch, UdpBatch, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
+use crate::xdp::{self, Xsk};
 use crate::Shared;
 use shardns_wire::message::{read_question, HEADER_LEN};
 use shardns_wire::{NameBuf, Rcode};
@@ -61,6 +67,18 @@ pub(crate) struct WorkerOptions {
 pub(crate) struct WorkerSockets {
     pub(crate) udp: Vec<UdpSocket>,
     pub(crate) tcp: Vec<TcpListener>,
+    /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
+    pub(crate) xsk: Option<Xsk>,
+}
+
+/// A worker's AF_XDP socket and what answering its frames needs.
+struct XdpPort {
+    xsk: Xsk,
+    /// Each UDP socket's local address: a resolver answer to an XDP query leaves through
+    /// the socket bound to the address the query was sent to.
+    sockets: Vec<SocketAddr>,
+    /// The query is copied here so the response can be written over it in the frame.
+    query: Box<[u8]>,
 }
 
 /// Token kinds, in the top byte of an epoll token.
@@ -69,6 +87,7 @@ const KIND_WAKER: u64 = 0;
 const KIND_UDP: u64 = 1;
 const KIND_LISTENER: u64 = 2;
 const KIND_CONN: u64 = 3;
+const KIND_XDP: u64 = 5;
 
 fn conn_token(slot: u32, generation: u32) -> u64 {
     (KIND_CONN << KIND_SHIFT) | ((generation as u64 & 0xff_ffff) << 32) | slot as u64
@@ -100,6 +119,20 @@ pub(crate) struct Worker {
     recursion: Option<Recursion>,
     /// Response rate limiting (`[rrl] enabled = true`), else `None`.
     rrl: Option<Rrl>,
+    /// AF_XDP (`server.xdp_interface`), else `None`.
+    xdp: Option<XdpPort>,
+}
+
+/// Where a UDP query came from, for `answer_udp`.
+#[derive(Clone, Copy)]
+struct UdpFrom {
+    /// Index of the UDP socket (of the address) the query was sent to.
+    socket: usize,
+    peer: Option<SocketAddr>,
+    via: Via,
+    now: Instant,
+    /// `now` on the rate limiter's clock (0 without RRL).
+    rrl_now: u64,
 }
 
 impl Worker {
@@ -115,7 +148,9 @@ impl Worker {
         let epoll = Epoll::new()?;
         epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
         let mut udp = Vec::new();
+        let mut local = Vec::new();
         for (i, s) in sockets.udp.into_iter().enumerate() {
+            local.push(s.local_addr()?);
             epoll.add(s.as_raw_fd(), (KIND_UDP << KIND_SHIFT) | i as u64, READABLE)?;
             let v6 = s.local_addr()?.is_ipv6();
             udp.push((s, v6));
@@ -130,6 +165,17 @@ impl Worker {
             let v6 = l.local_addr()?.is_ipv6();
             listeners.push((l, v6));
         }
+        let xdp = match sockets.xsk {
+            Some(xsk) => {
+                epoll.add(xsk.as_raw_fd(), KIND_XDP << KIND_SHIFT, READABLE)?;
+                Some(XdpPort {
+                    xsk,
+                    sockets: local,
+                    query: vec![0; xdp::FRAME].into_boxed_slice(),
+                })
+            }
+            None => None,
+        };
         let pool = opts.tcp_per_worker.min(BUFFER_POOL_MAX);
         Ok(Self {
             id,
@@ -144,6 +190,7 @@ impl Worker {
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
             recursion,
             rrl,
+            xdp,
         })
     }
 
@@ -179,6 +226,7 @@ impl Worker {
                 let index = (token & 0xffff_ffff) as usize;
                 match token >> KIND_SHIFT {
                     KIND_UDP => self.serve_udp(index, zones, &mut batch, now, stats),
+                    KIND_XDP => self.serve_xdp(zones, now, stats),
                     KIND_LISTENER => self.accept(index, now, stats),
                     KIND_CONN => {
                         let generation = ((token >> 32) & 0xff_ffff) as u32;
@@ -223,7 +271,12 @@ impl Worker {
             .as_mut()
             .and_then(|r| r.timeout_ms(now))
             .map(|ms| ms.min(i32::MAX as u64 - 1) as i32);
-        [idle, read, resolver]
+        // Replies the kernel did not take yet (copy mode sends inside the kick): try again soon.
+        let xdp = self.xdp.as_mut().and_then(|x| {
+            x.xsk.kick();
+            (x.xsk.tx_pending() > 0).then_some(1)
+        });
+        [idle, read, resolver, xdp]
             .into_iter()
             .flatten()
             .min()
@@ -284,11 +337,10 @@ impl Worker {
         now: Instant,
         stats: &WorkerStats,
     ) {
-        let Some((socket, v6)) = self.udp.get(index) else {
+        let Some((fd, v6)) = self.udp.get(index).map(|(s, v6)| (s.as_raw_fd(), *v6)) else {
             return;
         };
-        let fd = socket.as_raw_fd();
-        let via = Via::udp(*v6);
+        let via = Via::udp(v6);
         let want_peer = self.opts.log_queries || self.recursion.is_some() || self.rrl.is_some();
         let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
         let udp_max = self.opts.udp_max_response;
@@ -316,46 +368,15 @@ impl Worker {
                     stats.dropped.add(1);
                     continue;
                 };
-                match respond(zones, query, Transport::Udp, out) {
-                    Some(mut o) if o.len <= out.len() => {
-                        if o.rcode == Rcode::REFUSED {
-                            // Not in our zones: the resolver role may take it.
-                            if let (Some(rec), Some(p)) = (self.recursion.as_mut(), peer) {
-                                let client = Client::Udp {
-                                    socket: index,
-                                    peer: p,
-                                };
-                                match rec.query(query, client, Some(p.ip()), out, now, stats) {
-                                    Reply::Refused => {}
-                                    Reply::Pending => continue,
-                                    Reply::Written(cached) => o = cached,
-                                }
-                            }
-                        }
-                        // RRL off costs this one branch.
-                        if let (Some(rrl), Some(p)) = (self.rrl.as_mut(), peer) {
-                            let resp = &mut out[..o.len];
-                            match rrl.check(p.ip(), o.rcode, o.truncated, resp, rrl_now) {
-                                Verdict::Send => {}
-                                Verdict::Drop => {
-                                    stats.rrl_dropped.add(1);
-                                    stats.dropped.add(1);
-                                    continue;
-                                }
-                                Verdict::Slip(len) => {
-                                    stats.rrl_slipped.add(1);
-                                    o.len = len;
-                                    o.truncated = true;
-                                }
-                            }
-                        }
-                        stats.answered(o.qtype, o.rcode, o.truncated);
-                        if self.opts.log_queries {
-                            log_query(peer, via, query, &o, stats);
-                        }
-                        batch.queue(i, o.len);
-                    }
-                    _ => stats.dropped.add(1),
+                let from = UdpFrom {
+                    socket: index,
+                    peer,
+                    via,
+                    now,
+                    rrl_now,
+                };
+                if let Some(len) = self.answer_udp(zones, query, out, from, stats) {
+                    batch.queue(i, len);
                 }
             }
             let queued = batch.queued();
@@ -382,6 +403,121 @@ impl Worker {
                 break;
             }
         }
+    }
+
+    /// Answers one UDP query (read from a socket or an AF_XDP frame) into `out`: from the
+    /// zones, else by the resolver role; then RRL, statistics and the query log. Returns the
+    /// response length to send now, or `None`: dropped, or the resolver answers later
+    /// through UDP socket `from.socket`.
+    fn answer_udp(
+        &mut self,
+        zones: &ZoneSet,
+        query: &[u8],
+        out: &mut [u8],
+        from: UdpFrom,
+        stats: &WorkerStats,
+    ) -> Option<usize> {
+        let peer = from.peer;
+        match respond(zones, query, Transport::Udp, out) {
+            Some(mut o) if o.len <= out.len() => {
+                if o.rcode == Rcode::REFUSED {
+                    // Not in our zones: the resolver role may take it.
+                    if let (Some(rec), Some(p)) = (self.recursion.as_mut(), peer) {
+                        let client = Client::Udp {
+                            socket: from.socket,
+                            peer: p,
+                        };
+                        match rec.query(query, client, Some(p.ip()), out, from.now, stats) {
+                            Reply::Refused => {}
+                            Reply::Pending => return None,
+                            Reply::Written(cached) => o = cached,
+                        }
+                    }
+                }
+                // RRL off costs this one branch.
+                if let (Some(rrl), Some(p)) = (self.rrl.as_mut(), peer) {
+                    let resp = &mut out[..o.len];
+                    match rrl.check(p.ip(), o.rcode, o.truncated, resp, from.rrl_now) {
+                        Verdict::Send => {}
+                        Verdict::Drop => {
+                            stats.rrl_dropped.add(1);
+                            stats.dropped.add(1);
+                            return None;
+                        }
+                        Verdict::Slip(len) => {
+                            stats.rrl_slipped.add(1);
+                            o.len = len;
+                            o.truncated = true;
+                        }
+                    }
+                }
+                stats.answered(o.qtype, o.rcode, o.truncated);
+                if self.opts.log_queries {
+                    log_query(peer, from.via, query, &o, stats);
+                }
+                Some(o.len)
+            }
+            _ => {
+                stats.dropped.add(1);
+                None
+            }
+        }
+    }
+
+    /// Answers the frames on the AF_XDP socket's RX ring, each in place, in batches of
+    /// `udp_batch`, like `serve_udp` does with a socket.
+    fn serve_xdp(&mut self, zones: &ZoneSet, now: Instant, stats: &WorkerStats) {
+        let Some(mut port) = self.xdp.take() else {
+            return;
+        };
+        let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
+        let udp_max = self.opts.udp_max_response;
+        let batch = self.opts.udp_batch.min(u32::MAX as usize) as u32;
+        for _ in 0..UDP_ROUNDS {
+            let XdpPort {
+                xsk,
+                sockets,
+                query,
+            } = &mut port;
+            let n = xsk.serve(batch, |frame, len| {
+                let Some(q) = xdp::parse(&frame[..len]) else {
+                    // The XDP program sent it, so it is UDP to us, but not well-formed.
+                    stats.malformed.add(1);
+                    stats.dropped.add(1);
+                    return None;
+                };
+                let via = Via::xdp(q.v6);
+                stats.queries[via as usize].add(1);
+                let local = q.local(frame);
+                let socket = sockets.iter().position(|a| {
+                    *a == local
+                        || (a.ip().is_unspecified()
+                            && a.port() == local.port()
+                            && a.is_ipv6() == local.is_ipv6())
+                });
+                let Some(socket) = socket else {
+                    stats.dropped.add(1);
+                    return None;
+                };
+                let query = &mut query[..q.len];
+                query.copy_from_slice(&frame[q.offset..q.offset + q.len]);
+                let cap = udp_max.min(frame.len() - q.offset);
+                let from = UdpFrom {
+                    socket,
+                    peer: Some(q.peer(frame)),
+                    via,
+                    now,
+                    rrl_now,
+                };
+                let out = &mut frame[q.offset..q.offset + cap];
+                let len = self.answer_udp(zones, query, out, from, stats)?;
+                Some(q.reply(frame, len))
+            });
+            if n < batch {
+                break;
+            }
+        }
+        self.xdp = Some(port);
     }
 
     // ---- TCP ----

@@ -130,6 +130,10 @@ pub(crate) struct ServeArgs {
     /// Port of name servers learned from referrals and glue (default 53; for tests).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) upstream_port: Option<u16>,
+    /// Read the UDP queries to the listen addresses that arrive on interface IFACE (e.g.
+    /// lo) with AF_XDP, bypassing the kernel's UDP sockets (needs root; see docs/CONFIG.md).
+    #[arg(long, value_name = "IFACE")]
+    pub(crate) xdp: Option<String>,
 }
 
 impl ServeArgs {
@@ -155,6 +159,7 @@ impl ServeArgs {
         o.forward = self.forward.clone();
         o.allow = self.allow_recursion.clone();
         o.upstream_port = self.upstream_port;
+        o.xdp_interface = self.xdp.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }
