@@ -226,6 +226,7 @@ impl Recursion {
                     rcode,
                     qtype: Some(qtype),
                     truncated,
+                    wildcard: None,
                 })
             }
             CacheAnswer::Miss { locks } => {
@@ -241,6 +242,7 @@ impl Recursion {
                         rcode: Rcode::SERVFAIL,
                         qtype: Some(qtype),
                         truncated: false,
+                        wildcard: None,
                     });
                 }
                 let task = self.engine.resolve(qname.as_ref(), qtype, clock);

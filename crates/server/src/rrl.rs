@@ -132,17 +132,23 @@ impl Rrl {
     }
 
     /// Decides whether the UDP response `resp` (whole, as built) to `peer` goes out;
-    /// `rcode` and `truncated` are what the answering code reported. On
+    /// `rcode`, `truncated` and `wildcard` are what the answering code reported. On
     /// [`Verdict::Slip`] `resp` has been rewritten in place to the returned length.
     pub(crate) fn check(
         &mut self,
         peer: IpAddr,
         rcode: Rcode,
         truncated: bool,
+        wildcard: Option<u8>,
         resp: &mut [u8],
         now_ms: u64,
     ) -> Verdict {
-        let c = classify(resp, rcode, truncated);
+        let mut c = classify(resp, rcode, truncated);
+        if let (Class::Answer, Some(labels)) = (c.class, wildcard) {
+            // Keyed by the wildcard, not by each of the names it answers: a flood of random
+            // names under one wildcard is one flood (BIND's RRL does the same).
+            c.name = wildcard_key(resp, labels).unwrap_or(c.name);
+        }
         let key = self.key(peer, c.class, c.name, c.qtype);
         match self.account(key, now_ms) {
             Decision::Pass => Verdict::Send,
@@ -268,6 +274,17 @@ fn classify(resp: &[u8], rcode: Rcode, truncated: bool) -> Classified {
             .unwrap_or_else(|| qname.as_ref().hash_ci());
     }
     c
+}
+
+/// The hash of `*.<encloser>`, the encloser being the question name's last
+/// `encloser_labels` labels.
+fn wildcard_key(resp: &[u8], encloser_labels: u8) -> Option<u64> {
+    let mut qname = NameBuf::new();
+    read_question(resp, HEADER_LEN, &mut qname).ok()?;
+    let encloser = qname.as_ref().suffix(usize::from(encloser_labels));
+    let mut star = NameBuf::new();
+    star.set_concat(&[1, b'*'], encloser).ok()?;
+    Some(star.as_ref().hash_ci())
 }
 
 /// The hash of the owner name of the first authority record, after `ancount` answers.
@@ -584,21 +601,21 @@ mod tests {
         let other: IpAddr = "198.51.100.1".parse().unwrap();
         let mut out = resp.clone();
         assert_eq!(
-            r.check(a, Rcode::NOERROR, false, &mut out, 0),
+            r.check(a, Rcode::NOERROR, false, None, &mut out, 0),
             Verdict::Send
         );
         assert_eq!(out, resp);
         assert_eq!(
-            r.check(b, Rcode::NOERROR, false, &mut out, 0),
+            r.check(b, Rcode::NOERROR, false, None, &mut out, 0),
             Verdict::Send
         );
         // The /24 is out of tokens; slip 1 truncates every limited response.
-        let v = r.check(a, Rcode::NOERROR, false, &mut out, 0);
+        let v = r.check(a, Rcode::NOERROR, false, None, &mut out, 0);
         assert_eq!(v, Verdict::Slip(12 + 18 + 4));
         assert_eq!(out[2] & 0x02, 0x02);
         let mut out = resp.clone();
         assert_eq!(
-            r.check(other, Rcode::NOERROR, false, &mut out, 0),
+            r.check(other, Rcode::NOERROR, false, None, &mut out, 0),
             Verdict::Send
         );
         // Another class for the same prefix has its own bucket.
@@ -609,7 +626,37 @@ mod tests {
             Some("example.test"),
         );
         assert_eq!(
-            r.check(a, Rcode::NXDOMAIN, false, &mut nx, 0),
+            r.check(a, Rcode::NXDOMAIN, false, None, &mut nx, 0),
+            Verdict::Send
+        );
+    }
+
+    #[test]
+    fn wildcard_answers_share_the_wildcards_bucket() {
+        let mut r = Rrl::new(&config(1, 0, 1), 5, Instant::now());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        // *.example.test answers both names: the encloser example.test has 2 labels.
+        let mut one = response("r1.example.test", Rcode::NOERROR, 1, None);
+        let mut two = response("r2.example.test", Rcode::NOERROR, 1, None);
+        assert_eq!(
+            r.check(a, Rcode::NOERROR, false, Some(2), &mut one, 0),
+            Verdict::Send
+        );
+        assert_eq!(
+            r.check(a, Rcode::NOERROR, false, Some(2), &mut two, 0),
+            Verdict::Drop,
+            "a second random name under the same wildcard is the same bucket"
+        );
+        // Not from a wildcard: each name is its own bucket.
+        let mut three = response("r3.example.test", Rcode::NOERROR, 1, None);
+        assert_eq!(
+            r.check(a, Rcode::NOERROR, false, None, &mut three, 0),
+            Verdict::Send
+        );
+        // Another wildcard (*.sub.example.test) is another bucket.
+        let mut four = response("r4.sub.example.test", Rcode::NOERROR, 1, None);
+        assert_eq!(
+            r.check(a, Rcode::NOERROR, false, Some(3), &mut four, 0),
             Verdict::Send
         );
     }

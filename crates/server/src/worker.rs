@@ -437,7 +437,7 @@ impl Worker {
                 // RRL off costs this one branch.
                 if let (Some(rrl), Some(p)) = (self.rrl.as_mut(), peer) {
                     let resp = &mut out[..o.len];
-                    match rrl.check(p.ip(), o.rcode, o.truncated, resp, from.rrl_now) {
+                    match rrl.check(p.ip(), o.rcode, o.truncated, o.wildcard, resp, from.rrl_now) {
                         Verdict::Send => {}
                         Verdict::Drop => {
                             stats.rrl_dropped.add(1);

@@ -51,6 +51,11 @@ pub struct Outcome {
     pub qtype: Option<RType>,
     /// TC was set.
     pub truncated: bool,
+    /// The query name itself was answered from a wildcard (RFC 4592): the number of labels
+    /// of the wildcard's closest encloser (`*.<encloser>` has one more). A rate limiter keys
+    /// such answers by the wildcard, as BIND's RRL does, so that random names under it
+    /// share one bucket. `None` otherwise, and for names reached through a CNAME.
+    pub wildcard: Option<u8>,
 }
 
 /// What a name is in a zone.
@@ -189,6 +194,7 @@ pub fn respond(
     let rcode;
     let mut aa = false;
     let mut truncated = false;
+    let mut wildcard = None;
     if edns.is_some_and(|e| e.version > 0) {
         rcode = Rcode::BADVERS;
     } else if qclass != Class::IN && qclass != Class::ANY {
@@ -222,10 +228,12 @@ pub fn respond(
                     rcode: Rcode::NOERROR,
                     additional: [0; MAX_ADDITIONAL],
                     nadditional: 0,
+                    wildcard: None,
                 };
                 truncated = a.run(qname.as_ref()).is_err();
                 aa = a.aa;
                 rcode = a.rcode;
+                wildcard = a.wildcard;
             }
         }
     }
@@ -245,6 +253,7 @@ pub fn respond(
         rcode,
         qtype: Some(qtype),
         truncated,
+        wildcard,
     })
 }
 
@@ -258,6 +267,7 @@ fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Ou
         rcode,
         qtype,
         truncated: false,
+        wildcard: None,
     }
 }
 
@@ -280,6 +290,8 @@ struct Answerer<'z, 'w, 'b> {
     /// Nodes whose A/AAAA go in the additional section.
     additional: [u32; MAX_ADDITIONAL],
     nadditional: usize,
+    /// See [`Outcome::wildcard`].
+    wildcard: Option<u8>,
 }
 
 impl<'z> Answerer<'z, '_, '_> {
@@ -340,7 +352,11 @@ impl<'z> Answerer<'z, '_, '_> {
                         break;
                     }
                 }
-                Found::Exact(node) | Found::Wildcard(node) => {
+                found @ (Found::Exact(node) | Found::Wildcard(node)) => {
+                    if step == 0 && matches!(found, Found::Wildcard(_)) {
+                        // A name has at most 127 labels: the encloser's count fits.
+                        self.wildcard = Some(node.name().label_count().saturating_sub(1) as u8);
+                    }
                     if self.qtype == RType::ANY {
                         if self.put_any(cur, node)? == 0 {
                             authority = Authority::Soa;

@@ -563,3 +563,36 @@ fn lookup_classifies_names() {
         Found::NxDomain
     ));
 }
+
+#[test]
+fn outcome_says_when_the_qname_came_from_a_wildcard() {
+    let wildcard = |zones: &ZoneSet, qname: &str, qtype: RType| {
+        let query = query_bytes(qname, qtype, &PLAIN);
+        let mut out = vec![0u8; 65535];
+        respond(zones, &query, Transport::Udp, &mut out)
+            .expect("a response")
+            .wildcard
+    };
+    let z = rfc4592();
+    // *.example: the encloser example. has one label, whatever the depth below it.
+    assert_eq!(wildcard(&z, "host3.example.", RType::MX), Some(1));
+    assert_eq!(wildcard(&z, "foo.bar.example.", RType::TXT), Some(1));
+    // NODATA from the wildcard is still from the wildcard.
+    assert_eq!(wildcard(&z, "host3.example.", RType::A), Some(1));
+    // Names that exist, NXDOMAIN and referrals are not.
+    assert_eq!(wildcard(&z, "host1.example.", RType::A), None);
+    assert_eq!(wildcard(&z, "sub.*.example.", RType::TXT), None);
+    assert_eq!(
+        wildcard(&z, "_telnet._tcp.host1.example.", RType::SRV),
+        None
+    );
+    assert_eq!(wildcard(&z, "host.subdel.example.", RType::A), None);
+    // The first step of a chain decides: *.wild.example.test is a CNAME (encloser 3 labels),
+    // and an alias whose target is wildcard-synthesised is not.
+    let c = chains();
+    assert_eq!(
+        wildcard(&c, "anything.wild.example.test.", RType::A),
+        Some(3)
+    );
+    assert_eq!(wildcard(&c, "www.example.test.", RType::A), None);
+}
