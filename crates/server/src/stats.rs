@@ -219,6 +219,10 @@ pub(crate) struct WorkerStats {
     pub(crate) rrl_dropped: Counter,
     /// UDP responses sent truncated (TC=1) because of response rate limiting.
     pub(crate) rrl_slipped: Counter,
+    /// The kernel's counters of this worker's AF_XDP socket (`server.xdp_interface`),
+    /// copied at most once a second: frames dropped (invalid, or no room), dropped because
+    /// the RX ring was full, times the fill ring was empty, invalid TX descriptors.
+    pub(crate) xdp_kernel: [Counter; 4],
 }
 
 impl WorkerStats {
@@ -277,6 +281,7 @@ pub(crate) struct Totals {
     pub(crate) tcp_query_limit_closed: u64,
     pub(crate) rrl_dropped: u64,
     pub(crate) rrl_slipped: u64,
+    pub(crate) xdp_kernel: [u64; 4],
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -315,6 +320,7 @@ impl Totals {
         self.tcp_query_limit_closed += w.tcp_query_limit_closed.get();
         self.rrl_dropped += w.rrl_dropped.get();
         self.rrl_slipped += w.rrl_slipped.get();
+        sum_into(&mut self.xdp_kernel, &w.xdp_kernel);
     }
 
     /// Sums every worker's counters.
@@ -434,6 +440,18 @@ pub(crate) fn render_prometheus(
         "UDP responses limited by response rate limiting: dropped, or slipped (sent truncated).",
         "action",
         &[("dropped", t.rrl_dropped), ("slipped", t.rrl_slipped)],
+    );
+    labelled(
+        &mut s,
+        "shardns_xdp_kernel_total",
+        "The kernel's counters of the AF_XDP sockets (server.xdp_interface), read at most once a second: frames dropped, dropped because the RX ring was full, fill ring found empty, invalid TX descriptors.",
+        "event",
+        &[
+            ("rx_dropped", t.xdp_kernel[0]),
+            ("rx_ring_full", t.xdp_kernel[1]),
+            ("fill_ring_empty", t.xdp_kernel[2]),
+            ("tx_invalid", t.xdp_kernel[3]),
+        ],
     );
     head(
         &mut s,
@@ -650,6 +668,10 @@ mod tests {
         assert!(text.contains("shardns_rrl_limited_total{action=\"slipped\"} 2\n"));
         assert!(text.contains("shardns_tcp_connections_refused_total{reason=\"client\"} 1\n"));
         assert!(text.contains("shardns_tcp_connections_refused_total{reason=\"limit\"} 0\n"));
+        a.xdp_kernel[1].set(7);
+        let text = render_prometheus(&[&a, &a], &ControlStats::default(), 1.5);
+        assert!(text.contains("shardns_xdp_kernel_total{event=\"rx_ring_full\"} 14\n"));
+        assert!(text.contains("shardns_xdp_kernel_total{event=\"rx_dropped\"} 0\n"));
         // Every sample line belongs to a family announced by a TYPE line.
         let families: Vec<&str> = text
             .lines()

@@ -79,6 +79,8 @@ struct XdpPort {
     sockets: Vec<SocketAddr>,
     /// The query is copied here so the response can be written over it in the frame.
     query: Box<[u8]>,
+    /// When the kernel's counters for the socket were last copied into the statistics.
+    counters_read: Option<Instant>,
 }
 
 /// Token kinds, in the top byte of an epoll token.
@@ -172,6 +174,7 @@ impl Worker {
                     xsk,
                     sockets: local,
                     query: vec![0; xdp::FRAME].into_boxed_slice(),
+                    counters_read: None,
                 })
             }
             None => None,
@@ -478,6 +481,7 @@ impl Worker {
                 xsk,
                 sockets,
                 query,
+                ..
             } = &mut port;
             let n = xsk.serve(batch, |frame, len| {
                 let Some(q) = xdp::parse(&frame[..len]) else {
@@ -515,6 +519,19 @@ impl Worker {
             });
             if n < batch {
                 break;
+            }
+        }
+        // The kernel's drop counters cost a system call: copied at most once a second.
+        if port
+            .counters_read
+            .is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1))
+        {
+            port.counters_read = Some(now);
+            if let Ok(k) = port.xsk.stats() {
+                let values = [k.rx_dropped, k.rx_ring_full, k.rx_fill_empty, k.tx_invalid];
+                for (c, v) in stats.xdp_kernel.iter().zip(values) {
+                    c.set(v);
+                }
             }
         }
         self.xdp = Some(port);

@@ -172,6 +172,12 @@ fn xdp_mode_serves_falls_back_and_detaches() {
         1.0,
         "{stats}"
     );
+    // The kernel's counters of the AF_XDP socket are copied into the statistics: nothing was
+    // lost at this rate.
+    assert!(
+        stats.contains("shardns_xdp_kernel_total{event=\"rx_ring_full\"} 0\n"),
+        "{stats}"
+    );
 
     // A second server cannot attach (lo has our program): it says so and serves by sockets.
     let port_b = port_in_range(port);
