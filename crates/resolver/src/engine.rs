@@ -330,25 +330,36 @@ impl Engine {
 
     /// A datagram (or TCP message, without its length prefix) arrived on the socket of
     /// `query`, from `from`. Responses that do not match the query are ignored, and the
-    /// query stays outstanding.
-    pub fn handle_response(&mut self, query: QueryId, from: SocketAddr, bytes: &[u8], now: u64) {
-        let Some(up) = self.query(query) else { return };
+    /// query stays outstanding. Returns false for such a rejected response (counted in
+    /// [`EngineStats::rejected`]), so the caller reads on for the real one; true when the
+    /// response was taken, or its query was already over.
+    pub fn handle_response(
+        &mut self,
+        query: QueryId,
+        from: SocketAddr,
+        bytes: &[u8],
+        now: u64,
+    ) -> bool {
+        let Some(up) = self.query(query) else {
+            return true;
+        };
         let (server, id, tcp) = (up.server, up.id, up.tcp);
         if from != server {
             self.stats.rejected += 1;
-            return;
+            return false;
         }
         let header = match Header::parse(bytes) {
             Ok(h) if h.id == id && h.qr() && h.opcode() == Opcode::QUERY => h,
             _ => {
                 self.stats.rejected += 1;
-                return;
+                return false;
             }
         };
         // The engine's one response buffer, taken out while tasks read it.
         let mut msg = core::mem::take(&mut self.response);
-        self.handle_parsed(query, bytes, &mut msg, tcp, header, now);
+        let taken = self.handle_parsed(query, bytes, &mut msg, tcp, header, now);
         self.response = msg;
+        taken
     }
 
     fn handle_parsed(
@@ -359,7 +370,7 @@ impl Engine {
         tcp: bool,
         header: Header,
         now: u64,
-    ) {
+    ) -> bool {
         match msg.parse(bytes) {
             Ok(()) => {}
             Err(_) if tcp => {
@@ -367,11 +378,11 @@ impl Engine {
                 if let Some(up) = self.finish_query(query) {
                     self.fail_waiters(query, &up, Failure::Network, now);
                 }
-                return;
+                return true;
             }
             Err(_) => {
                 self.stats.rejected += 1;
-                return;
+                return false;
             }
         }
         let mut questions = msg.questions();
@@ -383,10 +394,10 @@ impl Engine {
         };
         if !question_ok {
             self.stats.rejected += 1;
-            return;
+            return false;
         }
         let Some(up) = self.finish_query(query) else {
-            return;
+            return true;
         };
         self.resolver
             .servers
@@ -394,7 +405,7 @@ impl Engine {
         if header.tc() && !up.tcp {
             self.stats.tcp_retries += 1;
             self.resend(up, true, true, now);
-            return;
+            return true;
         }
         let rcode = msg.rcode();
         if up.edns && (rcode == Rcode::FORMERR || rcode == Rcode::NOTIMP) && msg.opt().is_none() {
@@ -402,7 +413,7 @@ impl Engine {
             self.resolver.servers.set_no_edns(up.server, now);
             let tcp = up.tcp;
             self.resend(up, tcp, false, now);
-            return;
+            return true;
         }
         let resolver = Arc::clone(&self.resolver);
         for w in up.waiters.iter() {
@@ -414,6 +425,7 @@ impl Engine {
                 }
             }
         }
+        true
     }
 
     /// Sending `query` failed, or its server refused the connection (ICMP unreachable,

@@ -127,8 +127,9 @@ fn resolve_all(engine: &mut Engine, names: impl Iterator<Item = u32>) -> (usize,
                     queries += 1;
                     let response = respond(t.server, t.payload());
                     now += 1;
-                    let ((), a) =
+                    let (taken, a) =
                         GLOBAL.count(|| engine.handle_response(t.query, t.server, &response, now));
+                    assert!(taken, "the fake server's answer is taken");
                     allocations += a;
                 }
                 Event::Done(id, answer) => {

@@ -412,12 +412,13 @@ impl Recursion {
                 for _ in 0..UPSTREAM_ROUNDS {
                     match s.recv_from(&mut self.read_buf) {
                         Ok((n, from)) => {
-                            // The engine checks source, ID and question and counts what it
-                            // rejects; datagrams for a finished query are ignored.
-                            let rejected = self.engine.stats().rejected;
-                            self.engine
-                                .handle_response(query, from, &self.read_buf[..n], clock);
-                            if self.engine.stats().rejected == rejected {
+                            // The engine checks source, ID and question and rejects (and
+                            // counts) what does not match; datagrams for a finished query
+                            // are ignored.
+                            if self
+                                .engine
+                                .handle_response(query, from, &self.read_buf[..n], clock)
+                            {
                                 // Taken as the answer (or the query was already over): the
                                 // socket closes on Close, so a further read would only
                                 // return EAGAIN. A forgery was counted and skipped: read
