@@ -8,6 +8,8 @@ use crate::rate::RateReport;
 use crate::report::group;
 use crate::rr::RrReport;
 use crate::Error;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -160,6 +162,7 @@ fn draw_rr_panels<DB: DrawingBackend>(
     let (top, bottom) = root.split_vertically(SIZE.1 * 58 / 100);
     let x = |streams: usize| (axis.to_axis)(streams as f64);
     let ticks = ((axis.range.end - axis.range.start).ceil() as usize + 1).clamp(2, 20);
+    let x_label = |v: &f64| (axis.label)(*v);
     let max_ops = r
         .points
         .iter()
@@ -176,37 +179,23 @@ fn draw_rr_panels<DB: DrawingBackend>(
         ),
         None => format!("DNS_RR {}", r.server),
     };
-    let mut chart = ChartBuilder::on(&top)
-        .caption(title, (FONT, 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(axis.range.clone(), up_to(max_ops))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("streams")
-        .y_desc("answers per second")
-        .x_labels(ticks)
-        .x_label_formatter(&|v| (axis.label)(*v))
-        .y_label_formatter(&|v| group(*v))
-        .label_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let frame = Frame {
+        caption: &title,
+        caption_size: 22,
+        x_desc: "streams",
+        y_desc: "answers per second",
+        x_labels: Some(ticks),
+        x_label: &x_label,
+        y_label: &|v| group(*v),
+    };
+    let mut chart = panel(&top, &frame, axis.range.clone(), up_to(max_ops))?;
     let blue = RGBColor(31, 119, 180);
     let median: Vec<(f64, f64)> = r
         .points
         .iter()
         .map(|p| (x(p.streams), p.ops_per_s))
         .collect();
-    chart
-        .draw_series(LineSeries::new(median.clone(), blue.stroke_width(2)))
-        .map_err(err)?
-        .label("median of runs")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2)));
-    chart
-        .draw_series(median.iter().map(|&p| Circle::new(p, 5, blue.filled())))
-        .map_err(err)?;
+    line_with_dots(&mut chart, &median, "median of runs", blue, 5)?;
     let runs: Vec<(f64, f64)> = r
         .points
         .iter()
@@ -231,47 +220,25 @@ fn draw_rr_panels<DB: DrawingBackend>(
             .label("peak")
             .legend(|(x, y)| Circle::new((x + 10, y), 6, RED.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
 
     let lats: Vec<f64> = r
         .points
         .iter()
         .flat_map(|p| [p.latency.p50_ms, p.latency.p99_ms])
         .flatten()
-        .filter(|v| *v > 0.0)
         .collect();
-    let (lo, hi) = if lats.is_empty() {
-        (0.01, 1.0)
-    } else {
-        (
-            lats.iter().copied().fold(f64::INFINITY, f64::min) * 0.7,
-            lats.iter().copied().fold(0.0, f64::max) * 1.4,
-        )
+    let frame = Frame {
+        caption: "latency per stream count (log scale)",
+        caption_size: 18,
+        x_desc: "streams",
+        y_desc: "milliseconds",
+        x_labels: Some(ticks),
+        x_label: &x_label,
+        y_label: &|v| format!("{v:.3}"),
     };
-    let mut chart = ChartBuilder::on(&bottom)
-        .caption("latency per stream count (log scale)", (FONT, 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(axis.range.clone(), (lo..hi).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("streams")
-        .y_desc("milliseconds")
-        .x_labels(ticks)
-        .x_label_formatter(&|v| (axis.label)(*v))
-        .y_label_formatter(&|v| format!("{v:.3}"))
-        .label_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let y = log_range(&lats, 0.7, 1.4).log_scale();
+    let mut chart = panel(&bottom, &frame, axis.range.clone(), y)?;
     let orange = RGBColor(255, 127, 14);
     let green = RGBColor(44, 160, 44);
     type Pick = fn(&crate::RrPoint) -> Option<f64>;
@@ -285,26 +252,9 @@ fn draw_rr_panels<DB: DrawingBackend>(
             .iter()
             .filter_map(|p| pick(p).filter(|v| *v > 0.0).map(|v| (x(p.streams), v)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
-            .map_err(err)?;
+        line_with_dots(&mut chart, &pts, name, color, 4)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn draw_rate<DB: DrawingBackend>(
@@ -329,22 +279,16 @@ fn draw_rate<DB: DrawingBackend>(
         group(r.sent_qps),
         group(r.answered_qps)
     );
-    let mut chart = ChartBuilder::on(&top)
-        .caption(title, (FONT, 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range.clone(), up_to(max_rate))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds")
-        .y_desc("per second")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| group(*v))
-        .label_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let frame = Frame {
+        caption: &title,
+        caption_size: 20,
+        x_desc: "seconds",
+        y_desc: "per second",
+        x_labels: None,
+        x_label: &|v| format!("{v:.0}"),
+        y_label: &|v| group(*v),
+    };
+    let mut chart = panel(&top, &frame, x_range.clone(), up_to(max_rate))?;
     let blue = RGBColor(31, 119, 180);
     let green = RGBColor(44, 160, 44);
     let red = RGBColor(214, 39, 40);
@@ -359,16 +303,7 @@ fn draw_rate<DB: DrawingBackend>(
         if name == "timeouts" && pts.iter().all(|p| p.1 == 0.0) {
             continue;
         }
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(err)?;
+        line_with_dots(&mut chart, &pts, name, color, 3)?;
     }
     // The end of the sending window: later seconds only hold late answers and timeouts.
     let end = r.duration_s;
@@ -383,14 +318,7 @@ fn draw_rate<DB: DrawingBackend>(
         .map_err(err)?
         .label("end of sending")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], purple.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::MiddleLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::MiddleLeft)?;
 
     type PickMs = fn(&crate::RateSecond) -> Option<f64>;
     let lat: [(&str, RGBColor, PickMs); 4] = [
@@ -404,55 +332,116 @@ fn draw_rate<DB: DrawingBackend>(
         .iter()
         .flat_map(|s| [s.min_ms, s.max_ms])
         .flatten()
-        .filter(|v| *v > 0.0)
         .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(0.0, f64::max);
-    let (lo, hi) = if all.is_empty() {
-        (0.01, 1.0)
-    } else {
-        (lo * 0.8, hi * 1.25)
+    let frame = Frame {
+        caption: "latency per second (log scale)",
+        caption_size: 18,
+        x_desc: "seconds",
+        y_desc: "milliseconds",
+        x_labels: None,
+        x_label: &|v| format!("{v:.0}"),
+        y_label: &|v| format!("{v:.3}"),
     };
-    let mut chart = ChartBuilder::on(&bottom)
-        .caption("latency per second (log scale)", (FONT, 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range, (lo..hi).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds")
-        .y_desc("milliseconds")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.3}"))
-        .label_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let y = log_range(&all, 0.8, 1.25).log_scale();
+    let mut chart = panel(&bottom, &frame, x_range, y)?;
     for (name, color, pick) in lat {
         let pts: Vec<(f64, f64)> = r
             .seconds
             .iter()
             .filter_map(|s| pick(s).filter(|v| *v > 0.0).map(|v| (s.t_s as f64, v)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(err)?;
+        line_with_dots(&mut chart, &pts, name, color, 3)?;
     }
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// What sets one panel apart: its texts and tick labels. The rest of the frame (margins,
+/// label areas, fonts) is in [`panel`], so that all four panels look alike.
+struct Frame<'f> {
+    caption: &'f str,
+    caption_size: u32,
+    x_desc: &'f str,
+    y_desc: &'f str,
+    /// How many x labels; `None` keeps plotters' default.
+    x_labels: Option<usize>,
+    x_label: &'f dyn Fn(&f64) -> String,
+    y_label: &'f dyn Fn(&f64) -> String,
+}
+
+/// One panel on `area` with its caption, axes and mesh drawn: every chart starts so.
+fn panel<'a, DB: DrawingBackend, Y: AsRangedCoord<Value = f64>>(
+    area: &'a DrawingArea<DB, Shift>,
+    frame: &Frame,
+    x: std::ops::Range<f64>,
+    y: Y,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y::CoordDescType>>, String>
+where
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(frame.caption, (FONT, frame.caption_size))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(frame.x_desc).y_desc(frame.y_desc);
+    if let Some(n) = frame.x_labels {
+        mesh.x_labels(n);
+    }
+    mesh.x_label_formatter(frame.x_label)
+        .y_label_formatter(frame.y_label)
+        .label_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// Draws `pts` as a labelled line with a dot of radius `dot` at each point: the one way every
+/// series of the charts is drawn, so the legend entries match.
+fn line_with_dots<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    pts: &[(f64, f64)],
+    name: &str,
+    color: RGBColor,
+    dot: i32,
+) -> Result<(), String> {
+    chart
+        .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+        .map_err(err)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    chart
+        .draw_series(pts.iter().map(|&p| Circle::new(p, dot, color.filled())))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Draws the legend box at `pos`, styled alike on every panel.
+fn legend<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    pos: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(pos)
         .label_font((FONT, 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(err)?;
-    Ok(())
+        .map_err(err)
+}
+
+/// A log-scale range around the positive `values`, `below` and `above` their extremes
+/// (0.01..1 if there are none): both latency panels scale so.
+fn log_range(values: &[f64], below: f64, above: f64) -> std::ops::Range<f64> {
+    let pos = values.iter().copied().filter(|v| *v > 0.0);
+    let lo = pos.clone().fold(f64::INFINITY, f64::min);
+    let hi = pos.fold(0.0, f64::max);
+    if lo.is_finite() {
+        lo * below..hi * above
+    } else {
+        0.01..1.0
+    }
 }
