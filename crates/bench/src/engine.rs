@@ -129,6 +129,135 @@ impl Clock {
     }
 }
 
+/// What a rate worker's transport works with on every call: the query list and the walk's
+/// position in it, the run's clock and the worker's counters (one argument, not four).
+pub(crate) struct Worker<'q> {
+    pub(crate) q: &'q QueryList,
+    /// The next query's index in `q`.
+    pub(crate) pos: usize,
+    pub(crate) clock: Clock,
+    pub(crate) c: Counters,
+}
+
+impl<'q> Worker<'q> {
+    /// Reserves IDs on `tracker` for up to `want` queries from the walk's position on and
+    /// hands each to `put` (the tracker, index in the batch, ID, body): how both transports
+    /// fill a batch.
+    /// Returns how many; fewer when the tracker has no free ID.
+    #[inline]
+    fn reserve(
+        &self,
+        tracker: &mut Tracker,
+        want: usize,
+        mut put: impl FnMut(&mut Tracker, usize, u16, &'q [u8]),
+    ) -> usize {
+        let mut m = 0;
+        while m < want {
+            let qi = (self.pos + m) % self.q.len();
+            let Some(id) = tracker.reserve(qi as u32, 0) else {
+                break;
+            };
+            put(tracker, m, id, self.q.body(qi));
+            m += 1;
+        }
+        m
+    }
+
+    /// Moves the walk past `k` queries.
+    #[inline]
+    fn advance(&mut self, k: usize) {
+        self.pos = (self.pos + k) % self.q.len();
+    }
+}
+
+/// The round robin both transports send by: each member (socket or connection) in turn is
+/// offered up to `batch` of the `n` queries, until all left or every member in a row took
+/// fewer than offered. `send(member, want)` returns how many it sent, `None` if it could
+/// take none (closed or full). Returns how many left.
+#[inline]
+fn round_robin(
+    next: &mut usize,
+    members: usize,
+    n: usize,
+    batch: usize,
+    mut send: impl FnMut(usize, usize) -> Option<usize>,
+) -> usize {
+    let mut total = 0;
+    let mut full = 0;
+    while total < n && full < members {
+        let i = *next;
+        *next = (i + 1) % members;
+        let want = (n - total).min(batch);
+        match send(i, want) {
+            Some(sent) => {
+                total += sent;
+                if sent < want {
+                    full += 1;
+                } else {
+                    full = 0;
+                }
+            }
+            None => full += 1,
+        }
+    }
+    total
+}
+
+/// Sends `batch`, whose queries hold the IDs `ids` (by batch index), on `fd` in one system
+/// call, and settles each ID on `tracker`: committed if it left, else cancelled and handed to
+/// `unsent` (its batch index). The UDP send of both modes; returns how many left.
+///
+/// Every datagram of the call is stamped with the clock read just before it. On loopback the
+/// call delivers each datagram into the server's socket in turn, so for the last of 128 this
+/// overstates the latency by tens of microseconds; it can never understate it. (Spreading
+/// the stamps over the call, t0 + (t1 - t0) * j / n, was tried: a call preempted halfway
+/// stretches t1, and answers came out "before" their queries.)
+#[inline]
+pub(crate) fn send_batch(
+    batch: &mut SendBatch<'_>,
+    fd: RawFd,
+    ids: &[u16],
+    tracker: &mut Tracker,
+    clock: &mut Clock,
+    c: &mut Counters,
+    mut unsent: impl FnMut(usize),
+) -> usize {
+    let m = ids.len();
+    let t0 = clock.last();
+    let sent = match batch.send(fd) {
+        Ok(s) => s,
+        Err(_) => {
+            // A hard error (e.g. ICMP refused): count the batch as sent; it times out.
+            c.send_errors += m as u64;
+            m
+        }
+    };
+    // One clock read per system call: the next call's start.
+    clock.now();
+    let order = batch.order();
+    for &i in &order[..sent] {
+        tracker.commit(ids[i as usize], t0);
+    }
+    for &i in &order[sent..m] {
+        tracker.cancel(ids[i as usize]);
+        unsent(i as usize);
+    }
+    batch.clear();
+    sent
+}
+
+/// The earliest next expiry over `trackers`, after expiring what is older than `timeout`.
+fn expire_all<'t>(
+    trackers: impl Iterator<Item = &'t mut Tracker>,
+    now: u64,
+    timeout: u64,
+    lost: &mut dyn FnMut(&Slot),
+) -> Option<u64> {
+    trackers
+        .filter_map(|t| t.expire(now, timeout, &mut *lost))
+        .min()
+}
+
 /// A non-blocking UDP socket connected to `server`, bound to the wildcard of its family.
 pub(crate) fn udp_socket(server: SocketAddr) -> Result<UdpSocket, Error> {
     let io = |e| Error::Io {
@@ -148,31 +277,20 @@ pub(crate) fn udp_socket(server: SocketAddr) -> Result<UdpSocket, Error> {
     Ok(s)
 }
 
+/// What a transport calls with each matched response: its slot and arrival time.
+pub(crate) type OnAnswer<'a> = dyn FnMut(&Slot, u64) + 'a;
+
 /// What the rate mode needs of a transport.
 pub(crate) trait Transport<'q> {
-    /// Sends up to `n` queries from list position `*pos` on (advancing it); returns how many
-    /// left. Fewer means every socket or connection is full for now. `clock` was read at the
-    /// start of the turn; a transport may read it again once per system call.
-    fn send(
-        &mut self,
-        q: &'q QueryList,
-        pos: &mut usize,
-        n: usize,
-        clock: &mut Clock,
-        c: &mut Counters,
-    ) -> usize;
+    /// Sends up to `n` queries from the worker's list position on (advancing it); returns how
+    /// many left. Fewer means every socket or connection is full for now. The worker's clock
+    /// was read at the start of the turn; a transport may read it again once per system call.
+    fn send(&mut self, w: &mut Worker<'q>, n: usize) -> usize;
     /// Fills `out` with one poll entry per socket or connection, for the sleep between turns.
     fn poll_fds(&self, out: &mut Vec<libc::pollfd>);
     /// Reads what has arrived (`ready`: the sleep's poll result); calls `answer` with each
     /// matched response's slot and arrival time.
-    fn receive(
-        &mut self,
-        ready: &[libc::pollfd],
-        q: &QueryList,
-        clock: &Clock,
-        c: &mut Counters,
-        answer: &mut dyn FnMut(&Slot, u64),
-    );
+    fn receive(&mut self, ready: &[libc::pollfd], w: &mut Worker<'q>, answer: &mut OnAnswer<'_>);
     /// Expires queries older than `timeout`; returns the next expiry time.
     fn expire(&mut self, now: u64, timeout: u64, lost: &mut dyn FnMut(&Slot)) -> Option<u64>;
     fn in_flight(&self) -> usize;
@@ -207,70 +325,29 @@ impl UdpSet<'_> {
 }
 
 impl<'q> Transport<'q> for UdpSet<'q> {
-    fn send(
-        &mut self,
-        q: &'q QueryList,
-        pos: &mut usize,
-        n: usize,
-        clock: &mut Clock,
-        c: &mut Counters,
-    ) -> usize {
-        let mut total = 0;
-        let mut full = 0;
+    fn send(&mut self, w: &mut Worker<'q>, n: usize) -> usize {
         let mut ids = [0u16; SEND_BATCH];
-        while total < n && full < self.fds.len() {
-            let si = self.next;
-            self.next = (si + 1) % self.fds.len();
+        round_robin(&mut self.next, self.fds.len(), n, SEND_BATCH, |si, want| {
             let tracker = &mut self.trackers[si];
-            let want = (n - total).min(SEND_BATCH);
-            let mut m = 0;
-            while m < want {
-                let qi = (*pos + m) % q.len();
-                let Some(id) = tracker.reserve(qi as u32, 0) else {
-                    break;
-                };
-                self.send.push(id, q.body(qi));
+            let m = w.reserve(tracker, want, |_, m, id, body| {
+                self.send.push(id, body);
                 ids[m] = id;
-                m += 1;
-            }
-            // Every datagram of the call is stamped with the clock read just before it. On
-            // loopback the call delivers each datagram into the server's socket in turn, so
-            // for the last of 128 this overstates the latency by tens of microseconds; it can
-            // never understate it. (Spreading the stamps over the call, t0 + (t1 - t0) * j / n,
-            // was tried: a call preempted halfway stretches t1, and answers came out "before"
-            // their queries.)
-            let t0 = clock.last();
-            let sent = match self.send.send(self.fds[si]) {
-                Ok(s) => s,
-                Err(_) => {
-                    // A hard error (e.g. ICMP refused): count the batch as sent; it times out.
-                    c.send_errors += m as u64;
-                    m
-                }
-            };
-            // One clock read per system call: the next call's start.
-            clock.now();
-            let order = self.send.order();
-            for &i in &order[..sent] {
-                tracker.commit(ids[i as usize], t0);
-            }
-            for &i in &order[sent..m] {
-                tracker.cancel(ids[i as usize]);
-            }
-            self.send.clear();
+            });
+            let sent = send_batch(
+                &mut self.send,
+                self.fds[si],
+                &ids[..m],
+                tracker,
+                &mut w.clock,
+                &mut w.c,
+                |_| {},
+            );
             // After a partial send (socket buffer full) the walk through the list skips the
             // unsent queries' positions: the count, hence the rate, stays exact.
-            *pos = (*pos + sent) % q.len();
-            total += sent;
-            if sent < want {
-                self.want_write[si] = true;
-                full += 1;
-            } else {
-                self.want_write[si] = false;
-                full = 0;
-            }
-        }
-        total
+            w.advance(sent);
+            self.want_write[si] = sent < want;
+            Some(sent)
+        })
     }
 
     fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
@@ -287,14 +364,8 @@ impl<'q> Transport<'q> for UdpSet<'q> {
         );
     }
 
-    fn receive(
-        &mut self,
-        ready: &[libc::pollfd],
-        q: &QueryList,
-        clock: &Clock,
-        c: &mut Counters,
-        answer: &mut dyn FnMut(&Slot, u64),
-    ) {
+    fn receive(&mut self, ready: &[libc::pollfd], w: &mut Worker<'q>, answer: &mut OnAnswer<'_>) {
+        let (q, clock, c) = (w.q, &w.clock, &mut w.c);
         for (si, p) in ready.iter().enumerate() {
             if p.revents & libc::POLLOUT != 0 {
                 self.want_write[si] = false;
@@ -338,13 +409,7 @@ impl<'q> Transport<'q> for UdpSet<'q> {
     }
 
     fn expire(&mut self, now: u64, timeout: u64, lost: &mut dyn FnMut(&Slot)) -> Option<u64> {
-        let mut next: Option<u64> = None;
-        for t in &mut self.trackers {
-            if let Some(d) = t.expire(now, timeout, &mut *lost) {
-                next = Some(next.map_or(d, |n| n.min(d)));
-            }
-        }
-        next
+        expire_all(self.trackers.iter_mut(), now, timeout, lost)
     }
 
     fn in_flight(&self) -> usize {
@@ -457,64 +522,36 @@ impl TcpSet {
 }
 
 impl<'q> Transport<'q> for TcpSet {
-    fn send(
-        &mut self,
-        q: &'q QueryList,
-        pos: &mut usize,
-        n: usize,
-        clock: &mut Clock,
-        c: &mut Counters,
-    ) -> usize {
-        let now = clock.last();
-        let mut total = 0;
-        let mut full = 0;
-        while total < n && full < self.conns.len() {
-            let ci = self.next;
-            self.next = (ci + 1) % self.conns.len();
+    fn send(&mut self, w: &mut Worker<'q>, n: usize) -> usize {
+        let now = w.clock.last();
+        round_robin(&mut self.next, self.conns.len(), n, BATCH, |ci, want| {
             let conn = &mut self.conns[ci];
             if conn.stream.is_none() {
                 if now < conn.retry_at {
-                    full += 1;
-                    continue;
+                    return None;
                 }
                 match tcp_connect(self.server) {
                     Ok(s) => conn.stream = Some(s),
                     Err(_) => {
                         conn.retry_at = now + 100_000_000;
-                        full += 1;
-                        continue;
+                        return None;
                     }
                 }
             }
             if conn.pending() > TCP_OUT_LIMIT {
-                full += 1;
-                continue;
+                return None;
             }
-            let want = (n - total).min(BATCH);
-            let mut m = 0;
-            while m < want {
-                let qi = (*pos + m) % q.len();
-                let Some(id) = conn.tracker.reserve(qi as u32, 0) else {
-                    break;
-                };
-                let body = q.body(qi);
+            let m = w.reserve(&mut conn.tracker, want, |tracker, _, id, body| {
                 let len = (body.len() + 2) as u16;
                 conn.out.extend_from_slice(&len.to_be_bytes());
                 conn.out.extend_from_slice(&id.to_be_bytes());
                 conn.out.extend_from_slice(body);
-                conn.tracker.commit(id, now);
-                m += 1;
-            }
-            *pos = (*pos + m) % q.len();
-            total += m;
-            conn.flush(now, c);
-            if m < want {
-                full += 1;
-            } else {
-                full = 0;
-            }
-        }
-        total
+                tracker.commit(id, now);
+            });
+            w.advance(m);
+            conn.flush(now, &mut w.c);
+            Some(m)
+        })
     }
 
     fn poll_fds(&self, out: &mut Vec<libc::pollfd>) {
@@ -526,14 +563,8 @@ impl<'q> Transport<'q> for TcpSet {
         }));
     }
 
-    fn receive(
-        &mut self,
-        ready: &[libc::pollfd],
-        q: &QueryList,
-        clock: &Clock,
-        c: &mut Counters,
-        answer: &mut dyn FnMut(&Slot, u64),
-    ) {
+    fn receive(&mut self, ready: &[libc::pollfd], w: &mut Worker<'q>, answer: &mut OnAnswer<'_>) {
+        let (q, clock, c) = (w.q, &w.clock, &mut w.c);
         let now = clock.last();
         for (conn, p) in self.conns.iter_mut().zip(ready) {
             if p.revents & libc::POLLOUT != 0 {
@@ -580,13 +611,8 @@ impl<'q> Transport<'q> for TcpSet {
     }
 
     fn expire(&mut self, now: u64, timeout: u64, lost: &mut dyn FnMut(&Slot)) -> Option<u64> {
-        let mut next: Option<u64> = None;
-        for conn in &mut self.conns {
-            if let Some(d) = conn.tracker.expire(now, timeout, &mut *lost) {
-                next = Some(next.map_or(d, |n| n.min(d)));
-            }
-        }
-        next
+        let trackers = self.conns.iter_mut().map(|c| &mut c.tracker);
+        expire_all(trackers, now, timeout, lost)
     }
 
     fn in_flight(&self) -> usize {

@@ -7,7 +7,7 @@
 //! what is due in batches, and never waits for an answer before sending.
 
 use crate::account::{self, Meter, ServerUsage, ToolUsage};
-use crate::engine::{self, Clock, Counters, TcpSet, Transport, UdpSet};
+use crate::engine::{self, Clock, Counters, TcpSet, Transport, UdpSet, Worker};
 use crate::hist::Histogram;
 use crate::queries::QueryList;
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};
@@ -469,10 +469,8 @@ fn rate_worker<'q, T: Transport<'q>>(
     thread: usize,
 ) -> WorkerOut {
     sys::tight_timer_slack();
-    let mut c = Counters::default();
     let mut hist = Histogram::new();
     let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(16);
-    let mut pos = start;
     let mut second = 0u64;
     let mut sec = SecondMsg {
         thread,
@@ -484,7 +482,12 @@ fn rate_worker<'q, T: Transport<'q>>(
     };
     let tick = plan.tick;
     barrier.wait();
-    let mut clock = Clock::start();
+    let mut w = Worker {
+        q,
+        pos: start,
+        clock: Clock::start(),
+        c: Counters::default(),
+    };
     let mut now = 0u64;
     let safety_end = plan.duration + plan.timeout + 2_000_000_000;
     loop {
@@ -502,29 +505,29 @@ fn rate_worker<'q, T: Transport<'q>>(
             second = s;
         }
         // A worker woken late at the end still sends what was due before the end (bounded).
-        let sending = c.sent < plan.total && now < plan.duration + LATE_GRACE;
+        let sending = w.c.sent < plan.total && now < plan.duration + LATE_GRACE;
         // `behind`: more is due now; `blocked`: every socket is full (wait for room).
         let (mut behind, mut blocked) = (false, false);
         if sending {
-            let due = (plan.due_by(now) - c.sent).min(MAX_PER_TURN as u64) as usize;
+            let due = (plan.due_by(now) - w.c.sent).min(MAX_PER_TURN as u64) as usize;
             if due > 0 {
-                let n = t.send(q, &mut pos, due, &mut clock, &mut c) as u64;
-                c.sent += n;
+                let n = t.send(&mut w, due) as u64;
+                w.c.sent += n;
                 sec.sent += n;
                 blocked = n < due as u64;
-                behind = !blocked && plan.due_by(now) > c.sent;
+                behind = !blocked && plan.due_by(now) > w.c.sent;
             }
         }
         // Answers after sending, so the queries leave on time and their send time is fresh.
         let sec_ref = &mut sec;
         let hist_ref = &mut hist;
-        t.receive(&pfds, q, &clock, &mut c, &mut |slot, at| {
+        t.receive(&pfds, &mut w, &mut |slot, at| {
             let lat = at.saturating_sub(slot.sent);
             hist_ref.record(lat);
             sec_ref.hist.record(lat);
             sec_ref.received += 1;
         });
-        let lost = &mut c.lost;
+        let lost = &mut w.c.lost;
         let timeouts = &mut sec.timeouts;
         let next_expiry = t.expire(now, plan.timeout, &mut |_| {
             *lost += 1;
@@ -540,20 +543,23 @@ fn rate_worker<'q, T: Transport<'q>>(
             wake = wake.min(now + 1_000_000);
         } else if sending {
             // Sleep at least one tick: what falls due meanwhile goes out as one batch.
-            let next = plan.time_of(c.sent + 1).max(now + tick);
+            let next = plan.time_of(w.c.sent + 1).max(now + tick);
             wake = wake.min(next);
         }
         let wait = if behind { 0 } else { wake.saturating_sub(now) };
         t.poll_fds(&mut pfds);
         let _ = sys::poll(&mut pfds, Duration::from_nanos(wait));
         // The turn's clock read (a send call reads it once more, after itself).
-        now = clock.now();
+        now = w.clock.now();
     }
     // Only after the safety limit can queries still be in flight: they count as lost.
-    let lost = &mut c.lost;
+    let lost = &mut w.c.lost;
     t.expire(u64::MAX / 2, 0, &mut |_| *lost += 1);
     let _ = tx.send(sec);
-    WorkerOut { counters: c, hist }
+    WorkerOut {
+        counters: w.c,
+        hist,
+    }
 }
 
 impl RateReport {

@@ -396,27 +396,17 @@ fn rr_worker(
                     batch_streams[m] = st;
                     m += 1;
                 }
-                let t0 = clock.last();
-                let sent = match batch.send(fds[si]) {
-                    Ok(s) => s,
-                    Err(_) => {
-                        // Refused or unreachable: these queries time out and count as lost.
-                        c.send_errors += m as u64;
-                        m
-                    }
-                };
-                // Stamped with the clock read before the call (see engine::UdpSet::send);
-                // this read is the next call's start.
-                clock.now();
-                let order = batch.order();
-                for &k in &order[..sent] {
-                    tracker.commit(ids[k as usize], t0);
-                }
-                for &k in &order[sent..m] {
-                    tracker.cancel(ids[k as usize]);
-                    ready[si].push(batch_streams[k as usize]);
-                }
-                batch.clear();
+                // Unsent queries' streams are ready again; refused or unreachable ones time out
+                // and count as lost.
+                let sent = engine::send_batch(
+                    &mut batch,
+                    fds[si],
+                    &ids[..m],
+                    tracker,
+                    &mut clock,
+                    &mut c,
+                    |k| ready[si].push(batch_streams[k]),
+                );
                 c.sent += sent as u64;
                 if sent < m {
                     want_write[si] = true;
