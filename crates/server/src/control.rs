@@ -6,7 +6,7 @@
 //! thread. Every reload runs on the main thread, where the zones were first loaded: a
 //! socket request is queued and the thread woken with a SIGHUP. Zones built by one thread
 //! come from one malloc arena, so what a reload frees is reused by the next (measured over
-//! 40 reloads under load: RSS +44 KiB this way; +252 KiB when socket reloads ran on the
+//! 40 reloads under load: RSS +80 KiB this way; +252 KiB when socket reloads ran on the
 //! control thread, +170 KiB on a reload thread of their own).
 
 use crate::config::Config;
@@ -201,11 +201,15 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
         "reload" => {
             info!("reload requested on the control socket");
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            let sent = reloads.send(ReloadRequest { reply: tx }).is_ok()
-                && signal_hook::low_level::raise(signal_hook::consts::SIGHUP).is_ok();
-            match rx.recv() {
-                Ok(outcome) if sent => outcome,
-                _ => (false, "the server is stopping\n".to_string()),
+            // A request the main thread never takes (it is stopping) is dropped with its
+            // queue, which ends the wait.
+            let sent = reloads.send(ReloadRequest { reply: tx }).is_ok();
+            match signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
+                Err(e) => (false, format!("cannot wake the reloading thread: {e}\n")),
+                Ok(()) => match rx.recv() {
+                    Ok(outcome) if sent => outcome,
+                    _ => (false, "the server is stopping\n".to_string()),
+                },
             }
         }
         "stats" => (
