@@ -515,16 +515,6 @@ fn parse_query(m: &[u8]) -> Option<Q> {
     })
 }
 
-fn wire_name(name: &str) -> Vec<u8> {
-    let mut w = Vec::new();
-    for l in name.split('.').filter(|l| !l.is_empty()) {
-        w.push(l.len() as u8);
-        w.extend_from_slice(l.as_bytes());
-    }
-    w.push(0);
-    w
-}
-
 fn rr(owner: &str, rtype: u16, rdata: &[u8]) -> Vec<u8> {
     let mut r = wire_name(owner);
     r.extend_from_slice(&rtype.to_be_bytes());

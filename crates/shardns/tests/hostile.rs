@@ -17,7 +17,7 @@ mod common;
 use common::*;
 use hickory_proto::op::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -459,16 +459,6 @@ fn header(id: u16, flags: u16, counts: [u16; 4]) -> Vec<u8> {
 
 fn set_count(m: &mut [u8], section: usize, v: u16) {
     m[4 + 2 * section..6 + 2 * section].copy_from_slice(&v.to_be_bytes());
-}
-
-fn wire_name(name: &str) -> Vec<u8> {
-    let mut w = Vec::new();
-    for l in name.split('.').filter(|l| !l.is_empty()) {
-        w.push(l.len() as u8);
-        w.extend_from_slice(l.as_bytes());
-    }
-    w.push(0);
-    w
 }
 
 /// An EDNS option: code and data.
@@ -1378,20 +1368,6 @@ fn wait_open_connections(server: &Server, want: f64, limit: Duration) {
     }
 }
 
-/// True if the server closes `s` within `limit` (EOF or reset), with no response first.
-fn closes_silently(s: &mut TcpStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut b = [0u8; 1];
-    match s.read(&mut b) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) => matches!(
-            e.kind(),
-            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
-        ),
-    }
-}
-
 fn tcp_framing_attacks(server: &Server, tally: &mut Tally) {
     let addr = server.addr4();
     let good = |id: u16| query(id, "www.hostile.test", 1, None);
@@ -1445,7 +1421,7 @@ fn tcp_framing_attacks(server: &Server, tally: &mut Tally) {
         .unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
         assert!(
-            closes_silently(&mut s, Duration::from_secs(5)),
+            closed_by_server(&mut s, Duration::from_secs(5)),
             "announced {announce}, sent {send}, half-closed: not closed silently"
         );
         count_tcp(tally, "tcp short frame", 1);
@@ -1493,7 +1469,7 @@ fn tcp_framing_attacks(server: &Server, tally: &mut Tally) {
     assert_service(server, "half-open connections");
     for (len, mut s, since) in half_open {
         assert!(
-            closes_silently(&mut s, Duration::from_secs(5)),
+            closed_by_server(&mut s, Duration::from_secs(5)),
             "{len} octets then silence: never closed"
         );
         let waited = since.elapsed();

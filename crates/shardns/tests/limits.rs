@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use hickory_proto::op::ResponseCode;
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{Ipv4Addr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -29,20 +29,6 @@ fn framed(msgs: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// True if the server closed `s` (EOF or reset) within `limit`.
-fn closed_by_server(s: &mut TcpStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut b = [0u8; 1];
-    match s.read(&mut b) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) => matches!(
-            e.kind(),
-            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
-        ),
-    }
-}
-
 /// One query over an open connection; true if it was answered.
 fn answered(s: &mut TcpStream, id: u16) -> bool {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -52,18 +38,6 @@ fn answered(s: &mut TcpStream, id: u16) -> bool {
         return false;
     }
     read_frame(s).is_ok_and(|r| parse(&r).answers.len() == 2)
-}
-
-fn wait_for_stat(server: &Server, name: &str, want: f64) {
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        let v = server.stat(name);
-        if v == want {
-            return;
-        }
-        assert!(Instant::now() < end, "{name} is {v}, expected {want}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -102,7 +76,7 @@ fn tcp_connections_per_client_address() {
     );
     // When one closes, the address may connect again.
     drop(held.pop());
-    wait_for_stat(&server, "shardns_tcp_connections_open", 5.0);
+    server.wait_for_stat("shardns_tcp_connections_open", 5.0, Duration::from_secs(10));
     let mut again = tcp_from(A, addr);
     assert!(answered(&mut again, 30), "a connection after one closed");
     let mut extra = tcp_from(A, addr);

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use hickory_proto::op::ResponseCode;
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -25,32 +25,6 @@ fn raise_nofile() -> u64 {
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
     }
     lim.rlim_cur as u64
-}
-
-fn wait_for_stat(server: &Server, name: &str, want: f64, limit: Duration) {
-    let end = Instant::now() + limit;
-    loop {
-        let v = server.stat(name);
-        if v == want {
-            return;
-        }
-        assert!(Instant::now() < end, "{name} is {v}, expected {want}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// True if the server closed `s` (EOF or reset) within `limit`.
-fn closed_by_server(s: &mut TcpStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut b = [0u8; 1];
-    match s.read(&mut b) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) => matches!(
-            e.kind(),
-            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
-        ),
-    }
 }
 
 #[test]
@@ -88,8 +62,7 @@ fn a_thousand_idle_tcp_connections_do_not_stop_udp() {
     stalled.write_all(&[0]).unwrap();
     let mut stalled2 = TcpStream::connect(server.addr6()).unwrap();
     stalled2.write_all(&[0, 40, 1, 2, 3]).unwrap();
-    wait_for_stat(
-        &server,
+    server.wait_for_stat(
         "shardns_tcp_connections_open",
         1002.0,
         Duration::from_secs(10),
@@ -121,12 +94,7 @@ fn a_thousand_idle_tcp_connections_do_not_stop_udp() {
     drop(idle);
     drop(stalled);
     drop(stalled2);
-    wait_for_stat(
-        &server,
-        "shardns_tcp_connections_open",
-        0.0,
-        Duration::from_secs(10),
-    );
+    server.wait_for_stat("shardns_tcp_connections_open", 0.0, Duration::from_secs(10));
 }
 
 #[test]

@@ -219,6 +219,19 @@ impl Server {
         stat_value(&String::from_utf8_lossy(&out.stdout), name)
     }
 
+    /// Waits until counter `name` reads `want`; panics after `limit`.
+    pub fn wait_for_stat(&self, name: &str, want: f64, limit: Duration) {
+        let end = Instant::now() + limit;
+        loop {
+            let v = self.stat(name);
+            if v == want {
+                return;
+            }
+            assert!(Instant::now() < end, "{name} is {v}, expected {want}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends SIGHUP.
     pub fn sighup(&self) {
         let ok = Command::new("kill")
@@ -470,4 +483,29 @@ pub fn sorted_lines(s: &str) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// True if the server closed `s` (EOF or reset) within `limit`, sending nothing first.
+pub fn closed_by_server(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+        ),
+    }
+}
+
+/// `name` in uncompressed wire form (labels split on dots; the root label added).
+pub fn wire_name(name: &str) -> Vec<u8> {
+    let mut w = Vec::new();
+    for l in name.split('.').filter(|l| !l.is_empty()) {
+        w.push(l.len() as u8);
+        w.extend_from_slice(l.as_bytes());
+    }
+    w.push(0);
+    w
 }
