@@ -8,7 +8,10 @@
 //! record set too big for UDP, a short TTL, NXDOMAIN and NODATA with an SOA. The query's ID
 //! picks the clock (`ID x 100 ms` after the fill), so inputs reach expired entries too.
 
-use shardns_resolver::{put_opt_with_ede, CacheAnswer, Config, Engine, Event, Hints, Resolver};
+use shardns_resolver::{
+    client_response_limit, finish_client_response, CacheAnswer, Config, Engine, Event, Hints,
+    Resolver, CLIENT_UDP_MAX, OPT_ROOM,
+};
 use shardns_wire::edns::read_trailer;
 use shardns_wire::message::{read_question, Header, HEADER_LEN};
 use shardns_wire::{
@@ -17,10 +20,6 @@ use shardns_wire::{
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-/// Largest UDP response, as the server's `CLIENT_UDP_MAX`.
-const UDP_MAX: u16 = 1232;
-/// Room kept for the OPT record, as the server's `OPT_ROOM`.
-const OPT_ROOM: usize = 81;
 /// When the fill happened, on the engine's millisecond clock.
 const FILL_MS: u64 = 5;
 
@@ -381,12 +380,7 @@ fn answer_from_cache(
         return None;
     }
     let edns = trailer.edns.map(|e| (e.udp_size, e.dnssec_ok));
-    let limit = match (tcp, edns) {
-        (true, _) => usize::from(u16::MAX),
-        (false, None) => 512,
-        (false, Some((size, _))) => usize::from(size.clamp(512, UDP_MAX)),
-    }
-    .min(out.len());
+    let limit = client_response_limit(tcp, edns, out.len());
     let mut w = MessageWriter::new(out, limit);
     w.put_question(qname.as_ref(), qtype, Class::IN).ok()?;
     let question_len = w.len();
@@ -409,23 +403,10 @@ fn answer_from_cache(
             if truncated {
                 w.rollback(after_question);
             }
-            let mut h = Header {
-                id: qh.id,
-                ..Header::default()
-            };
-            h.set_qr(true);
-            h.set_opcode(Opcode::QUERY);
-            h.set_rd(qh.rd());
-            h.set_cd(qh.cd());
-            h.set_ra(true);
-            h.set_tc(truncated);
-            h.set_rcode(rcode);
-            w.set_limit(limit);
-            if let Some((_, dnssec_ok)) = edns {
-                put_opt_with_ede(&mut w, UDP_MAX, rcode, dnssec_ok, None)
-                    .expect("room kept for the OPT");
-            }
-            Some((w.finish(&h).len(), true))
+            let (len, opt_written) =
+                finish_client_response(w, &qh, rcode, truncated, limit, edns, None);
+            assert!(opt_written, "room kept for the OPT");
+            Some((len, true))
         }
     }
 }
@@ -482,7 +463,7 @@ fn check_cache(data: &[u8]) {
         if !tcp {
             let limit = match query.as_ref().and_then(Message::opt) {
                 None => 512,
-                Some(opt) => usize::from(opt.class.0.clamp(512, UDP_MAX)),
+                Some(opt) => usize::from(opt.class.0.clamp(512, CLIENT_UDP_MAX)),
             };
             assert!(len <= limit, "{len} octets over UDP, limit {limit}");
         }

@@ -1,11 +1,20 @@
 //! The outcome of one resolution, and Extended DNS Errors (RFC 8914).
 //!
 //! Owns: [`Answer`] (rcode and the records of the answer and authority sections),
-//! [`Ede`] and [`put_opt_with_ede`], which writes the EDE option into the response's OPT.
-//! Never: the header or question (the server writes those), I/O.
+//! [`Ede`] and [`put_opt_with_ede`], which writes the EDE option into the response's OPT,
+//! and the end of a response to a client ([`client_response_limit`],
+//! [`finish_client_response`]), shared by the server and the fuzz target of its cache path.
+//! Never: the question (the server writes it), I/O.
 
+use shardns_wire::message::Header;
 use shardns_wire::writer::Full;
-use shardns_wire::{Class, MessageWriter, Rcode, Record, Section};
+use shardns_wire::{Class, MessageWriter, Opcode, Rcode, Record, Section};
+
+/// Largest UDP payload sent to clients in a recursive answer (as for authoritative ones).
+pub const CLIENT_UDP_MAX: u16 = 1232;
+/// Room kept for the OPT record with an Extended DNS Error (11 + 4 + 2 + 64 octets) while
+/// the answer is written.
+pub const OPT_ROOM: usize = 81;
 
 /// EDNS option code of Extended DNS Error (RFC 8914 §2).
 pub const EDE_OPTION: u16 = 15;
@@ -57,6 +66,50 @@ pub fn put_opt_with_ede(
     let mut buf = [0u8; 6 + MAX_EDE_TEXT];
     let len = ede.map_or(0, |e| e.encode_option(&mut buf));
     w.put_opt(udp_size, rcode.extended_bits(), 0, dnssec_ok, &buf[..len])
+}
+
+/// The size limit of a response to a client: 65,535 octets over TCP; over UDP the client's
+/// EDNS size within 512..[`CLIENT_UDP_MAX`], or 512 without EDNS; at most `buf`.
+pub fn client_response_limit(tcp: bool, edns: Option<(u16, bool)>, buf: usize) -> usize {
+    let limit = match (tcp, edns) {
+        (true, _) => usize::from(u16::MAX),
+        (false, None) => 512,
+        (false, Some((size, _))) => usize::from(size.clamp(512, CLIENT_UDP_MAX)),
+    };
+    limit.min(buf)
+}
+
+/// Ends a response to the client query with header `qh`: the header (QR, RA, the query's
+/// ID, RD and CD; `rcode`, TC if `truncated`), with the limit raised back to `limit`, and
+/// an OPT record if the client sent EDNS (`edns`: its size and DO bit), with `ede` if it
+/// fits. Returns the length, and whether the OPT (if one was due) was written.
+pub fn finish_client_response(
+    mut w: MessageWriter<'_>,
+    qh: &Header,
+    rcode: Rcode,
+    truncated: bool,
+    limit: usize,
+    edns: Option<(u16, bool)>,
+    ede: Option<&Ede>,
+) -> (usize, bool) {
+    let mut h = Header {
+        id: qh.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_opcode(Opcode::QUERY);
+    h.set_rd(qh.rd());
+    h.set_cd(qh.cd());
+    h.set_ra(true);
+    h.set_tc(truncated);
+    h.set_rcode(rcode);
+    w.set_limit(limit);
+    let mut opt_written = true;
+    if let Some((_, dnssec_ok)) = edns {
+        opt_written = put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, ede).is_ok()
+            || put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, None).is_ok();
+    }
+    (w.finish(&h).len(), opt_written)
 }
 
 /// What a resolution produced: the response code and the records to answer with.
@@ -135,5 +188,16 @@ mod tests {
         );
         let mut buf = [0u8; 70];
         assert_eq!(ede.encode_option(&mut buf), 70);
+    }
+
+    #[test]
+    fn client_limits_follow_transport_and_edns() {
+        assert_eq!(client_response_limit(false, None, 4096), 512);
+        assert_eq!(
+            client_response_limit(false, Some((4096, false)), 4096),
+            1232
+        );
+        assert_eq!(client_response_limit(false, Some((100, false)), 4096), 512);
+        assert_eq!(client_response_limit(true, None, 70000), 65535);
     }
 }

@@ -88,7 +88,10 @@ mod servers;
 #[cfg(test)]
 mod tests;
 
-pub use answer::{put_opt_with_ede, Answer, Ede, EDE_OPTION};
+pub use answer::{
+    client_response_limit, finish_client_response, put_opt_with_ede, Answer, Ede, CLIENT_UDP_MAX,
+    EDE_OPTION, OPT_ROOM,
+};
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, HintsError, ZoneServers};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit};

@@ -19,7 +19,8 @@ use crate::config::AclEntry;
 use crate::stats::WorkerStats;
 use crate::sys::{Epoll, BROKEN, READABLE, WRITABLE};
 use shardns_resolver::{
-    put_opt_with_ede, Answer, CacheAnswer, Engine, Event, QueryId, Resolver, TaskId,
+    client_response_limit, finish_client_response, Answer, CacheAnswer, Engine, Event, QueryId,
+    Resolver, TaskId, OPT_ROOM,
 };
 use shardns_wire::edns::read_trailer;
 use shardns_wire::message::{read_question, Header, HEADER_LEN};
@@ -33,10 +34,6 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Largest UDP payload we send to clients in a recursive answer (as for authoritative ones).
-const CLIENT_UDP_MAX: u16 = 1232;
-/// Room kept for the OPT record with an Extended DNS Error (11 + 4 + 2 + 64 octets).
-const OPT_ROOM: usize = 81;
 /// Largest upstream response read.
 const UPSTREAM_MAX: usize = 65535;
 /// Datagrams read from one upstream socket per wake-up.
@@ -194,7 +191,7 @@ impl Recursion {
         }
         let edns = trailer.edns.map(|e| (e.udp_size, e.dnssec_ok));
         let tcp = matches!(client, Client::Tcp { .. });
-        let limit = response_limit(tcp, edns, out.len());
+        let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
         // Cache first: the answer goes straight into the output buffer.
         let mut w = MessageWriter::new(out, limit);
@@ -220,7 +217,7 @@ impl Recursion {
                 if truncated {
                     w.rollback(after_question);
                 }
-                let len = finish(w, &qh, rcode, truncated, limit, edns, None);
+                let (len, _) = finish_client_response(w, &qh, rcode, truncated, limit, edns, None);
                 Reply::Written(Outcome {
                     len,
                     rcode,
@@ -236,7 +233,8 @@ impl Recursion {
                     // Overloaded: fail fast rather than queue without bound.
                     stats.resolver_pending_limited.add(1);
                     w.rollback(after_question);
-                    let len = finish(w, &qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    let (len, _) =
+                        finish_client_response(w, &qh, Rcode::SERVFAIL, false, limit, edns, None);
                     return Reply::Written(Outcome {
                         len,
                         rcode: Rcode::SERVFAIL,
@@ -500,49 +498,9 @@ fn upstream_token(slot: u32, generation: u32) -> u64 {
     (KIND_UPSTREAM << 56) | ((u64::from(generation) & 0xff_ffff) << 32) | u64::from(slot)
 }
 
-/// The response size limit for a client.
-fn response_limit(tcp: bool, edns: Option<(u16, bool)>, buf: usize) -> usize {
-    let limit = match (tcp, edns) {
-        (true, _) => usize::from(u16::MAX),
-        (false, None) => 512,
-        (false, Some((size, _))) => usize::from(size.clamp(512, CLIENT_UDP_MAX)),
-    };
-    limit.min(buf)
-}
-
-/// Writes the header (and the OPT record if the client sent EDNS) and finishes.
-fn finish(
-    mut w: MessageWriter<'_>,
-    qh: &Header,
-    rcode: Rcode,
-    truncated: bool,
-    limit: usize,
-    edns: Option<(u16, bool)>,
-    ede: Option<&shardns_resolver::Ede>,
-) -> usize {
-    let mut h = Header {
-        id: qh.id,
-        ..Header::default()
-    };
-    h.set_qr(true);
-    h.set_opcode(Opcode::QUERY);
-    h.set_rd(qh.rd());
-    h.set_cd(qh.cd());
-    h.set_ra(true);
-    h.set_tc(truncated);
-    h.set_rcode(rcode);
-    w.set_limit(limit);
-    if let Some((_, dnssec_ok)) = edns {
-        if put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, ede).is_err() {
-            let _ = put_opt_with_ede(&mut w, CLIENT_UDP_MAX, rcode, dnssec_ok, None);
-        }
-    }
-    w.finish(&h).len()
-}
-
 /// Writes a finished resolution's response for its client; returns (length, truncated).
 fn write_answer(buf: &mut [u8], p: &Pending, answer: &Answer, tcp: bool) -> (usize, bool) {
-    let limit = response_limit(tcp, p.edns, buf.len());
+    let limit = client_response_limit(tcp, p.edns, buf.len());
     let mut w = MessageWriter::new(buf, limit);
     let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);
     let after_question = w.checkpoint();
@@ -559,7 +517,7 @@ fn write_answer(buf: &mut [u8], p: &Pending, answer: &Answer, tcp: bool) -> (usi
     };
     qh.set_rd(p.rd);
     qh.set_cd(p.cd);
-    let len = finish(
+    let (len, _) = finish_client_response(
         w,
         &qh,
         answer.rcode,
@@ -575,14 +533,6 @@ fn write_answer(buf: &mut [u8], p: &Pending, answer: &Answer, tcp: bool) -> (usi
 mod tests {
     use super::*;
     use crate::sys::Events;
-
-    #[test]
-    fn limits_follow_transport_and_edns() {
-        assert_eq!(response_limit(false, None, 4096), 512);
-        assert_eq!(response_limit(false, Some((4096, false)), 4096), 1232);
-        assert_eq!(response_limit(false, Some((100, false)), 4096), 512);
-        assert_eq!(response_limit(true, None, 70000), 65535);
-    }
 
     /// A query or response for `a.fwd. A IN` with one 192.0.2.1 answer if `answer`.
     fn message(id: u16, flags: u16, answer: bool) -> Vec<u8> {
