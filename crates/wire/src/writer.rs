@@ -44,6 +44,8 @@ pub struct MessageWriter<'a> {
     ncomp: usize,
     /// Question, answer, authority, additional counts.
     counts: [u16; 4],
+    /// Compress only against names of the same case (see [`MessageWriter::set_case_sensitive`]).
+    exact: bool,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -57,7 +59,15 @@ impl<'a> MessageWriter<'a> {
             comp: [0; MAX_COMP],
             ncomp: 0,
             counts: [0; 4],
+            exact: false,
         }
+    }
+
+    /// Compresses a name only against earlier names written in the same case, so every
+    /// name keeps its own case (a zone transfer hands the zone's names over as written;
+    /// otherwise owners would take the case of the question, as in normal answers).
+    pub fn set_case_sensitive(&mut self, on: bool) {
+        self.exact = on;
     }
 
     /// Bytes written so far (header included).
@@ -225,7 +235,11 @@ impl<'a> MessageWriter<'a> {
             }
             let a = &self.buf[off + 1..off + 1 + len];
             let b = &suffix[i + 1..i + 1 + len];
-            if !a.iter().zip(b).all(|(&x, &y)| lower(x) == lower(y)) {
+            if if self.exact {
+                a != b
+            } else {
+                !a.iter().zip(b).all(|(&x, &y)| lower(x) == lower(y))
+            } {
                 return false;
             }
             off += 1 + len;
@@ -374,6 +388,23 @@ mod tests {
         let at = w.len();
         w.put_name(n("x.a.example.").as_ref(), true).unwrap();
         assert_eq!(&w.buf[at..w.len()], &[1, b'x', 0xc0, 12]);
+    }
+
+    #[test]
+    fn case_sensitive_compression_keeps_each_names_case() {
+        let mut buf = [0u8; 512];
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.set_case_sensitive(true);
+        w.put_question(n("A.Example.").as_ref(), RType::AXFR, Class::IN)
+            .unwrap();
+        let at = w.len();
+        // Same letters, other case: written out (only the shared root is common).
+        w.put_name(n("a.example.").as_ref(), true).unwrap();
+        assert_eq!(&w.buf[at..w.len()], b"\x01a\x07example\x00");
+        // Same case as the second: a pointer to it.
+        let at2 = w.len();
+        w.put_name(n("x.a.example.").as_ref(), true).unwrap();
+        assert_eq!(&w.buf[at2..w.len()], &[1, b'x', 0xc0, at as u8]);
     }
 
     #[test]
