@@ -228,6 +228,25 @@ impl Zone {
         self.soa_ttl.min(self.soa_minimum)
     }
 
+    /// The SOA serial (RFC 1035 §3.3.13), for IXFR and logs.
+    pub fn serial(&self) -> u32 {
+        // Every built zone has exactly one apex SOA; its rdata is two uncompressed names
+        // and five 32-bit fields.
+        let soa = self
+            .apex_node()
+            .rrset(RType::SOA)
+            .expect("a built zone has an SOA");
+        let rdata = soa.rdatas().next().expect("an SOA RRset has one record");
+        let mut at = 0;
+        for _ in 0..2 {
+            while rdata[at] != 0 {
+                at += 1 + rdata[at] as usize;
+            }
+            at += 1;
+        }
+        u32::from_be_bytes([rdata[at], rdata[at + 1], rdata[at + 2], rdata[at + 3]])
+    }
+
     /// The apex node.
     pub fn apex_node(&self) -> NodeRef<'_> {
         NodeRef { zone: self, id: 0 }

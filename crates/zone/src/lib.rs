@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod db;
 pub mod scan;
+pub mod xfr;
 
 pub use answer::{respond, Outcome, Transport};
 pub use db::{Zone, ZoneSet};

@@ -1,0 +1,321 @@
+//! Outgoing zone transfers: AXFR (RFC 5936), and IXFR (RFC 1995) answered from the current
+//! version of a zone.
+//!
+//! [`request`] reads a transfer query. [`Transfer`] writes the whole zone as a sequence of
+//! messages, one per call, so the server can send each while the client reads and never
+//! holds more than a few messages of a big zone; it keeps the zone version it started with
+//! (`Arc<Zone>`), so a reload during a transfer cannot mix two versions. [`reply`] writes
+//! the one-message answers: refusals and errors, and IXFR when the client's copy is current
+//! or the query came over UDP (RFC 1995 §2: one SOA, "use TCP").
+//!
+//! There is no journal of changes, so an IXFR from an older serial gets the whole zone in
+//! AXFR form, which RFC 1995 §4 allows and every secondary understands. Who may transfer a
+//! zone (by address) is the caller's decision.
+//!
+//! Never: locks, clocks, I/O, or allocation per record.
+
+use crate::answer::EDNS_UDP_SIZE;
+use crate::db::Zone;
+use shardns_wire::edns::read_trailer;
+use shardns_wire::message::{read_question, Reader, HEADER_LEN};
+use shardns_wire::{Class, Header, MessageWriter, Name, NameBuf, Opcode, RType, Rcode, Section};
+use std::sync::Arc;
+
+/// Size of an OPT record without options.
+const OPT_LEN: usize = 11;
+
+/// A zone transfer query (AXFR or IXFR, class IN).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The query's ID, repeated in every response message.
+    pub id: u16,
+    /// The zone asked for, in the query's case.
+    pub qname: Name,
+    /// AXFR or IXFR.
+    pub qtype: RType,
+    /// The query had an OPT record, so every response message gets one (RFC 6891 §6.1.1).
+    pub edns: bool,
+    /// IXFR: the serial of the client's copy (the SOA in the query's authority section).
+    pub client_serial: Option<u32>,
+}
+
+/// What [`request`] makes of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// Not a transfer query (or one the normal answer path rejects): answer it as usual.
+    NotTransfer,
+    /// A transfer query.
+    Transfer(Request),
+    /// A transfer query without what it needs (an IXFR without the client's SOA): answer
+    /// [`reply`] with FORMERR.
+    Malformed(Request),
+}
+
+/// Reads `query` as a transfer request. Anything that is not a well-formed class-IN AXFR or
+/// IXFR query is [`Read::NotTransfer`], left to [`crate::respond`] (which answers FORMERR,
+/// NOTIMP or REFUSED for those).
+pub fn request(query: &[u8]) -> Read {
+    let Ok(h) = Header::parse(query) else {
+        return Read::NotTransfer;
+    };
+    if h.qr() || h.opcode() != Opcode::QUERY || h.qdcount != 1 {
+        return Read::NotTransfer;
+    }
+    let mut qname = NameBuf::new();
+    let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
+        return Read::NotTransfer;
+    };
+    if !matches!(qtype, RType::AXFR | RType::IXFR) || qclass != Class::IN {
+        return Read::NotTransfer;
+    }
+    let Ok(trailer) = read_trailer(query, &h, qend) else {
+        return Read::NotTransfer;
+    };
+    let mut req = Request {
+        id: h.id,
+        qname: qname.as_ref().to_name(),
+        qtype,
+        edns: trailer.edns.is_some(),
+        client_serial: None,
+    };
+    if qtype == RType::AXFR {
+        return Read::Transfer(req);
+    }
+    // RFC 1995 §3: the authority section holds the client's SOA; its serial is all we use.
+    let soa_serial = || -> Option<u32> {
+        let mut r = Reader::new(query, qend);
+        for _ in 0..h.ancount {
+            r.skip_name().ok()?;
+            r.bytes(8).ok()?;
+            let len = r.u16().ok()? as usize;
+            r.bytes(len).ok()?;
+        }
+        if h.nscount == 0 {
+            return None;
+        }
+        r.skip_name().ok()?;
+        if RType(r.u16().ok()?) != RType::SOA {
+            return None;
+        }
+        r.bytes(6).ok()?; // class, TTL
+        let len = r.u16().ok()? as usize;
+        let end = r.pos() + len;
+        r.skip_name().ok()?; // MNAME
+        r.skip_name().ok()?; // RNAME
+        let serial = r.u32().ok()?;
+        (r.pos() + 16 == end).then_some(serial)
+    };
+    match soa_serial() {
+        Some(serial) => {
+            req.client_serial = Some(serial);
+            Read::Transfer(req)
+        }
+        None => Read::Malformed(req),
+    }
+}
+
+/// True if the client's serial is not older than ours (RFC 1982 serial arithmetic), so an
+/// IXFR is answered with our SOA alone.
+pub fn is_current(client: u32, ours: u32) -> bool {
+    client == ours || (client.wrapping_sub(ours) as i32) > 0
+}
+
+/// Writes a one-message response to `req`: `rcode` with the question, plus the zone's SOA as
+/// the answer when `soa` is given (an IXFR whose client is current, or over UDP). Returns
+/// the message length and whether TC was set (the SOA did not fit in `out`, which should
+/// hold 512 octets at least; over UDP, no more than the client takes).
+pub fn reply(req: &Request, rcode: Rcode, soa: Option<&Zone>, out: &mut [u8]) -> (usize, bool) {
+    let limit = out.len().min(u16::MAX as usize);
+    let mut w = MessageWriter::new(out, limit);
+    // The question is at most 259 octets, so it fits in 512.
+    let _ = w.put_question(req.qname.as_ref(), req.qtype, Class::IN);
+    if req.edns {
+        w.set_limit(limit.saturating_sub(OPT_LEN));
+    }
+    let truncated = soa.is_some_and(|zone| put_soa(&mut w, zone).is_err());
+    if req.edns {
+        w.set_limit(limit);
+        let _ = w.put_opt(EDNS_UDP_SIZE, 0, 0, false, &[]);
+    }
+    let mut h = header(req, rcode, soa.is_some());
+    h.set_tc(truncated);
+    (w.finish(&h).len(), truncated)
+}
+
+fn header(req: &Request, rcode: Rcode, aa: bool) -> Header {
+    let mut h = Header {
+        id: req.id,
+        ..Header::default()
+    };
+    h.set_qr(true);
+    h.set_opcode(Opcode::QUERY);
+    h.set_aa(aa);
+    h.set_rcode(rcode);
+    h
+}
+
+fn put_soa(w: &mut MessageWriter<'_>, zone: &Zone) -> Result<(), shardns_wire::writer::Full> {
+    let apex = zone.apex_node();
+    let soa = apex.rrset(RType::SOA).expect("a built zone has an SOA");
+    let rdata = soa.rdatas().next().expect("an SOA RRset has one record");
+    w.put_record(
+        Section::Answer,
+        apex.name(),
+        RType::SOA,
+        Class::IN,
+        soa.ttl,
+        rdata,
+    )
+}
+
+/// Where a transfer stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// The opening SOA is still to go.
+    Start,
+    /// The zone's records, from the cursor on, then the closing SOA.
+    Body,
+    /// Everything went out.
+    Done,
+    /// A record did not fit in an empty message; a SERVFAIL went out instead.
+    Failed,
+}
+
+/// One zone transfer in progress: the zone (SOA first and last, RFC 5936 §2.2), cut into
+/// messages of up to 65535 octets, each written on demand.
+#[derive(Debug)]
+pub struct Transfer {
+    zone: Arc<Zone>,
+    req: Request,
+    stage: Stage,
+    /// Cursor: node, RRset within the node, record within the RRset.
+    node: u32,
+    set: usize,
+    rec: usize,
+    messages: u32,
+    records: u64,
+}
+
+impl Transfer {
+    /// A transfer of `zone` answering `req`.
+    pub fn new(zone: Arc<Zone>, req: Request) -> Self {
+        Self {
+            zone,
+            req,
+            stage: Stage::Start,
+            node: 0,
+            set: 0,
+            rec: 0,
+            messages: 0,
+            records: 0,
+        }
+    }
+
+    /// The zone version being sent.
+    pub fn zone(&self) -> &Arc<Zone> {
+        &self.zone
+    }
+
+    /// The request being answered.
+    pub fn request(&self) -> &Request {
+        &self.req
+    }
+
+    /// Messages written so far.
+    pub fn messages(&self) -> u32 {
+        self.messages
+    }
+
+    /// Records written so far (the SOA counts twice).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// True once the last message has been written.
+    pub fn is_done(&self) -> bool {
+        matches!(self.stage, Stage::Done | Stage::Failed)
+    }
+
+    /// True if the transfer ended with a SERVFAIL (a record larger than a message).
+    pub fn failed(&self) -> bool {
+        self.stage == Stage::Failed
+    }
+
+    /// Writes the next message into `out` (65535 octets hold any message) and returns its
+    /// length; `None` once the last one has been written.
+    pub fn next_message(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.is_done() {
+            return None;
+        }
+        let limit = out.len().min(u16::MAX as usize);
+        let mut w = MessageWriter::new(out, limit);
+        w.set_case_sensitive(true);
+        if self.messages == 0 {
+            // The question goes in the first message only (RFC 5936 §2.2.1 allows either).
+            let _ = w.put_question(self.req.qname.as_ref(), self.req.qtype, Class::IN);
+        }
+        if self.req.edns {
+            w.set_limit(limit.saturating_sub(OPT_LEN));
+        }
+        let before = self.records;
+        if self.stage == Stage::Start && put_soa(&mut w, &self.zone).is_ok() {
+            self.records += 1;
+            self.stage = Stage::Body;
+        }
+        if self.stage == Stage::Body && self.fill(&mut w) && put_soa(&mut w, &self.zone).is_ok() {
+            self.records += 1;
+            self.stage = Stage::Done;
+        }
+        self.messages += 1;
+        if self.records == before {
+            // Not even one record fits in an empty message: end the transfer with an error
+            // instead of sending empty messages forever.
+            self.stage = Stage::Failed;
+            let w = MessageWriter::new(out, limit);
+            return Some(w.finish(&header(&self.req, Rcode::SERVFAIL, false)).len());
+        }
+        if self.req.edns {
+            w.set_limit(limit);
+            let _ = w.put_opt(EDNS_UDP_SIZE, 0, 0, false, &[]);
+        }
+        Some(w.finish(&header(&self.req, Rcode::NOERROR, true)).len())
+    }
+
+    /// Writes records from the cursor on until the message is full (false) or every record
+    /// of the zone is out (true). The apex SOA is left to the opening and closing records.
+    fn fill(&mut self, w: &mut MessageWriter<'_>) -> bool {
+        let zone = &*self.zone;
+        while (self.node as usize) < zone.node_count() {
+            let node = zone.node(self.node);
+            let owner = node.name();
+            for set in node.rrsets().skip(self.set) {
+                if !(self.node == 0 && set.rtype == RType::SOA) {
+                    for rdata in set.rdatas().skip(self.rec) {
+                        if w.put_record(
+                            Section::Answer,
+                            owner,
+                            set.rtype,
+                            Class::IN,
+                            set.ttl,
+                            rdata,
+                        )
+                        .is_err()
+                        {
+                            return false;
+                        }
+                        self.rec += 1;
+                        self.records += 1;
+                    }
+                }
+                self.set += 1;
+                self.rec = 0;
+            }
+            self.node += 1;
+            self.set = 0;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;
