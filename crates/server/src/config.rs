@@ -262,6 +262,10 @@ pub struct ServerConfig {
     /// Network interface (e.g. `lo`) whose UDP queries to the listen addresses are read with
     /// AF_XDP instead of sockets (needs CAP_NET_ADMIN and CAP_BPF; absent: off).
     pub xdp_interface: Option<String>,
+    /// Clients (`ADDR` or `ADDR/LEN`) allowed to transfer (AXFR, IXFR) every zone that has
+    /// no `allow_transfer` of its own, the embedded zone included. Empty: none.
+    #[serde(deserialize_with = "from_strs")]
+    pub allow_transfer: Vec<AclEntry>,
 }
 
 /// One `[[zone]]`.
@@ -274,12 +278,20 @@ pub struct ZoneConfig {
     pub name: Name,
     /// The zone file.
     pub file: PathBuf,
+    /// Clients allowed to transfer this zone, replacing `server.allow_transfer` for it
+    /// (absent: the server's list; `[]`: nobody).
+    #[serde(default, deserialize_with = "from_strs_opt")]
+    pub allow_transfer: Option<Vec<AclEntry>>,
 }
 
 impl ZoneConfig {
     /// A zone at `name` read from `file`.
     pub fn new(name: Name, file: PathBuf) -> Self {
-        Self { name, file }
+        Self {
+            name,
+            file,
+            allow_transfer: None,
+        }
     }
 }
 
@@ -296,10 +308,7 @@ impl FromStr for ZoneConfig {
         let name = name
             .parse::<Name>()
             .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
-        Ok(Self {
-            name,
-            file: PathBuf::from(file),
-        })
+        Ok(Self::new(name, PathBuf::from(file)))
     }
 }
 
@@ -425,6 +434,8 @@ pub struct Overrides {
     pub upstream_port: Option<u16>,
     /// `--xdp`: sets `server.xdp_interface`.
     pub xdp_interface: Option<String>,
+    /// `--allow-transfer`: added to `server.allow_transfer`.
+    pub allow_transfer: Vec<AclEntry>,
 }
 
 /// A config file that could not be read or parsed.
@@ -569,6 +580,18 @@ impl Config {
         if o.xdp_interface.is_some() {
             self.server.xdp_interface = o.xdp_interface.clone();
         }
+        self.server
+            .allow_transfer
+            .extend(o.allow_transfer.iter().copied());
+    }
+
+    /// Who may transfer the zone at `apex`: its own `allow_transfer`, else the server's.
+    pub fn transfer_acl(&self, apex: &Name) -> &[AclEntry] {
+        self.zones
+            .iter()
+            .find(|z| &z.name == apex)
+            .and_then(|z| z.allow_transfer.as_deref())
+            .unwrap_or(&self.server.allow_transfer)
     }
 
     /// The addresses to serve on (the defaults if none are configured).
@@ -638,6 +661,14 @@ where
         .iter()
         .map(|s| s.parse::<T>().map_err(serde::de::Error::custom))
         .collect()
+}
+
+fn from_strs_opt<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    from_strs(d).map(Some)
 }
 
 fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
@@ -813,6 +844,38 @@ http = "127.0.0.1:9153"
     fn syntax_error_has_position() {
         let e = parse("[server]\nworkers = = 2\n").unwrap_err();
         assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    }
+
+    #[test]
+    fn transfer_acls_per_zone_over_the_servers() {
+        let mut c = parse(
+            "[server]\nallow_transfer = [\"192.0.2.0/24\"]\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\nallow_transfer = [\"::1\", \"127.0.0.2\"]\n\
+             [[zone]]\nname = \"b.\"\nfile = \"b\"\n\
+             [[zone]]\nname = \"c.\"\nfile = \"c\"\nallow_transfer = []\n",
+        )
+        .unwrap();
+        let acl = |c: &Config, z: &str| c.transfer_acl(&z.parse().unwrap()).to_vec();
+        assert_eq!(
+            acl(&c, "a."),
+            ["::1".parse().unwrap(), "127.0.0.2".parse().unwrap()]
+        );
+        assert_eq!(acl(&c, "b."), ["192.0.2.0/24".parse().unwrap()]);
+        assert!(acl(&c, "c.").is_empty(), "[] means nobody");
+        // --allow-transfer adds to the server's list: zones without their own and the
+        // embedded zone (not in the config) get it.
+        let o = Overrides {
+            allow_transfer: vec!["127.0.0.1".parse().unwrap()],
+            ..Overrides::default()
+        };
+        c.apply(&o);
+        assert_eq!(acl(&c, "b.").len(), 2);
+        assert_eq!(acl(&c, "example.test.").len(), 2);
+        assert_eq!(acl(&c, "a.").len(), 2);
+        let e = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\nallow_transfer = [\"1.2.3.4/33\"]\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("zone[0].allow_transfer"), "{e}");
+        assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
     }
 
     #[test]

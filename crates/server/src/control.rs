@@ -90,6 +90,9 @@ impl Reloader {
             let _ = writeln!(text, "zone {} failed to load, {what}:\n{}", f.name, f.error);
         }
         let zones = self.library.len();
+        shared
+            .transfer_acl
+            .store(Arc::new(crate::xfr::TransferAcl::new(&config)));
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
         self.retire(old);

@@ -45,6 +45,7 @@ mod sys;
 mod tcp;
 mod worker;
 pub mod xdp;
+mod xfr;
 mod zones;
 
 pub use config::{
@@ -168,6 +169,9 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
 pub(crate) struct Shared {
     /// The zone snapshot; workers re-read it once per loop iteration.
     pub(crate) zones: ArcSwap<ZoneSet>,
+    /// Who may transfer which zone; replaced with the zones on reload, read only by
+    /// transfer queries.
+    pub(crate) transfer_acl: ArcSwap<xfr::TransferAcl>,
     /// Set once, to stop the workers.
     pub(crate) shutdown: AtomicBool,
     /// Open TCP connections over all workers (changed on accept and close only).
@@ -317,6 +321,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         .map_err(io_error("eventfd"))?;
     let shared = Arc::new(Shared {
         zones: ArcSwap::from_pointee(report.set),
+        transfer_acl: ArcSwap::from_pointee(xfr::TransferAcl::new(&config)),
         shutdown: AtomicBool::new(false),
         tcp_open: AtomicUsize::new(0),
         tcp_clients: tcp::ClientCounts::new(

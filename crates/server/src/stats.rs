@@ -223,7 +223,19 @@ pub(crate) struct WorkerStats {
     /// copied at most once a second: frames dropped (invalid, or no room), dropped because
     /// the RX ring was full, times the fill ring was empty, invalid TX descriptors.
     pub(crate) xdp_kernel: [Counter; 4],
+    /// Outgoing zone transfers, by event: started, done (the closing SOA went out),
+    /// aborted (the connection closed first, or a record did not fit), refused (a transfer
+    /// query answered NOTAUTH, NOTIMP, REFUSED or FORMERR).
+    pub(crate) xfr: [Counter; 4],
+    /// Messages sent by outgoing zone transfers.
+    pub(crate) xfr_messages: Counter,
 }
+
+/// Indices of [`WorkerStats::xfr`].
+pub(crate) const XFR_STARTED: usize = 0;
+pub(crate) const XFR_DONE: usize = 1;
+pub(crate) const XFR_ABORTED: usize = 2;
+pub(crate) const XFR_REFUSED: usize = 3;
 
 impl WorkerStats {
     /// Counts one answered query.
@@ -282,6 +294,8 @@ pub(crate) struct Totals {
     pub(crate) rrl_dropped: u64,
     pub(crate) rrl_slipped: u64,
     pub(crate) xdp_kernel: [u64; 4],
+    pub(crate) xfr: [u64; 4],
+    pub(crate) xfr_messages: u64,
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -321,6 +335,8 @@ impl Totals {
         self.rrl_dropped += w.rrl_dropped.get();
         self.rrl_slipped += w.rrl_slipped.get();
         sum_into(&mut self.xdp_kernel, &w.xdp_kernel);
+        sum_into(&mut self.xfr, &w.xfr);
+        self.xfr_messages += w.xfr_messages.get();
     }
 
     /// Sums every worker's counters.
@@ -453,6 +469,25 @@ pub(crate) fn render_prometheus(
             ("tx_invalid", t.xdp_kernel[3]),
         ],
     );
+    labelled(
+        &mut s,
+        "shardns_xfr_total",
+        "Outgoing zone transfers (AXFR, IXFR): started, done, aborted (connection closed first, or a record too large), and transfer queries refused (NOTAUTH, NOTIMP, REFUSED, FORMERR).",
+        "event",
+        &[
+            ("started", t.xfr[XFR_STARTED]),
+            ("done", t.xfr[XFR_DONE]),
+            ("aborted", t.xfr[XFR_ABORTED]),
+            ("refused", t.xfr[XFR_REFUSED]),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_xfr_messages_total",
+        "counter",
+        "Messages sent by outgoing zone transfers.",
+    );
+    let _ = writeln!(s, "shardns_xfr_messages_total {}", t.xfr_messages);
     head(
         &mut s,
         "shardns_tcp_connections_open",

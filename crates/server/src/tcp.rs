@@ -11,6 +11,7 @@
 //! passed in), locks.
 
 use crate::keyed_hash;
+use shardns_zone::xfr::Transfer;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -145,6 +146,8 @@ pub(crate) struct Conn {
     pub(crate) queries: u32,
     /// This client's slot in [`ClientCounts`] ([`UNTRACKED`] if none).
     pub(crate) client_slot: u32,
+    /// An outgoing zone transfer being streamed; further queries wait until it ends.
+    pub(crate) transfer: Option<Box<Transfer>>,
     last_active: Instant,
     /// When the query being received started (valid while in the partial list).
     partial_since: Instant,
@@ -171,6 +174,7 @@ impl Conn {
             peer_closed: false,
             queries: 0,
             client_slot: UNTRACKED,
+            transfer: None,
             last_active: now,
             partial_since: now,
             in_partial: false,

@@ -13,19 +13,26 @@
 //! the same code as socket queries (`answer_udp`) straight into the frame, and go back on
 //! the socket's TX ring; only the frame I/O differs.
 //!
+//! An allowed zone transfer (`xfr`) is streamed on its TCP connection at most four messages
+//! per turn of the loop and only while the client reads, so a big zone or a slow secondary
+//! never holds the worker.
+//!
 //! TCP limits enforced here: connections per worker, in all, and per client address
 //! (checked on accept); the idle timeout (no traffic) and the read timeout (one query
 //! taking too long to arrive, however slowly it trickles in); queries per connection.
 
 use crate::recursion::{Client, Recursion, Reply, KIND_UPSTREAM};
 use crate::rrl::{Rrl, Verdict};
-use crate::stats::{Via, WorkerStats};
+use crate::stats::{Via, WorkerStats, XFR_ABORTED, XFR_DONE, XFR_REFUSED, XFR_STARTED};
 use crate::sys::{self, Epoll, Events, SendBatch, UdpBatch, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::xdp::{self, Xsk};
+use crate::xfr::{self as xfr_policy, Decision, TransferAcl};
 use crate::Shared;
+use arc_swap::ArcSwap;
 use shardns_wire::message::{read_question, HEADER_LEN};
-use shardns_wire::{NameBuf, Rcode};
+use shardns_wire::{NameBuf, RType, Rcode};
+use shardns_zone::xfr::Transfer;
 use shardns_zone::{respond, Outcome, Transport, ZoneSet};
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -344,7 +351,12 @@ impl Worker {
             return;
         };
         let via = Via::udp(v6);
-        let want_peer = self.opts.log_queries || self.recursion.is_some() || self.rrl.is_some();
+        // The peer's address is decoded only when something needs it: logs, the resolver's
+        // ACL, RRL, or a transfer ACL (an allowed IXFR over UDP gets the SOA).
+        let want_peer = self.opts.log_queries
+            || self.recursion.is_some()
+            || self.rrl.is_some()
+            || self.shared.transfer_acl.load().allows_anyone();
         let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
         let udp_max = self.opts.udp_max_response;
         for _ in 0..UDP_ROUNDS {
@@ -423,7 +435,22 @@ impl Worker {
         let peer = from.peer;
         match respond(zones, query, Transport::Udp, out) {
             Some(mut o) if o.len <= out.len() => {
-                if o.rcode == Rcode::REFUSED {
+                if o.rcode == Rcode::REFUSED && is_transfer(&o) {
+                    // Over UDP a transfer query gets one message of at most 512 octets: an
+                    // allowed IXFR our SOA (RFC 1995 §2; TC if it does not fit), the rest
+                    // their refusal.
+                    let acl = self.shared.transfer_acl.load();
+                    let room = out.len().min(512);
+                    let ip = peer.map(|p| p.ip());
+                    if let Some(Decision::Reply(r)) =
+                        xfr_policy::decide(zones, &acl, query, ip, false, &mut out[..room])
+                    {
+                        if r.rcode != Rcode::NOERROR {
+                            stats.xfr[XFR_REFUSED].add(1);
+                        }
+                        o = r;
+                    }
+                } else if o.rcode == Rcode::REFUSED {
                     // Not in our zones: the resolver role may take it.
                     if let (Some(rec), Some(p)) = (self.recursion.as_mut(), peer) {
                         let client = Client::Udp {
@@ -673,26 +700,34 @@ impl Worker {
                 log_queries,
                 max_queries,
             };
-            failed = answer_frames(
+            match answer_frames(
                 conn,
                 &mut self.staging,
                 zones,
+                &self.shared.transfer_acl,
                 self.recursion.as_mut(),
                 ctx,
                 stats,
-            )
-            .is_err();
+            ) {
+                Ok(streamed) => active |= streamed,
+                Err(_) => failed = true,
+            }
         }
-        if failed || (conn.peer_closed && conn.unsent() == 0) {
+        if failed || (conn.peer_closed && conn.unsent() == 0 && conn.transfer.is_none()) {
             self.close(slot, stats);
             return;
         }
-        let want = if conn.unsent() > 0 { WRITABLE } else { 0 }
-            | if !conn.peer_closed && conn.unsent() < OUTPUT_HIGH_WATER {
-                READABLE
-            } else {
-                0
-            };
+        // A transfer with nothing unsent still has messages to write: EPOLLOUT (level
+        // triggered) brings the connection back on the next turn of the loop.
+        let want = if conn.unsent() > 0 || conn.transfer.is_some() {
+            WRITABLE
+        } else {
+            0
+        } | if !conn.peer_closed && conn.unsent() < OUTPUT_HIGH_WATER {
+            READABLE
+        } else {
+            0
+        };
         if want != conn.interest {
             if self
                 .epoll
@@ -753,6 +788,9 @@ impl Worker {
     fn close(&mut self, slot: u32, stats: &WorkerStats) {
         // Closing the descriptor also takes it out of the epoll set.
         if let Some(conn) = self.conns.remove(slot) {
+            if let Some(t) = &conn.transfer {
+                transfer_ended(conn.peer, t, stats);
+            }
             let buf = conn.input.into_inner();
             if buf.len() == INPUT_INITIAL && self.buffer_pool.len() < BUFFER_POOL_MAX {
                 self.buffer_pool.push(buf);
@@ -792,6 +830,9 @@ impl Worker {
             if let Some(conn) = self.conns.remove(slot) {
                 let mut conn = conn;
                 let _ = flush_output(&mut conn);
+                if let Some(t) = &conn.transfer {
+                    transfer_ended(conn.peer, t, stats);
+                }
                 self.shared.tcp_clients.release(conn.client_slot);
                 self.shared.tcp_open.fetch_sub(1, Relaxed);
             }
@@ -812,19 +853,25 @@ fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &Wor
 
 /// Answers every whole query buffered on `conn`, in order, writing the responses with as
 /// few system calls as the socket allows. Stops while too much output is unsent (the rest
-/// stays buffered until the client reads).
+/// stays buffered until the client reads). True if a zone transfer wrote messages (the
+/// connection is active even when the socket took them all at once).
 fn answer_frames(
     conn: &mut Conn,
     staging: &mut [u8],
     zones: &ZoneSet,
+    transfer_acl: &ArcSwap<TransferAcl>,
     mut recursion: Option<&mut Recursion>,
     ctx: FrameCtx,
     stats: &WorkerStats,
-) -> io::Result<()> {
+) -> io::Result<bool> {
+    // A transfer in progress goes first; queries behind it wait until it has ended, so
+    // its messages are never interleaved with other responses.
+    let streamed = continue_transfer(conn, staging, stats)?;
     let log_queries = ctx.log_queries;
     let via = Via::tcp(conn.v6);
     let mut used = 0;
-    while conn.input.has_frame()
+    while conn.transfer.is_none()
+        && conn.input.has_frame()
         && conn.unsent() < OUTPUT_HIGH_WATER
         && conn.queries < ctx.max_queries
     {
@@ -848,7 +895,39 @@ fn answer_frames(
         let out = &mut staging[used + 2..used + MAX_FRAME];
         match respond(zones, query, Transport::Tcp, out) {
             Some(mut o) if o.len <= out.len() => {
-                if o.rcode == Rcode::REFUSED {
+                if o.rcode == Rcode::REFUSED && is_transfer(&o) {
+                    let ip = conn.peer.map(|p| p.ip());
+                    match xfr_policy::decide(zones, &transfer_acl.load(), query, ip, true, out) {
+                        Some(Decision::Transfer(t)) => {
+                            stats.answered(o.qtype, Rcode::NOERROR, false);
+                            stats.xfr[XFR_STARTED].add(1);
+                            info!(
+                                "transfer of {} ({}, serial {}) to {}: started",
+                                t.zone().apex(),
+                                t.request().qtype,
+                                t.zone().serial(),
+                                OrDash(conn.peer)
+                            );
+                            conn.transfer = Some(t);
+                            break;
+                        }
+                        Some(Decision::Reply(r)) => {
+                            if r.rcode != Rcode::NOERROR {
+                                stats.xfr[XFR_REFUSED].add(1);
+                                let mut qname = NameBuf::new();
+                                let _ = read_question(query, HEADER_LEN, &mut qname);
+                                info!(
+                                    "transfer of {} to {} refused: {}",
+                                    qname.as_ref(),
+                                    OrDash(conn.peer),
+                                    r.rcode
+                                );
+                            }
+                            o = r;
+                        }
+                        None => {}
+                    }
+                } else if o.rcode == Rcode::REFUSED {
                     if let Some(rec) = recursion.as_mut() {
                         let client = Client::Tcp {
                             slot: ctx.slot,
@@ -875,7 +954,64 @@ fn answer_frames(
     if used > 0 {
         queue_output(conn, &staging[..used], stats)?;
     }
-    Ok(())
+    // A transfer that just started sends its first messages now.
+    Ok(continue_transfer(conn, staging, stats)? || streamed)
+}
+
+/// True for an outcome of an AXFR or IXFR query.
+#[inline]
+fn is_transfer(o: &Outcome) -> bool {
+    matches!(o.qtype, Some(RType::AXFR | RType::IXFR))
+}
+
+/// Writes the next messages of `conn`'s transfer, at most a staging buffer's worth (four
+/// messages) per call and none while too much output is unsent, so one transfer of a big
+/// zone cannot hold the worker: it comes back on the next turn of the loop. True if it
+/// wrote any.
+fn continue_transfer(conn: &mut Conn, staging: &mut [u8], stats: &WorkerStats) -> io::Result<bool> {
+    let Some(mut t) = conn.transfer.take() else {
+        return Ok(false);
+    };
+    let mut used = 0;
+    while conn.unsent() < OUTPUT_HIGH_WATER && staging.len() - used >= MAX_FRAME {
+        let Some(len) = t.next_message(&mut staging[used + 2..used + MAX_FRAME]) else {
+            break;
+        };
+        staging[used..used + 2].copy_from_slice(&(len as u16).to_be_bytes());
+        used += 2 + len;
+        stats.xfr_messages.add(1);
+        if t.is_done() {
+            break;
+        }
+    }
+    let sent = if used > 0 {
+        queue_output(conn, &staging[..used], stats).map(|()| true)
+    } else {
+        Ok(false)
+    };
+    if t.is_done() {
+        transfer_ended(conn.peer, &t, stats);
+    } else {
+        conn.transfer = Some(t);
+    }
+    sent
+}
+
+/// Counts and logs the end of a transfer: done once its last message is queued, else
+/// aborted (the connection closed first, or a record was larger than a message).
+#[cold]
+fn transfer_ended(peer: Option<SocketAddr>, t: &Transfer, stats: &WorkerStats) {
+    let done = t.is_done() && !t.failed();
+    stats.xfr[if done { XFR_DONE } else { XFR_ABORTED }].add(1);
+    let how = if done { "done" } else { "aborted" };
+    info!(
+        "transfer of {} (serial {}) to {}: {how}, {} records in {} messages",
+        t.zone().apex(),
+        t.zone().serial(),
+        OrDash(peer),
+        t.records(),
+        t.messages()
+    );
 }
 
 /// Which connection `answer_frames` serves, and when.

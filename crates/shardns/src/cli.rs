@@ -134,6 +134,10 @@ pub(crate) struct ServeArgs {
     /// lo) with AF_XDP, bypassing the kernel's UDP sockets (needs root; see docs/CONFIG.md).
     #[arg(long, value_name = "IFACE")]
     pub(crate) xdp: Option<String>,
+    /// Clients allowed to transfer the zones (AXFR, IXFR over TCP), ADDR or ADDR/LEN
+    /// (repeatable; adds to server.allow_transfer; default: nobody).
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) allow_transfer: Vec<AclEntry>,
 }
 
 impl ServeArgs {
@@ -160,6 +164,7 @@ impl ServeArgs {
         o.allow = self.allow_recursion.clone();
         o.upstream_port = self.upstream_port;
         o.xdp_interface = self.xdp.clone();
+        o.allow_transfer = self.allow_transfer.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }
@@ -243,6 +248,10 @@ mod tests {
             "::1",
             "--upstream-port",
             "5301",
+            "--allow-transfer",
+            "127.0.0.2",
+            "--allow-transfer",
+            "10.0.0.0/8",
         ])
         .unwrap();
         let Some(Command::Serve(a)) = cli.command else {
@@ -252,6 +261,7 @@ mod tests {
         assert_eq!(a.forward.len(), 2);
         assert_eq!(a.allow_recursion.len(), 1);
         assert_eq!(a.upstream_port, Some(5301));
+        assert_eq!(a.allow_transfer.len(), 2);
         assert!(Cli::try_parse_from(["shardns", "serve", "--forward", "corp."]).is_err());
         assert!(
             Cli::try_parse_from(["shardns", "serve", "--allow-recursion", "1.2.3.4/40"]).is_err()

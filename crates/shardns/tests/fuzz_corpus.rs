@@ -73,3 +73,8 @@ fn config_corpus() {
 fn resolver_cache_corpus() {
     replay("resolver_cache", checks::resolver_cache);
 }
+
+#[test]
+fn xfr_corpus() {
+    replay("xfr", checks::xfr);
+}
