@@ -164,6 +164,33 @@ CACHE_QUERIES.update({
 })
 
 
+def ixfr(name, serial, compressed=False, qid=0x1995, edns=None):
+    """An IXFR query with the client's SOA in the authority section (RFC 1995 §3)."""
+    m = struct.pack("!HHHHHH", qid, 0, 1, 0, 1, 1 if edns else 0)
+    m += name_wire(name) + struct.pack("!HH", 251, 1)
+    owner = b"\xc0\x0c" if compressed else name_wire(name)
+    names = b"\xc0\x0c\xc0\x0c" if compressed else b"\0\0"
+    rdata = names + struct.pack("!IIIII", serial, 7200, 3600, 1209600, 60)
+    m += owner + struct.pack("!HHIH", 6, 1, 0, len(rdata)) + rdata
+    if edns:
+        m += b"\0" + struct.pack("!HHIH", 41, edns, 0, 0)
+    return m
+
+
+XFR_QUERIES = {
+    "axfr": query("diff.test.", 252),
+    "axfr-edns": query("diff.test.", 252, edns=(1232, False)),
+    "axfr-case": query("DiFF.TesT.", 252, qid=0xBEEF),
+    "axfr-ch": query("diff.test.", 252, qclass=3),
+    "axfr-other-zone": query("other.test.", 252),
+    "ixfr": ixfr("diff.test.", 1),
+    "ixfr-compressed": ixfr("diff.test.", 4000000000, compressed=True),
+    "ixfr-edns": ixfr("diff.test.", 2024010101, edns=4096),
+    "ixfr-no-soa": query("diff.test.", 251),
+    "ixfr-short": ixfr("diff.test.", 1)[:-7],
+}
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -201,6 +228,8 @@ def main():
         write("config", name, text.encode())
     example = os.path.join(HERE, "..", "docs", "shardns.example.toml")
     write("config", "shardns.example.toml", open(example, "rb").read())
+    for name, q in XFR_QUERIES.items():
+        write("xfr", name, q)
     for name, q in CACHE_QUERIES.items():
         write("resolver_cache", name, q)
     for name, (off, msg) in NAMES.items():

@@ -193,3 +193,37 @@ pub fn respond(data: &[u8]) {
         }
     }
 }
+
+/// `xfr::request` on any bytes: never panics; a request it accepts has the query's ID and a
+/// transfer type, and every reply and every message of a transfer of the bundled zone
+/// (cut into messages of a size taken from the input) parses, carries that ID, and the
+/// transfer begins and ends with the zone's SOA and ends in a bounded number of messages.
+pub fn xfr(data: &[u8]) {
+    use shardns_wire::{RType, Rcode};
+    use shardns_zone::xfr::{self, Read, Transfer};
+    let req = match xfr::request(data) {
+        Read::NotTransfer => return,
+        Read::Transfer(r) | Read::Malformed(r) => r,
+    };
+    assert_eq!(req.id.to_be_bytes(), [data[0], data[1]], "ID not copied");
+    assert!(matches!(req.qtype, RType::AXFR | RType::IXFR));
+    let zone = zone_set().zones()[0].clone();
+    let mut out = vec![0u8; 65535];
+    let (len, _) = xfr::reply(&req, Rcode::NOERROR, Some(&zone), &mut out);
+    let m = Message::parse(&out[..len]).expect("a reply parses");
+    assert_eq!(m.header.id, req.id);
+    // Messages from 512 octets up to the largest, by the input's last byte.
+    let size = 512 + usize::from(*data.last().unwrap_or(&0)) * 251;
+    let mut t = Transfer::new(zone, req);
+    let mut soas = 0;
+    let mut messages = 0;
+    while let Some(len) = t.next_message(&mut out[..size]) {
+        let m = Message::parse(&out[..len]).expect("a transfer message parses");
+        assert_eq!(m.header.id, t.request().id);
+        soas += m.answers.iter().filter(|r| r.rtype == RType::SOA).count();
+        messages += 1;
+        assert!(messages <= 10_000, "a transfer that does not end");
+    }
+    assert!(!t.failed(), "the bundled zone's records fit in 512 octets");
+    assert_eq!(soas, 2, "SOA first and last");
+}
