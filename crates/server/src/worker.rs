@@ -13,8 +13,8 @@
 //! the same code as socket queries (`answer_udp`) straight into the frame, and go back on
 //! the socket's TX ring; only the frame I/O differs.
 //!
-//! An allowed zone transfer (`xfr`) is streamed on its TCP connection at most four messages
-//! per turn of the loop and only while the client reads, so a big zone or a slow secondary
+//! An allowed zone transfer (`xfr`) is streamed on its TCP connection at most 240 KiB per
+//! turn of the loop and only while the client reads, so a big zone or a slow secondary
 //! never holds the worker.
 //!
 //! TCP limits enforced here: connections per worker, in all, and per client address
@@ -32,7 +32,7 @@ use crate::Shared;
 use arc_swap::ArcSwap;
 use shardns_wire::message::{read_question, HEADER_LEN};
 use shardns_wire::{NameBuf, RType, Rcode};
-use shardns_zone::xfr::Transfer;
+use shardns_zone::xfr::{self, Transfer};
 use shardns_zone::{respond, Outcome, Transport, ZoneSet};
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -964,8 +964,8 @@ fn is_transfer(o: &Outcome) -> bool {
     matches!(o.qtype, Some(RType::AXFR | RType::IXFR))
 }
 
-/// Writes the next messages of `conn`'s transfer, at most a staging buffer's worth (four
-/// messages) per call and none while too much output is unsent, so one transfer of a big
+/// Writes the next messages of `conn`'s transfer, at most a staging buffer's worth (15
+/// messages, 240 KiB) per call and none while too much output is unsent, so one transfer of a big
 /// zone cannot hold the worker: it comes back on the next turn of the loop. True if it
 /// wrote any.
 fn continue_transfer(conn: &mut Conn, staging: &mut [u8], stats: &WorkerStats) -> io::Result<bool> {
@@ -973,8 +973,9 @@ fn continue_transfer(conn: &mut Conn, staging: &mut [u8], stats: &WorkerStats) -
         return Ok(false);
     };
     let mut used = 0;
-    while conn.unsent() < OUTPUT_HIGH_WATER && staging.len() - used >= MAX_FRAME {
-        let Some(len) = t.next_message(&mut staging[used + 2..used + MAX_FRAME]) else {
+    let room = 2 + xfr::MESSAGE_SIZE;
+    while conn.unsent() < OUTPUT_HIGH_WATER && staging.len() - used >= room {
+        let Some(len) = t.next_message(&mut staging[used + 2..used + room]) else {
             break;
         };
         staging[used..used + 2].copy_from_slice(&(len as u16).to_be_bytes());

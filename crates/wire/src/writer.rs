@@ -33,6 +33,7 @@ pub struct Checkpoint {
     len: usize,
     ncomp: usize,
     counts: [u16; 4],
+    prev_owner: u16,
 }
 
 /// Composes one message.
@@ -44,8 +45,10 @@ pub struct MessageWriter<'a> {
     ncomp: usize,
     /// Question, answer, authority, additional counts.
     counts: [u16; 4],
-    /// Compress only against names of the same case (see [`MessageWriter::set_case_sensitive`]).
-    exact: bool,
+    /// A zone transfer (see [`MessageWriter::set_transfer`]).
+    transfer: bool,
+    /// Where the last record's owner name starts (0: none yet, or past pointer range).
+    prev_owner: u16,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -59,15 +62,19 @@ impl<'a> MessageWriter<'a> {
             comp: [0; MAX_COMP],
             ncomp: 0,
             counts: [0; 4],
-            exact: false,
+            transfer: false,
+            prev_owner: 0,
         }
     }
 
-    /// Compresses a name only against earlier names written in the same case, so every
-    /// name keeps its own case (a zone transfer hands the zone's names over as written;
-    /// otherwise owners would take the case of the question, as in normal answers).
-    pub fn set_case_sensitive(&mut self, on: bool) {
-        self.exact = on;
+    /// Sets up the writer for a zone transfer: a name is compressed only against names
+    /// written in the same case, so every name keeps its own case (otherwise owners would
+    /// take the question's case, as in normal answers); and each owner is first compressed
+    /// against the previous owner (see `put_owner`), since the compression table fills up
+    /// after a few dozen of a zone's names and searching it for each was most of the cost
+    /// of transferring a big zone.
+    pub fn set_transfer(&mut self, on: bool) {
+        self.transfer = on;
     }
 
     /// Bytes written so far (header included).
@@ -109,6 +116,7 @@ impl<'a> MessageWriter<'a> {
             len: self.len,
             ncomp: self.ncomp,
             counts: self.counts,
+            prev_owner: self.prev_owner,
         }
     }
 
@@ -118,6 +126,7 @@ impl<'a> MessageWriter<'a> {
         self.len = cp.len;
         self.ncomp = cp.ncomp;
         self.counts = cp.counts;
+        self.prev_owner = cp.prev_owner;
     }
 
     /// Appends raw bytes.
@@ -209,16 +218,120 @@ impl<'a> MessageWriter<'a> {
         Ok(())
     }
 
-    /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
-    fn find(&self, suffix: &[u8]) -> Option<u16> {
-        self.comp[..self.ncomp]
-            .iter()
-            .copied()
-            .find(|&off| self.name_at_eq(off as usize, suffix))
+    /// Appends a record's owner. In a zone transfer, consecutive records mostly share their
+    /// owner (a node's RRsets) or its parent (siblings): when the previous owner gives the
+    /// whole name, or all of it but the first label, that is the pointer, found in
+    /// O(labels) however full the compression table is (in a 16 KiB message of a big zone
+    /// it is full after a few dozen names). Normal answers have few records and use the
+    /// table alone ([`MessageWriter::put_name`]), which costs them nothing more.
+    #[inline]
+    fn put_owner(&mut self, owner: NameRef<'_>) -> Result<(), Full> {
+        if !self.transfer {
+            return self.put_name(owner, true);
+        }
+        let wire = owner.as_wire();
+        let start = self.len;
+        let hit = if self.prev_owner != 0 && wire.len() > 1 {
+            self.suffix_of_prev_owner(wire)
+        } else {
+            None
+        };
+        match hit {
+            Some((prefix, target)) => {
+                let labels = &wire[..prefix];
+                if self.len + labels.len() + 2 > self.limit {
+                    return Err(Full);
+                }
+                if !labels.is_empty() && self.len < 0x4000 && self.ncomp < MAX_COMP {
+                    self.comp[self.ncomp] = self.len as u16;
+                    self.ncomp += 1;
+                }
+                self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
+                self.len += labels.len();
+                let p = 0xc000 | target;
+                self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
+                self.len += 2;
+            }
+            None => self.put_name(owner, true)?,
+        }
+        if start < 0x4000 {
+            self.prev_owner = start as u16;
+        }
+        Ok(())
     }
 
-    /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case.
-    fn name_at_eq(&self, mut off: usize, suffix: &[u8]) -> bool {
+    /// If the previous owner ends with all of `wire` or all of it but the first label:
+    /// (octets of `wire` to write before the pointer, where the pointer goes).
+    fn suffix_of_prev_owner(&self, wire: &[u8]) -> Option<(usize, u16)> {
+        let prev = self.prev_owner as usize;
+        let have = self.labels_at(prev);
+        let labels = wire_labels(wire);
+        let first = 1 + wire[0] as usize;
+        // The previous owner's suffix of as many labels as `wire`, then as `wire` without
+        // its first label.
+        for (skip, want) in [(0, labels), (first, labels - 1)] {
+            if want == 0 || want > have {
+                continue;
+            }
+            let off = self.skip_labels(prev, have - want);
+            // A pointer reaches 14 bits; a name that starts just below that may run past it.
+            if off < 0x4000 && self.name_at_eq::<true>(off, &wire[skip..]) {
+                return Some((skip, off as u16));
+            }
+        }
+        None
+    }
+
+    /// Labels (the root not counted) of the name written at `off`, following pointers.
+    fn labels_at(&self, mut off: usize) -> usize {
+        let mut n = 0;
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if len == 0 {
+                break;
+            }
+            n += 1;
+            off += 1 + len;
+        }
+        n
+    }
+
+    /// Where the name at `off` continues after `n` labels (following pointers).
+    fn skip_labels(&self, mut off: usize, mut n: usize) -> usize {
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if n == 0 || len == 0 {
+                break;
+            }
+            n -= 1;
+            off += 1 + len;
+        }
+        off
+    }
+
+    /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
+    fn find(&self, suffix: &[u8]) -> Option<u16> {
+        let mut table = self.comp[..self.ncomp].iter().copied();
+        // One branch per search, none per label.
+        if self.transfer {
+            table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
+        } else {
+            table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
+        }
+    }
+
+    /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case unless
+    /// `EXACT` (a transfer).
+    #[inline]
+    fn name_at_eq<const EXACT: bool>(&self, mut off: usize, suffix: &[u8]) -> bool {
         let mut i = 0;
         // Offsets in the table were written by us, so pointers go backwards; bound anyway.
         for _ in 0..256 {
@@ -235,8 +348,9 @@ impl<'a> MessageWriter<'a> {
             }
             let a = &self.buf[off + 1..off + 1 + len];
             let b = &suffix[i + 1..i + 1 + len];
-            if if self.exact {
-                a != b
+            if if EXACT {
+                // Labels are short: a byte loop beats a call to memcmp.
+                !a.iter().zip(b).all(|(x, y)| x == y)
             } else {
                 !a.iter().zip(b).all(|(&x, &y)| lower(x) == lower(y))
             } {
@@ -307,7 +421,7 @@ impl<'a> MessageWriter<'a> {
         ttl: u32,
         rdata: &[u8],
     ) -> Result<(), Full> {
-        self.put_name(owner, true)?;
+        self.put_owner(owner)?;
         self.put_u16(rtype.0)?;
         self.put_u16(class.0)?;
         self.put_u32(ttl)?;
@@ -352,6 +466,16 @@ impl<'a> MessageWriter<'a> {
     }
 }
 
+/// Labels of a name in uncompressed wire form, the root not counted.
+fn wire_labels(wire: &[u8]) -> usize {
+    let (mut n, mut at) = (0, 0);
+    while wire[at] != 0 {
+        n += 1;
+        at += 1 + wire[at] as usize;
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,10 +515,10 @@ mod tests {
     }
 
     #[test]
-    fn case_sensitive_compression_keeps_each_names_case() {
+    fn transfer_compression_keeps_each_names_case() {
         let mut buf = [0u8; 512];
         let mut w = MessageWriter::new(&mut buf, 512);
-        w.set_case_sensitive(true);
+        w.set_transfer(true);
         w.put_question(n("A.Example.").as_ref(), RType::AXFR, Class::IN)
             .unwrap();
         let at = w.len();
@@ -405,6 +529,128 @@ mod tests {
         let at2 = w.len();
         w.put_name(n("x.a.example.").as_ref(), true).unwrap();
         assert_eq!(&w.buf[at2..w.len()], &[1, b'x', 0xc0, at as u8]);
+    }
+
+    #[test]
+    fn transfer_owners_compress_against_the_previous_owner_even_with_a_full_table() {
+        let mut buf = [0u8; 16384];
+        let mut w = MessageWriter::new(&mut buf, 16384);
+        w.set_transfer(true);
+        w.put_question(n("z.").as_ref(), RType::AXFR, Class::IN)
+            .unwrap();
+        // Fill the compression table with names that share nothing with what follows.
+        for i in 0..MAX_COMP {
+            let name = n(&format!("f{i}.filler{i}."));
+            w.put_record(
+                Section::Answer,
+                name.as_ref(),
+                RType::A,
+                Class::IN,
+                0,
+                &[0; 4],
+            )
+            .unwrap();
+        }
+        assert_eq!(w.ncomp, MAX_COMP);
+        let rec = |w: &mut MessageWriter<'_>, owner: &str| {
+            let at = w.len();
+            let owner = n(owner);
+            w.put_record(
+                Section::Answer,
+                owner.as_ref(),
+                RType::A,
+                Class::IN,
+                0,
+                &[0; 4],
+            )
+            .unwrap();
+            at
+        };
+        let first = rec(&mut w, "h1.zone.example.");
+        // Same owner: a pointer to the previous one.
+        let at = rec(&mut w, "h1.zone.example.");
+        assert_eq!(&w.buf[at..at + 2], &(0xc000 | first as u16).to_be_bytes());
+        // A sibling: its first label, then a pointer into the previous owner.
+        let at = rec(&mut w, "h2.zone.example.");
+        assert_eq!(
+            &w.buf[at..at + 5],
+            &[2, b'h', b'2', 0xc0 | (first >> 8) as u8, (first + 3) as u8]
+        );
+        // A sibling of that sibling: the pointer follows the chain to the same suffix.
+        let at = rec(&mut w, "h3.zone.example.");
+        assert_eq!(
+            &w.buf[at + 3..at + 5],
+            &(0xc000 | (first + 3) as u16).to_be_bytes()
+        );
+        // In a normal answer the table decides: a sibling whose whole name was written
+        // before is a pointer to that.
+        let mut buf2 = [0u8; 512];
+        let mut w2 = MessageWriter::new(&mut buf2, 512);
+        w2.put_question(n("z.").as_ref(), RType::NS, Class::IN)
+            .unwrap();
+        let ns2 = w2.len();
+        w2.put_name(n("ns2.z.").as_ref(), true).unwrap();
+        rec(&mut w2, "ns1.z.");
+        let at = rec(&mut w2, "ns2.z.");
+        assert_eq!(&w2.buf[at..at + 2], &(0xc000 | ns2 as u16).to_be_bytes());
+        // Unrelated: written out (the table is full), then the next one points at it.
+        let other = rec(&mut w, "a.other.");
+        assert_eq!(w.buf[other], 1);
+        let at = rec(&mut w, "a.other.");
+        assert_eq!(&w.buf[at..at + 2], &(0xc000 | other as u16).to_be_bytes());
+        // Another case is another name in a transfer: written out in its own case.
+        let at = rec(&mut w, "A.OTHER.");
+        assert_eq!(&w.buf[at..at + 3], &[1, b'A', 5]);
+        // Everything reads back as written.
+        let msg = w.finish(&Header::default()).to_vec();
+        let m = Message::parse(&msg).unwrap();
+        let owners: Vec<String> = m
+            .answers
+            .iter()
+            .skip(MAX_COMP)
+            .map(|r| r.owner.to_string())
+            .collect();
+        let want = ["h1.zone.example.", "h1.zone.example.", "h2.zone.example."];
+        assert_eq!(owners[..3], want);
+        assert_eq!(
+            owners[3..],
+            ["h3.zone.example.", "a.other.", "a.other.", "A.OTHER."]
+        );
+    }
+
+    #[test]
+    fn no_pointer_past_fourteen_bits() {
+        for pad in 0..16 {
+            let mut buf = vec![0u8; 20000];
+            let mut w = MessageWriter::new(&mut buf, 20000);
+            w.set_transfer(true);
+            w.put_question(n("q.").as_ref(), RType::AXFR, Class::IN)
+                .unwrap();
+            // Padding so that the next owner starts a few octets below 0x4000.
+            let fill = 0x4000 - 8 - w.len() - pad - 2 - 10;
+            w.put_record(
+                Section::Answer,
+                n("q.").as_ref(),
+                RType::NULL,
+                Class::IN,
+                0,
+                &vec![0; fill],
+            )
+            .unwrap();
+            for owner in ["abcdefghij.zone.", "abcdefghik.zone.", "abcdefghik.zone."] {
+                let o = n(owner);
+                w.put_record(Section::Answer, o.as_ref(), RType::A, Class::IN, 0, &[0; 4])
+                    .unwrap();
+            }
+            let msg = w.finish(&Header::default()).to_vec();
+            let m = Message::parse(&msg).unwrap_or_else(|e| panic!("pad {pad}: {e:?}"));
+            let owners: Vec<String> = m.answers[1..].iter().map(|r| r.owner.to_string()).collect();
+            assert_eq!(
+                owners,
+                ["abcdefghij.zone.", "abcdefghik.zone.", "abcdefghik.zone."],
+                "pad {pad}"
+            );
+        }
     }
 
     #[test]
