@@ -21,9 +21,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # ---- peer configs ------------------------------------------------------------------------
 
-def knot_conf(d, addr, port, zone, zonefile):
+def knot_conf(d, addr, port, zone, zonefile, transfer_from=None):
     """Writes d/knot.conf for knotd serving `zone` from `zonefile` on addr@port with one UDP,
-    one TCP and one background worker (the peers' equal settings); returns the command."""
+    one TCP and one background worker (the peers' equal settings), letting the address
+    `transfer_from` (if given) transfer the zone; returns the command."""
+    acl = (f"acl:\n  - id: xfr\n    address: {transfer_from}\n    action: transfer\n"
+           if transfer_from else "")
+    zone_acl = "    acl: xfr\n" if transfer_from else ""
     os.makedirs(f"{d}/db", exist_ok=True)
     with open(f"{d}/knot.conf", "w") as f:
         f.write(f"""server:
@@ -46,10 +50,10 @@ template:
     zonefile-sync: -1
     zonefile-load: whole
     journal-content: none
-zone:
+{acl}zone:
   - domain: {zone}
     file: "{zonefile}"
-""")
+{zone_acl}""")
     return ["knotd", "-c", f"{d}/knot.conf"]
 
 
