@@ -197,7 +197,8 @@ pub fn respond(data: &[u8]) {
 /// `xfr::request` on any bytes: never panics; a request it accepts has the query's ID and a
 /// transfer type, and every reply and every message of a transfer of the bundled zone
 /// (cut into messages of a size taken from the input) parses, carries that ID, and the
-/// transfer begins and ends with the zone's SOA and ends in a bounded number of messages.
+/// transfer is the zone: its SOA first and last, every record once between, in a bounded
+/// number of messages.
 pub fn xfr(data: &[u8]) {
     use shardns_wire::{RType, Rcode};
     use shardns_zone::xfr::{self, Read, Transfer};
@@ -214,16 +215,47 @@ pub fn xfr(data: &[u8]) {
     assert_eq!(m.header.id, req.id);
     // Messages from 512 octets up to the largest, by the input's last byte.
     let size = 512 + usize::from(*data.last().unwrap_or(&0)) * 251;
-    let mut t = Transfer::new(zone, req);
-    let mut soas = 0;
+    let mut t = Transfer::new(zone.clone(), req);
+    let mut records = Vec::new();
     let mut messages = 0;
     while let Some(len) = t.next_message(&mut out[..size]) {
         let m = Message::parse(&out[..len]).expect("a transfer message parses");
         assert_eq!(m.header.id, t.request().id);
-        soas += m.answers.iter().filter(|r| r.rtype == RType::SOA).count();
+        records.extend(m.answers.iter().map(|r| r.to_string()));
         messages += 1;
         assert!(messages <= 10_000, "a transfer that does not end");
     }
     assert!(!t.failed(), "the bundled zone's records fit in 512 octets");
-    assert_eq!(soas, 2, "SOA first and last");
+    // SOA first and last, and between them every record of the zone once, names in the
+    // zone's own case (compression must point at the right name, not just a valid one).
+    let last = records.pop().expect("records");
+    assert!(last.contains(" SOA ") && records[0] == last, "SOA first and last");
+    records.sort();
+    assert_eq!(records, *zone_lines(&zone), "the transfer is not the zone");
+}
+
+/// Every record of `zone` in presentation form, sorted (computed once).
+fn zone_lines(zone: &Zone) -> &'static Vec<String> {
+    use shardns_wire::{Class, Record};
+    static LINES: OnceLock<Vec<String>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let mut lines = Vec::new();
+        for id in 0..zone.node_count() as u32 {
+            let node = zone.node(id);
+            for set in node.rrsets() {
+                for rdata in set.rdatas() {
+                    let r = Record {
+                        owner: node.name().to_name(),
+                        rtype: set.rtype,
+                        class: Class::IN,
+                        ttl: set.ttl,
+                        rdata: rdata.to_vec(),
+                    };
+                    lines.push(r.to_string());
+                }
+            }
+        }
+        lines.sort();
+        lines
+    })
 }
