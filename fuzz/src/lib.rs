@@ -229,7 +229,10 @@ pub fn xfr(data: &[u8]) {
     // SOA first and last, and between them every record of the zone once, names in the
     // zone's own case (compression must point at the right name, not just a valid one).
     let last = records.pop().expect("records");
-    assert!(last.contains(" SOA ") && records[0] == last, "SOA first and last");
+    assert!(
+        last.contains(" SOA ") && records[0] == last,
+        "SOA first and last"
+    );
     records.sort();
     assert_eq!(records, *zone_lines(&zone), "the transfer is not the zone");
 }
