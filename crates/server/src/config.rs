@@ -266,6 +266,9 @@ pub struct ServerConfig {
     /// no `allow_transfer` of its own, the embedded zone included. Empty: none.
     #[serde(deserialize_with = "from_strs")]
     pub allow_transfer: Vec<AclEntry>,
+    /// Secondaries (`"ADDR:PORT"`) told by NOTIFY (RFC 1996) when a zone that has no
+    /// `notify` of its own gets a new serial, and at startup. Empty: none.
+    pub notify: Vec<SocketAddr>,
 }
 
 /// One `[[zone]]`.
@@ -282,6 +285,10 @@ pub struct ZoneConfig {
     /// (absent: the server's list; `[]`: nobody).
     #[serde(default, deserialize_with = "from_strs_opt")]
     pub allow_transfer: Option<Vec<AclEntry>>,
+    /// Secondaries told by NOTIFY about this zone, replacing `server.notify` for it (absent:
+    /// the server's list; `[]`: none).
+    #[serde(default)]
+    pub notify: Option<Vec<SocketAddr>>,
 }
 
 impl ZoneConfig {
@@ -291,6 +298,7 @@ impl ZoneConfig {
             name,
             file,
             allow_transfer: None,
+            notify: None,
         }
     }
 }
@@ -436,6 +444,8 @@ pub struct Overrides {
     pub xdp_interface: Option<String>,
     /// `--allow-transfer`: added to `server.allow_transfer`.
     pub allow_transfer: Vec<AclEntry>,
+    /// `--notify`: added to `server.notify`.
+    pub notify: Vec<SocketAddr>,
 }
 
 /// A config file that could not be read or parsed.
@@ -583,6 +593,16 @@ impl Config {
         self.server
             .allow_transfer
             .extend(o.allow_transfer.iter().copied());
+        self.server.notify.extend(o.notify.iter().copied());
+    }
+
+    /// Whom to NOTIFY about the zone at `apex`: its own `notify`, else the server's.
+    pub fn notify_targets(&self, apex: &Name) -> &[SocketAddr] {
+        self.zones
+            .iter()
+            .find(|z| &z.name == apex)
+            .and_then(|z| z.notify.as_deref())
+            .unwrap_or(&self.server.notify)
     }
 
     /// Who may transfer the zone at `apex`: its own `allow_transfer`, else the server's.
@@ -876,6 +896,29 @@ http = "127.0.0.1:9153"
             .unwrap_err();
         assert!(e.to_string().contains("zone[0].allow_transfer"), "{e}");
         assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
+    }
+
+    #[test]
+    fn notify_targets_per_zone_over_the_servers() {
+        let mut c = parse(
+            "[server]\nnotify = [\"127.0.0.1:5300\"]\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\nnotify = [\"[::1]:53\", \"127.0.0.2:53\"]\n\
+             [[zone]]\nname = \"b.\"\nfile = \"b\"\nnotify = []\n",
+        )
+        .unwrap();
+        let t = |c: &Config, z: &str| c.notify_targets(&z.parse().unwrap()).to_vec();
+        assert_eq!(t(&c, "a.").len(), 2);
+        assert!(t(&c, "b.").is_empty());
+        assert_eq!(t(&c, "example.test."), ["127.0.0.1:5300".parse().unwrap()]);
+        let o = Overrides {
+            notify: vec!["127.0.0.3:53".parse().unwrap()],
+            ..Overrides::default()
+        };
+        c.apply(&o);
+        assert_eq!(t(&c, "example.test.").len(), 2);
+        let e =
+            parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\nnotify = [\"127.0.0.1\"]\n").unwrap_err();
+        assert!(e.to_string().contains("zone[0].notify"), "{e}");
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! control thread, +170 KiB on a reload thread of their own).
 
 use crate::config::Config;
+use crate::notify::{Job, Notifier};
 use crate::stats::render_prometheus;
 use crate::zones::{specs, ZoneLibrary};
 use crate::{Setup, Shared};
-use shardns_zone::ZoneSet;
+use shardns_zone::{Zone, ZoneSet};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -32,6 +33,11 @@ pub(crate) struct Reloader {
     pub(crate) library: ZoneLibrary,
     /// Replaced zone sets some worker still held when we last looked.
     pub(crate) retired: Vec<Arc<ZoneSet>>,
+    /// Replaced zones a transfer or a NOTIFY still held: freed here once they let go, not
+    /// on the worker that finishes the transfer (freeing a big zone there pauses it).
+    pub(crate) retired_zones: Vec<Arc<Zone>>,
+    /// Tells secondaries about new serials.
+    pub(crate) notifier: Notifier,
 }
 
 impl Reloader {
@@ -95,6 +101,18 @@ impl Reloader {
             .store(Arc::new(crate::xfr::TransferAcl::new(&config)));
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
+        for zone in shared.zones.load().zones() {
+            let apex = zone.apex();
+            let changed = old
+                .get(apex)
+                .is_none_or(|was| was.serial() != zone.serial());
+            if changed {
+                self.notifier.announce(Job {
+                    zone: Arc::clone(zone),
+                    targets: config.notify_targets(&apex.to_name()).to_vec(),
+                });
+            }
+        }
         self.retire(old);
         shared.control.zones.store(zones as u64, Relaxed);
         shared
@@ -132,8 +150,16 @@ impl Reloader {
             "workers released the old zone set after {:?}",
             started.elapsed()
         );
+        for zone in old.zones() {
+            if !self.retired_zones.iter().any(|z| Arc::ptr_eq(z, zone)) {
+                self.retired_zones.push(Arc::clone(zone));
+            }
+        }
         self.retired.push(old);
         self.retired.retain(|z| Arc::strong_count(z) > 1);
+        // A zone only this list holds has no reader left (zones still served are also held
+        // by the current set, so they stay listed until replaced).
+        self.retired_zones.retain(|z| Arc::strong_count(z) > 1);
         // The old zones' memory is free now; hand what malloc can of it back to the system,
         // or the resident size keeps the larger of old and new zone after every reload.
         crate::sys::release_free_memory();

@@ -14,8 +14,13 @@
 //!                 worker 0   ...     worker N-1     recvmmsg → respond → sendmmsg
 //!                     └── Arc<ZoneSet> ──┘          (no queue, no lock, no clock per query)
 //!   main thread: SIGHUP / control socket (via SIGHUP) → reload → ArcSwap::store(new ZoneSet)
+//!                → new serials → notify thread → NOTIFY to secondaries (UDP, retried)
 //!   stats: summed over the workers' counters when read (control socket, HTTP)
 //! ```
+//!
+//! Zone transfers (`xfr`): a worker streams an allowed AXFR/IXFR on its TCP connection from
+//! the zone version the transfer started with, a few messages per loop turn; `notify` tells
+//! the secondaries in `notify` when a serial changes.
 //!
 //! With `[resolver] recursion = true` each worker also drives its own resolver engine
 //! (`recursion`): queries our zones do not hold are answered from the shared, sharded cache
@@ -38,6 +43,7 @@ pub mod config;
 pub mod control;
 mod http;
 pub mod logging;
+mod notify;
 mod recursion;
 mod rrl;
 mod stats;
@@ -335,6 +341,18 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         started: Instant::now(),
     });
     shared.control.zones.store(library.len() as u64, Relaxed);
+    let notifier = notify::Notifier::start(
+        Arc::clone(&shared),
+        seed_u64(&random_seed().map_err(io_error("reading /dev/urandom"))?),
+    )
+    .map_err(io_error("starting the notify thread"))?;
+    // Secondaries may have missed versions while we were down: tell them what we have.
+    for zone in shared.zones.load().zones() {
+        notifier.announce(notify::Job {
+            zone: Arc::clone(zone),
+            targets: config.notify_targets(&zone.apex().to_name()).to_vec(),
+        });
+    }
 
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGHUP,
@@ -398,6 +416,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         config,
         library,
         retired: Vec::new(),
+        retired_zones: Vec::new(),
+        notifier,
     };
     let (reloads, requests) = std::sync::mpsc::channel();
     {

@@ -261,6 +261,10 @@ pub(crate) struct ControlStats {
     pub(crate) reloads_failed: AtomicU64,
     pub(crate) zones: AtomicU64,
     pub(crate) zone_load_errors: AtomicU64,
+    /// NOTIFY messages sent (retries included), answered, and given up on.
+    pub(crate) notify_sent: AtomicU64,
+    pub(crate) notify_acked: AtomicU64,
+    pub(crate) notify_failed: AtomicU64,
 }
 
 /// Every counter summed over the workers.
@@ -617,6 +621,17 @@ pub(crate) fn render_prometheus(
         s,
         "shardns_zone_load_errors_total {}",
         control.zone_load_errors.load(Relaxed)
+    );
+    labelled(
+        &mut s,
+        "shardns_notify_total",
+        "NOTIFY messages to secondaries: sent (retries included), answered, given up after five tries.",
+        "result",
+        &[
+            ("sent", control.notify_sent.load(Relaxed)),
+            ("answered", control.notify_acked.load(Relaxed)),
+            ("failed", control.notify_failed.load(Relaxed)),
+        ],
     );
     head(
         &mut s,

@@ -138,6 +138,10 @@ pub(crate) struct ServeArgs {
     /// (repeatable; adds to server.allow_transfer; default: nobody).
     #[arg(long, value_name = "PREFIX")]
     pub(crate) allow_transfer: Vec<AclEntry>,
+    /// Secondaries to tell by NOTIFY when a zone gets a new serial, and at startup,
+    /// ADDR:PORT (repeatable; adds to server.notify).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) notify: Vec<SocketAddr>,
 }
 
 impl ServeArgs {
@@ -165,6 +169,7 @@ impl ServeArgs {
         o.upstream_port = self.upstream_port;
         o.xdp_interface = self.xdp.clone();
         o.allow_transfer = self.allow_transfer.clone();
+        o.notify = self.notify.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }
@@ -252,6 +257,8 @@ mod tests {
             "127.0.0.2",
             "--allow-transfer",
             "10.0.0.0/8",
+            "--notify",
+            "127.0.0.1:5300",
         ])
         .unwrap();
         let Some(Command::Serve(a)) = cli.command else {
@@ -262,6 +269,7 @@ mod tests {
         assert_eq!(a.allow_recursion.len(), 1);
         assert_eq!(a.upstream_port, Some(5301));
         assert_eq!(a.allow_transfer.len(), 2);
+        assert_eq!(a.notify, ["127.0.0.1:5300".parse().unwrap()]);
         assert!(Cli::try_parse_from(["shardns", "serve", "--forward", "corp."]).is_err());
         assert!(
             Cli::try_parse_from(["shardns", "serve", "--allow-recursion", "1.2.3.4/40"]).is_err()

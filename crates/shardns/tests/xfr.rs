@@ -188,14 +188,15 @@ fn knotd_as_a_secondary_follows_a_reload() {
         return;
     };
     let hosts = 2000;
+    let knot_port = free_port();
+    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, knot_port));
+    let notify = knot_addr.to_string();
     let (server, path) = start(
         "xfr-knot",
         &zone_text(1, hosts, ""),
-        &["--allow-transfer", "127.0.0.1"],
+        &["--allow-transfer", "127.0.0.1", "--notify", &notify],
     );
     let work = TempDir::new("xfr-knotd");
-    let knot_port = free_port();
-    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, knot_port));
     let conf = format!(
         "server:\n    rundir: \"{w}\"\n    listen: 127.0.0.1@{knot_port}\n\
          \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
@@ -203,7 +204,7 @@ fn knotd_as_a_secondary_follows_a_reload() {
          log:\n  - target: stderr\n    any: info\n\
          database:\n    storage: \"{w}\"\n\
          remote:\n  - id: primary\n    address: 127.0.0.1@{port}\n\
-         acl:\n  - id: local\n    address: 127.0.0.1\n    action: transfer\n\
+         acl:\n  - id: local\n    address: 127.0.0.1\n    action: [transfer, notify]\n\
          zone:\n  - domain: xfr.test\n    master: primary\n    acl: local\n\
          \x20   file: \"{w}/xfr.test.zone\"\n    zonefile-sync: -1\n",
         w = work.path().display(),
@@ -226,25 +227,15 @@ fn knotd_as_a_secondary_follows_a_reload() {
         "10.0.7.207"
     );
 
-    // A new version on the primary: knotd asks (IXFR from serial 1), gets the whole zone
-    // in AXFR form, and serves the new record.
+    // A new version on the primary: the reload sends knotd a NOTIFY, knotd asks (IXFR
+    // from serial 1), gets the whole zone in AXFR form, and serves the new record. (Its
+    // SOA refresh is two hours away: only the NOTIFY can bring it this soon.)
     std::fs::write(&path, zone_text(2, hosts, "new A 192.0.2.99\n")).unwrap();
     let out = server.control("reload");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stdout)
-    );
-    let knotc = Command::new(knotd.with_file_name("knotc"))
-        .arg("-s")
-        .arg(work.path().join("knot.sock"))
-        .args(["zone-refresh", "xfr.test"])
-        .output()
-        .expect("run knotc");
-    assert!(
-        knotc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&knotc.stderr)
     );
     wait_for_serial(&mut knot, knot_addr, 2);
     assert_eq!(
@@ -258,6 +249,86 @@ fn knotd_as_a_secondary_follows_a_reload() {
     assert!(server
         .log()
         .contains("transfer of xfr.test. (IXFR, serial 2)"));
+    // The reload's NOTIFY was answered (the startup one too, if knotd was up in time).
+    assert!(server.stat("shardns_notify_total{result=\"answered\"}") >= 1.0);
+    let answered = format!("notify of xfr.test. (serial 2) to {knot_addr}: answered NOERROR");
+    server_log_contains(&server, &answered);
+}
+
+/// Waits (5 s at most) for `needle` in the server's log.
+fn server_log_contains(server: &Server, needle: &str) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while !server.log().contains(needle) {
+        assert!(Instant::now() < end, "no {needle:?} in:\n{}", server.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A secondary played by the test: it must get a NOTIFY at startup and after a reload that
+/// changes the serial, none after a reload that does not, and retries while it stays quiet.
+#[test]
+fn notify_at_startup_after_reloads_and_retried_until_answered() {
+    let secondary = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    secondary
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let target = secondary.local_addr().unwrap().to_string();
+    let (server, path) = start("xfr-notify", &zone_text(41, 5, ""), &["--notify", &target]);
+    // Reads one NOTIFY: (ID, the serial in its answer section, the message, its sender).
+    let next = || {
+        let mut buf = [0u8; 512];
+        let (n, from) = secondary.recv_from(&mut buf).expect("a NOTIFY within 5 s");
+        let m = parse(&buf[..n]);
+        let h = &m.metadata;
+        assert_eq!(u8::from(h.op_code), 4, "opcode NOTIFY");
+        assert!(h.authoritative && h.message_type == hickory_proto::op::MessageType::Query);
+        assert_eq!(m.queries[0].name().to_string(), "xfr.test.");
+        assert_eq!(u16::from(m.queries[0].query_type()), 6);
+        let serial = match &m.answers[0].data {
+            hickory_proto::rr::RData::SOA(soa) => soa.serial,
+            other => panic!("not an SOA: {other:?}"),
+        };
+        (h.id, serial, buf[..n].to_vec(), from)
+    };
+    let answer = |msg: &[u8], from: SocketAddr| {
+        let mut r = msg.to_vec();
+        r[2] |= 0x80; // QR
+        secondary.send_to(&r, from).unwrap();
+    };
+    let (_, serial, msg, from) = next();
+    assert_eq!(serial, 41, "the startup NOTIFY");
+    answer(&msg, from);
+    server.wait_for_stat(
+        "shardns_notify_total{result=\"answered\"}",
+        1.0,
+        Duration::from_secs(5),
+    );
+
+    // Same serial: no NOTIFY. New serial: one, retried while unanswered.
+    assert!(server.control("reload").status.success());
+    std::fs::write(&path, zone_text(42, 5, "")).unwrap();
+    assert!(server.control("reload").status.success());
+    let (id1, serial, _, _) = next();
+    assert_eq!(serial, 42);
+    let (id2, serial, msg, from) = next();
+    assert_eq!((id2, serial), (id1, 42), "a retry of the same NOTIFY");
+    answer(&msg, from);
+    server.wait_for_stat(
+        "shardns_notify_total{result=\"answered\"}",
+        2.0,
+        Duration::from_secs(5),
+    );
+    assert_eq!(server.stat("shardns_notify_total{result=\"sent\"}"), 3.0);
+    assert_eq!(server.stat("shardns_notify_total{result=\"failed\"}"), 0.0);
+    // Nothing more comes once answered (the next retry would have been 2 s later).
+    secondary
+        .set_read_timeout(Some(Duration::from_millis(2500)))
+        .unwrap();
+    let mut buf = [0u8; 512];
+    assert!(
+        secondary.recv_from(&mut buf).is_err(),
+        "a NOTIFY after the answer"
+    );
 }
 
 /// Waits (30 s at most) until knotd serves the zone at `serial`.

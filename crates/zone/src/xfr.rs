@@ -12,6 +12,9 @@
 //! AXFR form, which RFC 1995 §4 allows and every secondary understands. Who may transfer a
 //! zone (by address) is the caller's decision.
 //!
+//! [`notify`] and [`notify_response`] are the two ends of a NOTIFY (RFC 1996) that tells a
+//! secondary a new version is here.
+//!
 //! Never: locks, clocks, I/O, or allocation per record.
 
 use crate::answer::EDNS_UDP_SIZE;
@@ -172,6 +175,31 @@ fn put_soa(w: &mut MessageWriter<'_>, zone: &Zone) -> Result<(), shardns_wire::w
         soa.ttl,
         rdata,
     )
+}
+
+/// Writes a NOTIFY for `zone` (RFC 1996 §3.7): opcode NOTIFY, AA, the question `APEX SOA
+/// IN` and, as a hint, the zone's SOA in the answer section (§3.7: the secondary may skip its
+/// SOA query when the serial is not newer). Returns the message length; `out` needs 512
+/// octets.
+pub fn notify(zone: &Zone, id: u16, out: &mut [u8]) -> usize {
+    let limit = out.len().min(512);
+    let mut w = MessageWriter::new(out, limit);
+    let _ = w.put_question(zone.apex(), RType::SOA, Class::IN);
+    let _ = put_soa(&mut w, zone);
+    let mut h = Header {
+        id,
+        ..Header::default()
+    };
+    h.set_opcode(Opcode::NOTIFY);
+    h.set_aa(true);
+    w.finish(&h).len()
+}
+
+/// If `msg` answers our NOTIFY `id` (QR, opcode NOTIFY, the same ID), its RCODE. Any RCODE
+/// ends the retries: a secondary that answers at all has heard us (RFC 1996 §3.6).
+pub fn notify_response(msg: &[u8], id: u16) -> Option<Rcode> {
+    let h = Header::parse(msg).ok()?;
+    (h.qr() && h.opcode() == Opcode::NOTIFY && h.id == id).then(|| Rcode(h.rcode_bits().into()))
 }
 
 /// Where a transfer stands.

@@ -300,3 +300,26 @@ fn node_map_has_no_duplicates() {
     }
     assert!(runs.values().all(|&n| n == 1), "{runs:?}");
 }
+
+#[test]
+fn notify_carries_the_soa_and_its_answer_is_recognised() {
+    let z = zone("example.test.", SMALL);
+    let mut out = vec![0u8; 512];
+    let len = notify(&z, 0xabcd, &mut out);
+    let m = Message::parse(&out[..len]).unwrap();
+    assert!(m.header.opcode() == Opcode::NOTIFY);
+    assert!(m.header.aa() && !m.header.qr());
+    assert_eq!(m.questions[0].qname.to_string(), "example.test.");
+    assert_eq!(m.questions[0].qtype, RType::SOA);
+    assert_eq!(m.answers.len(), 1);
+    assert!(m.answers[0].to_string().contains(" 2024010107 "));
+    // A response: QR, same opcode and ID.
+    let mut resp = out[..len].to_vec();
+    resp[2] |= 0x80;
+    assert_eq!(notify_response(&resp, 0xabcd), Some(Rcode::NOERROR));
+    resp[3] = (resp[3] & 0xf0) | 5;
+    assert_eq!(notify_response(&resp, 0xabcd), Some(Rcode::REFUSED));
+    assert_eq!(notify_response(&resp, 0xabce), None, "another ID");
+    assert_eq!(notify_response(&out[..len], 0xabcd), None, "our own query");
+    assert_eq!(notify_response(&resp[..5], 0xabcd), None);
+}
