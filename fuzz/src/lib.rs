@@ -239,25 +239,9 @@ pub fn xfr(data: &[u8]) {
 
 /// Every record of `zone` in presentation form, sorted (computed once).
 fn zone_lines(zone: &Zone) -> &'static Vec<String> {
-    use shardns_wire::{Class, Record};
     static LINES: OnceLock<Vec<String>> = OnceLock::new();
     LINES.get_or_init(|| {
-        let mut lines = Vec::new();
-        for id in 0..zone.node_count() as u32 {
-            let node = zone.node(id);
-            for set in node.rrsets() {
-                for rdata in set.rdatas() {
-                    let r = Record {
-                        owner: node.name().to_name(),
-                        rtype: set.rtype,
-                        class: Class::IN,
-                        ttl: set.ttl,
-                        rdata: rdata.to_vec(),
-                    };
-                    lines.push(r.to_string());
-                }
-            }
-        }
+        let mut lines: Vec<String> = zone.records().map(|r| r.to_string()).collect();
         lines.sort();
         lines
     })

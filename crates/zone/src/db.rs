@@ -12,7 +12,7 @@
 
 use crate::scan::{Diag, LoadError, Records, Scanned};
 use shardns_wire::name::hash_ci;
-use shardns_wire::{rdata, Name, NameRef, RType};
+use shardns_wire::{rdata, Class, Name, NameRef, RType, Record};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -226,6 +226,23 @@ impl Zone {
     /// TTL for negative answers: min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).
     pub fn negative_ttl(&self) -> u32 {
         self.soa_ttl.min(self.soa_minimum)
+    }
+
+    /// Every record, node by node, as owned [`Record`]s (for tests and tools; it
+    /// allocates, never on a query's path).
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        (0..self.node_count() as NodeId).flat_map(move |id| {
+            let node = self.node(id);
+            node.rrsets().flat_map(move |set| {
+                set.rdatas().map(move |rdata| Record {
+                    owner: node.name().to_name(),
+                    rtype: set.rtype,
+                    class: Class::IN,
+                    ttl: set.ttl,
+                    rdata: rdata.to_vec(),
+                })
+            })
+        })
     }
 
     /// The SOA serial (RFC 1035 §3.3.13), for IXFR and logs.

@@ -13,4 +13,4 @@ pub mod xfr;
 
 pub use answer::{respond, Outcome, Transport};
 pub use db::{Zone, ZoneSet};
-pub use scan::{load_zone_file, LoadError, ScanOptions};
+pub use scan::{load_zone_file, load_zone_text, LoadError, ScanOptions};

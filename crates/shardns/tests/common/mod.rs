@@ -463,15 +463,20 @@ pub fn dig(server: SocketAddr, args: &[&str]) -> String {
 
 /// Runs `kdig` likewise.
 pub fn kdig(server: SocketAddr, args: &[&str]) -> String {
-    let out = Command::new("kdig")
+    String::from_utf8_lossy(&kdig_output(server, args).stdout).into_owned()
+}
+
+/// Runs `kdig` likewise; its whole output (it reports a failed transfer's RCODE on
+/// standard error).
+pub fn kdig_output(server: SocketAddr, args: &[&str]) -> Output {
+    Command::new("kdig")
         .arg(format!("@{}", server.ip()))
         .arg("-p")
         .arg(server.port().to_string())
         .args(["+time=3", "+retry=0"])
         .args(args)
         .output()
-        .expect("run kdig");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .expect("run kdig")
 }
 
 /// Lines of `dig +short` output, sorted.

@@ -2,19 +2,14 @@
 //! plus CNAME chains, DNAME (RFC 6672), negative answers (RFC 2308), EDNS and truncation.
 
 use super::*;
-use crate::scan::{scan_text, ScanOptions};
+use crate::scan::ScanOptions;
 use shardns_wire::{Message, Name};
 use std::path::Path;
 
 fn zone(origin: &str, text: &str) -> ZoneSet {
-    let origin: Name = origin.parse().unwrap();
-    let scanned = scan_text(
-        text.as_bytes(),
-        Path::new("test.zone"),
-        &ScanOptions::new(origin.clone()),
-    )
-    .unwrap_or_else(|e| panic!("scan: {e}"));
-    let (z, _) = Zone::build(origin, scanned).unwrap_or_else(|e| panic!("build: {e}"));
+    let opts = ScanOptions::new(origin.parse::<Name>().unwrap());
+    let (z, _) = crate::load_zone_text(text.as_bytes(), Path::new("test.zone"), &opts)
+        .unwrap_or_else(|e| panic!("load: {e}"));
     ZoneSet::new(vec![z])
 }
 

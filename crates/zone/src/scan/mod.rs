@@ -266,6 +266,16 @@ pub(crate) fn read_file(path: &Path, threads: usize) -> std::io::Result<Vec<u8>>
     std::fs::read(path)
 }
 
+/// Scans, checks and builds a zone from text; `label` names it in diagnostics.
+pub fn load_zone_text(
+    text: &[u8],
+    label: &Path,
+    opts: &ScanOptions,
+) -> Result<(crate::Zone, Vec<Diag>), LoadError> {
+    let scanned = scan_text(text, label, opts)?;
+    crate::db::Zone::build(opts.origin.clone(), scanned)
+}
+
 /// Reads, scans, checks and builds a zone.
 pub fn load_zone_file(
     path: &Path,

@@ -3,20 +3,16 @@
 //! one-message replies.
 
 use super::*;
-use crate::scan::{scan_text, ScanOptions};
+use crate::scan::ScanOptions;
 use shardns_wire::{Message, Record};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 fn zone(origin: &str, text: &str) -> Arc<Zone> {
-    let origin: Name = origin.parse().unwrap();
-    let scanned = scan_text(
-        text.as_bytes(),
-        Path::new("test.zone"),
-        &ScanOptions::new(origin.clone()),
-    )
-    .unwrap_or_else(|e| panic!("scan: {e}"));
-    Arc::new(Zone::build(origin, scanned).unwrap().0)
+    let opts = ScanOptions::new(origin.parse().unwrap());
+    let (z, _) = crate::load_zone_text(text.as_bytes(), Path::new("test.zone"), &opts)
+        .unwrap_or_else(|e| panic!("load: {e}"));
+    Arc::new(z)
 }
 
 const SMALL: &str = "$TTL 300\n\
@@ -79,22 +75,7 @@ fn records(msgs: &[Message]) -> Vec<Record> {
 
 /// Every record of `zone` (SOA included once), as sorted presentation lines.
 fn zone_lines(zone: &Zone) -> Vec<String> {
-    let mut lines = Vec::new();
-    for id in 0..zone.node_count() as u32 {
-        let node = zone.node(id);
-        for set in node.rrsets() {
-            for rdata in set.rdatas() {
-                let r = Record {
-                    owner: node.name().to_name(),
-                    rtype: set.rtype,
-                    class: Class::IN,
-                    ttl: set.ttl,
-                    rdata: rdata.to_vec(),
-                };
-                lines.push(r.to_string());
-            }
-        }
-    }
+    let mut lines: Vec<String> = zone.records().map(|r| r.to_string()).collect();
     lines.sort();
     lines
 }
