@@ -5,6 +5,7 @@
 //! for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
 use serde::{Deserialize, Deserializer};
+use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -42,6 +43,37 @@ pub struct Config {
     pub resolver: ResolverConfig,
     /// `[rrl]`: response rate limiting for UDP.
     pub rrl: RrlConfig,
+    /// `[[key]]` tables: TSIG keys (RFC 8945) that sign zone transfers.
+    #[serde(rename = "key")]
+    pub keys: Vec<KeyConfig>,
+}
+
+/// One `[[key]]`: `name`, `algorithm` (`hmac-sha256` or `hmac-sha512`), `secret` (base64).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawKey")]
+pub struct KeyConfig(pub Key);
+
+impl fmt::Debug for KeyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    name: String,
+    algorithm: String,
+    secret: String,
+}
+
+impl TryFrom<RawKey> for KeyConfig {
+    type Error = String;
+    fn try_from(k: RawKey) -> Result<Self, String> {
+        format!("{}:{}:{}", k.algorithm, k.name, k.secret)
+            .parse()
+            .map(KeyConfig)
+    }
 }
 
 /// `[rrl]`: response rate limiting (off unless `enabled = true` or `--rrl-rate`). See
@@ -269,6 +301,10 @@ pub struct ServerConfig {
     /// Secondaries (`"ADDR:PORT"`) told by NOTIFY (RFC 1996) when a zone that has no
     /// `notify` of its own gets a new serial, and at startup. Empty: none.
     pub notify: Vec<SocketAddr>,
+    /// The `[[key]]` a transfer must be signed with (TSIG), for zones that name none of
+    /// their own (absent: address only).
+    #[serde(deserialize_with = "name_opt")]
+    pub transfer_key: Option<Name>,
 }
 
 /// One `[[zone]]`.
@@ -289,6 +325,10 @@ pub struct ZoneConfig {
     /// the server's list; `[]`: none).
     #[serde(default)]
     pub notify: Option<Vec<SocketAddr>>,
+    /// The `[[key]]` transfers of this zone must be signed with, replacing
+    /// `server.transfer_key` (absent: the server's).
+    #[serde(default, deserialize_with = "name_opt")]
+    pub transfer_key: Option<Name>,
 }
 
 impl ZoneConfig {
@@ -299,6 +339,7 @@ impl ZoneConfig {
             file,
             allow_transfer: None,
             notify: None,
+            transfer_key: None,
         }
     }
 }
@@ -446,6 +487,9 @@ pub struct Overrides {
     pub allow_transfer: Vec<AclEntry>,
     /// `--notify`: added to `server.notify`.
     pub notify: Vec<SocketAddr>,
+    /// `--transfer-key ALG:NAME:SECRET`: a key added to `[[key]]` and made
+    /// `server.transfer_key`.
+    pub transfer_key: Option<Key>,
 }
 
 /// A config file that could not be read or parsed.
@@ -526,6 +570,26 @@ impl Config {
                 *h = base.join(&*h);
             }
         }
+        // A transfer key must be one of the [[key]] tables.
+        let server_key = (
+            "server.transfer_key".to_string(),
+            &config.server.transfer_key,
+        );
+        let zone_keys = config.zones.iter().enumerate();
+        let named = std::iter::once(server_key)
+            .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)));
+        for (key, name) in named {
+            if let Some(n) = name {
+                if !config.keys.iter().any(|k| &k.0.name == n) {
+                    return Err(ConfigError {
+                        path: path.into(),
+                        position: None,
+                        key: Some(key),
+                        message: format!("no [[key]] named {n}"),
+                    });
+                }
+            }
+        }
         Ok(config)
     }
 
@@ -594,6 +658,20 @@ impl Config {
             .allow_transfer
             .extend(o.allow_transfer.iter().copied());
         self.server.notify.extend(o.notify.iter().copied());
+        if let Some(k) = &o.transfer_key {
+            self.keys.retain(|c| c.0.name != k.name);
+            self.keys.push(KeyConfig(k.clone()));
+            self.server.transfer_key = Some(k.name.clone());
+        }
+    }
+
+    /// The TSIG key transfers of the zone at `apex` must carry: its own, else the server's.
+    pub fn transfer_key(&self, apex: &Name) -> Option<&Name> {
+        self.zones
+            .iter()
+            .find(|z| &z.name == apex)
+            .and_then(|z| z.transfer_key.as_ref())
+            .or(self.server.transfer_key.as_ref())
     }
 
     /// Whom to NOTIFY about the zone at `apex`: its own `notify`, else the server's.
@@ -663,6 +741,10 @@ fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
     let s = String::deserialize(d)?;
     s.parse::<Name>()
         .map_err(|e| serde::de::Error::custom(format!("bad domain name {s:?}: {e}")))
+}
+
+fn name_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Name>, D::Error> {
+    name(d).map(Some)
 }
 
 fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
@@ -896,6 +978,43 @@ http = "127.0.0.1:9153"
             .unwrap_err();
         assert!(e.to_string().contains("zone[0].allow_transfer"), "{e}");
         assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
+    }
+
+    #[test]
+    fn tsig_keys_and_transfer_keys() {
+        let c = parse(
+            "[server]\ntransfer_key = \"k1\"\n\
+             [[key]]\nname = \"k1.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0\"\n\
+             [[key]]\nname = \"k2\"\nalgorithm = \"hmac-sha512\"\nsecret = \"c2VjcmV0\"\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\ntransfer_key = \"k2.\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.keys.len(), 2);
+        assert_eq!(c.keys[1].0.secret, b"secret");
+        let key = |z: &str| c.transfer_key(&z.parse().unwrap()).map(|n| n.to_string());
+        assert_eq!(key("a."), Some("k2.".into()));
+        assert_eq!(key("example.test."), Some("k1.".into()));
+        // A transfer key that is no [[key]]; a bad algorithm; a secret that is not base64.
+        let e =
+            parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\ntransfer_key = \"nope\"\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("zone[0].transfer_key: no [[key]] named nope."),
+            "{e}"
+        );
+        let e = parse("[[key]]\nname = \"k\"\nalgorithm = \"hmac-md5\"\nsecret = \"c2VjcmV0\"\n")
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("key[0]") && e.to_string().contains("hmac-md5"),
+            "{e}"
+        );
+        let e =
+            parse("[[key]]\nname = \"k\"\nalgorithm = \"hmac-sha256\"\nsecret = \"not base64!\"\n")
+                .unwrap_err();
+        assert!(
+            e.to_string().contains("not base64") && !e.to_string().contains("not base64!"),
+            "{e}"
+        );
     }
 
     #[test]

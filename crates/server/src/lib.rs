@@ -58,6 +58,7 @@ pub use config::{
     AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig, RrlConfig,
     ZoneConfig,
 };
+pub use shardns_wire::tsig::Key as TsigKey;
 pub use zones::EmbeddedZone;
 
 use arc_swap::ArcSwap;

@@ -442,9 +442,15 @@ impl Worker {
                     let acl = self.shared.transfer_acl.load();
                     let room = out.len().min(512);
                     let ip = peer.map(|p| p.ip());
-                    if let Some(Decision::Reply(r)) =
-                        xfr_policy::decide(zones, &acl, query, ip, false, &mut out[..room])
-                    {
+                    if let Some(Decision::Reply(r)) = xfr_policy::decide(
+                        zones,
+                        &acl,
+                        query,
+                        ip,
+                        false,
+                        unix_now(),
+                        &mut out[..room],
+                    ) {
                         if r.rcode != Rcode::NOERROR {
                             stats.xfr[XFR_REFUSED].add(1);
                         }
@@ -897,7 +903,8 @@ fn answer_frames(
             Some(mut o) if o.len <= out.len() => {
                 if o.rcode == Rcode::REFUSED && is_transfer(&o) {
                     let ip = conn.peer.map(|p| p.ip());
-                    match xfr_policy::decide(zones, &transfer_acl.load(), query, ip, true, out) {
+                    let acl = transfer_acl.load();
+                    match xfr_policy::decide(zones, &acl, query, ip, true, unix_now(), out) {
                         Some(Decision::Transfer(t)) => {
                             stats.answered(o.qtype, Rcode::NOERROR, false);
                             stats.xfr[XFR_STARTED].add(1);
@@ -958,6 +965,13 @@ fn answer_frames(
     Ok(continue_transfer(conn, staging, stats)? || streamed)
 }
 
+/// Seconds since the epoch, for TSIG (a clock read, on the rare transfer path only).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// True for an outcome of an AXFR or IXFR query.
 #[inline]
 fn is_transfer(o: &Outcome) -> bool {
@@ -972,6 +986,7 @@ fn continue_transfer(conn: &mut Conn, staging: &mut [u8], stats: &WorkerStats) -
     let Some(mut t) = conn.transfer.take() else {
         return Ok(false);
     };
+    t.set_time(unix_now());
     let mut used = 0;
     let room = 2 + xfr::MESSAGE_SIZE;
     while conn.unsent() < OUTPUT_HIGH_WATER && staging.len() - used >= room {

@@ -12,9 +12,10 @@
 //! ordinary query.
 
 use crate::config::{AclEntry, Config};
+use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, RType, Rcode};
-use shardns_zone::xfr::{self, Read, Transfer};
-use shardns_zone::{Outcome, ZoneSet};
+use shardns_zone::xfr::{self, Read, Request, Transfer};
+use shardns_zone::{Outcome, Zone, ZoneSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -22,8 +23,12 @@ use std::sync::Arc;
 /// whole on reload.
 #[derive(Debug, Default)]
 pub(crate) struct TransferAcl {
-    zones: Vec<(Name, Vec<AclEntry>)>,
+    /// Per configured zone: the addresses, and the TSIG key a transfer must carry.
+    zones: Vec<(Name, Vec<AclEntry>, Option<Name>)>,
     default: Vec<AclEntry>,
+    default_key: Option<Name>,
+    /// Every `[[key]]`: a signed request is checked against these.
+    keys: Vec<Key>,
 }
 
 impl TransferAcl {
@@ -32,23 +37,36 @@ impl TransferAcl {
             zones: config
                 .zones
                 .iter()
-                .map(|z| (z.name.clone(), config.transfer_acl(&z.name).to_vec()))
+                .map(|z| {
+                    let acl = config.transfer_acl(&z.name).to_vec();
+                    (z.name.clone(), acl, config.transfer_key(&z.name).cloned())
+                })
                 .collect(),
             default: config.server.allow_transfer.clone(),
+            default_key: config.server.transfer_key.clone(),
+            keys: config.keys.iter().map(|k| k.0.clone()).collect(),
         }
+    }
+
+    /// The key transfers of the zone at `apex` must be signed with, if any.
+    fn required_key(&self, apex: NameRef<'_>) -> Option<&Name> {
+        self.zones
+            .iter()
+            .find(|(name, _, _)| name.as_ref().eq_ci(&apex))
+            .map_or(self.default_key.as_ref(), |(_, _, key)| key.as_ref())
     }
 
     /// True if some client may transfer some zone.
     pub(crate) fn allows_anyone(&self) -> bool {
-        !self.default.is_empty() || self.zones.iter().any(|(_, acl)| !acl.is_empty())
+        !self.default.is_empty() || self.zones.iter().any(|(_, acl, _)| !acl.is_empty())
     }
 
     /// True if `ip` may transfer the zone at `apex`.
     pub(crate) fn allows(&self, apex: NameRef<'_>, ip: IpAddr) -> bool {
         self.zones
             .iter()
-            .find(|(name, _)| name.as_ref().eq_ci(&apex))
-            .map_or(&self.default, |(_, acl)| acl)
+            .find(|(name, _, _)| name.as_ref().eq_ci(&apex))
+            .map_or(&self.default, |(_, acl, _)| acl)
             .iter()
             .any(|a| a.contains(ip))
     }
@@ -65,46 +83,101 @@ pub(crate) enum Decision {
 /// Decides `query`, a query [`shardns_zone::respond`] answered REFUSED with type AXFR or
 /// IXFR. `None`: not a transfer after all (e.g. class CH): keep the REFUSED. Replies are
 /// written into `out`, which must hold 512 octets (over UDP, pass the client's limit).
+/// `now` (seconds since the epoch) checks and makes TSIG signatures.
 pub(crate) fn decide(
     zones: &ZoneSet,
     acl: &TransferAcl,
     query: &[u8],
     peer: Option<IpAddr>,
     tcp: bool,
+    now: u64,
     out: &mut [u8],
 ) -> Option<Decision> {
-    let (req, rcode, soa) = match xfr::request(query) {
+    let (req, rcode) = match xfr::request(query) {
         Read::NotTransfer => return None,
-        Read::Malformed(req) => (req, Rcode::FORMERR, None),
+        Read::Malformed(req) => (req, Rcode::FORMERR),
         Read::Transfer(req) => {
             let zone = zones.get(req.qname.as_ref());
             match zone {
-                _ if !tcp && req.qtype == RType::AXFR => (req, Rcode::NOTIMP, None),
-                None => (req, Rcode::NOTAUTH, None),
+                _ if !tcp && req.qtype == RType::AXFR => (req, Rcode::NOTIMP),
+                None => (req, Rcode::NOTAUTH),
                 Some(z) if !peer.is_some_and(|ip| acl.allows(z.apex(), ip)) => {
-                    (req, Rcode::REFUSED, None)
+                    (req, Rcode::REFUSED)
                 }
                 Some(z) => {
+                    // A signed request must verify (else NOTAUTH and the TSIG error, RFC 8945
+                    // §5.2); a zone with a transfer key takes only requests signed with it.
+                    let signer = match tsig::read(query) {
+                        Err(_) => return Some(reply(&req, Rcode::FORMERR, None, None, now, out)),
+                        Ok(None) => None,
+                        Ok(Some(sig)) => match tsig::verify(query, &sig, &acl.keys, now) {
+                            Ok(key) => Some((key.name.clone(), Signer::new(key, &sig))),
+                            Err(error) => {
+                                let mut d = reply(&req, Rcode::NOTAUTH, None, None, now, out);
+                                if let Decision::Reply(o) = &mut d {
+                                    o.len = tsig::append_error(out, o.len, &sig, error, now);
+                                }
+                                return Some(d);
+                            }
+                        },
+                    };
+                    let required = acl.required_key(z.apex());
+                    if required.is_some_and(|k| {
+                        signer
+                            .as_ref()
+                            .is_none_or(|(used, _)| !used.as_ref().eq_ci(&k.as_ref()))
+                    }) {
+                        return Some(reply(
+                            &req,
+                            Rcode::REFUSED,
+                            None,
+                            signer.map(|s| s.1),
+                            now,
+                            out,
+                        ));
+                    }
+                    let signer = signer.map(|(_, s)| s);
                     let current = req
                         .client_serial
                         .is_some_and(|s| xfr::is_current(s, z.serial()));
                     if req.qtype == RType::AXFR || (tcp && !current) {
-                        let zone = Arc::clone(z);
-                        return Some(Decision::Transfer(Box::new(Transfer::new(zone, req))));
+                        let mut t = Transfer::new(Arc::clone(z), req);
+                        if let Some(s) = signer {
+                            t.sign_with(s);
+                        }
+                        t.set_time(now);
+                        return Some(Decision::Transfer(Box::new(t)));
                     }
-                    (req, Rcode::NOERROR, Some(Arc::clone(z)))
+                    return Some(reply(&req, Rcode::NOERROR, Some(z), signer, now, out));
                 }
             }
         }
     };
-    let (len, truncated) = xfr::reply(&req, rcode, soa.as_deref(), out);
-    Some(Decision::Reply(Outcome {
+    Some(reply(&req, rcode, None, None, now, out))
+}
+
+/// A one-message answer, signed if `signer` is given.
+fn reply(
+    req: &Request,
+    rcode: Rcode,
+    soa: Option<&Arc<Zone>>,
+    signer: Option<Signer>,
+    now: u64,
+    out: &mut [u8],
+) -> Decision {
+    let room = signer.as_ref().map_or(0, Signer::room);
+    let limit = out.len().saturating_sub(room);
+    let (mut len, truncated) = xfr::reply(req, rcode, soa.map(|z| &**z), &mut out[..limit]);
+    if let Some(mut s) = signer {
+        len = s.sign(out, len, now);
+    }
+    Decision::Reply(Outcome {
         len,
         rcode,
         qtype: Some(req.qtype),
         truncated,
         wildcard: None,
-    }))
+    })
 }
 
 #[cfg(test)]

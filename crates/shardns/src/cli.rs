@@ -1,5 +1,6 @@
 //! The command line: one flag table; clap generates `--help` from it.
 
+use shardns_server::TsigKey as Key;
 use shardns_server::{AclEntry, ForwardZone, Overrides, Setup, ZoneConfig};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -142,6 +143,10 @@ pub(crate) struct ServeArgs {
     /// ADDR:PORT (repeatable; adds to server.notify).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) notify: Vec<SocketAddr>,
+    /// Require zone transfers to be signed (TSIG) with this key, ALG:NAME:BASE64SECRET as
+    /// `kdig -y` takes it (hmac-sha256 or hmac-sha512; sets server.transfer_key).
+    #[arg(long, value_name = "ALG:NAME:SECRET")]
+    pub(crate) transfer_key: Option<Key>,
 }
 
 impl ServeArgs {
@@ -170,6 +175,7 @@ impl ServeArgs {
         o.xdp_interface = self.xdp.clone();
         o.allow_transfer = self.allow_transfer.clone();
         o.notify = self.notify.clone();
+        o.transfer_key = self.transfer_key.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }

@@ -12,6 +12,7 @@ pub mod message;
 pub mod name;
 pub mod rdata;
 pub mod text;
+pub mod tsig;
 pub mod types;
 pub mod writer;
 

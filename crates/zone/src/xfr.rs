@@ -21,6 +21,7 @@ use crate::answer::EDNS_UDP_SIZE;
 use crate::db::Zone;
 use shardns_wire::edns::read_trailer;
 use shardns_wire::message::{read_question, Reader, HEADER_LEN};
+use shardns_wire::tsig::Signer;
 use shardns_wire::{Class, Header, MessageWriter, Name, NameBuf, Opcode, RType, Rcode, Section};
 use std::sync::Arc;
 
@@ -228,6 +229,10 @@ pub struct Transfer {
     rec: usize,
     messages: u32,
     records: u64,
+    /// Signs every message when the request was signed (TSIG).
+    signer: Option<Signer>,
+    /// Seconds since the epoch, for the signatures.
+    now: u64,
 }
 
 impl Transfer {
@@ -242,7 +247,19 @@ impl Transfer {
             rec: 0,
             messages: 0,
             records: 0,
+            signer: None,
+            now: 0,
         }
+    }
+
+    /// Signs every message with `signer` (the request carried a valid TSIG).
+    pub fn sign_with(&mut self, signer: Signer) {
+        self.signer = Some(signer);
+    }
+
+    /// The time the next messages are signed at (seconds since the epoch).
+    pub fn set_time(&mut self, now: u64) {
+        self.now = now;
     }
 
     /// The zone version being sent.
@@ -281,7 +298,9 @@ impl Transfer {
         if self.is_done() {
             return None;
         }
-        let limit = out.len().min(MESSAGE_SIZE);
+        let full = out.len().min(MESSAGE_SIZE);
+        // Room for the TSIG record, which is added after the message is complete.
+        let limit = full - self.signer.as_ref().map_or(0, Signer::room);
         let mut w = MessageWriter::new(out, limit);
         w.set_transfer(true);
         if self.messages == 0 {
@@ -306,13 +325,22 @@ impl Transfer {
             // instead of sending empty messages forever.
             self.stage = Stage::Failed;
             let w = MessageWriter::new(out, limit);
-            return Some(w.finish(&header(&self.req, Rcode::SERVFAIL, false)).len());
+            let len = w.finish(&header(&self.req, Rcode::SERVFAIL, false)).len();
+            return Some(self.sign(out, len));
         }
         if self.req.edns {
             w.set_limit(limit);
             let _ = w.put_opt(EDNS_UDP_SIZE, 0, 0, false, &[]);
         }
-        Some(w.finish(&header(&self.req, Rcode::NOERROR, true)).len())
+        let len = w.finish(&header(&self.req, Rcode::NOERROR, true)).len();
+        Some(self.sign(out, len))
+    }
+
+    fn sign(&mut self, out: &mut [u8], len: usize) -> usize {
+        match self.signer.as_mut() {
+            Some(s) => s.sign(out, len, self.now),
+            None => len,
+        }
     }
 
     /// Writes records from the cursor on until the message is full (false) or every record
