@@ -177,6 +177,20 @@ def ixfr(name, serial, compressed=False, qid=0x1995, edns=None):
     return m
 
 
+def tsig_signed(msg, key=b"fuzz.", secret=b"secret", now=1_700_000_000):
+    """`msg` signed with HMAC-SHA256 as RFC 8945 §4.3.3 says (a client's request)."""
+    import hmac, hashlib
+    kname, alg = name_wire(key.decode()), name_wire("hmac-sha256.")
+    time48 = struct.pack("!Q", now)[2:]
+    variables = kname + struct.pack("!HI", 255, 0) + alg + time48 + struct.pack("!HHH", 300, 0, 0)
+    mac = hmac.new(secret, msg + variables, hashlib.sha256).digest()
+    qid = msg[:2]
+    rdata = alg + time48 + struct.pack("!HH", 300, len(mac)) + mac + qid + struct.pack("!HH", 0, 0)
+    rr = kname + struct.pack("!HHIH", 250, 255, 0, len(rdata)) + rdata
+    arcount = struct.unpack("!H", msg[10:12])[0] + 1
+    return msg[:10] + struct.pack("!H", arcount) + msg[12:] + rr
+
+
 XFR_QUERIES = {
     "axfr": query("diff.test.", 252),
     "axfr-edns": query("diff.test.", 252, edns=(1232, False)),
@@ -188,6 +202,8 @@ XFR_QUERIES = {
     "ixfr-edns": ixfr("diff.test.", 2024010101, edns=4096),
     "ixfr-no-soa": query("diff.test.", 251),
     "ixfr-short": ixfr("diff.test.", 1)[:-7],
+    "axfr-tsig": tsig_signed(query("diff.test.", 252)),
+    "ixfr-tsig-edns": tsig_signed(ixfr("diff.test.", 1, edns=1232)),
 }
 
 
@@ -230,6 +246,8 @@ def main():
     write("config", "shardns.example.toml", open(example, "rb").read())
     for name, q in XFR_QUERIES.items():
         write("xfr", name, q)
+        if "tsig" in name:
+            write("parse_message", "q-" + name, q)
     for name, q in CACHE_QUERIES.items():
         write("resolver_cache", name, q)
     for name, (off, msg) in NAMES.items():
