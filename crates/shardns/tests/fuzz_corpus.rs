@@ -91,6 +91,9 @@ fn python_signed_requests_verify() {
         let msg = std::fs::read(&path).unwrap();
         let sig = shardns_wire::tsig::read(&msg).unwrap().expect("a TSIG");
         let keys = [key.clone()];
-        assert!(shardns_wire::tsig::verify(&msg, &sig, &keys, sig.time).is_ok(), "{seed}");
+        assert!(
+            shardns_wire::tsig::verify(&msg, &sig, &keys, sig.time).is_ok(),
+            "{seed}"
+        );
     }
 }
