@@ -665,29 +665,28 @@ impl Config {
         }
     }
 
+    /// The `[[zone]]` table of the zone at `apex`, if the config has one.
+    fn zone(&self, apex: &Name) -> Option<&ZoneConfig> {
+        self.zones.iter().find(|z| &z.name == apex)
+    }
+
     /// The TSIG key transfers of the zone at `apex` must carry: its own, else the server's.
     pub fn transfer_key(&self, apex: &Name) -> Option<&Name> {
-        self.zones
-            .iter()
-            .find(|z| &z.name == apex)
+        self.zone(apex)
             .and_then(|z| z.transfer_key.as_ref())
             .or(self.server.transfer_key.as_ref())
     }
 
     /// Whom to NOTIFY about the zone at `apex`: its own `notify`, else the server's.
     pub fn notify_targets(&self, apex: &Name) -> &[SocketAddr] {
-        self.zones
-            .iter()
-            .find(|z| &z.name == apex)
+        self.zone(apex)
             .and_then(|z| z.notify.as_deref())
             .unwrap_or(&self.server.notify)
     }
 
     /// Who may transfer the zone at `apex`: its own `allow_transfer`, else the server's.
     pub fn transfer_acl(&self, apex: &Name) -> &[AclEntry] {
-        self.zones
-            .iter()
-            .find(|z| &z.name == apex)
+        self.zone(apex)
             .and_then(|z| z.allow_transfer.as_deref())
             .unwrap_or(&self.server.allow_transfer)
     }

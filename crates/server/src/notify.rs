@@ -106,14 +106,14 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
         // Answers.
         for sock in std::iter::once(v4).chain(v6) {
             while let Ok((n, from)) = sock.recv_from(&mut buf) {
-                let Some(i) = pending
-                    .iter()
-                    .position(|p| p.target == from && notify_response(&buf[..n], p.id).is_some())
-                else {
+                let answer = pending.iter().enumerate().find_map(|(i, p)| {
+                    let rcode = (p.target == from).then(|| notify_response(&buf[..n], p.id));
+                    rcode.flatten().map(|r| (i, r))
+                });
+                let Some((i, rcode)) = answer else {
                     continue; // not ours, or a late copy
                 };
                 let p = pending.swap_remove(i);
-                let rcode = notify_response(&buf[..n], p.id).expect("matched above");
                 shared.control.notify_acked.fetch_add(1, Relaxed);
                 info!(
                     "notify of {} (serial {}) to {}: answered {rcode}",

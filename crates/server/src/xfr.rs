@@ -1,8 +1,9 @@
 //! xfr -- outgoing zone transfers: who may transfer which zone, and the decision a worker
 //! takes on an AXFR or IXFR query (the messages themselves come from `shardns_zone::xfr`).
 //!
-//! Transfers are authorised by client address only (`allow_transfer`, no TSIG yet); the
-//! default is nobody. Over TCP an allowed AXFR, or an IXFR from an older serial, becomes a
+//! Transfers are authorised by client address (`allow_transfer`, default nobody) and, for
+//! a zone with a `transfer_key`, by a TSIG signature with that key (RFC 8945); a signed
+//! request's answer is signed, every message of it. Over TCP an allowed AXFR, or an IXFR from an older serial, becomes a
 //! [`Transfer`] the connection streams as the client reads; everything else is one message:
 //! FORMERR (IXFR without the client's SOA), NOTIMP (AXFR over UDP, as Knot DNS answers),
 //! NOTAUTH (not a zone apex served here, as BIND and Knot answer), REFUSED (not allowed),
@@ -48,12 +49,16 @@ impl TransferAcl {
         }
     }
 
-    /// The key transfers of the zone at `apex` must be signed with, if any.
-    fn required_key(&self, apex: NameRef<'_>) -> Option<&Name> {
-        self.zones
+    /// The zone's addresses and required key: its own, else the server's defaults.
+    fn policy(&self, apex: NameRef<'_>) -> (&[AclEntry], Option<&Name>) {
+        match self
+            .zones
             .iter()
             .find(|(name, _, _)| name.as_ref().eq_ci(&apex))
-            .map_or(self.default_key.as_ref(), |(_, _, key)| key.as_ref())
+        {
+            Some((_, acl, key)) => (acl, key.as_ref()),
+            None => (&self.default, self.default_key.as_ref()),
+        }
     }
 
     /// True if some client may transfer some zone.
@@ -63,12 +68,7 @@ impl TransferAcl {
 
     /// True if `ip` may transfer the zone at `apex`.
     pub(crate) fn allows(&self, apex: NameRef<'_>, ip: IpAddr) -> bool {
-        self.zones
-            .iter()
-            .find(|(name, _, _)| name.as_ref().eq_ci(&apex))
-            .map_or(&self.default, |(_, acl, _)| acl)
-            .iter()
-            .any(|a| a.contains(ip))
+        self.policy(apex).0.iter().any(|a| a.contains(ip))
     }
 }
 
@@ -111,7 +111,7 @@ pub(crate) fn decide(
                         Err(_) => return Some(reply(&req, Rcode::FORMERR, None, None, now, out)),
                         Ok(None) => None,
                         Ok(Some(sig)) => match tsig::verify(query, &sig, &acl.keys, now) {
-                            Ok(key) => Some((key.name.clone(), Signer::new(key, &sig))),
+                            Ok(key) => Some(Signer::new(key, &sig)),
                             Err(error) => {
                                 let mut d = reply(&req, Rcode::NOTAUTH, None, None, now, out);
                                 if let Decision::Reply(o) = &mut d {
@@ -121,22 +121,14 @@ pub(crate) fn decide(
                             }
                         },
                     };
-                    let required = acl.required_key(z.apex());
+                    let required = acl.policy(z.apex()).1;
                     if required.is_some_and(|k| {
                         signer
                             .as_ref()
-                            .is_none_or(|(used, _)| !used.as_ref().eq_ci(&k.as_ref()))
+                            .is_none_or(|s| !s.key().as_ref().eq_ci(&k.as_ref()))
                     }) {
-                        return Some(reply(
-                            &req,
-                            Rcode::REFUSED,
-                            None,
-                            signer.map(|s| s.1),
-                            now,
-                            out,
-                        ));
+                        return Some(reply(&req, Rcode::REFUSED, None, signer, now, out));
                     }
-                    let signer = signer.map(|(_, s)| s);
                     let current = req
                         .client_serial
                         .is_some_and(|s| xfr::is_current(s, z.serial()));

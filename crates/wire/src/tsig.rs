@@ -290,6 +290,11 @@ impl Signer {
         }
     }
 
+    /// The key's name.
+    pub fn key(&self) -> &Name {
+        &self.key.name
+    }
+
     /// Octets the TSIG record adds to a message: hold them back from its size limit.
     pub fn room(&self) -> usize {
         self.key.name.as_ref().len()
