@@ -1,0 +1,98 @@
+//! config::file -- reading the TOML file: parse errors that name file, line, column and key,
+//! and file-relative paths made absolute.
+
+use super::{validate, Config};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A config file that could not be read or parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line and column, when known.
+    pub position: Option<(usize, usize)>,
+    /// The key, as a dotted path (`server.workers`, `zone[1].name`), when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(key) = &self.key {
+            write!(f, "{key}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads and parses a config file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.into(),
+            position: None,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Parses config text; `path` names it in errors and anchors relative zone paths.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::new(text);
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            // One line: toml's multi-line messages joined. toml gives no message for some
+            // syntax errors (a control character in a comment): say what kind it is.
+            let mut message = inner
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if message.is_empty() {
+                message = "invalid TOML syntax".into();
+            }
+            ConfigError {
+                path: path.into(),
+                position: inner.span().map(|s| line_col(text, s.start)),
+                key: (!key.is_empty() && key != ".").then_some(key),
+                message,
+            }
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        for z in &mut config.zones {
+            if z.file.is_relative() {
+                z.file = base.join(&z.file);
+            }
+        }
+        if let Some(h) = &mut config.resolver.root_hints {
+            if h.is_relative() {
+                *h = base.join(&*h);
+            }
+        }
+        validate::transfer_keys_exist(&config, path)?;
+        Ok(config)
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..offset].chars().count() + 1)
+}

@@ -1,0 +1,303 @@
+//! config -- what the server is told to do: the configuration's types and defaults, and the
+//! answers derived from them (listen addresses, worker count, control socket path, a zone's
+//! transfer ACL, key and NOTIFY targets).
+//!
+//! Owns the `[server]`, `[[zone]]`, `[limits]`, `[log]` and `[stats]` tables and [`Config`]
+//! itself; the other tables and the ways in have rooms of their own:
+//!
+//! - `file`: reading and parsing the TOML file ([`Config::from_toml`]), [`ConfigError`] with
+//!   file, line, column and key (`shardns.toml:4:11: server.workers: ...`), relative paths
+//!   taken relative to the file's directory;
+//! - `validate`: the checks on single values (ranges, names, prefixes) that run while a
+//!   file is parsed, and the cross-references checked after (a transfer key names a
+//!   `[[key]]`);
+//! - `overrides`: command-line values ([`Overrides`]) and how they apply over the file;
+//! - `resolver`, `rrl`, `keys`, `acl`: the `[resolver]`, `[rrl]` and `[[key]]` tables and
+//!   the address prefixes of the ACLs.
+//!
+//! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
+
+mod acl;
+mod file;
+mod keys;
+mod overrides;
+mod resolver;
+mod rrl;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use acl::AclEntry;
+pub use file::ConfigError;
+pub use keys::KeyConfig;
+pub use overrides::Overrides;
+pub use resolver::{ForwardZone, ResolverConfig};
+pub use rrl::RrlConfig;
+
+use serde::Deserialize;
+use shardns_wire::Name;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+use validate::{
+    batch, from_strs, from_strs_opt, log_filter, name, name_opt, per_client, positive,
+    positive_opt, positive_u64, udp_max_response,
+};
+
+/// The port used when no listen address is given.
+pub const DEFAULT_PORT: u16 = 5353;
+
+/// The listen addresses used when none are given: 127.0.0.1 and ::1, port 5353.
+pub fn default_listen() -> Vec<SocketAddr> {
+    vec![
+        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), DEFAULT_PORT),
+        SocketAddr::new(Ipv6Addr::LOCALHOST.into(), DEFAULT_PORT),
+    ]
+}
+
+/// The whole configuration. Every section and key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Config {
+    /// `[server]`: addresses, workers, control socket.
+    pub server: ServerConfig,
+    /// `[[zone]]` tables: the zones to serve.
+    #[serde(rename = "zone")]
+    pub zones: Vec<ZoneConfig>,
+    /// `[limits]`: TCP connection limits and timeouts, UDP batch size.
+    pub limits: Limits,
+    /// `[log]`: log level and query logging.
+    pub log: LogConfig,
+    /// `[stats]`: the Prometheus HTTP endpoint.
+    pub stats: StatsConfig,
+    /// `[resolver]`: recursion for clients, root hints, forwarding, cache limits.
+    pub resolver: ResolverConfig,
+    /// `[rrl]`: response rate limiting for UDP.
+    pub rrl: RrlConfig,
+    /// `[[key]]` tables: TSIG keys (RFC 8945) that sign zone transfers.
+    #[serde(rename = "key")]
+    pub keys: Vec<KeyConfig>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Addresses to serve UDP and TCP on (empty: 127.0.0.1:5353 and [::1]:5353).
+    pub listen: Vec<SocketAddr>,
+    /// Worker threads (absent: one per core).
+    #[serde(deserialize_with = "positive_opt")]
+    pub workers: Option<usize>,
+    /// Unix socket for `shardns reload` and `shardns stats` (absent: see
+    /// [`Config::control_socket_path`]).
+    pub control_socket: Option<PathBuf>,
+    /// Network interface (e.g. `lo`) whose UDP queries to the listen addresses are read with
+    /// AF_XDP instead of sockets (needs CAP_NET_ADMIN and CAP_BPF; absent: off).
+    pub xdp_interface: Option<String>,
+    /// Clients (`ADDR` or `ADDR/LEN`) allowed to transfer (AXFR, IXFR) every zone that has
+    /// no `allow_transfer` of its own, the embedded zone included. Empty: none.
+    #[serde(deserialize_with = "from_strs")]
+    pub allow_transfer: Vec<AclEntry>,
+    /// Secondaries (`"ADDR:PORT"`) told by NOTIFY (RFC 1996) when a zone that has no
+    /// `notify` of its own gets a new serial, and at startup. Empty: none.
+    pub notify: Vec<SocketAddr>,
+    /// The `[[key]]` a transfer must be signed with (TSIG), for zones that name none of
+    /// their own (absent: address only).
+    #[serde(deserialize_with = "name_opt")]
+    pub transfer_key: Option<Name>,
+}
+
+/// One `[[zone]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ZoneConfig {
+    /// The apex, e.g. `example.com.` (a missing final dot is implied).
+    #[serde(deserialize_with = "name")]
+    pub name: Name,
+    /// The zone file.
+    pub file: PathBuf,
+    /// Clients allowed to transfer this zone, replacing `server.allow_transfer` for it
+    /// (absent: the server's list; `[]`: nobody).
+    #[serde(default, deserialize_with = "from_strs_opt")]
+    pub allow_transfer: Option<Vec<AclEntry>>,
+    /// Secondaries told by NOTIFY about this zone, replacing `server.notify` for it (absent:
+    /// the server's list; `[]`: none).
+    #[serde(default)]
+    pub notify: Option<Vec<SocketAddr>>,
+    /// The `[[key]]` transfers of this zone must be signed with, replacing
+    /// `server.transfer_key` (absent: the server's).
+    #[serde(default, deserialize_with = "name_opt")]
+    pub transfer_key: Option<Name>,
+}
+
+impl ZoneConfig {
+    /// A zone at `name` read from `file`.
+    pub fn new(name: Name, file: PathBuf) -> Self {
+        Self {
+            name,
+            file,
+            allow_transfer: None,
+            notify: None,
+            transfer_key: None,
+        }
+    }
+}
+
+impl FromStr for ZoneConfig {
+    type Err = String;
+    /// Parses `NAME=FILE`, the form of the `--zone` flag.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, file) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=FILE, got {s:?}"))?;
+        if file.is_empty() {
+            return Err(format!("no file after '=' in {s:?}"));
+        }
+        let name = name
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
+        Ok(Self::new(name, PathBuf::from(file)))
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Open TCP connections per worker; at the limit the least recently active one is
+    /// closed to make room.
+    #[serde(deserialize_with = "positive")]
+    pub tcp_connections_per_worker: usize,
+    /// Open TCP connections over all workers; at the limit new connections are closed.
+    #[serde(deserialize_with = "positive")]
+    pub tcp_connections: usize,
+    /// Milliseconds a TCP connection may stay without traffic before it is closed.
+    #[serde(deserialize_with = "positive_u64")]
+    pub tcp_idle_timeout_ms: u64,
+    /// Datagrams read (and answered) per recvmmsg/sendmmsg call, 1 to 1024.
+    #[serde(deserialize_with = "batch")]
+    pub udp_batch: usize,
+    /// SO_RCVBUF for UDP sockets in bytes; past `net.core.rmem_max` only with CAP_NET_ADMIN
+    /// (SO_RCVBUFFORCE). 0 keeps the system default. Room for bursts: a full buffer drops
+    /// queries.
+    pub udp_receive_buffer: usize,
+    /// Largest UDP response, 512 to 1232 octets (also capped by the client's EDNS size;
+    /// 512 without EDNS). A longer answer is sent truncated (TC=1).
+    #[serde(deserialize_with = "udp_max_response")]
+    pub udp_max_response: usize,
+    /// Open TCP connections per client address over all workers; 0 means no limit.
+    #[serde(deserialize_with = "per_client")]
+    pub tcp_connections_per_client: usize,
+    /// Milliseconds a client may take to send one whole TCP query once it has started
+    /// (the first byte of its length prefix, or the end of the query before it).
+    #[serde(deserialize_with = "positive_u64")]
+    pub tcp_read_timeout_ms: u64,
+    /// Queries answered on one TCP connection before it is closed; 0 means no limit.
+    pub tcp_queries_per_connection: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            tcp_connections_per_worker: 1024,
+            tcp_connections: 4096,
+            tcp_idle_timeout_ms: 10_000,
+            udp_batch: 64,
+            udp_receive_buffer: 8 << 20,
+            udp_max_response: 1232,
+            tcp_connections_per_client: 128,
+            tcp_read_timeout_ms: 3_000,
+            tcp_queries_per_connection: 0,
+        }
+    }
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct LogConfig {
+    /// A `tracing` filter: `info`, `debug`, `warn,shardns::query=info`... (absent: `info`,
+    /// or `RUST_LOG` if set).
+    #[serde(deserialize_with = "log_filter")]
+    pub level: Option<String>,
+    /// Log every query at info level (target `shardns::query`). Off by default: it costs a
+    /// formatted line and a lock on the output per query.
+    pub queries: bool,
+}
+
+/// `[stats]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct StatsConfig {
+    /// Serve Prometheus text at `http://ADDR/metrics` (absent: off).
+    pub http: Option<SocketAddr>,
+}
+
+impl Config {
+    /// The `[[zone]]` table of the zone at `apex`, if the config has one.
+    fn zone(&self, apex: &Name) -> Option<&ZoneConfig> {
+        self.zones.iter().find(|z| &z.name == apex)
+    }
+
+    /// The TSIG key transfers of the zone at `apex` must carry: its own, else the server's.
+    pub fn transfer_key(&self, apex: &Name) -> Option<&Name> {
+        self.zone(apex)
+            .and_then(|z| z.transfer_key.as_ref())
+            .or(self.server.transfer_key.as_ref())
+    }
+
+    /// Whom to NOTIFY about the zone at `apex`: its own `notify`, else the server's.
+    pub fn notify_targets(&self, apex: &Name) -> &[SocketAddr] {
+        self.zone(apex)
+            .and_then(|z| z.notify.as_deref())
+            .unwrap_or(&self.server.notify)
+    }
+
+    /// Who may transfer the zone at `apex`: its own `allow_transfer`, else the server's.
+    pub fn transfer_acl(&self, apex: &Name) -> &[AclEntry] {
+        self.zone(apex)
+            .and_then(|z| z.allow_transfer.as_deref())
+            .unwrap_or(&self.server.allow_transfer)
+    }
+
+    /// The addresses to serve on (the defaults if none are configured).
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        if self.server.listen.is_empty() {
+            default_listen()
+        } else {
+            self.server.listen.clone()
+        }
+    }
+
+    /// Worker threads: as configured, else one per core.
+    pub fn worker_count(&self) -> usize {
+        self.server.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+
+    /// The control socket: as configured, else `shardns-PORT.ctl` (PORT of the first listen
+    /// address) in `$XDG_RUNTIME_DIR`, or in `/tmp` if that is not set.
+    pub fn control_socket_path(&self) -> PathBuf {
+        if let Some(p) = &self.server.control_socket {
+            return p.clone();
+        }
+        let port = self
+            .listen_addrs()
+            .first()
+            .map_or(DEFAULT_PORT, SocketAddr::port);
+        let dir = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute() && d.is_dir())
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        dir.join(format!("shardns-{port}.ctl"))
+    }
+}

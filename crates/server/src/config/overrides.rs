@@ -1,0 +1,135 @@
+//! config::overrides -- values from the command line and how they apply over the file's.
+
+use super::{AclEntry, Config, ForwardZone, KeyConfig, ZoneConfig};
+use shardns_wire::tsig::Key;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Values from the command line; each one set replaces the config file's.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// `--listen`: replaces `server.listen`.
+    pub listen: Vec<SocketAddr>,
+    /// `--zone`: added to the config's zones (replacing one with the same name).
+    pub zones: Vec<ZoneConfig>,
+    /// `--workers`.
+    pub workers: Option<usize>,
+    /// `--log-level`.
+    pub log_level: Option<String>,
+    /// `--log-queries`.
+    pub log_queries: bool,
+    /// `--stats-http`.
+    pub stats_http: Option<SocketAddr>,
+    /// `--control`.
+    pub control_socket: Option<PathBuf>,
+    /// `--tcp-idle-timeout-ms`.
+    pub tcp_idle_timeout_ms: Option<u64>,
+    /// `--tcp-connections-per-worker`.
+    pub tcp_connections_per_worker: Option<usize>,
+    /// `--tcp-connections`.
+    pub tcp_connections: Option<usize>,
+    /// `--tcp-connections-per-client`.
+    pub tcp_connections_per_client: Option<usize>,
+    /// `--tcp-read-timeout-ms`.
+    pub tcp_read_timeout_ms: Option<u64>,
+    /// `--tcp-queries-per-connection`.
+    pub tcp_queries_per_connection: Option<u32>,
+    /// `--rrl-rate`: sets `rrl.rate` and turns rate limiting on.
+    pub rrl_rate: Option<u32>,
+    /// `--rrl-slip`.
+    pub rrl_slip: Option<u32>,
+    /// `--recursion`.
+    pub recursion: bool,
+    /// `--root-hints`.
+    pub root_hints: Option<PathBuf>,
+    /// `--forward`: added to `resolver.forward`.
+    pub forward: Vec<ForwardZone>,
+    /// `--allow-recursion`: replaces `resolver.allow`.
+    pub allow: Vec<AclEntry>,
+    /// `--upstream-port`.
+    pub upstream_port: Option<u16>,
+    /// `--xdp`: sets `server.xdp_interface`.
+    pub xdp_interface: Option<String>,
+    /// `--allow-transfer`: added to `server.allow_transfer`.
+    pub allow_transfer: Vec<AclEntry>,
+    /// `--notify`: added to `server.notify`.
+    pub notify: Vec<SocketAddr>,
+    /// `--transfer-key ALG:NAME:SECRET`: a key added to `[[key]]` and made
+    /// `server.transfer_key`.
+    pub transfer_key: Option<Key>,
+}
+
+impl Config {
+    /// Applies command-line values.
+    pub fn apply(&mut self, o: &Overrides) {
+        if !o.listen.is_empty() {
+            self.server.listen = o.listen.clone();
+        }
+        for z in &o.zones {
+            self.zones.retain(|c| c.name != z.name);
+            self.zones.push(z.clone());
+        }
+        if o.workers.is_some() {
+            self.server.workers = o.workers;
+        }
+        if o.log_level.is_some() {
+            self.log.level = o.log_level.clone();
+        }
+        self.log.queries |= o.log_queries;
+        if o.stats_http.is_some() {
+            self.stats.http = o.stats_http;
+        }
+        if o.control_socket.is_some() {
+            self.server.control_socket = o.control_socket.clone();
+        }
+        if let Some(v) = o.tcp_idle_timeout_ms {
+            self.limits.tcp_idle_timeout_ms = v;
+        }
+        if let Some(v) = o.tcp_connections_per_worker {
+            self.limits.tcp_connections_per_worker = v;
+        }
+        if let Some(v) = o.tcp_connections {
+            self.limits.tcp_connections = v;
+        }
+        if let Some(v) = o.tcp_connections_per_client {
+            self.limits.tcp_connections_per_client = v;
+        }
+        if let Some(v) = o.tcp_read_timeout_ms {
+            self.limits.tcp_read_timeout_ms = v;
+        }
+        if let Some(v) = o.tcp_queries_per_connection {
+            self.limits.tcp_queries_per_connection = v;
+        }
+        if let Some(v) = o.rrl_rate {
+            self.rrl.rate = v;
+            self.rrl.enabled = true;
+        }
+        if let Some(v) = o.rrl_slip {
+            self.rrl.slip = v;
+        }
+        self.resolver.recursion |= o.recursion;
+        if o.root_hints.is_some() {
+            self.resolver.root_hints = o.root_hints.clone();
+        }
+        self.resolver.forward.extend(o.forward.iter().cloned());
+        if !o.allow.is_empty() {
+            self.resolver.allow = o.allow.clone();
+        }
+        if let Some(p) = o.upstream_port {
+            self.resolver.upstream_port = p;
+        }
+        if o.xdp_interface.is_some() {
+            self.server.xdp_interface = o.xdp_interface.clone();
+        }
+        self.server
+            .allow_transfer
+            .extend(o.allow_transfer.iter().copied());
+        self.server.notify.extend(o.notify.iter().copied());
+        if let Some(k) = &o.transfer_key {
+            self.keys.retain(|c| c.0.name != k.name);
+            self.keys.push(KeyConfig(k.clone()));
+            self.server.transfer_key = Some(k.name.clone());
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! config::resolver -- the `[resolver]` table (the recursive resolver role) and its
+//! forward zones.
+
+use super::validate::{chain, depth, from_strs, hold_after, positive, positive_u32, positive_u64};
+use super::AclEntry;
+use serde::Deserialize;
+use shardns_wire::Name;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// `[resolver]`: the recursive resolver role. Off unless `recursion = true`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ResolverConfig {
+    /// Resolve queries (RD set, outside our zones) for allowed clients.
+    pub recursion: bool,
+    /// Root hints file (absent: the IANA root hints bundled in the binary).
+    pub root_hints: Option<PathBuf>,
+    /// `"ZONE=ADDR:PORT"`: queries at or below ZONE go, with RD set, to ADDR:PORT.
+    #[serde(deserialize_with = "from_strs")]
+    pub forward: Vec<ForwardZone>,
+    /// Clients allowed to recurse, as `ADDR` or `ADDR/LEN`; others get REFUSED.
+    #[serde(deserialize_with = "from_strs")]
+    pub allow: Vec<AclEntry>,
+    /// Memory bound of the cache, in bytes.
+    #[serde(deserialize_with = "positive")]
+    pub cache_size: usize,
+    /// Cached TTLs are raised to at least this many seconds.
+    pub min_ttl: u32,
+    /// Cached TTLs are cut to at most this many seconds.
+    pub max_ttl: u32,
+    /// Port for server addresses learned from NS/glue data (53; other values are for tests).
+    pub upstream_port: u16,
+    /// Deepest nesting of name-server address sub-resolutions (the recursion depth).
+    #[serde(deserialize_with = "depth")]
+    pub max_depth: u8,
+    /// Most upstream queries sent for one client query (retries and sub-resolutions
+    /// included).
+    #[serde(deserialize_with = "positive_u32")]
+    pub max_upstream_queries: u32,
+    /// Most referrals followed for one client query.
+    #[serde(deserialize_with = "positive_u32")]
+    pub max_referrals: u32,
+    /// Longest CNAME/DNAME chain followed.
+    #[serde(deserialize_with = "chain")]
+    pub max_cname_chain: u8,
+    /// Whole-resolution deadline for one client query, in milliseconds.
+    #[serde(deserialize_with = "positive_u64")]
+    pub resolution_timeout_ms: u64,
+    /// Resolutions in flight per worker; a cache miss beyond this is answered SERVFAIL.
+    #[serde(deserialize_with = "positive")]
+    pub max_pending: usize,
+    /// Timeouts in a row after which an upstream server is held down (not asked).
+    #[serde(deserialize_with = "hold_after")]
+    pub server_hold_after: u8,
+    /// First hold-down of an unresponsive upstream server, in milliseconds; doubles at each
+    /// failed probe.
+    #[serde(deserialize_with = "positive_u64")]
+    pub server_hold_ms: u64,
+    /// Longest hold-down, in milliseconds.
+    #[serde(deserialize_with = "positive_u64")]
+    pub server_hold_max_ms: u64,
+}
+
+impl Default for ResolverConfig {
+    fn default() -> Self {
+        Self {
+            recursion: false,
+            root_hints: None,
+            forward: Vec::new(),
+            allow: vec![
+                "127.0.0.0/8".parse().expect("valid"),
+                "::1".parse().expect("valid"),
+            ],
+            cache_size: 64 << 20,
+            min_ttl: 0,
+            max_ttl: 86_400,
+            upstream_port: 53,
+            max_depth: 4,
+            max_upstream_queries: 64,
+            max_referrals: 40,
+            max_cname_chain: 12,
+            resolution_timeout_ms: 10_000,
+            max_pending: 1024,
+            server_hold_after: 2,
+            server_hold_ms: 5_000,
+            server_hold_max_ms: 120_000,
+        }
+    }
+}
+
+/// A forward zone: `ZONE=ADDR:PORT` (the `--forward` flag and `resolver.forward`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardZone {
+    /// The zone apex.
+    pub zone: Name,
+    /// The recursive server its queries go to.
+    pub server: SocketAddr,
+}
+
+impl FromStr for ForwardZone {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (zone, server) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected ZONE=ADDR:PORT, got {s:?}"))?;
+        let zone = zone
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {zone:?}: {e}"))?;
+        let server = server
+            .parse::<SocketAddr>()
+            .map_err(|e| format!("bad server address {server:?}: {e}"))?;
+        Ok(Self { zone, server })
+    }
+}

@@ -1,0 +1,451 @@
+//! Tests of the config module: parsing, errors, defaults, overrides.
+
+use super::file::line_col;
+use super::*;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn a_control_character_in_a_comment_has_a_message() {
+    let e = Config::from_toml("#\u{1}\n", Path::new("c.toml")).unwrap_err();
+    assert_eq!(e.message, "invalid TOML syntax");
+    assert_eq!(e.position.map(|p| p.0), Some(1));
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml(text, Path::new("/etc/shardns/shardns.toml"))
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    let c = parse("").unwrap();
+    assert_eq!(c, Config::default());
+    assert_eq!(c.listen_addrs(), default_listen());
+    assert!(c.worker_count() >= 1);
+    assert_eq!(c.limits.tcp_idle_timeout_ms, 10_000);
+    assert_eq!(c.limits.tcp_connections_per_worker, 1024);
+    assert!(!c.log.queries);
+    assert!(c.control_socket_path().ends_with("shardns-5353.ctl"));
+}
+
+#[test]
+fn full_file() {
+    let c = parse(
+        r#"
+[server]
+listen = ["127.0.0.1:53", "[::1]:53"]
+workers = 2
+control_socket = "/run/shardns.ctl"
+
+[[zone]]
+name = "example.com"
+file = "example.com.zone"
+
+[[zone]]
+name = "example.net."
+file = "/var/lib/zones/example.net"
+
+[limits]
+tcp_connections_per_worker = 10
+tcp_connections = 20
+tcp_idle_timeout_ms = 3000
+udp_batch = 32
+udp_receive_buffer = 1048576
+
+[log]
+level = "debug"
+queries = true
+
+[stats]
+http = "127.0.0.1:9153"
+"#,
+    )
+    .unwrap();
+    assert_eq!(c.server.listen.len(), 2);
+    assert_eq!(c.listen_addrs()[1], "[::1]:53".parse().unwrap());
+    assert_eq!(c.worker_count(), 2);
+    assert_eq!(c.control_socket_path(), PathBuf::from("/run/shardns.ctl"));
+    assert_eq!(c.zones.len(), 2);
+    assert_eq!(c.zones[0].name.to_string(), "example.com.");
+    assert_eq!(
+        c.zones[0].file,
+        PathBuf::from("/etc/shardns/example.com.zone")
+    );
+    assert_eq!(c.zones[1].file, PathBuf::from("/var/lib/zones/example.net"));
+    assert_eq!(c.limits.udp_batch, 32);
+    assert_eq!(c.limits.udp_receive_buffer, 1 << 20);
+    assert_eq!(c.log.level.as_deref(), Some("debug"));
+    assert!(c.log.queries);
+    assert_eq!(c.stats.http, Some("127.0.0.1:9153".parse().unwrap()));
+}
+
+#[test]
+fn errors_name_line_column_and_key() {
+    let e = parse("[server]\nworkers = \"two\"\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(2));
+    assert_eq!(e.key.as_deref(), Some("server.workers"));
+    let shown = e.to_string();
+    assert!(shown.starts_with("/etc/shardns/shardns.toml:2:"), "{shown}");
+    assert!(shown.contains("server.workers"), "{shown}");
+
+    let e = parse("[server]\nlisten = [\"127.0.0.1\"]\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    assert!(e.to_string().contains("server.listen"), "{e}");
+
+    let e = parse("\n[limits]\nudp_batch = 0\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(3), "{e}");
+    assert!(e.to_string().contains("between 1 and 1024"), "{e}");
+
+    let e = parse("[[zone]]\nname = \"a..b\"\nfile = \"x\"\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    assert!(e.to_string().contains("zone[0].name"), "{e}");
+
+    let e = parse("[[zone]]\nname = \"a.b\"\n").unwrap_err();
+    assert!(e.to_string().contains("missing field `file`"), "{e}");
+
+    let e = parse("[log]\nlevel = \"loud=[\"\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let e = parse("[server]\nlisten = []\nwrokers = 2\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(3), "{e}");
+    assert!(e.to_string().contains("wrokers"), "{e}");
+    let e = parse("[sever]\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(1), "{e}");
+    assert!(e.to_string().contains("sever"), "{e}");
+}
+
+#[test]
+fn syntax_error_has_position() {
+    let e = parse("[server]\nworkers = = 2\n").unwrap_err();
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+}
+
+#[test]
+fn transfer_acls_per_zone_over_the_servers() {
+    let mut c = parse(
+        "[server]\nallow_transfer = [\"192.0.2.0/24\"]\n\
+         [[zone]]\nname = \"a.\"\nfile = \"a\"\nallow_transfer = [\"::1\", \"127.0.0.2\"]\n\
+         [[zone]]\nname = \"b.\"\nfile = \"b\"\n\
+         [[zone]]\nname = \"c.\"\nfile = \"c\"\nallow_transfer = []\n",
+    )
+    .unwrap();
+    let acl = |c: &Config, z: &str| c.transfer_acl(&z.parse().unwrap()).to_vec();
+    assert_eq!(
+        acl(&c, "a."),
+        ["::1".parse().unwrap(), "127.0.0.2".parse().unwrap()]
+    );
+    assert_eq!(acl(&c, "b."), ["192.0.2.0/24".parse().unwrap()]);
+    assert!(acl(&c, "c.").is_empty(), "[] means nobody");
+    // --allow-transfer adds to the server's list: zones without their own and the
+    // embedded zone (not in the config) get it.
+    let o = Overrides {
+        allow_transfer: vec!["127.0.0.1".parse().unwrap()],
+        ..Overrides::default()
+    };
+    c.apply(&o);
+    assert_eq!(acl(&c, "b.").len(), 2);
+    assert_eq!(acl(&c, "example.test.").len(), 2);
+    assert_eq!(acl(&c, "a.").len(), 2);
+    let e = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\nallow_transfer = [\"1.2.3.4/33\"]\n")
+        .unwrap_err();
+    assert!(e.to_string().contains("zone[0].allow_transfer"), "{e}");
+    assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
+}
+
+#[test]
+fn tsig_keys_and_transfer_keys() {
+    let c = parse(
+        "[server]\ntransfer_key = \"k1\"\n\
+         [[key]]\nname = \"k1.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0\"\n\
+         [[key]]\nname = \"k2\"\nalgorithm = \"hmac-sha512\"\nsecret = \"c2VjcmV0\"\n\
+         [[zone]]\nname = \"a.\"\nfile = \"a\"\ntransfer_key = \"k2.\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.keys.len(), 2);
+    assert_eq!(c.keys[1].0.secret, b"secret");
+    let key = |z: &str| c.transfer_key(&z.parse().unwrap()).map(|n| n.to_string());
+    assert_eq!(key("a."), Some("k2.".into()));
+    assert_eq!(key("example.test."), Some("k1.".into()));
+    // A transfer key that is no [[key]]; a bad algorithm; a secret that is not base64.
+    let e = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\ntransfer_key = \"nope\"\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("zone[0].transfer_key: no [[key]] named nope."),
+        "{e}"
+    );
+    let e = parse("[[key]]\nname = \"k\"\nalgorithm = \"hmac-md5\"\nsecret = \"c2VjcmV0\"\n")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("key[0]") && e.to_string().contains("hmac-md5"),
+        "{e}"
+    );
+    let e = parse("[[key]]\nname = \"k\"\nalgorithm = \"hmac-sha256\"\nsecret = \"not base64!\"\n")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("not base64") && !e.to_string().contains("not base64!"),
+        "{e}"
+    );
+}
+
+#[test]
+fn notify_targets_per_zone_over_the_servers() {
+    let mut c = parse(
+        "[server]\nnotify = [\"127.0.0.1:5300\"]\n\
+         [[zone]]\nname = \"a.\"\nfile = \"a\"\nnotify = [\"[::1]:53\", \"127.0.0.2:53\"]\n\
+         [[zone]]\nname = \"b.\"\nfile = \"b\"\nnotify = []\n",
+    )
+    .unwrap();
+    let t = |c: &Config, z: &str| c.notify_targets(&z.parse().unwrap()).to_vec();
+    assert_eq!(t(&c, "a.").len(), 2);
+    assert!(t(&c, "b.").is_empty());
+    assert_eq!(t(&c, "example.test."), ["127.0.0.1:5300".parse().unwrap()]);
+    let o = Overrides {
+        notify: vec!["127.0.0.3:53".parse().unwrap()],
+        ..Overrides::default()
+    };
+    c.apply(&o);
+    assert_eq!(t(&c, "example.test.").len(), 2);
+    let e = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\nnotify = [\"127.0.0.1\"]\n").unwrap_err();
+    assert!(e.to_string().contains("zone[0].notify"), "{e}");
+}
+
+#[test]
+fn overrides_replace_and_add() {
+    let mut c = parse(
+        "[server]\nlisten = [\"127.0.0.1:53\"]\nworkers = 4\n[[zone]]\nname = \"a.\"\nfile = \"a\"\n\
+         [[zone]]\nname = \"b.\"\nfile = \"b\"\n",
+    )
+    .unwrap();
+    let o = Overrides {
+        listen: vec!["127.0.0.1:5300".parse().unwrap()],
+        zones: vec!["B=/tmp/b2".parse().unwrap(), "c.=/tmp/c".parse().unwrap()],
+        workers: Some(1),
+        log_queries: true,
+        tcp_idle_timeout_ms: Some(500),
+        ..Overrides::default()
+    };
+    c.apply(&o);
+    assert_eq!(c.listen_addrs(), vec!["127.0.0.1:5300".parse().unwrap()]);
+    assert_eq!(c.worker_count(), 1);
+    let zones: Vec<String> = c
+        .zones
+        .iter()
+        .map(|z| format!("{}={}", z.name, z.file.display()))
+        .collect();
+    assert_eq!(zones, ["a.=/etc/shardns/a", "B.=/tmp/b2", "c.=/tmp/c"]);
+    assert!(c.log.queries);
+    assert_eq!(c.limits.tcp_idle_timeout_ms, 500);
+    assert!(c.control_socket_path().ends_with("shardns-5300.ctl"));
+}
+
+#[test]
+fn resolver_table() {
+    let c = parse("").unwrap();
+    assert!(!c.resolver.recursion);
+    assert!(c.resolver.allow[0].contains("127.1.2.3".parse().unwrap()));
+    assert!(c.resolver.allow[1].contains("::1".parse().unwrap()));
+    assert!(!c.resolver.allow[0].contains("10.0.0.1".parse().unwrap()));
+    let c = parse(
+        "[resolver]\nrecursion = true\nroot_hints = \"root.hints\"\n\
+         forward = [\"corp.=127.0.0.1:5300\"]\nallow = [\"::1\", \"10.0.0.0/9\"]\n\
+         cache_size = 1000000\nmin_ttl = 5\nmax_ttl = 60\nupstream_port = 5301\n",
+    )
+    .unwrap();
+    let r = &c.resolver;
+    assert!(r.recursion);
+    assert_eq!(
+        r.root_hints.as_deref(),
+        Some(Path::new("/etc/shardns/root.hints"))
+    );
+    assert_eq!(r.forward[0].zone.to_string(), "corp.");
+    assert_eq!(r.forward[0].server, "127.0.0.1:5300".parse().unwrap());
+    assert!(r.allow[1].contains("10.127.0.1".parse().unwrap()));
+    assert!(!r.allow[1].contains("10.128.0.1".parse().unwrap()));
+    assert!(!r.allow[0].contains("127.0.0.1".parse().unwrap()));
+    assert_eq!(
+        (r.cache_size, r.min_ttl, r.max_ttl, r.upstream_port),
+        (1_000_000, 5, 60, 5301)
+    );
+    let e = parse("[resolver]\nallow = [\"10.0.0.0/33\"]\n").unwrap_err();
+    assert!(e.to_string().contains("resolver.allow"), "{e}");
+    let e = parse("[resolver]\nforward = [\"corp.\"]\n").unwrap_err();
+    assert!(e.to_string().contains("ZONE=ADDR:PORT"), "{e}");
+}
+
+#[test]
+fn example_file_shows_the_defaults() {
+    let c = parse(include_str!("../../../../docs/shardns.example.toml")).unwrap();
+    let d = Config::default();
+    assert_eq!(c.limits, d.limits);
+    assert_eq!(c.rrl, d.rrl);
+    assert_eq!(c.log.queries, d.log.queries);
+    assert_eq!(c.resolver, d.resolver);
+    assert_eq!(c.listen_addrs(), default_listen());
+}
+
+#[test]
+fn rrl_table() {
+    let c = parse("").unwrap();
+    assert!(!c.rrl.enabled);
+    assert_eq!((c.rrl.rate, c.rrl.slip, c.rrl.window), (20, 2, 2));
+    assert_eq!((c.rrl.ipv4_prefix, c.rrl.ipv6_prefix), (24, 56));
+    let c = parse(
+        "[rrl]\nenabled = true\nrate = 5\nslip = 0\nwindow = 15\nipv4_prefix = 32\n\
+         ipv6_prefix = 64\ntable_size = 1000\n",
+    )
+    .unwrap();
+    let r = &c.rrl;
+    assert!(r.enabled);
+    assert_eq!(
+        (
+            r.rate,
+            r.slip,
+            r.window,
+            r.ipv4_prefix,
+            r.ipv6_prefix,
+            r.table_size
+        ),
+        (5, 0, 15, 32, 64, 1000)
+    );
+    for (text, key, line) in [
+        ("[rrl]\nrate = 0\n", "rrl.rate", 2),
+        ("[rrl]\nenabled = true\n\nslip = 11\n", "rrl.slip", 4),
+        ("[rrl]\nwindow = 0\n", "rrl.window", 2),
+        ("[rrl]\nipv4_prefix = 33\n", "rrl.ipv4_prefix", 2),
+        ("[rrl]\nipv6_prefix = 129\n", "rrl.ipv6_prefix", 2),
+        ("[rrl]\ntable_size = 2\n", "rrl.table_size", 2),
+        ("[rrl]\nrate = \"fast\"\n", "rrl.rate", 2),
+        ("[rrl]\nburst = 3\n", "rrl.burst", 2),
+    ] {
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(line), "{text}: {e}");
+        assert!(e.to_string().contains(key), "{text}: {e}");
+    }
+    let e = parse("[rrl]\nslip = 11\n").unwrap_err();
+    assert!(e.to_string().contains("11 is not between 0 and 10"), "{e}");
+    let mut c = parse("[rrl]\nrate = 5\n").unwrap();
+    c.apply(&Overrides {
+        rrl_slip: Some(1),
+        ..Overrides::default()
+    });
+    assert!(!c.rrl.enabled);
+    assert_eq!((c.rrl.rate, c.rrl.slip), (5, 1));
+    c.apply(&Overrides {
+        rrl_rate: Some(100),
+        ..Overrides::default()
+    });
+    assert!(c.rrl.enabled);
+    assert_eq!(c.rrl.rate, 100);
+}
+
+#[test]
+fn new_limits_and_resolver_bounds() {
+    let c = parse("").unwrap();
+    let l = &c.limits;
+    assert_eq!(
+        (
+            l.udp_max_response,
+            l.tcp_connections_per_client,
+            l.tcp_read_timeout_ms,
+            l.tcp_queries_per_connection
+        ),
+        (1232, 128, 3000, 0)
+    );
+    // The resolver's own defaults are ours.
+    let d = shardns_resolver::Config::default();
+    let r = &c.resolver;
+    assert_eq!(r.max_depth, d.max_depth);
+    assert_eq!(r.max_upstream_queries, d.max_queries);
+    assert_eq!(r.max_referrals, d.max_referrals);
+    assert_eq!(r.max_cname_chain, d.max_chain);
+    assert_eq!(r.resolution_timeout_ms, d.max_resolution_ms);
+    assert_eq!(r.cache_size, d.cache_bytes);
+    assert_eq!(r.server_hold_after, d.server_hold_after);
+    assert_eq!(r.server_hold_ms, d.server_hold_ms);
+    assert_eq!(r.server_hold_max_ms, d.server_hold_max_ms);
+    let c = parse(
+        "[limits]\nudp_max_response = 512\ntcp_connections_per_client = 0\n\
+         tcp_read_timeout_ms = 250\ntcp_queries_per_connection = 7\n\
+         [resolver]\nmax_depth = 2\nmax_upstream_queries = 9\nmax_referrals = 3\n\
+         max_cname_chain = 4\nresolution_timeout_ms = 500\nmax_pending = 6\n",
+    )
+    .unwrap();
+    let (l, r) = (&c.limits, &c.resolver);
+    assert_eq!(
+        (
+            l.udp_max_response,
+            l.tcp_connections_per_client,
+            l.tcp_read_timeout_ms,
+            l.tcp_queries_per_connection
+        ),
+        (512, 0, 250, 7)
+    );
+    assert_eq!(
+        (
+            r.max_depth,
+            r.max_upstream_queries,
+            r.max_referrals,
+            r.max_cname_chain,
+            r.resolution_timeout_ms,
+            r.max_pending
+        ),
+        (2, 9, 3, 4, 500, 6)
+    );
+    for (text, key) in [
+        (
+            "[limits]\nudp_max_response = 4096\n",
+            "limits.udp_max_response",
+        ),
+        (
+            "[limits]\nudp_max_response = 100\n",
+            "limits.udp_max_response",
+        ),
+        (
+            "[limits]\ntcp_read_timeout_ms = 0\n",
+            "limits.tcp_read_timeout_ms",
+        ),
+        (
+            "[limits]\ntcp_connections_per_client = 70000\n",
+            "limits.tcp_connections_per_client",
+        ),
+        ("[resolver]\nmax_depth = 0\n", "resolver.max_depth"),
+        ("[resolver]\nmax_pending = 0\n", "resolver.max_pending"),
+        (
+            "[resolver]\nmax_upstream_queries = 0\n",
+            "resolver.max_upstream_queries",
+        ),
+    ] {
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.position.map(|p| p.0), Some(2), "{text}: {e}");
+        assert!(e.to_string().contains(key), "{text}: {e}");
+    }
+    let mut c = parse("").unwrap();
+    c.apply(&Overrides {
+        tcp_connections_per_client: Some(3),
+        tcp_read_timeout_ms: Some(100),
+        tcp_queries_per_connection: Some(2),
+        ..Overrides::default()
+    });
+    assert_eq!(c.limits.tcp_connections_per_client, 3);
+    assert_eq!(c.limits.tcp_read_timeout_ms, 100);
+    assert_eq!(c.limits.tcp_queries_per_connection, 2);
+}
+
+#[test]
+fn zone_flag_syntax() {
+    let z: ZoneConfig = "example.test=path/to/zone".parse().unwrap();
+    assert_eq!(z.name.to_string(), "example.test.");
+    assert_eq!(z.file, PathBuf::from("path/to/zone"));
+    assert!("example.test".parse::<ZoneConfig>().is_err());
+    assert!("example.test=".parse::<ZoneConfig>().is_err());
+    assert!("a..b=x".parse::<ZoneConfig>().is_err());
+}
+
+#[test]
+fn line_col_counts_from_one() {
+    assert_eq!(line_col("ab\ncd", 0), (1, 1));
+    assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    assert_eq!(line_col("ab\ncd", 99), (2, 3));
+}

@@ -1,0 +1,122 @@
+//! config::validate -- checks on the values of a config file: while it is parsed, each
+//! checked key's deserializer (ranges, names, prefixes, log filters), so an error points at
+//! the key's line; after, the references between tables (a transfer key names a `[[key]]`).
+
+use super::{Config, ConfigError};
+use serde::{Deserialize, Deserializer};
+use shardns_wire::Name;
+use std::path::Path;
+use std::str::FromStr;
+
+/// A transfer key must be one of the `[[key]]` tables.
+pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), ConfigError> {
+    let server_key = (
+        "server.transfer_key".to_string(),
+        &config.server.transfer_key,
+    );
+    let zone_keys = config.zones.iter().enumerate();
+    let named = std::iter::once(server_key)
+        .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)));
+    for (key, name) in named {
+        if let Some(n) = name {
+            if !config.keys.iter().any(|k| &k.0.name == n) {
+                return Err(ConfigError {
+                    path: path.into(),
+                    position: None,
+                    key: Some(key),
+                    message: format!("no [[key]] named {n}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse::<Name>()
+        .map_err(|e| serde::de::Error::custom(format!("bad domain name {s:?}: {e}")))
+}
+
+pub(super) fn name_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Name>, D::Error> {
+    name(d).map(Some)
+}
+
+pub(super) fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+pub(super) fn from_strs<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse::<T>().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+pub(super) fn from_strs_opt<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    from_strs(d).map(Some)
+}
+
+pub(super) fn positive_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    positive(d).map(Some)
+}
+
+pub(super) fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    match u32::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+pub(super) fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+/// Deserializers that accept an integer in `lo..=hi` and name the range otherwise.
+macro_rules! ranged {
+    ($($f:ident: $t:ty = $lo:literal ..= $hi:literal;)*) => {$(
+        pub(super) fn $f<'de, D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+            match <$t>::deserialize(d)? {
+                n @ $lo..=$hi => Ok(n),
+                n => Err(serde::de::Error::custom(format!(
+                    "{n} is not between {} and {}", $lo, $hi
+                ))),
+            }
+        }
+    )*};
+}
+
+ranged! {
+    batch: usize = 1..=1024;
+    udp_max_response: usize = 512..=1232;
+    per_client: usize = 0..=65_535;
+    depth: u8 = 1..=32;
+    chain: u8 = 1..=64;
+    rrl_rate: u32 = 1..=1_000_000;
+    rrl_slip: u32 = 0..=10;
+    rrl_window: u32 = 1..=60;
+    ipv4_prefix: u8 = 0..=32;
+    ipv6_prefix: u8 = 0..=128;
+    rrl_table_size: usize = 4..=16_777_216;
+    hold_after: u8 = 1..=100;
+}
+
+pub(super) fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::logging::check_filter(&s).map_err(serde::de::Error::custom)?;
+    Ok(Some(s))
+}
