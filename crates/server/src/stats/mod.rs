@@ -1,0 +1,161 @@
+//! stats -- per-worker counters, summed only when someone reads them, and their Prometheus
+//! text form.
+//!
+//! Owns the counters themselves ([`Counter`], [`WorkerStats`], [`ControlStats`]) in this
+//! file; `slots` maps query types, RCODEs and transports to counter slots and labels;
+//! `totals` adds the workers' counters up; `prometheus` writes the text that
+//! `shardns stats` and the HTTP endpoint serve.
+//!
+//! Each worker writes only its own [`WorkerStats`] (cache-line aligned, so two workers never
+//! share a line) with a Relaxed load and store: one writer per counter needs no atomic
+//! read-modify-write. Readers (the control thread, the HTTP thread) load every worker's
+//! counters and add them up. Never: locks, or anything shared between workers on the
+//! request path.
+
+mod prometheus;
+mod slots;
+#[cfg(test)]
+mod tests;
+mod totals;
+
+pub(crate) use prometheus::render_prometheus;
+pub(crate) use slots::Via;
+
+use shardns_wire::{RType, Rcode};
+use slots::{qtype_index, rcode_index, QTYPE_SLOTS, RCODE_SLOTS, VIAS};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// A counter with a single writer (its worker) and any number of readers.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning worker calls this, so load + store loses nothing.
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+    /// Sets a gauge (single writer, as for `add`).
+    #[inline]
+    pub(crate) fn set(&self, n: u64) {
+        self.0.store(n, Relaxed);
+    }
+    #[inline]
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// One worker's counters. Aligned to 128 bytes (two cache lines, as adjacent-line
+/// prefetchers pair them) so no two workers' counters share a line.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct WorkerStats {
+    /// Queries received, by transport (including dropped and malformed ones).
+    pub(crate) queries: [Counter; VIAS],
+    /// Answered queries, by question type.
+    pub(crate) qtypes: [Counter; QTYPE_SLOTS],
+    /// Responses by RCODE.
+    pub(crate) rcodes: [Counter; RCODE_SLOTS],
+    /// Responses with TC set.
+    pub(crate) truncated: Counter,
+    /// Queries that got no response (ignored by the answering code, or the send failed).
+    pub(crate) dropped: Counter,
+    /// Queries that could not be parsed (FORMERR answers and datagrams too long to read).
+    pub(crate) malformed: Counter,
+    /// Two things on the request path in one counter: locks taken (stderr's, by a logged
+    /// request line or query-log line; the resolver cache's shard locks) and heap growth (a
+    /// new TCP input buffer when the pool is empty, a connection table or TCP buffer that
+    /// grew), each allocation counted as one since the allocator may take its arena lock.
+    /// Exported as `shardns_lock_acquisitions_total` and `..._per_query`.
+    pub(crate) lock_acquisitions: Counter,
+    /// recvmmsg calls.
+    pub(crate) udp_recv_calls: Counter,
+    /// sendmmsg calls.
+    pub(crate) udp_send_calls: Counter,
+    /// Returns from epoll_wait.
+    pub(crate) wakeups: Counter,
+    /// TCP connections accepted.
+    pub(crate) tcp_accepted: Counter,
+    /// TCP connections closed at once because a limit was reached.
+    pub(crate) tcp_refused: Counter,
+    /// TCP connections closed to make room for a new one (the least recently active).
+    pub(crate) tcp_evicted: Counter,
+    /// TCP connections closed after the idle timeout.
+    pub(crate) tcp_idle_closed: Counter,
+    /// TCP connections open now (a gauge).
+    pub(crate) tcp_open: Counter,
+    /// Recursive queries answered from the cache.
+    pub(crate) resolver_cache_hits: Counter,
+    /// Recursive queries the cache could not answer (each starts a resolution).
+    pub(crate) resolver_cache_misses: Counter,
+    /// Cache shard locks taken by queries answered from the cache.
+    pub(crate) resolver_cache_locks: Counter,
+    /// Queries sent to upstream servers.
+    pub(crate) resolver_upstream_queries: Counter,
+    /// Resolutions that ended in SERVFAIL.
+    pub(crate) resolver_servfails: Counter,
+    /// Recursive queries refused because the client is not in `resolver.allow`.
+    pub(crate) resolver_refused: Counter,
+    /// Cache misses answered SERVFAIL because `resolver.max_pending` resolutions were in
+    /// flight on the worker.
+    pub(crate) resolver_pending_limited: Counter,
+    /// TCP connections closed at once because their client had
+    /// `limits.tcp_connections_per_client` open.
+    pub(crate) tcp_refused_client: Counter,
+    /// TCP connections closed because a query took longer than `tcp_read_timeout_ms` to
+    /// arrive.
+    pub(crate) tcp_read_timeout_closed: Counter,
+    /// TCP connections closed after `tcp_queries_per_connection` queries.
+    pub(crate) tcp_query_limit_closed: Counter,
+    /// UDP responses not sent because of response rate limiting.
+    pub(crate) rrl_dropped: Counter,
+    /// UDP responses sent truncated (TC=1) because of response rate limiting.
+    pub(crate) rrl_slipped: Counter,
+    /// The kernel's counters of this worker's AF_XDP socket (`server.xdp_interface`),
+    /// copied at most once a second: frames dropped (invalid, or no room), dropped because
+    /// the RX ring was full, times the fill ring was empty, invalid TX descriptors.
+    pub(crate) xdp_kernel: [Counter; 4],
+    /// Outgoing zone transfers, by event: started, done (the closing SOA went out),
+    /// aborted (the connection closed first, or a record did not fit), refused (a transfer
+    /// query answered NOTAUTH, NOTIMP, REFUSED or FORMERR).
+    pub(crate) xfr: [Counter; 4],
+    /// Messages sent by outgoing zone transfers.
+    pub(crate) xfr_messages: Counter,
+}
+
+/// Indices of [`WorkerStats::xfr`].
+pub(crate) const XFR_STARTED: usize = 0;
+pub(crate) const XFR_DONE: usize = 1;
+pub(crate) const XFR_ABORTED: usize = 2;
+pub(crate) const XFR_REFUSED: usize = 3;
+
+impl WorkerStats {
+    /// Counts one answered query.
+    #[inline]
+    pub(crate) fn answered(&self, qtype: Option<RType>, rcode: Rcode, truncated: bool) {
+        if let Some(t) = qtype {
+            self.qtypes[qtype_index(t)].add(1);
+        }
+        self.rcodes[rcode_index(rcode)].add(1);
+        if rcode == Rcode::FORMERR {
+            self.malformed.add(1);
+        }
+        if truncated {
+            self.truncated.add(1);
+        }
+    }
+}
+
+/// Server-wide numbers kept by the control thread.
+#[derive(Debug, Default)]
+pub(crate) struct ControlStats {
+    pub(crate) reloads_ok: AtomicU64,
+    pub(crate) reloads_failed: AtomicU64,
+    pub(crate) zones: AtomicU64,
+    pub(crate) zone_load_errors: AtomicU64,
+    /// NOTIFY messages sent (retries included), answered, and given up on.
+    pub(crate) notify_sent: AtomicU64,
+    pub(crate) notify_acked: AtomicU64,
+    pub(crate) notify_failed: AtomicU64,
+}

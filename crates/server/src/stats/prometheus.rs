@@ -1,0 +1,294 @@
+//! stats::prometheus -- the Prometheus text exposition (format 0.0.4) of the summed
+//! counters, per-worker query counts and the control-plane numbers.
+
+use super::slots::{qtype_label, rcode_label, VIA_LABELS};
+use super::totals::Totals;
+use super::{ControlStats, Counter, WorkerStats, XFR_ABORTED, XFR_DONE, XFR_REFUSED, XFR_STARTED};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// A counter family with one label: one sample per (label value, count).
+fn labelled(s: &mut String, name: &str, help: &str, label: &str, values: &[(&str, u64)]) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (value, n) in values {
+        let _ = writeln!(s, "{name}{{{label}=\"{value}\"}} {n}");
+    }
+}
+
+/// Prometheus text exposition (format 0.0.4) of the summed counters, per-worker query
+/// counts and the control-plane numbers.
+pub(crate) fn render_prometheus(
+    workers: &[&WorkerStats],
+    control: &ControlStats,
+    uptime_secs: f64,
+) -> String {
+    let t = Totals::sum(workers.iter().copied());
+    let mut s = String::with_capacity(8192);
+    let head = |s: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+
+    head(
+        &mut s,
+        "shardns_queries_total",
+        "counter",
+        "Queries received, by transport and IP version.",
+    );
+    for (i, (proto, ip)) in VIA_LABELS.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "shardns_queries_total{{transport=\"{proto}\",ip=\"{ip}\"}} {}",
+            t.queries[i]
+        );
+    }
+    head(
+        &mut s,
+        "shardns_queries_by_type_total",
+        "counter",
+        "Answered queries, by question type.",
+    );
+    for (i, n) in t.qtypes.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "shardns_queries_by_type_total{{type=\"{}\"}} {n}",
+            qtype_label(i)
+        );
+    }
+    head(
+        &mut s,
+        "shardns_responses_total",
+        "counter",
+        "Responses sent, by RCODE.",
+    );
+    for (i, n) in t.rcodes.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "shardns_responses_total{{rcode=\"{}\"}} {n}",
+            rcode_label(i)
+        );
+    }
+    let singles: [(&str, &str, u64); 8] = [
+        ("shardns_truncated_total", "Responses with the TC bit set.", t.truncated),
+        ("shardns_dropped_total", "Queries that got no response.", t.dropped),
+        ("shardns_malformed_total", "Queries that could not be parsed.", t.malformed),
+        (
+            "shardns_lock_acquisitions_total",
+            "Lock acquisitions on the request path (query logging's output lock, heap allocations).",
+            t.lock_acquisitions,
+        ),
+        ("shardns_udp_recv_calls_total", "recvmmsg calls.", t.udp_recv_calls),
+        ("shardns_udp_send_calls_total", "sendmmsg calls.", t.udp_send_calls),
+        ("shardns_event_loop_wakeups_total", "Returns from epoll_wait (one per event-loop iteration).", t.wakeups),
+        ("shardns_tcp_connections_accepted_total", "TCP connections accepted.", t.tcp_accepted),
+    ];
+    for (name, help, v) in singles {
+        head(&mut s, name, "counter", help);
+        let _ = writeln!(s, "{name} {v}");
+    }
+    labelled(
+        &mut s,
+        "shardns_tcp_connections_refused_total",
+        "TCP connections closed at once because of a limit: the connection limits, or the client's own.",
+        "reason",
+        &[("limit", t.tcp_refused), ("client", t.tcp_refused_client)],
+    );
+    labelled(
+        &mut s,
+        "shardns_tcp_connections_closed_total",
+        "TCP connections closed by the server, by reason.",
+        "reason",
+        &[
+            ("idle", t.tcp_idle_closed),
+            ("evicted", t.tcp_evicted),
+            ("read_timeout", t.tcp_read_timeout_closed),
+            ("query_limit", t.tcp_query_limit_closed),
+        ],
+    );
+    labelled(
+        &mut s,
+        "shardns_rrl_limited_total",
+        "UDP responses limited by response rate limiting: dropped, or slipped (sent truncated).",
+        "action",
+        &[("dropped", t.rrl_dropped), ("slipped", t.rrl_slipped)],
+    );
+    labelled(
+        &mut s,
+        "shardns_xdp_kernel_total",
+        "The kernel's counters of the AF_XDP sockets (server.xdp_interface), read at most once a second: frames dropped, dropped because the RX ring was full, fill ring found empty, invalid TX descriptors.",
+        "event",
+        &[
+            ("rx_dropped", t.xdp_kernel[0]),
+            ("rx_ring_full", t.xdp_kernel[1]),
+            ("fill_ring_empty", t.xdp_kernel[2]),
+            ("tx_invalid", t.xdp_kernel[3]),
+        ],
+    );
+    labelled(
+        &mut s,
+        "shardns_xfr_total",
+        "Outgoing zone transfers (AXFR, IXFR): started, done, aborted (connection closed first, or a record too large), and transfer queries refused (NOTAUTH, NOTIMP, REFUSED, FORMERR).",
+        "event",
+        &[
+            ("started", t.xfr[XFR_STARTED]),
+            ("done", t.xfr[XFR_DONE]),
+            ("aborted", t.xfr[XFR_ABORTED]),
+            ("refused", t.xfr[XFR_REFUSED]),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_xfr_messages_total",
+        "counter",
+        "Messages sent by outgoing zone transfers.",
+    );
+    let _ = writeln!(s, "shardns_xfr_messages_total {}", t.xfr_messages);
+    head(
+        &mut s,
+        "shardns_tcp_connections_open",
+        "gauge",
+        "TCP connections open now.",
+    );
+    let _ = writeln!(s, "shardns_tcp_connections_open {}", t.tcp_open);
+
+    let q = t.queries_total();
+    let per_query = |n: u64| if q == 0 { 0.0 } else { n as f64 / q as f64 };
+    head(
+        &mut s,
+        "shardns_lock_acquisitions_per_query",
+        "gauge",
+        "Lock acquisitions on the request path per query.",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_lock_acquisitions_per_query {}",
+        per_query(t.lock_acquisitions)
+    );
+    head(
+        &mut s,
+        "shardns_udp_queries_per_recv_call",
+        "gauge",
+        "UDP datagrams per recvmmsg call (batching).",
+    );
+    let udp = t.queries[0] + t.queries[1];
+    let per_call = if t.udp_recv_calls == 0 {
+        0.0
+    } else {
+        udp as f64 / t.udp_recv_calls as f64
+    };
+    let _ = writeln!(s, "shardns_udp_queries_per_recv_call {per_call}");
+
+    let resolver: [(&str, &str, u64); 7] = [
+        (
+            "shardns_resolver_cache_hits_total",
+            "Recursive queries answered from the cache.",
+            t.resolver_cache_hits,
+        ),
+        (
+            "shardns_resolver_cache_misses_total",
+            "Recursive queries that started a resolution.",
+            t.resolver_cache_misses,
+        ),
+        (
+            "shardns_resolver_cache_locks_total",
+            "Cache shard locks taken by queries answered from the cache.",
+            t.resolver_cache_locks,
+        ),
+        (
+            "shardns_resolver_upstream_queries_total",
+            "Queries sent to upstream servers.",
+            t.resolver_upstream_queries,
+        ),
+        (
+            "shardns_resolver_servfails_total",
+            "Resolutions that ended in SERVFAIL.",
+            t.resolver_servfails,
+        ),
+        (
+            "shardns_resolver_refused_total",
+            "Recursive queries refused by the recursion ACL.",
+            t.resolver_refused,
+        ),
+        (
+            "shardns_resolver_pending_limited_total",
+            "Cache misses answered SERVFAIL because the worker had resolver.max_pending resolutions in flight.",
+            t.resolver_pending_limited,
+        ),
+    ];
+    for (name, help, v) in resolver {
+        head(&mut s, name, "counter", help);
+        let _ = writeln!(s, "{name} {v}");
+    }
+    head(
+        &mut s,
+        "shardns_resolver_cache_locks_per_hit",
+        "gauge",
+        "Cache shard locks per query answered from the cache.",
+    );
+    let per_hit = if t.resolver_cache_hits == 0 {
+        0.0
+    } else {
+        t.resolver_cache_locks as f64 / t.resolver_cache_hits as f64
+    };
+    let _ = writeln!(s, "shardns_resolver_cache_locks_per_hit {per_hit}");
+
+    head(
+        &mut s,
+        "shardns_worker_queries_total",
+        "counter",
+        "Queries received, by worker.",
+    );
+    for (i, w) in workers.iter().enumerate() {
+        let n: u64 = w.queries.iter().map(Counter::get).sum();
+        let _ = writeln!(s, "shardns_worker_queries_total{{worker=\"{i}\"}} {n}");
+    }
+    head(&mut s, "shardns_workers", "gauge", "Worker threads.");
+    let _ = writeln!(s, "shardns_workers {}", workers.len());
+    head(&mut s, "shardns_zones", "gauge", "Zones being served.");
+    let _ = writeln!(s, "shardns_zones {}", control.zones.load(Relaxed));
+    head(
+        &mut s,
+        "shardns_reloads_total",
+        "counter",
+        "Reloads, by result (failed: at least one zone kept its previous version).",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_reloads_total{{result=\"ok\"}} {}",
+        control.reloads_ok.load(Relaxed)
+    );
+    let _ = writeln!(
+        s,
+        "shardns_reloads_total{{result=\"failed\"}} {}",
+        control.reloads_failed.load(Relaxed)
+    );
+    head(
+        &mut s,
+        "shardns_zone_load_errors_total",
+        "counter",
+        "Zone loads that failed.",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_zone_load_errors_total {}",
+        control.zone_load_errors.load(Relaxed)
+    );
+    labelled(
+        &mut s,
+        "shardns_notify_total",
+        "NOTIFY messages to secondaries: sent (retries included), answered, given up after five tries.",
+        "result",
+        &[
+            ("sent", control.notify_sent.load(Relaxed)),
+            ("answered", control.notify_acked.load(Relaxed)),
+            ("failed", control.notify_failed.load(Relaxed)),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_uptime_seconds",
+        "gauge",
+        "Seconds since the server started.",
+    );
+    let _ = writeln!(s, "shardns_uptime_seconds {uptime_secs:.3}");
+    s
+}

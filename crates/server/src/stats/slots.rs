@@ -1,0 +1,128 @@
+//! stats::slots -- which counter slot a query type, an RCODE or a transport is counted in,
+//! and the label each slot has in the Prometheus text.
+
+use shardns_wire::{RType, Rcode};
+
+/// Query types counted on their own; everything else is `other`.
+pub(super) const QTYPES: [RType; 18] = [
+    RType::A,
+    RType::NS,
+    RType::CNAME,
+    RType::SOA,
+    RType::PTR,
+    RType::MX,
+    RType::TXT,
+    RType::AAAA,
+    RType::SRV,
+    RType::NAPTR,
+    RType::DS,
+    RType::DNSKEY,
+    RType::SVCB,
+    RType::HTTPS,
+    RType::CAA,
+    RType::ANY,
+    RType::AXFR,
+    RType::IXFR,
+];
+/// The slot after the named types counts all other types.
+pub(super) const QTYPE_OTHER: usize = QTYPES.len();
+pub(super) const QTYPE_SLOTS: usize = QTYPE_OTHER + 1;
+
+/// The counter slot for a query type (`QTYPE_OTHER` for the rest).
+#[inline]
+pub(super) fn qtype_index(t: RType) -> usize {
+    match t.0 {
+        1 => 0,
+        2 => 1,
+        5 => 2,
+        6 => 3,
+        12 => 4,
+        15 => 5,
+        16 => 6,
+        28 => 7,
+        33 => 8,
+        35 => 9,
+        43 => 10,
+        48 => 11,
+        64 => 12,
+        65 => 13,
+        257 => 14,
+        255 => 15,
+        252 => 16,
+        251 => 17,
+        _ => QTYPE_OTHER,
+    }
+}
+
+pub(super) fn qtype_label(slot: usize) -> String {
+    if slot == QTYPE_OTHER {
+        "other".to_string()
+    } else {
+        QTYPES[slot].to_string()
+    }
+}
+
+/// RCODE slots: 0..=15 on their own, then every extended RCODE together.
+pub(super) const RCODE_SLOTS: usize = 17;
+
+#[inline]
+pub(super) fn rcode_index(r: Rcode) -> usize {
+    (r.0 as usize).min(RCODE_SLOTS - 1)
+}
+
+pub(super) fn rcode_label(slot: usize) -> String {
+    if slot == RCODE_SLOTS - 1 {
+        "other".to_string()
+    } else {
+        Rcode(slot as u16).to_string()
+    }
+}
+
+/// How a query arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    Udp4 = 0,
+    Udp6 = 1,
+    Tcp4 = 2,
+    Tcp6 = 3,
+    /// UDP read from an AF_XDP socket (`server.xdp_interface`).
+    Xdp4 = 4,
+    Xdp6 = 5,
+}
+
+pub(super) const VIAS: usize = 6;
+pub(super) const VIA_LABELS: [(&str, &str); VIAS] = [
+    ("udp", "4"),
+    ("udp", "6"),
+    ("tcp", "4"),
+    ("tcp", "6"),
+    ("xdp", "4"),
+    ("xdp", "6"),
+];
+
+impl Via {
+    pub(crate) fn udp(v6: bool) -> Self {
+        if v6 {
+            Self::Udp6
+        } else {
+            Self::Udp4
+        }
+    }
+    pub(crate) fn xdp(v6: bool) -> Self {
+        if v6 {
+            Self::Xdp6
+        } else {
+            Self::Xdp4
+        }
+    }
+    pub(crate) fn tcp(v6: bool) -> Self {
+        if v6 {
+            Self::Tcp6
+        } else {
+            Self::Tcp4
+        }
+    }
+    pub(crate) fn name(self) -> &'static str {
+        VIA_LABELS[self as usize].0
+    }
+}
