@@ -1,0 +1,40 @@
+//! sys::memory -- how memory is mapped and given back: huge pages for a big zone's arrays,
+//! freed heap handed back to the system after a reload.
+
+/// Asks the kernel to back the 2 MiB-aligned interior of `[addr, addr + len)` with
+/// transparent huge pages, now (MADV_COLLAPSE, Linux 6.1) rather than whenever khugepaged
+/// gets to it; a no-op below 2 MiB and on kernels without it. The data is unchanged: the
+/// kernel copies it into the huge page. Used on a big zone's arrays after it is built.
+pub(crate) fn back_with_huge_pages(addr: *const u8, len: usize) -> bool {
+    const HUGE: usize = 2 << 20;
+    #[cfg(target_os = "linux")]
+    const MADV_COLLAPSE: libc::c_int = 25;
+    let start = (addr as usize).next_multiple_of(HUGE);
+    let end = (addr as usize + len) & !(HUGE - 1);
+    if end <= start {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let (p, n) = (start as *mut libc::c_void, end - start);
+        // SAFETY: [start, end) lies inside one live allocation the caller keeps (a zone's
+        // array); MADV_HUGEPAGE and MADV_COLLAPSE change how it is mapped, never its
+        // contents, and fail harmlessly (EINVAL/EAGAIN) where unsupported.
+        unsafe {
+            libc::madvise(p, n, libc::MADV_HUGEPAGE) == 0 && libc::madvise(p, n, MADV_COLLAPSE) == 0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
+/// Returns free heap memory to the system (glibc's `malloc_trim`): called on the thread
+/// that reloads, after a reload frees a zone set, never on a worker.
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own heaps and takes its own locks; it touches
+    // no memory of ours and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

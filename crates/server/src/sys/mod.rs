@@ -1,0 +1,58 @@
+//! sys -- the only module with `unsafe` besides `xdp`: thin wrappers over the Linux calls
+//! that std and socket2 do not offer.
+//!
+//! Owns, by room: `epoll` (epoll, eventfd: a worker's event loop and its wake-up),
+//! `mmsg` (recvmmsg/sendmmsg batches: [`UdpBatch`], [`SendBatch`]), `socket` (accept4,
+//! SO_RCVBUFFORCE, kernel socket addresses), `memory` (huge pages for zone arrays,
+//! handing freed heap back), and here the open-file limit and the `errno` check they all
+//! use.
+//!
+//! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
+//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`) and
+//! `io::Result`s.
+#![allow(unsafe_code)]
+
+mod epoll;
+mod memory;
+mod mmsg;
+mod socket;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
+pub(crate) use memory::{back_with_huge_pages, release_free_memory};
+pub(crate) use mmsg::{SendBatch, UdpBatch};
+pub(crate) use socket::{accept_nonblocking, force_receive_buffer};
+
+use std::io;
+
+/// Turns a `-1` return into the thread's `errno`.
+pub(super) fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit; returns the new soft limit.
+pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit for the kernel to fill.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit that the kernel only reads.
+        if check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }).is_ok() {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
+    Ok(lim.rlim_cur as u64)
+}
