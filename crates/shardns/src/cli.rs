@@ -82,8 +82,8 @@ pub(crate) struct ServeArgs {
     /// Serve Prometheus statistics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) stats_http: Option<SocketAddr>,
-    /// Control socket for `shardns reload` and `shardns stats`
-    /// (default: $XDG_RUNTIME_DIR or /tmp, shardns-PORT.ctl).
+    /// Control socket for `shardns reload` and `shardns stats` (default: in $XDG_RUNTIME_DIR
+    /// or /tmp, shardns-ADDR-PORT.ctl after the first listen address).
     #[arg(long, value_name = "PATH")]
     pub(crate) control: Option<PathBuf>,
     /// Close TCP connections idle this long (default 10000).
@@ -186,10 +186,12 @@ pub(crate) struct ControlArgs {
     /// The server's control socket.
     #[arg(long, value_name = "PATH")]
     pub(crate) control: Option<PathBuf>,
-    /// The server's config file (its control_socket or listen port names the socket).
+    /// The server's config file (its control_socket, or its first listen address names the
+    /// default socket).
     #[arg(short, long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// The server's first listen address (its port names the default socket).
+    /// The server's first listen address (it names the default socket,
+    /// shardns-ADDR-PORT.ctl).
     #[arg(short, long, value_name = "ADDR:PORT")]
     pub(crate) listen: Option<SocketAddr>,
 }

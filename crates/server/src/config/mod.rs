@@ -11,6 +11,8 @@
 //! - `validate`: the checks on single values (ranges, names, prefixes) that run while a
 //!   file is parsed, and the cross-references checked after (a transfer key names a
 //!   `[[key]]`);
+//! - `control_socket`: where the control socket is when none is configured
+//!   (`shardns-ADDR-PORT.ctl`, named after the first listen address);
 //! - `overrides`: command-line values ([`Overrides`]) and how they apply over the file;
 //! - `resolver`, `rrl`, `keys`, `acl`: the `[resolver]`, `[rrl]` and `[[key]]` tables and
 //!   the address prefixes of the ACLs.
@@ -18,6 +20,7 @@
 //! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
 mod acl;
+mod control_socket;
 mod file;
 mod keys;
 mod overrides;
@@ -284,20 +287,15 @@ impl Config {
         })
     }
 
-    /// The control socket: as configured, else `shardns-PORT.ctl` (PORT of the first listen
-    /// address) in `$XDG_RUNTIME_DIR`, or in `/tmp` if that is not set.
+    /// The control socket: as configured, else `shardns-ADDR-PORT.ctl` named after the first
+    /// listen address, in `$XDG_RUNTIME_DIR` or else `/tmp` (hashed when too long for a
+    /// socket address; see `control_socket::default_path`).
     pub fn control_socket_path(&self) -> PathBuf {
         if let Some(p) = &self.server.control_socket {
             return p.clone();
         }
-        let port = self
-            .listen_addrs()
-            .first()
-            .map_or(DEFAULT_PORT, SocketAddr::port);
-        let dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|d| d.is_absolute() && d.is_dir())
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        dir.join(format!("shardns-{port}.ctl"))
+        let first = self.listen_addrs().first().copied();
+        let listen = first.unwrap_or_else(|| default_listen()[0]);
+        control_socket::default_path(&control_socket::default_dir(), listen)
     }
 }

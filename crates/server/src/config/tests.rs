@@ -24,7 +24,9 @@ fn empty_file_gives_defaults() {
     assert_eq!(c.limits.tcp_idle_timeout_ms, 10_000);
     assert_eq!(c.limits.tcp_connections_per_worker, 1024);
     assert!(!c.log.queries);
-    assert!(c.control_socket_path().ends_with("shardns-5353.ctl"));
+    assert!(c
+        .control_socket_path()
+        .ends_with("shardns-127.0.0.1-5353.ctl"));
 }
 
 #[test]
@@ -237,7 +239,9 @@ fn overrides_replace_and_add() {
     assert_eq!(zones, ["a.=/etc/shardns/a", "B.=/tmp/b2", "c.=/tmp/c"]);
     assert!(c.log.queries);
     assert_eq!(c.limits.tcp_idle_timeout_ms, 500);
-    assert!(c.control_socket_path().ends_with("shardns-5300.ctl"));
+    assert!(c
+        .control_socket_path()
+        .ends_with("shardns-127.0.0.1-5300.ctl"));
 }
 
 #[test]
