@@ -1,13 +1,22 @@
 //! control -- the control plane: reloads (SIGHUP or `shardns reload`), statistics for
 //! `shardns stats`, and the Unix control socket they travel over.
 //!
+//! Owns the [`Reloader`] (re-reads the config and zones, swaps the zone set in, frees the
+//! old one), the control socket ([`ControlSocket`]: bound at start, served on a thread of
+//! its own, removed at shutdown) and both ends of its protocol ([`request`] is the client
+//! side). Where the socket is by default is the config's business
+//! (`Config::control_socket_path`).
+//!
 //! Protocol: the client connects, writes one command line (`reload`, `stats`, `status`)
-//! and reads the reply to the end: a first line `ok` or `error`, then text. Runs on its own
-//! thread. Every reload runs on the main thread, where the zones were first loaded: a
-//! socket request is queued and the thread woken with a SIGHUP. Zones built by one thread
-//! come from one malloc arena, so what a reload frees is reused by the next (measured over
-//! 40 reloads under load: RSS +80 KiB this way; +252 KiB when socket reloads ran on the
-//! control thread, +170 KiB on a reload thread of their own).
+//! and reads the reply to the end: a first line `ok` or `error`, then text. Every reload
+//! runs on the main thread, where the zones were first loaded: a socket request is queued
+//! and the thread woken with a SIGHUP. Zones built by one thread come from one malloc
+//! arena, so what a reload frees is reused by the next (docs/BENCHMARKS.md has the
+//! measurements).
+//!
+//! A control socket that cannot be made (its directory is missing, another server answers
+//! on it, the path is too long) does not stop the server: it says so in the log and serves
+//! without one; SIGHUP still reloads.
 
 use crate::config::Config;
 use crate::notify::{Job, Notifier};
@@ -15,11 +24,11 @@ use crate::stats::render_prometheus;
 use crate::zones::{specs, ZoneLibrary};
 use crate::{Setup, Shared};
 use shardns_zone::{Zone, ZoneSet};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 use std::sync::Arc;
@@ -172,9 +181,79 @@ impl Reloader {
     }
 }
 
+/// The control socket as the server opened it at start: the listener (until the control
+/// thread takes it), or none if it could not be made.
+pub(crate) struct ControlSocket {
+    path: PathBuf,
+    listener: Option<UnixListener>,
+    /// We made the socket file, so it is ours to remove at shutdown (a failed bind must
+    /// not remove another server's socket).
+    bound: bool,
+}
+
+impl ControlSocket {
+    /// Binds the control socket at `path`. If that fails, the server goes on without one: a
+    /// warning says why, and that `shardns reload` and `stats` cannot reach it.
+    pub(crate) fn open(path: PathBuf) -> Self {
+        match bind(&path) {
+            Ok(listener) => Self {
+                path,
+                listener: Some(listener),
+                bound: true,
+            },
+            Err(e) => {
+                warn!(
+                    "no control socket: {}: {e}; serving without it (shardns reload and shardns stats cannot reach this server; SIGHUP still reloads)",
+                    path.display()
+                );
+                Self {
+                    path,
+                    listener: None,
+                    bound: false,
+                }
+            }
+        }
+    }
+
+    /// Starts the control thread on the socket (none without a socket).
+    pub(crate) fn start(
+        &mut self,
+        shared: Arc<Shared>,
+        reloads: Sender<ReloadRequest>,
+    ) -> io::Result<()> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
+        std::thread::Builder::new()
+            .name("shardns-control".into())
+            .spawn(move || serve(listener, shared, reloads))?;
+        Ok(())
+    }
+
+    /// At shutdown: unblocks the control thread's accept so it sees the shutdown flag, then
+    /// removes the socket file, if it is ours.
+    pub(crate) fn close(&self) {
+        if self.bound {
+            let _ = UnixStream::connect(&self.path);
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl fmt::Display for ControlSocket {
+    /// For the ready line: `control socket PATH`, or `no control socket`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.bound {
+            write!(f, "control socket {}", self.path.display())
+        } else {
+            f.write_str("no control socket")
+        }
+    }
+}
+
 /// Binds the control socket (mode 0600). A stale socket file is replaced; one that a
 /// running server answers on is an error.
-pub(crate) fn bind(path: &Path) -> io::Result<UnixListener> {
+fn bind(path: &Path) -> io::Result<UnixListener> {
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
             return Err(io::Error::new(
@@ -185,7 +264,10 @@ pub(crate) fn bind(path: &Path) -> io::Result<UnixListener> {
         std::fs::remove_file(path)?;
     }
     let listener = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
     Ok(listener)
 }
 
@@ -209,7 +291,7 @@ pub(crate) fn reload_now(
 }
 
 /// Serves control connections until shutdown (one at a time; each is short).
-pub(crate) fn serve(listener: UnixListener, shared: Arc<Shared>, reloads: Sender<ReloadRequest>) {
+fn serve(listener: UnixListener, shared: Arc<Shared>, reloads: Sender<ReloadRequest>) {
     for stream in listener.incoming() {
         if shared.shutdown.load(Relaxed) {
             return;
@@ -267,7 +349,9 @@ pub fn request(path: &Path, command: &str) -> io::Result<(bool, String)> {
         io::Error::new(
             e.kind(),
             format!(
-                "cannot connect to the control socket {}: {e}",
+                "cannot connect to the control socket {}: {e} (is a shardns running with the \
+                 same --listen, --config or --control? A server that could not make its control \
+                 socket says so in its log, and still reloads on SIGHUP)",
                 path.display()
             ),
         )

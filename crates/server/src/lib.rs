@@ -309,11 +309,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
         None => None,
     };
-    let control_path = config.control_socket_path();
-    let control_listener = control::bind(&control_path).map_err(|source| Error::Socket {
-        what: format!("control socket {}", control_path.display()),
-        source,
-    })?;
+    // Without a control socket (it cannot be made) the server still serves; a warning says so.
+    let mut control_socket = control::ControlSocket::open(config.control_socket_path());
     let http_listener = match config.stats.http {
         Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
             what: format!("statistics HTTP address {addr}"),
@@ -421,13 +418,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         notifier,
     };
     let (reloads, requests) = std::sync::mpsc::channel();
-    {
-        let shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("shardns-control".into())
-            .spawn(move || control::serve(control_listener, shared, reloads))
-            .map_err(io_error("starting the control thread"))?;
-    }
+    control_socket
+        .start(Arc::clone(&shared), reloads)
+        .map_err(io_error("starting the control thread"))?;
     if let Some(l) = http_listener {
         let addr = l.local_addr().ok();
         let shared = Arc::clone(&shared);
@@ -443,9 +436,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         info!("listening on {a} (UDP and TCP)");
     }
     info!(
-        "shardns ready: {workers} workers, {} zones, control socket {}{}",
+        "shardns ready: {workers} workers, {} zones, {control_socket}{}",
         shared.control.zones.load(Relaxed),
-        control_path.display(),
         if log_queries {
             ", query logging on"
         } else {
@@ -473,9 +465,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
     }
     drop(xdp_program);
-    // Unblock the control thread's accept so it sees the flag, then remove the socket.
-    let _ = std::os::unix::net::UnixStream::connect(&control_path);
-    let _ = std::fs::remove_file(&control_path);
+    control_socket.close();
     info!("stopped");
     Ok(())
 }

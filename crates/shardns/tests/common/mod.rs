@@ -544,6 +544,24 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (bounded by `limit`) for it to exit; its status, or `None` if still running.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Panics, with its log, if it has exited.
     pub fn check_alive(&mut self) {
         if let Ok(Some(status)) = self.child.try_wait() {
