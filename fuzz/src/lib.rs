@@ -17,7 +17,7 @@ use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};
 use shardns_zone::answer::EDNS_UDP_SIZE;
 use shardns_zone::scan::{scan_text, ScanOptions};
-use shardns_zone::{respond as answer, Transport, Zone, ZoneSet};
+use shardns_zone::{respond_to_message as answer, Transport, Zone, ZoneSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -211,7 +211,7 @@ pub fn respond(data: &[u8]) {
     }
 }
 
-/// `xfr::request` on any bytes: never panics; a request it accepts has the query's ID and a
+/// `xfr::request` on any bytes that parse as a query: never panics; a request it accepts has the query's ID and a
 /// transfer type, and every reply and every message of a transfer of the bundled zone
 /// (cut into messages of a size taken from the input) parses, carries that ID, and the
 /// transfer is the zone: its SOA first and last, every record once between, in a bounded
@@ -219,7 +219,10 @@ pub fn respond(data: &[u8]) {
 pub fn xfr(data: &[u8]) {
     use shardns_wire::{RType, Rcode};
     use shardns_zone::xfr::{self, Read, Transfer};
-    let req = match xfr::request(data) {
+    let Ok(query) = shardns_wire::Query::parse(data) else {
+        return;
+    };
+    let req = match xfr::request(&query) {
         Read::NotTransfer => return,
         Read::Transfer(r) | Read::Malformed(r) => r,
     };

@@ -107,7 +107,7 @@ impl Reloader {
         let zones = self.library.len();
         shared
             .transfer_acl
-            .store(Arc::new(crate::xfr::TransferAcl::new(&config)));
+            .store(Arc::new(crate::transfers::TransferAcl::new(&config)));
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
         for zone in shared.zones.load().zones() {

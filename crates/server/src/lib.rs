@@ -13,7 +13,7 @@
 //!   UDP/TCP ───────────┬──────────────────┐
 //!                 worker 0   ...     worker N-1     recvmmsg → respond → sendmmsg
 //!                     └── Arc<ZoneSet> ──┘          (no queue, no lock, no clock per query)
-//!   main thread: SIGHUP / control socket (via SIGHUP) → reload → ArcSwap::store(new ZoneSet)
+//!   main thread: SIGHUP / control socket (path SIGHUP) → reload → ArcSwap::store(new ZoneSet)
 //!                → new serials → notify thread → NOTIFY to secondaries (UDP, retried)
 //!   stats: summed over the workers' counters when read (control socket, HTTP)
 //! ```
@@ -41,6 +41,7 @@
 
 pub mod config;
 pub mod control;
+mod dispatch;
 mod http;
 pub mod logging;
 mod notify;
@@ -49,9 +50,9 @@ mod rrl;
 mod stats;
 mod sys;
 mod tcp;
+mod transfers;
 mod worker;
 pub mod xdp;
-mod xfr;
 mod zones;
 
 pub use config::{
@@ -178,7 +179,7 @@ pub(crate) struct Shared {
     pub(crate) zones: ArcSwap<ZoneSet>,
     /// Who may transfer which zone; replaced with the zones on reload, read only by
     /// transfer queries.
-    pub(crate) transfer_acl: ArcSwap<xfr::TransferAcl>,
+    pub(crate) transfer_acl: ArcSwap<transfers::TransferAcl>,
     /// Set once, to stop the workers.
     pub(crate) shutdown: AtomicBool,
     /// Open TCP connections over all workers (changed on accept and close only).
@@ -325,7 +326,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         .map_err(io_error("eventfd"))?;
     let shared = Arc::new(Shared {
         zones: ArcSwap::from_pointee(report.set),
-        transfer_acl: ArcSwap::from_pointee(xfr::TransferAcl::new(&config)),
+        transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(&config)),
         shutdown: AtomicBool::new(false),
         tcp_open: AtomicUsize::new(0),
         tcp_clients: tcp::ClientCounts::new(

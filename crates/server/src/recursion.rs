@@ -6,8 +6,8 @@
 //! between workers: only the [`RecursionShared`] (the `Resolver` with its sharded cache, and
 //! the ACL), in an `Arc`.
 //!
-//! The order for a client query: the worker's `respond` answers from our zones; only when it
-//! says REFUSED (no zone of ours holds the name) does [`Recursion::query`] look at it. A
+//! The order for a client query: `dispatch` asks the zones first; only a query for a name
+//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. A
 //! query with RD from an allowed client is answered from the cache straight into the
 //! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
 //! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
@@ -22,10 +22,9 @@ use shardns_resolver::{
     client_response_limit, finish_client_response, Answer, CacheAnswer, Engine, Event, QueryId,
     Resolver, TaskId, OPT_ROOM,
 };
-use shardns_wire::edns::read_trailer;
-use shardns_wire::message::{read_question, Header, HEADER_LEN};
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, Opcode, RType, Rcode};
-use shardns_zone::Outcome;
+use shardns_wire::message::Header;
+use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
+use shardns_zone::Written;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -66,12 +65,12 @@ pub(crate) enum Client {
     Tcp { slot: u32, generation: u32 },
 }
 
-/// What [`Recursion::query`] did with a query `respond` refused.
-pub(crate) enum Reply {
-    /// Not for recursion (no RD, client not allowed, not class IN...): keep the REFUSED.
+/// What [`Recursion::query`] did with a query for a name outside our zones.
+pub(crate) enum Handling {
+    /// Not for recursion (no RD, client not allowed, not class IN): refuse it.
     Refused,
     /// Answered from the cache: the response is in the output buffer.
-    Written(Outcome),
+    Written(Written),
     /// Resolving; the answer follows later.
     Pending,
 }
@@ -151,51 +150,36 @@ impl Recursion {
         Some(at.saturating_sub(self.clock(now)))
     }
 
-    /// Handles a query `respond` refused, from `peer_ip` (checked against the ACL). `out` is
-    /// the response buffer (its length bounds a TCP answer; a UDP answer stays within the
-    /// client's EDNS size).
+    /// Handles a query for a name outside our zones (`shardns_zone::Reply::NotOurs`: a
+    /// QUERY with a supported EDNS version and question type), from `peer_ip` (checked
+    /// against the ACL). `out` is the response buffer (its length bounds a TCP answer; a
+    /// UDP answer stays within the client's EDNS size).
     pub(crate) fn query(
         &mut self,
-        query: &[u8],
+        query: &Query<'_>,
         client: Client,
         peer_ip: Option<IpAddr>,
         out: &mut [u8],
         now: Instant,
         stats: &WorkerStats,
-    ) -> Reply {
-        let Ok(qh) = Header::parse(query) else {
-            return Reply::Refused;
-        };
-        if !qh.rd() || qh.qr() || qh.opcode() != Opcode::QUERY || qh.qdcount != 1 {
-            return Reply::Refused;
-        }
-        let mut qname = NameBuf::new();
-        let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
-            return Reply::Refused;
-        };
-        if qclass != Class::IN
-            || matches!(qtype, RType::AXFR | RType::IXFR | RType::OPT)
-            || qtype.0 == 0
-        {
-            return Reply::Refused;
-        }
-        let Ok(trailer) = read_trailer(query, &qh, qend) else {
-            return Reply::Refused;
-        };
-        if trailer.edns.is_some_and(|e| e.version > 0) {
-            return Reply::Refused;
+    ) -> Handling {
+        let qh = query.header();
+        let qtype = query.qtype();
+        let qname = query.qname();
+        if !qh.rd() || query.qclass() != Class::IN {
+            return Handling::Refused;
         }
         if !peer_ip.is_some_and(|ip| self.shared.allowed(ip)) {
             stats.resolver_refused.add(1);
-            return Reply::Refused;
+            return Handling::Refused;
         }
-        let edns = trailer.edns.map(|e| (e.udp_size, e.dnssec_ok));
+        let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let tcp = matches!(client, Client::Tcp { .. });
         let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
         // Cache first: the answer goes straight into the output buffer.
         let mut w = MessageWriter::new(out, limit);
-        let _ = w.put_question(qname.as_ref(), qtype, Class::IN);
+        let _ = w.put_question(qname, qtype, Class::IN);
         let after_question = w.checkpoint();
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
@@ -204,7 +188,7 @@ impl Recursion {
             .shared
             .resolver
             .cache()
-            .answer(qname.as_ref(), qtype, clock, &mut w)
+            .answer(qname, qtype, clock, &mut w)
         {
             CacheAnswer::Hit {
                 rcode,
@@ -217,8 +201,8 @@ impl Recursion {
                 if truncated {
                     w.rollback(after_question);
                 }
-                let (len, _) = finish_client_response(w, &qh, rcode, truncated, limit, edns, None);
-                Reply::Written(Outcome {
+                let (len, _) = finish_client_response(w, qh, rcode, truncated, limit, edns, None);
+                Handling::Written(Written {
                     len,
                     rcode,
                     qtype: Some(qtype),
@@ -234,8 +218,8 @@ impl Recursion {
                     stats.resolver_pending_limited.add(1);
                     w.rollback(after_question);
                     let (len, _) =
-                        finish_client_response(w, &qh, Rcode::SERVFAIL, false, limit, edns, None);
-                    return Reply::Written(Outcome {
+                        finish_client_response(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    return Handling::Written(Written {
                         len,
                         rcode: Rcode::SERVFAIL,
                         qtype: Some(qtype),
@@ -243,7 +227,7 @@ impl Recursion {
                         wildcard: None,
                     });
                 }
-                let task = self.engine.resolve(qname.as_ref(), qtype, clock);
+                let task = self.engine.resolve(qname, qtype, clock);
                 self.pending.insert(
                     task,
                     Pending {
@@ -251,12 +235,12 @@ impl Recursion {
                         id: qh.id,
                         rd: qh.rd(),
                         cd: qh.cd(),
-                        qname: qname.as_ref().to_name(),
+                        qname: qname.to_name(),
                         qtype,
                         edns,
                     },
                 );
-                Reply::Pending
+                Handling::Pending
             }
         }
     }
@@ -572,8 +556,9 @@ mod tests {
         let client = Client::Udp { socket: 0, peer };
         let mut out = [0u8; 4096];
         let q = message(0x1234, 0x0100, false);
-        let reply = rec.query(&q, client, Some(peer.ip()), &mut out, now, &stats);
-        assert!(matches!(reply, Reply::Pending));
+        let query = Query::parse(&q).unwrap();
+        let reply = rec.query(&query, client, Some(peer.ip()), &mut out, now, &stats);
+        assert!(matches!(reply, Handling::Pending));
         rec.drive(now, &epoll, &stats, &mut |_, _| {
             panic!("an answer before any response")
         });

@@ -1,15 +1,15 @@
 //! DNS wire format for shardns: names, messages, records, EDNS and presentation format.
 //!
 //! Bytes in, values out, and back: this crate never opens a socket or a file, reads a clock,
-//! spawns a thread or logs. The query path ([`Header`], [`message::read_question`],
-//! [`edns::read_trailer`], [`MessageWriter`]) works on caller-owned buffers and does not
-//! allocate; [`Message`] is the general, owning parse for tests, tools and the resolver.
+//! spawns a thread or logs. The query path ([`Query`], read once per query, and
+//! [`MessageWriter`]) works on caller-owned buffers and does not allocate; [`Message`] is the general, owning parse for tests, tools and the resolver.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod edns;
 pub mod message;
 pub mod name;
+pub mod query;
 pub mod rdata;
 pub mod text;
 pub mod tsig;
@@ -18,5 +18,6 @@ pub mod writer;
 
 pub use message::{Header, Message, Question, Record, WireError};
 pub use name::{Name, NameBuf, NameError, NameRef};
+pub use query::{Query, QueryError, Transport};
 pub use types::{Class, Opcode, RType, Rcode};
 pub use writer::{MessageWriter, Section};

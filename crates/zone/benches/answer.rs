@@ -4,7 +4,7 @@
 use shardns_testkit::{query, Edns};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_text, ScanOptions};
-use shardns_zone::{respond, Transport, Zone, ZoneSet};
+use shardns_zone::{respond_to_message, Transport, Zone, ZoneSet};
 use std::path::Path;
 
 #[global_allocator]
@@ -53,7 +53,7 @@ fn run(bencher: divan::Bencher<'_, '_>, queries: Vec<Vec<u8>>) {
         .counter(divan::counter::ItemsCount::new(1usize))
         .bench_local(|| {
             i = (i + 1) % queries.len();
-            divan::black_box(respond(
+            divan::black_box(respond_to_message(
                 &zones,
                 divan::black_box(&queries[i]),
                 Transport::Udp,

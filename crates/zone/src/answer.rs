@@ -1,6 +1,8 @@
-//! Authoritative answering: one query in, one response out, into the caller's buffer.
+//! Authoritative answering: one parsed query in, one response out, into the caller's buffer.
 //!
-//! [`lookup`] decides what a name is in a zone (RFC 1034 §4.3.2: an exact match, a referral,
+//! [`respond`] is where a query is classified, once: answered from our zones, an error no
+//! role can serve, a zone transfer (for the server's transfer policy), or not ours (for a
+//! resolver role, else [`refuse`]). [`lookup`] decides what a name is in a zone (RFC 1034 §4.3.2: an exact match, a referral,
 //! a DNAME redirection, a wildcard synthesis per RFC 4592, or a name that does not exist);
 //! [`respond`] turns that into sections, follows CNAME chains inside the zone, adds
 //! additional addresses, handles EDNS (RFC 6891) and truncation.
@@ -13,12 +15,12 @@
 //! Never: allocation, locks, clocks or I/O. Every step is O(labels) hash lookups.
 
 use crate::db::{flags, NodeRef, RRset, Zone, ZoneSet};
-use shardns_wire::edns::read_trailer;
-use shardns_wire::message::{read_question, HEADER_LEN};
+use shardns_wire::message::HEADER_LEN;
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::writer::Full;
 use shardns_wire::{
-    rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode, Section,
+    rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, Query, QueryError, RType, Rcode,
+    Section, Transport,
 };
 
 /// Our EDNS UDP payload size: large enough for most answers, small enough not to fragment
@@ -31,18 +33,9 @@ const MAX_CHAIN: usize = 12;
 /// Most distinct names whose addresses go in the additional section.
 const MAX_ADDITIONAL: usize = 16;
 
-/// How the query arrived; decides the size limit.
+/// What was written into the caller's buffer, for statistics, rate limiting and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// UDP: 512 octets without EDNS, else the client's size capped by ours.
-    Udp,
-    /// TCP: up to 65535 octets.
-    Tcp,
-}
-
-/// What was answered, for statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Written {
     /// Response length in `out`.
     pub len: usize,
     /// Response code (extended).
@@ -56,6 +49,21 @@ pub struct Outcome {
     /// such answers by the wildcard, as BIND's RRL does, so that random names under it
     /// share one bucket. `None` otherwise, and for names reached through a CNAME.
     pub wildcard: Option<u8>,
+}
+
+/// What the zones make of a query: the one place that decides which role takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// A name in one of our zones: the answer, referral or denial is written.
+    Answer(Written),
+    /// A query no role can serve (an unknown opcode, EDNS version or class, a meta type as
+    /// the question): the error response is written.
+    Error(Written),
+    /// AXFR or IXFR of class IN: the transfer policy decides; nothing is written.
+    Transfer,
+    /// A well-formed query for a name outside every zone of ours: nothing is written. A
+    /// resolver role may take it; else [`refuse`] answers it.
+    NotOurs,
 }
 
 /// What a name is in a zone.
@@ -141,18 +149,122 @@ fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> 
     Found::NxDomain
 }
 
-/// Answers `query` into `out`. `None` means drop the datagram (too short for a header, or a
-/// response). `out` should hold 65535 octets for TCP; for UDP at least [`EDNS_UDP_SIZE`].
-pub fn respond(
+/// Answers `query` from `zones` into `out`, or says which other role takes it. `out` should
+/// hold 65535 octets for TCP; for UDP at least [`EDNS_UDP_SIZE`].
+pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &mut [u8]) -> Reply {
+    if query.header().opcode() != Opcode::QUERY {
+        return Reply::Error(bare(
+            response_header(query.header()),
+            Rcode::NOTIMP,
+            None,
+            out,
+        ));
+    }
+    let qtype = query.qtype();
+    let qclass = query.qclass();
+    let error = if query.edns().is_some_and(|e| e.version > 0) {
+        Some(Rcode::BADVERS)
+    } else if qclass != Class::IN && qclass != Class::ANY {
+        Some(Rcode::REFUSED)
+    } else if matches!(qtype, RType::OPT | RType::TSIG | RType::TKEY) {
+        Some(Rcode::FORMERR)
+    } else if matches!(qtype, RType::AXFR | RType::IXFR) {
+        if qclass != Class::IN {
+            Some(Rcode::REFUSED)
+        } else {
+            return Reply::Transfer;
+        }
+    } else if qtype.0 == 0 {
+        // Type 0 is reserved (RFC 6895 §3.1): not a kind of query we support.
+        Some(Rcode::NOTIMP)
+    } else {
+        None
+    };
+    if let Some(rcode) = error {
+        return Reply::Error(write(query, transport, out, |_| Body {
+            rcode,
+            ..Body::default()
+        }));
+    }
+    let qname = query.qname();
+    let mut zone = zones.find(qname);
+    if qtype == RType::DS && zone.is_some_and(|z| z.apex().eq_ci(&qname)) {
+        // RFC 4035 §3.1.4.1: DS lives on the parent side; answer from the parent zone if
+        // this server has it.
+        if let Some(parent) = qname.parent().and_then(|p| zones.find(p)) {
+            zone = Some(parent);
+        }
+    }
+    let Some(zone) = zone else {
+        return Reply::NotOurs;
+    };
+    Reply::Answer(write(query, transport, out, |w| {
+        let mut a = Answerer {
+            zone,
+            w,
+            qtype,
+            transport,
+            aa: true,
+            rcode: Rcode::NOERROR,
+            additional: [0; MAX_ADDITIONAL],
+            nadditional: 0,
+            wildcard: None,
+        };
+        let truncated = a.run(qname).is_err();
+        Body {
+            rcode: a.rcode,
+            aa: a.aa,
+            truncated,
+            wildcard: a.wildcard,
+        }
+    }))
+}
+
+/// REFUSED, with the question and our OPT: the answer to a query for a name outside our
+/// zones (or a transfer nobody may take) when no other role takes it.
+pub fn refuse(query: &Query<'_>, transport: Transport, out: &mut [u8]) -> Written {
+    write(query, transport, out, |_| Body {
+        rcode: Rcode::REFUSED,
+        ..Body::default()
+    })
+}
+
+/// The answer to bytes that are not a readable query: nothing for a response or a runt
+/// (`None`), else a bare header with NOTIMP (an opcode we do not implement) or FORMERR.
+pub fn reject(error: &QueryError, out: &mut [u8]) -> Option<Written> {
+    let QueryError::Malformed { header, qtype } = error else {
+        return None;
+    };
+    let rcode = if header.opcode() != Opcode::QUERY {
+        Rcode::NOTIMP
+    } else {
+        Rcode::FORMERR
+    };
+    let qtype = if rcode == Rcode::NOTIMP { None } else { *qtype };
+    Some(bare(response_header(header), rcode, qtype, out))
+}
+
+/// The whole answer a server with only the authoritative role gives to `message`: parse,
+/// [`respond`], and [`refuse`] what another role would take. For tests, benches and fuzzing;
+/// a server dispatches [`Reply`] itself.
+pub fn respond_to_message(
     zones: &ZoneSet,
-    query: &[u8],
+    message: &[u8],
     transport: Transport,
     out: &mut [u8],
-) -> Option<Outcome> {
-    let qh = Header::parse(query).ok()?;
-    if qh.qr() {
-        return None;
-    }
+) -> Option<Written> {
+    let query = match Query::parse(message) {
+        Ok(q) => q,
+        Err(e) => return reject(&e, out),
+    };
+    Some(match respond(zones, &query, transport, out) {
+        Reply::Answer(w) | Reply::Error(w) => w,
+        Reply::Transfer | Reply::NotOurs => refuse(&query, transport, out),
+    })
+}
+
+/// The response header's fixed part: the query's ID, opcode, RD and CD, with QR set.
+fn response_header(qh: &Header) -> Header {
     let mut h = Header {
         id: qh.id,
         ..Header::default()
@@ -161,108 +273,78 @@ pub fn respond(
     h.set_opcode(qh.opcode());
     h.set_rd(qh.rd());
     h.set_cd(qh.cd());
+    h
+}
 
-    if qh.opcode() != Opcode::QUERY {
-        return Some(bare(h, Rcode::NOTIMP, None, out));
+/// What a response body came to, for its header.
+struct Body {
+    rcode: Rcode,
+    aa: bool,
+    truncated: bool,
+    wildcard: Option<u8>,
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Self {
+            rcode: Rcode::NOERROR,
+            aa: false,
+            truncated: false,
+            wildcard: None,
+        }
     }
-    if qh.qdcount != 1 {
-        return Some(bare(h, Rcode::FORMERR, None, out));
-    }
-    let mut qname = NameBuf::new();
-    let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
-        return Some(bare(h, Rcode::FORMERR, None, out));
-    };
-    let Ok(trailer) = read_trailer(query, &qh, qend) else {
-        return Some(bare(h, Rcode::FORMERR, Some(qtype), out));
-    };
-    let edns = trailer.edns;
+}
+
+/// Writes a response to `query`: the header, the question, what `body` writes (rolled back
+/// to the question if it did not fit, with TC set) and our OPT if the query had one.
+fn write(
+    query: &Query<'_>,
+    transport: Transport,
+    out: &mut [u8],
+    body: impl FnOnce(&mut MessageWriter<'_>) -> Body,
+) -> Written {
+    let mut h = response_header(query.header());
+    let edns = query.edns();
     let limit = match (transport, edns) {
         (Transport::Tcp, _) => u16::MAX as usize,
         (Transport::Udp, None) => 512,
         (Transport::Udp, Some(e)) => e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize,
     }
     .min(out.len());
-
     let mut w = MessageWriter::new(out, limit);
     // A question of at most 259 octets always fits in 512.
-    let _ = w.put_question(qname.as_ref(), qtype, qclass);
+    let _ = w.put_question(query.qname(), query.qtype(), query.qclass());
     let after_question = w.checkpoint();
     if edns.is_some() {
         w.set_limit(limit.saturating_sub(OPT_LEN));
     }
-
-    let rcode;
-    let mut aa = false;
-    let mut truncated = false;
-    let mut wildcard = None;
-    if edns.is_some_and(|e| e.version > 0) {
-        rcode = Rcode::BADVERS;
-    } else if qclass != Class::IN && qclass != Class::ANY {
-        rcode = Rcode::REFUSED;
-    } else if matches!(qtype, RType::OPT | RType::TSIG | RType::TKEY) {
-        rcode = Rcode::FORMERR;
-    } else if matches!(qtype, RType::AXFR | RType::IXFR) {
-        // Zone transfers are not offered (yet): refused, as for a client outside the ACL.
-        rcode = Rcode::REFUSED;
-    } else if qtype.0 == 0 {
-        // Type 0 is reserved (RFC 6895 §3.1): not a kind of query we support.
-        rcode = Rcode::NOTIMP;
-    } else {
-        let mut zone = zones.find(qname.as_ref());
-        if qtype == RType::DS && zone.is_some_and(|z| z.apex().eq_ci(&qname.as_ref())) {
-            // RFC 4035 §3.1.4.1: DS lives on the parent side; answer from the parent zone if
-            // this server has it.
-            if let Some(parent) = qname.as_ref().parent().and_then(|p| zones.find(p)) {
-                zone = Some(parent);
-            }
-        }
-        match zone {
-            None => rcode = Rcode::REFUSED,
-            Some(zone) => {
-                let mut a = Answerer {
-                    zone,
-                    w: &mut w,
-                    qtype,
-                    transport,
-                    aa: true,
-                    rcode: Rcode::NOERROR,
-                    additional: [0; MAX_ADDITIONAL],
-                    nadditional: 0,
-                    wildcard: None,
-                };
-                truncated = a.run(qname.as_ref()).is_err();
-                aa = a.aa;
-                rcode = a.rcode;
-                wildcard = a.wildcard;
-            }
-        }
-    }
-    if truncated {
+    let b = body(&mut w);
+    if b.truncated {
         w.rollback(after_question);
         h.set_tc(true);
     }
-    h.set_aa(aa);
-    h.set_rcode(rcode);
+    h.set_aa(b.aa);
+    h.set_rcode(b.rcode);
     w.set_limit(limit);
     if let Some(e) = edns {
-        let _ = w.put_opt(EDNS_UDP_SIZE, rcode.extended_bits(), 0, e.dnssec_ok, &[]);
+        let _ = w.put_opt(EDNS_UDP_SIZE, b.rcode.extended_bits(), 0, e.dnssec_ok, &[]);
     }
     let len = w.finish(&h).len();
-    Some(Outcome {
+    Written {
         len,
-        rcode,
-        qtype: Some(qtype),
-        truncated,
-        wildcard,
-    })
+        rcode: b.rcode,
+        qtype: Some(query.qtype()),
+        truncated: b.truncated,
+        wildcard: b.wildcard,
+    }
 }
 
 /// A response with only a header (FORMERR, NOTIMP: the question may be unreadable).
-fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Outcome {
+fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Written {
     h.set_rcode(rcode);
     let w = MessageWriter::new(out, HEADER_LEN);
     let len = w.finish(&h).len();
-    Outcome {
+    Written {
         len,
         rcode,
         qtype,

@@ -11,6 +11,7 @@ pub mod db;
 pub mod scan;
 pub mod xfr;
 
-pub use answer::{respond, Outcome, Transport};
+pub use answer::{refuse, reject, respond, respond_to_message, Reply, Written};
 pub use db::{Zone, ZoneSet};
 pub use scan::{load_zone_file, load_zone_text, LoadError, ScanOptions};
+pub use shardns_wire::Transport;

@@ -19,10 +19,9 @@
 
 use crate::answer::EDNS_UDP_SIZE;
 use crate::db::Zone;
-use shardns_wire::edns::read_trailer;
-use shardns_wire::message::{read_question, Reader, HEADER_LEN};
+use shardns_wire::message::Reader;
 use shardns_wire::tsig::Signer;
-use shardns_wire::{Class, Header, MessageWriter, Name, NameBuf, Opcode, RType, Rcode, Section};
+use shardns_wire::{Class, Header, MessageWriter, Name, Opcode, Query, RType, Rcode, Section};
 use std::sync::Arc;
 
 /// Size of an OPT record without options.
@@ -61,31 +60,22 @@ pub enum Read {
     Malformed(Request),
 }
 
-/// Reads `query` as a transfer request. Anything that is not a well-formed class-IN AXFR or
-/// IXFR query is [`Read::NotTransfer`], left to [`crate::respond`] (which answers FORMERR,
-/// NOTIMP or REFUSED for those).
-pub fn request(query: &[u8]) -> Read {
-    let Ok(h) = Header::parse(query) else {
-        return Read::NotTransfer;
-    };
-    if h.qr() || h.opcode() != Opcode::QUERY || h.qdcount != 1 {
-        return Read::NotTransfer;
-    }
-    let mut qname = NameBuf::new();
-    let Ok((qtype, qclass, qend)) = read_question(query, HEADER_LEN, &mut qname) else {
-        return Read::NotTransfer;
-    };
-    if !matches!(qtype, RType::AXFR | RType::IXFR) || qclass != Class::IN {
+/// Reads a parsed query as a transfer request (the queries [`crate::respond`] classifies as
+/// [`crate::Reply::Transfer`]). Any other query is [`Read::NotTransfer`].
+pub fn request(query: &Query<'_>) -> Read {
+    let h = query.header();
+    let qtype = query.qtype();
+    if h.opcode() != Opcode::QUERY
+        || !matches!(qtype, RType::AXFR | RType::IXFR)
+        || query.qclass() != Class::IN
+    {
         return Read::NotTransfer;
     }
-    let Ok(trailer) = read_trailer(query, &h, qend) else {
-        return Read::NotTransfer;
-    };
     let mut req = Request {
         id: h.id,
-        qname: qname.as_ref().to_name(),
+        qname: query.qname().to_name(),
         qtype,
-        edns: trailer.edns.is_some(),
+        edns: query.edns().is_some(),
         client_serial: None,
     };
     if qtype == RType::AXFR {
@@ -93,7 +83,7 @@ pub fn request(query: &[u8]) -> Read {
     }
     // RFC 1995 §3: the authority section holds the client's SOA; its serial is all we use.
     let soa_serial = || -> Option<u32> {
-        let mut r = Reader::new(query, qend);
+        let mut r = Reader::new(query.bytes(), query.question_end());
         for _ in 0..h.ancount {
             r.skip_name().ok()?;
             r.bytes(8).ok()?;

@@ -4,7 +4,7 @@
 use shardns_testkit::{query, CountingAlloc, Edns};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_text, ScanOptions};
-use shardns_zone::{respond, Transport, Zone, ZoneSet};
+use shardns_zone::{respond_to_message, Transport, Zone, ZoneSet};
 use std::path::Path;
 
 #[global_allocator]
@@ -46,7 +46,7 @@ fn answering_allocates_nothing() {
         for _ in 0..1000 {
             for q in &queries {
                 for t in [Transport::Udp, Transport::Tcp] {
-                    if respond(&zones, q, t, &mut out).is_some() {
+                    if respond_to_message(&zones, q, t, &mut out).is_some() {
                         answered += 1;
                     }
                 }

@@ -19,10 +19,10 @@ mod tests;
 mod totals;
 
 pub(crate) use prometheus::render_prometheus;
-pub(crate) use slots::Via;
+pub(crate) use slots::QueryPath;
 
 use shardns_wire::{RType, Rcode};
-use slots::{qtype_index, rcode_index, QTYPE_SLOTS, RCODE_SLOTS, VIAS};
+use slots::{qtype_index, rcode_index, QTYPE_SLOTS, QUERY_PATHS, RCODE_SLOTS};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A counter with a single writer (its worker) and any number of readers.
@@ -52,7 +52,7 @@ impl Counter {
 #[repr(align(128))]
 pub(crate) struct WorkerStats {
     /// Queries received, by transport (including dropped and malformed ones).
-    pub(crate) queries: [Counter; VIAS],
+    pub(crate) queries: [Counter; QUERY_PATHS],
     /// Answered queries, by question type.
     pub(crate) qtypes: [Counter; QTYPE_SLOTS],
     /// Responses by RCODE.

@@ -1,7 +1,7 @@
 //! stats::prometheus -- the Prometheus text exposition (format 0.0.4) of the summed
 //! counters, per-worker query counts and the control-plane numbers.
 
-use super::slots::{qtype_label, rcode_label, VIA_LABELS};
+use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
 use super::totals::Totals;
 use super::{ControlStats, Counter, WorkerStats, XFR_ABORTED, XFR_DONE, XFR_REFUSED, XFR_STARTED};
 use std::fmt::Write as _;
@@ -34,7 +34,7 @@ pub(crate) fn render_prometheus(
         "counter",
         "Queries received, by transport and IP version.",
     );
-    for (i, (proto, ip)) in VIA_LABELS.iter().enumerate() {
+    for (i, (proto, ip)) in QUERY_PATH_LABELS.iter().enumerate() {
         let _ = writeln!(
             s,
             "shardns_queries_total{{transport=\"{proto}\",ip=\"{ip}\"}} {}",

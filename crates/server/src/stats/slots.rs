@@ -1,6 +1,7 @@
 //! stats::slots -- which counter slot a query type, an RCODE or a transport is counted in,
 //! and the label each slot has in the Prometheus text.
 
+use shardns_wire::Transport;
 use shardns_wire::{RType, Rcode};
 
 /// Query types counted on their own; everything else is `other`.
@@ -78,9 +79,11 @@ pub(super) fn rcode_label(slot: usize) -> String {
     }
 }
 
-/// How a query arrived.
+/// The path a query came in on: socket UDP, AF_XDP or TCP, over IPv4 or IPv6. A statistics
+/// label (`transport` and `family` in the Prometheus output); [`QueryPath::transport`] is the
+/// [`Transport`] whose size rules the response follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Via {
+pub(crate) enum QueryPath {
     Udp4 = 0,
     Udp6 = 1,
     Tcp4 = 2,
@@ -90,8 +93,8 @@ pub(crate) enum Via {
     Xdp6 = 5,
 }
 
-pub(super) const VIAS: usize = 6;
-pub(super) const VIA_LABELS: [(&str, &str); VIAS] = [
+pub(super) const QUERY_PATHS: usize = 6;
+pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("udp", "4"),
     ("udp", "6"),
     ("tcp", "4"),
@@ -100,7 +103,7 @@ pub(super) const VIA_LABELS: [(&str, &str); VIAS] = [
     ("xdp", "6"),
 ];
 
-impl Via {
+impl QueryPath {
     pub(crate) fn udp(v6: bool) -> Self {
         if v6 {
             Self::Udp6
@@ -123,6 +126,14 @@ impl Via {
         }
     }
     pub(crate) fn name(self) -> &'static str {
-        VIA_LABELS[self as usize].0
+        QUERY_PATH_LABELS[self as usize].0
+    }
+    /// Datagram or stream rules for the response (AF_XDP carries UDP).
+    #[inline]
+    pub(crate) fn transport(self) -> Transport {
+        match self {
+            Self::Tcp4 | Self::Tcp6 => Transport::Tcp,
+            _ => Transport::Udp,
+        }
     }
 }

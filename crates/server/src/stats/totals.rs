@@ -1,12 +1,12 @@
 //! stats::totals -- every worker's counters added up, when someone reads them.
 
-use super::slots::{QTYPE_SLOTS, RCODE_SLOTS, VIAS};
+use super::slots::{QTYPE_SLOTS, QUERY_PATHS, RCODE_SLOTS};
 use super::{Counter, WorkerStats};
 
 /// Every counter summed over the workers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Totals {
-    pub(crate) queries: [u64; VIAS],
+    pub(crate) queries: [u64; QUERY_PATHS],
     pub(crate) qtypes: [u64; QTYPE_SLOTS],
     pub(crate) rcodes: [u64; RCODE_SLOTS],
     pub(crate) truncated: u64,

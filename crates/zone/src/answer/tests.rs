@@ -45,7 +45,7 @@ fn query_bytes(qname: &str, qtype: RType, q: &Query) -> Vec<u8> {
 fn ask_with(zones: &ZoneSet, qname: &str, qtype: RType, q: &Query) -> Message {
     let query = query_bytes(qname, qtype, q);
     let mut out = vec![0u8; 65535];
-    let o = respond(zones, &query, q.transport, &mut out).expect("a response");
+    let o = respond_to_message(zones, &query, q.transport, &mut out).expect("a response");
     let m = Message::parse(&out[..o.len]).expect("our response parses");
     assert_eq!(m.header.id, 0x1234);
     assert!(m.header.qr() && m.header.rd());
@@ -494,10 +494,10 @@ fn malformed_queries() {
     let z = chains();
     let mut out = vec![0u8; 4096];
     // Too short for a header, or a response: dropped.
-    assert!(respond(&z, &[0; 11], Transport::Udp, &mut out).is_none());
+    assert!(respond_to_message(&z, &[0; 11], Transport::Udp, &mut out).is_none());
     let mut q = query_bytes("c.example.test.", RType::A, &PLAIN);
     q[2] |= 0x80;
-    assert!(respond(&z, &q, Transport::Udp, &mut out).is_none());
+    assert!(respond_to_message(&z, &q, Transport::Udp, &mut out).is_none());
     // Bad label length, compression loop, wrong counts, trailing garbage: FORMERR.
     let good = query_bytes("c.example.test.", RType::A, &PLAIN);
     let mut cases = Vec::new();
@@ -518,7 +518,7 @@ fn malformed_queries() {
     cases.push(trailing);
     cases.push(good[..good.len() - 1].to_vec());
     for q in cases {
-        let o = respond(&z, &q, Transport::Udp, &mut out).expect("answered");
+        let o = respond_to_message(&z, &q, Transport::Udp, &mut out).expect("answered");
         assert_eq!(o.rcode, Rcode::FORMERR, "{q:?}");
         let h = Header::parse(&out[..o.len]).unwrap();
         assert!(h.qr());
@@ -527,7 +527,9 @@ fn malformed_queries() {
     let mut q = good.clone();
     q[2] |= 5 << 3;
     assert_eq!(
-        respond(&z, &q, Transport::Udp, &mut out).unwrap().rcode,
+        respond_to_message(&z, &q, Transport::Udp, &mut out)
+            .unwrap()
+            .rcode,
         Rcode::NOTIMP
     );
 }
@@ -564,7 +566,7 @@ fn outcome_says_when_the_qname_came_from_a_wildcard() {
     let wildcard = |zones: &ZoneSet, qname: &str, qtype: RType| {
         let query = query_bytes(qname, qtype, &PLAIN);
         let mut out = vec![0u8; 65535];
-        respond(zones, &query, Transport::Udp, &mut out)
+        respond_to_message(zones, &query, Transport::Udp, &mut out)
             .expect("a response")
             .wildcard
     };
@@ -590,4 +592,52 @@ fn outcome_says_when_the_qname_came_from_a_wildcard() {
         Some(3)
     );
     assert_eq!(wildcard(&c, "www.example.test.", RType::A), None);
+}
+
+#[test]
+fn each_query_is_classified_once() {
+    let z = chains();
+    let mut out = vec![0u8; 4096];
+    let mut classify = |bytes: &[u8]| {
+        let q = shardns_wire::Query::parse(bytes).expect("parses");
+        respond(&z, &q, Transport::Udp, &mut out)
+    };
+    let in_zone = query_bytes("c.example.test.", RType::A, &PLAIN);
+    assert!(matches!(classify(&in_zone), Reply::Answer(w) if w.rcode == Rcode::NOERROR));
+    let nxdomain = query_bytes("nope.example.test.", RType::A, &PLAIN);
+    assert!(matches!(classify(&nxdomain), Reply::Answer(w) if w.rcode == Rcode::NXDOMAIN));
+    // Outside every zone: nothing written, for the resolver role or `refuse`.
+    let outside = query_bytes("www.elsewhere.example.", RType::A, &PLAIN);
+    assert_eq!(classify(&outside), Reply::NotOurs);
+    // Transfers of class IN go to the transfer policy, whether or not the zone is ours.
+    for name in ["example.test.", "elsewhere.example."] {
+        for t in [RType::AXFR, RType::IXFR] {
+            assert_eq!(classify(&query_bytes(name, t, &PLAIN)), Reply::Transfer);
+        }
+    }
+    // Class CH: neither a transfer nor a name of ours, an error for every role.
+    let mut chaos = query_bytes("example.test.", RType::AXFR, &PLAIN);
+    let n = chaos.len();
+    chaos[n - 1] = 3;
+    assert!(matches!(classify(&chaos), Reply::Error(w) if w.rcode == Rcode::REFUSED));
+    let v1 = Query {
+        edns: Some((1232, 1, false)),
+        transport: Transport::Udp,
+    };
+    let badvers = query_bytes("www.elsewhere.example.", RType::A, &v1);
+    assert!(matches!(classify(&badvers), Reply::Error(w) if w.rcode == Rcode::BADVERS));
+    let mut update = in_zone.clone();
+    update[2] |= 5 << 3;
+    assert!(matches!(classify(&update), Reply::Error(w) if w.rcode == Rcode::NOTIMP));
+    let opt = query_bytes("c.example.test.", RType::OPT, &PLAIN);
+    assert!(matches!(classify(&opt), Reply::Error(w) if w.rcode == Rcode::FORMERR));
+
+    // What a server without other roles sends for the last two kinds: REFUSED, with the
+    // question, not authoritative.
+    let q = shardns_wire::Query::parse(&outside).unwrap();
+    let w = refuse(&q, Transport::Udp, &mut out);
+    let m = Message::parse(&out[..w.len]).unwrap();
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert!(!m.header.aa());
+    assert_eq!(m.questions.len(), 1);
 }

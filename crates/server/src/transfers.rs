@@ -1,5 +1,6 @@
-//! xfr -- outgoing zone transfers: who may transfer which zone, and the decision a worker
-//! takes on an AXFR or IXFR query (the messages themselves come from `shardns_zone::xfr`).
+//! transfers -- the policy for outgoing zone transfers: who may transfer which zone, and
+//! what a worker does with an AXFR or IXFR query (the messages themselves come from
+//! `shardns_zone::xfr`).
 //!
 //! Transfers are authorised by client address (`allow_transfer`, default nobody) and, for
 //! a zone with a `transfer_key`, by a TSIG signature with that key (RFC 8945); a signed
@@ -9,14 +10,14 @@
 //! NOTAUTH (not a zone apex served here, as BIND and Knot answer), REFUSED (not allowed),
 //! or our SOA alone (IXFR from a current client, and every allowed IXFR over UDP, RFC 1995 §2).
 //!
-//! Only queries the normal answer path refused reach this module, so it costs nothing per
-//! ordinary query.
+//! Only queries `shardns_zone::respond` classifies as transfers reach this module (through
+//! `dispatch`), so it costs nothing per ordinary query.
 
 use crate::config::{AclEntry, Config};
 use shardns_wire::tsig::{self, Key, Signer};
-use shardns_wire::{Name, NameRef, RType, Rcode};
+use shardns_wire::{Name, NameRef, Query, RType, Rcode};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
-use shardns_zone::{Outcome, Zone, ZoneSet};
+use shardns_zone::{Written, Zone, ZoneSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -72,29 +73,30 @@ impl TransferAcl {
     }
 }
 
-/// What to do with a transfer query.
-pub(crate) enum Decision {
+/// What the policy makes of a transfer query.
+pub(crate) enum TransferAnswer {
     /// Send this one message (already written to `out`).
-    Reply(Outcome),
+    Reply(Written),
     /// Stream this transfer (TCP only).
-    Transfer(Box<Transfer>),
+    Stream(Box<Transfer>),
 }
 
-/// Decides `query`, a query [`shardns_zone::respond`] answered REFUSED with type AXFR or
-/// IXFR. `None`: not a transfer after all (e.g. class CH): keep the REFUSED. Replies are
-/// written into `out`, which must hold 512 octets (over UDP, pass the client's limit).
-/// `now` (seconds since the epoch) checks and makes TSIG signatures.
+/// Decides `query`, a query [`shardns_zone::respond`] classified as a transfer (AXFR or
+/// IXFR, class IN). Replies are written into `out`, which must hold 512 octets (over UDP,
+/// pass the client's limit). `now` (seconds since the epoch) checks and makes TSIG
+/// signatures.
 pub(crate) fn decide(
     zones: &ZoneSet,
     acl: &TransferAcl,
-    query: &[u8],
+    query: &Query<'_>,
     peer: Option<IpAddr>,
     tcp: bool,
     now: u64,
     out: &mut [u8],
-) -> Option<Decision> {
+) -> TransferAnswer {
     let (req, rcode) = match xfr::request(query) {
-        Read::NotTransfer => return None,
+        // `respond` classifies only class-IN AXFR and IXFR queries as transfers.
+        Read::NotTransfer => unreachable!("not a transfer query"),
         Read::Malformed(req) => (req, Rcode::FORMERR),
         Read::Transfer(req) => {
             let zone = zones.get(req.qname.as_ref());
@@ -107,17 +109,17 @@ pub(crate) fn decide(
                 Some(z) => {
                     // A signed request must verify (else NOTAUTH and the TSIG error, RFC 8945
                     // §5.2); a zone with a transfer key takes only requests signed with it.
-                    let signer = match tsig::read(query) {
-                        Err(_) => return Some(reply(&req, Rcode::FORMERR, None, None, now, out)),
+                    let signer = match tsig::read(query.bytes()) {
+                        Err(_) => return reply(&req, Rcode::FORMERR, None, None, now, out),
                         Ok(None) => None,
-                        Ok(Some(sig)) => match tsig::verify(query, &sig, &acl.keys, now) {
+                        Ok(Some(sig)) => match tsig::verify(query.bytes(), &sig, &acl.keys, now) {
                             Ok(key) => Some(Signer::new(key, &sig)),
                             Err(error) => {
                                 let mut d = reply(&req, Rcode::NOTAUTH, None, None, now, out);
-                                if let Decision::Reply(o) = &mut d {
+                                if let TransferAnswer::Reply(o) = &mut d {
                                     o.len = tsig::append_error(out, o.len, &sig, error, now);
                                 }
-                                return Some(d);
+                                return d;
                             }
                         },
                     };
@@ -127,7 +129,7 @@ pub(crate) fn decide(
                             .as_ref()
                             .is_none_or(|s| !s.key().as_ref().eq_ci(&k.as_ref()))
                     }) {
-                        return Some(reply(&req, Rcode::REFUSED, None, signer, now, out));
+                        return reply(&req, Rcode::REFUSED, None, signer, now, out);
                     }
                     let current = req
                         .client_serial
@@ -138,14 +140,14 @@ pub(crate) fn decide(
                             t.sign_with(s);
                         }
                         t.set_time(now);
-                        return Some(Decision::Transfer(Box::new(t)));
+                        return TransferAnswer::Stream(Box::new(t));
                     }
-                    return Some(reply(&req, Rcode::NOERROR, Some(z), signer, now, out));
+                    return reply(&req, Rcode::NOERROR, Some(z), signer, now, out);
                 }
             }
         }
     };
-    Some(reply(&req, rcode, None, None, now, out))
+    reply(&req, rcode, None, None, now, out)
 }
 
 /// A one-message answer, signed if `signer` is given.
@@ -156,14 +158,14 @@ fn reply(
     signer: Option<Signer>,
     now: u64,
     out: &mut [u8],
-) -> Decision {
+) -> TransferAnswer {
     let room = signer.as_ref().map_or(0, Signer::room);
     let limit = out.len().saturating_sub(room);
     let (mut len, truncated) = xfr::reply(req, rcode, soa.map(|z| &**z), &mut out[..limit]);
     if let Some(mut s) = signer {
         len = s.sign(out, len, now);
     }
-    Decision::Reply(Outcome {
+    TransferAnswer::Reply(Written {
         len,
         rcode,
         qtype: Some(req.qtype),

@@ -1,0 +1,269 @@
+//! dispatch -- the one way a query goes through a worker, whatever carried it.
+//!
+//! ```text
+//! transport (udp, xdp, conn) ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
+//!                                          │ not a query: drop         ├─ Transfer ─▶ policy ┤─▶ RRL (UDP) ─▶ stats, log ─▶ bytes
+//!                                          └ malformed: reject         └─ NotOurs ─▶ resolver┘    (or Pending / Stream)
+//! ```
+//!
+//! A query is parsed once ([`Query`]) and classified once ([`shardns_zone::respond`] says
+//! whether our zones answer it, whether it is an error, a zone transfer or not ours); this
+//! module then hands it to the one role that takes it and writes the response into the
+//! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::conn`) only
+//! move bytes: each calls [`Dispatcher::handle`] and sends what it returns.
+//!
+//! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
+//! second parse of the query.
+
+use crate::recursion::{Client, Handling, Recursion};
+use crate::rrl::{Rrl, Verdict};
+use crate::stats::{QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
+use crate::transfers::{self, TransferAcl, TransferAnswer};
+use arc_swap::ArcSwap;
+use shardns_wire::{Query, Rcode, Transport};
+use shardns_zone::xfr::Transfer;
+use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Instant;
+use tracing::info;
+
+/// What a transport does with a query once it has been dispatched.
+pub(crate) enum Action {
+    /// Send the response now: `Written::len` octets at the start of the output buffer.
+    Send(Written),
+    /// Send nothing (not a query, or dropped by rate limiting; counted).
+    Drop,
+    /// The resolver answers later, through the worker's delivery path.
+    Pending,
+    /// Stream this zone transfer on the connection (TCP only).
+    Stream(Box<Transfer>),
+}
+
+/// Where a query came from: what the statistics, the ACLs and a later answer need.
+#[derive(Clone, Copy)]
+pub(crate) struct Origin {
+    /// The transport and address family, for statistics.
+    pub(crate) path: QueryPath,
+    /// The client's address, when the transport decoded it (UDP decodes it only when
+    /// something needs it).
+    pub(crate) peer: Option<SocketAddr>,
+    /// Where a later (resolver) answer goes.
+    pub(crate) source: Source,
+}
+
+/// The worker's handle on the client, for answers that come later.
+#[derive(Clone, Copy)]
+pub(crate) enum Source {
+    /// Listening UDP socket `socket` of the worker (an AF_XDP query's answer leaves through
+    /// the socket bound to the address it was sent to).
+    Udp { socket: usize },
+    /// TCP connection (`slot`, `generation`) of the worker.
+    Tcp { slot: u32, generation: u32 },
+}
+
+/// One worker's roles for one turn of its loop.
+pub(crate) struct Dispatcher<'w> {
+    pub(crate) zones: &'w ZoneSet,
+    pub(crate) transfer_acl: &'w ArcSwap<TransferAcl>,
+    pub(crate) recursion: Option<&'w mut Recursion>,
+    pub(crate) rrl: Option<&'w mut Rrl>,
+    pub(crate) stats: &'w WorkerStats,
+    pub(crate) log_queries: bool,
+    pub(crate) now: Instant,
+    /// `now` on the rate limiter's clock (0 without RRL).
+    pub(crate) rrl_now: u64,
+}
+
+impl Dispatcher<'_> {
+    /// Answers `bytes` from `origin` into `out` (the transport's limit for one response).
+    pub(crate) fn handle(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
+        let transport = origin.path.transport();
+        let query = match Query::parse(bytes) {
+            Ok(q) => q,
+            Err(e) => {
+                return match reject(&e, out) {
+                    Some(w) => self.send(w, None, origin, out),
+                    None => {
+                        self.stats.dropped.add(1);
+                        Action::Drop
+                    }
+                }
+            }
+        };
+        let written = match respond(self.zones, &query, transport, out) {
+            Reply::Answer(w) | Reply::Error(w) => w,
+            Reply::Transfer => match self.transfer(&query, origin, out) {
+                Ok(w) => w,
+                Err(action) => return action,
+            },
+            Reply::NotOurs => match self.resolve(&query, origin, out) {
+                Ok(w) => w,
+                Err(action) => return action,
+            },
+        };
+        self.send(written, Some(&query), origin, out)
+    }
+
+    /// An AXFR or IXFR: the transfer policy's one-message reply, or a transfer to stream.
+    fn transfer(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Result<Written, Action> {
+        let tcp = origin.path.transport() == Transport::Tcp;
+        // Over UDP a transfer query gets one message of at most 512 octets: an allowed IXFR
+        // our SOA (RFC 1995 §2; TC if it does not fit), the rest their refusal.
+        let room = if tcp { out.len() } else { out.len().min(512) };
+        let ip = origin.peer.map(|p| p.ip());
+        let answer = transfers::decide(
+            self.zones,
+            &self.transfer_acl.load(),
+            query,
+            ip,
+            tcp,
+            unix_now(),
+            &mut out[..room],
+        );
+        match answer {
+            TransferAnswer::Stream(t) => {
+                self.stats
+                    .answered(Some(query.qtype()), Rcode::NOERROR, false);
+                self.stats.xfr[XFR_STARTED].add(1);
+                info!(
+                    "transfer of {} ({}, serial {}) to {}: started",
+                    t.zone().apex(),
+                    t.request().qtype,
+                    t.zone().serial(),
+                    OrDash(origin.peer)
+                );
+                Err(Action::Stream(t))
+            }
+            TransferAnswer::Reply(r) => {
+                if r.rcode != Rcode::NOERROR {
+                    self.stats.xfr[XFR_REFUSED].add(1);
+                    // Over UDP the source address may be forged: no log line per refusal.
+                    if tcp {
+                        info!(
+                            "transfer of {} to {} refused: {}",
+                            query.qname(),
+                            OrDash(origin.peer),
+                            r.rcode
+                        );
+                    }
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    /// A query for a name outside our zones: the resolver role's (from its cache now, or
+    /// later), else REFUSED.
+    fn resolve(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Result<Written, Action> {
+        let transport = origin.path.transport();
+        let client = match (origin.source, origin.peer) {
+            (Source::Udp { socket }, Some(peer)) => Some(Client::Udp { socket, peer }),
+            (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
+            // A UDP answer needs the peer's address; without it there is no resolver role.
+            (Source::Udp { .. }, None) => None,
+        };
+        if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
+            let ip = origin.peer.map(|p| p.ip());
+            match rec.query(query, client, ip, out, self.now, self.stats) {
+                Handling::Refused => {}
+                Handling::Pending => return Err(Action::Pending),
+                Handling::Written(w) => return Ok(w),
+            }
+        }
+        Ok(refuse(query, transport, out))
+    }
+
+    /// Rate limiting (UDP), statistics and the query log for a response about to be sent.
+    fn send(
+        &mut self,
+        mut w: Written,
+        query: Option<&Query<'_>>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Action {
+        // RRL off costs this one branch.
+        if let (Some(rrl), Some(p), Transport::Udp) = (
+            self.rrl.as_deref_mut(),
+            origin.peer,
+            origin.path.transport(),
+        ) {
+            let response = &mut out[..w.len];
+            match rrl.check(
+                p.ip(),
+                w.rcode,
+                w.truncated,
+                w.wildcard,
+                response,
+                self.rrl_now,
+            ) {
+                Verdict::Send => {}
+                Verdict::Drop => {
+                    self.stats.rrl_dropped.add(1);
+                    self.stats.dropped.add(1);
+                    return Action::Drop;
+                }
+                Verdict::Slip(len) => {
+                    self.stats.rrl_slipped.add(1);
+                    w.len = len;
+                    w.truncated = true;
+                }
+            }
+        }
+        self.stats.answered(w.qtype, w.rcode, w.truncated);
+        if self.log_queries {
+            log_query(origin, query, &w, self.stats);
+        }
+        Action::Send(w)
+    }
+}
+
+/// Seconds since the epoch, for TSIG (a clock read, on the rare transfer path only).
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// One info line per query (only when query logging is on), formatted without allocating.
+/// Writing it takes stderr's lock, which is counted.
+#[cold]
+fn log_query(origin: Origin, query: Option<&Query<'_>>, w: &Written, stats: &WorkerStats) {
+    if !tracing::enabled!(target: "shardns::query", tracing::Level::INFO) {
+        return;
+    }
+    stats.lock_acquisitions.add(1);
+    info!(
+        target: "shardns::query",
+        "{} {} {} {} {} len={}{}",
+        OrDash(origin.peer),
+        origin.path.name(),
+        OrDash(query.map(|q| q.qname())),
+        OrDash(w.qtype),
+        w.rcode,
+        w.len,
+        if w.truncated { " TC" } else { "" }
+    );
+}
+
+/// Shows a value, or `-` for none.
+pub(crate) struct OrDash<T>(pub(crate) Option<T>);
+
+impl<T: fmt::Display> fmt::Display for OrDash<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! worker::conn -- the worker's TCP connections: accept (with the per-worker, total and
+//! per-client limits checked there), readiness, the idle and read timeouts, eviction and
+//! close. What is read and written on a connection is `stream`'s.
+
+use super::stream::{answer_frames, flush_output, transfer_ended, FrameCtx, OUTPUT_HIGH_WATER};
+use super::{conn_token, Worker, ACCEPT_BURST, BUFFER_POOL_MAX, KIND_LISTENER, KIND_SHIFT};
+use crate::stats::WorkerStats;
+use crate::sys::{self, BROKEN, READABLE, WRITABLE};
+use crate::tcp::{Conn, INPUT_INITIAL};
+use shardns_zone::ZoneSet;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+impl Worker {
+    pub(super) fn accept(&mut self, index: usize, now: Instant, stats: &WorkerStats) {
+        for _ in 0..ACCEPT_BURST {
+            let Some((listener, v6)) = self.listeners.get(index) else {
+                return;
+            };
+            let v6 = *v6;
+            let (stream, peer) = match sys::accept_nonblocking(listener) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    // Out of descriptors or memory: make room, or stop accepting until a
+                    // connection closes (the listener would otherwise wake us forever).
+                    if !self.evict_oldest(stats) {
+                        request_log!(
+                            stats,
+                            WARN,
+                            worker = self.id,
+                            "cannot accept TCP connections: {e}; pausing until one closes"
+                        );
+                        self.pause_listeners();
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    request_log!(stats, DEBUG, worker = self.id, "accept: {e}");
+                    continue;
+                }
+            };
+            // The client's own limit first, so a refused connection evicts nobody.
+            let Some(client_slot) = self.shared.tcp_clients.acquire(peer.map(|p| p.ip())) else {
+                stats.tcp_refused_client.add(1);
+                continue;
+            };
+            let at_limit = self.conns.len() >= self.opts.tcp_per_worker
+                || self.shared.tcp_open.load(Relaxed) >= self.opts.tcp_total;
+            if at_limit && !self.evict_oldest(stats) {
+                self.shared.tcp_clients.release(client_slot);
+                stats.tcp_refused.add(1);
+                continue;
+            }
+            let input = match self.buffer_pool.pop() {
+                Some(b) => b,
+                None => {
+                    stats.lock_acquisitions.add(1); // a heap allocation: the allocator may lock
+                    vec![0; INPUT_INITIAL]
+                }
+            };
+            let fd = stream.as_raw_fd();
+            let mut conn = Conn::new(stream, peer, v6, input, now);
+            conn.client_slot = client_slot;
+            let (slot, generation, allocated) = self.conns.insert(conn);
+            if allocated {
+                stats.lock_acquisitions.add(1);
+            }
+            if let Err(e) = self.epoll.add(fd, conn_token(slot, generation), READABLE) {
+                request_log!(stats, DEBUG, worker = self.id, "epoll add: {e}");
+                if let Some(c) = self.conns.remove(slot) {
+                    self.shared.tcp_clients.release(c.client_slot);
+                }
+                continue;
+            }
+            if let Some(c) = self.conns.get_mut(slot, generation) {
+                c.interest = READABLE;
+            }
+            self.shared.tcp_open.fetch_add(1, Relaxed);
+            stats.tcp_accepted.add(1);
+            stats.tcp_open.set(self.conns.len() as u64);
+        }
+    }
+
+    pub(super) fn conn_ready(
+        &mut self,
+        slot: u32,
+        generation: u32,
+        ready: u32,
+        zones: &ZoneSet,
+        now: Instant,
+        stats: &WorkerStats,
+    ) {
+        let log_queries = self.opts.log_queries;
+        let max_queries = self.opts.tcp_max_queries;
+        let Some(conn) = self.conns.get_mut(slot, generation) else {
+            return;
+        };
+        let queries_before = conn.queries;
+        if ready & BROKEN != 0 {
+            self.close(slot, stats);
+            return;
+        }
+        let mut active = false;
+        let mut failed = false;
+        if ready & WRITABLE != 0 && conn.unsent() > 0 {
+            match flush_output(conn) {
+                Ok(progress) => active |= progress,
+                Err(_) => failed = true,
+            }
+        }
+        if !failed
+            && ready & READABLE != 0
+            && !conn.peer_closed
+            && conn.unsent() < OUTPUT_HIGH_WATER
+        {
+            let (spare, grew) = conn.input.spare();
+            if grew {
+                stats.lock_acquisitions.add(1);
+            }
+            match (&conn.stream).read(spare) {
+                Ok(0) => conn.peer_closed = true,
+                Ok(n) => {
+                    conn.input.filled(n);
+                    active = true;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => failed = true,
+            }
+        }
+        if !failed {
+            let ctx = FrameCtx {
+                slot,
+                generation,
+                max_queries,
+            };
+            let mut dispatch = Worker::dispatcher(
+                zones,
+                &self.shared,
+                self.recursion.as_mut(),
+                self.rrl.as_mut(),
+                stats,
+                log_queries,
+                now,
+            );
+            match answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats) {
+                Ok(streamed) => active |= streamed,
+                Err(_) => failed = true,
+            }
+        }
+        if failed || (conn.peer_closed && conn.unsent() == 0 && conn.transfer.is_none()) {
+            self.close(slot, stats);
+            return;
+        }
+        // A transfer with nothing unsent still has messages to write: EPOLLOUT (level
+        // triggered) brings the connection back on the next turn of the loop.
+        let want = if conn.unsent() > 0 || conn.transfer.is_some() {
+            WRITABLE
+        } else {
+            0
+        } | if !conn.peer_closed && conn.unsent() < OUTPUT_HIGH_WATER {
+            READABLE
+        } else {
+            0
+        };
+        if want != conn.interest {
+            if self
+                .epoll
+                .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                .is_err()
+            {
+                self.close(slot, stats);
+                return;
+            }
+            conn.interest = want;
+        }
+        // The read timeout runs from the first byte of a query (or the end of the one
+        // before it) until the query is whole.
+        let receiving = conn.receiving() && !conn.peer_closed;
+        let progressed = conn.queries != queries_before;
+        let in_partial = conn.in_partial();
+        if receiving && (progressed || !in_partial) {
+            self.conns.set_partial(slot, now);
+        } else if !receiving && in_partial {
+            self.conns.clear_partial(slot);
+        }
+        if active {
+            self.conns.touch(slot, now);
+        }
+    }
+
+    /// Closes connections that have been receiving one query for longer than the read
+    /// timeout, then those idle for longer than the idle timeout (oldest first, each).
+    pub(super) fn expire(&mut self, now: Instant, stats: &WorkerStats) {
+        while let Some((slot, since)) = self.conns.oldest_partial() {
+            if now.saturating_duration_since(since) < self.opts.tcp_read_timeout {
+                break;
+            }
+            stats.tcp_read_timeout_closed.add(1);
+            self.close(slot, stats);
+        }
+        while let Some((slot, last)) = self.conns.oldest() {
+            if now.saturating_duration_since(last) < self.opts.tcp_idle_timeout {
+                break;
+            }
+            stats.tcp_idle_closed.add(1);
+            self.close(slot, stats);
+        }
+    }
+
+    /// Closes the least recently active connection; false if there is none.
+    pub(super) fn evict_oldest(&mut self, stats: &WorkerStats) -> bool {
+        match self.conns.oldest() {
+            Some((slot, _)) => {
+                stats.tcp_evicted.add(1);
+                self.close(slot, stats);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn close(&mut self, slot: u32, stats: &WorkerStats) {
+        // Closing the descriptor also takes it out of the epoll set.
+        if let Some(conn) = self.conns.remove(slot) {
+            if let Some(t) = &conn.transfer {
+                transfer_ended(conn.peer, t, stats);
+            }
+            let buf = conn.input.into_inner();
+            if buf.len() == INPUT_INITIAL && self.buffer_pool.len() < BUFFER_POOL_MAX {
+                self.buffer_pool.push(buf);
+            }
+            self.shared.tcp_clients.release(conn.client_slot);
+            self.shared.tcp_open.fetch_sub(1, Relaxed);
+            stats.tcp_open.set(self.conns.len() as u64);
+            if self.listeners_paused {
+                self.resume_listeners();
+            }
+        }
+    }
+
+    pub(super) fn pause_listeners(&mut self) {
+        for (i, (l, _)) in self.listeners.iter().enumerate() {
+            let _ = self
+                .epoll
+                .modify(l.as_raw_fd(), (KIND_LISTENER << KIND_SHIFT) | i as u64, 0);
+        }
+        self.listeners_paused = true;
+    }
+
+    pub(super) fn resume_listeners(&mut self) {
+        for (i, (l, _)) in self.listeners.iter().enumerate() {
+            let _ = self.epoll.modify(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            );
+        }
+        self.listeners_paused = false;
+    }
+
+    /// Shutdown: one last try to send what is buffered, then close everything.
+    pub(super) fn close_all(&mut self, stats: &WorkerStats) {
+        for slot in self.conns.occupied() {
+            if let Some(conn) = self.conns.remove(slot) {
+                let mut conn = conn;
+                let _ = flush_output(&mut conn);
+                if let Some(t) = &conn.transfer {
+                    transfer_ended(conn.peer, t, stats);
+                }
+                self.shared.tcp_clients.release(conn.client_slot);
+                self.shared.tcp_open.fetch_sub(1, Relaxed);
+            }
+        }
+        stats.tcp_open.set(0);
+    }
+}

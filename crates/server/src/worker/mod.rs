@@ -1,0 +1,339 @@
+//! worker -- one share-nothing worker: its own sockets, epoll loop, buffers and counters.
+//!
+//! A worker reads queries, has them answered by `dispatch` (the same code for every
+//! transport) and writes the responses itself; nothing is handed to another thread. The
+//! zone snapshot is refreshed once per loop iteration (one atomic load) and read without a
+//! lock; the clock is read once per loop iteration. Buffers are allocated when the worker
+//! starts; the query path does not allocate.
+//!
+//! This module owns the loop (`Worker::run`: epoll, timers, the resolver's deliveries); the
+//! transports only move bytes:
+//! - `udp`: socket datagrams in batches (recvmmsg/sendmmsg);
+//! - `xdp_port`: AF_XDP frames (`server.xdp_interface`), answered in place in the frame;
+//! - `conn`: TCP connections: accept, readiness, limits, timeouts, close;
+//! - `stream`: the bytes on a connection: framed queries in, responses and zone transfers
+//!   out, written only while the client reads.
+//!
+use crate::dispatch::Dispatcher;
+use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
+use crate::rrl::Rrl;
+use crate::stats::WorkerStats;
+use crate::sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
+use crate::tcp::{ConnTable, INPUT_INITIAL, MAX_FRAME};
+use crate::xdp::Xsk;
+use crate::Shared;
+use shardns_zone::ZoneSet;
+use std::io;
+use std::net::{TcpListener, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{debug, warn};
+
+/// Logs from the request path. A line that is written takes stderr's lock, which is
+/// counted; a disabled level costs the one `enabled!` branch.
+macro_rules! request_log {
+    ($stats:expr, $level:ident, $($arg:tt)+) => {
+        if tracing::enabled!(tracing::Level::$level) {
+            $stats.lock_acquisitions.add(1);
+            tracing::event!(tracing::Level::$level, $($arg)+);
+        }
+    };
+}
+
+mod conn;
+mod stream;
+mod udp;
+mod xdp_port;
+
+use stream::queue_output;
+use xdp_port::XdpPort;
+
+/// How a worker behaves (from `[limits]` and `[log]`).
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerOptions {
+    pub(crate) udp_batch: usize,
+    pub(crate) tcp_per_worker: usize,
+    pub(crate) tcp_total: usize,
+    pub(crate) tcp_idle_timeout: Duration,
+    pub(crate) tcp_read_timeout: Duration,
+    /// Queries per TCP connection (u32::MAX: no limit).
+    pub(crate) tcp_max_queries: u32,
+    pub(crate) udp_max_response: usize,
+    pub(crate) log_queries: bool,
+}
+
+/// The sockets a worker owns: a UDP socket and a TCP listener per listen address, each
+/// bound with SO_REUSEPORT so the kernel spreads clients over the workers.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerSockets {
+    pub(crate) udp: Vec<UdpSocket>,
+    pub(crate) tcp: Vec<TcpListener>,
+    /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
+    pub(crate) xsk: Option<Xsk>,
+}
+
+/// Token kinds, in the top byte of an epoll token.
+const KIND_SHIFT: u32 = 56;
+const KIND_WAKER: u64 = 0;
+const KIND_UDP: u64 = 1;
+const KIND_LISTENER: u64 = 2;
+const KIND_CONN: u64 = 3;
+const KIND_XDP: u64 = 5;
+
+fn conn_token(slot: u32, generation: u32) -> u64 {
+    (KIND_CONN << KIND_SHIFT) | ((generation as u64 & 0xff_ffff) << 32) | slot as u64
+}
+
+/// UDP batches handled per socket before looking at other sockets again.
+const UDP_ROUNDS: usize = 16;
+/// Connections accepted per listener wake-up.
+const ACCEPT_BURST: usize = 64;
+/// Worker-wide TCP response staging: four maximal responses.
+const TCP_STAGING: usize = 4 * MAX_FRAME;
+/// Input buffers kept for reuse by later connections.
+const BUFFER_POOL_MAX: usize = 256;
+
+pub(crate) struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    opts: WorkerOptions,
+    epoll: Epoll,
+    udp: Vec<(UdpSocket, bool)>,
+    listeners: Vec<(TcpListener, bool)>,
+    listeners_paused: bool,
+    conns: ConnTable,
+    staging: Box<[u8]>,
+    buffer_pool: Vec<Vec<u8>>,
+    /// The resolver role (`[resolver] recursion = true`), else `None`.
+    recursion: Option<Recursion>,
+    /// Response rate limiting (`[rrl] enabled = true`), else `None`.
+    rrl: Option<Rrl>,
+    /// AF_XDP (`server.xdp_interface`), else `None`.
+    xdp: Option<XdpPort>,
+}
+
+impl Worker {
+    /// Registers the sockets with a new epoll instance.
+    pub(crate) fn new(
+        id: usize,
+        shared: Arc<Shared>,
+        sockets: WorkerSockets,
+        opts: WorkerOptions,
+        recursion: Option<Recursion>,
+        rrl: Option<Rrl>,
+    ) -> io::Result<Self> {
+        let epoll = Epoll::new()?;
+        epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
+        let mut udp = Vec::new();
+        let mut local = Vec::new();
+        for (i, s) in sockets.udp.into_iter().enumerate() {
+            local.push(s.local_addr()?);
+            epoll.add(s.as_raw_fd(), (KIND_UDP << KIND_SHIFT) | i as u64, READABLE)?;
+            let v6 = s.local_addr()?.is_ipv6();
+            udp.push((s, v6));
+        }
+        let mut listeners = Vec::new();
+        for (i, l) in sockets.tcp.into_iter().enumerate() {
+            epoll.add(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            )?;
+            let v6 = l.local_addr()?.is_ipv6();
+            listeners.push((l, v6));
+        }
+        let xdp = match sockets.xsk {
+            Some(xsk) => {
+                epoll.add(xsk.as_raw_fd(), KIND_XDP << KIND_SHIFT, READABLE)?;
+                Some(XdpPort::new(xsk, local))
+            }
+            None => None,
+        };
+        let pool = opts.tcp_per_worker.min(BUFFER_POOL_MAX);
+        Ok(Self {
+            id,
+            shared,
+            conns: ConnTable::with_capacity(opts.tcp_per_worker.min(1 << 16)),
+            opts,
+            epoll,
+            udp,
+            listeners,
+            listeners_paused: false,
+            staging: vec![0; TCP_STAGING].into_boxed_slice(),
+            buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
+            recursion,
+            rrl,
+            xdp,
+        })
+    }
+
+    /// The event loop; returns when the server shuts down.
+    pub(crate) fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
+        let stats = &shared.stats[self.id];
+        let waker = &shared.wakers[self.id];
+        let mut zones = arc_swap::Cache::new(&shared.zones);
+        let mut events = Events::with_capacity(256);
+        let mut batch = UdpBatch::new(self.opts.udp_batch);
+        // The resolver's finished UDP answers, sent once per loop turn.
+        let mut answers = self
+            .recursion
+            .is_some()
+            .then(|| SendBatch::new(self.opts.udp_batch, self.opts.udp_max_response));
+        let mut now = Instant::now();
+        debug!(worker = self.id, "worker running");
+        loop {
+            let timeout = self.timeout_ms(now);
+            if let Err(e) = self.epoll.wait(&mut events, timeout) {
+                warn!(worker = self.id, "epoll_wait failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            now = Instant::now();
+            stats.wakeups.add(1);
+            if shared.shutdown.load(Relaxed) {
+                break;
+            }
+            let zones: &ZoneSet = zones.load();
+            for (token, ready) in events.iter() {
+                let index = (token & 0xffff_ffff) as usize;
+                match token >> KIND_SHIFT {
+                    KIND_UDP => self.serve_udp(index, zones, &mut batch, now, stats),
+                    KIND_XDP => self.serve_xdp(zones, now, stats),
+                    KIND_LISTENER => self.accept(index, now, stats),
+                    KIND_CONN => {
+                        let generation = ((token >> 32) & 0xff_ffff) as u32;
+                        self.conn_ready(index as u32, generation, ready, zones, now, stats);
+                    }
+                    KIND_UPSTREAM => {
+                        let generation = ((token >> 32) & 0xff_ffff) as u32;
+                        if let Some(r) = self.recursion.as_mut() {
+                            r.upstream_ready(index as u32, generation, ready, now, &self.epoll);
+                        }
+                    }
+                    _ => waker.drain(),
+                }
+            }
+            if let Some(answers) = answers.as_mut() {
+                self.drive_recursion(now, answers, stats);
+            }
+            self.expire(now, stats);
+        }
+        self.close_all(stats);
+        debug!(worker = self.id, "worker stopped");
+    }
+
+    /// epoll timeout: until the first TCP deadline (idle or read timeout) or the resolver's
+    /// next timer, or forever.
+    fn timeout_ms(&mut self, now: Instant) -> i32 {
+        let until = |deadline: Instant| {
+            let left = deadline.saturating_duration_since(now).as_millis();
+            // Round up so we do not wake just before the deadline.
+            left.min(i32::MAX as u128 - 1) as i32 + 1
+        };
+        let idle = self
+            .conns
+            .oldest()
+            .map(|(_, last)| until(last + self.opts.tcp_idle_timeout));
+        let read = self
+            .conns
+            .oldest_partial()
+            .map(|(_, since)| until(since + self.opts.tcp_read_timeout));
+        let resolver = self
+            .recursion
+            .as_mut()
+            .and_then(|r| r.timeout_ms(now))
+            .map(|ms| ms.min(i32::MAX as u64 - 1) as i32);
+        // Replies the kernel did not take yet (copy mode sends inside the kick): try again soon.
+        let xdp = self.xdp.as_mut().and_then(|x| {
+            x.xsk.kick();
+            (x.xsk.tx_pending() > 0).then_some(1)
+        });
+        [idle, read, resolver, xdp]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(-1)
+    }
+
+    /// Runs the resolver's timers and events; finished answers go to their clients (UDP:
+    /// from the listening socket the query came in on, queued in `answers` and sent with
+    /// sendmmsg at the end; TCP: the connection, if still open).
+    fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
+        let Some(rec) = self.recursion.as_mut() else {
+            return;
+        };
+        let udp = &self.udp;
+        let conns = &mut self.conns;
+        let epoll = &self.epoll;
+        rec.drive(now, epoll, stats, &mut |client, frame| match client {
+            Client::Udp { socket, peer } => {
+                if answers.is_full() {
+                    flush_answers(udp, answers, stats);
+                }
+                // Refused only when longer than `udp_max_response`, which the resolver's
+                // UDP answers never are.
+                if !answers.push(socket, peer, &frame[2..]) {
+                    stats.dropped.add(1);
+                }
+            }
+            Client::Tcp { slot, generation } => {
+                let Some(conn) = conns.get_mut(slot, generation) else {
+                    stats.dropped.add(1);
+                    return;
+                };
+                if queue_output(conn, frame, stats).is_err() {
+                    // The connection is broken; epoll reports it and it is closed then.
+                    return;
+                }
+                if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
+                    let want = conn.interest | WRITABLE;
+                    if epoll
+                        .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                        .is_ok()
+                    {
+                        conn.interest = want;
+                    }
+                }
+            }
+        });
+        flush_answers(udp, answers, stats);
+    }
+}
+
+/// Sends the resolver's queued UDP answers, each from its listening socket.
+fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &WorkerStats) {
+    if answers.len() == 0 {
+        return;
+    }
+    let done = answers.flush(|i| udp.get(i).map(|(s, _)| s.as_raw_fd()));
+    stats.udp_send_calls.add(done.calls);
+    stats.dropped.add(done.dropped);
+}
+
+impl Worker {
+    /// The roles that answer a query on this worker for this turn of the loop.
+    fn dispatcher<'w>(
+        zones: &'w ZoneSet,
+        shared: &'w Shared,
+        recursion: Option<&'w mut Recursion>,
+        rrl: Option<&'w mut Rrl>,
+        stats: &'w WorkerStats,
+        log_queries: bool,
+        now: Instant,
+    ) -> Dispatcher<'w> {
+        let rrl_now = rrl.as_ref().map_or(0, |r| r.clock(now));
+        Dispatcher {
+            zones,
+            transfer_acl: &shared.transfer_acl,
+            recursion,
+            rrl,
+            stats,
+            log_queries,
+            now,
+            rrl_now,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! worker::udp -- UDP sockets: datagrams read and written in batches (recvmmsg/sendmmsg),
+//! each query answered in place in the batch's response slot by `dispatch`.
+
+use super::{Worker, UDP_ROUNDS};
+use crate::dispatch::{Action, Origin, Source};
+use crate::stats::{QueryPath, WorkerStats};
+use crate::sys::UdpBatch;
+use shardns_zone::ZoneSet;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+impl Worker {
+    /// Answers what socket `index` holds, up to `UDP_ROUNDS` batches, then lets the loop
+    /// look at other sockets.
+    pub(super) fn serve_udp(
+        &mut self,
+        index: usize,
+        zones: &ZoneSet,
+        batch: &mut UdpBatch,
+        now: Instant,
+        stats: &WorkerStats,
+    ) {
+        let Some((fd, v6)) = self.udp.get(index).map(|(s, v6)| (s.as_raw_fd(), *v6)) else {
+            return;
+        };
+        let path = QueryPath::udp(v6);
+        // The peer's address is decoded only when something needs it: logs, the resolver's
+        // ACL, RRL, or a transfer ACL (an allowed IXFR over UDP gets the SOA).
+        let want_peer = self.opts.log_queries
+            || self.recursion.is_some()
+            || self.rrl.is_some()
+            || self.shared.transfer_acl.load().allows_anyone();
+        let udp_max = self.opts.udp_max_response;
+        let mut dispatch = Worker::dispatcher(
+            zones,
+            &self.shared,
+            self.recursion.as_mut(),
+            self.rrl.as_mut(),
+            stats,
+            self.opts.log_queries,
+            now,
+        );
+        for _ in 0..UDP_ROUNDS {
+            stats.udp_recv_calls.add(1);
+            let n = match batch.recv(fd) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    request_log!(stats, DEBUG, worker = self.id, "recvmmsg: {e}");
+                    break;
+                }
+            };
+            stats.queries[path as usize].add(n as u64);
+            for i in 0..n {
+                let slot = batch.queued();
+                let peer = if want_peer { batch.peer(i) } else { None };
+                let (query, out) = batch.query_and_response(i, slot);
+                let cap = udp_max.min(out.len());
+                let out = &mut out[..cap];
+                let Some(query) = query else {
+                    // Longer than any query we read: cut by the kernel, so unparseable.
+                    stats.malformed.add(1);
+                    stats.dropped.add(1);
+                    continue;
+                };
+                let origin = Origin {
+                    path,
+                    peer,
+                    source: Source::Udp { socket: index },
+                };
+                if let Action::Send(w) = dispatch.handle(query, origin, out) {
+                    batch.queue(i, w.len);
+                }
+            }
+            let queued = batch.queued();
+            let mut from = 0;
+            while from < queued {
+                stats.udp_send_calls.add(1);
+                match batch.send(fd, from) {
+                    Ok(k) => from += k.max(1),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // The socket's send buffer is full: drop the rest of this batch.
+                        stats.dropped.add((queued - from) as u64);
+                        break;
+                    }
+                    Err(e) => {
+                        // This datagram cannot be sent (e.g. an unreachable address): skip it.
+                        request_log!(stats, DEBUG, worker = self.id, "sendmmsg: {e}");
+                        stats.dropped.add(1);
+                        from += 1;
+                    }
+                }
+            }
+            if n < batch.capacity() {
+                break;
+            }
+        }
+    }
+}
