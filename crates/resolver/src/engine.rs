@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use shardns_wire::{Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode};
 
 use crate::answer::{Answer, Ede};
-use crate::iterate::{Failure, Request, Step, Task};
+use crate::iterate::{Failure, Step, Task, UpstreamQuery};
 use crate::msg::Response;
 use crate::Resolver;
 
@@ -538,7 +538,7 @@ impl Engine {
 
     /// Sends `req` for task `id`, or joins an identical outstanding query. Returns the
     /// query and the server it goes to.
-    fn submit(&mut self, id: TaskId, req: Request, now: u64) -> (QueryId, SocketAddr) {
+    fn submit(&mut self, id: TaskId, req: UpstreamQuery, now: u64) -> (QueryId, SocketAddr) {
         let key = CoalesceKey {
             qname: req.qname,
             qtype: req.qtype,
