@@ -20,9 +20,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shardns_wire::{Class, Header, NameRef, Opcode, RType, Rcode};
 
-use crate::answer::{Answer, Ede};
 use crate::iterate::{Failure, Step, Task};
 use crate::msg::Response;
+use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
 mod upstream;
@@ -98,7 +98,7 @@ pub enum Event {
     /// and forget the [`QueryId`]; later datagrams for it are ignored anyway.
     Close(QueryId),
     /// A resolution is over: answer the client.
-    Done(TaskId, Answer),
+    Done(TaskId, Resolution),
 }
 
 /// Counters of one engine (one worker); the server sums them across workers.
@@ -258,7 +258,7 @@ impl Engine {
                     let id = TaskId { index, generation };
                     self.finish_task(
                         id,
-                        Answer::servfail(Ede::new(
+                        Resolution::servfail(Ede::new(
                             Ede::NO_REACHABLE_AUTHORITY,
                             "resolution timed out",
                         )),
@@ -465,7 +465,7 @@ impl Engine {
         }
     }
 
-    fn finish_task(&mut self, id: TaskId, answer: Answer) {
+    fn finish_task(&mut self, id: TaskId, answer: Resolution) {
         if self.task_mut(id).is_none() {
             return;
         }

@@ -9,8 +9,8 @@
 use shardns_wire::{NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{name_buf, Abandoned, Frame, FrameOutcome, FrameState, Sent, UpstreamQuery};
-use crate::answer::{Answer, Ede};
 use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
 /// What a frame needs next.
@@ -205,7 +205,7 @@ impl Frame {
     }
 
     /// The client answer for this (bottom) frame.
-    pub(super) fn answer(&mut self, outcome: FrameOutcome) -> Answer {
+    pub(super) fn answer(&mut self, outcome: FrameOutcome) -> Resolution {
         let answers = core::mem::take(&mut self.chain);
         let (rcode, authority, ede) = match outcome {
             FrameOutcome::Answer => (Rcode::NOERROR, Vec::new(), None),
@@ -219,9 +219,9 @@ impl Frame {
                 soa.into_iter().map(negative_soa).collect(),
                 None,
             ),
-            FrameOutcome::Fail(ede) => return Answer::servfail(ede),
+            FrameOutcome::Fail(ede) => return Resolution::servfail(ede),
         };
-        Answer {
+        Resolution {
             rcode,
             answers,
             authority,

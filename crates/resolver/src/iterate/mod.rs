@@ -27,7 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{NameBuf, NameRef, RType, Record};
 
-use crate::answer::{Answer, Ede};
+use crate::reply::{Ede, Resolution};
 
 mod cut;
 mod frame;
@@ -47,7 +47,7 @@ pub(crate) enum Step {
     /// Send this query, then wait for its response or timeout.
     Send(UpstreamQuery),
     /// The resolution is over.
-    Done(Answer),
+    Done(Resolution),
 }
 
 /// One upstream query a task wants sent. Names are inline: nothing on the heap.

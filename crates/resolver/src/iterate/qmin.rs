@@ -11,9 +11,9 @@ use shardns_wire::{NameBuf, RType, Rcode};
 
 use super::response::{cache_rrset, find_referral, find_soa};
 use super::{name_buf, Budget, Frame, Sent};
-use crate::answer::Ede;
 use crate::cache::{Probe, Rank, Soa};
 use crate::msg::Response;
+use crate::reply::Ede;
 use crate::Resolver;
 
 impl Frame {

@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use shardns_wire::{rdata, NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{ip_of, push_ns, Budget, Frame, FrameOutcome, FrameState, Ns};
-use crate::answer::Ede;
 use crate::cache::{Rank, Soa};
 use crate::msg::{Response, Rr};
+use crate::reply::Ede;
 use crate::Resolver;
 
 impl Frame {

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use shardns_wire::RType;
 
 use super::{Addr, Failure, Frame, FrameState, Tried};
-use crate::answer::Ede;
+use crate::reply::Ede;
 use crate::servers::Usable;
 use crate::Resolver;
 

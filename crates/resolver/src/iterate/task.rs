@@ -11,8 +11,8 @@ use shardns_wire::{NameRef, RType};
 
 use super::frame::Advance;
 use super::{ip_of, Budget, Failure, Frame, FrameOutcome, Step};
-use crate::answer::{Answer, Ede};
 use crate::msg::Response;
+use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
 /// One resolution. The engine reuses finished tasks ([`Task::reset`]): frames and their
@@ -77,11 +77,11 @@ impl Task {
         let cfg = &res.config;
         loop {
             if let Some(ede) = self.failed.or(self.budget.exhausted) {
-                return Step::Done(Answer::servfail(ede));
+                return Step::Done(Resolution::servfail(ede));
             }
             let depth = self.depth;
             let Some(frame) = self.frames[..depth].last_mut() else {
-                return Step::Done(Answer::servfail(Ede::new(Ede::OTHER, "internal error")));
+                return Step::Done(Resolution::servfail(Ede::new(Ede::OTHER, "internal error")));
             };
             match frame.advance(res, self.salt, now) {
                 Advance::Send(req) => {

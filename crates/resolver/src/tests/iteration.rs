@@ -4,7 +4,7 @@
 use shardns_wire::{RType, Rcode};
 
 use super::sim::*;
-use crate::{Answer, CacheAnswer, Config, ZoneServers};
+use crate::{CacheAnswer, Config, Resolution, ZoneServers};
 
 #[test]
 fn full_iteration_from_hints_with_qname_minimisation() {
@@ -91,7 +91,7 @@ fn dname_substitution() {
 #[test]
 fn cname_query_below_a_dname() {
     let mut sim = Sim::new(world(), config());
-    let types = |a: &Answer| a.answers.iter().map(|r| r.rtype).collect::<Vec<_>>();
+    let types = |a: &Resolution| a.answers.iter().map(|r| r.rtype).collect::<Vec<_>>();
     let a = sim.resolve("www.old.example.test.", RType::CNAME);
     assert_eq!(a.rcode, Rcode::NOERROR);
     assert_eq!(types(&a), [RType::DNAME, RType::CNAME]);

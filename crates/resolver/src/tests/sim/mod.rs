@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType};
 
-use crate::{Answer, CacheAnswer, Config, Engine, Event, Hints, QueryId, Resolver, TaskId};
+use crate::{CacheAnswer, Config, Engine, Event, Hints, QueryId, Resolution, Resolver, TaskId};
 
 mod net;
 mod world;
@@ -44,7 +44,7 @@ pub(crate) struct Sim {
     pub(crate) engine: Engine,
     pub(crate) pending: Vec<Pending>,
     pub(crate) log: Vec<Sent>,
-    pub(crate) done: Vec<(TaskId, Answer)>,
+    pub(crate) done: Vec<(TaskId, Resolution)>,
     /// When each task finished (simulated ms).
     pub(crate) finished: Vec<(TaskId, u64)>,
 }
@@ -128,7 +128,7 @@ impl Sim {
         panic!("simulation did not settle");
     }
 
-    pub(crate) fn resolve(&mut self, qname: &str, qtype: RType) -> Answer {
+    pub(crate) fn resolve(&mut self, qname: &str, qtype: RType) -> Resolution {
         let id = self.engine.resolve(n(qname).as_ref(), qtype, self.now);
         self.run();
         let i = self
@@ -162,7 +162,7 @@ impl Sim {
     }
 
     /// Resolves and returns the answer with the simulated milliseconds it took.
-    pub(crate) fn resolve_timed(&mut self, qname: &str, qtype: RType) -> (Answer, u64) {
+    pub(crate) fn resolve_timed(&mut self, qname: &str, qtype: RType) -> (Resolution, u64) {
         let start = self.now;
         let id = self.engine.resolve(n(qname).as_ref(), qtype, self.now);
         self.run();
@@ -186,7 +186,7 @@ impl Sim {
     }
 }
 
-pub(crate) fn rdata_a(a: &Answer) -> Vec<[u8; 4]> {
+pub(crate) fn rdata_a(a: &Resolution) -> Vec<[u8; 4]> {
     a.answers
         .iter()
         .filter(|r| r.rtype == RType::A)
