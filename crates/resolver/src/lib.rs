@@ -17,7 +17,7 @@
 //!   its outstanding upstream queries (random ID, random source port, coalesced when two
 //!   tasks ask the same question of the same zone), its timers and its CSPRNG (`StdRng`,
 //!   ChaCha12, seeded by the driver).
-//! - Resolution itself (module `iterate`): from the closest cut (forward zone, cached NS,
+//! - Iteration itself (module `iterate`): from the closest cut (forward zone, cached NS,
 //!   stub zone or root hints) down through referrals, with in-bailiwick glue only,
 //!   sub-resolutions of name-server addresses, CNAME/DNAME chains, relaxed QNAME
 //!   minimisation (RFC 9156), negative caching (RFC 2308), trust ranking (RFC 2181 §5.4.1),
