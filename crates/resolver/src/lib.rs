@@ -17,7 +17,7 @@
 //!   its outstanding upstream queries (random ID, random source port, coalesced when two
 //!   tasks ask the same question of the same zone), its timers and its CSPRNG (`StdRng`,
 //!   ChaCha12, seeded by the driver).
-//! - Resolution itself (module `iterate`): from the closest cut (forward zone, cached NS,
+//! - Iteration itself (module `iterate`): from the closest cut (forward zone, cached NS,
 //!   stub zone or root hints) down through referrals, with in-bailiwick glue only,
 //!   sub-resolutions of name-server addresses, CNAME/DNAME chains, relaxed QNAME
 //!   minimisation (RFC 9156), negative caching (RFC 2308), trust ranking (RFC 2181 §5.4.1),
@@ -77,24 +77,24 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod answer;
 mod cache;
 mod config;
 mod engine;
 mod iterate;
 mod msg;
+mod reply;
 mod servers;
 
 #[cfg(test)]
 mod tests;
 
-pub use answer::{
-    client_response_limit, finish_client_response, put_opt_with_ede, Answer, Ede, CLIENT_UDP_MAX,
-    EDE_OPTION, OPT_ROOM,
-};
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, HintsError, ZoneServers};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit};
+pub use reply::{
+    client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
+    CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
+};
 
 /// The shared part of the resolver: configuration, cache and server knowledge.
 /// `Send + Sync`; one per server, in an `Arc`, used by every worker's [`Engine`].

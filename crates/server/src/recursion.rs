@@ -19,7 +19,7 @@ use crate::config::AclEntry;
 use crate::stats::WorkerStats;
 use crate::sys::{Epoll, BROKEN, READABLE, WRITABLE};
 use shardns_resolver::{
-    client_response_limit, finish_client_response, Answer, CacheAnswer, Engine, Event, QueryId,
+    client_response_limit, finish_client_response, CacheAnswer, Engine, Event, QueryId, Resolution,
     Resolver, TaskId, OPT_ROOM,
 };
 use shardns_wire::message::Header;
@@ -483,7 +483,7 @@ fn upstream_token(slot: u32, generation: u32) -> u64 {
 }
 
 /// Writes a finished resolution's response for its client; returns (length, truncated).
-fn write_answer(buf: &mut [u8], p: &Pending, answer: &Answer, tcp: bool) -> (usize, bool) {
+fn write_answer(buf: &mut [u8], p: &Pending, answer: &Resolution, tcp: bool) -> (usize, bool) {
     let limit = client_response_limit(tcp, p.edns, buf.len());
     let mut w = MessageWriter::new(buf, limit);
     let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);

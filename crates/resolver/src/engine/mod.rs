@@ -1,12 +1,14 @@
-//! One worker's resolutions: tasks, outstanding upstream queries, timers and events.
+//! One worker's resolutions: tasks, timers, events, and the checks on responses.
 //!
-//! Owns: [`Engine`] (one per worker, never shared), the upstream query table with its
-//! random IDs and coalescing map, the timer heap, and the checks a response must pass
-//! before any task sees it (source address and port, ID, QR, opcode, question). It keeps
-//! one response buffer and the tasks of finished resolutions for reuse, so that a warm
-//! engine allocates little per resolution (`tests/miss_alloc.rs` bounds it). It also
-//! handles what is per query rather than per task: TC (re-send over TCP) and EDNS fallback
-//! (FORMERR/NOTIMP without OPT to an EDNS query: re-send without EDNS, remember the server).
+//! Owns: [`Engine`] (one per worker, never shared) and what the driver sees of it
+//! ([`Event`], [`Transmit`], [`TaskId`], [`QueryId`], [`EngineStats`]), the task table, the
+//! timer heap, and the checks a response must pass before any task sees it (source address
+//! and port, ID, QR, opcode, question). It keeps one response buffer and the tasks of
+//! finished resolutions for reuse, so that a warm engine allocates little per resolution
+//! (`tests/miss_alloc.rs` bounds it). It also handles what is per query rather than per
+//! task: TC (re-send over TCP) and EDNS fallback (FORMERR/NOTIMP without OPT to an EDNS
+//! query: re-send without EDNS, remember the server). The outstanding upstream queries
+//! themselves are in `upstream`.
 //! Never: sockets, clocks, threads; the driver moves bytes and time in and out.
 
 use std::cmp::Reverse;
@@ -16,12 +18,16 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shardns_wire::{Class, Header, MessageWriter, NameBuf, NameRef, Opcode, RType, Rcode};
+use shardns_wire::{Class, Header, NameRef, Opcode, RType, Rcode};
 
-use crate::answer::{Answer, Ede};
-use crate::iterate::{Failure, Request, Step, Task};
+use crate::iterate::{Failure, Step, Task};
 use crate::msg::Response;
+use crate::reply::{Ede, Resolution};
 use crate::Resolver;
+
+mod upstream;
+
+use upstream::{CoalesceKey, OutstandingQuery};
 
 /// Room for the largest upstream query: header, a 255-octet name, type, class, and OPT.
 const QUERY_BUF: usize = 12 + 255 + 4 + 11;
@@ -92,7 +98,7 @@ pub enum Event {
     /// and forget the [`QueryId`]; later datagrams for it are ignored anyway.
     Close(QueryId),
     /// A resolution is over: answer the client.
-    Done(TaskId, Answer),
+    Done(TaskId, Resolution),
 }
 
 /// Counters of one engine (one worker); the server sums them across workers.
@@ -101,13 +107,13 @@ pub enum Event {
 pub struct EngineStats {
     /// Resolutions started.
     pub tasks: u64,
-    /// Upstream queries sent (re-sends over TCP or without EDNS included).
+    /// OutstandingQuery queries sent (re-sends over TCP or without EDNS included).
     pub queries_sent: u64,
     /// Queries a task wanted that joined an identical outstanding query instead.
     pub coalesced: u64,
     /// Responses with the wrong source, ID or question, or unparseable UDP responses.
     pub rejected: u64,
-    /// Upstream queries that timed out.
+    /// OutstandingQuery queries that timed out.
     pub timeouts: u64,
     /// Truncated UDP answers re-asked over TCP.
     pub tcp_retries: u64,
@@ -115,72 +121,6 @@ pub struct EngineStats {
     pub edns_fallbacks: u64,
     /// Resolutions that ended in SERVFAIL.
     pub servfails: u64,
-}
-
-/// What makes two upstream queries the same. Names are inline (no allocation per query)
-/// and compared without regard to case.
-#[derive(Clone)]
-struct CoalesceKey {
-    qname: NameBuf,
-    qtype: RType,
-    zone: NameBuf,
-    rd: bool,
-}
-
-impl PartialEq for CoalesceKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.qtype == other.qtype
-            && self.rd == other.rd
-            && self.qname.as_ref() == other.qname.as_ref()
-            && self.zone.as_ref() == other.zone.as_ref()
-    }
-}
-
-impl Eq for CoalesceKey {}
-
-impl std::hash::Hash for CoalesceKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.qname.as_ref().hash(state);
-        self.qtype.hash(state);
-        self.zone.as_ref().hash(state);
-        self.rd.hash(state);
-    }
-}
-
-/// The tasks waiting on one upstream query: nearly always one, kept inline.
-#[derive(Clone)]
-struct Waiters {
-    first: TaskId,
-    more: Vec<TaskId>,
-}
-
-impl Waiters {
-    fn one(task: TaskId) -> Self {
-        Self {
-            first: task,
-            more: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, task: TaskId) {
-        self.more.push(task);
-    }
-
-    fn iter(&self) -> impl Iterator<Item = TaskId> + '_ {
-        std::iter::once(self.first).chain(self.more.iter().copied())
-    }
-}
-
-struct Upstream {
-    generation: u32,
-    key: CoalesceKey,
-    server: SocketAddr,
-    tcp: bool,
-    edns: bool,
-    id: u16,
-    sent_at: u64,
-    timeout: u64,
-    waiters: Waiters,
 }
 
 struct TaskSlot {
@@ -203,7 +143,7 @@ pub struct Engine {
     free_tasks: Vec<u32>,
     /// Finished tasks, reset and reused by the next resolutions.
     spare_tasks: Vec<Task>,
-    queries: Vec<Option<Upstream>>,
+    queries: Vec<Option<OutstandingQuery>>,
     free_queries: Vec<u32>,
     next_generation: u32,
     inflight: HashMap<CoalesceKey, QueryId>,
@@ -318,7 +258,7 @@ impl Engine {
                     let id = TaskId { index, generation };
                     self.finish_task(
                         id,
-                        Answer::servfail(Ede::new(
+                        Resolution::servfail(Ede::new(
                             Ede::NO_REACHABLE_AUTHORITY,
                             "resolution timed out",
                         )),
@@ -453,12 +393,12 @@ impl Engine {
         self.tasks.len() - self.free_tasks.len()
     }
 
-    /// Upstream queries outstanding.
+    /// OutstandingQuery queries outstanding.
     pub fn outstanding_queries(&self) -> usize {
         self.queries.len() - self.free_queries.len()
     }
 
-    /// Upstream queries a task has spent so far (for tests and diagnostics).
+    /// OutstandingQuery queries a task has spent so far (for tests and diagnostics).
     pub fn task_queries(&self, task: TaskId) -> Option<u32> {
         let slot = self.tasks.get(task.index as usize)?.as_ref()?;
         (slot.generation == task.generation).then(|| slot.task.queries())
@@ -480,7 +420,7 @@ impl Engine {
         }
     }
 
-    fn query(&self, q: QueryId) -> Option<&Upstream> {
+    fn query(&self, q: QueryId) -> Option<&OutstandingQuery> {
         self.queries
             .get(q.index as usize)?
             .as_ref()
@@ -525,7 +465,7 @@ impl Engine {
         }
     }
 
-    fn finish_task(&mut self, id: TaskId, answer: Answer) {
+    fn finish_task(&mut self, id: TaskId, answer: Resolution) {
         if self.task_mut(id).is_none() {
             return;
         }
@@ -535,176 +475,4 @@ impl Engine {
         }
         self.events.push_back(Event::Done(id, answer));
     }
-
-    /// Sends `req` for task `id`, or joins an identical outstanding query. Returns the
-    /// query and the server it goes to.
-    fn submit(&mut self, id: TaskId, req: Request, now: u64) -> (QueryId, SocketAddr) {
-        let key = CoalesceKey {
-            qname: req.qname,
-            qtype: req.qtype,
-            zone: req.zone,
-            rd: req.rd,
-        };
-        if let Some(&q) = self.inflight.get(&key) {
-            if let Some(Some(up)) = self.queries.get_mut(q.index as usize) {
-                if up.generation == q.generation {
-                    up.waiters.push(id);
-                    self.stats.coalesced += 1;
-                    return (q, up.server);
-                }
-            }
-        }
-        let edns = self.resolver.config.edns && self.resolver.servers.edns_ok(&req.server, now);
-        let q = self.send(key, req.server, false, edns, Waiters::one(id), now);
-        (q, req.server)
-    }
-
-    /// Re-sends a finished query's question to the same server, for the same waiters.
-    fn resend(&mut self, up: Upstream, tcp: bool, edns: bool, now: u64) {
-        let mut live = up.waiters.iter().filter(|&w| self.task_mut(w).is_some());
-        let Some(first) = live.next() else {
-            return;
-        };
-        let mut waiters = Waiters::one(first);
-        for w in live {
-            waiters.push(w);
-        }
-        let q = self.send(up.key, up.server, tcp, edns, waiters.clone(), now);
-        for w in waiters.iter() {
-            if let Some(slot) = self.task_mut(w) {
-                slot.waiting = Some(q);
-                slot.task.count_query();
-            }
-        }
-    }
-
-    fn send(
-        &mut self,
-        key: CoalesceKey,
-        server: SocketAddr,
-        tcp: bool,
-        edns: bool,
-        waiters: Waiters,
-        now: u64,
-    ) -> QueryId {
-        let id = self.rng.next_u32() as u16;
-        let source_port = 1024 + (self.rng.next_u32() % (65536 - 1024)) as u16;
-        let timeout = self.timeout_for(&server, tcp, now);
-        let mut t = Transmit {
-            query: QueryId {
-                index: 0,
-                generation: 0,
-            },
-            server,
-            tcp,
-            source_port,
-            id,
-            len: 0,
-            buf: [0; QUERY_BUF],
-        };
-        t.len = compose_query(
-            &mut t.buf,
-            id,
-            key.qname.as_ref(),
-            key.qtype,
-            key.rd,
-            edns.then_some(self.resolver.config.edns_udp_size),
-        ) as u16;
-        let generation = self.generation();
-        let up = Upstream {
-            generation,
-            key: key.clone(),
-            server,
-            tcp,
-            edns,
-            id,
-            sent_at: now,
-            timeout,
-            waiters,
-        };
-        let index = match self.free_queries.pop() {
-            Some(i) => {
-                self.queries[i as usize] = Some(up);
-                i
-            }
-            None => {
-                self.queries.push(Some(up));
-                (self.queries.len() - 1) as u32
-            }
-        };
-        let q = QueryId { index, generation };
-        t.query = q;
-        self.inflight.insert(key, q);
-        self.timers.push(Reverse((
-            now + timeout,
-            TimerKind::Query,
-            index,
-            generation,
-        )));
-        self.stats.queries_sent += 1;
-        self.events.push_back(Event::Transmit(t));
-        q
-    }
-
-    /// A timeout from the server's SRTT: about three round trips, within the configured
-    /// bounds; servers never heard from get the initial timeout. TCP gets double.
-    fn timeout_for(&self, server: &SocketAddr, tcp: bool, now: u64) -> u64 {
-        let cfg = &self.resolver.config;
-        let base = match self.resolver.servers.srtt(server, now) {
-            Some(srtt) => (u64::from(srtt) * 3 + 50).clamp(cfg.min_timeout_ms, cfg.max_timeout_ms),
-            None => cfg.initial_timeout_ms,
-        };
-        if tcp {
-            (base * 2).min(cfg.max_timeout_ms.max(base))
-        } else {
-            base
-        }
-    }
-
-    /// Removes an outstanding query and tells the driver to close its socket.
-    fn finish_query(&mut self, q: QueryId) -> Option<Upstream> {
-        self.query(q)?;
-        let up = self.queries[q.index as usize].take()?;
-        self.free_queries.push(q.index);
-        if self.inflight.get(&up.key) == Some(&q) {
-            self.inflight.remove(&up.key);
-        }
-        self.events.push_back(Event::Close(q));
-        Some(up)
-    }
-
-    fn fail_waiters(&mut self, q: QueryId, up: &Upstream, why: Failure, now: u64) {
-        for w in up.waiters.iter() {
-            if let Some(slot) = self.task_mut(w) {
-                if slot.waiting == Some(q) {
-                    slot.waiting = None;
-                    slot.task.on_failure(up.server, why);
-                    self.run(w, now);
-                }
-            }
-        }
-    }
-}
-
-/// Writes an upstream query; returns its length.
-fn compose_query(
-    buf: &mut [u8; QUERY_BUF],
-    id: u16,
-    qname: NameRef<'_>,
-    qtype: RType,
-    rd: bool,
-    edns: Option<u16>,
-) -> usize {
-    let mut w = MessageWriter::new(buf, QUERY_BUF);
-    // The buffer holds the longest name and an OPT record, so these cannot fail.
-    let _ = w.put_question(qname, qtype, Class::IN);
-    if let Some(size) = edns {
-        let _ = w.put_opt(size, 0, 0, false, &[]);
-    }
-    let mut h = Header {
-        id,
-        ..Header::default()
-    };
-    h.set_rd(rd);
-    w.finish(&h).len()
 }

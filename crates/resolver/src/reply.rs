@@ -1,6 +1,7 @@
-//! The outcome of one resolution, and Extended DNS Errors (RFC 8914).
+//! What goes back to a client: the result of one resolution, and Extended DNS Errors
+//! (RFC 8914).
 //!
-//! Owns: [`Answer`] (rcode and the records of the answer and authority sections),
+//! Owns: [`Resolution`] (rcode and the records of the answer and authority sections),
 //! [`Ede`] and [`put_opt_with_ede`], which writes the EDE option into the response's OPT,
 //! and the end of a response to a client ([`client_response_limit`],
 //! [`finish_client_response`]), shared by the server and the fuzz target of its cache path.
@@ -114,7 +115,7 @@ pub fn finish_client_response(
 
 /// What a resolution produced: the response code and the records to answer with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Answer {
+pub struct Resolution {
     /// NOERROR (answer or NODATA), NXDOMAIN, or SERVFAIL.
     pub rcode: Rcode,
     /// The answer section: any CNAME/DNAME chain, then the answer RRset.
@@ -125,7 +126,7 @@ pub struct Answer {
     pub ede: Option<Ede>,
 }
 
-impl Answer {
+impl Resolution {
     pub(crate) fn servfail(ede: Ede) -> Self {
         Self {
             rcode: Rcode::SERVFAIL,

@@ -1,0 +1,86 @@
+//! Caching positive data: RRsets, and CNAMEs synthesised from DNAMEs (RFC 6672).
+//!
+//! Owns: [`Cache::insert_rrset`] and [`Cache::insert_synth`] (which encode the data and
+//! clamp the TTL to the configured bounds), and [`Cache::insert`], the one way any set,
+//! negative ones included, gets into a shard: under the trust rules, then eviction while
+//! the shard is over its budget. Encoded data is sized exactly: one allocation per set.
+
+use shardns_wire::{NameRef, RType};
+
+use super::set::{push_rdata, Kind, Set};
+use super::{Cache, HashedName, Rank};
+
+impl Cache {
+    /// Caches an RRset. Returns false if it was not stored (zero TTL, or better data held).
+    pub(crate) fn insert_rrset<'r, I>(
+        &self,
+        owner: NameRef<'_>,
+        rtype: RType,
+        rank: Rank,
+        ttl: u32,
+        rdatas: I,
+        now: u64,
+    ) -> bool
+    where
+        I: IntoIterator<Item = &'r [u8]>,
+        I::IntoIter: Clone,
+    {
+        let rdatas = rdatas.into_iter();
+        // Sized exactly: one allocation, and no reallocation when boxed.
+        let mut data = Vec::with_capacity(rdatas.clone().map(|rd| 2 + rd.len()).sum());
+        for rd in rdatas {
+            push_rdata(&mut data, rd);
+        }
+        let ttl = ttl.clamp(self.min_ttl, self.max_ttl);
+        self.insert(owner, rtype, Kind::Positive, rank, ttl, data, now)
+    }
+
+    /// Caches a CNAME synthesised from a DNAME (RFC 6672) at `owner`; `dname` is the
+    /// DNAME's (owner, RDATA, TTL).
+    pub(crate) fn insert_synth(
+        &self,
+        owner: NameRef<'_>,
+        dname: (NameRef<'_>, &[u8], u32),
+        cname_target: NameRef<'_>,
+        rank: Rank,
+        now: u64,
+    ) -> bool {
+        let (downer, drdata, dttl) = dname;
+        let mut data = Vec::with_capacity(downer.len() + 2 + drdata.len() + 2 + cname_target.len());
+        data.extend_from_slice(downer.as_wire());
+        push_rdata(&mut data, drdata);
+        push_rdata(&mut data, cname_target.as_wire());
+        let ttl = dttl.clamp(self.min_ttl, self.max_ttl);
+        self.insert(owner, RType::CNAME, Kind::Synth, rank, ttl, data, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn insert(
+        &self,
+        owner: NameRef<'_>,
+        rtype: RType,
+        kind: Kind,
+        rank: Rank,
+        ttl: u32,
+        data: Vec<u8>,
+        now: u64,
+    ) -> bool {
+        if ttl == 0 {
+            return false;
+        }
+        let key = HashedName::new(owner);
+        let new = Set {
+            rtype,
+            kind,
+            rank,
+            expires: now + u64::from(ttl) * 1000,
+            data: data.into_boxed_slice(),
+        };
+        let mut g = self.lock(&key);
+        let stored = g.insert(&key, new, now);
+        if g.bytes > self.shard_budget {
+            g.evict(self.shard_budget);
+        }
+        stored
+    }
+}

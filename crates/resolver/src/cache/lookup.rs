@@ -1,0 +1,190 @@
+//! What the resolver reads from the cache for its own use, under a minimum [`Rank`].
+//!
+//! Owns: [`Cache::lookup`] (records copied out, [`Lookup`]), [`Cache::probe`] (whether a
+//! name exists, copying nothing), [`Cache::visit`] (name servers and their addresses), and
+//! [`classify`], the choice of the set that answers a question at a name, which the hit
+//! path shares.
+
+use shardns_wire::{Class, NameRef, RType, Record};
+
+use super::negative::NXDOMAIN_TYPE;
+use super::set::{split_owned, Kind, Rdatas, Set};
+use super::shard::Slot;
+use super::{Cache, HashedName, Rank};
+
+/// A cached answer copied out for the resolver's own use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Miss,
+    /// The RRset of the asked type.
+    Positive(Vec<Record>),
+    /// A CNAME at the name (and, if it was synthesised, the DNAME it came from first).
+    Cname(Vec<Record>),
+    /// The name does not exist; the SOA if one was given.
+    NxDomain(Option<Record>),
+    /// The name has no data of this type.
+    NoData(Option<Record>),
+}
+
+/// What [`Cache::probe`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Miss,
+    /// The name exists: an RRset, NODATA or a CNAME is cached.
+    Exists,
+    NxDomain,
+}
+
+impl Cache {
+    /// The answer to (`name`, `qtype`) from data of at least `min_rank`, copied out.
+    pub(crate) fn lookup(
+        &self,
+        name: NameRef<'_>,
+        qtype: RType,
+        min_rank: Rank,
+        now: u64,
+    ) -> Lookup {
+        let key = HashedName::new(name);
+        let mut g = self.lock(&key);
+        let Some(slot) = g.find_mut(&key) else {
+            return Lookup::Miss;
+        };
+        slot.referenced = true;
+        let Some((set, found)) = classify(slot, qtype, min_rank, now) else {
+            return Lookup::Miss;
+        };
+        let ttl = set.remaining_ttl(now);
+        match found {
+            SetMatch::Positive => Lookup::Positive(
+                Rdatas(&set.data)
+                    .map(|rd| record(name, set.rtype, ttl, rd))
+                    .collect(),
+            ),
+            SetMatch::Cname => {
+                let mut out = Vec::with_capacity(2);
+                let mut data: &[u8] = &set.data;
+                if set.kind == Kind::Synth {
+                    let Some((owner, rdata, rest)) = split_owned(data) else {
+                        return Lookup::Miss;
+                    };
+                    out.push(record(owner, RType::DNAME, ttl, rdata));
+                    data = rest;
+                }
+                out.extend(Rdatas(data).map(|rd| record(name, RType::CNAME, ttl, rd)));
+                if qtype == RType::CNAME {
+                    // The synthesised CNAME (with its DNAME) is the answer itself.
+                    Lookup::Positive(out)
+                } else {
+                    Lookup::Cname(out)
+                }
+            }
+            SetMatch::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
+            SetMatch::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
+        }
+    }
+
+    /// What the cache knows about (`name`, `qtype`) from data of at least `min_rank`,
+    /// without copying anything out: one lock, no allocation.
+    pub(crate) fn probe(&self, name: NameRef<'_>, qtype: RType, min_rank: Rank, now: u64) -> Probe {
+        let key = HashedName::new(name);
+        let mut g = self.lock(&key);
+        let Some(slot) = g.find_mut(&key) else {
+            return Probe::Miss;
+        };
+        slot.referenced = true;
+        match classify(slot, qtype, min_rank, now) {
+            None => Probe::Miss,
+            Some((_, SetMatch::NxDomain)) => Probe::NxDomain,
+            Some(_) => Probe::Exists,
+        }
+    }
+
+    /// Calls `f(rtype, remaining ttl, rdata)` for each record of the positive RRsets of the
+    /// given types at `name` with at least `min_rank`; one lock. Returns how many it saw.
+    pub(crate) fn visit(
+        &self,
+        name: NameRef<'_>,
+        types: &[RType],
+        min_rank: Rank,
+        now: u64,
+        mut f: impl FnMut(RType, u32, &[u8]),
+    ) -> usize {
+        let key = HashedName::new(name);
+        let mut g = self.lock(&key);
+        let Some(slot) = g.find_mut(&key) else {
+            return 0;
+        };
+        slot.referenced = true;
+        let mut n = 0;
+        for set in &slot.sets {
+            if set.kind == Kind::Positive
+                && types.contains(&set.rtype)
+                && set.rank >= min_rank
+                && set.expires > now
+            {
+                for rd in Rdatas(&set.data) {
+                    f(set.rtype, set.remaining_ttl(now), rd);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+}
+
+/// How the set [`classify`] picked answers the question.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum SetMatch {
+    Positive,
+    Cname,
+    NxDomain,
+    NoData,
+}
+
+/// Picks the set that answers `qtype` at a name: the RRset or NODATA of that type, else a
+/// CNAME, else NXDOMAIN.
+pub(super) fn classify(
+    slot: &Slot,
+    qtype: RType,
+    min_rank: Rank,
+    now: u64,
+) -> Option<(&Set, SetMatch)> {
+    let live = |s: &&Set| s.expires > now && s.rank >= min_rank;
+    let mut cname = None;
+    let mut nx = None;
+    for set in slot.sets.iter().filter(live) {
+        if set.rtype == qtype {
+            let found = match set.kind {
+                Kind::Negative => SetMatch::NoData,
+                // A synthesised CNAME answers a CNAME query, but is rendered with its
+                // DNAME (its data is not plain RDATA).
+                Kind::Synth => SetMatch::Cname,
+                _ => SetMatch::Positive,
+            };
+            return Some((set, found));
+        }
+        if set.rtype == RType::CNAME && set.kind != Kind::Negative {
+            cname = Some(set);
+        } else if set.rtype == NXDOMAIN_TYPE {
+            nx = Some(set);
+        }
+    }
+    cname
+        .map(|s| (s, SetMatch::Cname))
+        .or(nx.map(|s| (s, SetMatch::NxDomain)))
+}
+
+pub(super) fn record(owner: NameRef<'_>, rtype: RType, ttl: u32, rdata: &[u8]) -> Record {
+    Record {
+        owner: owner.to_name(),
+        rtype,
+        class: Class::IN,
+        ttl,
+        rdata: rdata.to_vec(),
+    }
+}
+
+fn soa_record(data: &[u8], ttl: u32) -> Option<Record> {
+    let (owner, rd, _) = split_owned(data)?;
+    Some(record(owner, RType::SOA, ttl, rd))
+}

@@ -1,0 +1,158 @@
+//! The cache-hit path: a cached answer written straight into the client's response.
+//!
+//! Owns: [`Cache::answer`] and [`CacheAnswer`]. It follows cached CNAMEs (and renders a
+//! CNAME synthesised from a DNAME with its DNAME first), writes the SOA of a negative answer
+//! in the authority section, counts TTLs down to `now`, takes one shard lock per name and
+//! never allocates.
+
+use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Section};
+
+use super::lookup::{classify, SetMatch};
+use super::set::{split_owned, Kind, Rdatas};
+use super::{Cache, HashedName, Rank};
+
+/// Longest CNAME chain [`Cache::answer`] follows before giving up (and letting the
+/// resolver decide).
+const MAX_CACHED_CHAIN: usize = 8;
+
+/// The outcome of [`Cache::answer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheAnswer {
+    /// The answer was written; the caller sets `rcode` in the header.
+    Hit {
+        /// NOERROR (answer or NODATA) or NXDOMAIN.
+        rcode: Rcode,
+        /// The writer filled up; the records that fit are kept and the caller sets TC.
+        truncated: bool,
+        /// Shard locks taken (one per name in the chain).
+        locks: u32,
+    },
+    /// Nothing usable cached (or only part of a CNAME chain); nothing was written.
+    Miss {
+        /// Shard locks taken.
+        locks: u32,
+    },
+}
+
+impl Cache {
+    /// The cache-hit fast path: writes the answer to (`qname`, `qtype`) after the caller's
+    /// question, following cached CNAMEs, with TTLs counted down to `now`. Writes the SOA of
+    /// a cached negative answer in the authority section. Takes one shard lock per name in
+    /// the chain and never allocates. On a miss (or a chain whose end is not cached) the
+    /// writer is left as it was.
+    pub fn answer(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
+        let start = w.checkpoint();
+        let mut locks = 0u32;
+        // The current CNAME target, once the chain has moved (the question's name is used
+        // as it is, so the first owner is written as the question spelled it).
+        let mut target = NameBuf::new();
+        let mut next = NameBuf::new();
+        for hop in 0..=MAX_CACHED_CHAIN {
+            let owner = if hop == 0 { qname } else { target.as_ref() };
+            next.set(NameRef::ROOT);
+            let key = HashedName::new(owner);
+            let mut g = self.lock(&key);
+            locks += 1;
+            let Some(slot) = g.find_mut(&key) else { break };
+            slot.referenced = true;
+            let truncated;
+            let outcome = match classify(slot, qtype, Rank::Answer, now) {
+                None => break,
+                Some((set, found)) => {
+                    let ttl = set.remaining_ttl(now);
+                    let r = match found {
+                        SetMatch::Positive => {
+                            put_rdatas(w, Section::Answer, owner, set.rtype, ttl, &set.data)
+                        }
+                        SetMatch::Cname => {
+                            put_cname(w, owner, ttl, &set.data, set.kind == Kind::Synth, &mut next)
+                        }
+                        SetMatch::NxDomain | SetMatch::NoData => put_soa(w, ttl, &set.data),
+                    };
+                    truncated = r.is_err();
+                    found
+                }
+            };
+            drop(g);
+            match outcome {
+                // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
+                SetMatch::Cname if !truncated && qtype != RType::CNAME => {
+                    target.set(next.as_ref());
+                }
+                SetMatch::NxDomain => {
+                    return CacheAnswer::Hit {
+                        rcode: Rcode::NXDOMAIN,
+                        truncated,
+                        locks,
+                    }
+                }
+                _ => {
+                    return CacheAnswer::Hit {
+                        rcode: Rcode::NOERROR,
+                        truncated,
+                        locks,
+                    }
+                }
+            }
+        }
+        w.rollback(start);
+        CacheAnswer::Miss { locks }
+    }
+}
+
+type Put = Result<(), shardns_wire::writer::Full>;
+
+fn put_rdatas(
+    w: &mut MessageWriter<'_>,
+    section: Section,
+    owner: NameRef<'_>,
+    rtype: RType,
+    ttl: u32,
+    data: &[u8],
+) -> Put {
+    for rd in Rdatas(data) {
+        w.put_record(section, owner, rtype, Class::IN, ttl, rd)?;
+    }
+    Ok(())
+}
+
+/// Writes a cached CNAME (with its DNAME first, if synthesised) and copies its target.
+fn put_cname(
+    w: &mut MessageWriter<'_>,
+    owner: NameRef<'_>,
+    ttl: u32,
+    data: &[u8],
+    synth: bool,
+    next: &mut NameBuf,
+) -> Put {
+    let mut data = data;
+    if synth {
+        let Some((downer, drd, rest)) = split_owned(data) else {
+            return Ok(());
+        };
+        w.put_record(Section::Answer, downer, RType::DNAME, Class::IN, ttl, drd)?;
+        data = rest;
+    }
+    let Some(rd) = Rdatas(data).next() else {
+        return Ok(());
+    };
+    if let Ok(target) = NameRef::from_wire(rd) {
+        next.set(target);
+    }
+    w.put_record(Section::Answer, owner, RType::CNAME, Class::IN, ttl, rd)
+}
+
+fn put_soa(w: &mut MessageWriter<'_>, ttl: u32, data: &[u8]) -> Put {
+    match split_owned(data) {
+        Some((owner, rd, _)) => {
+            w.put_record(Section::Authority, owner, RType::SOA, Class::IN, ttl, rd)
+        }
+        None => Ok(()),
+    }
+}

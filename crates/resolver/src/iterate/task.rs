@@ -1,0 +1,185 @@
+//! One client query's resolution as the engine sees it: [`Task`].
+//!
+//! Owns: the stack of frames (the client's question at the bottom, sub-resolutions of
+//! name-server addresses above it), the task-wide limits (upstream queries, referrals,
+//! sub-resolution depth, loops between sub-resolutions), handing a finished
+//! sub-resolution's addresses to the frame that needed them, and the client's answer.
+
+use std::net::SocketAddr;
+
+use shardns_wire::{NameRef, RType};
+
+use super::frame::Advance;
+use super::{ip_of, Budget, Failure, Frame, FrameOutcome, Step};
+use crate::msg::Response;
+use crate::reply::{Ede, Resolution};
+use crate::Resolver;
+
+/// One resolution. The engine reuses finished tasks ([`Task::reset`]): frames and their
+/// buffers keep their capacity, so a resolution on a warm engine allocates little beyond
+/// the records it caches and returns.
+pub(crate) struct Task {
+    /// The frames in use are `frames[..depth]`; those above are kept for reuse.
+    frames: Vec<Frame>,
+    depth: usize,
+    budget: Budget,
+    /// Per-task salt for the random SRTT of unknown servers.
+    salt: u64,
+    failed: Option<Ede>,
+}
+
+impl Task {
+    pub(crate) fn new(qname: NameRef<'_>, qtype: RType, salt: u64) -> Self {
+        let mut task = Self {
+            frames: Vec::new(),
+            depth: 0,
+            budget: Budget::default(),
+            salt,
+            failed: None,
+        };
+        task.reset(qname, qtype, salt);
+        task
+    }
+
+    /// Starts the task over for another question, keeping its buffers.
+    pub(crate) fn reset(&mut self, qname: NameRef<'_>, qtype: RType, salt: u64) {
+        self.depth = 0;
+        self.budget = Budget::default();
+        self.salt = salt;
+        self.failed = None;
+        self.push_frame(qname, qtype, usize::MAX);
+    }
+
+    /// Drops the records a finished task still holds (kept buffers stay allocated).
+    pub(crate) fn recycle(&mut self) {
+        self.depth = 0;
+        for f in &mut self.frames {
+            f.chain.clear();
+            f.outcome = None;
+            f.abandoned = None;
+        }
+    }
+
+    fn push_frame(&mut self, qname: NameRef<'_>, qtype: RType, parent_ns: usize) {
+        match self.frames.get_mut(self.depth) {
+            Some(f) => f.reset(qname, qtype, parent_ns),
+            None => self.frames.push(Frame::new(qname, qtype, parent_ns)),
+        }
+        self.depth += 1;
+    }
+
+    fn top(&mut self) -> Option<&mut Frame> {
+        self.frames[..self.depth].last_mut()
+    }
+
+    /// Advances until a query must be sent or the resolution is over.
+    pub(crate) fn step(&mut self, res: &Resolver, now: u64) -> Step {
+        let cfg = &res.config;
+        loop {
+            if let Some(ede) = self.failed.or(self.budget.exhausted) {
+                return Step::Done(Resolution::servfail(ede));
+            }
+            let depth = self.depth;
+            let Some(frame) = self.frames[..depth].last_mut() else {
+                return Step::Done(Resolution::servfail(Ede::new(Ede::OTHER, "internal error")));
+            };
+            match frame.advance(res, self.salt, now) {
+                Advance::Send(req) => {
+                    if self.budget.queries >= cfg.max_queries {
+                        self.failed = Some(Ede::new(Ede::OTHER, "too many upstream queries"));
+                        continue;
+                    }
+                    self.budget.queries += 1;
+                    return Step::Send(req);
+                }
+                Advance::Need(ns, rtype) => {
+                    let name = frame.servers[ns].name.clone();
+                    let name = name.as_ref();
+                    let looping = self.frames[..depth].iter().any(|f| {
+                        f.qtype == rtype && (f.origin.as_ref() == name || f.qname.as_ref() == name)
+                    });
+                    if looping || depth > usize::from(cfg.max_depth) {
+                        // This server's address cannot be found from here; try the others.
+                        self.frames[depth - 1].servers[ns].resolving = false;
+                        continue;
+                    }
+                    self.push_frame(name, rtype, ns);
+                }
+                Advance::Done(outcome) => {
+                    if depth == 1 {
+                        let mut answer = self.frames[0].answer(outcome);
+                        // Clients may keep the records no longer than we would.
+                        for r in answer.answers.iter_mut().chain(answer.authority.iter_mut()) {
+                            r.ttl = r.ttl.min(cfg.max_ttl);
+                        }
+                        return Step::Done(answer);
+                    }
+                    // The sub-resolution is over: its addresses go to the parent's server.
+                    self.depth -= 1;
+                    let (lower, upper) = self.frames.split_at_mut(depth - 1);
+                    let (Some(parent), Some(sub)) = (lower.last_mut(), upper.first()) else {
+                        continue;
+                    };
+                    let i = sub.parent_ns;
+                    parent.servers[i].resolving = false;
+                    if matches!(outcome, FrameOutcome::Answer) {
+                        for r in &sub.chain {
+                            if r.owner.as_ref() != sub.qname.as_ref() {
+                                continue;
+                            }
+                            if let Some(ip) = ip_of(r.rtype, &r.rdata) {
+                                let a = SocketAddr::new(ip, cfg.upstream_port);
+                                if cfg.family_ok(&a) {
+                                    parent.add_addr(i, a);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The engine sent the task's query to `server` (which may differ from the one the task
+    /// asked for when the query was coalesced with another task's).
+    pub(crate) fn sent_to(&mut self, asked: SocketAddr, server: SocketAddr) {
+        if let Some(f) = self.top() {
+            f.redirect(asked, server);
+        }
+    }
+
+    /// A validated response to the task's outstanding query.
+    pub(crate) fn on_response(
+        &mut self,
+        res: &Resolver,
+        server: SocketAddr,
+        msg: &Response,
+        now: u64,
+    ) {
+        let budget = &mut self.budget;
+        if let Some(f) = self.frames[..self.depth].last_mut() {
+            // A broken chain fails this frame only: in a sub-resolution, the parent then
+            // tries its other name servers.
+            if let Err(ede) = f.on_response(res, budget, server, msg, now) {
+                f.outcome = Some(FrameOutcome::Fail(ede));
+            }
+        }
+    }
+
+    /// The task's outstanding query failed.
+    pub(crate) fn on_failure(&mut self, server: SocketAddr, why: Failure) {
+        if let Some(f) = self.top() {
+            f.on_failure(server, why);
+        }
+    }
+
+    /// The engine re-sent the query (over TCP or without EDNS): one more query spent.
+    pub(crate) fn count_query(&mut self) {
+        self.budget.queries += 1;
+    }
+
+    /// Upstream queries spent so far.
+    pub(crate) fn queries(&self) -> u32 {
+        self.budget.queries
+    }
+}

@@ -1,0 +1,11 @@
+//! End-to-end resolution over a simulated network (`sim`), by concern. No sockets.
+
+mod sim;
+
+mod caching;
+mod failing_servers;
+mod iteration;
+mod limits;
+mod qmin;
+mod spoofing;
+mod upstream;
