@@ -355,12 +355,7 @@ impl Proc {
     }
 
     fn control(&self, command: &str) -> Output {
-        Command::new(BIN)
-            .arg(command)
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap()
+        run_control(&self.control, command)
     }
 }
 
@@ -516,13 +511,7 @@ fn parse_query(m: &[u8]) -> Option<Q> {
 }
 
 fn rr(owner: &str, rtype: u16, rdata: &[u8]) -> Vec<u8> {
-    let mut r = wire_name(owner);
-    r.extend_from_slice(&rtype.to_be_bytes());
-    r.extend_from_slice(&1u16.to_be_bytes());
-    r.extend_from_slice(&300u32.to_be_bytes());
-    r.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-    r.extend_from_slice(rdata);
-    r
+    record(&wire_name(owner), rtype, rdata)
 }
 
 fn soa(zone: &str) -> Vec<u8> {
@@ -1004,12 +993,7 @@ fn upstream_garbage_slowness_and_silence_give_servfail_in_bounded_time() {
     // Still serving, nothing crashed, upstream queries bounded.
     let r = udp_exchange(&udp_client(res.addr), &rd(4, "www.good.")).expect("after the faults");
     assert_eq!(answers(&parse(&r)), ["A 192.0.2.44"]);
-    let out = Command::new(BIN)
-        .arg("stats")
-        .arg("--control")
-        .arg(&res.control)
-        .output()
-        .unwrap();
+    let out = run_control(&res.control, "stats");
     assert!(out.status.success());
     let stats = String::from_utf8_lossy(&out.stdout);
     let servfails = stat_value(&stats, "shardns_resolver_servfails_total");

@@ -448,15 +448,6 @@ fn check_question(resp: &[u8], q: &Question) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------
 // Building messages.
 
-fn header(id: u16, flags: u16, counts: [u16; 4]) -> Vec<u8> {
-    let mut m = id.to_be_bytes().to_vec();
-    m.extend_from_slice(&flags.to_be_bytes());
-    for c in counts {
-        m.extend_from_slice(&c.to_be_bytes());
-    }
-    m
-}
-
 fn set_count(m: &mut [u8], section: usize, v: u16) {
     m[4 + 2 * section..6 + 2 * section].copy_from_slice(&v.to_be_bytes());
 }
@@ -498,17 +489,6 @@ fn raw_query(id: u16, counts: [u16; 4], qname: &[u8], qtype: u16, rest: &[u8]) -
 /// A well-formed query for `name`/`qtype` with an OPT record.
 fn edns_query(id: u16, name: &str, qtype: u16, opt_rr: &[u8]) -> Vec<u8> {
     raw_query(id, [1, 0, 0, 1], &wire_name(name), qtype, opt_rr)
-}
-
-/// A record (owner in wire form) for the additional section.
-fn record(owner: &[u8], rtype: u16, rdata: &[u8]) -> Vec<u8> {
-    let mut r = owner.to_vec();
-    r.extend_from_slice(&rtype.to_be_bytes());
-    r.extend_from_slice(&1u16.to_be_bytes());
-    r.extend_from_slice(&300u32.to_be_bytes());
-    r.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-    r.extend_from_slice(rdata);
-    r
 }
 
 /// A small deterministic generator (xorshift64*): the inputs are the same on every run.
@@ -1057,12 +1037,6 @@ fn deframe(mut bytes: &[u8]) -> Vec<&[u8]> {
         bytes = &bytes[2 + usize::from(len)..];
     }
     frames
-}
-
-fn frame(m: &[u8]) -> Vec<u8> {
-    let mut f = (m.len() as u16).to_be_bytes().to_vec();
-    f.extend_from_slice(m);
-    f
 }
 
 /// What a TCP exchange gave back.

@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::{find_program, free_port, Daemon};
+use common::{find_program, frame, free_port, Daemon};
 use hickory_proto::op::{Header, Query};
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder, BinEncodable, BinEncoder};
@@ -998,9 +998,8 @@ impl Client {
             .map_err(|e| e.to_string())?;
         s.set_write_timeout(Some(Duration::from_secs(2)))
             .map_err(|e| e.to_string())?;
-        let mut framed = (wire.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(wire);
-        s.write_all(&framed).map_err(|e| format!("write: {e}"))?;
+        s.write_all(&frame(wire))
+            .map_err(|e| format!("write: {e}"))?;
         let mut len = [0u8; 2];
         s.read_exact(&mut len)
             .map_err(|e| format!("read length: {e}"))?;

@@ -442,14 +442,7 @@ remote-control:
 
     fn stat(&self, name: &str) -> f64 {
         let control = self.control.as_ref().expect("a shardns instance");
-        let out = Command::new(BIN)
-            .arg("stats")
-            .arg("--control")
-            .arg(control)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "stats failed: {out:?}");
-        common::stat_value(&String::from_utf8_lossy(&out.stdout), name)
+        common::read_stat(control, name)
     }
 }
 
@@ -465,14 +458,7 @@ impl Drop for Proc {
 }
 
 fn find_unbound() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("UNBOUND") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
-        .map(|d| d.join("unbound"))
-        .find(|p| p.is_file())
+    common::find_program("unbound", "UNBOUND")
 }
 
 /// Every address this test binds must have port 53 free (UDP and TCP). Not being allowed to
@@ -637,17 +623,13 @@ fn relay(mut conn: TcpStream, backend: SocketAddr) {
     };
     let _ = up.set_read_timeout(timeout);
     while let Ok(q) = common::read_frame(&mut conn) {
-        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(&q);
-        if up.write_all(&framed).is_err() {
+        if up.write_all(&common::frame(&q)).is_err() {
             return;
         }
         let Ok(r) = common::read_frame(&mut up) else {
             return;
         };
-        let mut framed = (r.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(&r);
-        if conn.write_all(&framed).is_err() {
+        if conn.write_all(&common::frame(&r)).is_err() {
             return;
         }
     }
@@ -958,9 +940,7 @@ fn ask_tcp(server: SocketAddr, msg: &[u8]) -> Reply {
         return Reply::default();
     };
     s.set_read_timeout(Some(Duration::from_secs(12))).unwrap();
-    let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
-    framed.extend_from_slice(msg);
-    if s.write_all(&framed).is_err() {
+    if s.write_all(&common::frame(msg)).is_err() {
         return Reply::default();
     }
     let mut len = [0u8; 2];

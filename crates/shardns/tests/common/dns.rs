@@ -32,6 +32,27 @@ pub fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
     m
 }
 
+/// A header: `id`, flags, and the four section counts.
+pub fn header(id: u16, flags: u16, counts: [u16; 4]) -> Vec<u8> {
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&flags.to_be_bytes());
+    for c in counts {
+        m.extend_from_slice(&c.to_be_bytes());
+    }
+    m
+}
+
+/// A record of class IN and TTL 300: `owner` in wire form, then type and RDATA.
+pub fn record(owner: &[u8], rtype: u16, rdata: &[u8]) -> Vec<u8> {
+    let mut r = owner.to_vec();
+    r.extend_from_slice(&rtype.to_be_bytes());
+    r.extend_from_slice(&1u16.to_be_bytes());
+    r.extend_from_slice(&300u32.to_be_bytes());
+    r.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    r.extend_from_slice(rdata);
+    r
+}
+
 /// Parses a response with hickory-proto.
 pub fn parse(buf: &[u8]) -> Message {
     Message::from_vec(buf).unwrap_or_else(|e| panic!("hickory cannot parse {buf:02x?}: {e}"))

@@ -84,15 +84,22 @@ pub fn tcp_exchange(server: SocketAddr, msgs: &[Vec<u8>]) -> Vec<Vec<u8>> {
 
 /// As [`tcp_exchange`], on an open connection.
 pub fn tcp_exchange_on(s: &mut TcpStream, msgs: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for m in msgs {
-        out.extend_from_slice(&(m.len() as u16).to_be_bytes());
-        out.extend_from_slice(m);
-    }
-    s.write_all(&out).unwrap();
+    s.write_all(&framed(msgs)).unwrap();
     (0..msgs.len())
         .map(|_| read_frame(s).expect("a TCP response"))
         .collect()
+}
+
+/// `m` with its 2-octet length prefix, as TCP carries it (RFC 1035 §4.2.2).
+pub fn frame(m: &[u8]) -> Vec<u8> {
+    let mut f = (m.len() as u16).to_be_bytes().to_vec();
+    f.extend_from_slice(m);
+    f
+}
+
+/// `msgs` framed ([`frame`]) back to back.
+pub fn framed(msgs: &[Vec<u8>]) -> Vec<u8> {
+    msgs.iter().flat_map(|m| frame(m)).collect()
 }
 
 /// Reads one length-prefixed message.

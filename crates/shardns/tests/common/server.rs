@@ -129,19 +129,12 @@ impl Server {
 
     /// Runs `shardns <command> --control <socket>`.
     pub fn control(&self, command: &str) -> Output {
-        Command::new(BIN)
-            .arg(command)
-            .arg("--control")
-            .arg(&self.control)
-            .output()
-            .unwrap()
+        run_control(&self.control, command)
     }
 
     /// Reads one counter from `shardns stats` (summing every label set if `name` has none).
     pub fn stat(&self, name: &str) -> f64 {
-        let out = self.control("stats");
-        assert!(out.status.success(), "stats failed: {out:?}");
-        stat_value(&String::from_utf8_lossy(&out.stdout), name)
+        read_stat(&self.control, name)
     }
 
     /// Waits until counter `name` reads `want`; panics after `limit`.
@@ -196,6 +189,24 @@ impl Drop for Server {
             eprintln!("--- shardns log ---\n{}--- end of log ---", self.log());
         }
     }
+}
+
+/// Runs `shardns <command> --control <control>` (the socket of any shardns a test started).
+pub fn run_control(control: &Path, command: &str) -> Output {
+    Command::new(BIN)
+        .arg(command)
+        .arg("--control")
+        .arg(control)
+        .output()
+        .unwrap()
+}
+
+/// Reads one counter from `shardns stats` through the socket `control` (summing every label
+/// set if `name` has none).
+pub fn read_stat(control: &Path, name: &str) -> f64 {
+    let out = run_control(control, "stats");
+    assert!(out.status.success(), "stats failed: {out:?}");
+    stat_value(&String::from_utf8_lossy(&out.stdout), name)
 }
 
 /// Collects a child's standard error (which must be piped) into a shared string, line by
