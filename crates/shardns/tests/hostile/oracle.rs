@@ -10,7 +10,7 @@ use hickory_proto::op::Message;
 
 /// The zone's records (`ZONE` in main.rs) as (owner, type, hickory's presentation of the
 /// rdata).
-pub(crate) const RECORDS: &[(&str, u16, &str)] = &[
+const RECORDS: &[(&str, u16, &str)] = &[
     (
         "hostile.test",
         6,
@@ -29,9 +29,9 @@ pub(crate) const RECORDS: &[(&str, u16, &str)] = &[
     ("mail.hostile.test", 15, "10 mail.hostile.test."),
 ];
 
-pub(crate) const NOERROR: u16 = 0;
+const NOERROR: u16 = 0;
 pub(crate) const FORMERR: u16 = 1;
-pub(crate) const NXDOMAIN: u16 = 3;
+const NXDOMAIN: u16 = 3;
 pub(crate) const NOTIMP: u16 = 4;
 pub(crate) const REFUSED: u16 = 5;
 pub(crate) const BADVERS: u16 = 16;
@@ -100,7 +100,7 @@ impl Expect {
 }
 
 /// A name read at `start` (a plain decoder: labels, pointers, 255 octets, hop limit).
-pub(crate) struct NameRead {
+struct NameRead {
     labels: Vec<Vec<u8>>,
     end: usize,
     /// A pointer that points forward, into the header, or at another pointer: nothing
@@ -109,7 +109,7 @@ pub(crate) struct NameRead {
     pointer: bool,
 }
 
-pub(crate) fn read_name(m: &[u8], start: usize) -> Option<NameRead> {
+fn read_name(m: &[u8], start: usize) -> Option<NameRead> {
     let mut pos = start;
     let mut end = None;
     let mut labels = Vec::new();
@@ -155,7 +155,7 @@ pub(crate) fn read_name(m: &[u8], start: usize) -> Option<NameRead> {
 
 /// Where the name at `pos` ends, read as a server skips a name it does not need: labels up
 /// to a root label or a pointer, without following the pointer.
-pub(crate) fn skip_name(m: &[u8], mut pos: usize) -> Option<usize> {
+fn skip_name(m: &[u8], mut pos: usize) -> Option<usize> {
     loop {
         let b = *m.get(pos)?;
         match b >> 6 {
@@ -172,7 +172,7 @@ pub(crate) fn u16_at(m: &[u8], pos: usize) -> Option<u16> {
 }
 
 /// True if `data` is a well-formed EDNS option list.
-pub(crate) fn options_ok(mut data: &[u8]) -> bool {
+fn options_ok(mut data: &[u8]) -> bool {
     while !data.is_empty() {
         let Some(len) = u16_at(data, 2) else {
             return false;
@@ -401,7 +401,7 @@ pub(crate) fn check_response(
 }
 
 /// The response's question must be the query's, as the query spelled it.
-pub(crate) fn check_question(resp: &[u8], q: &Question) -> Result<(), String> {
+fn check_question(resp: &[u8], q: &Question) -> Result<(), String> {
     if u16_at(resp, 4) != Some(1) {
         return Err("response without the question".into());
     }

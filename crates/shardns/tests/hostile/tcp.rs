@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 /// Cuts a byte stream into complete TCP frames (RFC 1035 §4.2.2), as a server must.
-pub(crate) fn deframe(mut bytes: &[u8]) -> Vec<&[u8]> {
+fn deframe(mut bytes: &[u8]) -> Vec<&[u8]> {
     let mut frames = Vec::new();
     while let Some(len) = u16_at(bytes, 0) {
         let Some(f) = bytes.get(2..2 + usize::from(len)) else {
@@ -27,7 +27,7 @@ pub(crate) fn deframe(mut bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 /// What a TCP exchange gave back.
-pub(crate) struct TcpResult {
+struct TcpResult {
     responses: Vec<Vec<u8>>,
     /// The server closed the connection (EOF or reset).
     closed: bool,
@@ -38,7 +38,7 @@ pub(crate) struct TcpResult {
 /// Writes `bytes` on a new connection (from a second thread, so a server that answers
 /// while we write never stalls on a full socket), then reads responses until the
 /// `sentinel` ID is answered, the server closes, or `limit` passes.
-pub(crate) fn tcp_stream(
+fn tcp_stream(
     addr: SocketAddr,
     bytes: Vec<u8>,
     sentinel: Option<u16>,
@@ -149,11 +149,11 @@ pub(crate) fn tcp_pipeline(
     );
 }
 
-pub(crate) fn open_connections(server: &Server) -> f64 {
+fn open_connections(server: &Server) -> f64 {
     server.stat("shardns_tcp_connections_open")
 }
 
-pub(crate) fn wait_open_connections(server: &Server, want: f64, limit: Duration) {
+fn wait_open_connections(server: &Server, want: f64, limit: Duration) {
     let end = Instant::now() + limit;
     while open_connections(server) != want {
         assert!(
@@ -324,7 +324,7 @@ pub(crate) fn tcp_framing_attacks(server: &Server, tally: &mut Tally) {
 }
 
 /// Makes closing `s` send a reset (SO_LINGER with a zero timeout).
-pub(crate) fn reset_on_close(s: &TcpStream) {
+fn reset_on_close(s: &TcpStream) {
     use std::os::fd::AsRawFd;
     let linger = libc::linger {
         l_onoff: 1,

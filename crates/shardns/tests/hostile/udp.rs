@@ -7,14 +7,14 @@ use crate::tally::{hex, Tally};
 use std::net::{SocketAddr, UdpSocket};
 
 /// A valid query's ID must differ from the hostile input's so their answers cannot mix.
-pub(crate) fn good_query(bad: &[u8]) -> Vec<u8> {
+fn good_query(bad: &[u8]) -> Vec<u8> {
     let id = u16_at(bad, 0).unwrap_or(0) ^ 0xa5a5;
     query(id, "www.hostile.test", 1, None)
 }
 
 /// Sends `bad` then a valid query on `sock`; returns what came back before the valid
 /// query's answer (which it checks against the zone).
-pub(crate) fn udp_probe(sock: &UdpSocket, what: &str, bad: &[u8]) -> Vec<Vec<u8>> {
+fn udp_probe(sock: &UdpSocket, what: &str, bad: &[u8]) -> Vec<Vec<u8>> {
     let good = good_query(bad);
     sock.send(bad)
         .unwrap_or_else(|e| panic!("{what}: send: {e}"));
