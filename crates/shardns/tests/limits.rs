@@ -19,16 +19,6 @@ const A: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 24);
 const B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 25);
 const UPSTREAM_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 26);
 
-/// Framed (2-octet length) form of `msgs`, back to back.
-fn framed(msgs: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for m in msgs {
-        out.extend_from_slice(&(m.len() as u16).to_be_bytes());
-        out.extend_from_slice(m);
-    }
-    out
-}
-
 /// One query over an open connection; true if it was answered.
 fn answered(s: &mut TcpStream, id: u16) -> bool {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -161,17 +161,6 @@ fn connection_limits_close_the_least_recently_active() {
     );
 }
 
-/// Header with `id`, flags, and the four counts.
-fn header(id: u16, flags: u16, counts: [u16; 4]) -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend_from_slice(&id.to_be_bytes());
-    m.extend_from_slice(&flags.to_be_bytes());
-    for c in counts {
-        m.extend_from_slice(&c.to_be_bytes());
-    }
-    m
-}
-
 /// Malformed queries: each must get FORMERR or nothing. The first two bytes are the ID.
 fn malformed() -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = Vec::new();

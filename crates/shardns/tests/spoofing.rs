@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{Server, TempDir};
+use common::{wire_name, Server, TempDir};
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,7 +192,12 @@ impl Fake {
                         (&other_addr, response(id, &qname, qtype, &poison)),
                         (
                             &sock,
-                            response(id, &wire("evil.spoof."), qtype, &[(qname.clone(), POISON)]),
+                            response(
+                                id,
+                                &wire_name("evil.spoof."),
+                                qtype,
+                                &[(qname.clone(), POISON)],
+                            ),
                         ),
                     ];
                     for (from_sock, msg) in forgeries {
@@ -256,16 +261,6 @@ fn question(msg: &[u8]) -> Option<(u16, Vec<u8>, u16)> {
     let qname = msg.get(12..end)?.to_ascii_lowercase();
     let qtype = u16::from_be_bytes([*msg.get(end)?, *msg.get(end + 1)?]);
     Some((u16::from_be_bytes([msg[0], msg[1]]), qname, qtype))
-}
-
-fn wire(name: &str) -> Vec<u8> {
-    let mut w = Vec::new();
-    for label in name.split('.').filter(|l| !l.is_empty()) {
-        w.push(label.len() as u8);
-        w.extend_from_slice(label.as_bytes());
-    }
-    w.push(0);
-    w
 }
 
 fn name_text(wire: &[u8]) -> String {
