@@ -42,7 +42,7 @@ mod classify;
 mod tests;
 
 use crate::config::RrlConfig;
-use crate::keyed_hash;
+use crate::seed::keyed_hash;
 use classify::{classify, slip_response, wildcard_key, Class};
 use shardns_wire::Rcode;
 use std::net::IpAddr;

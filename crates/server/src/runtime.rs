@@ -1,0 +1,288 @@
+//! runtime -- the life of a server process: start (configuration, zones, roles, sockets,
+//! workers, control plane), serve until SIGTERM or SIGINT while the main thread reloads on
+//! SIGHUP, then stop the workers and release what they held.
+//!
+//! ```text
+//! run: config → zones::ZoneLibrary::load → listen::bind_all (+ xdp::setup) → Shared
+//!      → notify thread, control thread, stats HTTP thread → one Worker thread per core
+//!      → signals: SIGHUP → control::reload_now (zones rebuilt, ArcSwap::store)
+//!                 SIGTERM/SIGINT → shutdown flag, wake and join the workers
+//! ```
+
+use crate::config::Config;
+use crate::recursion::{Recursion, RecursionShared};
+use crate::rrl::Rrl;
+use crate::stats::{ControlStats, WorkerStats};
+use crate::sys::{self, EventFd};
+use crate::worker::{Worker, WorkerOptions, WorkerSockets};
+use crate::{control, http, listen, notify, transfers, xdp, zones};
+use crate::{io_error, seed, Error, Setup, Shared};
+use arc_swap::ArcSwap;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// Runs the server until SIGTERM or SIGINT. Zones that fail to load at startup are an
+/// error (a reload, later, keeps their previous version instead).
+pub fn run(setup: Setup) -> Result<(), Error> {
+    let config = setup.config()?;
+    let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
+    check_open_file_limit(&config);
+
+    let started = Instant::now();
+    let mut library = zones::ZoneLibrary::default();
+    let report = library.load(&specs);
+    for w in &report.warnings {
+        warn!("{w}");
+    }
+    crate::zone_failures(&report)?;
+    info!(
+        "loaded {} zones in {:.3} s",
+        report.loaded,
+        started.elapsed().as_secs_f64()
+    );
+    let recursion = recursion_shared(&config, &setup)?;
+
+    let workers = config.worker_count();
+    let mut sockets = listen::bind_all(&config, workers)?;
+    // XDP mode: held until the workers have stopped; dropping it detaches the program.
+    let xdp_program = attach_xdp(&config, &mut sockets, workers);
+    // Without a control socket (it cannot be made) the server still serves; a warning says so.
+    let mut control_socket = control::ControlSocket::open(config.control_socket_path());
+    let http_listener = match config.stats.http {
+        Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
+            what: format!("statistics HTTP address {addr}"),
+            source,
+        })?),
+        None => None,
+    };
+
+    let wakers = (0..workers)
+        .map(|_| EventFd::new())
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(io_error("eventfd"))?;
+    let shared = Arc::new(Shared {
+        zones: ArcSwap::from_pointee(report.set),
+        transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(&config)),
+        shutdown: AtomicBool::new(false),
+        tcp_open: AtomicUsize::new(0),
+        tcp_clients: crate::tcp::ClientCounts::new(
+            config.limits.tcp_connections_per_client,
+            config.limits.tcp_connections,
+            seed::random_u64()?,
+        ),
+        wakers,
+        stats: (0..workers).map(|_| WorkerStats::default()).collect(),
+        control: ControlStats::default(),
+        started: Instant::now(),
+    });
+    shared.control.zones.store(library.len() as u64, Relaxed);
+    let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
+        .map_err(io_error("starting the notify thread"))?;
+    // Secondaries may have missed versions while we were down: tell them what we have.
+    for zone in shared.zones.load().zones() {
+        notifier.announce(notify::Job {
+            zone: Arc::clone(zone),
+            targets: config.notify_targets(&zone.apex().to_name()).to_vec(),
+        });
+    }
+
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(io_error("installing signal handlers"))?;
+
+    let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref())?;
+
+    let listen = config.listen_addrs();
+    let log_queries = config.log.queries;
+    let mut reloader = control::Reloader {
+        setup,
+        config,
+        library,
+        retired: Vec::new(),
+        retired_zones: Vec::new(),
+        notifier,
+    };
+    let (reloads, requests) = std::sync::mpsc::channel();
+    control_socket
+        .start(Arc::clone(&shared), reloads)
+        .map_err(io_error("starting the control thread"))?;
+    if let Some(l) = http_listener {
+        start_http(l, &shared)?;
+    }
+    for a in &listen {
+        info!("listening on {a} (UDP and TCP)");
+    }
+    info!(
+        "shardns ready: {workers} workers, {} zones, {control_socket}{}",
+        shared.control.zones.load(Relaxed),
+        if log_queries {
+            ", query logging on"
+        } else {
+            ""
+        }
+    );
+
+    for signal in signals.forever() {
+        match signal {
+            signal_hook::consts::SIGHUP => {
+                info!("SIGHUP: reloading");
+                control::reload_now(&mut reloader, &shared, &requests);
+            }
+            _ => {
+                info!("shutting down");
+                break;
+            }
+        }
+    }
+    shared.shutdown.store(true, Relaxed);
+    shared.wake_workers();
+    for h in handles {
+        if h.join().is_err() {
+            error!("a worker panicked");
+        }
+    }
+    drop(xdp_program);
+    control_socket.close();
+    info!("stopped");
+    Ok(())
+}
+
+/// Warns when the open-file limit cannot hold `limits.tcp_connections` (raised first to
+/// the hard limit).
+fn check_open_file_limit(config: &Config) {
+    match sys::raise_nofile_limit() {
+        Ok(n) if (n as usize) < config.limits.tcp_connections + 64 => warn!(
+            "the open-file limit ({n}) is below limits.tcp_connections ({}); connections will be refused early",
+            config.limits.tcp_connections
+        ),
+        Ok(_) => {}
+        Err(e) => warn!("cannot read the open-file limit: {e}"),
+    }
+}
+
+/// The resolver role every worker shares (`[resolver] recursion = true`), else `None`.
+fn recursion_shared(config: &Config, setup: &Setup) -> Result<Option<Arc<RecursionShared>>, Error> {
+    if !config.resolver.recursion {
+        return Ok(None);
+    }
+    let rc = crate::resolver_config(config, setup)?;
+    info!(
+        "recursion on: {} root servers, {} forward zones, {} ACL entries",
+        rc.hints.servers.len(),
+        rc.forward_zones.len(),
+        config.resolver.allow.len()
+    );
+    Ok(Some(Arc::new(RecursionShared {
+        resolver: Arc::new(shardns_resolver::Resolver::new(rc)),
+        allow: config.resolver.allow.clone(),
+        max_pending: config.resolver.max_pending,
+        udp_max: config.limits.udp_max_response,
+    })))
+}
+
+/// XDP mode (`server.xdp_interface`): the program attached and one AF_XDP socket handed to
+/// each worker; on failure the sockets serve UDP and the log says why.
+fn attach_xdp(
+    config: &Config,
+    sockets: &mut [WorkerSockets],
+    workers: usize,
+) -> Option<xdp::XdpProgram> {
+    let iface = config.server.xdp_interface.as_ref()?;
+    let endpoints: Vec<SocketAddr> = sockets[0]
+        .udp
+        .iter()
+        .filter_map(|s| s.local_addr().ok())
+        .collect();
+    match xdp::setup(iface, &endpoints, workers) {
+        Ok((prog, xsks)) => {
+            info!(
+                "XDP on {iface}: UDP queries on {} receive queue(s) read with AF_XDP (generic mode, copy)",
+                xsks.len()
+            );
+            for (socks, xsk) in sockets.iter_mut().zip(xsks) {
+                socks.xsk = Some(xsk);
+            }
+            Some(prog)
+        }
+        Err(e) => {
+            error!("XDP on {iface} is off, UDP is served by sockets: {e}");
+            None
+        }
+    }
+}
+
+/// Starts one worker thread per set of sockets, each with its own resolver engine and
+/// rate limiter (own secrets, no sharing).
+fn spawn_workers(
+    config: &Config,
+    shared: &Arc<Shared>,
+    sockets: Vec<WorkerSockets>,
+    recursion: Option<&Arc<RecursionShared>>,
+) -> Result<Vec<JoinHandle<()>>, Error> {
+    let opts = WorkerOptions {
+        udp_batch: config.limits.udp_batch,
+        tcp_per_worker: config.limits.tcp_connections_per_worker,
+        tcp_total: config.limits.tcp_connections,
+        tcp_idle_timeout: Duration::from_millis(config.limits.tcp_idle_timeout_ms),
+        tcp_read_timeout: Duration::from_millis(config.limits.tcp_read_timeout_ms),
+        tcp_max_queries: match config.limits.tcp_queries_per_connection {
+            0 => u32::MAX,
+            n => n,
+        },
+        udp_max_response: config.limits.udp_max_response,
+        log_queries: config.log.queries,
+    };
+    if config.rrl.enabled {
+        let r = &config.rrl;
+        info!(
+            "response rate limiting on: {} per second, window {} s, slip {}, prefixes /{} and /{}",
+            r.rate, r.window, r.slip, r.ipv4_prefix, r.ipv6_prefix
+        );
+    }
+    let mut handles = Vec::with_capacity(sockets.len());
+    for (id, socks) in sockets.into_iter().enumerate() {
+        let rec = match recursion {
+            Some(r) => Some(Recursion::new(
+                Arc::clone(r),
+                seed::random()?,
+                Instant::now(),
+            )),
+            None => None,
+        };
+        let rrl = if config.rrl.enabled {
+            Some(Rrl::new(&config.rrl, seed::random_u64()?, Instant::now()))
+        } else {
+            None
+        };
+        let w = Worker::new(id, Arc::clone(shared), socks, opts.clone(), rec, rrl)
+            .map_err(io_error("setting up a worker"))?;
+        let h = std::thread::Builder::new()
+            .name(format!("shardns-worker-{id}"))
+            .spawn(move || w.run())
+            .map_err(io_error("starting a worker thread"))?;
+        handles.push(h);
+    }
+    Ok(handles)
+}
+
+/// The statistics over HTTP (`stats.http`), on a thread of its own.
+fn start_http(listener: TcpListener, shared: &Arc<Shared>) -> Result<(), Error> {
+    let addr = listener.local_addr().ok();
+    let shared = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name("shardns-stats-http".into())
+        .spawn(move || http::serve(listener, shared))
+        .map_err(io_error("starting the statistics thread"))?;
+    if let Some(a) = addr {
+        info!("statistics at http://{a}/metrics");
+    }
+    Ok(())
+}
