@@ -1,14 +1,16 @@
 //! The checks run on a zone as it is built: per node (CNAME beside other data, more than one
 //! CNAME or DNAME, CNAME at the apex, SOA away from the apex) and per zone (one SOA and some
-//! NS at the apex, addresses for the name servers inside the zone).
+//! NS at the apex). Name servers inside the zone without address records in it are
+//! warnings, not errors: Knot and NSD load such zones too (RFC 1034 §6's EDU. example is one).
 
 use super::build::Builder;
 use super::flags;
 use super::store::RRsetEntry;
-use shardns_wire::{rdata, RType};
+use shardns_wire::{rdata, NameRef, RType};
 
 impl Builder {
-    /// Whole-zone checks: one SOA at the apex, apex NS, glue for in-zone name servers.
+    /// Whole-zone checks: one SOA at the apex and some NS (errors); addresses for the name
+    /// servers inside the zone (warnings).
     pub(super) fn check_zone(&mut self) {
         let apex = self.zone.apex_node();
         let soa = apex.rrset(RType::SOA).map(|soa| {
@@ -43,7 +45,9 @@ impl Builder {
             ));
             self.diags.push(d);
         }
-        // Name servers inside the zone need addresses; below a cut, those are glue.
+        // Name servers inside the zone should have addresses in it; below a cut, those are
+        // glue. A zone without them still loads, as in Knot and NSD: RFC 1034 §6's own EDU.
+        // example names C.ISI.EDU. as a server, below the ISI.EDU. cut, with no glue.
         let mut missing = Vec::new();
         for id in 0..self.zone.nodes.len() as u32 {
             let node = self.zone.node(id);
@@ -64,18 +68,42 @@ impl Builder {
                     .zone
                     .find(target)
                     .is_some_and(|t| t.rrset(RType::A).is_some() || t.rrset(RType::AAAA).is_some());
-                if !has_addr {
-                    missing.push(format!(
-                        "{}: NS {target} has no address records (A or AAAA)",
-                        node.name()
-                    ));
+                if has_addr {
+                    continue;
                 }
+                let owner = node.name();
+                missing.push(match self.cut_at_or_above(target) {
+                    Some(cut) if !cut.eq_ci(&owner) => format!(
+                        "{owner}: NS {target} has no address records (A or AAAA) in the zone: \
+                         it is below the delegation {cut}, which gives no glue for it"
+                    ),
+                    Some(_) => {
+                        format!("{owner}: NS {target} has no glue (A or AAAA) below the delegation")
+                    }
+                    None => format!("{owner}: NS {target} has no address records (A or AAAA)"),
+                });
             }
         }
         for m in missing {
             let d = self.zone_diag(m);
-            self.diags.push(d);
+            self.warnings.push(d);
         }
+    }
+
+    /// The highest delegation point (a zone cut below the apex) at or above `name`, if any.
+    fn cut_at_or_above<'z>(&'z self, name: NameRef<'_>) -> Option<NameRef<'z>> {
+        let apex_len = self.zone.apex().len();
+        let mut cut = None;
+        let mut at = Some(name);
+        while let Some(n) = at.filter(|n| n.len() > apex_len) {
+            if let Some(node) = self.zone.find(n) {
+                if node.flags() & flags::DELEGATION != 0 {
+                    cut = Some(node.name());
+                }
+            }
+            at = n.parent();
+        }
+        cut
     }
 }
 
