@@ -2,27 +2,31 @@
 //! file and line. Semantic checks that need the whole zone live in `db`.
 //!
 //! `file` reads zone files from disk, `lex` splits text into entries and tokens, `parse`
-//! turns entries into records and applies directives, `split` scans one big text on several
-//! threads. Supported: `$ORIGIN`, `$TTL`, `$INCLUDE file [origin]` (relative to the including
-//! file, at most 8 deep, no loops), `@`, relative names, omitted owner, TTL and class (TTL
-//! and class in either order), parentheses, comments, quoted strings, `\X` and `\DDD`
-//! escapes, TTL units (`1h30m`), class IN only, RFC 3597 `TYPEn` and `\# len hex`. A zone
-//! with an error is rejected and every error is reported; records outside the zone are
-//! skipped with a warning.
+//! turns entries into records and applies directives, `fields` reads a name, TTL, type or
+//! class token, `include` follows `$INCLUDE`, `split` scans one big text on several threads.
 //!
-//! Unlike the rest of the crate, this module does I/O and starts threads. [`scan_file`] and
-//! [`load_zone_file`] read the file (a regular file only; a big one in parts on
-//! `ScanOptions::threads` threads); `$INCLUDE` reads the included file, from
-//! [`scan_text`] too, which also looks up the canonical path of its `file` argument to catch
-//! include loops. A big text is scanned on `ScanOptions::threads` threads (see `split`),
-//! with the same result as a sequential scan; `$INCLUDE` is followed only by the sequential
-//! scan. Every thread is scoped and joined before the call returns. No sockets, clocks or
-//! locks.
+//! Supported: `$ORIGIN`, `$TTL`, `$INCLUDE file [origin]` (relative to the including file,
+//! at most 8 deep, no loops), `@`, relative names, omitted owner, TTL and class (TTL and
+//! class in either order), parentheses, comments, quoted strings, `\X` and `\DDD` escapes,
+//! TTL units (`1h30m`), class IN only, RFC 3597 `TYPEn` and `\# len hex`. A zone with an
+//! error is rejected and every error is reported; records outside the zone are skipped with
+//! a warning.
+//!
+//! This module does I/O, which no other module of the crate does, and starts threads.
+//! [`scan_file`] and [`load_zone_file`] read the file (a regular file only; a big one in
+//! parts on `ScanOptions::threads` threads); `$INCLUDE` reads the included file, from
+//! [`scan_text`] too, which also looks up the canonical path of its `file` argument to
+//! catch include loops. A big text is scanned on `ScanOptions::threads` threads (see
+//! `split`), with the same result as a sequential scan; `$INCLUDE` is followed only by the
+//! sequential scan. Every thread is scoped and joined before the call returns. No sockets,
+//! clocks or locks.
 //!
 //! Never: allocation per record (records go back to back into a few buffers, and the
 //! tokens of an entry borrow the text).
 
+mod fields;
 mod file;
+mod include;
 mod lex;
 mod parse;
 mod split;
