@@ -98,13 +98,14 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// The zone's five arrays as (address, length in bytes), for a server that wants to ask
-    /// the kernel to back big zones with huge pages: a lookup touches a few cache lines in
-    /// each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
-    /// nearly every one.
-    pub fn arrays(&self) -> [(*const u8, usize); 5] {
-        fn span<T>(v: &[T]) -> (*const u8, usize) {
-            (v.as_ptr().cast(), size_of_val(v))
+    /// The zone's five arrays as (start address, length in bytes), for a server that wants
+    /// to ask the kernel to back big zones with huge pages: a lookup touches a few cache lines
+    /// in each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
+    /// nearly every one. The address is a plain number for such memory hints, not a pointer:
+    /// the zone's data is read through [`Zone::find`] and [`NodeRef`], never through it.
+    pub fn arrays(&self) -> [(usize, usize); 5] {
+        fn span<T>(v: &[T]) -> (usize, usize) {
+            (v.as_ptr() as usize, size_of_val(v))
         }
         [
             span(&self.names),
