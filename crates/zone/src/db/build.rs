@@ -11,8 +11,9 @@ use shardns_wire::{rdata, Name, NameRef, RType};
 use std::path::PathBuf;
 
 impl Zone {
-    /// Builds a zone from scanned records, running the checks named-checkzone and kzonecheck
-    /// make. Any error rejects the zone; warnings are returned with it.
+    /// Builds a zone from scanned records and checks it (see the `check` module: CNAME and
+    /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
+    /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
         Builder::new(apex, &scanned).run(&scanned)
     }
