@@ -1,7 +1,7 @@
 //! Times the zone-file scanner on one file (the load-time benchmark's zone, for instance).
 //!
 //! ```text
-//! python3 shared/peers/gen/gen_big_zone.py /tmp/zones
+//! python3 bench/gen_zones.py /tmp/zones big
 //! cargo run --release -p shardns-zone --example scan_big -- /tmp/zones/big.test.zone big.test. 2 5
 //! ```
 //! Arguments: file, origin, threads (default 2), runs (default 5), and `check` to compare

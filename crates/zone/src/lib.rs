@@ -1,9 +1,18 @@
-//! Authoritative data for shardns: zone-file scanning, immutable zone snapshots and answering.
+//! Authoritative data for shardns: zone-file scanning, immutable zone snapshots, answering
+//! and outgoing zone transfers.
 //!
-//! `scan` turns RFC 1035 text into records (all errors reported as `file:line: message`),
-//! `db` builds an immutable [`Zone`] that every worker reads without a lock, and `answer`
-//! turns a query into the response RFC 1034 §4.3.2, RFC 2308, RFC 4592 and RFC 6672 require.
-//! Never: sockets, threads on the query path, locks, clocks, or allocation per query.
+//! - [`scan`] turns zone files (RFC 1035 §5) into records, every error reported as
+//!   `file:line: message`. It is the one module that does I/O: it reads the zone file and
+//!   any `$INCLUDE`d file, and reads and scans a big file on several threads.
+//! - [`db`] builds an immutable [`Zone`] from those records, with the checks a zone must pass
+//!   (errors) or should (warnings); every worker then reads it without a lock. Sans-I/O;
+//!   building a zone of 50,000 records or more merges its RRsets on two threads.
+//! - [`answer`] turns a query into the response RFC 1034 §4.3.2, RFC 2308, RFC 4592 and
+//!   RFC 6672 require. Sans-I/O, no threads, no allocation.
+//! - [`xfr`] writes outgoing AXFR/IXFR responses and NOTIFY messages. Sans-I/O, no threads.
+//!
+//! Never, anywhere in the crate: sockets, locks, clocks or `unsafe`. Every thread is scoped
+//! and joined before the call that started it returns.
 #![forbid(unsafe_code)]
 
 pub mod answer;

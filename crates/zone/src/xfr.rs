@@ -3,19 +3,20 @@
 //!
 //! [`request`] reads a transfer query. [`Transfer`] writes the whole zone as a sequence of
 //! messages of up to 16 KiB, one per call, so the server can send each while the client
-//! reads and never holds more than a few messages of a big zone; it keeps the zone version it started with
-//! (`Arc<Zone>`), so a reload during a transfer cannot mix two versions. [`reply`] writes
+//! reads and never holds more than a few messages of a big zone; it keeps the zone version
+//! it started with (`Arc<Zone>`), so a reload during a transfer cannot mix two versions, and
+//! signs each message when given a TSIG signer (verifying the request's TSIG and deciding
+//! who may transfer a zone, by address or key, are the caller's). [`reply`] writes
 //! the one-message answers: refusals and errors, and IXFR when the client's copy is current
 //! or the query came over UDP (RFC 1995 §2: one SOA, "use TCP").
 //!
 //! There is no journal of changes, so an IXFR from an older serial gets the whole zone in
-//! AXFR form, which RFC 1995 §4 allows and every secondary understands. Who may transfer a
-//! zone (by address) is the caller's decision.
+//! AXFR form, which RFC 1995 §4 allows and every secondary understands.
 //!
 //! [`notify`] and [`notify_response`] are the two ends of a NOTIFY (RFC 1996) that tells a
 //! secondary a new version is here.
 //!
-//! Never: locks, clocks, I/O, or allocation per record.
+//! Sans-I/O: never files, sockets, threads, locks or clocks, and no allocation per record.
 
 use crate::answer::EDNS_UDP_SIZE;
 use crate::db::Zone;
@@ -29,8 +30,7 @@ const OPT_LEN: usize = 11;
 
 /// Largest transfer message: compression pointers reach 14 bits, so in a 16 KiB message
 /// every name can be a target; in a 64 KiB one the last three quarters could not, and the
-/// transfer grows (measured on the 1.3M-record zone: 45.7 MB in 64 KiB messages). Knot DNS
-/// uses the same size.
+/// transfer grows. Knot DNS uses the same size.
 pub const MESSAGE_SIZE: usize = 16 * 1024;
 
 /// A zone transfer query (AXFR or IXFR, class IN).

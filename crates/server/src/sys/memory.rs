@@ -5,12 +5,12 @@
 /// transparent huge pages, now (MADV_COLLAPSE, Linux 6.1) rather than whenever khugepaged
 /// gets to it; a no-op below 2 MiB and on kernels without it. The data is unchanged: the
 /// kernel copies it into the huge page. Used on a big zone's arrays after it is built.
-pub(crate) fn back_with_huge_pages(addr: *const u8, len: usize) -> bool {
+pub(crate) fn back_with_huge_pages(addr: usize, len: usize) -> bool {
     const HUGE: usize = 2 << 20;
     #[cfg(target_os = "linux")]
     const MADV_COLLAPSE: libc::c_int = 25;
-    let start = (addr as usize).next_multiple_of(HUGE);
-    let end = (addr as usize + len) & !(HUGE - 1);
+    let start = addr.next_multiple_of(HUGE);
+    let end = (addr + len) & !(HUGE - 1);
     if end <= start {
         return false;
     }

@@ -1,21 +1,19 @@
-//! Entries to records: directives, owner, TTL, class, type and rdata of each entry.
+//! Entries to records: directives, owner, TTL, class, type and rdata of each entry (the
+//! tokens are read by `fields`; `$INCLUDE` is followed by `include`).
 //!
 //! A [`Worker`] scans one region of one text into its own [`Records`], keeping going after
 //! an error (every error is reported; the entry in error is skipped). Owners and rdata go
 //! back to back into one buffer; a repeated owner reuses the stored one, and the token list
 //! is reused from entry to entry, so a record costs no allocation of its own.
 
+use super::fields::{class_of, parse_name, parse_name_into, parse_ttl, rtype_of};
+use super::include::Includes;
 use super::lex::{show, Entry, Lexer};
 use super::{Diag, Item, Records, ScanOptions};
 use shardns_wire::name::NameBuf;
 use shardns_wire::text::Token;
-use shardns_wire::{rdata, Class, NameRef, RType};
+use shardns_wire::{rdata, Class, NameRef};
 use std::path::{Path, PathBuf};
-
-/// Deepest `$INCLUDE` nesting.
-pub(super) const MAX_INCLUDE_DEPTH: usize = 8;
-/// Largest TTL (RFC 2181 §8).
-const MAX_TTL: u64 = (1 << 31) - 1;
 
 /// The last explicit TTL seen, which an entry without a TTL falls back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,117 +120,6 @@ pub(super) fn directive<'t>(
     }
 }
 
-/// Parses a domain name token (`@` is the origin).
-fn parse_name(t: &[u8], origin: NameRef<'_>) -> Result<NameBuf, String> {
-    let mut n = NameBuf::new();
-    parse_name_into(t, origin, &mut n)?;
-    Ok(n)
-}
-
-/// [`parse_name`] into a caller's buffer.
-fn parse_name_into(t: &[u8], origin: NameRef<'_>, n: &mut NameBuf) -> Result<(), String> {
-    if t == b"@" {
-        n.set(origin);
-        return Ok(());
-    }
-    n.parse_text(t, Some(origin))
-        .map_err(|e| format!("bad domain name \"{}\": {e}", show(t)))
-}
-
-/// Parses a TTL: seconds, or numbers with units `s m h d w` in any case (`1h30m`, `2W`).
-pub(super) fn parse_ttl(t: &[u8]) -> Result<u32, String> {
-    let bad = || format!("bad TTL \"{}\"", show(t));
-    let range = || {
-        format!(
-            "TTL \"{}\" out of range (at most {MAX_TTL} seconds)",
-            show(t)
-        )
-    };
-    let mut total: u64 = 0;
-    let mut num: u64 = 0;
-    let mut digits = false;
-    let mut units = false;
-    if t.is_empty() {
-        return Err(bad());
-    }
-    for &c in t {
-        if c.is_ascii_digit() {
-            num = num * 10 + u64::from(c - b'0');
-            if num > MAX_TTL {
-                return Err(range());
-            }
-            digits = true;
-            continue;
-        }
-        let unit = match c | 0x20 {
-            b's' => 1,
-            b'm' => 60,
-            b'h' => 3600,
-            b'd' => 86400,
-            b'w' => 604800,
-            _ => return Err(bad()),
-        };
-        if !digits {
-            return Err(bad());
-        }
-        total += num * unit;
-        if total > MAX_TTL {
-            return Err(range());
-        }
-        num = 0;
-        digits = false;
-        units = true;
-    }
-    if digits && units {
-        // `1h30`: after a unit, every number needs one too.
-        return Err(bad());
-    }
-    total += num;
-    if total > MAX_TTL {
-        return Err(range());
-    }
-    Ok(total as u32)
-}
-
-/// The type named by a token: a fast path for the common mnemonics, then the full table.
-fn rtype_of(t: &[u8]) -> Option<RType> {
-    let mut up = [0u8; 10];
-    if t.len() <= up.len() {
-        for (u, &c) in up.iter_mut().zip(t) {
-            *u = c.to_ascii_uppercase();
-        }
-        let fast = match &up[..t.len()] {
-            b"A" => Some(RType::A),
-            b"AAAA" => Some(RType::AAAA),
-            b"TXT" => Some(RType::TXT),
-            b"NS" => Some(RType::NS),
-            b"MX" => Some(RType::MX),
-            b"CNAME" => Some(RType::CNAME),
-            b"PTR" => Some(RType::PTR),
-            b"SOA" => Some(RType::SOA),
-            b"SRV" => Some(RType::SRV),
-            b"DS" => Some(RType::DS),
-            b"RRSIG" => Some(RType::RRSIG),
-            b"NSEC" => Some(RType::NSEC),
-            b"DNSKEY" => Some(RType::DNSKEY),
-            _ => None,
-        };
-        if fast.is_some() {
-            return fast;
-        }
-    }
-    RType::from_text(core::str::from_utf8(t).ok()?)
-}
-
-/// Whether a token is a class: `Some(Ok)` for IN, `Some(Err)` for another class.
-fn class_of(t: &[u8]) -> Option<Result<Class, Class>> {
-    if t.eq_ignore_ascii_case(b"IN") {
-        return Some(Ok(Class::IN));
-    }
-    let c = Class::from_text(core::str::from_utf8(t).ok()?)?;
-    Some(if c == Class::IN { Ok(c) } else { Err(c) })
-}
-
 /// The owner of the entries being read.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OwnerStatus {
@@ -255,16 +142,6 @@ struct Owner<'t> {
     /// The token and origin it came from: the same token under the same origin is the same name.
     token: &'t [u8],
     origin_gen: u32,
-}
-
-/// Where an include chain stands.
-pub(super) struct Includes {
-    /// Canonical paths of the files being read, outermost first.
-    pub(super) stack: Vec<PathBuf>,
-    /// Whether `$INCLUDE` may be followed (not in a parallel region).
-    pub(super) allowed: bool,
-    /// Set when a region met `$INCLUDE` while not allowed: the caller reads sequentially.
-    pub(super) refused: bool,
 }
 
 /// Scans regions into one [`Records`].
@@ -385,69 +262,6 @@ impl<'o> Worker<'o> {
             }
         }
         (lx.pos, lx.line)
-    }
-
-    /// Follows `$INCLUDE`: the included file starts with `origin` and the current TTL state;
-    /// whatever it changes ($ORIGIN, $TTL, the owner) ends with it.
-    fn include(
-        &mut self,
-        from: u16,
-        line: u32,
-        name: &[u8],
-        origin: Box<NameBuf>,
-        state: &State,
-        depth: usize,
-    ) -> Result<(), Error> {
-        let shown = show(name);
-        if depth >= MAX_INCLUDE_DEPTH {
-            return Err((
-                line,
-                format!("$INCLUDE \"{shown}\": nested more than {MAX_INCLUDE_DEPTH} deep"),
-            ));
-        }
-        let rel = PathBuf::from(String::from_utf8_lossy(name).into_owned());
-        let path = match self.files[from as usize].parent() {
-            Some(dir) if rel.is_relative() => dir.join(&rel),
-            _ => rel,
-        };
-        let canonical = std::fs::canonicalize(&path).map_err(|e| {
-            (
-                line,
-                format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
-            )
-        })?;
-        if self.includes.stack.contains(&canonical) {
-            return Err((
-                line,
-                format!(
-                    "$INCLUDE \"{}\": include loop (the file is already being read)",
-                    path.display()
-                ),
-            ));
-        }
-        let text = super::read_file(&path, 1).map_err(|e| {
-            (
-                line,
-                format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
-            )
-        })?;
-        let index = u16::try_from(self.files.len()).map_err(|_| {
-            (
-                line,
-                format!("$INCLUDE \"{}\": too many files", path.display()),
-            )
-        })?;
-        self.files.push(path);
-        self.includes.stack.push(canonical);
-        let mut inner = State {
-            origin: *origin,
-            origin_gen: state.origin_gen.wrapping_add(1),
-            dollar_ttl: state.dollar_ttl,
-            last_ttl: state.last_ttl,
-        };
-        self.scan(&text, index, (0, text.len(), 1), &mut inner, depth + 1);
-        self.includes.stack.pop();
-        Ok(())
     }
 
     /// Reads one record entry: `[owner] [TTL] [CLASS] TYPE RDATA` (TTL and class in
@@ -662,46 +476,3 @@ impl<'o> Worker<'o> {
 
 /// The message for a record with no TTL to use.
 pub(super) const NO_TTL: &str = "no TTL for this record: give one, or a $TTL before it";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ttl_units_and_range() {
-        assert_eq!(parse_ttl(b"3600"), Ok(3600));
-        assert_eq!(parse_ttl(b"1h30m"), Ok(5400));
-        assert_eq!(parse_ttl(b"1H30M"), Ok(5400));
-        assert_eq!(parse_ttl(b"2w"), Ok(1_209_600));
-        assert_eq!(parse_ttl(b"1d"), Ok(86400));
-        assert_eq!(parse_ttl(b"1d2h3m4s"), Ok(86400 + 7200 + 180 + 4));
-        assert_eq!(parse_ttl(b"0"), Ok(0));
-        assert_eq!(parse_ttl(b"2147483647"), Ok(2_147_483_647));
-        assert!(parse_ttl(b"2147483648")
-            .unwrap_err()
-            .contains("out of range"));
-        assert!(parse_ttl(b"99999999999999999999")
-            .unwrap_err()
-            .contains("out of range"));
-        assert!(parse_ttl(b"4000w").unwrap_err().contains("out of range"));
-        assert_eq!(parse_ttl(b"9x").unwrap_err(), "bad TTL \"9x\"");
-        assert!(parse_ttl(b"h").is_err());
-        assert!(parse_ttl(b"1hh").is_err());
-        assert!(parse_ttl(b"1h30").is_err());
-        assert!(parse_ttl(b"0h30").is_err());
-        assert!(parse_ttl(b"").is_err());
-    }
-
-    #[test]
-    fn type_and_class_tokens() {
-        assert_eq!(rtype_of(b"aaaa"), Some(RType::AAAA));
-        assert_eq!(rtype_of(b"TYPE65280"), Some(RType(65280)));
-        assert_eq!(rtype_of(b"NSEC3PARAM"), Some(RType::NSEC3PARAM));
-        assert_eq!(rtype_of(b"AAAAA"), None);
-        assert_eq!(rtype_of(b"\xff"), None);
-        assert_eq!(class_of(b"in"), Some(Ok(Class::IN)));
-        assert_eq!(class_of(b"CLASS1"), Some(Ok(Class::IN)));
-        assert_eq!(class_of(b"CH"), Some(Err(Class::CH)));
-        assert_eq!(class_of(b"A"), None);
-    }
-}

@@ -1,0 +1,219 @@
+//! Name compression (RFC 1035 §4.1.4): a name is written as its labels up to the longest
+//! suffix already in the message, then a pointer to it.
+
+use super::{Full, MessageWriter, MAX_COMP};
+use crate::name::{lower, NameRef};
+
+impl MessageWriter<'_> {
+    /// Either way its labels become targets for later names.
+    pub fn put_name(&mut self, name: NameRef<'_>, compress: bool) -> Result<(), Full> {
+        let wire = name.as_wire();
+        let mut start = 0usize;
+        let mut pointer = None;
+        if compress
+            && self.ncomp > 0
+            && self.comp[0] == 12
+            && wire.len() > 1
+            && self.buf.get(12..12 + wire.len()) == Some(wire)
+        {
+            // Most owners repeat the question name as asked: one memcmp instead of a walk of
+            // the table. The name at 12 is the question, written uncompressed, and its root
+            // label ends both, so equal bytes mean the same whole name.
+            pointer = Some(12);
+        }
+        if compress && pointer.is_none() {
+            while wire[start] != 0 {
+                if let Some(off) = self.find(&wire[start..]) {
+                    pointer = Some(off);
+                    break;
+                }
+                start += 1 + wire[start] as usize;
+            }
+        }
+        let (labels, tail) = match pointer {
+            Some(_) => (&wire[..start], 2),
+            None => (&wire[..wire.len() - 1], 1),
+        };
+        if self.len + labels.len() + tail > self.limit {
+            return Err(Full);
+        }
+        // Remember where each newly written label starts (pointers reach 14 bits).
+        let mut i = 0;
+        while i < labels.len() {
+            let off = self.len + i;
+            if off < 0x4000 && self.ncomp < MAX_COMP {
+                self.comp[self.ncomp] = off as u16;
+                self.ncomp += 1;
+            }
+            i += 1 + labels[i] as usize;
+        }
+        self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
+        self.len += labels.len();
+        match pointer {
+            Some(off) => {
+                let p = 0xc000 | off;
+                self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
+                self.len += 2;
+            }
+            None => {
+                self.buf[self.len] = 0;
+                self.len += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends a record's owner. In a zone transfer, consecutive records mostly share their
+    /// owner (a node's RRsets) or its parent (siblings): when the previous owner gives the
+    /// whole name, or all of it but the first label, that is the pointer, found in
+    /// O(labels) however full the compression table is (in a 16 KiB message of a big zone
+    /// it is full after a few dozen names). Normal answers have few records and use the
+    /// table alone ([`MessageWriter::put_name`]), which costs them nothing more.
+    #[inline]
+    pub(super) fn put_owner(&mut self, owner: NameRef<'_>) -> Result<(), Full> {
+        if !self.transfer {
+            return self.put_name(owner, true);
+        }
+        let wire = owner.as_wire();
+        let start = self.len;
+        let hit = if self.prev_owner != 0 && wire.len() > 1 {
+            self.suffix_of_prev_owner(wire)
+        } else {
+            None
+        };
+        match hit {
+            Some((prefix, target)) => {
+                let labels = &wire[..prefix];
+                if self.len + labels.len() + 2 > self.limit {
+                    return Err(Full);
+                }
+                if !labels.is_empty() && self.len < 0x4000 && self.ncomp < MAX_COMP {
+                    self.comp[self.ncomp] = self.len as u16;
+                    self.ncomp += 1;
+                }
+                self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
+                self.len += labels.len();
+                let p = 0xc000 | target;
+                self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
+                self.len += 2;
+            }
+            None => self.put_name(owner, true)?,
+        }
+        if start < 0x4000 {
+            self.prev_owner = start as u16;
+        }
+        Ok(())
+    }
+
+    /// If the previous owner ends with all of `wire` or all of it but the first label:
+    /// (octets of `wire` to write before the pointer, where the pointer goes).
+    fn suffix_of_prev_owner(&self, wire: &[u8]) -> Option<(usize, u16)> {
+        let prev = self.prev_owner as usize;
+        let have = self.labels_at(prev);
+        let labels = wire_labels(wire);
+        let first = 1 + wire[0] as usize;
+        // The previous owner's suffix of as many labels as `wire`, then as `wire` without
+        // its first label.
+        for (skip, want) in [(0, labels), (first, labels - 1)] {
+            if want == 0 || want > have {
+                continue;
+            }
+            let off = self.skip_labels(prev, have - want);
+            // A pointer reaches 14 bits; a name that starts just below that may run past it.
+            if off < 0x4000 && self.name_at_eq::<true>(off, &wire[skip..]) {
+                return Some((skip, off as u16));
+            }
+        }
+        None
+    }
+
+    /// Labels (the root not counted) of the name written at `off`, following pointers.
+    fn labels_at(&self, mut off: usize) -> usize {
+        let mut n = 0;
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if len == 0 {
+                break;
+            }
+            n += 1;
+            off += 1 + len;
+        }
+        n
+    }
+
+    /// Where the name at `off` continues after `n` labels (following pointers).
+    fn skip_labels(&self, mut off: usize, mut n: usize) -> usize {
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if n == 0 || len == 0 {
+                break;
+            }
+            n -= 1;
+            off += 1 + len;
+        }
+        off
+    }
+
+    /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
+    fn find(&self, suffix: &[u8]) -> Option<u16> {
+        let mut table = self.comp[..self.ncomp].iter().copied();
+        // One branch per search, none per label.
+        if self.transfer {
+            table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
+        } else {
+            table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
+        }
+    }
+
+    /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case unless
+    /// `EXACT` (a transfer).
+    #[inline]
+    fn name_at_eq<const EXACT: bool>(&self, mut off: usize, suffix: &[u8]) -> bool {
+        let mut i = 0;
+        // Offsets in the table were written by us, so pointers go backwards; bound anyway.
+        for _ in 0..256 {
+            let len = self.buf[off] as usize;
+            if len & 0xc0 == 0xc0 {
+                off = ((len & 0x3f) << 8) | self.buf[off + 1] as usize;
+                continue;
+            }
+            if suffix[i] as usize != len {
+                return false;
+            }
+            if len == 0 {
+                return true;
+            }
+            let a = &self.buf[off + 1..off + 1 + len];
+            let b = &suffix[i + 1..i + 1 + len];
+            if if EXACT {
+                // Labels are short: a byte loop beats a call to memcmp.
+                !a.iter().zip(b).all(|(x, y)| x == y)
+            } else {
+                !a.iter().zip(b).all(|(&x, &y)| lower(x) == lower(y))
+            } {
+                return false;
+            }
+            off += 1 + len;
+            i += 1 + len;
+        }
+        false
+    }
+}
+
+/// Labels of a name in uncompressed wire form, the root not counted.
+fn wire_labels(wire: &[u8]) -> usize {
+    let (mut n, mut at) = (0, 0);
+    while wire[at] != 0 {
+        n += 1;
+        at += 1 + wire[at] as usize;
+    }
+    n
+}

@@ -1,0 +1,408 @@
+//! Building a [`Zone`] from scanned records: one node per owner (and per missing ancestor),
+//! records grouped by node and merged into RRsets, derived node flags, then the checks of
+//! [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
+//! threads, each on half of the nodes.
+
+use super::store::{Node, RRsetEntry, Zone};
+use super::{flags, NodeId, NONE};
+use crate::scan::{Diag, LoadError, Records, Scanned};
+use shardns_wire::name::hash_ci;
+use shardns_wire::{rdata, Name, NameRef, RType};
+use std::path::PathBuf;
+
+impl Zone {
+    /// Builds a zone from scanned records and checks it (see the `check` module: CNAME and
+    /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
+    /// Any error rejects the zone; warnings are returned with it.
+    pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        Builder::new(apex, &scanned).run(&scanned)
+    }
+}
+
+/// A zone being built, with what its checks found.
+pub(super) struct Builder {
+    pub(super) zone: Zone,
+    /// Errors found so far: any one rejects the zone.
+    pub(super) diags: Vec<Diag>,
+    /// Warnings found so far (the scanner's first), returned with the zone.
+    pub(super) warnings: Vec<Diag>,
+    /// The files read, for diagnostics: the zone file first.
+    pub(super) files: Vec<PathBuf>,
+    /// The parent of the last new node: (its wire length, its id).
+    last_parent: (usize, NodeId),
+}
+
+/// Where a record came from, for diagnostics.
+#[derive(Clone, Copy)]
+struct Src {
+    chunk: u32,
+    item: u32,
+}
+
+impl Builder {
+    fn new(apex: Name, scanned: &Scanned) -> Self {
+        let total: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
+        // Nodes are at most the records plus their empty ancestors; start near the records.
+        let cap = (total / 2).max(16).next_power_of_two() * 2;
+        Self {
+            zone: Zone {
+                apex,
+                names: Vec::new(),
+                nodes: Vec::new(),
+                table: vec![0; cap],
+                rrsets: Vec::new(),
+                rdata: Vec::new(),
+                soa_ttl: 0,
+                soa_minimum: 0,
+            },
+            diags: Vec::new(),
+            warnings: scanned.warnings.clone(),
+            files: scanned.files.clone(),
+            last_parent: (0, NONE),
+        }
+    }
+
+    pub(super) fn zone_diag(&self, msg: String) -> Diag {
+        Diag {
+            file: self.files.first().cloned().unwrap_or_default(),
+            line: 0,
+            message: msg,
+        }
+    }
+
+    /// Finds or inserts the node for `name` (and its missing ancestors down to the apex).
+    fn intern(&mut self, name: NameRef<'_>) -> NodeId {
+        let h = name.hash_ci();
+        if let Some(n) = self.zone.find_hashed(name, h) {
+            return n.id();
+        }
+        let parent = match name.parent() {
+            Some(p) if name.len() > self.zone.apex.as_wire().len() => {
+                // Owners come grouped: most share the previous new name's parent.
+                let (cached, id) = self.last_parent;
+                if id != NONE
+                    && self.zone.node(id).name().as_wire() == p.as_wire()
+                    && cached == p.len()
+                {
+                    id
+                } else {
+                    let id = self.intern(p);
+                    self.last_parent = (p.len(), id);
+                    id
+                }
+            }
+            _ => NONE,
+        };
+        if (self.zone.nodes.len() + 1) * 2 > self.zone.table.len() {
+            self.grow();
+        }
+        let id = self.zone.nodes.len() as u32;
+        self.zone.nodes.push(Node {
+            name: self.zone.names.len() as u32,
+            rrsets: 0,
+            parent,
+            hash: (h >> 32) as u32,
+            nrrsets: 0,
+            name_len: name.len() as u8,
+            flags: 0,
+        });
+        self.zone.names.extend_from_slice(name.as_wire());
+        self.insert_slot(h, id);
+        id
+    }
+
+    fn insert_slot(&mut self, h: u64, id: u32) {
+        let mask = self.zone.table.len() - 1;
+        let mut i = h as usize & mask;
+        while self.zone.table[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.zone.table[i] = id + 1;
+    }
+
+    fn grow(&mut self) {
+        let size = self.zone.table.len() * 2;
+        self.zone.table = vec![0; size];
+        for id in 0..self.zone.nodes.len() {
+            let n = self.zone.nodes[id];
+            let h =
+                hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
+            self.insert_slot(h, id as u32);
+        }
+    }
+
+    fn run(mut self, scanned: &Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let chunks = &scanned.chunks;
+        let apex = self.zone.apex.clone();
+        self.intern(apex.as_ref());
+
+        // 1. One node per owner; remember each record's node.
+        let total: usize = chunks.iter().map(|c| c.items.len()).sum();
+        let mut node_of: Vec<u32> = Vec::with_capacity(total);
+        let mut srcs: Vec<Src> = Vec::with_capacity(total);
+        for (ci, chunk) in chunks.iter().enumerate() {
+            let mut last: Option<(u32, u32)> = None;
+            for (ii, item) in chunk.items.iter().enumerate() {
+                let id = match last {
+                    Some((off, id)) if off == item.owner => id,
+                    _ => {
+                        let owner = chunk.owner(item);
+                        if !owner.ends_with(&apex.as_ref()) {
+                            // The scanner skips these with a warning; stay safe regardless.
+                            continue;
+                        }
+                        self.intern(owner)
+                    }
+                };
+                last = Some((item.owner, id));
+                node_of.push(id);
+                srcs.push(Src {
+                    chunk: ci as u32,
+                    item: ii as u32,
+                });
+            }
+        }
+
+        // 2. Group records by node (counting sort keeps file order inside a node).
+        let n = self.zone.nodes.len();
+        let mut start = vec![0u32; n + 1];
+        for &id in &node_of {
+            start[id as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut order = vec![0u32; node_of.len()];
+        let mut fill = start.clone();
+        for (r, &id) in node_of.iter().enumerate() {
+            order[fill[id as usize] as usize] = r as u32;
+            fill[id as usize] += 1;
+        }
+        drop(node_of);
+
+        // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs; two
+        //    threads on halves of the nodes, each into its own buffers, then appended.
+        let parts = {
+            let inputs = SetInputs {
+                chunks,
+                srcs: &srcs,
+                order: &order,
+                start: &start,
+                files: &self.files,
+                zone: &self.zone,
+            };
+            let half = start
+                .partition_point(|&s| (s as usize) < order.len() / 2)
+                .min(n);
+            if order.len() < 50_000 {
+                vec![inputs.build(0..n)]
+            } else {
+                std::thread::scope(|scope| {
+                    let inputs = &inputs;
+                    let second = scope.spawn(move || inputs.build(half..n));
+                    let first = inputs.build(0..half);
+                    vec![first, second.join().expect("RRset builder thread")]
+                })
+            }
+        };
+        drop(order);
+        drop(srcs);
+        let mut next_node = 0usize;
+        for part in parts {
+            let sets_base = self.zone.rrsets.len() as u32;
+            let rdata_base = self.zone.rdata.len() as u32;
+            if self.zone.rdata.is_empty() {
+                self.zone.rdata = part.rdata;
+            } else {
+                self.zone.rdata.extend_from_slice(&part.rdata);
+            }
+            self.zone
+                .rrsets
+                .extend(part.rrsets.iter().map(|e| RRsetEntry {
+                    rdata: e.rdata + rdata_base,
+                    ..*e
+                }));
+            for (local, count, f) in part.nodes {
+                let node = &mut self.zone.nodes[next_node];
+                node.rrsets = sets_base + local;
+                node.nrrsets = count;
+                node.flags |= f;
+                next_node += 1;
+            }
+            self.diags.extend(part.diags);
+            self.warnings.extend(part.warnings);
+        }
+
+        self.set_flags();
+        self.check_zone();
+        self.zone.names.shrink_to_fit();
+        self.zone.nodes.shrink_to_fit();
+        self.zone.rrsets.shrink_to_fit();
+        self.zone.rdata.shrink_to_fit();
+        if self.diags.is_empty() {
+            Ok((self.zone, self.warnings))
+        } else {
+            self.diags
+                .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+            Err(LoadError { errors: self.diags })
+        }
+    }
+
+    /// Derived flags: wildcard children, data below cuts and DNAMEs. Parents are always
+    /// interned before their children, so one pass in index order sees parents first.
+    fn set_flags(&mut self) {
+        for id in 0..self.zone.nodes.len() {
+            let node = self.zone.nodes[id];
+            if node.parent == NONE {
+                continue;
+            }
+            let p = self.zone.nodes[node.parent as usize];
+            let mut f = 0;
+            if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
+                f |= flags::BELOW_CUT;
+            }
+            if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
+                f |= flags::BELOW_DNAME;
+            }
+            self.zone.nodes[id].flags |= f;
+            // A name with descendants exists, whatever it holds.
+            self.zone.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+            if self.zone.node(id as u32).name().is_wildcard() {
+                self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            }
+        }
+    }
+}
+
+/// Step 3's read-only inputs, shared by the threads that build RRsets.
+struct SetInputs<'a> {
+    chunks: &'a [Records],
+    srcs: &'a [Src],
+    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`.
+    order: &'a [u32],
+    start: &'a [u32],
+    files: &'a [PathBuf],
+    zone: &'a Zone,
+}
+
+/// The RRsets of a range of nodes, with offsets local to this part.
+#[derive(Default)]
+struct Part {
+    rrsets: Vec<RRsetEntry>,
+    rdata: Vec<u8>,
+    /// Per node of the range: first RRset (local), RRset count, flags.
+    nodes: Vec<(u32, u16, u8)>,
+    diags: Vec<Diag>,
+    warnings: Vec<Diag>,
+}
+
+impl SetInputs<'_> {
+    fn diag(&self, src: Src, message: String) -> Diag {
+        let item = &self.chunks[src.chunk as usize].items[src.item as usize];
+        Diag {
+            file: self
+                .files
+                .get(item.file as usize)
+                .cloned()
+                .unwrap_or_default(),
+            line: item.line,
+            message,
+        }
+    }
+
+    fn build(&self, ids: std::ops::Range<usize>) -> Part {
+        let records = (self.start[ids.end] - self.start[ids.start]) as usize;
+        let mut part = Part {
+            rrsets: Vec::with_capacity(records),
+            nodes: Vec::with_capacity(ids.len()),
+            ..Part::default()
+        };
+        let rdata_len: usize = self.order
+            [self.start[ids.start] as usize..self.start[ids.end] as usize]
+            .iter()
+            .map(|&r| {
+                let s = self.srcs[r as usize];
+                2 + self.chunks[s.chunk as usize].items[s.item as usize].rdlen as usize
+            })
+            .sum();
+        part.rdata.reserve_exact(rdata_len);
+        let mut recs: Vec<(RType, Src)> = Vec::new();
+        let mut seen: Vec<&[u8]> = Vec::new();
+        for id in ids {
+            let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
+            recs.clear();
+            recs.extend(self.order[a..b].iter().map(|&r| {
+                let s = self.srcs[r as usize];
+                (
+                    self.chunks[s.chunk as usize].items[s.item as usize].rtype,
+                    s,
+                )
+            }));
+            let first_in_file = recs.first().map(|r| r.1);
+            recs.sort_by_key(|(t, _)| t.0);
+            let node_start = part.rrsets.len();
+            let mut i = 0;
+            while i < recs.len() {
+                let rtype = recs[i].0;
+                let mut j = i;
+                while j < recs.len() && recs[j].0 == rtype {
+                    j += 1;
+                }
+                let first = recs[i].1;
+                let ttl = self.chunks[first.chunk as usize].items[first.item as usize].ttl;
+                let entry_at = part.rdata.len() as u32;
+                let mut count = 0u16;
+                seen.clear();
+                for &(_, s) in &recs[i..j] {
+                    let chunk = &self.chunks[s.chunk as usize];
+                    let item = &chunk.items[s.item as usize];
+                    let data = chunk.rdata(item);
+                    if let Err(e) = rdata::validate(rtype, data) {
+                        part.diags.push(self.diag(s, format!("{rtype}: {e}")));
+                        continue;
+                    }
+                    // RFC 2181 §5: an RRset is a set; identical records collapse.
+                    if seen.contains(&data) {
+                        continue;
+                    }
+                    if item.ttl != ttl {
+                        part.warnings.push(self.diag(
+                            s,
+                            format!("{rtype} TTL {} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)", item.ttl),
+                        ));
+                    }
+                    if count == u16::MAX {
+                        part.diags
+                            .push(self.diag(s, format!("too many {rtype} records at one name")));
+                        break;
+                    }
+                    seen.push(data);
+                    part.rdata
+                        .extend_from_slice(&(data.len() as u16).to_be_bytes());
+                    part.rdata.extend_from_slice(data);
+                    count += 1;
+                }
+                if count > 0 {
+                    part.rrsets.push(RRsetEntry {
+                        rtype,
+                        count,
+                        ttl,
+                        rdata: entry_at,
+                    });
+                }
+                i = j;
+            }
+            let sets = &part.rrsets[node_start..];
+            let (f, problems) = super::check::node_checks(sets, id == 0);
+            if problems.iter().any(Option::is_some) {
+                let name = self.zone.node(id as u32).name().to_string();
+                let src = first_in_file.expect("a node with problems has records");
+                for p in problems.into_iter().flatten() {
+                    part.diags.push(self.diag(src, format!("{name}: {p}")));
+                }
+            }
+            part.nodes.push((node_start as u32, sets.len() as u16, f));
+        }
+        part
+    }
+}

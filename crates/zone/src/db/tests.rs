@@ -1,0 +1,262 @@
+//! Tests
+
+use super::*;
+use crate::scan::{scan_text, Diag, LoadError, ScanOptions};
+use shardns_wire::{Name, RType};
+use std::path::Path;
+
+fn build(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
+    let origin: Name = "example.test.".parse().unwrap();
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("db.example"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
+    Zone::build(origin, scanned)
+}
+
+const HEAD: &str = "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n";
+
+#[test]
+fn empty_non_terminals_and_flags() {
+    let (z, w) = build(&format!(
+        "{HEAD}a.b.c A 192.0.2.2\n*.w TXT x\nsub NS ns.sub\nns.sub A 192.0.2.3\n"
+    ))
+    .unwrap();
+    assert!(w.is_empty());
+    let n = |s: &str| -> Name { s.parse().unwrap() };
+    let ent = z
+        .find(n("b.c.example.test.").as_ref())
+        .expect("empty non-terminal exists");
+    assert!(ent.is_empty());
+    assert_eq!(ent.parent().unwrap().name().to_string(), "c.example.test.");
+    assert!(z.find(n("w.example.test.").as_ref()).unwrap().flags() & flags::WILDCARD_CHILD != 0);
+    assert!(z.find(n("SUB.example.test.").as_ref()).unwrap().flags() & flags::DELEGATION != 0);
+    assert!(z.find(n("ns.sub.example.test.").as_ref()).unwrap().flags() & flags::BELOW_CUT != 0);
+    assert!(z.find(n("x.example.test.").as_ref()).is_none());
+    assert_eq!(z.negative_ttl(), 60);
+    assert_eq!(z.record_count(), 7);
+}
+
+#[test]
+fn rrsets_are_sets_with_one_ttl() {
+    let (z, w) = build(&format!(
+        "{HEAD}a 10 A 192.0.2.9\na 20 A 192.0.2.8\na A 192.0.2.9\n"
+    ))
+    .unwrap();
+    let a = z
+        .find("a.example.test.".parse::<Name>().unwrap().as_ref())
+        .unwrap();
+    let set = a.rrset(RType::A).unwrap();
+    assert_eq!(
+        (set.len(), set.ttl),
+        (2, 10),
+        "duplicate dropped, first TTL kept"
+    );
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].to_string()
+            .starts_with("db.example:6: A TTL 20 differs"),
+        "{}",
+        w[0]
+    );
+}
+
+#[test]
+fn all_semantic_errors_reported_with_lines() {
+    let text = "$TTL 300\n@ NS ns\nns A 192.0.2.1\nc CNAME x\nc A 192.0.2.2\nd CNAME x\nd CNAME y\nsub SOA a b 1 2 3 4 5\n";
+    let e = build(text).unwrap_err();
+    let s = e.to_string();
+    assert!(
+        s.contains("db.example:4: c.example.test.: CNAME and other data"),
+        "{s}"
+    );
+    assert!(
+        s.contains("db.example:6: d.example.test.: more than one CNAME"),
+        "{s}"
+    );
+    assert!(
+        s.contains("db.example:8: sub.example.test.: SOA record away from the zone apex"),
+        "{s}"
+    );
+    assert!(
+        s.contains("db.example: example.test.: no SOA record at the zone apex"),
+        "{s}"
+    );
+}
+
+#[test]
+fn name_servers_without_addresses_are_warnings() {
+    let (_, w) = build(
+        "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\n@ NS ns.elsewhere.net.\nsub NS ns.sub\n",
+    )
+    .unwrap();
+    let w: Vec<String> = w.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "db.example: example.test.: NS ns.example.test. has no address records (A or AAAA)",
+            "db.example: sub.example.test.: NS ns.sub.example.test. has no glue (A or AAAA) \
+             below the delegation",
+        ]
+    );
+    assert!(build("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n")
+        .unwrap_err()
+        .to_string()
+        .contains("no NS records"));
+}
+
+/// RFC 1034 §6.1: the EDU. zone C.ISI.EDU. serves. One of its own name servers, C.ISI.EDU.,
+/// lies below the ISI.EDU. delegation, which gives glue for others but not for it.
+const RFC1034_EDU: &str = "\
+EDU.    IN   SOA   SRI-NIC.ARPA. HOSTMASTER.SRI-NIC.ARPA. (
+                 870729 ;serial
+                 1800   ;refresh every 30 minutes
+                 300    ;retry every 5 minutes
+                 604800 ;expire after a week
+                 86400  ;minimum of a day
+                 )
+         NS      SRI-NIC.ARPA.
+         NS      C.ISI.EDU.
+
+UCI 172800 NS ICS.UCI
+        172800 NS ROME.UCI
+ICS.UCI 172800 A 192.5.19.1
+ROME.UCI 172800 A 192.5.19.31
+
+ISI 172800 NS VAXA.ISI
+        172800 NS A.ISI
+        172800 NS VENERA.ISI.EDU.
+VAXA.ISI 172800 A 10.2.0.27
+        172800 A 128.9.0.33
+VENERA.ISI.EDU. 172800 A 10.1.0.52
+        172800 A 128.9.0.32
+A.ISI 172800 A 26.3.0.103
+
+UDEL.EDU.  172800 NS LOUIE.UDEL.EDU.
+           172800 NS UMN-REI-UC.ARPA.
+LOUIE.UDEL.EDU. 172800 A 10.0.0.96
+           172800 A 192.5.39.3
+
+YALE.EDU.  172800 NS YALE.ARPA.
+YALE.EDU.  172800 NS YALE-BULLDOG.ARPA.
+
+MIT.EDU.      43200 NS XX.LCS.MIT.EDU.
+              43200 NS ACHILLES.MIT.EDU.
+XX.LCS.MIT.EDU. 43200 A 10.0.0.44
+ACHILLES.MIT.EDU. 43200 A 18.72.0.8
+";
+
+#[test]
+fn rfc1034_edu_zone_loads_with_a_warning() {
+    let origin: Name = "EDU.".parse().unwrap();
+    let scanned = scan_text(
+        RFC1034_EDU.as_bytes(),
+        Path::new("edu.zone"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
+    let (z, w) = Zone::build(origin, scanned).unwrap();
+    let w: Vec<String> = w.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "edu.zone: EDU.: NS C.ISI.EDU. has no address records (A or AAAA) in the zone: \
+          it is below the delegation ISI.EDU., which gives no glue for it"
+        ]
+    );
+    assert_eq!(z.record_count(), 25);
+    let n = |s: &str| -> Name { s.parse().unwrap() };
+    let isi = z.find(n("isi.edu.").as_ref()).unwrap();
+    assert!(isi.flags() & flags::DELEGATION != 0);
+    assert_eq!(isi.rrset(RType::NS).unwrap().len(), 3);
+    assert!(z.find(n("C.ISI.EDU.").as_ref()).is_none());
+}
+
+#[test]
+fn two_thread_build_matches_the_data_and_reports_lines() {
+    // Enough records for the two-thread RRset build; problems in both halves.
+    let mut text = String::from(HEAD);
+    for i in 0..30_000 {
+        text.push_str(&format!(
+            "h{i} A 10.0.{}.{}\nh{i} TXT \"n{i}\"\n",
+            i / 256 % 256,
+            i % 256
+        ));
+    }
+    text.push_str("c1 CNAME h1\nc1 A 192.0.2.1\n");
+    let e = build(&text).unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    assert_eq!(e.errors[0].line, 60_005, "{e}");
+    text.truncate(text.len() - "c1 A 192.0.2.1\n".len());
+    text.push_str("h29999 20 A 10.9.9.9\n");
+    let (z, w) = build(&text).unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].line, 60_006);
+    assert_eq!(z.record_count(), 3 + 60_000 + 1 + 1);
+    for i in [0usize, 14_999, 15_000, 29_999] {
+        let node = z
+            .find(
+                format!("H{i}.example.test.")
+                    .parse::<Name>()
+                    .unwrap()
+                    .as_ref(),
+            )
+            .unwrap();
+        let a = node.rrset(RType::A).unwrap();
+        assert_eq!(
+            a.rdatas().next().unwrap(),
+            &[10, 0, (i / 256 % 256) as u8, (i % 256) as u8]
+        );
+        let txt = node.rrset(RType::TXT).unwrap();
+        assert_eq!(
+            &txt.rdatas().next().unwrap()[1..],
+            format!("n{i}").as_bytes()
+        );
+    }
+    let h = z
+        .find("h29999.example.test.".parse::<Name>().unwrap().as_ref())
+        .unwrap();
+    assert_eq!(h.rrset(RType::A).unwrap().len(), 2);
+    let c = z
+        .find("c1.example.test.".parse::<Name>().unwrap().as_ref())
+        .unwrap();
+    assert!(c.flags() & flags::CNAME != 0);
+}
+
+#[test]
+fn zone_set_picks_the_longest_apex() {
+    let mk = |apex: &str| {
+        let origin: Name = apex.parse().unwrap();
+        let text = "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns.example.net.\n";
+        let scanned = scan_text(
+            text.as_bytes(),
+            Path::new("z"),
+            &ScanOptions::new(origin.clone()),
+        )
+        .unwrap();
+        Zone::build(origin, scanned).unwrap().0
+    };
+    let set = ZoneSet::new(vec![
+        mk("test."),
+        mk("example.test."),
+        mk("b.a.example.test."),
+    ]);
+    let find = |q: &str| {
+        set.find(q.parse::<Name>().unwrap().as_ref())
+            .map(|z| z.apex().to_string())
+    };
+    assert_eq!(find("x.a.example.test.").as_deref(), Some("example.test."));
+    assert_eq!(
+        find("x.B.A.example.test.").as_deref(),
+        Some("b.a.example.test.")
+    );
+    assert_eq!(find("other.test.").as_deref(), Some("test."));
+    assert_eq!(find("test.").as_deref(), Some("test."));
+    assert_eq!(find("example.org."), None);
+    assert_eq!(find("."), None);
+    assert!(set
+        .get("EXAMPLE.test.".parse::<Name>().unwrap().as_ref())
+        .is_some());
+}
