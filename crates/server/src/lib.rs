@@ -180,6 +180,10 @@ pub(crate) struct Shared {
     pub(crate) tcp_clients: tcp::ClientCounts,
     /// One waker per worker.
     pub(crate) wakers: Vec<EventFd>,
+    /// One mailbox per worker: a client at its TCP connection limit whose new connection
+    /// another worker accepted; the worker closes that client's least recently active
+    /// connection if it has one, else passes the request on (see `worker::conn`).
+    pub(crate) evictions: Vec<std::sync::atomic::AtomicU64>,
     /// One counter block per worker, each written only by its worker.
     pub(crate) stats: Vec<WorkerStats>,
     pub(crate) control: ControlStats,

@@ -76,6 +76,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             seed::random_u64()?,
         ),
         wakers,
+        evictions: (0..workers).map(|_| Default::default()).collect(),
         stats: (0..workers).map(|_| WorkerStats::default()).collect(),
         control: ControlStats::default(),
         started: Instant::now(),

@@ -15,12 +15,14 @@
 
 mod common;
 
-use common::{find_program, free_port, parse, query, udp_client, udp_exchange, Daemon, TempDir};
+use common::{
+    find_knotd, free_port, parse, query, start_knot, udp_client, udp_exchange, wait_authoritative,
+    Daemon, TempDir,
+};
 use hickory_proto::rr::Record;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 /// RFC 1034 §6.1, the EDU. zone file, as the RFC gives it.
 const EDU_ZONE: &str = "\
@@ -111,7 +113,7 @@ fn shardns_check_warns_and_loads() {
 
 #[test]
 fn knot_and_shardns_answer_the_rfc1034_edu_zone_alike() {
-    let Some(knotd) = find_program("knotd", "KNOTD") else {
+    let Some(knotd) = find_knotd() else {
         println!("rfc1034_example: SKIPPED: knotd is not installed (apt-get install -y knot); nothing compared");
         return;
     };
@@ -119,12 +121,12 @@ fn knot_and_shardns_answer_the_rfc1034_edu_zone_alike() {
     let zone = dir.write("edu.zone", EDU_ZONE);
     let knot_port = free_port();
     let ours_port = free_port();
-    let mut knot = start_knot(&knotd, dir.path(), &zone, knot_port);
-    let mut ours = start_shardns(dir.path(), &zone, ours_port);
     let knot_addr = SocketAddr::from(([127, 0, 0, 1], knot_port));
+    let mut knot = start_knot(&knotd, dir.path(), knot_addr, &[("EDU.", &zone)]);
+    let mut ours = start_shardns(dir.path(), &zone, ours_port);
     let ours_addr = SocketAddr::from(([127, 0, 0, 1], ours_port));
-    wait_ready(knot_addr, &mut knot);
-    wait_ready(ours_addr, &mut ours);
+    wait_authoritative(knot_addr, "EDU.", &mut knot);
+    wait_authoritative(ours_addr, "EDU.", &mut ours);
 
     // The server logs the warning when it loads the zone.
     assert!(
@@ -204,49 +206,6 @@ fn ask(server: SocketAddr, id: u16, name: &str, qtype: u16) -> Summary {
             section(&m.additionals),
         ],
     }
-}
-
-/// Waits (bounded) until `server` answers the EDU. SOA authoritatively.
-fn wait_ready(server: SocketAddr, daemon: &mut Daemon) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let sock = udp_client(server);
-        if let Some(wire) = udp_exchange(&sock, &query(1, "EDU.", SOA, None)) {
-            let m = parse(&wire);
-            if m.metadata.authoritative && !m.answers.is_empty() {
-                return;
-            }
-        }
-        daemon.check_alive();
-        assert!(
-            Instant::now() < deadline,
-            "{} did not answer within 20 s; its log:\n{}",
-            daemon.name,
-            daemon.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn start_knot(knotd: &Path, work: &Path, zone: &Path, port: u16) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).expect("create knot-db");
-    let conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: 127.0.0.1@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
-         zone:\n  - domain: EDU.\n    file: \"{z}\"\n",
-        w = work.display(),
-        z = zone.display()
-    );
-    let path = work.join("knot.conf");
-    std::fs::write(&path, conf).expect("write knot.conf");
-    let mut cmd = Command::new(knotd);
-    cmd.arg("-c").arg(&path);
-    Daemon::spawn("knotd", cmd, work.join("knotd.log"))
 }
 
 fn start_shardns(work: &Path, zone: &Path, port: u16) -> Daemon {

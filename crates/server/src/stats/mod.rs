@@ -81,6 +81,9 @@ pub(crate) struct WorkerStats {
     pub(crate) tcp_refused: Counter,
     /// TCP connections closed to make room for a new one (the least recently active).
     pub(crate) tcp_evicted: Counter,
+    /// TCP connections closed to make room for a new one from the same client at its
+    /// per-client limit (that client's least recently active).
+    pub(crate) tcp_client_evicted: Counter,
     /// TCP connections closed after the idle timeout.
     pub(crate) tcp_idle_closed: Counter,
     /// TCP connections open now (a gauge).

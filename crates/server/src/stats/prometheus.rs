@@ -100,6 +100,7 @@ pub(crate) fn render_prometheus(
         &[
             ("idle", t.tcp_idle_closed),
             ("evicted", t.tcp_evicted),
+            ("client_evicted", t.tcp_client_evicted),
             ("read_timeout", t.tcp_read_timeout_closed),
             ("query_limit", t.tcp_query_limit_closed),
         ],

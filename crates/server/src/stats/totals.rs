@@ -19,6 +19,7 @@ pub(crate) struct Totals {
     pub(crate) tcp_accepted: u64,
     pub(crate) tcp_refused: u64,
     pub(crate) tcp_evicted: u64,
+    pub(crate) tcp_client_evicted: u64,
     pub(crate) tcp_idle_closed: u64,
     pub(crate) tcp_open: u64,
     pub(crate) resolver_cache_hits: u64,
@@ -60,6 +61,7 @@ impl Totals {
         self.tcp_accepted += w.tcp_accepted.get();
         self.tcp_refused += w.tcp_refused.get();
         self.tcp_evicted += w.tcp_evicted.get();
+        self.tcp_client_evicted += w.tcp_client_evicted.get();
         self.tcp_idle_closed += w.tcp_idle_closed.get();
         self.tcp_open += w.tcp_open.get();
         self.resolver_cache_hits += w.resolver_cache_hits.get();

@@ -59,11 +59,12 @@ impl ClientCounts {
         h | 1 << 63
     }
 
-    /// Counts a new connection from `ip`: `Some(slot)` (or `Some(UNTRACKED)`) if it may be
-    /// kept, `None` if its address already has `limit` connections open.
-    pub(crate) fn acquire(&self, ip: Option<IpAddr>) -> Option<u32> {
+    /// Counts a new connection from `ip`: `Ok(slot)` (or `Ok(UNTRACKED)`) if it may be
+    /// kept, `Err(slot)` if its address already has `limit` connections open (`slot` is the
+    /// address's, so the caller can find one of them to close instead).
+    pub(crate) fn acquire(&self, ip: Option<IpAddr>) -> Result<u32, u32> {
         let Some(ip) = ip.filter(|_| self.limit > 0) else {
-            return Some(UNTRACKED);
+            return Ok(UNTRACKED);
         };
         let h = self.tag(ip);
         let tag = h >> COUNT_BITS;
@@ -77,10 +78,10 @@ impl ClientCounts {
                 let mut v = slot.load(Relaxed);
                 while v >> COUNT_BITS == tag && v & COUNT_MASK > 0 {
                     if v & COUNT_MASK >= self.limit {
-                        return None;
+                        return Err(idx as u32);
                     }
                     match slot.compare_exchange_weak(v, v + 1, Relaxed, Relaxed) {
-                        Ok(_) => return Some(idx as u32),
+                        Ok(_) => return Ok(idx as u32),
                         Err(now) => v = now,
                     }
                 }
@@ -93,7 +94,7 @@ impl ClientCounts {
                 let v = slot.load(Relaxed);
                 if v & COUNT_MASK == 0 {
                     match slot.compare_exchange(v, tag << COUNT_BITS | 1, Relaxed, Relaxed) {
-                        Ok(_) => return Some(idx as u32),
+                        Ok(_) => return Ok(idx as u32),
                         Err(_) => {
                             raced = true;
                             break;
@@ -105,7 +106,19 @@ impl ClientCounts {
                 break;
             }
         }
-        Some(UNTRACKED)
+        Ok(UNTRACKED)
+    }
+
+    /// Counts one more connection in `slot` (as [`ClientCounts::acquire`] returned it) past
+    /// the limit: the client gives up one of its connections on another worker for it.
+    pub(crate) fn acquire_over_limit(&self, slot: u32) -> u32 {
+        match self.slots.get(slot as usize) {
+            Some(s) => {
+                s.fetch_add(1, Relaxed);
+                slot
+            }
+            None => UNTRACKED,
+        }
     }
 
     /// Uncounts a connection counted by [`ClientCounts::acquire`] (nothing for

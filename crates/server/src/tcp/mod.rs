@@ -120,6 +120,9 @@ pub(super) const NIL: u32 = u32::MAX;
 pub(super) const ACTIVITY: usize = 0;
 /// The list of connections holding part of a query, oldest first (read timeout).
 pub(super) const PARTIAL: usize = 1;
+/// One list per client address (by its [`ClientCounts`] slot), least recently active
+/// first: the connection a client at its limit gives up for a new one.
+pub(super) const CLIENT: usize = 2;
 
 /// A connection's neighbours in one list.
 #[derive(Debug, Clone, Copy)]
@@ -158,7 +161,7 @@ pub(crate) struct Conn {
     /// When the query being received started (valid while in the partial list).
     pub(super) partial_since: Instant,
     pub(super) in_partial: bool,
-    pub(super) links: [Link; 2],
+    pub(super) links: [Link; 3],
 }
 
 impl Conn {
@@ -184,7 +187,7 @@ impl Conn {
             last_active: now,
             partial_since: now,
             in_partial: false,
-            links: [UNLINKED; 2],
+            links: [UNLINKED; 3],
         }
     }
 

@@ -2,7 +2,8 @@
 //! intrusive lists ordered by time (activity, partial queries, and each client's own) so
 //! that every operation is O(1).
 
-use super::{Conn, Link, ACTIVITY, NIL, PARTIAL, UNLINKED};
+use super::{Conn, Link, ACTIVITY, CLIENT, NIL, PARTIAL, UNLINKED, UNTRACKED};
+use std::collections::HashMap;
 use std::time::Instant;
 
 #[derive(Debug)]
@@ -11,16 +12,21 @@ struct Slot {
     conn: Option<Conn>,
 }
 
-/// One worker's connections: a slab (index = epoll token) plus two intrusive lists, each
+/// One worker's connections: a slab (index = epoll token) plus intrusive lists, each
 /// ordered by time, oldest first: every connection by last activity (idle timeout and
-/// eviction), and the connections in the middle of receiving a query by when that query
-/// started (read timeout). Times only grow, so appending keeps both lists sorted.
+/// eviction), the connections in the middle of receiving a query by when that query
+/// started (read timeout), and each counted client's connections by last activity (a
+/// client at its limit gives up its own longest-idle one). Times only grow, so appending
+/// keeps every list sorted.
 #[derive(Debug)]
 pub(crate) struct ConnTable {
     slots: Vec<Slot>,
     free: Vec<u32>,
     head: [u32; 2],
     tail: [u32; 2],
+    /// The ends of each client's list, by the client's `ClientCounts` slot; a client with
+    /// no connection on this worker has no entry.
+    clients: HashMap<u32, (u32, u32)>,
     len: usize,
 }
 
@@ -31,6 +37,7 @@ impl ConnTable {
             free: Vec::with_capacity(n),
             head: [NIL; 2],
             tail: [NIL; 2],
+            clients: HashMap::with_capacity(n),
             len: 0,
         }
     }
@@ -51,19 +58,23 @@ impl ConnTable {
             }
             None => {
                 let cap = (self.slots.capacity(), self.free.capacity());
+                allocated = self.clients.len() == self.clients.capacity();
                 self.slots.push(Slot {
                     generation: 0,
                     conn: Some(conn),
                 });
                 self.free
                     .reserve(self.slots.len().saturating_sub(self.free.len()));
-                allocated = cap != (self.slots.capacity(), self.free.capacity());
+                allocated |= cap != (self.slots.capacity(), self.free.capacity());
                 (self.slots.len() - 1) as u32
             }
         };
         self.len += 1;
         self.conn_mut(slot).last_active = now;
         self.push_back(ACTIVITY, slot);
+        if self.conn_mut(slot).client_slot != UNTRACKED {
+            self.push_back(CLIENT, slot);
+        }
         (slot, self.slots[slot as usize].generation, allocated)
     }
 
@@ -88,6 +99,10 @@ impl ConnTable {
             self.unlink(ACTIVITY, slot);
             self.conn_mut(slot).last_active = now;
             self.push_back(ACTIVITY, slot);
+            if self.conn_mut(slot).client_slot != UNTRACKED {
+                self.unlink(CLIENT, slot);
+                self.push_back(CLIENT, slot);
+            }
         }
     }
 
@@ -120,6 +135,9 @@ impl ConnTable {
             return None;
         }
         self.unlink(ACTIVITY, slot);
+        if self.conn_mut(slot).client_slot != UNTRACKED {
+            self.unlink(CLIENT, slot);
+        }
         self.clear_partial(slot);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
@@ -137,6 +155,12 @@ impl ConnTable {
             .conn
             .as_ref()?;
         Some((self.head[ACTIVITY], c.last_active))
+    }
+
+    /// The least recently active connection of the client counted in `client_slot` (a
+    /// [`super::ClientCounts`] slot) on this worker, if it has one here.
+    pub(crate) fn oldest_of_client(&self, client_slot: u32) -> Option<u32> {
+        self.clients.get(&client_slot).map(|&(head, _)| head)
     }
 
     /// The connection that started receiving its current query longest ago, and when.
@@ -159,31 +183,55 @@ impl ConnTable {
             .expect("linked slot holds a connection")
     }
 
+    /// The ends (head, tail) of `list`; `key` is the client slot for [`CLIENT`].
+    fn ends(&self, list: usize, key: u32) -> (u32, u32) {
+        if list == CLIENT {
+            self.clients.get(&key).copied().unwrap_or((NIL, NIL))
+        } else {
+            (self.head[list], self.tail[list])
+        }
+    }
+
+    fn set_ends(&mut self, list: usize, key: u32, (head, tail): (u32, u32)) {
+        if list != CLIENT {
+            self.head[list] = head;
+            self.tail[list] = tail;
+        } else if head == NIL {
+            self.clients.remove(&key);
+        } else {
+            self.clients.insert(key, (head, tail));
+        }
+    }
+
     fn unlink(&mut self, list: usize, slot: u32) {
+        let key = self.conn_mut(slot).client_slot;
         let Link { prev, next } = std::mem::replace(&mut self.conn_mut(slot).links[list], UNLINKED);
+        let (mut head, mut tail) = self.ends(list, key);
         if prev == NIL {
-            self.head[list] = next;
+            head = next;
         } else {
             self.conn_mut(prev).links[list].next = next;
         }
         if next == NIL {
-            self.tail[list] = prev;
+            tail = prev;
         } else {
             self.conn_mut(next).links[list].prev = prev;
         }
+        self.set_ends(list, key, (head, tail));
     }
 
     fn push_back(&mut self, list: usize, slot: u32) {
-        let tail = self.tail[list];
+        let key = self.conn_mut(slot).client_slot;
+        let (head, tail) = self.ends(list, key);
         self.conn_mut(slot).links[list] = Link {
             prev: tail,
             next: NIL,
         };
         if tail == NIL {
-            self.head[list] = slot;
+            self.set_ends(list, key, (slot, slot));
         } else {
             self.conn_mut(tail).links[list].next = slot;
+            self.set_ends(list, key, (head, slot));
         }
-        self.tail[list] = slot;
     }
 }

@@ -154,6 +154,42 @@ fn partial_list_orders_by_query_start() {
 }
 
 #[test]
+fn each_client_has_its_own_activity_list() {
+    let t0 = Instant::now();
+    let at = |ms| t0 + Duration::from_millis(ms);
+    let mut t = ConnTable::with_capacity(4);
+    let conn_for = |client_slot, now| {
+        let mut c = conn(now);
+        c.client_slot = client_slot;
+        c
+    };
+    let (a, b) = (10, 20);
+    let a1 = t.insert(conn_for(a, at(1))).0;
+    let b1 = t.insert(conn_for(b, at(2))).0;
+    let a2 = t.insert(conn_for(a, at(3))).0;
+    let untracked = t.insert(conn_for(UNTRACKED, at(4))).0;
+    assert_eq!(t.oldest_of_client(a), Some(a1));
+    assert_eq!(t.oldest_of_client(b), Some(b1));
+    assert_eq!(
+        t.oldest_of_client(UNTRACKED),
+        None,
+        "uncounted clients have no list"
+    );
+    // Activity moves a connection to the back of its client's list too.
+    t.touch(a1, at(5));
+    assert_eq!(t.oldest_of_client(a), Some(a2));
+    assert_eq!(t.oldest().unwrap().0, b1);
+    t.remove(a2).unwrap();
+    assert_eq!(t.oldest_of_client(a), Some(a1));
+    t.remove(a1).unwrap();
+    assert_eq!(t.oldest_of_client(a), None);
+    t.remove(b1).unwrap();
+    t.remove(untracked).unwrap();
+    assert_eq!(t.len(), 0);
+    assert!(t.oldest().is_none());
+}
+
+#[test]
 fn client_counts_limit_each_address() {
     let counts = ClientCounts::new(2, 16, 12345);
     let a: IpAddr = "192.0.2.1".parse().unwrap();
@@ -162,7 +198,11 @@ fn client_counts_limit_each_address() {
     let a2 = counts.acquire(Some(a)).unwrap();
     assert_eq!(a1, a2, "one slot per address");
     assert_ne!(a1, UNTRACKED);
-    assert_eq!(counts.acquire(Some(a)), None);
+    assert_eq!(
+        counts.acquire(Some(a)),
+        Err(a1),
+        "at the limit: the address's slot"
+    );
     assert_eq!(counts.count(a), 2);
     // Another address is counted apart.
     let b1 = counts.acquire(Some(b)).unwrap();
@@ -171,17 +211,17 @@ fn client_counts_limit_each_address() {
     counts.release(a1);
     assert_eq!(counts.count(a), 1);
     let a3 = counts.acquire(Some(a)).unwrap();
-    assert_eq!(counts.acquire(Some(a)), None);
+    assert_eq!(counts.acquire(Some(a)), Err(a3));
     counts.release(a2);
     counts.release(a3);
     assert_eq!(counts.count(a), 0);
     // A freed slot is reused, by anyone.
-    assert!(counts.acquire(Some(a)).is_some());
+    assert!(counts.acquire(Some(a)).is_ok());
     // No address, or no limit: let in, not counted.
-    assert_eq!(counts.acquire(None), Some(UNTRACKED));
+    assert_eq!(counts.acquire(None), Ok(UNTRACKED));
     let off = ClientCounts::new(0, 16, 1);
     for _ in 0..10 {
-        assert_eq!(off.acquire(Some(a)), Some(UNTRACKED));
+        assert_eq!(off.acquire(Some(a)), Ok(UNTRACKED));
     }
     off.release(UNTRACKED);
 }
@@ -202,7 +242,7 @@ fn client_counts_with_many_addresses() {
     assert_eq!(tracked, 1000);
     for (ip, s) in &held {
         if *s != UNTRACKED {
-            assert_eq!(counts.acquire(Some(*ip)), None, "{ip}");
+            assert_eq!(counts.acquire(Some(*ip)), Err(*s), "{ip}");
         }
     }
     for (_, s) in held {

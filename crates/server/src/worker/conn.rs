@@ -9,6 +9,7 @@ use crate::sys::{self, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, INPUT_INITIAL};
 use shardns_zone::ZoneSet;
 use std::io::{self, Read};
+use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -48,8 +49,9 @@ impl Worker {
                     continue;
                 }
             };
-            // The client's own limit first, so a refused connection evicts nobody.
-            let Some(client_slot) = self.shared.tcp_clients.acquire(peer.map(|p| p.ip())) else {
+            // The client's own limit first, so that a client at its limit makes room with
+            // its own longest-idle connection (RFC 7766 §6.2.3), never with someone else's.
+            let Some(client_slot) = self.admit_client(peer.map(|p| p.ip()), stats) else {
                 stats.tcp_refused_client.add(1);
                 continue;
             };
@@ -87,6 +89,66 @@ impl Worker {
             self.shared.tcp_open.fetch_add(1, Relaxed);
             stats.tcp_accepted.add(1);
             stats.tcp_open.set(self.conns.len() as u64);
+        }
+    }
+
+    /// Counts a new connection against its client's limit: its slot in the client counts,
+    /// or `None` to refuse it. A client at its limit keeps the new connection and gives up
+    /// its least recently active one on this worker (RFC 7766 §6.2.3 lets a server close
+    /// idle connections; Knot and NSD serve such a client). SO_REUSEPORT spreads a
+    /// client's connections over the workers, so if none is here, the new one is counted
+    /// past the limit and the next worker is asked to close one (`take_eviction`); a busy
+    /// mailbox refuses it instead.
+    fn admit_client(&mut self, ip: Option<IpAddr>, stats: &WorkerStats) -> Option<u32> {
+        let slot = match self.shared.tcp_clients.acquire(ip) {
+            Ok(slot) => return Some(slot),
+            Err(slot) => slot,
+        };
+        if let Some(victim) = self.conns.oldest_of_client(slot) {
+            stats.tcp_client_evicted.add(1);
+            self.close(victim, stats);
+            return self.shared.tcp_clients.acquire(ip).ok();
+        }
+        let workers = self.shared.evictions.len();
+        if workers < 2 || !self.post_eviction((self.id + 1) % workers, slot, self.id) {
+            return None;
+        }
+        Some(self.shared.tcp_clients.acquire_over_limit(slot))
+    }
+
+    /// Asks worker `to` to close a connection of the client counted in `slot` (for a new
+    /// one worker `origin` accepted); false if its mailbox is taken.
+    fn post_eviction(&self, to: usize, slot: u32, origin: usize) -> bool {
+        let request = (u64::from(slot) << 32) | (origin as u64 + 1);
+        let posted = self.shared.evictions[to]
+            .compare_exchange(0, request, Relaxed, Relaxed)
+            .is_ok();
+        if posted {
+            self.shared.wakers[to].wake();
+        }
+        posted
+    }
+
+    /// Acts on this worker's eviction mailbox: closes the named client's least recently
+    /// active connection here, or passes the request to the next worker (until it would
+    /// come back to the worker that posted it).
+    pub(super) fn take_eviction(&mut self, stats: &WorkerStats) {
+        let request = self.shared.evictions[self.id].swap(0, Relaxed);
+        if request == 0 {
+            return;
+        }
+        let slot = (request >> 32) as u32;
+        let origin = (request & 0xffff_ffff) as usize - 1;
+        if let Some(victim) = self.conns.oldest_of_client(slot) {
+            stats.tcp_client_evicted.add(1);
+            self.close(victim, stats);
+            return;
+        }
+        let next = (self.id + 1) % self.shared.evictions.len();
+        if next != origin {
+            // A busy mailbox drops it: the client keeps one connection past its limit
+            // until one closes.
+            let _ = self.post_eviction(next, slot, origin);
         }
     }
 

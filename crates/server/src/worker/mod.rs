@@ -213,7 +213,10 @@ impl Worker {
                             r.upstream_ready(index as u32, generation, ready, now, &self.epoll);
                         }
                     }
-                    _ => waker.drain(),
+                    _ => {
+                        waker.drain();
+                        self.take_eviction(stats);
+                    }
                 }
             }
             if let Some(answers) = answers.as_mut() {

@@ -33,10 +33,11 @@ mod responses;
 mod servers;
 
 use allowed::ALLOWED;
+use common::find_knotd;
 use common::free_port;
 use queries::{generate, Q};
 use responses::{differences, show, Diff};
-use servers::{find_knotd, start_knot, start_shardns, wait_ready, work_dir, Client};
+use servers::{start_knot, start_shardns, wait_ready, work_dir, Client};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;

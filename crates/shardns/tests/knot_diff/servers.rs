@@ -2,11 +2,10 @@
 //! (killed on drop), waiting until both answer, and the client that asks them a query over
 //! UDP or TCP.
 
-use crate::common::{find_program, frame, Daemon};
+use crate::common::{self, frame, Daemon};
 use crate::queries::Q;
 use crate::responses::{parse_response, Resp};
 use crate::ZONES;
-use std::fmt::Write as _;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -114,11 +113,6 @@ pub(crate) fn wait_ready(client: &Client, server: &mut Daemon) {
     }
 }
 
-/// `knotd`: `$KNOTD` if set, else the first on PATH or in the sbin directories.
-pub(crate) fn find_knotd() -> Option<PathBuf> {
-    find_program("knotd", "KNOTD")
-}
-
 /// A fresh directory for the servers' configuration, databases and logs.
 pub(crate) fn work_dir() -> PathBuf {
     let dir =
@@ -128,31 +122,19 @@ pub(crate) fn work_dir() -> PathBuf {
     dir
 }
 
+/// knotd serving the differential test's zones on 127.0.0.1 at `port`.
 pub(crate) fn start_knot(knotd: &Path, work: &Path, zone_dir: &Path, port: u16) -> Daemon {
-    let mut conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: 127.0.0.1@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         template:\n  - id: default\n    storage: \"{z}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
-         zone:\n",
-        w = work.display(),
-        z = zone_dir.display()
-    );
-    for (apex, file) in ZONES {
-        let _ = write!(
-            conf,
-            "  - domain: {apex}\n    file: \"{}\"\n",
-            zone_dir.join(file).display()
-        );
-    }
-    let path = work.join("knot.conf");
-    fs::write(&path, conf).expect("write knot.conf");
-    let mut cmd = Command::new(knotd);
-    cmd.arg("-c").arg(&path);
-    Daemon::spawn("knotd", cmd, work.join("knotd.log"))
+    let files: Vec<(&str, PathBuf)> = ZONES
+        .iter()
+        .map(|(apex, file)| (*apex, zone_dir.join(file)))
+        .collect();
+    let zones: Vec<(&str, &Path)> = files.iter().map(|(a, f)| (*a, f.as_path())).collect();
+    common::start_knot(
+        knotd,
+        work,
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        &zones,
+    )
 }
 
 pub(crate) fn start_shardns(work: &Path, zone_dir: &Path, port: u16) -> Daemon {
