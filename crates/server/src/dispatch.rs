@@ -242,7 +242,7 @@ fn log_query(origin: Origin, query: Option<&Query<'_>>, w: &Written, stats: &Wor
     if !tracing::enabled!(target: "shardns::query", tracing::Level::INFO) {
         return;
     }
-    stats.lock_acquisitions.add(1);
+    stats.request_locks.add(1);
     info!(
         target: "shardns::query",
         "{} {} {} {} {} len={}{}",

@@ -63,12 +63,13 @@ pub(crate) struct WorkerStats {
     pub(crate) dropped: Counter,
     /// Queries that could not be parsed (FORMERR answers and datagrams too long to read).
     pub(crate) malformed: Counter,
-    /// Two things on the request path in one counter: locks taken (stderr's, by a logged
-    /// request line or query-log line; the resolver cache's shard locks) and heap growth (a
-    /// new TCP input buffer when the pool is empty, a connection table or TCP buffer that
-    /// grew), each allocation counted as one since the allocator may take its arena lock.
-    /// Exported as `shardns_lock_acquisitions_total` and `..._per_query`.
-    pub(crate) lock_acquisitions: Counter,
+    /// Locks taken on the request path: stderr's, by a logged request line or query-log
+    /// line, and the resolver cache's shard locks. `shardns_request_locks_total`.
+    pub(crate) request_locks: Counter,
+    /// Heap allocations on the request path (the allocator may take its arena lock): a new
+    /// TCP input buffer when the pool is empty, a connection table or TCP buffer that grew.
+    /// `shardns_request_allocations_total`.
+    pub(crate) request_allocations: Counter,
     /// recvmmsg calls.
     pub(crate) udp_recv_calls: Counter,
     /// sendmmsg calls.

@@ -67,19 +67,52 @@ pub(crate) fn render_prometheus(
             rcode_label(i)
         );
     }
-    let singles: [(&str, &str, u64); 8] = [
-        ("shardns_truncated_total", "Responses with the TC bit set.", t.truncated),
-        ("shardns_dropped_total", "Queries that got no response.", t.dropped),
-        ("shardns_malformed_total", "Queries that could not be parsed.", t.malformed),
+    let singles: [(&str, &str, u64); 9] = [
         (
-            "shardns_lock_acquisitions_total",
-            "Lock acquisitions on the request path (query logging's output lock, heap allocations).",
-            t.lock_acquisitions,
+            "shardns_truncated_total",
+            "Responses with the TC bit set.",
+            t.truncated,
         ),
-        ("shardns_udp_recv_calls_total", "recvmmsg calls.", t.udp_recv_calls),
-        ("shardns_udp_send_calls_total", "sendmmsg calls.", t.udp_send_calls),
-        ("shardns_event_loop_wakeups_total", "Returns from epoll_wait (one per event-loop iteration).", t.wakeups),
-        ("shardns_tcp_connections_accepted_total", "TCP connections accepted.", t.tcp_accepted),
+        (
+            "shardns_dropped_total",
+            "Queries that got no response.",
+            t.dropped,
+        ),
+        (
+            "shardns_malformed_total",
+            "Queries that could not be parsed.",
+            t.malformed,
+        ),
+        (
+            "shardns_request_locks_total",
+            "Locks taken on the request path (the log's output lock, resolver cache shards).",
+            t.request_locks,
+        ),
+        (
+            "shardns_request_allocations_total",
+            "Heap allocations on the request path (TCP buffers and connection table growth).",
+            t.request_allocations,
+        ),
+        (
+            "shardns_udp_recv_calls_total",
+            "recvmmsg calls.",
+            t.udp_recv_calls,
+        ),
+        (
+            "shardns_udp_send_calls_total",
+            "sendmmsg calls.",
+            t.udp_send_calls,
+        ),
+        (
+            "shardns_event_loop_wakeups_total",
+            "Returns from epoll_wait (one per event-loop iteration).",
+            t.wakeups,
+        ),
+        (
+            "shardns_tcp_connections_accepted_total",
+            "TCP connections accepted.",
+            t.tcp_accepted,
+        ),
     ];
     for (name, help, v) in singles {
         head(&mut s, name, "counter", help);
@@ -153,17 +186,21 @@ pub(crate) fn render_prometheus(
 
     let q = t.queries_total();
     let per_query = |n: u64| if q == 0 { 0.0 } else { n as f64 / q as f64 };
-    head(
-        &mut s,
-        "shardns_lock_acquisitions_per_query",
-        "gauge",
-        "Lock acquisitions on the request path per query.",
-    );
-    let _ = writeln!(
-        s,
-        "shardns_lock_acquisitions_per_query {}",
-        per_query(t.lock_acquisitions)
-    );
+    for (name, help, n) in [
+        (
+            "shardns_request_locks_per_query",
+            "Locks taken on the request path per query.",
+            t.request_locks,
+        ),
+        (
+            "shardns_request_allocations_per_query",
+            "Heap allocations on the request path per query.",
+            t.request_allocations,
+        ),
+    ] {
+        head(&mut s, name, "gauge", help);
+        let _ = writeln!(s, "{name} {}", per_query(n));
+    }
     head(
         &mut s,
         "shardns_udp_queries_per_recv_call",

@@ -54,14 +54,16 @@ fn workers_do_not_share_cache_lines() {
 fn prometheus_text_has_every_family() {
     let a = WorkerStats::default();
     a.queries[QueryPath::Udp6 as usize].add(10);
-    a.lock_acquisitions.add(0);
+    a.request_locks.add(0);
     a.answered(Some(RType::MX), Rcode::NOERROR, false);
     let text = render_prometheus(&[&a], &ControlStats::default(), 1.5);
     assert!(text.contains("shardns_queries_total{transport=\"udp\",ip=\"6\"} 10\n"));
     assert!(text.contains("shardns_queries_by_type_total{type=\"MX\"} 1\n"));
     assert!(text.contains("shardns_responses_total{rcode=\"NOERROR\"} 1\n"));
-    assert!(text.contains("shardns_lock_acquisitions_total 0\n"));
-    assert!(text.contains("shardns_lock_acquisitions_per_query 0\n"));
+    assert!(text.contains("shardns_request_locks_total 0\n"));
+    assert!(text.contains("shardns_request_locks_per_query 0\n"));
+    assert!(text.contains("shardns_request_allocations_total 0\n"));
+    assert!(text.contains("shardns_request_allocations_per_query 0\n"));
     assert!(text.contains("shardns_worker_queries_total{worker=\"0\"} 10\n"));
     a.rrl_dropped.add(3);
     a.rrl_slipped.add(2);

@@ -12,7 +12,8 @@ pub(crate) struct Totals {
     pub(crate) truncated: u64,
     pub(crate) dropped: u64,
     pub(crate) malformed: u64,
-    pub(crate) lock_acquisitions: u64,
+    pub(crate) request_locks: u64,
+    pub(crate) request_allocations: u64,
     pub(crate) udp_recv_calls: u64,
     pub(crate) udp_send_calls: u64,
     pub(crate) wakeups: u64,
@@ -54,7 +55,8 @@ impl Totals {
         self.truncated += w.truncated.get();
         self.dropped += w.dropped.get();
         self.malformed += w.malformed.get();
-        self.lock_acquisitions += w.lock_acquisitions.get();
+        self.request_locks += w.request_locks.get();
+        self.request_allocations += w.request_allocations.get();
         self.udp_recv_calls += w.udp_recv_calls.get();
         self.udp_send_calls += w.udp_send_calls.get();
         self.wakeups += w.wakeups.get();

@@ -65,7 +65,7 @@ impl Worker {
             let input = match self.buffer_pool.pop() {
                 Some(b) => b,
                 None => {
-                    stats.lock_acquisitions.add(1); // a heap allocation: the allocator may lock
+                    stats.request_allocations.add(1);
                     vec![0; INPUT_INITIAL]
                 }
             };
@@ -74,7 +74,7 @@ impl Worker {
             conn.client_slot = client_slot;
             let (slot, generation, allocated) = self.conns.insert(conn);
             if allocated {
-                stats.lock_acquisitions.add(1);
+                stats.request_allocations.add(1);
             }
             if let Err(e) = self.epoll.add(fd, conn_token(slot, generation), READABLE) {
                 request_log!(stats, DEBUG, worker = self.id, "epoll add: {e}");
@@ -186,7 +186,7 @@ impl Worker {
         {
             let (spare, grew) = conn.input.spare();
             if grew {
-                stats.lock_acquisitions.add(1);
+                stats.request_allocations.add(1);
             }
             match (&conn.stream).read(spare) {
                 Ok(0) => conn.peer_closed = true,

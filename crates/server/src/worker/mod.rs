@@ -36,7 +36,7 @@ use tracing::{debug, warn};
 macro_rules! request_log {
     ($stats:expr, $level:ident, $($arg:tt)+) => {
         if tracing::enabled!(tracing::Level::$level) {
-            $stats.lock_acquisitions.add(1);
+            $stats.request_locks.add(1);
             tracing::event!(tracing::Level::$level, $($arg)+);
         }
     };

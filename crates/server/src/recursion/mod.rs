@@ -1,0 +1,320 @@
+//! recursion -- one worker's side of the resolver role: it drives that worker's
+//! `shardns_resolver::Engine` with real sockets.
+//!
+//! Owns: the worker's [`Recursion`] (engine, pending client queries keyed by `TaskId`,
+//! upstream sockets keyed by `QueryId`, the millisecond clock the engine sees). Shared
+//! between workers: only the [`RecursionShared`] (the `Resolver` with its sharded cache, and
+//! the ACL), in an `Arc`.
+//!
+//! The order for a client query: `dispatch` asks the zones first; only a query for a name
+//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. A query with RD from an allowed client is answered from the cache straight into the
+//! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
+//! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
+//! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
+//! SERVFAIL at once (and counted).
+//! The upstream sockets are `upstream`'s.
+//! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
+
+mod upstream;
+
+use upstream::Upstream;
+pub(crate) use upstream::KIND_UPSTREAM;
+
+use crate::config::AclEntry;
+use crate::stats::WorkerStats;
+use crate::sys::Epoll;
+use shardns_resolver::{
+    client_response_limit, finish_client_response, CacheAnswer, Engine, Event, QueryId, Resolution,
+    Resolver, TaskId, OPT_ROOM,
+};
+use shardns_wire::message::Header;
+use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
+use shardns_zone::Written;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest upstream response read.
+const UPSTREAM_MAX: usize = 65535;
+/// Datagrams read from one upstream socket per wake-up.
+const UPSTREAM_ROUNDS: usize = 8;
+
+/// What every worker's resolver side shares: the resolver (cache, config), the ACL and
+/// the per-worker limits.
+pub(crate) struct RecursionShared {
+    pub(crate) resolver: Arc<Resolver>,
+    pub(crate) allow: Vec<AclEntry>,
+    /// Client queries waiting for a resolution, per worker (`resolver.max_pending`).
+    pub(crate) max_pending: usize,
+    /// Largest UDP response to a client (`limits.udp_max_response`).
+    pub(crate) udp_max: usize,
+}
+
+impl RecursionShared {
+    fn allowed(&self, ip: IpAddr) -> bool {
+        // A handful of configured prefixes: a scan is cheapest.
+        self.allow.iter().any(|a| a.contains(ip))
+    }
+}
+
+/// Where a client query came from, to send its answer back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Client {
+    /// From listening UDP socket `socket` of the worker, sender `peer`.
+    Udp { socket: usize, peer: SocketAddr },
+    /// On TCP connection (`slot`, `generation`) of the worker.
+    Tcp { slot: u32, generation: u32 },
+}
+
+/// What [`Recursion::query`] did with a query for a name outside our zones.
+pub(crate) enum Handling {
+    /// Not for recursion (no RD, client not allowed, not class IN): refuse it.
+    Refused,
+    /// Answered from the cache: the response is in the output buffer.
+    Written(Written),
+    /// Resolving; the answer follows later.
+    Pending,
+}
+
+/// A client waiting for a resolution.
+struct Pending {
+    client: Client,
+    id: u16,
+    rd: bool,
+    cd: bool,
+    qname: Name,
+    qtype: RType,
+    /// The client's EDNS: (UDP payload size, DO bit).
+    edns: Option<(u16, bool)>,
+}
+
+/// One worker's resolver driver.
+pub(crate) struct Recursion {
+    shared: Arc<RecursionShared>,
+    engine: Engine,
+    base: Instant,
+    pending: HashMap<TaskId, Pending>,
+    upstreams: Vec<Option<Upstream>>,
+    free: Vec<u32>,
+    by_query: HashMap<QueryId, u32>,
+    next_generation: u32,
+    read_buf: Box<[u8]>,
+    write_buf: Box<[u8]>,
+}
+
+/// Hands a finished answer to its client: the response with its 2-octet TCP length
+/// prefix (a UDP client gets the bytes after the prefix).
+pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Client, &[u8]);
+
+impl Recursion {
+    pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
+        let engine = Engine::new(Arc::clone(&shared.resolver), seed);
+        Self {
+            shared,
+            engine,
+            base,
+            pending: HashMap::new(),
+            upstreams: Vec::new(),
+            free: Vec::new(),
+            by_query: HashMap::new(),
+            next_generation: 0,
+            read_buf: vec![0; UPSTREAM_MAX].into_boxed_slice(),
+            write_buf: vec![0; 2 + 65535].into_boxed_slice(),
+        }
+    }
+
+    /// The engine's clock: milliseconds since the worker started.
+    pub(crate) fn clock(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.base).as_millis() as u64
+    }
+
+    /// Milliseconds until the engine's next timer (None: no timer).
+    pub(crate) fn timeout_ms(&mut self, now: Instant) -> Option<u64> {
+        let at = self.engine.poll_timeout()?;
+        Some(at.saturating_sub(self.clock(now)))
+    }
+
+    /// Handles a query for a name outside our zones (`shardns_zone::Reply::NotOurs`: a
+    /// QUERY with a supported EDNS version and question type), from `peer_ip` (checked
+    /// against the ACL). `out` is the response buffer (its length bounds a TCP answer; a
+    /// UDP answer stays within the client's EDNS size).
+    pub(crate) fn query(
+        &mut self,
+        query: &Query<'_>,
+        client: Client,
+        peer_ip: Option<IpAddr>,
+        out: &mut [u8],
+        now: Instant,
+        stats: &WorkerStats,
+    ) -> Handling {
+        let qh = query.header();
+        let qtype = query.qtype();
+        let qname = query.qname();
+        if !qh.rd() || query.qclass() != Class::IN {
+            return Handling::Refused;
+        }
+        if !peer_ip.is_some_and(|ip| self.shared.allowed(ip)) {
+            stats.resolver_refused.add(1);
+            return Handling::Refused;
+        }
+        let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
+        let tcp = matches!(client, Client::Tcp { .. });
+        let limit = client_response_limit(tcp, edns, out.len());
+        let clock = self.clock(now);
+        // Cache first: the answer goes straight into the output buffer.
+        let mut w = MessageWriter::new(out, limit);
+        let _ = w.put_question(qname, qtype, Class::IN);
+        let after_question = w.checkpoint();
+        if edns.is_some() {
+            w.set_limit(limit.saturating_sub(OPT_ROOM));
+        }
+        match self
+            .shared
+            .resolver
+            .cache()
+            .answer(qname, qtype, clock, &mut w)
+        {
+            CacheAnswer::Hit {
+                rcode,
+                truncated,
+                locks,
+            } => {
+                stats.resolver_cache_hits.add(1);
+                stats.resolver_cache_locks.add(u64::from(locks));
+                stats.request_locks.add(u64::from(locks));
+                if truncated {
+                    w.rollback(after_question);
+                }
+                let (len, _) = finish_client_response(w, qh, rcode, truncated, limit, edns, None);
+                Handling::Written(Written {
+                    len,
+                    rcode,
+                    qtype: Some(qtype),
+                    truncated,
+                    wildcard: None,
+                })
+            }
+            CacheAnswer::Miss { locks } => {
+                stats.resolver_cache_misses.add(1);
+                stats.request_locks.add(u64::from(locks));
+                if self.pending.len() >= self.shared.max_pending {
+                    // Overloaded: fail fast rather than queue without bound.
+                    stats.resolver_pending_limited.add(1);
+                    w.rollback(after_question);
+                    let (len, _) =
+                        finish_client_response(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    return Handling::Written(Written {
+                        len,
+                        rcode: Rcode::SERVFAIL,
+                        qtype: Some(qtype),
+                        truncated: false,
+                        wildcard: None,
+                    });
+                }
+                let task = self.engine.resolve(qname, qtype, clock);
+                self.pending.insert(
+                    task,
+                    Pending {
+                        client,
+                        id: qh.id,
+                        rd: qh.rd(),
+                        cd: qh.cd(),
+                        qname: qname.to_name(),
+                        qtype,
+                        edns,
+                    },
+                );
+                Handling::Pending
+            }
+        }
+    }
+
+    /// Fires due timers, then acts on every event the engine has: sends upstream queries,
+    /// closes their sockets, and hands finished answers to `deliver`.
+    pub(crate) fn drive(
+        &mut self,
+        now: Instant,
+        epoll: &Epoll,
+        stats: &WorkerStats,
+        deliver: Deliver<'_>,
+    ) {
+        let clock = self.clock(now);
+        self.engine.handle_timeout(clock);
+        // Bounded by the engine's per-resolution query limits; the cap is a safety net.
+        for _ in 0..1_000_000 {
+            let Some(ev) = self.engine.poll() else { break };
+            match ev {
+                Event::Transmit(t) => {
+                    stats.resolver_upstream_queries.add(1);
+                    if self
+                        .open_upstream(t.query, t.server, t.tcp, t.source_port, t.payload(), epoll)
+                        .is_err()
+                    {
+                        self.engine.handle_send_error(t.query, clock);
+                    }
+                }
+                Event::Close(q) => {
+                    if let Some(slot) = self.by_query.remove(&q) {
+                        // Dropping the socket closes it and takes it out of the epoll set.
+                        self.upstreams[slot as usize] = None;
+                        self.free.push(slot);
+                    }
+                }
+                Event::Done(task, answer) => {
+                    let Some(p) = self.pending.remove(&task) else {
+                        continue;
+                    };
+                    if answer.rcode == Rcode::SERVFAIL {
+                        stats.resolver_servfails.add(1);
+                    }
+                    let tcp = matches!(p.client, Client::Tcp { .. });
+                    let end = if tcp {
+                        self.write_buf.len()
+                    } else {
+                        (2 + self.shared.udp_max).min(self.write_buf.len())
+                    };
+                    let (len, truncated) =
+                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp);
+                    self.write_buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
+                    stats.answered(Some(p.qtype), answer.rcode, truncated);
+                    deliver(p.client, &self.write_buf[..2 + len]);
+                }
+            }
+        }
+    }
+}
+
+/// Writes a finished resolution's response for its client; returns (length, truncated).
+fn write_answer(buf: &mut [u8], p: &Pending, answer: &Resolution, tcp: bool) -> (usize, bool) {
+    let limit = client_response_limit(tcp, p.edns, buf.len());
+    let mut w = MessageWriter::new(buf, limit);
+    let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);
+    let after_question = w.checkpoint();
+    if p.edns.is_some() {
+        w.set_limit(limit.saturating_sub(OPT_ROOM));
+    }
+    let truncated = answer.write(&mut w).is_err();
+    if truncated {
+        w.rollback(after_question);
+    }
+    let mut qh = Header {
+        id: p.id,
+        ..Header::default()
+    };
+    qh.set_rd(p.rd);
+    qh.set_cd(p.cd);
+    let (len, _) = finish_client_response(
+        w,
+        &qh,
+        answer.rcode,
+        truncated,
+        limit,
+        p.edns,
+        answer.ede.as_ref(),
+    );
+    (len, truncated)
+}
+
+#[cfg(test)]
+mod tests;
