@@ -3,7 +3,7 @@
 //! follows.
 //!
 //! Rdata is kept in uncompressed wire form everywhere. Each known type is described once, as
-//! a list of [`Field`]s ([`fields`]); the walkers in `check`, `scan` and `print` read that
+//! a list of `Field`s (`fields`); the walkers in `check`, `scan` and `print` read that
 //! list, so a type's wire checks, text parser and text printer cannot disagree. Types
 //! without a description are opaque octets: any length is valid and the text form is the
 //! RFC 3597 generic `\# LEN HEX`, which also works for every known type.
