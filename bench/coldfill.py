@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cold-cache fill (LESSONS.md rule 9): how long a resolver with an empty cache takes to
+"""Cold-cache fill: how long a resolver with an empty cache takes to
 resolve 10,000 distinct names spread over 1,000 zones, how many queries it sends upstream, the
 CPU it spends, and its memory per cached record; shardns against Unbound, same topology.
 

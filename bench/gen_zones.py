@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark zones, the same shapes the peers were measured on (shared/peers/RESULTS.md).
+"""Benchmark zones: the shapes the peer servers (knotd, nsd, unbound) are measured on.
 
 bench.test.: SOA, 2 NS, MX, glue, 1,000 hosts host0000..host0999 (A), 10 AAAA, a CNAME;
              queries-A.txt cycles over the 1,000 names.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The documents' release stress test (LESSONS.md rule 11): a root, an authoritative and a
+"""A release stress test: a root, an authoritative and a
 recursive server on one host, the recursive one driven at fixed rates over UDP and TCP, IPv4
 and IPv6, with response times every second, the response codes, and memory over time.
 

@@ -371,7 +371,7 @@ struct Frame<'f> {
 /// One panel on `area` with its caption, axes and mesh drawn: every chart starts so.
 fn panel<'a, DB: DrawingBackend, Y: AsRangedCoord<Value = f64>>(
     area: &'a DrawingArea<DB, Shift>,
-    frame: &Frame,
+    frame: &Frame<'_>,
     x: std::ops::Range<f64>,
     y: Y,
 ) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y::CoordDescType>>, String>

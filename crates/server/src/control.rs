@@ -1,8 +1,8 @@
 //! control -- the control plane: reloads (SIGHUP or `shardns reload`), statistics for
 //! `shardns stats`, and the Unix control socket they travel over.
 //!
-//! Owns the [`Reloader`] (re-reads the config and zones, swaps the zone set in, frees the
-//! old one), the control socket ([`ControlSocket`]: bound at start, served on a thread of
+//! Owns the `Reloader` (re-reads the config and zones, swaps the zone set in, frees the
+//! old one), the control socket (`ControlSocket`: bound at start, served on a thread of
 //! its own, removed at shutdown) and both ends of its protocol ([`request`] is the client
 //! side). Where the socket is by default is the config's business
 //! (`Config::control_socket_path`).

@@ -1,4 +1,6 @@
 //! The command line: one flag table; clap generates `--help` from it.
+// The doc comments below are clap's --help text, not rustdoc Markdown: `[::1]:53` is an address.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use shardns_server::TsigKey as Key;
 use shardns_server::{AclEntry, ForwardZone, Overrides, Setup, ZoneConfig};

@@ -24,9 +24,8 @@ impl Epoll {
         // SAFETY: epoll_create1 takes no pointers; the result is checked before use.
         let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
-        Ok(Self {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self { fd })
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
@@ -105,8 +104,9 @@ impl EventFd {
         // SAFETY: eventfd takes no pointers; the result is checked before use.
         let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
         // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Self {
-            file: File::from(unsafe { OwnedFd::from_raw_fd(fd) }),
+            file: File::from(fd),
         })
     }
 
