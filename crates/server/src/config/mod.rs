@@ -88,7 +88,7 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct ServerConfig {
-    /// Addresses to serve UDP and TCP on (empty: 127.0.0.1:5353 and [::1]:5353).
+    /// Addresses to serve UDP and TCP on (empty: 127.0.0.1:5353 and `[::1]:5353`).
     pub listen: Vec<SocketAddr>,
     /// Worker threads (absent: one per core).
     #[serde(deserialize_with = "positive_opt")]
