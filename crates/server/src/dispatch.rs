@@ -79,10 +79,12 @@ impl Dispatcher<'_> {
     /// Answers `bytes` from `origin` into `out` (the transport's limit for one response).
     pub(crate) fn handle(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
         let transport = origin.path.transport();
-        let query = match Query::parse(bytes) {
+        // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
+        let parsed = Query::parse(bytes);
+        let query = match &parsed {
             Ok(q) => q,
             Err(e) => {
-                return match reject(&e, out) {
+                return match reject(e, out) {
                     Some(w) => self.send(w, None, origin, out),
                     None => {
                         self.stats.dropped.add(1);
@@ -91,18 +93,18 @@ impl Dispatcher<'_> {
                 }
             }
         };
-        let written = match respond(self.zones, &query, transport, out) {
+        let written = match respond(self.zones, query, transport, out) {
             Reply::Answer(w) | Reply::Error(w) => w,
-            Reply::Transfer => match self.transfer(&query, origin, out) {
+            Reply::Transfer => match self.transfer(query, origin, out) {
                 Ok(w) => w,
                 Err(action) => return action,
             },
-            Reply::NotOurs => match self.resolve(&query, origin, out) {
+            Reply::NotOurs => match self.resolve(query, origin, out) {
                 Ok(w) => w,
                 Err(action) => return action,
             },
         };
-        self.send(written, Some(&query), origin, out)
+        self.send(written, Some(query), origin, out)
     }
 
     /// An AXFR or IXFR: the transfer policy's one-message reply, or a transfer to stream.

@@ -253,13 +253,15 @@ pub fn respond_to_message(
     transport: Transport,
     out: &mut [u8],
 ) -> Option<Written> {
-    let query = match Query::parse(message) {
+    // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
+    let parsed = Query::parse(message);
+    let query = match &parsed {
         Ok(q) => q,
-        Err(e) => return reject(&e, out),
+        Err(e) => return reject(e, out),
     };
-    Some(match respond(zones, &query, transport, out) {
+    Some(match respond(zones, query, transport, out) {
         Reply::Answer(w) | Reply::Error(w) => w,
-        Reply::Transfer | Reply::NotOurs => refuse(&query, transport, out),
+        Reply::Transfer | Reply::NotOurs => refuse(query, transport, out),
     })
 }
 
@@ -297,6 +299,7 @@ impl Default for Body {
 
 /// Writes a response to `query`: the header, the question, what `body` writes (rolled back
 /// to the question if it did not fit, with TC set) and our OPT if the query had one.
+#[inline]
 fn write(
     query: &Query<'_>,
     transport: Transport,
