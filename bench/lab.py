@@ -184,10 +184,11 @@ def terminate(p):
 
 
 def build_shardns():
-    """Builds the release binary (never benchmark a debug build) and returns its path."""
+    """Builds the release binaries (never benchmark a debug build) and returns shardns's path.
+    `shardns bench` runs the lab's own binary, shardns-bench, from beside it: both are built."""
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=ROOT, check=True,
-                   timeout=1800)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns", "-p", "shardns-bench"],
+                   cwd=ROOT, check=True, timeout=1800)
     return os.path.join(target, "release", "shardns")
 
 

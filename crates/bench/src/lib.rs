@@ -10,7 +10,8 @@
 //! - Both sample the server's CPU time and memory from /proc when given its PIDs (queries per
 //!   server CPU-second is the headline figure: hypervisor steal makes raw q/s swing 2x) and
 //!   always report the tool's own CPU, so a reader can tell who was the bottleneck.
-//! - [`plot`] draws the reports as PNG or SVG; [`run_cli`] is `shardns bench rr|rate`.
+//! - [`plot`] draws the reports as PNG or SVG; [`run_cli`] is the `shardns-bench` binary, which
+//!   `shardns bench rr|rate` runs (the server binary does not link this crate).
 //!
 //! The generator must never be the bottleneck: every query is encoded once up front and a send
 //! only copies it next to its ID; sends and receives are batched (sendmmsg with UDP GSO,

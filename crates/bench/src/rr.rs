@@ -5,7 +5,9 @@
 //! Streams are not threads: each worker thread multiplexes its streams over a few connected
 //! UDP sockets, finds the stream of a response by its ID (and checks the question), and
 //! expires lost queries from a send-ordered FIFO. A stream whose query is answered or times
-//! out sends its next query in the same loop turn.
+//! out sends its next query in the next loop turn; under load a turn starts after a short
+//! coalescing sleep (a fraction of the round trip), and all its queries leave as one batch on
+//! one socket after another (a stream is not tied to a socket).
 
 use crate::account::{self, Meter, ServerUsage, ToolUsage};
 use crate::engine::{self, handle_response, Clock, Counters};
@@ -25,10 +27,16 @@ use std::time::{Duration, Instant};
 /// SO_REUSEPORT workers spreads clients by source port, so one socket would reach one worker.
 pub const DEFAULT_SOCKETS: usize = 4;
 
-/// Answers in one loop turn from which the next sleep coalesces arrivals.
+/// Streams waiting for answers from which the next sleep coalesces arrivals.
 const COALESCE_MIN: usize = 16;
+/// The coalescing sleep is the smoothed round trip divided by this. A sleep and wake-up costs
+/// 10-30 us of CPU in these VMs, so the answers taken per wake-up set most of what a query
+/// costs above the kernel's fixed path: at 200 streams, 1/20 of the round trip (the old tick)
+/// took ~18 answers per wake-up, 1/8 takes ~55 (2026-11-25, `vs_dnsperf.py --modes rr`:
+/// 1.89 -> 1.56 us per answer with the streams shared by the sockets, 1.39 at 1/4).
+const COALESCE_DIV: u64 = 8;
 /// The longest coalescing sleep.
-const COALESCE: u64 = 50_000;
+const COALESCE: u64 = 200_000;
 /// Shorter sleeps save nothing over waking per answer.
 const MIN_COALESCE: u64 = 10_000;
 
@@ -275,7 +283,8 @@ fn rr_once(
     let sockets: Vec<UdpSocket> = (0..nsock)
         .map(|_| engine::udp_socket(cfg.server))
         .collect::<Result<_, _>>()?;
-    // Stream s uses socket s % nsock; socket i belongs to thread i % threads.
+    // Streams are dealt out to sockets, s % nsock, and socket i belongs to thread i % threads;
+    // within a thread a stream's queries may leave on any of its sockets.
     let mut starts: Vec<Vec<u32>> = vec![Vec::new(); nsock];
     for s in 0..streams {
         starts[s % nsock].push(rng.u32(..q.len() as u32));
@@ -331,7 +340,15 @@ struct WorkerOut {
     in_window: u64,
 }
 
-/// One worker: its sockets, each with its streams' start points.
+/// One worker: its sockets, and the start points of its streams (grouped by socket only to
+/// share streams out between threads).
+///
+/// A stream is not tied to a socket: each turn, every ready stream's next query goes into one
+/// batch, sent on the worker's sockets in turn (up to [`SEND_BATCH`] per call, the next call
+/// on the next socket), so the queries of a turn leave in as few calls and as large UDP GSO
+/// groups as possible. The kernel's cost per datagram falls steeply with the group's size
+/// (see [`SEND_BATCH`]); with the streams split four ways the groups of a turn were a quarter
+/// as large. Over the turns every socket (source port) still carries its share.
 fn rr_worker(
     q: &QueryList,
     socks: &[(RawFd, &[u32])],
@@ -343,19 +360,13 @@ fn rr_worker(
     let nq = q.len() as u32;
     let fds: Vec<RawFd> = socks.iter().map(|s| s.0).collect();
     let mut trackers: Vec<Tracker> = socks.iter().map(|_| Tracker::new()).collect();
-    // Position in the list of each stream of this worker, and per socket the streams ready
-    // to send (every stream of a socket is either ready or in flight on it).
-    let mut pos: Vec<u32> = Vec::new();
-    let mut ready: Vec<Vec<u32>> = Vec::with_capacity(n);
-    for (_, starts) in socks {
-        let mut r = Vec::with_capacity(starts.len());
-        for &p in starts.iter() {
-            r.push(pos.len() as u32);
-            pos.push(p);
-        }
-        ready.push(r);
-    }
+    // Position in the list of each stream of this worker, and the streams ready to send
+    // (every stream is either ready or in flight on one of the sockets).
+    let mut pos: Vec<u32> = socks.iter().flat_map(|s| s.1.iter().copied()).collect();
+    let streams = pos.len();
+    let mut ready: Vec<u32> = (0..streams as u32).rev().collect();
     let mut want_write = vec![false; n];
+    let mut next_sock = 0usize;
     let mut batch = SendBatch::new();
     let mut rb = RecvBatch::new();
     let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(n);
@@ -365,7 +376,6 @@ fn rr_worker(
     let mut hist = Histogram::new();
     let mut in_window = 0u64;
 
-    let mut answers_last_turn = 0usize;
     // Smoothed round trip (ns), for the coalescing tick.
     let mut rtt = 0u64;
     barrier.wait();
@@ -373,53 +383,66 @@ fn rr_worker(
     let mut now = 0u64;
     loop {
         let sending = now < duration;
+        if !sending {
+            ready.clear();
+        }
         // Answers were read since the turn's clock reading: the sends start from a fresh one.
-        if sending && ready.iter().any(|r| !r.is_empty()) {
+        if !ready.is_empty() {
             clock.now();
         }
-        // Every ready stream sends its next query.
-        for si in 0..n {
-            if !sending {
-                ready[si].clear();
+        // Every ready stream sends its next query: batches go to the sockets in turn, and a
+        // socket whose buffer is full (or whose ID space is) waits for the next turn.
+        let mut tried = 0;
+        while !ready.is_empty() && tried < n {
+            let si = next_sock;
+            next_sock = (next_sock + 1) % n;
+            tried += 1;
+            if want_write[si] {
                 continue;
             }
             let tracker = &mut trackers[si];
-            while !ready[si].is_empty() && !want_write[si] {
-                let mut m = 0;
-                while m < SEND_BATCH {
-                    let Some(st) = ready[si].pop() else { break };
-                    let qi = pos[st as usize];
-                    // At most STREAMS_PER_SOCKET in flight, so an ID is always free.
-                    let id = tracker.reserve(qi, st).expect("free query ID");
-                    batch.push(id, q.body(qi as usize));
-                    ids[m] = id;
-                    batch_streams[m] = st;
-                    m += 1;
-                }
-                // Unsent queries' streams are ready again; refused or unreachable ones time out
-                // and count as lost.
-                let sent = engine::send_batch(
-                    &mut batch,
-                    fds[si],
-                    &ids[..m],
-                    tracker,
-                    &mut clock,
-                    &mut c,
-                    |k| ready[si].push(batch_streams[k]),
-                );
-                c.sent += sent as u64;
-                if sent < m {
-                    want_write[si] = true;
-                }
+            let mut m = 0;
+            while m < SEND_BATCH {
+                let Some(&st) = ready.last() else { break };
+                let qi = pos[st as usize];
+                let Some(id) = tracker.reserve(qi, st) else {
+                    break;
+                };
+                ready.pop();
+                batch.push(id, q.body(qi as usize));
+                ids[m] = id;
+                batch_streams[m] = st;
+                m += 1;
+            }
+            if m == 0 {
+                continue;
+            }
+            // Unsent queries' streams are ready again; refused or unreachable ones time out
+            // and count as lost.
+            let sent = engine::send_batch(
+                &mut batch,
+                fds[si],
+                &ids[..m],
+                tracker,
+                &mut clock,
+                &mut c,
+                |k| ready.push(batch_streams[k]),
+            );
+            c.sent += sent as u64;
+            if sent < m {
+                want_write[si] = true;
+            } else {
+                // This socket took all it was offered: what is left may go on the next.
+                tried = 0;
             }
         }
         // Lost queries: the stream moves on to its next query.
         let mut wake = if sending { duration } else { u64::MAX };
-        for si in 0..n {
-            let ready = &mut ready[si];
+        for tracker in &mut trackers {
+            let ready = &mut ready;
             let pos = &mut pos;
             let lost = &mut c.lost;
-            let next = trackers[si].expire(now, timeout, |s| {
+            let next = tracker.expire(now, timeout, |s| {
                 *lost += 1;
                 if sending {
                     let p = &mut pos[s.stream as usize];
@@ -431,25 +454,23 @@ fn rr_worker(
                 wake = wake.min(d);
             }
         }
-        if !sending && trackers.iter().all(|t| t.in_flight() == 0) {
+        let in_flight: usize = trackers.iter().map(Tracker::in_flight).sum();
+        if !sending && in_flight == 0 {
             break;
         }
-        let can_send = sending
-            && ready
-                .iter()
-                .zip(&want_write)
-                .any(|(r, &w)| !r.is_empty() && !w);
+        let can_send = sending && !ready.is_empty() && want_write.iter().any(|&w| !w);
         let mut wait = if can_send {
             0
         } else {
             wake.saturating_sub(now)
         };
-        // Under load, coalesce: sleep a short tick without waking per answer, then take all
-        // that arrived in one go. The tick is at most 1/20 of the smoothed round trip, so a
-        // stream's cycle (and the load it offers) grows by at most 5 %; latency figures are
-        // unaffected (they use kernel arrival times).
-        let coalesce_ns = (rtt / 20).min(COALESCE);
-        let coalesce = wait > 0 && answers_last_turn >= COALESCE_MIN && coalesce_ns >= MIN_COALESCE;
+        // With many streams waiting, coalesce: sleep a short tick without waking per answer,
+        // then take all that arrived in one go (and send the next queries as one batch). The
+        // tick is at most 1/8 of the smoothed round trip, so a stream's cycle grows by at most
+        // 12.5 % (6 % on average) while the server has idle time, and not at all while it has
+        // a queue; latency figures are unaffected (they use kernel arrival times).
+        let coalesce_ns = (rtt / COALESCE_DIV).min(COALESCE);
+        let coalesce = wait > 0 && in_flight >= COALESCE_MIN && coalesce_ns >= MIN_COALESCE;
         pfds.clear();
         pfds.extend(fds.iter().zip(&want_write).map(|(&fd, &w)| libc::pollfd {
             fd,
@@ -461,11 +482,14 @@ fn rr_worker(
         }
         let _ = sys::poll(&mut pfds, Duration::from_nanos(wait));
         if coalesce {
-            for p in &mut pfds {
-                p.revents |= libc::POLLIN;
+            // Read every socket that has queries out (the others can only hold strays, read
+            // when the socket is next used); a turn's queries often went out on one of them.
+            for (p, t) in pfds.iter_mut().zip(&trackers) {
+                if t.in_flight() > 0 {
+                    p.revents |= libc::POLLIN;
+                }
             }
         }
-        answers_last_turn = 0;
         // The one clock read of this turn: the send time of the next queries. Answers carry
         // their kernel arrival time.
         now = clock.now();
@@ -489,7 +513,6 @@ fn rr_worker(
                         continue;
                     };
                     let at = clock.arrival(rb.arrival(i), now);
-                    answers_last_turn += 1;
                     let lat = at.saturating_sub(slot.sent);
                     rtt = rtt - rtt / 16 + lat / 16;
                     hist.record(lat);
@@ -499,7 +522,7 @@ fn rr_worker(
                     if sending {
                         let p = &mut pos[slot.stream as usize];
                         *p = if *p + 1 == nq { 0 } else { *p + 1 };
-                        ready[si].push(slot.stream);
+                        ready.push(slot.stream);
                     }
                 }
                 if k < BATCH {

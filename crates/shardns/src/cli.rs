@@ -51,7 +51,7 @@ pub(crate) enum Command {
     /// Measure a DNS server's performance (any server: ours or another).
     #[command(disable_help_flag = true)]
     Bench {
-        /// Arguments for the benchmark (`shardns bench --help` lists them).
+        /// Arguments for the benchmark, the shardns-bench binary (`shardns bench --help` lists them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<OsString>,
     },

@@ -51,11 +51,32 @@ fn say(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// `shardns bench ...` runs the benchmark lab, which is a separate binary, `shardns-bench`, so
+/// that the server does not link the load generator and its plotting stack (plotters, png and
+/// an embedded font). The lab replaces this process (exec: same PID, so CPU accounting of the
+/// `shardns bench` process and its exit status work as before) and is looked for in
+/// `$SHARDNS_BENCH`, then beside this binary (where cargo builds and installs it), then on
+/// PATH.
 fn bench(rest: Vec<OsString>) -> ExitCode {
-    let mut args = vec![OsString::from("shardns bench")];
-    args.extend(rest);
-    let code = shardns_bench::run_cli(args);
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    use std::os::unix::process::CommandExt;
+    let beside = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("shardns-bench"))
+        .filter(|p| p.is_file());
+    let program: OsString = std::env::var_os("SHARDNS_BENCH")
+        .or_else(|| beside.map(Into::into))
+        .unwrap_or_else(|| "shardns-bench".into());
+    // argv[0] "shardns bench": the lab's usage and errors name the command that was typed.
+    let err = std::process::Command::new(&program)
+        .arg0("shardns bench")
+        .args(rest)
+        .exec();
+    say(format_args!(
+        "shardns bench: cannot run {} ({err}); it is the lab's own binary, built by \
+         `cargo build --release -p shardns-bench` beside shardns (or set SHARDNS_BENCH)",
+        std::path::Path::new(&program).display()
+    ));
+    ExitCode::from(1)
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
