@@ -53,7 +53,10 @@ from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, kn
                  port_free, rss_kib, steal_idle, steal_pct, terminate)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
-         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638}
+         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639}
+# `--baseline PATH`: another build of shardns (e.g. main before a change), run as the server
+# kind "shardns-baseline" in the same interleaved rounds, so a change is judged as a ratio.
+BASELINE = None
 # Kinds that take their UDP queries from `lo` with AF_XDP (root only). The replies they send
 # into lo carry 127.0.0.1 without the route the kernel's own sender attaches, so lo must
 # accept local-network sources and destinations on input for them to arrive.
@@ -135,6 +138,9 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     if name == "floor":
         # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
+    if name == "shardns-baseline":
+        return [BASELINE, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
+                f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
     if name in ("shardns", "shardns-xdp"):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"] + xdp
@@ -290,9 +296,14 @@ def main():
     ap.add_argument("--per-query", action="store_true",
                     help="also a table of CPU microseconds per query: server, load generator, their "
                     "sum (process accounting), and cores 0, 1 and both busy (all processes, softirq)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="a shardns binary to run as the server 'shardns-baseline' (add it to --servers), "
+                    "e.g. a release build of the commit before a change")
     ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
+    global BASELINE
+    BASELINE = args.baseline
     for spec in args.port:
         name, port = spec.split("=", 1)
         PORTS[name] = int(port)
@@ -315,7 +326,8 @@ def main():
     with open(qfile) as f:
         first_q = f.readline().split()[0]
     servers = [s for s in args.servers.split(",")
-               if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])]
+               if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
+               or (s == "shardns-baseline" and BASELINE)]
     if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
         sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
     saved_sysctls = {}

@@ -26,15 +26,13 @@ const MAX_PER_TURN: usize = 8 * SEND_BATCH;
 
 /// The pacing tick when not given: a worker sleeps at least this long between sending turns
 /// and sends what fell due meanwhile as one batch (Flamethrower's default is the same: a
-/// batch every millisecond). A sleep and wake-up is the dearest thing the tool does: 25-35 us
-/// of CPU each in these VMs (a ppoll loop on a busy core, 2026-11-21), against about 2.5 us
-/// of kernel work per query sent and answered. At 50k q/s a 1 ms tick makes that 0.6 us per
-/// query; the old tick of 8 queries (160 us) made it 3-4 us, most of the tool's CPU.
-/// The price is a burstier load: a millisecond's queries reach the server at once, so the
-/// last of a burst waits while the server answers the others (at 100k q/s, 100 queries of a
-/// server that takes 7 us each: up to 0.7 ms), and the server wakes once per burst, so it
-/// spends less CPU per query than under an even load. `--tick 100us` spreads the load ten
-/// times finer at about twice the tool's CPU per query.
+/// batch every millisecond). A sleep and wake-up is the dearest thing the tool does, dearer
+/// than a query's whole kernel path (docs/bench-lab.md, "How it stays out of the way"), so
+/// the tool sleeps once per tick, not once per few queries. The price is a burstier load: a
+/// tick's queries reach the server at once, so the last of a burst waits while the server
+/// answers the others, and the server wakes once per burst, so it spends less CPU per query
+/// than under an even load. `--tick 100us` spreads the load ten times finer at about twice
+/// the tool's CPU per query.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
 /// How late after the window a worker may still send queries that were due inside it.

@@ -39,9 +39,8 @@ const SEND_CTRL_WORDS: usize = 4;
 /// Bytes one GSO message may carry (the kernel's limit is 64 KiB).
 const MAX_GSO_BYTES: usize = 60_000;
 /// Datagrams per sendmmsg call: the kernel's most segments per GSO message (UDP_MAX_SEGMENTS,
-/// 128 since Linux 5.5; 64 before, see [`SendBatch::send`]). Measured on loopback (
-/// per datagram, send side; 2026-11-21): GSO groups of 8 cost 1.24 us, 16: 0.91, 32: 0.70, 64: 0.57-0.60,
-/// 128: 0.55; one message per datagram 3.56.
+/// 128 since Linux 5.5; 64 before, see [`SendBatch::send`]): the larger the group, the less
+/// kernel time per datagram (docs/bench-lab.md has the figures).
 pub(crate) const SEND_BATCH: usize = 128;
 /// Room for one query: a 255-octet name with the header, question and an OPT fits in 512.
 const MAX_QUERY: usize = 512;
@@ -56,8 +55,8 @@ const MAX_QUERY: usize = 512;
 /// agree). Grouping by size keeps GSO groups large with a list of names of mixed lengths, and
 /// the order of queries inside one batch (sent within one system call) does not matter.
 /// One I/O vector per message instead of two per datagram (ID, body): copying ~40 bytes per
-/// query in user space is cheaper than the kernel importing and walking 256 I/O vectors
-/// (measured: 0.67 -> 0.61 us per datagram). If the kernel refuses GSO, the batch falls back
+/// query in user space is cheaper than the kernel importing and walking 256 I/O vectors.
+/// If the kernel refuses GSO, the batch falls back
 /// to one message per datagram for good.
 pub(crate) struct SendBatch<'q> {
     hdrs: Vec<libc::mmsghdr>,

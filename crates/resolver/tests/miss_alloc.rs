@@ -1,4 +1,4 @@
-//! Heap allocations on the cache-miss path (LESSONS.md rule 3): a counting global allocator
+//! Heap allocations on the cache-miss path: a counting global allocator
 //! brackets every call into the engine while names are resolved under fresh referral chains
 //! (root -> TLD -> a zone never seen before -> the answer, QNAME minimisation on), and the
 //! allocations per resolved name must stay under a bound a little above what is measured,

@@ -1,4 +1,4 @@
-//! The cache-hit path must not touch the heap (LESSONS.md rule 3): a counting global
+//! The cache-hit path must not touch the heap: a counting global
 //! allocator sees zero allocations across thousands of cached answers of every kind,
 //! and each plain hit takes exactly one shard lock.
 

@@ -1,6 +1,6 @@
 //! Support for the shardns crates' tests and benchmarks (a dev-dependency only).
 //!
-//! [`CountingAlloc`] checks LESSONS.md rule 3 (no heap allocation per query) and [`query`]
+//! [`CountingAlloc`] checks that the query path makes no heap allocation and [`query`]
 //! builds the queries that tests and benchmarks send.
 #![warn(missing_docs)]
 

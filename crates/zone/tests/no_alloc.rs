@@ -1,4 +1,4 @@
-//! The answer path must not touch the heap (LESSONS.md rule 3): a counting global allocator
+//! The answer path must not touch the heap: a counting global allocator
 //! sees zero allocations across thousands of answers of every kind.
 
 use shardns_testkit::{query, CountingAlloc, Edns};
