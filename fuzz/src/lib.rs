@@ -228,7 +228,7 @@ pub fn xfr(data: &[u8]) {
     };
     assert_eq!(req.id.to_be_bytes(), [data[0], data[1]], "ID not copied");
     assert!(matches!(req.qtype, RType::AXFR | RType::IXFR));
-    let zone = zone_set().zones()[0].clone();
+    let zone = zone_set().zones().next().unwrap().clone();
     let mut out = vec![0u8; 65535];
     let (len, _) = xfr::reply(&req, Rcode::NOERROR, Some(&zone), &mut out);
     let m = Message::parse(&out[..len]).expect("a reply parses");

@@ -23,6 +23,7 @@ use crate::notify::{Job, Notifier};
 use crate::stats::render_prometheus;
 use crate::zones::{specs, ZoneLibrary};
 use crate::{Setup, Shared};
+use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneSet};
 use std::fmt::{self, Write as _};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -50,9 +51,10 @@ pub(crate) struct Reloader {
 }
 
 impl Reloader {
-    /// Re-reads the config file and every zone, then publishes the new zone set. Returns
-    /// a summary, and whether everything loaded.
-    pub(crate) fn reload(&mut self, shared: &Shared) -> (bool, String) {
+    /// Re-reads the config file and the zones whose files changed (or only the zones in
+    /// `only`, changed or not), then publishes the new zone set. Returns a summary, and
+    /// whether everything read loaded.
+    pub(crate) fn reload(&mut self, shared: &Shared, only: Option<&[Name]>) -> (bool, String) {
         let config = match self.setup.config() {
             Ok(c) => c,
             Err(e) => {
@@ -87,8 +89,20 @@ impl Reloader {
             }
         };
         let started = std::time::Instant::now();
-        let report = self.library.load(&specs);
         let mut text = String::new();
+        let report = match only {
+            None => self.library.load(&specs),
+            Some(names) => {
+                for n in names
+                    .iter()
+                    .filter(|n| !specs.iter().any(|s| &s.name == *n))
+                {
+                    warn!("reload: zone {n} is not configured");
+                    let _ = writeln!(text, "zone {n} is not configured");
+                }
+                self.library.reload_named(&specs, names)
+            }
+        };
         for w in &report.warnings {
             warn!("{w}");
         }
@@ -110,19 +124,24 @@ impl Reloader {
             .store(Arc::new(crate::transfers::TransferAcl::new(&config)));
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
-        for zone in shared.zones.load().zones() {
-            let apex = zone.apex();
-            let changed = old
-                .get(apex)
-                .is_none_or(|was| was.serial() != zone.serial());
-            if changed {
-                self.notifier.announce(Job {
-                    zone: Arc::clone(zone),
-                    targets: config.notify_targets(&apex.to_name()).to_vec(),
-                });
+        // Only the zones read now can have a new serial.
+        let notify = config.notify_index();
+        if !notify.is_empty() {
+            for zone in &report.added {
+                let apex = zone.apex();
+                let changed = old
+                    .get(apex)
+                    .is_none_or(|was| was.serial() != zone.serial());
+                let targets = notify.targets(&apex.to_name());
+                if changed && !targets.is_empty() {
+                    self.notifier.announce(Job {
+                        zone: Arc::clone(zone),
+                        targets: targets.to_vec(),
+                    });
+                }
             }
         }
-        self.retire(old);
+        self.retire(old, report.replaced);
         shared.control.zones.store(zones as u64, Relaxed);
         shared
             .control
@@ -135,10 +154,13 @@ impl Reloader {
             shared.control.reloads_failed.fetch_add(1, Relaxed);
         }
         let summary = format!(
-            "reloaded {} of {} zones in {:.3} s; serving {zones} zones",
+            "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed); serving {zones} zones",
             report.loaded,
             specs.len(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            report.unchanged,
+            report.removed,
+            report.failures.len()
         );
         info!("{summary}");
         self.config = config;
@@ -150,7 +172,7 @@ impl Reloader {
 impl Reloader {
     /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
-    fn retire(&mut self, old: Arc<ZoneSet>) {
+    fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
         let started = std::time::Instant::now();
         while Arc::strong_count(&old) > 1 && started.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_micros(200));
@@ -159,15 +181,12 @@ impl Reloader {
             "workers released the old zone set after {:?}",
             started.elapsed()
         );
-        for zone in old.zones() {
-            if !self.retired_zones.iter().any(|z| Arc::ptr_eq(z, zone)) {
-                self.retired_zones.push(Arc::clone(zone));
-            }
-        }
+        // Only the zones this reload replaced or dropped: the others are still served.
+        self.retired_zones.extend(replaced);
         self.retired.push(old);
         self.retired.retain(|z| Arc::strong_count(z) > 1);
-        // A zone only this list holds has no reader left (zones still served are also held
-        // by the current set, so they stay listed until replaced).
+        // With the old set dropped, a replaced zone is held by this list and by whatever
+        // transfer or NOTIFY still reads it: one only this list holds is freed here.
         self.retired_zones.retain(|z| Arc::strong_count(z) > 1);
         // The old zones' memory is free now; hand what malloc can of it back to the system,
         // or the resident size keeps the larger of old and new zone after every reload.
@@ -273,6 +292,8 @@ fn bind(path: &Path) -> io::Result<UnixListener> {
 
 /// A reload asked for on the control socket: the outcome goes back on `reply`.
 pub(crate) struct ReloadRequest {
+    /// The zones to read again (empty: every zone whose file changed).
+    pub(crate) zones: Vec<Name>,
     pub(crate) reply: SyncSender<(bool, String)>,
 }
 
@@ -283,7 +304,16 @@ pub(crate) fn reload_now(
     requests: &Receiver<ReloadRequest>,
 ) {
     let waiting: Vec<ReloadRequest> = requests.try_iter().collect();
-    let outcome = reloader.reload(shared);
+    // Only named zones if every waiting request names some (a SIGHUP from outside comes
+    // with no request: then everything that changed).
+    let named = !waiting.is_empty() && waiting.iter().all(|r| !r.zones.is_empty());
+    let only: Option<Vec<Name>> = named.then(|| {
+        waiting
+            .iter()
+            .flat_map(|r| r.zones.iter().cloned())
+            .collect()
+    });
+    let outcome = reloader.reload(shared, only.as_deref());
     for request in waiting {
         // The client may have gone (timeout); the reload stands either way.
         let _ = request.reply.send(outcome.clone());
@@ -308,13 +338,21 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new((&stream).take(256)).read_line(&mut line)?;
-    let (ok, body) = match line.trim() {
-        "reload" => {
+    let mut words = line.split_whitespace();
+    let command = words.next().unwrap_or("");
+    let args: Vec<&str> = words.collect();
+    let zones: Result<Vec<Name>, String> = args
+        .iter()
+        .map(|z| z.parse::<Name>().map_err(|e| format!("zone {z:?}: {e}")))
+        .collect();
+    let (ok, body) = match (command, zones) {
+        ("reload", Err(e)) => (false, format!("{e}\n")),
+        ("reload", Ok(zones)) => {
             info!("reload requested on the control socket");
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             // A request the main thread never takes (it is stopping) is dropped with its
             // queue, which ends the wait.
-            let sent = reloads.send(ReloadRequest { reply: tx }).is_ok();
+            let sent = reloads.send(ReloadRequest { zones, reply: tx }).is_ok();
             match signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
                 Err(e) => (false, format!("cannot wake the reloading thread: {e}\n")),
                 Ok(()) => match rx.recv() {
@@ -323,7 +361,7 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
                 },
             }
         }
-        "stats" => (
+        ("stats", _) => (
             true,
             render_prometheus(
                 &shared.worker_stats(),
@@ -331,8 +369,8 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
                 shared.started.elapsed().as_secs_f64(),
             ),
         ),
-        "status" => (true, format!("running, {} workers\n", shared.stats.len())),
-        other => (
+        ("status", _) => (true, format!("running, {} workers\n", shared.stats.len())),
+        (other, _) => (
             false,
             format!("unknown command {other:?} (expected reload, stats or status)\n"),
         ),

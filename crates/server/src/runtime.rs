@@ -26,8 +26,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
-/// Runs the server until SIGTERM or SIGINT. Zones that fail to load at startup are an
-/// error (a reload, later, keeps their previous version instead).
+/// Runs the server until SIGTERM or SIGINT. Zones that fail to load at startup are logged
+/// and left out (an error only if every zone fails); a reload, later, keeps a failing
+/// zone's previous version.
 pub fn run(setup: Setup) -> Result<(), Error> {
     let config = setup.config()?;
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
@@ -39,11 +40,20 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for w in &report.warnings {
         warn!("{w}");
     }
-    crate::zone_failures(&report)?;
+    // Every zone broken: nothing to serve, and most likely a mistake; say so and stop. Some
+    // broken among many (a hosting provider's customers' files): serve the rest, as Knot
+    // and NSD do, and report each broken one once.
+    if report.loaded == 0 {
+        crate::zone_failures(&report)?;
+    }
+    for f in &report.failures {
+        error!("zone {} failed to load, not served:\n{}", f.name, f.error);
+    }
     info!(
-        "loaded {} zones in {:.3} s",
+        "loaded {} zones in {:.3} s ({} failed)",
         report.loaded,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        report.failures.len()
     );
     let recursion = recursion_shared(&config, &setup)?;
 
@@ -85,11 +95,17 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
         .map_err(io_error("starting the notify thread"))?;
     // Secondaries may have missed versions while we were down: tell them what we have.
-    for zone in shared.zones.load().zones() {
-        notifier.announce(notify::Job {
-            zone: Arc::clone(zone),
-            targets: config.notify_targets(&zone.apex().to_name()).to_vec(),
-        });
+    let notify = config.notify_index();
+    if !notify.is_empty() {
+        for zone in shared.zones.load().zones() {
+            let targets = notify.targets(&zone.apex().to_name());
+            if !targets.is_empty() {
+                notifier.announce(notify::Job {
+                    zone: Arc::clone(zone),
+                    targets: targets.to_vec(),
+                });
+            }
+        }
     }
 
     let mut signals = signal_hook::iterator::Signals::new([

@@ -18,53 +18,60 @@ use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
 use shardns_zone::{Written, Zone, ZoneSet};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 /// The transfer ACL of every configured zone (and of the embedded one), replaced as a
-/// whole on reload.
+/// whole on reload. A hash lookup per transfer query, whatever the number of zones.
 #[derive(Debug, Default)]
 pub(crate) struct TransferAcl {
-    /// Per configured zone: the addresses, and the TSIG key a transfer must carry.
-    zones: Vec<(Name, Vec<AclEntry>, Option<Name>)>,
+    /// Per configured zone with a policy of its own: the addresses, and the TSIG key a
+    /// transfer must carry.
+    zones: HashMap<Name, (Vec<AclEntry>, Option<Name>)>,
     default: Vec<AclEntry>,
     default_key: Option<Name>,
     /// Every `[[key]]`: a signed request is checked against these.
     keys: Vec<Key>,
+    /// Some client may transfer some zone (read per UDP batch, so computed once).
+    anyone: bool,
 }
 
 impl TransferAcl {
     pub(crate) fn new(config: &Config) -> Self {
+        let default = config.server.allow_transfer.clone();
+        let default_key = config.server.transfer_key.clone();
+        let zones: HashMap<Name, (Vec<AclEntry>, Option<Name>)> = config
+            .zones
+            .iter()
+            .filter(|z| z.allow_transfer.is_some() || z.transfer_key.is_some())
+            .map(|z| {
+                let acl = z.allow_transfer.clone().unwrap_or_else(|| default.clone());
+                let key = z.transfer_key.clone().or_else(|| default_key.clone());
+                (z.name.clone(), (acl, key))
+            })
+            .collect();
+        let anyone = !default.is_empty() || zones.values().any(|(acl, _)| !acl.is_empty());
         Self {
-            zones: config
-                .zones
-                .iter()
-                .map(|z| {
-                    let acl = config.transfer_acl(&z.name).to_vec();
-                    (z.name.clone(), acl, config.transfer_key(&z.name).cloned())
-                })
-                .collect(),
-            default: config.server.allow_transfer.clone(),
-            default_key: config.server.transfer_key.clone(),
+            zones,
+            default,
+            default_key,
             keys: config.keys.iter().map(|k| k.0.clone()).collect(),
+            anyone,
         }
     }
 
     /// The zone's addresses and required key: its own, else the server's defaults.
     fn policy(&self, apex: NameRef<'_>) -> (&[AclEntry], Option<&Name>) {
-        match self
-            .zones
-            .iter()
-            .find(|(name, _, _)| name.as_ref().eq_ci(&apex))
-        {
-            Some((_, acl, key)) => (acl, key.as_ref()),
+        match self.zones.get(&apex.to_name()) {
+            Some((acl, key)) => (acl, key.as_ref()),
             None => (&self.default, self.default_key.as_ref()),
         }
     }
 
     /// True if some client may transfer some zone.
     pub(crate) fn allows_anyone(&self) -> bool {
-        !self.default.is_empty() || self.zones.iter().any(|(_, acl, _)| !acl.is_empty())
+        self.anyone
     }
 
     /// True if `ip` may transfer the zone at `apex`.

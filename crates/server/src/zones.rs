@@ -1,14 +1,18 @@
 //! zones -- loading the configured zones into a `ZoneSet`, and reloading them.
 //!
-//! Runs on the control plane only (startup, the signal thread, the control socket), never
-//! on a worker. A reload builds a complete new `ZoneSet`; a zone whose new version fails to
-//! load keeps its previous version, which is shared (`Arc<Zone>`), never copied.
+//! Runs on the control plane only (startup, the main thread's reloads), never on a worker.
+//! A reload reads only the zone files whose size, mtime or inode changed (and the zones
+//! added to the config, or named in `shardns reload ZONE...`), on every core, and makes the
+//! next `ZoneSet` from the current one with just those changes; a zone whose new version
+//! fails to load keeps its previous version, which is shared (`Arc<Zone>`), never copied.
 
 use crate::config::Config;
 use shardns_wire::Name;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
-use shardns_zone::{LoadError, ScanOptions, Zone, ZoneSet};
+use shardns_zone::{LoadError, ScanOptions, Zone, ZoneChange, ZoneSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use tracing::debug;
 
@@ -82,29 +86,156 @@ pub(crate) struct ZoneFailure {
 /// What a load or reload did.
 #[derive(Debug)]
 pub(crate) struct LoadReport {
+    /// The zone set to serve now.
     pub(crate) set: ZoneSet,
+    /// Zones read and built.
     pub(crate) loaded: usize,
+    /// Zones whose file had not changed (size, mtime, inode): not read again.
+    pub(crate) unchanged: usize,
+    /// Zones no longer configured, dropped.
+    pub(crate) removed: usize,
+    /// The versions read now, served from now on.
+    pub(crate) added: Vec<Arc<Zone>>,
+    /// The versions they replaced and the zones dropped: no longer served, to be freed once
+    /// no worker, transfer or NOTIFY holds them.
+    pub(crate) replaced: Vec<Arc<Zone>>,
     pub(crate) failures: Vec<ZoneFailure>,
     pub(crate) warnings: Vec<Diag>,
 }
 
-/// The zones being served, kept so a zone that fails to reload keeps its previous version.
+/// What identifies one version of a zone file without reading it: if none of these changed,
+/// neither did the file (as `make` and NSD's and Knot's reloads judge it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+    ino: u64,
+    dev: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            len: m.len(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+            ino: m.ino(),
+            dev: m.dev(),
+        })
+    }
+}
+
+/// One configured zone as last loaded.
+struct Held {
+    source: ZoneSource,
+    /// The files read for it (the zone file, then `$INCLUDE`d ones) as they were when last
+    /// read; a stamp of `None`: the file could not be read. Empty for an embedded zone.
+    files: Vec<(PathBuf, Option<FileStamp>)>,
+    /// The version served (`None`: it has never loaded).
+    zone: Option<Arc<Zone>>,
+}
+
+/// The zones being served, each with what it was loaded from, so that a reload re-reads
+/// only the files that changed and a zone that fails to reload keeps its previous version.
+/// Every step is linear in the number of zones (one hash lookup and one `stat` per zone);
+/// files are read on every core.
 #[derive(Default)]
 pub(crate) struct ZoneLibrary {
-    kept: Vec<Arc<Zone>>,
+    held: HashMap<Name, Held>,
+    set: ZoneSet,
+}
+
+/// What to do with one configured zone.
+enum Plan {
+    /// Unchanged: keep it.
+    Keep,
+    /// Read it (new, changed, or asked for by name).
+    Load,
 }
 
 impl ZoneLibrary {
-    /// Loads every zone in `specs`; zones that fail keep their previous version if there
-    /// is one, and are left out otherwise.
+    /// Brings the served zones in line with `specs`: reads the zones that are new or whose
+    /// file changed, keeps the rest as they are, drops the zones no longer listed. Zones
+    /// that fail keep their previous version if there is one, and are left out otherwise.
     pub(crate) fn load(&mut self, specs: &[ZoneSpec]) -> LoadReport {
-        let mut kept = Vec::with_capacity(specs.len());
+        self.apply(specs, None)
+    }
+
+    /// Reads again the zones named in `names` (if they are in `specs`), changed or not;
+    /// leaves every other zone as it is.
+    pub(crate) fn reload_named(&mut self, specs: &[ZoneSpec], names: &[Name]) -> LoadReport {
+        self.apply(specs, Some(names))
+    }
+
+    fn apply(&mut self, specs: &[ZoneSpec], only: Option<&[Name]>) -> LoadReport {
+        let wanted: Option<HashSet<&Name>> = only.map(|n| n.iter().collect());
+        // Decide per zone (a stat per file it was read from), on every core.
+        let plans: Vec<(Plan, Option<FileStamp>)> = parallel_map(specs, |spec| {
+            let stamp = match &spec.source {
+                ZoneSource::File(path) => FileStamp::of(path),
+                ZoneSource::Embedded(_) => None,
+            };
+            let plan = match (&wanted, self.held.get(&spec.name)) {
+                (Some(w), _) if !w.contains(&spec.name) => Plan::Keep,
+                (Some(_), _) | (None, None) => Plan::Load,
+                (None, Some(h)) if h.source != spec.source => Plan::Load,
+                (None, Some(h)) => {
+                    let changed = h.files.iter().enumerate().any(|(i, (path, was))| {
+                        // The zone file's stamp is taken already.
+                        let now = if i == 0 { stamp } else { FileStamp::of(path) };
+                        now != *was
+                    });
+                    // An embedded zone, or files that have not changed since they were
+                    // read (or last failed to read): nothing to do.
+                    if changed {
+                        Plan::Load
+                    } else {
+                        Plan::Keep
+                    }
+                }
+            };
+            (plan, stamp)
+        });
+        let to_load: Vec<(&ZoneSpec, Option<FileStamp>)> = specs
+            .iter()
+            .zip(&plans)
+            .filter(|(_, (p, _))| matches!(p, Plan::Load))
+            .map(|(s, (_, stamp))| (s, *stamp))
+            .collect();
+        let unchanged = specs.len() - to_load.len();
+        // Many small zones: one per core, each on one thread; one big zone: both cores on it.
+        let scan_threads = if to_load.len() == 1 { SCAN_THREADS } else { 1 };
+        let results = parallel_map(&to_load, |(spec, _)| load_one(spec, scan_threads));
+
+        let mut changes = Vec::new();
+        let mut added = Vec::new();
+        let mut replaced = Vec::new();
         let mut failures = Vec::new();
         let mut warnings = Vec::new();
         let mut loaded = 0;
-        for spec in specs {
-            match load_one(spec) {
-                Ok((zone, w)) => {
+        for ((spec, stamp), result) in to_load.into_iter().zip(results) {
+            let held = self.held.entry(spec.name.clone()).or_insert_with(|| Held {
+                source: spec.source.clone(),
+                files: Vec::new(),
+                zone: None,
+            });
+            held.source = spec.source.clone();
+            // The zone file as it was before it was read (a change while reading shows at
+            // the next reload). A failed read is remembered too, so an unchanged broken
+            // file is reported once.
+            held.files.clear();
+            if let ZoneSource::File(path) = &spec.source {
+                held.files.push((path.clone(), stamp));
+            }
+            match result {
+                Ok((zone, w, included)) => {
+                    held.files.extend(included.into_iter().map(|p| {
+                        let stamp = FileStamp::of(&p);
+                        (p, stamp)
+                    }));
                     let huge = zone
                         .arrays()
                         .iter()
@@ -113,45 +244,104 @@ impl ZoneLibrary {
                     if huge > 0 {
                         debug!("zone {}: {huge} arrays on huge pages", spec.name);
                     }
-                    kept.push(Arc::new(zone));
+                    let zone = Arc::new(zone);
+                    replaced.extend(held.zone.replace(Arc::clone(&zone)));
+                    added.push(Arc::clone(&zone));
+                    changes.push(ZoneChange::Put(zone));
                     warnings.extend(w);
                     loaded += 1;
                 }
-                Err(error) => {
-                    let previous = self
-                        .kept
-                        .iter()
-                        .find(|z| z.apex().eq_ci(&spec.name.as_ref()));
-                    if let Some(z) = previous {
-                        kept.push(Arc::clone(z));
-                    }
-                    failures.push(ZoneFailure {
-                        name: spec.name.clone(),
-                        error,
-                        kept_previous: previous.is_some(),
-                    });
-                }
+                Err(error) => failures.push(ZoneFailure {
+                    name: spec.name.clone(),
+                    error,
+                    kept_previous: held.zone.is_some(),
+                }),
             }
         }
-        self.kept = kept;
+        let mut removed = 0;
+        if only.is_none() {
+            let listed: HashSet<&Name> = specs.iter().map(|s| &s.name).collect();
+            let gone: Vec<Name> = self
+                .held
+                .keys()
+                .filter(|n| !listed.contains(n))
+                .cloned()
+                .collect();
+            for name in gone {
+                if let Some(zone) = self.held.remove(&name).and_then(|h| h.zone) {
+                    replaced.push(zone);
+                    removed += 1;
+                }
+                changes.push(ZoneChange::Remove(name));
+            }
+        }
+        self.set = self.set.update(changes);
         LoadReport {
-            set: ZoneSet::from_shared(self.kept.clone()),
+            set: self.set.clone(),
             loaded,
+            unchanged,
+            removed,
+            added,
+            replaced,
             failures,
             warnings,
         }
     }
 
-    /// Zones held (loaded now or kept from before).
+    /// Zones served (loaded now or kept from before).
     pub(crate) fn len(&self) -> usize {
-        self.kept.len()
+        self.set.len()
     }
 }
 
-/// Scans and builds one zone; returns the zone and the warnings.
-fn load_one(spec: &ZoneSpec) -> Result<(Zone, Vec<Diag>), LoadError> {
+/// `f` over `items` on every core (in order), for work that is independent per item:
+/// statting and reading zone files.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    // Items are handed out one at a time, so a big zone does not hold up a chunk of small
+    // ones behind it.
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a zone loading thread panicked"))
+            .collect()
+    });
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for part in &mut parts {
+        for (i, r) in part.drain(..) {
+            slots[i] = Some(r);
+        }
+    }
+    slots
+        .into_iter()
+        .map(|r| r.expect("every item was mapped"))
+        .collect()
+}
+
+/// Scans and builds one zone; returns the zone, the warnings and the files it
+/// `$INCLUDE`d.
+fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<PathBuf>), LoadError> {
     let opts = ScanOptions {
-        threads: SCAN_THREADS,
+        threads,
         ..ScanOptions::new(spec.name.clone())
     };
     let scanned = match &spec.source {
@@ -161,7 +351,9 @@ fn load_one(spec: &ZoneSpec) -> Result<(Zone, Vec<Diag>), LoadError> {
         }
         ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
     };
-    Zone::build(spec.name.clone(), scanned)
+    let included = scanned.files.iter().skip(1).cloned().collect();
+    let (zone, warnings) = Zone::build(spec.name.clone(), scanned)?;
+    Ok((zone, warnings, included))
 }
 
 /// Only a regular file (a symlink to one is fine) is read as a zone: a FIFO would block the
@@ -226,6 +418,89 @@ mod tests {
         let link = dir.join("link.zone");
         std::os::unix::fs::symlink(&zone, &link).unwrap();
         assert_eq!(lib.load(&[spec(&link)]).loaded, 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn zone_text(serial: u32, extra: &str) -> String {
+        format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    }
+
+    /// Waits out the file system's timestamp granularity, so a rewrite shows in the mtime.
+    fn tick() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    #[test]
+    fn a_reload_reads_only_what_changed() {
+        let dir = std::env::temp_dir().join(format!("shardns-lib-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let n = 50;
+        let specs: Vec<ZoneSpec> = (0..n)
+            .map(|i| {
+                let path = dir.join(format!("z{i}.zone"));
+                let extra = if i == 7 { "$INCLUDE inc.txt\n" } else { "" };
+                std::fs::write(&path, zone_text(1, extra)).unwrap();
+                ZoneSpec {
+                    name: format!("z{i}.test.").parse().unwrap(),
+                    source: ZoneSource::File(path),
+                }
+            })
+            .collect();
+        std::fs::write(dir.join("inc.txt"), "www A 192.0.2.7\n").unwrap();
+        let mut lib = ZoneLibrary::default();
+        let r = lib.load(&specs);
+        assert_eq!((r.loaded, r.unchanged, r.failures.len()), (n, 0, 0));
+        assert_eq!(lib.len(), n);
+
+        // Nothing changed: nothing read.
+        let r = lib.load(&specs);
+        assert_eq!((r.loaded, r.unchanged, r.removed), (0, n, 0));
+        assert!(r.added.is_empty() && r.replaced.is_empty());
+
+        // One file rewritten: that zone alone, and the version it replaced is handed back.
+        tick();
+        std::fs::write(dir.join("z3.zone"), zone_text(2, "")).unwrap();
+        let r = lib.load(&specs);
+        assert_eq!((r.loaded, r.unchanged), (1, n - 1));
+        assert_eq!(r.added[0].serial(), 2);
+        assert_eq!(r.replaced[0].serial(), 1);
+        let z3: Name = "z3.test.".parse().unwrap();
+        assert_eq!(r.set.get(z3.as_ref()).unwrap().serial(), 2);
+
+        // An $INCLUDEd file changed: its zone is read again.
+        tick();
+        std::fs::write(dir.join("inc.txt"), "www A 192.0.2.77\n").unwrap();
+        let r = lib.load(&specs);
+        assert_eq!(r.loaded, 1);
+        assert_eq!(r.added[0].apex().to_string(), "z7.test.");
+
+        // Named: read again although unchanged; the others are left alone.
+        let r = lib.reload_named(&specs, std::slice::from_ref(&z3));
+        assert_eq!((r.loaded, r.unchanged), (1, n - 1));
+
+        // A zone dropped from the config and one broken: the broken one is reported once
+        // and keeps its version; the dropped one is handed back for freeing.
+        tick();
+        std::fs::write(
+            dir.join("z4.zone"),
+            "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.300\n",
+        )
+        .unwrap();
+        let fewer = &specs[1..];
+        let r = lib.load(fewer);
+        assert_eq!((r.loaded, r.removed, r.failures.len()), (0, 1, 1));
+        assert!(r.failures[0].kept_previous);
+        assert_eq!(r.replaced.len(), 1);
+        assert_eq!(lib.len(), n - 1);
+        let r = lib.load(fewer);
+        assert_eq!(
+            (r.loaded, r.failures.len()),
+            (0, 0),
+            "an unchanged broken file is not read again"
+        );
+        let z4: Name = "z4.test.".parse().unwrap();
+        assert_eq!(r.set.get(z4.as_ref()).unwrap().serial(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -44,8 +44,15 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Load the configuration and every zone, report problems, and exit.
     Check(ServeArgs),
-    /// Ask a running server to reload its config's zones (like SIGHUP).
-    Reload(ControlArgs),
+    /// Ask a running server to reload its config and the zones whose files changed (like
+    /// SIGHUP), or only the zones named.
+    Reload {
+        #[command(flatten)]
+        control: ControlArgs,
+        /// Zones to read again, changed or not (default: every zone whose file changed).
+        #[arg(value_name = "ZONE")]
+        zones: Vec<String>,
+    },
     /// Print a running server's statistics (Prometheus text format).
     Stats(ControlArgs),
     /// Measure a DNS server's performance (any server: ours or another).

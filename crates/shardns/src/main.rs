@@ -31,7 +31,13 @@ fn main() -> ExitCode {
         None => serve(&ServeArgs::default()),
         Some(Command::Serve(a)) => serve(&a),
         Some(Command::Check(a)) => check(&a),
-        Some(Command::Reload(a)) => control_command(&a, "reload"),
+        Some(Command::Reload { control, zones }) => {
+            // Zone names go on the command line as they were given; the server parses them.
+            let line = std::iter::once("reload".to_string())
+                .chain(zones)
+                .collect::<Vec<_>>();
+            control_command(&control, &line.join(" "))
+        }
         Some(Command::Stats(a)) => control_command(&a, "stats"),
         Some(Command::Bench { args }) => return bench(args),
     };

@@ -21,6 +21,6 @@ pub mod scan;
 pub mod xfr;
 
 pub use answer::{refuse, reject, respond, respond_to_message, Reply, Written};
-pub use db::{Zone, ZoneSet};
+pub use db::{Zone, ZoneChange, ZoneSet};
 pub use scan::{load_zone_file, load_zone_text, LoadError, ScanOptions};
 pub use shardns_wire::Transport;

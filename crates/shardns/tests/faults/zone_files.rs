@@ -82,8 +82,10 @@ fn reload_bounded(server: &Server, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Reloads through the control socket, then by SIGHUP; both must fail, keep version `v`
-/// and report the problem (with `file:line` when `with_line`). Returns the line reported.
+/// Reloads through the control socket: it must fail, keep version `v` and report the
+/// problem (with `file:line` when `with_line`). A second reload leaves the unchanged file
+/// alone (reported once); once the file is written again, SIGHUP reads and reports it anew
+/// (a file that cannot be written again stays unread). Returns the line reported.
 fn reload_fails_keeping(
     server: &Server,
     path: &Path,
@@ -112,7 +114,37 @@ fn reload_fails_keeping(
     }
     assert_serving(server, v, what);
 
+    // The file has not changed since that reload read it: a reload now does not read it
+    // again, nor report it again (issue 19: each broken zone reported once).
     let before = server.log().matches("failed to load").count();
+    let again = reload_bounded(server, Duration::from_secs(10));
+    let again = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(again.contains("reloaded 0 of 1 zones"), "{what}: {again}");
+    assert_eq!(
+        server.log().matches("failed to load").count(),
+        before,
+        "{what}"
+    );
+    if !path.is_file() {
+        // Missing, or not a file one can write again: SIGHUP finds it unchanged too, and
+        // reads and reports nothing; the zone stays on its previous version.
+        let quiet = server.log().matches("reloaded 0 of 1 zones").count();
+        server.sighup();
+        let end = Instant::now() + Duration::from_secs(10);
+        while server.log().matches("reloaded 0 of 1 zones").count() == quiet {
+            assert!(Instant::now() < end, "{what}: SIGHUP reload not logged");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            server.log().matches("failed to load").count(),
+            before,
+            "{what}"
+        );
+        assert_serving(server, v, what);
+        return line;
+    }
+    // Written again (same bytes, new mtime): SIGHUP reads and reports it.
+    std::fs::write(path, std::fs::read(path).unwrap()).unwrap();
     server.sighup();
     let end = Instant::now() + Duration::from_secs(10);
     while server.log().matches("failed to load").count() == before {

@@ -537,7 +537,7 @@ fn malformed_queries() {
 #[test]
 fn lookup_classifies_names() {
     let z = rfc4592();
-    let zone = &z.zones()[0];
+    let zone = z.zones().next().unwrap();
     let n = |s: &str| -> Name { s.parse().unwrap() };
     assert!(matches!(
         lookup(zone, n("host1.example.").as_ref(), RType::A),

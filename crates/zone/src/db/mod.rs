@@ -22,7 +22,7 @@ mod store;
 mod zoneset;
 
 pub use store::{NodeRef, RRset, RdataIter, Zone};
-pub use zoneset::ZoneSet;
+pub use zoneset::{BuildWork, ZoneChange, ZoneSet, SHARDS};
 
 /// Index of a node in a zone.
 pub type NodeId = u32;

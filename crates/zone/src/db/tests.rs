@@ -260,3 +260,95 @@ fn zone_set_picks_the_longest_apex() {
         .get("EXAMPLE.test.".parse::<Name>().unwrap().as_ref())
         .is_some());
 }
+
+/// A minimal zone at `apex` with serial `serial`.
+fn tiny(apex: &str, serial: u32) -> std::sync::Arc<Zone> {
+    let origin: Name = apex.parse().unwrap();
+    let text = format!("$TTL 300\n@ SOA ns hostmaster {serial} 2 3 4 5\n@ NS ns.example.net.\n");
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("z"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
+    std::sync::Arc::new(Zone::build(origin, scanned).unwrap().0)
+}
+
+#[test]
+fn a_set_of_many_zones_is_built_in_linear_work() {
+    // A quadratic build (each zone compared with every zone before it) would make
+    // 200 million comparisons here; a hash per apex makes one per zone at most.
+    let n = 20_000;
+    let zones: Vec<_> = (0..n).map(|i| tiny(&format!("z{i}.test."), 1)).collect();
+    let set = ZoneSet::from_shared(zones.clone());
+    assert_eq!(set.len(), n);
+    let work = set.build_work();
+    assert!(work.comparisons <= n as u64 / 100, "{work:?}");
+    assert_eq!(work.entries_copied, 0, "built from nothing");
+    for i in [0, 1, n / 2, n - 1] {
+        let q: Name = format!("www.Z{i}.test.").parse().unwrap();
+        assert!(std::sync::Arc::ptr_eq(
+            set.get(format!("z{i}.test.").parse::<Name>().unwrap().as_ref())
+                .unwrap(),
+            &zones[i]
+        ));
+        assert_eq!(
+            set.find(q.as_ref()).unwrap().apex().to_string(),
+            format!("z{i}.test.")
+        );
+    }
+    assert_eq!(set.zones().count(), n);
+    // The same apex twice: the later one is kept.
+    let twice = ZoneSet::from_shared(vec![tiny("a.test.", 1), tiny("A.test.", 2)]);
+    assert_eq!(twice.len(), 1);
+    assert_eq!(twice.zones().next().unwrap().serial(), 2);
+}
+
+#[test]
+fn an_update_copies_only_the_shards_it_changes() {
+    let n = 20_000;
+    let set = ZoneSet::from_shared((0..n).map(|i| tiny(&format!("z{i}.test."), 1)).collect());
+    let apex = |i: usize| format!("z{i}.test.").parse::<Name>().unwrap();
+    let new = tiny("z7.test.", 2);
+    let next = set.update([ZoneChange::Put(new.clone())]);
+    // One shard holds about n / SHARDS zones: that is all the update copied.
+    let work = next.build_work();
+    assert!(work.entries_copied <= 2 * (n / SHARDS) as u64, "{work:?}");
+    assert_eq!(next.len(), n);
+    assert_eq!(next.get(apex(7).as_ref()).unwrap().serial(), 2);
+    assert_eq!(
+        set.get(apex(7).as_ref()).unwrap().serial(),
+        1,
+        "the old set is unchanged"
+    );
+    // Every other zone is the very same zone, not a copy.
+    for i in [0, 1, 8, n - 1] {
+        assert!(std::sync::Arc::ptr_eq(
+            set.get(apex(i).as_ref()).unwrap(),
+            next.get(apex(i).as_ref()).unwrap()
+        ));
+    }
+    // Removing and adding, in one update.
+    let later = next.update([
+        ZoneChange::Remove(apex(3)),
+        ZoneChange::Remove("absent.test.".parse().unwrap()),
+        ZoneChange::Put(tiny("deep.sub.z3.test.", 1)),
+    ]);
+    assert_eq!(later.len(), n);
+    assert!(later.get(apex(3).as_ref()).is_none());
+    let q: Name = "www.deep.sub.z3.test.".parse().unwrap();
+    assert_eq!(
+        later.find(q.as_ref()).unwrap().apex().to_string(),
+        "deep.sub.z3.test."
+    );
+    let q: Name = "www.z3.test.".parse().unwrap();
+    assert!(later.find(q.as_ref()).is_none(), "z3.test. is gone");
+    assert!(later.build_work().entries_copied <= 6 * (n / SHARDS) as u64);
+    // Emptied, the set finds nothing.
+    let empty = ZoneSet::from_shared(vec![tiny("a.test.", 1)])
+        .update([ZoneChange::Remove("a.test.".parse().unwrap())]);
+    assert!(empty.is_empty());
+    assert!(empty
+        .find("x.a.test.".parse::<Name>().unwrap().as_ref())
+        .is_none());
+}

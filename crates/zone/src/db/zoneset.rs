@@ -1,19 +1,72 @@
 //! [`ZoneSet`]: the zones a server answers for, and which of them a query name falls in.
+//!
+//! Built for many zones (a hosting provider's hundreds of thousands): building a set is
+//! linear in the number of zones, and changing a few zones ([`ZoneSet::update`]) makes a new
+//! set that shares everything it did not change with the old one. The apexes are spread over
+//! [`SHARDS`] hash tables, each behind its own `Arc`; an update copies only the shards its
+//! zones fall in, so one zone's new version costs a copy of about `len / SHARDS` entries,
+//! whatever the number of zones. Readers are unaffected: a set never changes once built.
 
 use super::Zone;
-use shardns_wire::NameRef;
+use shardns_wire::{Name, NameRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Hash tables the apexes are spread over (a power of two).
+pub const SHARDS: usize = 256;
+/// Most labels a name has (a name of 255 octets has at most 127 labels, plus the root).
+const MAX_DEPTH: usize = 128;
+
+/// One shard: apex hash -> the zones with that hash (almost always one).
+type Shard = HashMap<u64, Vec<Arc<Zone>>>;
+
 /// The zones a server answers for. Zones are shared, so a reload can keep an unchanged or
 /// failed zone's previous version without copying it.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct ZoneSet {
-    zones: Vec<Arc<Zone>>,
-    /// Apex hash -> zone indices.
-    by_apex: HashMap<u64, Vec<u32>>,
-    /// Label counts that some apex has, so lookups only hash suffixes that can match.
-    apex_labels: Vec<usize>,
+    shards: Box<[Arc<Shard>]>,
+    /// Zones per apex label count, so lookups only hash suffixes that can match.
+    depth_counts: Box<[u32; MAX_DEPTH]>,
+    /// The label counts that some apex has, longest first.
+    depths: Vec<u8>,
+    len: usize,
+    work: BuildWork,
+}
+
+/// The work that made a set, counted so tests can check it grows with what changed rather
+/// than with the number of zones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildWork {
+    /// Apex comparisons (zones whose apex hashes alike are compared name to name).
+    pub comparisons: u64,
+    /// Table entries copied from the set it was made from (shards an update touched).
+    pub entries_copied: u64,
+}
+
+/// A change to a set: a zone's (new) version, or an apex no longer served.
+#[derive(Debug, Clone)]
+pub enum ZoneChange {
+    /// Serve this zone, replacing any zone with the same apex.
+    Put(Arc<Zone>),
+    /// Stop serving the zone at this apex.
+    Remove(Name),
+}
+
+impl Default for ZoneSet {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Arc::new(Shard::new())).collect(),
+            depth_counts: Box::new([0; MAX_DEPTH]),
+            depths: Vec::new(),
+            len: 0,
+            work: BuildWork::default(),
+        }
+    }
+}
+
+fn shard_of(hash: u64) -> usize {
+    // The top bits: the tables inside each shard index by the low ones.
+    (hash >> 56) as usize & (SHARDS - 1)
 }
 
 impl ZoneSet {
@@ -23,30 +76,79 @@ impl ZoneSet {
     }
 
     /// A set of shared zones; a later zone with the same apex replaces an earlier one.
+    /// Linear in the number of zones.
     pub fn from_shared(zones: Vec<Arc<Zone>>) -> Self {
-        let mut kept: Vec<Arc<Zone>> = Vec::with_capacity(zones.len());
-        for z in zones {
-            if let Some(i) = kept.iter().position(|k| k.apex == z.apex) {
-                kept[i] = z;
-            } else {
-                kept.push(z);
+        Self::default().update(zones.into_iter().map(ZoneChange::Put))
+    }
+
+    /// A new set: this one with `changes` applied in order. Only the shards the changed
+    /// apexes fall in are copied; the rest (and every unchanged zone) are shared with `self`.
+    pub fn update(&self, changes: impl IntoIterator<Item = ZoneChange>) -> Self {
+        let mut shards: Vec<Arc<Shard>> = self.shards.to_vec();
+        let mut copied = [false; SHARDS];
+        let mut depth_counts = self.depth_counts.clone();
+        let mut len = self.len;
+        let mut work = BuildWork::default();
+        for change in changes {
+            let apex = match &change {
+                ZoneChange::Put(z) => z.apex(),
+                ZoneChange::Remove(name) => name.as_ref(),
+            };
+            let hash = apex.hash_ci();
+            let s = shard_of(hash);
+            if !copied[s] {
+                copied[s] = true;
+                work.entries_copied += shards[s].len() as u64;
+            }
+            // Unique after the first change to it in this update, so no further copies.
+            let shard = Arc::make_mut(&mut shards[s]);
+            let labels = apex.label_count();
+            match change {
+                ZoneChange::Put(zone) => {
+                    let same = shard.entry(hash).or_default();
+                    let at = same.iter().position(|z| {
+                        work.comparisons += 1;
+                        z.apex().eq_ci(&zone.apex())
+                    });
+                    match at {
+                        Some(i) => same[i] = zone,
+                        None => {
+                            same.push(zone);
+                            depth_counts[labels] += 1;
+                            len += 1;
+                        }
+                    }
+                }
+                ZoneChange::Remove(name) => {
+                    let Some(same) = shard.get_mut(&hash) else {
+                        continue;
+                    };
+                    let at = same.iter().position(|z| {
+                        work.comparisons += 1;
+                        z.apex().eq_ci(&name.as_ref())
+                    });
+                    if let Some(i) = at {
+                        same.swap_remove(i);
+                        depth_counts[labels] -= 1;
+                        len -= 1;
+                        if same.is_empty() {
+                            shard.remove(&hash);
+                        }
+                    }
+                }
             }
         }
-        let mut by_apex: HashMap<u64, Vec<u32>> = HashMap::new();
-        let mut apex_labels = Vec::new();
-        for (i, z) in kept.iter().enumerate() {
-            by_apex
-                .entry(z.apex().hash_ci())
-                .or_default()
-                .push(i as u32);
-            apex_labels.push(z.apex().label_count());
-        }
-        apex_labels.sort_unstable();
-        apex_labels.dedup();
+        let depths = (0..MAX_DEPTH)
+            .rev()
+            .filter(|&d| depth_counts[d] > 0)
+            .map(|d| d as u8)
+            .collect();
         Self {
-            zones: kept,
-            by_apex,
-            apex_labels,
+            shards: shards.into_boxed_slice(),
+            depth_counts,
+            depths,
+            len,
+            work,
         }
     }
 
@@ -54,34 +156,49 @@ impl ZoneSet {
     /// distinct apex depth, never a scan over the zones.
     pub fn find(&self, qname: NameRef<'_>) -> Option<&Zone> {
         let labels = qname.label_count();
-        for &depth in self.apex_labels.iter().rev() {
+        for &depth in &self.depths {
+            let depth = usize::from(depth);
             if depth > labels {
                 continue;
             }
             let suffix = qname.suffix(depth);
-            if let Some(ids) = self.by_apex.get(&suffix.hash_ci()) {
-                for &i in ids {
-                    let z = &self.zones[i as usize];
-                    if z.apex().eq_ci(&suffix) {
-                        return Some(z);
-                    }
-                }
+            if let Some(z) = self.lookup(suffix) {
+                return Some(z);
             }
         }
         None
     }
 
-    /// The zones.
-    pub fn zones(&self) -> &[Arc<Zone>] {
-        &self.zones
-    }
-
     /// The zone with exactly this apex.
     pub fn get(&self, apex: NameRef<'_>) -> Option<&Arc<Zone>> {
-        self.by_apex
-            .get(&apex.hash_ci())?
+        self.lookup(apex)
+    }
+
+    fn lookup(&self, apex: NameRef<'_>) -> Option<&Arc<Zone>> {
+        let hash = apex.hash_ci();
+        self.shards[shard_of(hash)]
+            .get(&hash)?
             .iter()
-            .map(|&i| &self.zones[i as usize])
             .find(|z| z.apex().eq_ci(&apex))
+    }
+
+    /// Every zone, in no particular order.
+    pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> + '_ {
+        self.shards.iter().flat_map(|s| s.values().flatten())
+    }
+
+    /// Zones in the set.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the set holds no zone.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The work that made this set from the one before it (see [`BuildWork`]).
+    pub fn build_work(&self) -> BuildWork {
+        self.work
     }
 }
