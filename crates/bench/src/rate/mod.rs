@@ -3,8 +3,10 @@
 //! totals of every response code and of timeouts.
 //!
 //! Sending follows a schedule, not the answers: query k is due at k / rate seconds. A worker
-//! wakes when the next few queries are due (or an answer arrives, or a query expires), sends
-//! what is due in batches, and never waits for an answer before sending.
+//! wakes when its next query is due but at least a pacing tick after its last turn (or
+//! earlier, when a query expires or, over TCP, an answer arrives: UDP answers wait for the
+//! next turn with their kernel arrival times), sends what fell due in batches, and never
+//! waits for an answer before sending.
 //!
 //! This module owns the public types (the run's configuration, its seconds and its report)
 //! and their text; the work is in three submodules:
