@@ -13,8 +13,8 @@
 //! - `run`: [`run_rate`]: the schedule shared out between worker threads, every socket or
 //!   connection opened before the clock starts, the threads run and their totals summed;
 //! - `worker`: one worker thread, the loop that follows its share of the schedule;
-//! - `seconds`: the workers' per-second counts gathered into [`RateSecond`] rows, each with a
-//!   server sample and a progress line once every worker has moved past it.
+//! - `seconds`: the workers' per-second counts gathered into [`RateSecond`] rows, each
+//!   completed (progress line, server sample with PIDs) once every worker has moved past it.
 
 use crate::account::{ServerUsage, ToolUsage};
 use crate::report::{self, group, opt_ms, LatencySummary, Tally};

@@ -1,7 +1,7 @@
 //! rate::seconds -- the run's seconds: each worker sends a `SecondMsg` when one of its seconds
-//! ends; `Seconds` adds them up and completes a second (a [`RateSecond`] row with the
-//! server's CPU and memory sampled then, and its progress line) once every worker has moved
-//! past it.
+//! ends; `Seconds` adds them up and completes a second (a [`RateSecond`] row with its
+//! progress line and, given PIDs, the server's CPU and memory sampled then) once every worker
+//! has moved past it. Seconds still open when the workers finish get no sample.
 
 use super::RateSecond;
 use crate::account;
