@@ -154,13 +154,14 @@ impl Reloader {
             shared.control.reloads_failed.fetch_add(1, Relaxed);
         }
         let summary = format!(
-            "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed); serving {zones} zones",
+            "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed, {} still failing); serving {zones} zones",
             report.loaded,
             specs.len(),
             started.elapsed().as_secs_f64(),
             report.unchanged,
             report.removed,
-            report.failures.len()
+            report.failures.len(),
+            report.still_failing
         );
         info!("{summary}");
         self.config = config;

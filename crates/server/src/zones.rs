@@ -94,6 +94,9 @@ pub(crate) struct LoadReport {
     pub(crate) unchanged: usize,
     /// Zones no longer configured, dropped.
     pub(crate) removed: usize,
+    /// Zones whose last read failed, now or before (each on its previous version, or not
+    /// served): a reload that reads nothing still says how many are broken.
+    pub(crate) still_failing: usize,
     /// The versions read now, served from now on.
     pub(crate) added: Vec<Arc<Zone>>,
     /// The versions they replaced and the zones dropped: no longer served, to be freed once
@@ -131,11 +134,15 @@ impl FileStamp {
 /// One configured zone as last loaded.
 struct Held {
     source: ZoneSource,
-    /// The files read for it (the zone file, then `$INCLUDE`d ones) as they were when last
-    /// read; a stamp of `None`: the file could not be read. Empty for an embedded zone.
-    files: Vec<(PathBuf, Option<FileStamp>)>,
+    /// The zone file as it was when last read (`None`: embedded, or it could not be read).
+    stamp: Option<FileStamp>,
+    /// The files it `$INCLUDE`d, as they were when read (empty for most zones: no
+    /// allocation).
+    includes: Vec<(PathBuf, Option<FileStamp>)>,
     /// The version served (`None`: it has never loaded).
     zone: Option<Arc<Zone>>,
+    /// The last read failed.
+    failed: bool,
 }
 
 /// The zones being served, each with what it was loaded from, so that a reload re-reads
@@ -146,6 +153,8 @@ struct Held {
 pub(crate) struct ZoneLibrary {
     held: HashMap<Name, Held>,
     set: ZoneSet,
+    /// Held zones whose `failed` is set.
+    failing: usize,
 }
 
 /// What to do with one configured zone.
@@ -183,11 +192,10 @@ impl ZoneLibrary {
                 (Some(_), _) | (None, None) => Plan::Load,
                 (None, Some(h)) if h.source != spec.source => Plan::Load,
                 (None, Some(h)) => {
-                    let changed = h.files.iter().enumerate().any(|(i, (path, was))| {
-                        // The zone file's stamp is taken already.
-                        let now = if i == 0 { stamp } else { FileStamp::of(path) };
-                        now != *was
-                    });
+                    let changed = h.stamp != stamp
+                        || h.includes
+                            .iter()
+                            .any(|(path, was)| FileStamp::of(path) != *was);
                     // An embedded zone, or files that have not changed since they were
                     // read (or last failed to read): nothing to do.
                     if changed {
@@ -219,23 +227,30 @@ impl ZoneLibrary {
         for ((spec, stamp), result) in to_load.into_iter().zip(results) {
             let held = self.held.entry(spec.name.clone()).or_insert_with(|| Held {
                 source: spec.source.clone(),
-                files: Vec::new(),
+                stamp: None,
+                includes: Vec::new(),
                 zone: None,
+                failed: false,
             });
+            if held.failed {
+                self.failing -= 1;
+            }
+            held.failed = false;
             held.source = spec.source.clone();
             // The zone file as it was before it was read (a change while reading shows at
             // the next reload). A failed read is remembered too, so an unchanged broken
             // file is reported once.
-            held.files.clear();
-            if let ZoneSource::File(path) = &spec.source {
-                held.files.push((path.clone(), stamp));
-            }
+            held.stamp = stamp;
+            held.includes.clear();
             match result {
                 Ok((zone, w, included)) => {
-                    held.files.extend(included.into_iter().map(|p| {
-                        let stamp = FileStamp::of(&p);
-                        (p, stamp)
-                    }));
+                    held.includes = included
+                        .into_iter()
+                        .map(|p| {
+                            let stamp = FileStamp::of(&p);
+                            (p, stamp)
+                        })
+                        .collect();
                     let huge = zone
                         .arrays()
                         .iter()
@@ -251,11 +266,15 @@ impl ZoneLibrary {
                     warnings.extend(w);
                     loaded += 1;
                 }
-                Err(error) => failures.push(ZoneFailure {
-                    name: spec.name.clone(),
-                    error,
-                    kept_previous: held.zone.is_some(),
-                }),
+                Err(error) => {
+                    held.failed = true;
+                    self.failing += 1;
+                    failures.push(ZoneFailure {
+                        name: spec.name.clone(),
+                        error,
+                        kept_previous: held.zone.is_some(),
+                    })
+                }
             }
         }
         let mut removed = 0;
@@ -268,7 +287,13 @@ impl ZoneLibrary {
                 .cloned()
                 .collect();
             for name in gone {
-                if let Some(zone) = self.held.remove(&name).and_then(|h| h.zone) {
+                let Some(held) = self.held.remove(&name) else {
+                    continue;
+                };
+                if held.failed {
+                    self.failing -= 1;
+                }
+                if let Some(zone) = held.zone {
                     replaced.push(zone);
                     removed += 1;
                 }
@@ -281,6 +306,7 @@ impl ZoneLibrary {
             loaded,
             unchanged,
             removed,
+            still_failing: self.failing,
             added,
             replaced,
             failures,

@@ -169,6 +169,7 @@ fn broken_and_missing_zones_among_many_are_reported_once() {
     // A reload with nothing changed reads nothing and reports nothing again.
     let (_, text) = reload(&server, &[]);
     assert!(text.contains(&format!("reloaded 0 of {n} zones")), "{text}");
+    assert!(text.contains("5 still failing"), "{text}");
     for &i in &broken {
         assert_eq!(count(&format!("{}:5:", files[i].display())), 1, "z{i}");
     }
@@ -179,6 +180,7 @@ fn broken_and_missing_zones_among_many_are_reported_once() {
     let (ok, text) = reload(&server, &[]);
     assert!(ok, "{text}");
     assert!(text.contains(&format!("reloaded 2 of {n} zones")), "{text}");
+    assert!(text.contains("3 still failing"), "{text}");
     assert_eq!(www(&server, 500).as_deref(), Ok("192.0.2.50"));
     assert_eq!(www(&server, 501).as_deref(), Ok("192.0.2.51"));
     assert_eq!(www(&server, 3), Err(5));

@@ -17,8 +17,25 @@ pub const SHARDS: usize = 256;
 /// Most labels a name has (a name of 255 octets has at most 127 labels, plus the root).
 const MAX_DEPTH: usize = 128;
 
-/// One shard: apex hash -> the zones with that hash (almost always one).
-type Shard = HashMap<u64, Vec<Arc<Zone>>>;
+/// One shard: apex hash -> the zones with that hash.
+type Shard = HashMap<u64, Same>;
+
+/// The zones whose apexes hash alike: almost always one, kept without an allocation of its
+/// own (a hosting provider's million zones would otherwise cost a million small vectors).
+#[derive(Debug, Clone)]
+enum Same {
+    One(Arc<Zone>),
+    Many(Vec<Arc<Zone>>),
+}
+
+impl Same {
+    fn as_slice(&self) -> &[Arc<Zone>] {
+        match self {
+            Same::One(z) => std::slice::from_ref(z),
+            Same::Many(v) => v,
+        }
+    }
+}
 
 /// The zones a server answers for. Zones are shared, so a reload can keep an unchanged or
 /// failed zone's previous version without copying it.
@@ -105,15 +122,23 @@ impl ZoneSet {
             let labels = apex.label_count();
             match change {
                 ZoneChange::Put(zone) => {
-                    let same = shard.entry(hash).or_default();
-                    let at = same.iter().position(|z| {
+                    let Some(same) = shard.get_mut(&hash) else {
+                        shard.insert(hash, Same::One(zone));
+                        depth_counts[labels] += 1;
+                        len += 1;
+                        continue;
+                    };
+                    let at = same.as_slice().iter().position(|z| {
                         work.comparisons += 1;
                         z.apex().eq_ci(&zone.apex())
                     });
-                    match at {
-                        Some(i) => same[i] = zone,
-                        None => {
-                            same.push(zone);
+                    match (at, same) {
+                        (Some(_), Same::One(z)) => *z = zone,
+                        (Some(i), Same::Many(v)) => v[i] = zone,
+                        (None, same) => {
+                            let mut v = same.as_slice().to_vec();
+                            v.push(zone);
+                            *same = Same::Many(v);
                             depth_counts[labels] += 1;
                             len += 1;
                         }
@@ -123,17 +148,21 @@ impl ZoneSet {
                     let Some(same) = shard.get_mut(&hash) else {
                         continue;
                     };
-                    let at = same.iter().position(|z| {
+                    let at = same.as_slice().iter().position(|z| {
                         work.comparisons += 1;
                         z.apex().eq_ci(&name.as_ref())
                     });
-                    if let Some(i) = at {
-                        same.swap_remove(i);
-                        depth_counts[labels] -= 1;
-                        len -= 1;
-                        if same.is_empty() {
+                    let Some(i) = at else { continue };
+                    depth_counts[labels] -= 1;
+                    len -= 1;
+                    let mut rest = same.as_slice().to_vec();
+                    rest.swap_remove(i);
+                    match rest.len() {
+                        0 => {
                             shard.remove(&hash);
                         }
+                        1 => *same = Same::One(rest.pop().expect("one left")),
+                        _ => *same = Same::Many(rest),
                     }
                 }
             }
@@ -178,13 +207,16 @@ impl ZoneSet {
         let hash = apex.hash_ci();
         self.shards[shard_of(hash)]
             .get(&hash)?
+            .as_slice()
             .iter()
             .find(|z| z.apex().eq_ci(&apex))
     }
 
     /// Every zone, in no particular order.
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> + '_ {
-        self.shards.iter().flat_map(|s| s.values().flatten())
+        self.shards
+            .iter()
+            .flat_map(|s| s.values().flat_map(Same::as_slice))
     }
 
     /// Zones in the set.
