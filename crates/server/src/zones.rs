@@ -44,12 +44,18 @@ pub(crate) struct ZoneSpec {
     pub(crate) source: ZoneSource,
 }
 
-/// The zones `config` asks for; the embedded zone if it asks for none.
+/// The zones `config` asks for (its `[[zone]]` tables, then its `zone_list`); the embedded
+/// zone if it asks for none. A name given twice is loaded once: a `[[zone]]` wins over the
+/// list, a later list line over an earlier one.
 pub(crate) fn specs(
     config: &Config,
     fallback: Option<EmbeddedZone>,
 ) -> Result<Vec<ZoneSpec>, String> {
-    if config.zones.is_empty() {
+    let listed = match &config.server.zone_list {
+        Some(path) => read_zone_list(path)?,
+        None => Vec::new(),
+    };
+    if config.zones.is_empty() && listed.is_empty() {
         if config.resolver.recursion {
             // A resolver need not serve any zone; the example zone would only shadow names.
             return Ok(Vec::new());
@@ -64,14 +70,60 @@ pub(crate) fn specs(
             source: ZoneSource::Embedded(e),
         }]);
     }
-    Ok(config
+    let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
+    let mut at: HashMap<Name, usize> = HashMap::with_capacity(specs.capacity());
+    // Tables come after the list, so that they replace its lines.
+    let tables = config
         .zones
         .iter()
-        .map(|z| ZoneSpec {
-            name: z.name.clone(),
-            source: ZoneSource::File(z.file.clone()),
-        })
-        .collect())
+        .map(|z| (z.name.clone(), z.file.clone()));
+    for (name, file) in listed.into_iter().chain(tables) {
+        let spec = ZoneSpec {
+            name,
+            source: ZoneSource::File(file),
+        };
+        match at.get(&spec.name) {
+            Some(&i) => specs[i] = spec,
+            None => {
+                at.insert(spec.name.clone(), specs.len());
+                specs.push(spec);
+            }
+        }
+    }
+    Ok(specs)
+}
+
+/// Reads a zone list: `NAME FILE` per line, `#` comments, blank lines; FILE relative to the
+/// list's directory. Errors name `list:line`.
+fn read_zone_list(path: &Path) -> Result<Vec<(Name, PathBuf)>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("zone list {}: {e}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new(""));
+    let mut zones = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(file), None) = (words.next(), words.next(), words.next()) else {
+            return Err(format!("{}: expected NAME FILE, got {line:?}", at()));
+        };
+        let name = name
+            .parse::<Name>()
+            .map_err(|e| format!("{}: zone name {name:?}: {e}", at()))?;
+        let file = Path::new(file);
+        zones.push((
+            name,
+            if file.is_relative() {
+                base.join(file)
+            } else {
+                file.into()
+            },
+        ));
+    }
+    Ok(zones)
 }
 
 /// A zone that failed to load.
@@ -527,6 +579,50 @@ mod tests {
         );
         let z4: Name = "z4.test.".parse().unwrap();
         assert_eq!(r.set.get(z4.as_ref()).unwrap().serial(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_zone_list_names_zones_and_tables_win() {
+        let dir = std::env::temp_dir().join(format!("shardns-list-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let list = dir.join("zones.list");
+        std::fs::write(
+            &list,
+            "# hosting customers\na.test a.zone\n\nb.test. /abs/b.zone   # absolute\nA.TEST a2.zone\n",
+        )
+        .unwrap();
+        let mut config = Config::default();
+        config.server.zone_list = Some(list.clone());
+        config.zones.push(crate::config::ZoneConfig::new(
+            "b.test".parse().unwrap(),
+            "/t/b.zone".into(),
+        ));
+        let specs = specs(&config, None).unwrap();
+        let files: Vec<(String, PathBuf)> = specs
+            .iter()
+            .map(|s| match &s.source {
+                ZoneSource::File(f) => (s.name.to_string(), f.clone()),
+                ZoneSource::Embedded(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("A.TEST.".to_string(), dir.join("a2.zone")),
+                ("b.test.".to_string(), PathBuf::from("/t/b.zone")),
+            ]
+        );
+        std::fs::write(&list, "ok.test ok.zone\nbad line here\n").unwrap();
+        let e = super::specs(&config, None).unwrap_err();
+        assert!(
+            e.contains(&format!("{}:2: expected NAME FILE", list.display())),
+            "{e}"
+        );
+        std::fs::write(&list, "bad..name x.zone\n").unwrap();
+        let e = super::specs(&config, None).unwrap_err();
+        assert!(e.contains(":1: zone name"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

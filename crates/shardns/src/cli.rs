@@ -78,6 +78,10 @@ pub(crate) struct ServeArgs {
     /// added to the config's zones).
     #[arg(short, long, value_name = "NAME=FILE")]
     pub(crate) zone: Vec<ZoneConfig>,
+    /// A file listing zones, one `NAME FILE` per line (for very many zones; replaces the
+    /// config's zone_list).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) zone_list: Option<PathBuf>,
     /// Worker threads (default: one per core).
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub(crate) workers: Option<u32>,
@@ -163,6 +167,7 @@ impl ServeArgs {
         let mut o = Overrides::default();
         o.listen = self.listen.clone();
         o.zones = self.zone.clone();
+        o.zone_list = self.zone_list.clone();
         o.workers = self.workers.map(|n| n as usize);
         o.log_level = self.log_level.clone();
         o.log_queries = self.log_queries;

@@ -185,3 +185,47 @@ fn broken_and_missing_zones_among_many_are_reported_once() {
     assert_eq!(www(&server, 501).as_deref(), Ok("192.0.2.51"));
     assert_eq!(www(&server, 3), Err(5));
 }
+
+#[test]
+fn a_zone_list_names_the_zones_and_a_reload_follows_it() {
+    let n = 1000;
+    let dir = TempDir::new("zone-list");
+    let mut list = String::from("# one zone per line: NAME FILE\n");
+    for i in 0..n {
+        dir.write(&format!("z{i}.zone"), &zone_text(i, 1, 1));
+        list.push_str(&format!("z{i}.test. z{i}.zone\n"));
+    }
+    let list_path = dir.write("zones.list", &list);
+    let arg = list_path.display().to_string();
+    let mut server = Server::start_in(dir, &["--zone-list", &arg, "--workers", "2"]);
+    server.wait_for_log(
+        &format!("loaded {n} zones"),
+        std::time::Duration::from_secs(5),
+    );
+    assert_eq!(www(&server, n - 1).as_deref(), Ok("192.0.2.1"));
+
+    // One line added, one removed: the reload reads the new zone alone and drops the other.
+    server.dir.write(&format!("z{n}.zone"), &zone_text(n, 1, 9));
+    let list = list.replace("z0.test. z0.zone\n", "") + &format!("z{n}.test. z{n}.zone\n");
+    rewrite(&list_path, &list);
+    let (ok, text) = reload(&server, &[]);
+    assert!(ok, "{text}");
+    assert!(text.contains(&format!("reloaded 1 of {n} zones")), "{text}");
+    assert!(text.contains("1 removed"), "{text}");
+    assert_eq!(www(&server, n).as_deref(), Ok("192.0.2.9"));
+    assert_eq!(www(&server, 0), Err(5));
+
+    // A malformed line: the reload fails with list:line and keeps everything.
+    rewrite(&list_path, &(list.clone() + "only-a-name.test.\n"));
+    let (ok, text) = reload(&server, &[]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:{}: expected NAME FILE",
+            list_path.display(),
+            n + 2 // the comment line, n lines, then this one
+        )),
+        "{text}"
+    );
+    assert_eq!(www(&server, n).as_deref(), Ok("192.0.2.9"));
+}

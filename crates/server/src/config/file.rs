@@ -78,6 +78,11 @@ impl Config {
                 z.file = base.join(&z.file);
             }
         }
+        if let Some(l) = &mut config.server.zone_list {
+            if l.is_relative() {
+                *l = base.join(&*l);
+            }
+        }
         if let Some(h) = &mut config.resolver.root_hints {
             if h.is_relative() {
                 *h = base.join(&*h);

@@ -110,6 +110,11 @@ pub struct ServerConfig {
     /// their own (absent: address only).
     #[serde(deserialize_with = "name_opt")]
     pub transfer_key: Option<Name>,
+    /// A file listing zones, one per line: `NAME FILE` (FILE relative to the list's own
+    /// directory; `#` starts a comment). Read at start and at every reload, beside the
+    /// `[[zone]]` tables: the form for very many zones. Listed zones take the server's
+    /// `allow_transfer`, `notify` and `transfer_key`; a `[[zone]]` of the same name wins.
+    pub zone_list: Option<PathBuf>,
 }
 
 /// One `[[zone]]`.

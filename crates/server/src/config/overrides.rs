@@ -51,6 +51,8 @@ pub struct Overrides {
     pub upstream_port: Option<u16>,
     /// `--xdp`: sets `server.xdp_interface`.
     pub xdp_interface: Option<String>,
+    /// `--zone-list`: sets `server.zone_list`.
+    pub zone_list: Option<PathBuf>,
     /// `--allow-transfer`: added to `server.allow_transfer`.
     pub allow_transfer: Vec<AclEntry>,
     /// `--notify`: added to `server.notify`.
@@ -118,6 +120,9 @@ impl Config {
         }
         if let Some(p) = o.upstream_port {
             self.resolver.upstream_port = p;
+        }
+        if o.zone_list.is_some() {
+            self.server.zone_list = o.zone_list.clone();
         }
         if o.xdp_interface.is_some() {
             self.server.xdp_interface = o.xdp_interface.clone();
