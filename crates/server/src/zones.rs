@@ -71,7 +71,8 @@ pub(crate) fn specs(
         }]);
     }
     let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
-    let mut at: HashMap<Name, usize> = HashMap::with_capacity(specs.capacity());
+    let mut at: HashMap<Name, usize, NameHash> =
+        HashMap::with_capacity_and_hasher(specs.capacity(), NameHash);
     // Tables come after the list, so that they replace its lines.
     let tables = config
         .zones
@@ -203,10 +204,41 @@ struct Held {
 /// files are read on every core.
 #[derive(Default)]
 pub(crate) struct ZoneLibrary {
-    held: HashMap<Name, Held>,
+    held: HashMap<Name, Held, NameHash>,
     set: ZoneSet,
     /// Held zones whose `failed` is set.
     failing: usize,
+}
+
+/// Hashes a [`Name`] by what it writes, its own case-insensitive hash (one well-mixed
+/// `u64`), instead of hashing that again: the zone maps hold one entry per zone, and zone
+/// names come from the operator's files, not from clients.
+#[derive(Debug, Default, Clone, Copy)]
+struct NameHash;
+
+impl std::hash::BuildHasher for NameHash {
+    type Hasher = PassThrough;
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough(0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by `Name` (it writes one u64); kept correct for anything else.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// What to do with one configured zone.
@@ -232,15 +264,17 @@ impl ZoneLibrary {
     }
 
     fn apply(&mut self, specs: &[ZoneSpec], only: Option<&[Name]>) -> LoadReport {
-        let wanted: Option<HashSet<&Name>> = only.map(|n| n.iter().collect());
+        let wanted: Option<HashSet<&Name, NameHash>> = only.map(|n| n.iter().collect());
         // Decide per zone (a stat per file it was read from), on every core.
         let plans: Vec<(Plan, Option<FileStamp>)> = parallel_map(specs, |spec| {
+            if wanted.as_ref().is_some_and(|w| !w.contains(&spec.name)) {
+                return (Plan::Keep, None);
+            }
             let stamp = match &spec.source {
                 ZoneSource::File(path) => FileStamp::of(path),
                 ZoneSource::Embedded(_) => None,
             };
             let plan = match (&wanted, self.held.get(&spec.name)) {
-                (Some(w), _) if !w.contains(&spec.name) => Plan::Keep,
                 (Some(_), _) | (None, None) => Plan::Load,
                 (None, Some(h)) if h.source != spec.source => Plan::Load,
                 (None, Some(h)) => {
@@ -266,6 +300,11 @@ impl ZoneLibrary {
             .map(|(s, (_, stamp))| (s, *stamp))
             .collect();
         let unchanged = specs.len() - to_load.len();
+        // Listed zones not held before this reload (specs name each zone once).
+        let new_zones = to_load
+            .iter()
+            .filter(|(s, _)| !self.held.contains_key(&s.name))
+            .count();
         // Many small zones: one per core, each on one thread; one big zone: both cores on it.
         let scan_threads = if to_load.len() == 1 { SCAN_THREADS } else { 1 };
         let results = parallel_map(&to_load, |(spec, _)| load_one(spec, scan_threads));
@@ -330,8 +369,11 @@ impl ZoneLibrary {
             }
         }
         let mut removed = 0;
-        if only.is_none() {
-            let listed: HashSet<&Name> = specs.iter().map(|s| &s.name).collect();
+        // Every held zone is listed (the usual reload) when as many are held as listed and
+        // none listed is new: then nothing was removed, and no set of names is needed.
+        let all_listed = self.held.len() == specs.len() && new_zones == 0;
+        if only.is_none() && !all_listed {
+            let listed: HashSet<&Name, NameHash> = specs.iter().map(|s| &s.name).collect();
             let gone: Vec<Name> = self
                 .held
                 .keys()
