@@ -118,7 +118,7 @@ fn same_port_on_two_addresses_each_has_its_own_control_socket() {
     assert_eq!(stat_value(&stats(&lb), "shardns_queries_total"), 1.0);
     let out = control("reload", &["--listen", &lb], xdg.path());
     assert!(out.status.success(), "reload --listen {lb}: {out:?}");
-    assert!(stdout(&out).contains("reloaded 1 of 1 zones"), "{out:?}");
+    assert!(stdout(&out).contains("reloaded 0 of 1 zones"), "{out:?}"); // embedded: unchanged
     let ok = "shardns_reloads_total{result=\"ok\"}";
     assert_eq!(stat_value(&stats(&lb), ok), 1.0);
     assert_eq!(stat_value(&stats(&la), ok), 0.0);
@@ -180,7 +180,7 @@ fn a_control_socket_that_cannot_be_made_leaves_the_server_serving() {
         .status()
         .unwrap();
     let end = Instant::now() + Duration::from_secs(10);
-    while !d.log().contains("reloaded 1 of 1 zones") {
+    while !d.log().contains("reloaded 0 of 1 zones") {
         d.check_alive();
         assert!(Instant::now() < end, "no reload after SIGHUP:\n{}", d.log());
         std::thread::sleep(Duration::from_millis(20));

@@ -208,15 +208,9 @@ impl Worker {
                 generation,
                 max_queries,
             };
-            let mut dispatch = Worker::dispatcher(
-                zones,
-                &self.shared,
-                self.recursion.as_mut(),
-                self.rrl.as_mut(),
-                stats,
-                log_queries,
-                now,
-            );
+            let mut dispatch = self
+                .roles
+                .dispatcher(zones, &self.shared, stats, log_queries, now);
             match answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats) {
                 Ok(streamed) => active |= streamed,
                 Err(_) => failed = true,

@@ -106,10 +106,8 @@ pub(crate) struct Worker {
     conns: ConnTable,
     staging: Box<[u8]>,
     buffer_pool: Vec<Vec<u8>>,
-    /// The resolver role (`[resolver] recursion = true`), else `None`.
-    recursion: Option<Recursion>,
-    /// Response rate limiting (`[rrl] enabled = true`), else `None`.
-    rrl: Option<Rrl>,
+    /// The roles beside the zones that a query may go through.
+    roles: Roles,
     /// AF_XDP (`server.xdp_interface`), else `None`.
     xdp: Option<XdpPort>,
 }
@@ -163,8 +161,7 @@ impl Worker {
             listeners_paused: false,
             staging: vec![0; TCP_STAGING].into_boxed_slice(),
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
-            recursion,
-            rrl,
+            roles: Roles { recursion, rrl },
             xdp,
         })
     }
@@ -179,6 +176,7 @@ impl Worker {
         let mut batch = UdpBatch::new(self.opts.udp_batch);
         // The resolver's finished UDP answers, sent once per loop turn.
         let mut answers = self
+            .roles
             .recursion
             .is_some()
             .then(|| SendBatch::new(self.opts.udp_batch, self.opts.udp_max_response));
@@ -209,7 +207,7 @@ impl Worker {
                     }
                     KIND_UPSTREAM => {
                         let generation = ((token >> 32) & 0xff_ffff) as u32;
-                        if let Some(r) = self.recursion.as_mut() {
+                        if let Some(r) = self.roles.recursion.as_mut() {
                             r.upstream_ready(index as u32, generation, ready, now, &self.epoll);
                         }
                     }
@@ -245,6 +243,7 @@ impl Worker {
             .oldest_partial()
             .map(|(_, since)| until(since + self.opts.tcp_read_timeout));
         let resolver = self
+            .roles
             .recursion
             .as_mut()
             .and_then(|r| r.timeout_ms(now))
@@ -265,7 +264,7 @@ impl Worker {
     /// from the listening socket the query came in on, queued in `answers` and sent with
     /// sendmmsg at the end; TCP: the connection, if still open).
     fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
-        let Some(rec) = self.recursion.as_mut() else {
+        let Some(rec) = self.roles.recursion.as_mut() else {
             return;
         };
         let udp = &self.udp;
@@ -316,23 +315,30 @@ fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &Wor
     stats.dropped.add(done.dropped);
 }
 
-impl Worker {
-    /// The roles that answer a query on this worker for this turn of the loop.
+/// A worker's roles beside the zones, each its own (no sharing between workers).
+pub(crate) struct Roles {
+    /// The resolver role (`[resolver] recursion = true`), else `None`.
+    pub(crate) recursion: Option<Recursion>,
+    /// Response rate limiting (`[rrl] enabled = true`), else `None`.
+    pub(crate) rrl: Option<Rrl>,
+}
+
+impl Roles {
+    /// The dispatcher a transport hands its queries to for this turn of the loop.
     fn dispatcher<'w>(
+        &'w mut self,
         zones: &'w ZoneSet,
         shared: &'w Shared,
-        recursion: Option<&'w mut Recursion>,
-        rrl: Option<&'w mut Rrl>,
         stats: &'w WorkerStats,
         log_queries: bool,
         now: Instant,
     ) -> Dispatcher<'w> {
-        let rrl_now = rrl.as_ref().map_or(0, |r| r.clock(now));
+        let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
         Dispatcher {
             zones,
             transfer_acl: &shared.transfer_acl,
-            recursion,
-            rrl,
+            recursion: self.recursion.as_mut(),
+            rrl: self.rrl.as_mut(),
             stats,
             log_queries,
             now,

@@ -28,19 +28,13 @@ impl Worker {
         // The peer's address is decoded only when something needs it: logs, the resolver's
         // ACL, RRL, or a transfer ACL (an allowed IXFR over UDP gets the SOA).
         let want_peer = self.opts.log_queries
-            || self.recursion.is_some()
-            || self.rrl.is_some()
+            || self.roles.recursion.is_some()
+            || self.roles.rrl.is_some()
             || self.shared.transfer_acl.load().allows_anyone();
         let udp_max = self.opts.udp_max_response;
-        let mut dispatch = Worker::dispatcher(
-            zones,
-            &self.shared,
-            self.recursion.as_mut(),
-            self.rrl.as_mut(),
-            stats,
-            self.opts.log_queries,
-            now,
-        );
+        let mut dispatch =
+            self.roles
+                .dispatcher(zones, &self.shared, stats, self.opts.log_queries, now);
         for _ in 0..UDP_ROUNDS {
             stats.udp_recv_calls.add(1);
             let n = match batch.recv(fd) {
