@@ -53,10 +53,15 @@ from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, kn
                  port_free, rss_kib, steal_idle, steal_pct, terminate)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
-         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639}
+         "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639,
+         "shardns-many": 5640}
 # `--baseline PATH`: another build of shardns (e.g. main before a change), run as the server
 # kind "shardns-baseline" in the same interleaved rounds, so a change is judged as a ratio.
 BASELINE = None
+# `--zone-list FILE`: the server kind "shardns-many" is shardns serving the workload's zone
+# and every zone that list names (e.g. 100,000 small zones from bench/many_zones.py), so the
+# cost of a large zone set on the answer path shows as a ratio against "shardns".
+MANY_ZONES = None
 # Kinds that take their UDP queries from `lo` with AF_XDP (root only). The replies they send
 # into lo carry 127.0.0.1 without the route the kernel's own sender attaches, so lo must
 # accept local-network sources and destinations on input for them to arrive.
@@ -138,6 +143,9 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     if name == "floor":
         # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
+    if name == "shardns-many":
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
+                f"{zone}={zonefile}", "--zone-list", MANY_ZONES, "--workers", "1", "--log-level", "warn"]
     if name == "shardns-baseline":
         return [BASELINE, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--workers", "1", "--log-level", "warn"]
@@ -299,11 +307,14 @@ def main():
     ap.add_argument("--baseline", metavar="PATH",
                     help="a shardns binary to run as the server 'shardns-baseline' (add it to --servers), "
                     "e.g. a release build of the commit before a change")
+    ap.add_argument("--zone-list", metavar="FILE",
+                    help="a zone list (NAME FILE per line) for the server 'shardns-many' (add it to --servers)")
     ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
-    global BASELINE
+    global BASELINE, MANY_ZONES
     BASELINE = args.baseline
+    MANY_ZONES = args.zone_list
     for spec in args.port:
         name, port = spec.split("=", 1)
         PORTS[name] = int(port)
@@ -327,7 +338,7 @@ def main():
         first_q = f.readline().split()[0]
     servers = [s for s in args.servers.split(",")
                if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
-               or (s == "shardns-baseline" and BASELINE)]
+               or (s == "shardns-baseline" and BASELINE) or (s == "shardns-many" and MANY_ZONES)]
     if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
         sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
     saved_sysctls = {}
