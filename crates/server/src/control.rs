@@ -51,56 +51,36 @@ pub(crate) struct Reloader {
 }
 
 impl Reloader {
-    /// Re-reads the config file and the zones whose files changed (or only the zones in
-    /// `only`, changed or not), then publishes the new zone set. Returns a summary, and
-    /// whether everything read loaded.
+    /// Re-reads the config file and the zones whose files changed, or only the zones in
+    /// `only` (changed or not, from the files the server has for them: the config is not
+    /// read again, so a named reload costs what it reads), then publishes the new zone set.
+    /// Returns a summary, and whether everything read loaded.
     pub(crate) fn reload(&mut self, shared: &Shared, only: Option<&[Name]>) -> (bool, String) {
-        let config = match self.setup.config() {
-            Ok(c) => c,
-            Err(e) => {
-                error!("reload: {e}; keeping the current configuration and zones");
-                shared.control.reloads_failed.fetch_add(1, Relaxed);
-                return (
-                    false,
-                    format!("config: {e}\nkept the current configuration and zones\n"),
-                );
-            }
-        };
-        if config.listen_addrs() != self.config.listen_addrs()
-            || config.worker_count() != self.config.worker_count()
-            || config.limits != self.config.limits
-            || config.stats != self.config.stats
-            || config.control_socket_path() != self.config.control_socket_path()
-            || config.log != self.config.log
-            || config.resolver != self.config.resolver
-            || config.rrl != self.config.rrl
-        {
-            warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats], [resolver] and [rrl] need a restart");
-        }
-        // Whether the example zone stands in for missing zones follows the running role.
-        let mut config = config;
-        config.resolver.recursion = self.config.resolver.recursion;
-        let specs = match specs(&config, self.setup.default_zone) {
-            Ok(s) => s,
-            Err(e) => {
-                error!("reload: {e}");
-                shared.control.reloads_failed.fetch_add(1, Relaxed);
-                return (false, format!("{e}\n"));
-            }
-        };
-        let started = std::time::Instant::now();
         let mut text = String::new();
-        let report = match only {
-            None => self.library.load(&specs),
+        let started = std::time::Instant::now();
+        let (report, config) = match only {
             Some(names) => {
-                for n in names
-                    .iter()
-                    .filter(|n| !specs.iter().any(|s| &s.name == *n))
-                {
+                let (report, unknown) = self.library.reload_named(names);
+                for n in unknown {
                     warn!("reload: zone {n} is not configured");
                     let _ = writeln!(text, "zone {n} is not configured");
                 }
-                self.library.reload_named(&specs, names)
+                (report, None)
+            }
+            None => {
+                let config = match self.config_for_reload(shared) {
+                    Ok(c) => c,
+                    Err(e) => return (false, e),
+                };
+                let specs = match specs(&config, self.setup.default_zone) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        error!("reload: {e}");
+                        shared.control.reloads_failed.fetch_add(1, Relaxed);
+                        return (false, format!("{e}\n"));
+                    }
+                };
+                (self.library.load(&specs), Some(config))
             }
         };
         for w in &report.warnings {
@@ -119,13 +99,15 @@ impl Reloader {
             let _ = writeln!(text, "zone {} failed to load, {what}:\n{}", f.name, f.error);
         }
         let zones = self.library.len();
-        shared
-            .transfer_acl
-            .store(Arc::new(crate::transfers::TransferAcl::new(&config)));
+        if let Some(config) = &config {
+            shared
+                .transfer_acl
+                .store(Arc::new(crate::transfers::TransferAcl::new(config)));
+        }
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
         // Only the zones read now can have a new serial.
-        let notify = config.notify_index();
+        let notify = config.as_ref().unwrap_or(&self.config).notify_index();
         if !notify.is_empty() {
             for zone in &report.added {
                 let apex = zone.apex();
@@ -156,7 +138,7 @@ impl Reloader {
         let summary = format!(
             "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed, {} still failing); serving {zones} zones",
             report.loaded,
-            specs.len(),
+            report.loaded + report.unchanged + report.failures.len(),
             started.elapsed().as_secs_f64(),
             report.unchanged,
             report.removed,
@@ -164,13 +146,39 @@ impl Reloader {
             report.still_failing
         );
         info!("{summary}");
-        self.config = config;
+        if let Some(config) = config {
+            self.config = config;
+        }
         let _ = writeln!(text, "{summary}");
         (ok, text)
     }
 }
 
 impl Reloader {
+    /// The config file read again, with a warning for what a reload does not apply; on
+    /// error, the reply text (everything is kept).
+    fn config_for_reload(&self, shared: &Shared) -> Result<Config, String> {
+        let mut config = self.setup.config().map_err(|e| {
+            error!("reload: {e}; keeping the current configuration and zones");
+            shared.control.reloads_failed.fetch_add(1, Relaxed);
+            format!("config: {e}\nkept the current configuration and zones\n")
+        })?;
+        if config.listen_addrs() != self.config.listen_addrs()
+            || config.worker_count() != self.config.worker_count()
+            || config.limits != self.config.limits
+            || config.stats != self.config.stats
+            || config.control_socket_path() != self.config.control_socket_path()
+            || config.log != self.config.log
+            || config.resolver != self.config.resolver
+            || config.rrl != self.config.rrl
+        {
+            warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats], [resolver] and [rrl] need a restart");
+        }
+        // Whether the example zone stands in for missing zones follows the running role.
+        config.resolver.recursion = self.config.resolver.recursion;
+        Ok(config)
+    }
+
     /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
     fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {

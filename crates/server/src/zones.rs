@@ -257,10 +257,22 @@ impl ZoneLibrary {
         self.apply(specs, None)
     }
 
-    /// Reads again the zones named in `names` (if they are in `specs`), changed or not;
-    /// leaves every other zone as it is.
-    pub(crate) fn reload_named(&mut self, specs: &[ZoneSpec], names: &[Name]) -> LoadReport {
-        self.apply(specs, Some(names))
+    /// Reads again the zones named in `names` from the files they were last read from,
+    /// changed or not; leaves every other zone as it is. Also returns the names that are not
+    /// zones of ours. Costs what it reads: neither the config nor the other zones are looked at.
+    pub(crate) fn reload_named(&mut self, names: &[Name]) -> (LoadReport, Vec<Name>) {
+        let mut specs = Vec::with_capacity(names.len());
+        let mut unknown = Vec::new();
+        for name in names {
+            match self.held.get(name) {
+                Some(h) => specs.push(ZoneSpec {
+                    name: name.clone(),
+                    source: h.source.clone(),
+                }),
+                None => unknown.push(name.clone()),
+            }
+        }
+        (self.apply(&specs, Some(names)), unknown)
     }
 
     fn apply(&mut self, specs: &[ZoneSpec], only: Option<&[Name]>) -> LoadReport {
@@ -299,7 +311,13 @@ impl ZoneLibrary {
             .filter(|(_, (p, _))| matches!(p, Plan::Load))
             .map(|(s, (_, stamp))| (s, *stamp))
             .collect();
-        let unchanged = specs.len() - to_load.len();
+        // A named reload leaves every other held zone as it is.
+        let considered = if only.is_some() {
+            self.held.len()
+        } else {
+            specs.len()
+        };
+        let unchanged = considered - to_load.len();
         // Listed zones not held before this reload (specs name each zone once).
         let new_zones = to_load
             .iter()
@@ -596,7 +614,8 @@ mod tests {
         assert_eq!(r.added[0].apex().to_string(), "z7.test.");
 
         // Named: read again although unchanged; the others are left alone.
-        let r = lib.reload_named(&specs, std::slice::from_ref(&z3));
+        let (r, unknown) = lib.reload_named(&[z3.clone(), "nosuch.test.".parse().unwrap()]);
+        assert_eq!(unknown.len(), 1);
         assert_eq!((r.loaded, r.unchanged), (1, n - 1));
 
         // A zone dropped from the config and one broken: the broken one is reported once
