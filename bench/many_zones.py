@@ -12,7 +12,8 @@ and per size the configs of the three servers, on loopback ports of their own:
            `zonelistfile` ("add NAME PATTERN" lines, what `nsd-control addzone` writes), which
            is how NSD is run with very many zones (--nsd-form conf writes one `zone:` block per
            zone instead); remote control on a Unix socket (no keys needed); default server-count
-           (1 serving process, plus NSD's main and xfrd processes).
+           (1 serving process, plus NSD's main and xfrd processes); response rate limiting
+           off (NSD's default 200/s would drop the 1 ms polls that time a reload).
   knotd    DIR/N/knot/knot.conf: one template (storage DIR/zones, file "%s.zone", no journal,
            zone file loaded whole, never written back) and one `zone:` entry per zone;
            default udp/tcp/background workers (one per core); knotc through its socket.
@@ -181,6 +182,10 @@ def write_nsd_conf(d, zdir, n, port, form="zonelist"):
     logfile: "{d}/nsd.log"
     verbosity: 1
     zonefiles-write: 0
+    # NSD limits responses by default (200/s per /24); the 1 ms polls after a reload would be
+    # dropped or truncated, and a slow reload never seen. knotd and shardns limit nothing by
+    # default.
+    rrl-ratelimit: 0
 remote-control:
     control-enable: yes
     control-interface: "{d}/nsd.ctl"
