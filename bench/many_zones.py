@@ -449,6 +449,8 @@ class Run:
             write_shardns_conf(self.shardns_conf, zdir, range(n), PORTS["shardns"], self.shardns_ctl,
                                args.shardns_form)
             self.cmds["shardns"] = [shardns_bin, "serve", "-c", self.shardns_conf]
+            print(f"shardns config: {self.shardns_conf} ({args.shardns_form}; the compact `zone list` "
+                  "form goes in write_shardns_conf, chosen with --shardns-form list)", file=sys.stderr)
         if "nsd" in args.servers:
             self.cmds["nsd"] = write_nsd_conf(f"{d}/nsd", zdir, n, PORTS["nsd"], args.nsd_form)
         if "knotd" in args.servers:
