@@ -5,8 +5,8 @@ Generates N zones `z000000.test.` .. of 12 records each (SOA, 2 NS, MX, apex A a
 ns1, ns2, mail and www, AAAA for mail, CNAME ftp -> www; ~390 bytes a file) into DIR/zones,
 and per size the configs of the three servers, on loopback ports of their own:
 
-  shardns  DIR/N/shardns.toml: one `[[zone]]` table per zone (write_shardns_conf; the compact
-           `zone list` form another change adds goes in the same function, see --shardns-form),
+  shardns  DIR/N/shardns.toml: one `[[zone]]` table per zone, or with --shardns-form list a
+           `server.zone_list` file of `NAME FILE` lines (the form for very many zones),
            `server.control_socket` set, default workers (one per core).
   nsd      DIR/N/nsd/nsd.conf: one `pattern:` (zonefile "%s.zone") and the zones in a
            `zonelistfile` ("add NAME PATTERN" lines, what `nsd-control addzone` writes), which
@@ -34,8 +34,8 @@ started unpinned with its default worker/thread counts on both cores:
     CPU is idle again (last clock tick seen, 10 ms resolution) and the CPU it used;
     (b) one zone changed (the middle zone's serial and its www A record): the same command,
     then the time until the new address is served (a UDP query every ~1 ms), and the CPU used;
-    (c) the peers only: one more change, reloaded by name (knotc zone-reload Z,
-    nsd-control reload Z), time until served. shardns has no per-zone reload.
+    (c) one more change, reloaded by name (`shardns reload Z`, knotc zone-reload Z,
+    nsd-control reload Z), time until served.
  4. queries per server CPU-second (shardns only, --no-qps skips): shardns --workers 1 pinned
     to core 0, dnsperf pinned to core 1 (compare.py's load), first with one zone, then with the
     N zones, queries spread over all zones (www/mail/ns1 A, mail AAAA, MX, SOA, TXT); the
@@ -143,21 +143,21 @@ def generate_zones(zdir, n, jobs):
 # ---- configs -------------------------------------------------------------------------------
 
 def write_shardns_conf(path, zdir, zones, port, control, form="tables"):
-    """shardns's config for `zones` (indexes): [server] and one [[zone]] table per zone.
-
-    form "list" is where the compact form for very many zones (issue 19's `zone list`, being
-    added in another change) goes: once its syntax is in docs/CONFIG.md, write it here in
-    place of the tables and run with --shardns-form list."""
+    """shardns's config for `zones` (indexes): [server], and one [[zone]] table per zone
+    (form "tables") or a `server.zone_list` file beside the config with one `NAME FILE` line
+    per zone (form "list", the form for very many zones; docs/CONFIG.md)."""
+    zone_list = os.path.join(os.path.dirname(path), "zones.list")
     with open(path, "w") as f:
-        f.write(f'[server]\nlisten = ["{ADDR}:{port}"]\ncontrol_socket = "{control}"\n\n'
+        extra = f'zone_list = "{zone_list}"\n' if form == "list" else ""
+        f.write(f'[server]\nlisten = ["{ADDR}:{port}"]\ncontrol_socket = "{control}"\n{extra}\n'
                 '[log]\nlevel = "warn"\n\n')
         if form == "tables":
             w = f.write
             for i in zones:
                 w(f'[[zone]]\nname = "{zone_name(i)}"\nfile = "{zone_path(zdir, i)}"\n')
         elif form == "list":
-            raise SystemExit("--shardns-form list: shardns's compact zone list is not written yet; "
-                             "add its syntax in write_shardns_conf (bench/many_zones.py)")
+            with open(zone_list, "w") as z:
+                z.write("".join(f"{zone_name(i)} {zone_path(zdir, i)}\n" for i in zones))
         else:
             raise ValueError(form)
 
@@ -449,8 +449,7 @@ class Run:
             write_shardns_conf(self.shardns_conf, zdir, range(n), PORTS["shardns"], self.shardns_ctl,
                                args.shardns_form)
             self.cmds["shardns"] = [shardns_bin, "serve", "-c", self.shardns_conf]
-            print(f"shardns config: {self.shardns_conf} ({args.shardns_form}; the compact `zone list` "
-                  "form goes in write_shardns_conf, chosen with --shardns-form list)", file=sys.stderr)
+            print(f"shardns config: {self.shardns_conf} ({args.shardns_form})", file=sys.stderr)
         if "nsd" in args.servers:
             self.cmds["nsd"] = write_nsd_conf(f"{d}/nsd", zdir, n, PORTS["nsd"], args.nsd_form)
         if "knotd" in args.servers:
@@ -484,7 +483,7 @@ class Run:
 
     def reload_cmd(self, name, zone=None):
         if name == "shardns":
-            return [self.bin, "reload", "--control", self.shardns_ctl]
+            return [self.bin, "reload", "--control", self.shardns_ctl] + ([zone] if zone else [])
         if name == "knotd":
             sock = ["knotc", "-s", f"{self.d}/knot/knot.sock", "-t", str(int(self.args.timeout_for("knotd")))]
             return sock + (["zone-reload", zone] if zone else ["reload"])
@@ -532,10 +531,10 @@ class Run:
             res["none_cmd"], res["none_idle"], res["none_cpu"] = self.reload(srv, name, None)
             # (b) one zone changed, the whole server reloaded
             res["one_cmd"], res["one_served"], res["one_cpu"] = self.reload(srv, name, pr)
-            # (c) the peers: the changed zone reloaded by name
-            if name != "shardns":
-                res["byname_cmd"], res["byname_served"], res["byname_cpu"] = \
-                    self.reload(srv, name, pr, by_name=True)
+            # (c) the changed zone reloaded by name (`shardns reload ZONE`, knotc zone-reload,
+            # nsd-control reload ZONE)
+            res["byname_cmd"], res["byname_served"], res["byname_cpu"] = \
+                self.reload(srv, name, pr, by_name=True)
             srv.wait_idle(timeout=min(60, timeout))
             pids = srv.pids()
             res["hwm_end"] = status_kib(pids, "VmHWM") / 1024
