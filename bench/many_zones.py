@@ -663,7 +663,7 @@ def table(n, servers, results, loads, qps):
         if not ok:
             lines.append(f"| {s} | no run | | | | | | | | |")
             continue
-        by = "–" if s == "shardns" else f"{fmt(med(ok, 'byname_served'), '{:.3f}')} ({runs(ok, 'byname_served', '{:.3f}')})"
+        by = f"{fmt(med(ok, 'byname_served'), '{:.3f}')} ({runs(ok, 'byname_served', '{:.3f}')})"
         lines.append(
             f"| {s} | {fmt(med(ok, 'start_s'))} | {runs(ok, 'start_s')} | {fmt(med(ok, 'sample_s'))} | "
             f"{fmt(med(ok, 'start_cpu'))} | "
