@@ -91,17 +91,23 @@ def cpu_ticks(pids):
     return total
 
 
-def rss_kib(pids):
+def proc_kib(pids, file, key):
+    """The `key:` figure (kB) of /proc/PID/FILE summed over the processes (e.g. "status",
+    "VmRSS"; "smaps_rollup", "Pss"); a process that is gone counts 0."""
     total = 0
     for p in pids:
         try:
-            with open(f"/proc/{p}/status") as f:
+            with open(f"/proc/{p}/{file}") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(key + ":"):
                         total += int(line.split()[1])
         except OSError:
             pass
     return total
+
+
+def rss_kib(pids):
+    return proc_kib(pids, "status", "VmRSS")
 
 
 def steal_idle():

@@ -65,7 +65,7 @@ import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import CLK_TCK, build_shardns, encode_name, port_free, terminate  # noqa: E402
+from lab import CLK_TCK, build_shardns, encode_name, port_free, proc_kib, terminate  # noqa: E402
 from compare import loadgen_cmd, parse_qps  # noqa: E402
 
 ADDR = "127.0.0.1"
@@ -347,29 +347,11 @@ def tree_cpu(pids):
 
 
 def status_kib(pids, key):
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith(key + ":"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
+    return proc_kib(pids, "status", key)
 
 
 def pss_kib(pids):
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
+    return proc_kib(pids, "smaps_rollup", "Pss")
 
 
 class Server:
