@@ -106,6 +106,7 @@ impl Reloader {
         }
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
+        self.library.back_with_huge_pages();
         // Only the zones read now can have a new serial.
         let notify = config.as_ref().unwrap_or(&self.config).notify_index();
         if !notify.is_empty() {

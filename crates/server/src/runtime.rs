@@ -149,6 +149,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
     );
 
+    // Serving already: now the slow memory hint for big zones.
+    reloader.library.back_with_huge_pages();
     for signal in signals.forever() {
         match signal {
             signal_hook::consts::SIGHUP => {
