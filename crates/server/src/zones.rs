@@ -269,7 +269,12 @@ impl ZoneLibrary {
     pub(crate) fn reload_named(&mut self, names: &[Name]) -> (LoadReport, Vec<Name>) {
         let mut specs = Vec::with_capacity(names.len());
         let mut unknown = Vec::new();
+        let mut seen: HashSet<&Name, NameHash> =
+            HashSet::with_capacity_and_hasher(names.len(), NameHash);
         for name in names {
+            if !seen.insert(name) {
+                continue;
+            }
             match self.held.get(name) {
                 Some(h) => specs.push(ZoneSpec {
                     name: name.clone(),
@@ -323,7 +328,7 @@ impl ZoneLibrary {
         } else {
             specs.len()
         };
-        let unchanged = considered - to_load.len();
+        let unchanged = considered.saturating_sub(to_load.len());
         // Listed zones not held before this reload (specs name each zone once).
         let new_zones = to_load
             .iter()
