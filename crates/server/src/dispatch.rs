@@ -1,7 +1,7 @@
 //! dispatch -- the one way a query goes through a worker, whatever carried it.
 //!
 //! ```text
-//! transport (udp, xdp, conn) ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
+//! transport (udp, xdp, tcp)  ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
 //!                                          │ not a query: drop         ├─ Transfer ─▶ policy ┤─▶ RRL (UDP) ─▶ stats, log ─▶ bytes
 //!                                          └ malformed: reject         └─ NotOurs ─▶ resolver┘    (or Pending / Stream)
 //! ```
@@ -9,7 +9,7 @@
 //! A query is parsed once ([`Query`]) and classified once ([`shardns_zone::respond`] says
 //! whether our zones answer it, whether it is an error, a zone transfer or not ours); this
 //! module then hands it to the one role that takes it and writes the response into the
-//! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::conn`) only
+//! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::stream`) only
 //! move bytes: each calls [`Dispatcher::handle`] and sends what it returns.
 //!
 //! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
