@@ -26,9 +26,9 @@ use std::sync::Arc;
 /// whole on reload. A hash lookup per transfer query, whatever the number of zones.
 #[derive(Debug, Default)]
 pub(crate) struct TransferAcl {
-    /// Per configured zone with a policy of its own: the addresses, and the TSIG key a
-    /// transfer must carry.
-    zones: HashMap<Name, (Vec<AclEntry>, Option<Name>)>,
+    /// Per configured zone with a policy of its own, by the apex's hash (looked up without
+    /// making a name): the apex, the addresses, and the TSIG key a transfer must carry.
+    zones: HashMap<u64, Vec<Policy>>,
     default: Vec<AclEntry>,
     default_key: Option<Name>,
     /// Every `[[key]]`: a signed request is checked against these.
@@ -41,17 +41,22 @@ impl TransferAcl {
     pub(crate) fn new(config: &Config) -> Self {
         let default = config.server.allow_transfer.clone();
         let default_key = config.server.transfer_key.clone();
-        let zones: HashMap<Name, (Vec<AclEntry>, Option<Name>)> = config
-            .zones
-            .iter()
-            .filter(|z| z.allow_transfer.is_some() || z.transfer_key.is_some())
-            .map(|z| {
-                let acl = z.allow_transfer.clone().unwrap_or_else(|| default.clone());
-                let key = z.transfer_key.clone().or_else(|| default_key.clone());
-                (z.name.clone(), (acl, key))
-            })
-            .collect();
-        let anyone = !default.is_empty() || zones.values().any(|(acl, _)| !acl.is_empty());
+        let mut zones: HashMap<u64, Vec<Policy>> = HashMap::new();
+        for z in &config.zones {
+            if z.allow_transfer.is_none() && z.transfer_key.is_none() {
+                continue;
+            }
+            let policy = Policy {
+                apex: z.name.clone(),
+                acl: z.allow_transfer.clone().unwrap_or_else(|| default.clone()),
+                key: z.transfer_key.clone().or_else(|| default_key.clone()),
+            };
+            let same = zones.entry(z.name.as_ref().hash_ci()).or_default();
+            // A later table for the same apex replaces the earlier one.
+            same.retain(|p| p.apex != policy.apex);
+            same.push(policy);
+        }
+        let anyone = !default.is_empty() || zones.values().flatten().any(|p| !p.acl.is_empty());
         Self {
             zones,
             default,
@@ -63,8 +68,12 @@ impl TransferAcl {
 
     /// The zone's addresses and required key: its own, else the server's defaults.
     fn policy(&self, apex: NameRef<'_>) -> (&[AclEntry], Option<&Name>) {
-        match self.zones.get(&apex.to_name()) {
-            Some((acl, key)) => (acl, key.as_ref()),
+        let own = self
+            .zones
+            .get(&apex.hash_ci())
+            .and_then(|same| same.iter().find(|p| p.apex.as_ref().eq_ci(&apex)));
+        match own {
+            Some(p) => (&p.acl, p.key.as_ref()),
             None => (&self.default, self.default_key.as_ref()),
         }
     }
@@ -78,6 +87,14 @@ impl TransferAcl {
     pub(crate) fn allows(&self, apex: NameRef<'_>, ip: IpAddr) -> bool {
         self.policy(apex).0.iter().any(|a| a.contains(ip))
     }
+}
+
+/// One zone's own transfer policy.
+#[derive(Debug)]
+struct Policy {
+    apex: Name,
+    acl: Vec<AclEntry>,
+    key: Option<Name>,
 }
 
 /// What the policy makes of a transfer query.
