@@ -99,7 +99,10 @@ impl ConnTable {
             self.unlink(ACTIVITY, slot);
             self.conn_mut(slot).last_active = now;
             self.push_back(ACTIVITY, slot);
-            if self.conn_mut(slot).client_slot != UNTRACKED {
+            // Already last of its client's list (a client's only connection, or the one it
+            // keeps using): nothing moves, and the client's ends are not looked up.
+            let c = self.conn_mut(slot);
+            if c.client_slot != UNTRACKED && c.links[CLIENT].next != NIL {
                 self.unlink(CLIENT, slot);
                 self.push_back(CLIENT, slot);
             }
