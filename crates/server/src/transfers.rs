@@ -15,7 +15,7 @@
 
 use crate::config::{AclEntry, Config};
 use shardns_wire::tsig::{self, Key, Signer};
-use shardns_wire::{Name, NameRef, Query, RType, Rcode};
+use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
 use shardns_zone::{Written, Zone, ZoneSet};
 use std::collections::HashMap;
@@ -119,8 +119,12 @@ pub(crate) fn decide(
     out: &mut [u8],
 ) -> TransferAnswer {
     let (req, rcode) = match xfr::request(query) {
-        // `respond` classifies only class-IN AXFR and IXFR queries as transfers.
-        Read::NotTransfer => unreachable!("not a transfer query"),
+        // `respond` classifies only class-IN AXFR and IXFR queries as transfers, so this is
+        // not expected; were the two ever to disagree, the query is refused, not a panic.
+        Read::NotTransfer => {
+            let transport = if tcp { Transport::Tcp } else { Transport::Udp };
+            return TransferAnswer::Reply(shardns_zone::refuse(query, transport, out));
+        }
         Read::Malformed(req) => (req, Rcode::FORMERR),
         Read::Transfer(req) => {
             let zone = zones.get(req.qname.as_ref());
