@@ -18,9 +18,11 @@
 
 mod build;
 mod check;
+pub(crate) mod denial;
 mod store;
 mod zoneset;
 
+pub use denial::{nsec3_hash, MAX_NSEC3_ITERATIONS, NSEC3_HASH_LEN};
 pub use store::{NodeRef, RRset, RdataIter, Zone};
 pub use zoneset::{BuildWork, ZoneChange, ZoneSet, SHARDS};
 
