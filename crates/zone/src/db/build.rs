@@ -237,6 +237,7 @@ impl Builder {
         self.set_flags();
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
+        self.check_dnssec();
         self.zone.names.shrink_to_fit();
         self.zone.nodes.shrink_to_fit();
         self.zone.rrsets.shrink_to_fit();

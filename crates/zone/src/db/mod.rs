@@ -18,6 +18,7 @@
 
 mod build;
 mod check;
+mod check_dnssec;
 pub(crate) mod denial;
 mod store;
 mod zoneset;
