@@ -482,7 +482,9 @@ impl<'z> Answerer<'z, '_, '_> {
                     } else {
                         Proof::NoData(node)
                     };
-                    if from_wildcard {
+                    // An expansion is proven, unless this turns out to be no data.
+                    let hit = from_wildcard;
+                    if hit {
                         hits[nhits] = (step as u8, node.id());
                         nhits += 1;
                     }
@@ -490,7 +492,7 @@ impl<'z> Answerer<'z, '_, '_> {
                         if self.put_any(cur, node)? == 0 {
                             authority = Authority::Soa;
                             proof = nodata;
-                            nhits -= usize::from(from_wildcard);
+                            nhits -= usize::from(hit);
                         }
                         break;
                     }
@@ -506,7 +508,7 @@ impl<'z> Answerer<'z, '_, '_> {
                         _ => {
                             authority = Authority::Soa;
                             proof = nodata;
-                            nhits -= usize::from(from_wildcard);
+                            nhits -= usize::from(hit);
                             break;
                         }
                     };

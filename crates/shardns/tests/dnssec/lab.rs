@@ -275,13 +275,18 @@ const ALLOWED: &[Allowed] = &[
                 && !k.answer().is_empty()
                 && !o.answer().is_empty()
                 && diffs.iter().all(|d| matches!(d, Diff::Section(0 | 2, ..)))
-                && o.answer()
-                    .iter()
-                    .all(|rr| rr.name == q.name.to_ascii_lowercase())
+                // At the query name, or at a name Knot's answer reached too (the end of a
+                // CNAME or DNAME chain, whose ANY is answered there).
+                && o.answer().iter().all(|rr| {
+                    rr.name == q.name.to_ascii_lowercase()
+                        || k.answer().iter().any(|kr| kr.name == rr.name)
+                })
+                // Every RRset signed, but for a CNAME synthesized from a DNAME (RFC 6672 §5.3.1).
                 && (!dnssec_ok
                     || sets
                         .iter()
                         .filter(|(_, t, _)| *t != RRSIG)
+                        .filter(|(_, t, _)| !(*t == CNAME && sets.iter().any(|s| s.1 == DNAME)))
                         .all(|(n, t, _)| sets.contains(&(n.clone(), RRSIG, *t))))
         },
     },

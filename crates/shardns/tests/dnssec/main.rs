@@ -35,12 +35,9 @@
 //! A check of the data comes first (`zone_data_verifies`): ldns-verify-zone accepts every
 //! zone (the RFC zones at a time their signatures were valid: they expired in 2004 and 2015).
 //!
-//! **The shardns side** is `#[ignore]`d until the serving code lands (issue 13 step 2):
-//!
 //! ```sh
-//! cargo test -p shardns --test dnssec -- --ignored --nocapture    # shardns only
-//! cargo test -p shardns --test dnssec -- --include-ignored        # everything
-//! DNSSEC_VERBOSE=1 cargo test -p shardns --test dnssec -- --ignored --nocapture lab_shardns
+//! cargo test -p shardns --test dnssec -- --nocapture        # every part, with the tallies
+//! DNSSEC_VERBOSE=1 cargo test -p shardns --test dnssec -- --nocapture lab_shardns
 //! ```
 //!
 //! Each difference is printed with its query and zone, then the header fields that differ
@@ -204,13 +201,11 @@ fn rfc5155_appendix_b_knot() {
 }
 
 #[test]
-#[ignore = "DNSSEC serving lands with issue 13 step 2"]
 fn rfc4035_appendix_b_shardns() {
     rfc_appendix(&rfc::RFC4035, true);
 }
 
 #[test]
-#[ignore = "DNSSEC serving lands with issue 13 step 2"]
 fn rfc5155_appendix_b_shardns() {
     rfc_appendix(&rfc::RFC5155, true);
 }
@@ -268,7 +263,6 @@ fn lab_knot_signs_its_answers() {
 }
 
 #[test]
-#[ignore = "DNSSEC serving lands with issue 13 step 2"]
 fn lab_shardns_matches_knot() {
     let Some(knotd) = knotd_or_skip("lab shardns") else {
         return;
@@ -377,7 +371,6 @@ fn lab_unbound_validates_knot() {
 }
 
 #[test]
-#[ignore = "DNSSEC serving lands with issue 13 step 2"]
 fn lab_unbound_validates_shardns_like_knot() {
     validation(true);
 }

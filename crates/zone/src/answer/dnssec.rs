@@ -79,7 +79,15 @@ impl<'z> Answerer<'z, '_, '_> {
                 let next = next_closer(name, encloser.name());
                 self.put_nsec3(chain.covering(next))
             }
-            _ => self.put_nsec(denial.nsec_covering(self.zone, name)),
+            _ => {
+                let cover = denial.nsec_covering(self.zone, name);
+                // QTYPE NSEC answered from the wildcard's own NSEC: that record, already in
+                // the answer, is the proof (Knot does not repeat it either).
+                if self.qtype == RType::NSEC && cover == Some(star.id()) {
+                    return Ok(());
+                }
+                self.put_nsec(cover)
+            }
         }
     }
 
