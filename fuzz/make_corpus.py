@@ -66,6 +66,15 @@ QUERIES = {
     "compressed-qname": struct.pack("!HHHHHH", 9, 0, 1, 0, 0, 0) + b"\xc0\x0c" + struct.pack("!HH", 1, 1),
     "short-header": b"\x12\x34\x00\x00\x00\x01",
     "mixed-case": query("WwW.DiFf.TeSt.", 1),
+    # DNSSEC answers from the lab's signed zones (DO=1): signed data, NSEC and NSEC3 name
+    # errors, a wildcard, an opt-out referral, DS, truncation at 512.
+    "do-nsec-a": query("www.nsec.lab.", 1, edns=(1232, True)),
+    "do-nsec-nx": query("nx.nsec.lab.", 1, edns=(1232, True)),
+    "do-nsec3-nx": query("nx.nsec3.lab.", 1, edns=(1232, True)),
+    "do-nsec3-wild": query("x.wild.nsec3.lab.", 16, edns=(1232, True)),
+    "do-optout-ref": query("www.unsigned.optout.lab.", 1, edns=(1232, True)),
+    "do-optout-ds": query("unsigned.optout.lab.", 43, edns=(1232, True)),
+    "do-nsec3-tc": query("nx.nsec3.lab.", 1, edns=(512, True)),
 }
 
 # Names for name_from_wire: a 2-byte offset (big-endian) then a message.

@@ -160,21 +160,43 @@ fn round_trip(opts: &ScanOptions, rtype: shardns_wire::RType, data: &[u8]) {
     );
 }
 
-/// The zone set `respond` answers from: `diff.test.`, the differential test's main zone,
-/// built once.
+/// The zone set `respond` answers from: `diff.test.`, the differential test's main zone, and
+/// the DNSSEC lab's three signed zones (NSEC, NSEC3, NSEC3 opt-out), built once.
 fn zone_set() -> &'static ZoneSet {
     static ZONES: OnceLock<ZoneSet> = OnceLock::new();
     ZONES.get_or_init(|| {
-        let text = include_str!("../../crates/shardns/tests/diff/diff.test.zone");
-        let origin = Name::from_text("diff.test.", None).expect("origin");
-        let scanned = scan_text(
-            text.as_bytes(),
-            Path::new("diff.test.zone"),
-            &ScanOptions::new(origin.clone()),
-        )
-        .expect("bundled zone scans");
-        let (zone, _) = Zone::build(origin, scanned).expect("bundled zone builds");
-        ZoneSet::new(vec![zone])
+        let sources: [(&str, &str); 4] = [
+            (
+                "diff.test.",
+                include_str!("../../crates/shardns/tests/diff/diff.test.zone"),
+            ),
+            (
+                "nsec.lab.",
+                include_str!("../../crates/shardns/tests/data/dnssec/lab/nsec.lab.zone"),
+            ),
+            (
+                "nsec3.lab.",
+                include_str!("../../crates/shardns/tests/data/dnssec/lab/nsec3.lab.zone"),
+            ),
+            (
+                "optout.lab.",
+                include_str!("../../crates/shardns/tests/data/dnssec/lab/optout.lab.zone"),
+            ),
+        ];
+        let zones = sources
+            .iter()
+            .map(|(apex, text)| {
+                let origin = Name::from_text(apex, None).expect("origin");
+                let scanned = scan_text(
+                    text.as_bytes(),
+                    Path::new(apex),
+                    &ScanOptions::new(origin.clone()),
+                )
+                .expect("bundled zone scans");
+                Zone::build(origin, scanned).expect("bundled zone builds").0
+            })
+            .collect();
+        ZoneSet::new(zones)
     })
 }
 
@@ -228,7 +250,12 @@ pub fn xfr(data: &[u8]) {
     };
     assert_eq!(req.id.to_be_bytes(), [data[0], data[1]], "ID not copied");
     assert!(matches!(req.qtype, RType::AXFR | RType::IXFR));
-    let zone = zone_set().zones().next().unwrap().clone();
+    // diff.test.: every record of it fits in a 512-octet message.
+    let zone = zone_set()
+        .zones()
+        .find(|z| z.apex().to_string() == "diff.test.")
+        .expect("diff.test. is bundled")
+        .clone();
     let mut out = vec![0u8; 65535];
     let (len, _) = xfr::reply(&req, Rcode::NOERROR, Some(&zone), &mut out);
     let m = Message::parse(&out[..len]).expect("a reply parses");
