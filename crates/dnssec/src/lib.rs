@@ -1,0 +1,27 @@
+//! DNSSEC signing for shardns: keys, hashes and RRSIGs.
+//!
+//! - [`nsec3`] hashes owner names (RFC 5155 §5) into caller buffers; [`digest`] computes key
+//!   tags and DS digests.
+//! - [`key`] holds a [`SigningKey`] for every algorithm we sign with (ECDSA P-256, the
+//!   default, and P-384, Ed25519, RSA/SHA-256 from a loaded key) and verifies signatures.
+//! - [`sign`] puts an RRset in canonical form (RFC 4034 §6) and makes or checks its RRSIG.
+//!
+//! Sans-I/O: no files, sockets, clocks (times are passed in) or logging. No cryptography of
+//! our own: ring signs, verifies, hashes and generates keys.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod alg;
+pub mod digest;
+pub mod key;
+pub mod nsec3;
+pub mod sign;
+
+#[cfg(test)]
+mod testutil;
+
+pub use alg::{Algorithm, DigestType};
+pub use digest::{ds_rdata, key_tag};
+pub use key::{KeyError, PrivateKey, SigningKey};
+pub use nsec3::{nsec3_hash, Nsec3Params};
+pub use sign::{verify_rrsig, VerifyError};
