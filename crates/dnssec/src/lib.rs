@@ -1,17 +1,21 @@
-//! DNSSEC signing for shardns: keys, hashes and RRSIGs.
+//! DNSSEC signing for shardns: a zone's records in, the signed zone's records out.
 //!
 //! - [`nsec3`] hashes owner names (RFC 5155 §5) into caller buffers; [`digest`] computes key
 //!   tags and DS digests.
 //! - [`key`] holds a [`SigningKey`] for every algorithm we sign with (ECDSA P-256, the
 //!   default, and P-384, Ed25519, RSA/SHA-256 from a loaded key) and verifies signatures.
 //! - [`sign`] puts an RRset in canonical form (RFC 4034 §6) and makes or checks its RRSIG.
+//! - [`chain`] builds the NSEC or NSEC3 chain of a zone and signs every authoritative RRset
+//!   on all cores ([`sign_zone`]).
 //!
-//! Sans-I/O: no files, sockets, clocks (times are passed in) or logging. No cryptography of
-//! our own: ring signs, verifies, hashes and generates keys.
+//! Sans-I/O: no files, sockets, clocks (times are passed in) or logging; the signer's
+//! threads are scoped and joined before [`sign_zone`] returns. No cryptography of our own:
+//! ring signs, verifies, hashes and generates keys.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod alg;
+pub mod chain;
 pub mod digest;
 pub mod key;
 pub mod nsec3;
@@ -21,6 +25,7 @@ pub mod sign;
 mod testutil;
 
 pub use alg::{Algorithm, DigestType};
+pub use chain::{sign_zone, Denial, Policy, SignError, SignParams, SignedZone, ZoneKey};
 pub use digest::{ds_rdata, key_tag};
 pub use key::{KeyError, PrivateKey, SigningKey};
 pub use nsec3::{nsec3_hash, Nsec3Params};
