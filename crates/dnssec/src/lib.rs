@@ -7,9 +7,12 @@
 //! - [`sign`] puts an RRset in canonical form (RFC 4034 §6) and makes or checks its RRSIG.
 //! - [`chain`] builds the NSEC or NSEC3 chain of a zone and signs every authoritative RRset
 //!   on all cores ([`sign_zone`]).
+//! - [`keys`] is the key directory: BIND-format key files, generated keys, timing metadata,
+//!   and which keys sign at a given time ([`keys::zone_keys`]).
 //!
-//! Sans-I/O: no files, sockets, clocks (times are passed in) or logging; the signer's
-//! threads are scoped and joined before [`sign_zone`] returns. No cryptography of our own:
+//! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
+//! are passed in), no logging; the signer's threads are scoped and joined before
+//! [`sign_zone`] returns. No cryptography of our own:
 //! ring signs, verifies, hashes and generates keys.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -18,6 +21,7 @@ pub mod alg;
 pub mod chain;
 pub mod digest;
 pub mod key;
+pub mod keys;
 pub mod nsec3;
 pub mod sign;
 
@@ -28,5 +32,6 @@ pub use alg::{Algorithm, DigestType};
 pub use chain::{sign_zone, Denial, Policy, SignError, SignParams, SignedZone, ZoneKey};
 pub use digest::{ds_rdata, key_tag};
 pub use key::{KeyError, PrivateKey, SigningKey};
+pub use keys::{KeyMeta, KeyStore, Role, StoreError, StoredKey};
 pub use nsec3::{nsec3_hash, Nsec3Params};
 pub use sign::{verify_rrsig, VerifyError};

@@ -5,10 +5,11 @@
 mod common;
 
 use common::{now, parse_zone, run, tool, zone_text, TempDir};
+use shardns_dnssec::keys::zone_keys;
 use shardns_dnssec::sign::RrsigFields;
 use shardns_dnssec::{
-    sign_zone, verify_rrsig, Algorithm, Denial, Nsec3Params, Policy, SignParams, SigningKey,
-    ZoneKey,
+    sign_zone, verify_rrsig, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Role, SignParams,
+    SigningKey, ZoneKey,
 };
 use shardns_wire::{Name, RType, Record};
 use std::process::Command;
@@ -228,4 +229,94 @@ fn bind_signatures_pass_our_verifier() {
         );
         println!("{alg}: our verifier accepts all {n} RRSIGs of dnssec-signzone");
     }
+}
+
+/// Keys made by dnssec-keygen (an RSA KSK and ZSK; an Ed25519 KSK alone) load from
+/// the key directory and sign zones that both verifiers accept.
+#[test]
+fn bind_key_files_load_and_sign() {
+    let Some(keygen) = tool("dnssec-keygen") else {
+        println!("SKIPPED: dnssec-keygen not installed (Debian package bind9-utils)");
+        return;
+    };
+    let apex: Name = APEX.parse().unwrap();
+    for (what, specs) in [
+        (
+            "rsa-ksk-zsk",
+            &[
+                &["-a", "RSASHA256", "-b", "2048"][..],
+                &["-a", "RSASHA256", "-b", "2048", "-f", "KSK"][..],
+            ][..],
+        ),
+        (
+            "ed25519-ksk-only",
+            &[&["-a", "ED25519", "-f", "KSK"][..]][..],
+        ),
+    ] {
+        let dir = TempDir::new(&format!("bindkeys-{what}"));
+        for args in specs {
+            let (ok, out) = run(Command::new(&keygen)
+                .current_dir(dir.path())
+                .arg("-q")
+                .args(*args)
+                .arg(APEX));
+            assert!(ok, "dnssec-keygen: {out}");
+        }
+        let store = KeyStore::open(dir.path()).unwrap();
+        let keys = store.load(&apex).unwrap();
+        assert_eq!(keys.len(), specs.len(), "{what}");
+        let signers = zone_keys(&keys, now());
+        assert!(signers.iter().all(|k| k.signs_keys || k.signs_zone));
+        let zone = sign(parse_zone(ZONE, APEX), &signers, denials()[0].1.clone());
+        print!("{}", external_verify(&dir, what, &zone));
+        // The RSA ZSK signs the data, the KSK the keys.
+        if what.starts_with("rsa") {
+            let algs: Vec<u8> = zone
+                .iter()
+                .filter(|r| r.rtype == RType::RRSIG)
+                .map(|r| r.rdata[2])
+                .collect();
+            assert!(algs.iter().all(|&a| a == 8), "{algs:?}");
+        }
+    }
+}
+
+/// Key files we write are BIND's format: dnssec-signzone signs with them, and
+/// dnssec-verify accepts the result.
+#[test]
+fn our_key_files_work_with_bind() {
+    let (Some(signzone), Some(verify)) = (tool("dnssec-signzone"), tool("dnssec-verify")) else {
+        println!("SKIPPED: dnssec-signzone/dnssec-verify not installed (bind9-utils)");
+        return;
+    };
+    let dir = TempDir::new("ourkeys");
+    let store = KeyStore::open(dir.path()).unwrap();
+    let apex: Name = APEX.parse().unwrap();
+    let t = now() - 10;
+    store
+        .generate(&apex, Algorithm::EcdsaP256Sha256, Role::Ksk, t)
+        .unwrap();
+    // Same algorithm: every RRset needs a signature of each algorithm at the apex (RFC 4035
+    // §2.2), which dnssec-verify checks.
+    store
+        .generate(&apex, Algorithm::EcdsaP256Sha256, Role::Zsk, t)
+        .unwrap();
+    let zone_file = dir.path().join("example.com.zone");
+    std::fs::write(&zone_file, ZONE).unwrap();
+    let signed_file = dir.path().join("signed.zone");
+    let (ok, out) = run(Command::new(&signzone)
+        .current_dir(dir.path())
+        .args(["-S", "-K", ".", "-O", "full", "-o", APEX, "-f"])
+        .arg(&signed_file)
+        .arg(&zone_file));
+    assert!(ok, "dnssec-signzone with our keys: {out}");
+    let (ok, out) = run(Command::new(&verify).args(["-o", APEX]).arg(&signed_file));
+    assert!(ok, "dnssec-verify: {out}");
+    let text = std::fs::read_to_string(&signed_file).unwrap();
+    let zone = parse_zone(&text, APEX);
+    assert!(verify_with_ours(&zone).unwrap() > 20);
+    println!(
+        "dnssec-signzone signed with our key files; dnssec-verify: {}",
+        out.trim()
+    );
 }
