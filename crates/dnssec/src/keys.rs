@@ -384,8 +384,10 @@ impl KeyStore {
         rdata::fmt_text(RType::DNSKEY, key.key.dnskey_rdata(), &mut dnskey)
             .expect("String never fails");
         public.push_str(&format!("{zone} IN DNSKEY {dnskey}\n"));
-        self.write_file(&format!("{}.private", key.stem), private.as_bytes())?;
-        self.write_file(&format!("{}.key", key.stem), public.as_bytes())
+        // The .key first: a key is loaded by its .private, so a crash in between leaves no
+        // half key behind, only a .key that nothing reads.
+        self.write_file(&format!("{}.key", key.stem), public.as_bytes())?;
+        self.write_file(&format!("{}.private", key.stem), private.as_bytes())
     }
 
     /// Writes `data` to `name` in the directory: a temporary file of mode 0600, synced,

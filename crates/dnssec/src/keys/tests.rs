@@ -56,6 +56,8 @@ fn generate_save_and_load() {
     store
         .generate(&name("example.net."), Algorithm::Ed25519, Role::Csk, NOW)
         .unwrap();
+    // A .key without its .private (a write cut short) is not a key.
+    fs::write(store.dir().join("Kexample.com.+013+00002.key"), "junk").unwrap();
     let loaded = store.load(&name("example.com.")).unwrap();
     assert_eq!(loaded.len(), 3);
     for (got, want) in loaded.iter().zip([&csk, &zsk, &ksk]) {
