@@ -9,7 +9,7 @@
 //! opt-out unsigned delegations (and the empty non-terminals only they make) do not.
 //!
 //! Keys: a [`ZoneKey`] says whether a key signs the key RRsets (DNSKEY, CDS, CDNSKEY: a
-//! KSK's job), the rest of the zone (a ZSK's), or both (a CSK, the default of `keys`). All
+//! KSK's job), the rest of the zone (a ZSK's), or both (a CSK: one key, one DS). All
 //! keys passed are published in the DNSKEY RRset; CDS (SHA-256) and CDNSKEY are published
 //! for the keys marked so.
 //!
