@@ -23,12 +23,15 @@ generator and both, to tell a saving from cost moved to the client.
 program on lo when it exits, so the script takes it off after each run).
 
 Workloads: `small` (1,000 names), `big` (the same count of names spread over a 1,276,513-record
-zone), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
+zone), `signed` (the 1,000 names from bench.test. signed with NSEC, every query with DO=1: each
+answer carries its RRSIG), `nsec3nx` (bench.test. signed with NSEC3, DO=1 queries for 1,000 names
+that do not exist: NSEC3 name errors, two hashes per query for a server that hashes at query
+time; both zones made by gen_zones.py OUTDIR signed, which needs bind9-utils), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
 sends bench.test to an authoritative shardns on 127.0.0.1:5301 pinned to core 1 (Unbound as a
 stub zone, shardns as a forward zone), every name is resolved once, then the measured load.
 
 Usage:
-  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|cache] \
+  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|signed|nsec3nx|cache] \
       [--servers shardns,knotd,nsd | shardns,unbound] [--loadgen dnsperf|shardns] [--markdown FILE]
       [--plot FILE.png]
 Needs: knotd, nsd, unbound, dnsperf, dig (Debian packages), a release build of shardns;
@@ -68,6 +71,8 @@ MANY_ZONES = None
 XDP_KINDS = ("xdpfloor", "shardns-xdp", "knotd-xdp")
 XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local")
 UPSTREAM_PORT = 5301
+# The workload's queries set DO (signed zones): dnsperf -D.
+DNSSEC_OK = False
 
 
 def write_nsd_conf(d, port, zone, zonefile):
@@ -178,8 +183,9 @@ def wait_answer(port, qname, timeout=120):
 
 def loadgen_cmd(kind, port, qfile, seconds, shardns_bin):
     if kind == "dnsperf":
+        # -D: the DO bit (and EDNS) on every query, for the signed workloads.
         return ["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
-                "-l", str(seconds), "-t", "2", "-c", "4", "-q", "200", "-T", "2"]
+                "-l", str(seconds), "-t", "2", "-c", "4", "-q", "200", "-T", "2"] + (["-D"] if DNSSEC_OK else [])
     return ["taskset", "-c", "1", shardns_bin, "bench", "rr", "--server", f"127.0.0.1:{port}",
             "--queries", qfile, "--streams", "200", "--duration", str(seconds), "--runs", "1"]
 
@@ -295,7 +301,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--workload", choices=["small", "big", "cache"], default="small")
+    ap.add_argument("--workload", choices=["small", "big", "signed", "nsec3nx", "cache"], default="small")
     ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
@@ -327,15 +333,25 @@ def main():
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
     if args.workload == "big":
         zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
+    elif args.workload == "signed":
+        zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.signed.zone", f"{zones}/queries-A.txt"
+    elif args.workload == "nsec3nx":
+        zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.nsec3.zone", f"{zones}/queries-nx.txt"
     else:
         zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.zone", f"{zones}/queries-A.txt"
+    if args.workload in ("signed", "nsec3nx") and not os.path.exists(f"{zones}/bench.test.zone"):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, "small"], check=True)
     if not os.path.exists(zonefile):
-        gen = "big" if args.workload == "big" else "small"
+        gen = {"big": "big", "signed": "signed", "nsec3nx": "signed"}.get(args.workload, "small")
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, gen], check=True)
+    global DNSSEC_OK
+    DNSSEC_OK = args.workload in ("signed", "nsec3nx")
     if args.servers is None:
         args.servers = "shardns,unbound" if args.workload == "cache" else "shardns,knotd,nsd"
     with open(qfile) as f:
         first_q = f.readline().split()[0]
+    if args.workload == "nsec3nx":
+        first_q = "host0000.bench.test"  # the queried names do not exist: wait for one that does
     servers = [s for s in args.servers.split(",")
                if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
                or (s == "shardns-baseline" and BASELINE) or (s == "shardns-many" and MANY_ZONES)]

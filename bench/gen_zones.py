@@ -3,10 +3,14 @@
 
 bench.test.: SOA, 2 NS, MX, glue, 1,000 hosts host0000..host0999 (A), 10 AAAA, a CNAME;
              queries-A.txt cycles over the 1,000 names.
+bench.test.signed.zone / bench.test.nsec3.zone (`signed`): bench.test. signed by BIND's
+             dnssec-signzone (ECDSA P-256 KSK + ZSK, one year of validity) with NSEC, and with
+             NSEC3 (0 extra iterations, no salt, RFC 9276); queries-nx.txt asks for 1,000 names
+             that do not exist (each an NSEC3 name error: two hashes per query).
 big.test.:   1,276,513 records (the 1998 paper's figure): SOA, 2 NS, 2 MX, 2 A and
              425,502 names with A, AAAA and TXT; queries-big-A.txt holds 1,000 names
              spread evenly over it.
-Usage: gen_zones.py OUTDIR [small|big|all]"""
+Usage: gen_zones.py OUTDIR [small|big|signed|all]  (signed needs dnssec-keygen/-signzone)"""
 import os
 import sys
 
@@ -28,6 +32,26 @@ if which in ("small", "all"):
     with open(os.path.join(out, "queries-A.txt"), "w") as f:
         for i in range(1000):
             f.write("host%04d.bench.test A\n" % i)
+
+if which == "signed":
+    import glob
+    import subprocess
+    keys = os.path.join(out, "keys")
+    os.makedirs(keys, exist_ok=True)
+    for k in glob.glob(os.path.join(keys, "K*")):
+        os.remove(k)
+    if not os.path.exists(os.path.join(out, "bench.test.zone")):
+        sys.exit("generate the small zone first: gen_zones.py OUTDIR small")
+    for extra in (["-f", "KSK"], []):
+        subprocess.run(["dnssec-keygen", "-q", "-K", keys, "-a", "ECDSAP256SHA256"] + extra + ["bench.test."],
+                       check=True, stdout=subprocess.DEVNULL)
+    for name, nsec3 in (("bench.test.signed.zone", []), ("bench.test.nsec3.zone", ["-3", "-", "-H", "0"])):
+        subprocess.run(["dnssec-signzone", "-q", "-S", "-K", keys, "-o", "bench.test.", "-e", "+31536000",
+                        "-d", keys, "-f", os.path.join(out, name)] + nsec3 + [os.path.join(out, "bench.test.zone")],
+                       check=True, cwd=out)
+    with open(os.path.join(out, "queries-nx.txt"), "w") as f:
+        for i in range(1000):
+            f.write("nx%04d.bench.test A\n" % i)
 
 if which in ("big", "all"):
     n = 425502

@@ -19,6 +19,9 @@ mod scan;
 mod svcb;
 mod time;
 
+/// Writes an RRSIG time (RFC 4034 §3.2) as `YYYYMMDDHHmmSS`.
+pub use time::write as write_rrsig_time;
+
 use crate::message::WireError;
 use crate::name::NameRef;
 use crate::text::{TextError, Token};

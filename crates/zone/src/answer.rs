@@ -32,6 +32,9 @@ const OPT_LEN: usize = 11;
 const MAX_CHAIN: usize = 12;
 /// Most distinct names whose addresses go in the additional section.
 const MAX_ADDITIONAL: usize = 16;
+/// Most NSEC/NSEC3 records in one answer's proofs: three for a name error, one per
+/// wildcard expansion of a CNAME chain.
+const MAX_PROOFS: usize = 4 + MAX_CHAIN;
 
 /// What was written into the caller's buffer, for statistics, rate limiting and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +81,8 @@ pub enum Found<'z> {
     Referral(NodeRef<'z>),
     /// The name is below this node's DNAME (RFC 6672 §2.3).
     Dname(NodeRef<'z>),
-    /// The name does not exist and no wildcard applies.
-    NxDomain,
+    /// The name does not exist and no wildcard applies; this node is its closest encloser.
+    NxDomain(NodeRef<'z>),
 }
 
 /// Looks `qname` (at or below the apex) up in `zone`. `qtype` matters only for DS, which is
@@ -107,7 +110,7 @@ pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z>
     }
     let apex_labels = zone.apex().label_count();
     if total < apex_labels {
-        return Found::NxDomain;
+        return Found::NxDomain(zone.apex_node());
     }
     let below = total - apex_labels;
     let mut cur = zone.apex_node();
@@ -146,7 +149,7 @@ fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> 
             }
         }
     }
-    Found::NxDomain
+    Found::NxDomain(encloser)
 }
 
 /// Answers `query` from `zones` into `out`, or says which other role takes it. `out` should
@@ -204,6 +207,9 @@ pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &m
             w,
             qtype,
             transport,
+            dnssec: zone.is_signed() && query.edns().is_some_and(|e| e.dnssec_ok),
+            proved: [0; MAX_PROOFS],
+            nproved: 0,
             aa: true,
             rcode: Rcode::NOERROR,
             additional: [0; MAX_ADDITIONAL],
@@ -356,6 +362,21 @@ fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Wr
     }
 }
 
+/// What the last step of an answer leaves to prove in a DNSSEC answer (RFC 4035 §3.1.3,
+/// RFC 5155 §7.2), written after the authority section's SOA or NS.
+#[derive(Clone, Copy)]
+enum Proof<'z> {
+    None,
+    /// The name does not exist; the node is its closest encloser.
+    NxDomain(NodeRef<'z>),
+    /// The name exists (this node) without an RRset of the type.
+    NoData(NodeRef<'z>),
+    /// The name does not exist and this wildcard, which matches it, has no RRset of the type.
+    WildcardNoData(NodeRef<'z>),
+    /// A referral to this zone cut: its DS, or proof that it has none.
+    Referral(NodeRef<'z>),
+}
+
 /// What goes in the authority section once the answer section is done.
 enum Authority<'z> {
     None,
@@ -370,6 +391,11 @@ struct Answerer<'z, 'w, 'b> {
     w: &'w mut MessageWriter<'b>,
     qtype: RType,
     transport: Transport,
+    /// DNSSEC records go in (RFC 4035 §3.1): the query set DO and the zone is signed.
+    dnssec: bool,
+    /// Nodes whose NSEC or NSEC3 is already in the authority section.
+    proved: [u32; MAX_PROOFS],
+    nproved: usize,
     aa: bool,
     rcode: Rcode,
     /// Nodes whose A/AAAA go in the additional section.
@@ -386,6 +412,11 @@ impl<'z> Answerer<'z, '_, '_> {
         let mut name = NameBuf::new();
         name.set(qname);
         let mut authority = Authority::None;
+        let mut proof = Proof::None;
+        // Steps answered from a wildcard (RFC 4035 §3.1.3.3), and their wildcards.
+        let mut hits = [(0u8, 0u32); MAX_CHAIN];
+        let mut nhits = 0;
+        let mut last = 0;
         for step in 0..MAX_CHAIN {
             let cur = name.as_ref();
             if step > 0 && !cur.ends_with(&self.zone.apex()) {
@@ -393,6 +424,7 @@ impl<'z> Answerer<'z, '_, '_> {
                 break;
             }
             seen[step].set(cur);
+            last = step;
             let mut next = NameBuf::new();
             match lookup(self.zone, cur, self.qtype) {
                 Found::Referral(cut) => {
@@ -400,18 +432,20 @@ impl<'z> Answerer<'z, '_, '_> {
                         self.aa = false;
                     }
                     authority = Authority::Referral(cut);
+                    proof = Proof::Referral(cut);
                     break;
                 }
-                Found::NxDomain => {
+                Found::NxDomain(encloser) => {
                     self.rcode = Rcode::NXDOMAIN;
                     authority = Authority::Soa;
+                    proof = Proof::NxDomain(encloser);
                     break;
                 }
                 Found::Dname(node) => {
                     let Some(dname) = node.rrset(RType::DNAME) else {
                         break;
                     };
-                    self.put_rrset(Section::Answer, node.name(), dname)?;
+                    self.put_signed(Section::Answer, node.name(), node, dname)?;
                     let Some(target) = dname
                         .rdatas()
                         .next()
@@ -438,18 +472,32 @@ impl<'z> Answerer<'z, '_, '_> {
                     }
                 }
                 found @ (Found::Exact(node) | Found::Wildcard(node)) => {
-                    if step == 0 && matches!(found, Found::Wildcard(_)) {
+                    let from_wildcard = matches!(found, Found::Wildcard(_));
+                    if step == 0 && from_wildcard {
                         // A name has at most 127 labels: the encloser's count fits.
                         self.wildcard = Some(node.name().label_count().saturating_sub(1) as u8);
+                    }
+                    let nodata = if from_wildcard {
+                        Proof::WildcardNoData(node)
+                    } else {
+                        Proof::NoData(node)
+                    };
+                    // An expansion is proven, unless this turns out to be no data.
+                    let hit = from_wildcard;
+                    if hit {
+                        hits[nhits] = (step as u8, node.id());
+                        nhits += 1;
                     }
                     if self.qtype == RType::ANY {
                         if self.put_any(cur, node)? == 0 {
                             authority = Authority::Soa;
+                            proof = nodata;
+                            nhits -= usize::from(hit);
                         }
                         break;
                     }
                     if let Some(set) = node.rrset(self.qtype) {
-                        self.put_rrset(Section::Answer, cur, set)?;
+                        self.put_signed(Section::Answer, cur, node, set)?;
                         self.queue_additional(set, false);
                         break;
                     }
@@ -459,10 +507,12 @@ impl<'z> Answerer<'z, '_, '_> {
                         Some(c) if !matches!(self.qtype, RType::RRSIG | RType::NSEC) => c,
                         _ => {
                             authority = Authority::Soa;
+                            proof = nodata;
+                            nhits -= usize::from(hit);
                             break;
                         }
                     };
-                    self.put_rrset(Section::Answer, cur, cname)?;
+                    self.put_signed(Section::Answer, cur, node, cname)?;
                     let Some(target) = cname
                         .rdatas()
                         .next()
@@ -487,16 +537,11 @@ impl<'z> Answerer<'z, '_, '_> {
             Authority::Soa => {
                 let apex = self.zone.apex_node();
                 if let Some(soa) = apex.rrset(RType::SOA) {
+                    // The SOA and its signatures with the negative TTL (RFC 2308 §3).
                     let ttl = self.zone.negative_ttl();
-                    for d in soa.rdatas() {
-                        self.w.put_record(
-                            Section::Authority,
-                            apex.name(),
-                            RType::SOA,
-                            Class::IN,
-                            ttl,
-                            d,
-                        )?;
+                    self.put_rrset(Section::Authority, apex.name(), soa.with_ttl(ttl))?;
+                    if let Some(sigs) = apex.signatures(&soa).filter(|_| self.dnssec) {
+                        self.put_rrset(Section::Authority, apex.name(), sigs.with_ttl(ttl))?;
                     }
                 }
             }
@@ -507,6 +552,12 @@ impl<'z> Answerer<'z, '_, '_> {
                 }
             }
         }
+        if self.dnssec {
+            self.put_proof(seen[last].as_ref(), proof)?;
+            for &(step, star) in &hits[..nhits] {
+                self.put_wildcard_proof(seen[step as usize].as_ref(), self.zone.node(star))?;
+            }
+        }
         self.put_additional();
         Ok(())
     }
@@ -515,13 +566,34 @@ impl<'z> Answerer<'z, '_, '_> {
     fn put_any(&mut self, owner: NameRef<'_>, node: NodeRef<'z>) -> Result<usize, Full> {
         let mut n = 0;
         for set in node.rrsets() {
-            self.put_rrset(Section::Answer, owner, set)?;
-            n += 1;
-            if self.transport == Transport::Udp {
-                break;
+            if self.transport == Transport::Tcp {
+                // Every RRset of the name, signatures included (they are RRsets there).
+                self.put_rrset(Section::Answer, owner, set)?;
+                n += 1;
+            } else if set.rtype != RType::RRSIG {
+                self.put_signed(Section::Answer, owner, node, set)?;
+                return Ok(1);
             }
         }
         Ok(n)
+    }
+
+    /// Writes `set` (an RRset of `node`, written under `owner`: the query name for a
+    /// wildcard) and, in a DNSSEC answer, its signatures (RFC 4035 §3.1.1).
+    fn put_signed(
+        &mut self,
+        section: Section,
+        owner: NameRef<'_>,
+        node: NodeRef<'z>,
+        set: RRset<'_>,
+    ) -> Result<(), Full> {
+        self.put_rrset(section, owner, set)?;
+        if self.dnssec {
+            if let Some(sigs) = node.signatures(&set) {
+                self.put_rrset(section, owner, sigs)?;
+            }
+        }
+        Ok(())
     }
 
     fn put_rrset(
@@ -577,7 +649,8 @@ impl<'z> Answerer<'z, '_, '_> {
         }
     }
 
-    /// Writes queued addresses; what does not fit is left out without TC (RFC 2181 §9).
+    /// Writes queued addresses, each with its signatures in a DNSSEC answer; what does not
+    /// fit is left out without TC (RFC 2181 §9, RFC 4035 §3.1.1).
     fn put_additional(&mut self) {
         for i in 0..self.nadditional {
             let node = self.zone.node(self.additional[i]);
@@ -585,10 +658,10 @@ impl<'z> Answerer<'z, '_, '_> {
                 if let Some(set) = node.rrset(t) {
                     let cp = self.w.checkpoint();
                     if self
-                        .put_rrset(Section::Additional, node.name(), set)
+                        .put_signed(Section::Additional, node.name(), node, set)
                         .is_err()
                     {
-                        // Never half an RRset.
+                        // Never half an RRset, nor an RRset without its signatures.
                         self.w.rollback(cp);
                         return;
                     }
@@ -598,5 +671,8 @@ impl<'z> Answerer<'z, '_, '_> {
     }
 }
 
+mod dnssec;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dnssec;

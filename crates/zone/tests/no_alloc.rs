@@ -57,3 +57,70 @@ fn answering_allocates_nothing() {
     assert_eq!(allocations, 0, "heap allocations on the answer path");
     assert_eq!(answered, 18_000);
 }
+
+#[test]
+fn signed_answers_allocate_nothing() {
+    let mut zones = Vec::new();
+    for (text, name) in [
+        (include_str!("data/signed-nsec.zone"), "signed-nsec.zone"),
+        (include_str!("data/signed-nsec3.zone"), "signed-nsec3.zone"),
+    ] {
+        // Both files are example.: each is a zone set of its own.
+        let origin: Name = "example.".parse().unwrap();
+        let scanned = scan_text(
+            text.as_bytes(),
+            Path::new(name),
+            &ScanOptions::new(origin.clone()),
+        )
+        .unwrap();
+        let (zone, _) = Zone::build(origin, scanned).unwrap();
+        assert!(zone.is_signed());
+        zones.push(ZoneSet::new(vec![zone]));
+    }
+    // Every kind of DNSSEC answer: signed data, name errors (two NSEC3 hashes each), no
+    // data, empty non-terminals, wildcard answers and no data, referrals with and without
+    // DS, CNAME and DNAME, truncation.
+    let queries = [
+        query(1, "www.example.", RType::A, EDNS),
+        query(2, "nx.example.", RType::A, EDNS),
+        query(3, "www.example.", RType::MX, EDNS),
+        query(4, "c.ent.example.", RType::A, EDNS),
+        query(5, "x.wild.example.", RType::A, EDNS),
+        query(6, "x.wild.example.", RType::MX, EDNS),
+        query(7, "www.sub.example.", RType::A, EDNS),
+        query(8, "www.secure.example.", RType::A, EDNS),
+        query(9, "sub.example.", RType::DS, EDNS),
+        query(10, "walias.example.", RType::A, EDNS),
+        query(11, "a.dn.example.", RType::A, EDNS),
+        query(12, "example.", RType::DNSKEY, EDNS),
+        query(13, "example.", RType::MX, EDNS),
+        query(
+            14,
+            "nx.example.",
+            RType::A,
+            Some(Edns {
+                udp_size: 512,
+                version: 0,
+                dnssec_ok: true,
+            }),
+        ),
+    ];
+    let mut out = vec![0u8; 65535];
+    let (answered, allocations) = GLOBAL.count(|| {
+        let mut answered = 0;
+        for _ in 0..500 {
+            for zones in &zones {
+                for q in &queries {
+                    for t in [Transport::Udp, Transport::Tcp] {
+                        if respond_to_message(zones, q, t, &mut out).is_some() {
+                            answered += 1;
+                        }
+                    }
+                }
+            }
+        }
+        answered
+    });
+    assert_eq!(allocations, 0, "heap allocations on the signed answer path");
+    assert_eq!(answered, 500 * 2 * 14 * 2);
+}

@@ -512,7 +512,22 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<Pat
         ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
     };
     let included = scanned.files.iter().skip(1).cloned().collect();
-    let (zone, warnings) = Zone::build(spec.name.clone(), scanned)?;
+    let file = scanned.files.first().cloned().unwrap_or_default();
+    let (zone, mut warnings) = Zone::build(spec.name.clone(), scanned)?;
+    // Signatures past their time are served as they are (an authoritative server does not
+    // validate), with a warning: the operator's signer has stopped.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    warnings.extend(
+        zone.signature_warnings(now)
+            .into_iter()
+            .map(|message| Diag {
+                file: file.clone(),
+                line: 0,
+                message,
+            }),
+    );
     Ok((zone, warnings, included))
 }
 

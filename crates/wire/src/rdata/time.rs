@@ -73,7 +73,7 @@ pub(super) fn parse(text: &[u8]) -> Result<u32, TextError> {
 }
 
 /// Writes seconds since 1970 as `YYYYMMDDHHmmSS`.
-pub(super) fn write(secs: u32, f: &mut impl fmt::Write) -> fmt::Result {
+pub fn write(secs: u32, f: &mut impl fmt::Write) -> fmt::Result {
     let mut days = secs / 86_400;
     let rest = secs % 86_400;
     let mut y = 1970;

@@ -54,6 +54,7 @@ impl Builder {
                 rdata: Vec::new(),
                 soa_ttl: 0,
                 soa_minimum: 0,
+                denial: None,
             },
             diags: Vec::new(),
             warnings: scanned.warnings.clone(),
@@ -235,6 +236,8 @@ impl Builder {
 
         self.set_flags();
         self.check_zone();
+        self.zone.denial = self.zone.denial_index().map(Box::new);
+        self.check_dnssec();
         self.zone.names.shrink_to_fit();
         self.zone.nodes.shrink_to_fit();
         self.zone.rrsets.shrink_to_fit();
@@ -271,6 +274,25 @@ impl Builder {
                 self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
             }
         }
+    }
+}
+
+/// The order of a node's RRsets, and what makes records one set: by type, except that the
+/// RRSIGs covering a type form a set of their own, right after the set they cover (RFC 4035
+/// §3.1.1 serves them together; each has its own TTL, RFC 4034 §3).
+fn set_key(rtype: RType, rdata: &[u8]) -> u32 {
+    match rdata {
+        [hi, lo, ..] if rtype == RType::RRSIG => u32::from(u16::from_be_bytes([*hi, *lo])) << 1 | 1,
+        _ => u32::from(rtype.0) << 1,
+    }
+}
+
+/// The record type of a [`set_key`].
+fn key_type(key: u32) -> RType {
+    if key & 1 == 1 {
+        RType::RRSIG
+    } else {
+        RType((key >> 1) as u16)
     }
 }
 
@@ -326,26 +348,26 @@ impl SetInputs<'_> {
             })
             .sum();
         part.rdata.reserve_exact(rdata_len);
-        let mut recs: Vec<(RType, Src)> = Vec::new();
+        let mut recs: Vec<(u32, Src)> = Vec::new();
         let mut seen: Vec<&[u8]> = Vec::new();
         for id in ids {
             let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
             recs.clear();
             recs.extend(self.order[a..b].iter().map(|&r| {
                 let s = self.srcs[r as usize];
-                (
-                    self.chunks[s.chunk as usize].items[s.item as usize].rtype,
-                    s,
-                )
+                let chunk = &self.chunks[s.chunk as usize];
+                let item = &chunk.items[s.item as usize];
+                (set_key(item.rtype, chunk.rdata(item)), s)
             }));
             let first_in_file = recs.first().map(|r| r.1);
-            recs.sort_by_key(|(t, _)| t.0);
+            recs.sort_by_key(|(k, _)| *k);
             let node_start = part.rrsets.len();
             let mut i = 0;
             while i < recs.len() {
-                let rtype = recs[i].0;
+                let key = recs[i].0;
+                let rtype = key_type(key);
                 let mut j = i;
-                while j < recs.len() && recs[j].0 == rtype {
+                while j < recs.len() && recs[j].0 == key {
                     j += 1;
                 }
                 let first = recs[i].1;

@@ -18,9 +18,12 @@
 
 mod build;
 mod check;
+mod check_dnssec;
+pub(crate) mod denial;
 mod store;
 mod zoneset;
 
+pub use denial::{nsec3_hash, MAX_NSEC3_ITERATIONS, NSEC3_HASH_LEN};
 pub use store::{NodeRef, RRset, RdataIter, Zone};
 pub use zoneset::{BuildWork, ZoneChange, ZoneSet, SHARDS};
 

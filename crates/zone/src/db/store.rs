@@ -39,6 +39,8 @@ pub struct RRset<'a> {
     /// TTL (one per RRset, RFC 2181 §5.2).
     pub ttl: u32,
     count: u16,
+    /// Index in the zone's RRsets: the signatures covering this set, if any, come next.
+    index: u32,
     data: &'a [u8],
 }
 
@@ -50,6 +52,10 @@ impl<'a> RRset<'a> {
     /// True if the set has no records (never, for a stored set).
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+    /// The same records with another TTL (a negative answer's SOA, RFC 2308 §3).
+    pub fn with_ttl(self, ttl: u32) -> Self {
+        Self { ttl, ..self }
     }
     /// Each record's rdata, uncompressed wire form.
     pub fn rdatas(&self) -> RdataIter<'a> {
@@ -95,6 +101,8 @@ pub struct Zone {
     /// The SOA's TTL and MINIMUM, for negative answers (RFC 2308 §3).
     pub(super) soa_ttl: u32,
     pub(super) soa_minimum: u32,
+    /// What a signed zone needs for denial proofs; `None` for an unsigned zone.
+    pub(crate) denial: Option<Box<super::denial::Denial>>,
 }
 
 impl Zone {
@@ -161,7 +169,25 @@ impl<'a> NodeRef<'a> {
         let zone = self.zone;
         (n.rrsets..n.rrsets + n.nrrsets as u32).map(move |i| zone.rrset(i))
     }
-    /// The RRset of one type.
+    /// The RRSIGs covering `set` (one of this node's RRsets), if the zone holds any: they
+    /// are stored right after the set they cover.
+    #[inline]
+    pub fn signatures(&self, set: &RRset<'_>) -> Option<RRset<'a>> {
+        let n = self.node();
+        let next = set.index + 1;
+        if set.rtype == RType::RRSIG || next >= n.rrsets + u32::from(n.nrrsets) {
+            return None;
+        }
+        let sigs = self.zone.rrset(next);
+        let covered = sigs
+            .data
+            .get(2..4)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]));
+        (sigs.rtype == RType::RRSIG && covered == Some(set.rtype.0)).then_some(sigs)
+    }
+
+    /// The RRset of one type. For RRSIG, the signatures of the node's first signed RRset
+    /// in type order (each covered type's signatures are a set of their own).
     #[inline]
     pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
         let n = self.node();
@@ -245,6 +271,7 @@ impl Zone {
             rtype: s.rtype,
             ttl: s.ttl,
             count: s.count,
+            index: i,
             data: &self.rdata[s.rdata as usize..end],
         }
     }

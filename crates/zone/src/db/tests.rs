@@ -315,3 +315,110 @@ fn an_update_copies_only_the_shards_it_changes() {
         .find("x.a.test.".parse::<Name>().unwrap().as_ref())
         .is_none());
 }
+
+fn build_example(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
+    let origin: Name = "example.".parse().unwrap();
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("signed"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
+    Zone::build(origin, scanned)
+}
+
+/// The signed test zone (NSEC or NSEC3) as one record per line, minus the records `drop`
+/// rejects, so a test can break it on purpose.
+fn signed_text(kind: &str, drop: impl Fn(&shardns_wire::Record) -> bool) -> String {
+    let text = match kind {
+        "nsec" => include_str!("../../tests/data/signed-nsec.zone"),
+        _ => include_str!("../../tests/data/signed-nsec3.zone"),
+    };
+    let (zone, warnings) = build_example(text).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    zone.records()
+        .filter(|r| !drop(r))
+        .map(|r| format!("{r}\n"))
+        .collect()
+}
+
+fn covered(r: &shardns_wire::Record) -> Option<RType> {
+    (r.rtype == RType::RRSIG).then(|| RType(u16::from_be_bytes([r.rdata[0], r.rdata[1]])))
+}
+
+fn warning_texts(text: &str) -> Vec<String> {
+    let (_, warnings) = build_example(text).unwrap();
+    warnings.into_iter().map(|d| d.message).collect()
+}
+
+#[test]
+fn signed_zones_as_signed_load_without_warnings() {
+    for kind in ["nsec", "nsec3"] {
+        let (zone, w) = build_example(&signed_text(kind, |_| false)).unwrap();
+        assert!(zone.is_signed() && w.is_empty(), "{kind}: {w:?}");
+    }
+    let (zone, _) = build_example(include_str!("../../tests/data/rfc4592.zone")).unwrap();
+    assert!(!zone.is_signed());
+}
+
+#[test]
+fn a_missing_signature_or_nsec_is_a_warning_naming_the_records() {
+    let text = signed_text("nsec", |r| {
+        let owner = r.owner.to_string();
+        (owner == "www.example." && covered(r) == Some(RType::A))
+            || (owner == "ns2.example."
+                && (r.rtype == RType::NSEC || covered(r) == Some(RType::NSEC)))
+    });
+    let w = warning_texts(&text);
+    assert!(
+        w.contains(&"www.example. A: no RRSIG covers this RRset".to_string()),
+        "{w:?}"
+    );
+    assert!(
+        w.contains(&"ns2.example.: no NSEC record at this name".to_string()),
+        "{w:?}"
+    );
+    // ns1's NSEC pointed to ns2, which now has none: the chain is broken there.
+    assert!(
+        w.iter()
+            .any(|m| m.starts_with("ns1.example.: NSEC does not point to secure.example.")),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_broken_nsec3_chain_is_a_warning() {
+    // Drop one NSEC3 (and its signature): its predecessor now points at a hash that is
+    // missing, and the name it matched (secure.example.) has no NSEC3.
+    let victim = "044rrqcqpug5lgjem8m68pqunoaff06b.example.";
+    let text = signed_text("nsec3", |r| {
+        r.owner.to_string().to_ascii_lowercase() == victim
+    });
+    let w = warning_texts(&text);
+    assert!(w.iter().any(|m| m.contains("broken NSEC3 chain")), "{w:?}");
+    assert!(
+        w.contains(&"secure.example.: no NSEC3 matches this name".to_string()),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn signature_times_are_checked_against_the_time_given() {
+    let (zone, _) = build_example(include_str!("../../tests/data/signed-nsec.zone")).unwrap();
+    // The file's signatures run from 2026-11-25 12:25:27 to 2027-11-07 17:45:27 UTC.
+    assert!(zone.signature_warnings(1_800_000_000).is_empty());
+    let late = zone.signature_warnings(1_900_000_000);
+    assert_eq!(late.len(), 11, "ten named and a count: {late:?}");
+    assert!(late[0].contains("expired at 20271107174527"), "{late:?}");
+    assert!(late[10].ends_with("more expired signatures"), "{late:?}");
+    let early = zone.signature_warnings(1_700_000_000);
+    assert!(
+        early[0].contains("not valid until 20261125122527"),
+        "{early:?}"
+    );
+    assert!(build_example(include_str!("../../tests/data/rfc4592.zone"))
+        .unwrap()
+        .0
+        .signature_warnings(0)
+        .is_empty());
+}

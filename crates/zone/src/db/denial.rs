@@ -1,0 +1,237 @@
+//! What a signed zone needs to prove that something does not exist (RFC 4035 §3.1.3, RFC
+//! 5155 §7.2), computed once when the zone is built so that answering never sorts or hashes
+//! a name that exists:
+//!
+//! - [`Denial::nsec`]: the owners of NSEC records in canonical order (RFC 4034 §6.1), so the
+//!   NSEC that covers a name is one binary search away;
+//! - [`Nsec3`]: the zone's NSEC3 chain (the one its apex NSEC3PARAM names) sorted by hash,
+//!   and for every node the index of the NSEC3 that matches it. At query time only names
+//!   that do not exist are hashed (the next closer name and the wildcard), on the stack.
+//!
+//! A zone is signed when its apex SOA has a signature; an unsigned zone carries no index.
+
+use super::store::Zone;
+use super::{flags, NodeId, NONE};
+use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
+use shardns_wire::name::MAX_NAME_LEN;
+use shardns_wire::{text, NameRef, RType};
+use std::cmp::Ordering;
+
+/// The length of an NSEC3 hash: SHA-1, the only algorithm defined (RFC 5155 §11).
+pub const NSEC3_HASH_LEN: usize = 20;
+
+/// Most NSEC3 iterations we hash at query time. RFC 9276 §3.2 says 0; validators treat
+/// more than 100 (Unbound: 150) as insecure. A zone with more is served without NSEC3
+/// proofs rather than letting one query cost thousands of hashes.
+pub const MAX_NSEC3_ITERATIONS: u16 = 500;
+
+/// A signed zone's denial data.
+#[derive(Debug, Default)]
+pub(crate) struct Denial {
+    /// Nodes that hold an NSEC RRset, in canonical order of their names.
+    pub(crate) nsec: Vec<NodeId>,
+    /// The NSEC3 chain, if the apex has a usable NSEC3PARAM.
+    pub(crate) nsec3: Option<Nsec3>,
+}
+
+/// One NSEC3 chain: its parameters, its records sorted by hash, and the match of every node.
+#[derive(Debug)]
+pub(crate) struct Nsec3 {
+    pub(crate) iterations: u16,
+    pub(crate) salt: Box<[u8]>,
+    /// (owner hash, node holding the NSEC3), sorted by hash.
+    pub(crate) chain: Vec<([u8; NSEC3_HASH_LEN], NodeId)>,
+    /// Per node: the index in `chain` of the NSEC3 whose hash is the node's, or `NONE`
+    /// (glue, occluded names, insecure delegations left out by opt-out).
+    pub(crate) matching: Vec<u32>,
+}
+
+/// The NSEC3 hash of `name` (RFC 5155 §5): SHA-1 over the lower-cased wire name and the
+/// salt, then `iterations` more times over the digest and the salt. No allocation.
+pub fn nsec3_hash(name: NameRef<'_>, salt: &[u8], iterations: u16) -> [u8; NSEC3_HASH_LEN] {
+    let mut lower = [0u8; MAX_NAME_LEN];
+    let len = name.lowercase_into(&mut lower);
+    let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+    ctx.update(&lower[..len]);
+    ctx.update(salt);
+    let mut out = [0u8; NSEC3_HASH_LEN];
+    out.copy_from_slice(ctx.finish().as_ref());
+    for _ in 0..iterations {
+        let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+        ctx.update(&out);
+        ctx.update(salt);
+        out.copy_from_slice(ctx.finish().as_ref());
+    }
+    out
+}
+
+/// The parameters of an NSEC3 or NSEC3PARAM rdata: (hash algorithm, iterations, salt).
+fn nsec3_params(rdata: &[u8]) -> Option<(u8, u16, &[u8])> {
+    let alg = *rdata.first()?;
+    let iterations = u16::from_be_bytes([*rdata.get(2)?, *rdata.get(3)?]);
+    let salt_len = *rdata.get(4)? as usize;
+    let salt = rdata.get(5..5 + salt_len)?;
+    Some((alg, iterations, salt))
+}
+
+impl Zone {
+    /// True if the zone is signed: its apex SOA has a signature (as Knot decides).
+    pub fn is_signed(&self) -> bool {
+        self.denial.is_some()
+    }
+
+    /// Builds the denial index of a signed zone (after the node flags are set); `None` for
+    /// an unsigned zone. Hashes every name of an NSEC3 zone, on two threads when it is big.
+    pub(super) fn denial_index(&self) -> Option<Denial> {
+        let apex = self.apex_node();
+        let soa = apex.rrset(RType::SOA)?;
+        apex.signatures(&soa)?;
+        let mut nsec: Vec<NodeId> = (0..self.node_count() as NodeId)
+            .filter(|&id| self.node(id).rrset(RType::NSEC).is_some())
+            .collect();
+        nsec.sort_by(|&a, &b| self.node(a).name().canonical_cmp(&self.node(b).name()));
+        let nsec3 = self.nsec3_index();
+        Some(Denial { nsec, nsec3 })
+    }
+
+    fn nsec3_index(&self) -> Option<Nsec3> {
+        let param = self.apex_node().rrset(RType::NSEC3PARAM)?;
+        // RFC 5155 §4: the first NSEC3PARAM with a known algorithm (1, SHA-1) and flags 0.
+        let (iterations, salt) = param.rdatas().find_map(|d| match nsec3_params(d) {
+            Some((1, it, salt)) if d[1] == 0 => Some((it, salt)),
+            _ => None,
+        })?;
+        if iterations > MAX_NSEC3_ITERATIONS {
+            return None;
+        }
+        let mut chain = Vec::new();
+        let mut raw = Vec::with_capacity(NSEC3_HASH_LEN);
+        for id in 0..self.node_count() as NodeId {
+            let node = self.node(id);
+            let Some(set) = node.rrset(RType::NSEC3) else {
+                continue;
+            };
+            // The owner's parent must be the apex, and the record of this chain.
+            let owner = node.name();
+            if !owner.parent().is_some_and(|p| p.eq_ci(&self.apex())) {
+                continue;
+            }
+            let ours = set.rdatas().any(|d| {
+                nsec3_params(d).is_some_and(|(a, it, s)| a == 1 && it == iterations && s == salt)
+            });
+            raw.clear();
+            if !ours || text::base32hex_decode(owner.first_label(), &mut raw).is_err() {
+                continue;
+            }
+            if let Ok(hash) = <[u8; NSEC3_HASH_LEN]>::try_from(raw.as_slice()) {
+                chain.push((hash, id));
+            }
+        }
+        chain.sort_unstable_by_key(|e| e.0);
+        chain.dedup_by(|a, b| a.0 == b.0);
+        let matching = self.nsec3_matches(&chain, salt, iterations);
+        Some(Nsec3 {
+            iterations,
+            salt: salt.into(),
+            chain,
+            matching,
+        })
+    }
+
+    /// For every node, the index in `chain` of the NSEC3 matching its name.
+    fn nsec3_matches(
+        &self,
+        chain: &[([u8; NSEC3_HASH_LEN], NodeId)],
+        salt: &[u8],
+        iterations: u16,
+    ) -> Vec<u32> {
+        let n = self.node_count();
+        let work = |ids: std::ops::Range<usize>| -> Vec<u32> {
+            ids.map(|id| {
+                let node = self.node(id as NodeId);
+                if node.flags() & (flags::NSEC3_ONLY | flags::BELOW_CUT | flags::BELOW_DNAME) != 0 {
+                    return NONE;
+                }
+                let h = nsec3_hash(node.name(), salt, iterations);
+                chain
+                    .binary_search_by(|e| e.0.cmp(&h))
+                    .map_or(NONE, |i| i as u32)
+            })
+            .collect()
+        };
+        if n < 20_000 {
+            return work(0..n);
+        }
+        std::thread::scope(|s| {
+            let second = s.spawn(|| work(n / 2..n));
+            let mut first = work(0..n / 2);
+            first.extend(second.join().expect("NSEC3 hashing thread"));
+            first
+        })
+    }
+}
+
+impl Denial {
+    /// The node whose NSEC covers or matches `name`: the greatest NSEC owner at or before
+    /// it in canonical order (the last one covers what sorts after it, RFC 4034 §4.1.1).
+    pub(crate) fn nsec_covering(&self, zone: &Zone, name: NameRef<'_>) -> Option<NodeId> {
+        let i = self
+            .nsec
+            .partition_point(|&id| zone.node(id).name().canonical_cmp(&name) != Ordering::Greater);
+        match i {
+            0 => self.nsec.last().copied(),
+            i => Some(self.nsec[i - 1]),
+        }
+    }
+}
+
+impl Nsec3 {
+    /// The node holding the NSEC3 that matches the existing node `id`.
+    pub(crate) fn matching(&self, id: NodeId) -> Option<NodeId> {
+        match self.matching.get(id as usize) {
+            Some(&i) if i != NONE => Some(self.chain[i as usize].1),
+            _ => None,
+        }
+    }
+
+    /// The node holding the NSEC3 that covers (or matches) the hash of `name`: the last
+    /// hash at or before it, wrapping to the last of the chain (RFC 5155 §7.2.1).
+    pub(crate) fn covering(&self, name: NameRef<'_>) -> Option<NodeId> {
+        let h = nsec3_hash(name, &self.salt, self.iterations);
+        let i = self.chain.partition_point(|e| e.0 <= h);
+        match i {
+            0 => self.chain.last().map(|e| e.1),
+            i => Some(self.chain[i - 1].1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardns_wire::Name;
+
+    fn hash_text(name: &str, salt: &[u8], iterations: u16) -> String {
+        let n = Name::from_text(name, None).unwrap();
+        let mut s = String::new();
+        text::write_base32hex(&nsec3_hash(n.as_ref(), salt, iterations), &mut s).unwrap();
+        s.to_ascii_lowercase()
+    }
+
+    #[test]
+    fn nsec3_hashes_of_rfc5155_appendix_a() {
+        // RFC 5155 Appendix A: salt aabbccdd, 12 additional iterations.
+        let salt = [0xaa, 0xbb, 0xcc, 0xdd];
+        for (name, hash) in [
+            ("example.", "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom"),
+            ("a.example.", "35mthgpgcu1qg68fab165klnsnk3dpvl"),
+            ("ai.example.", "gjeqe526plbf1g8mklp59enfd789njgi"),
+            ("ns1.example.", "2t7b4g4vsa5smi47k61mv5bv1a22bojr"),
+            ("*.w.example.", "r53bq7cc2uvmubfu5ocmm6pers9tk9en"),
+            ("xx.example.", "t644ebqk9bibcna874givr6joj62mlhv"),
+            ("EXAMPLE.", "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom"),
+        ] {
+            assert_eq!(hash_text(name, &salt, 12), hash, "{name}");
+        }
+    }
+}
