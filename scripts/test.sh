@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. The integration tests query the real binary with dig and
-# kdig and compare it with knotd and unbound (tests/dnssec also checks its signed zones with
-# ldns-verify-zone), so this installs those from Debian's packages when missing.
+# kdig and compare it with knotd and unbound, and check signed zones with ldns-verify-zone
+# (tests/dnssec, crates/dnssec) and BIND's dnssec-verify/dnssec-signzone (crates/dnssec), so
+# this installs those from Debian's packages when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -9,8 +10,10 @@ command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v kdig >/dev/null 2>&1 || need+=(knot-dnsutils)
 command -v knotd >/dev/null 2>&1 || need+=(knot)
 command -v unbound >/dev/null 2>&1 || [ -x /usr/sbin/unbound ] || need+=(unbound)
-# tests/dnssec checks its signed zones with ldns-verify-zone.
+# tests/dnssec and crates/dnssec check signed zones with ldns-verify-zone; crates/dnssec also
+# with BIND's dnssec-verify, and makes keys and signatures with dnssec-keygen/-signzone.
 command -v ldns-verify-zone >/dev/null 2>&1 || need+=(ldnsutils)
+command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

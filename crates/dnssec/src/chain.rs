@@ -1,0 +1,691 @@
+//! Signing a whole zone: the NSEC chain (RFC 4034 §4, RFC 4035 §2.3) or the NSEC3 chain
+//! (RFC 5155 §7.1), the apex's DNSKEY, CDS and CDNSKEY RRsets (RFC 7344), and an RRSIG on
+//! every authoritative RRset, made on all cores.
+//!
+//! What is authoritative (RFC 4035 §2.2): every RRset at and below the apex except those
+//! below a zone cut or a DNAME (occluded: glue and the like) and, at a zone cut, anything
+//! but DS (NS at a cut is the child's, and other data there is glue). Occluded names and
+//! empty non-terminals get no NSEC; with NSEC3, empty non-terminals do get one, and with
+//! opt-out unsigned delegations (and the empty non-terminals only they make) do not.
+//!
+//! Keys: a [`ZoneKey`] says whether a key signs the key RRsets (DNSKEY, CDS, CDNSKEY: a
+//! KSK's job), the rest of the zone (a ZSK's), or both (a CSK: one key, one DS). All
+//! keys passed are published in the DNSKEY RRset; CDS (SHA-256) and CDNSKEY are published
+//! for the keys marked so.
+//!
+//! Input records of types the signer makes are dropped and made anew: RRSIG, NSEC, NSEC3
+//! and NSEC3PARAM anywhere, DNSKEY, CDS and CDNSKEY at the apex. An RRset whose records have
+//! different TTLs gets the lowest for all (RFC 2181 §5.2), since one RRSIG covers them.
+
+use crate::alg::DigestType;
+use crate::digest::ds_rdata;
+use crate::key::{KeyError, SigningKey};
+use crate::nsec3::{hash_label, Nsec3Params, HASH_LEN, LABEL_LEN};
+use crate::sign::{sign_rrset, RrsetToSign, Scratch};
+use core::cmp::Ordering;
+use core::fmt;
+use shardns_wire::{Class, Name, NameRef, RType, Record};
+use std::collections::HashSet;
+
+/// How non-existence is proven.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Denial {
+    /// NSEC (RFC 4034 §4): the default.
+    #[default]
+    Nsec,
+    /// NSEC3 (RFC 5155) with these parameters ([`Nsec3Params::default`] is RFC 9276's 0
+    /// extra iterations and no salt).
+    Nsec3 {
+        /// Iterations and salt.
+        params: Nsec3Params,
+        /// Opt-out (RFC 5155 §6): unsigned delegations get no NSEC3 of their own.
+        opt_out: bool,
+    },
+}
+
+/// Signature timing, Knot's defaults: signatures valid 14 days, made again 7 days before
+/// they expire, inception an hour in the past for clocks that are behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Seconds from now to expiration.
+    pub validity: u32,
+    /// Re-sign this many seconds before the earliest expiration.
+    pub refresh: u32,
+    /// Inception this many seconds before now.
+    pub backdate: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            validity: 14 * 86_400,
+            refresh: 7 * 86_400,
+            backdate: 3600,
+        }
+    }
+}
+
+impl Policy {
+    /// Inception and expiration for signatures made at `now` (seconds since 1970), in the
+    /// modulo-2^32 form of RRSIG times (RFC 4034 §3.1.5).
+    pub fn window(&self, now: u64) -> (u32, u32) {
+        let inception = now.saturating_sub(u64::from(self.backdate)) as u32;
+        let expiration = (now + u64::from(self.validity)) as u32;
+        (inception, expiration)
+    }
+
+    /// When a zone whose signatures expire at `expiration` (seconds since 1970) should be
+    /// signed again.
+    pub fn refresh_at(&self, expiration: u64) -> u64 {
+        expiration.saturating_sub(u64::from(self.refresh))
+    }
+}
+
+/// One key of the zone and what it does.
+#[derive(Clone, Copy, Debug)]
+pub struct ZoneKey<'a> {
+    /// The key; it is published in the DNSKEY RRset.
+    pub key: &'a SigningKey,
+    /// Signs the DNSKEY, CDS and CDNSKEY RRsets (a KSK or CSK).
+    pub signs_keys: bool,
+    /// Signs every other RRset (a ZSK or CSK).
+    pub signs_zone: bool,
+    /// Published as CDS and CDNSKEY, for the parent to take as DS (RFC 7344, RFC 8078).
+    pub cds: bool,
+}
+
+impl<'a> ZoneKey<'a> {
+    /// A combined signing key: signs everything, published as CDS/CDNSKEY.
+    pub fn csk(key: &'a SigningKey) -> Self {
+        Self {
+            key,
+            signs_keys: true,
+            signs_zone: true,
+            cds: true,
+        }
+    }
+
+    /// A key-signing key: signs the key RRsets, published as CDS/CDNSKEY.
+    pub fn ksk(key: &'a SigningKey) -> Self {
+        Self {
+            key,
+            signs_keys: true,
+            signs_zone: false,
+            cds: true,
+        }
+    }
+
+    /// A zone-signing key: signs everything but the key RRsets.
+    pub fn zsk(key: &'a SigningKey) -> Self {
+        Self {
+            key,
+            signs_keys: false,
+            signs_zone: true,
+            cds: false,
+        }
+    }
+
+    /// A key that is only published (before it becomes active, or after it retired).
+    pub fn published(key: &'a SigningKey) -> Self {
+        Self {
+            key,
+            signs_keys: false,
+            signs_zone: false,
+            cds: false,
+        }
+    }
+}
+
+/// What to sign with and how.
+#[derive(Clone, Debug)]
+pub struct SignParams {
+    /// NSEC or NSEC3.
+    pub denial: Denial,
+    /// RRSIG inception (seconds since 1970, modulo 2^32).
+    pub inception: u32,
+    /// RRSIG expiration, likewise.
+    pub expiration: u32,
+    /// TTL of DNSKEY, CDS and CDNSKEY; `None` takes the SOA's TTL (Knot's default).
+    pub dnskey_ttl: Option<u32>,
+    /// A new SOA serial to sign with; `None` keeps the zone's. The caller decides when
+    /// the serial moves (the signed zone changed) and to what.
+    pub serial: Option<u32>,
+    /// Signing threads; 0 uses every core.
+    pub threads: usize,
+}
+
+impl SignParams {
+    /// NSEC, the SOA's serial and TTLs, every core, and the policy's window from `now`.
+    pub fn new(now: u64, policy: &Policy) -> Self {
+        let (inception, expiration) = policy.window(now);
+        Self {
+            denial: Denial::Nsec,
+            inception,
+            expiration,
+            dnskey_ttl: None,
+            serial: None,
+            threads: 0,
+        }
+    }
+}
+
+/// Why a zone could not be signed. The caller keeps serving the previous version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignError {
+    /// No SOA record at the apex, or more than one.
+    Soa,
+    /// A record whose owner is not at or below the apex.
+    OutOfZone(Name),
+    /// No key signs the key RRsets (`true`) or the rest of the zone (`false`).
+    NoSigningKey {
+        /// Which role is missing: the key RRsets' signer.
+        for_keys: bool,
+    },
+    /// Two names with the same NSEC3 hash: choose another salt (RFC 5155 §7.1).
+    Nsec3Collision(Name, Name),
+    /// An NSEC3 salt longer than 255 octets.
+    Nsec3Salt,
+    /// A key failed to sign.
+    Key(KeyError),
+}
+
+impl fmt::Display for SignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Soa => f.write_str("the zone needs exactly one SOA record at its apex"),
+            Self::OutOfZone(n) => write!(f, "{n} is not in the zone"),
+            Self::NoSigningKey { for_keys: true } => {
+                f.write_str("no active key signs the DNSKEY RRset (KSK or CSK)")
+            }
+            Self::NoSigningKey { for_keys: false } => {
+                f.write_str("no active key signs the zone (ZSK or CSK)")
+            }
+            Self::Nsec3Collision(a, b) => {
+                write!(f, "{a} and {b} have the same NSEC3 hash: change the salt")
+            }
+            Self::Nsec3Salt => f.write_str("NSEC3 salt longer than 255 octets"),
+            Self::Key(e) => write!(f, "signing failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SignError {}
+
+impl From<KeyError> for SignError {
+    fn from(e: KeyError) -> Self {
+        Self::Key(e)
+    }
+}
+
+/// A signed zone.
+#[derive(Debug, Clone)]
+pub struct SignedZone {
+    /// Every record: the zone's, the chain, the keys and the signatures, in canonical order
+    /// of owner, then type, then rdata.
+    pub records: Vec<Record>,
+    /// RRsets signed.
+    pub rrsets_signed: usize,
+    /// RRSIGs made.
+    pub signatures: usize,
+}
+
+/// The negative-caching TTL of NSEC and NSEC3 records: the lower of the SOA's TTL and its
+/// MINIMUM field (RFC 9077 §3, updating RFC 4034 §4 and RFC 5155 §3).
+pub fn denial_ttl(soa_ttl: u32, soa_rdata: &[u8]) -> u32 {
+    soa_minimum(soa_rdata).map_or(soa_ttl, |m| m.min(soa_ttl))
+}
+
+/// The offset of the SOA serial in SOA rdata (after the two names).
+fn soa_serial_at(rdata: &[u8]) -> Option<usize> {
+    let (_, a) = NameRef::from_wire_prefix(rdata).ok()?;
+    let (_, b) = NameRef::from_wire_prefix(rdata.get(a..)?).ok()?;
+    (rdata.len() == a + b + 20).then_some(a + b)
+}
+
+fn soa_minimum(rdata: &[u8]) -> Option<u32> {
+    let at = soa_serial_at(rdata)? + 16;
+    Some(u32::from_be_bytes(rdata[at..at + 4].try_into().ok()?))
+}
+
+/// Appends a type bitmap (RFC 4034 §4.1.2) of `types`, sorted and without duplicates.
+pub(crate) fn write_bitmap(types: &[RType], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < types.len() {
+        let window = (types[i].0 >> 8) as u8;
+        let start = out.len();
+        out.extend_from_slice(&[window, 0]);
+        out.resize(start + 2 + 32, 0);
+        let mut len = 0;
+        while i < types.len() && (types[i].0 >> 8) as u8 == window {
+            let low = usize::from(types[i].0 & 0xff);
+            out[start + 2 + low / 8] |= 0x80 >> (low % 8);
+            len = low / 8 + 1;
+            i += 1;
+        }
+        out[start + 1] = len as u8;
+        out.truncate(start + 2 + len);
+    }
+}
+
+/// Canonical order of records: owner (RFC 4034 §6.1), type, rdata.
+fn record_order(a: &Record, b: &Record) -> Ordering {
+    a.owner
+        .as_ref()
+        .canonical_cmp(&b.owner.as_ref())
+        .then(a.rtype.cmp(&b.rtype))
+        .then_with(|| a.rdata.cmp(&b.rdata))
+}
+
+/// What a name is in the zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Apex,
+    /// Authoritative data, not a cut.
+    Normal,
+    /// A zone cut (NS below the apex): only DS (and the NS for the bitmap) are ours.
+    Cut,
+    /// Below a cut or a DNAME: not ours, no NSEC, no RRSIG.
+    Occluded,
+}
+
+/// One owner name of the sorted records.
+struct Node {
+    start: usize,
+    end: usize,
+    kind: Kind,
+}
+
+/// One RRset to sign: its records, and whether the key RRsets' signers sign it.
+struct Job<'a> {
+    rrset: &'a [Record],
+    keys: bool,
+}
+
+/// Signs a zone: the records of the zone at `apex` in, the signed zone out. See the
+/// module documentation for what is signed and how.
+pub fn sign_zone(
+    apex: &Name,
+    records: Vec<Record>,
+    keys: &[ZoneKey<'_>],
+    params: &SignParams,
+) -> Result<SignedZone, SignError> {
+    let apex_ref = apex.as_ref();
+    if !keys.iter().any(|k| k.signs_keys) {
+        return Err(SignError::NoSigningKey { for_keys: true });
+    }
+    if !keys.iter().any(|k| k.signs_zone) {
+        return Err(SignError::NoSigningKey { for_keys: false });
+    }
+    let mut records = strip(apex_ref, records)?;
+
+    // The SOA: exactly one, at the apex; the serial may move.
+    let mut soa = records
+        .iter_mut()
+        .filter(|r| r.rtype == RType::SOA && r.owner.as_ref().eq_ci(&apex_ref));
+    let soa_rec = soa.next().ok_or(SignError::Soa)?;
+    let soa_at = soa_serial_at(&soa_rec.rdata).ok_or(SignError::Soa)?;
+    if let Some(serial) = params.serial {
+        soa_rec.rdata[soa_at..soa_at + 4].copy_from_slice(&serial.to_be_bytes());
+    }
+    let (class, soa_ttl) = (soa_rec.class, soa_rec.ttl);
+    let nsec_ttl = denial_ttl(soa_ttl, &soa_rec.rdata);
+    if soa.next().is_some() {
+        return Err(SignError::Soa);
+    }
+
+    // The apex's key RRsets and NSEC3PARAM.
+    let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
+    let at_apex = |rtype: RType, ttl: u32, rdata: Vec<u8>| Record {
+        owner: apex.clone(),
+        rtype,
+        class,
+        ttl,
+        rdata,
+    };
+    for k in keys {
+        let dnskey = k.key.dnskey_rdata();
+        records.push(at_apex(RType::DNSKEY, key_ttl, dnskey.to_vec()));
+        if k.cds {
+            records.push(at_apex(RType::CDNSKEY, key_ttl, dnskey.to_vec()));
+            let ds = ds_rdata(apex_ref, dnskey, DigestType::Sha256)
+                .expect("a SigningKey's DNSKEY rdata has its fixed fields");
+            records.push(at_apex(RType::CDS, key_ttl, ds));
+        }
+    }
+    if let Denial::Nsec3 { params: p, .. } = &params.denial {
+        if p.salt.len() > 255 {
+            return Err(SignError::Nsec3Salt);
+        }
+        // TTL 0 as BIND gives it: only the primary reads NSEC3PARAM (RFC 5155 §4).
+        records.push(at_apex(RType::NSEC3PARAM, 0, p.nsec3param_rdata()));
+    }
+
+    records.sort_unstable_by(record_order);
+    records.dedup_by(|b, a| {
+        a.rtype == b.rtype && a.rdata == b.rdata && a.owner.as_ref().eq_ci(&b.owner.as_ref())
+    });
+    let nodes = classify(apex_ref, &mut records);
+
+    // The denial chain.
+    let denial = match &params.denial {
+        Denial::Nsec => nsec_chain(&records, &nodes, class, nsec_ttl),
+        Denial::Nsec3 { params: p, opt_out } => {
+            nsec3_chain(apex, &records, &nodes, p, *opt_out, class, nsec_ttl)?
+        }
+    };
+
+    // Every authoritative RRset, then the chain's.
+    let mut jobs = Vec::new();
+    for node in &nodes {
+        let mut i = node.start;
+        while i < node.end {
+            let rtype = records[i].rtype;
+            let mut j = i + 1;
+            while j < node.end && records[j].rtype == rtype {
+                j += 1;
+            }
+            let signed = match node.kind {
+                Kind::Apex | Kind::Normal => true,
+                Kind::Cut => rtype == RType::DS,
+                Kind::Occluded => false,
+            };
+            if signed {
+                let keys = node.kind == Kind::Apex
+                    && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+                jobs.push(Job {
+                    rrset: &records[i..j],
+                    keys,
+                });
+            }
+            i = j;
+        }
+    }
+    jobs.extend(denial.chunks(1).map(|rrset| Job { rrset, keys: false }));
+
+    let sigs = sign_jobs(apex_ref, &jobs, keys, params)?;
+    let rrsets_signed = jobs.len();
+    let signatures = sigs.len();
+    drop(jobs);
+    let mut all = records;
+    all.extend(denial);
+    all.extend(sigs);
+    all.sort_unstable_by(record_order);
+    Ok(SignedZone {
+        records: all,
+        rrsets_signed,
+        signatures,
+    })
+}
+
+/// Drops what the signer makes anew and checks every owner is in the zone.
+fn strip(apex: NameRef<'_>, records: Vec<Record>) -> Result<Vec<Record>, SignError> {
+    let mut out = Vec::with_capacity(records.len() + records.len() / 2);
+    for r in records {
+        if !r.owner.as_ref().ends_with(&apex) {
+            return Err(SignError::OutOfZone(r.owner));
+        }
+        let made_here = match r.rtype {
+            RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => true,
+            RType::DNSKEY | RType::CDS | RType::CDNSKEY => r.owner.as_ref().eq_ci(&apex),
+            _ => false,
+        };
+        if !made_here {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// Groups sorted records by owner and classifies each owner; gives every RRset the lowest
+/// TTL of its records.
+fn classify(apex: NameRef<'_>, records: &mut [Record]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::new();
+    // The cut or DNAME owner whose subtree we are in. Canonical order puts a name's
+    // descendants right after it, so one is enough.
+    let mut occluder: Option<usize> = None;
+    let mut i = 0;
+    while i < records.len() {
+        let mut j = i + 1;
+        while j < records.len() && records[j].owner.as_ref().eq_ci(&records[i].owner.as_ref()) {
+            j += 1;
+        }
+        let owner = records[i].owner.as_ref();
+        let below = occluder.is_some_and(|o| {
+            let o = records[o].owner.as_ref();
+            owner.len() > o.len() && owner.ends_with(&o)
+        });
+        let has = |t: RType| records[i..j].iter().any(|r| r.rtype == t);
+        let kind = if below {
+            Kind::Occluded
+        } else if owner.eq_ci(&apex) {
+            Kind::Apex
+        } else if has(RType::NS) {
+            Kind::Cut
+        } else {
+            Kind::Normal
+        };
+        if !below {
+            occluder = (kind == Kind::Cut || has(RType::DNAME)).then_some(i);
+        }
+        // One TTL per RRset.
+        let mut k = i;
+        while k < j {
+            let mut l = k + 1;
+            while l < j && records[l].rtype == records[k].rtype {
+                l += 1;
+            }
+            let ttl = records[k..l].iter().map(|r| r.ttl).min().unwrap_or(0);
+            records[k..l].iter_mut().for_each(|r| r.ttl = ttl);
+            k = l;
+        }
+        nodes.push(Node {
+            start: i,
+            end: j,
+            kind,
+        });
+        i = j;
+    }
+    nodes
+}
+
+/// The types of a node's bitmap, before RRSIG/NSEC are added.
+fn node_types(records: &[Record], node: &Node) -> Vec<RType> {
+    let mut types: Vec<RType> = records[node.start..node.end]
+        .iter()
+        .map(|r| r.rtype)
+        .filter(|&t| node.kind != Kind::Cut || t == RType::NS || t == RType::DS)
+        .collect();
+    types.dedup();
+    types
+}
+
+/// The NSEC chain: one NSEC per authoritative name, delegations included.
+fn nsec_chain(records: &[Record], nodes: &[Node], class: Class, ttl: u32) -> Vec<Record> {
+    let names: Vec<&Node> = nodes.iter().filter(|n| n.kind != Kind::Occluded).collect();
+    let mut out = Vec::with_capacity(names.len());
+    for (i, node) in names.iter().enumerate() {
+        let next = names[(i + 1) % names.len()];
+        let mut types = node_types(records, node);
+        types.extend([RType::RRSIG, RType::NSEC]);
+        types.sort_unstable();
+        types.dedup();
+        let mut rdata = records[next.start].owner.as_wire().to_vec();
+        write_bitmap(&types, &mut rdata);
+        out.push(Record {
+            owner: records[node.start].owner.clone(),
+            rtype: RType::NSEC,
+            class,
+            ttl,
+            rdata,
+        });
+    }
+    out
+}
+
+/// The NSEC3 chain (RFC 5155 §7.1).
+fn nsec3_chain(
+    apex: &Name,
+    records: &[Record],
+    nodes: &[Node],
+    params: &Nsec3Params,
+    opt_out: bool,
+    class: Class,
+    ttl: u32,
+) -> Result<Vec<Record>, SignError> {
+    // Names in the chain, with their types.
+    let mut names: Vec<(Name, Vec<RType>)> = Vec::new();
+    for node in nodes {
+        let has_ds = records[node.start..node.end]
+            .iter()
+            .any(|r| r.rtype == RType::DS);
+        let mut types = node_types(records, node);
+        match node.kind {
+            Kind::Occluded => continue,
+            Kind::Cut if !has_ds && opt_out => continue,
+            Kind::Cut if !has_ds => {}
+            _ => types.push(RType::RRSIG),
+        }
+        types.sort_unstable();
+        types.dedup();
+        names.push((records[node.start].owner.clone(), types));
+    }
+    // Empty non-terminals between those names and the apex.
+    let existing: HashSet<NameRef<'_>> = nodes
+        .iter()
+        .map(|n| records[n.start].owner.as_ref())
+        .collect();
+    let mut ents: HashSet<Name> = HashSet::new();
+    let apex_len = apex.as_wire().len();
+    for (name, _) in &names {
+        let mut cur = name.as_ref();
+        while let Some(parent) = cur.parent() {
+            if parent.len() <= apex_len || existing.contains(&parent) {
+                break;
+            }
+            if !ents.insert(parent.to_name()) {
+                break;
+            }
+            cur = parent;
+        }
+    }
+    names.extend(ents.into_iter().map(|n| (n, Vec::new())));
+
+    let mut hashed: Vec<([u8; HASH_LEN], usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let mut h = [0u8; HASH_LEN];
+            params.hash(name.as_ref(), &mut h);
+            (h, i)
+        })
+        .collect();
+    hashed.sort_unstable();
+    if let Some(w) = hashed.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(SignError::Nsec3Collision(
+            names[w[0].1].0.clone(),
+            names[w[1].1].0.clone(),
+        ));
+    }
+    let flags = u8::from(opt_out);
+    let mut out = Vec::with_capacity(hashed.len());
+    for (i, (hash, idx)) in hashed.iter().enumerate() {
+        let next = &hashed[(i + 1) % hashed.len()].0;
+        let mut rdata = vec![crate::nsec3::SHA1, flags];
+        rdata.extend_from_slice(&params.iterations.to_be_bytes());
+        rdata.push(params.salt.len() as u8);
+        rdata.extend_from_slice(&params.salt);
+        rdata.push(HASH_LEN as u8);
+        rdata.extend_from_slice(next);
+        write_bitmap(&names[*idx].1, &mut rdata);
+        let mut label = [0u8; LABEL_LEN];
+        hash_label(hash, &mut label);
+        let mut owner = Vec::with_capacity(1 + LABEL_LEN + apex.as_wire().len());
+        owner.push(LABEL_LEN as u8);
+        owner.extend_from_slice(&label);
+        owner.extend_from_slice(apex.as_wire());
+        out.push(Record {
+            owner: Name::from_wire(&owner).map_err(|_| SignError::OutOfZone(apex.clone()))?,
+            rtype: RType::NSEC3,
+            class,
+            ttl,
+            rdata,
+        });
+    }
+    Ok(out)
+}
+
+/// Signs the jobs on `params.threads` threads (every core for 0), in contiguous chunks.
+fn sign_jobs(
+    apex: NameRef<'_>,
+    jobs: &[Job<'_>],
+    keys: &[ZoneKey<'_>],
+    params: &SignParams,
+) -> Result<Vec<Record>, SignError> {
+    let threads = if params.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        params.threads
+    };
+    // A thread is worth starting for a few hundred RRsets.
+    let threads = threads.clamp(1, jobs.len().div_ceil(256).max(1));
+    let chunk = jobs.len().div_ceil(threads).max(1);
+    let run = |part: &[Job<'_>]| -> Result<Vec<Record>, KeyError> {
+        let mut scratch = Scratch::default();
+        let mut out = Vec::with_capacity(part.len());
+        for job in part {
+            let first = &job.rrset[0];
+            scratch.rrset.clear();
+            for r in job.rrset {
+                scratch.rrset.push(r.rtype, &r.rdata);
+            }
+            scratch.rrset.finish();
+            let what = RrsetToSign {
+                owner: first.owner.as_ref(),
+                class: first.class,
+                rtype: first.rtype,
+                ttl: first.ttl,
+            };
+            for k in keys {
+                if (job.keys && k.signs_keys) || (!job.keys && k.signs_zone) {
+                    let rdata = sign_rrset(
+                        k.key,
+                        what,
+                        apex,
+                        params.inception,
+                        params.expiration,
+                        &mut scratch,
+                    )?;
+                    out.push(Record {
+                        owner: first.owner.clone(),
+                        rtype: RType::RRSIG,
+                        class: first.class,
+                        ttl: first.ttl,
+                        rdata,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    };
+    if threads == 1 {
+        return Ok(run(jobs)?);
+    }
+    let results: Vec<Result<Vec<Record>, KeyError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| s.spawn(move || run(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,491 @@
+use super::*;
+use crate::alg::Algorithm;
+use crate::key::PrivateKey;
+use crate::sign::{verify_rrsig, RrsigFields};
+use crate::testutil::{name, rd, rec};
+
+const ZONE: &str = "
+@ 3600 SOA ns1.example. hostmaster.example. 7 3600 900 604800 300
+@ 3600 NS ns1.example.
+@ 3600 MX 10 mail.example.
+ns1 3600 A 192.0.2.1
+mail 3600 A 192.0.2.2
+*.wild 3600 TXT wildcard
+www 3600 CNAME mail.example.
+a.b.ent 3600 A 192.0.2.3
+secure 3600 NS ns.secure.example.
+secure 3600 DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
+ns.secure 3600 A 192.0.2.4
+insecure 3600 NS ns.insecure.example.
+insecure 3600 A 192.0.2.9
+ns.insecure 3600 A 192.0.2.5
+deep.x.insecure2 3600 NS ns.example.net.
+dname 3600 DNAME example.net.
+below.dname 3600 A 192.0.2.6
+";
+
+pub(crate) fn zone() -> Vec<Record> {
+    ZONE.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| rec(l, "example."))
+        .collect()
+}
+
+fn ed25519() -> SigningKey {
+    use ring::signature::KeyPair;
+    // A fixed key, so that signatures are the same from run to run.
+    let seed = [7u8; 32];
+    let pair = ring::signature::Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
+    SigningKey::from_private(
+        Algorithm::Ed25519,
+        257,
+        PrivateKey::Ed25519(seed),
+        pair.public_key().as_ref(),
+    )
+    .unwrap()
+}
+
+fn params(denial: Denial) -> SignParams {
+    SignParams {
+        denial,
+        inception: 1_700_000_000,
+        expiration: 1_701_209_600,
+        dnskey_ttl: None,
+        serial: None,
+        threads: 1,
+    }
+}
+
+fn find<'a>(zone: &'a [Record], owner: &str, rtype: RType) -> Vec<&'a Record> {
+    let owner = name(owner);
+    zone.iter()
+        .filter(|r| r.rtype == rtype && r.owner == owner)
+        .collect()
+}
+
+/// Types covered by the RRSIGs at `owner`.
+fn signed_types(zone: &[Record], owner: &str) -> Vec<RType> {
+    let mut t: Vec<RType> = find(zone, owner, RType::RRSIG)
+        .iter()
+        .map(|r| RrsigFields::parse(&r.rdata).unwrap().0.type_covered)
+        .collect();
+    t.sort_unstable();
+    t
+}
+
+/// Checks every RRSIG in the zone with the zone's DNSKEYs, and that every authoritative
+/// RRset listed has one.
+fn verify_all(zone: &[Record]) -> usize {
+    let keys: Vec<&Record> = zone.iter().filter(|r| r.rtype == RType::DNSKEY).collect();
+    let mut n = 0;
+    for sig in zone.iter().filter(|r| r.rtype == RType::RRSIG) {
+        let (f, _) = RrsigFields::parse(&sig.rdata).unwrap();
+        let rrset: Vec<&[u8]> = zone
+            .iter()
+            .filter(|r| r.rtype == f.type_covered && r.owner == sig.owner)
+            .map(|r| &r.rdata[..])
+            .collect();
+        assert!(!rrset.is_empty(), "RRSIG without RRset at {}", sig.owner);
+        let ttl = zone
+            .iter()
+            .find(|r| r.rtype == f.type_covered && r.owner == sig.owner)
+            .unwrap()
+            .ttl;
+        assert_eq!((sig.ttl, f.original_ttl), (ttl, ttl), "{}", sig.owner);
+        let ok = keys.iter().any(|k| {
+            verify_rrsig(
+                &sig.rdata,
+                sig.owner.as_ref(),
+                sig.class,
+                f.type_covered,
+                rrset.iter().copied(),
+                &k.rdata,
+            )
+            .is_ok()
+        });
+        assert!(ok, "RRSIG {} {} does not verify", sig.owner, f.type_covered);
+        n += 1;
+    }
+    n
+}
+
+fn nsec_of(zone: &[Record], owner: &str) -> String {
+    let r = find(zone, owner, RType::NSEC);
+    assert_eq!(r.len(), 1, "NSEC at {owner}");
+    let mut s = String::new();
+    shardns_wire::rdata::fmt_text(RType::NSEC, &r[0].rdata, &mut s).unwrap();
+    s
+}
+
+#[test]
+fn nsec_zone() {
+    let key = ed25519();
+    let signed = sign_zone(
+        &name("example."),
+        zone(),
+        &[ZoneKey::csk(&key)],
+        &params(Denial::Nsec),
+    )
+    .unwrap();
+    let z = &signed.records;
+    // The chain, in canonical order: occluded names and the empty non-terminals
+    // (b.ent, ent, x.insecure2) are not in it; delegations are.
+    let chain = [
+        (
+            "example.",
+            "dname.example. NS SOA MX RRSIG NSEC DNSKEY CDS CDNSKEY",
+        ),
+        ("dname.example.", "a.b.ent.example. DNAME RRSIG NSEC"),
+        ("a.b.ent.example.", "insecure.example. A RRSIG NSEC"),
+        (
+            "insecure.example.",
+            "deep.x.insecure2.example. NS RRSIG NSEC",
+        ),
+        ("deep.x.insecure2.example.", "mail.example. NS RRSIG NSEC"),
+        ("mail.example.", "ns1.example. A RRSIG NSEC"),
+        ("ns1.example.", "secure.example. A RRSIG NSEC"),
+        ("secure.example.", "*.wild.example. NS DS RRSIG NSEC"),
+        ("*.wild.example.", "www.example. TXT RRSIG NSEC"),
+        ("www.example.", "example. CNAME RRSIG NSEC"),
+    ];
+    for (owner, want) in chain {
+        assert_eq!(nsec_of(z, owner), want, "{owner}");
+    }
+    assert_eq!(
+        z.iter().filter(|r| r.rtype == RType::NSEC).count(),
+        chain.len()
+    );
+    // The NSEC TTL is min(SOA TTL, SOA MINIMUM) (RFC 9077).
+    assert!(z
+        .iter()
+        .filter(|r| r.rtype == RType::NSEC)
+        .all(|r| r.ttl == 300));
+
+    // What is signed and what is not.
+    assert_eq!(
+        signed_types(z, "example."),
+        [
+            RType::NS,
+            RType::SOA,
+            RType::MX,
+            RType::NSEC,
+            RType::DNSKEY,
+            RType::CDS,
+            RType::CDNSKEY
+        ]
+    );
+    assert_eq!(signed_types(z, "secure.example."), [RType::DS, RType::NSEC]);
+    assert_eq!(
+        signed_types(z, "insecure.example."),
+        [RType::NSEC],
+        "A at a cut is glue"
+    );
+    assert_eq!(signed_types(z, "ns.secure.example."), [], "glue");
+    assert_eq!(signed_types(z, "ns.insecure.example."), []);
+    assert_eq!(
+        signed_types(z, "below.dname.example."),
+        [],
+        "occluded by DNAME"
+    );
+    assert_eq!(
+        signed_types(z, "*.wild.example."),
+        [RType::TXT, RType::NSEC]
+    );
+    assert_eq!(signed_types(z, "www.example."), [RType::CNAME, RType::NSEC]);
+    // The unsigned data is all still there.
+    for (owner, t) in [
+        ("ns.secure.example.", RType::A),
+        ("insecure.example.", RType::A),
+        ("below.dname.example.", RType::A),
+        ("secure.example.", RType::NS),
+    ] {
+        assert_eq!(find(z, owner, t).len(), 1, "{owner} {t}");
+    }
+    let n = verify_all(z);
+    assert_eq!(n, signed.signatures);
+    assert_eq!(signed.rrsets_signed, signed.signatures, "one key");
+    // Keys: DNSKEY, CDNSKEY and CDS (SHA-256) at the apex with the SOA's TTL.
+    let dnskey = find(z, "example.", RType::DNSKEY);
+    assert_eq!(dnskey.len(), 1);
+    assert_eq!(dnskey[0].rdata, key.dnskey_rdata());
+    assert_eq!(dnskey[0].ttl, 3600);
+    assert_eq!(
+        find(z, "example.", RType::CDNSKEY)[0].rdata,
+        key.dnskey_rdata()
+    );
+    let cds = &find(z, "example.", RType::CDS)[0].rdata;
+    assert_eq!(cds[..4], [(key.tag() >> 8) as u8, key.tag() as u8, 15, 2]);
+    // Output is in canonical order.
+    assert!(z
+        .windows(2)
+        .all(|w| record_order(&w[0], &w[1]) != Ordering::Greater));
+}
+
+#[test]
+fn nsec3_zone_with_and_without_opt_out() {
+    let key = ed25519();
+    let apex = name("example.");
+    let p = Nsec3Params::default();
+    let hash = |n: &str| {
+        let mut h = [0u8; HASH_LEN];
+        p.hash(name(n).as_ref(), &mut h);
+        let mut l = [0u8; LABEL_LEN];
+        hash_label(&h, &mut l);
+        format!("{}.example.", core::str::from_utf8(&l).unwrap())
+    };
+    let bitmap = |z: &[Record], n: &str| -> Option<(u8, String)> {
+        let r = find(z, &hash(n), RType::NSEC3);
+        let r = r.first()?;
+        let mut s = String::new();
+        shardns_wire::rdata::fmt_text(RType::NSEC3, &r.rdata, &mut s).unwrap();
+        // "1 FLAGS 0 - NEXT TYPES..."
+        let types: Vec<&str> = s.split(' ').skip(5).collect();
+        Some((r.rdata[1], types.join(" ")))
+    };
+    for opt_out in [false, true] {
+        let denial = Denial::Nsec3 {
+            params: p.clone(),
+            opt_out,
+        };
+        let signed = sign_zone(&apex, zone(), &[ZoneKey::csk(&key)], &params(denial)).unwrap();
+        let z = &signed.records;
+        let f = u8::from(opt_out);
+        assert_eq!(
+            bitmap(z, "example."),
+            Some((f, "NS SOA MX RRSIG DNSKEY NSEC3PARAM CDS CDNSKEY".into()))
+        );
+        assert_eq!(bitmap(z, "a.b.ent.example."), Some((f, "A RRSIG".into())));
+        assert_eq!(
+            bitmap(z, "secure.example."),
+            Some((f, "NS DS RRSIG".into()))
+        );
+        assert_eq!(bitmap(z, "*.wild.example."), Some((f, "TXT RRSIG".into())));
+        assert_eq!(bitmap(z, "dname.example."), Some((f, "DNAME RRSIG".into())));
+        // Empty non-terminals have an NSEC3 with no types (RFC 5155 §7.1).
+        assert_eq!(bitmap(z, "b.ent.example."), Some((f, String::new())));
+        assert_eq!(bitmap(z, "ent.example."), Some((f, String::new())));
+        assert_eq!(bitmap(z, "wild.example."), Some((f, String::new())));
+        // Occluded names never.
+        assert_eq!(bitmap(z, "ns.secure.example."), None);
+        assert_eq!(bitmap(z, "below.dname.example."), None);
+        // Unsigned delegations, and the empty non-terminal only one of them makes, only
+        // without opt-out.
+        let unsigned = [
+            "insecure.example.",
+            "deep.x.insecure2.example.",
+            "x.insecure2.example.",
+            "insecure2.example.",
+        ];
+        for n in unsigned {
+            let want = (!opt_out).then(|| {
+                let t = if n.starts_with("insecure.") || n.starts_with("deep.") {
+                    "NS"
+                } else {
+                    ""
+                };
+                (0, t.to_string())
+            });
+            assert_eq!(bitmap(z, n), want, "{n} opt-out {opt_out}");
+        }
+        let nsec3: Vec<&Record> = z.iter().filter(|r| r.rtype == RType::NSEC3).collect();
+        assert_eq!(nsec3.len(), if opt_out { 11 } else { 15 });
+        assert!(nsec3.iter().all(|r| r.ttl == 300));
+        // The chain is closed: each next hash is the owner of the following record.
+        let mut owners: Vec<Vec<u8>> = nsec3
+            .iter()
+            .map(|r| {
+                let mut out = Vec::new();
+                shardns_wire::text::base32hex_decode(r.owner.as_ref().first_label(), &mut out)
+                    .unwrap();
+                out
+            })
+            .collect();
+        let nexts: Vec<&[u8]> = nsec3.iter().map(|r| &r.rdata[6..26]).collect();
+        let mut sorted = owners.clone();
+        sorted.sort();
+        assert_eq!(owners, sorted, "canonical order is hash order");
+        owners.rotate_left(1);
+        assert_eq!(owners, nexts);
+        assert_eq!(
+            find(z, "example.", RType::NSEC3PARAM)[0].rdata,
+            [1, 0, 0, 0, 0]
+        );
+        assert!(z.iter().all(|r| r.rtype != RType::NSEC));
+        // Every NSEC3 is signed; the unsigned delegation's NS is not.
+        for r in &nsec3 {
+            assert_eq!(signed_types(z, &r.owner.to_string()), [RType::NSEC3]);
+        }
+        assert_eq!(signed_types(z, "insecure.example."), []);
+        verify_all(z);
+    }
+}
+
+#[test]
+fn ksk_and_zsk_roles() {
+    let ksk = SigningKey::generate(Algorithm::EcdsaP256Sha256, 257).unwrap();
+    let zsk = SigningKey::generate(Algorithm::EcdsaP256Sha256, 256).unwrap();
+    let next = SigningKey::generate(Algorithm::EcdsaP256Sha256, 256).unwrap();
+    let keys = [
+        ZoneKey::ksk(&ksk),
+        ZoneKey::zsk(&zsk),
+        ZoneKey::published(&next),
+    ];
+    let signed = sign_zone(&name("example."), zone(), &keys, &params(Denial::Nsec)).unwrap();
+    let z = &signed.records;
+    let tags = |owner: &str, t: RType| -> Vec<u16> {
+        find(z, owner, RType::RRSIG)
+            .iter()
+            .map(|r| RrsigFields::parse(&r.rdata).unwrap().0)
+            .filter(|f| f.type_covered == t)
+            .map(|f| f.key_tag)
+            .collect()
+    };
+    assert_eq!(tags("example.", RType::DNSKEY), [ksk.tag()]);
+    assert_eq!(tags("example.", RType::CDS), [ksk.tag()]);
+    assert_eq!(tags("example.", RType::SOA), [zsk.tag()]);
+    assert_eq!(tags("mail.example.", RType::A), [zsk.tag()]);
+    assert_eq!(find(z, "example.", RType::DNSKEY).len(), 3, "all published");
+    assert_eq!(find(z, "example.", RType::CDS).len(), 1, "only the KSK");
+    verify_all(z);
+    assert!(matches!(
+        sign_zone(
+            &name("example."),
+            zone(),
+            &[ZoneKey::zsk(&zsk)],
+            &params(Denial::Nsec)
+        ),
+        Err(SignError::NoSigningKey { for_keys: true })
+    ));
+    assert!(matches!(
+        sign_zone(
+            &name("example."),
+            zone(),
+            &[ZoneKey::ksk(&ksk)],
+            &params(Denial::Nsec)
+        ),
+        Err(SignError::NoSigningKey { for_keys: false })
+    ));
+}
+
+#[test]
+fn threads_give_the_same_zone() {
+    // Ed25519 is deterministic, so the zone signed on 1 and on 4 threads is the same.
+    let key = ed25519();
+    let mut records = zone();
+    for i in 0..2000 {
+        records.push(rec(&format!("h{i} 60 A 192.0.2.{}", i % 250), "example."));
+    }
+    let one = sign_zone(
+        &name("example."),
+        records.clone(),
+        &[ZoneKey::csk(&key)],
+        &params(Denial::Nsec),
+    )
+    .unwrap();
+    let mut p = params(Denial::Nsec);
+    p.threads = 4;
+    let four = sign_zone(&name("example."), records, &[ZoneKey::csk(&key)], &p).unwrap();
+    assert_eq!(one.records, four.records);
+    assert!(one.signatures > 4000);
+}
+
+#[test]
+fn input_is_cleaned_and_checked() {
+    let key = ed25519();
+    let apex = name("example.");
+    let mut records = zone();
+    // Old DNSSEC data is dropped and made anew; a duplicate goes; TTLs are made one.
+    records.push(rec("@ 3600 DNSKEY 256 3 13 AAAA", "example."));
+    records.push(rec("@ 300 NSEC3PARAM 1 0 5 AB", "example."));
+    records.push(rec(
+        "mail 3600 RRSIG A 13 2 3600 20300101000000 20200101000000 1 example. AAAA",
+        "example.",
+    ));
+    records.push(rec("mail 3600 NSEC www.example. A", "example."));
+    records.push(rec("Mail 3600 A 192.0.2.2", "example."));
+    records.push(rec("mail 60 A 192.0.2.22", "example."));
+    // A DS below the apex is the zone's data, a DNSKEY there too.
+    records.push(rec("sub 60 DNSKEY 256 3 13 AAAA", "example."));
+    let mut p = params(Denial::Nsec);
+    p.serial = Some(2_024_010_100);
+    p.dnskey_ttl = Some(7200);
+    let signed = sign_zone(&apex, records, &[ZoneKey::csk(&key)], &p).unwrap();
+    let z = &signed.records;
+    assert_eq!(find(z, "example.", RType::DNSKEY).len(), 1);
+    assert_eq!(find(z, "example.", RType::DNSKEY)[0].ttl, 7200);
+    assert_eq!(find(z, "example.", RType::NSEC3PARAM).len(), 0);
+    let a = find(z, "mail.example.", RType::A);
+    assert_eq!(a.len(), 2);
+    assert!(a.iter().all(|r| r.ttl == 60));
+    assert_eq!(
+        find(z, "mail.example.", RType::RRSIG).len(),
+        2,
+        "A and NSEC"
+    );
+    assert_eq!(
+        signed_types(z, "sub.example."),
+        [RType::NSEC, RType::DNSKEY]
+    );
+    let soa = &find(z, "example.", RType::SOA)[0].rdata;
+    let at = soa_serial_at(soa).unwrap();
+    assert_eq!(soa[at..at + 4], 2_024_010_100u32.to_be_bytes());
+    verify_all(z);
+
+    let mut out = zone();
+    out.push(rec("x 60 A 192.0.2.1", "example.net."));
+    assert_eq!(
+        sign_zone(&apex, out, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
+        SignError::OutOfZone(name("x.example.net."))
+    );
+    let no_soa: Vec<Record> = zone()
+        .into_iter()
+        .filter(|r| r.rtype != RType::SOA)
+        .collect();
+    assert_eq!(
+        sign_zone(&apex, no_soa, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
+        SignError::Soa
+    );
+    let mut two = zone();
+    two.push(rec("@ 3600 SOA a. b. 8 1 1 1 1", "example."));
+    assert_eq!(
+        sign_zone(&apex, two, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
+        SignError::Soa
+    );
+    let salty = Denial::Nsec3 {
+        params: Nsec3Params {
+            iterations: 0,
+            salt: vec![0; 256],
+        },
+        opt_out: false,
+    };
+    assert_eq!(
+        sign_zone(&apex, zone(), &[ZoneKey::csk(&key)], &params(salty)).unwrap_err(),
+        SignError::Nsec3Salt
+    );
+}
+
+#[test]
+fn policy_defaults_and_helpers() {
+    let p = Policy::default();
+    assert_eq!(
+        (p.validity, p.refresh, p.backdate),
+        (1_209_600, 604_800, 3600)
+    );
+    assert_eq!(p.window(1_000_000), (996_400, 2_209_600));
+    assert_eq!(p.refresh_at(2_209_600), 1_604_800);
+    let sp = SignParams::new(1_000_000, &p);
+    assert_eq!(
+        (sp.inception, sp.expiration, sp.denial.clone()),
+        (996_400, 2_209_600, Denial::Nsec)
+    );
+    // RFC 9077: min(SOA TTL, MINIMUM).
+    let soa = rd(RType::SOA, "a. b. 1 2 3 4 300");
+    assert_eq!(denial_ttl(3600, &soa), 300);
+    assert_eq!(denial_ttl(60, &soa), 60);
+    let mut bm = Vec::new();
+    write_bitmap(
+        &[RType::A, RType::MX, RType::RRSIG, RType::NSEC, RType::CAA],
+        &mut bm,
+    );
+    assert_eq!(bm, [0, 6, 0x40, 0x01, 0, 0, 0, 0x03, 1, 1, 0x40]);
+}

@@ -1,0 +1,671 @@
+//! The key directory: one key is two files in BIND's format, so keys made by
+//! `dnssec-keygen` (RSA included) load here, and ours work with BIND's and ldns's tools.
+//!
+//! - `K<zone>+<alg>+<tag>.key`: comments, then the DNSKEY record in presentation format.
+//!   Our first comment line says the role: `; This is a key-signing key` (BIND's words),
+//!   `zone-signing key`, or `combined signing key` (ours).
+//! - `K<zone>+<alg>+<tag>.private`: `Private-key-format: v1.3`, `Algorithm: 13
+//!   (ECDSAP256SHA256)`, the key (`PrivateKey:` for ECDSA and Ed25519; `Modulus:` ...
+//!   `Coefficient:` for RSA), and the times: `Created`, `Publish`, `Activate`, `Inactive`,
+//!   `Delete` as `YYYYMMDDHHMMSS` UTC. These times are the metadata that counts.
+//!
+//! Both files are written with mode 0600, to a temporary name first and renamed, so a
+//! reader never sees half a key. Roles: a key without the SEP flag is a ZSK; with it, a KSK,
+//! or a CSK if its `.key` file says so. Loading is strict: a file of the zone that cannot
+//! be read or parsed, or whose DNSKEY belongs to another zone, fails the whole load with a
+//! [`StoreError`] naming the file, so the caller keeps its previous signed version.
+//!
+//! This is the crate's only module with I/O (files; no clock: times are passed in).
+
+use crate::alg::Algorithm;
+use crate::chain::ZoneKey;
+use crate::key::{KeyError, PrivateKey, RsaPrivate, SigningKey, FLAG_SEP, FLAG_ZONE};
+use core::fmt;
+use shardns_wire::text::{base64_decode, write_base64, Token};
+use shardns_wire::{rdata, Name, NameRef, RType};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// What a key does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Key-signing key: signs DNSKEY, CDS and CDNSKEY; SEP flag; its DS is at the parent.
+    Ksk,
+    /// Zone-signing key: signs everything else.
+    Zsk,
+    /// Combined signing key: both; SEP flag. Our default for new zones, as in BIND's
+    /// default policy (Knot's default is KSK + ZSK): one key, one DS at the parent, and no
+    /// ZSK rollovers to schedule; with ECDSA or Ed25519 its signatures are as small as a
+    /// ZSK's.
+    Csk,
+}
+
+impl Role {
+    /// DNSKEY flags for the role: 257 with the SEP flag, else 256.
+    pub fn flags(self) -> u16 {
+        match self {
+            Self::Zsk => FLAG_ZONE,
+            Self::Ksk | Self::Csk => FLAG_ZONE | FLAG_SEP,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Self::Ksk => "key-signing key",
+            Self::Zsk => "zone-signing key",
+            Self::Csk => "combined signing key",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Ksk => "KSK",
+            Self::Zsk => "ZSK",
+            Self::Csk => "CSK",
+        })
+    }
+}
+
+/// A key's zone, role and times (seconds since 1970).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyMeta {
+    /// The zone (the DNSKEY's owner).
+    pub zone: Name,
+    /// KSK, ZSK or CSK.
+    pub role: Role,
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// The key tag.
+    pub tag: u16,
+    /// When the key was made.
+    pub created: u64,
+    /// From when its DNSKEY is published; never if `None`.
+    pub publish: Option<u64>,
+    /// From when it signs; never if `None`.
+    pub activate: Option<u64>,
+    /// From when it no longer signs (retired).
+    pub inactive: Option<u64>,
+    /// From when its DNSKEY is no longer published.
+    pub delete: Option<u64>,
+}
+
+impl KeyMeta {
+    /// True if the DNSKEY is in the zone at `now`.
+    pub fn is_published(&self, now: u64) -> bool {
+        self.publish.is_some_and(|t| t <= now) && self.delete.is_none_or(|t| t > now)
+    }
+
+    /// True if the key signs at `now`.
+    pub fn is_active(&self, now: u64) -> bool {
+        self.is_published(now)
+            && self.activate.is_some_and(|t| t <= now)
+            && self.inactive.is_none_or(|t| t > now)
+    }
+}
+
+/// A key of the store: its metadata and the key itself.
+#[derive(Debug)]
+pub struct StoredKey {
+    /// Zone, role, times.
+    pub meta: KeyMeta,
+    /// The key pair.
+    pub key: SigningKey,
+    /// The file name without `.key`/`.private`: `K<zone>+<alg>+<tag>`.
+    pub stem: String,
+}
+
+/// Why the key directory or a key file failed.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The directory does not exist.
+    Missing(PathBuf),
+    /// The path exists but is not a directory.
+    NotADirectory(PathBuf),
+    /// A directory or file that could not be read or written.
+    Io(PathBuf, io::Error),
+    /// A key file that does not parse, or whose parts disagree.
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// A key file for `zone` whose DNSKEY belongs to `found`.
+    WrongZone {
+        /// The file.
+        path: PathBuf,
+        /// The zone asked for.
+        zone: Name,
+        /// The owner of its DNSKEY.
+        found: Name,
+    },
+    /// Key material ring refused, or an algorithm we cannot use.
+    Key(PathBuf, KeyError),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing(p) => write!(f, "key directory {} does not exist", p.display()),
+            Self::NotADirectory(p) => write!(f, "{} is not a directory", p.display()),
+            Self::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Self::Corrupt { path, what } => write!(f, "{}: {what}", path.display()),
+            Self::WrongZone { path, zone, found } => {
+                write!(f, "{}: a key for {found}, not for {zone}", path.display())
+            }
+            Self::Key(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(_, e) => Some(e),
+            Self::Key(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A key directory.
+#[derive(Debug, Clone)]
+pub struct KeyStore {
+    dir: PathBuf,
+}
+
+/// The file stem of a key: `K<zone>+<alg>+<tag>`, the zone in lower case with its dot.
+fn stem(zone: NameRef<'_>, alg: Algorithm, tag: u16) -> String {
+    format!(
+        "K{}+{:03}+{:05}",
+        zone.to_string().to_ascii_lowercase(),
+        alg.number(),
+        tag
+    )
+}
+
+impl KeyStore {
+    /// Opens an existing key directory (it must be a directory we can list).
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let dir = dir.into();
+        match fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(StoreError::NotADirectory(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::Missing(dir)),
+            Err(e) => return Err(StoreError::Io(dir, e)),
+        }
+        fs::read_dir(&dir).map_err(|e| StoreError::Io(dir.clone(), e))?;
+        Ok(Self { dir })
+    }
+
+    /// Creates the directory (mode 0700, parents as needed) if it does not exist, and opens
+    /// it.
+    pub fn create(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let dir = dir.into();
+        if !dir.exists() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .create(&dir)
+                .and_then(|()| fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)))
+                .map_err(|e| StoreError::Io(dir.clone(), e))?;
+        }
+        Self::open(dir)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every key of `zone` in the directory, oldest first. Files of other zones are left
+    /// alone; any key file of this zone that fails makes the whole load fail.
+    pub fn load(&self, zone: &Name) -> Result<Vec<StoredKey>, StoreError> {
+        let prefix = format!("K{}+", zone.to_string().to_ascii_lowercase());
+        let entries = fs::read_dir(&self.dir).map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+        let mut keys = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+            let file = entry.file_name();
+            let Some(file) = file.to_str() else { continue };
+            let Some(stem) = file.strip_suffix(".private") else {
+                continue;
+            };
+            if stem.len() < prefix.len()
+                || !stem.is_char_boundary(prefix.len())
+                || !stem[..prefix.len()].eq_ignore_ascii_case(&prefix)
+            {
+                continue;
+            }
+            keys.push(self.load_stem(zone, stem)?);
+        }
+        keys.sort_by_key(|k| (k.meta.created, k.meta.tag));
+        Ok(keys)
+    }
+
+    /// Loads one key by its stem (`K<zone>+<alg>+<tag>`), which must be of `zone`.
+    pub fn load_stem(&self, zone: &Name, stem: &str) -> Result<StoredKey, StoreError> {
+        let key_path = self.dir.join(format!("{stem}.key"));
+        let private_path = self.dir.join(format!("{stem}.private"));
+        let read = |p: &Path| fs::read_to_string(p).map_err(|e| StoreError::Io(p.to_path_buf(), e));
+        let public = parse_key_file(&key_path, &read(&key_path)?)?;
+        if !public.owner.as_ref().eq_ci(&zone.as_ref()) {
+            return Err(StoreError::WrongZone {
+                path: key_path,
+                zone: zone.clone(),
+                found: public.owner,
+            });
+        }
+        let private = parse_private_file(&private_path, &read(&private_path)?)?;
+        let corrupt = |what: String| StoreError::Corrupt {
+            path: private_path.clone(),
+            what,
+        };
+        if private.algorithm != public.algorithm {
+            return Err(corrupt(format!(
+                "algorithm {} but the .key file says {}",
+                private.algorithm, public.algorithm
+            )));
+        }
+        let key = SigningKey::from_private(
+            public.algorithm,
+            public.flags,
+            private.key,
+            &public.public_key,
+        )
+        .map_err(|e| StoreError::Key(private_path.clone(), e))?;
+        let want = self::stem(zone.as_ref(), public.algorithm, key.tag());
+        if !want.eq_ignore_ascii_case(stem) {
+            return Err(corrupt(format!(
+                "the key's algorithm and tag make the file name {want}"
+            )));
+        }
+        let role = match (public.flags & FLAG_SEP != 0, public.csk) {
+            (false, _) => Role::Zsk,
+            (true, false) => Role::Ksk,
+            (true, true) => Role::Csk,
+        };
+        Ok(StoredKey {
+            meta: KeyMeta {
+                zone: public.owner,
+                role,
+                algorithm: public.algorithm,
+                tag: key.tag(),
+                created: private.times[0].unwrap_or(0),
+                publish: private.times[1],
+                activate: private.times[2],
+                inactive: private.times[3],
+                delete: private.times[4],
+            },
+            key,
+            stem: stem.to_string(),
+        })
+    }
+
+    /// Makes a new key for `zone`, published and active from `now`, and writes its files.
+    pub fn generate(
+        &self,
+        zone: &Name,
+        algorithm: Algorithm,
+        role: Role,
+        now: u64,
+    ) -> Result<StoredKey, StoreError> {
+        let key = SigningKey::generate(algorithm, role.flags())
+            .map_err(|e| StoreError::Key(self.dir.clone(), e))?;
+        let stored = StoredKey {
+            meta: KeyMeta {
+                zone: zone.clone(),
+                role,
+                algorithm,
+                tag: key.tag(),
+                created: now,
+                publish: Some(now),
+                activate: Some(now),
+                inactive: None,
+                delete: None,
+            },
+            stem: stem(zone.as_ref(), algorithm, key.tag()),
+            key,
+        };
+        let private = self.dir.join(format!("{}.private", stored.stem));
+        if private.exists() {
+            // A tag collision with a key we have: refuse rather than overwrite it.
+            return Err(StoreError::Io(
+                private,
+                io::Error::new(io::ErrorKind::AlreadyExists, "a key with this tag exists"),
+            ));
+        }
+        self.save(&stored)?;
+        Ok(stored)
+    }
+
+    /// Writes a key's two files (mode 0600), replacing them: to record new times.
+    pub fn save(&self, key: &StoredKey) -> Result<(), StoreError> {
+        let m = &key.meta;
+        let zone = m.zone.to_string().to_ascii_lowercase();
+        let mut public = format!(
+            "; This is a {}, keyid {}, for {zone}\n",
+            m.role.words(),
+            m.tag,
+        );
+        let mut private = format!(
+            "Private-key-format: v1.3\nAlgorithm: {} ({})\n",
+            m.algorithm.number(),
+            m.algorithm.mnemonic()
+        );
+        let b64 = |b: &[u8]| {
+            let mut s = String::new();
+            write_base64(b, &mut s).expect("String never fails");
+            s
+        };
+        match key.key.private() {
+            PrivateKey::Ecdsa(k) => private.push_str(&format!("PrivateKey: {}\n", b64(k))),
+            PrivateKey::Ed25519(k) => private.push_str(&format!("PrivateKey: {}\n", b64(k))),
+            PrivateKey::Rsa(r) => {
+                for (field, v) in rsa_fields(r) {
+                    private.push_str(&format!("{field}: {}\n", b64(v)));
+                }
+            }
+        }
+        let times = [
+            ("Created", Some(m.created)),
+            ("Publish", m.publish),
+            ("Activate", m.activate),
+            ("Inactive", m.inactive),
+            ("Delete", m.delete),
+        ];
+        for (field, t) in times {
+            if let Some(t) = t {
+                private.push_str(&format!("{field}: {}\n", format_time(t)));
+                public.push_str(&format!("; {field}: {}\n", format_time(t)));
+            }
+        }
+        let mut dnskey = String::new();
+        rdata::fmt_text(RType::DNSKEY, key.key.dnskey_rdata(), &mut dnskey)
+            .expect("String never fails");
+        public.push_str(&format!("{zone} IN DNSKEY {dnskey}\n"));
+        // The .key first: a key is loaded by its .private, so a crash in between leaves no
+        // half key behind, only a .key that nothing reads.
+        self.write_file(&format!("{}.key", key.stem), public.as_bytes())?;
+        self.write_file(&format!("{}.private", key.stem), private.as_bytes())
+    }
+
+    /// Writes `data` to `name` in the directory: a temporary file of mode 0600, synced,
+    /// then renamed over the name.
+    fn write_file(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let err = |e: io::Error| StoreError::Io(path.clone(), e);
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(err)?;
+        f.write_all(data).and_then(|()| f.sync_all()).map_err(err)?;
+        fs::rename(&tmp, &path).map_err(err)
+    }
+}
+
+/// The keys of `keys` to sign with at `now`, and what each does: published keys are in
+/// the DNSKEY RRset, active ones sign by role. Where an algorithm has an active KSK but no
+/// active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
+/// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2).
+pub fn zone_keys(keys: &[StoredKey], now: u64) -> Vec<ZoneKey<'_>> {
+    let zsk_active = |alg: Algorithm| {
+        keys.iter()
+            .any(|k| k.meta.algorithm == alg && k.meta.is_active(now) && k.meta.role != Role::Ksk)
+    };
+    keys.iter()
+        .filter(|k| k.meta.is_published(now))
+        .map(|k| {
+            let active = k.meta.is_active(now);
+            ZoneKey {
+                key: &k.key,
+                signs_keys: active && k.meta.role != Role::Zsk,
+                signs_zone: active && (k.meta.role != Role::Ksk || !zsk_active(k.meta.algorithm)),
+                cds: active && k.meta.role != Role::Zsk,
+            }
+        })
+        .collect()
+}
+
+fn rsa_fields(r: &RsaPrivate) -> [(&'static str, &[u8]); 8] {
+    [
+        ("Modulus", &r.modulus),
+        ("PublicExponent", &r.public_exponent),
+        ("PrivateExponent", &r.private_exponent),
+        ("Prime1", &r.prime1),
+        ("Prime2", &r.prime2),
+        ("Exponent1", &r.exponent1),
+        ("Exponent2", &r.exponent2),
+        ("Coefficient", &r.coefficient),
+    ]
+}
+
+/// What a `.key` file holds.
+struct PublicFile {
+    owner: Name,
+    flags: u16,
+    algorithm: Algorithm,
+    public_key: Vec<u8>,
+    csk: bool,
+}
+
+fn parse_key_file(path: &Path, text: &str) -> Result<PublicFile, StoreError> {
+    let corrupt = |what: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        what,
+    };
+    let csk = text
+        .lines()
+        .next()
+        .is_some_and(|l| l.starts_with(';') && l.contains(Role::Csk.words()));
+    let mut record = None;
+    for line in text.lines() {
+        let line = line.split(';').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if record.replace(line).is_some() {
+            return Err(corrupt("more than one record".into()));
+        }
+    }
+    let line = record.ok_or_else(|| corrupt("no DNSKEY record".into()))?;
+    let mut words = line
+        .split_ascii_whitespace()
+        .filter(|w| *w != "(" && *w != ")");
+    let owner = words.next().unwrap_or_default();
+    let owner = Name::from_text(owner, Some(NameRef::ROOT))
+        .map_err(|e| corrupt(format!("bad owner {owner:?}: {e}")))?;
+    // Optional TTL and class, then the type.
+    let mut rtype = "";
+    for w in words.by_ref() {
+        if w.eq_ignore_ascii_case("IN") || w.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        rtype = w;
+        break;
+    }
+    if !rtype.eq_ignore_ascii_case("DNSKEY") {
+        return Err(corrupt(format!("a {rtype} record, not DNSKEY")));
+    }
+    let tokens: Vec<Token<'_>> = words.map(|w| Token::plain(w.as_bytes())).collect();
+    let mut rdata = Vec::new();
+    rdata::from_text(RType::DNSKEY, &tokens, NameRef::ROOT, &mut rdata)
+        .map_err(|e| corrupt(format!("bad DNSKEY: {e}")))?;
+    let flags = u16::from_be_bytes([rdata[0], rdata[1]]);
+    let algorithm = Algorithm::from_number(rdata[3])
+        .filter(|a| a.can_sign())
+        .ok_or_else(|| corrupt(format!("algorithm {} cannot sign", rdata[3])))?;
+    if rdata[2] != 3 || flags & FLAG_ZONE == 0 {
+        return Err(corrupt(
+            "not a DNSSEC zone key (protocol 3, flag 256)".into(),
+        ));
+    }
+    Ok(PublicFile {
+        owner,
+        flags,
+        algorithm,
+        public_key: rdata[4..].to_vec(),
+        csk,
+    })
+}
+
+/// What a `.private` file holds: algorithm, key, and the five times.
+struct PrivateFile {
+    algorithm: Algorithm,
+    key: PrivateKey,
+    times: [Option<u64>; 5],
+}
+
+fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, StoreError> {
+    let corrupt = |what: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        what,
+    };
+    let mut fields: Vec<(&str, &str)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        let (k, v) = line
+            .split_once(':')
+            .ok_or_else(|| corrupt(format!("line {}: not `Field: value`", i + 1)))?;
+        fields.push((k.trim(), v.trim()));
+    }
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(f, _)| f.eq_ignore_ascii_case(k))
+            .map(|f| f.1)
+    };
+    let format =
+        get("Private-key-format").ok_or_else(|| corrupt("no Private-key-format".into()))?;
+    if !format.starts_with("v1.") {
+        return Err(corrupt(format!("Private-key-format {format}, not v1.x")));
+    }
+    let alg = get("Algorithm").ok_or_else(|| corrupt("no Algorithm".into()))?;
+    let algorithm = alg
+        .split_ascii_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .and_then(Algorithm::from_number)
+        .ok_or_else(|| corrupt(format!("unknown Algorithm {alg}")))?;
+    let b64 = |k: &str| -> Result<Vec<u8>, StoreError> {
+        let v = get(k).ok_or_else(|| corrupt(format!("no {k}")))?;
+        let mut out = Vec::new();
+        base64_decode(v.split_ascii_whitespace().map(str::as_bytes), &mut out)
+            .map_err(|e| corrupt(format!("{k}: {e}")))?;
+        Ok(out)
+    };
+    let key = match algorithm {
+        Algorithm::EcdsaP256Sha256 | Algorithm::EcdsaP384Sha384 => {
+            PrivateKey::Ecdsa(b64("PrivateKey")?)
+        }
+        Algorithm::Ed25519 => PrivateKey::Ed25519(
+            b64("PrivateKey")?
+                .try_into()
+                .map_err(|_| corrupt("Ed25519 PrivateKey is not 32 octets".into()))?,
+        ),
+        Algorithm::RsaSha256 => PrivateKey::Rsa(RsaPrivate {
+            modulus: b64("Modulus")?,
+            public_exponent: b64("PublicExponent")?,
+            private_exponent: b64("PrivateExponent")?,
+            prime1: b64("Prime1")?,
+            prime2: b64("Prime2")?,
+            exponent1: b64("Exponent1")?,
+            exponent2: b64("Exponent2")?,
+            coefficient: b64("Coefficient")?,
+        }),
+        other => {
+            return Err(StoreError::Key(
+                path.to_path_buf(),
+                KeyError::Unsupported(other),
+            ))
+        }
+    };
+    let mut times = [None; 5];
+    for (slot, field) in times
+        .iter_mut()
+        .zip(["Created", "Publish", "Activate", "Inactive", "Delete"])
+    {
+        if let Some(v) = get(field) {
+            *slot = Some(parse_time(v).ok_or_else(|| corrupt(format!("bad {field} time {v:?}")))?);
+        }
+    }
+    Ok(PrivateFile {
+        algorithm,
+        key,
+        times,
+    })
+}
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian), and back: H. Hinnant's
+/// algorithms (public domain calendar arithmetic).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Seconds since 1970 as `YYYYMMDDHHMMSS` (UTC).
+pub fn format_time(t: u64) -> String {
+    let (y, m, d) = civil_from_days((t / 86_400) as i64);
+    let s = t % 86_400;
+    format!(
+        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// `YYYYMMDDHHMMSS` (UTC) as seconds since 1970; `None` if it is not a valid time.
+pub fn parse_time(s: &str) -> Option<u64> {
+    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = |r: core::ops::Range<usize>| s[r].parse::<u32>().ok();
+    let (y, mo, d, h, mi, se) = (
+        n(0..4)?,
+        n(4..6)?,
+        n(6..8)?,
+        n(8..10)?,
+        n(10..12)?,
+        n(12..14)?,
+    );
+    if y < 1970 || !(1..=12).contains(&mo) || d == 0 || h > 23 || mi > 59 || se > 59 {
+        return None;
+    }
+    let days = days_from_civil(i64::from(y), mo, d);
+    // Reject 31 April and the like: the date must come back the same.
+    if civil_from_days(days) != (i64::from(y), mo, d) {
+        return None;
+    }
+    Some(days as u64 * 86_400 + u64::from(h * 3600 + mi * 60 + se))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,37 @@
+//! DNSSEC signing for shardns: a zone's records in, the signed zone's records out.
+//!
+//! - [`nsec3`] hashes owner names (RFC 5155 §5) into caller buffers; [`digest`] computes key
+//!   tags and DS digests.
+//! - [`key`] holds a [`SigningKey`] for every algorithm we sign with (ECDSA P-256, the
+//!   default, and P-384, Ed25519, RSA/SHA-256 from a loaded key) and verifies signatures.
+//! - [`sign`] puts an RRset in canonical form (RFC 4034 §6) and makes or checks its RRSIG.
+//! - [`chain`] builds the NSEC or NSEC3 chain of a zone and signs every authoritative RRset
+//!   on all cores ([`sign_zone`]).
+//! - [`keys`] is the key directory: BIND-format key files, generated keys, timing metadata,
+//!   and which keys sign at a given time ([`keys::zone_keys`]).
+//!
+//! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
+//! are passed in), no logging; the signer's threads are scoped and joined before
+//! [`sign_zone`] returns. No cryptography of our own:
+//! ring signs, verifies, hashes and generates keys.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod alg;
+pub mod chain;
+pub mod digest;
+pub mod key;
+pub mod keys;
+pub mod nsec3;
+pub mod sign;
+
+#[cfg(test)]
+mod testutil;
+
+pub use alg::{Algorithm, DigestType};
+pub use chain::{sign_zone, Denial, Policy, SignError, SignParams, SignedZone, ZoneKey};
+pub use digest::{ds_rdata, key_tag};
+pub use key::{KeyError, PrivateKey, SigningKey};
+pub use keys::{KeyMeta, KeyStore, Role, StoreError, StoredKey};
+pub use nsec3::{nsec3_hash, Nsec3Params};
+pub use sign::{verify_rrsig, VerifyError};
