@@ -2,13 +2,17 @@
 # Zone loading: time from process start to the first answer, and resident memory after load,
 # for shardns and knotd on the same 1,276,513-record zone, interleaved (A B A B), 3 rounds.
 # Usage: bench/zone-load.sh [ROUNDS]   (needs knotd, dig; builds shardns in release)
+#        ZFILE=big.test.signed.zone bench/zone-load.sh   the same zone signed (gen_zones.py's
+#        big zone through dnssec-signzone; see docs/BENCHMARKS.md), from $OUT/zones
 # Output: a markdown table on stdout; raw figures in $OUT (default /tmp/shardns-zone-load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
 OUT=${OUT:-/tmp/shardns-zone-load}; mkdir -p "$OUT"
 ZONES=$OUT/zones
+ZFILE=${ZFILE:-big.test.zone}
 [ -s "$ZONES/big.test.zone" ] || python3 bench/gen_zones.py "$ZONES" big
+[ -s "$ZONES/$ZFILE" ] || { echo "no $ZONES/$ZFILE" >&2; exit 1; }
 cargo build --release -q -p shardns
 BIN=${CARGO_TARGET_DIR:-target}/release/shardns
 PORT_S=5541 PORT_K=5542
@@ -39,14 +43,14 @@ template:
     semantic-checks: off
 zone:
   - domain: big.test
-    file: big.test.zone
+    file: $ZFILE
 K
 
 # run_one NAME PORT CMD... -> prints "seconds rss_kib". A small poller starts the server and
 # sends an SOA query over UDP every 5 ms until one is answered, so the measurement adds a few
 # milliseconds at most (a shell loop around dig adds ~100 ms); then RSS is read 2 s later.
 run_one() { local name=$1 port=$2; shift 2
-  cat "$ZONES/big.test.zone" > /dev/null   # same warm page cache for both
+  cat "$ZONES/$ZFILE" > /dev/null   # same warm page cache for both
   rm -rf "${K:?}/db"/*
   python3 - "$name" "$port" "$OUT/$name.log" "$@" <<'PY'
 import os, signal, socket, struct, subprocess, sys, time
@@ -83,7 +87,7 @@ PY
 
 : > "$OUT/raw.tsv"
 for r in $(seq "$ROUNDS"); do
-  read -r s m < <(run_one shardns $PORT_S "$BIN" serve --listen 127.0.0.1:$PORT_S --zone "big.test=$ZONES/big.test.zone" --workers 1)
+  read -r s m < <(run_one shardns $PORT_S "$BIN" serve --listen 127.0.0.1:$PORT_S --zone "big.test=$ZONES/$ZFILE" --workers 1)
   printf 'shardns\t%s\t%s\n' "$s" "$m" | tee -a "$OUT/raw.tsv" >&2
   read -r s m < <(run_one knotd $PORT_K knotd -c "$K/knot.conf")
   printf 'knotd\t%s\t%s\n' "$s" "$m" | tee -a "$OUT/raw.tsv" >&2
