@@ -374,3 +374,60 @@ fn lab_unbound_validates_knot() {
 fn lab_unbound_validates_shardns_like_knot() {
     validation(true);
 }
+
+/// Outgoing transfers carry the signed zone: each lab zone, transferred from shardns by
+/// `dig` (AXFR), is a zone ldns-verify-zone verifies with its DS.
+#[test]
+fn axfr_from_shardns_verifies() {
+    let (Some(ldns), Some(dig)) = (
+        find_program("ldns-verify-zone", "LDNS_VERIFY_ZONE"),
+        find_program("dig", "DIG"),
+    ) else {
+        println!("dnssec axfr: SKIPPED: ldns-verify-zone or dig is not installed");
+        return;
+    };
+    let work = Work::new("axfr");
+    let addr = loopback(port());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shardns"));
+    cmd.args(["serve", "--workers", "1", "--allow-transfer", "127.0.0.1"])
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--control")
+        .arg(work.0.join("shardns.ctl"));
+    for apex in lab::PARENTS {
+        cmd.arg("--zone")
+            .arg(format!("{apex}={}", lab::zone_file(apex).display()));
+    }
+    let mut shardns = common::Daemon::spawn("shardns", cmd, work.0.join("shardns.log"));
+    let client = Client::new(addr);
+    wait_ready(&client, &lab::PARENTS, &mut shardns);
+    for apex in lab::PARENTS {
+        let out = Command::new(&dig)
+            .args(["+onesoa", "+nocmd", "+nostats", "+time=5", "+tries=1"])
+            .arg(format!("@{}", addr.ip()))
+            .args(["-p", &addr.port().to_string(), apex, "AXFR"])
+            .output()
+            .expect("run dig");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.contains("RRSIG") && !text.contains("Transfer failed"),
+            "AXFR of {apex}:\n{text}"
+        );
+        let file = work.0.join(format!("{apex}axfr"));
+        std::fs::write(&file, &text).expect("write the transfer");
+        let ds = lab::data_dir().join("lab").join(format!("{apex}ds"));
+        let v = Command::new(&ldns)
+            .arg("-k")
+            .arg(&ds)
+            .arg(&file)
+            .output()
+            .expect("run ldns-verify-zone");
+        let verdict =
+            String::from_utf8_lossy(&v.stdout).into_owned() + &String::from_utf8_lossy(&v.stderr);
+        assert!(
+            v.status.success() && verdict.contains("Zone is verified and complete"),
+            "ldns-verify-zone on shardns's AXFR of {apex}:\n{verdict}"
+        );
+        println!("dnssec axfr: {apex} transferred from shardns and verified");
+    }
+}
