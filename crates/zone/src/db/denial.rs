@@ -12,13 +12,11 @@
 
 use super::store::Zone;
 use super::{flags, NodeId, NONE};
-use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
-use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{text, NameRef, RType};
 use std::cmp::Ordering;
 
 /// The length of an NSEC3 hash: SHA-1, the only algorithm defined (RFC 5155 §11).
-pub const NSEC3_HASH_LEN: usize = 20;
+pub const NSEC3_HASH_LEN: usize = shardns_dnssec::nsec3::HASH_LEN;
 
 /// Most NSEC3 iterations we hash at query time. RFC 9276 §3.2 says 0; validators treat
 /// more than 100 (Unbound: 150) as insecure. A zone with more is served without NSEC3
@@ -46,22 +44,11 @@ pub(crate) struct Nsec3 {
     pub(crate) matching: Vec<u32>,
 }
 
-/// The NSEC3 hash of `name` (RFC 5155 §5): SHA-1 over the lower-cased wire name and the
-/// salt, then `iterations` more times over the digest and the salt. No allocation.
+/// The NSEC3 hash of `name` (RFC 5155 §5), on the stack: the signer's function, so the
+/// server hashes as it signs.
 pub fn nsec3_hash(name: NameRef<'_>, salt: &[u8], iterations: u16) -> [u8; NSEC3_HASH_LEN] {
-    let mut lower = [0u8; MAX_NAME_LEN];
-    let len = name.lowercase_into(&mut lower);
-    let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
-    ctx.update(&lower[..len]);
-    ctx.update(salt);
     let mut out = [0u8; NSEC3_HASH_LEN];
-    out.copy_from_slice(ctx.finish().as_ref());
-    for _ in 0..iterations {
-        let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
-        ctx.update(&out);
-        ctx.update(salt);
-        out.copy_from_slice(ctx.finish().as_ref());
-    }
+    shardns_dnssec::nsec3_hash(name, salt, iterations, &mut out);
     out
 }
 
