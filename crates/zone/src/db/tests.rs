@@ -224,6 +224,27 @@ fn zone_set_picks_the_longest_apex() {
         .is_some());
 }
 
+#[test]
+fn apexes_long_and_short_are_found_in_any_case_and_not_confused() {
+    // Up to 31 octets the apex is compared in the table; longer ones through the zone.
+    let short = "a.b.example.test."; // 18 octets in wire form
+    let edge = "abcdefghijklmnop.example.test."; // 31
+    let long = "a-label-of-some-length.another-one.example.test."; // 49
+    let set = ZoneSet::from_shared(vec![tiny(short, 1), tiny(edge, 1), tiny(long, 1)]);
+    for apex in [short, edge, long] {
+        let upper = apex.to_ascii_uppercase();
+        for q in [format!("www.{apex}"), format!("WWW.{upper}"), apex.to_string()] {
+            let z = set.find(q.parse::<Name>().unwrap().as_ref());
+            assert_eq!(z.map(|z| z.apex().to_string()).as_deref(), Some(apex), "{q}");
+        }
+    }
+    // Same length, other octets: not a match.
+    for q in ["a.c.example.test.", "abcdefghijklmnoq.example.test."] {
+        let z = set.find(q.parse::<Name>().unwrap().as_ref());
+        assert!(z.is_none(), "{q}");
+    }
+}
+
 /// A minimal zone at `apex` with serial `serial`.
 fn tiny(apex: &str, serial: u32) -> std::sync::Arc<Zone> {
     let origin: Name = apex.parse().unwrap();
