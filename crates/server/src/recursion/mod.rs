@@ -179,6 +179,7 @@ impl Recursion {
                 rcode,
                 truncated,
                 locks,
+                ..
             } => {
                 stats.resolver_cache_hits.add(1);
                 stats.resolver_cache_locks.add(u64::from(locks));
