@@ -138,7 +138,7 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     # shardns-xdp: shardns reading its UDP queries from lo with AF_XDP (`--xdp lo`).
     xdp = ["--xdp", "lo"] if name == "shardns-xdp" else []
     if cache and name in ("shardns", "shardns-xdp"):
-        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--forward",
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--no-validation", "--forward",
                 f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone)

@@ -8,6 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{Name, NameRef, RType};
 
+use crate::validate::TrustAnchors;
+
 /// Everything a [`crate::Resolver`] can be told. `Config::default()` is a sensible
 /// recursive resolver starting from the IANA root servers.
 #[derive(Clone, Debug)]
@@ -71,6 +73,23 @@ pub struct Config {
     pub max_depth: u8,
     /// Whole-resolution deadline for one client query, in milliseconds.
     pub max_resolution_ms: u64,
+    /// DNSSEC validation (RFC 4033-4035): answers are checked from the trust anchors
+    /// down; bogus ones become SERVFAIL, secure ones may get AD. On by default.
+    pub validation: bool,
+    /// Where validation starts: the root KSKs by default ([`TrustAnchors::root`]).
+    pub trust_anchors: TrustAnchors,
+    /// Seconds of clock skew allowed either side of a signature's validity period.
+    pub signature_skew: u32,
+    /// Most signature checks for one client query (KeyTrap, CVE-2023-50387).
+    pub max_validations: u32,
+    /// Most DNSKEYs tried for one RRSIG whose key tag and algorithm they share.
+    pub max_key_collisions: u8,
+    /// Most NSEC3 hashes computed for one client query (CVE-2023-50868).
+    pub max_nsec3_hashes: u32,
+    /// NSEC3 with more iterations than this is treated as insecure (RFC 9276 §3.2).
+    pub max_nsec3_iterations: u16,
+    /// Seconds a bogus answer (and a zone whose keys failed) is cached.
+    pub bogus_ttl: u32,
 }
 
 impl Default for Config {
@@ -104,6 +123,15 @@ impl Default for Config {
             max_referrals: 40,
             max_depth: 4,
             max_resolution_ms: 10_000,
+            validation: true,
+            trust_anchors: TrustAnchors::root(),
+            signature_skew: 300,
+            max_validations: 32,
+            max_key_collisions: 4,
+            max_nsec3_hashes: 64,
+            max_nsec3_iterations: shardns_dnssec::nsec3::MAX_ITERATIONS,
+            // Unbound's val-bogus-ttl.
+            bogus_ttl: 60,
         }
     }
 }

@@ -39,8 +39,47 @@ impl Ede {
     pub const NO_REACHABLE_AUTHORITY: u16 = 22;
     /// 23, Network Error: sending to the servers failed.
     pub const NETWORK_ERROR: u16 = 23;
+    /// 1, Unsupported DNSKEY Algorithm.
+    pub const UNSUPPORTED_DNSKEY_ALGORITHM: u16 = 1;
+    /// 2, Unsupported DS Digest Type.
+    pub const UNSUPPORTED_DS_DIGEST: u16 = 2;
+    /// 6, DNSSEC Bogus: validation failed for another reason than those below.
+    pub const DNSSEC_BOGUS: u16 = 6;
+    /// 7, Signature Expired.
+    pub const SIGNATURE_EXPIRED: u16 = 7;
+    /// 8, Signature Not Yet Valid.
+    pub const SIGNATURE_NOT_YET_VALID: u16 = 8;
+    /// 9, DNSKEY Missing: no DNSKEY matches the DS records or the RRSIGs.
+    pub const DNSKEY_MISSING: u16 = 9;
+    /// 10, RRSIGs Missing: a secure zone's data came unsigned.
+    pub const RRSIGS_MISSING: u16 = 10;
+    /// 11, No Zone Key Bit Set.
+    pub const NO_ZONE_KEY_BIT: u16 = 11;
+    /// 12, NSEC Missing: a denial of existence without its proof.
+    pub const NSEC_MISSING: u16 = 12;
 
     pub(crate) const fn new(code: u16, text: &'static str) -> Self {
+        Self { code, text }
+    }
+
+    /// The EDE of a bogus answer with this INFO-CODE (cached answers keep the code only).
+    pub fn bogus(code: u16) -> Self {
+        let text = match code {
+            Self::UNSUPPORTED_DNSKEY_ALGORITHM => "unsupported DNSKEY algorithm",
+            Self::UNSUPPORTED_DS_DIGEST => "unsupported DS digest type",
+            Self::SIGNATURE_EXPIRED => "signature expired",
+            Self::SIGNATURE_NOT_YET_VALID => "signature not yet valid",
+            Self::DNSKEY_MISSING => "no DNSKEY matches the DS or RRSIG",
+            Self::RRSIGS_MISSING => "RRSIGs missing in a signed zone",
+            Self::NO_ZONE_KEY_BIT => "no zone key bit set",
+            Self::NSEC_MISSING => "denial of existence not proven",
+            _ => "DNSSEC validation failed",
+        };
+        let code = if code == Self::OTHER {
+            Self::DNSSEC_BOGUS
+        } else {
+            code
+        };
         Self { code, text }
     }
 
@@ -124,6 +163,9 @@ pub struct Resolution {
     pub authority: Vec<Record>,
     /// Why resolution failed, for a SERVFAIL.
     pub ede: Option<Ede>,
+    /// DNSSEC validation found every RRset of the answer (and the proof of a denial)
+    /// secure: the server sets AD if the client set DO or AD (RFC 6840 §5.8).
+    pub secure: bool,
 }
 
 impl Resolution {
@@ -133,6 +175,7 @@ impl Resolution {
             answers: Vec::new(),
             authority: Vec::new(),
             ede: Some(ede),
+            secure: false,
         }
     }
 

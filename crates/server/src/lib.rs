@@ -274,5 +274,15 @@ pub(crate) fn resolver_config(
     rc.server_hold_after = r.server_hold_after;
     rc.server_hold_ms = r.server_hold_ms;
     rc.server_hold_max_ms = r.server_hold_max_ms.max(r.server_hold_ms);
+    rc.validation = r.validation;
+    if let Some(path) = &r.trust_anchor {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            what: format!("reading trust anchor {}", path.display()),
+            source,
+        })?;
+        rc.trust_anchors = shardns_resolver::TrustAnchors::parse(&text)
+            .map_err(|e| Error::Zones(format!("{}: {e}", path.display())))?;
+    }
+    rc.trust_anchors.negative = r.negative_trust_anchors.clone();
     Ok(rc)
 }

@@ -134,6 +134,13 @@ pub(crate) struct ServeArgs {
     /// binary). An address may carry a port, e.g. `a.root. A 127.0.0.1@5300`.
     #[arg(long, value_name = "FILE")]
     pub(crate) root_hints: Option<PathBuf>,
+    /// Trust anchors for DNSSEC validation with --recursion: DS or DNSKEY records in
+    /// zone-file format (replaces the built-in root KSKs 20326 and 38696).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trust_anchor: Option<PathBuf>,
+    /// Do not validate DNSSEC in resolved answers (validation is on by default).
+    #[arg(long)]
+    pub(crate) no_validation: bool,
     /// Send queries at or below ZONE to the recursive server ADDR:PORT (repeatable).
     #[arg(long, value_name = "ZONE=ADDR:PORT")]
     pub(crate) forward: Vec<ForwardZone>,
@@ -183,6 +190,8 @@ impl ServeArgs {
         o.rrl_slip = self.rrl_slip;
         o.recursion = self.recursion;
         o.root_hints = self.root_hints.clone();
+        o.trust_anchor = self.trust_anchor.clone();
+        o.no_validation = self.no_validation;
         o.forward = self.forward.clone();
         o.allow = self.allow_recursion.clone();
         o.upstream_port = self.upstream_port;

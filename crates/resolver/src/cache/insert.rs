@@ -9,9 +9,11 @@ use shardns_wire::{NameRef, RType};
 
 use super::set::{push_rdata, Kind, Set};
 use super::{Cache, HashedName, Rank};
+use crate::validate::Stamp;
 
 impl Cache {
     /// Caches an RRset. Returns false if it was not stored (zero TTL, or better data held).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_rrset<'r, I>(
         &self,
         owner: NameRef<'_>,
@@ -19,6 +21,7 @@ impl Cache {
         rank: Rank,
         ttl: u32,
         rdatas: I,
+        stamp: Stamp,
         now: u64,
     ) -> bool
     where
@@ -32,7 +35,7 @@ impl Cache {
             push_rdata(&mut data, rd);
         }
         let ttl = ttl.clamp(self.min_ttl, self.max_ttl);
-        self.insert(owner, rtype, Kind::Positive, rank, ttl, data, now)
+        self.insert(owner, rtype, Kind::Positive, rank, ttl, data, stamp, now)
     }
 
     /// Caches a CNAME synthesised from a DNAME (RFC 6672) at `owner`; `dname` is the
@@ -43,6 +46,7 @@ impl Cache {
         dname: (NameRef<'_>, &[u8], u32),
         cname_target: NameRef<'_>,
         rank: Rank,
+        stamp: Stamp,
         now: u64,
     ) -> bool {
         let (downer, drdata, dttl) = dname;
@@ -51,7 +55,16 @@ impl Cache {
         push_rdata(&mut data, drdata);
         push_rdata(&mut data, cname_target.as_wire());
         let ttl = dttl.clamp(self.min_ttl, self.max_ttl);
-        self.insert(owner, RType::CNAME, Kind::Synth, rank, ttl, data, now)
+        self.insert(
+            owner,
+            RType::CNAME,
+            Kind::Synth,
+            rank,
+            ttl,
+            data,
+            stamp,
+            now,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -63,8 +76,11 @@ impl Cache {
         rank: Rank,
         ttl: u32,
         data: Vec<u8>,
+        stamp: Stamp,
         now: u64,
     ) -> bool {
+        // A checked set lives no longer than its signatures (or, bogus, than the bogus TTL).
+        let ttl = ttl.min(stamp.ttl_cap);
         if ttl == 0 {
             return false;
         }
@@ -73,6 +89,8 @@ impl Cache {
             rtype,
             kind,
             rank,
+            sec: stamp.sec,
+            ede: stamp.ede,
             expires: now + u64::from(ttl) * 1000,
             data: data.into_boxed_slice(),
         };

@@ -11,6 +11,7 @@ use super::negative::NXDOMAIN_TYPE;
 use super::set::{split_owned, Kind, Rdatas, Set};
 use super::shard::Slot;
 use super::{Cache, HashedName, Rank};
+use crate::validate::Security;
 
 /// A cached answer copied out for the resolver's own use.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,51 +37,25 @@ pub(crate) enum Probe {
 }
 
 impl Cache {
-    /// The answer to (`name`, `qtype`) from data of at least `min_rank`, copied out.
+    /// The answer to (`name`, `qtype`) from data of at least `min_rank`, copied out, with
+    /// what validation made of it (and the EDE code of a bogus set).
     pub(crate) fn lookup(
         &self,
         name: NameRef<'_>,
         qtype: RType,
         min_rank: Rank,
         now: u64,
-    ) -> Lookup {
+    ) -> (Lookup, Security, u16) {
         let key = HashedName::new(name);
         let mut g = self.lock(&key);
         let Some(slot) = g.find_mut(&key) else {
-            return Lookup::Miss;
+            return (Lookup::Miss, Security::Indeterminate, 0);
         };
         slot.referenced = true;
         let Some((set, found)) = classify(slot, qtype, min_rank, now) else {
-            return Lookup::Miss;
+            return (Lookup::Miss, Security::Indeterminate, 0);
         };
-        let ttl = set.remaining_ttl(now);
-        match found {
-            SetMatch::Positive => Lookup::Positive(
-                Rdatas(&set.data)
-                    .map(|rd| record(name, set.rtype, ttl, rd))
-                    .collect(),
-            ),
-            SetMatch::Cname => {
-                let mut out = Vec::with_capacity(2);
-                let mut data: &[u8] = &set.data;
-                if set.kind == Kind::Synth {
-                    let Some((owner, rdata, rest)) = split_owned(data) else {
-                        return Lookup::Miss;
-                    };
-                    out.push(record(owner, RType::DNAME, ttl, rdata));
-                    data = rest;
-                }
-                out.extend(Rdatas(data).map(|rd| record(name, RType::CNAME, ttl, rd)));
-                if qtype == RType::CNAME {
-                    // The synthesised CNAME (with its DNAME) is the answer itself.
-                    Lookup::Positive(out)
-                } else {
-                    Lookup::Cname(out)
-                }
-            }
-            SetMatch::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
-            SetMatch::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
-        }
+        (lookup_set(set, found, name, qtype, now), set.sec, set.ede)
     }
 
     /// What the cache knows about (`name`, `qtype`) from data of at least `min_rank`,
@@ -129,6 +104,38 @@ impl Cache {
             }
         }
         n
+    }
+}
+
+/// Copies out what `set` (picked by [`classify`]) answers.
+fn lookup_set(set: &Set, found: SetMatch, name: NameRef<'_>, qtype: RType, now: u64) -> Lookup {
+    let ttl = set.remaining_ttl(now);
+    match found {
+        SetMatch::Positive => Lookup::Positive(
+            Rdatas(&set.data)
+                .map(|rd| record(name, set.rtype, ttl, rd))
+                .collect(),
+        ),
+        SetMatch::Cname => {
+            let mut out = Vec::with_capacity(2);
+            let mut data: &[u8] = &set.data;
+            if set.kind == Kind::Synth {
+                let Some((owner, rdata, rest)) = split_owned(data) else {
+                    return Lookup::Miss;
+                };
+                out.push(record(owner, RType::DNAME, ttl, rdata));
+                data = rest;
+            }
+            out.extend(Rdatas(data).map(|rd| record(name, RType::CNAME, ttl, rd)));
+            if qtype == RType::CNAME {
+                // The synthesised CNAME (with its DNAME) is the answer itself.
+                Lookup::Positive(out)
+            } else {
+                Lookup::Cname(out)
+            }
+        }
+        SetMatch::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
+        SetMatch::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
     }
 }
 

@@ -86,6 +86,10 @@ pub struct Cache {
     min_ttl: u32,
     max_ttl: u32,
     max_negative_ttl: u32,
+    /// DNSSEC validation is on: the hit path answers only from checked sets (secure or
+    /// insecure), answers bogus ones with SERVFAIL, and leaves unchecked ones to the
+    /// resolver (unless the client set CD).
+    pub(crate) validating: bool,
 }
 
 /// A name as it was spelled, with its case-insensitive hash: what finds a slot. Nothing
@@ -121,6 +125,7 @@ impl Cache {
             min_ttl,
             max_ttl: max_ttl.max(min_ttl),
             max_negative_ttl,
+            validating: false,
         }
     }
 

@@ -7,6 +7,7 @@ use shardns_wire::{NameRef, RType, Record};
 
 use super::set::{push_rdata, Kind};
 use super::{Cache, Rank};
+use crate::validate::Stamp;
 
 /// Type number under which a name's NXDOMAIN entry is kept (no real type is 0).
 pub(super) const NXDOMAIN_TYPE: RType = RType(0);
@@ -39,6 +40,7 @@ impl Cache {
         rtype: Option<RType>,
         soa: Option<Soa<'_>>,
         rank: Rank,
+        stamp: Stamp,
         now: u64,
     ) -> bool {
         let Some(soa) = soa else { return false };
@@ -53,6 +55,7 @@ impl Cache {
             rank,
             ttl,
             data,
+            stamp,
             now,
         )
     }

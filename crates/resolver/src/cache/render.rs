@@ -10,6 +10,8 @@ use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Section
 use super::lookup::{classify, SetMatch};
 use super::set::{split_owned, Kind, Rdatas};
 use super::{Cache, HashedName, Rank};
+use crate::reply::Ede;
+use crate::validate::Security;
 
 /// Longest CNAME chain [`Cache::answer`] follows before giving up (and letting the
 /// resolver decide).
@@ -20,12 +22,18 @@ const MAX_CACHED_CHAIN: usize = 8;
 pub enum CacheAnswer {
     /// The answer was written; the caller sets `rcode` in the header.
     Hit {
-        /// NOERROR (answer or NODATA) or NXDOMAIN.
+        /// NOERROR (answer or NODATA) or NXDOMAIN; SERVFAIL when DNSSEC validation found
+        /// the cached answer bogus (nothing written, `ede` says why).
         rcode: Rcode,
         /// The writer filled up; the records that fit are kept and the caller sets TC.
         truncated: bool,
         /// Shard locks taken (one per name in the chain).
         locks: u32,
+        /// Every set of the answer was validated secure: the caller may set AD (RFC 4035
+        /// §3.2.3, RFC 6840 §5.8: when the client set DO or AD).
+        secure: bool,
+        /// Why a bogus answer is SERVFAIL (RFC 8914).
+        ede: Option<Ede>,
     },
     /// Nothing usable cached (or only part of a CNAME chain); nothing was written.
     Miss {
@@ -47,8 +55,24 @@ impl Cache {
         now: u64,
         w: &mut MessageWriter<'_>,
     ) -> CacheAnswer {
+        self.answer_cd(qname, qtype, now, false, w)
+    }
+
+    /// [`Cache::answer`] for a query whose CD bit is `cd`. With validation on, a set not
+    /// checked yet is a miss and a bogus one a SERVFAIL, unless CD is set (RFC 4035
+    /// §3.2.2: the client checks for itself, so it gets the data as it is).
+    pub fn answer_cd(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        cd: bool,
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
         let start = w.checkpoint();
         let mut locks = 0u32;
+        let checking = self.validating && !cd;
+        let mut secure = self.validating;
         // The current CNAME target, once the chain has moved (the question's name is used
         // as it is, so the first owner is written as the question spelled it).
         let mut target = NameBuf::new();
@@ -65,6 +89,20 @@ impl Cache {
             let outcome = match classify(slot, qtype, Rank::Answer, now) {
                 None => break,
                 Some((set, found)) => {
+                    secure &= set.sec == Security::Secure;
+                    if checking && set.sec != Security::Secure && set.sec != Security::Insecure {
+                        w.rollback(start);
+                        if set.sec == Security::Bogus {
+                            return CacheAnswer::Hit {
+                                rcode: Rcode::SERVFAIL,
+                                truncated: false,
+                                locks,
+                                secure: false,
+                                ede: Some(Ede::bogus(set.ede)),
+                            };
+                        }
+                        return CacheAnswer::Miss { locks };
+                    }
                     let ttl = set.remaining_ttl(now);
                     let r = match found {
                         SetMatch::Positive => {
@@ -90,6 +128,8 @@ impl Cache {
                         rcode: Rcode::NXDOMAIN,
                         truncated,
                         locks,
+                        secure,
+                        ede: None,
                     }
                 }
                 _ => {
@@ -97,6 +137,8 @@ impl Cache {
                         rcode: Rcode::NOERROR,
                         truncated,
                         locks,
+                        secure,
+                        ede: None,
                     }
                 }
             }

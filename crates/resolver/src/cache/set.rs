@@ -7,6 +7,7 @@
 use shardns_wire::{NameRef, RType};
 
 use super::Rank;
+use crate::validate::Security;
 
 /// Bytes charged per heap allocation on top of its size (allocator header and rounding).
 pub(super) const ALLOC_OVERHEAD: usize = 16;
@@ -27,6 +28,11 @@ pub(super) struct Set {
     pub(super) rtype: RType,
     pub(super) kind: Kind,
     pub(super) rank: Rank,
+    /// What DNSSEC validation made of the set (`Indeterminate` until a validating
+    /// resolution has checked it). Fits in the padding: `Set` stays 32 bytes.
+    pub(super) sec: Security,
+    /// For a `Bogus` set, the Extended DNS Error code it is answered with.
+    pub(super) ede: u16,
     /// Absolute expiry, milliseconds on the driver's clock.
     pub(super) expires: u64,
     pub(super) data: Box<[u8]>,

@@ -4,6 +4,7 @@ use shardns_wire::{Class, Header, Message, MessageWriter, Name, NameRef, RType, 
 
 use super::lookup::record;
 use super::{negative_ttl, Cache, CacheAnswer, Lookup, Rank};
+use crate::validate::Stamp;
 
 fn n(s: &str) -> Name {
     s.parse().unwrap()
@@ -45,6 +46,7 @@ fn names_match_without_regard_to_case_of_letters_only() {
         Rank::AuthAnswer,
         60,
         [&[1, 2, 3, 4][..]],
+        Stamp::UNCHECKED,
         0,
     );
     for (wire, hit) in [
@@ -55,7 +57,7 @@ fn names_match_without_regard_to_case_of_letters_only() {
     ] {
         let name = NameRef::from_wire(wire).unwrap();
         let found = matches!(
-            c.lookup(name, RType::A, Rank::Answer, 0),
+            c.lookup(name, RType::A, Rank::Answer, 0).0,
             Lookup::Positive(_)
         );
         assert_eq!(found, hit, "{name}");
@@ -73,6 +75,7 @@ fn hit_decrements_ttl_and_takes_one_lock() {
         Rank::AuthAnswer,
         300,
         [&[192, 0, 2, 1][..], &[192, 0, 2, 2]],
+        Stamp::UNCHECKED,
         1_000,
     );
     let (r, m) = answer(&c, "WWW.example.", RType::A, 1_000 + 100_500);
@@ -81,7 +84,9 @@ fn hit_decrements_ttl_and_takes_one_lock() {
         CacheAnswer::Hit {
             rcode: Rcode::NOERROR,
             truncated: false,
-            locks: 1
+            locks: 1,
+            secure: false,
+            ede: None,
         }
     );
     assert_eq!(m.answers.len(), 2);
@@ -102,6 +107,7 @@ fn cname_chain_and_partial_chain_miss() {
         Rank::AuthAnswer,
         60,
         [n("b.other.").as_wire()],
+        Stamp::UNCHECKED,
         0,
     );
     let (r, m) = answer(&c, "a.example.", RType::A, 0);
@@ -116,6 +122,7 @@ fn cname_chain_and_partial_chain_miss() {
         Rank::AuthAnswer,
         30,
         [&[10, 0, 0, 1][..]],
+        Stamp::UNCHECKED,
         0,
     );
     let (r, m) = answer(&c, "a.example.", RType::A, 0);
@@ -124,7 +131,9 @@ fn cname_chain_and_partial_chain_miss() {
         CacheAnswer::Hit {
             rcode: Rcode::NOERROR,
             truncated: false,
-            locks: 2
+            locks: 2,
+            secure: false,
+            ede: None,
         }
     );
     assert_eq!(m.answers.len(), 2);
@@ -144,6 +153,7 @@ fn negative_entries_use_soa_ttl() {
         None,
         Some((&s).into()),
         Rank::AuthAnswer,
+        Stamp::UNCHECKED,
         0,
     );
     c.insert_negative(
@@ -151,6 +161,7 @@ fn negative_entries_use_soa_ttl() {
         Some(RType::AAAA),
         Some((&s).into()),
         Rank::AuthAnswer,
+        Stamp::UNCHECKED,
         0,
     );
     let (r, m) = answer(&c, "nx.example.", RType::MX, 10_000);
@@ -182,7 +193,14 @@ fn negative_entries_use_soa_ttl() {
         CacheAnswer::Miss { .. }
     ));
     // Without an SOA nothing is cached.
-    assert!(!c.insert_negative(n("x.example.").as_ref(), None, None, Rank::AuthAnswer, 0));
+    assert!(!c.insert_negative(
+        n("x.example.").as_ref(),
+        None,
+        None,
+        Rank::AuthAnswer,
+        Stamp::UNCHECKED,
+        0
+    ));
 }
 
 #[test]
@@ -195,6 +213,7 @@ fn glue_never_overwrites_an_answer() {
         Rank::AuthAnswer,
         3600,
         [&[192, 0, 2, 53][..]],
+        Stamp::UNCHECKED,
         0
     ));
     assert!(!c.insert_rrset(
@@ -203,9 +222,10 @@ fn glue_never_overwrites_an_answer() {
         Rank::Additional,
         3600,
         [&[6, 6, 6, 6][..]],
+        Stamp::UNCHECKED,
         0
     ));
-    let got = c.lookup(ns.as_ref(), RType::A, Rank::Additional, 0);
+    let got = c.lookup(ns.as_ref(), RType::A, Rank::Additional, 0).0;
     assert_eq!(
         got,
         Lookup::Positive(vec![record(ns.as_ref(), RType::A, 3600, &[192, 0, 2, 53])])
@@ -218,10 +238,11 @@ fn glue_never_overwrites_an_answer() {
         Rank::Additional,
         3600,
         [&[192, 0, 2, 54][..]],
+        Stamp::UNCHECKED,
         0,
     );
     assert_eq!(
-        c.lookup(g.as_ref(), RType::A, Rank::Answer, 0),
+        c.lookup(g.as_ref(), RType::A, Rank::Answer, 0).0,
         Lookup::Miss
     );
     assert!(matches!(
@@ -235,6 +256,7 @@ fn glue_never_overwrites_an_answer() {
         Rank::AuthAnswer,
         3600,
         [&[192, 0, 2, 55][..]],
+        Stamp::UNCHECKED,
         0
     ));
     assert!(matches!(
@@ -255,6 +277,7 @@ fn eviction_keeps_memory_bounded() {
             Rank::AuthAnswer,
             3600,
             [&i.to_be_bytes()[..]],
+            Stamp::UNCHECKED,
             0,
         );
     }
@@ -266,7 +289,7 @@ fn eviction_keeps_memory_bounded() {
     // Every name still counted is still found.
     let last = n("host19999.example.");
     assert!(matches!(
-        c.lookup(last.as_ref(), RType::A, Rank::Answer, 0),
+        c.lookup(last.as_ref(), RType::A, Rank::Answer, 0).0,
         Lookup::Positive(_)
     ));
     c.clear();
@@ -284,6 +307,7 @@ fn bytes_per_record_is_reported() {
             Rank::AuthAnswer,
             3600,
             [&i.to_be_bytes()[..]],
+            Stamp::UNCHECKED,
             0,
         );
     }
@@ -309,6 +333,7 @@ fn cache_with_synthesised_cname() -> Cache {
         (dname.owner.as_ref(), &dname.rdata, dname.ttl),
         n("www.new.example.").as_ref(),
         Rank::AuthAnswer,
+        Stamp::UNCHECKED,
         0,
     );
     c
@@ -323,6 +348,7 @@ fn synthesised_cname_renders_dname_first() {
         Rank::AuthAnswer,
         600,
         [&[1, 2, 3, 4][..]],
+        Stamp::UNCHECKED,
         0,
     );
     let (r, m) = answer(&c, "www.old.example.", RType::A, 0);
@@ -335,7 +361,10 @@ fn synthesised_cname_renders_dname_first() {
     ));
     let types: Vec<_> = m.answers.iter().map(|r| r.rtype).collect();
     assert_eq!(types, [RType::DNAME, RType::CNAME, RType::A]);
-    match c.lookup(n("www.old.example.").as_ref(), RType::A, Rank::Answer, 0) {
+    match c
+        .lookup(n("www.old.example.").as_ref(), RType::A, Rank::Answer, 0)
+        .0
+    {
         Lookup::Cname(v) => assert_eq!(v.len(), 2),
         other => panic!("{other:?}"),
     }
@@ -353,7 +382,8 @@ fn cname_query_at_a_synthesised_cname() {
         CacheAnswer::Hit {
             rcode: Rcode::NOERROR,
             truncated: false,
-            locks: 1
+            locks: 1,
+            ..
         }
     ));
     let got: Vec<_> = m
@@ -376,12 +406,15 @@ fn cname_query_at_a_synthesised_cname() {
             ),
         ]
     );
-    match c.lookup(
-        n("www.old.example.").as_ref(),
-        RType::CNAME,
-        Rank::Answer,
-        0,
-    ) {
+    match c
+        .lookup(
+            n("www.old.example.").as_ref(),
+            RType::CNAME,
+            Rank::Answer,
+            0,
+        )
+        .0
+    {
         Lookup::Positive(v) => {
             let types: Vec<_> = v.iter().map(|r| r.rtype).collect();
             assert_eq!(types, [RType::DNAME, RType::CNAME]);

@@ -121,6 +121,12 @@ pub struct EngineStats {
     pub edns_fallbacks: u64,
     /// Resolutions that ended in SERVFAIL.
     pub servfails: u64,
+    /// DNSSEC signature checks made (all resolutions).
+    pub signature_checks: u64,
+    /// Resolutions whose answer was validated secure.
+    pub secure: u64,
+    /// Resolutions whose answer was bogus (SERVFAIL with a DNSSEC EDE).
+    pub bogus: u64,
 }
 
 struct TaskSlot {
@@ -152,6 +158,8 @@ pub struct Engine {
     stats: EngineStats,
     /// Reused for every response (see `msg`).
     response: Response,
+    /// Unix time in milliseconds at the engine's clock 0 (for RRSIG validity).
+    unix_offset_ms: u64,
 }
 
 impl Engine {
@@ -172,7 +180,20 @@ impl Engine {
             events: VecDeque::new(),
             stats: EngineStats::default(),
             response: Response::default(),
+            unix_offset_ms: 0,
         }
+    }
+
+    /// Tells the engine the wall-clock time: `unix_ms` (milliseconds since 1970) is `now`
+    /// on the driver's clock. DNSSEC validation checks signature validity against it; call
+    /// it once at start (and again if the wall clock is stepped).
+    pub fn set_unix_time(&mut self, now: u64, unix_ms: u64) {
+        self.unix_offset_ms = unix_ms.saturating_sub(now);
+    }
+
+    fn unix_now(&self, now: u64) -> u32 {
+        // RRSIG times are seconds modulo 2^32 (RFC 4034 §3.1.5).
+        ((self.unix_offset_ms + now) / 1000) as u32
     }
 
     /// The shared resolver (cache, configuration).
@@ -181,17 +202,25 @@ impl Engine {
     }
 
     /// Starts resolving (`qname`, `qtype`, class IN). The answer comes as
-    /// [`Event::Done`] — possibly at once, if the cache can answer.
+    /// [`Event::Done`] — possibly at once, if the cache can answer. With validation on
+    /// ([`crate::Config::validation`]) the answer is validated.
     pub fn resolve(&mut self, qname: NameRef<'_>, qtype: RType, now: u64) -> TaskId {
+        self.resolve_cd(qname, qtype, false, now)
+    }
+
+    /// [`Engine::resolve`] for a client query whose CD bit is `cd`: with CD set nothing is
+    /// validated (RFC 4035 §3.2.2) and the data is returned as it came.
+    pub fn resolve_cd(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
         self.stats.tasks += 1;
         let generation = self.generation();
         let salt = self.rng.next_u64();
+        let validate = self.resolver.config.validation && !cd;
         let task = match self.spare_tasks.pop() {
             Some(mut task) => {
-                task.reset(qname, qtype, salt);
+                task.reset(qname, qtype, salt, validate);
                 task
             }
-            None => Task::new(qname, qtype, salt),
+            None => Task::new(qname, qtype, salt, validate),
         };
         let slot = TaskSlot {
             generation,
@@ -437,10 +466,11 @@ impl Engine {
     /// Steps a task until it sends a query or finishes.
     fn run(&mut self, id: TaskId, now: u64) {
         let resolver = Arc::clone(&self.resolver);
+        let unix_now = self.unix_now(now);
         let Some(slot) = self.task_mut(id) else {
             return;
         };
-        match slot.task.step(&resolver, now) {
+        match slot.task.step(&resolver, now, unix_now) {
             Step::Send(req) => {
                 let asked = req.server;
                 let q = self.submit(id, req, now);
@@ -457,6 +487,7 @@ impl Engine {
     fn release_task(&mut self, index: u32) {
         if let Some(slot) = self.tasks[index as usize].take() {
             self.free_tasks.push(index);
+            self.stats.signature_checks += u64::from(slot.task.signature_checks());
             if self.spare_tasks.len() < SPARE_TASKS {
                 let mut task = slot.task;
                 task.recycle();
@@ -472,6 +503,12 @@ impl Engine {
         self.release_task(id.index);
         if answer.rcode == Rcode::SERVFAIL {
             self.stats.servfails += 1;
+            if answer.ede.is_some_and(|e| (1..=12).contains(&e.code)) {
+                self.stats.bogus += 1;
+            }
+        }
+        if answer.secure {
+            self.stats.secure += 1;
         }
         self.events.push_back(Event::Done(id, answer));
     }

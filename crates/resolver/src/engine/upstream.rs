@@ -161,6 +161,7 @@ impl Engine {
             key.qtype,
             key.rd,
             edns.then_some(self.resolver.config.edns_udp_size),
+            self.resolver.config.validation,
         ) as u16;
         let generation = self.generation();
         let up = OutstandingQuery {
@@ -252,12 +253,14 @@ fn compose_query(
     qtype: RType,
     rd: bool,
     edns: Option<u16>,
+    dnssec_ok: bool,
 ) -> usize {
     let mut w = MessageWriter::new(buf, QUERY_BUF);
     // The buffer holds the longest name and an OPT record, so these cannot fail.
     let _ = w.put_question(qname, qtype, Class::IN);
     if let Some(size) = edns {
-        let _ = w.put_opt(size, 0, 0, false, &[]);
+        // DO when validating: the servers send RRSIGs and denial proofs (RFC 3225).
+        let _ = w.put_opt(size, 0, 0, dnssec_ok, &[]);
     }
     let mut h = Header {
         id,

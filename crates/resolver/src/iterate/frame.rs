@@ -11,6 +11,7 @@ use shardns_wire::{NameBuf, NameRef, RType, Rcode, Record};
 use super::{name_buf, Abandoned, Frame, FrameOutcome, FrameState, Sent, UpstreamQuery};
 use crate::cache::{negative_ttl, Lookup, Rank};
 use crate::reply::{Ede, Resolution};
+use crate::validate::Security;
 use crate::Resolver;
 
 /// What a frame needs next.
@@ -26,6 +27,9 @@ pub(super) enum Advance {
 impl Frame {
     pub(super) fn new(qname: NameRef<'_>, qtype: RType, parent_ns: usize) -> Self {
         Self {
+            validating: false,
+            key_frame: false,
+            ev: super::Evidence::default(),
             origin: name_buf(qname),
             qname: name_buf(qname),
             qtype,
@@ -54,6 +58,9 @@ impl Frame {
 
     /// Makes this (spare) frame a new one, keeping its buffers.
     pub(super) fn reset(&mut self, qname: NameRef<'_>, qtype: RType, parent_ns: usize) {
+        self.validating = false;
+        self.key_frame = false;
+        self.ev.clear();
         self.origin.set(qname);
         self.qname.set(qname);
         self.qtype = qtype;
@@ -150,21 +157,38 @@ impl Frame {
     /// `Start` (and no outcome) when iteration is needed for `qname`.
     fn try_cache(&mut self, res: &Resolver, now: u64) -> Result<(), Ede> {
         loop {
-            match res
-                .cache
-                .lookup(self.qname.as_ref(), self.qtype, Rank::Answer, now)
-            {
+            let (found, sec, ede) =
+                res.cache
+                    .lookup(self.qname.as_ref(), self.qtype, Rank::Answer, now);
+            if self.validating && !matches!(found, Lookup::Miss) {
+                match sec {
+                    // Not checked yet: fetched again and validated.
+                    Security::Indeterminate => return Ok(()),
+                    Security::Bogus => return Err(Ede::bogus(ede)),
+                    _ => {}
+                }
+                // Validation asks again for a DS absence: the proof (delegation or not)
+                // is not cached, only that it was secure.
+                if self.key_frame && matches!(found, Lookup::NxDomain(_) | Lookup::NoData(_)) {
+                    return Ok(());
+                }
+            }
+            let cached = Some((sec, ede));
+            match found {
                 Lookup::Miss => return Ok(()),
                 Lookup::Positive(rrset) => {
+                    self.note_cached(rrset.len(), cached);
                     self.chain.extend(rrset);
                     self.outcome = Some(FrameOutcome::Answer);
                     return Ok(());
                 }
                 Lookup::NxDomain(soa) => {
+                    self.ev.cached_negative = cached;
                     self.outcome = Some(FrameOutcome::NxDomain(soa));
                     return Ok(());
                 }
                 Lookup::NoData(soa) => {
+                    self.ev.cached_negative = cached;
                     self.outcome = Some(FrameOutcome::NoData(soa));
                     return Ok(());
                 }
@@ -174,9 +198,25 @@ impl Frame {
                         return Ok(());
                     };
                     self.hop(res, target)?;
+                    self.note_cached(recs.len(), cached);
                     self.chain.extend(recs);
                 }
             }
+        }
+    }
+
+    /// Notes the `n` records about to be added to the chain from the cache, judged already.
+    fn note_cached(&mut self, n: usize, cached: Option<(Security, u16)>) {
+        if self.validating {
+            let start = self.chain.len();
+            self.ev.notes.push(super::Note {
+                start,
+                end: start + n,
+                zone: NameBuf::new(),
+                rank: Rank::Answer,
+                cached,
+                synth: false,
+            });
         }
     }
 
@@ -226,6 +266,7 @@ impl Frame {
             answers,
             authority,
             ede,
+            secure: false,
         }
     }
 }

@@ -27,12 +27,15 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{NameBuf, NameRef, RType, Record};
 
+use crate::cache::Rank;
 use crate::reply::{Ede, Resolution};
+use crate::validate::Security;
 
 mod cut;
 mod frame;
 mod qmin;
 mod response;
+mod secure;
 mod select;
 mod task;
 
@@ -142,8 +145,60 @@ struct Sent {
     qtype: RType,
 }
 
+/// One RRset of a validating frame's chain, for the judge (`secure`).
+struct Note {
+    /// The RRset is `chain[start..end]`.
+    start: usize,
+    end: usize,
+    /// The zone whose servers gave it.
+    zone: NameBuf,
+    /// The rank it was cached with.
+    rank: Rank,
+    /// Taken from the cache, already judged: (security, EDE code).
+    cached: Option<(Security, u16)>,
+    /// A CNAME synthesised from the DNAME before it (RFC 6672): as secure as the DNAME.
+    synth: bool,
+}
+
+/// What a validating frame keeps of its responses for the judge.
+#[derive(Default)]
+struct Evidence {
+    /// One per RRset of the frame's chain.
+    notes: Vec<Note>,
+    /// The RRSIGs at the owners of the RRsets accepted.
+    sigs: Vec<Record>,
+    /// NSEC, NSEC3 and RRSIG records of the final response's authority section (a denial,
+    /// or the proof that a wildcard answer was allowed).
+    proof: Vec<Record>,
+    /// The zone whose servers gave the final response.
+    proof_zone: NameBuf,
+    /// A negative outcome taken from the cache: (security, EDE code).
+    cached_negative: Option<(Security, u16)>,
+    /// The rank of a negative outcome.
+    negative_rank: Option<Rank>,
+}
+
+impl Evidence {
+    fn clear(&mut self) {
+        self.notes.clear();
+        self.sigs.clear();
+        self.proof.clear();
+        self.proof_zone = NameBuf::new();
+        self.cached_negative = None;
+        self.negative_rank = None;
+    }
+}
+
 /// Resolution of one (name, type): the client's, or a name server's address.
 struct Frame {
+    /// Its outcome is validated (the client's question unless CD; a DS or DNSKEY question
+    /// of validation itself).
+    validating: bool,
+    /// A DS or DNSKEY question of validation itself (`secure`): what it proves goes into
+    /// the key cache.
+    key_frame: bool,
+    /// What validation needs of the responses (kept only when `validating`).
+    ev: Evidence,
     /// The name first asked (loop detection).
     origin: NameBuf,
     /// The name now being resolved (moves along CNAME/DNAME chains).

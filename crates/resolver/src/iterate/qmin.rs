@@ -14,6 +14,7 @@ use super::{name_buf, Budget, Frame, Sent};
 use crate::cache::{Probe, Rank, Soa};
 use crate::msg::Response;
 use crate::reply::Ede;
+use crate::validate::Stamp;
 use crate::Resolver;
 
 impl Frame {
@@ -103,6 +104,7 @@ impl Frame {
                     Some(sent.qtype),
                     soa.map(Soa::from),
                     Rank::AuthAnswer,
+                    Stamp::UNCHECKED,
                     now,
                 );
             }

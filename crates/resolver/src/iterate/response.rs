@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 
 use shardns_wire::{rdata, NameBuf, NameRef, RType, Rcode, Record};
 
-use super::{ip_of, push_ns, Budget, Frame, FrameOutcome, FrameState, Ns};
+use super::{ip_of, name_buf, push_ns, Budget, Frame, FrameOutcome, FrameState, Note, Ns};
 use crate::cache::{Rank, Soa};
 use crate::msg::{Response, Rr};
 use crate::reply::Ede;
+use crate::validate::Stamp;
 use crate::Resolver;
 
 impl Frame {
@@ -80,8 +81,15 @@ impl Frame {
         }
         let soa = find_soa(msg, zone.as_ref(), self.qname.as_ref());
         if msg.rcode() == Rcode::NXDOMAIN {
-            res.cache
-                .insert_negative(self.qname.as_ref(), None, soa.map(Soa::from), rank, now);
+            res.cache.insert_negative(
+                self.qname.as_ref(),
+                None,
+                soa.map(Soa::from),
+                rank,
+                Stamp::UNCHECKED,
+                now,
+            );
+            self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
             return Ok(());
         }
@@ -94,8 +102,10 @@ impl Frame {
                 Some(self.qtype),
                 soa.map(Soa::from),
                 rank,
+                Stamp::UNCHECKED,
                 now,
             );
+            self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
             return Ok(());
         }
@@ -121,9 +131,17 @@ impl Frame {
             return Ok(());
         }
         let soa = find_soa(msg, NameRef::ROOT, self.qname.as_ref());
+        let zone = self.zone.clone();
         if msg.rcode() == Rcode::NXDOMAIN {
-            res.cache
-                .insert_negative(self.qname.as_ref(), None, soa.map(Soa::from), rank, now);
+            res.cache.insert_negative(
+                self.qname.as_ref(),
+                None,
+                soa.map(Soa::from),
+                rank,
+                Stamp::UNCHECKED,
+                now,
+            );
+            self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
         } else if moved && soa.is_none() && !self.qname.as_ref().ends_with(&self.zone.as_ref()) {
             self.restart();
@@ -133,8 +151,10 @@ impl Frame {
                 Some(self.qtype),
                 soa.map(Soa::from),
                 rank,
+                Stamp::UNCHECKED,
                 now,
             );
+            self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
         }
         Ok(())
@@ -153,6 +173,8 @@ impl Frame {
         now: u64,
     ) -> Result<bool, Ede> {
         let inside = |n: NameRef<'_>| bailiwick.is_none_or(|z| n.ends_with(&z));
+        let zone = self.zone.clone();
+        let zone = zone.as_ref();
         let mut moved = false;
         loop {
             let name = self.qname.clone();
@@ -175,18 +197,29 @@ impl Frame {
                     .ok_or(Ede::new(Ede::OTHER, "DNAME substitution failed"))?;
                 let ttl = d.ttl;
                 self.hop(res, target.as_ref())?;
-                res.cache
-                    .insert_rrset(d.owner, RType::DNAME, rank, d.ttl, [d.rdata], now);
+                res.cache.insert_rrset(
+                    d.owner,
+                    RType::DNAME,
+                    rank,
+                    d.ttl,
+                    [d.rdata],
+                    Stamp::UNCHECKED,
+                    now,
+                );
                 res.cache.insert_synth(
                     name_ref,
                     (d.owner, d.rdata, d.ttl),
                     target.as_ref(),
                     rank,
+                    Stamp::UNCHECKED,
                     now,
                 );
                 if !self.chain.iter().any(|r| d.is(r)) {
+                    let start = self.chain.len();
                     self.chain.push(d.to_record());
+                    self.note(msg, start, zone, rank, false);
                 }
+                let start = self.chain.len();
                 self.chain.push(Record {
                     owner: name_ref.to_name(),
                     rtype: RType::CNAME,
@@ -194,6 +227,7 @@ impl Frame {
                     ttl,
                     rdata: target.as_ref().as_wire().to_vec(),
                 });
+                self.note(msg, start, zone, rank, true);
                 moved = true;
                 if self.qtype == RType::CNAME {
                     // The CNAME at the name is what was asked for: no restart at its target
@@ -209,14 +243,27 @@ impl Frame {
                     && (r.rtype == qtype || (qtype == RType::ANY && r.rtype != RType::CNAME))
             });
             if rrset.clone().next().is_some() {
-                if qtype == RType::ANY {
-                    for t in distinct_types(rrset.clone()) {
-                        cache_rrset(res, rrset.clone().filter(|r| r.rtype == t), rank, now);
-                    }
+                // One RRset after the other (ANY), each noted for validation.
+                let types = if qtype == RType::ANY {
+                    distinct_types(rrset.clone())
                 } else {
-                    cache_rrset(res, rrset.clone(), rank, now);
+                    // No allocation for the one type of an ordinary question.
+                    Vec::new()
+                };
+                let one = [qtype];
+                let types = if qtype == RType::ANY {
+                    &types[..]
+                } else {
+                    &one[..]
+                };
+                for &t in types {
+                    let set = rrset.clone().filter(|r| r.rtype == t);
+                    cache_rrset(res, set.clone(), rank, now);
+                    let start = self.chain.len();
+                    self.chain.extend(set.map(Rr::to_record));
+                    self.note(msg, start, zone, rank, false);
                 }
-                self.chain.extend(rrset.map(Rr::to_record));
+                self.keep_proof(msg, zone, None);
                 self.outcome = Some(FrameOutcome::Answer);
                 return Ok(moved);
             }
@@ -234,7 +281,9 @@ impl Frame {
             };
             self.hop(res, target)?;
             cache_rrset(res, std::iter::once(c), rank, now);
+            let start = self.chain.len();
             self.chain.push(c.to_record());
+            self.note(msg, start, zone, rank, false);
             moved = true;
         }
     }
@@ -352,8 +401,61 @@ pub(super) fn cache_rrset<'m>(
         rank,
         ttl,
         rrset.map(|r| r.rdata),
+        Stamp::UNCHECKED,
         now,
     );
+}
+
+/// The type an RRSIG's rdata covers.
+pub(super) fn covered(rrsig_rdata: &[u8]) -> Option<RType> {
+    let b = rrsig_rdata.get(..2)?;
+    Some(RType(u16::from_be_bytes([b[0], b[1]])))
+}
+
+impl Frame {
+    /// Notes `chain[start..]`, just taken from `msg`, as one RRset for validation, with
+    /// the RRSIGs at its owner that cover its type.
+    fn note(&mut self, msg: &Response, start: usize, zone: NameRef<'_>, rank: Rank, synth: bool) {
+        if !self.validating || start >= self.chain.len() {
+            return;
+        }
+        let (owner, rtype) = (self.chain[start].owner.clone(), self.chain[start].rtype);
+        if !synth {
+            let sigs = msg.answers().filter(|r| {
+                r.rtype == RType::RRSIG
+                    && r.owner == owner.as_ref()
+                    && covered(r.rdata) == Some(rtype)
+            });
+            self.ev.sigs.extend(sigs.map(Rr::to_record));
+        }
+        self.ev.notes.push(Note {
+            start,
+            end: self.chain.len(),
+            zone: name_buf(zone),
+            rank,
+            cached: None,
+            synth,
+        });
+    }
+
+    /// Keeps the denial records of the final response (NSEC, NSEC3, their RRSIGs and the
+    /// SOA's) for validation.
+    fn keep_proof(&mut self, msg: &Response, zone: NameRef<'_>, negative: Option<Rank>) {
+        if !self.validating {
+            return;
+        }
+        self.ev.proof_zone.set(zone);
+        self.ev.negative_rank = negative;
+        let proof = msg.authority().filter(|r| {
+            matches!(r.rtype, RType::NSEC | RType::NSEC3)
+                || (r.rtype == RType::RRSIG
+                    && matches!(
+                        covered(r.rdata),
+                        Some(RType::NSEC | RType::NSEC3 | RType::SOA)
+                    ))
+        });
+        self.ev.proof.extend(proof.map(Rr::to_record));
+    }
 }
 
 fn distinct_types<'m>(rrs: impl Iterator<Item = Rr<'m>>) -> Vec<RType> {

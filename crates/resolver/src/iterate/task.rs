@@ -10,10 +10,15 @@ use std::net::SocketAddr;
 use shardns_wire::{NameRef, RType};
 
 use super::frame::Advance;
+use super::secure::{judge, learn, Judged};
 use super::{ip_of, Budget, Failure, Frame, FrameOutcome, Step};
 use crate::msg::Response;
 use crate::reply::{Ede, Resolution};
+use crate::validate::{self, Security};
 use crate::Resolver;
+
+/// Deepest stack of frames validation may build (each DS or DNSKEY question is one).
+const MAX_FRAMES: usize = 48;
 
 /// One resolution. The engine reuses finished tasks ([`Task::reset`]): frames and their
 /// buffers keep their capacity, so a resolution on a warm engine allocates little beyond
@@ -26,28 +31,34 @@ pub(crate) struct Task {
     /// Per-task salt for the random SRTT of unknown servers.
     salt: u64,
     failed: Option<Ede>,
+    /// Signature checks and NSEC3 hashes spent (KeyTrap limits).
+    checks: validate::Budget,
 }
 
 impl Task {
-    pub(crate) fn new(qname: NameRef<'_>, qtype: RType, salt: u64) -> Self {
+    pub(crate) fn new(qname: NameRef<'_>, qtype: RType, salt: u64, validate: bool) -> Self {
         let mut task = Self {
             frames: Vec::new(),
             depth: 0,
             budget: Budget::default(),
             salt,
             failed: None,
+            checks: validate::Budget::default(),
         };
-        task.reset(qname, qtype, salt);
+        task.reset(qname, qtype, salt, validate);
         task
     }
 
-    /// Starts the task over for another question, keeping its buffers.
-    pub(crate) fn reset(&mut self, qname: NameRef<'_>, qtype: RType, salt: u64) {
+    /// Starts the task over for another question, keeping its buffers. `validate`: the
+    /// answer is to be validated (validation on, CD clear).
+    pub(crate) fn reset(&mut self, qname: NameRef<'_>, qtype: RType, salt: u64, validate: bool) {
         self.depth = 0;
         self.budget = Budget::default();
+        self.checks = validate::Budget::default();
         self.salt = salt;
         self.failed = None;
         self.push_frame(qname, qtype, usize::MAX);
+        self.frames[0].validating = validate;
     }
 
     /// Drops the records a finished task still holds (kept buffers stay allocated).
@@ -57,6 +68,7 @@ impl Task {
             f.chain.clear();
             f.outcome = None;
             f.abandoned = None;
+            f.ev.clear();
         }
     }
 
@@ -72,9 +84,18 @@ impl Task {
         self.frames[..self.depth].last_mut()
     }
 
-    /// Advances until a query must be sent or the resolution is over.
-    pub(crate) fn step(&mut self, res: &Resolver, now: u64) -> Step {
+    /// Advances until a query must be sent or the resolution is over. `unix_now`: seconds
+    /// since 1970, for signature validity.
+    pub(crate) fn step(&mut self, res: &Resolver, now: u64, unix_now: u32) -> Step {
         let cfg = &res.config;
+        let limits = validate::Limits {
+            unix_now,
+            skew: cfg.signature_skew,
+            max_validations: cfg.max_validations,
+            max_key_collisions: cfg.max_key_collisions,
+            max_nsec3_hashes: cfg.max_nsec3_hashes,
+            max_nsec3_iterations: cfg.max_nsec3_iterations,
+        };
         loop {
             if let Some(ede) = self.failed.or(self.budget.exhausted) {
                 return Step::Done(Resolution::servfail(ede));
@@ -106,8 +127,48 @@ impl Task {
                     self.push_frame(name, rtype, ns);
                 }
                 Advance::Done(outcome) => {
+                    let frame = &self.frames[depth - 1];
+                    let mut verdict = None;
+                    if frame.key_frame
+                        || (frame.validating && !matches!(outcome, FrameOutcome::Fail(_)))
+                    {
+                        let v = match judge(res, frame, &outcome, &limits, &mut self.checks, now) {
+                            Judged::Need(zone, t) => {
+                                let again = self.frames[..depth].iter().any(|f| {
+                                    f.key_frame
+                                        && f.qtype == t
+                                        && f.origin.as_ref() == zone.as_ref()
+                                });
+                                if !again && depth < MAX_FRAMES {
+                                    // Judged again once the keys are known.
+                                    self.frames[depth - 1].outcome = Some(outcome);
+                                    self.push_frame(zone.as_ref(), t, usize::MAX);
+                                    let top = &mut self.frames[depth];
+                                    top.validating = true;
+                                    top.key_frame = true;
+                                    continue;
+                                }
+                                // The keys cannot be had from here (a loop, or too deep).
+                                judge_fail(Ede::DNSKEY_MISSING)
+                            }
+                            Judged::Verdict(v) => v,
+                        };
+                        learn(res, &self.frames[depth - 1], &outcome, v, now);
+                        verdict = Some(v);
+                    }
+                    if self.frames[depth - 1].key_frame && depth > 1 {
+                        // What it proved is in the key cache: the frame below judges again.
+                        self.depth -= 1;
+                        continue;
+                    }
                     if depth == 1 {
+                        if let Some(v) = verdict {
+                            if v.sec == Security::Bogus {
+                                return Step::Done(Resolution::servfail(Ede::bogus(v.ede)));
+                            }
+                        }
                         let mut answer = self.frames[0].answer(outcome);
+                        answer.secure = verdict.is_some_and(|v| v.sec == Security::Secure);
                         // Clients may keep the records no longer than we would.
                         for r in answer.answers.iter_mut().chain(answer.authority.iter_mut()) {
                             r.ttl = r.ttl.min(cfg.max_ttl);
@@ -178,8 +239,17 @@ impl Task {
         self.budget.queries += 1;
     }
 
+    /// DNSSEC signature checks spent so far.
+    pub(crate) fn signature_checks(&self) -> u32 {
+        self.checks.validations
+    }
+
     /// Upstream queries spent so far.
     pub(crate) fn queries(&self) -> u32 {
         self.budget.queries
     }
+}
+
+fn judge_fail(code: u16) -> super::secure::Verdict {
+    super::secure::Verdict::bogus(code)
 }

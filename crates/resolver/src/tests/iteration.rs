@@ -27,7 +27,8 @@ fn full_iteration_from_hints_with_qname_minimisation() {
         CacheAnswer::Hit {
             rcode: Rcode::NOERROR,
             truncated: false,
-            locks: 1
+            locks: 1,
+            ..
         }
     ));
     assert_eq!(m.answers[0].ttl, 200);

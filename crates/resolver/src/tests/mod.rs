@@ -9,3 +9,4 @@ mod limits;
 mod qmin;
 mod spoofing;
 mod upstream;
+mod validation;

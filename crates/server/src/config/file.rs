@@ -88,6 +88,11 @@ impl Config {
                 *h = base.join(&*h);
             }
         }
+        if let Some(t) = &mut config.resolver.trust_anchor {
+            if t.is_relative() {
+                *t = base.join(&*t);
+            }
+        }
         validate::transfer_keys_exist(&config, path)?;
         Ok(config)
     }

@@ -43,6 +43,10 @@ pub struct Overrides {
     pub recursion: bool,
     /// `--root-hints`.
     pub root_hints: Option<PathBuf>,
+    /// `--trust-anchor`: replaces the built-in root anchors.
+    pub trust_anchor: Option<PathBuf>,
+    /// `--no-validation`: turns DNSSEC validation off.
+    pub no_validation: bool,
     /// `--forward`: added to `resolver.forward`.
     pub forward: Vec<ForwardZone>,
     /// `--allow-recursion`: replaces `resolver.allow`.
@@ -113,6 +117,12 @@ impl Config {
         self.resolver.recursion |= o.recursion;
         if o.root_hints.is_some() {
             self.resolver.root_hints = o.root_hints.clone();
+        }
+        if o.trust_anchor.is_some() {
+            self.resolver.trust_anchor = o.trust_anchor.clone();
+        }
+        if o.no_validation {
+            self.resolver.validation = false;
         }
         self.resolver.forward.extend(o.forward.iter().cloned());
         if !o.allow.is_empty() {

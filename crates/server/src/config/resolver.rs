@@ -62,6 +62,14 @@ pub struct ResolverConfig {
     /// Longest hold-down, in milliseconds.
     #[serde(deserialize_with = "positive_u64")]
     pub server_hold_max_ms: u64,
+    /// DNSSEC validation of resolved answers (on by default).
+    pub validation: bool,
+    /// Trust-anchor file: DS or DNSKEY records in zone-file format. Replaces the built-in
+    /// root anchors (absent: the root KSKs 20326 and 38696).
+    pub trust_anchor: Option<PathBuf>,
+    /// Negative trust anchors (RFC 7646): names at and below which nothing is validated.
+    #[serde(deserialize_with = "names")]
+    pub negative_trust_anchors: Vec<Name>,
 }
 
 impl Default for ResolverConfig {
@@ -87,8 +95,22 @@ impl Default for ResolverConfig {
             server_hold_after: 2,
             server_hold_ms: 5_000,
             server_hold_max_ms: 120_000,
+            validation: true,
+            trust_anchor: None,
+            negative_trust_anchors: Vec::new(),
         }
     }
+}
+
+/// Domain names, each checked as it is read.
+fn names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Name>, D::Error> {
+    let v: Vec<String> = Vec::deserialize(d)?;
+    v.iter()
+        .map(|s| {
+            s.parse::<Name>()
+                .map_err(|e| serde::de::Error::custom(format!("bad name {s:?}: {e}")))
+        })
+        .collect()
 }
 
 /// A forward zone: `ZONE=ADDR:PORT` (the `--forward` flag and `resolver.forward`).

@@ -279,6 +279,26 @@ fn resolver_table() {
 }
 
 #[test]
+fn resolver_validation_keys() {
+    let d = parse("").unwrap().resolver;
+    assert!(d.validation && d.trust_anchor.is_none() && d.negative_trust_anchors.is_empty());
+    let r = parse(
+        "[resolver]\nvalidation = false\ntrust_anchor = \"anchors.ds\"\n\
+         negative_trust_anchors = [\"broken.example.\"]\n",
+    )
+    .unwrap()
+    .resolver;
+    assert!(!r.validation);
+    assert_eq!(
+        r.trust_anchor.as_deref(),
+        Some(Path::new("/etc/shardns/anchors.ds"))
+    );
+    assert_eq!(r.negative_trust_anchors[0].to_string(), "broken.example.");
+    let e = parse("[resolver]\nnegative_trust_anchors = [\"a..b\"]\n").unwrap_err();
+    assert!(e.to_string().contains("negative_trust_anchors"), "{e}");
+}
+
+#[test]
 fn example_file_shows_the_defaults() {
     let c = parse(include_str!("../../../../docs/shardns.example.toml")).unwrap();
     let d = Config::default();

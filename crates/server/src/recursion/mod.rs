@@ -87,6 +87,8 @@ struct Pending {
     qtype: RType,
     /// The client's EDNS: (UDP payload size, DO bit).
     edns: Option<(u16, bool)>,
+    /// The client set DO or AD: a secure answer gets AD (RFC 6840 §5.8).
+    wants_ad: bool,
 }
 
 /// One worker's resolver driver.
@@ -109,7 +111,13 @@ pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Client, &[u8]);
 
 impl Recursion {
     pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
-        let engine = Engine::new(Arc::clone(&shared.resolver), seed);
+        let mut engine = Engine::new(Arc::clone(&shared.resolver), seed);
+        // The wall clock at `base` (the engine's 0), for DNSSEC signature validity.
+        let unix_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let since_base = Instant::now().saturating_duration_since(base).as_millis() as u64;
+        engine.set_unix_time(0, unix_now.saturating_sub(since_base));
         Self {
             shared,
             engine,
@@ -159,6 +167,7 @@ impl Recursion {
             return Handling::Refused;
         }
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
+        let wants_ad = qh.ad() || edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let tcp = matches!(client, Client::Tcp { .. });
         let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
@@ -173,12 +182,14 @@ impl Recursion {
             .shared
             .resolver
             .cache()
-            .answer(qname, qtype, clock, &mut w)
+            .answer_cd(qname, qtype, clock, qh.cd(), &mut w)
         {
             CacheAnswer::Hit {
                 rcode,
                 truncated,
                 locks,
+                secure,
+                ede,
             } => {
                 stats.resolver_cache_hits.add(1);
                 stats.resolver_cache_locks.add(u64::from(locks));
@@ -186,7 +197,11 @@ impl Recursion {
                 if truncated {
                     w.rollback(after_question);
                 }
-                let (len, _) = finish_client_response(w, qh, rcode, truncated, limit, edns, None);
+                let (len, _) =
+                    finish_client_response(w, qh, rcode, truncated, limit, edns, ede.as_ref());
+                if secure && wants_ad {
+                    set_ad(out);
+                }
                 Handling::Written(Written {
                     len,
                     rcode,
@@ -212,7 +227,7 @@ impl Recursion {
                         wildcard: None,
                     });
                 }
-                let task = self.engine.resolve(qname, qtype, clock);
+                let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
                 self.pending.insert(
                     task,
                     Pending {
@@ -223,6 +238,7 @@ impl Recursion {
                         qname: qname.to_name(),
                         qtype,
                         edns,
+                        wants_ad,
                     },
                 );
                 Handling::Pending
@@ -313,7 +329,18 @@ fn write_answer(buf: &mut [u8], p: &Pending, answer: &Resolution, tcp: bool) -> 
         p.edns,
         answer.ede.as_ref(),
     );
+    if answer.secure && p.wants_ad {
+        set_ad(buf);
+    }
     (len, truncated)
+}
+
+/// Sets AD in a finished response's header: every RRset of the answer was validated
+/// secure and the client set DO or AD (RFC 4035 §3.2.3, RFC 6840 §5.8).
+fn set_ad(response: &mut [u8]) {
+    if let Some(flags) = response.get_mut(3) {
+        *flags |= 0x20;
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
         .unwrap();
     let other = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut config = shardns_resolver::Config::default();
+    // The fake forwarder is unsigned: no trust anchor (validation finds it insecure
+    // without asking for DS records; this test is about the upstream socket).
+    config.trust_anchors = shardns_resolver::TrustAnchors::none();
     config.forward_zones = vec![shardns_resolver::ZoneServers {
         zone: "fwd.".parse().unwrap(),
         servers: vec![fake.local_addr().unwrap()],

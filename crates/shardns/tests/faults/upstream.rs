@@ -43,7 +43,13 @@ fn start_resolver(dir: &TempDir, port: u16) -> Resolver {
         .arg("serve")
         .args(["--listen", &addr.to_string(), "--control"])
         .arg(&control)
-        .args(["--workers", "2", "--recursion", "--root-hints"])
+        .args([
+            "--workers",
+            "2",
+            "--recursion",
+            "--no-validation",
+            "--root-hints",
+        ])
         .arg(&hints)
         .args(["--upstream-port", &port.to_string(), "--zone"])
         .arg(format!("local.test.={}", zone.display()))

@@ -9,9 +9,11 @@ use shardns_wire::{Class, Header, Message, MessageWriter, Name, RType};
 use crate::{CacheAnswer, Config, Engine, Event, Hints, QueryId, Resolution, Resolver, TaskId};
 
 mod net;
+mod signed;
 mod world;
 
 pub(crate) use net::{records, zone, Behaviour, Net, Sent};
+pub(crate) use signed::{signed_world, SIGNED_AT};
 pub(crate) use world::world;
 
 pub(crate) fn n(s: &str) -> Name {
@@ -22,10 +24,13 @@ pub(crate) fn addr(s: &str) -> SocketAddr {
     format!("{s}:53").parse().unwrap()
 }
 
+/// The test world's configuration: validation on, but no trust anchor (the unsigned
+/// world is insecure; `signed_world` brings its own anchor).
 pub(crate) fn config() -> Config {
     Config {
         hints: Hints::parse(". NS a.root.test.\na.root.test. A 10.0.0.1@53\n").unwrap(),
         ipv6: false,
+        trust_anchors: crate::TrustAnchors::none(),
         ..Config::default()
     }
 }
@@ -56,10 +61,12 @@ impl Sim {
     }
 
     pub(crate) fn with_resolver(net: Net, resolver: Arc<Resolver>) -> Self {
+        let mut engine = Engine::new(resolver, [42; 32]);
+        engine.set_unix_time(1_000_000, u64::from(SIGNED_AT) * 1000);
         Self {
             net,
             now: 1_000_000,
-            engine: Engine::new(resolver, [42; 32]),
+            engine,
             pending: Vec::new(),
             log: Vec::new(),
             done: Vec::new(),

@@ -1,0 +1,492 @@
+//! Judging a validating frame's outcome (see `crate::validate` for the design): which
+//! zone's keys each RRset needs, the DS and DNSKEY questions to ask when they are not
+//! known, the verdict once they are, and what a DS or DNSKEY frame teaches the key cache.
+//!
+//! Owns: [`judge`] (need or verdict), [`learn`] (key cache and the re-stamped cache
+//! entries after a verdict). Never: cryptography (`validate` calls `shardns_dnssec`).
+
+use std::sync::Arc;
+
+use shardns_dnssec::digest::ds_digest;
+use shardns_dnssec::{key_tag, DigestType};
+use shardns_wire::{NameBuf, NameRef, RType, Record};
+
+use super::response::covered;
+use super::{name_buf, Frame, FrameOutcome, Note};
+use crate::cache::{negative_ttl, Soa};
+use crate::reply::Ede;
+use crate::validate::{
+    algorithm_supported, check_denial, check_wildcard, digest_supported, verify_rrset, Budget,
+    Denial, DenialKind, DenialRr, KeyEntry, Limits, Security, Stamp,
+};
+use crate::Resolver;
+
+/// What judging a frame gave.
+// The name is inline (no allocation); a `Judged` is moved once.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Judged {
+    /// Ask this question first (a DS or DNSKEY of a zone), then judge again.
+    Need(NameBuf, RType),
+    Verdict(Verdict),
+}
+
+/// The security of a frame's outcome.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Verdict {
+    pub(super) sec: Security,
+    /// EDE code of a bogus verdict.
+    pub(super) ede: u16,
+    /// For a DS question: the denial showed a delegation (or an Opt-Out span).
+    delegation: bool,
+}
+
+impl Verdict {
+    pub(super) fn bogus(ede: u16) -> Self {
+        Self::new(Security::Bogus, ede)
+    }
+    fn new(sec: Security, ede: u16) -> Self {
+        Self {
+            sec,
+            ede,
+            delegation: false,
+        }
+    }
+    fn and(mut self, sec: Security, ede: u16) -> Self {
+        if self.sec != Security::Bogus && sec == Security::Bogus {
+            self.ede = ede;
+        }
+        self.sec = self.sec.and(sec);
+        self
+    }
+}
+
+/// What is known of a zone's keys.
+enum KeyStatus {
+    Keys(Arc<[Vec<u8>]>),
+    /// Its DNSKEY RRset must be checked against these DS records (or the anchor).
+    Ds(Arc<[Vec<u8>]>),
+    Anchor,
+    NeedDs,
+    Insecure,
+    Bogus(u16),
+}
+
+fn key_status(res: &Resolver, zone: NameRef<'_>, now: u64) -> KeyStatus {
+    let anchors = &res.config.trust_anchors;
+    if anchors.is_negative(zone) {
+        return KeyStatus::Insecure;
+    }
+    let Some(anchor) = anchors.closest(zone) else {
+        return KeyStatus::Insecure;
+    };
+    match res.keys.get(zone, now) {
+        Some(KeyEntry::Keys(k)) => KeyStatus::Keys(k),
+        Some(KeyEntry::Ds(d)) => KeyStatus::Ds(d),
+        Some(KeyEntry::Insecure) => KeyStatus::Insecure,
+        Some(KeyEntry::Bogus(code)) => KeyStatus::Bogus(code),
+        None if anchor.eq_ci(&zone) => KeyStatus::Anchor,
+        None => KeyStatus::NeedDs,
+    }
+}
+
+/// The zone an RRset belongs to: the signer of its RRSIGs (if it is an ancestor of the
+/// owner), else the zone whose servers gave it.
+fn zone_of<'f>(
+    owner: NameRef<'_>,
+    rtype: RType,
+    sigs: &'f [Record],
+    asked: NameRef<'f>,
+) -> NameRef<'f> {
+    sigs.iter()
+        .filter(|s| s.owner.as_ref().eq_ci(&owner) && covered(&s.rdata) == Some(rtype))
+        .filter_map(|s| shardns_dnssec::sign::RrsigFields::parse(&s.rdata))
+        .map(|(f, _)| f.signer)
+        .find(|signer| owner.ends_with(signer))
+        .unwrap_or(asked)
+}
+
+impl Note {
+    fn owner<'c>(&self, chain: &'c [Record]) -> (NameRef<'c>, RType) {
+        let r = &chain[self.start];
+        (r.owner.as_ref(), r.rtype)
+    }
+}
+
+/// The zone of a negative outcome: the signer of the denial's RRSIGs, else the SOA's
+/// owner, else the zone that answered.
+fn negative_zone<'f>(f: &'f Frame, soa: Option<&'f Record>) -> NameRef<'f> {
+    let qname = f.qname.as_ref();
+    f.ev.proof
+        .iter()
+        .filter(|r| r.rtype == RType::RRSIG)
+        .filter_map(|s| shardns_dnssec::sign::RrsigFields::parse(&s.rdata))
+        .map(|(f, _)| f.signer)
+        .find(|signer| qname.ends_with(signer))
+        .or(soa.map(|s| s.owner.as_ref()))
+        .unwrap_or(f.ev.proof_zone.as_ref())
+}
+
+/// The question to ask before `zone`'s data (a `dnskey_rrset` at its apex, or other data)
+/// can be judged, if any.
+fn need(res: &Resolver, zone: NameRef<'_>, dnskey_rrset: bool, now: u64) -> Option<Judged> {
+    match key_status(res, zone, now) {
+        KeyStatus::NeedDs => Some(Judged::Need(name_buf(zone), RType::DS)),
+        KeyStatus::Ds(_) | KeyStatus::Anchor if !dnskey_rrset => {
+            Some(Judged::Need(name_buf(zone), RType::DNSKEY))
+        }
+        _ => None,
+    }
+}
+
+/// Judges frame `f`'s `outcome`: the question to ask first, or the verdict.
+pub(super) fn judge(
+    res: &Resolver,
+    f: &Frame,
+    outcome: &FrameOutcome,
+    limits: &Limits,
+    budget: &mut Budget,
+    now: u64,
+) -> Judged {
+    let soa = match outcome {
+        FrameOutcome::Fail(ede) => {
+            return Judged::Verdict(Verdict::new(Security::Bogus, ede.code));
+        }
+        FrameOutcome::NxDomain(soa) | FrameOutcome::NoData(soa) => Some(soa.as_ref()),
+        FrameOutcome::Answer => None,
+    };
+    // First every key needed, so that nothing is verified twice.
+    for note in f.ev.notes.iter().filter(|n| n.cached.is_none() && !n.synth) {
+        let (owner, rtype) = note.owner(&f.chain);
+        let zone = zone_of(owner, rtype, &f.ev.sigs, note.zone.as_ref());
+        let apex_keys = rtype == RType::DNSKEY && owner.eq_ci(&zone);
+        if let Some(n) = need(res, zone, apex_keys, now) {
+            return n;
+        }
+    }
+    if let (Some(soa), None) = (soa, f.ev.cached_negative) {
+        let zone = negative_zone(f, soa);
+        if let Some(n) = need(res, zone, false, now) {
+            return n;
+        }
+    }
+    if soa.is_none() && f.ev.notes.is_empty() {
+        // Nothing to judge (cannot happen for an answer): not secure.
+        return Judged::Verdict(Verdict::new(Security::Insecure, 0));
+    }
+    let mut v = Verdict::new(Security::Secure, 0);
+    for note in &f.ev.notes {
+        if let Some((sec, ede)) = note.cached {
+            v = v.and(sec, ede);
+            continue;
+        }
+        if note.synth {
+            continue;
+        }
+        let (sec, ede) = judge_rrset(res, f, note, limits, budget, now);
+        v = v.and(sec, ede);
+    }
+    match (soa, f.ev.cached_negative) {
+        (Some(_), Some((sec, ede))) => v = v.and(sec, ede),
+        (Some(soa), None) => {
+            let kind = match outcome {
+                FrameOutcome::NxDomain(_) => DenialKind::NxDomain,
+                _ => DenialKind::NoData(f.qtype),
+            };
+            let zone = negative_zone(f, soa);
+            let (sec, ede, delegation) = judge_denial(res, f, zone, kind, limits, budget, now);
+            v = v.and(sec, ede);
+            v.delegation = delegation;
+        }
+        (None, _) => {}
+    }
+    Judged::Verdict(v)
+}
+
+/// The verified NSEC/NSEC3 RRsets of the frame's proof in `zone`, with `keys`.
+fn verified_proof<'f>(
+    f: &'f Frame,
+    zone: NameRef<'_>,
+    keys: &[Vec<u8>],
+    limits: &Limits,
+    budget: &mut Budget,
+) -> Vec<DenialRr<'f>> {
+    let mut out: Vec<DenialRr<'f>> = Vec::new();
+    for r in &f.ev.proof {
+        if !matches!(r.rtype, RType::NSEC | RType::NSEC3) || !r.owner.as_ref().ends_with(&zone) {
+            continue;
+        }
+        if out
+            .iter()
+            .any(|d| d.owner.eq_ci(&r.owner.as_ref()) && d.rtype == r.rtype)
+        {
+            continue;
+        }
+        let owner = r.owner.as_ref();
+        let rdatas: Vec<&[u8]> =
+            f.ev.proof
+                .iter()
+                .filter(|x| x.rtype == r.rtype && x.owner.as_ref().eq_ci(&owner))
+                .map(|x| &x.rdata[..])
+                .collect();
+        let sigs =
+            f.ev.proof
+                .iter()
+                .filter(|x| x.rtype == RType::RRSIG && x.owner.as_ref().eq_ci(&owner))
+                .map(|x| &x.rdata[..]);
+        if verify_rrset(owner, r.rtype, &rdatas, sigs, zone, keys, limits, budget).is_ok() {
+            out.extend(rdatas.iter().map(|rd| DenialRr {
+                owner,
+                rtype: r.rtype,
+                rdata: rd,
+            }));
+        }
+    }
+    out
+}
+
+fn denial_verdict(d: Denial) -> (Security, u16) {
+    match d {
+        Denial::Proven { .. } => (Security::Secure, 0),
+        Denial::OptOut | Denial::Insecure => (Security::Insecure, 0),
+        Denial::Missing => (Security::Bogus, Ede::NSEC_MISSING),
+        Denial::Limit => (Security::Bogus, Ede::DNSSEC_BOGUS),
+    }
+}
+
+fn judge_denial(
+    res: &Resolver,
+    f: &Frame,
+    zone: NameRef<'_>,
+    kind: DenialKind,
+    limits: &Limits,
+    budget: &mut Budget,
+    now: u64,
+) -> (Security, u16, bool) {
+    let keys = match key_status(res, zone, now) {
+        KeyStatus::Keys(k) => k,
+        KeyStatus::Insecure => return (Security::Insecure, 0, true),
+        KeyStatus::Bogus(code) => return (Security::Bogus, code, false),
+        _ => return (Security::Bogus, Ede::DNSKEY_MISSING, false),
+    };
+    let proof = verified_proof(f, zone, &keys, limits, budget);
+    let d = check_denial(&proof, f.qname.as_ref(), kind, zone, limits, budget);
+    let delegation = matches!(d, Denial::Proven { delegation: true } | Denial::OptOut);
+    let (sec, ede) = denial_verdict(d);
+    (sec, ede, delegation)
+}
+
+/// Judges one RRset of the chain.
+fn judge_rrset(
+    res: &Resolver,
+    f: &Frame,
+    note: &Note,
+    limits: &Limits,
+    budget: &mut Budget,
+    now: u64,
+) -> (Security, u16) {
+    let (owner, rtype) = note.owner(&f.chain);
+    let zone = zone_of(owner, rtype, &f.ev.sigs, note.zone.as_ref());
+    let rdatas: Vec<&[u8]> = f.chain[note.start..note.end]
+        .iter()
+        .map(|r| &r.rdata[..])
+        .collect();
+    let sigs = || {
+        f.ev.sigs
+            .iter()
+            .filter(move |s| s.owner.as_ref().eq_ci(&owner))
+            .map(|s| &s.rdata[..])
+    };
+    let keys: Arc<[Vec<u8>]> = match key_status(res, zone, now) {
+        KeyStatus::Keys(k) => k,
+        KeyStatus::Insecure => return (Security::Insecure, 0),
+        KeyStatus::Bogus(code) => return (Security::Bogus, code),
+        KeyStatus::NeedDs => return (Security::Bogus, Ede::DNSKEY_MISSING),
+        KeyStatus::Ds(ds) if rtype == RType::DNSKEY && owner.eq_ci(&zone) => {
+            match trusted_keys(zone, &rdatas, Some(&ds), None, limits) {
+                Some(k) => k.into(),
+                None => return (Security::Bogus, Ede::DNSKEY_MISSING),
+            }
+        }
+        KeyStatus::Anchor if rtype == RType::DNSKEY && owner.eq_ci(&zone) => {
+            let anchors = &res.config.trust_anchors;
+            let ds: Vec<Vec<u8>> = anchors.ds_of(zone).map(<[u8]>::to_vec).collect();
+            let keys: Vec<&[u8]> = anchors.dnskey_of(zone).collect();
+            match trusted_keys(zone, &rdatas, Some(&ds), Some(&keys), limits) {
+                Some(k) => k.into(),
+                None => return (Security::Bogus, Ede::DNSKEY_MISSING),
+            }
+        }
+        KeyStatus::Ds(_) | KeyStatus::Anchor => return (Security::Bogus, Ede::DNSKEY_MISSING),
+    };
+    match verify_rrset(owner, rtype, &rdatas, sigs(), zone, &keys, limits, budget) {
+        Ok(v) => {
+            if usize::from(v.labels) < owner.label_count() {
+                // A wildcard expansion: the name itself must not exist.
+                let proof = verified_proof(f, zone, &keys, limits, budget);
+                let d = check_wildcard(&proof, owner, v.labels, zone, limits, budget);
+                return denial_verdict(d);
+            }
+            (Security::Secure, 0)
+        }
+        Err(e) => (Security::Bogus, e.0),
+    }
+}
+
+/// The DNSKEYs of `rdatas` (a zone's DNSKEY RRset) that a DS record of `ds` or an
+/// anchor of `anchors` vouches for; `None` if none does.
+fn trusted_keys(
+    zone: NameRef<'_>,
+    rdatas: &[&[u8]],
+    ds: Option<&[Vec<u8>]>,
+    anchors: Option<&[&[u8]]>,
+    limits: &Limits,
+) -> Option<Vec<Vec<u8>>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for key in rdatas.iter().copied() {
+        if key.len() < 4 || !algorithm_supported(key[3]) {
+            continue;
+        }
+        let tag = key_tag(key);
+        let by_anchor = anchors.is_some_and(|a| a.contains(&key));
+        let by_ds = ds.is_some_and(|ds| {
+            ds.iter()
+                .take(usize::from(limits.max_key_collisions) * 4)
+                .any(|d| {
+                    if d.len() < 5 {
+                        return false;
+                    }
+                    let dtag = u16::from_be_bytes([d[0], d[1]]);
+                    if dtag != tag || d[2] != key[3] || !digest_supported(d[3]) {
+                        return false;
+                    }
+                    let Some(dt) = DigestType::from_number(d[3]) else {
+                        return false;
+                    };
+                    let mut out = [0u8; 48];
+                    let n = ds_digest(zone, key, dt, &mut out);
+                    d[4..] == out[..n]
+                })
+        });
+        if by_anchor || by_ds {
+            out.push(key.to_vec());
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// After the verdict `v` on frame `f` (with `outcome`): the cache entries it judged are
+/// stamped, and a DS or DNSKEY frame of validation teaches the key cache about its zone.
+pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdict, now: u64) {
+    let cfg = &res.config;
+    let stamp = |sec: Security, ede: u16| Stamp {
+        sec,
+        ede,
+        ttl_cap: if sec == Security::Bogus {
+            cfg.bogus_ttl
+        } else {
+            u32::MAX
+        },
+    };
+    // Re-stamp what was fetched (not what came from the cache, judged before).
+    for note in f.ev.notes.iter().filter(|n| n.cached.is_none()) {
+        let recs = &f.chain[note.start..note.end];
+        let Some(first) = recs.first() else { continue };
+        let ttl = recs.iter().map(|r| r.ttl).min().unwrap_or(0);
+        let st = stamp(v.sec, v.ede);
+        if note.synth {
+            let dname = f.chain[..note.start]
+                .iter()
+                .rev()
+                .find(|r| r.rtype == RType::DNAME);
+            if let (Some(d), Ok(target)) = (dname, NameRef::from_wire(&first.rdata)) {
+                res.cache.insert_synth(
+                    first.owner.as_ref(),
+                    (d.owner.as_ref(), &d.rdata, d.ttl),
+                    target,
+                    note.rank,
+                    st,
+                    now,
+                );
+            }
+            continue;
+        }
+        res.cache.insert_rrset(
+            first.owner.as_ref(),
+            first.rtype,
+            note.rank,
+            ttl,
+            recs.iter().map(|r| &r.rdata[..]),
+            st,
+            now,
+        );
+    }
+    if let (Some(rank), None) = (f.ev.negative_rank, f.ev.cached_negative) {
+        let (rtype, soa) = match outcome {
+            FrameOutcome::NxDomain(soa) => (None, soa),
+            FrameOutcome::NoData(soa) => (Some(f.qtype), soa),
+            _ => (None, &None),
+        };
+        res.cache.insert_negative(
+            f.qname.as_ref(),
+            rtype,
+            soa.as_ref().map(Soa::from),
+            rank,
+            stamp(v.sec, v.ede),
+            now,
+        );
+    }
+    if !f.key_frame {
+        return;
+    }
+    let zone = f.origin.as_ref();
+    let answer_ttl = f.chain.iter().map(|r| r.ttl).min();
+    let negative_ttl = match outcome {
+        FrameOutcome::NxDomain(Some(soa)) | FrameOutcome::NoData(Some(soa)) => {
+            Some(negative_ttl(soa).min(cfg.max_negative_ttl))
+        }
+        _ => None,
+    };
+    let ttl = answer_ttl
+        .or(negative_ttl)
+        .unwrap_or(cfg.bogus_ttl)
+        .clamp(1, cfg.max_ttl.max(1));
+    let chain_of = |t: RType| -> Vec<Vec<u8>> {
+        f.chain
+            .iter()
+            .filter(|r| r.rtype == t && r.owner.as_ref().eq_ci(&zone))
+            .map(|r| r.rdata.clone())
+            .collect()
+    };
+    let entry = match (v.sec, f.qtype, outcome) {
+        (Security::Bogus, _, _) => {
+            KeyEntry::Bogus(if v.ede == 0 { Ede::DNSSEC_BOGUS } else { v.ede })
+        }
+        (Security::Insecure | Security::Indeterminate, _, _) => KeyEntry::Insecure,
+        (Security::Secure, RType::DS, FrameOutcome::Answer) => {
+            let ds: Vec<Vec<u8>> = chain_of(RType::DS)
+                .into_iter()
+                .filter(|d| d.len() > 4 && algorithm_supported(d[2]) && digest_supported(d[3]))
+                .collect();
+            if ds.is_empty() {
+                // Only algorithms or digests we do not validate: insecure (RFC 6840 §5.2).
+                KeyEntry::Insecure
+            } else {
+                KeyEntry::Ds(ds.into())
+            }
+        }
+        (Security::Secure, RType::DS, _) if v.delegation => KeyEntry::Insecure,
+        // A secure denial of DS at a name that is no delegation point: no zone is there,
+        // so data claiming to be from one is bogus.
+        (Security::Secure, RType::DS, _) => KeyEntry::Bogus(Ede::DNSSEC_BOGUS),
+        (Security::Secure, RType::DNSKEY, FrameOutcome::Answer) => {
+            KeyEntry::Keys(chain_of(RType::DNSKEY).into())
+        }
+        (Security::Secure, _, _) => KeyEntry::Bogus(Ede::DNSKEY_MISSING),
+    };
+    let ttl = if matches!(entry, KeyEntry::Bogus(_)) {
+        cfg.bogus_ttl
+    } else {
+        ttl
+    };
+    res.keys.put(zone, entry, ttl, now);
+}
