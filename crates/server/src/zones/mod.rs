@@ -529,15 +529,19 @@ impl ZoneLibrary {
         let mut warnings = Vec::new();
         let mut loaded = 0;
         for ((spec, stamp), result) in to_load.into_iter().zip(results) {
-            let held = self.held.entry(spec.name.clone()).or_insert_with(|| Held {
-                source: spec.source.clone(),
-                stamp: None,
-                includes: Vec::new(),
-                zone: None,
-                failed: false,
+            let mut new = false;
+            let held = self.held.entry(spec.name.clone()).or_insert_with(|| {
+                new = true;
+                Held {
+                    source: spec.source.clone(),
+                    stamp: None,
+                    includes: Vec::new(),
+                    zone: None,
+                    failed: false,
+                }
             });
             let owner = Owner::Zone(spec.name.clone());
-            if self.watch.watching() {
+            if self.watch.watching() && !new {
                 for path in held.files() {
                     self.watch.untrack(&owner, path);
                 }

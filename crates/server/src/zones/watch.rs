@@ -82,6 +82,9 @@ pub(super) struct Watch {
     off: Option<String>,
     dirs: Vec<Dir>,
     dir_at: HashMap<PathBuf, u32>,
+    /// The directory looked up last (files come in runs from one directory: no hashing of
+    /// the path for each).
+    last_dir: Option<u32>,
     /// Watch descriptor -> directories (one directory reached by two spellings has one
     /// watch).
     by_wd: HashMap<i32, Vec<u32>>,
@@ -125,6 +128,7 @@ impl Watch {
             off,
             dirs: Vec::new(),
             dir_at: HashMap::new(),
+            last_dir: None,
             by_wd: HashMap::new(),
             files: HashMap::with_hasher(NameHash),
             dirty: HashSet::with_hasher(NameHash),
@@ -195,9 +199,21 @@ impl Watch {
     /// The directory of `file` watched (once per directory), before `file` is read; returns
     /// whether the watch is new.
     pub(super) fn prepare(&mut self, file: &Path) -> bool {
-        let (dir, _) = split(file);
-        if self.dir_at.contains_key(dir) {
-            return false;
+        self.dir_of(file).1
+    }
+
+    /// The index of `file`'s directory (added and watched if new), whether it is new, and
+    /// the file's name in it.
+    fn dir_of<'p>(&mut self, file: &'p Path) -> (u32, bool, &'p [u8]) {
+        let (dir, name) = split(file);
+        if let Some(i) = self.last_dir {
+            if self.dirs[i as usize].path.as_os_str() == dir.as_os_str() {
+                return (i, false, name);
+            }
+        }
+        if let Some(&i) = self.dir_at.get(dir) {
+            self.last_dir = Some(i);
+            return (i, false, name);
         }
         let i = self.dirs.len() as u32;
         self.dirs.push(Dir {
@@ -206,8 +222,9 @@ impl Watch {
             node: None,
         });
         self.dir_at.insert(dir.to_path_buf(), i);
+        self.last_dir = Some(i);
         self.attach(i);
-        true
+        (i, true, name)
     }
 
     /// `file` (last seen as `stamp`) is read by `owner` from now on.
@@ -217,9 +234,7 @@ impl Watch {
         file: &Path,
         stamp: Option<&FileStamp>,
     ) -> Tracked {
-        let new_watch = self.prepare(file);
-        let (dir, name) = split(file);
-        let i = self.dir_at[dir];
+        let (i, new_watch, name) = self.dir_of(file);
         let entry = self
             .files
             .entry(key(i, name))
