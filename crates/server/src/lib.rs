@@ -70,7 +70,8 @@ use std::time::Instant;
 use sys::EventFd;
 
 /// Where the configuration comes from: an optional file, command-line values on top, and
-/// the zone to serve when none is configured. Re-read on every reload.
+/// the zone to serve when none is configured. Read again at a reload when the config file
+/// or the zone list changed.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Setup {
