@@ -51,7 +51,8 @@ pub(crate) struct Reloader {
 }
 
 impl Reloader {
-    /// Re-reads the config file and the zones whose files changed, or only the zones in
+    /// Re-reads the zones whose files changed (told by inotify, or found by `stat` where it
+    /// cannot tell) and the config file and zone list if they changed, or only the zones in
     /// `only` (changed or not, from the files the server has for them: the config is not
     /// read again, so a named reload costs what it reads), then publishes the new zone set.
     /// Returns a summary, and whether everything read loaded.
