@@ -32,8 +32,10 @@ started unpinned with its default worker/thread counts on both cores:
  3. reloads, each once the server's CPU is idle: (a) nothing changed: the control command
     (shardns reload / knotc reload / nsd-control reload), then the time until the server's
     CPU is idle again (last clock tick seen, 10 ms resolution) and the CPU it used;
-    (b) one zone changed (the middle zone's serial and its www A record): the same command,
-    then the time until the new address is served (a UDP query every ~1 ms), and the CPU used;
+    (b) one zone changed (the middle zone's serial and its www A record, written in place):
+    the same command, then the time until the new address is served (a UDP query every
+    ~1 ms), and the CPU used; with --shardns-reload sighup, shardns gets a SIGHUP instead of
+    `shardns reload` for (a) and (b), timed from the signal;
     (c) one more change, reloaded by name (`shardns reload Z`, knotc zone-reload Z,
     nsd-control reload Z), time until served.
  4. queries per server CPU-second (shardns only, --no-qps skips): shardns --workers 1 pinned
@@ -45,6 +47,7 @@ Usage:
   bench/many_zones.py [--zones 10000,100000] [--servers shardns,nsd,knotd] [--rounds 3]
       [--timeout 300] [--timeout shardns=60] [--qps-duration 10] [--no-qps]
       [--markdown FILE] [--dir DIR] [--keep] [--nsd-form zonelist|conf] [--jobs N]
+      [--shardns-form tables|list] [--shardns-reload command|sighup]
 The zone files for the largest size are written once into DIR/zones (default a new directory
 under /tmp, removed at the end unless --keep; an existing DIR with enough zones is reused).
 Needs knotd/knotc, nsd/nsd-control, dnsperf, taskset; builds shardns in release.
@@ -538,10 +541,15 @@ class Run:
         cmd = self.reload_cmd(name, zone_name(self.mid) if by_name else None)
         c0 = srv.cpu()
         t0 = time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=self.args.timeout_for(name) + 30)
+        if name == "shardns" and self.args.shardns_reload == "sighup" and not by_name:
+            # The signal itself (what `shardns reload` sends the server after its socket
+            # round trip): times from SIGHUP, without starting a client process.
+            os.kill(srv.p.pid, signal.SIGHUP)
+        else:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=self.args.timeout_for(name) + 30)
+            if r.returncode != 0:
+                print(f"{name}: {' '.join(cmd)} exited {r.returncode}: {r.stdout}{r.stderr}", file=sys.stderr)
         t_cmd = time.monotonic() - t0
-        if r.returncode != 0:
-            print(f"{name}: {' '.join(cmd)} exited {r.returncode}: {r.stdout}{r.stderr}", file=sys.stderr)
         if pr is None:
             last = srv.wait_idle(quiet=0.5, timeout=self.args.timeout_for(name))
             done = max(t_cmd, last - t0)
@@ -684,6 +692,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--nsd-form", choices=["zonelist", "conf"], default="zonelist")
     ap.add_argument("--shardns-form", choices=["tables", "list"], default="tables")
+    ap.add_argument("--shardns-reload", choices=["command", "sighup"], default="command",
+                    help="reload shardns (nothing changed, one zone changed) with `shardns reload` or "
+                         "a SIGHUP sent to it, timing from the signal; by name always uses the command")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes writing zone files")
     args = ap.parse_args()
     args.servers = [s for s in args.servers.split(",") if s]

@@ -51,7 +51,8 @@ pub(crate) struct Reloader {
 }
 
 impl Reloader {
-    /// Re-reads the config file and the zones whose files changed, or only the zones in
+    /// Re-reads the zones whose files changed (told by inotify, or found by `stat` where it
+    /// cannot tell) and the config file and zone list if they changed, or only the zones in
     /// `only` (changed or not, from the files the server has for them: the config is not
     /// read again, so a named reload costs what it reads), then publishes the new zone set.
     /// Returns a summary, and whether everything read loaded.
@@ -68,19 +69,39 @@ impl Reloader {
                 (report, None)
             }
             None => {
-                let config = match self.config_for_reload(shared) {
-                    Ok(c) => c,
-                    Err(e) => return (false, e),
-                };
-                let specs = match specs(&config, self.setup.default_zone) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        error!("reload: {e}");
-                        shared.control.reloads_failed.fetch_add(1, Relaxed);
-                        return (false, format!("{e}\n"));
-                    }
-                };
-                (self.library.load(&specs), Some(config))
+                if self.library.config_changed() {
+                    // The config or zone list as they are before they are read.
+                    let config_file = self
+                        .setup
+                        .config_path
+                        .as_ref()
+                        .map(|p| self.library.stamp_config_file(p));
+                    let config = match self.config_for_reload(shared) {
+                        Ok(c) => c,
+                        Err(e) => return (false, e),
+                    };
+                    let zone_list = config
+                        .server
+                        .zone_list
+                        .as_ref()
+                        .map(|p| self.library.stamp_config_file(p));
+                    let specs = match specs(&config, self.setup.default_zone) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            error!("reload: {e}");
+                            shared.control.reloads_failed.fetch_add(1, Relaxed);
+                            return (false, format!("{e}\n"));
+                        }
+                    };
+                    let report = self.library.load(&specs);
+                    self.library
+                        .config_read(config_file.into_iter().chain(zone_list).collect());
+                    (report, Some(config))
+                } else {
+                    // Neither the config nor the zone list changed: only the zones that did
+                    // are looked at.
+                    (self.library.refresh(), None)
+                }
             }
         };
         for w in &report.warnings {
@@ -136,15 +157,22 @@ impl Reloader {
         } else {
             shared.control.reloads_failed.fetch_add(1, Relaxed);
         }
+        let found = match (&report.full_pass, only, &config) {
+            (_, Some(_), _) => "named".to_string(),
+            (Some(why), _, _) => format!("every file stat'ed: {why}"),
+            (None, _, Some(_)) => "config read, changes from inotify".to_string(),
+            (None, _, None) => "config unchanged, changes from inotify".to_string(),
+        };
         let summary = format!(
-            "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed, {} still failing); serving {zones} zones",
+            "reloaded {} of {} zones in {:.3} s ({} unchanged, {} removed, {} failed, {} still failing); serving {zones} zones; {} files stat'ed ({found})",
             report.loaded,
             report.loaded + report.unchanged + report.failures.len(),
             started.elapsed().as_secs_f64(),
             report.unchanged,
             report.removed,
             report.failures.len(),
-            report.still_failing
+            report.still_failing,
+            report.checked,
         );
         info!("{summary}");
         if let Some(config) = config {

@@ -70,7 +70,8 @@ use std::time::Instant;
 use sys::EventFd;
 
 /// Where the configuration comes from: an optional file, command-line values on top, and
-/// the zone to serve when none is configured. Re-read on every reload.
+/// the zone to serve when none is configured. Read again at a reload when the config file
+/// or the zone list changed.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Setup {
@@ -210,7 +211,8 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
         resolver_config(&config, setup)?;
     }
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
-    let mut library = zones::ZoneLibrary::default();
+    // Read once: nothing to watch.
+    let mut library = zones::ZoneLibrary::new(false);
     let report = library.load(&specs);
     zone_failures(&report)?;
     Ok((

@@ -3,7 +3,7 @@
 //! SIGHUP, then stop the workers and release what they held.
 //!
 //! ```text
-//! run: config → zones::ZoneLibrary::load → listen::bind_all (+ xdp::setup) → Shared
+//! run: config → zones::ZoneLibrary::load (and inotify watches) → listen::bind_all (+ xdp::setup) → Shared
 //!      → notify thread, control thread, stats HTTP thread → one Worker thread per core
 //!      → signals: SIGHUP → control::reload_now (zones rebuilt, ArcSwap::store)
 //!                 SIGTERM/SIGINT → shutdown flag, wake and join the workers
@@ -30,13 +30,25 @@ use tracing::{error, info, warn};
 /// and left out (an error only if every zone fails); a reload, later, keeps a failing
 /// zone's previous version.
 pub fn run(setup: Setup) -> Result<(), Error> {
+    // Watching the directories (inotify) starts before anything is read, so that a reload
+    // finds what changed since without looking at every file.
+    let mut library = zones::ZoneLibrary::new(true);
+    let config_file = setup
+        .config_path
+        .as_ref()
+        .map(|p| library.stamp_config_file(p));
     let config = setup.config()?;
+    let zone_list = config
+        .server
+        .zone_list
+        .as_ref()
+        .map(|p| library.stamp_config_file(p));
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     check_open_file_limit(&config);
 
     let started = Instant::now();
-    let mut library = zones::ZoneLibrary::default();
     let report = library.load(&specs);
+    library.config_read(config_file.into_iter().chain(zone_list).collect());
     for w in &report.warnings {
         warn!("{w}");
     }

@@ -44,8 +44,8 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Load the configuration and every zone, report problems, and exit.
     Check(ServeArgs),
-    /// Ask a running server to reload its config and the zones whose files changed (like
-    /// SIGHUP), or only the zones named.
+    /// Ask a running server to reload its config (if it changed) and the zones whose files
+    /// changed (like SIGHUP), or only the zones named.
     Reload {
         #[command(flatten)]
         control: ControlArgs,

@@ -2,7 +2,9 @@
 //! what changed on a reload (the reply says how many zones it read: the work is counted,
 //! not timed), reads named zones on `shardns reload ZONE...`, and among broken and missing
 //! zone files serves every good zone, reports each bad one once, and picks up a fixed one
-//! alone.
+//! alone. A SIGHUP finds each kind of edit (rename over, in place, touch, a new file, a
+//! deleted one, an `$INCLUDE`d file, the zone list) from inotify events, `stat`ing only the
+//! files concerned (the summary line counts them).
 //!
 //! Never: any address but 127.0.0.1 and ::1, unbounded waits, or processes left running.
 
@@ -228,4 +230,152 @@ fn a_zone_list_names_the_zones_and_a_reload_follows_it() {
         "{text}"
     );
     assert_eq!(www(&server, n).as_deref(), Ok("192.0.2.9"));
+}
+
+/// SIGHUP and waits (bounded) for its summary line in the log; returns the line.
+fn hup(server: &Server) -> String {
+    let before = server.log().matches("reloaded ").count();
+    server.sighup();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = server.log();
+        if log.matches("reloaded ").count() > before {
+            let line = log.lines().rfind(|l| l.contains("reloaded ")).unwrap();
+            return line.to_string();
+        }
+        assert!(std::time::Instant::now() < end, "no reload logged:\n{log}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The files a reload `stat`ed, from its summary line.
+fn stat_ed(line: &str) -> usize {
+    let (before, _) = line.split_once(" files stat'ed").expect(line);
+    before.rsplit(' ').next().unwrap().parse().expect(line)
+}
+
+#[test]
+fn sighup_sees_every_kind_of_edit_without_looking_at_the_other_zones() {
+    // Zones from a zone list; z7 $INCLUDEs inc.txt; z2000 is listed but has no file yet.
+    let n = 2000;
+    let dir = TempDir::new("many-edits");
+    let mut list = String::new();
+    for i in 0..n {
+        let extra = if i == 7 { "$INCLUDE inc.txt\n" } else { "" };
+        dir.write(&format!("z{i}.zone"), &(zone_text(i, 1, 1) + extra));
+        list.push_str(&format!("z{i}.test. z{i}.zone\n"));
+    }
+    list.push_str(&format!("z{n}.test. z{n}.zone\n"));
+    dir.write("inc.txt", "mail A 192.0.2.7\n");
+    let list_path = dir.write("zones.list", &list);
+    let base = dir.path().to_path_buf();
+    let path = |f: &str| base.join(f);
+    let (z1, z2, z3, z4, inc) = (
+        path("z1.zone"),
+        path("z2.zone"),
+        path("z3.zone"),
+        path("z4.zone"),
+        path("inc.txt"),
+    );
+    let znew = path(&format!("z{n}.zone"));
+    let arg = list_path.display().to_string();
+    let mut server = Server::start_in(dir, &["--zone-list", &arg, "--workers", "2"]);
+    server.wait_for_log(
+        &format!("loaded {n} zones"),
+        std::time::Duration::from_secs(5),
+    );
+    let all = n + 1;
+
+    // Nothing changed: nothing read; the zone list and the directory stat'ed, no zone file.
+    let line = hup(&server);
+    assert!(
+        line.contains(&format!("reloaded 0 of {all} zones")),
+        "{line}"
+    );
+    assert!(
+        line.contains("config unchanged, changes from inotify"),
+        "{line}"
+    );
+    assert_eq!(stat_ed(&line), 2, "{line}");
+
+    // Each edit: one zone read, its file (and included file) stat'ed, none of the others.
+    let edit = |what: &str, change: &dyn Fn(), i: usize, want: Result<&str, u16>| {
+        change();
+        let line = hup(&server);
+        assert!(line.contains(&format!("of {all} zones")), "{what}: {line}");
+        assert!(
+            line.contains("reloaded 1 of") || line.contains("1 failed"),
+            "{what}: {line}"
+        );
+        assert!(stat_ed(&line) <= 4, "{what}: {line}");
+        assert_eq!(www(&server, i).as_deref().map_err(|e| *e), want, "{what}");
+    };
+    // An editor's save: a new file renamed over the old one.
+    edit(
+        "rename over",
+        &|| {
+            std::fs::write(path("z1.zone.swp"), zone_text(1, 2, 11)).unwrap();
+            std::fs::rename(path("z1.zone.swp"), &z1).unwrap();
+        },
+        1,
+        Ok("192.0.2.11"),
+    );
+    // Written in place, at once, same length (the mtime need not move).
+    edit(
+        "in place",
+        &|| std::fs::write(&z2, zone_text(2, 2, 22)).unwrap(),
+        2,
+        Ok("192.0.2.22"),
+    );
+    // touch: read again (nothing new to serve).
+    edit(
+        "touch",
+        &|| {
+            let f = std::fs::File::options().write(true).open(&z3).unwrap();
+            f.set_modified(std::time::SystemTime::now()).unwrap();
+        },
+        3,
+        Ok("192.0.2.1"),
+    );
+    // The included file.
+    edit(
+        "include",
+        &|| std::fs::write(&inc, "mail A 192.0.2.77\n").unwrap(),
+        7,
+        Ok("192.0.2.1"),
+    );
+    let sock = udp_client(server.addr4());
+    let m = parse(&udp_exchange(&sock, &query(9, "mail.z7.test.", 1, None)).unwrap());
+    assert_eq!(m.answers[0].data.to_string(), "192.0.2.77");
+    // The listed zone's file created.
+    edit(
+        "new file",
+        &|| std::fs::write(&znew, zone_text(n, 1, 99)).unwrap(),
+        n,
+        Ok("192.0.2.99"),
+    );
+    // Deleted: reported, the previous version kept.
+    edit(
+        "deleted",
+        &|| std::fs::remove_file(&z4).unwrap(),
+        4,
+        Ok("192.0.2.1"),
+    );
+    assert!(server.log().contains(&format!("{}:", z4.display())));
+
+    // The zone list edited: read again, the zone added is served.
+    server
+        .dir
+        .write(&format!("z{}.zone", n + 1), &zone_text(n + 1, 1, 42));
+    rewrite(
+        &list_path,
+        &(list + &format!("z{}.test. z{}.zone\n", n + 1, n + 1)),
+    );
+    let line = hup(&server);
+    assert!(
+        line.contains(&format!("reloaded 1 of {} zones", n + 2)),
+        "{line}"
+    );
+    assert!(line.contains("config read"), "{line}");
+    assert_eq!(www(&server, n + 1).as_deref(), Ok("192.0.2.42"));
 }

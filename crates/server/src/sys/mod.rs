@@ -4,15 +4,17 @@
 //! Owns, by room: `epoll` (epoll, eventfd: a worker's event loop and its wake-up),
 //! `mmsg` (recvmmsg/sendmmsg batches: [`UdpBatch`], [`SendBatch`]), `socket` (accept4,
 //! SO_RCVBUFFORCE, kernel socket addresses), `memory` (huge pages for zone arrays,
-//! handing freed heap back), and here the open-file limit and the `errno` check they all
-//! use.
+//! handing freed heap back), `inotify` (watches on the directories of the zone files, and
+//! whether a directory's file system lets inotify see every change), and here the
+//! open-file limit and the `errno` check they all use.
 //!
 //! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
-//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`) and
-//! `io::Result`s.
+//! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`,
+//! `Inotify`) and `io::Result`s.
 #![allow(unsafe_code)]
 
 mod epoll;
+mod inotify;
 mod memory;
 mod mmsg;
 mod socket;
@@ -20,6 +22,7 @@ mod socket;
 mod tests;
 
 pub(crate) use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
+pub(crate) use inotify::{changes_seen_by_inotify, Inotify, EVENT_BUFFER};
 pub(crate) use memory::{back_with_huge_pages, release_free_memory};
 pub(crate) use mmsg::{SendBatch, UdpBatch};
 pub(crate) use socket::{accept_nonblocking, force_receive_buffer};

@@ -54,8 +54,19 @@ fn tick() {
 }
 
 #[test]
-fn a_reload_reads_only_what_changed() {
-    let dir = std::env::temp_dir().join(format!("shardns-lib-{}", std::process::id()));
+fn a_reload_reads_only_what_changed_watching() {
+    reads_only_what_changed(true);
+}
+
+#[test]
+fn a_reload_reads_only_what_changed_without_inotify() {
+    reads_only_what_changed(false);
+}
+
+/// Without inotify every file is `stat`ed at each reload (50 zone files and one included
+/// file); with it, the watched directory and the changed file.
+fn reads_only_what_changed(watch: bool) {
+    let dir = std::env::temp_dir().join(format!("shardns-lib-{}-{watch}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let n = 50;
@@ -71,21 +82,26 @@ fn a_reload_reads_only_what_changed() {
         })
         .collect();
     std::fs::write(dir.join("inc.txt"), "www A 192.0.2.7\n").unwrap();
-    let mut lib = ZoneLibrary::default();
+    let mut lib = ZoneLibrary::new(watch);
     let r = lib.load(&specs);
     assert_eq!((r.loaded, r.unchanged, r.failures.len()), (n, 0, 0));
     assert_eq!(lib.len(), n);
+    assert_eq!(lib.polled.len(), 0);
 
     // Nothing changed: nothing read.
     let r = lib.load(&specs);
     assert_eq!((r.loaded, r.unchanged, r.removed), (0, n, 0));
     assert!(r.added.is_empty() && r.replaced.is_empty());
+    let every_file = n + 1;
+    assert_eq!(r.checked, if watch { 1 } else { every_file });
+    assert_eq!(r.full_pass.is_some(), !watch);
 
     // One file rewritten: that zone alone, and the version it replaced is handed back.
     tick();
     std::fs::write(dir.join("z3.zone"), zone_text(2, "")).unwrap();
     let r = lib.load(&specs);
     assert_eq!((r.loaded, r.unchanged), (1, n - 1));
+    assert_eq!(r.checked, if watch { 2 } else { every_file });
     assert_eq!(r.added[0].serial(), 2);
     assert_eq!(r.replaced[0].serial(), 1);
     let z3: Name = "z3.test.".parse().unwrap();
@@ -94,9 +110,11 @@ fn a_reload_reads_only_what_changed() {
     // An $INCLUDEd file changed: its zone is read again.
     tick();
     std::fs::write(dir.join("inc.txt"), "www A 192.0.2.77\n").unwrap();
-    let r = lib.load(&specs);
+    let r = lib.refresh();
     assert_eq!(r.loaded, 1);
     assert_eq!(r.added[0].apex().to_string(), "z7.test.");
+    // The zone file and its included file are `stat`ed again for their stamps.
+    assert_eq!(r.checked, if watch { 3 } else { every_file + 1 });
 
     // Named: read again although unchanged; the others are left alone.
     let (r, unknown) = lib.reload_named(&[z3.clone(), "nosuch.test.".parse().unwrap()]);
@@ -170,4 +188,302 @@ fn a_zone_list_names_zones_and_tables_win() {
     let e = super::specs(&config, None).unwrap_err();
     assert!(e.contains(":1: zone name"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A directory of its own under the temporary directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("shardns-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `n` zones `z{i}.test.` in `dir` (serial 1, www 192.0.2.1); the specs.
+fn many(dir: &Path, n: usize) -> Vec<ZoneSpec> {
+    (0..n)
+        .map(|i| {
+            let path = dir.join(format!("z{i}.zone"));
+            std::fs::write(&path, zone_text(1, "www A 192.0.2.1\n")).unwrap();
+            ZoneSpec {
+                name: format!("z{i}.test.").parse().unwrap(),
+                source: ZoneSource::File(path),
+            }
+        })
+        .collect()
+}
+
+fn serial(r: &LoadReport, zone: &str) -> u32 {
+    let name: Name = zone.parse().unwrap();
+    r.set.get(name.as_ref()).unwrap().serial()
+}
+
+/// Each way an operator changes a zone is seen by its event: the reload `stat`s the
+/// watched directory and the changed file, reads that zone alone, and `stat`s none of the
+/// other zone files. No waiting for the clock between changes: events do not depend on
+/// the mtime moving.
+#[test]
+fn inotify_sees_every_kind_of_change() {
+    let scratch = Scratch::new("watch-kinds");
+    let dir = &scratch.0;
+    let n = 1000;
+    let mut specs = many(dir, n);
+    // z1000 is configured but its file is missing at first; z7 includes inc.txt.
+    specs.push(ZoneSpec {
+        name: "z1000.test.".parse().unwrap(),
+        source: ZoneSource::File(dir.join("z1000.zone")),
+    });
+    std::fs::write(dir.join("inc.txt"), "www A 192.0.2.7\n").unwrap();
+    std::fs::write(dir.join("z7.zone"), zone_text(1, "$INCLUDE inc.txt\n")).unwrap();
+    let mut lib = ZoneLibrary::new(true);
+    let r = lib.load(&specs);
+    assert_eq!((r.loaded, r.failures.len()), (n, 1));
+    assert!(lib.polled.is_empty());
+
+    let nothing = lib.refresh();
+    assert_eq!(
+        (nothing.loaded, nothing.checked),
+        (0, 1),
+        "the directory alone"
+    );
+    assert!(nothing.full_pass.is_none());
+
+    // Read zone `z` alone, serial `s`; the directory and the zone's files `stat`ed.
+    let mut expect = |what: &str, z: &str, s: u32, files: usize| {
+        let r = lib.refresh();
+        assert_eq!(
+            (r.loaded, r.unchanged, r.failures.len()),
+            (1, n, 0),
+            "{what}: one zone read"
+        );
+        assert_eq!(r.checked, 1 + files, "{what}: files stat'ed");
+        assert!(r.full_pass.is_none(), "{what}");
+        assert_eq!(serial(&r, z), s, "{what}");
+    };
+
+    // An editor's save: a new file renamed over the old one.
+    std::fs::write(dir.join(".z1.zone.swp"), zone_text(2, "")).unwrap();
+    std::fs::rename(dir.join(".z1.zone.swp"), dir.join("z1.zone")).unwrap();
+    expect("rename over", "z1.test.", 2, 1);
+
+    // Written in place, same length, at once (the mtime may not even move).
+    let text = zone_text(3, "www A 192.0.2.1\n");
+    let before = std::fs::read_to_string(dir.join("z2.zone")).unwrap();
+    assert_eq!(text.len(), before.len());
+    std::fs::write(dir.join("z2.zone"), &text).unwrap();
+    expect("in-place write", "z2.test.", 3, 1);
+
+    // touch: only the times change (the zone is read again, same serial).
+    let f = std::fs::File::options()
+        .write(true)
+        .open(dir.join("z3.zone"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    expect("touch", "z3.test.", 1, 1);
+
+    // An $INCLUDEd file changed: its zone is read again.
+    std::fs::write(dir.join("inc.txt"), "www A 192.0.2.77\n").unwrap();
+    expect("include", "z7.test.", 1, 2);
+
+    // The missing file created.
+    std::fs::write(dir.join("z1000.zone"), zone_text(4, "")).unwrap();
+    let r = lib.refresh();
+    assert_eq!(
+        (r.loaded, r.checked, r.still_failing),
+        (1, 2, 0),
+        "new file"
+    );
+    assert_eq!(serial(&r, "z1000.test."), 4);
+
+    // A deleted file: the zone is read (and fails, keeping its version), then served from
+    // the file put back.
+    std::fs::remove_file(dir.join("z4.zone")).unwrap();
+    let r = lib.refresh();
+    assert_eq!(
+        (r.loaded, r.failures.len(), r.checked),
+        (0, 1, 2),
+        "deleted"
+    );
+    assert!(r.failures[0].kept_previous);
+    std::fs::write(dir.join("z4.zone"), zone_text(5, "")).unwrap();
+    let r = lib.refresh();
+    assert_eq!((r.loaded, r.still_failing), (1, 0), "put back");
+    assert_eq!(serial(&r, "z4.test."), 5);
+
+    // Files beside the zones that no zone reads: nothing read, nothing stat'ed.
+    std::fs::write(dir.join("notes.txt"), "x").unwrap();
+    let r = lib.refresh();
+    assert_eq!((r.loaded, r.checked), (0, 1));
+}
+
+/// Events lost (the kernel's queue overflowed): the next reload `stat`s every file, finds
+/// the change, and the one after is back to events.
+#[test]
+fn lost_events_mean_a_full_pass_that_still_finds_the_change() {
+    let scratch = Scratch::new("watch-overflow");
+    let dir = &scratch.0;
+    let n = 200;
+    let specs = many(dir, n);
+    let mut lib = ZoneLibrary::new(true);
+    assert_eq!(lib.load(&specs).loaded, n);
+
+    std::fs::write(dir.join("z9.zone"), zone_text(2, "")).unwrap();
+    // Overflow the queue for real: two events (created, closed) per junk file, past the
+    // queue's length; or, where the queue is set very long, act it out.
+    let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(usize::MAX);
+    if queue <= 100_000 {
+        for i in 0..queue / 2 + 10 {
+            std::fs::File::create(dir.join(format!("junk{i}"))).unwrap();
+        }
+    } else {
+        lib.watch.force_rescan();
+    }
+    let r = lib.refresh();
+    let why = r.full_pass.as_deref().unwrap_or("");
+    assert!(why.contains("overflowed") || why == "forced", "{why:?}");
+    assert_eq!((r.loaded, r.unchanged), (1, n - 1));
+    assert!(r.checked >= n, "every zone file stat'ed: {}", r.checked);
+    assert_eq!(serial(&r, "z9.test."), 2);
+
+    // Watching again.
+    std::fs::write(dir.join("z10.zone"), zone_text(3, "")).unwrap();
+    let r = lib.refresh();
+    assert!(r.full_pass.is_none());
+    assert_eq!((r.loaded, r.checked), (1, 2));
+    assert_eq!(serial(&r, "z10.test."), 3);
+}
+
+/// What events cannot vouch for is polled (`stat`ed at every reload): zones in a directory
+/// past the watch limit, and a zone file that is a symbolic link (its target can change in a
+/// directory not watched) or has another hard link.
+#[test]
+fn what_inotify_cannot_see_is_polled() {
+    let scratch = Scratch::new("watch-polled");
+    let (a, b, elsewhere) = (
+        scratch.0.join("a"),
+        scratch.0.join("b"),
+        scratch.0.join("t"),
+    );
+    for d in [&a, &b, &elsewhere] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let mut specs = many(&a, 10);
+    let in_b: Vec<ZoneSpec> = many(&b, 10)
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| ZoneSpec {
+            name: format!("b{i}.test.").parse().unwrap(),
+            ..s
+        })
+        .collect();
+    specs.extend(in_b);
+    // a/link.zone -> t/target.zone; a/hard.zone is also t/hard.zone.
+    std::fs::write(elsewhere.join("target.zone"), zone_text(1, "")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("target.zone"), a.join("link.zone")).unwrap();
+    std::fs::write(a.join("hard.zone"), zone_text(1, "")).unwrap();
+    std::fs::hard_link(a.join("hard.zone"), elsewhere.join("hard.zone")).unwrap();
+    for (name, file) in [("link.test.", "link.zone"), ("hard.test.", "hard.zone")] {
+        specs.push(ZoneSpec {
+            name: name.parse().unwrap(),
+            source: ZoneSource::File(a.join(file)),
+        });
+    }
+    let mut lib = ZoneLibrary::new(true);
+    lib.watch.limit_watches(1); // a is watched, b is not
+    assert_eq!(lib.load(&specs).loaded, 22);
+    assert_eq!(
+        lib.polled.len(),
+        12,
+        "b's 10 zones, the link and the hard link"
+    );
+
+    // Nothing changed: directory a and the 12 polled files stat'ed.
+    let r = lib.refresh();
+    assert_eq!((r.loaded, r.checked), (0, 13));
+
+    tick();
+    std::fs::write(b.join("z5.zone"), zone_text(2, "")).unwrap();
+    std::fs::write(elsewhere.join("target.zone"), zone_text(3, "")).unwrap();
+    std::fs::write(elsewhere.join("hard.zone"), zone_text(4, "x TXT x\n")).unwrap();
+    let r = lib.refresh();
+    assert_eq!(r.loaded, 3);
+    assert_eq!(serial(&r, "b5.test."), 2);
+    assert_eq!(serial(&r, "link.test."), 3);
+    assert_eq!(serial(&r, "hard.test."), 4);
+}
+
+/// A watched directory replaced by another at the same path (renamed away, a new one put
+/// in its place): a full pass finds the new files, and the new directory is watched.
+#[test]
+fn a_replaced_directory_is_found_and_watched_again() {
+    let scratch = Scratch::new("watch-dir");
+    let zones = scratch.0.join("zones");
+    std::fs::create_dir(&zones).unwrap();
+    let specs = many(&zones, 20);
+    let mut lib = ZoneLibrary::new(true);
+    assert_eq!(lib.load(&specs).loaded, 20);
+
+    let next = scratch.0.join("zones.new");
+    std::fs::create_dir(&next).unwrap();
+    many(&next, 20);
+    std::fs::write(next.join("z6.zone"), zone_text(2, "")).unwrap();
+    std::fs::rename(&zones, scratch.0.join("zones.old")).unwrap();
+    std::fs::rename(&next, &zones).unwrap();
+    let r = lib.refresh();
+    assert!(r.full_pass.is_some());
+    // Every file has a new inode: all read again; z6 has its new serial.
+    assert_eq!(r.loaded, 20);
+    assert_eq!(serial(&r, "z6.test."), 2);
+
+    // The new directory is the one watched now.
+    std::fs::write(zones.join("z8.zone"), zone_text(3, "")).unwrap();
+    let r = lib.refresh();
+    assert!(r.full_pass.is_none(), "{:?}", r.full_pass);
+    assert_eq!((r.loaded, r.checked), (1, 2));
+    assert_eq!(serial(&r, "z8.test."), 3);
+}
+
+/// The config and the zone list are read again only when they change (an event, or a
+/// different stamp), and again after every failed read.
+#[test]
+fn the_config_is_read_again_only_when_it_changed() {
+    for watch in [true, false] {
+        let scratch = Scratch::new(&format!("watch-config-{watch}"));
+        let (conf, list) = (scratch.0.join("shardns.toml"), scratch.0.join("zones.list"));
+        std::fs::write(&conf, "[server]\n").unwrap();
+        std::fs::write(&list, "a.test a.zone\n").unwrap();
+        let mut lib = ZoneLibrary::new(watch);
+        assert!(lib.config_changed(), "never read");
+        let files = vec![lib.stamp_config_file(&conf), lib.stamp_config_file(&list)];
+        lib.config_read(files);
+        assert!(!lib.config_changed());
+        assert!(!lib.config_changed());
+
+        tick();
+        std::fs::write(&list, "a.test a.zone\nb.test b.zone\n").unwrap();
+        assert!(lib.config_changed(), "watch {watch}");
+        // Read again: unchanged from then on.
+        let files = vec![lib.stamp_config_file(&conf), lib.stamp_config_file(&list)];
+        lib.config_read(files);
+        assert!(!lib.config_changed());
+
+        // An editor's rename over the config file.
+        std::fs::write(scratch.0.join("new.toml"), "[server]\n").unwrap();
+        std::fs::rename(scratch.0.join("new.toml"), &conf).unwrap();
+        assert!(lib.config_changed(), "watch {watch}");
+    }
 }
