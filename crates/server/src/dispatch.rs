@@ -103,6 +103,7 @@ impl Dispatcher<'_> {
                 Ok(w) => w,
                 Err(action) => return action,
             },
+            Reply::Notify => shardns_zone::not_implemented(query, out),
         };
         self.send(written, Some(query), origin, out)
     }
