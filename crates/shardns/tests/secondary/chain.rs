@@ -1,0 +1,1 @@
+//! shardns -> shardns -> shardns.

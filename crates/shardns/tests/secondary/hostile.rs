@@ -1,0 +1,1 @@
+//! A primary of our own making that misbehaves.
