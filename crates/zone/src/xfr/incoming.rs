@@ -410,8 +410,9 @@ pub struct Incoming {
     whole: Records,
     /// Whole form: where the last owner is in `whole.bytes`, to share it.
     last_owner: Option<(u32, u16)>,
-    /// Incremental form: the differences.
+    /// Incremental form: the differences, and the octets they hold (owners and rdata).
     diff: Diff,
+    diff_bytes: u64,
     /// Scratch for one record's rdata.
     scratch: Vec<u8>,
 }
@@ -444,6 +445,7 @@ impl Incoming {
             whole: Records::default(),
             last_owner: None,
             diff: Diff::default(),
+            diff_bytes: 0,
             scratch: Vec::new(),
         }
     }
@@ -523,7 +525,7 @@ impl Incoming {
                 }
             }
         }
-        let kept = self.whole.bytes.len() as u64;
+        let kept = self.whole.bytes.len() as u64 + self.diff_bytes;
         if kept > self.limits.bytes {
             return Err(XfrError::Limit("octets", self.limits.bytes));
         }
@@ -629,6 +631,7 @@ impl Incoming {
                 }
             }
             (State::Deleting { from }, None) => {
+                self.diff_bytes += (owner.len() + self.scratch.len()) as u64;
                 if in_zone {
                     self.delete(owner, rec.rtype, from)?;
                 } else {
@@ -636,6 +639,7 @@ impl Incoming {
                 }
             }
             (State::Adding { .. }, None) => {
+                self.diff_bytes += (owner.len() + self.scratch.len()) as u64;
                 if in_zone {
                     self.add(owner, rec.rtype, rec.ttl)?;
                 } else {
