@@ -14,6 +14,9 @@ command -v unbound >/dev/null 2>&1 || [ -x /usr/sbin/unbound ] || need+=(unbound
 # with BIND's dnssec-verify, and makes keys and signatures with dnssec-keygen/-signzone.
 command -v ldns-verify-zone >/dev/null 2>&1 || need+=(ldnsutils)
 command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
+# tests/secondary runs shardns as a secondary of knotd, NSD and named.
+[ -x /usr/sbin/nsd ] || command -v nsd >/dev/null 2>&1 || need+=(nsd)
+[ -x /usr/sbin/named ] || command -v named >/dev/null 2>&1 || need+=(bind9)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

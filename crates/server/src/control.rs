@@ -203,6 +203,7 @@ impl Reloader {
         {
             warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats], [resolver] and [rrl] need a restart");
         }
+        crate::secondary::warn_if_changed(&self.config, &config);
         // Whether the example zone stands in for missing zones follows the running role.
         config.resolver.recursion = self.config.resolver.recursion;
         Ok(config)
@@ -210,7 +211,7 @@ impl Reloader {
 
     /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
-    fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
+    pub(crate) fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
         let started = std::time::Instant::now();
         while Arc::strong_count(&old) > 1 && started.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_micros(200));

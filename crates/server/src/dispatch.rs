@@ -3,7 +3,8 @@
 //! ```text
 //! transport (udp, xdp, tcp)  ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
 //!                                          │ not a query: drop         ├─ Transfer ─▶ policy ┤─▶ RRL (UDP) ─▶ stats, log ─▶ bytes
-//!                                          └ malformed: reject         └─ NotOurs ─▶ resolver┘    (or Pending / Stream)
+//!                                          └ malformed: reject         ├─ NotOurs ─▶ resolver┘    (or Pending / Stream)
+//!                                                                      └─ Notify ─▶ secondary inbox (NOTIFY in)
 //! ```
 //!
 //! A query is parsed once ([`Query`]) and classified once ([`shardns_zone::respond`] says
@@ -17,7 +18,8 @@
 
 use crate::recursion::{Client, Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
-use crate::stats::{QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
+use crate::secondary::Inbox;
+use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
 use shardns_wire::{Query, Rcode, Transport};
@@ -66,6 +68,10 @@ pub(crate) enum Source {
 pub(crate) struct Dispatcher<'w> {
     pub(crate) zones: &'w ZoneSet,
     pub(crate) transfer_acl: &'w ArcSwap<TransferAcl>,
+    /// The secondary zones, which take NOTIFY (`None`: NOTIMP, as before there were any).
+    pub(crate) secondary: Option<&'w Inbox>,
+    /// The control plane's counters (NOTIFY taken and refused).
+    pub(crate) control: &'w ControlStats,
     pub(crate) recursion: Option<&'w mut Recursion>,
     pub(crate) rrl: Option<&'w mut Rrl>,
     pub(crate) stats: &'w WorkerStats,
@@ -102,6 +108,16 @@ impl Dispatcher<'_> {
             Reply::NotOurs => match self.resolve(query, origin, out) {
                 Ok(w) => w,
                 Err(action) => return action,
+            },
+            Reply::Notify => match self.secondary {
+                Some(inbox) => inbox.notify(
+                    query,
+                    origin.peer.map(|p| p.ip()),
+                    unix_now(),
+                    out,
+                    self.control,
+                ),
+                None => shardns_zone::not_implemented(query, out),
             },
         };
         self.send(written, Some(query), origin, out)

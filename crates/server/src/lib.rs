@@ -21,6 +21,7 @@
 //!
 //! The roles beside the zones: `transfers` (who may transfer which zone; the worker streams
 //! it, `worker::stream`), `notify` (NOTIFY to secondaries when a serial changes),
+//! `secondary` (zones transferred from primaries, on a thread of their own; NOTIFY in),
 //! `recursion` (each worker's resolver engine with its own upstream sockets, in the same
 //! epoll loop), `rrl` (each worker's response rate limiter, a fixed table with no lock).
 //! `xdp` steers an interface's UDP queries to AF_XDP sockets, one per worker.
@@ -42,6 +43,7 @@ mod notify;
 mod recursion;
 mod rrl;
 mod runtime;
+mod secondary;
 mod seed;
 mod stats;
 mod sys;
@@ -53,7 +55,7 @@ mod zones;
 
 pub use config::{
     AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig, RrlConfig,
-    ZoneConfig,
+    SecondaryFlag, ZoneConfig,
 };
 pub use runtime::run;
 pub use shardns_wire::tsig::Key as TsigKey;
@@ -189,6 +191,8 @@ pub(crate) struct Shared {
     pub(crate) stats: Vec<WorkerStats>,
     pub(crate) control: ControlStats,
     pub(crate) started: Instant,
+    /// The secondary zones, for NOTIFY (`None`: the server has none).
+    pub(crate) secondary: Option<secondary::Inbox>,
 }
 
 impl Shared {

@@ -3,9 +3,11 @@
 //! SIGHUP, then stop the workers and release what they held.
 //!
 //! ```text
-//! run: config → zones::ZoneLibrary::load (and inotify watches) → listen::bind_all (+ xdp::setup) → Shared
-//!      → notify thread, control thread, stats HTTP thread → one Worker thread per core
+//! run: config → zones::ZoneLibrary::load (and inotify watches) → listen::bind_all (+ xdp::setup)
+//!      → Shared → notify thread, secondary thread, control thread, stats HTTP thread
+//!      → one Worker thread per core
 //!      → signals: SIGHUP → control::reload_now (zones rebuilt, ArcSwap::store)
+//!                 SIGUSR1 → secondary::publish (transferred zones, ArcSwap::store)
 //!                 SIGTERM/SIGINT → shutdown flag, wake and join the workers
 //! ```
 
@@ -15,7 +17,7 @@ use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
 use crate::worker::{Worker, WorkerOptions, WorkerSockets};
-use crate::{control, http, listen, notify, transfers, xdp, zones};
+use crate::{control, http, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use std::io;
@@ -70,6 +72,15 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         report.failures.len()
     );
     let recursion = recursion_shared(&config, &setup)?;
+    // Secondary zones answer SERVFAIL until their thread has a version for them.
+    let (secondary, inbox) = match secondary::prepare(&config) {
+        Some((role, inbox)) => (Some(role), Some(inbox)),
+        None => (None, None),
+    };
+    let set = match &secondary {
+        Some(role) => library.apply_outside(role.stand_ins()),
+        None => report.set,
+    };
 
     let workers = config.worker_count();
     let mut sockets = listen::bind_all(&config, workers)?;
@@ -90,7 +101,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         .collect::<io::Result<Vec<_>>>()
         .map_err(io_error("eventfd"))?;
     let shared = Arc::new(Shared {
-        zones: ArcSwap::from_pointee(report.set),
+        zones: ArcSwap::from_pointee(set),
         transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(&config)),
         shutdown: AtomicBool::new(false),
         tcp_open: AtomicUsize::new(0),
@@ -104,6 +115,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         stats: (0..workers).map(|_| WorkerStats::default()).collect(),
         control: ControlStats::default(),
         started: Instant::now(),
+        secondary: inbox,
     });
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
@@ -122,8 +134,18 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
     }
 
+    // The secondary thread wakes the main thread with SIGUSR1 to serve what it transferred.
+    let transferred = match secondary {
+        Some(role) => Some(
+            role.start(&config, Arc::clone(&shared), seed::random_u64()?)
+                .map_err(io_error("starting the secondary thread"))?,
+        ),
+        None => None,
+    };
+
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
     ])
@@ -168,6 +190,11 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             signal_hook::consts::SIGHUP => {
                 info!("SIGHUP: reloading");
                 control::reload_now(&mut reloader, &shared, &requests);
+            }
+            signal_hook::consts::SIGUSR1 => {
+                if let Some(rx) = &transferred {
+                    secondary::publish(&mut reloader, &shared, rx);
+                }
             }
             _ => {
                 info!("shutting down");

@@ -134,6 +134,8 @@ pub(crate) fn decide(
                 Some(z) if !peer.is_some_and(|ip| acl.allows(z.apex(), ip)) => {
                     (req, Rcode::REFUSED)
                 }
+                // A secondary zone with nothing to serve (expired, never transferred).
+                Some(z) if z.is_unavailable() => (req, Rcode::SERVFAIL),
                 Some(z) => {
                     // A signed request must verify (else NOTAUTH and the TSIG error, RFC 8945
                     // §5.2); a zone with a transfer key takes only requests signed with it.

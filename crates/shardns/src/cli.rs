@@ -3,7 +3,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 use shardns_server::TsigKey as Key;
-use shardns_server::{AclEntry, ForwardZone, Overrides, Setup, ZoneConfig};
+use shardns_server::{AclEntry, ForwardZone, Overrides, SecondaryFlag, Setup, ZoneConfig};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -167,6 +167,11 @@ pub(crate) struct ServeArgs {
     /// `kdig -y` takes it (hmac-sha256 or hmac-sha512; sets server.transfer_key).
     #[arg(long, value_name = "ALG:NAME:SECRET")]
     pub(crate) transfer_key: Option<Key>,
+    /// Serve zone NAME as a secondary of the primary ADDR:PORT (AXFR/IXFR, refreshed by its
+    /// SOA timers and NOTIFY), e.g. example.com=192.0.2.1:53 (repeatable, also for more
+    /// primaries of one zone; with --zone NAME=FILE the copy is kept in FILE, else in memory).
+    #[arg(long, value_name = "NAME=ADDR:PORT")]
+    pub(crate) secondary: Vec<SecondaryFlag>,
 }
 
 impl ServeArgs {
@@ -199,6 +204,7 @@ impl ServeArgs {
         o.allow_transfer = self.allow_transfer.clone();
         o.notify = self.notify.clone();
         o.transfer_key = self.transfer_key.clone();
+        o.secondaries = self.secondary.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }

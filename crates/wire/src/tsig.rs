@@ -2,6 +2,9 @@
 //! responses, the messages of a zone transfer included (each signed, chained to the one
 //! before, RFC 8945 §5.3.1). HMAC-SHA256 and HMAC-SHA512 (the `hmac` and `sha2` crates).
 //!
+//! [`ResponseVerifier`] is the client's side: it checks the responses to a request we
+//! signed (an SOA query, the messages of an incoming zone transfer).
+//!
 //! Names in the MAC input are in canonical form (lowercase, uncompressed, RFC 8945 §4.3.3).
 //! The clock is the caller's (`now`, seconds since the epoch).
 
@@ -12,6 +15,9 @@ use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 use std::fmt;
 use std::str::FromStr;
+
+mod client;
+pub use client::{ResponseError, ResponseVerifier, MAX_UNSIGNED_RUN};
 
 /// Time a signature is good for either side of its signing time (RFC 8945 §10: 300 s).
 pub const FUDGE: u16 = 300;

@@ -67,6 +67,9 @@ pub enum Reply {
     /// A well-formed query for a name outside every zone of ours: nothing is written. A
     /// resolver role may take it; else [`refuse`] answers it.
     NotOurs,
+    /// A NOTIFY (RFC 1996): nothing is written. A secondary role takes it (and answers with
+    /// [`notify_answer`]); without one, [`not_implemented`] answers it.
+    Notify,
 }
 
 /// What a name is in a zone.
@@ -156,6 +159,9 @@ fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> 
 /// hold 65535 octets for TCP; for UDP at least [`EDNS_UDP_SIZE`].
 pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &mut [u8]) -> Reply {
     if query.header().opcode() != Opcode::QUERY {
+        if query.header().opcode() == Opcode::NOTIFY {
+            return Reply::Notify;
+        }
         return Reply::Error(bare(
             response_header(query.header()),
             Rcode::NOTIMP,
@@ -201,6 +207,13 @@ pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &m
     let Some(zone) = zone else {
         return Reply::NotOurs;
     };
+    if zone.is_unavailable() {
+        // A secondary's zone with nothing to answer from (expired, or never transferred).
+        return Reply::Error(write(query, transport, out, |_| Body {
+            rcode: Rcode::SERVFAIL,
+            ..Body::default()
+        }));
+    }
     Reply::Answer(write(query, transport, out, |w| {
         let mut a = Answerer {
             zone,
@@ -233,6 +246,22 @@ pub fn refuse(query: &Query<'_>, transport: Transport, out: &mut [u8]) -> Writte
         rcode: Rcode::REFUSED,
         ..Body::default()
     })
+}
+
+/// The answer to a NOTIFY (RFC 1996 §4.7): the question again, opcode NOTIFY, AA when
+/// `rcode` is NOERROR (the notice was taken), else `rcode` (REFUSED, NOTAUTH).
+pub fn notify_answer(query: &Query<'_>, rcode: Rcode, out: &mut [u8]) -> Written {
+    write(query, Transport::Tcp, out, |_| Body {
+        rcode,
+        aa: rcode == Rcode::NOERROR,
+        ..Body::default()
+    })
+}
+
+/// NOTIMP with a bare header: the answer to an opcode no role of the server takes (a
+/// NOTIFY to a server without secondary zones).
+pub fn not_implemented(query: &Query<'_>, out: &mut [u8]) -> Written {
+    bare(response_header(query.header()), Rcode::NOTIMP, None, out)
 }
 
 /// The answer to bytes that are not a readable query: nothing for a response or a runt
@@ -268,6 +297,7 @@ pub fn respond_to_message(
     Some(match respond(zones, query, transport, out) {
         Reply::Answer(w) | Reply::Error(w) => w,
         Reply::Transfer | Reply::NotOurs => refuse(query, transport, out),
+        Reply::Notify => not_implemented(query, out),
     })
 }
 

@@ -20,7 +20,9 @@ pub mod db;
 pub mod scan;
 pub mod xfr;
 
-pub use answer::{refuse, reject, respond, respond_to_message, Reply, Written};
+pub use answer::{
+    not_implemented, notify_answer, refuse, reject, respond, respond_to_message, Reply, Written,
+};
 pub use db::{Zone, ZoneChange, ZoneSet};
 pub use scan::{load_zone_file, load_zone_text, LoadError, ScanOptions};
 pub use shardns_wire::Transport;

@@ -16,6 +16,9 @@
 //! [`notify`] and [`notify_response`] are the two ends of a NOTIFY (RFC 1996) that tells a
 //! secondary a new version is here.
 //!
+//! [`incoming`] is the other direction: the queries a secondary sends and the reading of
+//! the transfers it receives.
+//!
 //! Sans-I/O: never files, sockets, threads, locks or clocks, and no allocation per record.
 
 use crate::answer::EDNS_UDP_SIZE;
@@ -24,6 +27,8 @@ use shardns_wire::message::Reader;
 use shardns_wire::tsig::Signer;
 use shardns_wire::{Class, Header, MessageWriter, Name, Opcode, Query, RType, Rcode, Section};
 use std::sync::Arc;
+
+pub mod incoming;
 
 /// Size of an OPT record without options.
 const OPT_LEN: usize = 11;
@@ -118,6 +123,12 @@ pub fn request(query: &Query<'_>) -> Read {
 /// IXFR is answered with our SOA alone.
 pub fn is_current(client: u32, ours: u32) -> bool {
     client == ours || (client.wrapping_sub(ours) as i32) > 0
+}
+
+/// True if `serial` is newer than `than` (RFC 1982 serial arithmetic: less than 2^31
+/// ahead); a serial exactly 2^31 away is neither newer nor older.
+pub fn is_newer(serial: u32, than: u32) -> bool {
+    serial != than && (serial.wrapping_sub(than) as i32) > 0
 }
 
 /// Writes a one-message response to `req`: `rcode` with the question, plus the zone's SOA as

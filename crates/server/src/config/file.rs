@@ -74,7 +74,8 @@ impl Config {
         })?;
         let base = path.parent().unwrap_or(Path::new(""));
         for z in &mut config.zones {
-            if z.file.is_relative() {
+            // An absent file (a secondary zone kept in memory) stays absent.
+            if z.file.is_relative() && !z.file.as_os_str().is_empty() {
                 z.file = base.join(&z.file);
             }
         }
@@ -94,6 +95,7 @@ impl Config {
             }
         }
         validate::transfer_keys_exist(&config, path)?;
+        validate::secondary_zones(&config, path, text)?;
         Ok(config)
     }
 }

@@ -33,7 +33,7 @@ mod validate;
 pub use acl::AclEntry;
 pub use file::ConfigError;
 pub use keys::KeyConfig;
-pub use overrides::Overrides;
+pub use overrides::{Overrides, SecondaryFlag};
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
 
@@ -44,7 +44,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
     batch, from_strs, from_strs_opt, log_filter, name, name_opt, per_client, positive,
-    positive_opt, positive_u64, udp_max_response,
+    positive_opt, positive_u32, positive_u64, udp_max_response,
 };
 
 /// The port used when no listen address is given.
@@ -125,7 +125,9 @@ pub struct ZoneConfig {
     /// The apex, e.g. `example.com.` (a missing final dot is implied).
     #[serde(deserialize_with = "name")]
     pub name: Name,
-    /// The zone file.
+    /// The zone file; for a secondary zone, where it keeps its copy (absent: in memory
+    /// only).
+    #[serde(default)]
     pub file: PathBuf,
     /// Clients allowed to transfer this zone, replacing `server.allow_transfer` for it
     /// (absent: the server's list; `[]`: nobody).
@@ -139,9 +141,22 @@ pub struct ZoneConfig {
     /// `server.transfer_key` (absent: the server's).
     #[serde(default, deserialize_with = "name_opt")]
     pub transfer_key: Option<Name>,
+    /// Primaries (`"ADDR:PORT"`) this zone is transferred from, tried in turn: set, the
+    /// zone is a secondary zone (empty: a primary zone, read from its file).
+    #[serde(default)]
+    pub primary: Vec<SocketAddr>,
+    /// The `[[key]]` the secondary signs its SOA queries and transfers with, and that a
+    /// NOTIFY from a primary must carry (absent: address only).
+    #[serde(default, deserialize_with = "name_opt")]
+    pub primary_key: Option<Name>,
 }
 
 impl ZoneConfig {
+    /// True for a secondary zone (one with primaries).
+    pub fn is_secondary(&self) -> bool {
+        !self.primary.is_empty()
+    }
+
     /// A zone at `name` read from `file`.
     pub fn new(name: Name, file: PathBuf) -> Self {
         Self {
@@ -150,6 +165,8 @@ impl ZoneConfig {
             allow_transfer: None,
             notify: None,
             transfer_key: None,
+            primary: Vec::new(),
+            primary_key: None,
         }
     }
 }
@@ -206,6 +223,20 @@ pub struct Limits {
     pub tcp_read_timeout_ms: u64,
     /// Queries answered on one TCP connection before it is closed; 0 means no limit.
     pub tcp_queries_per_connection: u32,
+    /// Milliseconds an incoming zone transfer (a secondary zone's AXFR or IXFR) may take
+    /// from connect to the last message.
+    #[serde(deserialize_with = "positive_u64")]
+    pub transfer_in_timeout_ms: u64,
+    /// Messages one incoming zone transfer may have.
+    #[serde(deserialize_with = "positive_u32")]
+    pub transfer_in_max_messages: u32,
+    /// Records one incoming zone transfer may have.
+    #[serde(deserialize_with = "positive_u64")]
+    pub transfer_in_max_records: u64,
+    /// Octets one incoming zone transfer may have (messages received, and records kept
+    /// with their names uncompressed).
+    #[serde(deserialize_with = "positive_u64")]
+    pub transfer_in_max_bytes: u64,
 }
 
 impl Default for Limits {
@@ -220,6 +251,10 @@ impl Default for Limits {
             tcp_connections_per_client: 128,
             tcp_read_timeout_ms: 3_000,
             tcp_queries_per_connection: 0,
+            transfer_in_timeout_ms: 300_000,
+            transfer_in_max_messages: 1_000_000,
+            transfer_in_max_records: 50_000_000,
+            transfer_in_max_bytes: 2 << 30,
         }
     }
 }

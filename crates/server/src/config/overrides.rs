@@ -2,8 +2,10 @@
 
 use super::{AclEntry, Config, ForwardZone, KeyConfig, ZoneConfig};
 use shardns_wire::tsig::Key;
+use shardns_wire::Name;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 /// Values from the command line; each one set replaces the config file's.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,6 +66,34 @@ pub struct Overrides {
     /// `--transfer-key ALG:NAME:SECRET`: a key added to `[[key]]` and made
     /// `server.transfer_key`.
     pub transfer_key: Option<Key>,
+    /// `--secondary NAME=ADDR:PORT`: a primary added to the zone NAME (made a secondary
+    /// zone, kept in memory unless a `[[zone]]` or `--zone` of that name gives its file).
+    pub secondaries: Vec<SecondaryFlag>,
+}
+
+/// One `--secondary NAME=ADDR:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecondaryFlag {
+    /// The zone.
+    pub name: Name,
+    /// A primary to transfer it from.
+    pub primary: SocketAddr,
+}
+
+impl FromStr for SecondaryFlag {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, addr) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=ADDR:PORT, got {s:?}"))?;
+        let name = name
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
+        let primary = addr
+            .parse::<SocketAddr>()
+            .map_err(|e| format!("bad primary {addr:?} (ADDR:PORT): {e}"))?;
+        Ok(Self { name, primary })
+    }
 }
 
 impl Config {
@@ -141,6 +171,17 @@ impl Config {
             .allow_transfer
             .extend(o.allow_transfer.iter().copied());
         self.server.notify.extend(o.notify.iter().copied());
+        for flag in &o.secondaries {
+            match self.zones.iter_mut().find(|z| z.name == flag.name) {
+                Some(z) if z.primary.contains(&flag.primary) => {}
+                Some(z) => z.primary.push(flag.primary),
+                None => {
+                    let mut z = ZoneConfig::new(flag.name.clone(), PathBuf::new());
+                    z.primary.push(flag.primary);
+                    self.zones.push(z);
+                }
+            }
+        }
         if let Some(k) = &o.transfer_key {
             self.keys.retain(|c| c.0.name != k.name);
             self.keys.push(KeyConfig(k.clone()));

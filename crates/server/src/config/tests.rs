@@ -473,3 +473,80 @@ fn line_col_counts_from_one() {
     assert_eq!(line_col("ab\ncd", 4), (2, 2));
     assert_eq!(line_col("ab\ncd", 99), (2, 3));
 }
+
+#[test]
+fn secondary_zones_their_keys_files_and_flags() {
+    let c = parse(
+        "[[key]]\nname = \"xfr.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0\"\n\
+         [[zone]]\nname = \"s.\"\nfile = \"s.zone\"\nprimary = [\"127.0.0.1:5300\", \"[::1]:53\"]\n\
+         primary_key = \"xfr.\"\n\
+         [[zone]]\nname = \"m.\"\nprimary = [\"127.0.0.1:5300\"]\n\
+         [[zone]]\nname = \"p.\"\nfile = \"p\"\n\
+         [limits]\ntransfer_in_timeout_ms = 1000\ntransfer_in_max_records = 10\n",
+    )
+    .unwrap();
+    assert!(c.zones[0].is_secondary() && c.zones[1].is_secondary());
+    assert!(!c.zones[2].is_secondary());
+    assert_eq!(c.zones[0].file, PathBuf::from("/etc/shardns/s.zone"));
+    // No file: the copy is kept in memory, and the path stays empty (not the config's
+    // directory).
+    assert_eq!(c.zones[1].file, PathBuf::new());
+    assert_eq!(c.zones[0].primary.len(), 2);
+    assert_eq!(c.zones[0].primary_key.as_ref().unwrap().to_string(), "xfr.");
+    assert_eq!(c.limits.transfer_in_timeout_ms, 1000);
+    assert_eq!(c.limits.transfer_in_max_records, 10);
+    assert_eq!(c.limits.transfer_in_max_messages, 1_000_000);
+
+    for (text, want) in [
+        (
+            "[[zone]]\nname = \"a.\"\n",
+            "zone[0].file: missing field `file`",
+        ),
+        (
+            "[[zone]]\nname = \"a.\"\nprimary = [\"127.0.0.1:53\"]\nprimary_key = \"nope.\"\n",
+            "zone[0].primary_key: no [[key]] named nope.",
+        ),
+        (
+            "[[key]]\nname = \"k.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0\"\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\nprimary_key = \"k.\"\n",
+            "zone[1].primary_key: set, but the zone has no `primary`",
+        ),
+        (
+            "[[zone]]\nname = \"a.\"\nprimary = [\"127.0.0.1\"]\n",
+            "zone[0].primary",
+        ),
+        (
+            "[limits]\ntransfer_in_max_messages = 0\n",
+            "must be at least 1",
+        ),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        // The index in the error is the zone's, whatever the tables before it.
+        let want = want.replace("zone[1]", "zone[0]");
+        assert!(e.contains(&want), "{text:?}: {e}");
+    }
+
+    // --secondary: a new zone kept in memory, a primary added to a --zone (whose file
+    // keeps the copy), a second primary for the same zone.
+    let mut c = parse("").unwrap();
+    let flag = |s: &str| s.parse::<SecondaryFlag>().unwrap();
+    let o = Overrides {
+        zones: vec!["b.=/tmp/b".parse().unwrap()],
+        secondaries: vec![
+            flag("a=127.0.0.1:5300"),
+            flag("b.=127.0.0.1:5301"),
+            flag("a.=[::1]:5300"),
+            flag("a.=127.0.0.1:5300"),
+        ],
+        ..Overrides::default()
+    };
+    c.apply(&o);
+    let a = c.zones.iter().find(|z| z.name.to_string() == "a.").unwrap();
+    assert_eq!(a.primary.len(), 2);
+    assert!(a.file.as_os_str().is_empty());
+    let b = c.zones.iter().find(|z| z.name.to_string() == "b.").unwrap();
+    assert_eq!(b.file, PathBuf::from("/tmp/b"));
+    assert!(b.is_secondary());
+    assert!("a".parse::<SecondaryFlag>().is_err());
+    assert!("a=127.0.0.1".parse::<SecondaryFlag>().is_err());
+}

@@ -15,8 +15,10 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
         &config.server.transfer_key,
     );
     let zone_keys = config.zones.iter().enumerate();
+    let primary_keys = config.zones.iter().enumerate();
     let named = std::iter::once(server_key)
-        .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)));
+        .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)))
+        .chain(primary_keys.map(|(i, z)| (format!("zone[{i}].primary_key"), &z.primary_key)));
     for (key, name) in named {
         if let Some(n) = name {
             if !config.keys.iter().any(|k| &k.0.name == n) {
@@ -27,6 +29,35 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
                     message: format!("no [[key]] named {n}"),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// A zone is a primary zone with a file, or a secondary zone with primaries (and maybe a
+/// file for its copy); a `primary_key` needs primaries to be used with.
+/// Errors point at the zone's `[[zone]]` line in `text`.
+pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Result<(), ConfigError> {
+    for (i, z) in config.zones.iter().enumerate() {
+        let error = |key: &str, message: &str| ConfigError {
+            path: path.into(),
+            position: text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.trim_start().starts_with("[[zone]]"))
+                .nth(i)
+                .map(|(n, l)| (n + 1, l.len() - l.trim_start().len() + 1)),
+            key: Some(format!("zone[{i}].{key}")),
+            message: message.into(),
+        };
+        if !z.is_secondary() && z.file.as_os_str().is_empty() {
+            return Err(error(
+                "file",
+                "missing field `file` (only a secondary zone, one with `primary`, may go without)",
+            ));
+        }
+        if !z.is_secondary() && z.primary_key.is_some() {
+            return Err(error("primary_key", "set, but the zone has no `primary`"));
         }
     }
     Ok(())

@@ -162,4 +162,18 @@ pub(crate) struct ControlStats {
     pub(crate) notify_sent: AtomicU64,
     pub(crate) notify_acked: AtomicU64,
     pub(crate) notify_failed: AtomicU64,
+    /// Incoming transfers (secondary zones): whole zones, incremental (IXFR), failed; the
+    /// octets of their messages.
+    pub(crate) xfr_in_axfr: AtomicU64,
+    pub(crate) xfr_in_ixfr: AtomicU64,
+    pub(crate) xfr_in_failed: AtomicU64,
+    pub(crate) xfr_in_bytes: AtomicU64,
+    /// NOTIFY received: taken (a refresh follows), refused (not from a primary, no key, not
+    /// a secondary zone of ours).
+    pub(crate) notify_in_accepted: AtomicU64,
+    pub(crate) notify_in_refused: AtomicU64,
+    /// Secondary zones answered SERVFAIL now (expired, or never transferred), and how often
+    /// one expired.
+    pub(crate) secondary_unavailable: AtomicU64,
+    pub(crate) secondary_expired: AtomicU64,
 }

@@ -321,6 +321,60 @@ pub(crate) fn render_prometheus(
             ("failed", control.notify_failed.load(Relaxed)),
         ],
     );
+    labelled(
+        &mut s,
+        "shardns_xfr_in_total",
+        "Incoming zone transfers of secondary zones: the whole zone (AXFR, or an IXFR answered in AXFR form), incremental (IXFR differences), failed (the version served is kept).",
+        "result",
+        &[
+            ("axfr", control.xfr_in_axfr.load(Relaxed)),
+            ("ixfr", control.xfr_in_ixfr.load(Relaxed)),
+            ("failed", control.xfr_in_failed.load(Relaxed)),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_xfr_in_bytes_total",
+        "counter",
+        "Octets of the messages of incoming zone transfers (failed ones included).",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_xfr_in_bytes_total {}",
+        control.xfr_in_bytes.load(Relaxed)
+    );
+    labelled(
+        &mut s,
+        "shardns_notify_in_total",
+        "NOTIFY messages received: accepted (from a primary of a secondary zone; a refresh follows), refused.",
+        "result",
+        &[
+            ("accepted", control.notify_in_accepted.load(Relaxed)),
+            ("refused", control.notify_in_refused.load(Relaxed)),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_secondary_zones_unavailable",
+        "gauge",
+        "Secondary zones answered with SERVFAIL now: expired, or never transferred.",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_secondary_zones_unavailable {}",
+        control.secondary_unavailable.load(Relaxed)
+    );
+    head(
+        &mut s,
+        "shardns_secondary_expired_total",
+        "counter",
+        "Times a secondary zone expired (EXPIRE passed without a successful refresh).",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_secondary_expired_total {}",
+        control.secondary_expired.load(Relaxed)
+    );
     head(
         &mut s,
         "shardns_uptime_seconds",

@@ -337,6 +337,8 @@ impl Roles {
         Dispatcher {
             zones,
             transfer_acl: &shared.transfer_acl,
+            secondary: shared.secondary.as_ref(),
+            control: &shared.control,
             recursion: self.recursion.as_mut(),
             rrl: self.rrl.as_mut(),
             stats,

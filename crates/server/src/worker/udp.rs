@@ -26,11 +26,13 @@ impl Worker {
         };
         let path = QueryPath::udp(v6);
         // The peer's address is decoded only when something needs it: logs, the resolver's
-        // ACL, RRL, or a transfer ACL (an allowed IXFR over UDP gets the SOA).
+        // ACL, RRL, a transfer ACL (an allowed IXFR over UDP gets the SOA), or NOTIFY to a
+        // secondary (taken from its primaries only).
         let want_peer = self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
-            || self.shared.transfer_acl.load().allows_anyone();
+            || self.shared.transfer_acl.load().allows_anyone()
+            || self.shared.secondary.is_some();
         let udp_max = self.opts.udp_max_response;
         let mut dispatch =
             self.roles

@@ -100,12 +100,24 @@ pub(crate) fn specs(
     let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
     let mut at: HashMap<Name, usize, NameHash> =
         HashMap::with_capacity_and_hasher(specs.capacity(), NameHash);
-    // Tables come after the list, so that they replace its lines.
+    // Tables come after the list, so that they replace its lines. Secondary zones are the
+    // secondary role's (`crate::secondary`), not read from files here, and replace a list
+    // line of the same name too.
+    let secondaries: HashSet<&Name, NameHash> = config
+        .zones
+        .iter()
+        .filter(|z| z.is_secondary())
+        .map(|z| &z.name)
+        .collect();
+    let listed = listed
+        .into_iter()
+        .filter(|(name, _)| !secondaries.contains(name));
     let tables = config
         .zones
         .iter()
+        .filter(|z| !z.is_secondary())
         .map(|z| (z.name.clone(), z.file.clone()));
-    for (name, file) in listed.into_iter().chain(tables) {
+    for (name, file) in listed.chain(tables) {
         let spec = ZoneSpec {
             name,
             source: ZoneSource::File(file),
@@ -672,6 +684,14 @@ impl ZoneLibrary {
                 debug!("zone {}: {huge} arrays on huge pages", zone.apex());
             }
         }
+    }
+
+    /// Serves `changes` to zones this library does not read from files (the secondary
+    /// role's: transferred versions, stand-ins for zones with nothing to serve) beside the
+    /// ones it does; returns the set to publish. A reload leaves such zones as they are.
+    pub(crate) fn apply_outside(&mut self, changes: Vec<ZoneChange>) -> ZoneSet {
+        self.set = self.set.update(changes);
+        self.set.clone()
     }
 
     /// Zones served (loaded now or kept from before).

@@ -8,7 +8,8 @@
 //!
 //! Each concern has a module of its own, all re-exported here (tests use `common::*` or
 //! `common::Server`): `server` (the `shardns` binary under test), `daemon` (peer servers such
-//! as knotd, and finding their programs), `knot` (knotd as the reference server), `ports`
+//! as knotd, and finding their programs), `knot` (knotd as the reference server), `primaries` (knotd, nsd and named as primaries of a
+//! shardns secondary, with TSIG), `ports`
 //! (free loopback ports), `temp_dir` (scratch directories), `net` (UDP and TCP exchanges),
 //! `dns` (building queries, parsing responses) and `dig` (running `dig` and `kdig`).
 #![allow(dead_code, unreachable_pub)]
@@ -19,9 +20,12 @@ mod dns;
 mod knot;
 mod net;
 mod ports;
+mod primaries;
 mod server;
 mod temp_dir;
 
 // One item, so that one attribute covers it: a test binary need not use every module.
 #[allow(unused_imports)]
-pub use self::{daemon::*, dig::*, dns::*, knot::*, net::*, ports::*, server::*, temp_dir::*};
+pub use self::{
+    daemon::*, dig::*, dns::*, knot::*, net::*, ports::*, primaries::*, server::*, temp_dir::*,
+};

@@ -632,6 +632,20 @@ fn each_query_is_classified_once() {
     assert!(matches!(classify(&update), Reply::Error(w) if w.rcode == Rcode::NOTIMP));
     let opt = query_bytes("c.example.test.", RType::OPT, &PLAIN);
     assert!(matches!(classify(&opt), Reply::Error(w) if w.rcode == Rcode::FORMERR));
+    // NOTIFY goes to the secondary role, whatever the zone; without one, NOTIMP as before.
+    let mut notify = query_bytes("example.test.", RType::SOA, &PLAIN);
+    notify[2] = 4 << 3 | 4; // opcode NOTIFY, AA
+    assert_eq!(classify(&notify), Reply::Notify);
+    let q = shardns_wire::Query::parse(&notify).unwrap();
+    let w = notify_answer(&q, Rcode::NOERROR, &mut out);
+    let m = Message::parse(&out[..w.len]).unwrap();
+    assert!(m.header.qr() && m.header.aa() && m.header.opcode() == Opcode::NOTIFY);
+    assert_eq!((m.questions.len(), m.answers.len()), (1, 0));
+    let w = notify_answer(&q, Rcode::REFUSED, &mut out);
+    let m = Message::parse(&out[..w.len]).unwrap();
+    assert!(!m.header.aa() && m.rcode() == Rcode::REFUSED);
+    let w = respond_to_message(&z, &notify, Transport::Udp, &mut out).unwrap();
+    assert_eq!(w.rcode, Rcode::NOTIMP);
 
     // What a server without other roles sends for the last two kinds: REFUSED, with the
     // question, not authoritative.
@@ -641,4 +655,31 @@ fn each_query_is_classified_once() {
     assert_eq!(m.rcode(), Rcode::REFUSED);
     assert!(!m.header.aa());
     assert_eq!(m.questions.len(), 1);
+}
+
+#[test]
+fn an_unavailable_zone_answers_servfail() {
+    let z = ZoneSet::new(vec![Zone::unavailable("gone.test.".parse().unwrap())]);
+    let mut out = vec![0u8; 4096];
+    for name in ["gone.test.", "www.gone.test."] {
+        let q = query_bytes(name, RType::A, &PLAIN);
+        let q = shardns_wire::Query::parse(&q).unwrap();
+        let reply = respond(&z, &q, Transport::Udp, &mut out);
+        assert!(
+            matches!(reply, Reply::Error(w) if w.rcode == Rcode::SERVFAIL),
+            "{reply:?}"
+        );
+        let m = Message::parse(
+            &out[..match reply {
+                Reply::Error(w) => w.len,
+                _ => 0,
+            }],
+        )
+        .unwrap();
+        assert!(!m.header.aa() && m.answers.is_empty());
+    }
+    let zone = z
+        .get("gone.test.".parse::<Name>().unwrap().as_ref())
+        .unwrap();
+    assert!(zone.is_unavailable() && zone.serial() == 0);
 }

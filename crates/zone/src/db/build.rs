@@ -55,6 +55,7 @@ impl Builder {
                 soa_ttl: 0,
                 soa_minimum: 0,
                 denial: None,
+                unavailable: false,
             },
             diags: Vec::new(),
             warnings: scanned.warnings.clone(),

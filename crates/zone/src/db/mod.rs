@@ -20,6 +20,7 @@ mod build;
 mod check;
 mod check_dnssec;
 pub(crate) mod denial;
+mod placeholder;
 mod store;
 mod zoneset;
 

@@ -103,6 +103,9 @@ pub struct Zone {
     pub(super) soa_minimum: u32,
     /// What a signed zone needs for denial proofs; `None` for an unsigned zone.
     pub(crate) denial: Option<Box<super::denial::Denial>>,
+    /// A stand-in for a zone that cannot be answered (a secondary's zone that expired or
+    /// was never transferred): every query for it gets SERVFAIL.
+    pub(super) unavailable: bool,
 }
 
 impl Zone {

@@ -1,0 +1,238 @@
+//! secondary::client -- the network side of a refresh: the SOA query (UDP, TCP when the
+//! answer is truncated) and the transfer over TCP, one length-prefixed message read at a
+//! time into a buffer of 64 KiB and handed to `shardns_zone::xfr::incoming`. Every wait is
+//! bounded: each exchange by its own timeout, a transfer also by its deadline.
+
+use super::unix_now;
+use shardns_wire::tsig::Key;
+use shardns_wire::{Name, RType};
+use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};
+use shardns_zone::Zone;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long one SOA query over UDP waits for its answer.
+const UDP_WAIT: Duration = Duration::from_secs(2);
+/// Tries of an SOA query over UDP before the primary counts as unreachable.
+const UDP_TRIES: u32 = 2;
+/// Longest wait to connect, and for any one message of a transfer.
+const TCP_WAIT: Duration = Duration::from_secs(10);
+
+/// Why a refresh from one primary failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Sockets: connect, send, receive, or a timeout.
+    Io(io::Error),
+    /// What the primary sent.
+    Xfr(XfrError),
+    /// The transfer took longer than `limits.transfer_in_timeout_ms`.
+    Deadline(Duration),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                f.write_str("no answer in time")
+            }
+            Self::Io(e) => write!(f, "{e}"),
+            Self::Xfr(e) => write!(f, "{e}"),
+            Self::Deadline(d) => write!(f, "the transfer took longer than {d:?}"),
+        }
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<XfrError> for Failure {
+    fn from(e: XfrError) -> Self {
+        Self::Xfr(e)
+    }
+}
+
+/// The primary's serial for `apex`: over UDP, again over TCP if the answer is truncated.
+pub(crate) fn soa_serial(
+    primary: SocketAddr,
+    apex: &Name,
+    key: Option<&Key>,
+    id: u16,
+) -> Result<u32, Failure> {
+    let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
+    let bind: SocketAddr = if primary.is_ipv4() {
+        "0.0.0.0:0".parse().expect("an address")
+    } else {
+        "[::]:0".parse().expect("an address")
+    };
+    let sock = UdpSocket::bind(bind)?;
+    sock.connect(primary)?;
+    let mut buf = vec![0u8; 4096];
+    let mut last = Failure::Io(io::ErrorKind::WouldBlock.into());
+    for _ in 0..UDP_TRIES {
+        sock.send(&req.bytes)?;
+        let end = Instant::now() + UDP_WAIT;
+        // Datagrams that are not the answer (another ID, garbage) are skipped until the
+        // wait is over; at most one per receive call, so the loop is bounded by the time.
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            sock.set_read_timeout(Some(left))?;
+            let n = match sock.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::TimedOut =>
+                {
+                    break;
+                }
+                // ICMP port unreachable: nobody there.
+                Err(e) => return Err(e.into()),
+            };
+            match incoming::read_soa(&mut req, &buf[..n], unix_now()) {
+                Ok(SoaAnswer::Serial(s)) => return Ok(s),
+                Ok(SoaAnswer::Truncated) => return soa_over_tcp(primary, apex, key, id),
+                Err(e @ XfrError::Malformed(_)) => last = e.into(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Err(last)
+}
+
+fn soa_over_tcp(
+    primary: SocketAddr,
+    apex: &Name,
+    key: Option<&Key>,
+    id: u16,
+) -> Result<u32, Failure> {
+    let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
+    let mut stream = connect(primary, Instant::now() + TCP_WAIT)?;
+    send(&mut stream, &req.bytes)?;
+    let mut buf = vec![0u8; 65535];
+    let n = read_message(&mut stream, &mut buf)?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+    match incoming::read_soa(&mut req, &buf[..n], unix_now())? {
+        SoaAnswer::Serial(s) => Ok(s),
+        SoaAnswer::Truncated => Err(XfrError::Truncated.into()),
+    }
+}
+
+/// A transfer done: what it gave, and the octets it took.
+pub(crate) struct Transferred {
+    pub(crate) outcome: Outcome,
+    pub(crate) bytes: u64,
+    pub(crate) messages: u32,
+    pub(crate) records: u64,
+    pub(crate) skipped: u64,
+}
+
+/// Transfers `apex` from `primary` over TCP: IXFR from `base` if given, else AXFR; within
+/// `limits` and by `deadline`. The octets read count in `bytes` even when it fails.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transfer(
+    primary: SocketAddr,
+    apex: &Name,
+    qtype: RType,
+    base: Option<&Arc<Zone>>,
+    key: Option<&Key>,
+    id: u16,
+    limits: Limits,
+    deadline: Instant,
+    bytes: &mut u64,
+) -> Result<Transferred, Failure> {
+    let req = incoming::request(apex, qtype, id, base.map(|z| &**z), key, unix_now());
+    let mut inc = Incoming::new(req, base.cloned(), limits);
+    let result = run(primary, &mut inc, deadline);
+    *bytes += inc.bytes();
+    result?;
+    let (messages, records, skipped, read) =
+        (inc.messages(), inc.records(), inc.skipped(), inc.bytes());
+    Ok(Transferred {
+        outcome: inc.finish()?,
+        bytes: read,
+        messages,
+        records,
+        skipped,
+    })
+}
+
+/// Sends the query and feeds the answer's messages until the closing SOA or the end of the
+/// stream; the number of messages is bounded by the limits, the time by `deadline`.
+fn run(primary: SocketAddr, inc: &mut Incoming, deadline: Instant) -> Result<(), Failure> {
+    let started = Instant::now();
+    let mut stream = connect(primary, deadline)?;
+    send(&mut stream, inc.query())?;
+    let mut buf = vec![0u8; 65535];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failure::Deadline(started.elapsed()));
+        }
+        stream.set_read_timeout(Some(left.min(TCP_WAIT)))?;
+        let n = match read_message(&mut stream, &mut buf) {
+            Ok(Some(n)) => n,
+            // The primary closed the connection between messages: `finish` says whether
+            // that was the end.
+            Ok(None) => return Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) && Instant::now() >= deadline =>
+            {
+                return Err(Failure::Deadline(started.elapsed()))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match inc.feed(&buf[..n], unix_now())? {
+            incoming::Progress::Done => return Ok(()),
+            incoming::Progress::More => {}
+        }
+    }
+}
+
+fn connect(primary: SocketAddr, deadline: Instant) -> io::Result<TcpStream> {
+    let wait = deadline
+        .saturating_duration_since(Instant::now())
+        .min(TCP_WAIT);
+    let stream = TcpStream::connect_timeout(&primary, wait.max(Duration::from_millis(1)))?;
+    stream.set_nodelay(true)?;
+    stream.set_write_timeout(Some(TCP_WAIT))?;
+    stream.set_read_timeout(Some(TCP_WAIT))?;
+    Ok(stream)
+}
+
+fn send(stream: &mut TcpStream, msg: &[u8]) -> io::Result<()> {
+    let mut framed = Vec::with_capacity(msg.len() + 2);
+    framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+    framed.extend_from_slice(msg);
+    stream.write_all(&framed)
+}
+
+/// Reads one length-prefixed message into `buf`; `None` if the stream ended before it.
+fn read_message(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    let mut len = [0u8; 2];
+    // A signal may interrupt the read (the main thread's are handled elsewhere, but the
+    // kernel can still say so); a few retries, then the error.
+    let mut tries = 0;
+    loop {
+        match stream.read(&mut len[..1]) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    stream.read_exact(&mut len[1..])?;
+    let n = u16::from_be_bytes(len) as usize;
+    stream.read_exact(&mut buf[..n])?;
+    Ok(Some(n))
+}

@@ -1,0 +1,649 @@
+//! secondary -- the secondary role: zones transferred from primaries (`[[zone]] primary`,
+//! `--secondary`), kept fresh by their SOA timers and by NOTIFY, on one thread of their own
+//! (`shardns-secondary`), never a worker.
+//!
+//! ```text
+//!  start: a stand-in (SERVFAIL) per zone; the copy kept in `file`, if not expired, served
+//!  thread: per zone, when due (REFRESH, RETRY after a failure, at once after a NOTIFY):
+//!          SOA query to each primary in turn (client::soa_serial)
+//!          → newer (RFC 1982)? IXFR from our version, else AXFR (client::transfer,
+//!            shardns_zone::xfr::incoming); AXFR again when the IXFR cannot be applied
+//!          → new version: Arc<Zone> → main thread (SIGUSR1, `publish`): ZoneSet::update,
+//!            ArcSwap::store, NOTIFY to our own secondaries; the copy written (store)
+//!          → EXPIRE passed without a successful refresh: the stand-in again (SERVFAIL)
+//!  workers: NOTIFY → inbox (answered at once; a flag and a wake-up for the thread)
+//! ```
+//!
+//! Transfers never touch the answer path: the workers go on answering from the version they
+//! hold until the main thread swaps the new one in. A transfer holds one message at a time
+//! plus the records read so far, within `[limits] transfer_in_*`. Timers: REFRESH and RETRY
+//! of the zone's SOA (at least [`MIN_REFRESH`] and [`MIN_RETRY`], at most a day), each
+//! shortened by up to a tenth at random (jitter, so that many secondaries do not ask at the
+//! same moment); EXPIRE (at least [`MIN_EXPIRE`]) counted from the last successful refresh.
+//! A zone that has never had a version is retried after 5 s, doubling up to 5 minutes.
+
+mod client;
+mod inbox;
+mod store;
+
+pub(crate) use inbox::Inbox;
+
+use crate::config::Config;
+use crate::control::Reloader;
+use crate::Shared;
+use client::Failure;
+use shardns_wire::tsig::Key;
+use shardns_wire::{Name, RType};
+use shardns_zone::xfr::incoming::{Form, Limits, Outcome};
+use shardns_zone::xfr::is_newer;
+use shardns_zone::{Zone, ZoneChange};
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tracing::{error, info, warn};
+
+pub(crate) use crate::dispatch::unix_now;
+
+/// Shortest REFRESH followed, whatever the SOA says.
+pub(crate) const MIN_REFRESH: u32 = 2;
+/// Shortest RETRY followed.
+pub(crate) const MIN_RETRY: u32 = 1;
+/// Shortest EXPIRE followed.
+pub(crate) const MIN_EXPIRE: u32 = 3;
+/// Longest REFRESH and RETRY followed.
+const MAX_INTERVAL: u32 = 86_400;
+
+/// One secondary zone as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SecondaryZone {
+    pub(crate) name: Name,
+    /// Where its copy is kept (`None`: in memory only).
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) primaries: Vec<SocketAddr>,
+    /// Signs our queries, and must sign a NOTIFY.
+    pub(crate) key: Option<Key>,
+}
+
+/// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
+pub(crate) fn zones(config: &Config) -> Vec<SecondaryZone> {
+    config
+        .zones
+        .iter()
+        .filter(|z| z.is_secondary())
+        .map(|z| SecondaryZone {
+            name: z.name.clone(),
+            file: (!z.file.as_os_str().is_empty()).then(|| z.file.clone()),
+            primaries: z.primary.clone(),
+            // The config checked that the key exists.
+            key: z.primary_key.as_ref().and_then(|k| {
+                config
+                    .keys
+                    .iter()
+                    .find(|c| &c.0.name == k)
+                    .map(|c| c.0.clone())
+            }),
+        })
+        .collect()
+}
+
+/// Warns when a reload's config changes the secondary zones: they are set up at start.
+pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
+    if zones(running) != zones(new) {
+        warn!("reload: the secondary zones (primary, primary_key, file) changed; that takes a restart");
+    }
+}
+
+/// The role before it starts: its zones and what the workers' [`Inbox`] shares with it.
+pub(crate) struct Role {
+    zones: Vec<SecondaryZone>,
+    pending: Arc<[AtomicBool]>,
+    wake: Receiver<()>,
+}
+
+/// The role for `config`, and the inbox the workers hand NOTIFY to; `None` without
+/// secondary zones.
+pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
+    let zones = zones(config);
+    if zones.is_empty() {
+        return None;
+    }
+    let pending: Arc<[AtomicBool]> = zones.iter().map(|_| AtomicBool::new(false)).collect();
+    let (tx, wake) = mpsc::sync_channel(1);
+    let inbox = Inbox::new(&zones, Arc::clone(&pending), tx);
+    Some((
+        Role {
+            zones,
+            pending,
+            wake,
+        },
+        inbox,
+    ))
+}
+
+impl Role {
+    /// What to serve for each zone until the thread has more: SERVFAIL.
+    pub(crate) fn stand_ins(&self) -> Vec<ZoneChange> {
+        self.zones
+            .iter()
+            .map(|z| ZoneChange::Put(Arc::new(Zone::unavailable(z.name.clone()))))
+            .collect()
+    }
+
+    /// Starts the thread. New versions come back on the receiver, each batch with a
+    /// SIGUSR1 to the process: the main thread serves them ([`publish`]).
+    pub(crate) fn start(
+        self,
+        config: &Config,
+        shared: Arc<Shared>,
+        seed: u64,
+    ) -> io::Result<Receiver<Vec<ZoneChange>>> {
+        let (tx, rx) = mpsc::channel();
+        let l = &config.limits;
+        let thread = Thread {
+            slots: self
+                .zones
+                .into_iter()
+                .map(|zone| Slot {
+                    zone,
+                    current: None,
+                    serving: false,
+                    next_check: Instant::now(),
+                    expire_at: None,
+                    failures: 0,
+                    preferred: 0,
+                })
+                .collect(),
+            pending: self.pending,
+            wake: self.wake,
+            publish: tx,
+            shared,
+            limits: Limits {
+                messages: l.transfer_in_max_messages,
+                records: l.transfer_in_max_records,
+                bytes: l.transfer_in_max_bytes,
+            },
+            timeout: Duration::from_millis(l.transfer_in_timeout_ms),
+            rng: seed | 1,
+        };
+        std::thread::Builder::new()
+            .name("shardns-secondary".into())
+            .spawn(move || thread.run())?;
+        Ok(rx)
+    }
+}
+
+/// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
+/// own secondaries about new serials (chains), and retires what they replaced.
+pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Vec<ZoneChange>>) {
+    let changes: Vec<ZoneChange> = rx.try_iter().flatten().collect();
+    if changes.is_empty() {
+        return;
+    }
+    let puts: Vec<Arc<Zone>> = changes
+        .iter()
+        .filter_map(|c| match c {
+            ZoneChange::Put(z) => Some(Arc::clone(z)),
+            ZoneChange::Remove(_) => None,
+        })
+        .collect();
+    let set = reloader.library.apply_outside(changes);
+    let old = shared.zones.swap(Arc::new(set));
+    shared.wake_workers();
+    let replaced: Vec<Arc<Zone>> = puts
+        .iter()
+        .filter_map(|z| old.get(z.apex()).cloned())
+        .collect();
+    let notify = reloader.config.notify_index();
+    if !notify.is_empty() {
+        for zone in puts.iter().filter(|z| !z.is_unavailable()) {
+            let targets = notify.targets(&zone.apex().to_name());
+            let changed = old
+                .get(zone.apex())
+                .is_none_or(|was| was.is_unavailable() || was.serial() != zone.serial());
+            if changed && !targets.is_empty() {
+                reloader.notifier.announce(crate::notify::Job {
+                    zone: Arc::clone(zone),
+                    targets: targets.to_vec(),
+                });
+            }
+        }
+    }
+    reloader.retire(old, replaced);
+    shared
+        .control
+        .zones
+        .store(reloader.library.len() as u64, Relaxed);
+}
+
+/// One secondary zone on the thread.
+struct Slot {
+    zone: SecondaryZone,
+    /// The version we have (not a stand-in); the base of the next IXFR.
+    current: Option<Arc<Zone>>,
+    /// `current` is served (else the stand-in is: expired, or never had a version).
+    serving: bool,
+    next_check: Instant,
+    /// When the version served expires (`None` when none is).
+    expire_at: Option<Instant>,
+    /// Refreshes failed in a row.
+    failures: u32,
+    /// The primary that answered last: asked first.
+    preferred: usize,
+}
+
+struct Thread {
+    slots: Vec<Slot>,
+    pending: Arc<[AtomicBool]>,
+    wake: Receiver<()>,
+    publish: Sender<Vec<ZoneChange>>,
+    shared: Arc<Shared>,
+    limits: Limits,
+    timeout: Duration,
+    rng: u64,
+}
+
+impl Thread {
+    fn run(mut self) {
+        self.load_kept_copies();
+        self.count_unavailable();
+        loop {
+            if self.shared.shutdown.load(Relaxed) {
+                return;
+            }
+            let now = Instant::now();
+            for (i, flag) in self.pending.iter().enumerate() {
+                if flag.swap(false, Relaxed) {
+                    info!(
+                        "zone {}: NOTIFY from a primary, refreshing",
+                        self.slots[i].zone.name
+                    );
+                    self.slots[i].next_check = now;
+                }
+            }
+            for i in 0..self.slots.len() {
+                let s = &self.slots[i];
+                if s.serving && s.expire_at.is_some_and(|t| t <= now) {
+                    self.expire(i);
+                }
+            }
+            let due = (0..self.slots.len())
+                .filter(|&i| self.slots[i].next_check <= now)
+                .min_by_key(|&i| self.slots[i].next_check);
+            if let Some(i) = due {
+                self.refresh(i);
+                continue;
+            }
+            let next = self
+                .slots
+                .iter()
+                .flat_map(|s| [Some(s.next_check), s.expire_at.filter(|_| s.serving)])
+                .flatten()
+                .min()
+                .unwrap_or(now + Duration::from_secs(3600));
+            let wait = next
+                .saturating_duration_since(now)
+                .min(Duration::from_secs(3600));
+            match self.wake.recv_timeout(wait) {
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// At start: the copies kept on disk that have not expired are served at once, and
+    /// every zone is refreshed now.
+    fn load_kept_copies(&mut self) {
+        let mut puts = Vec::new();
+        let wall = SystemTime::now();
+        for slot in &mut self.slots {
+            let Some(path) = &slot.zone.file else {
+                continue;
+            };
+            let name = &slot.zone.name;
+            let Some((zone, refreshed)) = store::read_copy(path, name) else {
+                info!("zone {name}: no copy in {} yet", path.display());
+                continue;
+            };
+            let zone = match zone {
+                Ok((zone, _)) => zone,
+                Err(e) => {
+                    warn!(
+                        "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
+                        path.display()
+                    );
+                    continue;
+                }
+            };
+            let (_, _, expire) = timers(&zone);
+            let age = wall.duration_since(refreshed).unwrap_or_default();
+            let zone = Arc::new(zone);
+            if age >= Duration::from_secs(expire.into()) {
+                warn!(
+                    "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
+                    path.display(),
+                    zone.serial(),
+                    (age - Duration::from_secs(expire.into())).as_secs()
+                );
+                // Still the base of an IXFR.
+                slot.current = Some(zone);
+                continue;
+            }
+            info!(
+                "zone {name}: serving the copy in {} (serial {}, refreshed {} s ago)",
+                path.display(),
+                zone.serial(),
+                age.as_secs()
+            );
+            slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
+            slot.serving = true;
+            slot.current = Some(Arc::clone(&zone));
+            puts.push(ZoneChange::Put(zone));
+        }
+        self.send(puts);
+    }
+
+    /// Hands changes to the main thread and wakes it.
+    fn send(&self, changes: Vec<ZoneChange>) {
+        if changes.is_empty() {
+            return;
+        }
+        if self.publish.send(changes).is_ok() {
+            if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGUSR1) {
+                error!("cannot wake the main thread to serve a transferred zone: {e}");
+            }
+        }
+    }
+
+    fn next_id(&mut self) -> u16 {
+        (self.next_random() >> 48) as u16
+    }
+
+    /// splitmix64.
+    fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// `secs`, shortened by up to a tenth at random.
+    fn jitter(&mut self, secs: u32) -> Duration {
+        let full = Duration::from_secs(secs.into());
+        let cut = self.next_random() % 1000;
+        full - full * (cut as u32) / 10_000
+    }
+
+    /// Asks the primaries, in turn, for the zone's serial, and transfers a newer version.
+    fn refresh(&mut self, i: usize) {
+        let zone = self.slots[i].zone.clone();
+        let n = zone.primaries.len();
+        for k in 0..n {
+            let p = (self.slots[i].preferred + k) % n;
+            let primary = zone.primaries[p];
+            let id = self.next_id();
+            let serial = match client::soa_serial(primary, &zone.name, zone.key.as_ref(), id) {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
+                    continue;
+                }
+            };
+            let current = self.slots[i].current.clone();
+            if let Some(cur) = current.as_ref().filter(|c| !is_newer(serial, c.serial())) {
+                if serial != cur.serial() {
+                    warn!(
+                        "zone {}: {primary} has serial {serial}, not newer than ours ({}); keeping ours",
+                        zone.name,
+                        cur.serial()
+                    );
+                }
+                self.slots[i].preferred = p;
+                self.refreshed(i, false);
+                return;
+            }
+            match self.transfer(i, primary, serial) {
+                Ok(()) => {
+                    self.slots[i].preferred = p;
+                    return;
+                }
+                Err(e) => {
+                    self.shared.control.xfr_in_failed.fetch_add(1, Relaxed);
+                    error!(
+                        "zone {}: transfer from {primary} failed, {}: {e}",
+                        zone.name,
+                        if self.slots[i].serving {
+                            "keeping the version served"
+                        } else {
+                            "still nothing to serve"
+                        }
+                    );
+                }
+            }
+        }
+        // Every primary failed: try again after RETRY (or the back-off of a zone that has
+        // never had a version).
+        let slot = &mut self.slots[i];
+        slot.failures += 1;
+        let retry = match &slot.current {
+            Some(z) => timers(z).1,
+            None => (5u32 << (slot.failures - 1).min(6)).min(300),
+        };
+        let wait = self.jitter(retry);
+        self.slots[i].next_check = Instant::now() + wait;
+        warn!(
+            "zone {}: refresh failed from every primary ({} in a row); next try in {:.0} s",
+            zone.name,
+            self.slots[i].failures,
+            wait.as_secs_f64()
+        );
+    }
+
+    /// Transfers the zone from `primary`, whose serial is `serial`: IXFR from our version
+    /// if we have one (AXFR if that cannot be done), else AXFR.
+    fn transfer(&mut self, i: usize, primary: SocketAddr, serial: u32) -> Result<(), String> {
+        let zone = self.slots[i].zone.clone();
+        let base = self.slots[i].current.clone();
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let mut bytes = 0u64;
+        let key = zone.key.as_ref();
+        let mut result = Err(Failure::Io(io::ErrorKind::NotFound.into()));
+        let mut tried_ixfr = false;
+        if let Some(base) = &base {
+            tried_ixfr = true;
+            let id = self.next_id();
+            result = client::transfer(
+                primary,
+                &zone.name,
+                RType::IXFR,
+                Some(base),
+                key,
+                id,
+                self.limits,
+                deadline,
+                &mut bytes,
+            );
+            let fall_back = match &result {
+                Ok(t) => matches!(t.outcome, Outcome::SoaOnly(s) if is_newer(s, base.serial())),
+                Err(Failure::Xfr(e)) => e.retry_with_axfr(),
+                Err(_) => false,
+            };
+            if fall_back {
+                if let Err(e) = &result {
+                    warn!(
+                        "zone {}: IXFR from {primary} failed ({e}); trying AXFR",
+                        zone.name
+                    );
+                }
+                tried_ixfr = false;
+            }
+        }
+        if !tried_ixfr {
+            let id = self.next_id();
+            result = client::transfer(
+                primary,
+                &zone.name,
+                RType::AXFR,
+                None,
+                key,
+                id,
+                self.limits,
+                deadline,
+                &mut bytes,
+            );
+        }
+        self.shared.control.xfr_in_bytes.fetch_add(bytes, Relaxed);
+        let t = result.map_err(|e| e.to_string())?;
+        let (new, form) = match t.outcome {
+            Outcome::SoaOnly(s) => {
+                // Up to date after all (the SOA query and the transfer crossed a change).
+                if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
+                    self.refreshed(i, false);
+                    return Ok(());
+                }
+                return Err(format!("the primary sent its SOA (serial {s}) and no zone"));
+            }
+            Outcome::Zone {
+                zone,
+                warnings,
+                form,
+            } => {
+                for w in warnings.iter().take(10) {
+                    warn!("zone {}: {w}", zone.apex());
+                }
+                (zone, form)
+            }
+        };
+        if let Some(b) = base
+            .as_ref()
+            .filter(|b| !is_newer(new.serial(), b.serial()))
+        {
+            return Err(format!(
+                "the primary sent serial {}, not newer than ours ({}); keeping ours",
+                new.serial(),
+                b.serial()
+            ));
+        }
+        // Counted by what came: differences, or the whole zone (an AXFR, or an IXFR the
+        // primary answered in AXFR form).
+        let (kind, counter) = match form {
+            Form::Incremental => ("IXFR", &self.shared.control.xfr_in_ixfr),
+            Form::Whole if tried_ixfr => ("IXFR in AXFR form", &self.shared.control.xfr_in_axfr),
+            Form::Whole => ("AXFR", &self.shared.control.xfr_in_axfr),
+        };
+        counter.fetch_add(1, Relaxed);
+        let new = Arc::new(new);
+        info!(
+            "zone {}: serial {} -> {} by {kind} from {primary} (announced {serial}): {} records, {} messages, {} octets in {:.3} s{}",
+            zone.name,
+            base.as_ref().map_or("none".to_string(), |b| b.serial().to_string()),
+            new.serial(),
+            new.record_count(),
+            t.messages,
+            t.bytes,
+            started.elapsed().as_secs_f64(),
+            if t.skipped > 0 {
+                format!(" ({} records outside the zone skipped; {} read)", t.skipped, t.records)
+            } else {
+                String::new()
+            }
+        );
+        self.send(vec![ZoneChange::Put(Arc::clone(&new))]);
+        let slot = &mut self.slots[i];
+        slot.current = Some(Arc::clone(&new));
+        slot.serving = true;
+        if let Some(path) = &slot.zone.file {
+            let written = Instant::now();
+            match store::write_copy(path, &new, &format!("from {primary}")) {
+                Ok(()) => info!(
+                    "zone {}: copy written to {} in {:.3} s",
+                    zone.name,
+                    path.display(),
+                    written.elapsed().as_secs_f64()
+                ),
+                Err(e) => warn!(
+                    "zone {}: cannot keep its copy in {}: {e}",
+                    zone.name,
+                    path.display()
+                ),
+            }
+        }
+        self.refreshed(i, true);
+        Ok(())
+    }
+
+    /// A refresh succeeded: the timers start again from the SOA of our version, and a zone
+    /// that had expired is served again.
+    fn refreshed(&mut self, i: usize, written: bool) {
+        let Some(current) = self.slots[i].current.clone() else {
+            return;
+        };
+        let (refresh, _, expire) = timers(&current);
+        let wait = self.jitter(refresh);
+        let now = Instant::now();
+        let slot = &mut self.slots[i];
+        slot.failures = 0;
+        slot.next_check = now + wait;
+        slot.expire_at = Some(now + Duration::from_secs(expire.into()));
+        if !written {
+            if let Some(path) = &slot.zone.file {
+                if let Err(e) = store::touch(path) {
+                    warn!(
+                        "zone {}: cannot record the refresh on {}: {e}",
+                        slot.zone.name,
+                        path.display()
+                    );
+                }
+            }
+        }
+        if !slot.serving {
+            slot.serving = true;
+            info!(
+                "zone {}: serial {} confirmed by a primary; serving it again",
+                slot.zone.name,
+                current.serial()
+            );
+            self.send(vec![ZoneChange::Put(current)]);
+        }
+        self.count_unavailable();
+    }
+
+    /// EXPIRE passed without a successful refresh: SERVFAIL from now on.
+    fn expire(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        slot.serving = false;
+        slot.expire_at = None;
+        error!(
+            "zone {} expired: no successful refresh from its primaries for EXPIRE ({} s); answering SERVFAIL for it until a transfer succeeds",
+            slot.zone.name,
+            slot.current.as_ref().map_or(0, |z| timers(z).2)
+        );
+        let stand_in = Arc::new(Zone::unavailable(slot.zone.name.clone()));
+        self.shared.control.secondary_expired.fetch_add(1, Relaxed);
+        self.send(vec![ZoneChange::Put(stand_in)]);
+        self.count_unavailable();
+    }
+
+    fn count_unavailable(&self) {
+        let n = self.slots.iter().filter(|s| !s.serving).count();
+        self.shared
+            .control
+            .secondary_unavailable
+            .store(n as u64, Relaxed);
+    }
+}
+
+/// REFRESH, RETRY and EXPIRE of a version, within our bounds (seconds).
+fn timers(zone: &Zone) -> (u32, u32, u32) {
+    let (refresh, retry, expire) = store::soa_timers(zone);
+    (
+        refresh.clamp(MIN_REFRESH, MAX_INTERVAL),
+        retry.clamp(MIN_RETRY, MAX_INTERVAL),
+        expire.max(MIN_EXPIRE),
+    )
+}

@@ -1,0 +1,155 @@
+//! secondary::store -- the copy a secondary keeps of each zone in its `file`: written after
+//! every transfer as a zone file (a temporary file beside it, synced, then renamed over
+//! it, so a crash leaves the old copy or the new one, never half of one), and read at start.
+//!
+//! The time of the last successful refresh is the file's modification time: a transfer
+//! writes the file, a refresh that finds the serial unchanged sets its mtime to now. At
+//! start a copy is served only if that time plus the SOA's EXPIRE is still ahead.
+
+use shardns_wire::{rdata, Name, RType};
+use shardns_zone::scan::{scan_file, Diag};
+use shardns_zone::{ScanOptions, Zone};
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The temporary file a new copy is written to before it replaces `path`.
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.shardns-tmp"))
+}
+
+/// Writes `zone` to `path` atomically; `about` goes in the header comment (where it came
+/// from).
+pub(crate) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
+    let tmp = temp_path(path);
+    let result = write_file(&tmp, zone, about).and_then(|()| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    // The rename reaches the disk with the directory.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    result
+}
+
+fn write_file(tmp: &Path, zone: &Zone, about: &str) -> io::Result<()> {
+    let file = File::create(tmp)?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    writeln!(
+        w,
+        "; {} serial {}, kept by shardns as a secondary: {about}",
+        zone.apex(),
+        zone.serial()
+    )?;
+    let mut line = String::with_capacity(256);
+    for id in 0..zone.node_count() as u32 {
+        let node = zone.node(id);
+        for set in node.rrsets() {
+            for data in set.rdatas() {
+                line.clear();
+                let _ = write!(line, "{}\t{}\tIN\t{}\t", node.name(), set.ttl, set.rtype);
+                let _ = rdata::fmt_text(set.rtype, data, &mut line);
+                line.push('\n');
+                w.write_all(line.as_bytes())?;
+            }
+        }
+    }
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()
+}
+
+/// Records that the copy at `path` was found current now (its mtime is the time of the
+/// last successful refresh).
+pub(crate) fn touch(path: &Path) -> io::Result<()> {
+    File::options()
+        .append(true)
+        .open(path)?
+        .set_modified(SystemTime::now())
+}
+
+/// A copy read back: the zone and its warnings, or why it cannot be read.
+pub(crate) type Copy = Result<(Zone, Vec<Diag>), String>;
+
+/// The copy kept at `path`: `None` if there is none; else the zone (or why it cannot be
+/// read) and when it was last refreshed.
+pub(crate) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> {
+    // A temporary file left by a crash mid-write is of no use.
+    let _ = fs::remove_file(temp_path(path));
+    let modified = fs::metadata(path).ok()?.modified().ok()?;
+    let opts = ScanOptions {
+        threads: 2,
+        ..ScanOptions::new(apex.clone())
+    };
+    let zone = scan_file(path, &opts)
+        .and_then(|scanned| Zone::build(apex.clone(), scanned))
+        .map_err(|e| e.to_string());
+    Some((zone, modified))
+}
+
+/// The SOA's REFRESH, RETRY and EXPIRE of `zone`, in seconds.
+pub(crate) fn soa_timers(zone: &Zone) -> (u32, u32, u32) {
+    let apex = zone.apex_node();
+    let Some(rdata) = apex.rrset(RType::SOA).and_then(|s| s.rdatas().next()) else {
+        return (0, 0, 0);
+    };
+    let mut at = 0;
+    for _ in 0..2 {
+        match shardns_wire::NameRef::from_wire_prefix(&rdata[at..]) {
+            Ok((_, len)) => at += len,
+            Err(_) => return (0, 0, 0),
+        }
+    }
+    let field = |i: usize| {
+        rdata
+            .get(at + 4 * i..at + 4 * i + 4)
+            .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    (field(1), field(2), field(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardns_zone::load_zone_text;
+
+    #[test]
+    fn a_copy_reads_back_as_the_same_zone() {
+        let text = "$TTL 300\n@ SOA ns hostmaster 42 7200 3600 1209600 60\n@ NS ns\n\
+                    ns A 192.0.2.1\nns AAAA 2001:db8::1\n@ MX 10 Mail\n*.wild TXT \"a b\" \"c\\\"d\"\n\
+                    odd\\.label TXT \"x\"\nsub NS ns.sub\nns.sub A 192.0.2.53\n\
+                    x TYPE65280 \\# 3 010203\n_sip._tcp SRV 0 5 5060 sip\nc CNAME ns\n";
+        let apex: Name = "copy.test.".parse().unwrap();
+        let (zone, _) = load_zone_text(
+            text.as_bytes(),
+            Path::new("t"),
+            &ScanOptions::new(apex.clone()),
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("shardns-store-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("copy.test.zone");
+        write_copy(&path, &zone, "from a test").unwrap();
+        assert!(!temp_path(&path).exists());
+        let (back, _) = read_copy(&path, &apex).unwrap();
+        let (back, _) = back.unwrap();
+        let lines = |z: &Zone| {
+            let mut v: Vec<String> = z.records().map(|r| r.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(lines(&back), lines(&zone));
+        assert_eq!(soa_timers(&back), (7200, 3600, 1_209_600));
+        touch(&path).unwrap();
+        assert!(read_copy(&dir.join("none"), &apex).is_none());
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,512 @@
+//! Incoming transfers read back from our own outgoing ones (AXFR, signed or not) and from
+//! hand-made IXFR answers; every hostile answer is an error that names what is wrong.
+
+use super::*;
+use crate::scan::{scan_text, ScanOptions};
+use crate::xfr::{self, Transfer};
+use shardns_wire::tsig::Signer;
+use shardns_wire::Query;
+use std::path::Path;
+
+const APEX: &str = "example.test.";
+const NOW: u64 = 1_700_000_000;
+
+fn apex() -> Name {
+    APEX.parse().unwrap()
+}
+
+fn key() -> Key {
+    "hmac-sha256:xfr-key.:c2VjcmV0IHNlY3JldCBzZWNyZXQgc2VjcmV0IQ=="
+        .parse()
+        .unwrap()
+}
+
+fn zone_text(serial: u32, hosts: usize, extra: &str) -> String {
+    let mut z = format!(
+        "$TTL 300\n@ SOA ns hostmaster {serial} 7200 3600 1209600 60\n@ NS ns\n@ NS ns.other.test.\n\
+         ns A 192.0.2.1\n@ MX 10 Mail\nMail A 192.0.2.2\nsub NS ns.sub\nns.sub A 192.0.2.53\n\
+         *.wild TXT \"any\"\n{extra}"
+    );
+    for i in 0..hosts {
+        z.push_str(&format!("h{i} A 10.0.{}.{}\n", i >> 8, i & 255));
+    }
+    z
+}
+
+fn zone(text: &str) -> Arc<Zone> {
+    let opts = ScanOptions::new(apex());
+    let (z, _) = crate::load_zone_text(text.as_bytes(), Path::new("test.zone"), &opts)
+        .unwrap_or_else(|e| panic!("load: {e}"));
+    Arc::new(z)
+}
+
+/// Every record of a zone as text, sorted (owner case folded).
+fn lines(z: &Zone) -> Vec<String> {
+    let mut v: Vec<String> = z.records().map(|r| r.to_string().to_lowercase()).collect();
+    v.sort();
+    v
+}
+
+/// Our own server's answer to `req`, in messages of at most `size` octets, signed if the
+/// request was.
+fn serve(z: &Arc<Zone>, req: &Request, size: usize) -> Vec<Vec<u8>> {
+    let q = Query::parse(&req.bytes).expect("our request parses");
+    let xfr::Read::Transfer(r) = xfr::request(&q) else {
+        panic!("not a transfer request")
+    };
+    let mut t = Transfer::new(Arc::clone(z), r);
+    if let Ok(Some(sig)) = tsig::read(&req.bytes) {
+        let k = key();
+        tsig::verify(&req.bytes, &sig, std::slice::from_ref(&k), NOW).expect("request verifies");
+        t.sign_with(Signer::new(&k, &sig));
+    }
+    t.set_time(NOW);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; size];
+    while let Some(n) = t.next_message(&mut buf) {
+        out.push(buf[..n].to_vec());
+    }
+    out
+}
+
+/// Feeds `messages`; the progress after each, or the first error.
+fn feed_all(inc: &mut Incoming, messages: &[Vec<u8>]) -> Result<Progress, XfrError> {
+    let mut p = Progress::More;
+    for m in messages {
+        p = inc.feed(m, NOW)?;
+    }
+    Ok(p)
+}
+
+fn run(req: Request, base: Option<Arc<Zone>>, messages: &[Vec<u8>]) -> Result<Outcome, XfrError> {
+    let mut inc = Incoming::new(req, base, Limits::default());
+    assert_eq!(feed_all(&mut inc, messages)?, Progress::Done);
+    inc.finish()
+}
+
+fn new_zone(outcome: Result<Outcome, XfrError>) -> (Zone, Form) {
+    match outcome {
+        Ok(Outcome::Zone { zone, form, .. }) => (zone, form),
+        other => panic!("expected a zone, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_axfr_in_many_messages_gives_the_same_zone() {
+    let z = zone(&zone_text(7, 500, ""));
+    for key in [None, Some(key())] {
+        let req = request(&apex(), RType::AXFR, 42, None, key.as_ref(), NOW);
+        let messages = serve(&z, &req, 1024);
+        assert!(messages.len() > 5, "{} messages", messages.len());
+        let (got, form) = new_zone(run(req, None, &messages));
+        assert_eq!(form, Form::Whole);
+        assert_eq!(got.serial(), 7);
+        assert_eq!(lines(&got), lines(&z));
+    }
+}
+
+#[test]
+fn tsig_failures_and_unsigned_answers_are_errors() {
+    let z = zone(&zone_text(7, 200, ""));
+    // A signed transfer with one octet changed in its middle message.
+    let req = request(&apex(), RType::AXFR, 1, None, Some(&key()), NOW);
+    let mut messages = serve(&z, &req, 1024);
+    let mid = messages.len() / 2;
+    let at = messages[mid].len() / 2;
+    messages[mid][at] ^= 1;
+    let err = run(req, None, &messages).unwrap_err();
+    assert!(
+        matches!(err, XfrError::Tsig(_) | XfrError::Malformed(_)),
+        "{err}"
+    );
+    // An unsigned answer to a signed request.
+    let req = request(&apex(), RType::AXFR, 1, None, Some(&key()), NOW);
+    let unsigned = serve(&z, &request(&apex(), RType::AXFR, 1, None, None, NOW), 1024);
+    let err = run(req, None, &unsigned).unwrap_err();
+    assert!(
+        matches!(err, XfrError::Tsig(ResponseError::Unsigned)),
+        "{err}"
+    );
+    // Signed with another secret.
+    let mut other = key();
+    other.secret[0] ^= 1;
+    let req = request(&apex(), RType::AXFR, 1, None, Some(&other), NOW);
+    let signed = serve(
+        &z,
+        &request(&apex(), RType::AXFR, 1, None, Some(&key()), NOW),
+        1024,
+    );
+    let err = run(req, None, &signed).unwrap_err();
+    assert!(
+        matches!(err, XfrError::Tsig(ResponseError::BadSig)),
+        "{err}"
+    );
+}
+
+/// One IXFR answer: `SOA(new)`, then per step `SOA(from)`, deletions, `SOA(to)`,
+/// additions, and `SOA(new)`; records given as zone-file lines, `per` to a message.
+fn ixfr_answer(id: u16, new: u32, steps: &[(u32, &str, u32, &str)], per: usize) -> Vec<Vec<u8>> {
+    let soa = |serial: u32| format!("@ SOA ns hostmaster {serial} 7200 3600 1209600 60\n");
+    let mut text = String::from("$TTL 300\n");
+    text.push_str(&soa(new));
+    for (from, dels, to, adds) in steps {
+        text.push_str(&soa(*from));
+        text.push_str(dels);
+        text.push_str(&soa(*to));
+        text.push_str(adds);
+    }
+    text.push_str(&soa(new));
+    answer(id, RType::IXFR, &text, per)
+}
+
+/// Records (zone-file lines, origin example.test.) as answers, `per` to a message.
+fn answer(id: u16, qtype: RType, text: &str, per: usize) -> Vec<Vec<u8>> {
+    answer_in(APEX, id, qtype, text, per)
+}
+
+/// [`answer`], the lines read with another origin (records outside our zone).
+fn answer_in(origin: &str, id: u16, qtype: RType, text: &str, per: usize) -> Vec<Vec<u8>> {
+    let opts = ScanOptions::new(origin.parse().unwrap());
+    let scanned = scan_text(text.as_bytes(), Path::new("t"), &opts).unwrap();
+    let recs = &scanned.chunks[0];
+    let mut out = Vec::new();
+    for chunk in recs.items.chunks(per) {
+        let mut buf = vec![0u8; 65535];
+        let mut w = MessageWriter::new(&mut buf, 65535);
+        if out.is_empty() {
+            w.put_question(apex().as_ref(), qtype, Class::IN).unwrap();
+        }
+        for it in chunk {
+            w.put_record(
+                Section::Answer,
+                recs.owner(it),
+                it.rtype,
+                Class::IN,
+                it.ttl,
+                recs.rdata(it),
+            )
+            .unwrap();
+        }
+        let mut h = Header {
+            id,
+            ..Header::default()
+        };
+        h.set_qr(true);
+        h.set_aa(true);
+        out.push(w.finish(&h).to_vec());
+    }
+    out
+}
+
+#[test]
+fn an_incremental_ixfr_applies_every_step_to_our_version() {
+    let base = zone(&zone_text(1, 20, "www A 192.0.2.80\n"));
+    let want = zone(&zone_text(
+        3,
+        20,
+        "www A 192.0.2.81\nnew TXT \"step two\"\nwww TXT \"web\"\n",
+    ))
+    .records()
+    .filter(|r| !r.to_string().contains("h7."))
+    .count();
+    let steps = [
+        // 1 -> 2: www moves, h7 goes, a TXT comes.
+        (
+            1,
+            "www A 192.0.2.80\nh7 A 10.0.0.7\n",
+            2,
+            "www A 192.0.2.81\nnew TXT \"step one\"\n",
+        ),
+        // 2 -> 3: the TXT added in step one changes; www gets a TXT; MAIL in another case.
+        (
+            2,
+            "new TXT \"step one\"\n",
+            3,
+            "new TXT \"step two\"\nWWW TXT \"web\"\n",
+        ),
+    ];
+    for per in [1, 3, 100] {
+        let req = request(&apex(), RType::IXFR, 9, Some(&base), None, NOW);
+        let messages = ixfr_answer(9, 3, &steps, per);
+        let (got, form) = new_zone(run(req, Some(Arc::clone(&base)), &messages));
+        assert_eq!(form, Form::Incremental);
+        assert_eq!(got.serial(), 3);
+        let text = lines(&got).join("\n");
+        assert_eq!(got.record_count(), want, "{text}");
+        for present in [
+            "www.example.test. 300 in a 192.0.2.81",
+            "new.example.test. 300 in txt \"step two\"",
+            "www.example.test. 300 in txt \"web\"",
+            "h8.example.test. 300 in a 10.0.0.8",
+        ] {
+            assert!(text.contains(present), "{present} missing:\n{text}");
+        }
+        for gone in ["192.0.2.80", "step one", "h7."] {
+            assert!(!text.contains(gone), "{gone} still there:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn an_ixfr_that_does_not_apply_says_fall_back_to_axfr() {
+    let base = zone(&zone_text(1, 5, ""));
+    let cases: [(&str, Vec<Vec<u8>>); 4] = [
+        (
+            "deletes a record that is not there",
+            ixfr_answer(9, 2, &[(1, "nope A 192.0.2.1\n", 2, "")], 10),
+        ),
+        (
+            "starts at another serial",
+            ixfr_answer(9, 2, &[(5, "", 2, "")], 10),
+        ),
+        (
+            "steps do not chain",
+            ixfr_answer(9, 3, &[(1, "", 2, ""), (7, "", 3, "")], 10),
+        ),
+        (
+            "deletes the same record twice",
+            ixfr_answer(9, 2, &[(1, "h1 A 10.0.0.1\nh1 A 10.0.0.1\n", 2, "")], 10),
+        ),
+    ];
+    for (what, messages) in cases {
+        let req = request(&apex(), RType::IXFR, 9, Some(&base), None, NOW);
+        let err = run(req, Some(Arc::clone(&base)), &messages).unwrap_err();
+        assert!(
+            matches!(err, XfrError::Inconsistent(_)) && err.retry_with_axfr(),
+            "{what}: {err}"
+        );
+    }
+    // A step that removes every NS leaves a zone that fails its checks: also AXFR.
+    let req = request(&apex(), RType::IXFR, 9, Some(&base), None, NOW);
+    let messages = ixfr_answer(9, 2, &[(1, "@ NS ns\n@ NS ns.other.test.\n", 2, "")], 10);
+    let err = run(req, Some(Arc::clone(&base)), &messages).unwrap_err();
+    assert!(
+        matches!(err, XfrError::Build(_)) && err.retry_with_axfr(),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_ixfr_answered_with_one_soa_or_the_whole_zone() {
+    let base = zone(&zone_text(5, 3, ""));
+    // Our SOA alone: up to date.
+    let req = request(&apex(), RType::IXFR, 3, Some(&base), None, NOW);
+    let soa = answer(
+        3,
+        RType::IXFR,
+        "@ 300 SOA ns hostmaster 5 7200 3600 1209600 60\n",
+        10,
+    );
+    assert!(matches!(
+        run(req, Some(Arc::clone(&base)), &soa),
+        Ok(Outcome::SoaOnly(5))
+    ));
+    // The whole zone (our server's answer: no journal, RFC 1995 §4).
+    let newer = zone(&zone_text(6, 40, ""));
+    let req = request(&apex(), RType::IXFR, 3, Some(&base), None, NOW);
+    let messages = serve(&newer, &req, 512);
+    let (got, form) = new_zone(run(req, Some(Arc::clone(&base)), &messages));
+    assert_eq!(form, Form::Whole);
+    assert_eq!(lines(&got), lines(&newer));
+}
+
+#[test]
+fn hostile_answers_are_errors() {
+    let z = zone(&zone_text(7, 50, ""));
+    let axfr = || request(&apex(), RType::AXFR, 77, None, None, NOW);
+    let good = serve(&z, &axfr(), 512);
+    let feed = |messages: &[Vec<u8>]| -> Result<Outcome, XfrError> {
+        let mut inc = Incoming::new(axfr(), None, Limits::default());
+        feed_all(&mut inc, messages)?;
+        inc.finish()
+    };
+    let check = |what: &str, r: Result<Outcome, XfrError>, ok: fn(&XfrError) -> bool| match r {
+        Err(e) if ok(&e) => {}
+        other => panic!("{what}: {other:?}"),
+    };
+    check("garbage", feed(&[b"\x01\x02garbage".to_vec()]), |e| {
+        matches!(e, XfrError::Malformed(_))
+    });
+    let mut other_id = good.clone();
+    other_id[0][1] ^= 1;
+    check("another ID", feed(&other_id), |e| {
+        matches!(e, XfrError::Malformed(_))
+    });
+    check("cut short", feed(&good[..good.len() - 1]), |e| {
+        matches!(e, XfrError::Unfinished)
+    });
+    let mut extra = good.clone();
+    extra.push(good[1].clone());
+    check("more after the end", feed(&extra), |e| {
+        matches!(e, XfrError::AfterEnd)
+    });
+    let mut truncated = good.clone();
+    truncated[1][2] |= 2; // TC
+    check("TC", feed(&truncated), |e| matches!(e, XfrError::Truncated));
+    let mut refused = good.clone();
+    refused[0][3] = (refused[0][3] & 0xf0) | 5;
+    check("REFUSED", feed(&refused), |e| {
+        matches!(e, XfrError::Rcode(Rcode::REFUSED))
+    });
+    // Another zone's transfer.
+    let other = answer_in(
+        "other.test.",
+        77,
+        RType::AXFR,
+        "@ 300 SOA ns hostmaster 1 1 1 1 1\n@ 300 NS ns\n@ 300 SOA ns hostmaster 1 1 1 1 1\n",
+        10,
+    );
+    check("another zone", feed(&other), |e| {
+        matches!(e, XfrError::WrongZone(_) | XfrError::Malformed(_))
+    });
+    // The closing SOA of another serial.
+    let mismatch = answer(
+        77,
+        RType::AXFR,
+        "$TTL 300\n@ SOA ns hostmaster 7 1 1 1 1\n@ NS ns\nns A 192.0.2.1\n@ SOA ns hostmaster 8 1 1 1 1\n",
+        10,
+    );
+    check("SOA mismatch", feed(&mismatch), |e| {
+        matches!(e, XfrError::SerialMismatch { first: 7, last: 8 })
+    });
+    // A record of class CH.
+    let mut chaos = answer(
+        77,
+        RType::AXFR,
+        "$TTL 300\n@ SOA ns hostmaster 7 1 1 1 1\n@ NS ns\n",
+        10,
+    );
+    let n = chaos[0].len();
+    // The NS record is last: class, TTL, RDLENGTH 2 and a pointer (to the SOA's MNAME).
+    assert_eq!(&chaos[0][n - 4..n - 2], &[0, 2]);
+    chaos[0][n - 9] = 3;
+    check("class CH", feed(&chaos), |e| {
+        matches!(e, XfrError::Malformed(_))
+    });
+}
+
+#[test]
+fn an_endless_transfer_stops_at_its_limits() {
+    let z = zone(&zone_text(7, 50, ""));
+    let req = request(&apex(), RType::AXFR, 5, None, None, NOW);
+    let messages = serve(&z, &req, 512);
+    // Messages that never close: the body again and again.
+    let body = &messages[1];
+    for (limits, what) in [
+        (
+            Limits {
+                messages: 100,
+                ..Limits::default()
+            },
+            "messages",
+        ),
+        (
+            Limits {
+                records: 500,
+                ..Limits::default()
+            },
+            "records",
+        ),
+        (
+            Limits {
+                bytes: 20_000,
+                ..Limits::default()
+            },
+            "octets",
+        ),
+    ] {
+        let req = request(&apex(), RType::AXFR, 5, None, None, NOW);
+        let mut inc = Incoming::new(req, None, limits);
+        inc.feed(&messages[0], NOW).unwrap();
+        let mut err = None;
+        for _ in 0..10_000 {
+            if let Err(e) = inc.feed(body, NOW) {
+                err = Some(e);
+                break;
+            }
+        }
+        match err {
+            Some(XfrError::Limit(w, _)) => assert_eq!(w, what),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn records_outside_the_zone_are_skipped() {
+    let text = "$TTL 300\n$ORIGIN example.test.\n@ SOA ns hostmaster 7 1 1 1 1\n@ NS ns\n\
+                ns A 192.0.2.1\nwww.elsewhere. A 192.0.2.9\n@ SOA ns hostmaster 7 1 1 1 1\n";
+    let messages = answer_in(".", 5, RType::AXFR, text, 10);
+    let req = request(&apex(), RType::AXFR, 5, None, None, NOW);
+    let mut inc = Incoming::new(req, None, Limits::default());
+    assert_eq!(feed_all(&mut inc, &messages).unwrap(), Progress::Done);
+    assert_eq!(inc.skipped(), 1);
+    let (z, _) = new_zone(inc.finish());
+    assert_eq!(z.record_count(), 3);
+}
+
+#[test]
+fn soa_answers() {
+    let z = zone(&zone_text(2024, 1, ""));
+    let mut out = vec![0u8; 4096];
+    for key in [None, Some(key())] {
+        let mut req = request(&apex(), RType::SOA, 11, None, key.as_ref(), NOW);
+        let q = Query::parse(&req.bytes).unwrap();
+        let w = crate::respond(
+            &crate::ZoneSet::from_shared(vec![Arc::clone(&z)]),
+            &q,
+            shardns_wire::Transport::Udp,
+            &mut out,
+        );
+        let crate::Reply::Answer(w) = w else {
+            panic!("{w:?}")
+        };
+        let mut len = w.len;
+        if let Some(k) = &key {
+            let sig = tsig::read(&req.bytes).unwrap().unwrap();
+            len = Signer::new(k, &sig).sign(&mut out, len, NOW);
+        }
+        assert_eq!(
+            read_soa(&mut req, &out[..len], NOW).unwrap(),
+            SoaAnswer::Serial(2024)
+        );
+        // Unsigned when it must be signed; another ID.
+        if key.is_some() {
+            let mut req = request(&apex(), RType::SOA, 11, None, key.as_ref(), NOW);
+            assert!(matches!(
+                read_soa(&mut req, &out[..w.len], NOW),
+                Err(XfrError::Tsig(_))
+            ));
+        }
+        let mut req = request(&apex(), RType::SOA, 12, None, None, NOW);
+        assert!(matches!(
+            read_soa(&mut req, &out[..w.len], NOW),
+            Err(XfrError::Malformed(_))
+        ));
+    }
+    // TC, and an answer that is not authoritative.
+    let mut req = request(&apex(), RType::SOA, 11, None, None, NOW);
+    let mut msg = answer(11, RType::SOA, "@ 300 SOA ns hostmaster 1 1 1 1 1\n", 10).remove(0);
+    msg[2] |= 2;
+    assert_eq!(read_soa(&mut req, &msg, NOW).unwrap(), SoaAnswer::Truncated);
+    msg[2] &= !(2 | 4);
+    assert!(matches!(
+        read_soa(&mut req, &msg, NOW),
+        Err(XfrError::WrongZone(_))
+    ));
+}
+
+#[test]
+fn serial_arithmetic_rfc1982() {
+    use crate::xfr::is_newer;
+    assert!(is_newer(2, 1));
+    assert!(!is_newer(1, 1));
+    assert!(!is_newer(1, 2));
+    // Wrapping: 0 follows 2^32 - 1; 2^31 - 1 ahead is newer, 2^31 ahead is undefined (no).
+    assert!(is_newer(0, u32::MAX));
+    assert!(is_newer(5, u32::MAX - 5));
+    assert!(is_newer(0x7fff_ffff, 0));
+    assert!(!is_newer(0x8000_0000, 0));
+    assert!(!is_newer(0, 0x8000_0000));
+    assert!(!is_newer(u32::MAX, 0));
+}
