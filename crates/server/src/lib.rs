@@ -113,6 +113,11 @@ impl Setup {
             None => Config::default(),
         };
         config.apply(&self.overrides);
+        let named = self
+            .config_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("command line"));
+        config::check_signing(&config, &named)?;
         Ok(config)
     }
 }

@@ -160,6 +160,13 @@ pub(crate) struct ServeArgs {
     /// `kdig -y` takes it (hmac-sha256 or hmac-sha512; sets server.transfer_key).
     #[arg(long, value_name = "ALG:NAME:SECRET")]
     pub(crate) transfer_key: Option<Key>,
+    /// Sign every --zone given (DNSSEC, as `dnssec = true`) with the keys in the key
+    /// directory; a zone without keys gets a new ECDSA P-256 key (see docs/DNSSEC.md).
+    #[arg(long)]
+    pub(crate) sign: bool,
+    /// The directory of the zones' DNSSEC keys (sets server.key_directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -190,6 +197,8 @@ impl ServeArgs {
         o.allow_transfer = self.allow_transfer.clone();
         o.notify = self.notify.clone();
         o.transfer_key = self.transfer_key.clone();
+        o.sign = self.sign;
+        o.key_directory = self.key_dir.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }
@@ -340,6 +349,42 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn sign_flags() {
+        let zone = shardns_server::EmbeddedZone {
+            name: "example.test.",
+            label: "x",
+            text: "",
+        };
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "serve",
+            "--zone",
+            "a.=a",
+            "--sign",
+            "--key-dir",
+            "/k",
+        ])
+        .unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        let c = a.setup(zone).config().unwrap();
+        assert!(c.zones[0].dnssec);
+        assert_eq!(c.server.key_directory.as_deref(), Some("/k".as_ref()));
+        let cli = Cli::try_parse_from(["shardns", "serve", "--zone", "a.=a", "--sign"]).unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        let e = a.setup(zone).config().unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "command line: zone[0].dnssec: zone a. is to be signed but no key directory"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
