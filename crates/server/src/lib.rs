@@ -43,6 +43,7 @@ mod recursion;
 mod rrl;
 mod runtime;
 mod seed;
+pub mod signing;
 mod stats;
 mod sys;
 mod tcp;

@@ -7,6 +7,7 @@
 //! fails to load keeps its previous version, which is shared (`Arc<Zone>`), never copied.
 
 use crate::config::Config;
+use crate::signing::{self, SignSpec};
 use shardns_wire::Name;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
 use shardns_zone::{LoadError, ScanOptions, Zone, ZoneChange, ZoneSet};
@@ -42,6 +43,8 @@ pub(crate) enum ZoneSource {
 pub(crate) struct ZoneSpec {
     pub(crate) name: Name,
     pub(crate) source: ZoneSource,
+    /// Signed on load (`dnssec = true`): how.
+    pub(crate) signing: Option<Arc<SignSpec>>,
 }
 
 /// The zones `config` asks for (its `[[zone]]` tables, then its `zone_list`); the embedded
@@ -68,20 +71,24 @@ pub(crate) fn specs(
         return Ok(vec![ZoneSpec {
             name,
             source: ZoneSource::Embedded(e),
+            signing: None,
         }]);
     }
     let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
     let mut at: HashMap<Name, usize, NameHash> =
         HashMap::with_capacity_and_hasher(specs.capacity(), NameHash);
     // Tables come after the list, so that they replace its lines.
-    let tables = config
-        .zones
-        .iter()
-        .map(|z| (z.name.clone(), z.file.clone()));
-    for (name, file) in listed.into_iter().chain(tables) {
+    let key_dir = config.server.key_directory.as_deref();
+    let tables = config.zones.iter().map(|z| {
+        let signing = SignSpec::of(z, key_dir).map(Arc::new);
+        (z.name.clone(), z.file.clone(), signing)
+    });
+    let listed = listed.into_iter().map(|(name, file)| (name, file, None));
+    for (name, file, signing) in listed.chain(tables) {
         let spec = ZoneSpec {
             name,
             source: ZoneSource::File(file),
+            signing,
         };
         match at.get(&spec.name) {
             Some(&i) => specs[i] = spec,
@@ -157,6 +164,9 @@ pub(crate) struct LoadReport {
     pub(crate) replaced: Vec<Arc<Zone>>,
     pub(crate) failures: Vec<ZoneFailure>,
     pub(crate) warnings: Vec<Diag>,
+    /// Signed zones read now (or that failed to sign, still serving their previous
+    /// version), and when to sign each again (seconds since 1970).
+    pub(crate) resign: Vec<(Name, u64)>,
 }
 
 /// What identifies one version of a zone file without reading it: if none of these changed,
@@ -187,6 +197,7 @@ impl FileStamp {
 /// One configured zone as last loaded.
 struct Held {
     source: ZoneSource,
+    signing: Option<Arc<SignSpec>>,
     /// The zone file as it was when last read (`None`: embedded, or it could not be read).
     stamp: Option<FileStamp>,
     /// The files it `$INCLUDE`d, as they were when read (empty for most zones: no
@@ -279,6 +290,7 @@ impl ZoneLibrary {
                 Some(h) => specs.push(ZoneSpec {
                     name: name.clone(),
                     source: h.source.clone(),
+                    signing: h.signing.clone(),
                 }),
                 None => unknown.push(name.clone()),
             }
@@ -299,7 +311,9 @@ impl ZoneLibrary {
             };
             let plan = match (&wanted, self.held.get(&spec.name)) {
                 (Some(_), _) | (None, None) => Plan::Load,
-                (None, Some(h)) if h.source != spec.source => Plan::Load,
+                (None, Some(h)) if h.source != spec.source || h.signing != spec.signing => {
+                    Plan::Load
+                }
                 (None, Some(h)) => {
                     let changed = h.stamp != stamp
                         || h.includes
@@ -343,10 +357,12 @@ impl ZoneLibrary {
         let mut replaced = Vec::new();
         let mut failures = Vec::new();
         let mut warnings = Vec::new();
+        let mut resign = Vec::new();
         let mut loaded = 0;
         for ((spec, stamp), result) in to_load.into_iter().zip(results) {
             let held = self.held.entry(spec.name.clone()).or_insert_with(|| Held {
                 source: spec.source.clone(),
+                signing: None,
                 stamp: None,
                 includes: Vec::new(),
                 zone: None,
@@ -357,13 +373,15 @@ impl ZoneLibrary {
             }
             held.failed = false;
             held.source = spec.source.clone();
+            held.signing = spec.signing.clone();
             // The zone file as it was before it was read (a change while reading shows at
             // the next reload). A failed read is remembered too, so an unchanged broken
             // file is reported once.
             held.stamp = stamp;
             held.includes.clear();
             match result {
-                Ok((zone, w, included)) => {
+                Ok((zone, w, included, refresh_at)) => {
+                    resign.extend(refresh_at.map(|at| (spec.name.clone(), at)));
                     held.includes = included
                         .into_iter()
                         .map(|p| {
@@ -382,6 +400,12 @@ impl ZoneLibrary {
                     loaded += 1;
                 }
                 Err(error) => {
+                    // A signed zone still served is tried again before its signatures
+                    // run out.
+                    if let (Some(s), Some(_)) = (&spec.signing, &held.zone) {
+                        let retry = u64::from(s.policy.refresh / 8).clamp(1, 3600);
+                        resign.push((spec.name.clone(), signing::unix_now() + retry));
+                    }
                     held.failed = true;
                     self.failing += 1;
                     failures.push(ZoneFailure {
@@ -429,6 +453,7 @@ impl ZoneLibrary {
             replaced,
             failures,
             warnings,
+            resign,
         }
     }
 
@@ -498,9 +523,12 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         .collect()
 }
 
-/// Scans and builds one zone; returns the zone, the warnings and the files it
-/// `$INCLUDE`d.
-fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<PathBuf>), LoadError> {
+/// What [`load_one`] returns: the zone, the warnings, the files it `$INCLUDE`d (and the key
+/// directory of a signed zone), and when a signed zone is to be signed again.
+type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
+
+/// Scans, signs if it is to be signed, and builds one zone.
+fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
     let opts = ScanOptions {
         threads,
         ..ScanOptions::new(spec.name.clone())
@@ -511,8 +539,22 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<Pat
         ZoneSource::File(path) => scan_file(path, &opts)?,
         ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
     };
-    let included = scanned.files.iter().skip(1).cloned().collect();
+    let mut included: Vec<PathBuf> = scanned.files.iter().skip(1).cloned().collect();
     let file = scanned.files.first().cloned().unwrap_or_default();
+    let mut refresh_at = None;
+    let scanned = match &spec.signing {
+        None => scanned,
+        Some(s) => {
+            // Every core for one zone, one each for many (as the scan).
+            let sign_threads = if threads > 1 { 0 } else { 1 };
+            let signed =
+                signing::sign_scanned(&spec.name, scanned, s, signing::unix_now(), sign_threads)?;
+            // New keys in the directory make a reload sign again.
+            included.push(s.key_dir.clone());
+            refresh_at = Some(signed.refresh_at);
+            signed.scanned
+        }
+    };
     let (zone, mut warnings) = Zone::build(spec.name.clone(), scanned)?;
     // Signatures past their time are served as they are (an authoritative server does not
     // validate), with a warning: the operator's signer has stopped.
@@ -528,7 +570,7 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<Pat
                 message,
             }),
     );
-    Ok((zone, warnings, included))
+    Ok((zone, warnings, included, refresh_at))
 }
 
 #[cfg(test)]

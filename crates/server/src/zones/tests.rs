@@ -6,6 +6,7 @@ fn spec(path: &Path) -> ZoneSpec {
     ZoneSpec {
         name: "z.test.".parse().unwrap(),
         source: ZoneSource::File(path.into()),
+        signing: None,
     }
 }
 
@@ -67,6 +68,7 @@ fn a_reload_reads_only_what_changed() {
             ZoneSpec {
                 name: format!("z{i}.test.").parse().unwrap(),
                 source: ZoneSource::File(path),
+                signing: None,
             }
         })
         .collect();
