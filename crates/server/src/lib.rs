@@ -43,7 +43,7 @@ mod recursion;
 mod rrl;
 mod runtime;
 mod seed;
-pub mod signing;
+mod signing;
 mod stats;
 mod sys;
 mod tcp;
@@ -53,11 +53,14 @@ pub mod xdp;
 mod zones;
 
 pub use config::{
-    AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig, RrlConfig,
-    ZoneConfig,
+    parse_duration, AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig,
+    RrlConfig, ZoneConfig,
 };
 pub use runtime::run;
+pub use shardns_dnssec::Algorithm as SignAlgorithm;
 pub use shardns_wire::tsig::Key as TsigKey;
+pub use shardns_wire::Name;
+pub use signing::tools::{key_ds, key_list, sign_file, SignOptions, SignSummary};
 pub use zones::EmbeddedZone;
 
 use arc_swap::ArcSwap;

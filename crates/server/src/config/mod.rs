@@ -36,6 +36,7 @@ pub use keys::KeyConfig;
 pub use overrides::Overrides;
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
+pub use validate::parse_duration;
 pub(crate) use validate::signing as check_signing;
 
 use serde::Deserialize;

@@ -87,7 +87,7 @@ pub(super) fn sign_algorithm<'de, D: Deserializer<'de>>(
 
 /// Parses a duration: seconds as an integer, or a number with a unit (`s`, `m`, `h`, `d`,
 /// `w`), as Knot writes them (`14d`).
-fn parse_duration(s: &str) -> Result<u32, String> {
+pub fn parse_duration(s: &str) -> Result<u32, String> {
     let s = s.trim();
     let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let scale: u64 = match unit {

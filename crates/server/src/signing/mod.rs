@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use tracing::info;
 
 mod timer;
-pub mod tools;
+pub(crate) mod tools;
 
 pub(crate) use timer::Resigner;
 
