@@ -14,6 +14,8 @@ command -v unbound >/dev/null 2>&1 || [ -x /usr/sbin/unbound ] || need+=(unbound
 # with BIND's dnssec-verify, and makes keys and signatures with dnssec-keygen/-signzone.
 command -v ldns-verify-zone >/dev/null 2>&1 || need+=(ldnsutils)
 command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
+# tests/signing validates the answers of zones we sign with delv.
+command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.
