@@ -17,6 +17,8 @@ command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
 # tests/secondary runs shardns as a secondary of knotd, NSD and named.
 [ -x /usr/sbin/nsd ] || command -v nsd >/dev/null 2>&1 || need+=(nsd)
 [ -x /usr/sbin/named ] || command -v named >/dev/null 2>&1 || need+=(bind9)
+# tests/signing validates the answers of zones we sign with delv.
+command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

@@ -48,6 +48,8 @@ pub(crate) struct Reloader {
     pub(crate) retired_zones: Vec<Arc<Zone>>,
     /// Tells secondaries about new serials.
     pub(crate) notifier: Notifier,
+    /// Signs zones again before their signatures expire.
+    pub(crate) resigner: crate::signing::Resigner,
 }
 
 impl Reloader {
@@ -118,6 +120,9 @@ impl Reloader {
                 error!("{d}");
             }
             let _ = writeln!(text, "zone {} failed to load, {what}:\n{}", f.name, f.error);
+        }
+        for (zone, at) in &report.resign {
+            self.resigner.schedule(zone.clone(), *at);
         }
         let zones = self.library.len();
         if let Some(config) = &config {
@@ -343,16 +348,23 @@ pub(crate) fn reload_now(
     requests: &Receiver<ReloadRequest>,
 ) {
     let waiting: Vec<ReloadRequest> = requests.try_iter().collect();
-    // Only named zones if every waiting request names some (a SIGHUP from outside comes
-    // with no request: then everything that changed).
-    let named = !waiting.is_empty() && waiting.iter().all(|r| !r.zones.is_empty());
-    let only: Option<Vec<Name>> = named.then(|| {
-        waiting
-            .iter()
-            .flat_map(|r| r.zones.iter().cloned())
-            .collect()
-    });
-    let outcome = reloader.reload(shared, only.as_deref());
+    // Everything that changed if any waiting request asks for it (a SIGHUP from outside
+    // comes with no request); then the zones named (`shardns reload ZONE`, the re-signing
+    // timer), read whether they changed or not.
+    let full = waiting.is_empty() || waiting.iter().any(|r| r.zones.is_empty());
+    let named: Vec<Name> = waiting
+        .iter()
+        .flat_map(|r| r.zones.iter().cloned())
+        .collect();
+    let mut outcome = (true, String::new());
+    if full {
+        outcome = reloader.reload(shared, None);
+    }
+    if !named.is_empty() {
+        let (ok, text) = reloader.reload(shared, Some(&named));
+        outcome.0 &= ok;
+        outcome.1.push_str(&text);
+    }
     for request in waiting {
         // The client may have gone (timeout); the reload stands either way.
         let _ = request.reply.send(outcome.clone());

@@ -45,6 +45,7 @@ mod rrl;
 mod runtime;
 mod secondary;
 mod seed;
+mod signing;
 mod stats;
 mod sys;
 mod tcp;
@@ -54,11 +55,14 @@ pub mod xdp;
 mod zones;
 
 pub use config::{
-    AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig, RrlConfig,
-    SecondaryFlag, ZoneConfig,
+    parse_duration, AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig,
+    RrlConfig, SecondaryFlag, ZoneConfig,
 };
 pub use runtime::run;
+pub use shardns_dnssec::Algorithm as SignAlgorithm;
 pub use shardns_wire::tsig::Key as TsigKey;
+pub use shardns_wire::Name;
+pub use signing::tools::{key_ds, key_list, sign_file, SignOptions, SignSummary};
 pub use zones::EmbeddedZone;
 
 use arc_swap::ArcSwap;
@@ -116,6 +120,11 @@ impl Setup {
             None => Config::default(),
         };
         config.apply(&self.overrides);
+        let named = self
+            .config_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("command line"));
+        config::check_signing(&config, &named)?;
         Ok(config)
     }
 }

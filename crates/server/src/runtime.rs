@@ -155,6 +155,13 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 
     let listen = config.listen_addrs();
     let log_queries = config.log.queries;
+    let (reloads, requests) = std::sync::mpsc::channel();
+    // Signed zones are read again, by name, before their signatures expire.
+    let resigner = crate::signing::Resigner::start(reloads.clone())
+        .map_err(io_error("starting the re-signing thread"))?;
+    for (zone, at) in report.resign {
+        resigner.schedule(zone, at);
+    }
     let mut reloader = control::Reloader {
         setup,
         config,
@@ -162,8 +169,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         retired: Vec::new(),
         retired_zones: Vec::new(),
         notifier,
+        resigner,
     };
-    let (reloads, requests) = std::sync::mpsc::channel();
     control_socket
         .start(Arc::clone(&shared), reloads)
         .map_err(io_error("starting the control thread"))?;

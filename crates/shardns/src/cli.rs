@@ -55,6 +55,12 @@ pub(crate) enum Command {
     },
     /// Print a running server's statistics (Prometheus text format).
     Stats(ControlArgs),
+    /// Show a zone's DNSSEC keys, or the DS records for its parent (no server needed).
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Sign a zone file once with the keys of a key directory, as the server signs a zone
+    /// with `dnssec = true`, and write the signed zone to a file.
+    Sign(SignArgs),
     /// Measure a DNS server's performance (any server: ours or another).
     #[command(disable_help_flag = true)]
     Bench {
@@ -172,6 +178,13 @@ pub(crate) struct ServeArgs {
     /// primaries of one zone; with --zone NAME=FILE the copy is kept in FILE, else in memory).
     #[arg(long, value_name = "NAME=ADDR:PORT")]
     pub(crate) secondary: Vec<SecondaryFlag>,
+    /// Sign every --zone given (DNSSEC, as `dnssec = true`) with the keys in the key
+    /// directory; a zone without keys gets a new ECDSA P-256 key (see docs/DNSSEC.md).
+    #[arg(long)]
+    pub(crate) sign: bool,
+    /// The directory of the zones' DNSSEC keys (sets server.key_directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -205,8 +218,63 @@ impl ServeArgs {
         o.notify = self.notify.clone();
         o.transfer_key = self.transfer_key.clone();
         o.secondaries = self.secondary.clone();
+        o.sign = self.sign;
+        o.key_directory = self.key_dir.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
+}
+
+/// `shardns key ...`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum KeyCommand {
+    /// List the zone's keys: tag, role, algorithm, state now, times, file.
+    List(KeyArgs),
+    /// Print the DS records (SHA-256) of the zone's KSK or CSK, in zone-file format, for the
+    /// parent zone.
+    Ds(KeyArgs),
+}
+
+/// Flags of `key list` and `key ds`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct KeyArgs {
+    /// The zone, e.g. example.com.
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    /// The key directory (the server's key_directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+}
+
+/// Flags of `sign`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SignArgs {
+    /// The zone's apex, e.g. example.com.
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    /// The unsigned zone file (DNSSEC records in it are dropped and made anew).
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+    /// The key directory; a first key (CSK) is made in it when the zone has none.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+    /// Where to write the signed zone (one record a line).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    /// NSEC3 (RFC 9276: 0 extra iterations, no salt) instead of NSEC.
+    #[arg(long)]
+    pub(crate) nsec3: bool,
+    /// NSEC3 with opt-out for unsigned delegations.
+    #[arg(long)]
+    pub(crate) nsec3_opt_out: bool,
+    /// Algorithm of a first key: ecdsap256sha256 (default), ecdsap384sha384, ed25519.
+    #[arg(long, value_name = "ALG", default_value = "ecdsap256sha256")]
+    pub(crate) algorithm: String,
+    /// Signature validity: seconds or 14d, 36h, 90m (default 14d).
+    #[arg(long, value_name = "DURATION", default_value = "14d")]
+    pub(crate) signature_validity: String,
+    /// Signing threads (default: every core this process may run on).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) threads: usize,
 }
 
 /// Flags of `reload` and `stats`: how to find the server's control socket.
@@ -355,6 +423,42 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn sign_flags() {
+        let zone = shardns_server::EmbeddedZone {
+            name: "example.test.",
+            label: "x",
+            text: "",
+        };
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "serve",
+            "--zone",
+            "a.=a",
+            "--sign",
+            "--key-dir",
+            "/k",
+        ])
+        .unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        let c = a.setup(zone).config().unwrap();
+        assert!(c.zones[0].dnssec);
+        assert_eq!(c.server.key_directory.as_deref(), Some("/k".as_ref()));
+        let cli = Cli::try_parse_from(["shardns", "serve", "--zone", "a.=a", "--sign"]).unwrap();
+        let Some(Command::Serve(a)) = cli.command else {
+            panic!()
+        };
+        let e = a.setup(zone).config().unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "command line: zone[0].dnssec: zone a. is to be signed but no key directory"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::{Cli, Command, ControlArgs, ServeArgs};
+use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs};
 use shardns_server::{control, logging, EmbeddedZone};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -39,6 +39,13 @@ fn main() -> ExitCode {
             control_command(&control, &line.join(" "))
         }
         Some(Command::Stats(a)) => control_command(&a, "stats"),
+        Some(Command::Key(KeyCommand::List(a))) => zone_name(&a.zone)
+            .and_then(|z| shardns_server::key_list(&z, &a.key_dir))
+            .map(|text| print!("{text}")),
+        Some(Command::Key(KeyCommand::Ds(a))) => zone_name(&a.zone)
+            .and_then(|z| shardns_server::key_ds(&z, &a.key_dir))
+            .map(|text| print!("{text}")),
+        Some(Command::Sign(a)) => sign(&a),
         Some(Command::Bench { args }) => return bench(args),
     };
     match result {
@@ -99,6 +106,39 @@ fn check(args: &ServeArgs) -> Result<(), String> {
         say(format_args!("shardns: warning: {w}"));
     }
     println!("ok: configuration and {zones} zones load");
+    Ok(())
+}
+
+fn zone_name(s: &str) -> Result<shardns_server::Name, String> {
+    s.parse().map_err(|e| format!("zone {s:?}: {e}"))
+}
+
+fn sign(a: &SignArgs) -> Result<(), String> {
+    let zone = zone_name(&a.zone)?;
+    let mut opts = shardns_server::SignOptions::new(a.key_dir.clone());
+    opts.algorithm = shardns_server::SignAlgorithm::from_mnemonic(&a.algorithm)
+        .filter(|a| a.can_generate())
+        .ok_or_else(|| {
+            format!(
+                "--algorithm {:?}: expected ecdsap256sha256, ecdsap384sha384 or ed25519",
+                a.algorithm
+            )
+        })?;
+    opts.nsec3 = a.nsec3;
+    opts.opt_out = a.nsec3_opt_out;
+    opts.validity = shardns_server::parse_duration(&a.signature_validity)
+        .map_err(|e| format!("--signature-validity: {e}"))?;
+    opts.threads = a.threads;
+    let s = shardns_server::sign_file(&zone, &a.file, &a.output, &opts)?;
+    println!(
+        "signed {zone}: {} records, serial {}, written to {} (read {:.2} s, signed {:.2} s, written {:.2} s)",
+        s.records,
+        s.serial,
+        a.output.display(),
+        s.seconds[0],
+        s.seconds[1],
+        s.seconds[2]
+    );
     Ok(())
 }
 

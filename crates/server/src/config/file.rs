@@ -84,6 +84,11 @@ impl Config {
                 *l = base.join(&*l);
             }
         }
+        if let Some(k) = &mut config.server.key_directory {
+            if k.is_relative() {
+                *k = base.join(&*k);
+            }
+        }
         if let Some(h) = &mut config.resolver.root_hints {
             if h.is_relative() {
                 *h = base.join(&*h);

@@ -36,6 +36,8 @@ pub use keys::KeyConfig;
 pub use overrides::{Overrides, SecondaryFlag};
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
+pub use validate::parse_duration;
+pub(crate) use validate::signing as check_signing;
 
 use serde::Deserialize;
 use shardns_wire::Name;
@@ -43,8 +45,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
-    batch, from_strs, from_strs_opt, log_filter, name, name_opt, per_client, positive,
-    positive_opt, positive_u32, positive_u64, udp_max_response,
+    batch, duration, from_strs, from_strs_opt, log_filter, name, name_opt, per_client, positive,
+    positive_opt, positive_u32, positive_u64, sign_algorithm, udp_max_response,
 };
 
 /// The port used when no listen address is given.
@@ -115,6 +117,10 @@ pub struct ServerConfig {
     /// `[[zone]]` tables: the form for very many zones. Listed zones take the server's
     /// `allow_transfer`, `notify` and `transfer_key`; a `[[zone]]` of the same name wins.
     pub zone_list: Option<PathBuf>,
+    /// The directory of the DNSSEC keys of the zones with `dnssec = true` (BIND's
+    /// `K<zone>+<alg>+<tag>.key`/`.private` files; absent: no zone may be signed). The flag
+    /// `--key-dir DIR` sets it.
+    pub key_directory: Option<PathBuf>,
 }
 
 /// One `[[zone]]`.
@@ -149,6 +155,43 @@ pub struct ZoneConfig {
     /// NOTIFY from a primary must carry (absent: address only).
     #[serde(default, deserialize_with = "name_opt")]
     pub primary_key: Option<Name>,
+    /// Sign the zone when it is loaded, and again before its signatures expire (DNSSEC),
+    /// with the keys in `server.key_directory`. The keys below apply only with it.
+    #[serde(default)]
+    pub dnssec: bool,
+    /// Deny existence with NSEC3 (RFC 5155; RFC 9276's 0 extra iterations and no salt)
+    /// instead of NSEC.
+    #[serde(default)]
+    pub nsec3: bool,
+    /// NSEC3 opt-out (RFC 5155 §6): unsigned delegations get no NSEC3 of their own (implies
+    /// `nsec3`).
+    #[serde(default)]
+    pub nsec3_opt_out: bool,
+    /// The algorithm of the first key made for the zone (`ecdsap256sha256`, the default,
+    /// `ecdsap384sha384` or `ed25519`). Keys already in the key directory are used as they
+    /// are, whatever their algorithm (RSA keys made by `dnssec-keygen` too).
+    #[serde(default = "default_algorithm", deserialize_with = "sign_algorithm")]
+    pub algorithm: shardns_dnssec::Algorithm,
+    /// Seconds a signature is valid for (`"14d"`, `"36h"`, `"90m"`, `"30s"` or an integer;
+    /// default 14 days, as Knot).
+    #[serde(default = "default_validity", deserialize_with = "duration")]
+    pub signature_validity: u32,
+    /// Signatures are made anew this long before the earliest one expires (default 7 days,
+    /// as Knot; less than `signature_validity`).
+    #[serde(default = "default_refresh", deserialize_with = "duration")]
+    pub signature_refresh: u32,
+}
+
+fn default_algorithm() -> shardns_dnssec::Algorithm {
+    shardns_dnssec::Algorithm::EcdsaP256Sha256
+}
+
+fn default_validity() -> u32 {
+    shardns_dnssec::Policy::default().validity
+}
+
+fn default_refresh() -> u32 {
+    shardns_dnssec::Policy::default().refresh
 }
 
 impl ZoneConfig {
@@ -167,6 +210,12 @@ impl ZoneConfig {
             transfer_key: None,
             primary: Vec::new(),
             primary_key: None,
+            dnssec: false,
+            nsec3: false,
+            nsec3_opt_out: false,
+            algorithm: default_algorithm(),
+            signature_validity: default_validity(),
+            signature_refresh: default_refresh(),
         }
     }
 }

@@ -66,6 +66,10 @@ pub struct Overrides {
     /// `--transfer-key ALG:NAME:SECRET`: a key added to `[[key]]` and made
     /// `server.transfer_key`.
     pub transfer_key: Option<Key>,
+    /// `--sign`: every `--zone` given is signed (`dnssec = true`).
+    pub sign: bool,
+    /// `--key-dir`: sets `server.key_directory`.
+    pub key_directory: Option<PathBuf>,
     /// `--secondary NAME=ADDR:PORT`: a primary added to the zone NAME (made a secondary
     /// zone, kept in memory unless a `[[zone]]` or `--zone` of that name gives its file).
     pub secondaries: Vec<SecondaryFlag>,
@@ -104,7 +108,12 @@ impl Config {
         }
         for z in &o.zones {
             self.zones.retain(|c| c.name != z.name);
-            self.zones.push(z.clone());
+            let mut z = z.clone();
+            z.dnssec |= o.sign;
+            self.zones.push(z);
+        }
+        if o.key_directory.is_some() {
+            self.server.key_directory = o.key_directory.clone();
         }
         if o.workers.is_some() {
             self.server.workers = o.workers;

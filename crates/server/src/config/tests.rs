@@ -550,3 +550,88 @@ fn secondary_zones_their_keys_files_and_flags() {
     assert!("a".parse::<SecondaryFlag>().is_err());
     assert!("a=127.0.0.1".parse::<SecondaryFlag>().is_err());
 }
+
+#[test]
+fn signing_keys_and_their_defaults() {
+    let c = parse(
+        "[server]\nkey_directory = \"keys\"\n\
+         [[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n\
+         [[zone]]\nname = \"b.\"\nfile = \"b\"\ndnssec = true\nnsec3 = true\nnsec3_opt_out = true\n\
+         algorithm = \"ED25519\"\nsignature_validity = \"2d\"\nsignature_refresh = 3600\n\
+         [[zone]]\nname = \"c.\"\nfile = \"c\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.server.key_directory.as_deref(),
+        Some(Path::new("/etc/shardns/keys"))
+    );
+    let (a, b, z) = (&c.zones[0], &c.zones[1], &c.zones[2]);
+    assert!(a.dnssec && !a.nsec3 && !a.nsec3_opt_out);
+    assert_eq!(a.algorithm, shardns_dnssec::Algorithm::EcdsaP256Sha256);
+    assert_eq!(
+        (a.signature_validity, a.signature_refresh),
+        (14 * 86_400, 7 * 86_400)
+    );
+    assert!(b.dnssec && b.nsec3 && b.nsec3_opt_out);
+    assert_eq!(b.algorithm, shardns_dnssec::Algorithm::Ed25519);
+    assert_eq!(
+        (b.signature_validity, b.signature_refresh),
+        (2 * 86_400, 3600)
+    );
+    assert!(!z.dnssec);
+    check_signing(&c, Path::new("x")).unwrap();
+
+    for (bad, key) in [
+        ("algorithm = \"rsasha256\"", "zone[0].algorithm"),
+        ("algorithm = \"nope\"", "zone[0].algorithm"),
+        ("signature_validity = \"14x\"", "zone[0].signature_validity"),
+        ("signature_validity = 0", "zone[0].signature_validity"),
+        ("signature_refresh = \"-1d\"", "zone[0].signature_refresh"),
+    ] {
+        let e = parse(&format!("[[zone]]\nname = \"a.\"\nfile = \"a\"\n{bad}\n")).unwrap_err();
+        assert!(e.to_string().contains(key), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn a_signed_zone_needs_a_key_directory() {
+    let c = parse("[[zone]]\nname = \"a.example.\"\nfile = \"a\"\ndnssec = true\n").unwrap();
+    let e = check_signing(&c, Path::new("/etc/shardns/shardns.toml")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "/etc/shardns/shardns.toml: zone[0].dnssec: zone a.example. is to be signed but no key \
+         directory is set ([server] key_directory or --key-dir DIR)"
+    );
+    let c = parse(
+        "[server]\nkey_directory = \"/k\"\n[[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n\
+         signature_validity = \"1h\"\nsignature_refresh = \"1h\"\n",
+    )
+    .unwrap();
+    let e = check_signing(&c, Path::new("c.toml")).unwrap_err();
+    assert!(
+        e.to_string().contains("zone[0].signature_refresh: zone a.: signature_refresh (3600 s) must be less than signature_validity (3600 s)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sign_flag_signs_the_zones_given_and_key_dir_sets_the_directory() {
+    let mut c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\n").unwrap();
+    let o = Overrides {
+        zones: vec!["b.=/tmp/b".parse().unwrap()],
+        sign: true,
+        key_directory: Some("/var/lib/shardns/keys".into()),
+        ..Overrides::default()
+    };
+    c.apply(&o);
+    assert!(
+        !c.zones[0].dnssec,
+        "a zone of the file is not signed by --sign"
+    );
+    assert!(c.zones[1].dnssec);
+    assert_eq!(
+        c.server.key_directory.as_deref(),
+        Some(Path::new("/var/lib/shardns/keys"))
+    );
+    check_signing(&c, Path::new("command line")).unwrap();
+}

@@ -63,6 +63,96 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
     Ok(())
 }
 
+/// A zone with `dnssec = true` needs a key directory, and signatures that are refreshed
+/// before they expire. Checked after the command line is applied (`--key-dir` may supply
+/// the directory a file's zone needs); `path` names the file, or the command line.
+pub(crate) fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
+    for (i, z) in config.zones.iter().enumerate() {
+        if !z.dnssec {
+            continue;
+        }
+        let error = |key: &str, message: String| ConfigError {
+            path: path.into(),
+            position: None,
+            key: Some(format!("zone[{i}].{key}")),
+            message,
+        };
+        if config.server.key_directory.is_none() {
+            return Err(error(
+                "dnssec",
+                format!(
+                    "zone {} is to be signed but no key directory is set ([server] \
+                     key_directory or --key-dir DIR)",
+                    z.name
+                ),
+            ));
+        }
+        if z.signature_refresh >= z.signature_validity {
+            return Err(error(
+                "signature_refresh",
+                format!(
+                    "zone {}: signature_refresh ({} s) must be less than signature_validity \
+                     ({} s)",
+                    z.name, z.signature_refresh, z.signature_validity
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A signing algorithm we can make keys of, by its mnemonic in any case.
+pub(super) fn sign_algorithm<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<shardns_dnssec::Algorithm, D::Error> {
+    let s = String::deserialize(d)?;
+    shardns_dnssec::Algorithm::from_mnemonic(&s)
+        .filter(|a| a.can_generate())
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{s:?} is not an algorithm keys are made with here (ecdsap256sha256, \
+                 ecdsap384sha384, ed25519)"
+            ))
+        })
+}
+
+/// Parses a duration: seconds as an integer, or a number with a unit (`s`, `m`, `h`, `d`,
+/// `w`), as Knot writes them (`14d`).
+pub fn parse_duration(s: &str) -> Result<u32, String> {
+    let s = s.trim();
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let scale: u64 = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(format!("bad duration {s:?} (a number and s, m, h, d or w)")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("bad duration {s:?} (a number and s, m, h, d or w)"))?;
+    match n.checked_mul(scale) {
+        Some(0) => Err("must be at least 1 second".into()),
+        Some(v) if v <= u64::from(u32::MAX / 2) => Ok(v as u32),
+        _ => Err(format!("duration {s:?} is too long")),
+    }
+}
+
+pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Seconds(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Seconds(n) => parse_duration(&n.to_string()),
+        Raw::Text(s) => parse_duration(&s),
+    }
+    .map_err(serde::de::Error::custom)
+}
+
 pub(super) fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
     let s = String::deserialize(d)?;
     s.parse::<Name>()

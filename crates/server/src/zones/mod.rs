@@ -31,6 +31,7 @@
 //! (a few `stat`s) instead of the number of zones.
 
 use crate::config::Config;
+use crate::signing::{self, SignSpec};
 use shardns_wire::Name;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
 use shardns_zone::{LoadError, ScanOptions, Zone, ZoneChange, ZoneSet};
@@ -69,6 +70,8 @@ pub(crate) enum ZoneSource {
 pub(crate) struct ZoneSpec {
     pub(crate) name: Name,
     pub(crate) source: ZoneSource,
+    /// Signed on load (`dnssec = true`): how.
+    pub(crate) signing: Option<Arc<SignSpec>>,
 }
 
 /// The zones `config` asks for (its `[[zone]]` tables, then its `zone_list`); the embedded
@@ -95,6 +98,7 @@ pub(crate) fn specs(
         return Ok(vec![ZoneSpec {
             name,
             source: ZoneSource::Embedded(e),
+            signing: None,
         }]);
     }
     let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
@@ -111,16 +115,18 @@ pub(crate) fn specs(
         .collect();
     let listed = listed
         .into_iter()
-        .filter(|(name, _)| !secondaries.contains(name));
-    let tables = config
-        .zones
-        .iter()
-        .filter(|z| !z.is_secondary())
-        .map(|z| (z.name.clone(), z.file.clone()));
-    for (name, file) in listed.chain(tables) {
+        .filter(|(name, _)| !secondaries.contains(name))
+        .map(|(name, file)| (name, file, None));
+    let key_dir = config.server.key_directory.as_deref();
+    let tables = config.zones.iter().filter(|z| !z.is_secondary()).map(|z| {
+        let signing = SignSpec::of(z, key_dir).map(Arc::new);
+        (z.name.clone(), z.file.clone(), signing)
+    });
+    for (name, file, signing) in listed.chain(tables) {
         let spec = ZoneSpec {
             name,
             source: ZoneSource::File(file),
+            signing,
         };
         match at.get(&spec.name) {
             Some(&i) => specs[i] = spec,
@@ -201,6 +207,9 @@ pub(crate) struct LoadReport {
     pub(crate) checked: usize,
     /// Why every file was `stat`ed (no inotify, events lost), if it was.
     pub(crate) full_pass: Option<String>,
+    /// Signed zones read now (or that failed to sign, still serving their previous
+    /// version), and when to sign each again (seconds since 1970).
+    pub(crate) resign: Vec<(Name, u64)>,
 }
 
 /// What identifies one version of a zone file without reading it: if none of these changed,
@@ -243,6 +252,7 @@ impl FileStamp {
 /// One configured zone as last loaded.
 struct Held {
     source: ZoneSource,
+    signing: Option<Arc<SignSpec>>,
     /// The zone file as it was when last read (`None`: embedded, or it could not be read).
     stamp: Option<FileStamp>,
     /// The files it `$INCLUDE`d, as they were when read (empty for most zones: no
@@ -395,9 +405,11 @@ impl ZoneLibrary {
         let specs: Vec<ZoneSpec> = names
             .into_iter()
             .filter_map(|name| {
+                let held = self.held.get(name)?;
                 Some(ZoneSpec {
                     name: name.clone(),
-                    source: self.held.get(name)?.source.clone(),
+                    source: held.source.clone(),
+                    signing: held.signing.clone(),
                 })
             })
             .collect();
@@ -460,6 +472,7 @@ impl ZoneLibrary {
                 Some(h) => specs.push(ZoneSpec {
                     name: name.clone(),
                     source: h.source.clone(),
+                    signing: h.signing.clone(),
                 }),
                 None => unknown.push(name.clone()),
             }
@@ -487,7 +500,9 @@ impl ZoneLibrary {
             match self.held.get(&spec.name) {
                 _ if scope == Scope::Named => (Plan::Load, stamp()),
                 None => (Plan::Load, stamp()),
-                Some(h) if h.source != spec.source => (Plan::Load, stamp()),
+                Some(h) if h.source != spec.source || h.signing != spec.signing => {
+                    (Plan::Load, stamp())
+                }
                 Some(h) if full_pass.is_some() || self.polled.contains(&spec.name) => {
                     let now = stamp();
                     let changed =
@@ -539,6 +554,7 @@ impl ZoneLibrary {
         let mut replaced = Vec::new();
         let mut failures = Vec::new();
         let mut warnings = Vec::new();
+        let mut resign = Vec::new();
         let mut loaded = 0;
         for ((spec, stamp), result) in to_load.into_iter().zip(results) {
             let mut new = false;
@@ -546,6 +562,7 @@ impl ZoneLibrary {
                 new = true;
                 Held {
                     source: spec.source.clone(),
+                    signing: None,
                     stamp: None,
                     includes: Vec::new(),
                     zone: None,
@@ -563,13 +580,15 @@ impl ZoneLibrary {
             }
             held.failed = false;
             held.source = spec.source.clone();
+            held.signing = spec.signing.clone();
             // The zone file as it was before it was read (a change while reading shows at
             // the next reload). A failed read is remembered too, so an unchanged broken
             // file is reported once.
             held.stamp = stamp;
             held.includes.clear();
             match result {
-                Ok((zone, w, included)) => {
+                Ok((zone, w, included, refresh_at)) => {
+                    resign.extend(refresh_at.map(|at| (spec.name.clone(), at)));
                     held.includes = included
                         .into_iter()
                         .map(|p| {
@@ -588,6 +607,12 @@ impl ZoneLibrary {
                     loaded += 1;
                 }
                 Err(error) => {
+                    // A signed zone still served is tried again before its signatures
+                    // run out.
+                    if let (Some(s), Some(_)) = (&spec.signing, &held.zone) {
+                        let retry = u64::from(s.policy.refresh / 8).clamp(1, 3600);
+                        resign.push((spec.name.clone(), signing::unix_now() + retry));
+                    }
                     held.failed = true;
                     self.failing += 1;
                     failures.push(ZoneFailure {
@@ -666,6 +691,7 @@ impl ZoneLibrary {
             warnings,
             checked,
             full_pass,
+            resign,
         }
     }
 
@@ -743,9 +769,12 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         .collect()
 }
 
-/// Scans and builds one zone; returns the zone, the warnings and the files it
-/// `$INCLUDE`d.
-fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<PathBuf>), LoadError> {
+/// What [`load_one`] returns: the zone, the warnings, the files it `$INCLUDE`d (and the key
+/// directory of a signed zone), and when a signed zone is to be signed again.
+type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
+
+/// Scans, signs if it is to be signed, and builds one zone.
+fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
     let opts = ScanOptions {
         threads,
         ..ScanOptions::new(spec.name.clone())
@@ -756,8 +785,22 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<Pat
         ZoneSource::File(path) => scan_file(path, &opts)?,
         ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
     };
-    let included = scanned.files.iter().skip(1).cloned().collect();
+    let mut included: Vec<PathBuf> = scanned.files.iter().skip(1).cloned().collect();
     let file = scanned.files.first().cloned().unwrap_or_default();
+    let mut refresh_at = None;
+    let scanned = match &spec.signing {
+        None => scanned,
+        Some(s) => {
+            // Every core for one zone, one each for many (as the scan).
+            let sign_threads = if threads > 1 { 0 } else { 1 };
+            let signed =
+                signing::sign_scanned(&spec.name, scanned, s, signing::unix_now(), sign_threads)?;
+            // New keys in the directory make a reload sign again.
+            included.push(s.key_dir.clone());
+            refresh_at = Some(signed.refresh_at);
+            signed.scanned
+        }
+    };
     let (zone, mut warnings) = Zone::build(spec.name.clone(), scanned)?;
     // Signatures past their time are served as they are (an authoritative server does not
     // validate), with a warning: the operator's signer has stopped.
@@ -773,7 +816,7 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<(Zone, Vec<Diag>, Vec<Pat
                 message,
             }),
     );
-    Ok((zone, warnings, included))
+    Ok((zone, warnings, included, refresh_at))
 }
 
 #[cfg(test)]

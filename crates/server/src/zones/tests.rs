@@ -6,6 +6,7 @@ fn spec(path: &Path) -> ZoneSpec {
     ZoneSpec {
         name: "z.test.".parse().unwrap(),
         source: ZoneSource::File(path.into()),
+        signing: None,
     }
 }
 
@@ -78,6 +79,7 @@ fn reads_only_what_changed(watch: bool) {
             ZoneSpec {
                 name: format!("z{i}.test.").parse().unwrap(),
                 source: ZoneSource::File(path),
+                signing: None,
             }
         })
         .collect();
@@ -217,6 +219,7 @@ fn many(dir: &Path, n: usize) -> Vec<ZoneSpec> {
             ZoneSpec {
                 name: format!("z{i}.test.").parse().unwrap(),
                 source: ZoneSource::File(path),
+                signing: None,
             }
         })
         .collect()
@@ -241,6 +244,7 @@ fn inotify_sees_every_kind_of_change() {
     specs.push(ZoneSpec {
         name: "z1000.test.".parse().unwrap(),
         source: ZoneSource::File(dir.join("z1000.zone")),
+        signing: None,
     });
     std::fs::write(dir.join("inc.txt"), "www A 192.0.2.7\n").unwrap();
     std::fs::write(dir.join("z7.zone"), zone_text(1, "$INCLUDE inc.txt\n")).unwrap();
@@ -400,6 +404,7 @@ fn what_inotify_cannot_see_is_polled() {
         specs.push(ZoneSpec {
             name: name.parse().unwrap(),
             source: ZoneSource::File(a.join(file)),
+            signing: None,
         });
     }
     let mut lib = ZoneLibrary::new(true);

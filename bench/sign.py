@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Signing the 1,276,513-record zone (issue 13): shardns against dnssec-signzone and knotd,
+ECDSA P-256, one combined signing key each, NSEC, 14-day signatures, on the same two cores
+(taskset -c 0,1), rounds interleaved (A B C D A B C D ...), medians.
+
+  shardns sign      `shardns sign big.test FILE --key-dir K -o OUT`: read, sign, write text
+  shardns serve     `shardns serve --zone big.test=FILE --sign --key-dir K`: process start
+                    until the SOA is answered with its RRSIG (DO=1)
+  dnssec-signzone   `dnssec-signzone -S -K KEYS -n 2 -z -e +1209600 -o big.test -f OUT FILE`:
+                    read, sign, write text (the key made by `dnssec-keygen -a ECDSAP256SHA256
+                    -f KSK`; -z: it signs everything, as a CSK)
+  knotd             `dnssec-signing: on`, a policy with ECDSA P-256, single-type-signing,
+                    signing-threads: 2, no journal: process start until the SOA is answered
+                    with its RRSIG
+
+Keys are made once, before the timed rounds (dnssec-keygen; an untimed first run of
+shardns sign and of knotd), so no run counts key generation. Wall seconds, CPU seconds (user + system) and peak RSS per run.
+
+Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR]
+  (builds shardns in release; needs dnssec-keygen, dnssec-signzone, knotd)
+Output: a markdown table on stdout; raw figures in OUT/raw.tsv.
+"""
+import argparse, os, signal, socket, statistics, struct, subprocess, sys, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--zone", default="/tmp/shardns-bench-zones/big.test.zone")
+ap.add_argument("--out", default="/tmp/shardns-sign-bench")
+a = ap.parse_args()
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.makedirs(a.out, exist_ok=True)
+if not os.path.exists(a.zone):
+    subprocess.run([sys.executable, os.path.join(root, "bench/gen_zones.py"),
+                    os.path.dirname(a.zone), "big"], check=True)
+subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=root, check=True)
+BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")),
+                   "release/shardns")
+PIN = ["taskset", "-c", "0,1"]
+PORT_S, PORT_K = 5551, 5552
+
+# Keys: one P-256 CSK for each signer.
+kd_s = os.path.join(a.out, "keys-shardns"); os.makedirs(kd_s, exist_ok=True)
+kd_b = os.path.join(a.out, "keys-bind"); os.makedirs(kd_b, exist_ok=True)
+if not any(f.endswith(".private") for f in os.listdir(kd_b)):
+    subprocess.run(["dnssec-keygen", "-q", "-K", kd_b, "-a", "ECDSAP256SHA256", "-f", "KSK",
+                    "big.test."], check=True, stdout=subprocess.DEVNULL)
+
+K = os.path.join(a.out, "knot"); os.makedirs(os.path.join(K, "db"), exist_ok=True)
+zdir, zfile = os.path.split(os.path.abspath(a.zone))
+open(os.path.join(K, "knot.conf"), "w").write(f"""server:
+    rundir: "{K}"
+    pidfile: "{K}/knot.pid"
+    listen: 127.0.0.1@{PORT_K}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: "{K}/knot.sock"
+log:
+  - target: stderr
+    any: warning
+database:
+    storage: "{K}/db"
+    kasp-db: "{K}/kasp"
+policy:
+  - id: csk
+    algorithm: ecdsap256sha256
+    single-type-signing: on
+    nsec3: off
+    rrsig-lifetime: 14d
+    rrsig-refresh: 7d
+    signing-threads: 2
+template:
+  - id: default
+    storage: "{zdir}"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+    semantic-checks: off
+    dnssec-signing: on
+    dnssec-policy: csk
+zone:
+  - domain: big.test
+    file: {zfile}
+""")
+
+# The SOA query with DO=1: answered when the answer section has the SOA and its RRSIG.
+Q = (struct.pack(">HHHHHH", 0x5a5a, 0, 1, 0, 0, 1) + b"\x03big\x04test\x00" +
+     struct.pack(">HH", 6, 1) + b"\x00" + struct.pack(">HHIH", 41, 1232, 0x8000, 0))
+
+
+def cpu_of(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hwm_of(pid):
+    return next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmHWM"))
+
+
+def until_signed_answer(name, cmd, port, clean=None):
+    """Start a server; seconds until a signed SOA answer, its CPU s and peak RSS KiB then."""
+    if clean:
+        clean()
+    log = open(os.path.join(a.out, f"{name}.log"), "wb")
+    t0 = time.monotonic()
+    srv = subprocess.Popen(PIN + cmd, stdout=log, stderr=subprocess.STDOUT)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.005)
+    out = None
+    while time.monotonic() - t0 < 600 and srv.poll() is None:
+        try:
+            s.sendto(Q, ("127.0.0.1", port))
+            r, _ = s.recvfrom(4096)
+            if len(r) > 12 and r[:2] == Q[:2] and struct.unpack(">H", r[6:8])[0] >= 2:
+                out = (time.monotonic() - t0, cpu_of(srv.pid), hwm_of(srv.pid))
+                break
+        except (socket.timeout, ConnectionRefusedError):
+            time.sleep(0.005)
+    srv.send_signal(signal.SIGTERM)
+    try:
+        srv.wait(20)
+    except subprocess.TimeoutExpired:
+        srv.kill(); srv.wait()
+    if out is None:
+        sys.exit(f"{name} gave no signed answer; see {log.name}")
+    return out
+
+
+def one_shot(name, cmd):
+    """Run a command to its end under GNU time: wall s, CPU s, peak RSS KiB."""
+    tf = os.path.join(a.out, "time.out")
+    t0 = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-o", tf, "-f", "%U %S %M"] + PIN + cmd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"{name} failed: {p.stderr.decode()[-500:]}")
+    user, system, rss = open(tf).read().split()[-3:]
+    return (wall, float(user) + float(system), int(rss))
+
+
+def knot_clean():
+    for f in os.listdir(os.path.join(K, "db")):
+        p = os.path.join(K, "db", f)
+        if os.path.isfile(p):
+            os.remove(p)
+        else:
+            subprocess.run(["rm", "-rf", p])
+
+
+RUNS = {
+    "shardns sign": lambda: one_shot("shardns-sign", [
+        BIN, "sign", "big.test", a.zone, "--key-dir", kd_s,
+        "-o", os.path.join(a.out, "shardns.signed")]),
+    "shardns serve --sign": lambda: until_signed_answer("shardns-serve", [
+        BIN, "serve", "--listen", f"127.0.0.1:{PORT_S}", "--workers", "1",
+        "--control", os.path.join(a.out, "ctl"),
+        "--zone", f"big.test={a.zone}", "--sign", "--key-dir", kd_s], PORT_S),
+    "dnssec-signzone -n 2": lambda: one_shot("dnssec-signzone", [
+        "dnssec-signzone", "-q", "-S", "-K", kd_b, "-n", "2", "-z", "-e", "+1209600",
+        "-o", "big.test", "-f", os.path.join(a.out, "bind.signed"), a.zone]),
+    "knotd": lambda: until_signed_answer("knotd", ["knotd", "-c", os.path.join(K, "knot.conf")],
+                                         PORT_K, knot_clean),
+}
+
+# Untimed first runs of the two that make their own keys.
+for name in ("shardns sign", "knotd"):
+    run = RUNS[name]
+    print(f"warm-up: {name} {run()[0]:.2f} s", file=sys.stderr)
+raw = open(os.path.join(a.out, "raw.tsv"), "w")
+res = {n: [] for n in RUNS}
+for r in range(a.rounds):
+    for name, run in RUNS.items():
+        open(a.zone, "rb").read()  # the same warm page cache for all
+        v = run()
+        res[name].append(v)
+        raw.write(f"{name}\t{v[0]:.3f}\t{v[1]:.3f}\t{v[2]}\n"); raw.flush()
+        print(f"round {r + 1}: {name}: {v[0]:.2f} s, CPU {v[1]:.2f} s, peak RSS {v[2] / 1024:.0f} MiB",
+              file=sys.stderr)
+
+print("| signer (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB |")
+print("|---|---|---|---|---|")
+med = {}
+for name, v in res.items():
+    med[name] = statistics.median(x[0] for x in v)
+    print("| %s | %.2f | %s | %.2f | %.0f |" % (
+        name, med[name], "/".join("%.2f" % x[0] for x in v),
+        statistics.median(x[1] for x in v), statistics.median(x[2] for x in v) / 1024))
+print()
+for peer in ("dnssec-signzone -n 2", "knotd"):
+    print("%s / shardns sign: %.1fx; / shardns serve --sign: %.1fx" % (
+        peer, med[peer] / med["shardns sign"], med[peer] / med["shardns serve --sign"]))

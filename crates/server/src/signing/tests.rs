@@ -1,0 +1,243 @@
+//! Signing on load: keys made or loaded, the serial rule, the state file, and the errors
+//! that keep a zone's previous version.
+
+use super::*;
+use crate::zones::{ZoneLibrary, ZoneSource, ZoneSpec};
+use shardns_wire::RType;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let p = std::env::temp_dir().join(format!(
+            "shardns-signing-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+const NOW: u64 = 1_750_000_000;
+
+fn zone_text(serial: u32) -> String {
+    format!(
+        "$TTL 300\n@ SOA ns.z.test. admin.z.test. {serial} 3600 600 86400 300\n\
+         @ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\nsub NS ns.other.test.\n\
+         ; a pre-signed leftover: dropped and made anew\n\
+         www NSEC z.test. A RRSIG NSEC\n"
+    )
+}
+
+fn spec(key_dir: &Path) -> SignSpec {
+    SignSpec {
+        key_dir: key_dir.to_path_buf(),
+        algorithm: Algorithm::EcdsaP256Sha256,
+        denial: Denial::Nsec,
+        policy: Policy::default(),
+    }
+}
+
+fn scan(text: &str) -> Scanned {
+    let opts = shardns_zone::ScanOptions::new("z.test.".parse().unwrap());
+    shardns_zone::scan::scan_text(text.as_bytes(), Path::new("z.zone"), &opts).unwrap()
+}
+
+fn apex() -> Name {
+    "z.test.".parse().unwrap()
+}
+
+#[test]
+fn serial_arithmetic() {
+    assert!(serial_gt(2, 1));
+    assert!(!serial_gt(1, 1));
+    assert!(!serial_gt(1, 2));
+    assert!(serial_gt(0, u32::MAX), "wraps (RFC 1982)");
+    assert!(!serial_gt(u32::MAX, 0));
+}
+
+#[test]
+fn a_zone_without_keys_gets_a_csk_and_keeps_its_serial_the_first_time() {
+    let dir = Dir::new("first");
+    let signed = sign_scanned(&apex(), scan(&zone_text(7)), &spec(&dir.0), NOW, 1).unwrap();
+    let records = to_records(&signed.scanned);
+    let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
+    assert_eq!(soa_serial(&soa.rdata), Some(7));
+    let dnskeys: Vec<_> = records
+        .iter()
+        .filter(|r| r.rtype == RType::DNSKEY)
+        .collect();
+    assert_eq!(dnskeys.len(), 1);
+    assert_eq!(
+        &dnskeys[0].rdata[..4],
+        &[1, 1, 3, 13],
+        "flags 257, ECDSA P-256"
+    );
+    for t in [RType::CDS, RType::CDNSKEY, RType::NSEC, RType::RRSIG] {
+        assert!(records.iter().any(|r| r.rtype == t), "{t} missing");
+    }
+    // The leftover NSEC of www was replaced by the chain's (www -> z.test.'s next).
+    let www_nsec = records
+        .iter()
+        .filter(|r| r.rtype == RType::NSEC && r.owner.to_string() == "www.z.test.")
+        .count();
+    assert_eq!(www_nsec, 1);
+    assert_eq!(signed.refresh_at, NOW + 7 * 86_400);
+    // Key files and the state are the owner's alone.
+    let mut files = 0;
+    for e in fs::read_dir(&dir.0).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            files += 1;
+            assert_eq!(e.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
+    assert_eq!(files, 2, ".key and .private");
+    assert_eq!(StateFile::new(&dir.0, &apex()).read().unwrap(), Some(7));
+    let state = dir.0.join("state/z.test.state");
+    assert_eq!(
+        fs::metadata(state).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn the_serial_moves_on_every_signing_and_a_greater_file_serial_wins() {
+    let dir = Dir::new("serial");
+    let serial = |text: &str, now| {
+        let signed = sign_scanned(&apex(), scan(text), &spec(&dir.0), now, 1).unwrap();
+        let records = to_records(&signed.scanned);
+        let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
+        soa_serial(&soa.rdata).unwrap()
+    };
+    assert_eq!(serial(&zone_text(10), NOW), 10);
+    // Same file, signed again (a refresh, a restart): last + 1, with the same key.
+    assert_eq!(serial(&zone_text(10), NOW + 1), 11);
+    assert_eq!(serial(&zone_text(5), NOW + 2), 12);
+    assert_eq!(serial(&zone_text(100), NOW + 3), 100);
+    let keys = KeyStore::open(&dir.0).unwrap().load(&apex()).unwrap();
+    assert_eq!(keys.len(), 1, "the first key is kept, not made again");
+}
+
+#[test]
+fn nsec3_with_opt_out_and_ed25519() {
+    let dir = Dir::new("nsec3");
+    let mut s = spec(&dir.0);
+    s.algorithm = Algorithm::Ed25519;
+    s.denial = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: true,
+    };
+    let signed = sign_scanned(&apex(), scan(&zone_text(1)), &s, NOW, 0).unwrap();
+    let records = to_records(&signed.scanned);
+    let param = records
+        .iter()
+        .find(|r| r.rtype == RType::NSEC3PARAM)
+        .unwrap();
+    assert_eq!(
+        param.rdata,
+        [1, 0, 0, 0, 0],
+        "SHA-1, no flags, 0 iterations, no salt"
+    );
+    let nsec3 = records.iter().find(|r| r.rtype == RType::NSEC3).unwrap();
+    assert_eq!(nsec3.rdata[1], 1, "opt-out flag");
+    assert!(!records.iter().any(|r| r.rtype == RType::NSEC));
+    let dnskey = records.iter().find(|r| r.rtype == RType::DNSKEY).unwrap();
+    assert_eq!(dnskey.rdata[3], 15);
+}
+
+#[test]
+fn key_directory_errors_say_what_is_wrong() {
+    let dir = Dir::new("errors");
+    let missing = dir.0.join("nope");
+    let e = sign_scanned(&apex(), scan(&zone_text(1)), &spec(&missing), NOW, 1)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with("z.zone: cannot sign the zone: key directory ")
+            && e.contains("does not exist"),
+        "{e}"
+    );
+
+    // A key of another zone under this zone's file name.
+    let other = Dir::new("other");
+    let store = KeyStore::open(&other.0).unwrap();
+    let key = store
+        .generate(
+            &"other.test.".parse().unwrap(),
+            Algorithm::EcdsaP256Sha256,
+            Role::Csk,
+            NOW,
+        )
+        .unwrap();
+    let tag = key.meta.tag;
+    for ext in ["key", "private"] {
+        fs::copy(
+            other.0.join(format!("{}.{ext}", key.stem)),
+            dir.0.join(format!("Kz.test.+013+{tag:05}.{ext}")),
+        )
+        .unwrap();
+    }
+    let e = sign_scanned(&apex(), scan(&zone_text(1)), &spec(&dir.0), NOW, 1)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("a key for other.test., not for z.test."), "{e}");
+}
+
+#[test]
+fn a_zone_that_fails_to_sign_keeps_its_previous_version() {
+    let dir = Dir::new("library");
+    let keys = dir.0.join("keys");
+    fs::create_dir(&keys).unwrap();
+    let file = dir.0.join("z.zone");
+    fs::write(&file, zone_text(1)).unwrap();
+    let spec = ZoneSpec {
+        name: apex(),
+        source: ZoneSource::File(file.clone()),
+        signing: Some(Arc::new(spec(&keys))),
+    };
+    let mut lib = ZoneLibrary::default();
+    let r = lib.load(std::slice::from_ref(&spec));
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert_eq!(r.resign.len(), 1);
+    let first = r.set.get(apex().as_ref()).unwrap().serial();
+    assert_eq!(first, 1);
+    assert!(r.set.get(apex().as_ref()).unwrap().is_signed());
+
+    // The key directory goes away: the zone file changes, the new version cannot be
+    // signed, the signed version before it stays.
+    fs::rename(&keys, dir.0.join("moved")).unwrap();
+    fs::write(&file, zone_text(2) + "new A 192.0.2.9\n").unwrap();
+    let r = lib.load(std::slice::from_ref(&spec));
+    assert_eq!(r.failures.len(), 1);
+    assert!(r.failures[0].kept_previous);
+    assert!(r.failures[0].error.to_string().contains("does not exist"));
+    let kept = r.set.get(apex().as_ref()).unwrap();
+    assert_eq!(kept.serial(), 1);
+    assert!(kept.is_signed());
+    assert_eq!(
+        r.resign.len(),
+        1,
+        "tried again before the signatures run out"
+    );
+
+    // Back: the new version is signed, with a serial above the last.
+    fs::rename(dir.0.join("moved"), &keys).unwrap();
+    let (r, _) = lib.reload_named(&[apex()]);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert_eq!(r.set.get(apex().as_ref()).unwrap().serial(), 2);
+}
