@@ -327,10 +327,15 @@ fn validation_matches_unbound() {
         }
     }
 
-    let stats: Vec<String> = ["shardns_resolver_upstream_queries_total"]
-        .iter()
-        .map(|n| format!("{n} {}", shardns.stat(n)))
-        .collect();
+    let stats: Vec<String> = [
+        "shardns_resolver_upstream_queries_total",
+        "shardns_dnssec_secure_total",
+        "shardns_dnssec_insecure_total",
+        "shardns_dnssec_bogus_total",
+    ]
+    .iter()
+    .map(|n| format!("{n} {}", shardns.stat(n)))
+    .collect();
     println!(
         "validation: {} queries in {:.1} s: {identical} identical, {} with allowed differences only, {} unexplained (by kind: {by_kind:?})",
         corpus.len(),
@@ -347,6 +352,19 @@ fn validation_matches_unbound() {
         );
     }
     println!("  {}", stats.join(", "));
+    // Every verdict is counted, and bogus answers are logged (once per name and reason).
+    for n in [
+        "shardns_dnssec_secure_total",
+        "shardns_dnssec_insecure_total",
+        "shardns_dnssec_bogus_total",
+    ] {
+        assert!(shardns.stat(n) > 0.0, "{n} is 0");
+    }
+    let log = shardns.log();
+    let logged = log
+        .matches("DNSSEC: bogus answer for www.forged.val. A:")
+        .count();
+    assert_eq!(logged, 1, "the forged answer is logged once:\n{log}");
     drop(unbound);
     drop(shardns);
     drop(auths);
