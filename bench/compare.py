@@ -29,6 +29,9 @@ that do not exist: NSEC3 name errors, two hashes per query for a server that has
 time; both zones made by gen_zones.py OUTDIR signed, which needs bind9-utils), and `cache`: resolvers answering from a warm cache (the peers' workload B): each resolver
 sends bench.test to an authoritative shardns on 127.0.0.1:5301 pinned to core 1 (Unbound as a
 stub zone, shardns as a forward zone), every name is resolved once, then the measured load.
+In `cache`, `shardns` runs with `--no-validation`; `shardns-val` is the same with DNSSEC
+validation on (a trust anchor for another name only: bench.test is provably insecure, and
+every cache hit reads the verdict stored with its set).
 
 Usage:
   bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|signed|nsec3nx|cache] \
@@ -57,7 +60,7 @@ from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, kn
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
          "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639,
-         "shardns-many": 5640}
+         "shardns-many": 5640, "shardns-val": 5641}
 # `--baseline PATH`: another build of shardns (e.g. main before a change), run as the server
 # kind "shardns-baseline" in the same interleaved rounds, so a change is judged as a ratio.
 BASELINE = None
@@ -137,9 +140,18 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     os.makedirs(d, exist_ok=True)
     # shardns-xdp: shardns reading its UDP queries from lo with AF_XDP (`--xdp lo`).
     xdp = ["--xdp", "lo"] if name == "shardns-xdp" else []
-    if cache and name in ("shardns", "shardns-xdp"):
-        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--no-validation", "--forward",
-                f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
+    if cache and name in ("shardns", "shardns-xdp", "shardns-val"):
+        # shardns-val: validation on, with a trust anchor for another name only, so that
+        # the (unsigned) bench zone is provably insecure: every hit reads its verdict.
+        if name == "shardns-val":
+            anchor = os.path.join(d, "anchor.ds")
+            with open(anchor, "w") as f:
+                f.write("anchor.invalid. IN DS 1 13 2 " + "00" * 32 + "\n")
+            validation = ["--trust-anchor", anchor]
+        else:
+            validation = ["--no-validation"]
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion"] + validation + [
+                "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone)
     if name == "xdpfloor":
@@ -306,7 +318,8 @@ def main():
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
-                    help="serve NAME on PORT instead of its default (e.g. shardns=5639 when 5631 is taken)")
+                    help="serve NAME on PORT instead of its default (e.g. shardns=5639 when 5631 is taken; "
+                    "upstream=PORT moves the cache workload's authoritative server off 5301)")
     ap.add_argument("--per-query", action="store_true",
                     help="also a table of CPU microseconds per query: server, load generator, their "
                     "sum (process accounting), and cores 0, 1 and both busy (all processes, softirq)")
@@ -321,9 +334,13 @@ def main():
     global BASELINE, MANY_ZONES
     BASELINE = args.baseline
     MANY_ZONES = args.zone_list
+    global UPSTREAM_PORT
     for spec in args.port:
         name, port = spec.split("=", 1)
-        PORTS[name] = int(port)
+        if name == "upstream":  # the cache workload's authoritative server
+            UPSTREAM_PORT = int(port)
+        else:
+            PORTS[name] = int(port)
 
     shardns_bin = build_shardns()
     for kind, example in (("floor", "udp_floor"), ("xdpfloor", "xdp_floor")):
@@ -353,7 +370,7 @@ def main():
     if args.workload == "nsec3nx":
         first_q = "host0000.bench.test"  # the queried names do not exist: wait for one that does
     servers = [s for s in args.servers.split(",")
-               if s in ("shardns", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
+               if s in ("shardns", "shardns-val", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
                or (s == "shardns-baseline" and BASELINE) or (s == "shardns-many" and MANY_ZONES)]
     if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
         sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")

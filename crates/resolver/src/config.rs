@@ -78,8 +78,12 @@ pub struct Config {
     pub validation: bool,
     /// Where validation starts: the root KSKs by default ([`TrustAnchors::root`]).
     pub trust_anchors: TrustAnchors,
-    /// Seconds of clock skew allowed either side of a signature's validity period.
-    pub signature_skew: u32,
+    /// Clock skew allowed either side of a signature's validity period: a tenth of the
+    /// period, at least `signature_skew_min` and at most `signature_skew_max` seconds
+    /// (Unbound's `val-sig-skew-min`/`val-sig-skew-max`, 3600 and 86400 by default).
+    pub signature_skew_min: u32,
+    /// See `signature_skew_min`.
+    pub signature_skew_max: u32,
     /// Most signature checks for one client query (KeyTrap, CVE-2023-50387).
     pub max_validations: u32,
     /// Most DNSKEYs tried for one RRSIG whose key tag and algorithm they share.
@@ -125,11 +129,14 @@ impl Default for Config {
             max_resolution_ms: 10_000,
             validation: true,
             trust_anchors: TrustAnchors::root(),
-            signature_skew: 300,
+            signature_skew_min: 3600,
+            signature_skew_max: 86400,
             max_validations: 32,
             max_key_collisions: 4,
             max_nsec3_hashes: 64,
-            max_nsec3_iterations: shardns_dnssec::nsec3::MAX_ITERATIONS,
+            // Unbound 1.17's val-nsec3-keysize-iterations, "1024 150 2048 150 4096 150":
+            // 150 whatever the key size (RFC 9276 §3.2 leaves the figure to validators).
+            max_nsec3_iterations: 150,
             // Unbound's val-bogus-ttl.
             bogus_ttl: 60,
         }

@@ -12,7 +12,9 @@
 //! - from the right address and port with the right ID but another question.
 //!
 //! The client must get the true address, and a second query (a cache hit: the fake sees no
-//! new query) must too. Needs root for port 53: without it the test prints SKIPPED and passes.
+//! new query) must too. The resolver validates (a trust anchor for a name outside the fake
+//! world makes the fake's unsigned data insecure, as an unsigned TLD is under the real root).
+//! Needs root for port 53: without it the test prints SKIPPED and passes.
 //!
 //! Never: any address outside 127.0.0.60-127.0.0.62, unbounded waits, processes left running.
 
@@ -56,6 +58,14 @@ fn forged_answers_are_rejected_and_never_cached() {
         &format!(". NS a.root-servers.net.\na.root-servers.net. A {FAKE}\n"),
     );
     let hints = hints.display().to_string();
+    // Validation on, with a trust anchor outside the fake world: the fake's unsigned data
+    // is provably insecure, so every answer goes through the validator (and gets no AD),
+    // and validation asks the fake nothing more.
+    let anchor = dir.write(
+        "anchor.ds",
+        &format!("anchor.invalid. IN DS 1 13 2 {}\n", "00".repeat(32)),
+    );
+    let anchor = anchor.display().to_string();
     let resolver = Server::start_at(
         "spoofing-resolver",
         &[SocketAddr::from((RESOLVER, 53))],
@@ -63,7 +73,8 @@ fn forged_answers_are_rejected_and_never_cached() {
             "--workers",
             "1",
             "--recursion",
-            "--no-validation",
+            "--trust-anchor",
+            &anchor,
             "--root-hints",
             &hints,
         ],

@@ -69,6 +69,8 @@ enum KeyStatus {
     NeedDs,
     Insecure,
     Bogus(u16),
+    /// No zone starts at this name (a DS denial without NS bit).
+    NoCut,
 }
 
 fn key_status(res: &Resolver, zone: NameRef<'_>, now: u64) -> KeyStatus {
@@ -84,6 +86,7 @@ fn key_status(res: &Resolver, zone: NameRef<'_>, now: u64) -> KeyStatus {
         Some(KeyEntry::Ds(d)) => KeyStatus::Ds(d),
         Some(KeyEntry::Insecure) => KeyStatus::Insecure,
         Some(KeyEntry::Bogus(code)) => KeyStatus::Bogus(code),
+        Some(KeyEntry::NoCut) => KeyStatus::NoCut,
         None if anchor.eq_ci(&zone) => KeyStatus::Anchor,
         None => KeyStatus::NeedDs,
     }
@@ -103,6 +106,45 @@ fn zone_of<'f>(
         .map(|(f, _)| f.signer)
         .find(|signer| owner.ends_with(signer))
         .unwrap_or(asked)
+}
+
+/// The zone whose keys judge an RRset: [`zone_of`], except for an RRset without RRSIGs
+/// where that zone has keys. A parent and a child served by the same servers answer for the
+/// child without a referral, so unsigned data there may belong to an insecure child: the
+/// names from below the zone down to the owner are tried in turn, one DS question each
+/// (as Unbound does), until a delegation (its zone) or the owner (the signed zone: the
+/// data is then bogus, RRSIGs missing). `Err(name)`: ask the DS of `name` first.
+fn data_zone<'f>(
+    res: &Resolver,
+    owner: NameRef<'f>,
+    rtype: RType,
+    sigs: &'f [Record],
+    asked: NameRef<'f>,
+    now: u64,
+) -> Result<NameRef<'f>, NameRef<'f>> {
+    let zone = zone_of(owner, rtype, sigs, asked);
+    let signed = sigs
+        .iter()
+        .any(|s| s.owner.as_ref().eq_ci(&owner) && covered(&s.rdata) == Some(rtype));
+    if signed
+        || !owner.ends_with(&zone)
+        || !matches!(key_status(res, zone, now), KeyStatus::Keys(_))
+    {
+        return Ok(zone);
+    }
+    // A DS RRset lives in the parent of its owner: the owner is no candidate.
+    let last = owner.label_count() - usize::from(rtype == RType::DS);
+    for labels in zone.label_count() + 1..=last {
+        let cand = owner.suffix(labels);
+        match key_status(res, cand, now) {
+            KeyStatus::NeedDs => return Err(cand),
+            KeyStatus::NoCut => continue,
+            // No proof either way: the data is judged in the signed zone (RRSIGs missing).
+            KeyStatus::Bogus(_) => return Ok(zone),
+            _ => return Ok(cand),
+        }
+    }
+    Ok(zone)
 }
 
 impl Note {
@@ -157,7 +199,10 @@ pub(super) fn judge(
     // First every key needed, so that nothing is verified twice.
     for note in f.ev.notes.iter().filter(|n| n.cached.is_none() && !n.synth) {
         let (owner, rtype) = note.owner(&f.chain);
-        let zone = zone_of(owner, rtype, &f.ev.sigs, note.zone.as_ref());
+        let zone = match data_zone(res, owner, rtype, &f.ev.sigs, note.zone.as_ref(), now) {
+            Ok(zone) => zone,
+            Err(cand) => return Judged::Need(name_buf(cand), RType::DS),
+        };
         let apex_keys = rtype == RType::DNSKEY && owner.eq_ci(&zone);
         if let Some(n) = need(res, zone, apex_keys, now) {
             return n;
@@ -266,6 +311,7 @@ fn judge_denial(
         KeyStatus::Keys(k) => k,
         KeyStatus::Insecure => return (Security::Insecure, 0, true),
         KeyStatus::Bogus(code) => return (Security::Bogus, code, false),
+        KeyStatus::NoCut => return (Security::Bogus, Ede::DNSSEC_BOGUS, false),
         _ => return (Security::Bogus, Ede::DNSKEY_MISSING, false),
     };
     let proof = verified_proof(f, zone, &keys, limits, budget);
@@ -285,7 +331,8 @@ fn judge_rrset(
     now: u64,
 ) -> (Security, u16) {
     let (owner, rtype) = note.owner(&f.chain);
-    let zone = zone_of(owner, rtype, &f.ev.sigs, note.zone.as_ref());
+    let zone = data_zone(res, owner, rtype, &f.ev.sigs, note.zone.as_ref(), now)
+        .unwrap_or_else(|_| zone_of(owner, rtype, &f.ev.sigs, note.zone.as_ref()));
     let rdatas: Vec<&[u8]> = f.chain[note.start..note.end]
         .iter()
         .map(|r| &r.rdata[..])
@@ -301,6 +348,7 @@ fn judge_rrset(
         KeyStatus::Insecure => return (Security::Insecure, 0),
         KeyStatus::Bogus(code) => return (Security::Bogus, code),
         KeyStatus::NeedDs => return (Security::Bogus, Ede::DNSKEY_MISSING),
+        KeyStatus::NoCut => return (Security::Bogus, Ede::DNSSEC_BOGUS),
         KeyStatus::Ds(ds) if rtype == RType::DNSKEY && owner.eq_ci(&zone) => {
             match trusted_keys(zone, &rdatas, Some(&ds), None, limits) {
                 Some(k) => k.into(),
@@ -463,10 +511,15 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
         }
         (Security::Insecure | Security::Indeterminate, _, _) => KeyEntry::Insecure,
         (Security::Secure, RType::DS, FrameOutcome::Answer) => {
-            let ds: Vec<Vec<u8>> = chain_of(RType::DS)
+            let mut ds: Vec<Vec<u8>> = chain_of(RType::DS)
                 .into_iter()
                 .filter(|d| d.len() > 4 && algorithm_supported(d[2]) && digest_supported(d[3]))
                 .collect();
+            // RFC 4509 §3: SHA-1 DS records are ignored when one with SHA-256 (or a
+            // stronger digest) is there, so a forged SHA-1 one cannot downgrade the set.
+            if ds.iter().any(|d| d[3] != 1) {
+                ds.retain(|d| d[3] != 1);
+            }
             if ds.is_empty() {
                 // Only algorithms or digests we do not validate: insecure (RFC 6840 §5.2).
                 KeyEntry::Insecure
@@ -476,8 +529,8 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
         }
         (Security::Secure, RType::DS, _) if v.delegation => KeyEntry::Insecure,
         // A secure denial of DS at a name that is no delegation point: no zone is there,
-        // so data claiming to be from one is bogus.
-        (Security::Secure, RType::DS, _) => KeyEntry::Bogus(Ede::DNSSEC_BOGUS),
+        // so data claiming to be from one is bogus (`KeyStatus::NoCut`).
+        (Security::Secure, RType::DS, _) => KeyEntry::NoCut,
         (Security::Secure, RType::DNSKEY, FrameOutcome::Answer) => {
             KeyEntry::Keys(chain_of(RType::DNSKEY).into())
         }

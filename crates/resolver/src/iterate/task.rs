@@ -90,7 +90,8 @@ impl Task {
         let cfg = &res.config;
         let limits = validate::Limits {
             unix_now,
-            skew: cfg.signature_skew,
+            skew_min: cfg.signature_skew_min,
+            skew_max: cfg.signature_skew_max,
             max_validations: cfg.max_validations,
             max_key_collisions: cfg.max_key_collisions,
             max_nsec3_hashes: cfg.max_nsec3_hashes,

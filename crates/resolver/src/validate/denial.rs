@@ -423,8 +423,14 @@ fn nsec3_denial(
                 return Denial::Limit;
             };
             match set.matching(&wh) {
+                // RFC 5155 §9.2: an Opt-Out NSEC3 over the next closer name proves nothing
+                // secure (an unsigned delegation may be there), as Unbound has it.
                 Some(m) if !has_type(m.bitmap, t) && !has_type(m.bitmap, RType::CNAME) => {
-                    Denial::Proven { delegation: false }
+                    if opt_out {
+                        Denial::OptOut
+                    } else {
+                        Denial::Proven { delegation: false }
+                    }
                 }
                 _ => Denial::Missing,
             }
@@ -481,6 +487,9 @@ pub(crate) fn check_wildcard(
         return Denial::Limit;
     };
     match set.covering(&h) {
+        // An Opt-Out span over the next closer name: it may hide an unsigned delegation,
+        // so the expansion is not provably secure (RFC 5155 §9.2; Unbound: insecure).
+        Some(c) if c.opt_out => Denial::OptOut,
         Some(_) => Denial::Proven { delegation: false },
         None => Denial::Missing,
     }

@@ -26,6 +26,10 @@ pub(crate) enum KeyEntry {
     Insecure,
     /// Validation of the zone's keys failed: everything in it is bogus, with this EDE code.
     Bogus(u16),
+    /// A secure denial of DS at a name that is no delegation point: no zone starts here.
+    /// Data claiming to be signed by it is bogus; unsigned data below it belongs to a zone
+    /// further down, or to the signed zone above (and then is bogus).
+    NoCut,
 }
 
 /// Zone name (lower case) -> (entry, expiry in ms on the driver's clock).

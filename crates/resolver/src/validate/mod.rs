@@ -127,8 +127,10 @@ pub(crate) struct Budget {
 pub(crate) struct Limits {
     /// Seconds since 1970, now.
     pub(crate) unix_now: u32,
-    /// Clock skew allowed on either side of an RRSIG's validity, seconds.
-    pub(crate) skew: u32,
+    /// Clock skew allowed on either side of an RRSIG's validity, seconds: a tenth of its
+    /// validity period, clamped to `skew_min..=skew_max` (as Unbound does).
+    pub(crate) skew_min: u32,
+    pub(crate) skew_max: u32,
     pub(crate) max_validations: u32,
     pub(crate) max_key_collisions: u8,
     pub(crate) max_nsec3_hashes: u32,

@@ -60,10 +60,12 @@ pub(crate) fn verify_rrset<'a>(
         }
         if !f.valid_at(now) {
             // A little skew either way: a clock a bit behind or ahead is not an attack.
-            let skewed = f.valid_at(now.wrapping_add(limits.skew))
-                && f.inception.wrapping_sub(now) <= limits.skew
-                || f.valid_at(now.wrapping_sub(limits.skew))
-                    && now.wrapping_sub(f.expiration) <= limits.skew;
+            // A tenth of the validity period, clamped (Unbound's val-sig-skew-min/max).
+            let skew = (f.expiration.wrapping_sub(f.inception) / 10)
+                .clamp(limits.skew_min, limits.skew_max.max(limits.skew_min));
+            let skewed = f.valid_at(now.wrapping_add(skew))
+                && f.inception.wrapping_sub(now) <= skew
+                || f.valid_at(now.wrapping_sub(skew)) && now.wrapping_sub(f.expiration) <= skew;
             if !skewed {
                 if now.wrapping_sub(f.expiration) as i32 > 0 {
                     expired = true;

@@ -24,8 +24,8 @@ use crate::config::AclEntry;
 use crate::stats::WorkerStats;
 use crate::sys::Epoll;
 use shardns_resolver::{
-    client_response_limit, finish_client_response, CacheAnswer, Engine, Event, QueryId, Resolution,
-    Resolver, TaskId, OPT_ROOM,
+    client_response_limit, finish_client_response, CacheAnswer, Ede, Engine, Event, QueryId,
+    Resolution, Resolver, TaskId, OPT_ROOM,
 };
 use shardns_wire::message::Header;
 use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
@@ -103,6 +103,76 @@ pub(crate) struct Recursion {
     next_generation: u32,
     read_buf: Box<[u8]>,
     write_buf: Box<[u8]>,
+    /// DNSSEC validation is on (the `shardns_dnssec_*` counters count).
+    validating: bool,
+    bogus_log: BogusLog,
+}
+
+/// Seconds during which a bogus (name, EDE code) is logged once.
+const BOGUS_LOG_INTERVAL_MS: u64 = 60_000;
+/// Most bogus answers logged per worker per interval; the rest are counted, and the count
+/// is logged when the interval ends.
+const BOGUS_LOG_MAX: usize = 64;
+
+/// Logs bogus answers: once per (name, EDE code) per interval and worker, at most
+/// [`BOGUS_LOG_MAX`] lines per interval, so that a broken zone queried hard cannot flood
+/// the log.
+#[derive(Default)]
+struct BogusLog {
+    since_ms: u64,
+    seen: std::collections::HashSet<(Name, u16)>,
+    suppressed: u64,
+}
+
+impl BogusLog {
+    fn note(&mut self, qname: &Name, qtype: RType, ede: Option<&Ede>, now_ms: u64) {
+        if now_ms.saturating_sub(self.since_ms) >= BOGUS_LOG_INTERVAL_MS {
+            if self.suppressed > 0 {
+                tracing::warn!(
+                    "DNSSEC: {} more bogus answers in the last {} s not logged",
+                    self.suppressed,
+                    BOGUS_LOG_INTERVAL_MS / 1000
+                );
+            }
+            self.since_ms = now_ms;
+            self.seen.clear();
+            self.suppressed = 0;
+        }
+        let code = ede.map_or(Ede::DNSSEC_BOGUS, |e| e.code);
+        let key = (qname.clone(), code);
+        if self.seen.contains(&key) {
+            return;
+        }
+        if self.seen.len() >= BOGUS_LOG_MAX {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::warn!(
+            "DNSSEC: bogus answer for {} {}: EDE {} ({}); SERVFAIL for {} s",
+            qname,
+            qtype,
+            code,
+            ede.map_or("DNSSEC bogus", |e| e.text),
+            BOGUS_LOG_INTERVAL_MS / 1000
+        );
+        self.seen.insert(key);
+    }
+}
+
+/// Whether a SERVFAIL with EDE `code` is a DNSSEC verdict (bogus), RFC 8914 codes 1-12.
+fn dnssec_ede(code: Option<u16>) -> bool {
+    code.is_some_and(|c| (Ede::UNSUPPORTED_DNSKEY_ALGORITHM..=Ede::NSEC_MISSING).contains(&c))
+}
+
+/// Counts one answer's DNSSEC verdict (validation on, CD clear).
+fn count_verdict(stats: &WorkerStats, rcode: Rcode, secure: bool, ede: Option<u16>) {
+    if secure {
+        stats.dnssec_secure.add(1);
+    } else if rcode == Rcode::SERVFAIL && dnssec_ede(ede) {
+        stats.dnssec_bogus.add(1);
+    } else {
+        stats.dnssec_insecure.add(1);
+    }
 }
 
 /// Hands a finished answer to its client: the response with its 2-octet TCP length
@@ -118,7 +188,10 @@ impl Recursion {
             .map_or(0, |d| d.as_millis() as u64);
         let since_base = Instant::now().saturating_duration_since(base).as_millis() as u64;
         engine.set_unix_time(0, unix_now.saturating_sub(since_base));
+        let validating = shared.resolver.config().validation;
         Self {
+            validating,
+            bogus_log: BogusLog::default(),
             shared,
             engine,
             base,
@@ -192,6 +265,9 @@ impl Recursion {
                 ede,
             } => {
                 stats.resolver_cache_hits.add(1);
+                if self.validating && !qh.cd() {
+                    count_verdict(stats, rcode, secure, ede.as_ref().map(|e| e.code));
+                }
                 stats.resolver_cache_locks.add(u64::from(locks));
                 stats.request_locks.add(u64::from(locks));
                 if truncated {
@@ -283,6 +359,14 @@ impl Recursion {
                     };
                     if answer.rcode == Rcode::SERVFAIL {
                         stats.resolver_servfails.add(1);
+                    }
+                    if self.validating && !p.cd {
+                        let code = answer.ede.as_ref().map(|e| e.code);
+                        count_verdict(stats, answer.rcode, answer.secure, code);
+                        if answer.rcode == Rcode::SERVFAIL && dnssec_ede(code) {
+                            self.bogus_log
+                                .note(&p.qname, p.qtype, answer.ede.as_ref(), clock);
+                        }
                     }
                     let tcp = matches!(p.client, Client::Tcp { .. });
                     let end = if tcp {

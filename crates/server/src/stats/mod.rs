@@ -101,6 +101,13 @@ pub(crate) struct WorkerStats {
     pub(crate) resolver_servfails: Counter,
     /// Recursive queries refused because the client is not in `resolver.allow`.
     pub(crate) resolver_refused: Counter,
+    /// Recursive answers (cache hits and resolutions, CD clear, validation on) whose
+    /// every RRset DNSSEC validation found secure.
+    pub(crate) dnssec_secure: Counter,
+    /// Such answers found insecure (provably unsigned, or not all secure).
+    pub(crate) dnssec_insecure: Counter,
+    /// Such answers found bogus (SERVFAIL with a DNSSEC EDE).
+    pub(crate) dnssec_bogus: Counter,
     /// Cache misses answered SERVFAIL because `resolver.max_pending` resolutions were in
     /// flight on the worker.
     pub(crate) resolver_pending_limited: Counter,

@@ -215,7 +215,7 @@ pub(crate) fn render_prometheus(
     };
     let _ = writeln!(s, "shardns_udp_queries_per_recv_call {per_call}");
 
-    let resolver: [(&str, &str, u64); 7] = [
+    let resolver: [(&str, &str, u64); 10] = [
         (
             "shardns_resolver_cache_hits_total",
             "Recursive queries answered from the cache.",
@@ -240,6 +240,21 @@ pub(crate) fn render_prometheus(
             "shardns_resolver_servfails_total",
             "Resolutions that ended in SERVFAIL.",
             t.resolver_servfails,
+        ),
+        (
+            "shardns_dnssec_secure_total",
+            "Recursive answers (CD clear) that DNSSEC validation found secure.",
+            t.dnssec_secure,
+        ),
+        (
+            "shardns_dnssec_insecure_total",
+            "Recursive answers (CD clear) that DNSSEC validation found insecure.",
+            t.dnssec_insecure,
+        ),
+        (
+            "shardns_dnssec_bogus_total",
+            "Recursive answers (CD clear) that DNSSEC validation found bogus (SERVFAIL).",
+            t.dnssec_bogus,
         ),
         (
             "shardns_resolver_refused_total",

@@ -29,6 +29,9 @@ pub(crate) struct Totals {
     pub(crate) resolver_upstream_queries: u64,
     pub(crate) resolver_servfails: u64,
     pub(crate) resolver_refused: u64,
+    pub(crate) dnssec_secure: u64,
+    pub(crate) dnssec_insecure: u64,
+    pub(crate) dnssec_bogus: u64,
     pub(crate) resolver_pending_limited: u64,
     pub(crate) tcp_refused_client: u64,
     pub(crate) tcp_read_timeout_closed: u64,
@@ -72,6 +75,9 @@ impl Totals {
         self.resolver_upstream_queries += w.resolver_upstream_queries.get();
         self.resolver_servfails += w.resolver_servfails.get();
         self.resolver_refused += w.resolver_refused.get();
+        self.dnssec_secure += w.dnssec_secure.get();
+        self.dnssec_insecure += w.dnssec_insecure.get();
+        self.dnssec_bogus += w.dnssec_bogus.get();
         self.resolver_pending_limited += w.resolver_pending_limited.get();
         self.tcp_refused_client += w.tcp_refused_client.get();
         self.tcp_read_timeout_closed += w.tcp_read_timeout_closed.get();

@@ -1,0 +1,111 @@
+//! The questions: every zone of the hierarchy times a set of names and types (positive
+//! answers, NXDOMAIN, NODATA, wildcard expansion and wildcard NODATA, a CNAME, an empty
+//! non-terminal, DS and DNSKEY), each asked three ways: DO, plain, and DO with CD.
+
+use crate::wire::{A, AAAA, DNSKEY, DS, MX, NS, SOA, TXT};
+
+/// The zones below `val.`, as served (see `make-zones.sh` for what each one is).
+pub(crate) const LEAVES: &[&str] = &[
+    "nsec", "nsec3", "optout", "iter", "unsigned", "expired", "future", "badds", "nosig", "forged",
+    "badnsec3", "alg253", "keytrap",
+];
+
+/// How a question is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum How {
+    /// EDNS with DO.
+    Do,
+    /// EDNS without DO.
+    Plain,
+    /// EDNS with DO, and CD.
+    Cd,
+}
+
+impl How {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            How::Do => "+do",
+            How::Plain => "",
+            How::Cd => "+do+cd",
+        }
+    }
+}
+
+/// One query of the corpus.
+#[derive(Clone, Debug)]
+pub(crate) struct Query {
+    pub(crate) name: String,
+    pub(crate) qtype: u16,
+    pub(crate) how: How,
+}
+
+/// Names (relative, "@" the apex) and types asked in every leaf zone.
+const LEAF_QUESTIONS: &[(&str, u16)] = &[
+    ("@", SOA),
+    ("@", NS),
+    ("@", DNSKEY),
+    ("@", DS),
+    ("@", MX),
+    ("www", A),
+    ("www", AAAA),
+    ("www", TXT),
+    ("www", MX),
+    ("nothere", A),
+    ("host.wild", A),
+    ("host.wild", AAAA),
+    ("cname", A),
+    ("b.ent", A),
+    ("a.b.ent", A),
+];
+
+/// Questions about the root, the TLD and the Opt-Out zone's insecure child.
+const OTHER_QUESTIONS: &[(&str, u16)] = &[
+    (".", SOA),
+    (".", DNSKEY),
+    (".", NS),
+    ("nothere.", A),
+    ("val.", SOA),
+    ("val.", DNSKEY),
+    ("val.", DS),
+    ("www.val.", A),
+    ("www.val.", TXT),
+    ("nothere.val.", A),
+    ("insec.optout.val.", DS),
+    ("insec.optout.val.", SOA),
+    ("www.insec.optout.val.", A),
+    ("nothere.insec.optout.val.", A),
+];
+
+fn absolute(rel: &str, apex: &str) -> String {
+    if rel == "@" {
+        apex.to_string()
+    } else {
+        format!("{rel}.{apex}")
+    }
+}
+
+/// Every question, each asked with DO, then without, then with DO and CD, in that order
+/// (the later ones are mostly cache hits, as in real use).
+pub(crate) fn corpus() -> Vec<Query> {
+    let mut questions: Vec<(String, u16)> = OTHER_QUESTIONS
+        .iter()
+        .map(|(n, t)| (n.to_string(), *t))
+        .collect();
+    for leaf in LEAVES {
+        let apex = format!("{leaf}.val.");
+        for (rel, t) in LEAF_QUESTIONS {
+            questions.push((absolute(rel, &apex), *t));
+        }
+    }
+    let mut out = Vec::new();
+    for how in [How::Do, How::Plain, How::Cd] {
+        for (name, qtype) in &questions {
+            out.push(Query {
+                name: name.clone(),
+                qtype: *qtype,
+                how,
+            });
+        }
+    }
+    out
+}
