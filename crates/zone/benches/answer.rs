@@ -108,3 +108,54 @@ fn mixed(bencher: divan::Bencher<'_, '_>) {
         ],
     );
 }
+
+/// 100,000 small zones (12 records each, like bench/many_zones.py's) in one set.
+fn many_zones(n: usize) -> ZoneSet {
+    let zones = (0..n)
+        .map(|i| {
+            let origin: Name = format!("z{i:06}.test.").parse().unwrap();
+            let text = format!(
+                "$TTL 3600\n@ SOA ns1 host 1 3600 600 86400 300\n@ NS ns1\n@ NS ns2\n@ MX 10 mail\n\
+                 @ A 192.0.2.1\n@ TXT \"zone {i}\"\nns1 A 192.0.2.2\nns2 A 192.0.2.3\nmail A 192.0.2.4\n\
+                 mail AAAA 2001:db8::4\nwww A 192.0.2.5\nftp CNAME www\n"
+            );
+            let scanned = scan_text(
+                text.as_bytes(),
+                Path::new("z.zone"),
+                &ScanOptions::new(origin.clone()),
+            )
+            .unwrap();
+            Zone::build(origin, scanned).unwrap().0
+        })
+        .collect();
+    ZoneSet::new(zones)
+}
+
+/// The cost of a large zone set on the answer path, without the kernel's: `www` A queries
+/// to one zone of 100,000 (all in the CPU's caches), and spread over 10,000 of them or all
+/// 100,000 (each answer's zone data mostly out of the caches, as on a hosting server).
+#[divan::bench(args = [1, 10_000, 100_000])]
+fn zones_100k_queried(bencher: divan::Bencher<'_, '_>, spread: usize) {
+    let n = 100_000;
+    let zones = many_zones(n);
+    // A fixed pseudo-random walk, so consecutive queries do not go to neighbouring zones.
+    let queries: Vec<Vec<u8>> = (0..spread.max(1000))
+        .map(|j| {
+            let z = (j.wrapping_mul(7919) % spread) * (n / spread);
+            query(1, &format!("www.z{z:06}.test."), RType::A, None)
+        })
+        .collect();
+    let mut out = vec![0u8; 65535];
+    let mut i = 0usize;
+    bencher
+        .counter(divan::counter::ItemsCount::new(1usize))
+        .bench_local(|| {
+            i = (i + 1) % queries.len();
+            divan::black_box(respond_to_message(
+                &zones,
+                divan::black_box(&queries[i]),
+                Transport::Udp,
+                &mut out,
+            ));
+        });
+}
