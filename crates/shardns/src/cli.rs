@@ -61,6 +61,14 @@ pub(crate) enum Command {
     /// Sign a zone file once with the keys of a key directory, as the server signs a zone
     /// with `dnssec = true`, and write the signed zone to a file.
     Sign(SignArgs),
+    /// Write the man pages (shardns(8), one per command, and shardns.toml(5)) into DIR: made
+    /// from this command line's definitions and the annotated example configuration.
+    #[command(hide = true)]
+    Man {
+        /// The directory to write the pages into (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Measure a DNS server's performance (any server: ours or another).
     #[command(disable_help_flag = true)]
     Bench {

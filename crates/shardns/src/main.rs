@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 mod cli;
+mod man;
 
 use clap::Parser;
 use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs};
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             .and_then(|z| shardns_server::key_ds(&z, &a.key_dir))
             .map(|text| print!("{text}")),
         Some(Command::Sign(a)) => sign(&a),
+        Some(Command::Man { dir }) => man::write_pages(&dir),
         Some(Command::Bench { args }) => return bench(args),
     };
     match result {
