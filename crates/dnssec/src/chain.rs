@@ -9,9 +9,10 @@
 //! opt-out unsigned delegations (and the empty non-terminals only they make) do not.
 //!
 //! Keys: a [`ZoneKey`] says whether a key signs the key RRsets (DNSKEY, CDS, CDNSKEY: a
-//! KSK's job), the rest of the zone (a ZSK's), or both (a CSK: one key, one DS). All
-//! keys passed are published in the DNSKEY RRset; CDS (SHA-256) and CDNSKEY are published
-//! for the keys marked so.
+//! KSK's job), the rest of the zone (a ZSK's), or both (a CSK: one key, one DS). The keys
+//! marked so are published in the DNSKEY RRset (all but a new KSK of a double-DS rollover
+//! whose DS the parent does not have yet); CDS (SHA-256) and CDNSKEY are published for the
+//! keys marked so.
 //!
 //! Input records of types the signer makes are dropped and made anew: RRSIG, NSEC, NSEC3
 //! and NSEC3PARAM anywhere, DNSKEY, CDS and CDNSKEY at the apex. An RRset whose records have
@@ -84,8 +85,10 @@ impl Policy {
 /// One key of the zone and what it does.
 #[derive(Clone, Copy, Debug)]
 pub struct ZoneKey<'a> {
-    /// The key; it is published in the DNSKEY RRset.
+    /// The key.
     pub key: &'a SigningKey,
+    /// Published in the DNSKEY RRset. A key that signs must be.
+    pub dnskey: bool,
     /// Signs the DNSKEY, CDS and CDNSKEY RRsets (a KSK or CSK).
     pub signs_keys: bool,
     /// Signs every other RRset (a ZSK or CSK).
@@ -99,6 +102,7 @@ impl<'a> ZoneKey<'a> {
     pub fn csk(key: &'a SigningKey) -> Self {
         Self {
             key,
+            dnskey: true,
             signs_keys: true,
             signs_zone: true,
             cds: true,
@@ -109,6 +113,7 @@ impl<'a> ZoneKey<'a> {
     pub fn ksk(key: &'a SigningKey) -> Self {
         Self {
             key,
+            dnskey: true,
             signs_keys: true,
             signs_zone: false,
             cds: true,
@@ -119,6 +124,7 @@ impl<'a> ZoneKey<'a> {
     pub fn zsk(key: &'a SigningKey) -> Self {
         Self {
             key,
+            dnskey: true,
             signs_keys: false,
             signs_zone: true,
             cds: false,
@@ -129,6 +135,7 @@ impl<'a> ZoneKey<'a> {
     pub fn published(key: &'a SigningKey) -> Self {
         Self {
             key,
+            dnskey: true,
             signs_keys: false,
             signs_zone: false,
             cds: false,
@@ -344,7 +351,9 @@ pub fn sign_zone(
     };
     for k in keys {
         let dnskey = k.key.dnskey_rdata();
-        records.push(at_apex(RType::DNSKEY, key_ttl, dnskey.to_vec()));
+        if k.dnskey {
+            records.push(at_apex(RType::DNSKEY, key_ttl, dnskey.to_vec()));
+        }
         if k.cds {
             records.push(at_apex(RType::CDNSKEY, key_ttl, dnskey.to_vec()));
             let ds = ds_rdata(apex_ref, dnskey, DigestType::Sha256)

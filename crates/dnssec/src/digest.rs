@@ -62,6 +62,34 @@ pub fn ds_rdata(owner: NameRef<'_>, dnskey_rdata: &[u8], digest: DigestType) -> 
     Some(out)
 }
 
+/// A SHA-256 (ring's) of many parts: a fingerprint of a signer's inputs, to tell whether
+/// they changed.
+pub struct Fingerprint(ring::digest::Context);
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Self(ring::digest::Context::new(&ring::digest::SHA256))
+    }
+}
+
+impl Fingerprint {
+    /// Adds a part, preceded by its length (so parts cannot run into each other).
+    pub fn part(&mut self, data: &[u8]) {
+        self.0.update(&(data.len() as u64).to_be_bytes());
+        self.0.update(data);
+    }
+
+    /// The digest in lower-case hex.
+    pub fn hex(self) -> String {
+        self.0
+            .finish()
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,11 @@
 //! - `K<zone>+<alg>+<tag>.private`: `Private-key-format: v1.3`, `Algorithm: 13
 //!   (ECDSAP256SHA256)`, the key (`PrivateKey:` for ECDSA and Ed25519; `Modulus:` ...
 //!   `Coefficient:` for RSA), and the times: `Created`, `Publish`, `Activate`, `Inactive`,
-//!   `Delete` as `YYYYMMDDHHMMSS` UTC. These times are the metadata that counts.
+//!   `Delete`, and for key-signing keys `SyncPublish`, `SyncDelete` (when CDS and CDNSKEY
+//!   are published for the key) and `DSPublish` (when the operator confirmed the parent
+//!   has its DS), as `YYYYMMDDHHMMSS` UTC: BIND's names, which `dnssec-settime -p all`
+//!   reads. These times are the metadata that counts: rollovers ([`crate::roll`]) are
+//!   written as times, so a restart resumes them.
 //!
 //! Both files are written with mode 0600, to a temporary name first and renamed, so a
 //! reader never sees half a key. Roles: a key without the SEP flag is a ZSK; with it, a KSK,
@@ -91,6 +95,13 @@ pub struct KeyMeta {
     pub inactive: Option<u64>,
     /// From when its DNSKEY is no longer published.
     pub delete: Option<u64>,
+    /// From when CDS and CDNSKEY are published for it (KSK, CSK). `None`: while it is
+    /// active.
+    pub sync_publish: Option<u64>,
+    /// From when CDS and CDNSKEY are no longer published for it.
+    pub sync_delete: Option<u64>,
+    /// When the operator confirmed the parent publishes its DS (double-DS rollover).
+    pub ds_publish: Option<u64>,
 }
 
 impl KeyMeta {
@@ -104,6 +115,31 @@ impl KeyMeta {
         self.is_published(now)
             && self.activate.is_some_and(|t| t <= now)
             && self.inactive.is_none_or(|t| t > now)
+    }
+
+    /// True if CDS and CDNSKEY are published for the key at `now`: a KSK or CSK, from
+    /// `SyncPublish` (or, without it, while it is active) until `SyncDelete`.
+    pub fn has_cds(&self, now: u64) -> bool {
+        self.role != Role::Zsk
+            && self.sync_delete.is_none_or(|t| t > now)
+            && match self.sync_publish {
+                Some(t) => t <= now,
+                None => self.is_active(now),
+            }
+    }
+
+    /// The key's times, in file order, with BIND's field names.
+    pub fn times(&self) -> [(&'static str, Option<u64>); 8] {
+        [
+            ("Created", Some(self.created)),
+            ("Publish", self.publish),
+            ("Activate", self.activate),
+            ("Inactive", self.inactive),
+            ("Delete", self.delete),
+            ("DSPublish", self.ds_publish),
+            ("SyncPublish", self.sync_publish),
+            ("SyncDelete", self.sync_delete),
+        ]
     }
 }
 
@@ -299,6 +335,9 @@ impl KeyStore {
                 activate: private.times[2],
                 inactive: private.times[3],
                 delete: private.times[4],
+                ds_publish: private.times[5],
+                sync_publish: private.times[6],
+                sync_delete: private.times[7],
             },
             key,
             stem: stem.to_string(),
@@ -313,9 +352,23 @@ impl KeyStore {
         role: Role,
         now: u64,
     ) -> Result<StoredKey, StoreError> {
+        let stored = self.make(zone, algorithm, role, now)?;
+        self.save_new(&stored)?;
+        Ok(stored)
+    }
+
+    /// Makes a new key for `zone`, published and active from `now`, without writing it:
+    /// the caller sets its times, then [`Self::save_new`].
+    pub fn make(
+        &self,
+        zone: &Name,
+        algorithm: Algorithm,
+        role: Role,
+        now: u64,
+    ) -> Result<StoredKey, StoreError> {
         let key = SigningKey::generate(algorithm, role.flags())
             .map_err(|e| StoreError::Key(self.dir.clone(), e))?;
-        let stored = StoredKey {
+        Ok(StoredKey {
             meta: KeyMeta {
                 zone: zone.clone(),
                 role,
@@ -326,10 +379,18 @@ impl KeyStore {
                 activate: Some(now),
                 inactive: None,
                 delete: None,
+                sync_publish: None,
+                sync_delete: None,
+                ds_publish: None,
             },
             stem: stem(zone.as_ref(), algorithm, key.tag()),
             key,
-        };
+        })
+    }
+
+    /// Writes the files of a key made by [`Self::make`]; refuses to replace a key with the
+    /// same tag.
+    pub fn save_new(&self, stored: &StoredKey) -> Result<(), StoreError> {
         let private = self.dir.join(format!("{}.private", stored.stem));
         if private.exists() {
             // A tag collision with a key we have: refuse rather than overwrite it.
@@ -338,8 +399,7 @@ impl KeyStore {
                 io::Error::new(io::ErrorKind::AlreadyExists, "a key with this tag exists"),
             ));
         }
-        self.save(&stored)?;
-        Ok(stored)
+        self.save(stored)
     }
 
     /// Writes a key's two files (mode 0600), replacing them: to record new times.
@@ -370,14 +430,7 @@ impl KeyStore {
                 }
             }
         }
-        let times = [
-            ("Created", Some(m.created)),
-            ("Publish", m.publish),
-            ("Activate", m.activate),
-            ("Inactive", m.inactive),
-            ("Delete", m.delete),
-        ];
-        for (field, t) in times {
+        for (field, t) in m.times() {
             if let Some(t) = t {
                 private.push_str(&format!("{field}: {}\n", format_time(t)));
                 public.push_str(&format!("; {field}: {}\n", format_time(t)));
@@ -412,26 +465,54 @@ impl KeyStore {
 }
 
 /// The keys of `keys` to sign with at `now`, and what each does: published keys are in
-/// the DNSKEY RRset, active ones sign by role. Where an algorithm has an active KSK but no
+/// the DNSKEY RRset, active ones sign by role, CDS and CDNSKEY are published for those in
+/// their sync window ([`KeyMeta::has_cds`]: a new KSK waiting for its DS at the parent
+/// has them before its DNSKEY is published). Where an algorithm has an active KSK but no
 /// active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
 /// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2).
 pub fn zone_keys(keys: &[StoredKey], now: u64) -> Vec<ZoneKey<'_>> {
-    let zsk_active = |alg: Algorithm| {
-        keys.iter()
-            .any(|k| k.meta.algorithm == alg && k.meta.is_active(now) && k.meta.role != Role::Ksk)
-    };
     keys.iter()
-        .filter(|k| k.meta.is_published(now))
-        .map(|k| {
-            let active = k.meta.is_active(now);
-            ZoneKey {
+        .filter_map(|k| {
+            let d = duty(&k.meta, keys.iter().map(|k| &k.meta), now);
+            (d.dnskey || d.cds).then_some(ZoneKey {
                 key: &k.key,
-                signs_keys: active && k.meta.role != Role::Zsk,
-                signs_zone: active && (k.meta.role != Role::Ksk || !zsk_active(k.meta.algorithm)),
-                cds: active && k.meta.role != Role::Zsk,
-            }
+                dnskey: d.dnskey,
+                signs_keys: d.signs_keys,
+                signs_zone: d.signs_zone,
+                cds: d.cds,
+            })
         })
         .collect()
+}
+
+/// What a key does in the signed zone at a given time ([`duty`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Duty {
+    /// In the DNSKEY RRset.
+    pub dnskey: bool,
+    /// Signs the DNSKEY, CDS and CDNSKEY RRsets.
+    pub signs_keys: bool,
+    /// Signs the other RRsets.
+    pub signs_zone: bool,
+    /// CDS and CDNSKEY are published for it.
+    pub cds: bool,
+}
+
+/// What `k`, one of the zone's keys `all`, does at `now` (the rules of [`zone_keys`]).
+pub fn duty<'a>(k: &KeyMeta, all: impl Iterator<Item = &'a KeyMeta>, now: u64) -> Duty {
+    let active = k.is_active(now);
+    let mut zsk_active = false;
+    if active && k.role == Role::Ksk {
+        let mut all = all;
+        zsk_active =
+            all.any(|o| o.algorithm == k.algorithm && o.is_active(now) && o.role != Role::Ksk);
+    }
+    Duty {
+        dnskey: k.is_published(now),
+        signs_keys: active && k.role != Role::Zsk,
+        signs_zone: active && (k.role != Role::Ksk || !zsk_active),
+        cds: k.has_cds(now),
+    }
 }
 
 fn rsa_fields(r: &RsaPrivate) -> [(&'static str, &[u8]); 8] {
@@ -516,11 +597,23 @@ fn parse_key_file(path: &Path, text: &str) -> Result<PublicFile, StoreError> {
     })
 }
 
-/// What a `.private` file holds: algorithm, key, and the five times.
+/// The times of a `.private` file, in [`KeyMeta::times`] order.
+const TIME_FIELDS: [&str; 8] = [
+    "Created",
+    "Publish",
+    "Activate",
+    "Inactive",
+    "Delete",
+    "DSPublish",
+    "SyncPublish",
+    "SyncDelete",
+];
+
+/// What a `.private` file holds: algorithm, key, and the times.
 struct PrivateFile {
     algorithm: Algorithm,
     key: PrivateKey,
-    times: [Option<u64>; 5],
+    times: [Option<u64>; 8],
 }
 
 fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, StoreError> {
@@ -590,11 +683,8 @@ fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, StoreError
             ))
         }
     };
-    let mut times = [None; 5];
-    for (slot, field) in times
-        .iter_mut()
-        .zip(["Created", "Publish", "Activate", "Inactive", "Delete"])
-    {
+    let mut times = [None; 8];
+    for (slot, field) in times.iter_mut().zip(TIME_FIELDS) {
         if let Some(v) = get(field) {
             *slot = Some(parse_time(v).ok_or_else(|| corrupt(format!("bad {field} time {v:?}")))?);
         }

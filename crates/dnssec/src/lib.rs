@@ -9,6 +9,7 @@
 //!   on all cores ([`sign_zone`]).
 //! - [`keys`] is the key directory: BIND-format key files, generated keys, timing metadata,
 //!   and which keys sign at a given time ([`keys::zone_keys`]).
+//! - [`roll`] decides the times of ZSK (pre-publication) and KSK/CSK (double-DS) rollovers.
 //!
 //! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
 //! are passed in), no logging; the signer's threads are scoped and joined before
@@ -23,6 +24,7 @@ pub mod digest;
 pub mod key;
 pub mod keys;
 pub mod nsec3;
+pub mod roll;
 pub mod sign;
 
 #[cfg(test)]

@@ -62,7 +62,9 @@ pub use runtime::run;
 pub use shardns_dnssec::Algorithm as SignAlgorithm;
 pub use shardns_wire::tsig::Key as TsigKey;
 pub use shardns_wire::Name;
-pub use signing::tools::{key_ds, key_list, sign_file, SignOptions, SignSummary};
+pub use signing::tools::{
+    key_ds, key_list, key_rollover, key_submitted, sign_file, Rollover, SignOptions, SignSummary,
+};
 pub use zones::EmbeddedZone;
 
 use arc_swap::ArcSwap;

@@ -240,6 +240,38 @@ pub(crate) enum KeyCommand {
     /// Print the DS records (SHA-256) of the zone's KSK or CSK, in zone-file format, for the
     /// parent zone.
     Ds(KeyArgs),
+    /// Start a key rollover: --zsk (pre-publication) or --ksk (double-DS; the KSK, or the
+    /// CSK of a zone signed by one). Then `shardns reload ZONE`. See docs/DNSSEC.md.
+    Rollover(RolloverArgs),
+    /// Confirm the parent serves the DS of the new KSK or CSK of a double-DS rollover (the
+    /// key of TAG, or the only one waiting). Then `shardns reload ZONE`.
+    Submitted(SubmittedArgs),
+}
+
+/// Flags of `key rollover`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RolloverArgs {
+    #[command(flatten)]
+    pub(crate) key: KeyArgs,
+    /// Roll the zone-signing key.
+    #[arg(long, conflicts_with = "ksk", required_unless_present = "ksk")]
+    pub(crate) zsk: bool,
+    /// Roll the key-signing key (or the CSK).
+    #[arg(long)]
+    pub(crate) ksk: bool,
+    /// With --ksk: confirm the parent serves the new DS (as `shardns key submitted`).
+    #[arg(long, requires = "ksk")]
+    pub(crate) confirm: bool,
+}
+
+/// Flags of `key submitted`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SubmittedArgs {
+    #[command(flatten)]
+    pub(crate) key: KeyArgs,
+    /// The new key's tag (default: the only key waiting for its DS).
+    #[arg(value_name = "TAG")]
+    pub(crate) tag: Option<u16>,
 }
 
 /// Flags of `key list` and `key ds`.

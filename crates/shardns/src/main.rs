@@ -7,6 +7,7 @@ mod man;
 
 use clap::Parser;
 use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs};
+use shardns_server::Rollover;
 use shardns_server::{control, logging, EmbeddedZone};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -45,6 +46,16 @@ fn main() -> ExitCode {
             .map(|text| print!("{text}")),
         Some(Command::Key(KeyCommand::Ds(a))) => zone_name(&a.zone)
             .and_then(|z| shardns_server::key_ds(&z, &a.key_dir))
+            .map(|text| print!("{text}")),
+        Some(Command::Key(KeyCommand::Rollover(a))) => zone_name(&a.key.zone)
+            .and_then(|z| match (a.zsk, a.confirm) {
+                (true, _) => shardns_server::key_rollover(&z, &a.key.key_dir, Rollover::Zsk),
+                (false, false) => shardns_server::key_rollover(&z, &a.key.key_dir, Rollover::Ksk),
+                (false, true) => shardns_server::key_submitted(&z, &a.key.key_dir, None),
+            })
+            .map(|text| print!("{text}")),
+        Some(Command::Key(KeyCommand::Submitted(a))) => zone_name(&a.key.zone)
+            .and_then(|z| shardns_server::key_submitted(&z, &a.key.key_dir, a.tag))
             .map(|text| print!("{text}")),
         Some(Command::Sign(a)) => sign(&a),
         Some(Command::Man { dir }) => man::write_pages(&dir),

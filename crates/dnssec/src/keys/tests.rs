@@ -319,3 +319,33 @@ fn time_format() {
         assert_eq!(text.split(' ').nth(4), Some(&format_time(u64::from(t))[..]));
     }
 }
+
+/// The rollover times (BIND's `DSPublish`, `SyncPublish`, `SyncDelete`) are written and
+/// read back; CDS follow them, and a key waiting for its DS has CDS but no DNSKEY.
+#[test]
+fn rollover_times_round_trip_and_cds() {
+    let dir = Dir::new("sync");
+    let store = KeyStore::create(&dir.0).unwrap();
+    let zone = name("example.com.");
+    let mut k = store
+        .make(&zone, Algorithm::EcdsaP256Sha256, Role::Csk, NOW)
+        .unwrap();
+    k.meta.publish = None;
+    k.meta.activate = None;
+    k.meta.sync_publish = Some(NOW + 1);
+    k.meta.sync_delete = Some(NOW + 9);
+    k.meta.ds_publish = Some(NOW + 2);
+    store.save_new(&k).unwrap();
+    assert!(store.save_new(&k).is_err(), "a second key of the same tag");
+    let private = fs::read_to_string(store.dir().join(format!("{}.private", k.stem))).unwrap();
+    for field in ["DSPublish", "SyncPublish", "SyncDelete"] {
+        assert!(private.contains(&format!("\n{field}: ")), "{private}");
+    }
+    let back = store.load(&zone).unwrap();
+    assert_eq!(back[0].meta, k.meta);
+    let zk = zone_keys(&back, NOW + 1);
+    assert_eq!(zk.len(), 1);
+    assert!(zk[0].cds && !zk[0].dnskey && !zk[0].signs_keys);
+    assert!(zone_keys(&back, NOW).is_empty());
+    assert!(zone_keys(&back, NOW + 9).is_empty());
+}

@@ -45,8 +45,9 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
-    batch, duration, from_strs, from_strs_opt, log_filter, name, name_opt, per_client, positive,
-    positive_opt, positive_u32, positive_u64, sign_algorithm, udp_max_response,
+    batch, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
+    per_client, positive, positive_opt, positive_u32, positive_u64, sign_algorithm,
+    udp_max_response,
 };
 
 /// The port used when no listen address is given.
@@ -180,6 +181,29 @@ pub struct ZoneConfig {
     /// as Knot; less than `signature_validity`).
     #[serde(default = "default_refresh", deserialize_with = "duration")]
     pub signature_refresh: u32,
+    /// A ZSK is replaced by a new one (pre-publication rollover) this long after it became
+    /// active; absent: only by hand (`shardns key rollover ZONE --zsk`). A zone signed by
+    /// a CSK has no ZSK: this does not apply.
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub zsk_lifetime: Option<u32>,
+    /// How long a new version of the zone takes to reach every server of the zone
+    /// (secondaries included); rollovers wait for it (default 1 hour).
+    #[serde(default = "default_hour", deserialize_with = "duration")]
+    pub propagation_delay: u32,
+    /// The TTL of the zone's DS RRset at the parent (default 1 day).
+    #[serde(default = "default_day", deserialize_with = "duration")]
+    pub parent_ds_ttl: u32,
+    /// How long a DS change takes to reach every server of the parent (default 1 hour).
+    #[serde(default = "default_hour", deserialize_with = "duration")]
+    pub parent_propagation_delay: u32,
+}
+
+fn default_hour() -> u32 {
+    3600
+}
+
+fn default_day() -> u32 {
+    86_400
 }
 
 fn default_algorithm() -> shardns_dnssec::Algorithm {
@@ -216,6 +240,10 @@ impl ZoneConfig {
             algorithm: default_algorithm(),
             signature_validity: default_validity(),
             signature_refresh: default_refresh(),
+            zsk_lifetime: None,
+            propagation_delay: default_hour(),
+            parent_ds_ttl: default_day(),
+            parent_propagation_delay: default_hour(),
         }
     }
 }

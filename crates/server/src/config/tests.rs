@@ -635,3 +635,41 @@ fn sign_flag_signs_the_zones_given_and_key_dir_sets_the_directory() {
     );
     check_signing(&c, Path::new("command line")).unwrap();
 }
+
+#[test]
+fn rollover_settings_and_their_defaults() {
+    let c = parse(
+        "[[zone]]\nname = \"a.\"\nfile = \"a\"\n\
+         [[zone]]\nname = \"b.\"\nfile = \"b\"\nzsk_lifetime = \"30d\"\npropagation_delay = \"5m\"\n\
+         parent_ds_ttl = \"2h\"\nparent_propagation_delay = 60\n",
+    )
+    .unwrap();
+    let (a, b) = (&c.zones[0], &c.zones[1]);
+    assert_eq!(
+        (
+            a.zsk_lifetime,
+            a.propagation_delay,
+            a.parent_ds_ttl,
+            a.parent_propagation_delay
+        ),
+        (None, 3600, 86_400, 3600)
+    );
+    assert_eq!(
+        (
+            b.zsk_lifetime,
+            b.propagation_delay,
+            b.parent_ds_ttl,
+            b.parent_propagation_delay
+        ),
+        (Some(30 * 86_400), 300, 7200, 60)
+    );
+    for bad in [
+        "zsk_lifetime = 0",
+        "propagation_delay = \"x\"",
+        "parent_ds_ttl = -1",
+    ] {
+        let e = parse(&format!("[[zone]]\nname = \"a.\"\nfile = \"a\"\n{bad}\n")).unwrap_err();
+        let key = bad.split(' ').next().unwrap();
+        assert!(e.to_string().contains(key), "{bad}: {e}");
+    }
+}

@@ -153,6 +153,10 @@ pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error>
     .map_err(serde::de::Error::custom)
 }
 
+pub(super) fn duration_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    duration(d).map(Some)
+}
+
 pub(super) fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
     let s = String::deserialize(d)?;
     s.parse::<Name>()

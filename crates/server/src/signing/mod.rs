@@ -12,14 +12,29 @@
 //! The SOA serial: the zone file's if it is greater (RFC 1982) than the last serial this
 //! zone was signed with, else that serial plus one, so every newly signed version has a
 //! new serial and secondaries take it. The last serial is kept in
-//! `KEYDIR/state/<zone>.state`, written atomically (a temporary file, synced, renamed).
+//! `KEYDIR/state/<zone>.state`, written atomically (a temporary file, synced, renamed),
+//! with the timings rollovers wait for (so `shardns key rollover` knows them).
+//!
+//! Rollovers (`shardns_dnssec::roll`) are times in the key files: at every signing the
+//! times of a rollover under way are brought into line and a ZSK whose `zsk_lifetime` is
+//! up gets its successor; the zone is signed again at the next key event as well as
+//! before its signatures expire.
+//!
+//! Signatures survive a restart: the signed zone is kept in `KEYDIR/state/<zone>.signed`
+//! (a zone file, written atomically after each signing) under a fingerprint of what it
+//! was signed from (the records read, the keys and their times, the signing settings).
+//! When a zone is read again with the same fingerprint and its signatures and keys are not
+//! due, that version is served as it is: same serial, same signatures.
 
+use shardns_dnssec::digest::Fingerprint;
+use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
     keys::zone_keys, sign_zone, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Role, SignParams,
-    StoreError,
+    StoreError, StoredKey,
 };
 use shardns_wire::{Name, RType, Record};
 use shardns_zone::scan::{Diag, Item, LoadError, Records, Scanned};
+use shardns_zone::ScanOptions;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -39,6 +54,40 @@ pub(crate) struct SignSpec {
     pub(crate) algorithm: Algorithm,
     pub(crate) denial: Denial,
     pub(crate) policy: Policy,
+    pub(crate) roll: RollSpec,
+}
+
+/// The rollover settings of a zone (`RollTimings` less the zone's own TTLs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RollSpec {
+    pub(crate) zsk_lifetime: Option<u32>,
+    pub(crate) propagation: u32,
+    pub(crate) parent_ds_ttl: u32,
+    pub(crate) parent_propagation: u32,
+}
+
+impl Default for RollSpec {
+    fn default() -> Self {
+        Self {
+            zsk_lifetime: None,
+            propagation: 3600,
+            parent_ds_ttl: 86_400,
+            parent_propagation: 3600,
+        }
+    }
+}
+
+impl RollSpec {
+    fn timings(&self, dnskey_ttl: u32, max_ttl: u32) -> RollTimings {
+        RollTimings {
+            dnskey_ttl: u64::from(dnskey_ttl),
+            max_ttl: u64::from(max_ttl),
+            propagation: u64::from(self.propagation),
+            parent_ds_ttl: u64::from(self.parent_ds_ttl),
+            parent_propagation: u64::from(self.parent_propagation),
+            zsk_lifetime: self.zsk_lifetime.map(u64::from),
+        }
+    }
 }
 
 impl SignSpec {
@@ -66,6 +115,12 @@ impl SignSpec {
                 refresh: zone.signature_refresh,
                 ..Policy::default()
             },
+            roll: RollSpec {
+                zsk_lifetime: zone.zsk_lifetime,
+                propagation: zone.propagation_delay,
+                parent_ds_ttl: zone.parent_ds_ttl,
+                parent_propagation: zone.parent_propagation_delay,
+            },
         })
     }
 }
@@ -75,7 +130,7 @@ pub(crate) struct Signed {
     /// The signed records, ready for `Zone::build`.
     pub(crate) scanned: Scanned,
     /// When the zone must be signed again (seconds since 1970): `signature_refresh` before
-    /// its signatures expire.
+    /// its signatures expire, or its next key event if sooner.
     pub(crate) refresh_at: u64,
 }
 
@@ -117,8 +172,10 @@ pub(crate) fn sign_scanned(
 }
 
 /// Signs `records` (the zone's, DNSSEC records among them are dropped and made anew):
-/// loads or makes the keys, picks the serial, signs, records the serial. Returns the
-/// signed records, the serial and when to sign again.
+/// loads or makes the keys, moves rollovers on, picks the serial, signs, records the
+/// serial and keeps the signed zone. Returns the signed records, the serial and when to
+/// sign again. When the inputs are those of the signed zone kept and nothing is due, that
+/// zone is returned as it is.
 pub(crate) fn sign_records(
     apex: &Name,
     records: Vec<Record>,
@@ -142,13 +199,38 @@ pub(crate) fn sign_records(
         );
         keys.push(key);
     }
-    let file_serial = records
+    let soa = records
         .iter()
         .find(|r| r.rtype == RType::SOA && r.owner.as_ref().eq_ci(&apex.as_ref()))
-        .and_then(|r| soa_serial(&r.rdata))
         .ok_or("the zone needs exactly one SOA record at its apex")?;
+    let file_serial = soa_serial(&soa.rdata).ok_or("a SOA record with bad rdata")?;
+    // The DNSKEY TTL is the SOA's (SignParams::dnskey_ttl None).
+    let dnskey_ttl = soa.ttl;
+    let max_ttl = records
+        .iter()
+        .map(|r| r.ttl)
+        .max()
+        .unwrap_or(0)
+        .max(dnskey_ttl);
+    let timings = spec.roll.timings(dnskey_ttl, max_ttl);
+    step_rollovers(apex, &store, &mut keys, &timings, now)?;
     let state = StateFile::new(&spec.key_dir, apex);
-    let serial = match state.read()? {
+    let last = state.read()?;
+
+    let fingerprint = fingerprint(&records, &keys, spec);
+    let kept = SignedFile::new(&spec.key_dir, apex);
+    if let Some(found) = kept.read_if(&fingerprint, last, now) {
+        info!(
+            "zone {apex}: serving the signed zone kept in {} (serial {}, signed from the same \
+             records and keys; signed again in {} s)",
+            kept.path.display(),
+            found.1,
+            found.2.saturating_sub(now)
+        );
+        return Ok(found);
+    }
+
+    let serial = match last {
         Some(last) if !serial_gt(file_serial, last) => last.wrapping_add(1),
         _ => file_serial,
     };
@@ -159,17 +241,87 @@ pub(crate) fn sign_records(
     let zk = zone_keys(&keys, now);
     let started = std::time::Instant::now();
     let signed = sign_zone(apex, records, &zk, &params).map_err(|e| e.to_string())?;
-    state.write(serial)?;
-    let refresh_at = spec.policy.refresh_at(u64::from(params.expiration));
+    state.write(serial, &timings)?;
+    let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    let key_event = roll::next_event(&metas, &timings, now);
+    let refresh_at = spec
+        .policy
+        .refresh_at(u64::from(params.expiration))
+        .min(key_event.unwrap_or(u64::MAX));
+    kept.write(&fingerprint, serial, refresh_at, &signed.records)?;
     info!(
-        "zone {apex}: signed with serial {serial} in {:.3} s: {} RRsets, {} signatures, {} keys; signed again in {} s",
+        "zone {apex}: signed with serial {serial} in {:.3} s: {} RRsets, {} signatures, {} keys; signed again in {} s{}",
         started.elapsed().as_secs_f64(),
         signed.rrsets_signed,
         signed.signatures,
         zk.len(),
-        refresh_at.saturating_sub(now)
+        refresh_at.saturating_sub(now),
+        if key_event == Some(refresh_at) { " (a key event)" } else { "" }
     );
     Ok((signed.records, serial, refresh_at))
+}
+
+/// Moves the rollovers under way on at `now` ([`roll::tick`]): the old key's end set from
+/// its successor's start, a new ZSK made when the lifetime of the active one is up. Changed
+/// keys are written (a new key first).
+fn step_rollovers(
+    apex: &Name,
+    store: &KeyStore,
+    keys: &mut Vec<StoredKey>,
+    timings: &RollTimings,
+    now: u64,
+) -> Result<(), String> {
+    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    let mut tick = roll::tick(&mut metas, timings, now);
+    if let Some(new) = tick.new_key.take() {
+        let mut key = store
+            .make(apex, new.algorithm, new.role, now)
+            .map_err(|e| store_error(&e))?;
+        roll::schedule_new(&mut key.meta, new.kind, timings, now);
+        store.save_new(&key).map_err(|e| store_error(&e))?;
+        info!(
+            "zone {apex}: the lifetime of ZSK {} is up: made ZSK {} ({}), published now, signing from {}",
+            metas[new.old].tag,
+            key.meta.tag,
+            key.stem,
+            shardns_dnssec::keys::format_time(key.meta.activate.unwrap_or(now))
+        );
+        metas.push(key.meta.clone());
+        keys.push(key);
+        tick = roll::tick(&mut metas, timings, now);
+    }
+    for i in tick.changed {
+        keys[i].meta = metas[i].clone();
+        store.save(&keys[i]).map_err(|e| store_error(&e))?;
+        let m = &keys[i].meta;
+        let time = |t: Option<u64>| t.map_or("-".into(), shardns_dnssec::keys::format_time);
+        info!(
+            "zone {apex}: {} {} rolled over: signs until {}, withdrawn at {}",
+            m.role,
+            m.tag,
+            time(m.inactive),
+            time(m.delete)
+        );
+    }
+    Ok(())
+}
+
+/// What a signed zone was made from: its records, its keys with their times, the signing
+/// settings.
+fn fingerprint(records: &[Record], keys: &[StoredKey], spec: &SignSpec) -> String {
+    let mut f = Fingerprint::default();
+    f.part(format!("{:?} {:?} {:?}", spec.denial, spec.policy, spec.roll).as_bytes());
+    for k in keys {
+        f.part(k.key.dnskey_rdata());
+        f.part(format!("{:?}", k.meta.times()).as_bytes());
+    }
+    for r in records {
+        f.part(r.owner.as_wire());
+        f.part(&[r.rtype.0.to_be_bytes(), r.class.0.to_be_bytes()].concat());
+        f.part(&r.ttl.to_be_bytes());
+        f.part(&r.rdata);
+    }
+    f.hex()
 }
 
 /// A key directory error as one line; a missing directory says how to make one.
@@ -243,27 +395,79 @@ pub(crate) fn from_records(records: &[Record]) -> Records {
     out
 }
 
-/// A signed zone's state in the key directory: `state/<zone>.state`, one line `serial N`.
+/// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
+/// the root.
+fn state_name(apex: &Name) -> String {
+    let zone = apex.to_string().to_ascii_lowercase();
+    let zone = zone.strip_suffix('.').unwrap_or(&zone);
+    if zone.is_empty() {
+        "root".into()
+    } else {
+        zone.into()
+    }
+}
+
+/// Writes `data` to `path` atomically: the directory made (mode 0700) if need be, a
+/// temporary file (mode 0600) written by `fill`, synced, renamed over the path.
+fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut io::BufWriter<&fs::File>) -> io::Result<()>,
+) -> Result<(), String> {
+    let err = |e: io::Error| format!("{}: {e}", path.display());
+    let dir = path.parent().expect("a state file is in a directory");
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(dir)
+        .map_err(err)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let _ = fs::remove_file(&tmp);
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(err)?;
+    let mut w = io::BufWriter::with_capacity(1 << 20, &f);
+    let written = fill(&mut w).and_then(|()| w.flush());
+    drop(w);
+    if let Err(e) = written.and_then(|()| f.sync_all()) {
+        let _ = fs::remove_file(&tmp);
+        return Err(err(e));
+    }
+    fs::rename(&tmp, path).map_err(err)
+}
+
+/// A signed zone's state in the key directory: `state/<zone>.state`, a line `serial N`,
+/// then the timings of its last signing (`dnskey_ttl N`, `max_ttl N`, `propagation N`,
+/// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`), seconds.
 pub(crate) struct StateFile {
     path: PathBuf,
 }
 
 impl StateFile {
     pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
-        let zone = apex.to_string().to_ascii_lowercase();
-        let zone = zone.strip_suffix('.').unwrap_or(&zone);
-        let zone = if zone.is_empty() { "root" } else { zone };
         Self {
-            path: key_dir.join("state").join(format!("{zone}.state")),
+            path: key_dir
+                .join("state")
+                .join(format!("{}.state", state_name(apex))),
+        }
+    }
+
+    fn text(&self) -> Result<Option<String>, String> {
+        match fs::read_to_string(&self.path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", self.path.display())),
         }
     }
 
     /// The last serial signed with; `None` if the zone was never signed here.
     pub(crate) fn read(&self) -> Result<Option<u32>, String> {
-        let text = match fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", self.path.display())),
+        let Some(text) = self.text()? else {
+            return Ok(None);
         };
         text.lines()
             .find_map(|l| l.strip_prefix("serial "))
@@ -272,30 +476,116 @@ impl StateFile {
             .ok_or_else(|| format!("{}: no `serial N` line", self.path.display()))
     }
 
-    /// Records `serial`: a temporary file (mode 0600), synced, renamed over the state.
-    pub(crate) fn write(&self, serial: u32) -> Result<(), String> {
-        let err = |e: io::Error| format!("{}: {e}", self.path.display());
-        let dir = self
-            .path
-            .parent()
-            .expect("the state file is in a directory");
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(dir)
-            .map_err(err)?;
-        let tmp = self.path.with_extension("state.tmp");
-        let _ = fs::remove_file(&tmp);
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(err)?;
-        f.write_all(format!("serial {serial}\n").as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(err)?;
-        fs::rename(&tmp, &self.path).map_err(err)
+    /// The timings of the last signing; `None` if the zone was never signed by this
+    /// version.
+    pub(crate) fn timings(&self) -> Result<Option<RollTimings>, String> {
+        let Some(text) = self.text()? else {
+            return Ok(None);
+        };
+        let get = |k: &str| {
+            text.lines()
+                .filter_map(|l| l.split_once(' '))
+                .find(|(f, _)| *f == k)
+                .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        };
+        Ok((|| {
+            Some(RollTimings {
+                dnskey_ttl: get("dnskey_ttl")?,
+                max_ttl: get("max_ttl")?,
+                propagation: get("propagation")?,
+                parent_ds_ttl: get("parent_ds_ttl")?,
+                parent_propagation: get("parent_propagation")?,
+                zsk_lifetime: get("zsk_lifetime"),
+            })
+        })())
+    }
+
+    /// Records `serial` and the timings, atomically.
+    pub(crate) fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
+        let mut text = format!(
+            "serial {serial}\ndnskey_ttl {}\nmax_ttl {}\npropagation {}\nparent_ds_ttl {}\n\
+             parent_propagation {}\n",
+            t.dnskey_ttl, t.max_ttl, t.propagation, t.parent_ds_ttl, t.parent_propagation
+        );
+        if let Some(life) = t.zsk_lifetime {
+            text.push_str(&format!("zsk_lifetime {life}\n"));
+        }
+        write_atomic(&self.path, |w| w.write_all(text.as_bytes()))
+    }
+}
+
+/// The last signed version of a zone: `state/<zone>.signed`, a zone file whose first line
+/// says what it was signed from and when it is due: `; shardns-signed fingerprint HEX
+/// serial N due T`.
+pub(crate) struct SignedFile {
+    path: PathBuf,
+    apex: Name,
+}
+
+impl SignedFile {
+    pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
+        Self {
+            path: key_dir
+                .join("state")
+                .join(format!("{}.signed", state_name(apex))),
+            apex: apex.clone(),
+        }
+    }
+
+    /// The kept zone, its serial and when it is due, if it was signed from `fingerprint`,
+    /// with the last serial recorded, and is not due at `now`. Anything else (no file, a
+    /// file that does not read): `None`, and the zone is signed anew.
+    fn read_if(
+        &self,
+        fingerprint: &str,
+        last: Option<u32>,
+        now: u64,
+    ) -> Option<(Vec<Record>, u32, u64)> {
+        use std::io::BufRead;
+        let f = fs::File::open(&self.path).ok()?;
+        let mut first = String::new();
+        io::BufReader::new(f).read_line(&mut first).ok()?;
+        let mut words = first.split_ascii_whitespace();
+        let mut field = |name: &str| {
+            words.find(|w| *w == name)?;
+            words.next()
+        };
+        let (fp, serial, due) = (field("fingerprint")?, field("serial")?, field("due")?);
+        let (serial, due): (u32, u64) = (serial.parse().ok()?, due.parse().ok()?);
+        if fp != fingerprint || Some(serial) != last || now >= due {
+            return None;
+        }
+        let opts = ScanOptions {
+            threads: 2,
+            ..ScanOptions::new(self.apex.clone())
+        };
+        match shardns_zone::scan::scan_file(&self.path, &opts) {
+            Ok(scanned) => Some((to_records(&scanned), serial, due)),
+            Err(e) => {
+                tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
+                None
+            }
+        }
+    }
+
+    /// Keeps `records`, signed from `fingerprint` with `serial`, due at `due`.
+    fn write(
+        &self,
+        fingerprint: &str,
+        serial: u32,
+        due: u64,
+        records: &[Record],
+    ) -> Result<(), String> {
+        write_atomic(&self.path, |w| {
+            writeln!(
+                w,
+                "; shardns-signed fingerprint {fingerprint} serial {serial} due {due}"
+            )?;
+            for r in records {
+                writeln!(w, "{r}")?;
+            }
+            Ok(())
+        })
     }
 }
 

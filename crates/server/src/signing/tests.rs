@@ -47,11 +47,12 @@ fn spec(key_dir: &Path) -> SignSpec {
         algorithm: Algorithm::EcdsaP256Sha256,
         denial: Denial::Nsec,
         policy: Policy::default(),
+        roll: RollSpec::default(),
     }
 }
 
 fn scan(text: &str) -> Scanned {
-    let opts = shardns_zone::ScanOptions::new("z.test.".parse().unwrap());
+    let opts = ScanOptions::new("z.test.".parse().unwrap());
     shardns_zone::scan::scan_text(text.as_bytes(), Path::new("z.zone"), &opts).unwrap()
 }
 
@@ -123,10 +124,13 @@ fn the_serial_moves_on_every_signing_and_a_greater_file_serial_wins() {
         soa_serial(&soa.rdata).unwrap()
     };
     assert_eq!(serial(&zone_text(10), NOW), 10);
-    // Same file, signed again (a refresh, a restart): last + 1, with the same key.
-    assert_eq!(serial(&zone_text(10), NOW + 1), 11);
-    assert_eq!(serial(&zone_text(5), NOW + 2), 12);
-    assert_eq!(serial(&zone_text(100), NOW + 3), 100);
+    // Same file read again before the signatures are due (a restart): the kept version.
+    assert_eq!(serial(&zone_text(10), NOW + 1), 10);
+    // Same file, due (a refresh): last + 1, with the same key.
+    let due = NOW + 7 * 86_400;
+    assert_eq!(serial(&zone_text(10), due), 11);
+    assert_eq!(serial(&zone_text(5), due + 2), 12);
+    assert_eq!(serial(&zone_text(100), due + 3), 100);
     let keys = KeyStore::open(&dir.0).unwrap().load(&apex()).unwrap();
     assert_eq!(keys.len(), 1, "the first key is kept, not made again");
 }
@@ -240,4 +244,104 @@ fn a_zone_that_fails_to_sign_keeps_its_previous_version() {
     let (r, _) = lib.reload_named(&[apex()]);
     assert!(r.failures.is_empty(), "{:?}", r.failures);
     assert_eq!(r.set.get(apex().as_ref()).unwrap().serial(), 2);
+}
+
+/// The signed zone kept in `state/<zone>.signed` is served again, same serial and same
+/// signatures, while the records, the keys and the settings are the same and nothing is
+/// due; any change signs anew.
+#[test]
+fn the_signed_zone_is_kept_until_something_changes() {
+    let dir = Dir::new("kept");
+    let sign = |text: &str, s: &SignSpec, now| {
+        let signed = sign_scanned(&apex(), scan(text), s, now, 1).unwrap();
+        let mut records = to_records(&signed.scanned);
+        records.sort_by(|a, b| {
+            (a.owner.to_string(), a.rtype.0, &a.rdata).cmp(&(
+                b.owner.to_string(),
+                b.rtype.0,
+                &b.rdata,
+            ))
+        });
+        records
+    };
+    let rrsigs = |r: &[Record]| {
+        r.iter()
+            .filter(|r| r.rtype == RType::RRSIG)
+            .map(|r| r.rdata.clone())
+            .collect::<Vec<_>>()
+    };
+    let first = sign(&zone_text(1), &spec(&dir.0), NOW);
+    let kept = dir.0.join("state/z.test.signed");
+    assert_eq!(
+        fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let again = sign(&zone_text(1), &spec(&dir.0), NOW + 100);
+    assert_eq!(again, first, "same records, same RRSIGs, same serial");
+    // A change of settings, of the file, or of a key's times: signed anew.
+    let mut nsec3 = spec(&dir.0);
+    nsec3.denial = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: false,
+    };
+    let other = sign(&zone_text(1), &nsec3, NOW + 101);
+    assert_ne!(rrsigs(&other), rrsigs(&first));
+    let back = sign(&zone_text(1), &spec(&dir.0), NOW + 102);
+    assert_ne!(
+        rrsigs(&back),
+        rrsigs(&first),
+        "the NSEC3 version was signed in between"
+    );
+    assert_eq!(sign(&zone_text(1), &spec(&dir.0), NOW + 103), back);
+    let changed = sign(
+        &(zone_text(1) + "new A 192.0.2.7\n"),
+        &spec(&dir.0),
+        NOW + 104,
+    );
+    assert_ne!(changed, back);
+    // A kept file that does not read is signed anew, not an error.
+    fs::write(&kept, "; shardns-signed fingerprint x serial 1 due 1\n").unwrap();
+    sign(&zone_text(1), &spec(&dir.0), NOW + 105);
+}
+
+/// A ZSK rollover with short timings, carried out by signings at the key events alone,
+/// and one started on the ZSK's lifetime.
+#[test]
+fn a_zsk_rollover_is_carried_out_by_the_signings() {
+    let dir = Dir::new("roll");
+    let store = KeyStore::open(&dir.0).unwrap();
+    let z = apex();
+    store
+        .generate(&z, Algorithm::EcdsaP256Sha256, Role::Ksk, NOW)
+        .unwrap();
+    store
+        .generate(&z, Algorithm::EcdsaP256Sha256, Role::Zsk, NOW)
+        .unwrap();
+    let mut s = spec(&dir.0);
+    s.roll = RollSpec {
+        zsk_lifetime: Some(1000),
+        propagation: 5,
+        parent_ds_ttl: 60,
+        parent_propagation: 5,
+    };
+    let dnskeys = |now| {
+        let signed = sign_scanned(&z, scan(&zone_text(1)), &s, now, 1).unwrap();
+        let n = to_records(&signed.scanned)
+            .iter()
+            .filter(|r| r.rtype == RType::DNSKEY)
+            .count();
+        (n, signed.refresh_at)
+    };
+    // The lifetime is up 1000 s after activation; the new ZSK is made DNSKEY TTL (300) +
+    // propagation before that, and the zone is due then.
+    assert_eq!(dnskeys(NOW), (2, NOW + 1000 - 305));
+    let (n, next) = dnskeys(NOW + 695);
+    assert_eq!((n, next), (3, NOW + 1000), "the new ZSK is published");
+    let (n, next) = dnskeys(next);
+    assert_eq!((n, next), (3, NOW + 1000 + 305), "the old ZSK is retired");
+    let (n, _) = dnskeys(next);
+    assert_eq!(n, 2, "the old ZSK is withdrawn");
+    let keys = store.load(&z).unwrap();
+    assert_eq!(keys.len(), 3);
+    assert_eq!(keys[2].meta.activate, Some(NOW + 1000));
 }

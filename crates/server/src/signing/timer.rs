@@ -1,6 +1,6 @@
 //! signing::timer -- signatures made anew before they expire: a thread of the control plane
 //! keeps, for every signed zone, when it is due (`signature_refresh` before its signatures
-//! expire) and, when zones fall due, asks the main thread to read them again by name, the
+//! expire, or the next key event of a rollover if sooner) and, when zones fall due, asks the main thread to read them again by name, the
 //! way `shardns reload ZONE` does (a queued request and a SIGHUP). The reload signs them
 //! with fresh signatures and a new serial, swaps them in with `ZoneSet::update`, and sends
 //! NOTIFY; it then tells this thread when each is due next. A zone whose re-signing failed

@@ -1,9 +1,11 @@
 //! signing::tools -- the operator's commands on a key directory and a zone file, with no
 //! server running: `shardns key list`, `shardns key ds` (the DS records to hand to the
-//! parent) and `shardns sign` (a zone file signed once, to a file).
+//! parent), `shardns key rollover` and `shardns key submitted` (rollovers, written as key
+//! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
-use super::{sign_records, to_records, unix_now, SignSpec};
+use super::{sign_records, to_records, unix_now, RollSpec, SignSpec, StateFile};
 use shardns_dnssec::keys::format_time;
+use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
 use shardns_dnssec::{ds_rdata, Algorithm, DigestType, KeyStore, Nsec3Params, Policy, Role};
 use shardns_dnssec::{Denial, StoredKey};
 use shardns_wire::{rdata, Name, RType};
@@ -16,26 +18,13 @@ fn load_keys(zone: &Name, key_dir: &Path) -> Result<Vec<StoredKey>, String> {
     store.load(zone).map_err(|e| e.to_string())
 }
 
-/// What a key is doing at `now`.
-fn state(k: &StoredKey, now: u64) -> &'static str {
-    let m = &k.meta;
-    if m.is_active(now) {
-        "active"
-    } else if m.is_published(now) {
-        if m.inactive.is_some_and(|t| t <= now) {
-            "retired"
-        } else {
-            "published"
-        }
-    } else if m.delete.is_some_and(|t| t <= now) {
-        "removed"
-    } else {
-        "future"
-    }
+fn time(t: Option<u64>) -> String {
+    t.map_or_else(|| "-".to_string(), format_time)
 }
 
 /// `shardns key list ZONE --key-dir DIR`: one line per key of the zone, oldest first: tag,
-/// role, algorithm, state now, its times and its file.
+/// role, algorithm, state now, its next event, its times and its file; then the zone's
+/// next key event.
 pub fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     if keys.is_empty() {
@@ -45,19 +34,28 @@ pub fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
         ));
     }
     let now = unix_now();
-    let time = |t: Option<u64>| t.map_or_else(|| "-".to_string(), format_time);
     let mut out = format!(
-        "{:<5}  {:<4}  {:<15}  {:<9}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  FILE\n",
-        "TAG", "ROLE", "ALGORITHM", "STATE", "CREATED", "PUBLISH", "ACTIVATE", "INACTIVE", "DELETE"
+        "{:<5}  {:<4}  {:<15}  {:<10}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  FILE\n",
+        "TAG",
+        "ROLE",
+        "ALGORITHM",
+        "STATE",
+        "NEXT EVENT",
+        "CREATED",
+        "PUBLISH",
+        "ACTIVATE",
+        "INACTIVE",
+        "DELETE"
     );
     for k in &keys {
         let m = &k.meta;
         out.push_str(&format!(
-            "{:<5}  {:<4}  {:<15}  {:<9}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  {}\n",
+            "{:<5}  {:<4}  {:<15}  {:<10}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  {:<14}  {}\n",
             m.tag,
             m.role.to_string(),
             m.algorithm.mnemonic(),
-            state(k, now),
+            roll::key_state(m, now).to_string(),
+            time(roll::key_next_event(m, now)),
             format_time(m.created),
             time(m.publish),
             time(m.activate),
@@ -66,32 +64,75 @@ pub fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
             k.stem
         ));
     }
+    let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    for m in metas
+        .iter()
+        .filter(|m| roll::key_state(m, now) == KeyState::DsPending)
+    {
+        out.push_str(&format!(
+            "key {}: waiting for its DS at the parent: hand it the DS `shardns key ds` prints, \
+             then run `shardns key submitted {zone} {}`\n",
+            m.tag, m.tag
+        ));
+    }
+    if let Some(t) = StateFile::new(key_dir, zone).timings()? {
+        match roll::next_event(&metas, &t, now) {
+            Some(at) => out.push_str(&format!(
+                "next key event: {} (in {} s)\n",
+                format_time(at),
+                at - now
+            )),
+            None => out.push_str("next key event: none\n"),
+        }
+    }
     Ok(out)
 }
 
-/// `shardns key ds ZONE --key-dir DIR`: the DS records (SHA-256, RFC 4509) of the zone's
-/// published key-signing keys (KSK or CSK), in zone-file format, for the parent zone.
+/// `shardns key ds ZONE --key-dir DIR`: the DS records (SHA-256, RFC 4509) the parent is
+/// to have now, in zone-file format: those of the key-signing keys (KSK or CSK) whose CDS
+/// the zone publishes (both keys during a double-DS rollover). A comment says which is new
+/// (to hand the parent, then confirm) and which DS the parent may remove.
 pub fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     let now = unix_now();
     let mut out = String::new();
-    for k in keys
-        .iter()
-        .filter(|k| k.meta.role != Role::Zsk && k.meta.is_published(now))
-    {
+    for k in keys.iter().filter(|k| k.meta.has_cds(now)) {
         let ds = ds_rdata(zone.as_ref(), k.key.dnskey_rdata(), DigestType::Sha256)
             .ok_or("a DNSKEY shorter than its fixed fields")?;
         let mut text = String::new();
         rdata::fmt_text(RType::DS, &ds, &mut text).map_err(|e| e.to_string())?;
+        let m = &k.meta;
+        let note = match roll::key_state(m, now) {
+            KeyState::DsPending => format!(
+                ": NEW, add it at the parent, then `shardns key submitted {zone} {}`",
+                m.tag
+            ),
+            _ if m.inactive.is_some() => format!(
+                ": being replaced, keep it at the parent until {}",
+                time(m.sync_delete)
+            ),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "; {} {}, tag {}\n{} IN DS {text}\n",
-            k.meta.role,
-            k.meta.algorithm,
-            k.meta.tag,
+            "; {} {}, tag {}{note}\n{} IN DS {text}\n",
+            m.role,
+            m.algorithm,
+            m.tag,
             zone.to_string().to_ascii_lowercase()
         ));
     }
-    if out.is_empty() {
+    for k in keys
+        .iter()
+        .filter(|k| k.meta.role != Role::Zsk && k.meta.sync_delete.is_some_and(|t| t <= now))
+    {
+        out.push_str(&format!(
+            "; {} tag {} was withdrawn at {}: remove its DS from the parent if it is still there\n",
+            k.meta.role,
+            k.meta.tag,
+            time(k.meta.sync_delete)
+        ));
+    }
+    if !keys.iter().any(|k| k.meta.has_cds(now)) {
         return Err(format!(
             "no published KSK or CSK for {zone} in {} (the server makes one when it first \
              signs the zone; `shardns sign` too)",
@@ -99,6 +140,113 @@ pub fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// What `shardns key rollover` rolls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollover {
+    /// The ZSK, by pre-publication.
+    Zsk,
+    /// The KSK or CSK, by double-DS.
+    Ksk,
+}
+
+/// The timings of the zone's last signing, which the server recorded.
+fn timings(zone: &Name, key_dir: &Path) -> Result<RollTimings, String> {
+    StateFile::new(key_dir, zone).timings()?.ok_or_else(|| {
+        format!(
+            "{zone} was not signed by this version of the server yet (no timings in {}): \
+             start the server, then roll",
+            key_dir.join("state").display()
+        )
+    })
+}
+
+/// Writes the keys of `changed` (indexes into `keys`) with their new times from `metas`.
+fn save_changed(
+    store: &KeyStore,
+    keys: &mut [StoredKey],
+    metas: &[shardns_dnssec::KeyMeta],
+    changed: &[usize],
+) -> Result<(), String> {
+    for &i in changed {
+        keys[i].meta = metas[i].clone();
+        store.save(&keys[i]).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `shardns key rollover ZONE --zsk|--ksk --key-dir DIR`: starts a rollover, written as
+/// the keys' times: a new key made, the old key's end set. Says what happens next.
+pub fn key_rollover(zone: &Name, key_dir: &Path, what: Rollover) -> Result<String, String> {
+    let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
+    let mut keys = store.load(zone).map_err(|e| e.to_string())?;
+    let t = timings(zone, key_dir)?;
+    let now = unix_now();
+    let kind = match what {
+        Rollover::Zsk => RollKind::Zsk,
+        Rollover::Ksk => RollKind::Ksk,
+    };
+    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    let new = roll::start(&metas, kind, now).map_err(|e| format!("{zone}: {e}"))?;
+    let mut key = store
+        .make(zone, new.algorithm, new.role, now)
+        .map_err(|e| e.to_string())?;
+    roll::schedule_new(&mut key.meta, kind, &t, now);
+    store.save_new(&key).map_err(|e| e.to_string())?;
+    metas.push(key.meta.clone());
+    let old_tag = metas[new.old].tag;
+    let (tag, role) = (key.meta.tag, key.meta.role);
+    keys.push(key);
+    let tick = roll::tick(&mut metas, &t, now);
+    save_changed(&store, &mut keys, &metas, &tick.changed)?;
+    let old = &metas[new.old];
+    Ok(match kind {
+        RollKind::Zsk => format!(
+            "{zone}: ZSK rollover started: new ZSK {tag} published now, signs from {}; ZSK \
+             {old_tag} stops signing then and is withdrawn at {}.\n\
+             Run `shardns reload {zone}` now so the new key is published at once.\n",
+            time(metas.last().and_then(|m| m.activate)),
+            time(old.delete)
+        ),
+        RollKind::Ksk => format!(
+            "{zone}: {role} rollover (double-DS) started: new {role} {tag}, CDS and CDNSKEY \
+             published for it and for {old_tag}.\n\
+             1. Run `shardns reload {zone}` now.\n\
+             2. Add the new DS at the parent (`shardns key ds {zone} --key-dir ...` prints it), \
+             keeping the old one.\n\
+             3. Once the parent serves it, run `shardns key submitted {zone} {tag}`.\n"
+        ),
+    })
+}
+
+/// `shardns key submitted ZONE [TAG] --key-dir DIR`: the operator confirms the parent
+/// serves the DS of the new KSK or CSK: it is published now and signs once every cache
+/// holds the new DS; the old key's end is set.
+pub fn key_submitted(zone: &Name, key_dir: &Path, tag: Option<u16>) -> Result<String, String> {
+    let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
+    let mut keys = store.load(zone).map_err(|e| e.to_string())?;
+    let t = timings(zone, key_dir)?;
+    let now = unix_now();
+    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    let new = roll::confirm_ds(&mut metas, tag, &t, now).map_err(|e| format!("{zone}: {e}"))?;
+    // The new key first: a crash before the old key's end is written is repaired by
+    // the next signing (roll::tick).
+    save_changed(&store, &mut keys, &metas, &[new])?;
+    let tick = roll::tick(&mut metas, &t, now);
+    save_changed(&store, &mut keys, &metas, &tick.changed)?;
+    let n = &metas[new];
+    let old = tick.changed.first().map(|&i| &metas[i]);
+    Ok(format!(
+        "{zone}: DS of {} {} confirmed at the parent: it is published now and signs from {}; \
+         {} stops signing then and is withdrawn at {}; remove its DS from the parent from then on.\n\
+         Run `shardns reload {zone}` now.\n",
+        n.role,
+        n.tag,
+        time(n.activate),
+        old.map_or("the old key".to_string(), |o| format!("{} {}", o.role, o.tag)),
+        time(old.and_then(|o| o.delete))
+    ))
 }
 
 /// How `shardns sign` signs.
@@ -179,6 +327,7 @@ pub fn sign_file(
             refresh: opts.validity / 2,
             ..Policy::default()
         },
+        roll: RollSpec::default(),
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

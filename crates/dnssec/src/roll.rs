@@ -1,0 +1,380 @@
+//! Key rollovers as times in the keys' metadata (sans-I/O: keys and a clock in, times out).
+//!
+//! A rollover is nothing but times written in the key files ([`crate::keys`]: BIND's
+//! `Publish`, `Activate`, `Inactive`, `Delete`, `SyncPublish`, `SyncDelete`, `DSPublish`),
+//! so the signer, which publishes and signs with the keys each time says at every signing
+//! ([`crate::keys::zone_keys`]), carries it out by itself, and a restart in the middle of
+//! one resumes it: there is no other state. This module decides those times.
+//!
+//! **ZSK, pre-publication** (RFC 6781 §4.1.1.1, RFC 7583 §3.2). At `T0` (by hand, or when
+//! the active ZSK has lived `zsk_lifetime`, minus the publication wait, so that the new
+//! key takes over when the lifetime ends):
+//!
+//! 1. `T0`: the new ZSK is published (DNSKEY), not yet signing.
+//! 2. `Ta = T0 + DNSKEY TTL + propagation`: every cache that holds the DNSKEY RRset holds
+//!    the new key; the new ZSK signs, the old one stops (`Inactive`) but stays published.
+//! 3. `Td = Ta + max zone TTL + propagation`: no cache holds a signature of the old key;
+//!    its DNSKEY is withdrawn (`Delete`).
+//!
+//! **KSK or CSK, double-DS** (RFC 6781 §4.1.2, RFC 7583 §3.3.2), the parent's part done by
+//! the operator:
+//!
+//! 1. `T0` (by hand): a new key is made; CDS and CDNSKEY are published for the old and the
+//!    new key (`SyncPublish`), the DNSKEY RRset does not change. The operator hands the
+//!    parent the new DS (`shardns key ds` prints both) and waits until the parent serves it.
+//! 2. `Tc`: the operator confirms (`DSPublish`): the new key is published in the DNSKEY
+//!    RRset (signed by the old key, whose DS every cache has).
+//! 3. `Ta = Tc + max(parent DS TTL + parent propagation, DNSKEY TTL + propagation)`: every
+//!    cache holds both DS and the new DNSKEY; the new key signs (the DNSKEY RRset, and the
+//!    zone for a CSK), the old stops but stays published.
+//! 4. `Td = Ta + max zone TTL + propagation` (a KSK: the DNSKEY TTL): no cache holds a
+//!    signature of the old key; its DNSKEY, CDS and CDNSKEY are withdrawn (`Delete`,
+//!    `SyncDelete`), and from then on the operator may remove its DS from the parent.
+//!
+//! At every moment a validator, whatever it cached within the TTLs, finds a DS it holds
+//! that matches a key signing the DNSKEY RRset it holds, and that RRset holds a key of every
+//! signature it may have cached (the tests check this second by second).
+//!
+//! Pairing: a rollover's old and new keys are not linked by a field but by their times
+//! ([`tick`] sets the old key's from the new key's), so a crash between the writes of the
+//! two key files is repaired at the next signing.
+
+use crate::alg::Algorithm;
+use crate::keys::{KeyMeta, Role};
+use core::fmt;
+
+/// The timings a rollover waits for, seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RollTimings {
+    /// The DNSKEY RRset's TTL.
+    pub dnskey_ttl: u64,
+    /// The largest TTL of the zone's signed RRsets (DNSKEY included).
+    pub max_ttl: u64,
+    /// How long a new version of the zone takes to reach all its servers.
+    pub propagation: u64,
+    /// The TTL of the DS RRset at the parent.
+    pub parent_ds_ttl: u64,
+    /// How long a DS change at the parent takes to reach all the parent's servers.
+    pub parent_propagation: u64,
+    /// A ZSK is replaced this long after it became active; `None`: only by hand.
+    pub zsk_lifetime: Option<u64>,
+}
+
+impl RollTimings {
+    /// From the publication of a new DNSKEY to the moment every cache has it.
+    pub fn publish_wait(&self) -> u64 {
+        self.dnskey_ttl + self.propagation
+    }
+
+    /// From the confirmation that the parent serves a new DS to the moment every cache
+    /// has it and the new DNSKEY (published at the confirmation).
+    pub fn ds_wait(&self) -> u64 {
+        (self.parent_ds_ttl + self.parent_propagation).max(self.publish_wait())
+    }
+
+    /// From the last signature of a retired key to the moment no cache holds one.
+    pub fn retire_wait(&self, role: Role) -> u64 {
+        match role {
+            Role::Ksk => self.dnskey_ttl.max(1) + self.propagation,
+            Role::Zsk | Role::Csk => self.max_ttl.max(self.dnskey_ttl) + self.propagation,
+        }
+    }
+}
+
+/// Which keys a rollover replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollKind {
+    /// The zone-signing key, by pre-publication.
+    Zsk,
+    /// The key-signing key, or the combined signing key, by double-DS.
+    Ksk,
+}
+
+impl RollKind {
+    fn has(self, role: Role) -> bool {
+        match self {
+            Self::Zsk => role == Role::Zsk,
+            Self::Ksk => role != Role::Zsk,
+        }
+    }
+}
+
+impl fmt::Display for RollKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Zsk => "ZSK",
+            Self::Ksk => "KSK/CSK",
+        })
+    }
+}
+
+/// Why a rollover cannot start or go on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RollError {
+    /// No active key of the kind to replace (a CSK zone has no ZSK).
+    NoKey(RollKind),
+    /// A rollover of the kind is under way: the key of this tag has events to come.
+    InProgress(RollKind, u16),
+    /// No new key is waiting for its DS at the parent (with this tag, if one was named).
+    NothingToConfirm(Option<u16>),
+}
+
+impl fmt::Display for RollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoKey(RollKind::Zsk) => {
+                f.write_str("no active ZSK to replace (a zone signed by a CSK rolls it with --ksk)")
+            }
+            Self::NoKey(k) => write!(f, "no active {k} to replace"),
+            Self::InProgress(k, tag) => write!(
+                f,
+                "a {k} rollover is under way (key {tag} has events to come; `shardns key list`)"
+            ),
+            Self::NothingToConfirm(Some(tag)) => {
+                write!(
+                    f,
+                    "key {tag} is not a new key waiting for its DS at the parent"
+                )
+            }
+            Self::NothingToConfirm(None) => {
+                f.write_str("no new key is waiting for its DS at the parent")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RollError {}
+
+/// The key a rollover makes: the caller generates it with this role and algorithm, sets
+/// its times with [`schedule_new`], adds it to the keys and calls [`tick`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewKey {
+    /// What rolls.
+    pub kind: RollKind,
+    /// The index of the key it replaces.
+    pub old: usize,
+    /// The new key's role (the old key's).
+    pub role: Role,
+    /// The new key's algorithm (the old key's: no algorithm rollover).
+    pub algorithm: Algorithm,
+}
+
+/// What a key is doing in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyState {
+    /// Not published yet, nothing to wait for but time.
+    Future,
+    /// A new KSK or CSK whose DS the operator is to give the parent, then confirm.
+    DsPending,
+    /// In the DNSKEY RRset, not signing yet.
+    Published,
+    /// Signing.
+    Active,
+    /// No longer signing, still in the DNSKEY RRset.
+    Retired,
+    /// Withdrawn.
+    Removed,
+}
+
+impl fmt::Display for KeyState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Future => "future",
+            Self::DsPending => "ds-pending",
+            Self::Published => "published",
+            Self::Active => "active",
+            Self::Retired => "retired",
+            Self::Removed => "removed",
+        })
+    }
+}
+
+/// Where `k` is at `now`.
+pub fn key_state(k: &KeyMeta, now: u64) -> KeyState {
+    if k.is_active(now) {
+        KeyState::Active
+    } else if k.is_published(now) {
+        if k.inactive.is_some_and(|t| t <= now) {
+            KeyState::Retired
+        } else {
+            KeyState::Published
+        }
+    } else if k.delete.is_some_and(|t| t <= now) {
+        KeyState::Removed
+    } else if is_ds_pending(k) {
+        KeyState::DsPending
+    } else {
+        KeyState::Future
+    }
+}
+
+/// A new KSK or CSK of a double-DS rollover, waiting for the operator's confirmation.
+fn is_ds_pending(k: &KeyMeta) -> bool {
+    k.role != Role::Zsk && k.publish.is_none() && k.sync_publish.is_some() && k.delete.is_none()
+}
+
+/// The key's next time after `now`, if any.
+pub fn key_next_event(k: &KeyMeta, now: u64) -> Option<u64> {
+    k.times()
+        .into_iter()
+        .filter_map(|(_, t)| t)
+        .filter(|&t| t > now)
+        .min()
+}
+
+/// The key of `kind` that a rollover would replace: an active key of the kind with no
+/// end set (the oldest if several).
+fn current(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<usize> {
+    keys.iter()
+        .enumerate()
+        .filter(|(_, k)| kind.has(k.role) && k.is_active(now) && k.inactive.is_none())
+        .min_by_key(|(_, k)| (k.activate, k.created))
+        .map(|(i, _)| i)
+}
+
+/// A key of `kind` with something still to happen: a rollover under way.
+fn busy(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<&KeyMeta> {
+    keys.iter()
+        .filter(|k| kind.has(k.role))
+        .find(|k| is_ds_pending(k) || key_next_event(k, now).is_some())
+}
+
+/// Checks that a rollover of `kind` may start at `now`, and says which key to make.
+pub fn start(keys: &[KeyMeta], kind: RollKind, now: u64) -> Result<NewKey, RollError> {
+    if let Some(k) = busy(keys, kind, now) {
+        return Err(RollError::InProgress(kind, k.tag));
+    }
+    let old = current(keys, kind, now).ok_or(RollError::NoKey(kind))?;
+    Ok(NewKey {
+        kind,
+        old,
+        role: keys[old].role,
+        algorithm: keys[old].algorithm,
+    })
+}
+
+/// Sets the times of the key a rollover made (`created` is kept): a new ZSK is published
+/// now and signs after [`RollTimings::publish_wait`]; a new KSK or CSK gets CDS and
+/// CDNSKEY now and waits for [`confirm_ds`].
+pub fn schedule_new(new: &mut KeyMeta, kind: RollKind, t: &RollTimings, now: u64) {
+    new.inactive = None;
+    new.delete = None;
+    new.ds_publish = None;
+    new.sync_delete = None;
+    match kind {
+        RollKind::Zsk => {
+            new.publish = Some(now);
+            new.activate = Some(now + t.publish_wait());
+            new.sync_publish = None;
+        }
+        RollKind::Ksk => {
+            new.publish = None;
+            new.activate = None;
+            new.sync_publish = Some(now);
+        }
+    }
+}
+
+/// The operator confirms the parent serves the DS of the new key (of `tag`, or the only
+/// one waiting): it is published now and signs after [`RollTimings::ds_wait`]. Returns its
+/// index; call [`tick`] next, which schedules the old key's end.
+pub fn confirm_ds(
+    keys: &mut [KeyMeta],
+    tag: Option<u16>,
+    t: &RollTimings,
+    now: u64,
+) -> Result<usize, RollError> {
+    let i = keys
+        .iter()
+        .position(|k| is_ds_pending(k) && tag.is_none_or(|tag| k.tag == tag))
+        .ok_or(RollError::NothingToConfirm(tag))?;
+    let k = &mut keys[i];
+    k.ds_publish = Some(now);
+    k.publish = Some(now);
+    k.activate = Some(now + t.ds_wait());
+    Ok(i)
+}
+
+/// What [`tick`] did and wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Indexes of keys whose times changed: save them.
+    pub changed: Vec<usize>,
+    /// A ZSK whose lifetime is up: make this key, [`schedule_new`] it, add it, tick again.
+    pub new_key: Option<NewKey>,
+}
+
+/// Brings the times of a rollover under way into line (the old key's end from the new
+/// key's start), and says when a ZSK's lifetime calls for a new key. Idempotent: run it at
+/// every signing.
+pub fn tick(keys: &mut [KeyMeta], t: &RollTimings, now: u64) -> Tick {
+    let mut out = Tick::default();
+    for new in 0..keys.len() {
+        let n = keys[new].clone();
+        // A successor: published (or waiting for its DS) and not yet signing.
+        let waiting = is_ds_pending(&n);
+        let coming = n.publish.is_some() && n.activate.is_some_and(|a| a > now);
+        if !waiting && !coming {
+            continue;
+        }
+        let Some(old) = keys.iter().enumerate().position(|(i, k)| {
+            i != new
+                && k.role == n.role
+                && k.algorithm == n.algorithm
+                && k.is_active(now)
+                && k.inactive.is_none()
+        }) else {
+            continue;
+        };
+        let o = &mut keys[old];
+        let before = o.clone();
+        if o.role != Role::Zsk && o.sync_publish.is_none() {
+            // Its CDS stays while it is published, past the end of its signing.
+            o.sync_publish = Some(o.activate.unwrap_or(o.created).min(now));
+        }
+        if let (false, Some(a)) = (waiting, n.activate) {
+            let end = a + t.retire_wait(o.role);
+            o.inactive = Some(a);
+            o.delete = Some(end);
+            if o.role != Role::Zsk {
+                o.sync_delete = Some(end);
+            }
+        }
+        if *o != before {
+            out.changed.push(old);
+        }
+    }
+    if let (Some(life), None) = (t.zsk_lifetime, busy(keys, RollKind::Zsk, now)) {
+        if let Some(old) = current(keys, RollKind::Zsk, now) {
+            let since = keys[old].activate.unwrap_or(keys[old].created);
+            if since + life <= now + t.publish_wait() {
+                out.new_key = Some(NewKey {
+                    kind: RollKind::Zsk,
+                    old,
+                    role: Role::Zsk,
+                    algorithm: keys[old].algorithm,
+                });
+            }
+        }
+    }
+    out.changed.sort_unstable();
+    out.changed.dedup();
+    out
+}
+
+/// The next moment after `now` the keys call for a signing: a time of a key, or the start
+/// of a ZSK rollover on its lifetime.
+pub fn next_event(keys: &[KeyMeta], t: &RollTimings, now: u64) -> Option<u64> {
+    let times = keys.iter().filter_map(|k| key_next_event(k, now));
+    let lifetime = match (t.zsk_lifetime, busy(keys, RollKind::Zsk, now)) {
+        (Some(life), None) => current(keys, RollKind::Zsk, now).map(|i| {
+            let since = keys[i].activate.unwrap_or(keys[i].created);
+            (since + life).saturating_sub(t.publish_wait()).max(now + 1)
+        }),
+        _ => None,
+    };
+    times.chain(lifetime).min()
+}
+
+#[cfg(test)]
+mod tests;
