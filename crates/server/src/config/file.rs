@@ -84,6 +84,17 @@ impl Config {
                 *l = base.join(&*l);
             }
         }
+        for p in [
+            &mut config.server.tls_certificate,
+            &mut config.server.tls_key,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
         if let Some(h) = &mut config.resolver.root_hints {
             if h.is_relative() {
                 *h = base.join(&*h);
