@@ -562,10 +562,7 @@ fn tls_nsid_and_cookie_keys() {
     .unwrap();
     assert_eq!(c.server.tls_listen, vec!["127.0.0.1:853".parse().unwrap()]);
     assert!(c.server.tls_certificate.as_ref().unwrap().is_absolute());
-    assert_eq!(
-        c.server.tls_key.as_deref(),
-        Some(std::path::Path::new("/k.pem"))
-    );
+    assert_eq!(c.server.tls_key.as_deref(), Some(Path::new("/k.pem")));
     assert_eq!(c.server.nsid.as_deref(), Some("ns1"));
     assert_eq!(c.server.cookies, Some(false));
     assert_eq!(c.limits.tls_handshake_timeout_ms, 700);
