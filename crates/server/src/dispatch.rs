@@ -16,13 +16,15 @@
 //! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
 //! second parse of the query.
 
+use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
 use crate::recursion::{Client, Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::secondary::Inbox;
 use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
-use shardns_wire::{Query, Rcode, Transport};
+use shardns_wire::{Query, QueryError, Rcode, Transport};
+use shardns_zone::answer::EDNS_UDP_SIZE;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
 use std::fmt;
@@ -79,12 +81,15 @@ pub(crate) struct Dispatcher<'w> {
     pub(crate) now: Instant,
     /// `now` on the rate limiter's clock (0 without RRL).
     pub(crate) rrl_now: u64,
+    /// NSID and cookie secrets, read only for queries with EDNS options.
+    pub(crate) edns: &'w ArcSwap<EdnsPolicy>,
+    /// Cookie timestamps from `now`.
+    pub(crate) unix: extras::UnixClock,
 }
 
 impl Dispatcher<'_> {
     /// Answers `bytes` from `origin` into `out` (the transport's limit for one response).
     pub(crate) fn handle(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
-        let transport = origin.path.transport();
         // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
         let parsed = Query::parse(bytes);
         let query = match &parsed {
@@ -99,16 +104,30 @@ impl Dispatcher<'_> {
                 }
             }
         };
-        let written = match respond(self.zones, query, transport, out) {
+        // EDNS options (NSID, cookies, padding) cost this one comparison when absent.
+        if query.edns().is_some_and(|e| e.options.0 < e.options.1) {
+            return self.handle_options(query, origin, out);
+        }
+        match self.answer(query, origin, out, Extras::default()) {
+            Ok(written) => self.send(written, Some(query), origin, out),
+            Err(action) => action,
+        }
+    }
+
+    /// The response to a parsed query, from the role that takes it (`extras` go with a
+    /// resolution that answers later).
+    fn answer(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+        extras: Extras,
+    ) -> Result<Written, Action> {
+        let transport = origin.path.transport();
+        Ok(match respond(self.zones, query, transport, out) {
             Reply::Answer(w) | Reply::Error(w) => w,
-            Reply::Transfer => match self.transfer(query, origin, out) {
-                Ok(w) => w,
-                Err(action) => return action,
-            },
-            Reply::NotOurs => match self.resolve(query, origin, out) {
-                Ok(w) => w,
-                Err(action) => return action,
-            },
+            Reply::Transfer => self.transfer(query, origin, out)?,
+            Reply::NotOurs => self.resolve(query, origin, out, extras)?,
             Reply::Notify => match self.secondary {
                 Some(inbox) => inbox.notify(
                     query,
@@ -119,8 +138,65 @@ impl Dispatcher<'_> {
                 ),
                 None => shardns_zone::not_implemented(query, out),
             },
+        })
+    }
+
+    /// A query whose OPT record has options: the answer with the NSID, COOKIE and PADDING
+    /// options they ask for (`extras`), written into the buffer less the room those take;
+    /// FORMERR for a malformed COOKIE, BADCOOKIE for a server cookie not ours over UDP.
+    #[inline(never)]
+    fn handle_options(&mut self, query: &Query<'_>, origin: Origin, out: &mut [u8]) -> Action {
+        let edns = self.edns;
+        let policy = edns.load();
+        let transport = origin.path.transport();
+        let verdict = extras::read(
+            query,
+            &policy,
+            origin.peer.map(|p| p.ip()),
+            self.unix.secs(self.now),
+            transport == Transport::Tcp,
+            origin.path.encrypted(),
+        );
+        // The response's size limit, as the answering code computes it.
+        let limit = match (transport, query.edns()) {
+            (Transport::Udp, Some(e)) => {
+                out.len().min(e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize)
+            }
+            _ => out.len(),
         };
-        self.send(written, Some(query), origin, out)
+        match verdict {
+            OptionsVerdict::Malformed => {
+                let error = QueryError::Malformed {
+                    header: *query.header(),
+                    qtype: Some(query.qtype()),
+                };
+                match reject(&error, out) {
+                    Some(w) => self.send(w, Some(query), origin, out),
+                    None => Action::Drop,
+                }
+            }
+            OptionsVerdict::BadCookie(x) => {
+                let cut = limit.saturating_sub(x.room(&policy));
+                let mut w = refuse(query, transport, &mut out[..cut]);
+                extras::set_badcookie(out, w.len);
+                w.len = x.apply(out, w.len, limit, &policy);
+                w.rcode = extras::BADCOOKIE;
+                self.stats.bad_cookies.add(1);
+                self.send(w, Some(query), origin, out)
+            }
+            OptionsVerdict::Answer(x) => {
+                let cut = limit.saturating_sub(x.room(&policy));
+                match self.answer(query, origin, &mut out[..cut], x) {
+                    Ok(mut w) => {
+                        if !x.is_empty() {
+                            w.len = x.apply(out, w.len, limit, &policy);
+                        }
+                        self.send(w, Some(query), origin, out)
+                    }
+                    Err(action) => action,
+                }
+            }
+        }
     }
 
     /// An AXFR or IXFR: the transfer policy's one-message reply, or a transfer to stream.
@@ -183,6 +259,7 @@ impl Dispatcher<'_> {
         query: &Query<'_>,
         origin: Origin,
         out: &mut [u8],
+        extras: Extras,
     ) -> Result<Written, Action> {
         let transport = origin.path.transport();
         let client = match (origin.source, origin.peer) {
@@ -193,7 +270,7 @@ impl Dispatcher<'_> {
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
             let ip = origin.peer.map(|p| p.ip());
-            match rec.query(query, client, ip, out, self.now, self.stats) {
+            match rec.query(query, client, ip, out, self.now, self.stats, extras) {
                 Handling::Refused => {}
                 Handling::Pending => return Err(Action::Pending),
                 Handling::Written(w) => return Ok(w),

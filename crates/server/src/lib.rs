@@ -1,7 +1,8 @@
 //! The shardns runtime: share-nothing workers serving DNS over UDP, TCP and AF_XDP.
 //!
 //! [`run`] (`runtime`) loads the zones, binds one SO_REUSEPORT UDP socket and one TCP
-//! listener per listen address *per worker* (`listen`), and starts the workers. Each worker
+//! listener per listen address *per worker* (`listen`; one more TCP listener per
+//! `tls_listen` address for DNS over TLS), and starts the workers. Each worker
 //! (`worker`) is a named unto itself: it reads its own sockets in an epoll loop, hands each
 //! query to `dispatch` (parse once, classify once, answer from the zones, the transfer
 //! policy or the resolver) into its own preallocated buffers, writes the responses, and
@@ -35,7 +36,9 @@
 
 pub mod config;
 pub mod control;
+mod cookie;
 mod dispatch;
+mod extras;
 mod http;
 mod listen;
 pub mod logging;
@@ -204,6 +207,12 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     /// The secondary zones, for NOTIFY (`None`: the server has none).
     pub(crate) secondary: Option<secondary::Inbox>,
+    /// NSID and cookie secrets (`[server]`), replaced at a reload.
+    pub(crate) edns: ArcSwap<extras::EdnsPolicy>,
+    /// Seconds since the epoch for cookie timestamps, from the workers' loop clocks.
+    pub(crate) unix_clock: extras::UnixClock,
+    /// DNS over TLS: the certificate and key (`None`: no `server.tls_listen`).
+    pub(crate) tls: Option<worker::TlsConfig>,
 }
 
 impl Shared {

@@ -58,6 +58,21 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
             bound_any = true;
         }
     }
+    for mut addr in config.server.tls_listen.iter().copied() {
+        for socks in per_worker.iter_mut() {
+            let tls = bind_tcp(addr).map_err(|source| Error::Socket {
+                what: format!("TLS {addr}"),
+                source,
+            })?;
+            if addr.port() == 0 {
+                // Every worker shares the port the kernel picked.
+                addr = tls
+                    .local_addr()
+                    .map_err(io_error("reading a socket address"))?;
+            }
+            socks.tls.push(tls);
+        }
+    }
     if !bound_any {
         return Err(Error::Socket {
             what: "listen addresses".into(),

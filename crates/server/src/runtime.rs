@@ -12,11 +12,13 @@
 //! ```
 
 use crate::config::Config;
+use crate::cookie::CookieSecrets;
+use crate::extras::{EdnsPolicy, UnixClock, NSID_MAX};
 use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
-use crate::worker::{Worker, WorkerOptions, WorkerSockets};
+use crate::worker::{TlsConfig, Worker, WorkerOptions, WorkerSockets};
 use crate::{control, http, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
@@ -82,6 +84,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         None => report.set,
     };
 
+    let tls = tls_config(&config)?;
+    let edns = edns_policy(&config, None)?;
     let workers = config.worker_count();
     let mut sockets = listen::bind_all(&config, workers)?;
     // XDP mode: held until the workers have stopped; dropping it detaches the program.
@@ -116,6 +120,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         control: ControlStats::default(),
         started: Instant::now(),
         secondary: inbox,
+        edns: ArcSwap::from_pointee(edns),
+        unix_clock: UnixClock::new(),
+        tls,
     });
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
@@ -180,6 +187,10 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for a in &listen {
         info!("listening on {a} (UDP and TCP)");
     }
+    let tls_listen = sockets_tls_addrs(&reloader.config);
+    for a in &tls_listen {
+        info!("listening on {a} (DNS over TLS)");
+    }
     info!(
         "shardns ready: {workers} workers, {} zones, {control_socket}{}",
         shared.control.zones.load(Relaxed),
@@ -197,6 +208,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             signal_hook::consts::SIGHUP => {
                 info!("SIGHUP: reloading");
                 control::reload_now(&mut reloader, &shared, &requests);
+                reload_extras(&reloader.config, &shared);
             }
             signal_hook::consts::SIGUSR1 => {
                 if let Some(rx) = &transferred {
@@ -220,6 +232,94 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     control_socket.close();
     info!("stopped");
     Ok(())
+}
+
+/// The bound DNS-over-TLS addresses as configured (port 0 shows as 0).
+fn sockets_tls_addrs(config: &Config) -> Vec<SocketAddr> {
+    config.server.tls_listen.clone()
+}
+
+/// DNS over TLS (`server.tls_listen`): the certificate and key read now; both are needed.
+fn tls_config(config: &Config) -> Result<Option<TlsConfig>, Error> {
+    let s = &config.server;
+    if s.tls_listen.is_empty() {
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
+        return Err(Error::Io {
+            what: "server.tls_listen".into(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
+            ),
+        });
+    };
+    TlsConfig::load(cert, key).map(Some).map_err(|e| Error::Io {
+        what: "loading the TLS certificate".into(),
+        source: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
+}
+
+/// NSID and cookie secrets from `[server]`; without configured secrets, `previous`'s (a
+/// reload keeps the random secret made at start), else a new random one.
+fn edns_policy(config: &Config, previous: Option<&EdnsPolicy>) -> Result<EdnsPolicy, Error> {
+    let s = &config.server;
+    if let Some(n) = s
+        .nsid
+        .as_ref()
+        .filter(|n| n.is_empty() || n.len() > NSID_MAX)
+    {
+        return Err(Error::Io {
+            what: "server.nsid (--nsid)".into(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("an NSID is 1 to {NSID_MAX} octets, got {}", n.len()),
+            ),
+        });
+    }
+    let nsid = s.nsid.as_ref().map(|n| n.as_bytes().into());
+    let cookies = if s.cookies == Some(false) {
+        None
+    } else if s.cookie_secrets.is_empty() {
+        match previous.and_then(|p| p.cookies.clone()) {
+            Some(c) => Some(c),
+            None => {
+                let random = seed::random()?;
+                let secret: [u8; 16] = random[..16].try_into().expect("sixteen bytes");
+                CookieSecrets::new(vec![secret])
+            }
+        }
+    } else {
+        // Checked when the config was read.
+        let secrets = s
+            .cookie_secrets
+            .iter()
+            .filter_map(|h| crate::cookie::parse_secret(h).ok())
+            .collect();
+        CookieSecrets::new(secrets)
+    };
+    Ok(EdnsPolicy { nsid, cookies })
+}
+
+/// At a reload: the TLS certificate and key read again (new connections use them), the
+/// NSID and cookie secrets from the config as it now is.
+fn reload_extras(config: &Config, shared: &Shared) {
+    if let Some(tls) = &shared.tls {
+        let files = config
+            .server
+            .tls_certificate
+            .as_deref()
+            .zip(config.server.tls_key.as_deref());
+        match tls.reload(files) {
+            Ok(()) => info!("TLS certificate reloaded"),
+            Err(e) => error!("TLS certificate not reloaded, the previous one stays: {e}"),
+        }
+    }
+    let previous = shared.edns.load();
+    match edns_policy(config, Some(&previous)) {
+        Ok(p) => shared.edns.store(Arc::new(p)),
+        Err(e) => error!("NSID and cookie settings not reloaded: {e}"),
+    }
 }
 
 /// Warns when the open-file limit cannot hold `limits.tcp_connections` (raised first to
@@ -306,6 +406,7 @@ fn spawn_workers(
         },
         udp_max_response: config.limits.udp_max_response,
         log_queries: config.log.queries,
+        tls_handshake_timeout: Duration::from_millis(config.limits.tls_handshake_timeout_ms),
     };
     if config.rrl.enabled {
         let r = &config.rrl;

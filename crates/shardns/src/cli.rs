@@ -8,6 +8,14 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// `shardns --version`: the package version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SHARDNS_COMMIT"),
+    ")"
+);
+
 const ABOUT: &str = "An authoritative DNS name server built from share-nothing workers.";
 
 const LONG_ABOUT: &str = "\
@@ -29,7 +37,7 @@ Configuration file reference: docs/CONFIG.md. Exit status: 0 success, 1 error, 2
 
 /// shardns command line.
 #[derive(Debug, clap::Parser)]
-#[command(name = "shardns", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "shardns", version = VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
@@ -193,6 +201,20 @@ pub(crate) struct ServeArgs {
     /// The directory of the zones' DNSSEC keys (sets server.key_directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) key_dir: Option<PathBuf>,
+    /// Serve DNS over TLS (RFC 7858) on ADDR:PORT, e.g. 127.0.0.1:853 (repeatable; adds to
+    /// server.tls_listen; needs --tls-cert and --tls-key).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) tls_listen: Vec<SocketAddr>,
+    /// The TLS certificate chain, PEM (sets server.tls_certificate; read again on SIGHUP).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The TLS private key, PEM (sets server.tls_key).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// The name server identifier sent to queries with an empty NSID option (RFC 5001; sets
+    /// server.nsid).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) nsid: Option<String>,
 }
 
 impl ServeArgs {
@@ -228,6 +250,10 @@ impl ServeArgs {
         o.secondaries = self.secondary.clone();
         o.sign = self.sign;
         o.key_directory = self.key_dir.clone();
+        o.tls_listen = self.tls_listen.clone();
+        o.tls_certificate = self.tls_cert.clone();
+        o.tls_key = self.tls_key.clone();
+        o.nsid = self.nsid.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }

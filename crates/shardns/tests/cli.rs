@@ -220,3 +220,54 @@ fn a_busy_address_is_a_clear_error() {
     let err = stderr(&out);
     assert!(err.contains(&format!("shardns: UDP {listen}:")), "{err}");
 }
+
+#[test]
+fn version_names_the_commit() {
+    let o = run(&["--version"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("shardns 0.1.0 (commit "), "{out}");
+    // The commit of this checkout when git is there, else "unknown" (build.rs).
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let (Some(head), Err(_)) = (head, std::env::var("SHARDNS_COMMIT")) {
+        // A commit made after this binary was built moves HEAD; the binary is rebuilt
+        // with the test, so they agree.
+        assert!(out.contains(&head), "{out} vs {head}");
+    }
+}
+
+#[test]
+fn tls_needs_a_certificate_and_key() {
+    let o = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("server.tls_certificate"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        "/nonexistent.pem",
+        "--tls-key",
+        "/nonexistent.key",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("/nonexistent.pem"), "{}", stderr(&o));
+}

@@ -62,6 +62,40 @@ pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, 
     Ok(Trailer { edns })
 }
 
+/// EDNS option code of NSID, the name server identifier (RFC 5001).
+pub const OPTION_NSID: u16 = 3;
+/// EDNS option code of COOKIE (RFC 7873).
+pub const OPTION_COOKIE: u16 = 10;
+/// EDNS option code of PADDING (RFC 7830).
+pub const OPTION_PADDING: u16 = 12;
+
+/// Where the OPT record starts in `msg` when it is the message's last record, as in every
+/// response a server writes without TSIG: the sections are walked (names may be
+/// compressed). `None` if there is no OPT, another record follows it, or `msg` is not
+/// readable.
+pub fn opt_at_end(msg: &[u8]) -> Option<usize> {
+    let header = Header::parse(msg).ok()?;
+    let mut r = Reader::new(msg, HEADER_LEN);
+    for _ in 0..header.qdcount {
+        r.skip_name().ok()?;
+        r.u16().ok()?;
+        r.u16().ok()?;
+    }
+    let total = header.ancount as usize + header.nscount as usize + header.arcount as usize;
+    let mut last = None;
+    for _ in 0..total {
+        let at = r.pos();
+        r.skip_name().ok()?;
+        let rtype = RType(r.u16().ok()?);
+        r.u16().ok()?;
+        r.u32().ok()?;
+        let rdlen = r.u16().ok()? as usize;
+        r.bytes(rdlen).ok()?;
+        last = (rtype == RType::OPT && msg[at] == 0).then_some(at);
+    }
+    last.filter(|_| r.remaining() == 0)
+}
+
 /// Iterates over (code, data) of the EDNS options in `data`; stops at a malformed option.
 pub fn options(data: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     let mut r = Reader::new(data, 0);
@@ -103,5 +137,22 @@ mod tests {
         let mut long = msg.clone();
         long.push(0);
         assert!(read_trailer(&long, &h, qend).is_err());
+    }
+
+    #[test]
+    fn opt_at_end_finds_only_a_last_opt() {
+        let mut buf = [0u8; 512];
+        let q: Name = "example.".parse().unwrap();
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+        let qend = w.len();
+        w.put_opt(1232, 0, 0, false, &[0, 3, 0, 0]).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        assert_eq!(opt_at_end(&msg), Some(qend));
+        let mut w = MessageWriter::new(&mut buf, 512);
+        w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+        let msg = w.finish(&Header::default()).to_vec();
+        assert_eq!(opt_at_end(&msg), None);
+        assert_eq!(opt_at_end(&msg[..5]), None);
     }
 }

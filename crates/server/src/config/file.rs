@@ -84,9 +84,16 @@ impl Config {
                 *l = base.join(&*l);
             }
         }
-        if let Some(k) = &mut config.server.key_directory {
-            if k.is_relative() {
-                *k = base.join(&*k);
+        for p in [
+            &mut config.server.key_directory,
+            &mut config.server.tls_certificate,
+            &mut config.server.tls_key,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
             }
         }
         if let Some(h) = &mut config.resolver.root_hints {

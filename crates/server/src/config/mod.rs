@@ -45,8 +45,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
-    batch, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
-    per_client, positive, positive_opt, positive_u32, positive_u64, sign_algorithm,
+    batch, cookie_secrets, duration, duration_opt, from_strs, from_strs_opt, log_filter, name,
+    name_opt, nsid, per_client, positive, positive_opt, positive_u32, positive_u64, sign_algorithm,
     udp_max_response,
 };
 
@@ -122,6 +122,25 @@ pub struct ServerConfig {
     /// `K<zone>+<alg>+<tag>.key`/`.private` files; absent: no zone may be signed). The flag
     /// `--key-dir DIR` sets it.
     pub key_directory: Option<PathBuf>,
+    /// Addresses to serve DNS over TLS on (RFC 7858; port 853 is the standard one). Empty:
+    /// none. Needs `tls_certificate` and `tls_key`.
+    pub tls_listen: Vec<SocketAddr>,
+    /// The certificate chain for DNS over TLS, PEM (the server's certificate first). Read
+    /// again at every reload (SIGHUP): new connections use the new one.
+    pub tls_certificate: Option<PathBuf>,
+    /// The private key of `tls_certificate`, PEM (PKCS #8, SEC1 or PKCS #1).
+    pub tls_key: Option<PathBuf>,
+    /// The name server identifier returned to queries that carry an empty NSID option (RFC
+    /// 5001), at most 128 octets. Absent: no NSID.
+    #[serde(deserialize_with = "nsid")]
+    pub nsid: Option<String>,
+    /// DNS cookies (RFC 7873, RFC 9018 server cookies). Absent: on.
+    pub cookies: Option<bool>,
+    /// Cookie secrets, 32 hexadecimal digits each: the first makes server cookies, every
+    /// one verifies them (rotation: add the new one, reload, move it first, reload, remove
+    /// the old one). Empty: a random secret made at start (one server, not an anycast set).
+    #[serde(deserialize_with = "cookie_secrets")]
+    pub cookie_secrets: Vec<String>,
 }
 
 /// One `[[zone]]`.
@@ -314,6 +333,12 @@ pub struct Limits {
     /// with their names uncompressed).
     #[serde(deserialize_with = "positive_u64")]
     pub transfer_in_max_bytes: u64,
+    /// Milliseconds a DNS-over-TLS client may take to finish its TLS handshake from the
+    /// moment its connection is accepted. TLS connections count against the TCP
+    /// connection limits and follow the TCP idle and read timeouts once the handshake is
+    /// done.
+    #[serde(deserialize_with = "positive_u64")]
+    pub tls_handshake_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -332,6 +357,7 @@ impl Default for Limits {
             transfer_in_max_messages: 1_000_000,
             transfer_in_max_records: 50_000_000,
             transfer_in_max_bytes: 2 << 30,
+            tls_handshake_timeout_ms: 5_000,
         }
     }
 }

@@ -73,6 +73,14 @@ pub struct Overrides {
     /// `--secondary NAME=ADDR:PORT`: a primary added to the zone NAME (made a secondary
     /// zone, kept in memory unless a `[[zone]]` or `--zone` of that name gives its file).
     pub secondaries: Vec<SecondaryFlag>,
+    /// `--tls-listen`: added to `server.tls_listen`.
+    pub tls_listen: Vec<SocketAddr>,
+    /// `--tls-cert`: sets `server.tls_certificate`.
+    pub tls_certificate: Option<PathBuf>,
+    /// `--tls-key`: sets `server.tls_key`.
+    pub tls_key: Option<PathBuf>,
+    /// `--nsid`: sets `server.nsid`.
+    pub nsid: Option<String>,
 }
 
 /// One `--secondary NAME=ADDR:PORT`.
@@ -190,6 +198,16 @@ impl Config {
                     self.zones.push(z);
                 }
             }
+        }
+        self.server.tls_listen.extend(o.tls_listen.iter().copied());
+        if o.tls_certificate.is_some() {
+            self.server.tls_certificate = o.tls_certificate.clone();
+        }
+        if o.tls_key.is_some() {
+            self.server.tls_key = o.tls_key.clone();
+        }
+        if o.nsid.is_some() {
+            self.server.nsid = o.nsid.clone();
         }
         if let Some(k) = &o.transfer_key {
             self.keys.retain(|c| c.0.name != k.name);

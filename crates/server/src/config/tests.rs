@@ -673,3 +673,34 @@ fn rollover_settings_and_their_defaults() {
         assert!(e.to_string().contains(key), "{bad}: {e}");
     }
 }
+
+#[test]
+fn tls_nsid_and_cookie_keys() {
+    let c = parse(
+        "[server]\ntls_listen = [\"127.0.0.1:853\"]\ntls_certificate = \"c.pem\"\n\
+         tls_key = \"/k.pem\"\nnsid = \"ns1\"\ncookies = false\n\
+         cookie_secrets = [\"e5e973e5a6b2a43f48e7dc849e37bfcf\"]\n\
+         [limits]\ntls_handshake_timeout_ms = 700\n",
+    )
+    .unwrap();
+    assert_eq!(c.server.tls_listen, vec!["127.0.0.1:853".parse().unwrap()]);
+    assert!(c.server.tls_certificate.as_ref().unwrap().is_absolute());
+    assert_eq!(c.server.tls_key.as_deref(), Some(Path::new("/k.pem")));
+    assert_eq!(c.server.nsid.as_deref(), Some("ns1"));
+    assert_eq!(c.server.cookies, Some(false));
+    assert_eq!(c.limits.tls_handshake_timeout_ms, 700);
+    for (text, key) in [
+        ("[server]\nnsid = \"\"\n", "server.nsid"),
+        (
+            "[server]\ncookie_secrets = [\"abc\"]\n",
+            "server.cookie_secrets",
+        ),
+        (
+            "[limits]\ntls_handshake_timeout_ms = 0\n",
+            "tls_handshake_timeout_ms",
+        ),
+    ] {
+        let e = parse(text).unwrap_err();
+        assert!(e.to_string().contains(key), "{e}");
+    }
+}

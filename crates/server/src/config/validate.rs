@@ -240,6 +240,26 @@ ranged! {
     hold_after: u8 = 1..=100;
 }
 
+pub(super) fn nsid<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() || s.len() > crate::extras::NSID_MAX {
+        return Err(serde::de::Error::custom(format!(
+            "an NSID is 1 to {} octets, got {}",
+            crate::extras::NSID_MAX,
+            s.len()
+        )));
+    }
+    Ok(Some(s))
+}
+
+pub(super) fn cookie_secrets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for s in &v {
+        crate::cookie::parse_secret(s).map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
+}
+
 pub(super) fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     crate::logging::check_filter(&s).map_err(serde::de::Error::custom)?;

@@ -21,6 +21,7 @@ use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
 
 use crate::config::AclEntry;
+use crate::extras::{EdnsPolicy, Extras};
 use crate::stats::WorkerStats;
 use crate::sys::Epoll;
 use shardns_resolver::{
@@ -89,6 +90,8 @@ struct Pending {
     edns: Option<(u16, bool)>,
     /// The client set DO or AD: a secure answer gets AD (RFC 6840 §5.8).
     wants_ad: bool,
+    /// The EDNS options its answer carries (NSID, cookie, padding).
+    extras: Extras,
 }
 
 /// One worker's resolver driver.
@@ -220,6 +223,7 @@ impl Recursion {
     /// QUERY with a supported EDNS version and question type), from `peer_ip` (checked
     /// against the ACL). `out` is the response buffer (its length bounds a TCP answer; a
     /// UDP answer stays within the client's EDNS size).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn query(
         &mut self,
         query: &Query<'_>,
@@ -228,6 +232,7 @@ impl Recursion {
         out: &mut [u8],
         now: Instant,
         stats: &WorkerStats,
+        extras: Extras,
     ) -> Handling {
         let qh = query.header();
         let qtype = query.qtype();
@@ -315,6 +320,7 @@ impl Recursion {
                         qtype,
                         edns,
                         wants_ad,
+                        extras,
                     },
                 );
                 Handling::Pending
@@ -323,12 +329,14 @@ impl Recursion {
     }
 
     /// Fires due timers, then acts on every event the engine has: sends upstream queries,
-    /// closes their sockets, and hands finished answers to `deliver`.
+    /// closes their sockets, and hands finished answers to `deliver` (with the EDNS options
+    /// `policy` gives the ones whose queries asked for them).
     pub(crate) fn drive(
         &mut self,
         now: Instant,
         epoll: &Epoll,
         stats: &WorkerStats,
+        policy: &EdnsPolicy,
         deliver: Deliver<'_>,
     ) {
         let clock = self.clock(now);
@@ -375,7 +383,7 @@ impl Recursion {
                         (2 + self.shared.udp_max).min(self.write_buf.len())
                     };
                     let (len, truncated) =
-                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp);
+                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
                     self.write_buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
                     stats.answered(Some(p.qtype), answer.rcode, truncated);
                     deliver(p.client, &self.write_buf[..2 + len]);
@@ -386,8 +394,16 @@ impl Recursion {
 }
 
 /// Writes a finished resolution's response for its client; returns (length, truncated).
-fn write_answer(buf: &mut [u8], p: &Pending, answer: &Resolution, tcp: bool) -> (usize, bool) {
-    let limit = client_response_limit(tcp, p.edns, buf.len());
+fn write_answer(
+    buf: &mut [u8],
+    p: &Pending,
+    answer: &Resolution,
+    tcp: bool,
+    policy: &EdnsPolicy,
+) -> (usize, bool) {
+    let full = client_response_limit(tcp, p.edns, buf.len());
+    // Room for the query's NSID and cookie options (none for most queries).
+    let limit = full.saturating_sub(p.extras.room(policy));
     let mut w = MessageWriter::new(buf, limit);
     let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);
     let after_question = w.checkpoint();
@@ -416,6 +432,11 @@ fn write_answer(buf: &mut [u8], p: &Pending, answer: &Resolution, tcp: bool) -> 
     if answer.secure && p.wants_ad {
         set_ad(buf);
     }
+    let len = if p.extras.is_empty() {
+        len
+    } else {
+        p.extras.apply(buf, len, full, policy)
+    };
     (len, truncated)
 }
 

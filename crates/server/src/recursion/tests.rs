@@ -47,9 +47,17 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
     let mut out = [0u8; 4096];
     let q = message(0x1234, 0x0100, false);
     let query = Query::parse(&q).unwrap();
-    let reply = rec.query(&query, client, Some(peer.ip()), &mut out, now, &stats);
+    let reply = rec.query(
+        &query,
+        client,
+        Some(peer.ip()),
+        &mut out,
+        now,
+        &stats,
+        Default::default(),
+    );
     assert!(matches!(reply, Handling::Pending));
-    rec.drive(now, &epoll, &stats, &mut |_, _| {
+    rec.drive(now, &epoll, &stats, &Default::default(), &mut |_, _| {
         panic!("an answer before any response")
     });
 
@@ -91,7 +99,7 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
     );
 
     let mut answers = Vec::new();
-    rec.drive(now, &epoll, &stats, &mut |c, frame| {
+    rec.drive(now, &epoll, &stats, &Default::default(), &mut |c, frame| {
         answers.push((c, frame.to_vec()))
     });
     assert_eq!(answers.len(), 1);

@@ -133,7 +133,17 @@ pub(crate) struct WorkerStats {
     pub(crate) xfr: [Counter; 4],
     /// Messages sent by outgoing zone transfers.
     pub(crate) xfr_messages: Counter,
+    /// DNS-over-TLS handshakes, by outcome: done, failed (not TLS, no common version or
+    /// cipher, an alert), timed out (`limits.tls_handshake_timeout_ms`).
+    pub(crate) tls_handshakes: [Counter; 3],
+    /// Queries answered BADCOOKIE (a server cookie not ours, over UDP).
+    pub(crate) bad_cookies: Counter,
 }
+
+/// Indices of [`WorkerStats::tls_handshakes`].
+pub(crate) const TLS_DONE: usize = 0;
+pub(crate) const TLS_FAILED: usize = 1;
+pub(crate) const TLS_TIMEOUT: usize = 2;
 
 /// Indices of [`WorkerStats::xfr`].
 pub(crate) const XFR_STARTED: usize = 0;

@@ -3,7 +3,10 @@
 
 use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
 use super::totals::Totals;
-use super::{ControlStats, Counter, WorkerStats, XFR_ABORTED, XFR_DONE, XFR_REFUSED, XFR_STARTED};
+use super::{
+    ControlStats, Counter, WorkerStats, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED, XFR_DONE,
+    XFR_REFUSED, XFR_STARTED,
+};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -169,6 +172,24 @@ pub(crate) fn render_prometheus(
             ("refused", t.xfr[XFR_REFUSED]),
         ],
     );
+    labelled(
+        &mut s,
+        "shardns_tls_handshakes_total",
+        "DNS-over-TLS handshakes: done, failed (not TLS, nothing in common, an alert), timed out (limits.tls_handshake_timeout_ms).",
+        "result",
+        &[
+            ("done", t.tls_handshakes[TLS_DONE]),
+            ("failed", t.tls_handshakes[TLS_FAILED]),
+            ("timeout", t.tls_handshakes[TLS_TIMEOUT]),
+        ],
+    );
+    head(
+        &mut s,
+        "shardns_bad_cookies_total",
+        "counter",
+        "Queries answered BADCOOKIE: a server cookie that is not ours, over UDP (RFC 7873).",
+    );
+    let _ = writeln!(s, "shardns_bad_cookies_total {}", t.bad_cookies);
     head(
         &mut s,
         "shardns_xfr_messages_total",

@@ -91,9 +91,12 @@ pub(crate) enum QueryPath {
     /// UDP read from an AF_XDP socket (`server.xdp_interface`).
     Xdp4 = 4,
     Xdp6 = 5,
+    /// DNS over TLS (RFC 7858): stream rules, encrypted.
+    Tls4 = 6,
+    Tls6 = 7,
 }
 
-pub(super) const QUERY_PATHS: usize = 6;
+pub(super) const QUERY_PATHS: usize = 8;
 pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("udp", "4"),
     ("udp", "6"),
@@ -101,6 +104,8 @@ pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("tcp", "6"),
     ("xdp", "4"),
     ("xdp", "6"),
+    ("tls", "4"),
+    ("tls", "6"),
 ];
 
 impl QueryPath {
@@ -125,6 +130,18 @@ impl QueryPath {
             Self::Tcp4
         }
     }
+    pub(crate) fn tls(v6: bool) -> Self {
+        if v6 {
+            Self::Tls6
+        } else {
+            Self::Tls4
+        }
+    }
+    /// True for the encrypted transports (padding applies, RFC 8467).
+    #[inline]
+    pub(crate) fn encrypted(self) -> bool {
+        matches!(self, Self::Tls4 | Self::Tls6)
+    }
     pub(crate) fn name(self) -> &'static str {
         QUERY_PATH_LABELS[self as usize].0
     }
@@ -132,7 +149,7 @@ impl QueryPath {
     #[inline]
     pub(crate) fn transport(self) -> Transport {
         match self {
-            Self::Tcp4 | Self::Tcp6 => Transport::Tcp,
+            Self::Tcp4 | Self::Tcp6 | Self::Tls4 | Self::Tls6 => Transport::Tcp,
             _ => Transport::Udp,
         }
     }

@@ -41,6 +41,8 @@ pub(crate) struct Totals {
     pub(crate) xdp_kernel: [u64; 4],
     pub(crate) xfr: [u64; 4],
     pub(crate) xfr_messages: u64,
+    pub(crate) tls_handshakes: [u64; 3],
+    pub(crate) bad_cookies: u64,
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -87,6 +89,8 @@ impl Totals {
         sum_into(&mut self.xdp_kernel, &w.xdp_kernel);
         sum_into(&mut self.xfr, &w.xfr);
         self.xfr_messages += w.xfr_messages.get();
+        sum_into(&mut self.tls_handshakes, &w.tls_handshakes);
+        self.bad_cookies += w.bad_cookies.get();
     }
 
     /// Sums every worker's counters.

@@ -157,6 +157,14 @@ impl UdpBatch {
         (query, out)
     }
 
+    /// True if datagram `i` of the last `recv` has an additional section (ARCOUNT not
+    /// zero: an OPT record, which may carry a cookie).
+    pub(crate) fn has_additional(&self, i: usize) -> bool {
+        let len = self.recv_msgs.get(i).map_or(0, |h| h.msg_len as usize);
+        let q = &self.queries[i * UDP_QUERY_MAX..];
+        len >= 12 && (q[10] | q[11]) != 0
+    }
+
     /// The sender of datagram `i` of the last `recv`.
     pub(crate) fn peer(&self, i: usize) -> Option<SocketAddr> {
         let len = self.recv_msgs.get(i)?.msg_hdr.msg_namelen;

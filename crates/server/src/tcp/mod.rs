@@ -157,6 +157,9 @@ pub(crate) struct Conn {
     pub(crate) client_slot: u32,
     /// An outgoing zone transfer being streamed; further queries wait until it ends.
     pub(crate) transfer: Option<Box<Transfer>>,
+    /// DNS over TLS: the TLS server side between the socket and the framing (`None`:
+    /// plain TCP).
+    pub(crate) tls: Option<Box<rustls::ServerConnection>>,
     pub(super) last_active: Instant,
     /// When the query being received started (valid while in the partial list).
     pub(super) partial_since: Instant,
@@ -184,6 +187,7 @@ impl Conn {
             queries: 0,
             client_slot: UNTRACKED,
             transfer: None,
+            tls: None,
             last_active: now,
             partial_since: now,
             in_partial: false,

@@ -3,8 +3,10 @@
 //! close. What is read and written on a connection is `stream`'s.
 
 use super::stream::{answer_frames, flush_output, transfer_ended, FrameCtx, OUTPUT_HIGH_WATER};
-use super::{conn_token, Worker, ACCEPT_BURST, BUFFER_POOL_MAX, KIND_LISTENER, KIND_SHIFT};
-use crate::stats::WorkerStats;
+use super::{
+    conn_token, Worker, ACCEPT_BURST, BUFFER_POOL_MAX, KIND_LISTENER, KIND_SHIFT, TLS_ROUNDS,
+};
+use crate::stats::{WorkerStats, TLS_TIMEOUT};
 use crate::sys::{self, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, INPUT_INITIAL};
 use shardns_zone::ZoneSet;
@@ -21,6 +23,7 @@ impl Worker {
                 return;
             };
             let v6 = *v6;
+            let tls = index >= self.tls_from;
             let (stream, peer) = match sys::accept_nonblocking(listener) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -72,6 +75,15 @@ impl Worker {
             let fd = stream.as_raw_fd();
             let mut conn = Conn::new(stream, peer, v6, input, now);
             conn.client_slot = client_slot;
+            if tls {
+                match self.shared.tls.as_ref().map(|t| t.accept()) {
+                    Some(Ok(server)) => conn.tls = Some(Box::new(server)),
+                    _ => {
+                        self.shared.tcp_clients.release(client_slot);
+                        continue;
+                    }
+                }
+            }
             let (slot, generation, allocated) = self.conns.insert(conn);
             if allocated {
                 stats.request_allocations.add(1);
@@ -89,6 +101,24 @@ impl Worker {
             self.shared.tcp_open.fetch_add(1, Relaxed);
             stats.tcp_accepted.add(1);
             stats.tcp_open.set(self.conns.len() as u64);
+            if tls {
+                if let Some((s, g)) = self.handshakes.push(slot, generation, now) {
+                    self.close_if_handshaking(s, g, stats);
+                }
+            }
+        }
+    }
+
+    /// Closes connection (`slot`, `generation`) if it is still in its TLS handshake.
+    fn close_if_handshaking(&mut self, slot: u32, generation: u32, stats: &WorkerStats) {
+        let handshaking = self
+            .conns
+            .get_mut(slot, generation)
+            .and_then(|c| c.tls.as_ref())
+            .is_some_and(|t| t.is_handshaking());
+        if handshaking {
+            stats.tls_handshakes[TLS_TIMEOUT].add(1);
+            self.close(slot, stats);
         }
     }
 
@@ -179,41 +209,62 @@ impl Worker {
                 Err(_) => failed = true,
             }
         }
-        if !failed
-            && ready & READABLE != 0
-            && !conn.peer_closed
-            && conn.unsent() < OUTPUT_HIGH_WATER
-        {
-            let (spare, grew) = conn.input.spare();
-            if grew {
-                stats.request_allocations.add(1);
-            }
-            match (&conn.stream).read(spare) {
-                Ok(0) => conn.peer_closed = true,
-                Ok(n) => {
-                    conn.input.filled(n);
-                    active = true;
+        let tls = conn.tls.is_some();
+        // TLS: plaintext rustls holds beyond what the input buffer took is answered in
+        // further rounds (epoll does not report it: the socket has nothing new).
+        for round in 0..TLS_ROUNDS {
+            let mut more = false;
+            if tls && !failed && conn.unsent() < OUTPUT_HIGH_WATER {
+                match super::tls::receive(conn, round == 0 && ready & READABLE != 0, stats) {
+                    Ok(r) => {
+                        active |= r.active;
+                        more = r.more;
+                        if conn.unsent() > 0 && flush_output(conn).is_err() {
+                            failed = true;
+                        }
+                    }
+                    Err(_) => failed = true,
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => failed = true,
+            } else if !tls
+                && !failed
+                && ready & READABLE != 0
+                && !conn.peer_closed
+                && conn.unsent() < OUTPUT_HIGH_WATER
+            {
+                let (spare, grew) = conn.input.spare();
+                if grew {
+                    stats.request_allocations.add(1);
+                }
+                match (&conn.stream).read(spare) {
+                    Ok(0) => conn.peer_closed = true,
+                    Ok(n) => {
+                        conn.input.filled(n);
+                        active = true;
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(_) => failed = true,
+                }
             }
-        }
-        if !failed {
-            let ctx = FrameCtx {
-                slot,
-                generation,
-                max_queries,
-            };
-            let mut dispatch = self
-                .roles
-                .dispatcher(zones, &self.shared, stats, log_queries, now);
-            match answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats) {
-                Ok(streamed) => active |= streamed,
-                Err(_) => failed = true,
+            if !failed {
+                let ctx = FrameCtx {
+                    slot,
+                    generation,
+                    max_queries,
+                };
+                let mut dispatch =
+                    self.roles
+                        .dispatcher(zones, &self.shared, stats, log_queries, now);
+                match answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats) {
+                    Ok(streamed) => active |= streamed,
+                    Err(_) => failed = true,
+                }
+            }
+            if failed || !more || conn.transfer.is_some() || conn.queries >= max_queries {
+                break;
             }
         }
         if failed || (conn.peer_closed && conn.unsent() == 0 && conn.transfer.is_none()) {
@@ -260,6 +311,9 @@ impl Worker {
     /// Closes connections that have been receiving one query for longer than the read
     /// timeout, then those idle for longer than the idle timeout (oldest first, each).
     pub(super) fn expire(&mut self, now: Instant, stats: &WorkerStats) {
+        while let Some((slot, generation)) = self.handshakes.due(now) {
+            self.close_if_handshaking(slot, generation, stats);
+        }
         while let Some((slot, since)) = self.conns.oldest_partial() {
             if now.saturating_duration_since(since) < self.opts.tcp_read_timeout {
                 break;
@@ -290,10 +344,11 @@ impl Worker {
 
     pub(super) fn close(&mut self, slot: u32, stats: &WorkerStats) {
         // Closing the descriptor also takes it out of the epoll set.
-        if let Some(conn) = self.conns.remove(slot) {
+        if let Some(mut conn) = self.conns.remove(slot) {
             if let Some(t) = &conn.transfer {
                 transfer_ended(conn.peer, t, stats);
             }
+            super::tls::close_notify(&mut conn);
             let buf = conn.input.into_inner();
             if buf.len() == INPUT_INITIAL && self.buffer_pool.len() < BUFFER_POOL_MAX {
                 self.buffer_pool.push(buf);

@@ -12,7 +12,8 @@
 //! - `xdp_port`: AF_XDP frames (`server.xdp_interface`), answered in place in the frame;
 //! - `conn`: TCP connections: accept, readiness, limits, timeouts, close;
 //! - `stream`: the bytes on a connection: framed queries in, responses and zone transfers
-//!   out, written only while the client reads.
+//!   out, written only while the client reads;
+//! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`.
 //!
 use crate::dispatch::Dispatcher;
 use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
@@ -44,8 +45,11 @@ macro_rules! request_log {
 
 mod conn;
 mod stream;
+mod tls;
 mod udp;
 mod xdp_port;
+
+pub(crate) use tls::TlsConfig;
 
 use stream::queue_output;
 use xdp_port::XdpPort;
@@ -62,6 +66,8 @@ pub(crate) struct WorkerOptions {
     pub(crate) tcp_max_queries: u32,
     pub(crate) udp_max_response: usize,
     pub(crate) log_queries: bool,
+    /// Time a TLS client has to finish its handshake.
+    pub(crate) tls_handshake_timeout: Duration,
 }
 
 /// The sockets a worker owns: a UDP socket and a TCP listener per listen address, each
@@ -70,6 +76,8 @@ pub(crate) struct WorkerOptions {
 pub(crate) struct WorkerSockets {
     pub(crate) udp: Vec<UdpSocket>,
     pub(crate) tcp: Vec<TcpListener>,
+    /// A DNS-over-TLS listener per `server.tls_listen` address.
+    pub(crate) tls: Vec<TcpListener>,
     /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
     pub(crate) xsk: Option<Xsk>,
 }
@@ -94,6 +102,9 @@ const ACCEPT_BURST: usize = 64;
 const TCP_STAGING: usize = 4 * MAX_FRAME;
 /// Input buffers kept for reuse by later connections.
 const BUFFER_POOL_MAX: usize = 256;
+/// Rounds of decrypting and answering per TLS readiness event (a round takes what fits in
+/// the input buffer).
+const TLS_ROUNDS: usize = 8;
 
 pub(crate) struct Worker {
     id: usize,
@@ -101,7 +112,11 @@ pub(crate) struct Worker {
     opts: WorkerOptions,
     epoll: Epoll,
     udp: Vec<(UdpSocket, bool)>,
+    /// TCP listeners, then DNS-over-TLS listeners from `tls_from` on.
     listeners: Vec<(TcpListener, bool)>,
+    tls_from: usize,
+    /// TLS handshakes in progress, with their deadlines.
+    handshakes: tls::Handshakes,
     listeners_paused: bool,
     conns: ConnTable,
     staging: Box<[u8]>,
@@ -142,6 +157,17 @@ impl Worker {
             let v6 = l.local_addr()?.is_ipv6();
             listeners.push((l, v6));
         }
+        let tls_from = listeners.len();
+        for l in sockets.tls {
+            let i = listeners.len();
+            epoll.add(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            )?;
+            let v6 = l.local_addr()?.is_ipv6();
+            listeners.push((l, v6));
+        }
         let xdp = match sockets.xsk {
             Some(xsk) => {
                 epoll.add(xsk.as_raw_fd(), KIND_XDP << KIND_SHIFT, READABLE)?;
@@ -154,6 +180,8 @@ impl Worker {
             id,
             shared,
             conns: ConnTable::with_capacity(opts.tcp_per_worker.min(1 << 16)),
+            tls_from,
+            handshakes: tls::Handshakes::new(opts.tls_handshake_timeout, 4 * opts.tcp_per_worker),
             opts,
             epoll,
             udp,
@@ -242,6 +270,7 @@ impl Worker {
             .conns
             .oldest_partial()
             .map(|(_, since)| until(since + self.opts.tcp_read_timeout));
+        let handshake = self.handshakes.next_deadline().map(until);
         let resolver = self
             .roles
             .recursion
@@ -253,7 +282,7 @@ impl Worker {
             x.xsk.kick();
             (x.xsk.tx_pending() > 0).then_some(1)
         });
-        [idle, read, resolver, xdp]
+        [idle, read, handshake, resolver, xdp]
             .into_iter()
             .flatten()
             .min()
@@ -270,37 +299,44 @@ impl Worker {
         let udp = &self.udp;
         let conns = &mut self.conns;
         let epoll = &self.epoll;
-        rec.drive(now, epoll, stats, &mut |client, frame| match client {
-            Client::Udp { socket, peer } => {
-                if answers.is_full() {
-                    flush_answers(udp, answers, stats);
-                }
-                // Refused only when longer than `udp_max_response`, which the resolver's
-                // UDP answers never are.
-                if !answers.push(socket, peer, &frame[2..]) {
-                    stats.dropped.add(1);
-                }
-            }
-            Client::Tcp { slot, generation } => {
-                let Some(conn) = conns.get_mut(slot, generation) else {
-                    stats.dropped.add(1);
-                    return;
-                };
-                if queue_output(conn, frame, stats).is_err() {
-                    // The connection is broken; epoll reports it and it is closed then.
-                    return;
-                }
-                if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
-                    let want = conn.interest | WRITABLE;
-                    if epoll
-                        .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
-                        .is_ok()
-                    {
-                        conn.interest = want;
+        let policy = self.shared.edns.load();
+        rec.drive(
+            now,
+            epoll,
+            stats,
+            &policy,
+            &mut |client, frame| match client {
+                Client::Udp { socket, peer } => {
+                    if answers.is_full() {
+                        flush_answers(udp, answers, stats);
+                    }
+                    // Refused only when longer than `udp_max_response`, which the resolver's
+                    // UDP answers never are.
+                    if !answers.push(socket, peer, &frame[2..]) {
+                        stats.dropped.add(1);
                     }
                 }
-            }
-        });
+                Client::Tcp { slot, generation } => {
+                    let Some(conn) = conns.get_mut(slot, generation) else {
+                        stats.dropped.add(1);
+                        return;
+                    };
+                    if queue_output(conn, frame, stats).is_err() {
+                        // The connection is broken; epoll reports it and it is closed then.
+                        return;
+                    }
+                    if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
+                        let want = conn.interest | WRITABLE;
+                        if epoll
+                            .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                            .is_ok()
+                        {
+                            conn.interest = want;
+                        }
+                    }
+                }
+            },
+        );
         flush_answers(udp, answers, stats);
     }
 }
@@ -345,6 +381,8 @@ impl Roles {
             log_queries,
             now,
             rrl_now,
+            edns: &shared.edns,
+            unix: shared.unix_clock,
         }
     }
 }

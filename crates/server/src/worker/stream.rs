@@ -15,7 +15,7 @@ use tracing::info;
 /// Stop answering a connection's queries while this much output is unsent.
 pub(super) const OUTPUT_HIGH_WATER: usize = 64 * 1024;
 
-/// Answers every whole query buffered on `conn`, in order, writing the responses with as
+/// Answers every whole query buffered on `conn` (TLS: decrypted), in order, writing the responses with as
 /// few system calls as the socket allows. Stops while too much output is unsent (the rest
 /// stays buffered until the client reads). True if a zone transfer wrote messages (the
 /// connection is active even when the socket took them all at once).
@@ -29,7 +29,11 @@ pub(super) fn answer_frames(
     // A transfer in progress goes first; queries behind it wait until it has ended, so
     // its messages are never interleaved with other responses.
     let streamed = continue_transfer(conn, staging, stats)?;
-    let path = QueryPath::tcp(conn.v6);
+    let path = if conn.tls.is_some() {
+        QueryPath::tls(conn.v6)
+    } else {
+        QueryPath::tcp(conn.v6)
+    };
     let origin = Origin {
         path,
         peer: conn.peer,
@@ -147,6 +151,15 @@ pub(super) struct FrameCtx {
 
 /// Writes `data` now if nothing is queued before it; keeps whatever the socket refuses.
 pub(super) fn queue_output(conn: &mut Conn, data: &[u8], stats: &WorkerStats) -> io::Result<()> {
+    if conn.tls.is_some() {
+        // DNS over TLS: the records rustls makes of `data` go out the same way.
+        let cap = conn.output.capacity();
+        super::tls::encrypt(conn, data)?;
+        if conn.output.capacity() != cap {
+            stats.request_allocations.add(1);
+        }
+        return flush_output(conn).map(|_| ());
+    }
     let mut rest = data;
     if conn.unsent() == 0 {
         match (&conn.stream).write(data) {

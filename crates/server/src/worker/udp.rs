@@ -33,6 +33,9 @@ impl Worker {
             || self.roles.rrl.is_some()
             || self.shared.transfer_acl.load().allows_anyone()
             || self.shared.secondary.is_some();
+        // A cookie is made from the client's address: decoded too for a query with an
+        // additional section (one byte test), when cookies are on.
+        let cookies = self.shared.edns.load().cookies.is_some();
         let udp_max = self.opts.udp_max_response;
         let mut dispatch =
             self.roles
@@ -51,7 +54,11 @@ impl Worker {
             stats.queries[path as usize].add(n as u64);
             for i in 0..n {
                 let slot = batch.queued();
-                let peer = if want_peer { batch.peer(i) } else { None };
+                let peer = if want_peer || (cookies && batch.has_additional(i)) {
+                    batch.peer(i)
+                } else {
+                    None
+                };
                 let (query, out) = batch.query_and_response(i, slot);
                 let cap = udp_max.min(out.len());
                 let out = &mut out[..cap];
