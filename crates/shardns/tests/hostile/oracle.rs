@@ -35,6 +35,7 @@ const NXDOMAIN: u16 = 3;
 pub(crate) const NOTIMP: u16 = 4;
 pub(crate) const REFUSED: u16 = 5;
 pub(crate) const BADVERS: u16 = 16;
+const BADCOOKIE: u16 = 23;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Question {
@@ -85,6 +86,9 @@ pub(crate) enum Expect {
         q: Question,
         edns: Option<Edns>,
         lenient: bool,
+        /// A COOKIE option with a server cookie the server did not make: BADCOOKIE with no
+        /// answer is as correct as an answer (RFC 7873 §5.2.3-5.2.4).
+        foreign_cookie: bool,
     },
 }
 
@@ -209,6 +213,7 @@ pub(crate) fn classify(m: &[u8]) -> Expect {
         qclass,
     };
     let mut lenient = qn.pointer;
+    let mut foreign_cookie = false;
     let mut pos = qn.end + 4;
     let mut edns = None;
     let mut version = 0;
@@ -252,6 +257,13 @@ pub(crate) fn classify(m: &[u8]) -> Expect {
                 return Expect::FormErr;
             }
             lenient |= owner.pointer || !options_ok(rdata);
+            match cookies(rdata) {
+                Cookie::Malformed => return Expect::FormErr,
+                Cookie::Full => foreign_cookie = true,
+                // RFC 7873 does not say: an answer or FORMERR.
+                Cookie::Twice => lenient = true,
+                Cookie::None | Cookie::Client => {}
+            }
             version = ttl_hi as u8;
             edns = Some(Edns { udp_size: class });
         } else {
@@ -264,7 +276,44 @@ pub(crate) fn classify(m: &[u8]) -> Expect {
     if edns.is_some() && version != 0 {
         return Expect::BadVers(q);
     }
-    Expect::Query { q, edns, lenient }
+    Expect::Query {
+        q,
+        edns,
+        lenient,
+        foreign_cookie,
+    }
+}
+
+/// What the COOKIE options (code 10) of an OPT record's rdata make of it.
+enum Cookie {
+    None,
+    /// A client cookie alone (8 octets).
+    Client,
+    /// A client cookie and a server cookie (16 to 40 octets).
+    Full,
+    /// A length RFC 7873 §5.2.2 says is FORMERR (under 8, 9 to 15, over 40).
+    Malformed,
+    /// More than one COOKIE option.
+    Twice,
+}
+
+fn cookies(mut data: &[u8]) -> Cookie {
+    let mut found = Cookie::None;
+    while let (Some(code), Some(len)) = (u16_at(data, 0), u16_at(data, 2)) {
+        let Some(rest) = data.get(4 + usize::from(len)..) else {
+            break;
+        };
+        if code == 10 {
+            found = match (found, len) {
+                (_, 0..=7 | 9..=15 | 41..) => return Cookie::Malformed,
+                (Cookie::None, 8) => Cookie::Client,
+                (Cookie::None, _) => Cookie::Full,
+                _ => Cookie::Twice,
+            };
+        }
+        data = rest;
+    }
+    found
 }
 
 /// The RCODEs a correct server may give a well-formed query, and the exact answer section
@@ -352,13 +401,21 @@ pub(crate) fn check_response(
             }
             check_question(resp, q)?;
         }
-        Expect::Query { q, edns, lenient } => {
+        Expect::Query {
+            q,
+            edns,
+            lenient,
+            foreign_cookie,
+        } => {
             let (mut allowed, want) = expected(q, tcp);
             if *lenient {
                 allowed.push(FORMERR);
             }
+            if *foreign_cookie {
+                allowed.push(BADCOOKIE);
+            }
             check_rcode(&allowed)?;
-            if rcode == FORMERR {
+            if rcode == FORMERR || rcode == BADCOOKIE {
                 no_answers()?;
                 return Ok(rcode);
             }
