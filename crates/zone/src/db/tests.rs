@@ -233,9 +233,17 @@ fn apexes_long_and_short_are_found_in_any_case_and_not_confused() {
     let set = ZoneSet::from_shared(vec![tiny(short, 1), tiny(edge, 1), tiny(long, 1)]);
     for apex in [short, edge, long] {
         let upper = apex.to_ascii_uppercase();
-        for q in [format!("www.{apex}"), format!("WWW.{upper}"), apex.to_string()] {
+        for q in [
+            format!("www.{apex}"),
+            format!("WWW.{upper}"),
+            apex.to_string(),
+        ] {
             let z = set.find(q.parse::<Name>().unwrap().as_ref());
-            assert_eq!(z.map(|z| z.apex().to_string()).as_deref(), Some(apex), "{q}");
+            assert_eq!(
+                z.map(|z| z.apex().to_string()).as_deref(),
+                Some(apex),
+                "{q}"
+            );
         }
     }
     // Same length, other octets: not a match.
