@@ -128,6 +128,15 @@ impl Reloader {
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
         self.library.back_with_huge_pages();
+        // Each new version's changes into its zone's journal, before secondaries ask.
+        let library = &self.library;
+        crate::journal::record_all(
+            &shared.journals,
+            config.as_ref().unwrap_or(&self.config),
+            |apex| library.file_of(apex),
+            Some(&*old),
+            &report.added,
+        );
         // Only the zones read now can have a new serial.
         let notify = config.as_ref().unwrap_or(&self.config).notify_index();
         if !notify.is_empty() {

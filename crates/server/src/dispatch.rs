@@ -16,6 +16,7 @@
 //! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
 //! second parse of the query.
 
+use crate::journal::Journals;
 use crate::recursion::{Client, Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::secondary::Inbox;
@@ -68,6 +69,8 @@ pub(crate) enum Source {
 pub(crate) struct Dispatcher<'w> {
     pub(crate) zones: &'w ZoneSet,
     pub(crate) transfer_acl: &'w ArcSwap<TransferAcl>,
+    /// The zones' histories, for IXFR in incremental form.
+    pub(crate) journals: &'w Journals,
     /// The secondary zones, which take NOTIFY (`None`: NOTIMP, as before there were any).
     pub(crate) secondary: Option<&'w Inbox>,
     /// The control plane's counters (NOTIFY taken and refused).
@@ -138,6 +141,7 @@ impl Dispatcher<'_> {
         let answer = transfers::decide(
             self.zones,
             &self.transfer_acl.load(),
+            self.journals,
             query,
             ip,
             tcp,
@@ -150,9 +154,14 @@ impl Dispatcher<'_> {
                     .answered(Some(query.qtype()), Rcode::NOERROR, false);
                 self.stats.xfr[XFR_STARTED].add(1);
                 info!(
-                    "transfer of {} ({}, serial {}) to {}: started",
+                    "transfer of {} ({}{}, serial {}) to {}: started",
                     t.zone().apex(),
                     t.request().qtype,
+                    match t.request().client_serial {
+                        Some(s) if t.is_incremental() => format!(" incremental from {s}"),
+                        Some(s) => format!(" from {s} in AXFR form"),
+                        None => String::new(),
+                    },
                     t.zone().serial(),
                     OrDash(origin.peer)
                 );

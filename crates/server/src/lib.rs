@@ -37,6 +37,7 @@ pub mod config;
 pub mod control;
 mod dispatch;
 mod http;
+mod journal;
 mod listen;
 pub mod logging;
 mod notify;
@@ -193,6 +194,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     /// The secondary zones, for NOTIFY (`None`: the server has none).
     pub(crate) secondary: Option<secondary::Inbox>,
+    /// The journaled zones' histories, for IXFR.
+    pub(crate) journals: journal::Journals,
 }
 
 impl Shared {

@@ -17,7 +17,7 @@ use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
 use crate::worker::{Worker, WorkerOptions, WorkerSockets};
-use crate::{control, http, listen, notify, secondary, transfers, xdp, zones};
+use crate::{control, http, journal, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use std::io;
@@ -116,7 +116,16 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         control: ControlStats::default(),
         started: Instant::now(),
         secondary: inbox,
+        journals: Default::default(),
     });
+    // The journals of the zones read, as they were when the server last ran.
+    journal::record_all(
+        &shared.journals,
+        &config,
+        |apex| library.file_of(apex),
+        None,
+        &report.added,
+    );
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
         .map_err(io_error("starting the notify thread"))?;

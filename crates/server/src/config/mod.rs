@@ -115,6 +115,15 @@ pub struct ServerConfig {
     /// `[[zone]]` tables: the form for very many zones. Listed zones take the server's
     /// `allow_transfer`, `notify` and `transfer_key`; a `[[zone]]` of the same name wins.
     pub zone_list: Option<PathBuf>,
+    /// Where zone journals are kept, one file per zone named after it (absent: next to
+    /// each zone file, as `FILE.journal`; a zone without a file keeps its journal in
+    /// memory only).
+    pub journal_directory: Option<PathBuf>,
+    /// Octets a zone's journal may hold, for zones that set none (absent: 20 MiB).
+    pub journal_max_size: Option<u64>,
+    /// Versions a zone's journal reaches back, for zones that set none (absent: 20; 0: no
+    /// journal).
+    pub journal_max_depth: Option<u32>,
 }
 
 /// One `[[zone]]`.
@@ -149,6 +158,13 @@ pub struct ZoneConfig {
     /// NOTIFY from a primary must carry (absent: address only).
     #[serde(default, deserialize_with = "name_opt")]
     pub primary_key: Option<Name>,
+    /// Octets this zone's journal may hold (absent: `server.journal_max_size`).
+    #[serde(default)]
+    pub journal_max_size: Option<u64>,
+    /// Versions this zone's journal reaches back (absent: `server.journal_max_depth`; 0:
+    /// no journal).
+    #[serde(default)]
+    pub journal_max_depth: Option<u32>,
 }
 
 impl ZoneConfig {
@@ -167,6 +183,8 @@ impl ZoneConfig {
             transfer_key: None,
             primary: Vec::new(),
             primary_key: None,
+            journal_max_size: None,
+            journal_max_depth: None,
         }
     }
 }

@@ -193,6 +193,15 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
     let set = reloader.library.apply_outside(changes);
     let old = shared.zones.swap(Arc::new(set));
     shared.wake_workers();
+    // Into the journal before our own secondaries are told (chains take IXFR from it).
+    let config = &reloader.config;
+    crate::journal::record_all(
+        &shared.journals,
+        config,
+        |apex| crate::journal::config_file(config, apex),
+        Some(&*old),
+        &puts,
+    );
     let replaced: Vec<Arc<Zone>> = puts
         .iter()
         .filter_map(|z| old.get(z.apex()).cloned())

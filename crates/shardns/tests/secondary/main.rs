@@ -27,6 +27,7 @@ mod chain;
 #[path = "../common/mod.rs"]
 mod common;
 mod hostile;
+mod outgoing;
 mod peers;
 
 use common::*;
