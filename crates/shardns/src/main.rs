@@ -5,7 +5,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::{Cli, Command, ControlArgs, ServeArgs};
+use cli::{Cli, Command, ControlArgs, ServeArgs, ZoneAction};
 use shardns_server::{control, logging, EmbeddedZone};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -39,6 +39,19 @@ fn main() -> ExitCode {
             control_command(&control, &line.join(" "))
         }
         Some(Command::Stats(a)) => control_command(&a, "stats"),
+        Some(Command::Zone { action }) => {
+            let (word, control, zones) = match action {
+                ZoneAction::Status { control, zones } => ("status", control, zones),
+                ZoneAction::Refresh { control, zones } => ("refresh", control, zones),
+                ZoneAction::Retransfer { control, zones } => ("retransfer", control, zones),
+                ZoneAction::Notify { control, zones } => ("notify", control, zones),
+            };
+            let line = ["zone".to_string(), word.to_string()]
+                .into_iter()
+                .chain(zones)
+                .collect::<Vec<_>>();
+            control_command(&control, &line.join(" "))
+        }
         Some(Command::Bench { args }) => return bench(args),
     };
     match result {

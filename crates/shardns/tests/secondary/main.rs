@@ -26,6 +26,7 @@
 mod chain;
 #[path = "../common/mod.rs"]
 mod common;
+mod control;
 mod hostile;
 mod outgoing;
 mod peers;
