@@ -234,3 +234,62 @@ fn knotd_nsd_and_named_take_true_ixfr_from_our_journal() {
     assert_eq!(records.len(), 4 + 2 + 6, "{out}");
     assert!(records[1].contains(" 1 3600 "), "{out}");
 }
+
+/// The journal survives a restart, and one cut short by a crash is found at start: a torn
+/// record at its end is dropped with a warning and the versions before it still answer IXFR;
+/// a journal that then no longer ends at the zone's serial is started anew (AXFR form).
+#[test]
+fn the_journal_survives_a_restart_and_a_torn_one_is_detected() {
+    let dir = TempDir::new("journal-crash");
+    let file = dir.write("out.test.zone", &version(1));
+    let journal = dir.path().join("out.test.zone.journal");
+    let zone_flag = format!("{APEX}={}", file.display());
+    let args = [
+        "--workers",
+        "1",
+        "--zone",
+        &zone_flag,
+        "--allow-transfer",
+        "127.0.0.1",
+    ];
+    let ixfr_records = |server: &Server| -> usize {
+        kdig(server.addr4(), &[APEX, "IXFR=1", "+nocomments"])
+            .lines()
+            .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+            .count()
+    };
+    let at = local();
+    let mut server = Server::start_at("journal-crash-1", &[at], &args);
+    for serial in 2..=3 {
+        std::fs::write(&file, version(serial)).unwrap();
+        assert!(server.control("reload").status.success());
+    }
+    assert_eq!(ixfr_records(&server), 4 + 2 + 4, "{}", server.log());
+    server.terminate();
+    let whole = std::fs::read(&journal).expect("the journal file");
+
+    // A crash in the middle of an append: a record's head and no more.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(b"SJR1\0\0\x01");
+    std::fs::write(&journal, &torn).unwrap();
+    let mut server = Server::start_at("journal-crash-2", &[local()], &args);
+    server.wait_for_log("is damaged at octet", Duration::from_secs(5));
+    server.wait_for_log("2 records kept, the rest dropped", Duration::from_secs(1));
+    server.wait_for_log("2 versions, serial 1 to 3", Duration::from_secs(1));
+    assert_eq!(std::fs::read(&journal).unwrap(), whole, "cut back");
+    assert_eq!(ixfr_records(&server), 10, "{}", server.log());
+    server.terminate();
+
+    // The last record cut in its middle: dropped, and the journal (ending at 2 now) no
+    // longer reaches the zone's serial 3: started anew, IXFR in AXFR form.
+    std::fs::write(&journal, &whole[..whole.len() - 20]).unwrap();
+    let mut server = Server::start_at("journal-crash-3", &[local()], &args);
+    server.wait_for_log("is damaged at octet", Duration::from_secs(5));
+    server.wait_for_log("ends at serial 2, the zone is at 3", Duration::from_secs(1));
+    assert!(!journal.exists());
+    assert_eq!(
+        ixfr_records(&server),
+        HOSTS * 2 + 10 + 4 + 1,
+        "the whole zone, its SOA twice"
+    );
+}
