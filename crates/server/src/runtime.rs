@@ -143,6 +143,16 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
     }
 
+    // Before the secondary thread starts: its first SIGUSR1 may come at once, and without a
+    // handler it would end the process.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(io_error("installing signal handlers"))?;
+
     // The secondary thread wakes the main thread with SIGUSR1 to serve what it transferred.
     let transferred = match secondary {
         Some(role) => Some(
@@ -151,14 +161,6 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         ),
         None => None,
     };
-
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGUSR1,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ])
-    .map_err(io_error("installing signal handlers"))?;
 
     let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref())?;
 
