@@ -23,6 +23,7 @@ use crate::secondary::Inbox;
 use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
+use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Query, Rcode, Transport};
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
@@ -103,6 +104,9 @@ impl Dispatcher<'_> {
             }
         };
         let written = match respond(self.zones, query, transport, out) {
+            Reply::Answer(w) | Reply::Error(w) if query.has_tsig() => {
+                self.signed_answer(query, w, out)
+            }
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => match self.transfer(query, origin, out) {
                 Ok(w) => w,
@@ -124,6 +128,36 @@ impl Dispatcher<'_> {
             },
         };
         self.send(written, Some(query), origin, out)
+    }
+
+    /// The answer `w` to a signed query (a secondary's SOA query, say), signed as RFC 8945
+    /// §5.3 asks: the query's TSIG is checked against every `[[key]]`, and one that does not
+    /// verify gets NOTAUTH with the TSIG error instead (§5.2). An answer with no room left for
+    /// the TSIG record goes unsigned. Only signed queries come here.
+    fn signed_answer(&self, query: &Query<'_>, w: Written, out: &mut [u8]) -> Written {
+        let now = unix_now();
+        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
+            return w;
+        };
+        let acl = self.transfer_acl.load();
+        match tsig::verify(query.bytes(), &sig, acl.keys(), now) {
+            Ok(key) => {
+                let mut signer = Signer::new(key, &sig);
+                if w.len + signer.room() > out.len() {
+                    return w;
+                }
+                Written {
+                    len: signer.sign(out, w.len, now),
+                    ..w
+                }
+            }
+            Err(error) => {
+                // The question again with NOTAUTH (the query's opcode), then the TSIG error.
+                let mut e = shardns_zone::notify_answer(query, Rcode::NOTAUTH, out);
+                e.len = tsig::append_error(out, e.len, &sig, error, now);
+                e
+            }
+        }
     }
 
     /// An AXFR or IXFR: the transfer policy's one-message reply, or a transfer to stream.

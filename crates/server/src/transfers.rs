@@ -84,6 +84,20 @@ impl TransferAcl {
         }
     }
 
+    /// The key transfers of the zone at `apex` must be signed with, if any (NOTIFY of it
+    /// is signed with it too).
+    pub(crate) fn key_for(&self, apex: NameRef<'_>) -> Option<&Key> {
+        let name = self.policy(apex).1?;
+        self.keys
+            .iter()
+            .find(|k| k.name.as_ref().eq_ci(&name.as_ref()))
+    }
+
+    /// Every `[[key]]`, for checking signed queries.
+    pub(crate) fn keys(&self) -> &[Key] {
+        &self.keys
+    }
+
     /// True if some client may transfer some zone.
     pub(crate) fn allows_anyone(&self) -> bool {
         self.anyone

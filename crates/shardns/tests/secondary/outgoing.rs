@@ -1,6 +1,5 @@
-//! Knot DNS, NSD and BIND as secondaries of shardns, knotd's and NSD's transfers signed
-//! with TSIG (named's are not: named signs its SOA queries too, and shardns answers
-//! ordinary queries unsigned, which named rejects): the first transfer is an AXFR; then each reload of the primary's zone file is a version
+//! Knot DNS, NSD and BIND as secondaries of shardns, every SOA query, transfer and NOTIFY
+//! signed with TSIG (the zone's `transfer_key`): the first transfer is an AXFR; then each reload of the primary's zone file is a version
 //! change shardns keeps in its journal, and each secondary, told by NOTIFY, takes it as a
 //! true IXFR (incremental form: the differences only), which their own logs say. An IXFR
 //! from an older serial gets the condensed changes since (kdig).
@@ -34,7 +33,7 @@ fn knot_secondary(knotd: &Path, work: &Path, listen: SocketAddr, primary: Socket
          database:\n    storage: \"{w}/knot-db\"\n\
          key:\n  - id: {TSIG_NAME}\n    algorithm: hmac-sha256\n    secret: {TSIG_SECRET}\n\
          remote:\n  - id: primary\n    address: {pip}@{pport}\n    key: {TSIG_NAME}\n\
-         acl:\n  - id: notify\n    address: 127.0.0.1\n    action: notify\n\
+         acl:\n  - id: notify\n    address: 127.0.0.1\n    key: {TSIG_NAME}\n    action: notify\n\
          \x20 - id: xfr\n    address: 127.0.0.0/8\n    key: {TSIG_NAME}\n    action: transfer\n\
          zone:\n  - domain: {APEX}\n    master: primary\n    acl: [notify, xfr]\n\
          \x20   storage: \"{w}\"\n    file: \"{w}/knot-copy.zone\"\n    zonefile-sync: -1\n",
@@ -59,7 +58,7 @@ fn nsd_secondary(nsd: &Path, work: &Path, listen: SocketAddr, primary: SocketAdd
          remote-control:\n    control-enable: no\n\
          key:\n    name: \"{TSIG_NAME}\"\n    algorithm: hmac-sha256\n    secret: \"{TSIG_SECRET}\"\n\
          zone:\n    name: \"{APEX}\"\n    zonefile: \"{w}/nsd-copy.zone\"\n\
-         \x20   request-xfr: {pip}@{pport} {TSIG_NAME}\n    allow-notify: 127.0.0.1 NOKEY\n\
+         \x20   request-xfr: {pip}@{pport} {TSIG_NAME}\n    allow-notify: 127.0.0.1 {TSIG_NAME}\n\
          \x20   provide-xfr: 127.0.0.0/8 {TSIG_NAME}\n",
         w = work.display(),
         ip = listen.ip(),
@@ -84,7 +83,7 @@ fn named_secondary(named: &Path, work: &Path, listen: SocketAddr, primary: Socke
          controls {{ }};\n\
          key \"{TSIG_NAME}\" {{ algorithm hmac-sha256; secret \"{TSIG_SECRET}\"; }};\n\
          zone \"{APEX}\" {{ type secondary; file \"{w}/named-copy.zone\";\n\
-         \x20 primaries {{ {pip} port {pport}; }};\n\
+         \x20 primaries {{ {pip} port {pport} key \"{TSIG_NAME}\"; }};\n\
          \x20 allow-notify {{ 127.0.0.1; }}; }};\n",
         w = work.display(),
         ip = listen.ip(),
@@ -120,7 +119,7 @@ fn knotd_nsd_and_named_take_true_ixfr_from_our_journal() {
     let addrs: Vec<SocketAddr> = peers.iter().map(|_| local()).collect();
     let notify: Vec<String> = addrs.iter().map(|a| format!("\"{a}\"")).collect();
     let toml = format!(
-        "{}[server]\nallow_transfer = [\"127.0.0.0/8\"]\n\
+        "{}[server]\nallow_transfer = [\"127.0.0.0/8\"]\ntransfer_key = \"{TSIG_NAME}\"\n\
          notify = [{}]\n[[zone]]\nname = \"{APEX}\"\nfile = \"{}\"\n",
         tsig_toml(),
         notify.join(", "),
@@ -178,7 +177,9 @@ fn knotd_nsd_and_named_take_true_ixfr_from_our_journal() {
     }
     // Each secondary's copy is the primary's, and its own log says it came incrementally.
     for (name, addr, d, _) in &mut daemons {
-        assert_same_zone(ours, *addr, APEX);
+        let (theirs, mine) = (axfr(*addr, APEX, true), axfr(ours, APEX, true));
+        assert!(mine.len() > HOSTS * 2, "{} records from us", mine.len());
+        assert!(theirs == mine, "{name}'s copy differs from ours");
         assert_eq!(
             dig(*addr, &["+short", "n5.out.test", "AAAA"]).trim(),
             "2001:db8::5",
