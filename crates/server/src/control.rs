@@ -648,6 +648,11 @@ impl Reloader {
                     }
                 }
             }
+            let file = self
+                .library
+                .file_of(name)
+                .or_else(|| crate::journal::config_file(&self.config, name));
+            let journaled = crate::journal::settings(&self.config, name, file).is_some();
             match shared.journals.history(name.as_ref()) {
                 Some(h) if h.depth() > 0 => {
                     let _ = writeln!(
@@ -659,10 +664,10 @@ impl Reloader {
                         h.bytes()
                     );
                 }
-                Some(_) => {
+                _ if journaled => {
                     let _ = writeln!(text, "journal: empty");
                 }
-                None => {
+                _ => {
                     let _ = writeln!(text, "journal: none");
                 }
             }

@@ -26,7 +26,7 @@
 //! edited while the server was down) is started anew. A serial that goes backwards, or a
 //! diff bigger than the journal may hold, starts it anew too: clients then get AXFR form.
 
-use crate::config::Config;
+use crate::config::{Config, ZoneConfig};
 use shardns_wire::{Name, NameRef};
 use shardns_zone::xfr::diff::{Diff, History};
 use shardns_zone::xfr::is_newer;
@@ -59,15 +59,25 @@ pub(crate) struct Journals {
 }
 
 impl Journals {
-    /// The history of the zone at `apex`, if it is journaled.
+    /// True if no zone has a history.
+    fn is_empty(&self) -> bool {
+        self.zones
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// The history of the zone at `apex`, if it is journaled and has one.
     pub(crate) fn history(&self, apex: NameRef<'_>) -> Option<Arc<History>> {
         let zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
         zones.get(&apex.to_name()).cloned()
     }
 
+    /// Keeps `history` for `apex`; an empty one is not kept (a zone that has never
+    /// changed costs nothing here: its journal is looked for on disk at its first change).
     fn set(&self, apex: Name, history: Option<History>) {
         let mut zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
-        match history {
+        match history.filter(|h| h.depth() > 0) {
             Some(h) => zones.insert(apex, Arc::new(h)),
             None => zones.remove(&apex),
         };
@@ -88,6 +98,16 @@ pub(crate) struct Settings {
 pub(crate) fn settings(config: &Config, apex: &Name, file: Option<&Path>) -> Option<Settings> {
     // A later table for the same apex wins, as for the transfer ACL.
     let zone = config.zones.iter().rev().find(|z| &z.name == apex);
+    settings_of(config, zone, apex, file)
+}
+
+/// [`settings`] with the zone's `[[zone]]` table (if any) already found.
+fn settings_of(
+    config: &Config,
+    zone: Option<&ZoneConfig>,
+    apex: &Name,
+    file: Option<&Path>,
+) -> Option<Settings> {
     let acl = zone
         .and_then(|z| z.allow_transfer.as_ref())
         .unwrap_or(&config.server.allow_transfer);
@@ -139,9 +159,26 @@ pub(crate) fn record_all<'f>(
     old: Option<&ZoneSet>,
     zones: &[Arc<Zone>],
 ) {
+    // Nobody may transfer anything: no journal, nothing to look up per zone.
+    let anyone = !config.server.allow_transfer.is_empty()
+        || config
+            .zones
+            .iter()
+            .any(|z| z.allow_transfer.as_ref().is_some_and(|a| !a.is_empty()));
+    if !anyone && journals.is_empty() {
+        return;
+    }
+    // The `[[zone]]` tables by name, once, when looking each up in turn would cost more
+    // (a later table for the same apex wins).
+    let tables: Option<HashMap<&Name, &ZoneConfig>> =
+        (zones.len() > 16).then(|| config.zones.iter().map(|z| (&z.name, z)).collect());
     for zone in zones {
         let apex = zone.apex().to_name();
-        let settings = settings(config, &apex, file_of(&apex));
+        let table = match &tables {
+            Some(t) => t.get(&apex).copied(),
+            None => config.zones.iter().rev().find(|z| z.name == apex),
+        };
+        let settings = settings_of(config, table, &apex, file_of(&apex));
         let was = old.and_then(|o| o.get(zone.apex()));
         record(journals, settings.as_ref(), was.map(|z| &**z), zone);
     }
@@ -559,7 +596,7 @@ mod tests {
         // It now ends at 4, the zone is at 5: started anew.
         let cut_short = Journals::default();
         record(&cut_short, Some(&s), None, &versions[4]);
-        assert_eq!(cut_short.history(apex.as_ref()).unwrap().depth(), 0);
+        assert_eq!(cut_short.history(apex.as_ref()).map_or(0, |h| h.depth()), 0);
         assert!(!path.exists());
         // A flipped octet is found by the checksum.
         record(&cut_short, Some(&s), Some(&versions[3]), &versions[4]);
@@ -571,7 +608,7 @@ mod tests {
         assert!(damage.unwrap().1.contains("checksum"));
         // A serial going backwards starts the journal anew.
         record(&cut_short, Some(&s), Some(&versions[4]), &versions[2]);
-        assert_eq!(cut_short.history(apex.as_ref()).unwrap().depth(), 0);
+        assert_eq!(cut_short.history(apex.as_ref()).map_or(0, |h| h.depth()), 0);
         let _ = fs::remove_dir_all(&dir);
     }
 
