@@ -7,8 +7,10 @@
 //! side). Where the socket is by default is the config's business
 //! (`Config::control_socket_path`).
 //!
-//! Protocol: the client connects, writes one command line (`reload`, `stats`, `status`)
-//! and reads the reply to the end: a first line `ok` or `error`, then text. Every reload
+//! Protocol: the client connects, writes one command line (`reload`, `stats`, `status`,
+//! `zone status|refresh|retransfer|notify [ZONE...]`) and reads the reply to the end: a first
+//! line `ok` or `error`, then text. `zone refresh` and `retransfer` set a flag the secondary
+//! thread reads (as a NOTIFY does); `zone status` and `notify` run on the main thread. Every reload
 //! runs on the main thread, where the zones were first loaded: a socket request is queued
 //! and the thread woken with a SIGHUP. Zones built by one thread come from one malloc
 //! arena, so what a reload frees is reused by the next (docs/BENCHMARKS.md has the
@@ -133,6 +135,15 @@ impl Reloader {
         let old = shared.zones.swap(Arc::new(report.set));
         shared.wake_workers();
         self.library.back_with_huge_pages();
+        // Each new version's changes into its zone's journal, before secondaries ask.
+        let library = &self.library;
+        crate::journal::record_all(
+            &shared.journals,
+            config.as_ref().unwrap_or(&self.config),
+            |apex| library.file_of(apex),
+            Some(&*old),
+            &report.added,
+        );
         // Only the zones read now can have a new serial.
         let notify = config.as_ref().unwrap_or(&self.config).notify_index();
         if !notify.is_empty() {
@@ -339,6 +350,19 @@ pub(crate) struct ReloadRequest {
     /// The zones to read again (empty: every zone whose file changed).
     pub(crate) zones: Vec<Name>,
     pub(crate) reply: SyncSender<(bool, String)>,
+    /// What is asked of the main thread (a reload, or a zone command that needs it).
+    pub(crate) action: MainAction,
+}
+
+/// What a control request asks of the main thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MainAction {
+    /// `reload [ZONE...]`.
+    Reload,
+    /// `zone notify ZONE...`: a NOTIFY to the zones' secondaries now.
+    Notify,
+    /// `zone status [ZONE...]`.
+    Status,
 }
 
 /// Reloads once for a SIGHUP and for every socket request queued before it started.
@@ -347,7 +371,21 @@ pub(crate) fn reload_now(
     shared: &Shared,
     requests: &Receiver<ReloadRequest>,
 ) {
-    let waiting: Vec<ReloadRequest> = requests.try_iter().collect();
+    let (waiting, zone_commands): (Vec<ReloadRequest>, Vec<ReloadRequest>) = requests
+        .try_iter()
+        .partition(|r| r.action == MainAction::Reload);
+    let only_zone_commands = waiting.is_empty() && !zone_commands.is_empty();
+    for request in zone_commands {
+        let outcome = match request.action {
+            MainAction::Notify => reloader.notify_zones(shared, &request.zones),
+            _ => reloader.zone_status(shared, &request.zones),
+        };
+        let _ = request.reply.send(outcome);
+    }
+    if only_zone_commands {
+        // The SIGHUP came with zone commands only: nothing to reload.
+        return;
+    }
     // Everything that changed if any waiting request asks for it (a SIGHUP from outside
     // comes with no request); then the zones named (`shardns reload ZONE`, the re-signing
     // timer), read whether they changed or not.
@@ -392,26 +430,42 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or("");
     let args: Vec<&str> = words.collect();
-    let zones: Result<Vec<Name>, String> = args
+    // `zone ACTION ZONE...`: the names follow the action.
+    let names = if command == "zone" {
+        args.get(1..).unwrap_or_default()
+    } else {
+        &args[..]
+    };
+    let zones: Result<Vec<Name>, String> = names
         .iter()
         .map(|z| z.parse::<Name>().map_err(|e| format!("zone {z:?}: {e}")))
         .collect();
+    let on_main = |zones: Vec<Name>, action: MainAction| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        // A request the main thread never takes (it is stopping) is dropped with its
+        // queue, which ends the wait.
+        let sent = reloads
+            .send(ReloadRequest {
+                zones,
+                reply: tx,
+                action,
+            })
+            .is_ok();
+        match signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
+            Err(e) => (false, format!("cannot wake the main thread: {e}\n")),
+            Ok(()) => match rx.recv() {
+                Ok(outcome) if sent => outcome,
+                _ => (false, "the server is stopping\n".to_string()),
+            },
+        }
+    };
     let (ok, body) = match (command, zones) {
-        ("reload", Err(e)) => (false, format!("{e}\n")),
+        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
         ("reload", Ok(zones)) => {
             info!("reload requested on the control socket");
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            // A request the main thread never takes (it is stopping) is dropped with its
-            // queue, which ends the wait.
-            let sent = reloads.send(ReloadRequest { zones, reply: tx }).is_ok();
-            match signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
-                Err(e) => (false, format!("cannot wake the reloading thread: {e}\n")),
-                Ok(()) => match rx.recv() {
-                    Ok(outcome) if sent => outcome,
-                    _ => (false, "the server is stopping\n".to_string()),
-                },
-            }
+            on_main(zones, MainAction::Reload)
         }
+        ("zone", Ok(_)) => zone_command(&args, shared, on_main),
         ("stats", _) => (
             true,
             render_prometheus(
@@ -423,13 +477,216 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
         ("status", _) => (true, format!("running, {} workers\n", shared.stats.len())),
         (other, _) => (
             false,
-            format!("unknown command {other:?} (expected reload, stats or status)\n"),
+            format!("unknown command {other:?} (expected reload, stats, status or zone)\n"),
         ),
     };
     let mut w = &stream;
     w.write_all(if ok { b"ok\n" } else { b"error\n" })?;
     w.write_all(body.as_bytes())?;
     Ok(())
+}
+
+/// `zone status|refresh|retransfer|notify [ZONE...]` (`args` after `zone`).
+fn zone_command(
+    args: &[&str],
+    shared: &Shared,
+    on_main: impl Fn(Vec<Name>, MainAction) -> (bool, String),
+) -> (bool, String) {
+    let names: Vec<Name> = args
+        .iter()
+        .skip(1)
+        .filter_map(|z| z.parse::<Name>().ok())
+        .collect();
+    match args.first().copied() {
+        Some("status") => on_main(names, MainAction::Status),
+        Some("notify") if !names.is_empty() => on_main(names, MainAction::Notify),
+        Some(action @ ("refresh" | "retransfer")) if !names.is_empty() => {
+            let axfr = action == "retransfer";
+            let mut text = String::new();
+            let mut ok = true;
+            for name in &names {
+                let queued = shared
+                    .secondary
+                    .as_ref()
+                    .is_some_and(|inbox| inbox.request_refresh(name.as_ref(), axfr));
+                if queued {
+                    info!("zone {name}: {action} asked for on the control socket");
+                    let _ = writeln!(
+                        text,
+                        "zone {name}: {action} queued (see the log, or shardns zone status {name})"
+                    );
+                } else {
+                    ok = false;
+                    let _ = writeln!(text, "zone {name} is not a secondary zone");
+                }
+            }
+            (ok, text)
+        }
+        _ => (
+            false,
+            "expected zone status [ZONE...], or zone refresh|retransfer|notify ZONE...\n".into(),
+        ),
+    }
+}
+
+/// Seconds from now to `t` as text: `in N s` or `N s ago`.
+fn relative(t: std::time::SystemTime) -> String {
+    let now = std::time::SystemTime::now();
+    match t.duration_since(now) {
+        Ok(d) => format!("in {} s", d.as_secs()),
+        Err(e) => format!("{} s ago", e.duration().as_secs()),
+    }
+}
+
+impl Reloader {
+    /// `zone notify`: a NOTIFY of each zone's current version to its secondaries now.
+    fn notify_zones(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
+        let zones = shared.zones.load();
+        let index = self.config.notify_index();
+        let mut text = String::new();
+        let mut ok = true;
+        for name in names {
+            let Some(zone) = zones.get(name.as_ref()).filter(|z| !z.is_unavailable()) else {
+                ok = false;
+                let _ = writeln!(text, "zone {name} is not served");
+                continue;
+            };
+            let targets = index.targets(name);
+            if targets.is_empty() {
+                ok = false;
+                let _ = writeln!(text, "zone {name} has no secondaries to notify");
+                continue;
+            }
+            info!("zone {name}: NOTIFY asked for on the control socket");
+            let list: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+            let _ = writeln!(
+                text,
+                "zone {name}: NOTIFY of serial {} queued to {}",
+                zone.serial(),
+                list.join(", ")
+            );
+            self.notifier.announce(Job {
+                zone: Arc::clone(zone),
+                targets: targets.to_vec(),
+            });
+        }
+        (ok, text)
+    }
+
+    /// `zone status`: serial, role, refresh times, expiry, source and journal of each zone
+    /// named (every zone served, by name, if none is).
+    fn zone_status(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
+        let zones = shared.zones.load();
+        let mut list: Vec<Name> = if names.is_empty() {
+            zones.zones().map(|z| z.apex().to_name()).collect()
+        } else {
+            names.to_vec()
+        };
+        if names.is_empty() {
+            list.sort();
+        }
+        let mut text = String::new();
+        let mut ok = true;
+        for name in &list {
+            let Some(zone) = zones.get(name.as_ref()) else {
+                ok = false;
+                let _ = writeln!(text, "zone: {name}\nstate: not configured\n");
+                continue;
+            };
+            let _ = writeln!(text, "zone: {name}");
+            let secondary = shared
+                .secondary
+                .as_ref()
+                .and_then(|i| i.status(name.as_ref()));
+            match &secondary {
+                None => {
+                    let _ = writeln!(text, "role: primary\nserial: {}", zone.serial());
+                    let source = self
+                        .library
+                        .file_of(name)
+                        .map_or_else(|| "embedded".to_string(), |p| p.display().to_string());
+                    let _ = writeln!(text, "source: {source}");
+                }
+                Some(s) => {
+                    let state = match (s.serving, s.serial) {
+                        (true, _) => "serving",
+                        (false, Some(_)) => "expired (SERVFAIL)",
+                        (false, None) => "never transferred (SERVFAIL)",
+                    };
+                    let _ = writeln!(text, "role: secondary");
+                    match s.serial {
+                        Some(serial) => {
+                            let _ = writeln!(text, "serial: {serial} ({state})");
+                        }
+                        None => {
+                            let _ = writeln!(text, "serial: none ({state})");
+                        }
+                    }
+                    let primaries = self
+                        .config
+                        .zones
+                        .iter()
+                        .rev()
+                        .find(|z| &z.name == name)
+                        .map(|z| {
+                            z.primary
+                                .iter()
+                                .map(|p| p.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        text,
+                        "source: {} (primaries {primaries})",
+                        s.source.map_or("none yet".to_string(), |a| a.to_string())
+                    );
+                    if let Some(t) = s.last_refresh {
+                        let _ = writeln!(text, "last refresh: {}", relative(t));
+                    }
+                    if let Some(t) = s.next_check {
+                        let _ = writeln!(text, "next refresh: {}", relative(t));
+                    }
+                    if let Some(t) = s.expire_at {
+                        let _ = writeln!(text, "expires: {}", relative(t));
+                    }
+                    if s.failures > 0 {
+                        let _ = writeln!(
+                            text,
+                            "failures: {} in a row, last: {}",
+                            s.failures,
+                            s.last_error.as_deref().unwrap_or("-")
+                        );
+                    }
+                }
+            }
+            let file = self
+                .library
+                .file_of(name)
+                .or_else(|| crate::journal::config_file(&self.config, name));
+            let journaled = crate::journal::settings(&self.config, name, file).is_some();
+            match shared.journals.history(name.as_ref()) {
+                Some(h) if h.depth() > 0 => {
+                    let _ = writeln!(
+                        text,
+                        "journal: {} versions, serial {} to {}, {} octets",
+                        h.depth(),
+                        h.first_serial().unwrap_or_default(),
+                        h.last_serial().unwrap_or_default(),
+                        h.bytes()
+                    );
+                }
+                _ if journaled => {
+                    let _ = writeln!(text, "journal: empty");
+                }
+                _ => {
+                    let _ = writeln!(text, "journal: none");
+                }
+            }
+            text.push('\n');
+        }
+        (ok, text)
+    }
 }
 
 /// Sends `command` to the server on `path`; returns whether it succeeded, and its text.

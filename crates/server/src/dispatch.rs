@@ -17,12 +17,14 @@
 //! second parse of the query.
 
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
+use crate::journal::Journals;
 use crate::recursion::{Client, Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::secondary::Inbox;
 use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
+use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Query, QueryError, Rcode, Transport};
 use shardns_zone::answer::EDNS_UDP_SIZE;
 use shardns_zone::xfr::Transfer;
@@ -70,6 +72,8 @@ pub(crate) enum Source {
 pub(crate) struct Dispatcher<'w> {
     pub(crate) zones: &'w ZoneSet,
     pub(crate) transfer_acl: &'w ArcSwap<TransferAcl>,
+    /// The zones' histories, for IXFR in incremental form.
+    pub(crate) journals: &'w Journals,
     /// The secondary zones, which take NOTIFY (`None`: NOTIMP, as before there were any).
     pub(crate) secondary: Option<&'w Inbox>,
     /// The control plane's counters (NOTIFY taken and refused).
@@ -125,6 +129,9 @@ impl Dispatcher<'_> {
     ) -> Result<Written, Action> {
         let transport = origin.path.transport();
         Ok(match respond(self.zones, query, transport, out) {
+            Reply::Answer(w) | Reply::Error(w) if query.has_tsig() => {
+                self.signed_answer(query, w, out)
+            }
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
@@ -188,13 +195,45 @@ impl Dispatcher<'_> {
                 let cut = limit.saturating_sub(x.room(&policy));
                 match self.answer(query, origin, &mut out[..cut], x) {
                     Ok(mut w) => {
-                        if !x.is_empty() {
+                        // A signed answer ends with its TSIG, which covers what is before
+                        // it: no option is added after it.
+                        if !x.is_empty() && !query.has_tsig() {
                             w.len = x.apply(out, w.len, limit, &policy);
                         }
                         self.send(w, Some(query), origin, out)
                     }
                     Err(action) => action,
                 }
+            }
+        }
+    }
+
+    /// The answer `w` to a signed query (a secondary's SOA query, say), signed as RFC 8945
+    /// §5.3 asks: the query's TSIG is checked against every `[[key]]`, and one that does not
+    /// verify gets NOTAUTH with the TSIG error instead (§5.2). An answer with no room left for
+    /// the TSIG record goes unsigned. Only signed queries come here.
+    fn signed_answer(&self, query: &Query<'_>, w: Written, out: &mut [u8]) -> Written {
+        let now = unix_now();
+        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
+            return w;
+        };
+        let acl = self.transfer_acl.load();
+        match tsig::verify(query.bytes(), &sig, acl.keys(), now) {
+            Ok(key) => {
+                let mut signer = Signer::new(key, &sig);
+                if w.len + signer.room() > out.len() {
+                    return w;
+                }
+                Written {
+                    len: signer.sign(out, w.len, now),
+                    ..w
+                }
+            }
+            Err(error) => {
+                // The question again with NOTAUTH (the query's opcode), then the TSIG error.
+                let mut e = shardns_zone::notify_answer(query, Rcode::NOTAUTH, out);
+                e.len = tsig::append_error(out, e.len, &sig, error, now);
+                e
             }
         }
     }
@@ -214,6 +253,7 @@ impl Dispatcher<'_> {
         let answer = transfers::decide(
             self.zones,
             &self.transfer_acl.load(),
+            self.journals,
             query,
             ip,
             tcp,
@@ -226,9 +266,14 @@ impl Dispatcher<'_> {
                     .answered(Some(query.qtype()), Rcode::NOERROR, false);
                 self.stats.xfr[XFR_STARTED].add(1);
                 info!(
-                    "transfer of {} ({}, serial {}) to {}: started",
+                    "transfer of {} ({}{}, serial {}) to {}: started",
                     t.zone().apex(),
                     t.request().qtype,
+                    match t.request().client_serial {
+                        Some(s) if t.is_incremental() => format!(" incremental from {s}"),
+                        Some(s) => format!(" from {s} in AXFR form"),
+                        None => String::new(),
+                    },
                     t.zone().serial(),
                     OrDash(origin.peer)
                 );

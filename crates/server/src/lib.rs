@@ -40,6 +40,7 @@ mod cookie;
 mod dispatch;
 mod extras;
 mod http;
+mod journal;
 mod listen;
 pub mod logging;
 mod notify;
@@ -213,6 +214,8 @@ pub(crate) struct Shared {
     pub(crate) unix_clock: extras::UnixClock,
     /// DNS over TLS: the certificate and key (`None`: no `server.tls_listen`).
     pub(crate) tls: Option<worker::TlsConfig>,
+    /// The journaled zones' histories, for IXFR.
+    pub(crate) journals: journal::Journals,
 }
 
 impl Shared {

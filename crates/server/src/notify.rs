@@ -87,8 +87,18 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
                         .retain(|p| !(p.target == target && p.zone.apex().eq_ci(&job.zone.apex())));
                     counter += 1;
                     let id = crate::seed::keyed_hash(seed, &[counter]) as u16;
-                    let mut message = vec![0u8; 512];
-                    let len = notify(&job.zone, id, &mut message);
+                    let mut message = vec![0u8; 1024];
+                    let mut len = notify(&job.zone, id, &mut message);
+                    // Signed with the zone's transfer key, if it has one: a secondary that
+                    // transfers with that key may require it on NOTIFY too (shardns does).
+                    if let Some(key) = shared.transfer_acl.load().key_for(job.zone.apex()) {
+                        len = shardns_wire::tsig::sign_request(
+                            &mut message,
+                            len,
+                            key,
+                            crate::dispatch::unix_now(),
+                        );
+                    }
                     message.truncate(len);
                     pending.push(Pending {
                         zone: Arc::clone(&job.zone),

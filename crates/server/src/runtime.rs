@@ -19,7 +19,7 @@ use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
 use crate::worker::{TlsConfig, Worker, WorkerOptions, WorkerSockets};
-use crate::{control, http, listen, notify, secondary, transfers, xdp, zones};
+use crate::{control, http, journal, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use std::io;
@@ -123,7 +123,16 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         edns: ArcSwap::from_pointee(edns),
         unix_clock: UnixClock::new(),
         tls,
+        journals: Default::default(),
     });
+    // The journals of the zones read, as they were when the server last ran.
+    journal::record_all(
+        &shared.journals,
+        &config,
+        |apex| library.file_of(apex),
+        None,
+        &report.added,
+    );
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
         .map_err(io_error("starting the notify thread"))?;
@@ -141,6 +150,16 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         }
     }
 
+    // Before the secondary thread starts: its first SIGUSR1 may come at once, and without a
+    // handler it would end the process.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(io_error("installing signal handlers"))?;
+
     // The secondary thread wakes the main thread with SIGUSR1 to serve what it transferred.
     let transferred = match secondary {
         Some(role) => Some(
@@ -149,14 +168,6 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         ),
         None => None,
     };
-
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGUSR1,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ])
-    .map_err(io_error("installing signal handlers"))?;
 
     let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref())?;
 

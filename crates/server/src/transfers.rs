@@ -2,6 +2,11 @@
 //! what a worker does with an AXFR or IXFR query (the messages themselves come from
 //! `shardns_zone::xfr`).
 //!
+//! An IXFR from a serial the zone's journal reaches back to is answered in incremental
+//! form ([`crate::journal`]: the changes since, condensed): over TCP streamed as a
+//! [`Transfer`], over UDP in one message if it fits, else our SOA alone (RFC 1995 §2).
+//! Without such a journal an IXFR gets the whole zone in AXFR form (RFC 1995 §4).
+//!
 //! Transfers are authorised by client address (`allow_transfer`, default nobody) and, for
 //! a zone with a `transfer_key`, by a TSIG signature with that key (RFC 8945); a signed
 //! request's answer is signed, every message of it. Over TCP an allowed AXFR, or an IXFR from an older serial, becomes a
@@ -14,6 +19,7 @@
 //! `dispatch`), so it costs nothing per ordinary query.
 
 use crate::config::{AclEntry, Config};
+use crate::journal::Journals;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
@@ -78,6 +84,20 @@ impl TransferAcl {
         }
     }
 
+    /// The key transfers of the zone at `apex` must be signed with, if any (NOTIFY of it
+    /// is signed with it too).
+    pub(crate) fn key_for(&self, apex: NameRef<'_>) -> Option<&Key> {
+        let name = self.policy(apex).1?;
+        self.keys
+            .iter()
+            .find(|k| k.name.as_ref().eq_ci(&name.as_ref()))
+    }
+
+    /// Every `[[key]]`, for checking signed queries.
+    pub(crate) fn keys(&self) -> &[Key] {
+        &self.keys
+    }
+
     /// True if some client may transfer some zone.
     pub(crate) fn allows_anyone(&self) -> bool {
         self.anyone
@@ -109,9 +129,11 @@ pub(crate) enum TransferAnswer {
 /// IXFR, class IN). Replies are written into `out`, which must hold 512 octets (over UDP,
 /// pass the client's limit). `now` (seconds since the epoch) checks and makes TSIG
 /// signatures.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     zones: &ZoneSet,
     acl: &TransferAcl,
+    journals: &Journals,
     query: &Query<'_>,
     peer: Option<IpAddr>,
     tcp: bool,
@@ -164,6 +186,37 @@ pub(crate) fn decide(
                     let current = req
                         .client_serial
                         .is_some_and(|s| xfr::is_current(s, z.serial()));
+                    // The changes since the client's serial, if the journal has them.
+                    let diff = match req.client_serial {
+                        Some(s) if req.qtype == RType::IXFR && !current => journals
+                            .history(z.apex())
+                            .and_then(|h| h.since(s, z.serial())),
+                        _ => None,
+                    };
+                    if let Some(diff) = diff {
+                        let mut t = Transfer::incremental(Arc::clone(z), req, diff);
+                        if let Some(s) = signer.clone() {
+                            t.sign_with(s);
+                        }
+                        t.set_time(now);
+                        if tcp {
+                            return TransferAnswer::Stream(Box::new(t));
+                        }
+                        // UDP: the whole answer in one message, else our SOA alone.
+                        if let Some(len) = t.next_message(out) {
+                            if t.is_done() && !t.failed() {
+                                return TransferAnswer::Reply(Written {
+                                    len,
+                                    rcode: Rcode::NOERROR,
+                                    qtype: Some(RType::IXFR),
+                                    truncated: false,
+                                    wildcard: None,
+                                });
+                            }
+                        }
+                        let req = t.request().clone();
+                        return reply(&req, Rcode::NOERROR, Some(z), signer, now, out);
+                    }
                     if req.qtype == RType::AXFR || (tcp && !current) {
                         let mut t = Transfer::new(Arc::clone(z), req);
                         if let Some(s) = signer {

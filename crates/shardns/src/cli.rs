@@ -63,6 +63,11 @@ pub(crate) enum Command {
     },
     /// Print a running server's statistics (Prometheus text format).
     Stats(ControlArgs),
+    /// Ask a running server about its zones, or to refresh, retransfer or NOTIFY one.
+    Zone {
+        #[command(subcommand)]
+        action: ZoneAction,
+    },
     /// Show a zone's DNSSEC keys, or the DS records for its parent (no server needed).
     #[command(subcommand)]
     Key(KeyCommand),
@@ -83,6 +88,40 @@ pub(crate) enum Command {
         /// Arguments for the benchmark, the shardns-bench binary (`shardns bench --help` lists them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<OsString>,
+    },
+}
+
+/// `shardns zone ...`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ZoneAction {
+    /// Serial, role, last and next refresh, expiry, source and journal depth of each zone
+    /// named (default: every zone).
+    Status {
+        #[command(flatten)]
+        control: ControlArgs,
+        #[arg(value_name = "ZONE")]
+        zones: Vec<String>,
+    },
+    /// A secondary zone: ask its primaries for the SOA now, and transfer a newer version.
+    Refresh {
+        #[command(flatten)]
+        control: ControlArgs,
+        #[arg(value_name = "ZONE", required = true)]
+        zones: Vec<String>,
+    },
+    /// A secondary zone: transfer the whole zone (AXFR) now, whatever the serials say.
+    Retransfer {
+        #[command(flatten)]
+        control: ControlArgs,
+        #[arg(value_name = "ZONE", required = true)]
+        zones: Vec<String>,
+    },
+    /// Send a NOTIFY of the zone's current version to its secondaries now.
+    Notify {
+        #[command(flatten)]
+        control: ControlArgs,
+        #[arg(value_name = "ZONE", required = true)]
+        zones: Vec<String>,
     },
 }
 

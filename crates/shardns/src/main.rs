@@ -6,7 +6,7 @@ mod cli;
 mod man;
 
 use clap::Parser;
-use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs};
+use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs, ZoneAction};
 use shardns_server::Rollover;
 use shardns_server::{control, logging, EmbeddedZone};
 use std::ffi::OsString;
@@ -59,6 +59,19 @@ fn main() -> ExitCode {
             .map(|text| print!("{text}")),
         Some(Command::Sign(a)) => sign(&a),
         Some(Command::Man { dir }) => man::write_pages(&dir),
+        Some(Command::Zone { action }) => {
+            let (word, control, zones) = match action {
+                ZoneAction::Status { control, zones } => ("status", control, zones),
+                ZoneAction::Refresh { control, zones } => ("refresh", control, zones),
+                ZoneAction::Retransfer { control, zones } => ("retransfer", control, zones),
+                ZoneAction::Notify { control, zones } => ("notify", control, zones),
+            };
+            let line = ["zone".to_string(), word.to_string()]
+                .into_iter()
+                .chain(zones)
+                .collect::<Vec<_>>();
+            control_command(&control, &line.join(" "))
+        }
         Some(Command::Bench { args }) => return bench(args),
     };
     match result {

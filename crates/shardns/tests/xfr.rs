@@ -108,7 +108,8 @@ fn axfr_and_ixfr_with_dig_and_kdig() {
     assert_eq!(sorted(records(&out6)), sorted(axfr.clone()), "{out6}");
 
     // IXFR: from the current serial, the SOA alone; from an older one, the whole zone in
-    // AXFR form (no journal: RFC 1995 §4); over UDP, the SOA alone (RFC 1995 §2).
+    // AXFR form (the journal does not reach back to it: RFC 1995 §4); over UDP, the SOA
+    // alone (RFC 1995 §2).
     let current = records(&dig(
         v4,
         &["-b", "127.0.0.2", "xfr.test", "IXFR=2024010101"],
@@ -195,9 +196,10 @@ fn knotd_as_a_secondary_follows_a_reload() {
         "10.0.7.207"
     );
 
-    // A new version on the primary: the reload sends knotd a NOTIFY, knotd asks (IXFR
-    // from serial 1), gets the whole zone in AXFR form, and serves the new record. (Its
-    // SOA refresh is two hours away: only the NOTIFY can bring it this soon.)
+    // A new version on the primary: the reload keeps the change in the zone's journal and
+    // sends knotd a NOTIFY; knotd asks (IXFR from serial 1), gets the one difference in
+    // incremental form, and serves the new record. (Its SOA refresh is two hours away:
+    // only the NOTIFY can bring it this soon.)
     std::fs::write(&path, zone_text(2, hosts, "new A 192.0.2.99\n")).unwrap();
     let out = server.control("reload");
     assert!(
@@ -216,7 +218,13 @@ fn knotd_as_a_secondary_follows_a_reload() {
     assert!(server.stat("shardns_xfr_total{event=\"done\"}") >= 4.0);
     assert!(server
         .log()
-        .contains("transfer of xfr.test. (IXFR, serial 2)"));
+        .contains("transfer of xfr.test. (IXFR incremental from 1, serial 2)"));
+    // Over UDP the same differences fit in one message (RFC 1995 §2): SOA 2, SOA 1, SOA 2,
+    // the new record, SOA 2.
+    let udp = kdig(server.addr4(), &["+notcp", "xfr.test", "IXFR=1"]);
+    let udp = records(&udp);
+    assert_eq!(udp.len(), 5, "{udp:?}");
+    assert!(udp[3].contains("192.0.2.99"), "{udp:?}");
     // The reload's NOTIFY was answered (the startup one too, if knotd was up in time).
     assert!(server.stat("shardns_notify_total{result=\"answered\"}") >= 1.0);
     let answered = format!("notify of xfr.test. (serial 2) to {knot_addr}: answered NOERROR");

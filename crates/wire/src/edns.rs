@@ -23,6 +23,8 @@ pub struct Edns {
 pub struct Trailer {
     /// The OPT record.
     pub edns: Option<Edns>,
+    /// The last record is a TSIG (RFC 8945): the query is signed.
+    pub tsig: bool,
 }
 
 /// Walks the answer, authority and additional sections after `pos` (just past the question)
@@ -32,6 +34,7 @@ pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, 
     debug_assert!(pos >= HEADER_LEN);
     let mut r = Reader::new(msg, pos);
     let mut edns = None;
+    let mut tsig = false;
     let total = header.ancount as usize + header.nscount as usize + header.arcount as usize;
     let first_additional = header.ancount as usize + header.nscount as usize;
     for i in 0..total {
@@ -43,6 +46,7 @@ pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, 
         let rdlen = r.u16()? as usize;
         let start = r.pos();
         r.bytes(rdlen)?;
+        tsig = rtype == RType::TSIG && i + 1 == total;
         if rtype == RType::OPT {
             if i < first_additional || edns.is_some() || msg[owner_at] != 0 {
                 return Err(WireError::BadOpt);
@@ -59,7 +63,7 @@ pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, 
     if r.remaining() != 0 {
         return Err(WireError::TrailingData);
     }
-    Ok(Trailer { edns })
+    Ok(Trailer { edns, tsig })
 }
 
 /// EDNS option code of NSID, the name server identifier (RFC 5001).

@@ -31,6 +31,8 @@ pub struct Query<'a> {
     qclass: Class,
     question_end: usize,
     edns: Option<Edns>,
+    /// The last record is a TSIG.
+    tsig: bool,
 }
 
 /// Why bytes are not a readable query.
@@ -77,6 +79,7 @@ impl<'a> Query<'a> {
             qclass,
             question_end,
             edns: trailer.edns,
+            tsig: trailer.tsig,
         })
     }
 
@@ -120,6 +123,12 @@ impl<'a> Query<'a> {
     #[inline]
     pub fn edns(&self) -> Option<Edns> {
         self.edns
+    }
+
+    /// True if the query ends with a TSIG record (signed, RFC 8945; `tsig::read` reads it).
+    #[inline]
+    pub fn has_tsig(&self) -> bool {
+        self.tsig
     }
 }
 

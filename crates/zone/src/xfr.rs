@@ -10,8 +10,11 @@
 //! the one-message answers: refusals and errors, and IXFR when the client's copy is current
 //! or the query came over UDP (RFC 1995 §2: one SOA, "use TCP").
 //!
-//! There is no journal of changes, so an IXFR from an older serial gets the whole zone in
-//! AXFR form, which RFC 1995 §4 allows and every secondary understands.
+//! An IXFR from an older serial is answered in incremental form (RFC 1995 §4) when the
+//! caller has the changes since that serial ([`diff`]: a journal's [`diff::History`] gives
+//! them condensed into one [`diff::Diff`], and [`Transfer::incremental`] sends it); otherwise
+//! with the whole zone in AXFR form, which RFC 1995 §4 allows and every secondary
+//! understands.
 //!
 //! [`notify`] and [`notify_response`] are the two ends of a NOTIFY (RFC 1996) that tells a
 //! secondary a new version is here.
@@ -28,7 +31,10 @@ use shardns_wire::tsig::Signer;
 use shardns_wire::{Class, Header, MessageWriter, Name, Opcode, Query, RType, Rcode, Section};
 use std::sync::Arc;
 
+pub mod diff;
 pub mod incoming;
+
+use diff::Diff;
 
 /// Size of an OPT record without options.
 const OPT_LEN: usize = 11;
@@ -234,6 +240,9 @@ pub struct Transfer {
     signer: Option<Signer>,
     /// Seconds since the epoch, for the signatures.
     now: u64,
+    /// IXFR in incremental form: the changes from the client's serial to the zone's, sent
+    /// in place of the zone's records; `rec` is then the offset of the next of its records.
+    diff: Option<Arc<Diff>>,
 }
 
 impl Transfer {
@@ -250,7 +259,24 @@ impl Transfer {
             records: 0,
             signer: None,
             now: 0,
+            diff: None,
         }
+    }
+
+    /// An IXFR answered in incremental form (RFC 1995 §4): the zone's SOA, then `diff`
+    /// (the old SOA, deletions, the new SOA, additions), then the zone's SOA again. `diff`
+    /// must end at the zone's serial.
+    pub fn incremental(zone: Arc<Zone>, req: Request, diff: Arc<Diff>) -> Self {
+        debug_assert_eq!(diff.to(), zone.serial());
+        Self {
+            diff: Some(diff),
+            ..Self::new(zone, req)
+        }
+    }
+
+    /// True if the records sent are differences (IXFR in incremental form).
+    pub fn is_incremental(&self) -> bool {
+        self.diff.is_some()
     }
 
     /// Signs every message with `signer` (the request carried a valid TSIG).
@@ -347,6 +373,18 @@ impl Transfer {
     /// Writes records from the cursor on until the message is full (false) or every record
     /// of the zone is out (true). The apex SOA is left to the opening and closing records.
     fn fill(&mut self, w: &mut MessageWriter<'_>) -> bool {
+        if let Some(diff) = &self.diff {
+            while let Some((r, next)) = diff.record_at(self.rec) {
+                if w.put_record(Section::Answer, r.owner, r.rtype, Class::IN, r.ttl, r.rdata)
+                    .is_err()
+                {
+                    return false;
+                }
+                self.rec = next;
+                self.records += 1;
+            }
+            return true;
+        }
         let zone = &*self.zone;
         while (self.node as usize) < zone.node_count() {
             let node = zone.node(self.node);

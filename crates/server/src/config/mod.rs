@@ -141,6 +141,15 @@ pub struct ServerConfig {
     /// the old one). Empty: a random secret made at start (one server, not an anycast set).
     #[serde(deserialize_with = "cookie_secrets")]
     pub cookie_secrets: Vec<String>,
+    /// Where zone journals are kept, one file per zone named after it (absent: next to
+    /// each zone file, as `FILE.journal`; a zone without a file keeps its journal in
+    /// memory only).
+    pub journal_directory: Option<PathBuf>,
+    /// Octets a zone's journal may hold, for zones that set none (absent: 20 MiB).
+    pub journal_max_size: Option<u64>,
+    /// Versions a zone's journal reaches back, for zones that set none (absent: 20; 0: no
+    /// journal).
+    pub journal_max_depth: Option<u32>,
 }
 
 /// One `[[zone]]`.
@@ -175,6 +184,13 @@ pub struct ZoneConfig {
     /// NOTIFY from a primary must carry (absent: address only).
     #[serde(default, deserialize_with = "name_opt")]
     pub primary_key: Option<Name>,
+    /// Octets this zone's journal may hold (absent: `server.journal_max_size`).
+    #[serde(default)]
+    pub journal_max_size: Option<u64>,
+    /// Versions this zone's journal reaches back (absent: `server.journal_max_depth`; 0:
+    /// no journal).
+    #[serde(default)]
+    pub journal_max_depth: Option<u32>,
     /// Sign the zone when it is loaded, and again before its signatures expire (DNSSEC),
     /// with the keys in `server.key_directory`. The keys below apply only with it.
     #[serde(default)]
@@ -263,6 +279,8 @@ impl ZoneConfig {
             propagation_delay: default_hour(),
             parent_ds_ttl: default_day(),
             parent_propagation_delay: default_hour(),
+            journal_max_size: None,
+            journal_max_depth: None,
         }
     }
 }

@@ -8,17 +8,17 @@
 //! REFUSED from any other address or without the key; NOTAUTH for a zone that is not one of
 //! our secondary zones; FORMERR for a NOTIFY that is not about an SOA of class IN.
 
-use super::SecondaryZone;
+use super::{SecondaryZone, SlotStatus};
 use crate::stats::ControlStats;
 use shardns_wire::tsig::{self, Key, Signer};
-use shardns_wire::{Class, Name, Query, RType, Rcode};
+use shardns_wire::{Class, Name, NameRef, Query, RType, Rcode};
 use shardns_zone::{notify_answer, Written};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::SyncSender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One secondary zone as a NOTIFY is checked against it.
 struct Entry {
@@ -35,6 +35,10 @@ pub(crate) struct Inbox {
     zones: HashMap<u64, Vec<Entry>>,
     /// Per zone (by index): a NOTIFY came since the thread last looked.
     pending: Arc<[AtomicBool]>,
+    /// Per zone: the operator asked for an AXFR (`shardns zone retransfer`).
+    forced: Arc<[AtomicBool]>,
+    /// Per zone: where it stands, as the thread last wrote it (`shardns zone status`).
+    board: Arc<Mutex<Vec<SlotStatus>>>,
     wake: SyncSender<()>,
 }
 
@@ -44,6 +48,8 @@ impl Inbox {
     pub(crate) fn new(
         zones: &[SecondaryZone],
         pending: Arc<[AtomicBool]>,
+        forced: Arc<[AtomicBool]>,
+        board: Arc<Mutex<Vec<SlotStatus>>>,
         wake: SyncSender<()>,
     ) -> Self {
         let mut map: HashMap<u64, Vec<Entry>> = HashMap::new();
@@ -60,8 +66,38 @@ impl Inbox {
         Self {
             zones: map,
             pending,
+            forced,
+            board,
             wake,
         }
+    }
+
+    fn index(&self, apex: NameRef<'_>) -> Option<usize> {
+        self.zones
+            .get(&apex.hash_ci())
+            .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
+            .map(|e| e.index)
+    }
+
+    /// Asks the thread to refresh the zone at `apex` now (`axfr`: by AXFR, whatever the
+    /// serials say); false if it is not one of our secondary zones.
+    pub(crate) fn request_refresh(&self, apex: NameRef<'_>, axfr: bool) -> bool {
+        let Some(i) = self.index(apex) else {
+            return false;
+        };
+        if axfr {
+            self.forced[i].store(true, Relaxed);
+        }
+        self.pending[i].store(true, Relaxed);
+        let _ = self.wake.try_send(());
+        true
+    }
+
+    /// Where the secondary zone at `apex` stands (`None`: not one of ours).
+    pub(crate) fn status(&self, apex: NameRef<'_>) -> Option<SlotStatus> {
+        let i = self.index(apex)?;
+        let board = self.board.lock().unwrap_or_else(|e| e.into_inner());
+        board.get(i).cloned()
     }
 
     /// Answers the NOTIFY `query` from `peer` into `out`, and queues a refresh if it is

@@ -42,7 +42,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{error, info, warn};
 
@@ -97,10 +97,32 @@ pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
     }
 }
 
+/// Where one secondary zone stands, for `shardns zone status`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotStatus {
+    /// The serial of the version we have (served or not).
+    pub(crate) serial: Option<u32>,
+    /// That version is served (else SERVFAIL: expired, or never transferred).
+    pub(crate) serving: bool,
+    /// The last successful refresh.
+    pub(crate) last_refresh: Option<SystemTime>,
+    /// When the next SOA query is due.
+    pub(crate) next_check: Option<SystemTime>,
+    /// When the version served expires.
+    pub(crate) expire_at: Option<SystemTime>,
+    /// The primary the version came from or was last confirmed by.
+    pub(crate) source: Option<SocketAddr>,
+    /// Refreshes failed in a row, and the last failure.
+    pub(crate) failures: u32,
+    pub(crate) last_error: Option<String>,
+}
+
 /// The role before it starts: its zones and what the workers' [`Inbox`] shares with it.
 pub(crate) struct Role {
     zones: Vec<SecondaryZone>,
     pending: Arc<[AtomicBool]>,
+    forced: Arc<[AtomicBool]>,
+    board: Arc<Mutex<Vec<SlotStatus>>>,
     wake: Receiver<()>,
 }
 
@@ -112,12 +134,22 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
         return None;
     }
     let pending: Arc<[AtomicBool]> = zones.iter().map(|_| AtomicBool::new(false)).collect();
+    let forced: Arc<[AtomicBool]> = zones.iter().map(|_| AtomicBool::new(false)).collect();
+    let board = Arc::new(Mutex::new(vec![SlotStatus::default(); zones.len()]));
     let (tx, wake) = mpsc::sync_channel(1);
-    let inbox = Inbox::new(&zones, Arc::clone(&pending), tx);
+    let inbox = Inbox::new(
+        &zones,
+        Arc::clone(&pending),
+        Arc::clone(&forced),
+        Arc::clone(&board),
+        tx,
+    );
     Some((
         Role {
             zones,
             pending,
+            forced,
+            board,
             wake,
         },
         inbox,
@@ -155,9 +187,15 @@ impl Role {
                     expire_at: None,
                     failures: 0,
                     preferred: 0,
+                    last_refresh: None,
+                    source: None,
+                    last_error: None,
+                    force_axfr: false,
                 })
                 .collect(),
             pending: self.pending,
+            forced: self.forced,
+            board: self.board,
             wake: self.wake,
             publish: tx,
             shared,
@@ -193,6 +231,15 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
     let set = reloader.library.apply_outside(changes);
     let old = shared.zones.swap(Arc::new(set));
     shared.wake_workers();
+    // Into the journal before our own secondaries are told (chains take IXFR from it).
+    let config = &reloader.config;
+    crate::journal::record_all(
+        &shared.journals,
+        config,
+        |apex| crate::journal::config_file(config, apex),
+        Some(&*old),
+        &puts,
+    );
     let replaced: Vec<Arc<Zone>> = puts
         .iter()
         .filter_map(|z| old.get(z.apex()).cloned())
@@ -233,11 +280,20 @@ struct Slot {
     failures: u32,
     /// The primary that answered last: asked first.
     preferred: usize,
+    last_refresh: Option<SystemTime>,
+    /// The primary the version came from or was last confirmed by.
+    source: Option<SocketAddr>,
+    last_error: Option<String>,
+    /// The operator asked for an AXFR (`shardns zone retransfer`): the next refresh
+    /// transfers the whole zone whatever the serials say.
+    force_axfr: bool,
 }
 
 struct Thread {
     slots: Vec<Slot>,
     pending: Arc<[AtomicBool]>,
+    forced: Arc<[AtomicBool]>,
+    board: Arc<Mutex<Vec<SlotStatus>>>,
     wake: Receiver<()>,
     publish: Sender<Vec<ZoneChange>>,
     shared: Arc<Shared>,
@@ -250,6 +306,9 @@ impl Thread {
     fn run(mut self) {
         self.load_kept_copies();
         self.count_unavailable();
+        for i in 0..self.slots.len() {
+            self.report(i);
+        }
         loop {
             if self.shared.shutdown.load(Relaxed) {
                 return;
@@ -257,17 +316,27 @@ impl Thread {
             let now = Instant::now();
             for (i, flag) in self.pending.iter().enumerate() {
                 if flag.swap(false, Relaxed) {
-                    info!(
-                        "zone {}: NOTIFY from a primary, refreshing",
-                        self.slots[i].zone.name
-                    );
-                    self.slots[i].next_check = now;
+                    let slot = &mut self.slots[i];
+                    if self.forced[i].swap(false, Relaxed) {
+                        info!(
+                            "zone {}: retransfer asked for, transferring by AXFR",
+                            slot.zone.name
+                        );
+                        slot.force_axfr = true;
+                    } else {
+                        info!(
+                            "zone {}: NOTIFY from a primary or a refresh asked for, refreshing",
+                            slot.zone.name
+                        );
+                    }
+                    slot.next_check = now;
                 }
             }
             for i in 0..self.slots.len() {
                 let s = &self.slots[i];
                 if s.serving && s.expire_at.is_some_and(|t| t <= now) {
                     self.expire(i);
+                    self.report(i);
                 }
             }
             let due = (0..self.slots.len())
@@ -275,6 +344,7 @@ impl Thread {
                 .min_by_key(|&i| self.slots[i].next_check);
             if let Some(i) = due {
                 self.refresh(i);
+                self.report(i);
                 continue;
             }
             let next = self
@@ -346,6 +416,27 @@ impl Thread {
         self.send(puts);
     }
 
+    /// Writes where zone `i` stands on the board `shardns zone status` reads.
+    fn report(&self, i: usize) {
+        let slot = &self.slots[i];
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let at = |t: Instant| wall + t.saturating_duration_since(now);
+        let status = SlotStatus {
+            serial: slot.current.as_ref().map(|z| z.serial()),
+            serving: slot.serving,
+            last_refresh: slot.last_refresh,
+            next_check: Some(at(slot.next_check)),
+            expire_at: slot.expire_at.filter(|_| slot.serving).map(at),
+            source: slot.source,
+            failures: slot.failures,
+            last_error: slot.last_error.clone(),
+        };
+        let mut board = self.board.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = board.get_mut(i) {
+            *b = status;
+        }
+    }
+
     /// Hands changes to the main thread and wakes it.
     fn send(&self, changes: Vec<ZoneChange>) {
         if changes.is_empty() {
@@ -390,11 +481,16 @@ impl Thread {
                 Ok(s) => s,
                 Err(e) => {
                     warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
+                    self.slots[i].last_error = Some(format!("SOA query to {primary}: {e}"));
                     continue;
                 }
             };
             let current = self.slots[i].current.clone();
-            if let Some(cur) = current.as_ref().filter(|c| !is_newer(serial, c.serial())) {
+            let forced = self.slots[i].force_axfr;
+            if let Some(cur) = current
+                .as_ref()
+                .filter(|c| !forced && !is_newer(serial, c.serial()))
+            {
                 if serial != cur.serial() {
                     warn!(
                         "zone {}: {primary} has serial {serial}, not newer than ours ({}); keeping ours",
@@ -403,15 +499,19 @@ impl Thread {
                     );
                 }
                 self.slots[i].preferred = p;
+                self.slots[i].source = Some(primary);
                 self.refreshed(i, false);
                 return;
             }
             match self.transfer(i, primary, serial) {
                 Ok(()) => {
                     self.slots[i].preferred = p;
+                    self.slots[i].source = Some(primary);
+                    self.slots[i].force_axfr = false;
                     return;
                 }
                 Err(e) => {
+                    self.slots[i].last_error = Some(format!("transfer from {primary}: {e}"));
                     self.shared.control.xfr_in_failed.fetch_add(1, Relaxed);
                     error!(
                         "zone {}: transfer from {primary} failed, {}: {e}",
@@ -447,7 +547,11 @@ impl Thread {
     /// if we have one (AXFR if that cannot be done), else AXFR.
     fn transfer(&mut self, i: usize, primary: SocketAddr, serial: u32) -> Result<(), String> {
         let zone = self.slots[i].zone.clone();
-        let base = self.slots[i].current.clone();
+        // A retransfer asked for: AXFR, as if we had no version.
+        let base = self.slots[i]
+            .current
+            .clone()
+            .filter(|_| !self.slots[i].force_axfr);
         let started = Instant::now();
         let deadline = started + self.timeout;
         let mut bytes = 0u64;
@@ -588,6 +692,8 @@ impl Thread {
         let now = Instant::now();
         let slot = &mut self.slots[i];
         slot.failures = 0;
+        slot.last_error = None;
+        slot.last_refresh = Some(SystemTime::now());
         slot.next_check = now + wait;
         slot.expire_at = Some(now + Duration::from_secs(expire.into()));
         if !written {

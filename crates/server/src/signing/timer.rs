@@ -77,6 +77,7 @@ fn run(rx: &Receiver<(Name, u64)>, reloads: &Sender<ReloadRequest>) {
         let request = ReloadRequest {
             zones: ready,
             reply,
+            action: crate::control::MainAction::Reload,
         };
         if reloads.send(request).is_err() {
             return; // the main thread has stopped

@@ -373,6 +373,7 @@ impl Roles {
         Dispatcher {
             zones,
             transfer_acl: &shared.transfer_acl,
+            journals: &shared.journals,
             secondary: shared.secondary.as_ref(),
             control: &shared.control,
             recursion: self.recursion.as_mut(),

@@ -720,6 +720,14 @@ impl ZoneLibrary {
         self.set.clone()
     }
 
+    /// The file the zone at `apex` is read from (`None`: not ours, or embedded).
+    pub(crate) fn file_of(&self, apex: &Name) -> Option<&Path> {
+        match &self.held.get(apex)?.source {
+            ZoneSource::File(path) => Some(path),
+            ZoneSource::Embedded(_) => None,
+        }
+    }
+
     /// Zones served (loaded now or kept from before).
     pub(crate) fn len(&self) -> usize {
         self.set.len()

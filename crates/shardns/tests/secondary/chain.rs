@@ -110,3 +110,52 @@ fn a_change_at_the_top_reaches_the_bottom_and_expiry_comes_and_goes() {
     assert_eq!(middle.stat("shardns_secondary_zones_unavailable"), 0.0);
     assert!(middle.log().contains("serving it again"), "{}", logs());
 }
+
+/// shardns -> shardns with TSIG everywhere: the secondary's SOA queries are answered signed
+/// (it rejects unsigned answers), the primary's NOTIFY is signed with the zone's
+/// `transfer_key` (the secondary takes NOTIFY only with its `primary_key`), and a change
+/// comes by IXFR from the primary's journal.
+#[test]
+fn a_signed_chain_soa_notify_and_ixfr_all_with_tsig() {
+    let (p, s) = (local(), local());
+    let dir = TempDir::new("chain-tsig");
+    let file = dir.write("chain.test.zone", &chain_zone(1));
+    let primary_toml = format!(
+        "{}[server]\nallow_transfer = [\"127.0.0.1\"]\ntransfer_key = \"{TSIG_NAME}\"\n\
+         notify = [\"{s}\"]\n[[zone]]\nname = \"{APEX}\"\nfile = \"{}\"\n",
+        tsig_toml(),
+        file.display()
+    );
+    let top = start_secondary("chain-tsig-p", p, &dir, &primary_toml);
+    let sec_dir = TempDir::new("chain-tsig-sd");
+    let mut bottom = start_secondary(
+        "chain-tsig-s",
+        s,
+        &sec_dir,
+        &secondary_toml(APEX, &[p], None),
+    );
+    wait_serial(s, APEX, 1, Duration::from_secs(10), || bottom.log());
+    std::fs::write(&file, chain_zone(2)).unwrap();
+    assert!(top.control("reload").status.success());
+    wait_serial(s, APEX, 2, Duration::from_secs(5), || {
+        format!("{}\n--- primary:\n{}", bottom.log(), top.log())
+    });
+    bottom.wait_for_log("serial 1 -> 2 by IXFR", Duration::from_secs(2));
+    assert!(top.log().contains("(IXFR incremental from 1, serial 2)"));
+    assert!(top.log().contains("answered NOERROR"), "{}", top.log());
+    // kdig checks the signature of an ordinary answer too; another secret gets BADSIG.
+    let key = tsig_kdig();
+    let out = kdig_output(p, &["-y", &key, APEX, "SOA"]);
+    let text = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
+    assert!(
+        text.contains("NOERROR") && text.contains("TSIG") && !text.contains(";; ERROR"),
+        "{text}"
+    );
+    let wrong = format!("hmac-sha256:{TSIG_NAME}:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+    let out = kdig_output(p, &["-y", &wrong, APEX, "SOA"]);
+    let text = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
+    assert!(
+        text.contains("NOTAUTH") || text.contains("BADSIG"),
+        "{text}"
+    );
+}

@@ -28,9 +28,12 @@ enum Mode {
     BadTsig,
     CutShort,
     Silent,
+    /// An IXFR answered in incremental form with a deletion our version does not hold;
+    /// an AXFR answered well.
+    BadIxfr,
 }
 
-const MODES: [Mode; 8] = [
+const MODES: [Mode; 9] = [
     Mode::Good,
     Mode::Garbage,
     Mode::OtherZone,
@@ -39,6 +42,7 @@ const MODES: [Mode; 8] = [
     Mode::BadTsig,
     Mode::CutShort,
     Mode::Silent,
+    Mode::BadIxfr,
 ];
 
 fn make_zone(apex: &str, serial: u32) -> Arc<Zone> {
@@ -184,8 +188,30 @@ fn serve(
     conn.read_exact(&mut query)?;
     let good = sign_all(transfer(zone, &query), &query, &key());
     let id = [query[0], query[1]];
+    let qtype = Query::parse(&query).map(|q| q.qtype());
     let messages: Vec<Vec<u8>> = match mode {
         Mode::Good => good,
+        Mode::BadIxfr if qtype == Ok(shardns_wire::RType::IXFR) => {
+            // The differences from a version 1 that held a record ours does not.
+            let text = zone_text(1, 300, "nothere A 192.0.2.200\n");
+            let opts = ScanOptions::new(APEX.parse().unwrap());
+            let theirs = load_zone_text(text.as_bytes(), Path::new("t"), &opts)
+                .unwrap()
+                .0;
+            let diff = xfr::diff::Diff::compute(&theirs, zone);
+            let q = Query::parse(&query).unwrap();
+            let xfr::Read::Transfer(req) = xfr::request(&q) else {
+                return Ok(());
+            };
+            let mut t = Transfer::incremental(Arc::clone(zone), req, Arc::new(diff));
+            let mut v = Vec::new();
+            let mut buf = vec![0u8; 1024];
+            while let Some(n) = t.next_message(&mut buf) {
+                v.push(buf[..n].to_vec());
+            }
+            sign_all(v, &query, &key())
+        }
+        Mode::BadIxfr => good,
         Mode::Garbage => vec![[&id[..], b"\x84\x00 this is not DNS at all"].concat()],
         Mode::OtherZone => {
             // A transfer of another zone, as an answer to our query (ID, question patched).
@@ -322,4 +348,62 @@ fn bad_transfers_fail_and_the_version_served_stays() {
     notify(sec, &v1);
     wait_serial(sec, APEX, 2, Duration::from_secs(15), || server.log());
     assert_eq!(server.stat("shardns_secondary_zones_unavailable"), 0.0);
+}
+
+/// An IXFR whose deletions do not match our version: the secondary says so and falls back to
+/// AXFR; a primary whose serial went backwards: ignored, logged, our version kept; a NOTIFY
+/// from an address that is not a primary: REFUSED, counted, no refresh.
+#[test]
+fn a_bad_ixfr_falls_back_to_axfr_a_serial_going_back_is_ignored_a_stray_notify_refused() {
+    let fake = Fake::start(2);
+    let dir = TempDir::new("hostile-ixfr");
+    let copy = dir.write("hostile.test.zone", &zone_text(1, 300, ""));
+    let toml = secondary_toml(APEX, &[fake.addr], Some(&copy));
+    fake.set(Mode::BadIxfr);
+    let sec = local();
+    let mut server = start_secondary("hostile-ixfr-s", sec, &dir, &toml);
+    server.wait_for_log(
+        "deletes nothere.hostile.test. A 192.0.2.200, which is not in the zone); trying AXFR",
+        Duration::from_secs(15),
+    );
+    wait_serial(sec, APEX, 2, Duration::from_secs(15), || server.log());
+    server.wait_for_log("serial 1 -> 2 by AXFR", Duration::from_secs(5));
+    assert_eq!(server.stat("shardns_xfr_in_total{result=\"ixfr\"}"), 0.0);
+    assert_eq!(server.stat("shardns_xfr_in_total{result=\"axfr\"}"), 1.0);
+
+    // A NOTIFY from 127.0.0.2, not a primary: REFUSED, counted, nothing refreshed.
+    let before = server.log().matches("refreshing").count();
+    let v2 = make_zone(APEX, 2);
+    let mut buf = vec![0u8; 1024];
+    let len = xfr::notify(&v2, 99, &mut buf);
+    let sock = udp_from(Ipv4Addr::new(127, 0, 0, 2), sec);
+    sock.send(&buf[..len]).unwrap();
+    let mut answer = [0u8; 512];
+    let n = sock.recv(&mut answer).expect("an answer to the NOTIFY");
+    assert_eq!(
+        format!("{:?}", parse(&answer[..n]).metadata.response_code),
+        "Refused"
+    );
+    server.wait_for_stat(
+        "shardns_notify_in_total{result=\"refused\"}",
+        1.0,
+        Duration::from_secs(5),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.log().matches("refreshing").count(), before);
+    drop(server);
+
+    // The primary goes back to serial 2 while our copy is at 5: kept, and said so.
+    let dir = TempDir::new("hostile-back");
+    let copy = dir.write("hostile.test.zone", &zone_text(5, 300, ""));
+    let toml = secondary_toml(APEX, &[fake.addr], Some(&copy));
+    fake.set(Mode::Good);
+    let sec = local();
+    let mut server = start_secondary("hostile-back-s", sec, &dir, &toml);
+    server.wait_for_log(
+        "has serial 2, not newer than ours (5); keeping ours",
+        Duration::from_secs(15),
+    );
+    assert_eq!(serial_at(sec, APEX), Some(5));
+    assert_eq!(server.stat("shardns_xfr_in_total{result=\"axfr\"}"), 0.0);
 }

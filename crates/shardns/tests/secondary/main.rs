@@ -11,7 +11,12 @@
 //!   its return brings it back.
 //! - `hostile`: a primary of our own making that answers garbage, another zone, a closing
 //!   SOA of another serial, an endless transfer, a bad TSIG, a transfer cut short: each is a
-//!   failed transfer, logged, and the version served stays.
+//!   failed transfer, logged, and the version served stays; an IXFR whose deletions do not
+//!   match falls back to AXFR; a serial going backwards is ignored and logged; a NOTIFY from
+//!   an address that is not a primary is refused and counted.
+//! - `outgoing`: Knot DNS, NSD and BIND as secondaries of shardns take true IXFR from its
+//!   journal; the journal survives a restart, and one cut short by a crash is detected.
+//! - `control`: `shardns zone status|refresh|retransfer|notify`.
 //!
 //! ```sh
 //! cargo test -p shardns --test secondary -- --nocapture
@@ -26,7 +31,9 @@
 mod chain;
 #[path = "../common/mod.rs"]
 mod common;
+mod control;
 mod hostile;
+mod outgoing;
 mod peers;
 
 use common::*;

@@ -281,7 +281,7 @@ impl Builder {
 /// The order of a node's RRsets, and what makes records one set: by type, except that the
 /// RRSIGs covering a type form a set of their own, right after the set they cover (RFC 4035
 /// §3.1.1 serves them together; each has its own TTL, RFC 4034 §3).
-fn set_key(rtype: RType, rdata: &[u8]) -> u32 {
+pub(crate) fn set_key(rtype: RType, rdata: &[u8]) -> u32 {
     match rdata {
         [hi, lo, ..] if rtype == RType::RRSIG => u32::from(u16::from_be_bytes([*hi, *lo])) << 1 | 1,
         _ => u32::from(rtype.0) << 1,

@@ -17,6 +17,7 @@
 //! before [`Zone::build`] returns); nothing else here starts a thread.
 
 mod build;
+pub(crate) use build::set_key;
 mod check;
 mod check_dnssec;
 pub(crate) mod denial;

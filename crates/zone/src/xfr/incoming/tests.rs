@@ -510,3 +510,48 @@ fn serial_arithmetic_rfc1982() {
     assert!(!is_newer(0, 0x8000_0000));
     assert!(!is_newer(u32::MAX, 0));
 }
+
+/// Our own outgoing IXFR in incremental form (a diff, condensed over several versions),
+/// read back by our own reader against the client's version: the same zone as the
+/// primary's, in messages of every size, signed and not.
+#[test]
+fn our_incremental_ixfr_is_read_back_as_the_primarys_version() {
+    use crate::xfr::diff::{Diff, History};
+    let v1 = zone(&zone_text(1, 300, ""));
+    let v2 = zone(
+        &zone_text(2, 290, "new A 192.0.2.77\n").replace("Mail A 192.0.2.2", "Mail A 192.0.2.3"),
+    );
+    let v3 = zone(&zone_text(3, 310, "new 60 A 192.0.2.77\n"));
+    let mut h = History::new();
+    h.push(Arc::new(Diff::compute(&v1, &v2)), 10, 1 << 20);
+    h.push(Arc::new(Diff::compute(&v2, &v3)), 10, 1 << 20);
+    for (base, size, key) in [
+        (&v1, 512, None),
+        (&v2, 1024, Some(key())),
+        (&v1, 16384, Some(key())),
+    ] {
+        let diff = h
+            .since(base.serial(), v3.serial())
+            .expect("the history reaches back");
+        let req = request(&apex(), RType::IXFR, 77, Some(base), key.as_ref(), NOW);
+        let q = Query::parse(&req.bytes).unwrap();
+        let xfr::Read::Transfer(r) = xfr::request(&q) else {
+            panic!("not a transfer request")
+        };
+        let mut t = Transfer::incremental(Arc::clone(&v3), r, diff);
+        if let Ok(Some(sig)) = tsig::read(&req.bytes) {
+            t.sign_with(Signer::new(&key.clone().unwrap(), &sig));
+        }
+        t.set_time(NOW);
+        let mut messages = Vec::new();
+        let mut buf = vec![0u8; size];
+        while let Some(n) = t.next_message(&mut buf) {
+            messages.push(buf[..n].to_vec());
+        }
+        assert!(!t.failed());
+        let (got, form) = new_zone(run(req, Some(Arc::clone(base)), &messages));
+        assert_eq!(form, Form::Incremental);
+        assert_eq!(got.serial(), 3);
+        assert_eq!(lines(&got), lines(&v3));
+    }
+}
