@@ -9,7 +9,7 @@
 use shardns_wire::{NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{name_buf, Abandoned, Frame, FrameOutcome, FrameState, Sent, UpstreamQuery};
-use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::cache::{negative_ttl, DnssecRecords, Lookup, Rank};
 use crate::reply::{Ede, Resolution};
 use crate::validate::Security;
 use crate::Resolver;
@@ -30,6 +30,7 @@ impl Frame {
             validating: false,
             key_frame: false,
             ev: super::Evidence::default(),
+            shown: DnssecRecords::default(),
             origin: name_buf(qname),
             qname: name_buf(qname),
             qtype,
@@ -61,6 +62,7 @@ impl Frame {
         self.validating = false;
         self.key_frame = false;
         self.ev.clear();
+        self.shown.clear();
         self.origin.set(qname);
         self.qname.set(qname);
         self.qtype = qtype;
@@ -157,19 +159,26 @@ impl Frame {
     /// `Start` (and no outcome) when iteration is needed for `qname`.
     fn try_cache(&mut self, res: &Resolver, now: u64) -> Result<(), Ede> {
         loop {
-            let (found, sec, ede) =
-                res.cache
-                    .lookup(self.qname.as_ref(), self.qtype, Rank::Answer, now);
+            let shown = (self.shown.answer.len(), self.shown.authority.len());
+            let (found, sec, ede) = res.cache.lookup_dnssec(
+                self.qname.as_ref(),
+                self.qtype,
+                Rank::Answer,
+                now,
+                Some(&mut self.shown),
+            );
             if self.validating && !matches!(found, Lookup::Miss) {
-                match sec {
+                let unused = match sec {
                     // Not checked yet: fetched again and validated.
-                    Security::Indeterminate => return Ok(()),
+                    Security::Indeterminate => true,
                     Security::Bogus => return Err(Ede::bogus(ede)),
-                    _ => {}
-                }
-                // Validation asks again for a DS absence: the proof (delegation or not)
-                // is not cached, only that it was secure.
-                if self.key_frame && matches!(found, Lookup::NxDomain(_) | Lookup::NoData(_)) {
+                    // Validation asks again for a DS absence: the proof (delegation or
+                    // not) is not judged again from the cache, only that it was secure.
+                    _ => self.key_frame && matches!(found, Lookup::NxDomain(_) | Lookup::NoData(_)),
+                };
+                if unused {
+                    self.shown.answer.truncate(shown.0);
+                    self.shown.authority.truncate(shown.1);
                     return Ok(());
                 }
             }
@@ -247,6 +256,7 @@ impl Frame {
     /// The client answer for this (bottom) frame.
     pub(super) fn answer(&mut self, outcome: FrameOutcome) -> Resolution {
         let answers = core::mem::take(&mut self.chain);
+        let dnssec = core::mem::take(&mut self.shown);
         let (rcode, authority, ede) = match outcome {
             FrameOutcome::Answer => (Rcode::NOERROR, Vec::new(), None),
             FrameOutcome::NxDomain(soa) => (
@@ -265,6 +275,8 @@ impl Frame {
             rcode,
             answers,
             authority,
+            dnssec_answer: dnssec.answer,
+            dnssec_authority: dnssec.authority,
             ede,
             secure: false,
         }

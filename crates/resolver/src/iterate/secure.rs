@@ -13,7 +13,7 @@ use shardns_wire::{NameBuf, NameRef, RType, Record};
 
 use super::response::covered;
 use super::{name_buf, Frame, FrameOutcome, Note};
-use crate::cache::{negative_ttl, Soa};
+use crate::cache::{negative_ttl, DnssecRr, Soa};
 use crate::reply::Ede;
 use crate::validate::{
     algorithm_supported, check_denial, check_wildcard, digest_supported, verify_rrset, Budget,
@@ -435,7 +435,8 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             u32::MAX
         },
     };
-    // Re-stamp what was fetched (not what came from the cache, judged before).
+    // Re-stamp what was fetched (not what came from the cache, judged before), with the
+    // DNSSEC records DO clients get.
     for note in f.ev.notes.iter().filter(|n| n.cached.is_none()) {
         let recs = &f.chain[note.start..note.end];
         let Some(first) = recs.first() else { continue };
@@ -447,10 +448,12 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
                 .rev()
                 .find(|r| r.rtype == RType::DNAME);
             if let (Some(d), Ok(target)) = (dname, NameRef::from_wire(&first.rdata)) {
+                let sigs = sigs_of(&f.ev.sigs, d.owner.as_ref(), RType::DNAME, true);
                 res.cache.insert_synth(
                     first.owner.as_ref(),
                     (d.owner.as_ref(), &d.rdata, d.ttl),
                     target,
+                    &sigs,
                     note.rank,
                     st,
                     now,
@@ -458,12 +461,23 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             }
             continue;
         }
+        let owner = first.owner.as_ref();
+        let mut dnssec = sigs_of(&f.ev.sigs, owner, first.rtype, false);
+        let wildcard = dnssec.iter().any(|s| {
+            s.rdata
+                .get(3)
+                .is_some_and(|&l| usize::from(l) < owner.label_count())
+        });
+        if wildcard {
+            dnssec.extend(proof_of(&f.ev.proof));
+        }
         res.cache.insert_rrset(
-            first.owner.as_ref(),
+            owner,
             first.rtype,
             note.rank,
             ttl,
             recs.iter().map(|r| &r.rdata[..]),
+            &dnssec,
             st,
             now,
         );
@@ -474,10 +488,12 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             FrameOutcome::NoData(soa) => (Some(f.qtype), soa),
             _ => (None, &None),
         };
+        let proof: Vec<DnssecRr<'_>> = proof_of(&f.ev.proof).collect();
         res.cache.insert_negative(
             f.qname.as_ref(),
             rtype,
             soa.as_ref().map(Soa::from),
+            &proof,
             rank,
             stamp(v.sec, v.ede),
             now,
@@ -542,4 +558,36 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
         ttl
     };
     res.keys.put(zone, entry, ttl, now);
+}
+
+/// The RRSIGs of `sigs` at `owner` covering `rtype`, as DNSSEC records of the answer
+/// section (with their owner if `owned`, else the set's).
+fn sigs_of<'r>(
+    sigs: &'r [Record],
+    owner: NameRef<'_>,
+    rtype: RType,
+    owned: bool,
+) -> Vec<DnssecRr<'r>> {
+    sigs.iter()
+        .filter(|s| s.owner.as_ref().eq_ci(&owner) && covered(&s.rdata) == Some(rtype))
+        .map(|s| DnssecRr {
+            authority: false,
+            owner: owned.then(|| s.owner.as_ref()),
+            rtype: s.rtype,
+            ttl: s.ttl,
+            rdata: &s.rdata,
+        })
+        .collect()
+}
+
+/// A frame's proof records (NSEC, NSEC3, their RRSIGs, the SOA's), as DNSSEC records of
+/// the authority section.
+fn proof_of(proof: &[Record]) -> impl Iterator<Item = DnssecRr<'_>> {
+    proof.iter().map(|r| DnssecRr {
+        authority: true,
+        owner: Some(r.owner.as_ref()),
+        rtype: r.rtype,
+        ttl: r.ttl,
+        rdata: &r.rdata,
+    })
 }

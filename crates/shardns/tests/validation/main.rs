@@ -19,9 +19,9 @@
 //! | 127.0.0.89 | Unbound, `validator iterator`, the same hints and anchor, fenced from every address but 127.0.0.0/8 |
 //!
 //! Every question of `corpus` is asked of both resolvers with DO, without DO, and with DO
-//! and CD, and the replies compared (`compare`): RCODE, AD, the answer's data, which of its
-//! RRsets carry RRSIGs, the authority section's RRsets (SOA, NSEC/NSEC3 proofs) and the EDE
-//! codes. Differences are classified by `allowed::ALLOWED`, each class with its reason; any
+//! and CD, and the replies compared (`compare`): RCODE, AD, the answer's data, its RRSIGs
+//! (whole), the authority section's records (SOA, its RRSIGs, NSEC/NSEC3 proofs with
+//! theirs; whole but for TTLs) and the EDE codes. Differences are classified by `allowed::ALLOWED`, each class with its reason; any
 //! other difference fails the test. Spot checks against what the zones must give (secure,
 //! insecure, bogus) make sure the world works, on both sides.
 //!
