@@ -110,6 +110,8 @@ pub struct Resolver {
     servers: servers::ServerTable,
     /// What DNSSEC validation learned of each zone's keys.
     keys: validate::KeyCache,
+    /// Validated NSEC ranges, for aggressive use (RFC 8198).
+    nsec: validate::NsecCache,
 }
 
 impl Resolver {
@@ -135,6 +137,7 @@ impl Resolver {
             cache,
             servers,
             keys: validate::KeyCache::default(),
+            nsec: validate::NsecCache::default(),
         }
     }
 

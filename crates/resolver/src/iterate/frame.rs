@@ -9,9 +9,9 @@
 use shardns_wire::{NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{name_buf, Abandoned, Frame, FrameOutcome, FrameState, Sent, UpstreamQuery};
-use crate::cache::{negative_ttl, DnssecRecords, Lookup, Rank};
+use crate::cache::{negative_ttl, DnssecRecords, DnssecRr, Lookup, Rank, Soa};
 use crate::reply::{Ede, Resolution};
-use crate::validate::Security;
+use crate::validate::{Security, Stamp};
 use crate::Resolver;
 
 /// What a frame needs next.
@@ -101,6 +101,9 @@ impl Frame {
                         continue;
                     }
                     if self.outcome.is_none() && self.state == FrameState::Start {
+                        if self.try_aggressive(res, now) {
+                            continue;
+                        }
                         self.find_cut(res, now);
                         self.state = FrameState::Select;
                     }
@@ -212,6 +215,67 @@ impl Frame {
                 }
             }
         }
+    }
+
+    /// Aggressive use of validated NSEC ranges (RFC 8198): on a cache miss of a validating
+    /// frame, a denial made from kept ranges is the outcome (secure, judged when the ranges
+    /// were kept), and is cached like a fetched one. True if there was one.
+    fn try_aggressive(&mut self, res: &Resolver, now: u64) -> bool {
+        let cfg = &res.config;
+        if !(cfg.aggressive_nsec && cfg.validation && self.validating) || self.key_frame {
+            return false;
+        }
+        // NSEC proofs hash nothing and check no signature: the limits are not used.
+        let limits = crate::validate::Limits {
+            unix_now: 0,
+            skew_min: cfg.signature_skew_min,
+            skew_max: cfg.signature_skew_max,
+            max_validations: 0,
+            max_key_collisions: 0,
+            max_nsec3_hashes: 0,
+            max_nsec3_iterations: cfg.max_nsec3_iterations,
+        };
+        let Some(s) = res
+            .nsec
+            .synthesize(self.qname.as_ref(), self.qtype, now, &limits)
+        else {
+            return false;
+        };
+        let rtype = (!s.nxdomain).then_some(self.qtype);
+        let proof: Vec<DnssecRr<'_>> = s
+            .proof
+            .iter()
+            .map(|r| DnssecRr {
+                authority: true,
+                owner: Some(r.owner.as_ref()),
+                rtype: r.rtype,
+                ttl: r.ttl,
+                rdata: &r.rdata,
+            })
+            .collect();
+        let stamp = Stamp {
+            sec: Security::Secure,
+            ede: 0,
+            ttl_cap: u32::MAX,
+        };
+        res.cache.insert_negative(
+            self.qname.as_ref(),
+            rtype,
+            Some(Soa::from(&s.soa)),
+            &proof,
+            Rank::Answer,
+            stamp,
+            now,
+        );
+        drop(proof);
+        self.shown.authority.extend(s.proof);
+        self.ev.cached_negative = Some((Security::Secure, 0));
+        self.outcome = Some(if s.nxdomain {
+            FrameOutcome::NxDomain(Some(s.soa))
+        } else {
+            FrameOutcome::NoData(Some(s.soa))
+        });
+        true
     }
 
     /// Notes the `n` records about to be added to the chain from the cache, judged already.

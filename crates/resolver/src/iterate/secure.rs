@@ -17,7 +17,7 @@ use crate::cache::{negative_ttl, DnssecRr, Soa};
 use crate::reply::Ede;
 use crate::validate::{
     algorithm_supported, check_denial, check_wildcard, digest_supported, verify_rrset, Budget,
-    Denial, DenialKind, DenialRr, KeyEntry, Limits, Security, Stamp,
+    Denial, DenialKind, DenialRr, KeyEntry, Limits, Security, Stamp, VerifiedRr,
 };
 use crate::Resolver;
 
@@ -238,7 +238,7 @@ pub(super) fn judge(
                 _ => DenialKind::NoData(f.qtype),
             };
             let zone = negative_zone(f, soa);
-            let (sec, ede, delegation) = judge_denial(res, f, zone, kind, limits, budget, now);
+            let (sec, ede, delegation) = judge_denial(res, f, zone, soa, kind, limits, budget, now);
             v = v.and(sec, ede);
             v.delegation = delegation;
         }
@@ -298,10 +298,12 @@ fn denial_verdict(d: Denial) -> (Security, u16) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn judge_denial(
     res: &Resolver,
     f: &Frame,
     zone: NameRef<'_>,
+    soa: Option<&Record>,
     kind: DenialKind,
     limits: &Limits,
     budget: &mut Budget,
@@ -316,9 +318,78 @@ fn judge_denial(
     };
     let proof = verified_proof(f, zone, &keys, limits, budget);
     let d = check_denial(&proof, f.qname.as_ref(), kind, zone, limits, budget);
+    if matches!(d, Denial::Proven { .. }) && res.config.aggressive_nsec {
+        keep_ranges(res, f, zone, soa, &keys, &proof, limits, budget, now);
+    }
     let delegation = matches!(d, Denial::Proven { delegation: true } | Denial::OptOut);
     let (sec, ede) = denial_verdict(d);
     (sec, ede, delegation)
+}
+
+/// After a secure NSEC denial in `zone`: keeps its verified NSEC records, with the zone's
+/// SOA once its signature checks out too, for aggressive use (RFC 8198).
+#[allow(clippy::too_many_arguments)]
+fn keep_ranges(
+    res: &Resolver,
+    f: &Frame,
+    zone: NameRef<'_>,
+    soa: Option<&Record>,
+    keys: &[Vec<u8>],
+    proof: &[DenialRr<'_>],
+    limits: &Limits,
+    budget: &mut Budget,
+    now: u64,
+) {
+    let Some(soa) = soa.filter(|s| s.owner.as_ref().eq_ci(&zone)) else {
+        return;
+    };
+    if !proof.iter().any(|r| r.rtype == RType::NSEC) {
+        return;
+    }
+    let sigs_at = |owner: NameRef<'_>, t: RType| -> Vec<Vec<u8>> {
+        f.ev.proof
+            .iter()
+            .filter(|r| {
+                r.rtype == RType::RRSIG
+                    && r.owner.as_ref().eq_ci(&owner)
+                    && covered(&r.rdata) == Some(t)
+            })
+            .map(|r| r.rdata.clone())
+            .collect()
+    };
+    let soa_sigs = sigs_at(zone, RType::SOA);
+    let rdatas = [&soa.rdata[..]];
+    let sigs = soa_sigs.iter().map(|s| &s[..]);
+    if verify_rrset(zone, RType::SOA, &rdatas, sigs, zone, keys, limits, budget).is_err() {
+        return;
+    }
+    let mut nsecs: Vec<VerifiedRr<'_>> = Vec::new();
+    for r in proof.iter().filter(|r| r.rtype == RType::NSEC) {
+        if nsecs.iter().any(|n| n.owner.eq_ci(&r.owner)) {
+            continue;
+        }
+        let ttl =
+            f.ev.proof
+                .iter()
+                .filter(|x| x.rtype == RType::NSEC && x.owner.as_ref().eq_ci(&r.owner))
+                .map(|x| x.ttl)
+                .min()
+                .unwrap_or(0);
+        nsecs.push(VerifiedRr {
+            owner: r.owner,
+            rdata: r.rdata,
+            ttl,
+            sigs: sigs_at(r.owner, RType::NSEC),
+        });
+    }
+    let soa = VerifiedRr {
+        owner: zone,
+        rdata: &soa.rdata,
+        ttl: soa.ttl,
+        sigs: soa_sigs,
+    };
+    res.nsec
+        .put(zone, soa, nsecs, res.config.max_negative_ttl, now);
 }
 
 /// Judges one RRset of the chain.

@@ -368,3 +368,110 @@ fn do_clients_get_rrsigs_and_proofs_from_the_cache_and_others_do_not() {
     // Nothing was verified again.
     assert_eq!(sim.engine.stats().signature_checks, checks);
 }
+
+#[test]
+fn aggressive_nsec_answers_inside_validated_ranges_without_asking() {
+    let mut sim = sim();
+    secure(
+        &sim.resolve("nothere.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    secure(&sim.resolve("www.secure.test.", RType::TXT), Rcode::NOERROR);
+    let mark = sim.log.len();
+    // Another name in the same NSEC range, and its wildcard's: NXDOMAIN, no query.
+    let nx = sim.resolve("nothere2.secure.test.", RType::AAAA);
+    secure(&nx, Rcode::NXDOMAIN);
+    assert_eq!(sim.log.len(), mark, "{:?}", sim.queries_since(mark));
+    // The SOA for the negative TTL, and the proof for DO clients.
+    assert_eq!(nx.authority.len(), 1);
+    assert_eq!(nx.authority[0].rtype, RType::SOA);
+    let proof = kinds(&nx.dnssec_authority);
+    assert!(
+        proof.contains(&("sig secure.test.".to_string(), RType::SOA)),
+        "{proof:?}"
+    );
+    assert!(
+        proof.iter().filter(|(_, t)| *t == RType::NSEC).count() >= 2,
+        "{proof:?}"
+    );
+    // NODATA from the NSEC at www: another type it lacks, no query.
+    secure(&sim.resolve("www.secure.test.", RType::MX), Rcode::NOERROR);
+    assert_eq!(sim.log.len(), mark, "{:?}", sim.queries_since(mark));
+    // Now a plain cache hit, with its proof for DO clients.
+    let res = sim.resolver();
+    let (hit, msg) = cache_answer_do(&res, "nothere2.secure.test.", RType::AAAA, sim.now, false);
+    assert!(matches!(
+        hit,
+        CacheAnswer::Hit {
+            rcode: Rcode::NXDOMAIN,
+            secure: true,
+            ..
+        }
+    ));
+    assert!(msg.authority.iter().any(|r| r.rtype == RType::NSEC));
+    // A name that exists is still asked (the range does not cover it).
+    secure(&sim.resolve("alias.secure.test.", RType::A), Rcode::NOERROR);
+    assert!(sim.log.len() > mark);
+    // NSEC3 ranges are not used (as Unbound): asked.
+    secure(
+        &sim.resolve("nothere.nsec3.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    secure(
+        &sim.resolve("nothere2.nsec3.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}
+
+#[test]
+fn aggressive_nsec_can_be_switched_off() {
+    let (net, anchor) = signed_world();
+    let mut sim = Sim::new(
+        net,
+        Config {
+            aggressive_nsec: false,
+            ..signed_config(&anchor)
+        },
+    );
+    secure(
+        &sim.resolve("nothere.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    secure(
+        &sim.resolve("nothere2.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}
+
+#[test]
+fn aggressive_nsec_is_not_used_for_insecure_or_unvalidated_data() {
+    // Validation off: nothing is kept, every name is asked.
+    let (net, _) = signed_world();
+    let mut sim = Sim::new(
+        net,
+        Config {
+            validation: false,
+            ..config()
+        },
+    );
+    sim.resolve("nothere.secure.test.", RType::A);
+    let mark = sim.log.len();
+    sim.resolve("nothere2.secure.test.", RType::A);
+    assert!(sim.log.len() > mark);
+    // An insecure zone's NSEC records are not kept.
+    let mut sim = self::sim();
+    insecure(
+        &sim.resolve("nothere.insecure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    insecure(
+        &sim.resolve("nothere2.insecure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}

@@ -62,6 +62,7 @@
 //! Owns: [`Security`], [`TrustAnchors`], the [`KeyCache`], and the checks (`rrsig`,
 //! `denial`). Never: I/O, clocks (the unix time is passed in), cryptography of its own.
 
+mod aggressive;
 mod anchors;
 mod denial;
 mod keys;
@@ -70,6 +71,7 @@ mod rrsig;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use aggressive::{NsecCache, VerifiedRr};
 pub use anchors::{TrustAnchorError, TrustAnchors};
 pub(crate) use denial::{check_denial, check_wildcard, Denial, DenialKind, DenialRr};
 pub(crate) use keys::{KeyCache, KeyEntry};
