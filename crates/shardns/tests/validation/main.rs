@@ -24,7 +24,9 @@
 //! (whole), the authority section's records (SOA, its RRSIGs, NSEC/NSEC3 proofs with
 //! theirs; whole but for TTLs) and the EDE codes. Differences are classified by `allowed::ALLOWED`, each class with its reason; any
 //! other difference fails the test. Spot checks against what the zones must give (secure,
-//! insecure, bogus) make sure the world works, on both sides.
+//! insecure, bogus) make sure the world works, on both sides. Last, independent clients ask
+//! shardns (`clients`): `delv`, validating for itself from the same anchor with the RRSIGs,
+//! DS, DNSKEY and NSEC/NSEC3 records shardns returns, and `kdig +dnssec` (AD bit, records).
 //!
 //! Needs root (port 53) and `unbound`: without either the test prints SKIPPED and passes.
 //! `VALIDATION_VERBOSE=1` prints every query with both replies. Every process is killed by
@@ -34,6 +36,7 @@
 
 mod allowed;
 mod ask;
+mod clients;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
@@ -271,6 +274,8 @@ fn validation_matches_unbound() {
     results.extend(aggressive.iter().map(|q| (ask(s_addr, q), ask(u_addr, q))));
     let asked = shardns.stat(upstream) - before;
     let corpus: Vec<Query> = corpus.into_iter().chain(aggressive).collect();
+    // Independent clients (delv validating for itself, kdig +dnssec) through shardns.
+    let (client_failures, clients_ran) = clients::check(SHARDNS, &anchor, dir.path());
 
     let verbose = std::env::var_os("VALIDATION_VERBOSE").is_some();
     let mut identical = 0;
@@ -367,6 +372,10 @@ fn validation_matches_unbound() {
         corpus::aggressive().len()
     );
     assert_eq!(asked, 0.0, "aggressive NSEC: answered from proven ranges");
+    println!(
+        "  independent clients: {clients_ran}: {} failures",
+        client_failures.len()
+    );
     // Every verdict is counted, and bogus answers are logged (once per name and reason).
     for n in [
         "shardns_dnssec_secure_total",
@@ -383,6 +392,11 @@ fn validation_matches_unbound() {
     drop(unbound);
     drop(shardns);
     drop(auths);
+    assert!(
+        client_failures.is_empty(),
+        "independent clients:\n{}",
+        client_failures.join("\n")
+    );
     assert!(
         broken.is_empty() && unexplained.is_empty(),
         "{} unexplained differences:\n{}\n\n{} spot checks failed (the world does not work):\n{}",
