@@ -47,8 +47,15 @@
 //!
 //! Algorithms 8, 10, 13, 14, 15 are validated; a zone whose DS records name only others
 //! (or only unknown digest types; SHA-1, SHA-256 and SHA-384 are known) is insecure
-//! (RFC 6840 §5.2). Not done yet: aggressive use of NSEC/NSEC3 (RFC 8198), trust anchor
-//! updates (RFC 5011), logging of bogus answers (the server's job; the EDE says why).
+//! (RFC 6840 §5.2). Not done yet: aggressive use of NSEC3 ranges, trust anchor updates
+//! (RFC 5011). Logging bogus answers is the server's job (the EDE says why).
+//!
+//! **Aggressive NSEC (RFC 8198, `aggressive`).** After a secure NSEC denial, the verified
+//! NSEC records and the zone's SOA (its signature checked) are kept per zone in canonical
+//! order ([`NsecCache`]); a validating frame that misses the cache hands the kept range
+//! before its name, and the one before the wildcard at the closest encloser, to the same
+//! `check_denial` a fetched proof goes through. A proven NXDOMAIN or NODATA is the frame's
+//! outcome, secure, without an upstream query (`Config::aggressive_nsec`, on by default).
 //!
 //! **DNSSEC records for DO clients.** Every cached set keeps, after its own data, the
 //! DNSSEC records that came with it (`cache::set`): its RRSIGs, and for a negative entry
