@@ -31,10 +31,14 @@ sends bench.test to an authoritative shardns on 127.0.0.1:5301 pinned to core 1 
 stub zone, shardns as a forward zone), every name is resolved once, then the measured load.
 In `cache`, `shardns` runs with `--no-validation`; `shardns-val` is the same with DNSSEC
 validation on (a trust anchor for another name only: bench.test is provably insecure, and
-every cache hit reads the verdict stored with its set).
+every cache hit reads the verdict stored with its set). `cache-signed` is `cache` over the
+signed bench.test (NSEC), every query with DO=1, validation on in `shardns-val` and in
+Unbound (`validator iterator`), both from the zone's KSK as trust anchor (a DS made by
+dnssec-dsfromkey): every hit is secure (AD) and carries its RRSIG; `shardns` is
+`--no-validation` there too (it still gives DO clients the RRSIGs).
 
 Usage:
-  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|signed|nsec3nx|cache] \
+  bench/compare.py [--rounds 3] [--duration 10] [--workload small|big|signed|nsec3nx|cache|cache-signed] \
       [--servers shardns,knotd,nsd | shardns,unbound] [--loadgen dnsperf|shardns] [--markdown FILE]
       [--plot FILE.png]
 Needs: knotd, nsd, unbound, dnsperf, dig (Debian packages), a release build of shardns;
@@ -76,6 +80,8 @@ XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local
 UPSTREAM_PORT = 5301
 # The workload's queries set DO (signed zones): dnsperf -D.
 DNSSEC_OK = False
+# `cache-signed`: the trust anchor (DS records of bench.test.'s KSK) both resolvers validate from.
+ANCHOR = None
 
 
 def write_nsd_conf(d, port, zone, zonefile):
@@ -105,8 +111,11 @@ zone:
     return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
 
 
-def write_unbound_conf(d, port, zone):
+def write_unbound_conf(d, port, zone, anchor=None):
     os.makedirs(d, exist_ok=True)
+    # With a trust anchor (cache-signed): validating, as Unbound is deployed.
+    modules = "validator iterator" if anchor else "iterator"
+    trust = f'    trust-anchor-file: "{anchor}"\n    val-log-level: 1\n' if anchor else ""
     with open(f"{d}/unbound.conf", "w") as f:
         f.write(f"""server:
     interface: 127.0.0.1
@@ -123,8 +132,8 @@ def write_unbound_conf(d, port, zone):
     access-control: 127.0.0.0/8 allow
     do-not-query-localhost: no
     do-ip6: no
-    module-config: "iterator"
-    local-zone: "test." nodefault
+    module-config: "{modules}"
+{trust}    local-zone: "test." nodefault
 remote-control:
     control-enable: no
 stub-zone:
@@ -143,7 +152,9 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     if cache and name in ("shardns", "shardns-xdp", "shardns-val"):
         # shardns-val: validation on, with a trust anchor for another name only, so that
         # the (unsigned) bench zone is provably insecure: every hit reads its verdict.
-        if name == "shardns-val":
+        if name == "shardns-val" and ANCHOR:
+            validation = ["--trust-anchor", ANCHOR]
+        elif name == "shardns-val":
             anchor = os.path.join(d, "anchor.ds")
             with open(anchor, "w") as f:
                 f.write("anchor.invalid. IN DS 1 13 2 " + "00" * 32 + "\n")
@@ -153,7 +164,7 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion"] + validation + [
                 "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
     if name == "unbound":
-        return write_unbound_conf(d, port, zone)
+        return write_unbound_conf(d, port, zone, ANCHOR)
     if name == "xdpfloor":
         # The same floor on AF_XDP (crates/server/examples/xdp_floor.rs).
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "xdp_floor"), f"127.0.0.1:{port}", "lo"]
@@ -215,7 +226,7 @@ def parse_qps(kind, text):
 
 
 def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
-    cache = args.workload == "cache"
+    cache = args.workload in ("cache", "cache-signed")
     if not port_free("127.0.0.1", PORTS[name]):
         print(f"{name}: port {PORTS[name]} is already in use, run skipped", file=sys.stderr)
         return None
@@ -235,6 +246,14 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
             # Every name once, one at a time: the cache holds the whole list before measuring.
             subprocess.run(["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
                             "-n", "1", "-c", "1", "-q", "10", "-l", "30"], capture_output=True)
+            if ANCHOR and name in ("shardns-val", "unbound"):
+                # cache-signed: the validators must answer secure (AD) with the RRSIG.
+                r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), "+dnssec", first_q, "A",
+                                    "+time=2", "+tries=1"], capture_output=True, text=True).stdout
+                m = re.search(r";; flags:([^;]*);", r)
+                if not m or " ad" not in m.group(1) or "RRSIG" not in r:
+                    print(f"{name}: the answer is not secure with its RRSIG, run skipped:\n{r}", file=sys.stderr)
+                    return None
         subprocess.run(loadgen_cmd(args.loadgen, port, qfile, 2, shardns_bin), capture_output=True)
         lg = subprocess.Popen(loadgen_cmd(args.loadgen, port, qfile, args.duration, shardns_bin),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -313,7 +332,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--workload", choices=["small", "big", "signed", "nsec3nx", "cache"], default="small")
+    ap.add_argument("--workload", choices=["small", "big", "signed", "nsec3nx", "cache", "cache-signed"],
+                    default="small")
     ap.add_argument("--servers", help="default: shardns,knotd,nsd; for cache: shardns,unbound")
     ap.add_argument("--loadgen", choices=["dnsperf", "shardns"], default="dnsperf")
     ap.add_argument("--markdown", help="also write the table to this file")
@@ -350,21 +370,24 @@ def main():
     zones = os.environ.get("ZONES", "/tmp/shardns-bench-zones")
     if args.workload == "big":
         zone, zonefile, qfile = "big.test", f"{zones}/big.test.zone", f"{zones}/queries-big-A.txt"
-    elif args.workload == "signed":
+    elif args.workload in ("signed", "cache-signed"):
         zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.signed.zone", f"{zones}/queries-A.txt"
     elif args.workload == "nsec3nx":
         zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.nsec3.zone", f"{zones}/queries-nx.txt"
     else:
         zone, zonefile, qfile = "bench.test", f"{zones}/bench.test.zone", f"{zones}/queries-A.txt"
-    if args.workload in ("signed", "nsec3nx") and not os.path.exists(f"{zones}/bench.test.zone"):
+    if args.workload in ("signed", "nsec3nx", "cache-signed") and not os.path.exists(f"{zones}/bench.test.zone"):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, "small"], check=True)
     if not os.path.exists(zonefile):
-        gen = {"big": "big", "signed": "signed", "nsec3nx": "signed"}.get(args.workload, "small")
+        gen = {"big": "big", "signed": "signed", "nsec3nx": "signed",
+               "cache-signed": "signed"}.get(args.workload, "small")
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_zones.py"), zones, gen], check=True)
     global DNSSEC_OK
-    DNSSEC_OK = args.workload in ("signed", "nsec3nx")
+    DNSSEC_OK = args.workload in ("signed", "nsec3nx", "cache-signed")
     if args.servers is None:
-        args.servers = "shardns,unbound" if args.workload == "cache" else "shardns,knotd,nsd"
+        args.servers = ("shardns,unbound" if args.workload == "cache"
+                        else "shardns-val,unbound" if args.workload == "cache-signed"
+                        else "shardns,knotd,nsd")
     with open(qfile) as f:
         first_q = f.readline().split()[0]
     if args.workload == "nsec3nx":
@@ -391,7 +414,14 @@ def main():
     work = tempfile.mkdtemp(prefix="shardns-compare-")
     results = {s: [] for s in servers}
     upstream = None
-    if args.workload == "cache":
+    if args.workload == "cache-signed":
+        global ANCHOR
+        ANCHOR = os.path.join(work, "bench.test.ds")
+        ds = subprocess.run(["dnssec-dsfromkey", "-2", "-f", zonefile, zone + "."],
+                            capture_output=True, text=True, check=True).stdout
+        with open(ANCHOR, "w") as f:
+            f.write(ds)
+    if args.workload in ("cache", "cache-signed"):
         if not port_free("127.0.0.1", UPSTREAM_PORT):
             sys.exit(f"port {UPSTREAM_PORT} (upstream) is already in use")
         upstream = subprocess.Popen(["taskset", "-c", "1", shardns_bin, "serve", "--listen",

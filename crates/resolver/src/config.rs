@@ -94,6 +94,11 @@ pub struct Config {
     pub max_nsec3_iterations: u16,
     /// Seconds a bogus answer (and a zone whose keys failed) is cached.
     pub bogus_ttl: u32,
+    /// Aggressive use of the DNSSEC-validated cache (RFC 8198): NSEC ranges that proved a
+    /// denial securely answer NXDOMAIN and NODATA for other names inside them without
+    /// asking (NSEC only, like Unbound's `aggressive-nsec`). On by default; needs
+    /// `validation`.
+    pub aggressive_nsec: bool,
 }
 
 impl Default for Config {
@@ -139,6 +144,8 @@ impl Default for Config {
             max_nsec3_iterations: 150,
             // Unbound's val-bogus-ttl.
             bogus_ttl: 60,
+            // Unbound's aggressive-nsec (yes by default since 1.15).
+            aggressive_nsec: true,
         }
     }
 }

@@ -50,7 +50,7 @@
 //!             Event::Transmit(t) => { let _ = (t.query, t.server, t.tcp, t.payload()); }
 //!             Event::Close(_query) => { /* close that socket */ }
 //!             Event::Done(_task, answer) => {
-//!                 // Header + question, then answer.write(&mut w), then
+//!                 // Header + question, then answer.write(&mut w, dnssec_ok), then
 //!                 // put_opt_with_ede(&mut w, size, answer.rcode, false, answer.ede.as_ref()).
 //!                 let _ = answer;
 //!             }
@@ -68,10 +68,12 @@
 //!
 //! DNSSEC validation (module `validate`, on by default) checks answers from the trust
 //! anchors down and stamps each cached set with its [`Security`]; a cache hit never checks
-//! a signature again.
+//! a signature again. Each cached set also keeps its RRSIGs (and a denial its NSEC/NSEC3
+//! proof), written only for clients that set DO ([`Cache::answer_query`]); validated NSEC
+//! ranges answer NXDOMAIN/NODATA without asking (RFC 8198, [`Config::aggressive_nsec`]).
 //!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
-//! used as the root's servers), RFC 8020 NXDOMAIN cuts and aggressive NSEC use, serve-stale,
+//! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use, serve-stale,
 //! prefetch, TCP connection reuse. Coalescing is per engine (worker); across workers the
 //! shared cache absorbs repeats once the first answer is in.
 //!
@@ -110,6 +112,8 @@ pub struct Resolver {
     servers: servers::ServerTable,
     /// What DNSSEC validation learned of each zone's keys.
     keys: validate::KeyCache,
+    /// Validated NSEC ranges, for aggressive use (RFC 8198).
+    nsec: validate::NsecCache,
 }
 
 impl Resolver {
@@ -135,6 +139,7 @@ impl Resolver {
             cache,
             servers,
             keys: validate::KeyCache::default(),
+            nsec: validate::NsecCache::default(),
         }
     }
 

@@ -161,6 +161,11 @@ pub struct Resolution {
     pub answers: Vec<Record>,
     /// The authority section: the SOA of a negative answer.
     pub authority: Vec<Record>,
+    /// The RRSIGs of the answer section's RRsets, for a client that set DO.
+    pub dnssec_answer: Vec<Record>,
+    /// For a client that set DO: the proof of a denial or of a wildcard expansion (NSEC or
+    /// NSEC3 records and their RRSIGs, the SOA's RRSIGs), in the authority section.
+    pub dnssec_authority: Vec<Record>,
     /// Why resolution failed, for a SERVFAIL.
     pub ede: Option<Ede>,
     /// DNSSEC validation found every RRset of the answer (and the proof of a denial)
@@ -174,17 +179,28 @@ impl Resolution {
             rcode: Rcode::SERVFAIL,
             answers: Vec::new(),
             authority: Vec::new(),
+            dnssec_answer: Vec::new(),
+            dnssec_authority: Vec::new(),
             ede: Some(ede),
             secure: false,
         }
     }
 
-    /// Writes the answer and authority sections after the caller's question. On [`Full`]
-    /// the records that fit are kept (the caller sets TC).
-    pub fn write(&self, w: &mut MessageWriter<'_>) -> Result<(), Full> {
+    /// Writes the answer and authority sections after the caller's question, with the
+    /// DNSSEC records if the client set DO (`dnssec_ok`). On [`Full`] the records that fit
+    /// are kept (the caller sets TC).
+    pub fn write(&self, w: &mut MessageWriter<'_>, dnssec_ok: bool) -> Result<(), Full> {
+        let none: &[Record] = &[];
+        let (an, ns) = if dnssec_ok {
+            (&self.dnssec_answer[..], &self.dnssec_authority[..])
+        } else {
+            (none, none)
+        };
         for (section, records) in [
-            (Section::Answer, &self.answers),
-            (Section::Authority, &self.authority),
+            (Section::Answer, &self.answers[..]),
+            (Section::Answer, an),
+            (Section::Authority, &self.authority[..]),
+            (Section::Authority, ns),
         ] {
             for r in records {
                 w.put_record(

@@ -1,5 +1,6 @@
 //! The cache-hit path must not touch the heap: a counting global
-//! allocator sees zero allocations across thousands of cached answers of every kind,
+//! allocator sees zero allocations across thousands of cached answers of every kind, with
+//! and without DO (a DO client also gets the RRSIGs and NSEC proofs kept with each set),
 //! and each plain hit takes exactly one shard lock.
 
 use std::net::SocketAddr;
@@ -16,10 +17,35 @@ fn n(s: &str) -> Name {
     s.parse().unwrap()
 }
 
-/// A root server that is authoritative for everything it is asked.
+/// The RDATA of an RRSIG by `example.` covering `covered` (not a valid signature: the
+/// test world has no trust anchor, so nothing is verified; the records are only kept).
+fn rrsig(covered: RType, labels: u8) -> Vec<u8> {
+    let mut rd = covered.0.to_be_bytes().to_vec();
+    rd.extend_from_slice(&[13, labels]);
+    for v in [3600u32, 2_000_000_000, 1_600_000_000] {
+        rd.extend_from_slice(&v.to_be_bytes());
+    }
+    rd.extend_from_slice(&12345u16.to_be_bytes());
+    rd.extend_from_slice(n("example.").as_wire());
+    rd.extend_from_slice(&[0x5a; 64]);
+    rd
+}
+
+/// A root server that is authoritative for everything it is asked, and "signs" it.
 fn respond(query: &[u8]) -> Vec<u8> {
     shardns_testkit::reply(query, true, |question, w, h| {
         let www = n("www.example.");
+        let sig = |w: &mut MessageWriter<'_>, section, owner: &Name, t: RType| {
+            w.put_record(
+                section,
+                owner.as_ref(),
+                RType::RRSIG,
+                Class::IN,
+                3600,
+                &rrsig(t, 2),
+            )
+            .unwrap()
+        };
         let a = |w: &mut MessageWriter<'_>| {
             w.put_record(
                 Section::Answer,
@@ -29,7 +55,8 @@ fn respond(query: &[u8]) -> Vec<u8> {
                 3600,
                 &[192, 0, 2, 1],
             )
-            .unwrap()
+            .unwrap();
+            sig(w, Section::Answer, &www, RType::A);
         };
         match question.qname.to_string().as_str() {
             "www.example." => a(w),
@@ -43,6 +70,7 @@ fn respond(query: &[u8]) -> Vec<u8> {
                     www.as_wire(),
                 )
                 .unwrap();
+                sig(w, Section::Answer, &n("alias.example."), RType::CNAME);
                 a(w);
             }
             _ => {
@@ -60,6 +88,20 @@ fn respond(query: &[u8]) -> Vec<u8> {
                     &soa,
                 )
                 .unwrap();
+                sig(w, Section::Authority, &n("example."), RType::SOA);
+                let mut nsec = n("www.example.").as_wire().to_vec();
+                nsec.extend_from_slice(&[0, 1, 0x40]);
+                let owner = n("mx.example.");
+                w.put_record(
+                    Section::Authority,
+                    owner.as_ref(),
+                    RType::NSEC,
+                    Class::IN,
+                    3600,
+                    &nsec,
+                )
+                .unwrap();
+                sig(w, Section::Authority, &owner, RType::NSEC);
                 h.set_rcode(Rcode::NXDOMAIN);
             }
         }
@@ -97,33 +139,63 @@ fn cache_hits_do_not_allocate() {
     let resolver = Arc::new(Resolver::new(config));
     fill(&resolver);
     let cache = resolver.cache();
+    // (question, rcode, locks, answer records and authority records without DO, with DO)
     let questions = [
-        (n("www.example."), RType::A, Rcode::NOERROR, 1, 1),
-        (n("WWW.EXAMPLE."), RType::A, Rcode::NOERROR, 1, 1),
-        (n("alias.example."), RType::A, Rcode::NOERROR, 2, 2),
-        (n("nx.example."), RType::AAAA, Rcode::NXDOMAIN, 1, 0),
+        (
+            n("www.example."),
+            RType::A,
+            Rcode::NOERROR,
+            1,
+            [(1, 0), (2, 0)],
+        ),
+        (
+            n("WWW.EXAMPLE."),
+            RType::A,
+            Rcode::NOERROR,
+            1,
+            [(1, 0), (2, 0)],
+        ),
+        (
+            n("alias.example."),
+            RType::A,
+            Rcode::NOERROR,
+            2,
+            [(2, 0), (4, 0)],
+        ),
+        (
+            n("nx.example."),
+            RType::AAAA,
+            Rcode::NXDOMAIN,
+            1,
+            [(0, 1), (0, 4)],
+        ),
     ];
     let mut buf = [0u8; 1232];
     let locks_before = cache.lock_acquisitions();
     let mut locks = 0u64;
     let ((), allocations) = GLOBAL.count(|| {
         for i in 0..10_000u64 {
-            for (qname, qtype, want, want_locks, want_answers) in &questions {
-                let mut w = MessageWriter::new(&mut buf, 1232);
-                w.put_question(qname.as_ref(), *qtype, Class::IN).unwrap();
-                match cache.answer(qname.as_ref(), *qtype, 1_000 + i, &mut w) {
-                    CacheAnswer::Hit {
-                        rcode,
-                        truncated: false,
-                        locks: l,
-                        ..
-                    } => {
-                        assert_eq!(rcode, *want);
-                        assert_eq!(l, *want_locks);
-                        assert_eq!(w.count(Section::Answer), *want_answers);
-                        locks += u64::from(l);
+            for (qname, qtype, want, want_locks, want_counts) in &questions {
+                for dnssec_ok in [false, true] {
+                    let mut w = MessageWriter::new(&mut buf, 1232);
+                    w.put_question(qname.as_ref(), *qtype, Class::IN).unwrap();
+                    let now = 1_000 + i;
+                    match cache.answer_query(qname.as_ref(), *qtype, now, false, dnssec_ok, &mut w)
+                    {
+                        CacheAnswer::Hit {
+                            rcode,
+                            truncated: false,
+                            locks: l,
+                            ..
+                        } => {
+                            assert_eq!(rcode, *want);
+                            assert_eq!(l, *want_locks);
+                            let counts = (w.count(Section::Answer), w.count(Section::Authority));
+                            assert_eq!(counts, want_counts[usize::from(dnssec_ok)], "{qname}");
+                            locks += u64::from(l);
+                        }
+                        other => panic!("{qname}: {other:?}"),
                     }
-                    other => panic!("{qname}: {other:?}"),
                 }
             }
         }

@@ -27,6 +27,22 @@ pub(crate) enum Lookup {
     NoData(Option<Record>),
 }
 
+/// The DNSSEC records of an answer, for a client that set DO: the RRSIGs of the answer
+/// section's RRsets, and the authority section's proof (NSEC/NSEC3 records, their RRSIGs,
+/// the SOA's RRSIGs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DnssecRecords {
+    pub(crate) answer: Vec<Record>,
+    pub(crate) authority: Vec<Record>,
+}
+
+impl DnssecRecords {
+    pub(crate) fn clear(&mut self) {
+        self.answer.clear();
+        self.authority.clear();
+    }
+}
+
 /// What [`Cache::probe`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -39,12 +55,25 @@ pub(crate) enum Probe {
 impl Cache {
     /// The answer to (`name`, `qtype`) from data of at least `min_rank`, copied out, with
     /// what validation made of it (and the EDE code of a bogus set).
+    #[cfg(test)]
     pub(crate) fn lookup(
         &self,
         name: NameRef<'_>,
         qtype: RType,
         min_rank: Rank,
         now: u64,
+    ) -> (Lookup, Security, u16) {
+        self.lookup_dnssec(name, qtype, min_rank, now, None)
+    }
+
+    /// [`Cache::lookup`], also copying the DNSSEC records kept with the set into `dnssec`.
+    pub(crate) fn lookup_dnssec(
+        &self,
+        name: NameRef<'_>,
+        qtype: RType,
+        min_rank: Rank,
+        now: u64,
+        dnssec: Option<&mut DnssecRecords>,
     ) -> (Lookup, Security, u16) {
         let key = HashedName::new(name);
         let mut g = self.lock(&key);
@@ -55,7 +84,23 @@ impl Cache {
         let Some((set, found)) = classify(slot, qtype, min_rank, now) else {
             return (Lookup::Miss, Security::Indeterminate, 0);
         };
-        (lookup_set(set, found, name, qtype, now), set.sec, set.ede)
+        if let Some(out) = dnssec {
+            let ttl = set.remaining_ttl(now);
+            for rr in set.dnssec() {
+                let owner = rr.owner.unwrap_or(name);
+                let r = record(owner, rr.rtype, ttl, rr.rdata);
+                if rr.authority {
+                    out.authority.push(r);
+                } else {
+                    out.answer.push(r);
+                }
+            }
+        }
+        (
+            lookup_set(set, found, name, qtype, now),
+            set.sec,
+            u16::from(set.ede),
+        )
     }
 
     /// What the cache knows about (`name`, `qtype`) from data of at least `min_rank`,
@@ -97,7 +142,7 @@ impl Cache {
                 && set.rank >= min_rank
                 && set.expires > now
             {
-                for rd in Rdatas(&set.data) {
+                for rd in Rdatas(set.rdata()) {
                     f(set.rtype, set.remaining_ttl(now), rd);
                     n += 1;
                 }
@@ -112,13 +157,13 @@ fn lookup_set(set: &Set, found: SetMatch, name: NameRef<'_>, qtype: RType, now: 
     let ttl = set.remaining_ttl(now);
     match found {
         SetMatch::Positive => Lookup::Positive(
-            Rdatas(&set.data)
+            Rdatas(set.rdata())
                 .map(|rd| record(name, set.rtype, ttl, rd))
                 .collect(),
         ),
         SetMatch::Cname => {
             let mut out = Vec::with_capacity(2);
-            let mut data: &[u8] = &set.data;
+            let mut data: &[u8] = set.rdata();
             if set.kind == Kind::Synth {
                 let Some((owner, rdata, rest)) = split_owned(data) else {
                     return Lookup::Miss;
@@ -134,8 +179,8 @@ fn lookup_set(set: &Set, found: SetMatch, name: NameRef<'_>, qtype: RType, now: 
                 Lookup::Cname(out)
             }
         }
-        SetMatch::NxDomain => Lookup::NxDomain(soa_record(&set.data, ttl)),
-        SetMatch::NoData => Lookup::NoData(soa_record(&set.data, ttl)),
+        SetMatch::NxDomain => Lookup::NxDomain(soa_record(set.rdata(), ttl)),
+        SetMatch::NoData => Lookup::NoData(soa_record(set.rdata(), ttl)),
     }
 }
 

@@ -11,7 +11,8 @@
 //! are only answered from data of rank [`Rank::Answer`] or better.
 //!
 //! The rest, by concern:
-//! - `set`: one cached RRset or negative entry and the encoding of its data.
+//! - `set`: one cached RRset or negative entry and the encoding of its data, with the
+//!   DNSSEC records (RRSIGs, NSEC/NSEC3 proofs) kept for clients that set DO.
 //! - `shard`: a shard's slot array, its hash index, the trust rules on update and CLOCK
 //!   eviction under the shard's byte budget.
 //! - `render`: the client hit path, [`Cache::answer`], writing cached answers straight into
@@ -38,9 +39,10 @@ mod shard;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use lookup::{Lookup, Probe};
+pub(crate) use lookup::{DnssecRecords, Lookup, Probe};
 pub(crate) use negative::{negative_ttl, Soa};
 pub use render::CacheAnswer;
+pub(crate) use set::DnssecRr;
 
 use shard::{Shard, ShardInner};
 

@@ -5,7 +5,8 @@
 
 use shardns_wire::{NameRef, RType, Record};
 
-use super::set::{push_rdata, Kind};
+use super::insert::dnssec_bytes;
+use super::set::{push_rdata, DnssecRr, Kind};
 use super::{Cache, Rank};
 use crate::validate::Stamp;
 
@@ -33,19 +34,24 @@ impl<'a> From<&'a Record> for Soa<'a> {
 impl Cache {
     /// Caches a negative answer (RFC 2308): NXDOMAIN when `rtype` is `None`, else NODATA
     /// for `rtype`. The TTL is the SOA's, capped by its MINIMUM field and the configured
-    /// maximum; without an SOA nothing is cached (RFC 2308 §5).
+    /// maximum; without an SOA nothing is cached (RFC 2308 §5). `dnssec`: the proof (NSEC
+    /// or NSEC3 records, their RRSIGs, the SOA's), shown to DO clients in the authority
+    /// section.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_negative(
         &self,
         owner: NameRef<'_>,
         rtype: Option<RType>,
         soa: Option<Soa<'_>>,
+        dnssec: &[DnssecRr<'_>],
         rank: Rank,
         stamp: Stamp,
         now: u64,
     ) -> bool {
         let Some(soa) = soa else { return false };
         let ttl = negative_ttl_of(soa.ttl, soa.rdata).min(self.max_negative_ttl);
-        let mut data = Vec::with_capacity(soa.owner.len() + 2 + soa.rdata.len());
+        let mut data =
+            Vec::with_capacity(soa.owner.len() + 2 + soa.rdata.len() + dnssec_bytes(dnssec));
         data.extend_from_slice(soa.owner.as_wire());
         push_rdata(&mut data, soa.rdata);
         self.insert(
@@ -55,6 +61,7 @@ impl Cache {
             rank,
             ttl,
             data,
+            dnssec,
             stamp,
             now,
         )

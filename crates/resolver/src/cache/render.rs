@@ -2,13 +2,14 @@
 //!
 //! Owns: [`Cache::answer`] and [`CacheAnswer`]. It follows cached CNAMEs (and renders a
 //! CNAME synthesised from a DNAME with its DNAME first), writes the SOA of a negative answer
-//! in the authority section, counts TTLs down to `now`, takes one shard lock per name and
-//! never allocates.
+//! in the authority section, and for a client that set DO the DNSSEC records kept with each
+//! set (RRSIGs; the NSEC/NSEC3 proof of a denial or wildcard answer), counts TTLs down to
+//! `now`, takes one shard lock per name and never allocates.
 
 use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Section};
 
 use super::lookup::{classify, SetMatch};
-use super::set::{split_owned, Kind, Rdatas};
+use super::set::{split_owned, DnssecRrs, Kind, Rdatas};
 use super::{Cache, HashedName, Rank};
 use crate::reply::Ede;
 use crate::validate::Security;
@@ -69,6 +70,23 @@ impl Cache {
         cd: bool,
         w: &mut MessageWriter<'_>,
     ) -> CacheAnswer {
+        self.answer_query(qname, qtype, now, cd, false, w)
+    }
+
+    /// [`Cache::answer_cd`] for a query whose DO bit is `dnssec_ok`: a DO client also gets
+    /// the DNSSEC records kept with each set, as the authoritative servers gave them (the
+    /// RRSIGs after each RRset; the NSEC/NSEC3 records of a denial or of a wildcard
+    /// expansion, with their RRSIGs and the SOA's, in the authority section). Nothing is
+    /// verified again and nothing is allocated.
+    pub fn answer_query(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        cd: bool,
+        dnssec_ok: bool,
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
         let start = w.checkpoint();
         let mut locks = 0u32;
         let checking = self.validating && !cd;
@@ -98,20 +116,29 @@ impl Cache {
                                 truncated: false,
                                 locks,
                                 secure: false,
-                                ede: Some(Ede::bogus(set.ede)),
+                                ede: Some(Ede::bogus(u16::from(set.ede))),
                             };
                         }
                         return CacheAnswer::Miss { locks };
                     }
                     let ttl = set.remaining_ttl(now);
+                    let data = set.rdata();
                     let r = match found {
                         SetMatch::Positive => {
-                            put_rdatas(w, Section::Answer, owner, set.rtype, ttl, &set.data)
+                            put_rdatas(w, Section::Answer, owner, set.rtype, ttl, data)
                         }
                         SetMatch::Cname => {
-                            put_cname(w, owner, ttl, &set.data, set.kind == Kind::Synth, &mut next)
+                            put_cname(w, owner, ttl, data, set.kind == Kind::Synth, &mut next)
                         }
-                        SetMatch::NxDomain | SetMatch::NoData => put_soa(w, ttl, &set.data),
+                        SetMatch::NxDomain | SetMatch::NoData => put_soa(w, ttl, data),
+                    };
+                    // The authority section follows the answer section: a set's proof is
+                    // written only when the set ends the answer (not for a CNAME that the
+                    // chain goes on from).
+                    let last = found != SetMatch::Cname || qtype == RType::CNAME;
+                    let r = match r {
+                        Ok(()) if dnssec_ok => put_dnssec(w, owner, ttl, set.dnssec(), last),
+                        r => r,
                     };
                     truncated = r.is_err();
                     found
@@ -188,6 +215,27 @@ fn put_cname(
         next.set(target);
     }
     w.put_record(Section::Answer, owner, RType::CNAME, Class::IN, ttl, rd)
+}
+
+/// Writes a set's DNSSEC records: those of the answer section, and if `authority` those
+/// of the authority section after them.
+fn put_dnssec(
+    w: &mut MessageWriter<'_>,
+    owner: NameRef<'_>,
+    ttl: u32,
+    rrs: DnssecRrs<'_>,
+    authority: bool,
+) -> Put {
+    for (section, pass) in [(Section::Answer, false), (Section::Authority, true)] {
+        if pass && !authority {
+            break;
+        }
+        for rr in rrs.clone().filter(|rr| rr.authority == pass) {
+            let owner = rr.owner.unwrap_or(owner);
+            w.put_record(section, owner, rr.rtype, Class::IN, ttl, rr.rdata)?;
+        }
+    }
+    Ok(())
 }
 
 fn put_soa(w: &mut MessageWriter<'_>, ttl: u32, data: &[u8]) -> Put {

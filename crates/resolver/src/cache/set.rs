@@ -2,7 +2,9 @@
 //!
 //! Owns: [`Set`] (type, [`Kind`], rank, absolute expiry, data) and the pre-encoded data
 //! format, `u16` length + uncompressed rdata, repeated, which the hit path copies into a
-//! message as it is; plus the byte charge of a set against the memory bound.
+//! message as it is; the DNSSEC records kept after it for DO clients ([`DnssecRr`]: the
+//! RRSIGs of the set, the NSEC/NSEC3 proof of a denial or wildcard answer and its RRSIGs,
+//! the SOA's RRSIGs); plus the byte charge of a set against the memory bound.
 
 use shardns_wire::{NameRef, RType};
 
@@ -31,10 +33,14 @@ pub(super) struct Set {
     /// What DNSSEC validation made of the set (`Indeterminate` until a validating
     /// resolution has checked it). Fits in the padding: `Set` stays 32 bytes.
     pub(super) sec: Security,
-    /// For a `Bogus` set, the Extended DNS Error code it is answered with.
-    pub(super) ede: u16,
+    /// For a `Bogus` set, the Extended DNS Error code it is answered with (RFC 8914 codes
+    /// fit in a byte; kept small so that `Set` stays 32 bytes).
+    pub(super) ede: u8,
+    /// Where the DNSSEC records ([`DnssecRrs`]) start in `data`; `data.len()` if none.
+    pub(super) dnssec_at: u16,
     /// Absolute expiry, milliseconds on the driver's clock.
     pub(super) expires: u64,
+    /// The set's own data (as [`Kind`] says), then its DNSSEC records.
     pub(super) data: Box<[u8]>,
 }
 
@@ -47,10 +53,87 @@ impl Set {
     }
     pub(super) fn records(&self) -> usize {
         match self.kind {
-            Kind::Positive => Rdatas(&self.data).count(),
+            Kind::Positive => Rdatas(self.rdata()).count(),
             Kind::Synth => 2,
             Kind::Negative => 0,
         }
+    }
+    /// The set's own data, without its DNSSEC records.
+    #[inline]
+    pub(super) fn rdata(&self) -> &[u8] {
+        self.data.get(..usize::from(self.dnssec_at)).unwrap_or(&[])
+    }
+    /// The DNSSEC records kept with the set, for DO clients.
+    #[inline]
+    pub(super) fn dnssec(&self) -> DnssecRrs<'_> {
+        DnssecRrs(self.data.get(usize::from(self.dnssec_at)..).unwrap_or(&[]))
+    }
+}
+
+/// A DNSSEC record kept with a cached set and shown only to clients that set DO: an RRSIG
+/// of the set (answer section), or a record of the proof of a denial or of a wildcard
+/// expansion (authority section: NSEC, NSEC3, their RRSIGs, the SOA's RRSIGs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DnssecRr<'a> {
+    /// Written in the authority section (else the answer section).
+    pub(crate) authority: bool,
+    /// Its owner; `None`: the owner of the set (as the question spelled it).
+    pub(crate) owner: Option<NameRef<'a>>,
+    pub(crate) rtype: RType,
+    /// Its TTL when received: the set is kept no longer than its DNSSEC records.
+    pub(crate) ttl: u32,
+    pub(crate) rdata: &'a [u8],
+}
+
+const DNSSEC_AUTHORITY: u8 = 1;
+const DNSSEC_OWNER: u8 = 2;
+
+/// Bytes [`push_dnssec`] writes for `rr`.
+pub(super) fn dnssec_len(rr: &DnssecRr<'_>) -> usize {
+    1 + rr.owner.map_or(0, |o| o.len()) + 4 + rr.rdata.len()
+}
+
+/// Appends `rr`: flags, the owner if it is not the set's, type, `u16` length, rdata.
+pub(super) fn push_dnssec(data: &mut Vec<u8>, rr: &DnssecRr<'_>) {
+    let mut flags = 0;
+    if rr.authority {
+        flags |= DNSSEC_AUTHORITY;
+    }
+    if rr.owner.is_some() {
+        flags |= DNSSEC_OWNER;
+    }
+    data.push(flags);
+    if let Some(o) = rr.owner {
+        data.extend_from_slice(o.as_wire());
+    }
+    data.extend_from_slice(&rr.rtype.0.to_be_bytes());
+    push_rdata(data, rr.rdata);
+}
+
+/// Iterates over the DNSSEC records of a set (their `ttl` is 0: the set's counts).
+#[derive(Clone)]
+pub(super) struct DnssecRrs<'a>(&'a [u8]);
+
+impl<'a> Iterator for DnssecRrs<'a> {
+    type Item = DnssecRr<'a>;
+    fn next(&mut self) -> Option<DnssecRr<'a>> {
+        let (&flags, mut rest) = self.0.split_first()?;
+        let mut owner = None;
+        if flags & DNSSEC_OWNER != 0 {
+            let (o, n) = NameRef::from_wire_prefix(rest).ok()?;
+            owner = Some(o);
+            rest = &rest[n..];
+        }
+        let rtype = RType(u16::from_be_bytes([*rest.first()?, *rest.get(1)?]));
+        let rdata = Rdatas(&rest[2..]).next()?;
+        self.0 = &rest[4 + rdata.len()..];
+        Some(DnssecRr {
+            authority: flags & DNSSEC_AUTHORITY != 0,
+            owner,
+            rtype,
+            ttl: 0,
+            rdata,
+        })
     }
 }
 

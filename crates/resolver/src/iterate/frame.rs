@@ -9,9 +9,9 @@
 use shardns_wire::{NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{name_buf, Abandoned, Frame, FrameOutcome, FrameState, Sent, UpstreamQuery};
-use crate::cache::{negative_ttl, Lookup, Rank};
+use crate::cache::{negative_ttl, DnssecRecords, DnssecRr, Lookup, Rank, Soa};
 use crate::reply::{Ede, Resolution};
-use crate::validate::Security;
+use crate::validate::{Security, Stamp};
 use crate::Resolver;
 
 /// What a frame needs next.
@@ -30,6 +30,7 @@ impl Frame {
             validating: false,
             key_frame: false,
             ev: super::Evidence::default(),
+            shown: DnssecRecords::default(),
             origin: name_buf(qname),
             qname: name_buf(qname),
             qtype,
@@ -61,6 +62,7 @@ impl Frame {
         self.validating = false;
         self.key_frame = false;
         self.ev.clear();
+        self.shown.clear();
         self.origin.set(qname);
         self.qname.set(qname);
         self.qtype = qtype;
@@ -99,6 +101,9 @@ impl Frame {
                         continue;
                     }
                     if self.outcome.is_none() && self.state == FrameState::Start {
+                        if self.try_aggressive(res, now) {
+                            continue;
+                        }
                         self.find_cut(res, now);
                         self.state = FrameState::Select;
                     }
@@ -157,19 +162,26 @@ impl Frame {
     /// `Start` (and no outcome) when iteration is needed for `qname`.
     fn try_cache(&mut self, res: &Resolver, now: u64) -> Result<(), Ede> {
         loop {
-            let (found, sec, ede) =
-                res.cache
-                    .lookup(self.qname.as_ref(), self.qtype, Rank::Answer, now);
+            let shown = (self.shown.answer.len(), self.shown.authority.len());
+            let (found, sec, ede) = res.cache.lookup_dnssec(
+                self.qname.as_ref(),
+                self.qtype,
+                Rank::Answer,
+                now,
+                Some(&mut self.shown),
+            );
             if self.validating && !matches!(found, Lookup::Miss) {
-                match sec {
+                let unused = match sec {
                     // Not checked yet: fetched again and validated.
-                    Security::Indeterminate => return Ok(()),
+                    Security::Indeterminate => true,
                     Security::Bogus => return Err(Ede::bogus(ede)),
-                    _ => {}
-                }
-                // Validation asks again for a DS absence: the proof (delegation or not)
-                // is not cached, only that it was secure.
-                if self.key_frame && matches!(found, Lookup::NxDomain(_) | Lookup::NoData(_)) {
+                    // Validation asks again for a DS absence: the proof (delegation or
+                    // not) is not judged again from the cache, only that it was secure.
+                    _ => self.key_frame && matches!(found, Lookup::NxDomain(_) | Lookup::NoData(_)),
+                };
+                if unused {
+                    self.shown.answer.truncate(shown.0);
+                    self.shown.authority.truncate(shown.1);
                     return Ok(());
                 }
             }
@@ -203,6 +215,67 @@ impl Frame {
                 }
             }
         }
+    }
+
+    /// Aggressive use of validated NSEC ranges (RFC 8198): on a cache miss of a validating
+    /// frame, a denial made from kept ranges is the outcome (secure, judged when the ranges
+    /// were kept), and is cached like a fetched one. True if there was one.
+    fn try_aggressive(&mut self, res: &Resolver, now: u64) -> bool {
+        let cfg = &res.config;
+        if !(cfg.aggressive_nsec && cfg.validation && self.validating) || self.key_frame {
+            return false;
+        }
+        // NSEC proofs hash nothing and check no signature: the limits are not used.
+        let limits = crate::validate::Limits {
+            unix_now: 0,
+            skew_min: cfg.signature_skew_min,
+            skew_max: cfg.signature_skew_max,
+            max_validations: 0,
+            max_key_collisions: 0,
+            max_nsec3_hashes: 0,
+            max_nsec3_iterations: cfg.max_nsec3_iterations,
+        };
+        let Some(s) = res
+            .nsec
+            .synthesize(self.qname.as_ref(), self.qtype, now, &limits)
+        else {
+            return false;
+        };
+        let rtype = (!s.nxdomain).then_some(self.qtype);
+        let proof: Vec<DnssecRr<'_>> = s
+            .proof
+            .iter()
+            .map(|r| DnssecRr {
+                authority: true,
+                owner: Some(r.owner.as_ref()),
+                rtype: r.rtype,
+                ttl: r.ttl,
+                rdata: &r.rdata,
+            })
+            .collect();
+        let stamp = Stamp {
+            sec: Security::Secure,
+            ede: 0,
+            ttl_cap: u32::MAX,
+        };
+        res.cache.insert_negative(
+            self.qname.as_ref(),
+            rtype,
+            Some(Soa::from(&s.soa)),
+            &proof,
+            Rank::Answer,
+            stamp,
+            now,
+        );
+        drop(proof);
+        self.shown.authority.extend(s.proof);
+        self.ev.cached_negative = Some((Security::Secure, 0));
+        self.outcome = Some(if s.nxdomain {
+            FrameOutcome::NxDomain(Some(s.soa))
+        } else {
+            FrameOutcome::NoData(Some(s.soa))
+        });
+        true
     }
 
     /// Notes the `n` records about to be added to the chain from the cache, judged already.
@@ -247,6 +320,7 @@ impl Frame {
     /// The client answer for this (bottom) frame.
     pub(super) fn answer(&mut self, outcome: FrameOutcome) -> Resolution {
         let answers = core::mem::take(&mut self.chain);
+        let dnssec = core::mem::take(&mut self.shown);
         let (rcode, authority, ede) = match outcome {
             FrameOutcome::Answer => (Rcode::NOERROR, Vec::new(), None),
             FrameOutcome::NxDomain(soa) => (
@@ -265,6 +339,8 @@ impl Frame {
             rcode,
             answers,
             authority,
+            dnssec_answer: dnssec.answer,
+            dnssec_authority: dnssec.authority,
             ede,
             secure: false,
         }

@@ -27,7 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{NameBuf, NameRef, RType, Record};
 
-use crate::cache::Rank;
+use crate::cache::{DnssecRecords, Rank};
 use crate::reply::{Ede, Resolution};
 use crate::validate::Security;
 
@@ -199,6 +199,8 @@ struct Frame {
     key_frame: bool,
     /// What validation needs of the responses (kept only when `validating`).
     ev: Evidence,
+    /// The DNSSEC records of the answer (RRSIGs, proofs), shown to a client that set DO.
+    shown: DnssecRecords,
     /// The name first asked (loop detection).
     origin: NameBuf,
     /// The name now being resolved (moves along CNAME/DNAME chains).

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use shardns_wire::{NameBuf, RType, Rcode};
 
-use super::response::{cache_rrset, find_referral, find_soa};
+use super::response::{cache_rrset_dnssec, find_referral, find_soa, proof_rrs, sig_rrs};
 use super::{name_buf, Budget, Frame, Sent};
 use crate::cache::{Probe, Rank, Soa};
 use crate::msg::Response;
@@ -103,13 +103,15 @@ impl Frame {
                     sent.qname.as_ref(),
                     Some(sent.qtype),
                     soa.map(Soa::from),
+                    &proof_rrs(msg),
                     Rank::AuthAnswer,
                     Stamp::UNCHECKED,
                     now,
                 );
             }
         } else {
-            cache_rrset(res, rrset, Rank::AuthAnswer, now);
+            let sigs = sig_rrs(msg, sent.qname.as_ref(), sent.qtype, false);
+            cache_rrset_dnssec(res, rrset, &sigs, Rank::AuthAnswer, now);
         }
         self.qmin_step_done(res);
         Ok(())

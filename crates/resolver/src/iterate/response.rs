@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use shardns_wire::{rdata, NameBuf, NameRef, RType, Rcode, Record};
 
 use super::{ip_of, name_buf, push_ns, Budget, Frame, FrameOutcome, FrameState, Note, Ns};
-use crate::cache::{Rank, Soa};
+use crate::cache::{DnssecRr, Rank, Soa};
 use crate::msg::{Response, Rr};
 use crate::reply::Ede;
 use crate::validate::Stamp;
@@ -81,14 +81,17 @@ impl Frame {
         }
         let soa = find_soa(msg, zone.as_ref(), self.qname.as_ref());
         if msg.rcode() == Rcode::NXDOMAIN {
+            let proof = proof_rrs(msg);
             res.cache.insert_negative(
                 self.qname.as_ref(),
                 None,
                 soa.map(Soa::from),
+                &proof,
                 rank,
                 Stamp::UNCHECKED,
                 now,
             );
+            self.show_proof(msg);
             self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
             return Ok(());
@@ -97,14 +100,17 @@ impl Frame {
             return self.take_referral(res, budget, msg, cut, now);
         }
         if soa.is_some() || (aa && !moved) {
+            let proof = proof_rrs(msg);
             res.cache.insert_negative(
                 self.qname.as_ref(),
                 Some(self.qtype),
                 soa.map(Soa::from),
+                &proof,
                 rank,
                 Stamp::UNCHECKED,
                 now,
             );
+            self.show_proof(msg);
             self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
             return Ok(());
@@ -133,27 +139,33 @@ impl Frame {
         let soa = find_soa(msg, NameRef::ROOT, self.qname.as_ref());
         let zone = self.zone.clone();
         if msg.rcode() == Rcode::NXDOMAIN {
+            let proof = proof_rrs(msg);
             res.cache.insert_negative(
                 self.qname.as_ref(),
                 None,
                 soa.map(Soa::from),
+                &proof,
                 rank,
                 Stamp::UNCHECKED,
                 now,
             );
+            self.show_proof(msg);
             self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
         } else if moved && soa.is_none() && !self.qname.as_ref().ends_with(&self.zone.as_ref()) {
             self.restart();
         } else {
+            let proof = proof_rrs(msg);
             res.cache.insert_negative(
                 self.qname.as_ref(),
                 Some(self.qtype),
                 soa.map(Soa::from),
+                &proof,
                 rank,
                 Stamp::UNCHECKED,
                 now,
             );
+            self.show_proof(msg);
             self.keep_proof(msg, zone.as_ref(), Some(rank));
             self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
         }
@@ -197,19 +209,23 @@ impl Frame {
                     .ok_or(Ede::new(Ede::OTHER, "DNAME substitution failed"))?;
                 let ttl = d.ttl;
                 self.hop(res, target.as_ref())?;
+                let sigs = sig_rrs(msg, d.owner, RType::DNAME, false);
                 res.cache.insert_rrset(
                     d.owner,
                     RType::DNAME,
                     rank,
                     d.ttl,
                     [d.rdata],
+                    &sigs,
                     Stamp::UNCHECKED,
                     now,
                 );
+                let sigs = sig_rrs(msg, d.owner, RType::DNAME, true);
                 res.cache.insert_synth(
                     name_ref,
                     (d.owner, d.rdata, d.ttl),
                     target.as_ref(),
+                    &sigs,
                     rank,
                     Stamp::UNCHECKED,
                     now,
@@ -217,6 +233,7 @@ impl Frame {
                 if !self.chain.iter().any(|r| d.is(r)) {
                     let start = self.chain.len();
                     self.chain.push(d.to_record());
+                    self.show_sigs(msg, d.owner, RType::DNAME);
                     self.note(msg, start, zone, rank, false);
                 }
                 let start = self.chain.len();
@@ -258,9 +275,24 @@ impl Frame {
                 };
                 for &t in types {
                     let set = rrset.clone().filter(|r| r.rtype == t);
-                    cache_rrset(res, set.clone(), rank, now);
+                    let mut dnssec = sig_rrs(msg, name_ref, t, false);
+                    let wildcard = msg.answers().any(|r| {
+                        r.rtype == RType::RRSIG
+                            && r.owner == name_ref
+                            && covered(r.rdata) == Some(t)
+                            && r.rdata
+                                .get(3)
+                                .is_some_and(|&l| usize::from(l) < name_ref.label_count())
+                    });
+                    if wildcard {
+                        // The proof that the name itself does not exist goes with it.
+                        dnssec.extend(proof_rrs(msg));
+                        self.show_proof(msg);
+                    }
+                    cache_rrset_dnssec(res, set.clone(), &dnssec, rank, now);
                     let start = self.chain.len();
                     self.chain.extend(set.map(Rr::to_record));
+                    self.show_sigs(msg, name_ref, t);
                     self.note(msg, start, zone, rank, false);
                 }
                 self.keep_proof(msg, zone, None);
@@ -280,9 +312,11 @@ impl Frame {
                 return Ok(moved);
             };
             self.hop(res, target)?;
-            cache_rrset(res, std::iter::once(c), rank, now);
+            let sigs = sig_rrs(msg, name_ref, RType::CNAME, false);
+            cache_rrset_dnssec(res, std::iter::once(c), &sigs, rank, now);
             let start = self.chain.len();
             self.chain.push(c.to_record());
+            self.show_sigs(msg, name_ref, RType::CNAME);
             self.note(msg, start, zone, rank, false);
             moved = true;
         }
@@ -391,6 +425,17 @@ pub(super) fn cache_rrset<'m>(
     rank: Rank,
     now: u64,
 ) {
+    cache_rrset_dnssec(res, rrset, &[], rank, now);
+}
+
+/// [`cache_rrset`] with the DNSSEC records shown with it to DO clients.
+pub(super) fn cache_rrset_dnssec<'m>(
+    res: &Resolver,
+    rrset: impl Iterator<Item = Rr<'m>> + Clone,
+    dnssec: &[DnssecRr<'_>],
+    rank: Rank,
+    now: u64,
+) {
     let Some(first) = rrset.clone().next() else {
         return;
     };
@@ -401,9 +446,55 @@ pub(super) fn cache_rrset<'m>(
         rank,
         ttl,
         rrset.map(|r| r.rdata),
+        dnssec,
         Stamp::UNCHECKED,
         now,
     );
+}
+
+/// The RRSIGs of the answer section at `owner` covering `rtype`, as DNSSEC records of
+/// the answer section (with their owner if `owned`, else the set's).
+pub(super) fn sig_rrs<'m>(
+    msg: &'m Response,
+    owner: NameRef<'_>,
+    rtype: RType,
+    owned: bool,
+) -> Vec<DnssecRr<'m>> {
+    msg.answers()
+        .filter(|r| r.rtype == RType::RRSIG && r.owner == owner && covered(r.rdata) == Some(rtype))
+        .map(|r| DnssecRr {
+            authority: false,
+            owner: owned.then_some(r.owner),
+            rtype: r.rtype,
+            ttl: r.ttl,
+            rdata: r.rdata,
+        })
+        .collect()
+}
+
+/// The authority section's records that prove a denial or a wildcard expansion: NSEC,
+/// NSEC3, their RRSIGs and the SOA's.
+fn is_proof(r: &Rr<'_>) -> bool {
+    matches!(r.rtype, RType::NSEC | RType::NSEC3)
+        || (r.rtype == RType::RRSIG
+            && matches!(
+                covered(r.rdata),
+                Some(RType::NSEC | RType::NSEC3 | RType::SOA)
+            ))
+}
+
+/// [`is_proof`]'s records of `msg`, as DNSSEC records of the authority section.
+pub(super) fn proof_rrs(msg: &Response) -> Vec<DnssecRr<'_>> {
+    msg.authority()
+        .filter(is_proof)
+        .map(|r| DnssecRr {
+            authority: true,
+            owner: Some(r.owner),
+            rtype: r.rtype,
+            ttl: r.ttl,
+            rdata: r.rdata,
+        })
+        .collect()
 }
 
 /// The type an RRSIG's rdata covers.
@@ -446,15 +537,23 @@ impl Frame {
         }
         self.ev.proof_zone.set(zone);
         self.ev.negative_rank = negative;
-        let proof = msg.authority().filter(|r| {
-            matches!(r.rtype, RType::NSEC | RType::NSEC3)
-                || (r.rtype == RType::RRSIG
-                    && matches!(
-                        covered(r.rdata),
-                        Some(RType::NSEC | RType::NSEC3 | RType::SOA)
-                    ))
-        });
+        let proof = msg.authority().filter(is_proof);
         self.ev.proof.extend(proof.map(Rr::to_record));
+    }
+
+    /// Keeps, for a client that set DO, the RRSIGs of the RRset (`owner`, `rtype`) just
+    /// added to the chain.
+    fn show_sigs(&mut self, msg: &Response, owner: NameRef<'_>, rtype: RType) {
+        let sigs = msg.answers().filter(|r| {
+            r.rtype == RType::RRSIG && r.owner == owner && covered(r.rdata) == Some(rtype)
+        });
+        self.shown.answer.extend(sigs.map(Rr::to_record));
+    }
+
+    /// Keeps, for a client that set DO, the proof of a denial or a wildcard expansion.
+    fn show_proof(&mut self, msg: &Response) {
+        let proof = msg.authority().filter(is_proof);
+        self.shown.authority.extend(proof.map(Rr::to_record));
     }
 }
 

@@ -13,11 +13,11 @@ use shardns_wire::{NameBuf, NameRef, RType, Record};
 
 use super::response::covered;
 use super::{name_buf, Frame, FrameOutcome, Note};
-use crate::cache::{negative_ttl, Soa};
+use crate::cache::{negative_ttl, DnssecRr, Soa};
 use crate::reply::Ede;
 use crate::validate::{
     algorithm_supported, check_denial, check_wildcard, digest_supported, verify_rrset, Budget,
-    Denial, DenialKind, DenialRr, KeyEntry, Limits, Security, Stamp,
+    Denial, DenialKind, DenialRr, KeyEntry, Limits, Security, Stamp, VerifiedRr,
 };
 use crate::Resolver;
 
@@ -238,7 +238,7 @@ pub(super) fn judge(
                 _ => DenialKind::NoData(f.qtype),
             };
             let zone = negative_zone(f, soa);
-            let (sec, ede, delegation) = judge_denial(res, f, zone, kind, limits, budget, now);
+            let (sec, ede, delegation) = judge_denial(res, f, zone, soa, kind, limits, budget, now);
             v = v.and(sec, ede);
             v.delegation = delegation;
         }
@@ -298,10 +298,12 @@ fn denial_verdict(d: Denial) -> (Security, u16) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn judge_denial(
     res: &Resolver,
     f: &Frame,
     zone: NameRef<'_>,
+    soa: Option<&Record>,
     kind: DenialKind,
     limits: &Limits,
     budget: &mut Budget,
@@ -316,9 +318,78 @@ fn judge_denial(
     };
     let proof = verified_proof(f, zone, &keys, limits, budget);
     let d = check_denial(&proof, f.qname.as_ref(), kind, zone, limits, budget);
+    if matches!(d, Denial::Proven { .. }) && res.config.aggressive_nsec {
+        keep_ranges(res, f, zone, soa, &keys, &proof, limits, budget, now);
+    }
     let delegation = matches!(d, Denial::Proven { delegation: true } | Denial::OptOut);
     let (sec, ede) = denial_verdict(d);
     (sec, ede, delegation)
+}
+
+/// After a secure NSEC denial in `zone`: keeps its verified NSEC records, with the zone's
+/// SOA once its signature checks out too, for aggressive use (RFC 8198).
+#[allow(clippy::too_many_arguments)]
+fn keep_ranges(
+    res: &Resolver,
+    f: &Frame,
+    zone: NameRef<'_>,
+    soa: Option<&Record>,
+    keys: &[Vec<u8>],
+    proof: &[DenialRr<'_>],
+    limits: &Limits,
+    budget: &mut Budget,
+    now: u64,
+) {
+    let Some(soa) = soa.filter(|s| s.owner.as_ref().eq_ci(&zone)) else {
+        return;
+    };
+    if !proof.iter().any(|r| r.rtype == RType::NSEC) {
+        return;
+    }
+    let sigs_at = |owner: NameRef<'_>, t: RType| -> Vec<Vec<u8>> {
+        f.ev.proof
+            .iter()
+            .filter(|r| {
+                r.rtype == RType::RRSIG
+                    && r.owner.as_ref().eq_ci(&owner)
+                    && covered(&r.rdata) == Some(t)
+            })
+            .map(|r| r.rdata.clone())
+            .collect()
+    };
+    let soa_sigs = sigs_at(zone, RType::SOA);
+    let rdatas = [&soa.rdata[..]];
+    let sigs = soa_sigs.iter().map(|s| &s[..]);
+    if verify_rrset(zone, RType::SOA, &rdatas, sigs, zone, keys, limits, budget).is_err() {
+        return;
+    }
+    let mut nsecs: Vec<VerifiedRr<'_>> = Vec::new();
+    for r in proof.iter().filter(|r| r.rtype == RType::NSEC) {
+        if nsecs.iter().any(|n| n.owner.eq_ci(&r.owner)) {
+            continue;
+        }
+        let ttl =
+            f.ev.proof
+                .iter()
+                .filter(|x| x.rtype == RType::NSEC && x.owner.as_ref().eq_ci(&r.owner))
+                .map(|x| x.ttl)
+                .min()
+                .unwrap_or(0);
+        nsecs.push(VerifiedRr {
+            owner: r.owner,
+            rdata: r.rdata,
+            ttl,
+            sigs: sigs_at(r.owner, RType::NSEC),
+        });
+    }
+    let soa = VerifiedRr {
+        owner: zone,
+        rdata: &soa.rdata,
+        ttl: soa.ttl,
+        sigs: soa_sigs,
+    };
+    res.nsec
+        .put(zone, soa, nsecs, res.config.max_negative_ttl, now);
 }
 
 /// Judges one RRset of the chain.
@@ -435,7 +506,8 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             u32::MAX
         },
     };
-    // Re-stamp what was fetched (not what came from the cache, judged before).
+    // Re-stamp what was fetched (not what came from the cache, judged before), with the
+    // DNSSEC records DO clients get.
     for note in f.ev.notes.iter().filter(|n| n.cached.is_none()) {
         let recs = &f.chain[note.start..note.end];
         let Some(first) = recs.first() else { continue };
@@ -447,10 +519,12 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
                 .rev()
                 .find(|r| r.rtype == RType::DNAME);
             if let (Some(d), Ok(target)) = (dname, NameRef::from_wire(&first.rdata)) {
+                let sigs = sigs_of(&f.ev.sigs, d.owner.as_ref(), RType::DNAME, true);
                 res.cache.insert_synth(
                     first.owner.as_ref(),
                     (d.owner.as_ref(), &d.rdata, d.ttl),
                     target,
+                    &sigs,
                     note.rank,
                     st,
                     now,
@@ -458,12 +532,23 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             }
             continue;
         }
+        let owner = first.owner.as_ref();
+        let mut dnssec = sigs_of(&f.ev.sigs, owner, first.rtype, false);
+        let wildcard = dnssec.iter().any(|s| {
+            s.rdata
+                .get(3)
+                .is_some_and(|&l| usize::from(l) < owner.label_count())
+        });
+        if wildcard {
+            dnssec.extend(proof_of(&f.ev.proof));
+        }
         res.cache.insert_rrset(
-            first.owner.as_ref(),
+            owner,
             first.rtype,
             note.rank,
             ttl,
             recs.iter().map(|r| &r.rdata[..]),
+            &dnssec,
             st,
             now,
         );
@@ -474,10 +559,12 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
             FrameOutcome::NoData(soa) => (Some(f.qtype), soa),
             _ => (None, &None),
         };
+        let proof: Vec<DnssecRr<'_>> = proof_of(&f.ev.proof).collect();
         res.cache.insert_negative(
             f.qname.as_ref(),
             rtype,
             soa.as_ref().map(Soa::from),
+            &proof,
             rank,
             stamp(v.sec, v.ede),
             now,
@@ -542,4 +629,36 @@ pub(super) fn learn(res: &Resolver, f: &Frame, outcome: &FrameOutcome, v: Verdic
         ttl
     };
     res.keys.put(zone, entry, ttl, now);
+}
+
+/// The RRSIGs of `sigs` at `owner` covering `rtype`, as DNSSEC records of the answer
+/// section (with their owner if `owned`, else the set's).
+fn sigs_of<'r>(
+    sigs: &'r [Record],
+    owner: NameRef<'_>,
+    rtype: RType,
+    owned: bool,
+) -> Vec<DnssecRr<'r>> {
+    sigs.iter()
+        .filter(|s| s.owner.as_ref().eq_ci(&owner) && covered(&s.rdata) == Some(rtype))
+        .map(|s| DnssecRr {
+            authority: false,
+            owner: owned.then(|| s.owner.as_ref()),
+            rtype: s.rtype,
+            ttl: s.ttl,
+            rdata: &s.rdata,
+        })
+        .collect()
+}
+
+/// A frame's proof records (NSEC, NSEC3, their RRSIGs, the SOA's), as DNSSEC records of
+/// the authority section.
+fn proof_of(proof: &[Record]) -> impl Iterator<Item = DnssecRr<'_>> {
+    proof.iter().map(|r| DnssecRr {
+        authority: true,
+        owner: Some(r.owner.as_ref()),
+        rtype: r.rtype,
+        ttl: r.ttl,
+        rdata: &r.rdata,
+    })
 }

@@ -69,6 +69,7 @@ impl Task {
             f.outcome = None;
             f.abandoned = None;
             f.ev.clear();
+            f.shown.clear();
         }
     }
 
@@ -171,7 +172,13 @@ impl Task {
                         let mut answer = self.frames[0].answer(outcome);
                         answer.secure = verdict.is_some_and(|v| v.sec == Security::Secure);
                         // Clients may keep the records no longer than we would.
-                        for r in answer.answers.iter_mut().chain(answer.authority.iter_mut()) {
+                        for r in answer
+                            .answers
+                            .iter_mut()
+                            .chain(answer.authority.iter_mut())
+                            .chain(answer.dnssec_answer.iter_mut())
+                            .chain(answer.dnssec_authority.iter_mut())
+                        {
                             r.ttl = r.ttl.min(cfg.max_ttl);
                         }
                         return Step::Done(answer);

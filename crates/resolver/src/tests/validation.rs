@@ -266,3 +266,212 @@ fn wrong_anchor_makes_everything_bogus() {
     let a = sim.resolve("www.secure.test.", RType::A);
     assert_eq!(a.rcode, Rcode::SERVFAIL);
 }
+
+/// (owner, type) of records, RRSIGs as (owner, RRSIG covering type).
+fn kinds<'a>(records: impl IntoIterator<Item = &'a shardns_wire::Record>) -> Vec<(String, RType)> {
+    let mut v: Vec<(String, RType)> = records
+        .into_iter()
+        .map(|r| {
+            let t = if r.rtype == RType::RRSIG {
+                RType(u16::from_be_bytes([r.rdata[0], r.rdata[1]]))
+            } else {
+                r.rtype
+            };
+            (
+                format!(
+                    "{}{}",
+                    if r.rtype == RType::RRSIG { "sig " } else { "" },
+                    r.owner
+                ),
+                t,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn do_clients_get_rrsigs_and_proofs_from_the_cache_and_others_do_not() {
+    let mut sim = sim();
+    // A resolution's answer carries the records for DO clients separately.
+    let a = sim.resolve("www.secure.test.", RType::A);
+    secure(&a, Rcode::NOERROR);
+    assert_eq!(
+        kinds(&a.dnssec_answer),
+        [("sig www.secure.test.".to_string(), RType::A)]
+    );
+    assert!(a.dnssec_authority.is_empty());
+    let nx = sim.resolve("nothere.nsec3.test.", RType::A);
+    secure(&nx, Rcode::NXDOMAIN);
+    let proof = kinds(&nx.dnssec_authority);
+    assert!(
+        proof.contains(&("sig nsec3.test.".to_string(), RType::SOA)),
+        "{proof:?}"
+    );
+    assert!(proof.iter().any(|(_, t)| *t == RType::NSEC3), "{proof:?}");
+    let wild = sim.resolve("host.wild.secure.test.", RType::A);
+    secure(&wild, Rcode::NOERROR);
+    assert!(kinds(&wild.dnssec_authority)
+        .iter()
+        .any(|(_, t)| *t == RType::NSEC));
+    let alias = sim.resolve("alias.secure.test.", RType::A);
+    assert_eq!(alias.dnssec_answer.len(), 2, "{alias:?}");
+    let checks = sim.engine.stats().signature_checks;
+
+    // The cache gives a DO client the same, and a client without DO none of it.
+    let res = sim.resolver();
+    for (q, t, rcode) in [
+        ("www.secure.test.", RType::A, Rcode::NOERROR),
+        ("nothere.nsec3.test.", RType::A, Rcode::NXDOMAIN),
+        ("host.wild.secure.test.", RType::A, Rcode::NOERROR),
+        ("alias.secure.test.", RType::A, Rcode::NOERROR),
+    ] {
+        let (hit, plain) = cache_answer(&res, q, t, sim.now);
+        assert!(
+            matches!(hit, CacheAnswer::Hit { secure: true, .. }),
+            "{q}: {hit:?}"
+        );
+        let all = || plain.answers.iter().chain(&plain.authority);
+        assert!(
+            all().all(|r| !matches!(r.rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)),
+            "{q}: {plain:?}"
+        );
+        let (hit, signed) = cache_answer_do(&res, q, t, sim.now, false);
+        assert!(
+            matches!(hit, CacheAnswer::Hit { rcode: r, secure: true, .. } if r == rcode),
+            "{q}: {hit:?}"
+        );
+        // Every RRset of the answer section has its RRSIG.
+        let sets: Vec<_> = kinds(signed.answers.iter().filter(|r| r.rtype != RType::RRSIG))
+            .into_iter()
+            .map(|(o, t)| (format!("sig {o}"), t))
+            .collect();
+        let mut sigs = kinds(signed.answers.iter().filter(|r| r.rtype == RType::RRSIG));
+        sigs.dedup();
+        let mut sets = sets;
+        sets.dedup();
+        assert_eq!(sigs, sets, "{q}: {signed:?}");
+        if rcode == Rcode::NXDOMAIN || q.starts_with("host.wild") {
+            assert!(
+                signed
+                    .authority
+                    .iter()
+                    .any(|r| matches!(r.rtype, RType::NSEC | RType::NSEC3)),
+                "{q}: {signed:?}"
+            );
+        }
+        // CD and DO: the same records.
+        let (_, cd) = cache_answer_do(&res, q, t, sim.now, true);
+        assert_eq!(cd.answers.len(), signed.answers.len(), "{q}");
+    }
+    // Nothing was verified again.
+    assert_eq!(sim.engine.stats().signature_checks, checks);
+}
+
+#[test]
+fn aggressive_nsec_answers_inside_validated_ranges_without_asking() {
+    let mut sim = sim();
+    secure(
+        &sim.resolve("nothere.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    secure(&sim.resolve("www.secure.test.", RType::TXT), Rcode::NOERROR);
+    let mark = sim.log.len();
+    // Another name in the same NSEC range, and its wildcard's: NXDOMAIN, no query.
+    let nx = sim.resolve("nothere2.secure.test.", RType::AAAA);
+    secure(&nx, Rcode::NXDOMAIN);
+    assert_eq!(sim.log.len(), mark, "{:?}", sim.queries_since(mark));
+    // The SOA for the negative TTL, and the proof for DO clients.
+    assert_eq!(nx.authority.len(), 1);
+    assert_eq!(nx.authority[0].rtype, RType::SOA);
+    let proof = kinds(&nx.dnssec_authority);
+    assert!(
+        proof.contains(&("sig secure.test.".to_string(), RType::SOA)),
+        "{proof:?}"
+    );
+    assert!(
+        proof.iter().filter(|(_, t)| *t == RType::NSEC).count() >= 2,
+        "{proof:?}"
+    );
+    // NODATA from the NSEC at www: another type it lacks, no query.
+    secure(&sim.resolve("www.secure.test.", RType::MX), Rcode::NOERROR);
+    assert_eq!(sim.log.len(), mark, "{:?}", sim.queries_since(mark));
+    // Now a plain cache hit, with its proof for DO clients.
+    let res = sim.resolver();
+    let (hit, msg) = cache_answer_do(&res, "nothere2.secure.test.", RType::AAAA, sim.now, false);
+    assert!(matches!(
+        hit,
+        CacheAnswer::Hit {
+            rcode: Rcode::NXDOMAIN,
+            secure: true,
+            ..
+        }
+    ));
+    assert!(msg.authority.iter().any(|r| r.rtype == RType::NSEC));
+    // A name that exists is still asked (the range does not cover it).
+    secure(&sim.resolve("alias.secure.test.", RType::A), Rcode::NOERROR);
+    assert!(sim.log.len() > mark);
+    // NSEC3 ranges are not used (as Unbound): asked.
+    secure(
+        &sim.resolve("nothere.nsec3.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    secure(
+        &sim.resolve("nothere2.nsec3.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}
+
+#[test]
+fn aggressive_nsec_can_be_switched_off() {
+    let (net, anchor) = signed_world();
+    let mut sim = Sim::new(
+        net,
+        Config {
+            aggressive_nsec: false,
+            ..signed_config(&anchor)
+        },
+    );
+    secure(
+        &sim.resolve("nothere.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    secure(
+        &sim.resolve("nothere2.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}
+
+#[test]
+fn aggressive_nsec_is_not_used_for_insecure_or_unvalidated_data() {
+    // Validation off: nothing is kept, every name is asked.
+    let (net, _) = signed_world();
+    let mut sim = Sim::new(
+        net,
+        Config {
+            validation: false,
+            ..config()
+        },
+    );
+    sim.resolve("nothere.secure.test.", RType::A);
+    let mark = sim.log.len();
+    sim.resolve("nothere2.secure.test.", RType::A);
+    assert!(sim.log.len() > mark);
+    // An insecure zone's NSEC records are not kept.
+    let mut sim = self::sim();
+    insecure(
+        &sim.resolve("nothere.insecure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    let mark = sim.log.len();
+    insecure(
+        &sim.resolve("nothere2.insecure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    assert!(sim.log.len() > mark);
+}

@@ -74,7 +74,7 @@ fn delegation(bitmap: &[u8]) -> bool {
 }
 
 /// Labels `a` and `b` have in common at the end.
-fn common_labels(a: NameRef<'_>, b: NameRef<'_>) -> usize {
+pub(super) fn common_labels(a: NameRef<'_>, b: NameRef<'_>) -> usize {
     let (na, nb) = (a.label_count(), b.label_count());
     let mut n = na.min(nb);
     while n > 0 && !a.suffix(n).eq_ci(&b.suffix(n)) {
@@ -84,7 +84,7 @@ fn common_labels(a: NameRef<'_>, b: NameRef<'_>) -> usize {
 }
 
 /// `*.` in front of `name`.
-fn wildcard_of(name: NameRef<'_>) -> Option<NameBuf> {
+pub(super) fn wildcard_of(name: NameRef<'_>) -> Option<NameBuf> {
     let mut b = NameBuf::new();
     b.set_concat(b"\x01*", name).ok()?;
     Some(b)
@@ -147,6 +147,10 @@ fn nsec_denial(
             let Some(n) = nsec_covering(rrs, qname) else {
                 return Denial::Missing;
             };
+            // A next name below the name makes it an empty non-terminal: it exists.
+            if n.next.ends_with(&qname) {
+                return Denial::Missing;
+            }
             let ce = nsec_closest_encloser(&n, qname);
             if !in_zone(ce) {
                 return Denial::Missing;

@@ -47,13 +47,29 @@
 //!
 //! Algorithms 8, 10, 13, 14, 15 are validated; a zone whose DS records name only others
 //! (or only unknown digest types; SHA-1, SHA-256 and SHA-384 are known) is insecure
-//! (RFC 6840 §5.2). Not done yet: aggressive use of NSEC/NSEC3 (RFC 8198), RRSIGs and
-//! NSEC records in answers served from the cache to DO clients, trust anchor updates
-//! (RFC 5011), logging of bogus answers (the server's job; the EDE says why).
+//! (RFC 6840 §5.2). Not done yet: aggressive use of NSEC3 ranges, trust anchor updates
+//! (RFC 5011). Logging bogus answers is the server's job (the EDE says why).
+//!
+//! **Aggressive NSEC (RFC 8198, `aggressive`).** After a secure NSEC denial, the verified
+//! NSEC records and the zone's SOA (its signature checked) are kept per zone in canonical
+//! order ([`NsecCache`]); a validating frame that misses the cache hands the kept range
+//! before its name, and the one before the wildcard at the closest encloser, to the same
+//! `check_denial` a fetched proof goes through. A proven NXDOMAIN or NODATA is the frame's
+//! outcome, secure, without an upstream query (`Config::aggressive_nsec`, on by default).
+//!
+//! **DNSSEC records for DO clients.** Every cached set keeps, after its own data, the
+//! DNSSEC records that came with it (`cache::set`): its RRSIGs, and for a negative entry
+//! or a wildcard expansion the proof from the authority section (NSEC/NSEC3 records, their
+//! RRSIGs, the SOA's RRSIGs), stored when the response is read and again when the set is
+//! re-stamped. A hit writes them only for a client that set DO (with the set's remaining
+//! TTL; a set lives no longer than its DNSSEC records); a resolution hands them over in
+//! [`crate::Resolution::dnssec_answer`] and `dnssec_authority`. Nothing is verified again,
+//! nothing is allocated on a hit, and `Set` is still 32 bytes.
 //!
 //! Owns: [`Security`], [`TrustAnchors`], the [`KeyCache`], and the checks (`rrsig`,
 //! `denial`). Never: I/O, clocks (the unix time is passed in), cryptography of its own.
 
+mod aggressive;
 mod anchors;
 mod denial;
 mod keys;
@@ -62,6 +78,7 @@ mod rrsig;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use aggressive::{NsecCache, VerifiedRr};
 pub use anchors::{TrustAnchorError, TrustAnchors};
 pub(crate) use denial::{check_denial, check_wildcard, Denial, DenialKind, DenialRr};
 pub(crate) use keys::{KeyCache, KeyEntry};

@@ -52,3 +52,36 @@ fn security_combines_to_the_weakest() {
     // It fits in the cached set's padding.
     assert_eq!(size_of::<Security>(), 1);
 }
+
+#[test]
+fn an_nsec_whose_next_name_is_below_proves_an_empty_non_terminal_not_nxdomain() {
+    let name = |s: &str| -> shardns_wire::Name { s.parse().unwrap() };
+    let (owner, next, qname) = (name("cname-nx.z."), name("a.b.ent.z."), name("b.ent.z."));
+    // next name a.b.ent.z., types CNAME RRSIG NSEC
+    let mut rdata = next.as_wire().to_vec();
+    rdata.extend_from_slice(&[0, 6, 0x04, 0, 0, 0, 0, 0x03]);
+    let rrs = [DenialRr {
+        owner: owner.as_ref(),
+        rtype: shardns_wire::RType::NSEC,
+        rdata: &rdata,
+    }];
+    let limits = Limits {
+        unix_now: 0,
+        skew_min: 0,
+        skew_max: 0,
+        max_validations: 0,
+        max_key_collisions: 0,
+        max_nsec3_hashes: 0,
+        max_nsec3_iterations: 0,
+    };
+    let mut budget = Budget::default();
+    let z = name("z.");
+    let check = |kind, budget: &mut Budget| {
+        check_denial(&rrs, qname.as_ref(), kind, z.as_ref(), &limits, budget)
+    };
+    assert_eq!(check(DenialKind::NxDomain, &mut budget), Denial::Missing);
+    assert_eq!(
+        check(DenialKind::NoData(shardns_wire::RType::TXT), &mut budget),
+        Denial::Proven { delegation: false }
+    );
+}

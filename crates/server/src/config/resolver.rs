@@ -70,6 +70,10 @@ pub struct ResolverConfig {
     /// Negative trust anchors (RFC 7646): names at and below which nothing is validated.
     #[serde(deserialize_with = "names")]
     pub negative_trust_anchors: Vec<Name>,
+    /// Aggressive use of validated NSEC ranges (RFC 8198): NXDOMAIN and NODATA inside a
+    /// range already proven are answered without asking (on by default, as Unbound's
+    /// `aggressive-nsec`).
+    pub aggressive_nsec: bool,
 }
 
 impl Default for ResolverConfig {
@@ -98,6 +102,7 @@ impl Default for ResolverConfig {
             validation: true,
             trust_anchor: None,
             negative_trust_anchors: Vec::new(),
+            aggressive_nsec: true,
         }
     }
 }

@@ -282,13 +282,14 @@ fn resolver_table() {
 fn resolver_validation_keys() {
     let d = parse("").unwrap().resolver;
     assert!(d.validation && d.trust_anchor.is_none() && d.negative_trust_anchors.is_empty());
+    assert!(d.aggressive_nsec);
     let r = parse(
         "[resolver]\nvalidation = false\ntrust_anchor = \"anchors.ds\"\n\
-         negative_trust_anchors = [\"broken.example.\"]\n",
+         negative_trust_anchors = [\"broken.example.\"]\naggressive_nsec = false\n",
     )
     .unwrap()
     .resolver;
-    assert!(!r.validation);
+    assert!(!r.validation && !r.aggressive_nsec);
     assert_eq!(
         r.trust_anchor.as_deref(),
         Some(Path::new("/etc/shardns/anchors.ds"))

@@ -245,7 +245,8 @@ impl Recursion {
             return Handling::Refused;
         }
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
-        let wants_ad = qh.ad() || edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
+        let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
+        let wants_ad = qh.ad() || dnssec_ok;
         let tcp = matches!(client, Client::Tcp { .. });
         let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
@@ -256,12 +257,14 @@ impl Recursion {
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
-        match self
-            .shared
-            .resolver
-            .cache()
-            .answer_cd(qname, qtype, clock, qh.cd(), &mut w)
-        {
+        match self.shared.resolver.cache().answer_query(
+            qname,
+            qtype,
+            clock,
+            qh.cd(),
+            dnssec_ok,
+            &mut w,
+        ) {
             CacheAnswer::Hit {
                 rcode,
                 truncated,
@@ -410,7 +413,8 @@ fn write_answer(
     if p.edns.is_some() {
         w.set_limit(limit.saturating_sub(OPT_ROOM));
     }
-    let truncated = answer.write(&mut w).is_err();
+    let dnssec_ok = p.edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
+    let truncated = answer.write(&mut w, dnssec_ok).is_err();
     if truncated {
         w.rollback(after_question);
     }

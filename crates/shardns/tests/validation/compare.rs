@@ -1,7 +1,9 @@
 //! What is compared between the two resolvers' replies to one query: RCODE, AD, the answer
-//! section's data (TTLs aside, RRSIGs aside), which RRsets of the answer carry RRSIGs, the
-//! authority section's RRsets (the SOA and the NSEC/NSEC3 proofs of a negative answer, by
-//! owner and type), and the EDE codes.
+//! section's data (TTLs aside, RRSIGs aside), the answer section's RRSIGs (whole: covered
+//! type, algorithm, labels, original TTL, validity, key tag, signer and signature), the
+//! authority section's records, whole but for TTLs (the SOA of a negative answer, its RRSIGs
+//! and the NSEC/NSEC3 proofs of a denial or a wildcard expansion with theirs), and the EDE
+//! codes. The additional section is not compared.
 
 use crate::ask::Reply;
 use crate::wire::{rcode_name, type_name, Rr, RRSIG};
@@ -15,9 +17,9 @@ pub(crate) enum Diff {
     Ad(bool, bool),
     /// Answer records (no RRSIGs): only shardns, only Unbound.
     Answer(Vec<String>, Vec<String>),
-    /// RRsets of the answer with RRSIGs (owner/type): only shardns, only Unbound.
+    /// RRSIGs of the answer (TTLs aside): only shardns, only Unbound.
     Rrsigs(Vec<String>, Vec<String>),
-    /// Authority RRsets (owner/type): only shardns, only Unbound.
+    /// Authority records (TTLs aside): only shardns, only Unbound.
     Authority(Vec<String>, Vec<String>),
     Ede(Vec<u16>, Vec<u16>),
 }
@@ -73,26 +75,46 @@ fn data(r: &Reply) -> BTreeSet<Rr> {
         .collect()
 }
 
-fn signed(r: &Reply) -> BTreeSet<String> {
+/// An RRSIG for people to read: owner, covered type, key tag, signer (and the start of the
+/// signature in `Rr`'s form).
+#[derive(Clone)]
+struct Sig(Rr);
+
+impl std::fmt::Display for Sig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.0.covered().map_or("?".into(), type_name);
+        write!(f, "{}/RRSIG({t}): {}", self.0.name, self.0.rdata)
+    }
+}
+
+impl PartialEq for Sig {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Sig {}
+impl PartialOrd for Sig {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Sig {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+fn signatures(r: &Reply) -> BTreeSet<Sig> {
     r.resp
         .answer()
         .iter()
-        .filter_map(|rr| {
-            rr.covered()
-                .map(|t| format!("{}/{}", rr.name, type_name(t)))
-        })
+        .filter(|rr| rr.rtype == RRSIG)
+        .map(|rr| Sig(rr.with_ttl(0)))
         .collect()
 }
 
-fn authority(r: &Reply) -> BTreeSet<String> {
-    r.resp
-        .authority()
-        .iter()
-        .map(|rr| match rr.covered() {
-            Some(t) => format!("{}/RRSIG({})", rr.name, type_name(t)),
-            None => format!("{}/{}", rr.name, type_name(rr.rtype)),
-        })
-        .collect()
+fn authority(r: &Reply) -> BTreeSet<Rr> {
+    r.resp.authority().iter().map(|rr| rr.with_ttl(0)).collect()
 }
 
 fn split<T: Ord + Clone + ToString>(
@@ -130,7 +152,7 @@ pub(crate) fn differences(s: &Result<Reply, String>, u: &Result<Reply, String>) 
         let (a, b) = split(&sd, &ud);
         out.push(Diff::Answer(a, b));
     }
-    let (ss, us) = (signed(s), signed(u));
+    let (ss, us) = (signatures(s), signatures(u));
     if ss != us {
         let (a, b) = split(&ss, &us);
         out.push(Diff::Rrsigs(a, b));

@@ -2,7 +2,7 @@
 //! answers, NXDOMAIN, NODATA, wildcard expansion and wildcard NODATA, a CNAME, an empty
 //! non-terminal, DS and DNSKEY), each asked three ways: DO, plain, and DO with CD.
 
-use crate::wire::{A, AAAA, DNSKEY, DS, MX, NS, SOA, TXT};
+use crate::wire::{A, AAAA, DNSKEY, DS, MX, NS, SOA, SRV, TXT};
 
 /// The zones below `val.`, as served (see `make-zones.sh` for what each one is).
 pub(crate) const LEAVES: &[&str] = &[
@@ -108,4 +108,24 @@ pub(crate) fn corpus() -> Vec<Query> {
         }
     }
     out
+}
+
+/// Questions asked after the corpus, whose answers lie inside NSEC ranges the corpus
+/// proved (in `nsec.val.`): both resolvers answer them from their validated NSEC ranges
+/// (RFC 8198, Unbound's `aggressive-nsec: yes`), shardns without an upstream query.
+/// NXDOMAIN next to `nothere`, NODATA at `www`, and at the empty non-terminal `b.ent`.
+pub(crate) fn aggressive() -> Vec<Query> {
+    let q = |name: &str, qtype, how| Query {
+        name: name.to_string(),
+        qtype,
+        how,
+    };
+    vec![
+        q("nothere2.nsec.val.", A, How::Do),
+        q("nothere3.nsec.val.", AAAA, How::Do),
+        q("nothere4.nsec.val.", TXT, How::Plain),
+        q("www.nsec.val.", SRV, How::Do),
+        q("www.nsec.val.", NS, How::Plain),
+        q("b.ent.nsec.val.", TXT, How::Do),
+    ]
 }

@@ -19,11 +19,14 @@
 //! | 127.0.0.89 | Unbound, `validator iterator`, the same hints and anchor, fenced from every address but 127.0.0.0/8 |
 //!
 //! Every question of `corpus` is asked of both resolvers with DO, without DO, and with DO
-//! and CD, and the replies compared (`compare`): RCODE, AD, the answer's data, which of its
-//! RRsets carry RRSIGs, the authority section's RRsets (SOA, NSEC/NSEC3 proofs) and the EDE
-//! codes. Differences are classified by `allowed::ALLOWED`, each class with its reason; any
+//! and CD, then a few inside the NSEC ranges the corpus proved (`corpus::aggressive`, which
+//! shardns must answer without an upstream query, RFC 8198), and the replies compared (`compare`): RCODE, AD, the answer's data, its RRSIGs
+//! (whole), the authority section's records (SOA, its RRSIGs, NSEC/NSEC3 proofs with
+//! theirs; whole but for TTLs) and the EDE codes. Differences are classified by `allowed::ALLOWED`, each class with its reason; any
 //! other difference fails the test. Spot checks against what the zones must give (secure,
-//! insecure, bogus) make sure the world works, on both sides.
+//! insecure, bogus) make sure the world works, on both sides. Last, independent clients ask
+//! shardns (`clients`): `delv`, validating for itself from the same anchor with the RRSIGs,
+//! DS, DNSKEY and NSEC/NSEC3 records shardns returns, and `kdig +dnssec` (AD bit, records).
 //!
 //! Needs root (port 53) and `unbound`: without either the test prints SKIPPED and passes.
 //! `VALIDATION_VERBOSE=1` prints every query with both replies. Every process is killed by
@@ -33,6 +36,7 @@
 
 mod allowed;
 mod ask;
+mod clients;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
@@ -128,6 +132,7 @@ fn start_unbound(bin: &Path, dir: &Path, hints: &Path, anchor: &Path) -> Proc {
   qname-minimisation: yes
   module-config: \"validator iterator\"
   val-permissive-mode: no
+  aggressive-nsec: yes
   trust-anchor-file: \"{anchor}\"
 ",
         dir = dir.display(),
@@ -257,10 +262,20 @@ fn validation_matches_unbound() {
     assert!(corpus.len() >= MIN_QUERIES, "only {} queries", corpus.len());
     let s_addr: SocketAddr = format!("{SHARDNS}:53").parse().unwrap();
     let u_addr: SocketAddr = format!("{UNBOUND}:53").parse().unwrap();
-    let results: Vec<(Result<Reply, String>, Result<Reply, String>)> = corpus
+    let mut results: Vec<(Result<Reply, String>, Result<Reply, String>)> = corpus
         .iter()
         .map(|q| (ask(s_addr, q), ask(u_addr, q)))
         .collect();
+    // Aggressive NSEC (RFC 8198): names inside ranges the corpus proved are answered
+    // without an upstream query, the same as Unbound's.
+    let upstream = "shardns_resolver_upstream_queries_total";
+    let before = shardns.stat(upstream);
+    let aggressive = corpus::aggressive();
+    results.extend(aggressive.iter().map(|q| (ask(s_addr, q), ask(u_addr, q))));
+    let asked = shardns.stat(upstream) - before;
+    let corpus: Vec<Query> = corpus.into_iter().chain(aggressive).collect();
+    // Independent clients (delv validating for itself, kdig +dnssec) through shardns.
+    let (client_failures, clients_ran) = clients::check(SHARDNS, &anchor, dir.path());
 
     let verbose = std::env::var_os("VALIDATION_VERBOSE").is_some();
     let mut identical = 0;
@@ -352,6 +367,15 @@ fn validation_matches_unbound() {
         );
     }
     println!("  {}", stats.join(", "));
+    println!(
+        "  aggressive NSEC: {} questions inside proven ranges, {asked} upstream queries",
+        corpus::aggressive().len()
+    );
+    assert_eq!(asked, 0.0, "aggressive NSEC: answered from proven ranges");
+    println!(
+        "  independent clients: {clients_ran}: {} failures",
+        client_failures.len()
+    );
     // Every verdict is counted, and bogus answers are logged (once per name and reason).
     for n in [
         "shardns_dnssec_secure_total",
@@ -368,6 +392,11 @@ fn validation_matches_unbound() {
     drop(unbound);
     drop(shardns);
     drop(auths);
+    assert!(
+        client_failures.is_empty(),
+        "independent clients:\n{}",
+        client_failures.join("\n")
+    );
     assert!(
         broken.is_empty() && unexplained.is_empty(),
         "{} unexplained differences:\n{}\n\n{} spot checks failed (the world does not work):\n{}",

@@ -214,3 +214,21 @@ pub(crate) fn cache_answer(
     let msg = w.finish(&Header::default()).to_vec();
     (r, Message::parse(&msg).unwrap())
 }
+
+/// [`cache_answer`] for a client that set DO (and CD if `cd`).
+pub(crate) fn cache_answer_do(
+    res: &Resolver,
+    q: &str,
+    qtype: RType,
+    now: u64,
+    cd: bool,
+) -> (CacheAnswer, Message) {
+    let mut buf = [0u8; 4096];
+    let mut w = MessageWriter::new(&mut buf, 4096);
+    w.put_question(n(q).as_ref(), qtype, Class::IN).unwrap();
+    let r = res
+        .cache()
+        .answer_query(n(q).as_ref(), qtype, now, cd, true, &mut w);
+    let msg = w.finish(&Header::default()).to_vec();
+    (r, Message::parse(&msg).unwrap())
+}
