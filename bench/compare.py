@@ -80,6 +80,9 @@ XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local
 UPSTREAM_PORT = 5301
 # The workload's queries set DO (signed zones): dnsperf -D.
 DNSSEC_OK = False
+# `--floor-reply-size N`: the floor pads its replies to N octets (0: its one A record), to
+# match a workload whose answers are long (a signed NSEC3 denial: 726 octets).
+FLOOR_REPLY_SIZE = 0
 # `cache-signed`: the trust anchor (DS records of bench.test.'s KSK) both resolvers validate from.
 ANCHOR = None
 
@@ -170,7 +173,8 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
         return [os.path.join(os.path.dirname(shardns_bin), "examples", "xdp_floor"), f"127.0.0.1:{port}", "lo"]
     if name == "floor":
         # Not a DNS server: the kernel UDP path's ceiling (crates/server/examples/udp_floor.rs).
-        return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}"]
+        return [os.path.join(os.path.dirname(shardns_bin), "examples", "udp_floor"), f"127.0.0.1:{port}",
+                str(FLOOR_REPLY_SIZE)]
     if name == "shardns-many":
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--zone",
                 f"{zone}={zonefile}", "--zone-list", MANY_ZONES, "--workers", "1", "--log-level", "warn"]
@@ -346,13 +350,16 @@ def main():
     ap.add_argument("--baseline", metavar="PATH",
                     help="a shardns binary to run as the server 'shardns-baseline' (add it to --servers), "
                     "e.g. a release build of the commit before a change")
+    ap.add_argument("--floor-reply-size", type=int, default=0, metavar="OCTETS",
+                    help="pad the floor's replies to this many octets (e.g. the workload's answer size)")
     ap.add_argument("--zone-list", metavar="FILE",
                     help="a zone list (NAME FILE per line) for the server 'shardns-many' (add it to --servers)")
     ap.add_argument("--plot", help="also draw kq per server CPU-second (median bar, each run a dot) "
                     "into this .png or .svg (needs matplotlib)")
     args = ap.parse_args()
-    global BASELINE, MANY_ZONES
+    global BASELINE, MANY_ZONES, FLOOR_REPLY_SIZE
     BASELINE = args.baseline
+    FLOOR_REPLY_SIZE = args.floor_reply_size
     MANY_ZONES = args.zone_list
     global UPSTREAM_PORT
     for spec in args.port:

@@ -8,7 +8,11 @@
 //! ceiling for any server that uses the socket API on this machine: `bench/compare.py
 //! --servers floor,shardns,knotd` measures how close shardns and the peers come to it.
 //!
-//! Usage: `cargo run --release -p shardns-server --example udp_floor -- 127.0.0.1:5635`
+//! With a second argument, each response is padded to that many octets with a TXT record
+//! after the A record, so that the floor answers as much as a server whose replies are that
+//! long (a DNSSEC denial is 700 octets and more): the copies in the kernel grow with them.
+//!
+//! Usage: `cargo run --release -p shardns-server --example udp_floor -- 127.0.0.1:5635 [OCTETS]`
 
 use std::mem::{self, size_of};
 use std::net::UdpSocket;
@@ -16,7 +20,7 @@ use std::os::fd::AsRawFd;
 use std::ptr;
 
 const BATCH: usize = 64;
-const SLOT: usize = 512;
+const SLOT: usize = 2048;
 const RECORD: [u8; 16] = [
     0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 192, 0, 2, 1, // A 192.0.2.1, TTL 3600
 ];
@@ -25,6 +29,12 @@ fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:5635".into());
+    // The reply's length, at most what a slot holds; 0: the A record alone.
+    let reply_size: usize = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+        .min(SLOT);
     let socket = UdpSocket::bind(&addr)?;
     let fd = socket.as_raw_fd();
     let mut bufs = vec![0u8; BATCH * SLOT];
@@ -40,7 +50,7 @@ fn main() -> std::io::Result<()> {
         for i in 0..BATCH {
             iov[i] = libc::iovec {
                 iov_base: bufs.as_mut_ptr().wrapping_add(i * SLOT).cast(),
-                iov_len: SLOT - RECORD.len(),
+                iov_len: 512,
             };
             let h = &mut msgs[i].msg_hdr;
             h.msg_name = ptr::addr_of_mut!(peers[i]).cast();
@@ -80,7 +90,25 @@ fn main() -> std::io::Result<()> {
             slot[2] |= 0x84; // QR, AA
             slot[6..12].copy_from_slice(&[0, 1, 0, 0, 0, 0]); // ANCOUNT 1, no other records
             slot[end..end + RECORD.len()].copy_from_slice(&RECORD);
-            iov[i].iov_len = end + RECORD.len();
+            end += RECORD.len();
+            // Padding: a TXT record of as many 255-octet strings (and a last shorter one) as
+            // bring the reply to `reply_size`; its 12 octets of header come off the room.
+            if reply_size > end + 13 {
+                let rdlen = reply_size - end - 12;
+                slot[7] = 2; // ANCOUNT 2
+                slot[end..end + 10].copy_from_slice(&[0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 0x0e, 0x10]);
+                slot[end + 10..end + 12].copy_from_slice(&(rdlen as u16).to_be_bytes());
+                let mut at = end + 12;
+                let stop = at + rdlen;
+                while at < stop {
+                    let n = (stop - at - 1).min(255);
+                    slot[at] = n as u8;
+                    slot[at + 1..at + 1 + n].fill(b'x');
+                    at += 1 + n;
+                }
+                end = stop;
+            }
+            iov[i].iov_len = end;
         }
         // SAFETY: as above; the first n headers carry the addresses recvmmsg filled in.
         unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
