@@ -739,6 +739,11 @@ fn sign_jobs(
     // A thread is worth starting for a few hundred RRsets.
     let threads = threads.clamp(1, jobs.len().div_ceil(256).max(1));
     let chunk = jobs.len().div_ceil(threads).max(1);
+    // Keys whose signatures may be kept: those the previous version published.
+    let reusable: Vec<bool> = keys
+        .iter()
+        .map(|k| previous.is_some_and(|p| p.has_dnskey(apex, k.key.dnskey_rdata())))
+        .collect();
     let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
         let mut scratch = Scratch::default();
         let mut old_rrset = crate::sign::Canonical::new();
@@ -774,13 +779,14 @@ fn sign_jobs(
                 }
             }
             let labels = rrsig_labels(owner);
-            for k in keys {
+            for (k, &reusable) in keys.iter().zip(&reusable) {
                 if !((job.keys && k.signs_keys) || (!job.keys && k.signs_zone)) {
                     continue;
                 }
                 let at = offset(out.bytes.len());
                 let old = olds.iter().find(|(f, _)| {
-                    f.algorithm == k.key.algorithm().number()
+                    reusable
+                        && f.algorithm == k.key.algorithm().number()
                         && f.key_tag == k.key.tag()
                         && f.labels == labels
                         && f.original_ttl == first.ttl

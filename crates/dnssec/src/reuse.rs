@@ -3,7 +3,7 @@
 //!
 //! An RRSIG of the previous version is kept for an RRset of the new one when the RRset is
 //! the same (owner, type, TTL and rdata set, compared in canonical form), the key that made
-//! it (algorithm and key tag) still signs that RRset, its fields are those a new signature
+//! it (algorithm and key tag, a key the previous version published) still signs that RRset, its fields are those a new signature
 //! would have (labels, original TTL, signer), and it is not due: it is valid now and expires
 //! more than the refresh time from now. Everything else is signed anew, so a changed record
 //! costs the signatures of its RRset, of the NSEC or NSEC3 records that changed with it, and
@@ -107,6 +107,16 @@ impl Previous {
             })
             .ok()
             .map(|i| &self.groups[i])
+    }
+
+    /// True if the previous version published this DNSKEY at `apex`: only the signatures
+    /// of such a key are kept (a key tag alone could be another key's).
+    pub fn has_dnskey(&self, apex: NameRef<'_>, dnskey_rdata: &[u8]) -> bool {
+        self.find(apex, RType::DNSKEY).is_some_and(|g| {
+            self.list.items[g.data.0 as usize..g.data.1 as usize]
+                .iter()
+                .any(|r| self.list.rdata(r) == dnskey_rdata)
+        })
     }
 
     /// The previous signatures of an RRset (its records in `rrset`, finished), if the RRset
