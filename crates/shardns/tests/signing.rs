@@ -1056,3 +1056,44 @@ fn reload_re_signs_only_what_changed() {
         );
     }
 }
+
+/// A zone of a `zone_list` file signed by its `dnssec` flag: verified and validated.
+#[test]
+fn zone_list_zone_signed() {
+    let dir = TempDir::new("sign-list");
+    dir.write("sign.test.zone", ZONE);
+    dir.write("plain.test.zone", &ZONE.replace("sign.test", "plain.test"));
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    dir.write(
+        "zones.list",
+        "sign.test sign.test.zone dnssec\nplain.test plain.test.zone\n",
+    );
+    let config = dir.write(
+        "shardns.toml",
+        "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.1\"]\n\
+         zone_list = \"zones.list\"\n",
+    );
+    let server = Server::start(
+        "sign-list-srv",
+        &["--workers", "1", "--config", config.to_str().unwrap()],
+    );
+    let text = axfr(server.addr4(), "sign.test");
+    assert!(
+        text.contains(" RRSIG ") && text.contains(" NSEC "),
+        "{text}"
+    );
+    let signed = dir.write("axfr.zone", &text);
+    verify_zone(&signed, "sign.test");
+    let plain = dig(server.addr4(), &["+dnssec", "plain.test", "SOA"]);
+    assert!(!plain.contains("RRSIG"), "{plain}");
+    let (ok, ds) = shardns(&[
+        "key",
+        "ds",
+        "sign.test",
+        "--key-dir",
+        dir.path().join("keys").to_str().unwrap(),
+    ]);
+    assert!(ok, "{ds}");
+    let anchors = anchor_file(dir.path(), &ds);
+    delv_all(server.addr4(), &anchors, "sign.test", QUESTIONS);
+}
