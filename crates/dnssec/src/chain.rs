@@ -21,9 +21,10 @@
 use crate::alg::DigestType;
 use crate::digest::ds_rdata;
 use crate::key::{KeyError, SigningKey};
+use crate::list::{RecordList, Rr};
 use crate::nsec3::{hash_label, Nsec3Params, HASH_LEN, LABEL_LEN};
-use crate::sign::{sign_rrset, RrsetToSign, Scratch};
-use core::cmp::Ordering;
+use crate::reuse::Previous;
+use crate::sign::{rrsig_labels, sign_rrset_into, RrsetToSign, RrsigFields, Scratch};
 use core::fmt;
 use shardns_wire::{Class, Name, NameRef, RType, Record};
 use std::collections::HashSet;
@@ -236,6 +237,30 @@ pub struct SignedZone {
     pub signatures: usize,
 }
 
+/// A signed zone in compact form ([`sign_list`]).
+#[derive(Debug, Clone)]
+pub struct SignedList {
+    /// Every record: the zone's, the chain, the keys and the signatures, in canonical order
+    /// of owner, then type, then rdata.
+    pub list: RecordList,
+    /// RRsets signed (with new or kept signatures).
+    pub rrsets_signed: usize,
+    /// RRSIGs made.
+    pub signatures: usize,
+    /// RRSIGs kept from the previous version.
+    pub kept: usize,
+    /// The earliest expiration of a signature of the zone (RRSIG time, modulo 2^32).
+    pub earliest_expiration: u32,
+}
+
+impl SignedList {
+    /// When the earliest signature expires, in seconds since 1970, given the time `now`
+    /// it was signed at.
+    pub fn expires(&self, now: u64) -> u64 {
+        now + u64::from((self.earliest_expiration.wrapping_sub(now as u32) as i32).max(0) as u32)
+    }
+}
+
 /// The negative-caching TTL of NSEC and NSEC3 records: the lower of the SOA's TTL and its
 /// MINIMUM field (RFC 9077 §3, updating RFC 4034 §4 and RFC 5155 §3).
 pub fn denial_ttl(soa_ttl: u32, soa_rdata: &[u8]) -> u32 {
@@ -274,15 +299,6 @@ pub(crate) fn write_bitmap(types: &[RType], out: &mut Vec<u8>) {
     }
 }
 
-/// Canonical order of records: owner (RFC 4034 §6.1), type, rdata.
-fn record_order(a: &Record, b: &Record) -> Ordering {
-    a.owner
-        .as_ref()
-        .canonical_cmp(&b.owner.as_ref())
-        .then(a.rtype.cmp(&b.rtype))
-        .then_with(|| a.rdata.cmp(&b.rdata))
-}
-
 /// What a name is in the zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -304,18 +320,39 @@ struct Node {
 
 /// One RRset to sign: its records, and whether the key RRsets' signers sign it.
 struct Job<'a> {
-    rrset: &'a [Record],
+    rrset: &'a [Rr],
     keys: bool,
 }
 
 /// Signs a zone: the records of the zone at `apex` in, the signed zone out. See the
-/// module documentation for what is signed and how.
+/// module documentation for what is signed and how. [`sign_list`] does the same in
+/// compact form, and can keep the signatures of a previous version.
 pub fn sign_zone(
     apex: &Name,
     records: Vec<Record>,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
 ) -> Result<SignedZone, SignError> {
+    let list = RecordList::from_records(&records);
+    drop(records);
+    let signed = sign_list(apex, list, keys, params, None)?;
+    Ok(SignedZone {
+        records: signed.list.to_records(),
+        rrsets_signed: signed.rrsets_signed,
+        signatures: signed.signatures,
+    })
+}
+
+/// Signs a zone in compact form: the records of the zone at `apex` in, the signed zone
+/// out. With a `previous` signed version, the signatures of the RRsets that did not change
+/// are kept rather than made anew ([`Previous`]).
+pub fn sign_list(
+    apex: &Name,
+    mut list: RecordList,
+    keys: &[ZoneKey<'_>],
+    params: &SignParams,
+    previous: Option<&Previous>,
+) -> Result<SignedList, SignError> {
     let apex_ref = apex.as_ref();
     if !keys.iter().any(|k| k.signs_keys) {
         return Err(SignError::NoSigningKey { for_keys: true });
@@ -323,42 +360,38 @@ pub fn sign_zone(
     if !keys.iter().any(|k| k.signs_zone) {
         return Err(SignError::NoSigningKey { for_keys: false });
     }
-    let mut records = strip(apex_ref, records)?;
+    strip(apex_ref, &mut list)?;
 
     // The SOA: exactly one, at the apex; the serial may move.
-    let mut soa = records
-        .iter_mut()
-        .filter(|r| r.rtype == RType::SOA && r.owner.as_ref().eq_ci(&apex_ref));
-    let soa_rec = soa.next().ok_or(SignError::Soa)?;
-    let soa_at = soa_serial_at(&soa_rec.rdata).ok_or(SignError::Soa)?;
-    if let Some(serial) = params.serial {
-        soa_rec.rdata[soa_at..soa_at + 4].copy_from_slice(&serial.to_be_bytes());
-    }
-    let (class, soa_ttl) = (soa_rec.class, soa_rec.ttl);
-    let nsec_ttl = denial_ttl(soa_ttl, &soa_rec.rdata);
-    if soa.next().is_some() {
+    let mut soas = list
+        .items
+        .iter()
+        .filter(|r| r.rtype == RType::SOA && list.owner(r).eq_ci(&apex_ref));
+    let soa = *soas.next().ok_or(SignError::Soa)?;
+    if soas.next().is_some() {
         return Err(SignError::Soa);
     }
+    let soa_at = soa_serial_at(list.rdata(&soa)).ok_or(SignError::Soa)?;
+    if let Some(serial) = params.serial {
+        let at = soa.rdata as usize + soa_at;
+        list.bytes[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+    }
+    let (class, soa_ttl) = (soa.class, soa.ttl);
+    let nsec_ttl = denial_ttl(soa_ttl, list.rdata(&soa));
 
     // The apex's key RRsets and NSEC3PARAM.
     let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
-    let at_apex = |rtype: RType, ttl: u32, rdata: Vec<u8>| Record {
-        owner: apex.clone(),
-        rtype,
-        class,
-        ttl,
-        rdata,
-    };
+    let at = list.push_name(apex_ref);
     for k in keys {
         let dnskey = k.key.dnskey_rdata();
         if k.dnskey {
-            records.push(at_apex(RType::DNSKEY, key_ttl, dnskey.to_vec()));
+            list.push(at, RType::DNSKEY, class, key_ttl, dnskey);
         }
         if k.cds {
-            records.push(at_apex(RType::CDNSKEY, key_ttl, dnskey.to_vec()));
+            list.push(at, RType::CDNSKEY, class, key_ttl, dnskey);
             let ds = ds_rdata(apex_ref, dnskey, DigestType::Sha256)
                 .expect("a SigningKey's DNSKEY rdata has its fixed fields");
-            records.push(at_apex(RType::CDS, key_ttl, ds));
+            list.push(at, RType::CDS, class, key_ttl, &ds);
         }
     }
     if let Denial::Nsec3 { params: p, .. } = &params.denial {
@@ -366,31 +399,34 @@ pub fn sign_zone(
             return Err(SignError::Nsec3Salt);
         }
         // TTL 0 as BIND gives it: only the primary reads NSEC3PARAM (RFC 5155 §4).
-        records.push(at_apex(RType::NSEC3PARAM, 0, p.nsec3param_rdata()));
+        list.push(at, RType::NSEC3PARAM, class, 0, &p.nsec3param_rdata());
     }
 
-    records.sort_unstable_by(record_order);
-    records.dedup_by(|b, a| {
-        a.rtype == b.rtype && a.rdata == b.rdata && a.owner.as_ref().eq_ci(&b.owner.as_ref())
+    list.sort();
+    let mut items = std::mem::take(&mut list.items);
+    items.dedup_by(|b, a| {
+        a.rtype == b.rtype && list.rdata(a) == list.rdata(b) && list.owner(a).eq_ci(&list.owner(b))
     });
-    let nodes = classify(apex_ref, &mut records);
+    list.items = items;
+    let nodes = classify(apex_ref, &mut list);
 
-    // The denial chain.
+    // The denial chain, its names and rdata in the same buffer.
     let denial = match &params.denial {
-        Denial::Nsec => nsec_chain(&records, &nodes, class, nsec_ttl),
+        Denial::Nsec => nsec_chain(&mut list, &nodes, class, nsec_ttl),
         Denial::Nsec3 { params: p, opt_out } => {
-            nsec3_chain(apex, &records, &nodes, p, *opt_out, class, nsec_ttl)?
+            nsec3_chain(apex, &mut list, &nodes, p, *opt_out, class, nsec_ttl)?
         }
     };
 
     // Every authoritative RRset, then the chain's.
+    let items = &list.items;
     let mut jobs = Vec::new();
     for node in &nodes {
         let mut i = node.start;
         while i < node.end {
-            let rtype = records[i].rtype;
+            let rtype = items[i].rtype;
             let mut j = i + 1;
-            while j < node.end && records[j].rtype == rtype {
+            while j < node.end && items[j].rtype == rtype {
                 j += 1;
             }
             let signed = match node.kind {
@@ -402,68 +438,93 @@ pub fn sign_zone(
                 let keys = node.kind == Kind::Apex
                     && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
                 jobs.push(Job {
-                    rrset: &records[i..j],
+                    rrset: &items[i..j],
                     keys,
                 });
             }
             i = j;
         }
     }
+    drop(nodes);
     jobs.extend(denial.chunks(1).map(|rrset| Job { rrset, keys: false }));
 
-    let sigs = sign_jobs(apex_ref, &jobs, keys, params)?;
+    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous)?;
     let rrsets_signed = jobs.len();
-    let signatures = sigs.len();
     drop(jobs);
-    let mut all = records;
-    all.extend(denial);
-    all.extend(sigs);
-    all.sort_unstable_by(record_order);
-    Ok(SignedZone {
-        records: all,
+    let (mut signatures, mut kept) = (0, 0);
+    let mut earliest = params.expiration;
+    let sig_bytes: usize = parts.iter().map(|p| p.bytes.len()).sum();
+    let sig_items: usize = parts.iter().map(|p| p.items.len()).sum();
+    list.bytes.reserve_exact(sig_bytes);
+    list.items.reserve_exact(sig_items + denial.len());
+    list.items.extend(denial);
+    for part in parts {
+        signatures += part.made;
+        kept += part.kept;
+        if earliest_of(params.inception, part.earliest, earliest) {
+            earliest = part.earliest;
+        }
+        let base = offset(list.bytes.len());
+        list.bytes.extend_from_slice(&part.bytes);
+        list.items.extend(part.items.into_iter().map(|mut rr| {
+            rr.rdata += base;
+            rr
+        }));
+    }
+    list.sort();
+    Ok(SignedList {
+        list,
         rrsets_signed,
         signatures,
+        kept,
+        earliest_expiration: earliest,
     })
 }
 
+/// True if expiration `a` comes before `b`, both after `inception` (RFC 1982).
+fn earliest_of(inception: u32, a: u32, b: u32) -> bool {
+    a.wrapping_sub(inception) < b.wrapping_sub(inception)
+}
+
+fn offset(len: usize) -> u32 {
+    u32::try_from(len).expect("a record list holds under 4 GiB")
+}
+
 /// Drops what the signer makes anew and checks every owner is in the zone.
-fn strip(apex: NameRef<'_>, records: Vec<Record>) -> Result<Vec<Record>, SignError> {
-    let mut out = Vec::with_capacity(records.len() + records.len() / 2);
-    for r in records {
-        if !r.owner.as_ref().ends_with(&apex) {
-            return Err(SignError::OutOfZone(r.owner));
-        }
-        let made_here = match r.rtype {
-            RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => true,
-            RType::DNSKEY | RType::CDS | RType::CDNSKEY => r.owner.as_ref().eq_ci(&apex),
-            _ => false,
-        };
-        if !made_here {
-            out.push(r);
-        }
+fn strip(apex: NameRef<'_>, list: &mut RecordList) -> Result<(), SignError> {
+    if let Some(r) = list.items.iter().find(|r| !list.owner(r).ends_with(&apex)) {
+        return Err(SignError::OutOfZone(list.owner(r).to_name()));
     }
-    Ok(out)
+    let mut items = std::mem::take(&mut list.items);
+    items.retain(|r| !match r.rtype {
+        RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM => true,
+        RType::DNSKEY | RType::CDS | RType::CDNSKEY => list.owner(r).eq_ci(&apex),
+        _ => false,
+    });
+    list.items = items;
+    Ok(())
 }
 
 /// Groups sorted records by owner and classifies each owner; gives every RRset the lowest
 /// TTL of its records.
-fn classify(apex: NameRef<'_>, records: &mut [Record]) -> Vec<Node> {
+fn classify(apex: NameRef<'_>, list: &mut RecordList) -> Vec<Node> {
     let mut nodes: Vec<Node> = Vec::new();
+    let mut items = std::mem::take(&mut list.items);
     // The cut or DNAME owner whose subtree we are in. Canonical order puts a name's
     // descendants right after it, so one is enough.
     let mut occluder: Option<usize> = None;
     let mut i = 0;
-    while i < records.len() {
+    while i < items.len() {
+        let owner = list.owner(&items[i]);
         let mut j = i + 1;
-        while j < records.len() && records[j].owner.as_ref().eq_ci(&records[i].owner.as_ref()) {
+        while j < items.len() && list.owner(&items[j]).eq_ci(&owner) {
             j += 1;
         }
-        let owner = records[i].owner.as_ref();
         let below = occluder.is_some_and(|o| {
-            let o = records[o].owner.as_ref();
+            let o = list.owner(&items[o]);
             owner.len() > o.len() && owner.ends_with(&o)
         });
-        let has = |t: RType| records[i..j].iter().any(|r| r.rtype == t);
+        let has = |t: RType| items[i..j].iter().any(|r| r.rtype == t);
         let kind = if below {
             Kind::Occluded
         } else if owner.eq_ci(&apex) {
@@ -480,11 +541,11 @@ fn classify(apex: NameRef<'_>, records: &mut [Record]) -> Vec<Node> {
         let mut k = i;
         while k < j {
             let mut l = k + 1;
-            while l < j && records[l].rtype == records[k].rtype {
+            while l < j && items[l].rtype == items[k].rtype {
                 l += 1;
             }
-            let ttl = records[k..l].iter().map(|r| r.ttl).min().unwrap_or(0);
-            records[k..l].iter_mut().for_each(|r| r.ttl = ttl);
+            let ttl = items[k..l].iter().map(|r| r.ttl).min().unwrap_or(0);
+            items[k..l].iter_mut().for_each(|r| r.ttl = ttl);
             k = l;
         }
         nodes.push(Node {
@@ -494,60 +555,67 @@ fn classify(apex: NameRef<'_>, records: &mut [Record]) -> Vec<Node> {
         });
         i = j;
     }
+    list.items = items;
     nodes
 }
 
 /// The types of a node's bitmap, before RRSIG/NSEC are added.
-fn node_types(records: &[Record], node: &Node) -> Vec<RType> {
-    let mut types: Vec<RType> = records[node.start..node.end]
-        .iter()
-        .map(|r| r.rtype)
-        .filter(|&t| node.kind != Kind::Cut || t == RType::NS || t == RType::DS)
-        .collect();
+fn node_types(items: &[Rr], node: &Node, types: &mut Vec<RType>) {
+    types.clear();
+    types.extend(
+        items[node.start..node.end]
+            .iter()
+            .map(|r| r.rtype)
+            .filter(|&t| node.kind != Kind::Cut || t == RType::NS || t == RType::DS),
+    );
     types.dedup();
-    types
 }
 
 /// The NSEC chain: one NSEC per authoritative name, delegations included.
-fn nsec_chain(records: &[Record], nodes: &[Node], class: Class, ttl: u32) -> Vec<Record> {
+fn nsec_chain(list: &mut RecordList, nodes: &[Node], class: Class, ttl: u32) -> Vec<Rr> {
     let names: Vec<&Node> = nodes.iter().filter(|n| n.kind != Kind::Occluded).collect();
-    let mut out = Vec::with_capacity(names.len());
+    let mut out = RecordList {
+        bytes: std::mem::take(&mut list.bytes),
+        items: Vec::with_capacity(names.len()),
+    };
+    let mut types = Vec::new();
+    let mut rdata = Vec::new();
     for (i, node) in names.iter().enumerate() {
         let next = names[(i + 1) % names.len()];
-        let mut types = node_types(records, node);
+        node_types(&list.items, node, &mut types);
         types.extend([RType::RRSIG, RType::NSEC]);
         types.sort_unstable();
         types.dedup();
-        let mut rdata = records[next.start].owner.as_wire().to_vec();
+        rdata.clear();
+        let next = list.items[next.start];
+        rdata.extend_from_slice(out.owner(&next).as_wire());
         write_bitmap(&types, &mut rdata);
-        out.push(Record {
-            owner: records[node.start].owner.clone(),
-            rtype: RType::NSEC,
-            class,
-            ttl,
-            rdata,
-        });
+        let owner = list.items[node.start].owner;
+        out.push(owner, RType::NSEC, class, ttl, &rdata);
     }
-    out
+    list.bytes = out.bytes;
+    out.items
 }
 
 /// The NSEC3 chain (RFC 5155 §7.1).
 fn nsec3_chain(
     apex: &Name,
-    records: &[Record],
+    list: &mut RecordList,
     nodes: &[Node],
     params: &Nsec3Params,
     opt_out: bool,
     class: Class,
     ttl: u32,
-) -> Result<Vec<Record>, SignError> {
-    // Names in the chain, with their types.
-    let mut names: Vec<(Name, Vec<RType>)> = Vec::new();
+) -> Result<Vec<Rr>, SignError> {
+    // Names in the chain (offsets of their owners), with their bitmaps in one buffer.
+    let mut names: Vec<(u32, u32, u32)> = Vec::new();
+    let mut bitmaps: Vec<u8> = Vec::new();
+    let mut types = Vec::new();
     for node in nodes {
-        let has_ds = records[node.start..node.end]
+        let has_ds = list.items[node.start..node.end]
             .iter()
             .any(|r| r.rtype == RType::DS);
-        let mut types = node_types(records, node);
+        node_types(&list.items, node, &mut types);
         match node.kind {
             Kind::Occluded => continue,
             Kind::Cut if !has_ds && opt_out => continue,
@@ -556,80 +624,113 @@ fn nsec3_chain(
         }
         types.sort_unstable();
         types.dedup();
-        names.push((records[node.start].owner.clone(), types));
+        let start = offset(bitmaps.len());
+        write_bitmap(&types, &mut bitmaps);
+        names.push((list.items[node.start].owner, start, offset(bitmaps.len())));
     }
     // Empty non-terminals between those names and the apex.
-    let existing: HashSet<NameRef<'_>> = nodes
-        .iter()
-        .map(|n| records[n.start].owner.as_ref())
-        .collect();
     let mut ents: HashSet<Name> = HashSet::new();
-    let apex_len = apex.as_wire().len();
-    for (name, _) in &names {
-        let mut cur = name.as_ref();
-        while let Some(parent) = cur.parent() {
-            if parent.len() <= apex_len || existing.contains(&parent) {
-                break;
+    {
+        let existing: HashSet<NameRef<'_>> = nodes
+            .iter()
+            .map(|n| list.owner(&list.items[n.start]))
+            .collect();
+        let apex_len = apex.as_wire().len();
+        for &(at, _, _) in &names {
+            let mut cur = owner_at(&list.bytes, at);
+            while let Some(parent) = cur.parent() {
+                if parent.len() <= apex_len || existing.contains(&parent) {
+                    break;
+                }
+                if !ents.insert(parent.to_name()) {
+                    break;
+                }
+                cur = parent;
             }
-            if !ents.insert(parent.to_name()) {
-                break;
-            }
-            cur = parent;
         }
     }
-    names.extend(ents.into_iter().map(|n| (n, Vec::new())));
+    let end = offset(bitmaps.len());
+    for n in ents {
+        let at = list.push_name(n.as_ref());
+        names.push((at, end, end));
+    }
 
     let mut hashed: Vec<([u8; HASH_LEN], usize)> = names
         .iter()
         .enumerate()
-        .map(|(i, (name, _))| {
+        .map(|(i, &(at, _, _))| {
             let mut h = [0u8; HASH_LEN];
-            params.hash(name.as_ref(), &mut h);
+            params.hash(owner_at(&list.bytes, at), &mut h);
             (h, i)
         })
         .collect();
     hashed.sort_unstable();
     if let Some(w) = hashed.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(SignError::Nsec3Collision(
-            names[w[0].1].0.clone(),
-            names[w[1].1].0.clone(),
+            owner_at(&list.bytes, names[w[0].1].0).to_name(),
+            owner_at(&list.bytes, names[w[1].1].0).to_name(),
         ));
     }
     let flags = u8::from(opt_out);
-    let mut out = Vec::with_capacity(hashed.len());
+    let mut out = RecordList {
+        bytes: std::mem::take(&mut list.bytes),
+        items: Vec::with_capacity(hashed.len()),
+    };
+    let mut rdata = Vec::new();
+    let mut owner = Vec::with_capacity(1 + LABEL_LEN + apex.as_wire().len());
     for (i, (hash, idx)) in hashed.iter().enumerate() {
         let next = &hashed[(i + 1) % hashed.len()].0;
-        let mut rdata = vec![crate::nsec3::SHA1, flags];
+        rdata.clear();
+        rdata.extend_from_slice(&[crate::nsec3::SHA1, flags]);
         rdata.extend_from_slice(&params.iterations.to_be_bytes());
         rdata.push(params.salt.len() as u8);
         rdata.extend_from_slice(&params.salt);
         rdata.push(HASH_LEN as u8);
         rdata.extend_from_slice(next);
-        write_bitmap(&names[*idx].1, &mut rdata);
+        let (_, a, b) = names[*idx];
+        rdata.extend_from_slice(&bitmaps[a as usize..b as usize]);
         let mut label = [0u8; LABEL_LEN];
         hash_label(hash, &mut label);
-        let mut owner = Vec::with_capacity(1 + LABEL_LEN + apex.as_wire().len());
+        owner.clear();
         owner.push(LABEL_LEN as u8);
         owner.extend_from_slice(&label);
         owner.extend_from_slice(apex.as_wire());
-        out.push(Record {
-            owner: Name::from_wire(&owner).map_err(|_| SignError::OutOfZone(apex.clone()))?,
-            rtype: RType::NSEC3,
-            class,
-            ttl,
-            rdata,
-        });
+        let name = NameRef::from_wire(&owner).map_err(|_| SignError::OutOfZone(apex.clone()))?;
+        let at = out.push_name(name);
+        out.push(at, RType::NSEC3, class, ttl, &rdata);
     }
-    Ok(out)
+    list.bytes = out.bytes;
+    Ok(out.items)
 }
 
-/// Signs the jobs on `params.threads` threads (every core for 0), in contiguous chunks.
+/// The name at `at` in `bytes`.
+fn owner_at(bytes: &[u8], at: u32) -> NameRef<'_> {
+    NameRef::from_wire_prefix(&bytes[at as usize..])
+        .expect("a record list holds valid names")
+        .0
+}
+
+/// What one signing thread made: the RRSIG rdata back to back in `bytes` (the records'
+/// `rdata` offsets are into it; their owners are the zone list's).
+#[derive(Default)]
+struct Part {
+    bytes: Vec<u8>,
+    items: Vec<Rr>,
+    made: usize,
+    kept: usize,
+    earliest: u32,
+}
+
+/// Signs the jobs on `params.threads` threads (every core for 0), in contiguous chunks,
+/// keeping the signatures of `previous` that still do.
 fn sign_jobs(
     apex: NameRef<'_>,
+    list: &RecordList,
     jobs: &[Job<'_>],
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-) -> Result<Vec<Record>, SignError> {
+    previous: Option<&Previous>,
+) -> Result<Vec<Part>, SignError> {
     let threads = if params.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -638,48 +739,93 @@ fn sign_jobs(
     // A thread is worth starting for a few hundred RRsets.
     let threads = threads.clamp(1, jobs.len().div_ceil(256).max(1));
     let chunk = jobs.len().div_ceil(threads).max(1);
-    let run = |part: &[Job<'_>]| -> Result<Vec<Record>, KeyError> {
+    // Keys whose signatures may be kept: those the previous version published.
+    let reusable: Vec<bool> = keys
+        .iter()
+        .map(|k| previous.is_some_and(|p| p.has_dnskey(apex, k.key.dnskey_rdata())))
+        .collect();
+    let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
         let mut scratch = Scratch::default();
-        let mut out = Vec::with_capacity(part.len());
+        let mut old_rrset = crate::sign::Canonical::new();
+        let mut olds: Vec<(RrsigFields<'_>, &[u8])> = Vec::new();
+        let mut out = Part {
+            earliest: params.expiration,
+            ..Part::default()
+        };
         for job in part {
             let first = &job.rrset[0];
+            let owner = list.owner(first);
             scratch.rrset.clear();
             for r in job.rrset {
-                scratch.rrset.push(r.rtype, &r.rdata);
+                scratch.rrset.push(r.rtype, list.rdata(r));
             }
             scratch.rrset.finish();
             let what = RrsetToSign {
-                owner: first.owner.as_ref(),
+                owner,
                 class: first.class,
                 rtype: first.rtype,
                 ttl: first.ttl,
             };
-            for k in keys {
-                if (job.keys && k.signs_keys) || (!job.keys && k.signs_zone) {
-                    let rdata = sign_rrset(
+            olds.clear();
+            if let Some(p) = previous {
+                if let Some(sigs) = p.signatures(
+                    owner,
+                    first.rtype,
+                    first.ttl,
+                    &scratch.rrset,
+                    &mut old_rrset,
+                ) {
+                    olds.extend(sigs);
+                }
+            }
+            let labels = rrsig_labels(owner);
+            for (k, &reusable) in keys.iter().zip(&reusable) {
+                if !((job.keys && k.signs_keys) || (!job.keys && k.signs_zone)) {
+                    continue;
+                }
+                let at = offset(out.bytes.len());
+                let old = olds.iter().find(|(f, _)| {
+                    reusable
+                        && f.algorithm == k.key.algorithm().number()
+                        && f.key_tag == k.key.tag()
+                        && f.labels == labels
+                        && f.original_ttl == first.ttl
+                        && f.signer.eq_ci(&apex)
+                });
+                if let Some((f, rdata)) = old {
+                    out.bytes.extend_from_slice(rdata);
+                    out.kept += 1;
+                    if earliest_of(params.inception, f.expiration, out.earliest) {
+                        out.earliest = f.expiration;
+                    }
+                } else {
+                    sign_rrset_into(
                         k.key,
                         what,
                         apex,
                         params.inception,
                         params.expiration,
                         &mut scratch,
+                        &mut out.bytes,
                     )?;
-                    out.push(Record {
-                        owner: first.owner.clone(),
-                        rtype: RType::RRSIG,
-                        class: first.class,
-                        ttl: first.ttl,
-                        rdata,
-                    });
+                    out.made += 1;
                 }
+                out.items.push(Rr {
+                    owner: first.owner,
+                    rdata: at,
+                    rdlen: (out.bytes.len() - at as usize) as u16,
+                    rtype: RType::RRSIG,
+                    class: first.class,
+                    ttl: first.ttl,
+                });
             }
         }
         Ok(out)
     };
     if threads == 1 {
-        return Ok(run(jobs)?);
+        return Ok(vec![run(jobs)?]);
     }
-    let results: Vec<Result<Vec<Record>, KeyError>> = std::thread::scope(|s| {
+    let results: Vec<Result<Part, KeyError>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .chunks(chunk)
             .map(|part| s.spawn(move || run(part)))
@@ -689,9 +835,9 @@ fn sign_jobs(
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(results.len());
     for r in results {
-        out.extend(r?);
+        out.push(r?);
     }
     Ok(out)
 }

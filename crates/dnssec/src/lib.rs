@@ -9,6 +9,9 @@
 //!   on all cores ([`sign_zone`]).
 //! - [`keys`] is the key directory: BIND-format key files, generated keys, timing metadata,
 //!   and which keys sign at a given time ([`keys::zone_keys`]).
+//! - [`list`] holds records in compact form ([`RecordList`]: one buffer, offsets), what
+//!   [`sign_list`] signs; [`reuse`] keeps the signatures of a previous version for the
+//!   RRsets that did not change (incremental re-signing).
 //! - [`roll`] decides the times of ZSK (pre-publication) and KSK/CSK (double-DS) rollovers.
 //!
 //! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
@@ -23,7 +26,9 @@ pub mod chain;
 pub mod digest;
 pub mod key;
 pub mod keys;
+pub mod list;
 pub mod nsec3;
+pub mod reuse;
 pub mod roll;
 pub mod sign;
 
@@ -31,9 +36,13 @@ pub mod sign;
 mod testutil;
 
 pub use alg::{Algorithm, DigestType};
-pub use chain::{sign_zone, Denial, Policy, SignError, SignParams, SignedZone, ZoneKey};
+pub use chain::{
+    sign_list, sign_zone, Denial, Policy, SignError, SignParams, SignedList, SignedZone, ZoneKey,
+};
 pub use digest::{ds_rdata, key_tag};
 pub use key::{KeyError, PrivateKey, SigningKey};
 pub use keys::{KeyMeta, KeyStore, Role, StoreError, StoredKey};
+pub use list::{RecordList, Rr};
 pub use nsec3::{nsec3_hash, Nsec3Params};
+pub use reuse::Previous;
 pub use sign::{verify_rrsig, VerifyError};

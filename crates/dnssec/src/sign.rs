@@ -268,6 +268,24 @@ pub fn sign_rrset(
     expiration: u32,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, KeyError> {
+    let mut rdata = Vec::new();
+    sign_rrset_into(
+        key, what, signer, inception, expiration, scratch, &mut rdata,
+    )?;
+    Ok(rdata)
+}
+
+/// Signs one RRset like [`sign_rrset`] and appends the RRSIG rdata to `out` (one buffer for
+/// many signatures).
+pub fn sign_rrset_into(
+    key: &SigningKey,
+    what: RrsetToSign<'_>,
+    signer: NameRef<'_>,
+    inception: u32,
+    expiration: u32,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Result<(), KeyError> {
     let fields = RrsigFields {
         type_covered: what.rtype,
         algorithm: key.algorithm().number(),
@@ -290,10 +308,9 @@ pub fn sign_rrset(
         &mut scratch.data,
     );
     let sig = key.sign(&scratch.data)?;
-    let mut rdata = Vec::with_capacity(scratch.fields.len() + sig.len());
-    rdata.extend_from_slice(&scratch.fields);
-    rdata.extend_from_slice(&sig);
-    Ok(rdata)
+    out.extend_from_slice(&scratch.fields);
+    out.extend_from_slice(&sig);
+    Ok(())
 }
 
 /// Why an RRSIG did not verify.

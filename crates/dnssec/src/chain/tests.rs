@@ -218,7 +218,7 @@ fn nsec_zone() {
     // Output is in canonical order.
     assert!(z
         .windows(2)
-        .all(|w| record_order(&w[0], &w[1]) != Ordering::Greater));
+        .all(|w| record_order(&w[0], &w[1]) != core::cmp::Ordering::Greater));
 }
 
 #[test]
@@ -488,4 +488,130 @@ fn policy_defaults_and_helpers() {
         &mut bm,
     );
     assert_eq!(bm, [0, 6, 0x40, 0x01, 0, 0, 0, 0x03, 1, 1, 0x40]);
+}
+
+/// Canonical order of records: owner (RFC 4034 §6.1), type, rdata.
+fn record_order(a: &Record, b: &Record) -> core::cmp::Ordering {
+    a.owner
+        .as_ref()
+        .canonical_cmp(&b.owner.as_ref())
+        .then(a.rtype.cmp(&b.rtype))
+        .then_with(|| a.rdata.cmp(&b.rdata))
+}
+
+/// Incremental re-signing: the signatures of unchanged RRsets are kept; a changed record
+/// costs its RRset's signature, the NSEC/NSEC3 records that changed with it, and the SOA's.
+#[test]
+fn resign_keeps_unchanged_signatures() {
+    let key = ed25519();
+    let apex = name("example.");
+    let opt_out = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: true,
+    };
+    let nsec3 = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: false,
+    };
+    for denial in [Denial::Nsec, nsec3, opt_out] {
+        let p = params(denial.clone());
+        let first = sign_list(
+            &apex,
+            RecordList::from_records(&zone()),
+            &[ZoneKey::csk(&key)],
+            &p,
+            None,
+        )
+        .unwrap();
+        // One changed record, one name added, one removed.
+        let changed: Vec<Record> = zone()
+            .into_iter()
+            .filter(|r| r.owner != name("ns1.example."))
+            .map(|mut r| {
+                if r.owner == name("mail.example.") {
+                    r.rdata = rd(RType::A, "192.0.2.22");
+                }
+                r
+            })
+            .chain([rec("new 3600 A 192.0.2.7", "example.")])
+            .collect();
+        let later = SignParams {
+            inception: p.inception + 1000,
+            expiration: p.expiration + 1000,
+            serial: Some(8),
+            ..p.clone()
+        };
+        let now = u64::from(later.inception) + 3600;
+        let prev = Previous::new(first.list.clone(), now, 7 * 86_400);
+        let second = sign_list(
+            &apex,
+            RecordList::from_records(&changed),
+            &[ZoneKey::csk(&key)],
+            &later,
+            Some(&prev),
+        )
+        .unwrap();
+        let z = second.list.to_records();
+        assert_eq!(verify_all(&z), second.signatures + second.kept);
+        assert_eq!(second.rrsets_signed, second.signatures + second.kept);
+        // SOA, mail A, new A, and two or three chain records.
+        match denial {
+            Denial::Nsec => assert_eq!(second.signatures, 5, "{denial:?}"),
+            _ => assert!(
+                (4..=6).contains(&second.signatures),
+                "{denial:?}: {}",
+                second.signatures
+            ),
+        }
+        // The same records as a full signing, and the kept signatures are the old ones.
+        let full = sign_zone(&apex, changed.clone(), &[ZoneKey::csk(&key)], &later).unwrap();
+        let data = |z: &[Record]| -> Vec<Record> {
+            z.iter()
+                .filter(|r| r.rtype != RType::RRSIG)
+                .cloned()
+                .collect()
+        };
+        assert_eq!(data(&z), data(&full.records), "{denial:?}");
+        let old: HashSet<Vec<u8>> = first
+            .list
+            .to_records()
+            .into_iter()
+            .filter(|r| r.rtype == RType::RRSIG)
+            .map(|r| r.rdata)
+            .collect();
+        let reused = z
+            .iter()
+            .filter(|r| r.rtype == RType::RRSIG && old.contains(&r.rdata))
+            .count();
+        assert_eq!(reused, second.kept);
+        assert_eq!(second.earliest_expiration, p.expiration);
+        assert_eq!(second.expires(now), u64::from(p.expiration));
+
+        // Past the refresh time, or with another key, nothing is kept.
+        let due = Previous::new(
+            first.list.clone(),
+            u64::from(p.expiration) - 86_400,
+            7 * 86_400,
+        );
+        let again = sign_list(
+            &apex,
+            RecordList::from_records(&changed),
+            &[ZoneKey::csk(&key)],
+            &later,
+            Some(&due),
+        )
+        .unwrap();
+        assert_eq!(again.kept, 0);
+        let other = SigningKey::generate(Algorithm::EcdsaP256Sha256, 257).unwrap();
+        let rolled = sign_list(
+            &apex,
+            RecordList::from_records(&changed),
+            &[ZoneKey::csk(&other)],
+            &later,
+            Some(&prev),
+        )
+        .unwrap();
+        assert_eq!(rolled.kept, 0);
+        assert_eq!(rolled.signatures, rolled.rrsets_signed);
+    }
 }

@@ -29,10 +29,12 @@
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
-    keys::zone_keys, sign_zone, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Role, SignParams,
-    StoreError, StoredKey,
+    keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
+    RecordList, Role, Rr, SignParams, StoreError, StoredKey,
 };
-use shardns_wire::{Name, RType, Record};
+#[cfg(test)]
+use shardns_wire::Record;
+use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Item, LoadError, Records, Scanned};
 use shardns_zone::ScanOptions;
 use std::fs;
@@ -158,14 +160,19 @@ pub(crate) fn sign_scanned(
             message: format!("cannot sign the zone: {message}"),
         }],
     };
-    let records = to_records(&scanned);
+    let Scanned {
+        chunks,
+        files,
+        warnings,
+    } = scanned;
+    let records = to_list(chunks);
     let (records, _serial, refresh_at) =
         sign_records(apex, records, spec, now, threads).map_err(fail)?;
     Ok(Signed {
         scanned: Scanned {
-            chunks: vec![from_records(&records)],
-            files: scanned.files,
-            warnings: scanned.warnings,
+            chunks: vec![from_list(records)],
+            files,
+            warnings,
         },
         refresh_at,
     })
@@ -175,14 +182,15 @@ pub(crate) fn sign_scanned(
 /// loads or makes the keys, moves rollovers on, picks the serial, signs, records the
 /// serial and keeps the signed zone. Returns the signed records, the serial and when to
 /// sign again. When the inputs are those of the signed zone kept and nothing is due, that
-/// zone is returned as it is.
+/// zone is returned as it is; otherwise the signatures of the kept zone are reused for the
+/// RRsets that did not change (incremental re-signing), and only the rest is signed.
 pub(crate) fn sign_records(
     apex: &Name,
-    records: Vec<Record>,
+    records: RecordList,
     spec: &SignSpec,
     now: u64,
     threads: usize,
-) -> Result<(Vec<Record>, u32, u64), String> {
+) -> Result<(RecordList, u32, u64), String> {
     let store = KeyStore::open(&spec.key_dir).map_err(|e| store_error(&e))?;
     let mut keys = store.load(apex).map_err(|e| store_error(&e))?;
     if keys.is_empty() {
@@ -200,13 +208,15 @@ pub(crate) fn sign_records(
         keys.push(key);
     }
     let soa = records
+        .items
         .iter()
-        .find(|r| r.rtype == RType::SOA && r.owner.as_ref().eq_ci(&apex.as_ref()))
+        .find(|r| r.rtype == RType::SOA && records.owner(r).eq_ci(&apex.as_ref()))
         .ok_or("the zone needs exactly one SOA record at its apex")?;
-    let file_serial = soa_serial(&soa.rdata).ok_or("a SOA record with bad rdata")?;
+    let file_serial = soa_serial(records.rdata(soa)).ok_or("a SOA record with bad rdata")?;
     // The DNSKEY TTL is the SOA's (SignParams::dnskey_ttl None).
     let dnskey_ttl = soa.ttl;
     let max_ttl = records
+        .items
         .iter()
         .map(|r| r.ttl)
         .max()
@@ -240,25 +250,33 @@ pub(crate) fn sign_records(
     params.threads = threads;
     let zk = zone_keys(&keys, now);
     let started = std::time::Instant::now();
-    let signed = sign_zone(apex, records, &zk, &params).map_err(|e| e.to_string())?;
+    // The last signed version, whose signatures of unchanged RRsets are kept.
+    let previous = kept
+        .read_any()
+        .map(|list| Previous::new(list, now, spec.policy.refresh));
+    let read = started.elapsed().as_secs_f64();
+    let signed =
+        sign_list(apex, records, &zk, &params, previous.as_ref()).map_err(|e| e.to_string())?;
+    drop(previous);
     state.write(serial, &timings)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
     let refresh_at = spec
         .policy
-        .refresh_at(u64::from(params.expiration))
+        .refresh_at(signed.expires(now))
         .min(key_event.unwrap_or(u64::MAX));
-    kept.write(&fingerprint, serial, refresh_at, &signed.records)?;
+    kept.write(&fingerprint, serial, refresh_at, &signed.list)?;
     info!(
-        "zone {apex}: signed with serial {serial} in {:.3} s: {} RRsets, {} signatures, {} keys; signed again in {} s{}",
+        "zone {apex}: signed with serial {serial} in {:.3} s ({read:.3} s reading the last signed version): {} RRsets, {} new signatures, {} kept, {} keys; signed again in {} s{}",
         started.elapsed().as_secs_f64(),
         signed.rrsets_signed,
         signed.signatures,
+        signed.kept,
         zk.len(),
         refresh_at.saturating_sub(now),
         if key_event == Some(refresh_at) { " (a key event)" } else { "" }
     );
-    Ok((signed.records, serial, refresh_at))
+    Ok((signed.list, serial, refresh_at))
 }
 
 /// Moves the rollovers under way on at `now` ([`roll::tick`]): the old key's end set from
@@ -308,18 +326,18 @@ fn step_rollovers(
 
 /// What a signed zone was made from: its records, its keys with their times, the signing
 /// settings.
-fn fingerprint(records: &[Record], keys: &[StoredKey], spec: &SignSpec) -> String {
+fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> String {
     let mut f = Fingerprint::default();
     f.part(format!("{:?} {:?} {:?}", spec.denial, spec.policy, spec.roll).as_bytes());
     for k in keys {
         f.part(k.key.dnskey_rdata());
         f.part(format!("{:?}", k.meta.times()).as_bytes());
     }
-    for r in records {
-        f.part(r.owner.as_wire());
+    for r in &records.items {
+        f.part(records.owner(r).as_wire());
         f.part(&[r.rtype.0.to_be_bytes(), r.class.0.to_be_bytes()].concat());
         f.part(&r.ttl.to_be_bytes());
-        f.part(&r.rdata);
+        f.part(records.rdata(r));
     }
     f.hex()
 }
@@ -349,6 +367,7 @@ pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
 }
 
 /// Every record the scanner read, owned.
+#[cfg(test)]
 pub(crate) fn to_records(scanned: &Scanned) -> Vec<Record> {
     let total = scanned.chunks.iter().map(|c| c.items.len()).sum();
     let mut out = Vec::with_capacity(total);
@@ -366,33 +385,47 @@ pub(crate) fn to_records(scanned: &Scanned) -> Vec<Record> {
     out
 }
 
-/// Records in the scanner's compact form (line 0: they come from the signer, not a file).
-pub(crate) fn from_records(records: &[Record]) -> Records {
-    let bytes: usize = records
-        .iter()
-        .map(|r| r.owner.as_wire().len() + r.rdata.len())
-        .sum();
-    let mut out = Records {
-        bytes: Vec::with_capacity(bytes),
-        items: Vec::with_capacity(records.len()),
-    };
-    for r in records {
-        let owner = out.bytes.len() as u32;
-        out.bytes.extend_from_slice(r.owner.as_wire());
-        let rdata = out.bytes.len() as u32;
-        out.bytes.extend_from_slice(&r.rdata);
-        out.items.push(Item {
-            owner,
-            rdata,
-            rdlen: r.rdata.len() as u16,
-            file: 0,
-            rtype: r.rtype,
-            class: r.class,
-            ttl: r.ttl,
-            line: 0,
-        });
+/// The scanner's chunks as one compact list for the signer, each chunk freed once copied.
+/// Records that share an owner in a chunk share it in the list.
+pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
+    let items = chunks.iter().map(|c| c.items.len()).sum();
+    let bytes = chunks.iter().map(|c| c.bytes.len()).sum();
+    let mut out = RecordList::with_capacity(items, bytes);
+    for chunk in chunks {
+        let base = out.bytes.len() as u32;
+        out.bytes.extend_from_slice(&chunk.bytes);
+        out.items.extend(chunk.items.iter().map(|i| Rr {
+            owner: base + i.owner,
+            rdata: base + i.rdata,
+            rdlen: i.rdlen,
+            rtype: i.rtype,
+            class: i.class,
+            ttl: i.ttl,
+        }));
     }
     out
+}
+
+/// A signed list in the scanner's compact form for `Zone::build` (line 0: the records
+/// come from the signer, not a file).
+pub(crate) fn from_list(list: RecordList) -> Records {
+    let RecordList { bytes, items } = list;
+    Records {
+        bytes,
+        items: items
+            .into_iter()
+            .map(|r| Item {
+                owner: r.owner,
+                rdata: r.rdata,
+                rdlen: r.rdlen,
+                file: 0,
+                rtype: r.rtype,
+                class: r.class,
+                ttl: r.ttl,
+                line: 0,
+            })
+            .collect(),
+    }
 }
 
 /// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
@@ -540,7 +573,7 @@ impl SignedFile {
         fingerprint: &str,
         last: Option<u32>,
         now: u64,
-    ) -> Option<(Vec<Record>, u32, u64)> {
+    ) -> Option<(RecordList, u32, u64)> {
         use std::io::BufRead;
         let f = fs::File::open(&self.path).ok()?;
         let mut first = String::new();
@@ -555,12 +588,21 @@ impl SignedFile {
         if fp != fingerprint || Some(serial) != last || now >= due {
             return None;
         }
+        Some((self.read_any()?, serial, due))
+    }
+
+    /// The kept zone whatever it was signed from: the previous version whose signatures
+    /// an incremental signing keeps. `None` if there is none or it does not read.
+    fn read_any(&self) -> Option<RecordList> {
+        if !self.path.exists() {
+            return None;
+        }
         let opts = ScanOptions {
             threads: 2,
             ..ScanOptions::new(self.apex.clone())
         };
         match shardns_zone::scan::scan_file(&self.path, &opts) {
-            Ok(scanned) => Some((to_records(&scanned), serial, due)),
+            Ok(scanned) => Some(to_list(scanned.chunks)),
             Err(e) => {
                 tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
                 None
@@ -574,15 +616,15 @@ impl SignedFile {
         fingerprint: &str,
         serial: u32,
         due: u64,
-        records: &[Record],
+        records: &RecordList,
     ) -> Result<(), String> {
         write_atomic(&self.path, |w| {
             writeln!(
                 w,
                 "; shardns-signed fingerprint {fingerprint} serial {serial} due {due}"
             )?;
-            for r in records {
-                writeln!(w, "{r}")?;
+            for r in &records.items {
+                writeln!(w, "{}", records.display(r))?;
             }
             Ok(())
         })

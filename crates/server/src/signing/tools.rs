@@ -3,7 +3,7 @@
 //! parent), `shardns key rollover` and `shardns key submitted` (rollovers, written as key
 //! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
-use super::{sign_records, to_records, unix_now, RollSpec, SignSpec, StateFile};
+use super::{sign_records, to_list, unix_now, RollSpec, SignSpec, StateFile};
 use shardns_dnssec::keys::format_time;
 use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
 use shardns_dnssec::{ds_rdata, Algorithm, DigestType, KeyStore, Nsec3Params, Policy, Role};
@@ -308,8 +308,7 @@ pub fn sign_file(
         ..ScanOptions::new(zone.clone())
     };
     let scanned = shardns_zone::scan::scan_file(file, &scan).map_err(|e| e.to_string())?;
-    let records = to_records(&scanned);
-    drop(scanned);
+    let records = to_list(scanned.chunks);
     let t1 = std::time::Instant::now();
     let spec = SignSpec {
         key_dir: opts.key_dir.clone(),
@@ -335,8 +334,8 @@ pub fn sign_file(
     let write_err = |e: std::io::Error| format!("{}: {e}", out.display());
     let f = std::fs::File::create(out).map_err(write_err)?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    for r in &signed {
-        writeln!(w, "{r}").map_err(write_err)?;
+    for r in &signed.items {
+        writeln!(w, "{}", signed.display(r)).map_err(write_err)?;
     }
     w.flush().map_err(write_err)?;
     Ok(SignSummary {

@@ -32,6 +32,7 @@
 
 use crate::config::Config;
 use crate::signing::{self, SignSpec};
+use crate::ZoneConfig;
 use shardns_wire::Name;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
 use shardns_zone::{LoadError, ScanOptions, Zone, ZoneChange, ZoneSet};
@@ -82,7 +83,7 @@ pub(crate) fn specs(
     fallback: Option<EmbeddedZone>,
 ) -> Result<Vec<ZoneSpec>, String> {
     let listed = match &config.server.zone_list {
-        Some(path) => read_zone_list(path)?,
+        Some(path) => read_zone_list(path, config.server.key_directory.is_some())?,
         None => Vec::new(),
     };
     if config.zones.is_empty() && listed.is_empty() {
@@ -113,11 +114,14 @@ pub(crate) fn specs(
         .filter(|z| z.is_secondary())
         .map(|z| &z.name)
         .collect();
+    let key_dir = config.server.key_directory.as_deref();
     let listed = listed
         .into_iter()
-        .filter(|(name, _)| !secondaries.contains(name))
-        .map(|(name, file)| (name, file, None));
-    let key_dir = config.server.key_directory.as_deref();
+        .filter(|z| !secondaries.contains(&z.name))
+        .map(|z| {
+            let signing = SignSpec::of(&z, key_dir).map(Arc::new);
+            (z.name, z.file, signing)
+        });
     let tables = config.zones.iter().filter(|z| !z.is_secondary()).map(|z| {
         let signing = SignSpec::of(z, key_dir).map(Arc::new);
         (z.name.clone(), z.file.clone(), signing)
@@ -139,9 +143,11 @@ pub(crate) fn specs(
     Ok(specs)
 }
 
-/// Reads a zone list: `NAME FILE` per line, `#` comments, blank lines; FILE relative to the
-/// list's directory. Errors name `list:line`.
-fn read_zone_list(path: &Path) -> Result<Vec<(Name, PathBuf)>, String> {
+/// Reads a zone list: `NAME FILE [FLAG...]` per line, `#` comments, blank lines; FILE
+/// relative to the list's directory. The flags `dnssec`, `nsec3` and `nsec3_opt_out` sign
+/// the zone as the `[[zone]]` keys of those names do (the other signing settings take
+/// their defaults); they need a key directory (`has_key_dir`). Errors name `list:line`.
+fn read_zone_list(path: &Path, has_key_dir: bool) -> Result<Vec<ZoneConfig>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("zone list {}: {e}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new(""));
@@ -153,21 +159,44 @@ fn read_zone_list(path: &Path) -> Result<Vec<(Name, PathBuf)>, String> {
         }
         let at = || format!("{}:{}", path.display(), i + 1);
         let mut words = line.split_whitespace();
-        let (Some(name), Some(file), None) = (words.next(), words.next(), words.next()) else {
+        let (Some(name), Some(file)) = (words.next(), words.next()) else {
             return Err(format!("{}: expected NAME FILE, got {line:?}", at()));
         };
+        let (mut dnssec, mut nsec3, mut opt_out) = (false, false, false);
+        for flag in words {
+            match flag {
+                "dnssec" => dnssec = true,
+                "nsec3" => nsec3 = true,
+                "nsec3_opt_out" => opt_out = true,
+                _ => {
+                    return Err(format!(
+                        "{}: unknown flag {flag:?} after NAME FILE (dnssec, nsec3, nsec3_opt_out)",
+                        at()
+                    ))
+                }
+            }
+        }
+        let dnssec = dnssec || nsec3 || opt_out;
+        if dnssec && !has_key_dir {
+            return Err(format!(
+                "{}: signing zone {name} needs server.key_directory (or --key-dir)",
+                at()
+            ));
+        }
         let name = name
             .parse::<Name>()
             .map_err(|e| format!("{}: zone name {name:?}: {e}", at()))?;
         let file = Path::new(file);
-        zones.push((
-            name,
-            if file.is_relative() {
-                base.join(file)
-            } else {
-                file.into()
-            },
-        ));
+        let file = if file.is_relative() {
+            base.join(file)
+        } else {
+            file.into()
+        };
+        let mut zone = ZoneConfig::new(name, file);
+        zone.dnssec = dnssec;
+        zone.nsec3 = nsec3;
+        zone.nsec3_opt_out = opt_out;
+        zones.push(zone);
     }
     Ok(zones)
 }

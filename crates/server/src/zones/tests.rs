@@ -161,7 +161,7 @@ fn a_zone_list_names_zones_and_tables_win() {
     .unwrap();
     let mut config = Config::default();
     config.server.zone_list = Some(list.clone());
-    config.zones.push(crate::config::ZoneConfig::new(
+    config.zones.push(ZoneConfig::new(
         "b.test".parse().unwrap(),
         "/t/b.zone".into(),
     ));
@@ -180,12 +180,49 @@ fn a_zone_list_names_zones_and_tables_win() {
             ("b.test.".to_string(), PathBuf::from("/t/b.zone")),
         ]
     );
-    std::fs::write(&list, "ok.test ok.zone\nbad line here\n").unwrap();
+    std::fs::write(&list, "ok.test ok.zone\nbad\n").unwrap();
     let e = super::specs(&config, None).unwrap_err();
     assert!(
         e.contains(&format!("{}:2: expected NAME FILE", list.display())),
         "{e}"
     );
+    std::fs::write(&list, "ok.test ok.zone\nbad line here\n").unwrap();
+    let e = super::specs(&config, None).unwrap_err();
+    assert!(e.contains(":2: unknown flag \"here\""), "{e}");
+    // Flags sign a listed zone, with a key directory.
+    std::fs::write(
+        &list,
+        "s.test s.zone dnssec\nn.test n.zone nsec3\no.test o.zone nsec3_opt_out\nu.test u.zone\n",
+    )
+    .unwrap();
+    let e = super::specs(&config, None).unwrap_err();
+    assert!(
+        e.contains(":1: signing zone s.test needs server.key_directory"),
+        "{e}"
+    );
+    config.server.key_directory = Some(dir.join("keys"));
+    let specs = super::specs(&config, None).unwrap();
+    let denial = |name: &str| {
+        let s = specs.iter().find(|s| s.name.to_string() == name).unwrap();
+        s.signing.as_ref().map(|s| s.denial.clone())
+    };
+    use shardns_dnssec::{Denial, Nsec3Params};
+    assert_eq!(denial("s.test."), Some(Denial::Nsec));
+    assert_eq!(
+        denial("n.test."),
+        Some(Denial::Nsec3 {
+            params: Nsec3Params::default(),
+            opt_out: false
+        })
+    );
+    assert_eq!(
+        denial("o.test."),
+        Some(Denial::Nsec3 {
+            params: Nsec3Params::default(),
+            opt_out: true
+        })
+    );
+    assert_eq!(denial("u.test."), None);
     std::fs::write(&list, "bad..name x.zone\n").unwrap();
     let e = super::specs(&config, None).unwrap_err();
     assert!(e.contains(":1: zone name"), "{e}");
