@@ -34,10 +34,14 @@ impl<'z> Answerer<'z, '_, '_> {
                     .ok()
                     .map(|()| star.as_ref());
                 if let Some(chain) = nsec3 {
-                    // RFC 5155 §7.2.2: the closest encloser proof, and the wildcard's cover.
+                    // RFC 5155 §7.2.2: the closest encloser proof, and the wildcard's cover
+                    // (found when the zone was built: the encloser exists).
                     self.put_closest_encloser_proof(name, encloser)?;
-                    if let Some(star) = star {
-                        self.put_nsec3(chain.covering(star))?;
+                    let cover = chain.wildcard_covering(encloser.id());
+                    match (cover, star) {
+                        (Some(c), _) => self.put_nsec3(Some(c))?,
+                        (None, Some(star)) => self.put_nsec3(chain.covering(star))?,
+                        (None, None) => {}
                     }
                 } else {
                     // RFC 4035 §3.1.3.2: the name's cover, and the wildcard's.

@@ -241,3 +241,29 @@ fn a_query_for_rrsig_gets_the_signatures_of_the_first_rrset_as_knot_does() {
         assert_eq!(shape(&m.answers), sorted(&["www.example. RRSIG A"]));
     }
 }
+
+#[test]
+fn the_wildcard_covers_found_at_build_are_the_ones_hashing_finds() {
+    for kind in ["nsec3", "optout"] {
+        let z = signed(kind);
+        let zone = z.zones().next().unwrap();
+        let chain = zone.denial.as_ref().unwrap().nsec3.as_ref().unwrap();
+        let mut checked = 0;
+        for id in 0..zone.node_count() as u32 {
+            let node = zone.node(id);
+            let Some(cover) = chain.wildcard_covering(id) else {
+                continue;
+            };
+            let mut star = NameBuf::new();
+            star.set_concat(&[1, b'*'], node.name()).unwrap();
+            assert_eq!(
+                Some(cover),
+                chain.covering(star.as_ref()),
+                "{}",
+                node.name()
+            );
+            checked += 1;
+        }
+        assert!(checked > 10, "{kind}: {checked}");
+    }
+}

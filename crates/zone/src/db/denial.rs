@@ -12,7 +12,7 @@
 
 use super::store::Zone;
 use super::{flags, NodeId, NONE};
-use shardns_wire::{text, NameRef, RType};
+use shardns_wire::{text, NameBuf, NameRef, RType};
 use std::cmp::Ordering;
 
 /// The length of an NSEC3 hash: SHA-1, the only algorithm defined (RFC 5155 §11).
@@ -42,6 +42,10 @@ pub(crate) struct Nsec3 {
     /// Per node: the index in `chain` of the NSEC3 whose hash is the node's, or `NONE`
     /// (glue, occluded names, insecure delegations left out by opt-out).
     pub(crate) matching: Vec<u32>,
+    /// Per node: the index in `chain` of the NSEC3 covering `*.<node>`, the wildcard a name
+    /// error below the node must prove absent (RFC 5155 §7.2.2), or `NONE`: hashed once
+    /// here, so that a name error hashes only its next closer name.
+    pub(crate) wildcard_cover: Vec<u32>,
 }
 
 /// The NSEC3 hash of `name` (RFC 5155 §5), on the stack: the signer's function, so the
@@ -116,45 +120,55 @@ impl Zone {
         }
         chain.sort_unstable_by_key(|e| e.0);
         chain.dedup_by(|a, b| a.0 == b.0);
-        let matching = self.nsec3_matches(&chain, salt, iterations);
+        let (matching, wildcard_cover) = self.nsec3_matches(&chain, salt, iterations);
         Some(Nsec3 {
             iterations,
             salt: salt.into(),
             chain,
             matching,
+            wildcard_cover,
         })
     }
 
-    /// For every node, the index in `chain` of the NSEC3 matching its name.
+    /// For every node, the index in `chain` of the NSEC3 matching its name, and of the one
+    /// covering `*.<name>`.
     fn nsec3_matches(
         &self,
         chain: &[([u8; NSEC3_HASH_LEN], NodeId)],
         salt: &[u8],
         iterations: u16,
-    ) -> Vec<u32> {
+    ) -> (Vec<u32>, Vec<u32>) {
         let n = self.node_count();
-        let work = |ids: std::ops::Range<usize>| -> Vec<u32> {
+        let work = |ids: std::ops::Range<usize>| -> Vec<(u32, u32)> {
+            let mut star = NameBuf::new();
             ids.map(|id| {
                 let node = self.node(id as NodeId);
                 if node.flags() & (flags::NSEC3_ONLY | flags::BELOW_CUT | flags::BELOW_DNAME) != 0 {
-                    return NONE;
+                    return (NONE, NONE);
                 }
                 let h = nsec3_hash(node.name(), salt, iterations);
-                chain
+                let matching = chain
                     .binary_search_by(|e| e.0.cmp(&h))
-                    .map_or(NONE, |i| i as u32)
+                    .map_or(NONE, |i| i as u32);
+                let cover = match star.set_concat(&[1, b'*'], node.name()) {
+                    Ok(()) => covering_index(chain, &nsec3_hash(star.as_ref(), salt, iterations)),
+                    Err(_) => NONE,
+                };
+                (matching, cover)
             })
             .collect()
         };
-        if n < 20_000 {
-            return work(0..n);
-        }
-        std::thread::scope(|s| {
-            let second = s.spawn(|| work(n / 2..n));
-            let mut first = work(0..n / 2);
-            first.extend(second.join().expect("NSEC3 hashing thread"));
-            first
-        })
+        let pairs = if n < 20_000 {
+            work(0..n)
+        } else {
+            std::thread::scope(|s| {
+                let second = s.spawn(|| work(n / 2..n));
+                let mut first = work(0..n / 2);
+                first.extend(second.join().expect("NSEC3 hashing thread"));
+                first
+            })
+        };
+        pairs.into_iter().unzip()
     }
 }
 
@@ -185,11 +199,27 @@ impl Nsec3 {
     /// hash at or before it, wrapping to the last of the chain (RFC 5155 §7.2.1).
     pub(crate) fn covering(&self, name: NameRef<'_>) -> Option<NodeId> {
         let h = nsec3_hash(name, &self.salt, self.iterations);
-        let i = self.chain.partition_point(|e| e.0 <= h);
-        match i {
-            0 => self.chain.last().map(|e| e.1),
-            i => Some(self.chain[i - 1].1),
+        self.chain
+            .get(covering_index(&self.chain, &h) as usize)
+            .map(|e| e.1)
+    }
+
+    /// The node holding the NSEC3 that covers `*.<the existing node id>`, found when the
+    /// zone was built.
+    pub(crate) fn wildcard_covering(&self, id: NodeId) -> Option<NodeId> {
+        match self.wildcard_cover.get(id as usize) {
+            Some(&i) if i != NONE => Some(self.chain[i as usize].1),
+            _ => None,
         }
+    }
+}
+
+/// The index of the hash at or before `h` in the sorted `chain`, wrapping to its last (the
+/// NSEC3 that covers `h`); `NONE` for an empty chain.
+fn covering_index(chain: &[([u8; NSEC3_HASH_LEN], NodeId)], h: &[u8; NSEC3_HASH_LEN]) -> u32 {
+    match chain.partition_point(|e| e.0 <= *h) {
+        0 => chain.len().checked_sub(1).map_or(NONE, |i| i as u32),
+        i => (i - 1) as u32,
     }
 }
 
