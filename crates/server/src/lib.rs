@@ -38,6 +38,7 @@ pub mod config;
 pub mod control;
 mod cookie;
 mod dispatch;
+mod dnstap;
 mod extras;
 mod http;
 mod listen;

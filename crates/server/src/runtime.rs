@@ -19,7 +19,7 @@ use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
 use crate::worker::{TlsConfig, Worker, WorkerOptions, WorkerSockets};
-use crate::{control, http, listen, notify, secondary, transfers, xdp, zones};
+use crate::{control, dnstap, http, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use std::io;
@@ -158,7 +158,20 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     ])
     .map_err(io_error("installing signal handlers"))?;
 
-    let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref())?;
+    // The dnstap log: the writer first, then the workers with their taps.
+    let mut dnstap = dnstap::Dnstap::new(&config.dnstap, workers).map_err(|e| Error::Io {
+        what: "dnstap".into(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, e),
+    })?;
+    let dnstap_writer = match dnstap.as_mut() {
+        Some(d) => Some(
+            d.start(Arc::clone(&shared))
+                .map_err(io_error("starting the dnstap thread"))?,
+        ),
+        None => None,
+    };
+    let taps = dnstap.map(|d| d.taps).unwrap_or_default();
+    let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref(), taps)?;
 
     let listen = config.listen_addrs();
     let log_queries = config.log.queries;
@@ -227,6 +240,10 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         if h.join().is_err() {
             error!("a worker panicked");
         }
+    }
+    // The workers' taps are gone: the writer writes what is left and stops.
+    if let Some(w) = dnstap_writer {
+        w.join();
     }
     drop(xdp_program);
     control_socket.close();
@@ -393,7 +410,9 @@ fn spawn_workers(
     shared: &Arc<Shared>,
     sockets: Vec<WorkerSockets>,
     recursion: Option<&Arc<RecursionShared>>,
+    taps: Vec<dnstap::Tap>,
 ) -> Result<Vec<JoinHandle<()>>, Error> {
+    let mut taps = taps.into_iter();
     let opts = WorkerOptions {
         udp_batch: config.limits.udp_batch,
         tcp_per_worker: config.limits.tcp_connections_per_worker,
@@ -430,8 +449,16 @@ fn spawn_workers(
         } else {
             None
         };
-        let w = Worker::new(id, Arc::clone(shared), socks, opts.clone(), rec, rrl)
-            .map_err(io_error("setting up a worker"))?;
+        let w = Worker::new(
+            id,
+            Arc::clone(shared),
+            socks,
+            opts.clone(),
+            rec,
+            rrl,
+            taps.next(),
+        )
+        .map_err(io_error("setting up a worker"))?;
         let h = std::thread::Builder::new()
             .name(format!("shardns-worker-{id}"))
             .spawn(move || w.run())

@@ -215,6 +215,13 @@ pub(crate) struct ServeArgs {
     /// server.nsid).
     #[arg(long, value_name = "TEXT")]
     pub(crate) nsid: Option<String>,
+    /// Log queries and responses in dnstap's format to the Unix socket PATH, where a dnstap
+    /// reader listens (sets dnstap.socket).
+    #[arg(long, value_name = "PATH", conflicts_with = "dnstap_file")]
+    pub(crate) dnstap_socket: Option<PathBuf>,
+    /// Log queries and responses in dnstap's format to FILE (sets dnstap.file).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) dnstap_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -254,6 +261,8 @@ impl ServeArgs {
         o.tls_certificate = self.tls_cert.clone();
         o.tls_key = self.tls_key.clone();
         o.nsid = self.nsid.clone();
+        o.dnstap_socket = self.dnstap_socket.clone();
+        o.dnstap_file = self.dnstap_file.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }

@@ -21,6 +21,7 @@
 
 mod acl;
 mod control_socket;
+mod dnstap;
 mod file;
 mod keys;
 mod overrides;
@@ -31,6 +32,7 @@ mod tests;
 mod validate;
 
 pub use acl::AclEntry;
+pub use dnstap::DnstapConfig;
 pub use file::ConfigError;
 pub use keys::KeyConfig;
 pub use overrides::{Overrides, SecondaryFlag};
@@ -84,6 +86,8 @@ pub struct Config {
     /// `[[key]]` tables: TSIG keys (RFC 8945) that sign zone transfers.
     #[serde(rename = "key")]
     pub keys: Vec<KeyConfig>,
+    /// `[dnstap]`: the dnstap log of queries and responses (off by default).
+    pub dnstap: DnstapConfig,
 }
 
 /// `[server]`.

@@ -79,6 +79,10 @@ pub struct Overrides {
     pub tls_certificate: Option<PathBuf>,
     /// `--tls-key`: sets `server.tls_key`.
     pub tls_key: Option<PathBuf>,
+    /// `--dnstap-socket`: sets `dnstap.socket` (and clears `dnstap.file`).
+    pub dnstap_socket: Option<PathBuf>,
+    /// `--dnstap-file`: sets `dnstap.file` (and clears `dnstap.socket`).
+    pub dnstap_file: Option<PathBuf>,
     /// `--nsid`: sets `server.nsid`.
     pub nsid: Option<String>,
 }
@@ -208,6 +212,14 @@ impl Config {
         }
         if o.nsid.is_some() {
             self.server.nsid = o.nsid.clone();
+        }
+        if o.dnstap_socket.is_some() {
+            self.dnstap.socket = o.dnstap_socket.clone();
+            self.dnstap.file = None;
+        }
+        if o.dnstap_file.is_some() {
+            self.dnstap.file = o.dnstap_file.clone();
+            self.dnstap.socket = None;
         }
         if let Some(k) = &o.transfer_key {
             self.keys.retain(|c| c.0.name != k.name);

@@ -16,6 +16,7 @@
 //! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`.
 //!
 use crate::dispatch::Dispatcher;
+use crate::dnstap::Tap;
 use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
 use crate::rrl::Rrl;
 use crate::stats::WorkerStats;
@@ -136,6 +137,7 @@ impl Worker {
         opts: WorkerOptions,
         recursion: Option<Recursion>,
         rrl: Option<Rrl>,
+        tap: Option<Tap>,
     ) -> io::Result<Self> {
         let epoll = Epoll::new()?;
         epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
@@ -189,7 +191,11 @@ impl Worker {
             listeners_paused: false,
             staging: vec![0; TCP_STAGING].into_boxed_slice(),
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
-            roles: Roles { recursion, rrl },
+            roles: Roles {
+                recursion,
+                rrl,
+                tap,
+            },
             xdp,
         })
     }
@@ -249,6 +255,9 @@ impl Worker {
                 self.drive_recursion(now, answers, stats);
             }
             self.expire(now, stats);
+            if let Some(tap) = self.roles.tap.as_mut() {
+                tap.flush(stats);
+            }
         }
         self.close_all(stats);
         debug!(worker = self.id, "worker stopped");
@@ -357,6 +366,8 @@ pub(crate) struct Roles {
     pub(crate) recursion: Option<Recursion>,
     /// Response rate limiting (`[rrl] enabled = true`), else `None`.
     pub(crate) rrl: Option<Rrl>,
+    /// The dnstap log (`[dnstap]`), else `None`.
+    pub(crate) tap: Option<Tap>,
 }
 
 impl Roles {
@@ -383,6 +394,7 @@ impl Roles {
             rrl_now,
             edns: &shared.edns,
             unix: shared.unix_clock,
+            tap: self.tap.as_mut(),
         }
     }
 }
