@@ -65,6 +65,8 @@ pub(crate) enum Source {
     Udp { socket: usize },
     /// TCP connection (`slot`, `generation`) of the worker.
     Tcp { slot: u32, generation: u32 },
+    /// A DNS-over-QUIC stream: answered now or not at all (no resolver role yet).
+    Quic,
 }
 
 /// One worker's roles for one turn of its loop.
@@ -293,7 +295,7 @@ impl Dispatcher<'_> {
             (Source::Udp { socket }, Some(peer)) => Some(Client::Udp { socket, peer }),
             (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
             // A UDP answer needs the peer's address; without it there is no resolver role.
-            (Source::Udp { .. }, None) => None,
+            (Source::Udp { .. }, None) | (Source::Quic, _) => None,
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
             let ip = origin.peer.map(|p| p.ip());

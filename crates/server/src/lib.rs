@@ -214,6 +214,8 @@ pub(crate) struct Shared {
     pub(crate) unix_clock: extras::UnixClock,
     /// DNS over TLS: the certificate and key (`None`: no `server.tls_listen`).
     pub(crate) tls: Option<worker::TlsConfig>,
+    /// DNS over QUIC: the certificate and endpoint settings (`None`: no `server.quic_listen`).
+    pub(crate) quic: Option<worker::QuicConfig>,
 }
 
 impl Shared {

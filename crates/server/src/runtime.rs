@@ -18,7 +18,7 @@ use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
-use crate::worker::{TlsConfig, Worker, WorkerOptions, WorkerSockets};
+use crate::worker::{QuicConfig, TlsConfig, Worker, WorkerOptions, WorkerSockets};
 use crate::{control, dnstap, http, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
@@ -85,6 +85,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
 
     let tls = tls_config(&config)?;
+    let quic = quic_config(&config)?;
     let edns = edns_policy(&config, None)?;
     let workers = config.worker_count();
     let mut sockets = listen::bind_all(&config, workers)?;
@@ -123,6 +124,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         edns: ArcSwap::from_pointee(edns),
         unix_clock: UnixClock::new(),
         tls,
+        quic,
     });
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
@@ -204,6 +206,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for a in &tls_listen {
         info!("listening on {a} (DNS over TLS)");
     }
+    for a in &reloader.config.server.quic_listen {
+        info!("listening on {a} (DNS over QUIC)");
+    }
     info!(
         "shardns ready: {workers} workers, {} zones, {control_socket}{}",
         shared.control.zones.load(Relaxed),
@@ -254,6 +259,30 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 /// The bound DNS-over-TLS addresses as configured (port 0 shows as 0).
 fn sockets_tls_addrs(config: &Config) -> Vec<SocketAddr> {
     config.server.tls_listen.clone()
+}
+
+/// DNS over QUIC (`server.quic_listen`): the certificate and key read now; both are needed.
+fn quic_config(config: &Config) -> Result<Option<QuicConfig>, Error> {
+    let s = &config.server;
+    if s.quic_listen.is_empty() {
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
+        return Err(Error::Io {
+            what: "server.quic_listen".into(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
+            ),
+        });
+    };
+    let idle = Duration::from_millis(config.limits.tcp_idle_timeout_ms);
+    QuicConfig::load(cert, key, idle)
+        .map(Some)
+        .map_err(|e| Error::Io {
+            what: "loading the QUIC certificate".into(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })
 }
 
 /// DNS over TLS (`server.tls_listen`): the certificate and key read now; both are needed.
@@ -330,6 +359,16 @@ fn reload_extras(config: &Config, shared: &Shared) {
         match tls.reload(files) {
             Ok(()) => info!("TLS certificate reloaded"),
             Err(e) => error!("TLS certificate not reloaded, the previous one stays: {e}"),
+        }
+    }
+    if let Some(quic) = &shared.quic {
+        let files = config
+            .server
+            .tls_certificate
+            .as_deref()
+            .zip(config.server.tls_key.as_deref());
+        if let Err(e) = quic.reload(files) {
+            error!("QUIC certificate not reloaded, the previous one stays: {e}");
         }
     }
     let previous = shared.edns.load();

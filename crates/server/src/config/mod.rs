@@ -129,6 +129,9 @@ pub struct ServerConfig {
     /// Addresses to serve DNS over TLS on (RFC 7858; port 853 is the standard one). Empty:
     /// none. Needs `tls_certificate` and `tls_key`.
     pub tls_listen: Vec<SocketAddr>,
+    /// Addresses to serve DNS over QUIC on (RFC 9250; UDP port 853 is the standard one).
+    /// Empty: none. Needs `tls_certificate` and `tls_key` (the same certificate as DoT).
+    pub quic_listen: Vec<SocketAddr>,
     /// The certificate chain for DNS over TLS, PEM (the server's certificate first). Read
     /// again at every reload (SIGHUP): new connections use the new one.
     pub tls_certificate: Option<PathBuf>,

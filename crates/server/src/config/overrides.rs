@@ -75,6 +75,8 @@ pub struct Overrides {
     pub secondaries: Vec<SecondaryFlag>,
     /// `--tls-listen`: added to `server.tls_listen`.
     pub tls_listen: Vec<SocketAddr>,
+    /// `--quic-listen`: added to `server.quic_listen`.
+    pub quic_listen: Vec<SocketAddr>,
     /// `--tls-cert`: sets `server.tls_certificate`.
     pub tls_certificate: Option<PathBuf>,
     /// `--tls-key`: sets `server.tls_key`.
@@ -204,6 +206,9 @@ impl Config {
             }
         }
         self.server.tls_listen.extend(o.tls_listen.iter().copied());
+        self.server
+            .quic_listen
+            .extend(o.quic_listen.iter().copied());
         if o.tls_certificate.is_some() {
             self.server.tls_certificate = o.tls_certificate.clone();
         }

@@ -95,7 +95,7 @@ pub(crate) struct Tap {
 
 /// The `SocketProtocol` and `SocketFamily` of a query path.
 fn transport(path: QueryPath) -> (u8, u8) {
-    use proto::{DOT, INET, INET6, TCP, UDP};
+    use proto::{DOQ, DOT, INET, INET6, TCP, UDP};
     use QueryPath::*;
     match path {
         Udp4 | Xdp4 => (UDP, INET),
@@ -104,6 +104,8 @@ fn transport(path: QueryPath) -> (u8, u8) {
         Tcp6 => (TCP, INET6),
         Tls4 => (DOT, INET),
         Tls6 => (DOT, INET6),
+        Quic4 => (DOQ, INET),
+        Quic6 => (DOQ, INET6),
     }
 }
 

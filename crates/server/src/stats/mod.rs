@@ -141,7 +141,15 @@ pub(crate) struct WorkerStats {
     /// dnstap frames (`[dnstap]`): handed to the writer thread, dropped because it had
     /// no free buffer for this worker (the writer or its reader is behind).
     pub(crate) dnstap: [Counter; 2],
+    /// DNS-over-QUIC connections, by what became of a new one: accepted, asked to prove
+    /// its address first (a Retry, past half the limit), refused (at the limit).
+    pub(crate) quic_connections: [Counter; 3],
 }
+
+/// Indices of [`WorkerStats::quic_connections`].
+pub(crate) const QUIC_ACCEPTED: usize = 0;
+pub(crate) const QUIC_RETRIED: usize = 1;
+pub(crate) const QUIC_REFUSED: usize = 2;
 
 /// Indices of [`WorkerStats::dnstap`].
 pub(crate) const DNSTAP_SENT: usize = 0;

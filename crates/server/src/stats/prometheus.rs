@@ -4,8 +4,9 @@
 use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
 use super::totals::Totals;
 use super::{
-    ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, TLS_DONE, TLS_FAILED,
-    TLS_TIMEOUT, XFR_ABORTED, XFR_DONE, XFR_REFUSED, XFR_STARTED,
+    ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, QUIC_ACCEPTED, QUIC_REFUSED,
+    QUIC_RETRIED, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED, XFR_DONE, XFR_REFUSED,
+    XFR_STARTED,
 };
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
@@ -199,6 +200,17 @@ pub(crate) fn render_prometheus(
             ("sent", t.dnstap[DNSTAP_SENT]),
             ("dropped", t.dnstap[DNSTAP_DROPPED]),
             ("lost", control.dnstap_lost.load(Relaxed)),
+        ],
+    );
+    labelled(
+        &mut s,
+        "shardns_quic_connections_total",
+        "New DNS-over-QUIC connections: accepted, retried (asked to prove their address first), refused (at the limit).",
+        "result",
+        &[
+            ("accepted", t.quic_connections[QUIC_ACCEPTED]),
+            ("retried", t.quic_connections[QUIC_RETRIED]),
+            ("refused", t.quic_connections[QUIC_REFUSED]),
         ],
     );
     head(

@@ -44,6 +44,7 @@ pub(crate) struct Totals {
     pub(crate) tls_handshakes: [u64; 3],
     pub(crate) bad_cookies: u64,
     pub(crate) dnstap: [u64; 2],
+    pub(crate) quic_connections: [u64; 3],
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -93,6 +94,7 @@ impl Totals {
         sum_into(&mut self.tls_handshakes, &w.tls_handshakes);
         self.bad_cookies += w.bad_cookies.get();
         sum_into(&mut self.dnstap, &w.dnstap);
+        sum_into(&mut self.quic_connections, &w.quic_connections);
     }
 
     /// Sums every worker's counters.

@@ -13,7 +13,8 @@
 //! - `conn`: TCP connections: accept, readiness, limits, timeouts, close;
 //! - `stream`: the bytes on a connection: framed queries in, responses and zone transfers
 //!   out, written only while the client reads;
-//! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`.
+//! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`;
+//! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
 use crate::dispatch::Dispatcher;
 use crate::dnstap::Tap;
@@ -45,11 +46,13 @@ macro_rules! request_log {
 }
 
 mod conn;
+mod quic;
 mod stream;
 mod tls;
 mod udp;
 mod xdp_port;
 
+pub(crate) use quic::QuicConfig;
 pub(crate) use tls::TlsConfig;
 
 use stream::queue_output;
@@ -79,6 +82,8 @@ pub(crate) struct WorkerSockets {
     pub(crate) tcp: Vec<TcpListener>,
     /// A DNS-over-TLS listener per `server.tls_listen` address.
     pub(crate) tls: Vec<TcpListener>,
+    /// A DNS-over-QUIC UDP socket per `server.quic_listen` address.
+    pub(crate) quic: Vec<UdpSocket>,
     /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
     pub(crate) xsk: Option<Xsk>,
 }
@@ -90,6 +95,7 @@ const KIND_UDP: u64 = 1;
 const KIND_LISTENER: u64 = 2;
 const KIND_CONN: u64 = 3;
 const KIND_XDP: u64 = 5;
+const KIND_QUIC: u64 = 6;
 
 fn conn_token(slot: u32, generation: u32) -> u64 {
     (KIND_CONN << KIND_SHIFT) | ((generation as u64 & 0xff_ffff) << 32) | slot as u64
@@ -126,6 +132,8 @@ pub(crate) struct Worker {
     roles: Roles,
     /// AF_XDP (`server.xdp_interface`), else `None`.
     xdp: Option<XdpPort>,
+    /// DNS over QUIC (`server.quic_listen`), else `None`.
+    quic: Option<quic::Quic>,
 }
 
 impl Worker {
@@ -177,6 +185,15 @@ impl Worker {
             }
             None => None,
         };
+        let quic = match &shared.quic {
+            Some(config) if !sockets.quic.is_empty() => Some(quic::Quic::new(
+                sockets.quic,
+                config,
+                &epoll,
+                opts.tcp_per_worker,
+            )?),
+            _ => None,
+        };
         let pool = opts.tcp_per_worker.min(BUFFER_POOL_MAX);
         Ok(Self {
             id,
@@ -197,6 +214,7 @@ impl Worker {
                 tap,
             },
             xdp,
+            quic,
         })
     }
 
@@ -234,6 +252,7 @@ impl Worker {
                 match token >> KIND_SHIFT {
                     KIND_UDP => self.serve_udp(index, zones, &mut batch, now, stats),
                     KIND_XDP => self.serve_xdp(zones, now, stats),
+                    KIND_QUIC => self.serve_quic(index, zones, now, stats),
                     KIND_LISTENER => self.accept(index, now, stats),
                     KIND_CONN => {
                         let generation = ((token >> 32) & 0xff_ffff) as u32;
@@ -253,6 +272,9 @@ impl Worker {
             }
             if let Some(answers) = answers.as_mut() {
                 self.drive_recursion(now, answers, stats);
+            }
+            if self.quic.is_some() {
+                self.quic_turn(zones, now, stats);
             }
             self.expire(now, stats);
             if let Some(tap) = self.roles.tap.as_mut() {
@@ -291,7 +313,8 @@ impl Worker {
             x.xsk.kick();
             (x.xsk.tx_pending() > 0).then_some(1)
         });
-        [idle, read, handshake, resolver, xdp]
+        let quic = self.quic.as_ref().and_then(|q| q.next_timeout()).map(until);
+        [idle, read, handshake, resolver, xdp, quic]
             .into_iter()
             .flatten()
             .min()
