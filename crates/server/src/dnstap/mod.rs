@@ -439,6 +439,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn transports_map_to_dnstap_protocols() {
+        assert_eq!(transport(QueryPath::Xdp6), (proto::UDP, proto::INET6));
+        assert_eq!(transport(QueryPath::Tls4), (proto::DOT, proto::INET));
+        assert_eq!(transport(QueryPath::Quic4), (proto::DOQ, proto::INET));
+        assert_eq!(transport(QueryPath::Quic6), (7, 2));
+    }
+
+    #[test]
     fn frames_are_dropped_and_counted_when_no_buffer_is_free() {
         let config = DnstapConfig {
             file: Some(std::env::temp_dir().join(format!("shardns-dnstap-{}", std::process::id()))),
