@@ -14,37 +14,13 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A self-signed P-256 certificate for `dns.test` and 127.0.0.1 in `dir`: (cert, key).
-fn make_cert(dir: &Path) -> (PathBuf, PathBuf) {
-    let cert = dir.join("dns.test.crt");
-    let key = dir.join("dns.test.key");
-    let out = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-        .arg("ec_paramgen_curve:P-256")
-        .args(["-nodes", "-days", "2", "-subj", "/CN=dns.test", "-addext"])
-        .arg("subjectAltName=DNS:dns.test,IP:127.0.0.1")
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl req: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (cert, key)
-}
 
 /// A server with DNS over QUIC on a port of its own, plus `extra` flags.
 fn start_doq(tag: &str, extra: &[&str]) -> (Server, SocketAddr, TempDir) {
     let certs = TempDir::new(&format!("{tag}-certs"));
-    let (cert, key) = make_cert(certs.path());
+    let (cert, key) = make_cert(certs.path(), "dns.test");
     let quic = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let quic_arg = quic.to_string();
     let (cert, key) = (cert.display().to_string(), key.display().to_string());
