@@ -35,6 +35,8 @@ const NXDOMAIN: u16 = 3;
 pub(crate) const NOTIMP: u16 = 4;
 pub(crate) const REFUSED: u16 = 5;
 pub(crate) const BADVERS: u16 = 16;
+/// RFC 7873 §8: a server cookie that is not the server's, over UDP.
+const BADCOOKIE: u16 = 23;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Question {
@@ -299,6 +301,20 @@ pub(crate) fn expected(q: &Question, tcp: bool) -> (Vec<u16>, Option<Vec<String>
     (vec![NOERROR], Some(want))
 }
 
+/// True if `input` may hold a COOKIE option (code 10) whose length passes `len`: a scan of
+/// the octets, so a stray match only makes one more RCODE acceptable.
+fn carries_cookie(input: &[u8], len_ok: impl Fn(usize) -> bool) -> bool {
+    input.windows(4).enumerate().any(|(i, w)| {
+        let len = usize::from(u16::from_be_bytes([w[2], w[3]]));
+        w[..2] == [0, 10] && len_ok(len) && i + 4 + len <= input.len()
+    })
+}
+
+/// A COOKIE option with a server cookie (16 to 40 octets).
+fn carries_server_cookie(input: &[u8]) -> bool {
+    carries_cookie(input, |len| (16..=40).contains(&len))
+}
+
 /// Checks `resp`, a response to `input`, against the oracle; returns its RCODE.
 pub(crate) fn check_response(
     input: &[u8],
@@ -356,6 +372,19 @@ pub(crate) fn check_response(
             let (mut allowed, want) = expected(q, tcp);
             if *lenient {
                 allowed.push(FORMERR);
+            }
+            // RFC 7873 §5.2.4: a server cookie we did not make may be answered BADCOOKIE over
+            // UDP (the client retries with the fresh cookie), with no answer.
+            if !tcp && rcode == BADCOOKIE && carries_server_cookie(input) {
+                no_answers()?;
+                return Ok(rcode);
+            }
+            // RFC 7873 §5.2.2: a COOKIE option of a length no cookie has is FORMERR.
+            if rcode == FORMERR
+                && carries_cookie(input, |len| len != 8 && !(16..=40).contains(&len))
+            {
+                no_answers()?;
+                return Ok(rcode);
             }
             check_rcode(&allowed)?;
             if rcode == FORMERR {
