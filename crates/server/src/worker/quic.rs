@@ -30,9 +30,11 @@
 //!
 //! Limits: connections per worker are `limits.tcp_connections_per_worker`; past half of
 //! it a new client must first prove its address (a Retry), at the limit it is refused
-//! (CONNECTION_REFUSED). 100 concurrent streams per connection, idle connections closed
-//! after `limits.tcp_idle_timeout_ms`. Unlike the UDP path, this one allocates: quinn-proto
-//! takes each datagram in a `BytesMut` and keeps its own state per connection.
+//! (CONNECTION_REFUSED). 100 concurrent streams per connection, at most 128 KiB held for
+//! its unfinished queries and untaken responses (past it, DOQ_EXCESSIVE_LOAD resets the
+//! stream) and 1 MiB in quinn-proto's windows each way; idle connections closed after
+//! `limits.tcp_idle_timeout_ms`. Unlike the UDP path, this one allocates: quinn-proto takes
+//! each datagram in a `BytesMut` and keeps its own state per connection.
 
 use super::{Worker, KIND_QUIC, KIND_SHIFT};
 use crate::dispatch::{Action, Dispatcher, Origin, Source};
@@ -58,6 +60,7 @@ use std::time::{Duration, Instant};
 /// RFC 9250 §8.4 error codes.
 const DOQ_PROTOCOL_ERROR: u32 = 0x2;
 const DOQ_REQUEST_CANCELLED: u32 = 0x3;
+const DOQ_EXCESSIVE_LOAD: u32 = 0x4;
 /// Concurrent streams (queries) a client may have open on a connection.
 const MAX_STREAMS: u32 = 100;
 /// Datagrams read per readiness event before the loop looks at other sockets.
@@ -66,6 +69,12 @@ const RECV_BURST: usize = 64;
 const TRANSMITS_PER_TURN: usize = 64;
 /// A stream's bytes: the length and the largest DNS message.
 const STREAM_MAX: usize = 2 + 65_535;
+/// Octets a connection may have waiting in our buffers: queries not yet whole, responses
+/// the client has not taken. Past it the stream that would add more is reset
+/// (DOQ_EXCESSIVE_LOAD): a client cannot make a worker hold 100 streams of 64 KiB each.
+const BUFFERED_MAX: usize = 128 * 1024;
+/// What quinn-proto itself may hold per connection, each way.
+const WINDOW: u32 = 1 << 20;
 
 /// The server's QUIC setup: the certificate (as for DoT, with ALPN "doq") and the endpoint
 /// settings every worker shares.
@@ -120,7 +129,9 @@ fn server_config(cert: &Path, key: &Path, idle: Duration) -> Result<Arc<ServerCo
         .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
         .max_concurrent_uni_streams(VarInt::from_u32(0))
         .max_idle_timeout(IdleTimeout::try_from(idle).ok())
-        .stream_receive_window(VarInt::from_u32(STREAM_MAX as u32 + 1));
+        .stream_receive_window(VarInt::from_u32(STREAM_MAX as u32 + 1))
+        .receive_window(VarInt::from_u32(WINDOW))
+        .send_window(WINDOW.into());
     let mut config = ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     config.migration(false);
@@ -138,6 +149,25 @@ struct QuicConn {
     /// went.
     unsent: HashMap<StreamId, (Vec<u8>, usize)>,
     timeout: Option<Instant>,
+}
+
+impl QuicConn {
+    /// Octets held for streams other than `id`.
+    fn buffered_except(&self, id: StreamId) -> usize {
+        let partial: usize = self
+            .partial
+            .iter()
+            .filter(|(s, _)| **s != id)
+            .map(|(_, b)| b.len())
+            .sum();
+        let unsent: usize = self
+            .unsent
+            .iter()
+            .filter(|(s, _)| **s != id)
+            .map(|(_, (b, sent))| b.len() - sent)
+            .sum();
+        partial + unsent
+    }
 }
 
 /// A worker's QUIC side.
@@ -399,7 +429,8 @@ fn read_stream(
     stats: &WorkerStats,
 ) {
     let mut fin = false;
-    let mut reset = false;
+    let mut reset = None;
+    let others = c.buffered_except(id);
     {
         let buf = c.partial.entry(id).or_default();
         let mut recv = c.conn.recv_stream(id);
@@ -410,8 +441,13 @@ fn read_stream(
         loop {
             match chunks.next(STREAM_MAX) {
                 Ok(Some(chunk)) => {
-                    if buf.len() + chunk.bytes.len() > STREAM_MAX {
-                        reset = true;
+                    let total = buf.len() + chunk.bytes.len();
+                    if total > STREAM_MAX {
+                        reset = Some(DOQ_PROTOCOL_ERROR);
+                        break;
+                    }
+                    if others + total > BUFFERED_MAX {
+                        reset = Some(DOQ_EXCESSIVE_LOAD);
                         break;
                     }
                     buf.extend_from_slice(&chunk.bytes);
@@ -422,7 +458,7 @@ fn read_stream(
                 }
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(_)) => {
-                    reset = true;
+                    reset = Some(DOQ_REQUEST_CANCELLED);
                     break;
                 }
             }
@@ -436,18 +472,21 @@ fn read_stream(
         Some(l) => 2 + u16::from_be_bytes([l[0], l[1]]) as usize,
         None => usize::MAX,
     };
-    if reset || buf.len() > want || (fin && buf.len() < want) {
+    let error = match reset {
+        Some(code) => Some(code),
         // Not one whole message: a stream error.
+        None if buf.len() > want || (fin && buf.len() < want) => Some(DOQ_PROTOCOL_ERROR),
+        None => None,
+    };
+    if let Some(code) = error {
         c.partial.remove(&id);
-        let _ = c
-            .conn
-            .send_stream(id)
-            .reset(VarInt::from_u32(DOQ_PROTOCOL_ERROR));
-        let _ = c
-            .conn
-            .recv_stream(id)
-            .stop(VarInt::from_u32(DOQ_PROTOCOL_ERROR));
-        stats.malformed.add(1);
+        let _ = c.conn.send_stream(id).reset(VarInt::from_u32(code));
+        let _ = c.conn.recv_stream(id).stop(VarInt::from_u32(code));
+        if code == DOQ_PROTOCOL_ERROR {
+            stats.malformed.add(1);
+        } else {
+            stats.dropped.add(1);
+        }
         return;
     }
     if buf.len() < want {
@@ -478,18 +517,23 @@ fn read_stream(
         Action::Send(w) => {
             len_field.copy_from_slice(&(w.len as u16).to_be_bytes());
             let response = &q.out[..2 + w.len];
+            let room = BUFFERED_MAX.saturating_sub(c.buffered_except(id));
             let mut stream = c.conn.send_stream(id);
-            match stream.write(response) {
+            let sent = match stream.write(response) {
                 Ok(n) if n == response.len() => {
                     let _ = stream.finish();
+                    return;
                 }
-                Ok(n) => {
-                    c.unsent.insert(id, (response.to_vec(), n));
-                }
-                Err(quinn_proto::WriteError::Blocked) => {
-                    c.unsent.insert(id, (response.to_vec(), 0));
-                }
-                Err(_) => {}
+                Ok(n) => n,
+                Err(quinn_proto::WriteError::Blocked) => 0,
+                Err(_) => return,
+            };
+            // The client does not take what it asked for: kept while there is room.
+            if response.len() - sent <= room {
+                c.unsent.insert(id, (response.to_vec(), sent));
+            } else {
+                let _ = stream.reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
+                stats.dropped.add(1);
             }
         }
         // A zone transfer (not served over DoQ yet), a resolution for later (no resolver
