@@ -90,6 +90,8 @@ pub(crate) struct Dispatcher<'w> {
     pub(crate) unix: extras::UnixClock,
     /// The worker's end of the dnstap log (`[dnstap]`), else `None`.
     pub(crate) tap: Option<&'w mut Tap>,
+    /// Set when the resolver role took the last query (dnstap logs it as a client query).
+    pub(crate) recursive: bool,
 }
 
 impl Dispatcher<'_> {
@@ -106,13 +108,16 @@ impl Dispatcher<'_> {
     /// [`Self::handle`] with the query and the response sent at once logged by dnstap.
     #[inline(never)]
     fn handle_tapped(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
-        if let Some(tap) = self.tap.as_deref_mut() {
-            tap.query(bytes, origin, self.now, self.stats);
-        }
+        self.recursive = false;
         let action = self.handle_query(bytes, origin, out);
-        if let (Action::Send(w), Some(tap)) = (&action, self.tap.as_deref_mut()) {
+        let client = self.recursive;
+        let Some(tap) = self.tap.as_deref_mut() else {
+            return action;
+        };
+        tap.query(bytes, origin, self.now, self.stats, client);
+        if let Action::Send(w) = &action {
             if let Some(response) = out.get(..w.len) {
-                tap.response(response, origin, self.now, self.stats);
+                tap.response(response, origin, self.now, self.stats, client);
             }
         }
         action
@@ -298,6 +303,7 @@ impl Dispatcher<'_> {
             (Source::Udp { .. }, None) | (Source::Quic, _) => None,
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
+            self.recursive = true;
             let ip = origin.peer.map(|p| p.ip());
             match rec.query(query, client, ip, out, self.now, self.stats, extras) {
                 Handling::Refused => {}

@@ -191,3 +191,54 @@ fn no_reader_loses_frames_but_not_answers_and_a_later_reader_is_reached() {
     let text = dnstap_read(&file, false);
     assert!(!lines_with(&text, " AQ 127.0.0.1:").is_empty(), "{text}");
 }
+
+#[test]
+fn the_resolver_role_logs_client_queries_and_its_later_answers() {
+    // An authoritative shardns for other.test, and a resolver forwarding other.test to it.
+    let auth_dir = TempDir::new("dnstap-resolver-auth");
+    let zone = auth_dir.write(
+        "other.test.zone",
+        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
+         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
+    );
+    let zone_arg = format!("other.test={}", zone.display());
+    let auth = Server::start_on(
+        "dnstap-resolver-up",
+        Ipv4Addr::LOCALHOST,
+        None,
+        &["--zone", &zone_arg, "--workers", "1"],
+    );
+    let dir = TempDir::new("dnstap-resolver-out");
+    let file = dir.path().join("tap.fstrm");
+    let file_arg = file.display().to_string();
+    let forward = format!("other.test={}", auth.addr);
+    let mut resolver = Server::start_on(
+        "dnstap-resolver",
+        Ipv4Addr::LOCALHOST,
+        None,
+        &[
+            "--recursion",
+            "--no-validation",
+            "--forward",
+            &forward,
+            "--allow-recursion",
+            "127.0.0.0/8",
+            "--dnstap-file",
+            &file_arg,
+            "--workers",
+            "1",
+        ],
+    );
+    // A cache miss (answered later), then a hit (answered at once).
+    for _ in 0..2 {
+        assert!(dig(resolver.addr, &["+short", "www.other.test", "A"]).contains("192.0.2.77"));
+    }
+    resolver.wait_for_stat("shardns_dnstap_frames_total", 4.0, Duration::from_secs(10));
+    assert!(resolver.terminate().success());
+    let text = dnstap_read(&file, false);
+    // dnstap-read: CQ/CR client (resolver) query/response, AQ/AR authoritative.
+    assert_eq!(lines_with(&text, " CQ 127.0.0.1:").len(), 2, "{text}");
+    assert_eq!(lines_with(&text, " CR 127.0.0.1:").len(), 2, "{text}");
+    assert!(lines_with(&text, " AQ ").is_empty(), "{text}");
+    assert!(dnstap_read(&file, true).contains("192.0.2.77"));
+}

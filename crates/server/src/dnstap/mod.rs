@@ -19,9 +19,10 @@
 //! `try_send`/`try_recv` only on the worker's side. Off, the log costs one branch per query.
 //!
 //! What is logged: each query (AUTH_QUERY, with the client's address and port, the
-//! transport and the loop turn's time), each response sent at once (AUTH_RESPONSE, with
-//! the query's time and the response's). Not logged (yet): the resolver's later answers,
-//! the messages of an outgoing zone transfer after its query.
+//! transport and the loop turn's time), each response (AUTH_RESPONSE, with the query's time
+//! and the response's); CLIENT_QUERY and CLIENT_RESPONSE for the queries the resolver role
+//! takes, its later answers (a cache miss) included. Not logged (yet): the messages of an
+//! outgoing zone transfer after its query, the resolver's own upstream queries.
 
 mod fstrm;
 mod proto;
@@ -110,20 +111,26 @@ fn transport(path: QueryPath) -> (u8, u8) {
 }
 
 impl Tap {
-    /// Logs a query (if `queries` is on).
+    /// Logs a query (if `queries` is on): AUTH_QUERY, or CLIENT_QUERY if the resolver role
+    /// took it (`client`).
     pub(crate) fn query(
         &mut self,
         bytes: &[u8],
         origin: Origin,
         now: Instant,
         stats: &WorkerStats,
+        client: bool,
     ) {
         if !self.queries {
             return;
         }
         let (protocol, family) = transport(origin.path);
         let event = proto::Event {
-            kind: proto::AUTH_QUERY,
+            kind: if client {
+                proto::CLIENT_QUERY
+            } else {
+                proto::AUTH_QUERY
+            },
             family,
             protocol,
             peer: origin.peer,
@@ -135,13 +142,15 @@ impl Tap {
         self.record(&event, stats);
     }
 
-    /// Logs a response about to be sent (if `responses` is on).
+    /// Logs a response about to be sent (if `responses` is on): AUTH_RESPONSE, or
+    /// CLIENT_RESPONSE from the resolver role (`client`; also its later answers).
     pub(crate) fn response(
         &mut self,
         response: &[u8],
         origin: Origin,
         now: Instant,
         stats: &WorkerStats,
+        client: bool,
     ) {
         if !self.responses {
             return;
@@ -149,7 +158,11 @@ impl Tap {
         let (protocol, family) = transport(origin.path);
         let t = self.clock.at(now);
         let event = proto::Event {
-            kind: proto::AUTH_RESPONSE,
+            kind: if client {
+                proto::CLIENT_RESPONSE
+            } else {
+                proto::AUTH_RESPONSE
+            },
             family,
             protocol,
             peer: origin.peer,
@@ -464,7 +477,7 @@ mod tests {
         let now = Instant::now();
         // No writer runs: the worker's buffers fill (two frames each), then frames drop.
         for _ in 0..(2 * BUFFERS + 3) {
-            tap.query(&query, origin, now, &stats);
+            tap.query(&query, origin, now, &stats, false);
         }
         tap.flush(&stats);
         assert_eq!(stats.dnstap[DNSTAP_SENT].get(), 2 * BUFFERS as u64);

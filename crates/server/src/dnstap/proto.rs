@@ -15,6 +15,8 @@ use std::net::{IpAddr, SocketAddr};
 /// `Message.Type` values.
 pub(crate) const AUTH_QUERY: u8 = 1;
 pub(crate) const AUTH_RESPONSE: u8 = 2;
+pub(crate) const CLIENT_QUERY: u8 = 5;
+pub(crate) const CLIENT_RESPONSE: u8 = 6;
 
 /// `SocketFamily` values.
 pub(crate) const INET: u8 = 1;

@@ -16,11 +16,11 @@
 //! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`;
 //! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Origin, Source};
 use crate::dnstap::Tap;
 use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
 use crate::rrl::Rrl;
-use crate::stats::WorkerStats;
+use crate::stats::{QueryPath, WorkerStats};
 use crate::sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
 use crate::tcp::{ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::xdp::Xsk;
@@ -325,7 +325,8 @@ impl Worker {
     /// from the listening socket the query came in on, queued in `answers` and sent with
     /// sendmmsg at the end; TCP: the connection, if still open).
     fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
-        let Some(rec) = self.roles.recursion.as_mut() else {
+        let Roles { recursion, tap, .. } = &mut self.roles;
+        let Some(rec) = recursion.as_mut() else {
             return;
         };
         let udp = &self.udp;
@@ -339,6 +340,14 @@ impl Worker {
             &policy,
             &mut |client, frame| match client {
                 Client::Udp { socket, peer } => {
+                    if let (Some(t), Some((_, v6))) = (tap.as_mut(), udp.get(socket)) {
+                        let origin = Origin {
+                            path: QueryPath::udp(*v6),
+                            peer: Some(peer),
+                            source: Source::Udp { socket },
+                        };
+                        t.response(&frame[2..], origin, now, stats, true);
+                    }
                     if answers.is_full() {
                         flush_answers(udp, answers, stats);
                     }
@@ -353,6 +362,19 @@ impl Worker {
                         stats.dropped.add(1);
                         return;
                     };
+                    if let Some(t) = tap.as_mut() {
+                        let path = if conn.tls.is_some() {
+                            QueryPath::tls(conn.v6)
+                        } else {
+                            QueryPath::tcp(conn.v6)
+                        };
+                        let origin = Origin {
+                            path,
+                            peer: conn.peer,
+                            source: Source::Tcp { slot, generation },
+                        };
+                        t.response(&frame[2..], origin, now, stats, true);
+                    }
                     if queue_output(conn, frame, stats).is_err() {
                         // The connection is broken; epoll reports it and it is closed then.
                         return;
@@ -418,6 +440,7 @@ impl Roles {
             edns: &shared.edns,
             unix: shared.unix_clock,
             tap: self.tap.as_mut(),
+            recursive: false,
         }
     }
 }
