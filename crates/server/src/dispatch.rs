@@ -65,8 +65,9 @@ pub(crate) enum Source {
     Udp { socket: usize },
     /// TCP connection (`slot`, `generation`) of the worker.
     Tcp { slot: u32, generation: u32 },
-    /// A DNS-over-QUIC stream: answered now or not at all (no resolver role yet).
-    Quic,
+    /// Stream `stream` of DNS-over-QUIC connection `conn` (a quinn-proto connection handle)
+    /// of the worker.
+    Quic { conn: usize, stream: u64 },
 }
 
 /// One worker's roles for one turn of its loop.
@@ -300,7 +301,8 @@ impl Dispatcher<'_> {
             (Source::Udp { socket }, Some(peer)) => Some(Client::Udp { socket, peer }),
             (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
             // A UDP answer needs the peer's address; without it there is no resolver role.
-            (Source::Udp { .. }, None) | (Source::Quic, _) => None,
+            (Source::Quic { conn, stream }, _) => Some(Client::Quic { conn, stream }),
+            (Source::Udp { .. }, None) => None,
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
             self.recursive = true;

@@ -228,3 +228,43 @@ fn half_open_connections_are_bounded() {
     }
     assert!(dig(server.addr, &["+short", "www.example.test", "A"]).contains("192.0.2.10"));
 }
+
+#[test]
+fn the_resolver_answers_over_quic() {
+    // An authoritative shardns for other.test, and a resolver with DoQ forwarding to it.
+    let auth_dir = TempDir::new("doq-resolver-zone");
+    let zone = auth_dir.write(
+        "other.test.zone",
+        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
+         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
+    );
+    let zone_arg = format!("other.test={}", zone.display());
+    let auth = Server::start_on(
+        "doq-resolver-up",
+        Ipv4Addr::LOCALHOST,
+        None,
+        &["--zone", &zone_arg, "--workers", "1"],
+    );
+    let forward = format!("other.test={}", auth.addr);
+    let (resolver, quic, certs) = start_doq(
+        "doq-resolver",
+        &[
+            "--recursion",
+            "--no-validation",
+            "--forward",
+            &forward,
+            "--allow-recursion",
+            "127.0.0.0/8",
+            "--workers",
+            "1",
+        ],
+    );
+    // A cache miss (the answer comes after the upstream's), then a hit.
+    for _ in 0..2 {
+        let out = kdig_quic(quic, &certs, &["www.other.test", "A"]);
+        assert!(out.contains("192.0.2.77"), "{out}");
+        assert!(out.contains("status: NOERROR; id: 0"), "{out}");
+    }
+    assert_eq!(resolver.stat("shardns_resolver_cache_misses_total"), 1.0);
+    assert_eq!(resolver.stat("shardns_resolver_cache_hits_total"), 1.0);
+}

@@ -330,6 +330,7 @@ impl Worker {
             return;
         };
         let udp = &self.udp;
+        let quic = &mut self.quic;
         let conns = &mut self.conns;
         let epoll = &self.epoll;
         let policy = self.shared.edns.load();
@@ -355,6 +356,11 @@ impl Worker {
                     // UDP answers never are.
                     if !answers.push(socket, peer, &frame[2..]) {
                         stats.dropped.add(1);
+                    }
+                }
+                Client::Quic { conn, stream } => {
+                    if let Some(q) = quic.as_mut() {
+                        q.deliver(conn, stream, frame, tap.as_mut(), now, stats);
                     }
                 }
                 Client::Tcp { slot, generation } => {

@@ -24,9 +24,10 @@
 //! reading a worker number from the ID) would lift it; not done.
 //!
 //! One query per stream, as RFC 9250 §4.2 says; a stream with more, or a message ID other
-//! than 0, is a protocol error (DOQ_PROTOCOL_ERROR closes the connection). Zone transfers
-//! over DoQ and the resolver role are not served yet: such a stream is reset
-//! (DOQ_REQUEST_CANCELLED), and a name outside our zones is REFUSED.
+//! than 0, is a protocol error (DOQ_PROTOCOL_ERROR closes the connection). The resolver
+//! role answers a cache miss later: its answer is written to the stream when the worker
+//! delivers it ([`Quic::deliver`]). Zone transfers over DoQ are not served yet: such a
+//! stream is reset (DOQ_REQUEST_CANCELLED).
 //!
 //! Limits: connections per worker are `limits.tcp_connections_per_worker`; past half of
 //! it a new client must first prove its address (a Retry), at the limit it is refused
@@ -340,8 +341,9 @@ impl Worker {
                     q.touched.push(*ch);
                 }
             }
-            self.drive_quic(zones, now, stats);
         }
+        // Timers due, and the resolver's answers delivered this turn.
+        self.drive_quic(zones, now, stats);
     }
 
     /// Drives the touched connections: endpoint events, streams, transmits, timers; drops
@@ -364,10 +366,10 @@ impl Worker {
                 continue;
             };
             drive_one(q, ch, &mut c, &mut dispatch, now, stats);
+            c.timeout = c.conn.poll_timeout();
             if c.conn.is_drained() {
                 continue;
             }
-            c.timeout = c.conn.poll_timeout();
             q.conns.insert(ch, c);
         }
         q.touched = touched;
@@ -388,7 +390,7 @@ fn drive_one(
     while let Some(event) = c.conn.poll() {
         match event {
             Event::Stream(StreamEvent::Readable { id }) => {
-                read_stream(q, c, id, dispatch, now, stats);
+                read_stream(q, ch, c, id, dispatch, now, stats);
             }
             Event::Stream(StreamEvent::Writable { id }) => write_unsent(c, id),
             Event::Stream(StreamEvent::Stopped { id, .. }) => {
@@ -398,7 +400,7 @@ fn drive_one(
         }
     }
     while let Some(id) = c.conn.streams().accept(Dir::Bi) {
-        read_stream(q, c, id, dispatch, now, stats);
+        read_stream(q, ch, c, id, dispatch, now, stats);
     }
     for _ in 0..TRANSMITS_PER_TURN {
         q.send.clear();
@@ -422,6 +424,7 @@ fn endpoint_events(q: &mut Quic, ch: ConnectionHandle, c: &mut QuicConn) {
 /// Takes what stream `id` has; a whole query is answered.
 fn read_stream(
     q: &mut Quic,
+    ch: ConnectionHandle,
     c: &mut QuicConn,
     id: StreamId,
     dispatch: &mut Dispatcher<'_>,
@@ -510,40 +513,82 @@ fn read_stream(
     let origin = Origin {
         path: path(c),
         peer: Some(c.conn.remote_address()),
-        source: Source::Quic,
+        source: Source::Quic {
+            conn: ch.0,
+            stream: id.into(),
+        },
     };
     let (len_field, out) = q.out.split_at_mut(2);
     match dispatch.handle(message, origin, out) {
         Action::Send(w) => {
             len_field.copy_from_slice(&(w.len as u16).to_be_bytes());
-            let response = &q.out[..2 + w.len];
-            let room = BUFFERED_MAX.saturating_sub(c.buffered_except(id));
-            let mut stream = c.conn.send_stream(id);
-            let sent = match stream.write(response) {
-                Ok(n) if n == response.len() => {
-                    let _ = stream.finish();
-                    return;
-                }
-                Ok(n) => n,
-                Err(quinn_proto::WriteError::Blocked) => 0,
-                Err(_) => return,
-            };
-            // The client does not take what it asked for: kept while there is room.
-            if response.len() - sent <= room {
-                c.unsent.insert(id, (response.to_vec(), sent));
-            } else {
-                let _ = stream.reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
-                stats.dropped.add(1);
-            }
+            respond(c, id, &q.out[..2 + w.len], stats);
         }
-        // A zone transfer (not served over DoQ yet), a resolution for later (no resolver
-        // role here), or nothing to send: the stream is given up.
-        Action::Stream(_) | Action::Pending | Action::Drop => {
+        // The resolver answers later (`Quic::deliver`); the stream waits.
+        Action::Pending => {}
+        // A zone transfer (not served over DoQ yet), or nothing to send: the stream is
+        // given up.
+        Action::Stream(_) | Action::Drop => {
             let _ = c
                 .conn
                 .send_stream(id)
                 .reset(VarInt::from_u32(DOQ_REQUEST_CANCELLED));
         }
+    }
+}
+
+/// Writes `response` (length-prefixed) on stream `id` and finishes it; what the stream does
+/// not take now is kept for later while the connection has room.
+fn respond(c: &mut QuicConn, id: StreamId, response: &[u8], stats: &WorkerStats) {
+    let room = BUFFERED_MAX.saturating_sub(c.buffered_except(id));
+    let mut stream = c.conn.send_stream(id);
+    let sent = match stream.write(response) {
+        Ok(n) if n == response.len() => {
+            let _ = stream.finish();
+            return;
+        }
+        Ok(n) => n,
+        Err(quinn_proto::WriteError::Blocked) => 0,
+        Err(_) => return,
+    };
+    // The client does not take what it asked for: kept while there is room.
+    if response.len() - sent <= room {
+        c.unsent.insert(id, (response.to_vec(), sent));
+    } else {
+        let _ = stream.reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
+        stats.dropped.add(1);
+    }
+}
+
+impl Quic {
+    /// A resolver answer (`frame`: length-prefixed) for stream `stream` of connection
+    /// `conn`, if both are still there; the connection is driven at the end of the turn.
+    pub(super) fn deliver(
+        &mut self,
+        conn: usize,
+        stream: u64,
+        frame: &[u8],
+        tap: Option<&mut crate::dnstap::Tap>,
+        now: Instant,
+        stats: &WorkerStats,
+    ) {
+        let ch = ConnectionHandle(conn);
+        let (Some(c), Ok(v)) = (self.conns.get_mut(&ch), VarInt::from_u64(stream)) else {
+            stats.dropped.add(1);
+            return;
+        };
+        if let Some(t) = tap {
+            let origin = Origin {
+                path: path(c),
+                peer: Some(c.conn.remote_address()),
+                source: Source::Quic { conn, stream },
+            };
+            if let Some(message) = frame.get(2..) {
+                t.response(message, origin, now, stats, true);
+            }
+        }
+        respond(c, StreamId::from(v), frame, stats);
+        self.touched.push(ch);
     }
 }
 
