@@ -19,6 +19,10 @@ command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
 [ -x /usr/sbin/named ] || command -v named >/dev/null 2>&1 || need+=(bind9)
 # tests/signing validates the answers of zones we sign with delv.
 command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
+# tests/dnstap reads the log with dnstap-read (bind9-dnsutils) and listens on its socket with
+# fstrm_capture.
+command -v dnstap-read >/dev/null 2>&1 || need+=(bind9-dnsutils)
+command -v fstrm_capture >/dev/null 2>&1 || need+=(fstrm-bin)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

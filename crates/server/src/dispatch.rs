@@ -16,6 +16,7 @@
 //! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
 //! second parse of the query.
 
+use crate::dnstap::Tap;
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
 use crate::journal::Journals;
 use crate::recursion::{Client, Handling, Recursion};
@@ -66,6 +67,9 @@ pub(crate) enum Source {
     Udp { socket: usize },
     /// TCP connection (`slot`, `generation`) of the worker.
     Tcp { slot: u32, generation: u32 },
+    /// Stream `stream` of DNS-over-QUIC connection `conn` (a quinn-proto connection handle)
+    /// of the worker.
+    Quic { conn: usize, stream: u64 },
 }
 
 /// One worker's roles for one turn of its loop.
@@ -89,11 +93,42 @@ pub(crate) struct Dispatcher<'w> {
     pub(crate) edns: &'w ArcSwap<EdnsPolicy>,
     /// Cookie timestamps from `now`.
     pub(crate) unix: extras::UnixClock,
+    /// The worker's end of the dnstap log (`[dnstap]`), else `None`.
+    pub(crate) tap: Option<&'w mut Tap>,
+    /// Set when the resolver role took the last query (dnstap logs it as a client query).
+    pub(crate) recursive: bool,
 }
 
 impl Dispatcher<'_> {
     /// Answers `bytes` from `origin` into `out` (the transport's limit for one response).
+    #[inline]
     pub(crate) fn handle(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
+        // dnstap off costs this one branch.
+        if self.tap.is_some() {
+            return self.handle_tapped(bytes, origin, out);
+        }
+        self.handle_query(bytes, origin, out)
+    }
+
+    /// [`Self::handle`] with the query and the response sent at once logged by dnstap.
+    #[inline(never)]
+    fn handle_tapped(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
+        self.recursive = false;
+        let action = self.handle_query(bytes, origin, out);
+        let client = self.recursive;
+        let Some(tap) = self.tap.as_deref_mut() else {
+            return action;
+        };
+        tap.query(bytes, origin, self.now, self.stats, client);
+        if let Action::Send(w) = &action {
+            if let Some(response) = out.get(..w.len) {
+                tap.response(response, origin, self.now, self.stats, client);
+            }
+        }
+        action
+    }
+
+    fn handle_query(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
         // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
         let parsed = Query::parse(bytes);
         let query = match &parsed {
@@ -311,9 +346,11 @@ impl Dispatcher<'_> {
             (Source::Udp { socket }, Some(peer)) => Some(Client::Udp { socket, peer }),
             (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
             // A UDP answer needs the peer's address; without it there is no resolver role.
+            (Source::Quic { conn, stream }, _) => Some(Client::Quic { conn, stream }),
             (Source::Udp { .. }, None) => None,
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
+            self.recursive = true;
             let ip = origin.peer.map(|p| p.ip());
             match rec.query(query, client, ip, out, self.now, self.stats, extras) {
                 Handling::Refused => {}

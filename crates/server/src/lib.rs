@@ -38,6 +38,7 @@ pub mod config;
 pub mod control;
 mod cookie;
 mod dispatch;
+mod dnstap;
 mod extras;
 mod http;
 mod journal;
@@ -216,6 +217,8 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<worker::TlsConfig>,
     /// The journaled zones' histories, for IXFR.
     pub(crate) journals: journal::Journals,
+    /// DNS over QUIC: the certificate and endpoint settings (`None`: no `server.quic_listen`).
+    pub(crate) quic: Option<worker::QuicConfig>,
 }
 
 impl Shared {

@@ -18,8 +18,8 @@ use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
 use crate::sys::{self, EventFd};
-use crate::worker::{TlsConfig, Worker, WorkerOptions, WorkerSockets};
-use crate::{control, http, journal, listen, notify, secondary, transfers, xdp, zones};
+use crate::worker::{QuicConfig, TlsConfig, Worker, WorkerOptions, WorkerSockets};
+use crate::{control, dnstap, http, journal, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use std::io;
@@ -85,6 +85,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
 
     let tls = tls_config(&config)?;
+    let quic = quic_config(&config)?;
     let edns = edns_policy(&config, None)?;
     let workers = config.worker_count();
     let mut sockets = listen::bind_all(&config, workers)?;
@@ -124,6 +125,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         unix_clock: UnixClock::new(),
         tls,
         journals: Default::default(),
+        quic,
     });
     // The journals of the zones read, as they were when the server last ran.
     journal::record_all(
@@ -169,7 +171,20 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         None => None,
     };
 
-    let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref())?;
+    // The dnstap log: the writer first, then the workers with their taps.
+    let mut dnstap = dnstap::Dnstap::new(&config.dnstap, workers).map_err(|e| Error::Io {
+        what: "dnstap".into(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, e),
+    })?;
+    let dnstap_writer = match dnstap.as_mut() {
+        Some(d) => Some(
+            d.start(Arc::clone(&shared))
+                .map_err(io_error("starting the dnstap thread"))?,
+        ),
+        None => None,
+    };
+    let taps = dnstap.map(|d| d.taps).unwrap_or_default();
+    let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref(), taps)?;
 
     let listen = config.listen_addrs();
     let log_queries = config.log.queries;
@@ -201,6 +216,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     let tls_listen = sockets_tls_addrs(&reloader.config);
     for a in &tls_listen {
         info!("listening on {a} (DNS over TLS)");
+    }
+    for a in &reloader.config.server.quic_listen {
+        info!("listening on {a} (DNS over QUIC)");
     }
     info!(
         "shardns ready: {workers} workers, {} zones, {control_socket}{}",
@@ -239,6 +257,10 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             error!("a worker panicked");
         }
     }
+    // The workers' taps are gone: the writer writes what is left and stops.
+    if let Some(w) = dnstap_writer {
+        w.join();
+    }
     drop(xdp_program);
     control_socket.close();
     info!("stopped");
@@ -248,6 +270,30 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 /// The bound DNS-over-TLS addresses as configured (port 0 shows as 0).
 fn sockets_tls_addrs(config: &Config) -> Vec<SocketAddr> {
     config.server.tls_listen.clone()
+}
+
+/// DNS over QUIC (`server.quic_listen`): the certificate and key read now; both are needed.
+fn quic_config(config: &Config) -> Result<Option<QuicConfig>, Error> {
+    let s = &config.server;
+    if s.quic_listen.is_empty() {
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
+        return Err(Error::Io {
+            what: "server.quic_listen".into(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
+            ),
+        });
+    };
+    let idle = Duration::from_millis(config.limits.tcp_idle_timeout_ms);
+    QuicConfig::load(cert, key, idle)
+        .map(Some)
+        .map_err(|e| Error::Io {
+            what: "loading the QUIC certificate".into(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })
 }
 
 /// DNS over TLS (`server.tls_listen`): the certificate and key read now; both are needed.
@@ -324,6 +370,16 @@ fn reload_extras(config: &Config, shared: &Shared) {
         match tls.reload(files) {
             Ok(()) => info!("TLS certificate reloaded"),
             Err(e) => error!("TLS certificate not reloaded, the previous one stays: {e}"),
+        }
+    }
+    if let Some(quic) = &shared.quic {
+        let files = config
+            .server
+            .tls_certificate
+            .as_deref()
+            .zip(config.server.tls_key.as_deref());
+        if let Err(e) = quic.reload(files) {
+            error!("QUIC certificate not reloaded, the previous one stays: {e}");
         }
     }
     let previous = shared.edns.load();
@@ -404,7 +460,9 @@ fn spawn_workers(
     shared: &Arc<Shared>,
     sockets: Vec<WorkerSockets>,
     recursion: Option<&Arc<RecursionShared>>,
+    taps: Vec<dnstap::Tap>,
 ) -> Result<Vec<JoinHandle<()>>, Error> {
+    let mut taps = taps.into_iter();
     let opts = WorkerOptions {
         udp_batch: config.limits.udp_batch,
         tcp_per_worker: config.limits.tcp_connections_per_worker,
@@ -441,8 +499,16 @@ fn spawn_workers(
         } else {
             None
         };
-        let w = Worker::new(id, Arc::clone(shared), socks, opts.clone(), rec, rrl)
-            .map_err(io_error("setting up a worker"))?;
+        let w = Worker::new(
+            id,
+            Arc::clone(shared),
+            socks,
+            opts.clone(),
+            rec,
+            rrl,
+            taps.next(),
+        )
+        .map_err(io_error("setting up a worker"))?;
         let h = std::thread::Builder::new()
             .name(format!("shardns-worker-{id}"))
             .spawn(move || w.run())

@@ -244,6 +244,10 @@ pub(crate) struct ServeArgs {
     /// server.tls_listen; needs --tls-cert and --tls-key).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) tls_listen: Vec<SocketAddr>,
+    /// Serve DNS over QUIC (RFC 9250) on ADDR:PORT, e.g. 127.0.0.1:853 (repeatable; adds to
+    /// server.quic_listen; needs --tls-cert and --tls-key).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) quic_listen: Vec<SocketAddr>,
     /// The TLS certificate chain, PEM (sets server.tls_certificate; read again on SIGHUP).
     #[arg(long, value_name = "FILE")]
     pub(crate) tls_cert: Option<PathBuf>,
@@ -254,6 +258,13 @@ pub(crate) struct ServeArgs {
     /// server.nsid).
     #[arg(long, value_name = "TEXT")]
     pub(crate) nsid: Option<String>,
+    /// Log queries and responses in dnstap's format to the Unix socket PATH, where a dnstap
+    /// reader listens (sets dnstap.socket).
+    #[arg(long, value_name = "PATH", conflicts_with = "dnstap_file")]
+    pub(crate) dnstap_socket: Option<PathBuf>,
+    /// Log queries and responses in dnstap's format to FILE (sets dnstap.file).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) dnstap_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -290,9 +301,12 @@ impl ServeArgs {
         o.sign = self.sign;
         o.key_directory = self.key_dir.clone();
         o.tls_listen = self.tls_listen.clone();
+        o.quic_listen = self.quic_listen.clone();
         o.tls_certificate = self.tls_cert.clone();
         o.tls_key = self.tls_key.clone();
         o.nsid = self.nsid.clone();
+        o.dnstap_socket = self.dnstap_socket.clone();
+        o.dnstap_file = self.dnstap_file.clone();
         Setup::new(self.config.clone(), o, Some(default_zone))
     }
 }

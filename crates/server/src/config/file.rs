@@ -88,6 +88,8 @@ impl Config {
             &mut config.server.key_directory,
             &mut config.server.tls_certificate,
             &mut config.server.tls_key,
+            &mut config.dnstap.socket,
+            &mut config.dnstap.file,
         ]
         .into_iter()
         .flatten()

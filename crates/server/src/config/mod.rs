@@ -21,6 +21,7 @@
 
 mod acl;
 mod control_socket;
+mod dnstap;
 mod file;
 mod keys;
 mod overrides;
@@ -31,6 +32,7 @@ mod tests;
 mod validate;
 
 pub use acl::AclEntry;
+pub use dnstap::DnstapConfig;
 pub use file::ConfigError;
 pub use keys::KeyConfig;
 pub use overrides::{Overrides, SecondaryFlag};
@@ -84,6 +86,8 @@ pub struct Config {
     /// `[[key]]` tables: TSIG keys (RFC 8945) that sign zone transfers.
     #[serde(rename = "key")]
     pub keys: Vec<KeyConfig>,
+    /// `[dnstap]`: the dnstap log of queries and responses (off by default).
+    pub dnstap: DnstapConfig,
 }
 
 /// `[server]`.
@@ -125,6 +129,9 @@ pub struct ServerConfig {
     /// Addresses to serve DNS over TLS on (RFC 7858; port 853 is the standard one). Empty:
     /// none. Needs `tls_certificate` and `tls_key`.
     pub tls_listen: Vec<SocketAddr>,
+    /// Addresses to serve DNS over QUIC on (RFC 9250; UDP port 853 is the standard one).
+    /// Empty: none. Needs `tls_certificate` and `tls_key` (the same certificate as DoT).
+    pub quic_listen: Vec<SocketAddr>,
     /// The certificate chain for DNS over TLS, PEM (the server's certificate first). Read
     /// again at every reload (SIGHUP): new connections use the new one.
     pub tls_certificate: Option<PathBuf>,

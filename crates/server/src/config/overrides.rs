@@ -75,10 +75,16 @@ pub struct Overrides {
     pub secondaries: Vec<SecondaryFlag>,
     /// `--tls-listen`: added to `server.tls_listen`.
     pub tls_listen: Vec<SocketAddr>,
+    /// `--quic-listen`: added to `server.quic_listen`.
+    pub quic_listen: Vec<SocketAddr>,
     /// `--tls-cert`: sets `server.tls_certificate`.
     pub tls_certificate: Option<PathBuf>,
     /// `--tls-key`: sets `server.tls_key`.
     pub tls_key: Option<PathBuf>,
+    /// `--dnstap-socket`: sets `dnstap.socket` (and clears `dnstap.file`).
+    pub dnstap_socket: Option<PathBuf>,
+    /// `--dnstap-file`: sets `dnstap.file` (and clears `dnstap.socket`).
+    pub dnstap_file: Option<PathBuf>,
     /// `--nsid`: sets `server.nsid`.
     pub nsid: Option<String>,
 }
@@ -200,6 +206,9 @@ impl Config {
             }
         }
         self.server.tls_listen.extend(o.tls_listen.iter().copied());
+        self.server
+            .quic_listen
+            .extend(o.quic_listen.iter().copied());
         if o.tls_certificate.is_some() {
             self.server.tls_certificate = o.tls_certificate.clone();
         }
@@ -208,6 +217,14 @@ impl Config {
         }
         if o.nsid.is_some() {
             self.server.nsid = o.nsid.clone();
+        }
+        if o.dnstap_socket.is_some() {
+            self.dnstap.socket = o.dnstap_socket.clone();
+            self.dnstap.file = None;
+        }
+        if o.dnstap_file.is_some() {
+            self.dnstap.file = o.dnstap_file.clone();
+            self.dnstap.socket = None;
         }
         if let Some(k) = &o.transfer_key {
             self.keys.retain(|c| c.0.name != k.name);

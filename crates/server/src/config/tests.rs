@@ -705,3 +705,28 @@ fn tls_nsid_and_cookie_keys() {
         assert!(e.to_string().contains(key), "{e}");
     }
 }
+
+#[test]
+fn dnstap_keys_and_flags() {
+    let c =
+        parse("[dnstap]\nsocket = \"tap.sock\"\nresponses = false\nidentity = \"ns1\"\n").unwrap();
+    assert_eq!(
+        c.dnstap.socket.as_deref(),
+        Some(Path::new("/etc/shardns/tap.sock"))
+    );
+    assert!(c.dnstap.enabled());
+    assert!(c.dnstap.queries && !c.dnstap.responses);
+    assert_eq!(c.dnstap.identity.as_deref(), Some("ns1"));
+    assert!(!Config::default().dnstap.enabled());
+    // A flag's destination replaces the file's, whichever kind it is.
+    let o = Overrides {
+        dnstap_file: Some(PathBuf::from("/tmp/t.fstrm")),
+        ..Overrides::default()
+    };
+    let mut c2 = c.clone();
+    c2.apply(&o);
+    assert_eq!(c2.dnstap.socket, None);
+    assert_eq!(c2.dnstap.file.as_deref(), Some(Path::new("/tmp/t.fstrm")));
+    let e = parse("[dnstap]\nsockets = \"x\"\n").unwrap_err();
+    assert!(e.to_string().contains("sockets"), "{e}");
+}

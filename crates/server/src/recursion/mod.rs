@@ -66,6 +66,9 @@ pub(crate) enum Client {
     Udp { socket: usize, peer: SocketAddr },
     /// On TCP connection (`slot`, `generation`) of the worker.
     Tcp { slot: u32, generation: u32 },
+    /// On stream `stream` of DNS-over-QUIC connection `conn` of the worker (stream rules,
+    /// as TCP).
+    Quic { conn: usize, stream: u64 },
 }
 
 /// What [`Recursion::query`] did with a query for a name outside our zones.
@@ -247,7 +250,7 @@ impl Recursion {
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let wants_ad = qh.ad() || dnssec_ok;
-        let tcp = matches!(client, Client::Tcp { .. });
+        let tcp = matches!(client, Client::Tcp { .. } | Client::Quic { .. });
         let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
         // Cache first: the answer goes straight into the output buffer.
@@ -379,7 +382,7 @@ impl Recursion {
                                 .note(&p.qname, p.qtype, answer.ede.as_ref(), clock);
                         }
                     }
-                    let tcp = matches!(p.client, Client::Tcp { .. });
+                    let tcp = matches!(p.client, Client::Tcp { .. } | Client::Quic { .. });
                     let end = if tcp {
                         self.write_buf.len()
                     } else {

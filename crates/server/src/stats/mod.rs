@@ -138,7 +138,22 @@ pub(crate) struct WorkerStats {
     pub(crate) tls_handshakes: [Counter; 3],
     /// Queries answered BADCOOKIE (a server cookie not ours, over UDP).
     pub(crate) bad_cookies: Counter,
+    /// dnstap frames (`[dnstap]`): handed to the writer thread, dropped because it had
+    /// no free buffer for this worker (the writer or its reader is behind).
+    pub(crate) dnstap: [Counter; 2],
+    /// DNS-over-QUIC connections, by what became of a new one: accepted, asked to prove
+    /// its address first (a Retry, past half the limit), refused (at the limit).
+    pub(crate) quic_connections: [Counter; 3],
 }
+
+/// Indices of [`WorkerStats::quic_connections`].
+pub(crate) const QUIC_ACCEPTED: usize = 0;
+pub(crate) const QUIC_RETRIED: usize = 1;
+pub(crate) const QUIC_REFUSED: usize = 2;
+
+/// Indices of [`WorkerStats::dnstap`].
+pub(crate) const DNSTAP_SENT: usize = 0;
+pub(crate) const DNSTAP_DROPPED: usize = 1;
 
 /// Indices of [`WorkerStats::tls_handshakes`].
 pub(crate) const TLS_DONE: usize = 0;
@@ -193,4 +208,7 @@ pub(crate) struct ControlStats {
     /// one expired.
     pub(crate) secondary_unavailable: AtomicU64,
     pub(crate) secondary_expired: AtomicU64,
+    /// dnstap frames the writer thread could not deliver (no reader connected, a write
+    /// failed).
+    pub(crate) dnstap_lost: AtomicU64,
 }

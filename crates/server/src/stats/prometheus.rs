@@ -4,8 +4,9 @@
 use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
 use super::totals::Totals;
 use super::{
-    ControlStats, Counter, WorkerStats, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED, XFR_DONE,
-    XFR_REFUSED, XFR_STARTED,
+    ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, QUIC_ACCEPTED, QUIC_REFUSED,
+    QUIC_RETRIED, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED, XFR_DONE, XFR_REFUSED,
+    XFR_STARTED,
 };
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
@@ -190,6 +191,28 @@ pub(crate) fn render_prometheus(
         "Queries answered BADCOOKIE: a server cookie that is not ours, over UDP (RFC 7873).",
     );
     let _ = writeln!(s, "shardns_bad_cookies_total {}", t.bad_cookies);
+    labelled(
+        &mut s,
+        "shardns_dnstap_frames_total",
+        "dnstap frames: sent to the writer thread, dropped by a worker (no free buffer: the writer is behind), lost by the writer (no reader, a failed write).",
+        "result",
+        &[
+            ("sent", t.dnstap[DNSTAP_SENT]),
+            ("dropped", t.dnstap[DNSTAP_DROPPED]),
+            ("lost", control.dnstap_lost.load(Relaxed)),
+        ],
+    );
+    labelled(
+        &mut s,
+        "shardns_quic_connections_total",
+        "New DNS-over-QUIC connections: accepted, retried (asked to prove their address first), refused (at the limit).",
+        "result",
+        &[
+            ("accepted", t.quic_connections[QUIC_ACCEPTED]),
+            ("retried", t.quic_connections[QUIC_RETRIED]),
+            ("refused", t.quic_connections[QUIC_REFUSED]),
+        ],
+    );
     head(
         &mut s,
         "shardns_xfr_messages_total",

@@ -94,9 +94,12 @@ pub(crate) enum QueryPath {
     /// DNS over TLS (RFC 7858): stream rules, encrypted.
     Tls4 = 6,
     Tls6 = 7,
+    /// DNS over QUIC (RFC 9250): stream rules, encrypted.
+    Quic4 = 8,
+    Quic6 = 9,
 }
 
-pub(super) const QUERY_PATHS: usize = 8;
+pub(super) const QUERY_PATHS: usize = 10;
 pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("udp", "4"),
     ("udp", "6"),
@@ -106,6 +109,8 @@ pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("xdp", "6"),
     ("tls", "4"),
     ("tls", "6"),
+    ("quic", "4"),
+    ("quic", "6"),
 ];
 
 impl QueryPath {
@@ -137,10 +142,17 @@ impl QueryPath {
             Self::Tls4
         }
     }
+    pub(crate) fn quic(v6: bool) -> Self {
+        if v6 {
+            Self::Quic6
+        } else {
+            Self::Quic4
+        }
+    }
     /// True for the encrypted transports (padding applies, RFC 8467).
     #[inline]
     pub(crate) fn encrypted(self) -> bool {
-        matches!(self, Self::Tls4 | Self::Tls6)
+        matches!(self, Self::Tls4 | Self::Tls6 | Self::Quic4 | Self::Quic6)
     }
     pub(crate) fn name(self) -> &'static str {
         QUERY_PATH_LABELS[self as usize].0
@@ -149,7 +161,9 @@ impl QueryPath {
     #[inline]
     pub(crate) fn transport(self) -> Transport {
         match self {
-            Self::Tcp4 | Self::Tcp6 | Self::Tls4 | Self::Tls6 => Transport::Tcp,
+            Self::Tcp4 | Self::Tcp6 | Self::Tls4 | Self::Tls6 | Self::Quic4 | Self::Quic6 => {
+                Transport::Tcp
+            }
             _ => Transport::Udp,
         }
     }

@@ -43,6 +43,8 @@ pub(crate) struct Totals {
     pub(crate) xfr_messages: u64,
     pub(crate) tls_handshakes: [u64; 3],
     pub(crate) bad_cookies: u64,
+    pub(crate) dnstap: [u64; 2],
+    pub(crate) quic_connections: [u64; 3],
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -91,6 +93,8 @@ impl Totals {
         self.xfr_messages += w.xfr_messages.get();
         sum_into(&mut self.tls_handshakes, &w.tls_handshakes);
         self.bad_cookies += w.bad_cookies.get();
+        sum_into(&mut self.dnstap, &w.dnstap);
+        sum_into(&mut self.quic_connections, &w.quic_connections);
     }
 
     /// Sums every worker's counters.

@@ -13,12 +13,14 @@
 //! - `conn`: TCP connections: accept, readiness, limits, timeouts, close;
 //! - `stream`: the bytes on a connection: framed queries in, responses and zone transfers
 //!   out, written only while the client reads;
-//! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`.
+//! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`;
+//! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Origin, Source};
+use crate::dnstap::Tap;
 use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
 use crate::rrl::Rrl;
-use crate::stats::WorkerStats;
+use crate::stats::{QueryPath, WorkerStats};
 use crate::sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
 use crate::tcp::{ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::xdp::Xsk;
@@ -44,11 +46,13 @@ macro_rules! request_log {
 }
 
 mod conn;
+mod quic;
 mod stream;
 mod tls;
 mod udp;
 mod xdp_port;
 
+pub(crate) use quic::QuicConfig;
 pub(crate) use tls::TlsConfig;
 
 use stream::queue_output;
@@ -78,6 +82,8 @@ pub(crate) struct WorkerSockets {
     pub(crate) tcp: Vec<TcpListener>,
     /// A DNS-over-TLS listener per `server.tls_listen` address.
     pub(crate) tls: Vec<TcpListener>,
+    /// A DNS-over-QUIC UDP socket per `server.quic_listen` address.
+    pub(crate) quic: Vec<UdpSocket>,
     /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
     pub(crate) xsk: Option<Xsk>,
 }
@@ -89,6 +95,7 @@ const KIND_UDP: u64 = 1;
 const KIND_LISTENER: u64 = 2;
 const KIND_CONN: u64 = 3;
 const KIND_XDP: u64 = 5;
+const KIND_QUIC: u64 = 6;
 
 fn conn_token(slot: u32, generation: u32) -> u64 {
     (KIND_CONN << KIND_SHIFT) | ((generation as u64 & 0xff_ffff) << 32) | slot as u64
@@ -125,6 +132,8 @@ pub(crate) struct Worker {
     roles: Roles,
     /// AF_XDP (`server.xdp_interface`), else `None`.
     xdp: Option<XdpPort>,
+    /// DNS over QUIC (`server.quic_listen`), else `None`.
+    quic: Option<quic::Quic>,
 }
 
 impl Worker {
@@ -136,6 +145,7 @@ impl Worker {
         opts: WorkerOptions,
         recursion: Option<Recursion>,
         rrl: Option<Rrl>,
+        tap: Option<Tap>,
     ) -> io::Result<Self> {
         let epoll = Epoll::new()?;
         epoll.add(shared.wakers[id].fd(), KIND_WAKER << KIND_SHIFT, READABLE)?;
@@ -175,6 +185,15 @@ impl Worker {
             }
             None => None,
         };
+        let quic = match &shared.quic {
+            Some(config) if !sockets.quic.is_empty() => Some(quic::Quic::new(
+                sockets.quic,
+                config,
+                &epoll,
+                opts.tcp_per_worker,
+            )?),
+            _ => None,
+        };
         let pool = opts.tcp_per_worker.min(BUFFER_POOL_MAX);
         Ok(Self {
             id,
@@ -189,8 +208,13 @@ impl Worker {
             listeners_paused: false,
             staging: vec![0; TCP_STAGING].into_boxed_slice(),
             buffer_pool: (0..pool.min(16)).map(|_| vec![0; INPUT_INITIAL]).collect(),
-            roles: Roles { recursion, rrl },
+            roles: Roles {
+                recursion,
+                rrl,
+                tap,
+            },
             xdp,
+            quic,
         })
     }
 
@@ -228,6 +252,7 @@ impl Worker {
                 match token >> KIND_SHIFT {
                     KIND_UDP => self.serve_udp(index, zones, &mut batch, now, stats),
                     KIND_XDP => self.serve_xdp(zones, now, stats),
+                    KIND_QUIC => self.serve_quic(index, zones, now, stats),
                     KIND_LISTENER => self.accept(index, now, stats),
                     KIND_CONN => {
                         let generation = ((token >> 32) & 0xff_ffff) as u32;
@@ -248,7 +273,13 @@ impl Worker {
             if let Some(answers) = answers.as_mut() {
                 self.drive_recursion(now, answers, stats);
             }
+            if self.quic.is_some() {
+                self.quic_turn(zones, now, stats);
+            }
             self.expire(now, stats);
+            if let Some(tap) = self.roles.tap.as_mut() {
+                tap.flush(stats);
+            }
         }
         self.close_all(stats);
         debug!(worker = self.id, "worker stopped");
@@ -282,7 +313,8 @@ impl Worker {
             x.xsk.kick();
             (x.xsk.tx_pending() > 0).then_some(1)
         });
-        [idle, read, handshake, resolver, xdp]
+        let quic = self.quic.as_ref().and_then(|q| q.next_timeout()).map(until);
+        [idle, read, handshake, resolver, xdp, quic]
             .into_iter()
             .flatten()
             .min()
@@ -293,10 +325,12 @@ impl Worker {
     /// from the listening socket the query came in on, queued in `answers` and sent with
     /// sendmmsg at the end; TCP: the connection, if still open).
     fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
-        let Some(rec) = self.roles.recursion.as_mut() else {
+        let Roles { recursion, tap, .. } = &mut self.roles;
+        let Some(rec) = recursion.as_mut() else {
             return;
         };
         let udp = &self.udp;
+        let quic = &mut self.quic;
         let conns = &mut self.conns;
         let epoll = &self.epoll;
         let policy = self.shared.edns.load();
@@ -307,6 +341,14 @@ impl Worker {
             &policy,
             &mut |client, frame| match client {
                 Client::Udp { socket, peer } => {
+                    if let (Some(t), Some((_, v6))) = (tap.as_mut(), udp.get(socket)) {
+                        let origin = Origin {
+                            path: QueryPath::udp(*v6),
+                            peer: Some(peer),
+                            source: Source::Udp { socket },
+                        };
+                        t.response(&frame[2..], origin, now, stats, true);
+                    }
                     if answers.is_full() {
                         flush_answers(udp, answers, stats);
                     }
@@ -316,11 +358,29 @@ impl Worker {
                         stats.dropped.add(1);
                     }
                 }
+                Client::Quic { conn, stream } => {
+                    if let Some(q) = quic.as_mut() {
+                        q.deliver(conn, stream, frame, tap.as_mut(), now, stats);
+                    }
+                }
                 Client::Tcp { slot, generation } => {
                     let Some(conn) = conns.get_mut(slot, generation) else {
                         stats.dropped.add(1);
                         return;
                     };
+                    if let Some(t) = tap.as_mut() {
+                        let path = if conn.tls.is_some() {
+                            QueryPath::tls(conn.v6)
+                        } else {
+                            QueryPath::tcp(conn.v6)
+                        };
+                        let origin = Origin {
+                            path,
+                            peer: conn.peer,
+                            source: Source::Tcp { slot, generation },
+                        };
+                        t.response(&frame[2..], origin, now, stats, true);
+                    }
                     if queue_output(conn, frame, stats).is_err() {
                         // The connection is broken; epoll reports it and it is closed then.
                         return;
@@ -357,6 +417,8 @@ pub(crate) struct Roles {
     pub(crate) recursion: Option<Recursion>,
     /// Response rate limiting (`[rrl] enabled = true`), else `None`.
     pub(crate) rrl: Option<Rrl>,
+    /// The dnstap log (`[dnstap]`), else `None`.
+    pub(crate) tap: Option<Tap>,
 }
 
 impl Roles {
@@ -384,6 +446,8 @@ impl Roles {
             rrl_now,
             edns: &shared.edns,
             unix: shared.unix_clock,
+            tap: self.tap.as_mut(),
+            recursive: false,
         }
     }
 }

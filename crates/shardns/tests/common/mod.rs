@@ -10,10 +10,11 @@
 //! `common::Server`): `server` (the `shardns` binary under test), `daemon` (peer servers such
 //! as knotd, and finding their programs), `knot` (knotd as the reference server), `primaries` (knotd, nsd and named as primaries of a
 //! shardns secondary, with TSIG), `ports`
-//! (free loopback ports), `temp_dir` (scratch directories), `net` (UDP and TCP exchanges),
+//! (free loopback ports), `certs` (self-signed test certificates), `temp_dir` (scratch directories), `net` (UDP and TCP exchanges),
 //! `dns` (building queries, parsing responses) and `dig` (running `dig` and `kdig`).
 #![allow(dead_code, unreachable_pub)]
 
+mod certs;
 mod daemon;
 mod dig;
 mod dns;
@@ -27,5 +28,6 @@ mod temp_dir;
 // One item, so that one attribute covers it: a test binary need not use every module.
 #[allow(unused_imports)]
 pub use self::{
-    daemon::*, dig::*, dns::*, knot::*, net::*, ports::*, primaries::*, server::*, temp_dir::*,
+    certs::*, daemon::*, dig::*, dns::*, knot::*, net::*, ports::*, primaries::*, server::*,
+    temp_dir::*,
 };
