@@ -26,8 +26,9 @@
 //! One query per stream, as RFC 9250 §4.2 says; a stream with more, or a message ID other
 //! than 0, is a protocol error (DOQ_PROTOCOL_ERROR closes the connection). The resolver
 //! role answers a cache miss later: its answer is written to the stream when the worker
-//! delivers it ([`Quic::deliver`]). Zone transfers over DoQ are not served yet: such a
-//! stream is reset (DOQ_REQUEST_CANCELLED).
+//! delivers it ([`Quic::deliver`]). A zone transfer (XoQ) writes its messages on the
+//! query's stream as the client's flow control lets it, a few per turn of the loop, at most
+//! two transfers at once per connection.
 //!
 //! Limits: connections per worker are `limits.tcp_connections_per_worker`; past half of
 //! it a new client must first prove its address (a Retry), at the limit it is refused
@@ -49,6 +50,7 @@ use quinn_proto::{
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use shardns_zone::xfr::{self, Transfer};
 use shardns_zone::ZoneSet;
 use std::collections::HashMap;
 use std::io;
@@ -74,6 +76,10 @@ const STREAM_MAX: usize = 2 + 65_535;
 /// the client has not taken. Past it the stream that would add more is reset
 /// (DOQ_EXCESSIVE_LOAD): a client cannot make a worker hold 100 streams of 64 KiB each.
 const BUFFERED_MAX: usize = 128 * 1024;
+/// Messages of a zone transfer written per stream per turn of the loop.
+const XFR_MESSAGES_PER_TURN: usize = 8;
+/// Zone transfers at once on one connection.
+const XFR_PER_CONN: usize = 2;
 /// What quinn-proto itself may hold per connection, each way.
 const WINDOW: u32 = 1 << 20;
 
@@ -149,6 +155,12 @@ struct QuicConn {
     /// Responses the stream did not take at once (flow control): the bytes, and how many
     /// went.
     unsent: HashMap<StreamId, (Vec<u8>, usize)>,
+    /// Zone transfers being written, one per stream (RFC 9250 §4.2: the messages of an
+    /// AXFR or IXFR on the query's stream).
+    transfers: HashMap<StreamId, Box<Transfer>>,
+    /// A transfer has messages left that the stream would take, or datagrams are left to
+    /// send: drive the connection again next turn.
+    more: bool,
     timeout: Option<Instant>,
 }
 
@@ -309,6 +321,8 @@ impl Worker {
                                         socket: index,
                                         partial: HashMap::new(),
                                         unsent: HashMap::new(),
+                                        transfers: HashMap::new(),
+                                        more: false,
                                         timeout: None,
                                     },
                                 );
@@ -339,6 +353,8 @@ impl Worker {
                 if c.timeout.is_some_and(|t| t <= now) {
                     c.conn.handle_timeout(now);
                     q.touched.push(*ch);
+                } else if c.more {
+                    q.touched.push(*ch);
                 }
             }
         }
@@ -368,12 +384,17 @@ impl Worker {
             drive_one(q, ch, &mut c, &mut dispatch, now, stats);
             c.timeout = c.conn.poll_timeout();
             if c.conn.is_drained() {
+                for t in c.transfers.values() {
+                    super::stream::transfer_ended(Some(c.conn.remote_address()), t, stats);
+                }
                 continue;
             }
             q.conns.insert(ch, c);
         }
         q.touched = touched;
-        q.next_timeout = q.conns.values().filter_map(|c| c.timeout).min();
+        // A transfer with more to write wakes the loop at once.
+        let more = q.conns.values().any(|c| c.more).then_some(now);
+        q.next_timeout = q.conns.values().filter_map(|c| c.timeout).chain(more).min();
     }
 }
 
@@ -392,9 +413,15 @@ fn drive_one(
             Event::Stream(StreamEvent::Readable { id }) => {
                 read_stream(q, ch, c, id, dispatch, now, stats);
             }
-            Event::Stream(StreamEvent::Writable { id }) => write_unsent(c, id),
+            Event::Stream(StreamEvent::Writable { id }) => {
+                write_unsent(c, id);
+                pump(&mut q.out, c, id, stats);
+            }
             Event::Stream(StreamEvent::Stopped { id, .. }) => {
                 c.unsent.remove(&id);
+                if let Some(t) = c.transfers.remove(&id) {
+                    super::stream::transfer_ended(Some(c.conn.remote_address()), &t, stats);
+                }
             }
             _ => {}
         }
@@ -402,12 +429,31 @@ fn drive_one(
     while let Some(id) = c.conn.streams().accept(Dir::Bi) {
         read_stream(q, ch, c, id, dispatch, now, stats);
     }
-    for _ in 0..TRANSMITS_PER_TURN {
+    // Responses and transfers the streams did not take yet: tried again whenever the
+    // connection moves (an acknowledgement or a window update frees room; quinn-proto does
+    // not announce every such change as `Writable`).
+    c.more = false;
+    if !c.transfers.is_empty() || !c.unsent.is_empty() {
+        let mut ids: Vec<StreamId> = c.unsent.keys().chain(c.transfers.keys()).copied().collect();
+        ids.sort_unstable_by_key(|id| u64::from(*id));
+        ids.dedup();
+        for id in ids {
+            write_unsent(c, id);
+            pump(&mut q.out, c, id, stats);
+        }
+    }
+    let mut sent = 0;
+    while sent < TRANSMITS_PER_TURN {
         q.send.clear();
         match c.conn.poll_transmit(now, 1, &mut q.send) {
             Some(t) => q.transmit(c.socket, &t, stats),
             None => break,
         }
+        sent += 1;
+    }
+    // More to send than a turn's share: again next turn, without waiting for the client.
+    if sent == TRANSMITS_PER_TURN {
+        c.more = true;
     }
     endpoint_events(q, ch, c);
 }
@@ -526,9 +572,20 @@ fn read_stream(
         }
         // The resolver answers later (`Quic::deliver`); the stream waits.
         Action::Pending => {}
-        // A zone transfer (not served over DoQ yet), or nothing to send: the stream is
-        // given up.
-        Action::Stream(_) | Action::Drop => {
+        // A zone transfer: its messages on this stream, as the client takes them.
+        Action::Stream(t) => {
+            if c.transfers.len() >= XFR_PER_CONN {
+                super::stream::transfer_ended(origin.peer, &t, stats);
+                let _ = c
+                    .conn
+                    .send_stream(id)
+                    .reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
+                return;
+            }
+            c.transfers.insert(id, t);
+            pump(&mut q.out, c, id, stats);
+        }
+        Action::Drop => {
             let _ = c
                 .conn
                 .send_stream(id)
@@ -592,7 +649,60 @@ impl Quic {
     }
 }
 
-/// Writes more of a response the stream did not take at once.
+/// Writes the next messages of stream `id`'s zone transfer, if it has one, while the
+/// stream takes them whole (at most [`XFR_MESSAGES_PER_TURN`]); the stream is finished after
+/// the last one.
+fn pump(out: &mut [u8], c: &mut QuicConn, id: StreamId, stats: &WorkerStats) {
+    if c.unsent.contains_key(&id) {
+        return;
+    }
+    let Some(mut t) = c.transfers.remove(&id) else {
+        return;
+    };
+    t.set_time(crate::dispatch::unix_now());
+    let room = (2 + xfr::MESSAGE_SIZE).min(out.len());
+    let mut broken = false;
+    for _ in 0..XFR_MESSAGES_PER_TURN {
+        let Some(len) = t.next_message(&mut out[2..room]) else {
+            break;
+        };
+        out[..2].copy_from_slice(&(len as u16).to_be_bytes());
+        stats.xfr_messages.add(1);
+        let data = &out[..2 + len];
+        match c.conn.send_stream(id).write(data) {
+            Ok(n) if n == data.len() => {}
+            Ok(n) => {
+                c.unsent.insert(id, (data.to_vec(), n));
+                break;
+            }
+            Err(quinn_proto::WriteError::Blocked) => {
+                c.unsent.insert(id, (data.to_vec(), 0));
+                break;
+            }
+            Err(_) => {
+                broken = true;
+                break;
+            }
+        }
+        if t.is_done() {
+            break;
+        }
+    }
+    if t.is_done() || broken {
+        if !c.unsent.contains_key(&id) && !broken {
+            let _ = c.conn.send_stream(id).finish();
+        }
+        super::stream::transfer_ended(Some(c.conn.remote_address()), &t, stats);
+        return;
+    }
+    if !c.unsent.contains_key(&id) {
+        c.more = true;
+    }
+    c.transfers.insert(id, t);
+}
+
+/// Writes more of a response the stream did not take at once; the stream is finished
+/// when it is all gone, unless a zone transfer has more for it.
 fn write_unsent(c: &mut QuicConn, id: StreamId) {
     let Some((data, sent)) = c.unsent.get_mut(&id) else {
         return;
@@ -602,7 +712,9 @@ fn write_unsent(c: &mut QuicConn, id: StreamId) {
         Ok(n) => {
             *sent += n;
             if *sent == data.len() {
-                let _ = stream.finish();
+                if !c.transfers.contains_key(&id) {
+                    let _ = stream.finish();
+                }
                 c.unsent.remove(&id);
             }
         }
