@@ -12,34 +12,9 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A self-signed P-256 certificate for `name` (and 127.0.0.1) in `dir`: (cert, key).
-fn make_cert(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    let out = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-        .arg("ec_paramgen_curve:P-256")
-        .args(["-nodes", "-days", "2", "-subj"])
-        .arg(format!("/CN={name}"))
-        .arg("-addext")
-        .arg(format!("subjectAltName=DNS:{name},IP:127.0.0.1"))
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl req: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (cert, key)
-}
 
 /// A server with DNS over TLS on its own port, the certificate for `dns.test`, and `extra`
 /// flags; returns it and its TLS address.
