@@ -81,38 +81,14 @@ impl Frame {
         }
         let soa = find_soa(msg, zone.as_ref(), self.qname.as_ref());
         if msg.rcode() == Rcode::NXDOMAIN {
-            let proof = proof_rrs(msg);
-            res.cache.insert_negative(
-                self.qname.as_ref(),
-                None,
-                soa.map(Soa::from),
-                &proof,
-                rank,
-                Stamp::UNCHECKED,
-                now,
-            );
-            self.show_proof(msg);
-            self.keep_proof(msg, zone.as_ref(), Some(rank));
-            self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
+            self.take_negative(res, msg, zone.as_ref(), soa, true, rank, now);
             return Ok(());
         }
         if let Some(cut) = find_referral(msg, zone.as_ref(), self.qname.as_ref()) {
             return self.take_referral(res, budget, msg, cut, now);
         }
         if soa.is_some() || (aa && !moved) {
-            let proof = proof_rrs(msg);
-            res.cache.insert_negative(
-                self.qname.as_ref(),
-                Some(self.qtype),
-                soa.map(Soa::from),
-                &proof,
-                rank,
-                Stamp::UNCHECKED,
-                now,
-            );
-            self.show_proof(msg);
-            self.keep_proof(msg, zone.as_ref(), Some(rank));
-            self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
+            self.take_negative(res, msg, zone.as_ref(), soa, false, rank, now);
             return Ok(());
         }
         if moved {
@@ -139,35 +115,11 @@ impl Frame {
         let soa = find_soa(msg, NameRef::ROOT, self.qname.as_ref());
         let zone = self.zone.clone();
         if msg.rcode() == Rcode::NXDOMAIN {
-            let proof = proof_rrs(msg);
-            res.cache.insert_negative(
-                self.qname.as_ref(),
-                None,
-                soa.map(Soa::from),
-                &proof,
-                rank,
-                Stamp::UNCHECKED,
-                now,
-            );
-            self.show_proof(msg);
-            self.keep_proof(msg, zone.as_ref(), Some(rank));
-            self.outcome = Some(FrameOutcome::NxDomain(soa.map(Rr::to_record)));
+            self.take_negative(res, msg, zone.as_ref(), soa, true, rank, now);
         } else if moved && soa.is_none() && !self.qname.as_ref().ends_with(&self.zone.as_ref()) {
             self.restart();
         } else {
-            let proof = proof_rrs(msg);
-            res.cache.insert_negative(
-                self.qname.as_ref(),
-                Some(self.qtype),
-                soa.map(Soa::from),
-                &proof,
-                rank,
-                Stamp::UNCHECKED,
-                now,
-            );
-            self.show_proof(msg);
-            self.keep_proof(msg, zone.as_ref(), Some(rank));
-            self.outcome = Some(FrameOutcome::NoData(soa.map(Rr::to_record)));
+            self.take_negative(res, msg, zone.as_ref(), soa, false, rank, now);
         }
         Ok(())
     }
@@ -526,6 +478,40 @@ impl Frame {
             rank,
             cached: None,
             synth,
+        });
+    }
+
+    /// A name error (`nxdomain`) or no data for the frame's name: cached with its SOA and
+    /// proof, the proof kept to show a DO client and to validate, and the frame's outcome.
+    #[allow(clippy::too_many_arguments)]
+    fn take_negative(
+        &mut self,
+        res: &Resolver,
+        msg: &Response,
+        zone: NameRef<'_>,
+        soa: Option<Rr<'_>>,
+        nxdomain: bool,
+        rank: Rank,
+        now: u64,
+    ) {
+        let proof = proof_rrs(msg);
+        let qtype = (!nxdomain).then_some(self.qtype);
+        res.cache.insert_negative(
+            self.qname.as_ref(),
+            qtype,
+            soa.map(Soa::from),
+            &proof,
+            rank,
+            Stamp::UNCHECKED,
+            now,
+        );
+        self.show_proof(msg);
+        self.keep_proof(msg, zone, Some(rank));
+        let soa = soa.map(Rr::to_record);
+        self.outcome = Some(if nxdomain {
+            FrameOutcome::NxDomain(soa)
+        } else {
+            FrameOutcome::NoData(soa)
         });
     }
 
