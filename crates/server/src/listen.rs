@@ -22,7 +22,12 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
     let mut bound_any = false;
     for mut addr in config.listen_addrs() {
         for (i, socks) in per_worker.iter_mut().enumerate() {
-            let udp = match bind_udp(addr, config.limits.udp_receive_buffer) {
+            let first = if i == 0 {
+                ensure_unclaimed(addr, Type::DGRAM, Protocol::UDP)
+            } else {
+                Ok(())
+            };
+            let udp = match first.and_then(|()| bind_udp(addr, config.limits.udp_receive_buffer)) {
                 Ok(s) => s,
                 Err(e)
                     if i == 0
@@ -49,7 +54,13 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
                     .local_addr()
                     .map_err(io_error("reading a socket address"))?;
             }
-            let tcp = bind_tcp(addr).map_err(|source| Error::Socket {
+            let tcp = (if i == 0 {
+                ensure_unclaimed(addr, Type::STREAM, Protocol::TCP)
+            } else {
+                Ok(())
+            })
+            .and_then(|()| bind_tcp(addr))
+            .map_err(|source| Error::Socket {
                 what: format!("TCP {addr}"),
                 source,
             })?;
@@ -59,6 +70,10 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
         }
     }
     for mut addr in config.server.tls_listen.iter().copied() {
+        ensure_unclaimed(addr, Type::STREAM, Protocol::TCP).map_err(|source| Error::Socket {
+            what: format!("TLS {addr}"),
+            source,
+        })?;
         for socks in per_worker.iter_mut() {
             let tls = bind_tcp(addr).map_err(|source| Error::Socket {
                 what: format!("TLS {addr}"),
@@ -74,6 +89,10 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
         }
     }
     for mut addr in config.server.quic_listen.iter().copied() {
+        ensure_unclaimed(addr, Type::DGRAM, Protocol::UDP).map_err(|source| Error::Socket {
+            what: format!("QUIC {addr}"),
+            source,
+        })?;
         for socks in per_worker.iter_mut() {
             let quic = bind_udp(addr, config.limits.udp_receive_buffer).map_err(|source| {
                 Error::Socket {
@@ -97,6 +116,35 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
         });
     }
     Ok(per_worker)
+}
+
+/// Fails with EADDRINUSE when another socket already holds `addr`. Our own sockets set
+/// SO_REUSEPORT, and the kernel lets any process of the same user join such a group: a
+/// second shardns started by mistake on the same address would then take half the
+/// queries without a word. A socket without SO_REUSEPORT cannot join, so binding one
+/// first (and closing it) tells whether the address is free. Port 0 is always free.
+fn ensure_unclaimed(addr: SocketAddr, ty: Type, protocol: Protocol) -> io::Result<()> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let s = Socket::new(Domain::for_address(addr), ty, Some(protocol))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    if ty == Type::STREAM {
+        // As our listeners: connections of an earlier run in TIME_WAIT do not hold the port.
+        s.set_reuse_address(true)?;
+    }
+    s.bind(&addr.into()).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EADDRINUSE) {
+            io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "address already in use (another server is listening there)",
+            )
+        } else {
+            e
+        }
+    })
 }
 
 fn new_socket(addr: SocketAddr, ty: Type, protocol: Protocol) -> io::Result<Socket> {
@@ -173,5 +221,22 @@ mod tests {
         } else {
             assert_eq!(got, rmem_max());
         }
+    }
+
+    #[test]
+    fn an_address_held_by_another_reuseport_group_is_claimed() {
+        // A socket of "another server", with SO_REUSEPORT as ours have.
+        let other = bind_udp("127.0.0.1:0".parse().unwrap(), 0).unwrap();
+        let addr = other.local_addr().unwrap();
+        // The kernel would let us join it...
+        assert!(bind_udp(addr, 0).is_ok());
+        // ...so the probe must refuse the address.
+        let err = ensure_unclaimed(addr, Type::DGRAM, Protocol::UDP).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
+        let tcp = bind_tcp("127.0.0.1:0".parse().unwrap()).unwrap();
+        let err = ensure_unclaimed(tcp.local_addr().unwrap(), Type::STREAM, Protocol::TCP);
+        assert_eq!(err.unwrap_err().kind(), io::ErrorKind::AddrInUse);
+        drop((other, tcp));
+        assert!(ensure_unclaimed(addr, Type::DGRAM, Protocol::UDP).is_ok());
     }
 }

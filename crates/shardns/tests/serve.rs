@@ -9,6 +9,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -101,6 +102,39 @@ fn zone_from_flags_answers_and_stops_on_sigterm() {
         !server.control.exists(),
         "the control socket is removed on exit"
     );
+}
+
+/// Our sockets use SO_REUSEPORT, which would let a second server of the same user join
+/// the first's sockets and take part of its queries; it must refuse to start instead.
+#[test]
+fn a_second_server_on_the_same_address_refuses_to_start() {
+    let first = Server::start("first", &["--workers", "1"]);
+    let dir = TempDir::new("second");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--workers", "2", "--listen"])
+        .arg(first.addr4().to_string())
+        .arg("--control")
+        .arg(dir.path().join("ctl"))
+        .env_remove("RUST_LOG");
+    let mut second = Daemon::spawn("second shardns", cmd, dir.path().join("log"));
+    let status = second.wait_exit(Duration::from_secs(10));
+    let log = second.log();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "the second server started ({status:?}): {log}"
+    );
+    assert!(
+        log.contains(&format!("UDP {}", first.addr4())) && log.contains("address already in use"),
+        "{log}"
+    );
+    // The first one still has all of its queries.
+    assert_eq!(
+        dig(first.addr4(), &["+short", "www.example.test", "A"]).trim(),
+        dig(first.addr6(), &["+short", "www.example.test", "A"]).trim()
+    );
+    assert!(!dig(first.addr4(), &["+short", "www.example.test", "A"])
+        .trim()
+        .is_empty());
 }
 
 #[test]
