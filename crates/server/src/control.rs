@@ -52,6 +52,8 @@ pub(crate) struct Reloader {
     pub(crate) notifier: Notifier,
     /// Signs zones again before their signatures expire.
     pub(crate) resigner: crate::signing::Resigner,
+    /// Makes the catalogs this server produces (RFC 9432).
+    pub(crate) producer: crate::catalog::Producer,
 }
 
 impl Reloader {
@@ -193,6 +195,11 @@ impl Reloader {
         info!("{summary}");
         if let Some(config) = config {
             self.config = config;
+            // A zone added to or removed from a produced catalog, or a catalog added.
+            let made = self
+                .producer
+                .changes(&self.config, crate::dispatch::unix_now());
+            crate::secondary::serve_outside(self, shared, made);
         }
         let _ = writeln!(text, "{summary}");
         (ok, text)
