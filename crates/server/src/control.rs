@@ -629,20 +629,15 @@ impl Reloader {
                             let _ = writeln!(text, "serial: none ({state})");
                         }
                     }
-                    let primaries = self
-                        .config
-                        .zones
+                    let primaries = s
+                        .primaries
                         .iter()
-                        .rev()
-                        .find(|z| &z.name == name)
-                        .map(|z| {
-                            z.primary
-                                .iter()
-                                .map(|p| p.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        })
-                        .unwrap_or_default();
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    if let Some(cat) = &s.catalog {
+                        let _ = writeln!(text, "catalog: {cat}");
+                    }
                     let _ = writeln!(
                         text,
                         "source: {} (primaries {primaries})",

@@ -783,3 +783,12 @@ fn catalog_keys_and_their_errors() {
         assert!(e.contains(want), "{text:?}: {e}");
     }
 }
+
+#[test]
+fn template_files_are_anchored_at_the_config() {
+    let c = parse("[[template]]\nname = \"t\"\nfile = \"copies/{zone}.zone\"\n").unwrap();
+    assert_eq!(
+        c.templates[0].file.as_deref(),
+        Some("/etc/shardns/copies/{zone}.zone")
+    );
+}

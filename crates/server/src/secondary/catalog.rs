@@ -51,6 +51,13 @@ pub(crate) struct MemberOf {
     group: Option<String>,
 }
 
+impl MemberOf {
+    /// The catalog's apex.
+    pub(crate) fn catalog(&self) -> &Name {
+        &self.catalog
+    }
+}
+
 impl Consumer {
     /// The member setup of the catalog zone `zone` (`key`: its primary key).
     pub(crate) fn new(config: &Config, zone: &ZoneConfig, key: &Option<Key>) -> Self {

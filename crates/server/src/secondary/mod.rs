@@ -128,6 +128,10 @@ pub(crate) struct SlotStatus {
     /// Refreshes failed in a row, and the last failure.
     pub(crate) failures: u32,
     pub(crate) last_error: Option<String>,
+    /// The primaries asked, in turn.
+    pub(crate) primaries: Vec<SocketAddr>,
+    /// The catalog that brought the zone (`None`: configured).
+    pub(crate) catalog: Option<Name>,
 }
 
 /// The role before it starts: its zones, each with the flags the workers' [`Inbox`]
@@ -441,6 +445,8 @@ impl Thread {
             source: slot.source,
             failures: slot.failures,
             last_error: slot.last_error.clone(),
+            primaries: slot.zone.primaries.clone(),
+            catalog: slot.member.as_ref().map(|m| m.catalog().clone()),
         };
         *slot.flags.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
     }
