@@ -437,3 +437,128 @@ fn shardns_catalog_drives_knotd() {
     same_zone_signed(prim_addr, knot_addr, "p3.test.");
     same_zone_signed(prim_addr, knot_addr, CAT);
 }
+
+/// Issue 19: thousands of members added, then half of them removed, by a catalog: each
+/// change is swapped in zone by zone, and a zone of the consumer's own answers throughout
+/// (a query every 10 ms, none lost, none slow).
+#[test]
+fn thousands_of_members_come_and_go_while_answers_go_on() {
+    const MEMBERS: usize = 2000;
+    let work = TempDir::new("cat-many");
+    let names: Vec<String> = (0..MEMBERS).map(|i| format!("z{i}.many.")).collect();
+    let prim_addr = local();
+    let sec_addr = local();
+    let producer = |n: usize| {
+        let mut t = format!(
+            "{}[server]\nallow_transfer = [\"127.0.0.0/8\"]\ntransfer_key = \"{TSIG_NAME}\"\n\
+             [[zone]]\nname = \"{CAT}\"\ncatalog = \"produce\"\nnotify = [\"{sec_addr}\"]\n",
+            tsig_toml()
+        );
+        for name in &names[..n] {
+            let _ = write!(
+                t,
+                "[[zone]]\nname = \"{name}\"\nfile = \"m.zone\"\ncatalog_member = \"{CAT}\"\n"
+            );
+        }
+        t
+    };
+    // One file for every member: $ORIGIN-relative records take each member's name.
+    work.write("m.zone", &zone_text(1, 2, ""));
+    let config = work.write("producer.toml", &producer(MEMBERS));
+    let config_s = config.to_str().unwrap().to_string();
+    let primary = Server::start_at(
+        "cat-many-p",
+        &[prim_addr],
+        &["--workers", "1", "--config", &config_s],
+    );
+    wait_serial(
+        prim_addr,
+        &names[MEMBERS - 1],
+        1,
+        Duration::from_secs(20),
+        || primary.log(),
+    );
+    let own = work.write("own.zone", &zone_text(5, 1, ""));
+    let toml = format!(
+        "{}[server]\n[[zone]]\nname = \"own.test.\"\nfile = \"{}\"\n\
+         [[zone]]\nname = \"{CAT}\"\nprimary = [\"{prim_addr}\"]\nprimary_key = \"{TSIG_NAME}\"\ncatalog = \"consume\"\n",
+        tsig_toml(),
+        own.display()
+    );
+    let server = start_secondary("cat-many-s", sec_addr, &work, &toml);
+    wait_serial(sec_addr, "own.test.", 5, Duration::from_secs(10), || {
+        server.log()
+    });
+
+    // The prober: own.test.'s SOA every 10 ms until told to stop; the slowest answer.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prober = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let (mut n, mut lost, mut slowest) = (0u32, 0u32, Duration::ZERO);
+            let deadline = Instant::now() + Duration::from_secs(300);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                let t = Instant::now();
+                if serial_at(sec_addr, "own.test.") != Some(5) {
+                    lost += 1;
+                }
+                slowest = slowest.max(t.elapsed());
+                n += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (n, lost, slowest)
+        })
+    };
+    let ctx = || {
+        server
+            .log()
+            .lines()
+            .rev()
+            .take(30)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let started = Instant::now();
+    wait_until(
+        Duration::from_secs(240),
+        || server.stat("shardns_catalog_member_zones") == MEMBERS as f64,
+        ctx,
+    );
+    for name in [&names[0], &names[MEMBERS / 2], &names[MEMBERS - 1]] {
+        wait_serial(sec_addr, name, 1, Duration::from_secs(240), ctx);
+    }
+    let added = started.elapsed();
+
+    // Half of them leave the catalog.
+    std::fs::write(&config, producer(MEMBERS / 2)).unwrap();
+    let started = Instant::now();
+    primary.sighup();
+    wait_until(
+        Duration::from_secs(60),
+        || server.stat("shardns_catalog_member_zones") == (MEMBERS / 2) as f64,
+        ctx,
+    );
+    wait_until(
+        Duration::from_secs(10),
+        || rcode_of(sec_addr, &names[MEMBERS - 1]) == "Refused",
+        ctx,
+    );
+    let removed = started.elapsed();
+    assert_eq!(serial_at(sec_addr, &names[0]), Some(1));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (n, lost, slowest) = prober.join().unwrap();
+    println!(
+        "catalog: {MEMBERS} members added in {:.2} s, {} removed in {:.2} s; own zone asked {n} times meanwhile, {lost} lost, slowest answer {:.1} ms",
+        added.as_secs_f64(),
+        MEMBERS / 2,
+        removed.as_secs_f64(),
+        slowest.as_secs_f64() * 1000.0
+    );
+    assert_eq!(lost, 0);
+    assert!(slowest < Duration::from_millis(500), "{slowest:?}");
+    assert!(server.log().contains(&format!(
+        "{} member zones (0 added, {} removed",
+        MEMBERS / 2,
+        MEMBERS / 2
+    )));
+}
