@@ -11,7 +11,9 @@
 //! swaps those zones alone into the set. A version that cannot be used (no or another
 //! version property, a member listed twice) changes nothing: the members of the version
 //! before stay, and the log says why. A member that is also a configured zone, or already a
-//! member of another catalog, is left to its owner (§5.4), with a log line.
+//! member of another catalog, is left to its owner (§5.4), with a log line, unless its owner
+//! names this catalog in the member's `coo` property: then it moves here (§5.5), keeping
+//! its data, set up by this catalog's templates.
 
 use super::{Flags, SecondaryZone, Slot, Thread};
 use crate::config::{Config, ZoneConfig};
@@ -49,6 +51,8 @@ pub(crate) struct MemberOf {
     catalog: Name,
     id: Vec<u8>,
     group: Option<String>,
+    /// The catalog its owner says it moves to (the `coo` property, RFC 9432 §5.5).
+    coo: Option<Name>,
 }
 
 impl MemberOf {
@@ -114,13 +118,26 @@ fn member_file(pattern: &str, member: &Name) -> Option<PathBuf> {
 
 impl Thread {
     /// Reads the catalog of slot `i` (its current version) and makes the member slots
-    /// match it.
+    /// match it; then reads again, once, the catalogs some of its members now say they
+    /// move to (their version may have listed them before the move was said).
     pub(super) fn apply_catalog(&mut self, i: usize) {
+        for target in self.apply_one_catalog(i) {
+            if let Some(&t) = self.by_name.get(&target) {
+                if self.slots[t].zone.catalog.is_some() {
+                    let _ = self.apply_one_catalog(t);
+                }
+            }
+        }
+    }
+
+    /// [`Thread::apply_catalog`] without the second reading; returns the catalogs members
+    /// were newly told to move to.
+    fn apply_one_catalog(&mut self, i: usize) -> Vec<Name> {
         let (Some(consumer), Some(zone)) = (
             self.slots[i].zone.catalog.clone(),
             self.slots[i].current.clone(),
         ) else {
-            return;
+            return Vec::new();
         };
         let cat = self.slots[i].zone.name.clone();
         let listed = match catalog::interpret(&zone) {
@@ -132,7 +149,7 @@ impl Thread {
                     "catalog {cat}: serial {} not used, {e}; keeping the {kept} member zones of the version before",
                     zone.serial()
                 );
-                return;
+                return Vec::new();
             }
         };
         for note in listed.ignored.iter().take(20) {
@@ -147,6 +164,8 @@ impl Thread {
         let wanted: HashMap<&Name, &Member> = listed.members.iter().map(|m| (&m.zone, m)).collect();
         let mut changes = Vec::new();
         let (mut added, mut removed, mut moved, mut reset) = (0, 0, 0, 0);
+        let mut migrated = 0;
+        let mut told_to_move = Vec::new();
         // Members gone.
         for name in self.members_of(&cat) {
             if !wanted.contains_key(&name) {
@@ -166,13 +185,34 @@ impl Thread {
                         continue;
                     };
                     if of.catalog != cat {
-                        if m.coo.is_none() {
+                        if of.coo.as_ref() != Some(&cat) {
                             warn!(
                                 "catalog {cat}: member {} belongs to catalog {}; left there",
                                 m.zone, of.catalog
                             );
+                            continue;
                         }
+                        // RFC 9432 §5.5: its owner said it moves here.
+                        info!(
+                            "catalog {cat}: member {} moves here from catalog {} (change of ownership)",
+                            m.zone, of.catalog
+                        );
+                        if let Some(of) = &mut self.slots[at].member {
+                            of.catalog = cat.clone();
+                            of.coo = None;
+                            of.id = m.id.clone();
+                        }
+                        self.move_member(at, &consumer, m);
+                        migrated += 1;
                         continue;
+                    }
+                    if of.coo != m.coo {
+                        if let Some(to) = &m.coo {
+                            told_to_move.push(to.clone());
+                        }
+                        if let Some(of) = &mut self.slots[at].member {
+                            of.coo = m.coo.clone();
+                        }
                     }
                     if of.group != m.group {
                         self.move_member(at, &consumer, m);
@@ -209,7 +249,7 @@ impl Thread {
         }
         let total = self.members_of(&cat).len();
         info!(
-            "catalog {cat}: serial {}: {total} member zones ({added} added, {removed} removed, {moved} moved to another template, {reset} reset)",
+            "catalog {cat}: serial {}: {total} member zones ({added} added, {removed} removed, {moved} moved to another template, {reset} reset, {migrated} from another catalog)",
             zone.serial()
         );
         self.shared
@@ -222,6 +262,7 @@ impl Thread {
             .fetch_sub(removed as u64, Relaxed);
         self.send(changes);
         self.count_unavailable();
+        told_to_move
     }
 
     /// The members the thread has for the catalog at `cat`.
@@ -264,6 +305,7 @@ impl Thread {
             catalog: cat.clone(),
             id: m.id.clone(),
             group: m.group.clone(),
+            coo: m.coo.clone(),
         };
         let mut slot = Slot::new(zone, flags, Some(member));
         let change = super::load_kept_copy(&mut slot)

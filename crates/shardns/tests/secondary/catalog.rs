@@ -562,3 +562,94 @@ fn thousands_of_members_come_and_go_while_answers_go_on() {
         MEMBERS / 2
     )));
 }
+
+/// RFC 9432 §5.5: a member listed by a second catalog stays with the first until the first
+/// names the second in its `coo` property; then it moves, and the first dropping it no
+/// longer removes it.
+#[test]
+fn a_member_moves_to_another_catalog_only_by_change_of_ownership() {
+    let work = TempDir::new("cat-coo");
+    work.write("a.test.zone", &member_zone("a.test.", 1));
+    let cat1 = work.write(
+        "cat1.zone",
+        &catalog_text(1, Some("2"), &[("a", "a.test.")]),
+    );
+    let cat2 = work.write("cat2.zone", &catalog_text(1, Some("2"), &[]));
+    let prim_addr = local();
+    let sec_addr = local();
+    let prim_toml = format!(
+        "{}[server]\nallow_transfer = [\"127.0.0.0/8\"]\ntransfer_key = \"{TSIG_NAME}\"\nnotify = [\"{sec_addr}\"]\n\
+         [[zone]]\nname = \"{CAT}\"\nfile = \"{}\"\n[[zone]]\nname = \"cat2.test.\"\nfile = \"{}\"\n\
+         [[zone]]\nname = \"a.test.\"\nfile = \"{}\"\n",
+        tsig_toml(),
+        cat1.display(),
+        cat2.display(),
+        work.path().join("a.test.zone").display()
+    );
+    let primary = start_secondary("cat-coo-p", prim_addr, &work, &prim_toml);
+    let toml = format!(
+        "{}[server]\n\
+         [[zone]]\nname = \"{CAT}\"\nprimary = [\"{prim_addr}\"]\nprimary_key = \"{TSIG_NAME}\"\ncatalog = \"consume\"\n\
+         [[zone]]\nname = \"cat2.test.\"\nprimary = [\"{prim_addr}\"]\nprimary_key = \"{TSIG_NAME}\"\ncatalog = \"consume\"\n",
+        tsig_toml()
+    );
+    let server = start_secondary("cat-coo-s", sec_addr, &work, &toml);
+    let ctx = || format!("primary:\n{}\nconsumer:\n{}", primary.log(), server.log());
+    wait_serial(sec_addr, "a.test.", 1, Duration::from_secs(20), ctx);
+    let owner = |server: &Server| {
+        let (_, text) = control::zone_cmd(server, &["status", "a.test."]);
+        text.lines()
+            .find_map(|l| l.strip_prefix("catalog: "))
+            .map(str::to_string)
+    };
+    assert_eq!(owner(&server).as_deref(), Some(CAT));
+
+    // cat2 lists it too: it stays with cat.test.
+    std::fs::write(&cat2, catalog_text(2, Some("2"), &[("b", "a.test.")])).unwrap();
+    primary.sighup();
+    wait_serial(sec_addr, "cat2.test.", 2, Duration::from_secs(20), ctx);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            server.log().contains(
+                "catalog cat2.test.: member a.test. belongs to catalog cat.test.; left there",
+            )
+        },
+        ctx,
+    );
+    assert_eq!(owner(&server).as_deref(), Some(CAT));
+
+    // cat.test. names cat2.test. as its new owner: it moves, and is still served.
+    let coo = format!(
+        "{}coo.a.zones PTR cat2.test.\n",
+        catalog_text(2, Some("2"), &[("a", "a.test.")])
+    );
+    std::fs::write(&cat1, coo).unwrap();
+    primary.sighup();
+    wait_until(
+        Duration::from_secs(20),
+        || owner(&server).as_deref() == Some("cat2.test."),
+        ctx,
+    );
+    assert!(server.log().contains(
+        "catalog cat2.test.: member a.test. moves here from catalog cat.test. (change of ownership)"
+    ));
+    assert_eq!(serial_at(sec_addr, "a.test."), Some(1));
+
+    // cat.test. drops it: cat2.test. keeps it.
+    std::fs::write(&cat1, catalog_text(3, Some("2"), &[])).unwrap();
+    primary.sighup();
+    wait_serial(sec_addr, CAT, 3, Duration::from_secs(20), ctx);
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            server
+                .log()
+                .contains("catalog cat.test.: serial 3: 0 member zones")
+        },
+        ctx,
+    );
+    assert_eq!(serial_at(sec_addr, "a.test."), Some(1));
+    assert_eq!(owner(&server).as_deref(), Some("cat2.test."));
+    assert_eq!(server.stat("shardns_catalog_member_zones"), 1.0);
+}
