@@ -248,6 +248,9 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
         })
         .collect();
     let set = reloader.library.apply_outside(changes);
+    for apex in &removed {
+        shared.journals.forget(apex);
+    }
     let old = shared.zones.swap(Arc::new(set));
     shared.wake_workers();
     // Into the journal before our own secondaries are told (chains take IXFR from it).
