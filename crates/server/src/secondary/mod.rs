@@ -248,9 +248,6 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
         })
         .collect();
     let set = reloader.library.apply_outside(changes);
-    for apex in &removed {
-        shared.journals.forget(apex);
-    }
     let old = shared.zones.swap(Arc::new(set));
     shared.wake_workers();
     // Into the journal before our own secondaries are told (chains take IXFR from it).
@@ -262,6 +259,11 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
         Some(&*old),
         &puts,
     );
+    // After the journals were recorded: a member added and removed again within one batch
+    // keeps no history either.
+    for apex in &removed {
+        shared.journals.forget(apex);
+    }
     let replaced: Vec<Arc<Zone>> = puts
         .iter()
         .map(|z| z.apex())
