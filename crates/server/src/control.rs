@@ -99,6 +99,25 @@ impl Reloader {
                             return (false, format!("{e}\n"));
                         }
                     };
+                    // A zone a catalog brought while we ran stays the catalog's: a file for it
+                    // would be overwritten by the next transfer (a restart gives it to the
+                    // file).
+                    let specs: Vec<_> = specs
+                        .into_iter()
+                        .filter(|s| {
+                            let member = shared
+                                .secondary
+                                .as_ref()
+                                .is_some_and(|i| i.is_catalog_member(s.name.as_ref()));
+                            if member {
+                                warn!(
+                                    "reload: zone {} is a member of a catalog; its file is not read while it is (a restart reads it, and the catalog leaves it)",
+                                    s.name
+                                );
+                            }
+                            !member
+                        })
+                        .collect();
                     let report = self.library.load(&specs);
                     self.library
                         .config_read(config_file.into_iter().chain(zone_list).collect());

@@ -299,7 +299,7 @@ impl Thread {
         };
         let flags = Arc::new(Flags::default());
         if let Some(inbox) = &self.shared.secondary {
-            inbox.add(&zone, Arc::clone(&flags));
+            inbox.add(&zone, Arc::clone(&flags), true);
         }
         let member = MemberOf {
             catalog: cat.clone(),
@@ -350,7 +350,7 @@ impl Thread {
             of.group = m.group.clone();
         }
         if let Some(inbox) = &self.shared.secondary {
-            inbox.add(&slot.zone, Arc::clone(&slot.flags));
+            inbox.add(&slot.zone, Arc::clone(&slot.flags), true);
         }
         // The new primaries may have another version.
         slot.next_check = std::time::Instant::now();

@@ -37,6 +37,8 @@ struct Entry {
     primaries: Vec<IpAddr>,
     key: Option<Key>,
     flags: Arc<Flags>,
+    /// Brought by a catalog (not configured).
+    member: bool,
 }
 
 /// The secondary zones, for the workers: which NOTIFY to take, and where to send it. The
@@ -62,14 +64,24 @@ impl Inbox {
         self.zones.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// True if the zone at `apex` was brought by a catalog.
+    pub(crate) fn is_catalog_member(&self, apex: NameRef<'_>) -> bool {
+        self.table()
+            .get(&apex.hash_ci())
+            .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
+            .is_some_and(|e| e.member)
+    }
+
     /// Takes NOTIFY for `zone` from now on (replacing what it had for the same apex: a
     /// member moved to another template); the flags the thread reads for it.
-    pub(crate) fn add(&self, zone: &SecondaryZone, flags: Arc<Flags>) {
+    /// `member`: brought by a catalog.
+    pub(crate) fn add(&self, zone: &SecondaryZone, flags: Arc<Flags>, member: bool) {
         let entry = Entry {
             apex: zone.name.clone(),
             primaries: zone.primaries.iter().map(|a| a.ip()).collect(),
             key: zone.key.clone(),
             flags,
+            member,
         };
         let mut table = self.table();
         let same = table.entry(zone.name.as_ref().hash_ci()).or_default();

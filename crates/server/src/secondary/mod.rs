@@ -154,7 +154,7 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
         .into_iter()
         .map(|z| {
             let flags = Arc::new(Flags::default());
-            inbox.add(&z, Arc::clone(&flags));
+            inbox.add(&z, Arc::clone(&flags), false);
             (z, flags)
         })
         .collect();

@@ -319,6 +319,25 @@ fn a_bad_catalog_keeps_the_members_served() {
         "our own c.test. stays"
     );
     assert_eq!(server.stat("shardns_catalog_member_zones"), 1.0);
+
+    // A [[zone]] for the member b.test. added by a reload: the catalog keeps it.
+    let file_b = work.write("own-b.zone", &zone_text(88, 1, ""));
+    let more = format!(
+        "{toml}[[zone]]\nname = \"b.test.\"\nfile = \"{}\"\n",
+        file_b.display()
+    );
+    std::fs::write(work.path().join("cat-bad-s.toml"), more).unwrap();
+    server.sighup();
+    wait_until(
+        Duration::from_secs(10),
+        || {
+            server
+                .log()
+                .contains("reload: zone b.test. is a member of a catalog; its file is not read")
+        },
+        ctx,
+    );
+    assert_eq!(serial_at(sec_addr, "b.test."), Some(1));
 }
 
 /// knotd consuming `CAT` from `primary`, members set up by a template of the same primary.
