@@ -775,11 +775,17 @@ fn catalog_keys_and_their_errors() {
             "zone[0].catalog_group: set, but the zone has no `catalog_member`",
         ),
         (
+            "[[zone]]\nname = \"c.\"\ncatalog = \"produce\"\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\ncatalog_member = \"c.\"\ncatalog_group = \"GROUP\"\n",
+            "zone[1].catalog_group: longer than 255 octets",
+        ),
+        (
             "[[template]]\nname = \"t\"\nprimary_key = \"nope.\"\n",
             "template[0].primary_key: no [[key]] named nope.",
         ),
     ] {
-        let e = parse(text).unwrap_err().to_string();
+        let text = text.replace("GROUP", &"g".repeat(256));
+        let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains(want), "{text:?}: {e}");
     }
 }

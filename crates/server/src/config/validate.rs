@@ -96,6 +96,12 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
                 ));
             }
         }
+        if z.catalog_group.as_ref().is_some_and(|g| g.len() > 255) {
+            return Err(error(
+                "catalog_group",
+                "longer than 255 octets (one TXT string)",
+            ));
+        }
         if z.catalog_group.is_some() && z.catalog_member.is_none() {
             return Err(error(
                 "catalog_group",

@@ -22,7 +22,8 @@ pub struct Member {
     pub id: Vec<u8>,
     /// The member zone's name (the PTR's target).
     pub zone: Name,
-    /// The `group` property (§4.3.2): which configuration the consumer applies.
+    /// The `group` property (§4.3.2): which configuration the consumer applies (one
+    /// character-string of UTF-8 text; anything else is left out).
     pub group: Option<String>,
     /// The change-of-ownership property (§4.3.1): the catalog the member moves to.
     pub coo: Option<Name>,
@@ -183,14 +184,22 @@ pub fn interpret(zone: &Zone) -> Result<Catalog, Error> {
                             continue;
                         };
                         let values: Vec<&[u8]> = txt.rdatas().collect();
-                        let group = match values.as_slice() {
-                            [one] => {
-                                let text = txt_strings(one).unwrap_or_default().concat();
-                                Some(String::from_utf8_lossy(&text).into_owned())
-                            }
-                            _ => {
+                        let one = match values.as_slice() {
+                            [one] => txt_strings(one).filter(|s| s.len() == 1),
+                            _ => None,
+                        };
+                        let group = match one.map(|s| std::str::from_utf8(s[0])) {
+                            Some(Ok(text)) => Some(text.to_string()),
+                            Some(Err(_)) => {
                                 catalog.ignored.push(format!(
-                                    "member {}: {} group values (one expected); the default template used",
+                                    "member {}: a group that is not UTF-8 text; the default template used",
+                                    label_text(&member_id)
+                                ));
+                                None
+                            }
+                            None => {
+                                catalog.ignored.push(format!(
+                                    "member {}: {} group values (one string expected); the default template used",
                                     label_text(&member_id),
                                     values.len()
                                 ));
@@ -235,7 +244,8 @@ pub fn member_id(zone: NameRef<'_>) -> String {
 
 /// The zone text of a catalog at `apex` with `serial`, listing `members` (each with its
 /// group, if any): SOA and NS as §4 wants them (`invalid.`, never queried), version "2",
-/// one PTR per member under its [`member_id`].
+/// one PTR per member under its [`member_id`]. A group longer than a character-string
+/// (255 octets) is left out (the config refuses one).
 pub fn produce(apex: NameRef<'_>, serial: u32, members: &[(Name, Option<String>)]) -> String {
     let mut text = String::with_capacity(128 + members.len() * 96);
     let _ = writeln!(
@@ -246,7 +256,7 @@ pub fn produce(apex: NameRef<'_>, serial: u32, members: &[(Name, Option<String>)
     for (zone, group) in members {
         let id = member_id(zone.as_ref());
         let _ = writeln!(text, "{id}.zones 0 IN PTR {zone}");
-        if let Some(g) = group {
+        if let Some(g) = group.as_ref().filter(|g| g.len() <= 255) {
             let _ = write!(text, "group.{id}.zones 0 IN TXT ");
             let _ = shardns_wire::text::write_quoted(g.as_bytes(), &mut text);
             text.push('\n');

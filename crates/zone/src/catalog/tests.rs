@@ -98,6 +98,21 @@ fn bad_members_are_left_out_and_the_rest_kept() {
 }
 
 #[test]
+fn a_group_must_be_one_string_of_text() {
+    let c = interpret(&zone(
+        "version TXT \"2\"\n\
+         a.zones PTR a.test.\ngroup.a.zones TXT \"x\" \"y\"\n\
+         b.zones PTR b.test.\ngroup.b.zones TXT \"\\255\\254\"\n\
+         c.zones PTR c.test.\ngroup.c.zones TXT \"\u{e9}t\u{e9}\"\n",
+    ))
+    .unwrap();
+    let groups: Vec<Option<&str>> = c.members.iter().map(|m| m.group.as_deref()).collect();
+    assert_eq!(groups, [None, None, Some("\u{e9}t\u{e9}")]);
+    assert_eq!(c.ignored.len(), 2, "{:?}", c.ignored);
+    assert!(c.ignored.iter().any(|s| s.contains("not UTF-8")));
+}
+
+#[test]
 fn produced_catalog_reads_back() {
     let members: Vec<(Name, Option<String>)> = vec![
         ("one.test.".parse().unwrap(), None),
