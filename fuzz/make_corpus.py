@@ -216,6 +216,20 @@ XFR_QUERIES = {
 }
 
 
+# Catalog zone bodies (after an SOA and NS at cat.example.) for the catalog target.
+CATALOGS = {
+    "members": 'version TXT "2"\na.zones PTR one.test.\ngroup.a.zones TXT "blue"\n'
+    'b.zones PTR two.test.\ncoo.b.zones PTR new-cat.example.\next.b.zones TXT "x"\n',
+    "no-version": "a.zones PTR one.test.\n",
+    "version-1": 'version TXT "1"\na.zones PTR one.test.\n',
+    "two-versions": 'version TXT "2"\nversion TXT "3"\n',
+    "duplicate": 'version TXT "2"\na.zones PTR one.test.\nb.zones PTR ONE.test.\n',
+    "bad-members": 'version TXT "2"\nt.zones PTR x.test.\nt.zones PTR y.test.\n'
+    "r.zones PTR .\ni.zones PTR in.cat.example.\n"
+    'group.ok.zones TXT "a"\ngroup.ok.zones TXT "b"\nok.zones PTR ok.test.\n',
+}
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -279,6 +293,10 @@ def main():
                     piece, n = b"", n + 1
             if piece:
                 write("scan_zone", "diff-piece-%02d" % n, piece)
+    # Catalog zones (RFC 9432) under "cat.example.": good ones and each kind of bad one.
+    head = "$TTL 0\n@ SOA invalid. invalid. 1 3600 600 2147483646 0\n@ NS invalid.\n"
+    for name, body in CATALOGS.items():
+        write("catalog", name, (head + body).encode())
     digest = hashlib.sha256()
     for root, _, files in sorted(os.walk(CORPUS)):
         for f in sorted(files):

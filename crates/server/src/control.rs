@@ -52,6 +52,8 @@ pub(crate) struct Reloader {
     pub(crate) notifier: Notifier,
     /// Signs zones again before their signatures expire.
     pub(crate) resigner: crate::signing::Resigner,
+    /// Makes the catalogs this server produces (RFC 9432).
+    pub(crate) producer: crate::catalog::Producer,
 }
 
 impl Reloader {
@@ -97,6 +99,25 @@ impl Reloader {
                             return (false, format!("{e}\n"));
                         }
                     };
+                    // A zone a catalog brought while we ran stays the catalog's: a file for it
+                    // would be overwritten by the next transfer (a restart gives it to the
+                    // file).
+                    let specs: Vec<_> = specs
+                        .into_iter()
+                        .filter(|s| {
+                            let member = shared
+                                .secondary
+                                .as_ref()
+                                .is_some_and(|i| i.is_catalog_member(s.name.as_ref()));
+                            if member {
+                                warn!(
+                                    "reload: zone {} is a member of a catalog; its file is not read while it is (a restart reads it, and the catalog leaves it)",
+                                    s.name
+                                );
+                            }
+                            !member
+                        })
+                        .collect();
                     let report = self.library.load(&specs);
                     self.library
                         .config_read(config_file.into_iter().chain(zone_list).collect());
@@ -193,6 +214,11 @@ impl Reloader {
         info!("{summary}");
         if let Some(config) = config {
             self.config = config;
+            // A zone added to or removed from a produced catalog, or a catalog added.
+            let made = self
+                .producer
+                .changes(&self.config, crate::dispatch::unix_now());
+            crate::secondary::serve_outside(self, shared, made);
         }
         let _ = writeln!(text, "{summary}");
         (ok, text)
@@ -622,20 +648,15 @@ impl Reloader {
                             let _ = writeln!(text, "serial: none ({state})");
                         }
                     }
-                    let primaries = self
-                        .config
-                        .zones
+                    let primaries = s
+                        .primaries
                         .iter()
-                        .rev()
-                        .find(|z| &z.name == name)
-                        .map(|z| {
-                            z.primary
-                                .iter()
-                                .map(|p| p.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        })
-                        .unwrap_or_default();
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    if let Some(cat) = &s.catalog {
+                        let _ = writeln!(text, "catalog: {cat}");
+                    }
                     let _ = writeln!(
                         text,
                         "source: {} (primaries {primaries})",

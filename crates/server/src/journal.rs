@@ -73,6 +73,13 @@ impl Journals {
         zones.get(&apex.to_name()).cloned()
     }
 
+    /// Drops the history of a zone no longer served (a member removed from its catalog),
+    /// so that member churn does not grow this table.
+    pub(crate) fn forget(&self, apex: &Name) {
+        let mut zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
+        zones.remove(apex);
+    }
+
     /// Keeps `history` for `apex`; an empty one is not kept (a zone that has never
     /// changed costs nothing here: its journal is looked for on disk at its first change).
     fn set(&self, apex: Name, history: Option<History>) {

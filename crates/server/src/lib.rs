@@ -34,6 +34,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod catalog;
 pub mod config;
 pub mod control;
 mod cookie;

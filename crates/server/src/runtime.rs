@@ -79,9 +79,19 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         Some((role, inbox)) => (Some(role), Some(inbox)),
         None => (None, None),
     };
+    // Zones served from files: no catalog may bring them.
+    let configured: std::collections::HashSet<shardns_wire::Name> =
+        specs.iter().map(|s| s.name.clone()).collect();
+    let mut producer = crate::catalog::Producer::default();
+    let produced = producer.changes(&config, crate::dispatch::unix_now());
     let set = match &secondary {
         Some(role) => library.apply_outside(role.stand_ins()),
         None => report.set,
+    };
+    let set = if produced.is_empty() {
+        set
+    } else {
+        library.apply_outside(produced)
     };
 
     let tls = tls_config(&config)?;
@@ -165,8 +175,13 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     // The secondary thread wakes the main thread with SIGUSR1 to serve what it transferred.
     let transferred = match secondary {
         Some(role) => Some(
-            role.start(&config, Arc::clone(&shared), seed::random_u64()?)
-                .map_err(io_error("starting the secondary thread"))?,
+            role.start(
+                &config,
+                Arc::clone(&shared),
+                seed::random_u64()?,
+                configured,
+            )
+            .map_err(io_error("starting the secondary thread"))?,
         ),
         None => None,
     };
@@ -203,6 +218,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         retired_zones: Vec::new(),
         notifier,
         resigner,
+        producer,
     };
     control_socket
         .start(Arc::clone(&shared), reloads)

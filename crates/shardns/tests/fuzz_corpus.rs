@@ -75,6 +75,11 @@ fn resolver_cache_corpus() {
 }
 
 #[test]
+fn catalog_corpus() {
+    replay("catalog", checks::catalog);
+}
+
+#[test]
 fn xfr_corpus() {
     replay("xfr", checks::xfr);
 }

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answer;
+pub mod catalog;
 pub mod db;
 pub mod scan;
 pub mod xfr;

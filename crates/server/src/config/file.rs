@@ -79,6 +79,15 @@ impl Config {
                 z.file = base.join(&z.file);
             }
         }
+        for t in &mut config.templates {
+            if let Some(f) = t
+                .file
+                .as_mut()
+                .filter(|f| Path::new(f.as_str()).is_relative())
+            {
+                *f = base.join(f.as_str()).to_string_lossy().into_owned();
+            }
+        }
         if let Some(l) = &mut config.server.zone_list {
             if l.is_relative() {
                 *l = base.join(&*l);

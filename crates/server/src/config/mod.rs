@@ -88,6 +88,40 @@ pub struct Config {
     pub keys: Vec<KeyConfig>,
     /// `[dnstap]`: the dnstap log of queries and responses (off by default).
     pub dnstap: DnstapConfig,
+    /// `[[template]]` tables: how the member zones of a consumed catalog are set up.
+    #[serde(rename = "template")]
+    pub templates: Vec<TemplateConfig>,
+}
+
+/// One `[[template]]`: the settings of the member zones a catalog zone (RFC 9432) brings,
+/// picked by the member's `group` property (a template of the same name), else the first
+/// of the catalog's `catalog_templates`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TemplateConfig {
+    /// The template's name (a group name in the catalog picks it).
+    pub name: String,
+    /// Primaries of the member zones (absent: the catalog zone's).
+    #[serde(default)]
+    pub primary: Vec<SocketAddr>,
+    /// The `[[key]]` of their transfers (absent: the catalog zone's `primary_key`).
+    #[serde(default, deserialize_with = "name_opt")]
+    pub primary_key: Option<Name>,
+    /// Where each member keeps its copy, `{zone}` standing for the member's name without
+    /// the final dot (absent: in memory only).
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+/// What a zone is to catalog zones (RFC 9432).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CatalogRole {
+    /// A secondary zone read as a catalog: its members become secondary zones.
+    Consume,
+    /// A catalog made by this server of the zones that name it in `catalog_member`.
+    Produce,
 }
 
 /// `[server]`.
@@ -238,6 +272,21 @@ pub struct ZoneConfig {
     /// How long a DS change takes to reach every server of the parent (default 1 hour).
     #[serde(default = "default_hour", deserialize_with = "duration")]
     pub parent_propagation_delay: u32,
+    /// `"consume"`: this secondary zone is a catalog whose members become secondary zones;
+    /// `"produce"`: this zone is a catalog generated from the zones naming it in
+    /// `catalog_member` (no `file`, no `primary`).
+    #[serde(default)]
+    pub catalog: Option<CatalogRole>,
+    /// Consumer: the `[[template]]` names members are set up with (the first by default, the
+    /// one named like a member's group for that member).
+    #[serde(default)]
+    pub catalog_templates: Vec<String>,
+    /// The produced catalog (a zone with `catalog = "produce"`) this zone is a member of.
+    #[serde(default, deserialize_with = "name_opt")]
+    pub catalog_member: Option<Name>,
+    /// The `group` property this zone gets in that catalog.
+    #[serde(default)]
+    pub catalog_group: Option<String>,
 }
 
 fn default_hour() -> u32 {
@@ -288,6 +337,10 @@ impl ZoneConfig {
             parent_propagation_delay: default_hour(),
             journal_max_size: None,
             journal_max_depth: None,
+            catalog: None,
+            catalog_templates: Vec::new(),
+            catalog_member: None,
+            catalog_group: None,
         }
     }
 }

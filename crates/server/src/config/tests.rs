@@ -730,3 +730,71 @@ fn dnstap_keys_and_flags() {
     let e = parse("[dnstap]\nsockets = \"x\"\n").unwrap_err();
     assert!(e.to_string().contains("sockets"), "{e}");
 }
+
+#[test]
+fn catalog_keys_and_their_errors() {
+    let c = parse(
+        "[[template]]\nname = \"blue\"\nfile = \"/var/lib/shardns/{zone}.zone\"\n\
+         [[zone]]\nname = \"cat.in.\"\nprimary = [\"127.0.0.1:53\"]\ncatalog = \"consume\"\n\
+         catalog_templates = [\"blue\"]\n\
+         [[zone]]\nname = \"cat.out.\"\ncatalog = \"produce\"\n\
+         [[zone]]\nname = \"a.\"\nfile = \"a\"\ncatalog_member = \"cat.out.\"\ncatalog_group = \"g\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.zones[0].catalog, Some(CatalogRole::Consume));
+    assert_eq!(c.zones[1].catalog, Some(CatalogRole::Produce));
+    assert_eq!(
+        c.templates[0].file.as_deref(),
+        Some("/var/lib/shardns/{zone}.zone")
+    );
+    assert_eq!(c.zones[2].catalog_group.as_deref(), Some("g"));
+    for (text, want) in [
+        (
+            "[[zone]]\nname = \"c.\"\ncatalog = \"consume\"\nfile = \"c\"\n",
+            "zone[0].catalog: \"consume\" needs `primary`",
+        ),
+        (
+            "[[zone]]\nname = \"c.\"\ncatalog = \"produce\"\nfile = \"c\"\n",
+            "zone[0].catalog: \"produce\": the catalog is generated",
+        ),
+        (
+            "[[zone]]\nname = \"c.\"\ncatalog = \"both\"\n",
+            "unknown variant `both`",
+        ),
+        (
+            "[[zone]]\nname = \"c.\"\nprimary = [\"127.0.0.1:53\"]\ncatalog = \"consume\"\n\
+             catalog_templates = [\"red\"]\n",
+            "zone[0].catalog_templates: no [[template]] named \"red\"",
+        ),
+        (
+            "[[zone]]\nname = \"a.\"\nfile = \"a\"\ncatalog_member = \"c.\"\n",
+            "zone[0].catalog_member: no zone c. with catalog = \"produce\"",
+        ),
+        (
+            "[[zone]]\nname = \"a.\"\nfile = \"a\"\ncatalog_group = \"g\"\n",
+            "zone[0].catalog_group: set, but the zone has no `catalog_member`",
+        ),
+        (
+            "[[zone]]\nname = \"c.\"\ncatalog = \"produce\"\n\
+             [[zone]]\nname = \"a.\"\nfile = \"a\"\ncatalog_member = \"c.\"\ncatalog_group = \"GROUP\"\n",
+            "zone[1].catalog_group: longer than 255 octets",
+        ),
+        (
+            "[[template]]\nname = \"t\"\nprimary_key = \"nope.\"\n",
+            "template[0].primary_key: no [[key]] named nope.",
+        ),
+    ] {
+        let text = text.replace("GROUP", &"g".repeat(256));
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn template_files_are_anchored_at_the_config() {
+    let c = parse("[[template]]\nname = \"t\"\nfile = \"copies/{zone}.zone\"\n").unwrap();
+    assert_eq!(
+        c.templates[0].file.as_deref(),
+        Some("/etc/shardns/copies/{zone}.zone")
+    );
+}

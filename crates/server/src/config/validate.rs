@@ -18,7 +18,14 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
     let primary_keys = config.zones.iter().enumerate();
     let named = std::iter::once(server_key)
         .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)))
-        .chain(primary_keys.map(|(i, z)| (format!("zone[{i}].primary_key"), &z.primary_key)));
+        .chain(primary_keys.map(|(i, z)| (format!("zone[{i}].primary_key"), &z.primary_key)))
+        .chain(
+            config
+                .templates
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("template[{i}].primary_key"), &t.primary_key)),
+        );
     for (key, name) in named {
         if let Some(n) = name {
             if !config.keys.iter().any(|k| &k.0.name == n) {
@@ -50,7 +57,58 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
             key: Some(format!("zone[{i}].{key}")),
             message: message.into(),
         };
-        if !z.is_secondary() && z.file.as_os_str().is_empty() {
+        let produced = z.catalog == Some(super::CatalogRole::Produce);
+        if produced && (z.is_secondary() || !z.file.as_os_str().is_empty()) {
+            return Err(error(
+                "catalog",
+                "\"produce\": the catalog is generated; it takes no `file` and no `primary`",
+            ));
+        }
+        if z.catalog == Some(super::CatalogRole::Consume) && !z.is_secondary() {
+            return Err(error(
+                "catalog",
+                "\"consume\" needs `primary`: a consumed catalog is a secondary zone",
+            ));
+        }
+        if !z.catalog_templates.is_empty() && z.catalog != Some(super::CatalogRole::Consume) {
+            return Err(error(
+                "catalog_templates",
+                "set, but the zone is not consumed as a catalog",
+            ));
+        }
+        for t in &z.catalog_templates {
+            if !config.templates.iter().any(|c| &c.name == t) {
+                return Err(error(
+                    "catalog_templates",
+                    &format!("no [[template]] named {t:?}"),
+                ));
+            }
+        }
+        if let Some(cat) = &z.catalog_member {
+            let ok = config
+                .zones
+                .iter()
+                .any(|c| &c.name == cat && c.catalog == Some(super::CatalogRole::Produce));
+            if !ok {
+                return Err(error(
+                    "catalog_member",
+                    &format!("no zone {cat} with catalog = \"produce\""),
+                ));
+            }
+        }
+        if z.catalog_group.as_ref().is_some_and(|g| g.len() > 255) {
+            return Err(error(
+                "catalog_group",
+                "longer than 255 octets (one TXT string)",
+            ));
+        }
+        if z.catalog_group.is_some() && z.catalog_member.is_none() {
+            return Err(error(
+                "catalog_group",
+                "set, but the zone has no `catalog_member`",
+            ));
+        }
+        if !produced && !z.is_secondary() && z.file.as_os_str().is_empty() {
             return Err(error(
                 "file",
                 "missing field `file` (only a secondary zone, one with `primary`, may go without)",

@@ -20,84 +20,113 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 
+/// What the workers and the control socket share with the thread about one zone.
+#[derive(Debug, Default)]
+pub(crate) struct Flags {
+    /// A NOTIFY (or `shardns zone refresh`) came since the thread last looked.
+    pub(crate) pending: AtomicBool,
+    /// The operator asked for an AXFR (`shardns zone retransfer`).
+    pub(crate) forced: AtomicBool,
+    /// Where it stands, as the thread last wrote it (`shardns zone status`).
+    pub(crate) status: Mutex<SlotStatus>,
+}
+
 /// One secondary zone as a NOTIFY is checked against it.
 struct Entry {
     apex: Name,
     primaries: Vec<IpAddr>,
     key: Option<Key>,
-    /// The zone's index in the secondary thread's list.
-    index: usize,
+    flags: Arc<Flags>,
+    /// Brought by a catalog (not configured).
+    member: bool,
 }
 
-/// The secondary zones, for the workers: which NOTIFY to take, and where to send it.
+/// The secondary zones, for the workers: which NOTIFY to take, and where to send it. The
+/// zones of a consumed catalog come and go while the server runs: the table is behind a
+/// mutex, which a worker takes only for a NOTIFY (never for a query), and the secondary
+/// thread for each member added, moved or removed.
 pub(crate) struct Inbox {
     /// By the apex's case-insensitive hash.
-    zones: HashMap<u64, Vec<Entry>>,
-    /// Per zone (by index): a NOTIFY came since the thread last looked.
-    pending: Arc<[AtomicBool]>,
-    /// Per zone: the operator asked for an AXFR (`shardns zone retransfer`).
-    forced: Arc<[AtomicBool]>,
-    /// Per zone: where it stands, as the thread last wrote it (`shardns zone status`).
-    board: Arc<Mutex<Vec<SlotStatus>>>,
+    zones: Mutex<HashMap<u64, Vec<Entry>>>,
     wake: SyncSender<()>,
 }
 
 impl Inbox {
-    /// An inbox for `zones` (indexed as the secondary thread holds them), with the flags
-    /// and the wake-up queue (of one) the thread reads.
-    pub(crate) fn new(
-        zones: &[SecondaryZone],
-        pending: Arc<[AtomicBool]>,
-        forced: Arc<[AtomicBool]>,
-        board: Arc<Mutex<Vec<SlotStatus>>>,
-        wake: SyncSender<()>,
-    ) -> Self {
-        let mut map: HashMap<u64, Vec<Entry>> = HashMap::new();
-        for (index, z) in zones.iter().enumerate() {
-            map.entry(z.name.as_ref().hash_ci())
-                .or_default()
-                .push(Entry {
-                    apex: z.name.clone(),
-                    primaries: z.primaries.iter().map(|a| a.ip()).collect(),
-                    key: z.key.clone(),
-                    index,
-                });
-        }
+    /// An empty inbox with the wake-up queue (of one) the thread reads.
+    pub(crate) fn new(wake: SyncSender<()>) -> Self {
         Self {
-            zones: map,
-            pending,
-            forced,
-            board,
+            zones: Mutex::new(HashMap::new()),
             wake,
         }
     }
 
-    fn index(&self, apex: NameRef<'_>) -> Option<usize> {
-        self.zones
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Vec<Entry>>> {
+        self.zones.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True if the zone at `apex` was brought by a catalog.
+    pub(crate) fn is_catalog_member(&self, apex: NameRef<'_>) -> bool {
+        self.table()
             .get(&apex.hash_ci())
             .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
-            .map(|e| e.index)
+            .is_some_and(|e| e.member)
+    }
+
+    /// Takes NOTIFY for `zone` from now on (replacing what it had for the same apex: a
+    /// member moved to another template); the flags the thread reads for it.
+    /// `member`: brought by a catalog.
+    pub(crate) fn add(&self, zone: &SecondaryZone, flags: Arc<Flags>, member: bool) {
+        let entry = Entry {
+            apex: zone.name.clone(),
+            primaries: zone.primaries.iter().map(|a| a.ip()).collect(),
+            key: zone.key.clone(),
+            flags,
+            member,
+        };
+        let mut table = self.table();
+        let same = table.entry(zone.name.as_ref().hash_ci()).or_default();
+        same.retain(|e| !e.apex.as_ref().eq_ci(&zone.name.as_ref()));
+        same.push(entry);
+    }
+
+    /// No longer takes NOTIFY for the zone at `apex` (a member removed from its catalog).
+    pub(crate) fn remove(&self, apex: &Name) {
+        let mut table = self.table();
+        let h = apex.as_ref().hash_ci();
+        if let Some(same) = table.get_mut(&h) {
+            same.retain(|e| !e.apex.as_ref().eq_ci(&apex.as_ref()));
+            if same.is_empty() {
+                table.remove(&h);
+            }
+        }
+    }
+
+    fn flags(&self, apex: NameRef<'_>) -> Option<Arc<Flags>> {
+        self.table()
+            .get(&apex.hash_ci())
+            .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
+            .map(|e| Arc::clone(&e.flags))
     }
 
     /// Asks the thread to refresh the zone at `apex` now (`axfr`: by AXFR, whatever the
     /// serials say); false if it is not one of our secondary zones.
     pub(crate) fn request_refresh(&self, apex: NameRef<'_>, axfr: bool) -> bool {
-        let Some(i) = self.index(apex) else {
+        let Some(flags) = self.flags(apex) else {
             return false;
         };
         if axfr {
-            self.forced[i].store(true, Relaxed);
+            flags.forced.store(true, Relaxed);
         }
-        self.pending[i].store(true, Relaxed);
+        flags.pending.store(true, Relaxed);
         let _ = self.wake.try_send(());
         true
     }
 
     /// Where the secondary zone at `apex` stands (`None`: not one of ours).
     pub(crate) fn status(&self, apex: NameRef<'_>) -> Option<SlotStatus> {
-        let i = self.index(apex)?;
-        let board = self.board.lock().unwrap_or_else(|e| e.into_inner());
-        board.get(i).cloned()
+        let flags = self.flags(apex)?;
+        let status = flags.status.lock().unwrap_or_else(|e| e.into_inner());
+        Some(status.clone())
     }
 
     /// Answers the NOTIFY `query` from `peer` into `out`, and queues a refresh if it is
@@ -114,8 +143,8 @@ impl Inbox {
             return notify_answer(query, Rcode::FORMERR, out);
         }
         let qname = query.qname();
-        let entry = self
-            .zones
+        let table = self.table();
+        let entry = table
             .get(&qname.hash_ci())
             .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&qname)));
         let Some(entry) = entry else {
@@ -147,7 +176,7 @@ impl Inbox {
             }
         };
         stats.notify_in_accepted.fetch_add(1, Relaxed);
-        self.pending[entry.index].store(true, Relaxed);
+        entry.flags.pending.store(true, Relaxed);
         // A full queue: the thread is woken already, and will see the flag.
         let _ = self.wake.try_send(());
         let mut w = notify_answer(query, Rcode::NOERROR, out);

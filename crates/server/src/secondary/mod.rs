@@ -22,10 +22,12 @@
 //! same moment); EXPIRE (at least [`MIN_EXPIRE`]) counted from the last successful refresh.
 //! A zone that has never had a version is retried after 5 s, doubling up to 5 minutes.
 
+mod catalog;
 mod client;
 mod inbox;
 mod store;
 
+use inbox::Flags;
 pub(crate) use inbox::Inbox;
 
 use crate::config::Config;
@@ -37,12 +39,13 @@ use shardns_wire::{Name, RType};
 use shardns_zone::xfr::incoming::{Form, Limits, Outcome};
 use shardns_zone::xfr::is_newer;
 use shardns_zone::{Zone, ZoneChange};
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{error, info, warn};
 
@@ -66,6 +69,8 @@ pub(crate) struct SecondaryZone {
     pub(crate) primaries: Vec<SocketAddr>,
     /// Signs our queries, and must sign a NOTIFY.
     pub(crate) key: Option<Key>,
+    /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
+    pub(crate) catalog: Option<Arc<catalog::Consumer>>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
@@ -74,26 +79,34 @@ pub(crate) fn zones(config: &Config) -> Vec<SecondaryZone> {
         .zones
         .iter()
         .filter(|z| z.is_secondary())
-        .map(|z| SecondaryZone {
-            name: z.name.clone(),
-            file: (!z.file.as_os_str().is_empty()).then(|| z.file.clone()),
-            primaries: z.primary.clone(),
-            // The config checked that the key exists.
-            key: z.primary_key.as_ref().and_then(|k| {
-                config
-                    .keys
-                    .iter()
-                    .find(|c| &c.0.name == k)
-                    .map(|c| c.0.clone())
-            }),
+        .map(|z| {
+            let key = key_named(config, z.primary_key.as_ref());
+            SecondaryZone {
+                name: z.name.clone(),
+                file: (!z.file.as_os_str().is_empty()).then(|| z.file.clone()),
+                primaries: z.primary.clone(),
+                catalog: (z.catalog == Some(crate::config::CatalogRole::Consume))
+                    .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
+                key,
+            }
         })
         .collect()
+}
+
+/// The `[[key]]` named `name` (the config checked that it exists).
+fn key_named(config: &Config, name: Option<&Name>) -> Option<Key> {
+    let name = name?;
+    config
+        .keys
+        .iter()
+        .find(|c| &c.0.name == name)
+        .map(|c| c.0.clone())
 }
 
 /// Warns when a reload's config changes the secondary zones: they are set up at start.
 pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
     if zones(running) != zones(new) {
-        warn!("reload: the secondary zones (primary, primary_key, file) changed; that takes a restart");
+        warn!("reload: the secondary zones (primary, primary_key, file, catalog, templates) changed; that takes a restart");
     }
 }
 
@@ -115,14 +128,16 @@ pub(crate) struct SlotStatus {
     /// Refreshes failed in a row, and the last failure.
     pub(crate) failures: u32,
     pub(crate) last_error: Option<String>,
+    /// The primaries asked, in turn.
+    pub(crate) primaries: Vec<SocketAddr>,
+    /// The catalog that brought the zone (`None`: configured).
+    pub(crate) catalog: Option<Name>,
 }
 
-/// The role before it starts: its zones and what the workers' [`Inbox`] shares with it.
+/// The role before it starts: its zones, each with the flags the workers' [`Inbox`]
+/// shares with it.
 pub(crate) struct Role {
-    zones: Vec<SecondaryZone>,
-    pending: Arc<[AtomicBool]>,
-    forced: Arc<[AtomicBool]>,
-    board: Arc<Mutex<Vec<SlotStatus>>>,
+    zones: Vec<(SecondaryZone, Arc<Flags>)>,
     wake: Receiver<()>,
 }
 
@@ -133,27 +148,17 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
     if zones.is_empty() {
         return None;
     }
-    let pending: Arc<[AtomicBool]> = zones.iter().map(|_| AtomicBool::new(false)).collect();
-    let forced: Arc<[AtomicBool]> = zones.iter().map(|_| AtomicBool::new(false)).collect();
-    let board = Arc::new(Mutex::new(vec![SlotStatus::default(); zones.len()]));
     let (tx, wake) = mpsc::sync_channel(1);
-    let inbox = Inbox::new(
-        &zones,
-        Arc::clone(&pending),
-        Arc::clone(&forced),
-        Arc::clone(&board),
-        tx,
-    );
-    Some((
-        Role {
-            zones,
-            pending,
-            forced,
-            board,
-            wake,
-        },
-        inbox,
-    ))
+    let inbox = Inbox::new(tx);
+    let zones = zones
+        .into_iter()
+        .map(|z| {
+            let flags = Arc::new(Flags::default());
+            inbox.add(&z, Arc::clone(&flags), false);
+            (z, flags)
+        })
+        .collect();
+    Some((Role { zones, wake }, inbox))
 }
 
 impl Role {
@@ -161,41 +166,38 @@ impl Role {
     pub(crate) fn stand_ins(&self) -> Vec<ZoneChange> {
         self.zones
             .iter()
-            .map(|z| ZoneChange::Put(Arc::new(Zone::unavailable(z.name.clone()))))
+            .map(|(z, _)| ZoneChange::Put(Arc::new(Zone::unavailable(z.name.clone()))))
             .collect()
     }
 
     /// Starts the thread. New versions come back on the receiver, each batch with a
-    /// SIGUSR1 to the process: the main thread serves them ([`publish`]).
+    /// SIGUSR1 to the process: the main thread serves them ([`publish`]). `configured`:
+    /// the zones served from files, which no catalog may bring.
     pub(crate) fn start(
         self,
         config: &Config,
         shared: Arc<Shared>,
         seed: u64,
+        configured: HashSet<Name>,
     ) -> io::Result<Receiver<Vec<ZoneChange>>> {
         let (tx, rx) = mpsc::channel();
         let l = &config.limits;
+        let slots: Vec<Slot> = self
+            .zones
+            .into_iter()
+            .map(|(zone, flags)| Slot::new(zone, flags, None))
+            .collect();
+        let by_name = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.zone.name.clone(), i))
+            .collect();
+        let mut configured = configured;
+        configured.extend(slots.iter().map(|s| s.zone.name.clone()));
         let thread = Thread {
-            slots: self
-                .zones
-                .into_iter()
-                .map(|zone| Slot {
-                    zone,
-                    current: None,
-                    serving: false,
-                    next_check: Instant::now(),
-                    expire_at: None,
-                    failures: 0,
-                    preferred: 0,
-                    last_refresh: None,
-                    source: None,
-                    last_error: None,
-                    force_axfr: false,
-                })
-                .collect(),
-            pending: self.pending,
-            forced: self.forced,
-            board: self.board,
+            slots,
+            by_name,
+            configured,
             wake: self.wake,
             publish: tx,
             shared,
@@ -221,6 +223,23 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
     if changes.is_empty() {
         return;
     }
+    serve_outside(reloader, shared, changes);
+}
+
+/// Serves `changes` to zones not read from files (transferred, stand-ins, removed members
+/// of a catalog, produced catalogs): swaps the set, records the journals, tells our own
+/// secondaries about new serials, and retires what was replaced.
+pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: Vec<ZoneChange>) {
+    if changes.is_empty() {
+        return;
+    }
+    let removed: Vec<Name> = changes
+        .iter()
+        .filter_map(|c| match c {
+            ZoneChange::Remove(n) => Some(n.clone()),
+            ZoneChange::Put(_) => None,
+        })
+        .collect();
     let puts: Vec<Arc<Zone>> = changes
         .iter()
         .filter_map(|c| match c {
@@ -240,9 +259,16 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
         Some(&*old),
         &puts,
     );
+    // After the journals were recorded: a member added and removed again within one batch
+    // keeps no history either.
+    for apex in &removed {
+        shared.journals.forget(apex);
+    }
     let replaced: Vec<Arc<Zone>> = puts
         .iter()
-        .filter_map(|z| old.get(z.apex()).cloned())
+        .map(|z| z.apex())
+        .chain(removed.iter().map(|n| n.as_ref()))
+        .filter_map(|apex| old.get(apex).cloned())
         .collect();
     let notify = reloader.config.notify_index();
     if !notify.is_empty() {
@@ -269,6 +295,10 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
 /// One secondary zone on the thread.
 struct Slot {
     zone: SecondaryZone,
+    /// What the workers and the control socket set and read for it.
+    flags: Arc<Flags>,
+    /// Brought by a catalog (`None`: configured).
+    member: Option<catalog::MemberOf>,
     /// The version we have (not a stand-in); the base of the next IXFR.
     current: Option<Arc<Zone>>,
     /// `current` is served (else the stand-in is: expired, or never had a version).
@@ -289,11 +319,32 @@ struct Slot {
     force_axfr: bool,
 }
 
+impl Slot {
+    fn new(zone: SecondaryZone, flags: Arc<Flags>, member: Option<catalog::MemberOf>) -> Self {
+        Slot {
+            zone,
+            flags,
+            member,
+            current: None,
+            serving: false,
+            next_check: Instant::now(),
+            expire_at: None,
+            failures: 0,
+            preferred: 0,
+            last_refresh: None,
+            source: None,
+            last_error: None,
+            force_axfr: false,
+        }
+    }
+}
+
 struct Thread {
     slots: Vec<Slot>,
-    pending: Arc<[AtomicBool]>,
-    forced: Arc<[AtomicBool]>,
-    board: Arc<Mutex<Vec<SlotStatus>>>,
+    /// Each slot's index in `slots`.
+    by_name: HashMap<Name, usize>,
+    /// Zones a catalog may not bring: those served from files, and configured secondaries.
+    configured: HashSet<Name>,
     wake: Receiver<()>,
     publish: Sender<Vec<ZoneChange>>,
     shared: Arc<Shared>,
@@ -305,6 +356,13 @@ struct Thread {
 impl Thread {
     fn run(mut self) {
         self.load_kept_copies();
+        // The catalogs' copies bring their members (and the members' copies) back.
+        let catalogs: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].zone.catalog.is_some())
+            .collect();
+        for i in catalogs.into_iter().rev() {
+            self.apply_catalog(i);
+        }
         self.count_unavailable();
         for i in 0..self.slots.len() {
             self.report(i);
@@ -314,10 +372,9 @@ impl Thread {
                 return;
             }
             let now = Instant::now();
-            for (i, flag) in self.pending.iter().enumerate() {
-                if flag.swap(false, Relaxed) {
-                    let slot = &mut self.slots[i];
-                    if self.forced[i].swap(false, Relaxed) {
+            for slot in &mut self.slots {
+                if slot.flags.pending.swap(false, Relaxed) {
+                    if slot.flags.forced.swap(false, Relaxed) {
                         info!(
                             "zone {}: retransfer asked for, transferring by AXFR",
                             slot.zone.name
@@ -343,8 +400,13 @@ impl Thread {
                 .filter(|&i| self.slots[i].next_check <= now)
                 .min_by_key(|&i| self.slots[i].next_check);
             if let Some(i) = due {
+                let had = self.slots[i].current.as_ref().map(|z| z.serial());
                 self.refresh(i);
                 self.report(i);
+                let has = self.slots[i].current.as_ref().map(|z| z.serial());
+                if self.slots[i].zone.catalog.is_some() && has != had {
+                    self.apply_catalog(i);
+                }
                 continue;
             }
             let next = self
@@ -368,50 +430,8 @@ impl Thread {
     /// every zone is refreshed now.
     fn load_kept_copies(&mut self) {
         let mut puts = Vec::new();
-        let wall = SystemTime::now();
         for slot in &mut self.slots {
-            let Some(path) = &slot.zone.file else {
-                continue;
-            };
-            let name = &slot.zone.name;
-            let Some((zone, refreshed)) = store::read_copy(path, name) else {
-                info!("zone {name}: no copy in {} yet", path.display());
-                continue;
-            };
-            let zone = match zone {
-                Ok((zone, _)) => zone,
-                Err(e) => {
-                    warn!(
-                        "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
-                        path.display()
-                    );
-                    continue;
-                }
-            };
-            let (_, _, expire) = timers(&zone);
-            let age = wall.duration_since(refreshed).unwrap_or_default();
-            let zone = Arc::new(zone);
-            if age >= Duration::from_secs(expire.into()) {
-                warn!(
-                    "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
-                    path.display(),
-                    zone.serial(),
-                    (age - Duration::from_secs(expire.into())).as_secs()
-                );
-                // Still the base of an IXFR.
-                slot.current = Some(zone);
-                continue;
-            }
-            info!(
-                "zone {name}: serving the copy in {} (serial {}, refreshed {} s ago)",
-                path.display(),
-                zone.serial(),
-                age.as_secs()
-            );
-            slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
-            slot.serving = true;
-            slot.current = Some(Arc::clone(&zone));
-            puts.push(ZoneChange::Put(zone));
+            puts.extend(load_kept_copy(slot));
         }
         self.send(puts);
     }
@@ -430,11 +450,10 @@ impl Thread {
             source: slot.source,
             failures: slot.failures,
             last_error: slot.last_error.clone(),
+            primaries: slot.zone.primaries.clone(),
+            catalog: slot.member.as_ref().map(|m| m.catalog().clone()),
         };
-        let mut board = self.board.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(b) = board.get_mut(i) {
-            *b = status;
-        }
+        *slot.flags.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
     }
 
     /// Hands changes to the main thread and wakes it.
@@ -477,19 +496,27 @@ impl Thread {
             let p = (self.slots[i].preferred + k) % n;
             let primary = zone.primaries[p];
             let id = self.next_id();
-            let serial = match client::soa_serial(primary, &zone.name, zone.key.as_ref(), id) {
-                Ok(s) => s,
-                Err(e) => {
-                    warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
-                    self.slots[i].last_error = Some(format!("SOA query to {primary}: {e}"));
-                    continue;
+            // A catalog is asked by IXFR at once: knotd refuses ordinary queries to the
+            // catalogs it generates, and a primary with nothing newer answers an IXFR with
+            // its SOA alone (RFC 1995 §4), which is the SOA query's answer.
+            let serial = if zone.catalog.is_some() {
+                None
+            } else {
+                match client::soa_serial(primary, &zone.name, zone.key.as_ref(), id) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
+                        self.slots[i].last_error = Some(format!("SOA query to {primary}: {e}"));
+                        continue;
+                    }
                 }
             };
             let current = self.slots[i].current.clone();
             let forced = self.slots[i].force_axfr;
-            if let Some(cur) = current
+            if let Some((cur, serial)) = current
                 .as_ref()
-                .filter(|c| !forced && !is_newer(serial, c.serial()))
+                .zip(serial)
+                .filter(|(c, serial)| !forced && !is_newer(*serial, c.serial()))
             {
                 if serial != cur.serial() {
                     warn!(
@@ -545,7 +572,12 @@ impl Thread {
 
     /// Transfers the zone from `primary`, whose serial is `serial`: IXFR from our version
     /// if we have one (AXFR if that cannot be done), else AXFR.
-    fn transfer(&mut self, i: usize, primary: SocketAddr, serial: u32) -> Result<(), String> {
+    fn transfer(
+        &mut self,
+        i: usize,
+        primary: SocketAddr,
+        serial: Option<u32>,
+    ) -> Result<(), String> {
         let zone = self.slots[i].zone.clone();
         // A retransfer asked for: AXFR, as if we had no version.
         let base = self.slots[i]
@@ -643,10 +675,11 @@ impl Thread {
         counter.fetch_add(1, Relaxed);
         let new = Arc::new(new);
         info!(
-            "zone {}: serial {} -> {} by {kind} from {primary} (announced {serial}): {} records, {} messages, {} octets in {:.3} s{}",
+            "zone {}: serial {} -> {} by {kind} from {primary} (announced {}): {} records, {} messages, {} octets in {:.3} s{}",
             zone.name,
             base.as_ref().map_or("none".to_string(), |b| b.serial().to_string()),
             new.serial(),
+            serial.map_or("-".to_string(), |s| s.to_string()),
             new.record_count(),
             t.messages,
             t.bytes,
@@ -742,6 +775,52 @@ impl Thread {
             .secondary_unavailable
             .store(n as u64, Relaxed);
     }
+}
+
+/// The copy kept on disk for `slot`, served at once if it has not expired (else only the
+/// base of the next IXFR).
+fn load_kept_copy(slot: &mut Slot) -> Option<ZoneChange> {
+    let wall = SystemTime::now();
+    let path = slot.zone.file.as_ref()?;
+    let name = &slot.zone.name;
+    let Some((zone, refreshed)) = store::read_copy(path, name) else {
+        info!("zone {name}: no copy in {} yet", path.display());
+        return None;
+    };
+    let zone = match zone {
+        Ok((zone, _)) => zone,
+        Err(e) => {
+            warn!(
+                "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
+                path.display()
+            );
+            return None;
+        }
+    };
+    let (_, _, expire) = timers(&zone);
+    let age = wall.duration_since(refreshed).unwrap_or_default();
+    let zone = Arc::new(zone);
+    if age >= Duration::from_secs(expire.into()) {
+        warn!(
+                "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
+                path.display(),
+                zone.serial(),
+                (age - Duration::from_secs(expire.into())).as_secs()
+            );
+        // Still the base of an IXFR.
+        slot.current = Some(zone);
+        return None;
+    }
+    info!(
+        "zone {name}: serving the copy in {} (serial {}, refreshed {} s ago)",
+        path.display(),
+        zone.serial(),
+        age.as_secs()
+    );
+    slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
+    slot.serving = true;
+    slot.current = Some(Arc::clone(&zone));
+    Some(ZoneChange::Put(zone))
 }
 
 /// REFRESH, RETRY and EXPIRE of a version, within our bounds (seconds).

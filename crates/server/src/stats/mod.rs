@@ -208,6 +208,10 @@ pub(crate) struct ControlStats {
     /// one expired.
     pub(crate) secondary_unavailable: AtomicU64,
     pub(crate) secondary_expired: AtomicU64,
+    /// Member zones brought by consumed catalogs now, and catalog versions not used (no or
+    /// another version property, a member listed twice).
+    pub(crate) catalog_members: AtomicU64,
+    pub(crate) catalog_rejected: AtomicU64,
     /// dnstap frames the writer thread could not deliver (no reader connected, a write
     /// failed).
     pub(crate) dnstap_lost: AtomicU64,

@@ -436,6 +436,28 @@ pub(crate) fn render_prometheus(
     );
     head(
         &mut s,
+        "shardns_catalog_member_zones",
+        "gauge",
+        "Member zones brought by consumed catalog zones (RFC 9432).",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_catalog_member_zones {}",
+        control.catalog_members.load(Relaxed)
+    );
+    head(
+        &mut s,
+        "shardns_catalog_rejected_total",
+        "counter",
+        "Catalog zone versions not used (bad or missing version, a member listed twice).",
+    );
+    let _ = writeln!(
+        s,
+        "shardns_catalog_rejected_total {}",
+        control.catalog_rejected.load(Relaxed)
+    );
+    head(
+        &mut s,
         "shardns_uptime_seconds",
         "gauge",
         "Seconds since the server started.",

@@ -111,7 +111,7 @@ pub(crate) fn specs(
     let secondaries: HashSet<&Name, NameHash> = config
         .zones
         .iter()
-        .filter(|z| z.is_secondary())
+        .filter(|z| z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce))
         .map(|z| &z.name)
         .collect();
     let key_dir = config.server.key_directory.as_deref();
@@ -122,7 +122,11 @@ pub(crate) fn specs(
             let signing = SignSpec::of(&z, key_dir).map(Arc::new);
             (z.name, z.file, signing)
         });
-    let tables = config.zones.iter().filter(|z| !z.is_secondary()).map(|z| {
+    // Produced catalogs are made, not read (`crate::catalog`).
+    let made = |z: &&ZoneConfig| {
+        z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce)
+    };
+    let tables = config.zones.iter().filter(|z| !made(z)).map(|z| {
         let signing = SignSpec::of(z, key_dir).map(Arc::new);
         (z.name.clone(), z.file.clone(), signing)
     });

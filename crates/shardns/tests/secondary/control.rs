@@ -15,7 +15,7 @@ fn zone(serial: u32) -> String {
 }
 
 /// `shardns zone ARGS... --control SOCKET` against `server`: success, and its output.
-fn zone_cmd(server: &Server, args: &[&str]) -> (bool, String) {
+pub(crate) fn zone_cmd(server: &Server, args: &[&str]) -> (bool, String) {
     let out = Command::new(BIN)
         .arg("zone")
         .args(args)

@@ -28,6 +28,7 @@
 //! Never: any address outside 127.0.0.0/8, unbounded waits, or processes left running
 //! (every server is killed by PID on drop, also when a test fails).
 
+mod catalog;
 mod chain;
 #[path = "../common/mod.rs"]
 mod common;
