@@ -2,8 +2,9 @@
 """What a KeyTrap-style query costs a validating resolver (CVE-2023-50387): shardns against
 Unbound, in server CPU per query read from /proc.
 
-Two zones, signed with ECDSA P-256 (dnssec-keygen, a KSK and a ZSK each; ldns-signzone), served
-by one authoritative shardns on 127.0.0.1:UPSTREAM (pinned to core 1):
+Two zones, signed with ECDSA P-256 or, with `--algorithm RSASHA256`, 2,048-bit RSA (dnssec-keygen,
+a KSK and a ZSK each; ldns-signzone), served by one authoritative shardns on 127.0.0.1:UPSTREAM
+(pinned to core 1):
 
   good.test.     NAMES names n0..nN-1, each an A record with its one valid RRSIG: the cost of
                  an ordinary validation, for reference
@@ -13,6 +14,10 @@ by one authoritative shardns on 127.0.0.1:UPSTREAM (pinned to core 1):
                  validly signed by the KSK); every A record carries SIGS RRSIGs of the ZSK's tag,
                  none valid (the real one with octets flipped). A validator with no limits tries
                  every key against every signature: (KEYS + 1) x SIGS checks per name.
+                 The colliding ECDSA keys are no points of the curve, so a validator that checks
+                 the key first rejects each cheaply; the colliding RSA keys are moduli of the
+                 same length (first and last octets kept: odd), each check a full RSA
+                 verification: `--algorithm RSASHA256` is the expensive trap.
 
 Each resolver (one worker/thread, pinned to core 0) validates from both zones' KSKs as trust
 anchors (DS records from dnssec-dsfromkey) and reaches the zones as Unbound's `stub-zone` /
@@ -26,7 +31,7 @@ the script says so and exits 1. Runs are interleaved (shardns, Unbound, shardns,
 medians of ROUNDS.
 
 Usage:
-  bench/keytrap.py [--rounds 5] [--names 2000] [--keys 24] [--sigs 12] [--concurrency 10]
+  bench/keytrap.py [--rounds 5] [--names 2000] [--keys 24] [--sigs 12] [--algorithm ALG] [--concurrency 10]
       [--resolvers shardns,unbound] [--markdown FILE] [--keep]
 Needs: unbound, bind9-utils (dnssec-keygen, dnssec-dsfromkey), ldnsutils (ldns-signzone),
 a release build of shardns (built here).
@@ -66,14 +71,16 @@ def make_edit_module():
     return mod
 
 
-def write_zones(d, names, keys, sigs):
+def write_zones(d, names, keys, sigs, algorithm="ECDSAP256SHA256"):
     """Signs both zones into d; returns ({apex: signed file}, trust anchor file)."""
     edit = make_edit_module()
     files, anchors = {}, []
     for apex in ZONES:
         kd = os.path.join(d, "keys-" + apex.rstrip("."))
         os.makedirs(kd, exist_ok=True)
-        gen = ["dnssec-keygen", "-q", "-K", kd, "-a", "ECDSAP256SHA256", "-n", "ZONE"]
+        gen = ["dnssec-keygen", "-q", "-K", kd, "-a", algorithm, "-n", "ZONE"]
+        if algorithm.startswith("RSA"):
+            gen += ["-b", "2048"]
         ksk = subprocess.run(gen + ["-f", "KSK", apex], capture_output=True, text=True, check=True).stdout.strip()
         zsk = subprocess.run(gen + [apex], capture_output=True, text=True, check=True).stdout.strip()
         lines = [f"$ORIGIN {apex}\n$TTL 3600\n", "@ SOA ns hostmaster 1 7200 3600 1209600 300\n",
@@ -82,7 +89,9 @@ def write_zones(d, names, keys, sigs):
         for k in (ksk, zsk):
             with open(os.path.join(kd, k + ".key")) as f:
                 lines += [l for l in f if not l.startswith(";")]
-        if apex == "keytrap.test." and keys:
+        if apex == "keytrap.test." and keys and algorithm.startswith("RSA"):
+            lines += collide_rsa(edit, os.path.join(kd, zsk + ".key"), keys)
+        elif apex == "keytrap.test." and keys:
             # Printed by collide(): redirect its stdout into the zone.
             r = subprocess.run([sys.executable, edit.__file__, "collide", os.path.join(kd, zsk + ".key"),
                                 str(keys)], capture_output=True, text=True, check=True)
@@ -96,7 +105,9 @@ def write_zones(d, names, keys, sigs):
         subprocess.run(["ldns-signzone", "-o", apex, "-f", signed, "-i", "20200101000000", "-e",
                         "20380101000000", unsigned, ksk, zsk], cwd=kd, check=True, capture_output=True)
         if apex == "keytrap.test.":
-            trap(signed, apex, sigs)
+            # RSA: the signature's first two octets kept, so it stays below the modulus and
+            # every check is a full verification.
+            trap(signed, apex, sigs, skip=2 if algorithm.startswith("RSA") else 0)
         files[apex] = signed
         anchors.append(subprocess.run(["dnssec-dsfromkey", "-2", os.path.join(kd, ksk + ".key")],
                                       capture_output=True, text=True, check=True).stdout)
@@ -106,8 +117,36 @@ def write_zones(d, names, keys, sigs):
     return files, anchor
 
 
-def trap(path, apex, sigs):
-    """Replaces the RRSIG of every nN A record by `sigs` copies with octets flipped (none valid)."""
+def collide_rsa(edit, keyfile, n):
+    """n DNSKEY records with the key tag of keyfile's RSA key: two octets of its modulus, of the
+    same parity, swapped (the tag is a sum over even and odd octets), the modulus's first two
+    and last octets kept (its length in bits and its oddness: a well-formed public key)."""
+    line = next(l for l in open(keyfile) if not l.startswith(";") and " DNSKEY " in l)
+    f = line.split()
+    i = f.index("DNSKEY")
+    flags, proto, alg = int(f[i + 1]), int(f[i + 2]), int(f[i + 3])
+    key = base64.b64decode("".join(f[i + 4:]))
+    start = 3 + (key[1] << 8 | key[2]) if key[0] == 0 else 1 + key[0]  # RFC 3110 §2
+    head = bytes([flags >> 8, flags & 0xFF, proto, alg])
+    tag = edit.key_tag(head + key)
+    out, seen = [], {key}
+    for a in range(start + 2, len(key) - 3):
+        if len(out) == n:
+            break
+        if key[a] == key[a + 2]:
+            continue
+        k = bytearray(key)
+        k[a], k[a + 2] = k[a + 2], k[a]
+        k = bytes(k)
+        assert edit.key_tag(head + k) == tag and k not in seen
+        seen.add(k)
+        out.append(f"{f[0]} 3600 IN DNSKEY {flags} {proto} {alg} {base64.b64encode(k).decode()}\n")
+    return out
+
+
+def trap(path, apex, sigs, skip=0):
+    """Replaces the RRSIG of every nN A record by `sigs` copies with octets flipped from the
+    `skip`th on (none valid)."""
     out = []
     for line in open(path):
         f = line.split()
@@ -116,7 +155,7 @@ def trap(path, apex, sigs):
             sig = base64.b64decode("".join(f[12:]))
             for i in range(sigs):
                 bad = bytearray(sig)
-                bad[i] ^= 0x5A
+                bad[skip + i] ^= 0x5A
                 bad[-1 - i] ^= 0xA5
                 out.append(" ".join(f[:12] + [base64.b64encode(bytes(bad)).decode()]) + "\n")
             continue
@@ -210,7 +249,7 @@ def verdict_ok(x, names):
 def report(results, kinds, args, cmdline):
     med = lambda k, f: statistics.median(f(x) for x in results[k])
     runs = lambda k, f, fmt: "(" + " ".join(fmt.format(f(x)) for x in results[k]) + ")"
-    lines = [f"{args.names:,} names per zone, each sent once with DO from {args.concurrency} closed-loop "
+    lines = [f"{args.algorithm}; {args.names:,} names per zone, each sent once with DO from {args.concurrency} closed-loop "
              f"streams; keytrap.test.: {args.keys} extra DNSKEYs with the ZSK's key tag, {args.sigs} invalid "
              f"RRSIGs of that tag on every A record; {args.rounds} interleaved rounds, a fresh resolver each "
              f"run, medians (each run in brackets).", "", f"Command: `{cmdline}`", "",
@@ -243,6 +282,8 @@ def main():
     ap.add_argument("--names", type=int, default=2000, help="names queried in each zone")
     ap.add_argument("--keys", type=int, default=24, help="extra DNSKEYs colliding with the ZSK's key tag")
     ap.add_argument("--sigs", type=int, default=12, help="invalid RRSIGs on every keytrap A record")
+    ap.add_argument("--algorithm", choices=["ECDSAP256SHA256", "RSASHA256"], default="ECDSAP256SHA256",
+                    help="the zones' keys (RSASHA256: 2,048 bits)")
     ap.add_argument("--concurrency", type=int, default=10, help="closed-loop client streams")
     ap.add_argument("--limit", type=float, default=300.0, help="most seconds one set of queries may take")
     ap.add_argument("--resolvers", default="shardns,unbound")
@@ -265,7 +306,7 @@ def main():
     os.sched_setaffinity(0, {CORE_LOAD})  # the client; the authoritative server inherits core 1
 
     work = tempfile.mkdtemp(prefix="shardns-keytrap-")
-    files, anchor = write_zones(work, args.names, args.keys, args.sigs)
+    files, anchor = write_zones(work, args.names, args.keys, args.sigs, args.algorithm)
     procs = lab.Procs(work)
     results = {k: [] for k in kinds}
     failed = False
