@@ -61,7 +61,7 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, knot_conf,  # noqa: E402
-                 port_free, rss_kib, steal_idle, steal_pct, terminate, unbound_fence)
+                 loopback_root_hints, port_free, rss_kib, steal_idle, steal_pct, terminate, unbound_fence)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
          "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639,
@@ -166,8 +166,11 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
             validation = ["--trust-anchor", anchor]
         else:
             validation = ["--no-validation"]
+        # Root hints naming the upstream only: nothing outside the forward zone leaves loopback.
+        hints = loopback_root_hints(os.path.join(d, "root.hints"), "127.0.0.1", UPSTREAM_PORT)
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion"] + validation + [
-                "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
+                "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--root-hints", hints, "--workers", "1",
+                "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone, ANCHOR)
     if name == "xdpfloor":

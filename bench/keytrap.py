@@ -21,7 +21,8 @@ a KSK and a ZSK each; ldns-signzone), served by one authoritative shardns on 127
 
 Each resolver (one worker/thread, pinned to core 0) validates from both zones' KSKs as trust
 anchors (DS records from dnssec-dsfromkey) and reaches the zones as Unbound's `stub-zone` /
-shardns's `--forward`; Unbound is fenced from every address but 127.0.0.0/8. Per run: a fresh
+shardns's `--forward`; Unbound is fenced from every address but 127.0.0.0/8 and shardns's root
+hints name the authoritative server only. Per run: a fresh
 resolver; one query for each zone's apex (so the DNSKEY sets are fetched and validated before
 measuring); then the NAMES good names, then the NAMES keytrap names, each sent once with DO from
 CONCURRENCY closed-loop streams (bench/coldfill.py's client), the resolver's CPU ticks read from
@@ -167,8 +168,11 @@ def trap(path, apex, sigs, skip=0):
 def resolver_cmd(kind, bin_, d, anchor):
     port = PORTS[kind]
     if kind == "shardns":
+        # Anything outside the forward zones would go to the authoritative server (which
+        # refuses it and counts it), never off this machine.
+        hints = lab.loopback_root_hints(os.path.join(d, "root.hints"), ADDR, UPSTREAM)
         cmd = [bin_, "serve", "--listen", f"{ADDR}:{port}", "--recursion", "--trust-anchor", anchor,
-               "--workers", "1", "--log-level", "warn"]
+               "--root-hints", hints, "--workers", "1", "--log-level", "warn"]
         for z in ZONES:
             cmd += ["--forward", f"{z.rstrip('.')}={ADDR}:{UPSTREAM}"]
     else:

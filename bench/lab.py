@@ -68,6 +68,16 @@ def unbound_fence():
     return "".join(f"    do-not-query-address: {b}\n" for b in UNBOUND_FENCE)
 
 
+def loopback_root_hints(path, addr, port):
+    """Writes root hints naming one root server at addr@port (loopback), for a shardns
+    resolver that should only use its forward zones: shardns has no `do-not-query-address`,
+    so any question outside them goes to that address instead of the IANA root servers
+    bundled in the binary. Returns path."""
+    with open(path, "w") as f:
+        f.write(f". 3600000 NS fence.invalid.\nfence.invalid. 3600000 A {addr}@{port}\n")
+    return path
+
+
 # ---- processes --------------------------------------------------------------------------
 
 def children(pid):
