@@ -27,15 +27,23 @@ stream sends its next name when its answer arrives); read everything again. Ever
 checked: NOERROR with the expected address. Runs are interleaved A B A B (a fresh resolver
 process each run); the table gives medians and the per-round ratios.
 
+`--signed`: the same hierarchy signed before the run (`shardns sign`, one ECDSA P-256 key per
+zone, NSEC: the 1,000 zones, then the TLDs with their DS records, then the root with the TLDs'),
+both resolvers validating from the root's DS as trust anchor (shardns `--trust-anchor`, Unbound
+`validator iterator`), every query with DO, and every answer must carry AD as well.
+Unbound is fenced from every address but 127.0.0.0/8 (`do-not-query-address`).
+
 Usage:
   bench/coldfill.py [--rounds 3] [--resolvers shardns,unbound] [--concurrency 100]
-      [--markdown FILE] [--json FILE] [--perf-dir DIR [--perf-args ARGS]] [--keep]
+      [--signed] [--markdown FILE] [--json FILE] [--perf-dir DIR [--perf-args ARGS]] [--keep]
 Needs: unbound (Debian package), a release build of shardns (built here), root (port 53);
 perf for --perf-dir only.
 """
 
 import argparse
+import base64
 import collections
+import hashlib
 import json
 import os
 import random
@@ -45,6 +53,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -91,9 +100,77 @@ def soa(origin, ns):
     return f"@ 86400 IN SOA {ns} {mbox} 1 3600 600 86400 300\n"
 
 
-def write_topology(d):
+def ds_records(signed_file, apex):
+    """DS records (SHA-256) of the SEP keys (flags 257) in a signed zone file written by
+    `shardns sign` (one record a line, absolute owners): RFC 4034 §5.1.4, key tag §B."""
+    out = []
+    for line in open(signed_file):
+        f = line.split()
+        if len(f) < 8 or f[3] != "DNSKEY" or f[0].lower() != apex or f[4] != "257":
+            continue
+        flags, proto, alg = int(f[4]), int(f[5]), int(f[6])
+        rdata = struct.pack("!HBB", flags, proto, alg) + base64.b64decode("".join(f[7:]))
+        tag = 0
+        for i, b in enumerate(rdata):
+            tag += b if i & 1 else b << 8
+        tag = (tag + ((tag >> 16) & 0xFFFF)) & 0xFFFF
+        digest = hashlib.sha256(lab.encode_name(apex) + rdata).hexdigest().upper()
+        out.append(f"{apex} 86400 IN DS {tag} {alg} 2 {digest}\n")
+    if not out:
+        raise RuntimeError(f"{signed_file}: no DNSKEY with flags 257 at {apex}")
+    return out
+
+
+def sign_hierarchy(bin_, d, root_file, tld_files, sld_files):
+    """Signs the 1,000 zones, then the TLDs with their children's DS added, then the root
+    with the TLDs' DS, each with `shardns sign` (one ECDSA P-256 CSK per zone, NSEC, two
+    signing processes at a time); writes the root's DS to d/root.ds, the trust anchor.
+    Returns the signed files: (root, [(origin, path)] of the TLDs, of the SLDs)."""
+    def sign_all(zones):
+        out, running = [], []
+        for origin, path in zones:
+            signed = path + ".signed"
+            keys = os.path.join(d, "keys", origin.rstrip(".") or "root")
+            os.makedirs(keys, mode=0o700, exist_ok=True)
+            running.append(subprocess.Popen(
+                [bin_, "sign", "--key-dir", keys,
+                 "--output", signed, "--threads", "1", "--signature-validity", "30d", origin, path],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            out.append((origin, signed))
+            if len(running) >= 2:
+                wait(running.pop(0))
+        for p in running:
+            wait(p)
+        return out
+
+    def wait(p):
+        _, err = p.communicate(timeout=600)
+        if p.returncode:
+            raise RuntimeError(f"shardns sign: {err.decode(errors='replace')}")
+
+    t0 = time.monotonic()
+    slds = sign_all(sld_files)
+    by_tld = collections.defaultdict(list)
+    for origin, signed in slds:
+        by_tld[origin.split(".", 1)[1]] += ds_records(signed, origin)
+    for origin, path in tld_files:
+        with open(path, "a") as f:
+            f.writelines(by_tld[origin])
+    tlds = sign_all(tld_files)
+    with open(root_file, "a") as f:
+        for origin, signed in tlds:
+            f.writelines(ds_records(signed, origin))
+    [(_, root)] = sign_all([(".", root_file)])
+    with open(os.path.join(d, "root.ds"), "w") as f:
+        f.writelines(ds_records(root, "."))
+    print(f"signed {len(slds) + len(tlds) + 1} zones in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return root, tlds, slds
+
+
+def write_topology(d, signed=False, bin_=None):
     """Zone files, the authoritative servers' configs, root hints and the query list; returns
-    (names, expected address per name, counts of what a resolver caches)."""
+    (names, expected address per name, counts of what a resolver caches). `signed`: every zone
+    signed (sign_hierarchy), the trust anchor in d/root.ds."""
     zd = os.path.join(d, "zones")
     os.makedirs(zd, exist_ok=True)
 
@@ -136,6 +213,8 @@ def write_topology(d):
                 expect[f"n{j}.{origin}"] = address(i, j)
             names.append(f"n{j}.{origin}")
         sld_files.append((origin, w(f"{origin}zone", "".join(z))))
+    if signed:
+        root_file, tld_files, sld_files = sign_hierarchy(bin_, d, root_file, tld_files, sld_files)
 
     def conf(name, listen, zones):
         p = os.path.join(d, f"{name}.toml")
@@ -158,19 +237,25 @@ def write_topology(d):
     # every delegation on the way: NS + two glue A per SLD and per TLD, the root's NS + A.
     counts = {"answer_rrsets": len(names), "delegation_rrsets": ZONES * 3 + TLDS * 3 + 2,
               "cnames": cnames}
+    if signed:
+        # And a DS and a DNSKEY set for each zone and TLD, the root's DNSKEY set (every set's
+        # RRSIGs are held with it).
+        counts["delegation_rrsets"] += 2 * (ZONES + TLDS) + 1
     counts["rrsets"] = counts["answer_rrsets"] + counts["delegation_rrsets"]
     return names, expect, confs, counts
 
 
 # ---- resolvers --------------------------------------------------------------------------
 
-def shardns_resolver_cmd(bin_, d):
+def shardns_resolver_cmd(bin_, d, signed=False):
+    # Signed: validating from the root's DS, as Unbound does.
+    validation = ["--trust-anchor", os.path.join(d, "root.ds")] if signed else ["--no-validation"]
     return ["taskset", "-c", str(CORE_RESOLVER), bin_, "serve", "--listen", f"{RES_IP}:{PORT}",
-            "--recursion", "--no-validation", "--root-hints", os.path.join(d, "root.hints"), "--workers", "1",
+            "--recursion"] + validation + ["--root-hints", os.path.join(d, "root.hints"), "--workers", "1",
             "--control", os.path.join(d, "resolver.ctl"), "--log-level", "warn"]
 
 
-def unbound_resolver_cmd(d):
+def unbound_resolver_cmd(d, signed=False):
     ud = os.path.join(d, "unbound")
     os.makedirs(ud, exist_ok=True)
     conf = os.path.join(ud, "unbound.conf")
@@ -191,9 +276,9 @@ def unbound_resolver_cmd(d):
     do-not-query-localhost: no
     do-ip6: no
     root-hints: "{d}/root.hints"
-    module-config: "iterator"
-    qname-minimisation: yes
-    # 64 MiB in all, like shardns' default cache_size, so nothing is evicted.
+    module-config: "{'validator iterator' if signed else 'iterator'}"
+{f'    trust-anchor-file: "{d}/root.ds"{chr(10)}    val-permissive-mode: no{chr(10)}' if signed else ''}    qname-minimisation: yes
+{lab.unbound_fence()}    # 64 MiB in all, like shardns' default cache_size, so nothing is evicted.
     rrset-cache-size: 32m
     msg-cache-size: 32m
 remote-control:
@@ -218,18 +303,22 @@ def unbound_cache_counts(conf):
 
 # ---- the client -------------------------------------------------------------------------
 
-def fill(names, expect, concurrency, timeout=3.0, tries=2, limit=120.0):
+def fill(names, expect, concurrency, timeout=3.0, tries=2, limit=120.0, dnssec=False,
+         server=(RES_IP, PORT), client=CLIENT_IP):
     """Sends every name once (re-sent once after `timeout` s without an answer) from
     `concurrency` closed-loop streams over one UDP socket; the ID is the name's index.
-    Returns the tally."""
+    `expect` maps each name to the address its answer must hold (None: any answer counts,
+    its rcode tallied). With `dnssec`, every query sets DO and the answers with AD are
+    counted (`ad`). Returns the tally."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.bind((CLIENT_IP, 0))
-    s.connect((RES_IP, PORT))
+    s.bind((client, 0))
+    s.connect(server)
     s.setblocking(False)
     ep = select.epoll()
     ep.register(s.fileno(), select.EPOLLIN)
-    wires = [lab.query(i, n) for i, n in enumerate(names)]
+    wires = [lab.query(i, n, do=dnssec) for i, n in enumerate(names)]
+    ad = 0
     sent_at = [0.0] * len(names)
     attempts = [0] * len(names)
     done = [False] * len(names)
@@ -282,8 +371,9 @@ def fill(names, expect, concurrency, timeout=3.0, tries=2, limit=120.0):
                 last = now
                 lat.append(now - sent_at[qid])
                 rcodes[lab.RCODES.get(rcode, str(rcode))] += 1
+                ad += lab.authentic_data(msg)
                 addrs = [v for (_o, t, v) in ans if t == lab.T_A]
-                if rcode != 0 or expect[names[qid]] not in addrs:
+                if expect is not None and (rcode != 0 or expect[names[qid]] not in addrs):
                     wrong.append((names[qid], lab.RCODES.get(rcode, str(rcode)), addrs))
                 # The stream's next name goes out in the same turn.
                 if next_i < len(names):
@@ -308,7 +398,7 @@ def fill(names, expect, concurrency, timeout=3.0, tries=2, limit=120.0):
     pct = lambda p: 1000 * lat[min(len(lat) - 1, int(p * len(lat)))] if lat else None
     return {"names": len(names), "answered": answered, "wall_s": max(last - t0, 1e-6),
             "rcodes": dict(rcodes), "wrong": len(wrong), "wrong_sample": wrong[:5],
-            "resent": resent, "duplicates": dups, "bad": bad,
+            "resent": resent, "duplicates": dups, "bad": bad, "ad": ad,
             "p50_ms": pct(0.5), "p90_ms": pct(0.9), "p99_ms": pct(0.99),
             "max_ms": 1000 * lat[-1] if lat else None}
 
@@ -340,9 +430,9 @@ def run_one(kind, bin_, d, procs, auth_procs, names, expect, args, round_no):
         raise RuntimeError(f"{RES_IP}:{PORT} is in use (a leftover resolver?)")
     conf = None
     if kind == "shardns":
-        cmd = shardns_resolver_cmd(bin_, d)
+        cmd = shardns_resolver_cmd(bin_, d, args.signed)
     else:
-        cmd, conf = unbound_resolver_cmd(d)
+        cmd, conf = unbound_resolver_cmd(d, args.signed)
     name = f"{kind}-r{round_no}"
     p = procs.start(name, cmd)
     perf = None
@@ -361,7 +451,7 @@ def run_one(kind, bin_, d, procs, auth_procs, names, expect, args, round_no):
             out = os.path.join(args.perf_dir, f"perf-{name}.data")
             perf = subprocess.Popen(["perf", "record"] + shlex.split(args.perf_args) + ["-p", str(p.pid), "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-        t = fill(names, expect, args.concurrency)
+        t = fill(names, expect, args.concurrency, dnssec=args.signed)
         cpu1, sys1, rss1 = lab.cpu_ticks(pids), lab.steal_idle(), lab.rss_kib(pids)
         auth1, me1 = lab.cpu_ticks(auth_pids), os.times()
         after = auth_counters(bin_, d)
@@ -414,9 +504,15 @@ def report(results, kinds, counts, args, cmdline):
     med = lambda k, f: statistics.median(f(x) for x in results[k]) if results[k] else float("nan")
     per_rec = lambda x: 1024 * (x["rss_after_kib"] - x["rss_before_kib"]) / counts["rrsets"]
     per_name = lambda x: 1024 * (x["rss_after_kib"] - x["rss_before_kib"]) / x["names"]
-    desc = {"shardns": "shardns `serve --recursion --root-hints`, 1 worker",
-            "unbound": f"Unbound {lab.unbound_version()}, num-threads 1, iterator only"}
+    if args.signed:
+        desc = {"shardns": "shardns `serve --recursion --root-hints --trust-anchor`, 1 worker",
+                "unbound": f"Unbound {lab.unbound_version()}, num-threads 1, validator iterator"}
+    else:
+        desc = {"shardns": "shardns `serve --recursion --root-hints`, 1 worker",
+                "unbound": f"Unbound {lab.unbound_version()}, num-threads 1, iterator only"}
     lines = [
+        ("Signed hierarchy (ECDSA P-256, NSEC), both resolvers validating from the root's DS, every "
+         "query with DO. " if args.signed else "") +
         f"{ZONES:,} zones under {TLDS} TLDs, {counts['answer_rrsets']:,} "
         f"names ({counts['cnames']} of them in-zone CNAMEs), sent once each from {args.concurrency} "
         f"closed-loop streams; {args.rounds} interleaved rounds ({' '.join(kinds)} per round), a fresh "
@@ -425,8 +521,9 @@ def report(results, kinds, counts, args, cmdline):
         f"Command: `{cmdline}`",
         "",
         "| resolver | wall s | names/s | upstream queries | per name | root / TLD / SLD | resolver CPU s "
-        "| CPU µs per name | RSS before → after MiB | bytes per cached RRset | bytes per name | answers OK | re-sent | p50 / p99 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU µs per name | RSS before → after MiB | bytes per cached RRset | bytes per name | answers OK | "
+        "with AD | re-sent | p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for k in kinds:
         rs = results[k]
@@ -446,7 +543,8 @@ def report(results, kinds, counts, args, cmdline):
             f"{med(k, lambda x: 1e6 * x['cpu_s'] / x['names']):.0f} | "
             f"{med(k, lambda x: x['rss_before_kib']) / 1024:.1f} → {med(k, lambda x: x['rss_after_kib']) / 1024:.1f} | "
             f"{med(k, per_rec):.0f} | {med(k, per_name):.0f} | "
-            f"{med(k, lambda x: x['answered'] - x['wrong']):,.0f} | {med(k, lambda x: x['resent']):.0f} | "
+            f"{med(k, lambda x: x['answered'] - x['wrong']):,.0f} | {med(k, lambda x: x['ad']):,.0f} | "
+            f"{med(k, lambda x: x['resent']):.0f} | "
             f"{med(k, lambda x: x['p50_ms']):.1f} / {med(k, lambda x: x['p99_ms']):.1f} |")
     if len(kinds) == 2 and all(results[k] for k in kinds):
         a, b = kinds
@@ -484,7 +582,9 @@ def report(results, kinds, counts, args, cmdline):
     lines += ["", f"Memory per cached RRset = (RSS after − RSS before) / {counts['rrsets']:,}: the RRsets "
               f"any resolver must hold after this workload ({counts['answer_rrsets']:,} answers, one per name, "
               f"plus {counts['delegation_rrsets']:,} for the delegations: NS and two glue A for each zone and "
-              f"TLD, the root's NS and A). RSS before is read after the readiness probe, RSS after right after "
+              f"TLD, the root's NS and A" + ("; and a DS and a DNSKEY set for each zone and TLD, the root's DNSKEY "
+                                            "set, the RRSIGs held with their sets" if args.signed else "")
+              + "). RSS before is read after the readiness probe, RSS after right after "
               f"the last answer."]
     return "\n".join(lines)
 
@@ -501,6 +601,10 @@ def main():
     ap.add_argument("--perf-args", default="-e cpu-clock -g",
                     help="perf record options for --perf-dir (e.g. '-e cpu-clock --call-graph dwarf')")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (zones, configs, logs)")
+    ap.add_argument("--signed", action="store_true",
+                    help="the same hierarchy signed (root, TLDs, the 1,000 zones; `shardns sign`, ECDSA "
+                    "P-256, NSEC), both resolvers validating from the root's DS, every query with DO and "
+                    "every answer required to carry AD")
     args = ap.parse_args()
     kinds = [k for k in args.resolvers.split(",") if k]
     for k in kinds:
@@ -520,7 +624,7 @@ def main():
     os.sched_setaffinity(0, {CORE_LOAD})
 
     work = tempfile.mkdtemp(prefix="shardns-coldfill-")
-    names, expect, confs, counts = write_topology(work)
+    names, expect, confs, counts = write_topology(work, args.signed, bin_)
     procs = lab.Procs(work)
     results = {k: [] for k in kinds}
     failed = False
@@ -535,7 +639,7 @@ def main():
             for k in kinds:
                 res = run_one(k, bin_, work, procs, list(auth.values()), names, expect, args, r + 1)
                 results[k].append(res)
-                print(f"round {r + 1} {k}: {res['answered']:,}/{res['names']:,} answered in "
+                print(f"round {r + 1} {k}: {res['answered']:,}/{res['names']:,} answered ({res['ad']:,} with AD) in "
                       f"{res['wall_s']:.2f} s, {res['wrong']} wrong (dig agrees on {res['dig_check']}), re-sent {res['resent']}, upstream "
                       f"{res['upstream']:,} {res['upstream_by_server']}, CPU {res['cpu_s']:.2f} s, RSS "
                       f"{res['rss_before_kib'] / 1024:.1f} -> {res['rss_after_kib'] / 1024:.1f} MiB, "
@@ -561,7 +665,8 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(text + "\n")
-    short = [f"{k} round {x['round']}" for k in kinds for x in results[k] if x["answered"] - x["wrong"] < x["names"]]
+    short = [f"{k} round {x['round']}" for k in kinds for x in results[k]
+             if x["answered"] - x["wrong"] < x["names"] or (args.signed and x["ad"] < x["names"])]
     if short:
         print(f"coldfill: not every name was answered correctly in: {', '.join(short)}", file=sys.stderr)
     if failed or short:

@@ -18,7 +18,8 @@ sets net.ipv4.conf.lo.route_localnet and accept_local to 1 for the run and resto
 With AF_XDP on lo the XDP program and the copy into the UMEM run in the *sender's* softirq,
 so `--per-query` adds a table of CPU microseconds per query of the server, the load
 generator and both, to tell a saving from cost moved to the client.
-`shardns-xdp` is shardns with `--xdp lo` (its UDP over AF_XDP, worker 0 on lo's one queue);
+`shardns-xdp` is shardns with `--xdp lo` (its UDP over AF_XDP, worker 0 on lo's one queue;
+`shardns-val-xdp` is `shardns-val` below in that mode);
 `knotd-xdp` is knotd with `xdp: listen: lo@PORT` (Knot's own XDP mode; knotd leaves its
 program on lo when it exits, so the script takes it off after each run).
 
@@ -60,11 +61,11 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, knot_conf,  # noqa: E402
-                 port_free, rss_kib, steal_idle, steal_pct, terminate)
+                 loopback_root_hints, port_free, rss_kib, steal_idle, steal_pct, terminate, unbound_fence)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
          "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639,
-         "shardns-many": 5640, "shardns-val": 5641}
+         "shardns-many": 5640, "shardns-val": 5641, "shardns-val-xdp": 5642}
 # `--baseline PATH`: another build of shardns (e.g. main before a change), run as the server
 # kind "shardns-baseline" in the same interleaved rounds, so a change is judged as a ratio.
 BASELINE = None
@@ -75,7 +76,7 @@ MANY_ZONES = None
 # Kinds that take their UDP queries from `lo` with AF_XDP (root only). The replies they send
 # into lo carry 127.0.0.1 without the route the kernel's own sender attaches, so lo must
 # accept local-network sources and destinations on input for them to arrive.
-XDP_KINDS = ("xdpfloor", "shardns-xdp", "knotd-xdp")
+XDP_KINDS = ("xdpfloor", "shardns-xdp", "knotd-xdp", "shardns-val-xdp")
 XDP_SYSCTLS = ("net.ipv4.conf.lo.route_localnet", "net.ipv4.conf.lo.accept_local")
 UPSTREAM_PORT = 5301
 # The workload's queries set DO (signed zones): dnsperf -D.
@@ -137,7 +138,7 @@ def write_unbound_conf(d, port, zone, anchor=None):
     do-ip6: no
     module-config: "{modules}"
 {trust}    local-zone: "test." nodefault
-remote-control:
+{unbound_fence()}remote-control:
     control-enable: no
 stub-zone:
     name: "{zone}"
@@ -151,21 +152,25 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     # shardns-xdp: shardns reading its UDP queries from lo with AF_XDP (`--xdp lo`).
-    xdp = ["--xdp", "lo"] if name == "shardns-xdp" else []
-    if cache and name in ("shardns", "shardns-xdp", "shardns-val"):
+    xdp = ["--xdp", "lo"] if name in ("shardns-xdp", "shardns-val-xdp") else []
+    if cache and name in ("shardns", "shardns-xdp", "shardns-val", "shardns-val-xdp"):
         # shardns-val: validation on, with a trust anchor for another name only, so that
         # the (unsigned) bench zone is provably insecure: every hit reads its verdict.
-        if name == "shardns-val" and ANCHOR:
+        # shardns-val-xdp: the same in AF_XDP mode.
+        if name.startswith("shardns-val") and ANCHOR:
             validation = ["--trust-anchor", ANCHOR]
-        elif name == "shardns-val":
+        elif name.startswith("shardns-val"):
             anchor = os.path.join(d, "anchor.ds")
             with open(anchor, "w") as f:
                 f.write("anchor.invalid. IN DS 1 13 2 " + "00" * 32 + "\n")
             validation = ["--trust-anchor", anchor]
         else:
             validation = ["--no-validation"]
+        # Root hints naming the upstream only: nothing outside the forward zone leaves loopback.
+        hints = loopback_root_hints(os.path.join(d, "root.hints"), "127.0.0.1", UPSTREAM_PORT)
         return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion"] + validation + [
-                "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--workers", "1", "--log-level", "warn"] + xdp
+                "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--root-hints", hints, "--workers", "1",
+                "--log-level", "warn"] + xdp
     if name == "unbound":
         return write_unbound_conf(d, port, zone, ANCHOR)
     if name == "xdpfloor":
@@ -250,7 +255,7 @@ def run_one(name, args, work, zone, zonefile, qfile, first_q, shardns_bin):
             # Every name once, one at a time: the cache holds the whole list before measuring.
             subprocess.run(["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
                             "-n", "1", "-c", "1", "-q", "10", "-l", "30"], capture_output=True)
-            if ANCHOR and name in ("shardns-val", "unbound"):
+            if ANCHOR and name in ("shardns-val", "shardns-val-xdp", "unbound"):
                 # cache-signed: the validators must answer secure (AD) with the RRSIG.
                 r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), "+dnssec", first_q, "A",
                                     "+time=2", "+tries=1"], capture_output=True, text=True).stdout
@@ -400,10 +405,11 @@ def main():
     if args.workload == "nsec3nx":
         first_q = "host0000.bench.test"  # the queried names do not exist: wait for one that does
     servers = [s for s in args.servers.split(",")
-               if s in ("shardns", "shardns-val", "floor", "xdpfloor", "shardns-xdp") or shutil.which(s.split("-")[0])
+               if s in ("shardns", "shardns-val", "shardns-val-xdp", "floor", "xdpfloor", "shardns-xdp")
+               or shutil.which(s.split("-")[0])
                or (s == "shardns-baseline" and BASELINE) or (s == "shardns-many" and MANY_ZONES)]
     if any(s in XDP_KINDS for s in servers) and os.geteuid() != 0:
-        sys.exit("xdpfloor, shardns-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
+        sys.exit("xdpfloor, shardns-xdp, shardns-val-xdp and knotd-xdp need root (CAP_NET_ADMIN and CAP_BPF)")
     saved_sysctls = {}
     if any(s in XDP_KINDS for s in servers):
         for k in XDP_SYSCTLS:

@@ -57,6 +57,27 @@ template:
     return ["knotd", "-c", f"{d}/knot.conf"]
 
 
+# Every IPv4 and IPv6 address but 127.0.0.0/8, as the netblocks of Unbound's
+# `do-not-query-address`: a resolver under test never sends a query off this machine.
+UNBOUND_FENCE = ("0.0.0.0/2", "64.0.0.0/3", "96.0.0.0/4", "112.0.0.0/5", "120.0.0.0/6",
+                 "124.0.0.0/7", "126.0.0.0/8", "128.0.0.0/1", "::/0")
+
+
+def unbound_fence():
+    """The `do-not-query-address` lines of UNBOUND_FENCE, for a `server:` clause."""
+    return "".join(f"    do-not-query-address: {b}\n" for b in UNBOUND_FENCE)
+
+
+def loopback_root_hints(path, addr, port):
+    """Writes root hints naming one root server at addr@port (loopback), for a shardns
+    resolver that should only use its forward zones: shardns has no `do-not-query-address`,
+    so any question outside them goes to that address instead of the IANA root servers
+    bundled in the binary. Returns path."""
+    with open(path, "w") as f:
+        f.write(f". 3600000 NS fence.invalid.\nfence.invalid. 3600000 A {addr}@{port}\n")
+    return path
+
+
 # ---- processes --------------------------------------------------------------------------
 
 def children(pid):
@@ -272,10 +293,19 @@ def encode_name(name):
     return bytes(out)
 
 
-def query(qid, name, qtype=T_A, rd=True):
-    """A query message: header, one question (class IN), no EDNS."""
+def query(qid, name, qtype=T_A, rd=True, do=False):
+    """A query message: header, one question (class IN); with `do`, an EDNS OPT record
+    (1,232-octet payload) with the DO bit, as a validating stub asks."""
     flags = 0x0100 if rd else 0
-    return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+    q = struct.pack("!HHHHHH", qid, flags, 1, 0, 0, 1 if do else 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+    if do:
+        q += b"\x00" + struct.pack("!HHIH", 41, 1232, 0x8000, 0)
+    return q
+
+
+def authentic_data(msg):
+    """The AD bit of a response's header."""
+    return len(msg) >= 4 and bool(msg[3] & 0x20)
 
 
 def _read_name(msg, off):
