@@ -27,6 +27,8 @@ command -v fstrm_capture >/dev/null 2>&1 || need+=(fstrm-bin)
 # openssl s_client (openssl also makes the TLS tests' certificates).
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
+command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

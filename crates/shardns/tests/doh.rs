@@ -498,3 +498,42 @@ fn dnstap_logs_doh_queries_as_doh() {
     let doh = raw.windows(4).filter(|w| *w == [0x10, 1, 0x18, 4]).count();
     assert_eq!(doh, 2, "socket_protocol DOH in {} octets", raw.len());
 }
+
+#[test]
+fn many_streams_in_flight_on_reused_connections() {
+    // dnsperf 2.10 (-m doh, GET): 2 connections, up to 20 queries in flight, for a second.
+    // It takes one response per TLS read, so this also checks that each response has a
+    // record of its own.
+    let (server, https, _certs) = start_doh("doh-dnsperf", None, &["--workers", "1"]);
+    let dir = TempDir::new("doh-dnsperf-queries");
+    let queries = dir.write("q.txt", "www.example.test A\nexample.test SOA\n");
+    let out = Command::new("dnsperf")
+        .arg("-d")
+        .arg(&queries)
+        .args([
+            "-l",
+            "1",
+            "-c",
+            "2",
+            "-q",
+            "20",
+            "-m",
+            "doh",
+            "-s",
+            "127.0.0.1",
+        ])
+        .args(["-p", &https.port().to_string()])
+        .output()
+        .expect("run dnsperf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let count = |what: &str| -> u64 {
+        let line = text.lines().find(|l| l.trim_start().starts_with(what));
+        let line = line.unwrap_or_else(|| panic!("no {what} in {text}"));
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    assert_eq!(count("Queries lost:"), 0, "{text}");
+    assert!(count("Queries completed:") >= 100, "{text}");
+    assert!(text.contains("NOERROR"), "{text}");
+    let answered = server.stat("shardns_queries_total{transport=\"https\",ip=\"4\"}");
+    assert!(answered >= count("Queries completed:") as f64, "{answered}");
+}

@@ -413,7 +413,7 @@ pub(super) fn drive(
     let out = std::mem::take(&mut h.io.pipe().tx);
     conn.https = Some(h);
     if !out.is_empty() {
-        super::tls::encrypt(conn, &out)?;
+        encrypt_per_response(conn, &out)?;
         let mut out = out;
         out.clear();
         // The buffer goes back for the next turn's output.
@@ -451,10 +451,36 @@ pub(super) fn deliver(conn: &mut Conn, stream: u32, message: &[u8]) -> io::Resul
     }
     let out = std::mem::take(&mut h.io.pipe().tx);
     conn.https = Some(h);
-    if out.is_empty() {
-        return Ok(());
+    encrypt_per_response(conn, &out)
+}
+
+/// Encrypts what h2 wrote, one TLS record (or more, past 16 KiB) per response: cut after
+/// each frame that ends a stream. Clients may take one response per TLS read: dnsperf
+/// 2.10 keeps one message buffer per connection and loses every response but one of a
+/// record that holds several (Unbound and BIND write each response on its own too).
+fn encrypt_per_response(conn: &mut Conn, out: &[u8]) -> io::Result<()> {
+    const DATA: u8 = 0;
+    const HEADERS: u8 = 1;
+    const END_STREAM: u8 = 0x1;
+    let mut start = 0;
+    let mut at = 0;
+    while out.len() - at >= 9 {
+        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
+        let end = at + 9 + len;
+        if end > out.len() {
+            break;
+        }
+        let (kind, flags) = (out[at + 3], out[at + 4]);
+        at = end;
+        if matches!(kind, DATA | HEADERS) && flags & END_STREAM != 0 {
+            super::tls::encrypt(conn, &out[start..at])?;
+            start = at;
+        }
     }
-    super::tls::encrypt(conn, &out)
+    if start < out.len() {
+        super::tls::encrypt(conn, &out[start..])?;
+    }
+    Ok(())
 }
 
 /// What a poll of a request body found.
