@@ -610,9 +610,14 @@ fn answer(
     match dispatch.handle(query, origin, out) {
         Action::Send(w) => respond_message(&mut respond, &out[..w.len]),
         Action::Pending => pending.push((stream, respond)),
-        // Not a query (a response, say), dropped by policy, or a zone transfer, whose
-        // many messages do not fit one HTTP response (XoT and TCP serve those).
-        Action::Drop | Action::Stream(_) => reject(&mut respond, Reject::BadRequest, stats),
+        // Not a query (a response, say) or dropped by policy.
+        Action::Drop => reject(&mut respond, Reject::BadRequest, stats),
+        // A zone transfer's many messages do not fit one HTTP response (TCP, XoT and DoQ
+        // serve those): counted as aborted.
+        Action::Stream(t) => {
+            super::stream::transfer_ended(origin.peer, &t, stats);
+            reject(&mut respond, Reject::BadRequest, stats);
+        }
     }
 }
 
