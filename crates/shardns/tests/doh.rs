@@ -587,3 +587,30 @@ fn certificate_reloaded_on_sighup() {
     );
     assert!(out.contains("192.0.2.10"), "{out}");
 }
+
+#[test]
+fn an_unfinished_post_body_hits_the_read_timeout() {
+    let config = "[limits]\ntcp_read_timeout_ms = 600\ntcp_idle_timeout_ms = 30000\n";
+    let (server, https, certs) = start_doh("doh-slow-post", Some(config), &["--workers", "1"]);
+    // HEADERS of a POST (no END_STREAM), then nothing: :method POST, :scheme https,
+    // :path /dns-query, :authority, then content-type (static index 31)
+    // application/dns-message.
+    let mut block = vec![0x83, 0x87, 0x04, 10];
+    block.extend_from_slice(b"/dns-query");
+    block.extend_from_slice(&[0x01, 8]);
+    block.extend_from_slice(b"dns.test");
+    block.extend_from_slice(&[0x0f, 0x10, 23]);
+    block.extend_from_slice(b"application/dns-message");
+    let mut slow = RawH2::connect(https, &certs);
+    slow.send(&frame(1, 0x4, 1, &block));
+    let start = Instant::now();
+    let (frames, closed) = slow.frames_until_closed(Duration::from_secs(10));
+    let waited = start.elapsed();
+    let kinds: Vec<(u8, u32)> = frames.iter().map(|f| (f.0, f.1)).collect();
+    assert!(closed, "still open after {waited:?}, frames {kinds:?}");
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    assert!(server.stat("shardns_tcp_connections_closed_total{reason=\"read_timeout\"}") >= 1.0);
+}
