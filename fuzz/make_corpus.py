@@ -229,6 +229,23 @@ CATALOGS = {
     'group.ok.zones TXT "a"\ngroup.ok.zones TXT "b"\nok.zones PTR ok.test.\n',
 }
 
+# doh_request: lines of method, :path, content type, content length (fuzz/src/doh.rs).
+RFC8484_GET = "AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB"  # RFC 8484 §4.1.1's example
+DOH_REQUESTS = {
+    "get-rfc8484": f"GET\n/dns-query?dns={RFC8484_GET}",
+    "get-padded-other-params": f"GET\n/dns-query?ct=x&dns={RFC8484_GET}=&z=1",
+    "get-bad-base64": "GET\n/dns-query?dns=AAA+",
+    "get-short": "GET\n/dns-query?dns=AAAA",
+    "get-wrong-path": f"GET\n/other?dns={RFC8484_GET}",
+    "post": "POST\n/dns-query\napplication/dns-message\n33",
+    "post-params": "POST\n/dns-query\nApplication/DNS-Message; charset=x\n",
+    "post-wrong-type": "POST\n/dns-query\ntext/plain\n33",
+    "post-too-large": "POST\n/dns-query\napplication/dns-message\n65536",
+    "post-huge-length": "POST\n/dns-query\napplication/dns-message\n99999999999999999999",
+    "put": "PUT\n/dns-query",
+    "base64-only": RFC8484_GET,
+}
+
 
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
@@ -263,6 +280,8 @@ def main():
                 write("parse_message", "r-" + name, r)
                 # The question name of a response starts at offset 12.
                 write("name_from_wire", "r-" + name, struct.pack("!H", 12) + r)
+    for name, text in DOH_REQUESTS.items():
+        write("doh_request", name, text.encode())
     for name, text in CONFIGS.items():
         write("config", name, text.encode())
     example = os.path.join(HERE, "..", "docs", "shardns.example.toml")

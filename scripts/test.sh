@@ -23,6 +23,12 @@ command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
 # fstrm_capture.
 command -v dnstap-read >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v fstrm_capture >/dev/null 2>&1 || need+=(fstrm-bin)
+# tests/doh checks the HTTP errors with curl (HTTP/2) and writes raw HTTP/2 frames through
+# openssl s_client (openssl also makes the TLS tests' certificates).
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
+command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

@@ -9,9 +9,11 @@
 
 mod cache;
 mod config;
+mod doh;
 
 pub use cache::resolver_cache;
 pub use config::config;
+pub use doh::doh_request;
 
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};

@@ -70,6 +70,13 @@ pub(crate) enum Source {
     /// Stream `stream` of DNS-over-QUIC connection `conn` (a quinn-proto connection handle)
     /// of the worker.
     Quic { conn: usize, stream: u64 },
+    /// HTTP/2 stream `stream` of DNS-over-HTTPS connection (`slot`, `generation`) of the
+    /// worker (a TCP connection).
+    Https {
+        slot: u32,
+        generation: u32,
+        stream: u32,
+    },
 }
 
 /// One worker's roles for one turn of its loop.
@@ -347,6 +354,18 @@ impl Dispatcher<'_> {
             (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
             // A UDP answer needs the peer's address; without it there is no resolver role.
             (Source::Quic { conn, stream }, _) => Some(Client::Quic { conn, stream }),
+            (
+                Source::Https {
+                    slot,
+                    generation,
+                    stream,
+                },
+                _,
+            ) => Some(Client::Https {
+                slot,
+                generation,
+                stream,
+            }),
             (Source::Udp { .. }, None) => None,
         };
         if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {

@@ -30,7 +30,8 @@
 //! `sys` and `xdp` hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
 //! the bpf() system call, the AF_XDP socket and its shared rings).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
-//! unless query logging is switched on.
+//! unless query logging is switched on. (DNS over HTTPS is the one exception: the `h2`
+//! crate allocates per stream and takes its own uncontended mutex; see `worker::https`.)
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -40,6 +41,7 @@ pub mod control;
 mod cookie;
 mod dispatch;
 mod dnstap;
+pub mod doh;
 mod extras;
 mod http;
 mod journal;

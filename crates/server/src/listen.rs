@@ -88,6 +88,21 @@ pub(crate) fn bind_all(config: &Config, workers: usize) -> Result<Vec<WorkerSock
             socks.tls.push(tls);
         }
     }
+    for mut addr in config.server.https_listen.iter().copied() {
+        for socks in per_worker.iter_mut() {
+            let https = bind_tcp(addr).map_err(|source| Error::Socket {
+                what: format!("HTTPS {addr}"),
+                source,
+            })?;
+            if addr.port() == 0 {
+                // Every worker shares the port the kernel picked.
+                addr = https
+                    .local_addr()
+                    .map_err(io_error("reading a socket address"))?;
+            }
+            socks.https.push(https);
+        }
+    }
     for mut addr in config.server.quic_listen.iter().copied() {
         ensure_unclaimed(addr, Type::DGRAM, Protocol::UDP).map_err(|source| Error::Socket {
             what: format!("QUIC {addr}"),

@@ -233,6 +233,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for a in &tls_listen {
         info!("listening on {a} (DNS over TLS)");
     }
+    for a in &reloader.config.server.https_listen {
+        info!("listening on {a} (DNS over HTTPS)");
+    }
     for a in &reloader.config.server.quic_listen {
         info!("listening on {a} (DNS over QUIC)");
     }
@@ -312,15 +315,21 @@ fn quic_config(config: &Config) -> Result<Option<QuicConfig>, Error> {
         })
 }
 
-/// DNS over TLS (`server.tls_listen`): the certificate and key read now; both are needed.
+/// DNS over TLS and over HTTPS (`server.tls_listen`, `server.https_listen`): the
+/// certificate and key read now; both are needed.
 fn tls_config(config: &Config) -> Result<Option<TlsConfig>, Error> {
     let s = &config.server;
-    if s.tls_listen.is_empty() {
+    if s.tls_listen.is_empty() && s.https_listen.is_empty() {
         return Ok(None);
     }
     let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
+        let what = if s.tls_listen.is_empty() {
+            "server.https_listen"
+        } else {
+            "server.tls_listen"
+        };
         return Err(Error::Io {
-            what: "server.tls_listen".into(),
+            what: what.into(),
             source: io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
@@ -492,6 +501,8 @@ fn spawn_workers(
         udp_max_response: config.limits.udp_max_response,
         log_queries: config.log.queries,
         tls_handshake_timeout: Duration::from_millis(config.limits.tls_handshake_timeout_ms),
+        https_streams: config.limits.https_streams_per_connection,
+        https_resets_per_second: config.limits.https_resets_per_second,
     };
     if config.rrl.enabled {
         let r = &config.rrl;

@@ -248,6 +248,10 @@ pub(crate) struct ServeArgs {
     /// server.quic_listen; needs --tls-cert and --tls-key).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) quic_listen: Vec<SocketAddr>,
+    /// Serve DNS over HTTPS (RFC 8484, HTTP/2, /dns-query) on ADDR:PORT, e.g. 127.0.0.1:443
+    /// (repeatable; adds to server.https_listen; needs --tls-cert and --tls-key).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) https_listen: Vec<SocketAddr>,
     /// The TLS certificate chain, PEM (sets server.tls_certificate; read again on SIGHUP).
     #[arg(long, value_name = "FILE")]
     pub(crate) tls_cert: Option<PathBuf>,
@@ -302,6 +306,7 @@ impl ServeArgs {
         o.key_directory = self.key_dir.clone();
         o.tls_listen = self.tls_listen.clone();
         o.quic_listen = self.quic_listen.clone();
+        o.https_listen = self.https_listen.clone();
         o.tls_certificate = self.tls_cert.clone();
         o.tls_key = self.tls_key.clone();
         o.nsid = self.nsid.clone();

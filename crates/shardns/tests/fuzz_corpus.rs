@@ -45,6 +45,11 @@ fn replay_dir(dir: &str, target: &str, check: fn(&[u8])) {
 }
 
 #[test]
+fn doh_request_corpus() {
+    replay("doh_request", checks::doh_request);
+}
+
+#[test]
 fn parse_message_corpus() {
     replay("parse_message", checks::parse_message);
 }

@@ -166,6 +166,10 @@ pub struct ServerConfig {
     /// Addresses to serve DNS over QUIC on (RFC 9250; UDP port 853 is the standard one).
     /// Empty: none. Needs `tls_certificate` and `tls_key` (the same certificate as DoT).
     pub quic_listen: Vec<SocketAddr>,
+    /// Addresses to serve DNS over HTTPS on (RFC 8484, HTTP/2, path `/dns-query`; TCP port
+    /// 443 is the standard one). Empty: none. Needs `tls_certificate` and `tls_key` (the
+    /// same certificate as DoT).
+    pub https_listen: Vec<SocketAddr>,
     /// The certificate chain for DNS over TLS, PEM (the server's certificate first). Read
     /// again at every reload (SIGHUP): new connections use the new one.
     pub tls_certificate: Option<PathBuf>,
@@ -417,6 +421,15 @@ pub struct Limits {
     /// done.
     #[serde(deserialize_with = "positive_u64")]
     pub tls_handshake_timeout_ms: u64,
+    /// HTTP/2 streams (DoH queries) one DNS-over-HTTPS connection may have open at once
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS); a stream past it is refused.
+    #[serde(deserialize_with = "positive_u32")]
+    pub https_streams_per_connection: u32,
+    /// HTTP/2 streams a DNS-over-HTTPS client may reset (RST_STREAM) per connection and
+    /// second before the connection is closed with GOAWAY ENHANCE_YOUR_CALM (the "rapid
+    /// reset" flood, CVE-2023-44487).
+    #[serde(deserialize_with = "positive_u32")]
+    pub https_resets_per_second: u32,
 }
 
 impl Default for Limits {
@@ -436,6 +449,8 @@ impl Default for Limits {
             transfer_in_max_records: 50_000_000,
             transfer_in_max_bytes: 2 << 30,
             tls_handshake_timeout_ms: 5_000,
+            https_streams_per_connection: 100,
+            https_resets_per_second: 100,
         }
     }
 }

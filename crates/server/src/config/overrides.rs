@@ -77,6 +77,8 @@ pub struct Overrides {
     pub tls_listen: Vec<SocketAddr>,
     /// `--quic-listen`: added to `server.quic_listen`.
     pub quic_listen: Vec<SocketAddr>,
+    /// `--https-listen`: added to `server.https_listen`.
+    pub https_listen: Vec<SocketAddr>,
     /// `--tls-cert`: sets `server.tls_certificate`.
     pub tls_certificate: Option<PathBuf>,
     /// `--tls-key`: sets `server.tls_key`.
@@ -209,6 +211,9 @@ impl Config {
         self.server
             .quic_listen
             .extend(o.quic_listen.iter().copied());
+        self.server
+            .https_listen
+            .extend(o.https_listen.iter().copied());
         if o.tls_certificate.is_some() {
             self.server.tls_certificate = o.tls_certificate.clone();
         }

@@ -96,7 +96,7 @@ pub(crate) struct Tap {
 
 /// The `SocketProtocol` and `SocketFamily` of a query path.
 fn transport(path: QueryPath) -> (u8, u8) {
-    use proto::{DOQ, DOT, INET, INET6, TCP, UDP};
+    use proto::{DOH, DOQ, DOT, INET, INET6, TCP, UDP};
     use QueryPath::*;
     match path {
         Udp4 | Xdp4 => (UDP, INET),
@@ -107,6 +107,8 @@ fn transport(path: QueryPath) -> (u8, u8) {
         Tls6 => (DOT, INET6),
         Quic4 => (DOQ, INET),
         Quic6 => (DOQ, INET6),
+        Https4 => (DOH, INET),
+        Https6 => (DOH, INET6),
     }
 }
 
@@ -456,6 +458,8 @@ mod tests {
         assert_eq!(transport(QueryPath::Xdp6), (proto::UDP, proto::INET6));
         assert_eq!(transport(QueryPath::Tls4), (proto::DOT, proto::INET));
         assert_eq!(transport(QueryPath::Quic4), (proto::DOQ, proto::INET));
+        assert_eq!(transport(QueryPath::Https6), (proto::DOH, proto::INET6));
+        assert_eq!(transport(QueryPath::Https4), (4, 1));
         assert_eq!(transport(QueryPath::Quic6), (7, 2));
     }
 

@@ -26,6 +26,7 @@ pub(crate) const INET6: u8 = 2;
 pub(crate) const UDP: u8 = 1;
 pub(crate) const TCP: u8 = 2;
 pub(crate) const DOT: u8 = 3;
+pub(crate) const DOH: u8 = 4;
 pub(crate) const DOQ: u8 = 7;
 
 /// Wire types.

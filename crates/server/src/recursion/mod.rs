@@ -69,6 +69,13 @@ pub(crate) enum Client {
     /// On stream `stream` of DNS-over-QUIC connection `conn` of the worker (stream rules,
     /// as TCP).
     Quic { conn: usize, stream: u64 },
+    /// On HTTP/2 stream `stream` of DNS-over-HTTPS connection (`slot`, `generation`) of the
+    /// worker (stream rules, as TCP).
+    Https {
+        slot: u32,
+        generation: u32,
+        stream: u32,
+    },
 }
 
 /// What [`Recursion::query`] did with a query for a name outside our zones.
@@ -250,7 +257,10 @@ impl Recursion {
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let wants_ad = qh.ad() || dnssec_ok;
-        let tcp = matches!(client, Client::Tcp { .. } | Client::Quic { .. });
+        let tcp = matches!(
+            client,
+            Client::Tcp { .. } | Client::Quic { .. } | Client::Https { .. }
+        );
         let limit = client_response_limit(tcp, edns, out.len());
         let clock = self.clock(now);
         // Cache first: the answer goes straight into the output buffer.
@@ -382,7 +392,10 @@ impl Recursion {
                                 .note(&p.qname, p.qtype, answer.ede.as_ref(), clock);
                         }
                     }
-                    let tcp = matches!(p.client, Client::Tcp { .. } | Client::Quic { .. });
+                    let tcp = matches!(
+                        p.client,
+                        Client::Tcp { .. } | Client::Quic { .. } | Client::Https { .. }
+                    );
                     let end = if tcp {
                         self.write_buf.len()
                     } else {

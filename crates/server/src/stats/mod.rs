@@ -144,7 +144,15 @@ pub(crate) struct WorkerStats {
     /// DNS-over-QUIC connections, by what became of a new one: accepted, asked to prove
     /// its address first (a Retry, past half the limit), refused (at the limit).
     pub(crate) quic_connections: [Counter; 3],
+    /// DNS over HTTPS: requests answered with an HTTP error (a bad path, method, media
+    /// type, size or `dns` parameter), and connections closed with GOAWAY
+    /// ENHANCE_YOUR_CALM (too many streams reset, or another HTTP/2 flood h2 caught).
+    pub(crate) https: [Counter; 2],
 }
+
+/// Indices of [`WorkerStats::https`].
+pub(crate) const HTTPS_REJECTED: usize = 0;
+pub(crate) const HTTPS_CALM: usize = 1;
 
 /// Indices of [`WorkerStats::quic_connections`].
 pub(crate) const QUIC_ACCEPTED: usize = 0;

@@ -4,9 +4,9 @@
 use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
 use super::totals::Totals;
 use super::{
-    ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, QUIC_ACCEPTED, QUIC_REFUSED,
-    QUIC_RETRIED, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED, XFR_DONE, XFR_REFUSED,
-    XFR_STARTED,
+    ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, HTTPS_CALM, HTTPS_REJECTED,
+    QUIC_ACCEPTED, QUIC_REFUSED, QUIC_RETRIED, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED,
+    XFR_DONE, XFR_REFUSED, XFR_STARTED,
 };
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
@@ -211,6 +211,16 @@ pub(crate) fn render_prometheus(
             ("accepted", t.quic_connections[QUIC_ACCEPTED]),
             ("retried", t.quic_connections[QUIC_RETRIED]),
             ("refused", t.quic_connections[QUIC_REFUSED]),
+        ],
+    );
+    labelled(
+        &mut s,
+        "shardns_https_events_total",
+        "DNS over HTTPS: requests answered with an HTTP error (rejected), connections closed with GOAWAY ENHANCE_YOUR_CALM (calm).",
+        "event",
+        &[
+            ("rejected", t.https[HTTPS_REJECTED]),
+            ("calm", t.https[HTTPS_CALM]),
         ],
     );
     head(

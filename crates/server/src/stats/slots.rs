@@ -97,9 +97,12 @@ pub(crate) enum QueryPath {
     /// DNS over QUIC (RFC 9250): stream rules, encrypted.
     Quic4 = 8,
     Quic6 = 9,
+    /// DNS over HTTPS (RFC 8484): stream rules, encrypted.
+    Https4 = 10,
+    Https6 = 11,
 }
 
-pub(super) const QUERY_PATHS: usize = 10;
+pub(super) const QUERY_PATHS: usize = 12;
 pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("udp", "4"),
     ("udp", "6"),
@@ -111,6 +114,8 @@ pub(super) const QUERY_PATH_LABELS: [(&str, &str); QUERY_PATHS] = [
     ("tls", "6"),
     ("quic", "4"),
     ("quic", "6"),
+    ("https", "4"),
+    ("https", "6"),
 ];
 
 impl QueryPath {
@@ -149,10 +154,20 @@ impl QueryPath {
             Self::Quic4
         }
     }
+    pub(crate) fn https(v6: bool) -> Self {
+        if v6 {
+            Self::Https6
+        } else {
+            Self::Https4
+        }
+    }
     /// True for the encrypted transports (padding applies, RFC 8467).
     #[inline]
     pub(crate) fn encrypted(self) -> bool {
-        matches!(self, Self::Tls4 | Self::Tls6 | Self::Quic4 | Self::Quic6)
+        matches!(
+            self,
+            Self::Tls4 | Self::Tls6 | Self::Quic4 | Self::Quic6 | Self::Https4 | Self::Https6
+        )
     }
     pub(crate) fn name(self) -> &'static str {
         QUERY_PATH_LABELS[self as usize].0
@@ -161,9 +176,14 @@ impl QueryPath {
     #[inline]
     pub(crate) fn transport(self) -> Transport {
         match self {
-            Self::Tcp4 | Self::Tcp6 | Self::Tls4 | Self::Tls6 | Self::Quic4 | Self::Quic6 => {
-                Transport::Tcp
-            }
+            Self::Tcp4
+            | Self::Tcp6
+            | Self::Tls4
+            | Self::Tls6
+            | Self::Quic4
+            | Self::Quic6
+            | Self::Https4
+            | Self::Https6 => Transport::Tcp,
             _ => Transport::Udp,
         }
     }

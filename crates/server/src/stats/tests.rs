@@ -30,7 +30,7 @@ fn totals_sum_every_worker() {
     a.tcp_open.set(4);
     b.tcp_open.set(1);
     let t = Totals::sum([&a, &b]);
-    assert_eq!(t.queries, [3, 0, 0, 2, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(t.queries, [3, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(t.queries_total(), 5);
     assert_eq!(t.qtypes[0], 2);
     assert_eq!(t.qtypes[QTYPE_OTHER], 1);

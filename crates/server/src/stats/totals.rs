@@ -45,6 +45,7 @@ pub(crate) struct Totals {
     pub(crate) bad_cookies: u64,
     pub(crate) dnstap: [u64; 2],
     pub(crate) quic_connections: [u64; 3],
+    pub(crate) https: [u64; 2],
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -95,6 +96,7 @@ impl Totals {
         self.bad_cookies += w.bad_cookies.get();
         sum_into(&mut self.dnstap, &w.dnstap);
         sum_into(&mut self.quic_connections, &w.quic_connections);
+        sum_into(&mut self.https, &w.https);
     }
 
     /// Sums every worker's counters.

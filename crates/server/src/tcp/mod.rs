@@ -160,6 +160,9 @@ pub(crate) struct Conn {
     /// DNS over TLS: the TLS server side between the socket and the framing (`None`:
     /// plain TCP).
     pub(crate) tls: Option<Box<rustls::ServerConnection>>,
+    /// DNS over HTTPS: the HTTP/2 server between the TLS plaintext and the queries
+    /// (`None`: DoT or plain TCP). Its type is the worker's (`worker::https`).
+    pub(crate) https: Option<Box<crate::worker::HttpsConn>>,
     pub(super) last_active: Instant,
     /// When the query being received started (valid while in the partial list).
     pub(super) partial_since: Instant,
@@ -188,6 +191,7 @@ impl Conn {
             client_slot: UNTRACKED,
             transfer: None,
             tls: None,
+            https: None,
             last_active: now,
             partial_since: now,
             in_partial: false,
@@ -202,7 +206,10 @@ impl Conn {
 
     /// True while part of a query is buffered and the rest has not arrived.
     pub(crate) fn receiving(&self) -> bool {
-        self.input.buffered() > 0 && !self.input.has_frame()
+        match &self.https {
+            Some(h) => h.receiving(),
+            None => self.input.buffered() > 0 && !self.input.has_frame(),
+        }
     }
 
     /// True if the connection is in the partial list (see [`ConnTable::set_partial`]).

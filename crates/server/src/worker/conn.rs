@@ -24,6 +24,7 @@ impl Worker {
             };
             let v6 = *v6;
             let tls = index >= self.tls_from;
+            let https = index >= self.https_from;
             let (stream, peer) = match sys::accept_nonblocking(listener) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -76,13 +77,20 @@ impl Worker {
             let mut conn = Conn::new(stream, peer, v6, input, now);
             conn.client_slot = client_slot;
             if tls {
-                match self.shared.tls.as_ref().map(|t| t.accept()) {
+                match self.shared.tls.as_ref().map(|t| t.accept(https)) {
                     Some(Ok(server)) => conn.tls = Some(Box::new(server)),
                     _ => {
                         self.shared.tcp_clients.release(client_slot);
                         continue;
                     }
                 }
+            }
+            if https {
+                conn.https = Some(Box::new(super::https::HttpsConn::new(
+                    self.opts.https_streams,
+                    self.opts.https_resets_per_second,
+                    now,
+                )));
             }
             let (slot, generation, allocated) = self.conns.insert(conn);
             if allocated {
@@ -258,13 +266,35 @@ impl Worker {
                 let mut dispatch =
                     self.roles
                         .dispatcher(zones, &self.shared, stats, log_queries, now);
-                match answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats) {
+                let answered = if conn.https.is_some() {
+                    super::https::drive(conn, &mut dispatch, &mut self.staging, ctx, now, stats)
+                        .and_then(|a| flush_output(conn).map(|_| a))
+                } else {
+                    answer_frames(conn, &mut self.staging, &mut dispatch, ctx, stats)
+                };
+                match answered {
                     Ok(streamed) => active |= streamed,
                     Err(_) => failed = true,
                 }
             }
             if failed || !more || conn.transfer.is_some() || conn.queries >= max_queries {
                 break;
+            }
+        }
+        // DoH after its GOAWAY: once that is sent, our side is shut down, and the client's
+        // data is read and dropped until it closes (see `https::HttpsConn::closing`).
+        let shut_now = conn
+            .https
+            .as_ref()
+            .is_some_and(|h| h.closing && !h.shut && conn.unsent() == 0);
+        if shut_now && !failed {
+            super::tls::close_notify(conn);
+            // Best effort, as at close: what the socket did not take is not retried.
+            conn.output.clear();
+            conn.sent = 0;
+            let _ = conn.stream.shutdown(std::net::Shutdown::Write);
+            if let Some(h) = conn.https.as_mut() {
+                h.shut = true;
             }
         }
         if failed || (conn.peer_closed && conn.unsent() == 0 && conn.transfer.is_none()) {

@@ -14,6 +14,7 @@
 //! - `stream`: the bytes on a connection: framed queries in, responses and zone transfers
 //!   out, written only while the client reads;
 //! - `tls`: DNS over TLS, a TCP connection with rustls between the socket and `stream`;
+//! - `https`: DNS over HTTPS, a TLS connection with h2's HTTP/2 server instead of `stream`;
 //! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
 use crate::dispatch::{Dispatcher, Origin, Source};
@@ -46,12 +47,14 @@ macro_rules! request_log {
 }
 
 mod conn;
+mod https;
 mod quic;
 mod stream;
 mod tls;
 mod udp;
 mod xdp_port;
 
+pub(crate) use https::HttpsConn;
 pub(crate) use quic::QuicConfig;
 pub(crate) use tls::TlsConfig;
 
@@ -72,6 +75,10 @@ pub(crate) struct WorkerOptions {
     pub(crate) log_queries: bool,
     /// Time a TLS client has to finish its handshake.
     pub(crate) tls_handshake_timeout: Duration,
+    /// DNS over HTTPS: concurrent HTTP/2 streams per connection.
+    pub(crate) https_streams: u32,
+    /// DNS over HTTPS: streams a client may reset per connection and second.
+    pub(crate) https_resets_per_second: u32,
 }
 
 /// The sockets a worker owns: a UDP socket and a TCP listener per listen address, each
@@ -84,6 +91,8 @@ pub(crate) struct WorkerSockets {
     pub(crate) tls: Vec<TcpListener>,
     /// A DNS-over-QUIC UDP socket per `server.quic_listen` address.
     pub(crate) quic: Vec<UdpSocket>,
+    /// A DNS-over-HTTPS listener per `server.https_listen` address.
+    pub(crate) https: Vec<TcpListener>,
     /// The AF_XDP socket for this worker's receive queue (`server.xdp_interface`).
     pub(crate) xsk: Option<Xsk>,
 }
@@ -119,9 +128,11 @@ pub(crate) struct Worker {
     opts: WorkerOptions,
     epoll: Epoll,
     udp: Vec<(UdpSocket, bool)>,
-    /// TCP listeners, then DNS-over-TLS listeners from `tls_from` on.
+    /// TCP listeners, then DNS-over-TLS listeners from `tls_from` on, then DNS-over-HTTPS
+    /// listeners from `https_from` on.
     listeners: Vec<(TcpListener, bool)>,
     tls_from: usize,
+    https_from: usize,
     /// TLS handshakes in progress, with their deadlines.
     handshakes: tls::Handshakes,
     listeners_paused: bool,
@@ -178,6 +189,17 @@ impl Worker {
             let v6 = l.local_addr()?.is_ipv6();
             listeners.push((l, v6));
         }
+        let https_from = listeners.len();
+        for l in sockets.https {
+            let i = listeners.len();
+            epoll.add(
+                l.as_raw_fd(),
+                (KIND_LISTENER << KIND_SHIFT) | i as u64,
+                READABLE,
+            )?;
+            let v6 = l.local_addr()?.is_ipv6();
+            listeners.push((l, v6));
+        }
         let xdp = match sockets.xsk {
             Some(xsk) => {
                 epoll.add(xsk.as_raw_fd(), KIND_XDP << KIND_SHIFT, READABLE)?;
@@ -200,6 +222,7 @@ impl Worker {
             shared,
             conns: ConnTable::with_capacity(opts.tcp_per_worker.min(1 << 16)),
             tls_from,
+            https_from,
             handshakes: tls::Handshakes::new(opts.tls_handshake_timeout, 4 * opts.tcp_per_worker),
             opts,
             epoll,
@@ -361,6 +384,42 @@ impl Worker {
                 Client::Quic { conn, stream } => {
                     if let Some(q) = quic.as_mut() {
                         q.deliver(conn, stream, frame, tap.as_mut(), now, stats);
+                    }
+                }
+                Client::Https {
+                    slot,
+                    generation,
+                    stream,
+                } => {
+                    let Some(conn) = conns.get_mut(slot, generation) else {
+                        stats.dropped.add(1);
+                        return;
+                    };
+                    if let Some(t) = tap.as_mut() {
+                        let origin = Origin {
+                            path: QueryPath::https(conn.v6),
+                            peer: conn.peer,
+                            source: Source::Https {
+                                slot,
+                                generation,
+                                stream,
+                            },
+                        };
+                        t.response(&frame[2..], origin, now, stats, true);
+                    }
+                    if https::deliver(conn, stream, &frame[2..]).is_err()
+                        || stream::flush_output(conn).is_err()
+                    {
+                        return;
+                    }
+                    if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
+                        let want = conn.interest | WRITABLE;
+                        if epoll
+                            .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                            .is_ok()
+                        {
+                            conn.interest = want;
+                        }
                     }
                 }
                 Client::Tcp { slot, generation } => {

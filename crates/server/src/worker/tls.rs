@@ -35,18 +35,21 @@ use std::time::{Duration, Instant};
 /// rustls's read size), so one busy connection cannot hold the worker.
 const READS_PER_TURN: usize = 16;
 
-/// The server's TLS setup: the files, and the config made from them.
+/// The server's TLS setup: the files, and the configs made from them (DoT's, and DoH's,
+/// which differ only in the ALPN protocol they offer).
 pub(crate) struct TlsConfig {
     current: ArcSwap<ServerConfig>,
+    https: ArcSwap<ServerConfig>,
     files: (PathBuf, PathBuf),
 }
 
 impl TlsConfig {
     /// Reads the certificate chain and key (PEM).
     pub(crate) fn load(cert: &Path, key: &Path) -> Result<Self, String> {
-        let config = server_config(cert, key)?;
+        let (config, https) = server_configs(cert, key)?;
         Ok(Self {
             current: ArcSwap::from(config),
+            https: ArcSwap::from(https),
             files: (cert.to_path_buf(), key.to_path_buf()),
         })
     }
@@ -55,15 +58,32 @@ impl TlsConfig {
     /// the previous certificate stays in use.
     pub(crate) fn reload(&self, files: Option<(&Path, &Path)>) -> Result<(), String> {
         let (cert, key) = files.unwrap_or((&self.files.0, &self.files.1));
-        let config = server_config(cert, key)?;
+        let (config, https) = server_configs(cert, key)?;
         self.current.store(config);
+        self.https.store(https);
         Ok(())
     }
 
-    /// A server side for a new connection, with the current certificate.
-    pub(crate) fn accept(&self) -> Result<ServerConnection, rustls::Error> {
-        ServerConnection::new(self.current.load_full())
+    /// A server side for a new connection, with the current certificate: DoH's (`https`)
+    /// or DoT's.
+    pub(crate) fn accept(&self, https: bool) -> Result<ServerConnection, rustls::Error> {
+        ServerConnection::new(if https {
+            self.https.load_full()
+        } else {
+            self.current.load_full()
+        })
     }
+}
+
+/// DoT's config (ALPN "dot") and DoH's (ALPN "h2": RFC 8484 §5.2 asks for HTTP/2 or
+/// later, and `h2` is what DoH clients offer).
+type Configs = (Arc<ServerConfig>, Arc<ServerConfig>);
+
+fn server_configs(cert: &Path, key: &Path) -> Result<Configs, String> {
+    let dot = server_config(cert, key)?;
+    let mut https = (*dot).clone();
+    https.alpn_protocols = vec![b"h2".to_vec()];
+    Ok((dot, Arc::new(https)))
 }
 
 /// A rustls server config from PEM files: TLS 1.2 and 1.3 with rustls's safe defaults
@@ -110,6 +130,7 @@ pub(super) fn receive(
         input,
         output,
         peer_closed,
+        https,
         ..
     } = conn;
     let Some(tls) = tls.as_mut() else {
@@ -155,6 +176,29 @@ pub(super) fn receive(
         tls.write_tls(output)?;
     }
     let mut more = false;
+    if let Some(h) = https {
+        // DNS over HTTPS: the plaintext goes to the HTTP/2 side's pipe.
+        for _ in 0..READS_PER_TURN {
+            match h.fill(&mut tls.reader()) {
+                Ok((_, true)) => {
+                    more = true;
+                    break;
+                }
+                Ok((0, _)) => {
+                    *peer_closed = true;
+                    break;
+                }
+                Ok(_) => active = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    *peer_closed = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(Received { active, more });
+    }
     loop {
         let (spare, grew) = input.spare();
         if grew {

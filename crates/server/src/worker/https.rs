@@ -1,0 +1,647 @@
+//! worker::https -- DNS over HTTPS (RFC 8484, HTTP/2): a TLS connection of the worker
+//! (`tls`, ALPN `h2`) with the `h2` crate's HTTP/2 server between the plaintext and
+//! `dispatch`.
+//!
+//! The design: `h2` is sans-runtime enough to be driven from the worker's own epoll loop,
+//! so a DoH connection is one more kind of TCP connection in the worker's table (the same
+//! limits, idle and read timeouts, eviction, handshake deadline, resolver deliveries) and
+//! nothing is handed to another thread or async runtime. `h2` wants an
+//! `AsyncRead + AsyncWrite` object and a task `Context`: the object is [`Io`], an
+//! in-memory pipe that `tls::receive` fills with decrypted plaintext and whose output
+//! [`drive`] encrypts into the connection's output, and the context's waker only marks the
+//! connection for another round in the same turn (everything `h2` waits for arrives as
+//! socket readiness, which brings the connection back anyway). Each readiness event polls
+//! the connection: requests whose head is whole are answered at once (GET), or once their
+//! body is (POST); a miss of the resolver role keeps the stream until the worker delivers
+//! its answer ([`deliver`]).
+//!
+//! Costs beside DoT's: `h2` allocates per stream and takes its own (uncontended) mutex per
+//! operation, and the response body is an owned copy, so the DoH path allocates; UDP and
+//! TCP are untouched (their connections have no `https`).
+//!
+//! Limits (docs/CONFIG.md): `limits.https_streams_per_connection` concurrent streams
+//! (SETTINGS_MAX_CONCURRENT_STREAMS); `limits.https_resets_per_second` streams the client
+//! may reset per connection and second before GOAWAY ENHANCE_YOUR_CALM (CVE-2023-44487;
+//! `h2` also closes a connection holding more than 20 reset streams not yet accepted);
+//! header lists of [`MAX_HEADER_LIST`] octets; at most [`BODY_BUDGET`] octets of request
+//! bodies buffered per connection (a stream past it is reset with REFUSED_STREAM); the
+//! HTTP errors of `crate::doh` for requests without a query we take.
+
+use super::stream::FrameCtx;
+use crate::dispatch::{Action, Dispatcher, Origin, Source};
+use crate::doh::{self, Head, Reject, MAX_MESSAGE, MEDIA_TYPE};
+use crate::stats::{QueryPath, WorkerStats, HTTPS_CALM, HTTPS_REJECTED};
+use crate::tcp::Conn;
+use bytes::Bytes;
+use h2::server::{Connection, Handshake, SendResponse};
+use h2::{Reason, RecvStream};
+use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{Request, Response};
+use std::future::Future;
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Plaintext held for `h2` before it has read it; past this `tls::receive` stops
+/// decrypting until `h2` has taken it (4 rounds of rustls's reads).
+const RX_MAX: usize = 64 * 1024;
+/// The largest header list a request may have (SETTINGS_MAX_HEADER_LIST_SIZE); a DoH GET
+/// of the largest query is under 88 KiB of `:path`, so such queries must use POST.
+pub(crate) const MAX_HEADER_LIST: u32 = 16 * 1024;
+/// Request body octets buffered per connection (POSTs whose body is still arriving).
+pub(crate) const BODY_BUDGET: usize = 128 * 1024;
+/// Rounds of polling the connection per readiness event (a round answers what arrived and
+/// lets `h2` write what that queued).
+const ROUNDS: usize = 8;
+
+/// The in-memory pipe between rustls and `h2`.
+#[derive(Default)]
+struct Pipe {
+    rx: Vec<u8>,
+    rx_pos: usize,
+    tx: Vec<u8>,
+}
+
+/// `h2`'s I/O object: reads the plaintext `tls::receive` put in the pipe, writes into it.
+/// The mutex is never contended: the worker's thread is the only one to touch it (it is
+/// a mutex, not a `RefCell`, because the worker is built before its thread starts).
+#[derive(Clone)]
+struct Io(Arc<Mutex<Pipe>>);
+
+impl Io {
+    fn pipe(&self) -> MutexGuard<'_, Pipe> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let mut p = self.pipe();
+        let avail = p.rx.len() - p.rx_pos;
+        if avail == 0 {
+            // No waker kept: more plaintext comes with a readiness event, and that
+            // polls the connection again.
+            return Poll::Pending;
+        }
+        let n = avail.min(buf.remaining());
+        let start = p.rx_pos;
+        buf.put_slice(&p.rx[start..start + n]);
+        p.rx_pos += n;
+        if p.rx_pos == p.rx.len() {
+            p.rx.clear();
+            p.rx_pos = 0;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.pipe().tx.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The waker `h2` is polled with: it marks the connection for one more round.
+#[derive(Default)]
+struct Woken(AtomicBool);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Relaxed);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Relaxed);
+    }
+}
+
+enum State {
+    Handshake(Handshake<Io, Bytes>),
+    Open(Connection<Io, Bytes>),
+    Closed,
+}
+
+/// A POST whose body is still arriving.
+struct Body {
+    stream: u32,
+    recv: RecvStream,
+    respond: SendResponse<Bytes>,
+    data: Vec<u8>,
+    limit: usize,
+    /// Already answered with an HTTP error: the rest of the body is read and dropped (up
+    /// to [`DRAIN_MAX`] octets), so the client sees its response and a stream that ends
+    /// cleanly rather than reset under its upload (curl 7.88 then reports no response).
+    drained: Option<usize>,
+}
+
+/// Octets of a rejected request's body read and dropped before the stream is abandoned
+/// (reset with NO_ERROR).
+const DRAIN_MAX: usize = 128 * 1024;
+
+/// One DoH connection's HTTP/2 side.
+pub(crate) struct HttpsConn {
+    io: Io,
+    state: State,
+    woken: Arc<Woken>,
+    waker: Waker,
+    bodies: Vec<Body>,
+    body_octets: usize,
+    /// Streams waiting for the resolver role's answer.
+    pending: Vec<(u32, SendResponse<Bytes>)>,
+    resets: u32,
+    resets_since: Instant,
+    max_resets: u32,
+    /// The HTTP/2 connection ended (GOAWAY sent, an error, the client's GOAWAY): what the
+    /// client still sends is read and dropped until it closes, so that the kernel does not
+    /// answer unread data with a TCP reset that destroys our GOAWAY before the client reads
+    /// it (a lingering close, bounded by the read timeout).
+    pub(super) closing: bool,
+    /// Our side of the TCP connection is shut down (after the GOAWAY and close_notify).
+    pub(super) shut: bool,
+}
+
+impl std::fmt::Debug for HttpsConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpsConn")
+            .field("bodies", &self.bodies.len())
+            .field("pending", &self.pending.len())
+            .finish()
+    }
+}
+
+impl HttpsConn {
+    pub(super) fn new(streams: u32, max_resets: u32, now: Instant) -> Self {
+        let io = Io(Arc::default());
+        let handshake = h2::server::Builder::new()
+            .max_concurrent_streams(streams)
+            .max_header_list_size(MAX_HEADER_LIST)
+            .max_send_buffer_size(MAX_MESSAGE + 1)
+            .handshake(io.clone());
+        let woken = Arc::new(Woken::default());
+        Self {
+            io,
+            state: State::Handshake(handshake),
+            waker: Waker::from(Arc::clone(&woken)),
+            woken,
+            bodies: Vec::new(),
+            body_octets: 0,
+            pending: Vec::new(),
+            resets: 0,
+            resets_since: now,
+            max_resets,
+            closing: false,
+            shut: false,
+        }
+    }
+
+    /// True while part of a request body has arrived and the rest has not (the read
+    /// timeout runs).
+    pub(crate) fn receiving(&self) -> bool {
+        !self.bodies.is_empty() || self.closing
+    }
+
+    /// Moves plaintext from rustls into the pipe; `Ok(true)` if the pipe is full and
+    /// rustls may hold more. `Ok(0)` from rustls (close_notify) is returned as is.
+    pub(super) fn fill(&self, reader: &mut impl Read) -> io::Result<(usize, bool)> {
+        let mut p = self.io.pipe();
+        let start = p.rx.len();
+        if start >= RX_MAX {
+            return Ok((0, true));
+        }
+        p.rx.resize(start + 4096, 0);
+        let r = reader.read(&mut p.rx[start..]);
+        let n = *r.as_ref().unwrap_or(&0);
+        p.rx.truncate(start + n);
+        r.map(|n| (n, false))
+    }
+
+    fn count_resets(&mut self, n: u32, now: Instant, stats: &WorkerStats) {
+        if n == 0 {
+            return;
+        }
+        if now.saturating_duration_since(self.resets_since) >= Duration::from_secs(1) {
+            self.resets_since = now;
+            self.resets = 0;
+        }
+        self.resets += n;
+        if self.resets > self.max_resets {
+            if let State::Open(c) = &mut self.state {
+                stats.https[HTTPS_CALM].add(1);
+                c.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+            }
+        }
+    }
+}
+
+/// Polls `conn`'s HTTP/2 side: the handshake, new requests (answered through `dispatch`,
+/// the answers written into `staging` first), request bodies, and what `h2` has to send
+/// (encrypted into the connection's output). True if a request was taken. An error or the
+/// end of the HTTP/2 connection marks `conn` done (it closes once its output is sent).
+pub(super) fn drive(
+    conn: &mut Conn,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    ctx: FrameCtx,
+    now: Instant,
+    stats: &WorkerStats,
+) -> io::Result<bool> {
+    let Some(mut h) = conn.https.take() else {
+        return Ok(false);
+    };
+    if h.closing {
+        let mut p = h.io.pipe();
+        p.rx.clear();
+        p.rx_pos = 0;
+        drop(p);
+        conn.https = Some(h);
+        return Ok(false);
+    }
+    let (v6, peer) = (conn.v6, conn.peer);
+    let origin = |stream: u32| Origin {
+        path: QueryPath::https(v6),
+        peer,
+        source: Source::Https {
+            slot: ctx.slot,
+            generation: ctx.generation,
+            stream,
+        },
+    };
+    let waker = h.waker.clone();
+    let mut cx = Context::from_waker(&waker);
+    let mut active = false;
+    let mut ended = false;
+    for _ in 0..ROUNDS {
+        h.woken.0.store(false, Relaxed);
+        if let State::Handshake(hs) = &mut h.state {
+            match Pin::new(hs).poll(&mut cx) {
+                Poll::Ready(Ok(c)) => h.state = State::Open(c),
+                Poll::Ready(Err(_)) => {
+                    h.state = State::Closed;
+                    ended = true;
+                }
+                Poll::Pending => {}
+            }
+        }
+        let mut took = 0;
+        let mut resets = 0;
+        let State::Open(c) = &mut h.state else {
+            break;
+        };
+        // New requests (h2 reads and writes the pipe while polled).
+        loop {
+            match c.poll_accept(&mut cx) {
+                Poll::Ready(Some(Ok((req, mut respond)))) => {
+                    if respond.poll_reset(&mut cx).is_ready() {
+                        // Reset by the client before we saw it (rapid reset).
+                        resets += 1;
+                        continue;
+                    }
+                    took += 1;
+                    conn.queries = conn.queries.saturating_add(1);
+                    let stream = respond.stream_id().as_u32();
+                    request(
+                        req,
+                        respond,
+                        stream,
+                        &mut h.bodies,
+                        &mut h.pending,
+                        dispatch,
+                        staging,
+                        origin(stream),
+                        stats,
+                    );
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    if e.reason() == Some(Reason::ENHANCE_YOUR_CALM) && e.is_go_away() {
+                        stats.https[HTTPS_CALM].add(1);
+                    }
+                    ended = true;
+                    break;
+                }
+                Poll::Ready(None) => {
+                    ended = true;
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        // Bodies that arrived.
+        let mut i = 0;
+        while i < h.bodies.len() {
+            match poll_body(&mut h.bodies[i], &mut cx, &mut h.body_octets) {
+                BodyState::More => i += 1,
+                BodyState::Reset => {
+                    let b = h.bodies.swap_remove(i);
+                    h.body_octets -= b.data.len();
+                    resets += 1;
+                }
+                BodyState::Done => {
+                    let mut b = h.bodies.swap_remove(i);
+                    h.body_octets -= b.data.len();
+                    if b.data.len() < 12 {
+                        reject(&mut b.respond, Reject::BadRequest, stats);
+                    } else {
+                        answer(
+                            &b.data,
+                            b.respond,
+                            b.stream,
+                            &mut h.pending,
+                            dispatch,
+                            staging,
+                            origin(b.stream),
+                            stats,
+                        );
+                    }
+                    took += 1;
+                }
+                BodyState::TooLarge => {
+                    let b = &mut h.bodies[i];
+                    h.body_octets -= b.data.len();
+                    b.data = Vec::new();
+                    reject(&mut b.respond, Reject::TooLarge, stats);
+                    b.drained = Some(0);
+                    took += 1;
+                }
+                BodyState::Drained => {
+                    h.bodies.swap_remove(i);
+                }
+                BodyState::OverBudget => {
+                    let mut b = h.bodies.swap_remove(i);
+                    h.body_octets -= b.data.len();
+                    b.respond.send_reset(Reason::REFUSED_STREAM);
+                }
+            }
+        }
+        // Resolutions whose client gave up: counted as resets.
+        h.pending.retain_mut(|(_, r)| {
+            let reset = r.poll_reset(&mut cx).is_ready();
+            resets += u32::from(reset);
+            !reset
+        });
+        h.count_resets(resets, now, stats);
+        active |= took > 0;
+        if ended || (took == 0 && resets == 0 && !h.woken.0.load(Relaxed)) {
+            break;
+        }
+    }
+    if ended {
+        h.state = State::Closed;
+        h.pending.clear();
+        h.bodies.clear();
+        h.closing = true;
+    }
+    let out = std::mem::take(&mut h.io.pipe().tx);
+    conn.https = Some(h);
+    if !out.is_empty() {
+        encrypt_per_response(conn, &out)?;
+        let mut out = out;
+        out.clear();
+        // The buffer goes back for the next turn's output.
+        if let Some(h) = conn.https.as_mut() {
+            let mut p = h.io.pipe();
+            if p.tx.is_empty() {
+                p.tx = out;
+            }
+        }
+    }
+    Ok(active)
+}
+
+/// The resolver role's answer `message` for `stream` of `conn`: sent if the stream is
+/// still waiting, then written out as [`drive`] does.
+pub(super) fn deliver(conn: &mut Conn, stream: u32, message: &[u8]) -> io::Result<()> {
+    let Some(mut h) = conn.https.take() else {
+        return Ok(());
+    };
+    if let Some(i) = h.pending.iter().position(|(s, _)| *s == stream) {
+        let (_, mut respond) = h.pending.swap_remove(i);
+        respond_message(&mut respond, message);
+    }
+    let waker = h.waker.clone();
+    let mut cx = Context::from_waker(&waker);
+    if let State::Open(c) = &mut h.state {
+        // Writes what the answer queued; a request that arrives meanwhile waits in h2
+        // for the next readiness event (the pipe's input was all read by `drive`).
+        for _ in 0..ROUNDS {
+            h.woken.0.store(false, Relaxed);
+            if c.poll_closed(&mut cx).is_ready() || !h.woken.0.load(Relaxed) {
+                break;
+            }
+        }
+    }
+    let out = std::mem::take(&mut h.io.pipe().tx);
+    conn.https = Some(h);
+    encrypt_per_response(conn, &out)
+}
+
+/// Encrypts what h2 wrote, one TLS record (or more, past 16 KiB) per response: cut after
+/// each frame that ends a stream. Clients may take one response per TLS read: dnsperf
+/// 2.10 keeps one message buffer per connection and loses every response but one of a
+/// record that holds several (Unbound and BIND write each response on its own too).
+fn encrypt_per_response(conn: &mut Conn, out: &[u8]) -> io::Result<()> {
+    const DATA: u8 = 0;
+    const HEADERS: u8 = 1;
+    const END_STREAM: u8 = 0x1;
+    let mut start = 0;
+    let mut at = 0;
+    while out.len() - at >= 9 {
+        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
+        let end = at + 9 + len;
+        if end > out.len() {
+            break;
+        }
+        let (kind, flags) = (out[at + 3], out[at + 4]);
+        at = end;
+        if matches!(kind, DATA | HEADERS) && flags & END_STREAM != 0 {
+            super::tls::encrypt(conn, &out[start..at])?;
+            start = at;
+        }
+    }
+    if start < out.len() {
+        super::tls::encrypt(conn, &out[start..])?;
+    }
+    Ok(())
+}
+
+/// What a poll of a request body found.
+enum BodyState {
+    More,
+    Done,
+    Reset,
+    TooLarge,
+    OverBudget,
+    /// A rejected request's body ended, or was read as far as it will be.
+    Drained,
+}
+
+fn poll_body(b: &mut Body, cx: &mut Context<'_>, octets: &mut usize) -> BodyState {
+    loop {
+        match b.recv.poll_data(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                let _ = b.recv.flow_control().release_capacity(chunk.len());
+                if let Some(drained) = b.drained.as_mut() {
+                    *drained += chunk.len();
+                    if *drained > DRAIN_MAX {
+                        return BodyState::Drained;
+                    }
+                    continue;
+                }
+                if b.data.len() + chunk.len() > b.limit {
+                    return BodyState::TooLarge;
+                }
+                if *octets + chunk.len() > BODY_BUDGET {
+                    return BodyState::OverBudget;
+                }
+                *octets += chunk.len();
+                b.data.extend_from_slice(&chunk);
+            }
+            Poll::Ready(Some(Err(_))) if b.drained.is_some() => return BodyState::Drained,
+            Poll::Ready(None) if b.drained.is_some() => return BodyState::Drained,
+            Poll::Ready(Some(Err(_))) => return BodyState::Reset,
+            Poll::Ready(None) => return BodyState::Done,
+            Poll::Pending => return BodyState::More,
+        }
+    }
+}
+
+/// A new request: rejected, answered (GET), or its body awaited (POST).
+#[allow(clippy::too_many_arguments)]
+fn request(
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    stream: u32,
+    bodies: &mut Vec<Body>,
+    pending: &mut Vec<(u32, SendResponse<Bytes>)>,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    origin: Origin,
+    stats: &WorkerStats,
+) {
+    let (parts, recv) = req.into_parts();
+    let path = parts.uri.path_and_query().map_or("", |p| p.as_str());
+    let header = |name| {
+        parts
+            .headers
+            .get(name)
+            .map(|v: &http::HeaderValue| v.as_bytes())
+    };
+    let (query, rest) = staging.split_at_mut(MAX_MESSAGE);
+    match doh::read_head(
+        parts.method.as_str().as_bytes(),
+        path.as_bytes(),
+        header(CONTENT_TYPE),
+        header(CONTENT_LENGTH),
+        query,
+    ) {
+        Err(r) => {
+            reject(&mut respond, r, stats);
+            if !recv.is_end_stream() {
+                bodies.push(Body {
+                    stream,
+                    recv,
+                    respond,
+                    data: Vec::new(),
+                    limit: 0,
+                    drained: Some(0),
+                });
+            }
+        }
+        Ok(Head::Get { len }) => answer(
+            &query[..len],
+            respond,
+            stream,
+            pending,
+            dispatch,
+            rest,
+            origin,
+            stats,
+        ),
+        Ok(Head::Post { limit }) => {
+            if recv.is_end_stream() {
+                reject(&mut respond, Reject::BadRequest, stats);
+                return;
+            }
+            bodies.push(Body {
+                stream,
+                recv,
+                respond,
+                data: Vec::new(),
+                limit,
+                drained: None,
+            });
+        }
+    }
+}
+
+/// Answers `query` through `dispatch`; a resolver miss keeps the stream in `pending`.
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    query: &[u8],
+    mut respond: SendResponse<Bytes>,
+    stream: u32,
+    pending: &mut Vec<(u32, SendResponse<Bytes>)>,
+    dispatch: &mut Dispatcher<'_>,
+    out: &mut [u8],
+    origin: Origin,
+    stats: &WorkerStats,
+) {
+    stats.queries[origin.path as usize].add(1);
+    let out = &mut out[..MAX_MESSAGE];
+    match dispatch.handle(query, origin, out) {
+        Action::Send(w) => respond_message(&mut respond, &out[..w.len]),
+        Action::Pending => pending.push((stream, respond)),
+        // Not a query (a response, say) or dropped by policy.
+        Action::Drop => reject(&mut respond, Reject::BadRequest, stats),
+        // A zone transfer's many messages do not fit one HTTP response (TCP, XoT and DoQ
+        // serve those): counted as aborted.
+        Action::Stream(t) => {
+            super::stream::transfer_ended(origin.peer, &t, stats);
+            reject(&mut respond, Reject::BadRequest, stats);
+        }
+    }
+}
+
+/// A 200 response carrying `message`, fresh for its smallest TTL (RFC 8484 §5.1).
+fn respond_message(respond: &mut SendResponse<Bytes>, message: &[u8]) {
+    let mut b = Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, MEDIA_TYPE)
+        .header(CONTENT_LENGTH, message.len());
+    if let Some(ttl) = doh::min_ttl(message) {
+        b = b.header(CACHE_CONTROL, format!("max-age={ttl}"));
+    }
+    let Ok(head) = b.body(()) else {
+        return;
+    };
+    if let Ok(mut s) = respond.send_response(head, false) {
+        let _ = s.send_data(Bytes::copy_from_slice(message), true);
+    }
+}
+
+/// An HTTP error without a body.
+fn reject(respond: &mut SendResponse<Bytes>, why: Reject, stats: &WorkerStats) {
+    stats.https[HTTPS_REJECTED].add(1);
+    if let Ok(head) = Response::builder().status(why.status()).body(()) {
+        let _ = respond.send_response(head, true);
+    }
+}
