@@ -603,7 +603,7 @@ impl Thread {
         }
         self.shared.control.xfr_in_bytes.fetch_add(bytes, Relaxed);
         let t = result.map_err(|e| e.to_string())?;
-        let (new, form) = match t.outcome {
+        let (new, form, patched) = match t.outcome {
             Outcome::SoaOnly(s) => {
                 // Up to date after all (the SOA query and the transfer crossed a change).
                 if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
@@ -616,11 +616,12 @@ impl Thread {
                 zone,
                 warnings,
                 form,
+                patched,
             } => {
                 for w in warnings.iter().take(10) {
                     warn!("zone {}: {w}", zone.apex());
                 }
-                (zone, form)
+                (zone, form, patched)
             }
         };
         if let Some(b) = base
@@ -643,7 +644,7 @@ impl Thread {
         counter.fetch_add(1, Relaxed);
         let new = Arc::new(new);
         info!(
-            "zone {}: serial {} -> {} by {kind} from {primary} (announced {serial}): {} records, {} messages, {} octets in {:.3} s{}",
+            "zone {}: serial {} -> {} by {kind} from {primary} (announced {serial}): {} records, {} messages, {} octets in {:.3} s{}{}",
             zone.name,
             base.as_ref().map_or("none".to_string(), |b| b.serial().to_string()),
             new.serial(),
@@ -655,6 +656,13 @@ impl Thread {
                 format!(" ({} records outside the zone skipped; {} read)", t.skipped, t.records)
             } else {
                 String::new()
+            },
+            match patched {
+                Some(w) => format!(
+                    "; patched, not rebuilt: {} names changed, {} added, {} RRsets written",
+                    w.nodes_changed, w.nodes_added, w.rrsets_written
+                ),
+                None => String::new(),
             }
         );
         self.send(vec![ZoneChange::Put(Arc::clone(&new))]);

@@ -21,7 +21,7 @@
 //!
 //! Sans-I/O: the caller moves the bytes and keeps the clock.
 
-use crate::db::Zone;
+use crate::db::{PatchWork, Zone};
 use crate::scan::{Diag, Item, LoadError, Records, Scanned};
 use shardns_wire::message::{Reader, HEADER_LEN};
 use shardns_wire::name::MAX_NAME_LEN;
@@ -347,6 +347,9 @@ pub enum Outcome {
         warnings: Vec<Diag>,
         /// How it came.
         form: Form,
+        /// For an IXFR applied to our version without building the zone again, what the
+        /// patch did; `None` when the zone was built in full.
+        patched: Option<PatchWork>,
     },
 }
 
@@ -742,6 +745,16 @@ impl Incoming {
         if self.records == 1 {
             return Ok(Outcome::SoaOnly(serial));
         }
+        if let (Some(base), true) = (&self.base, self.whole.items.is_empty()) {
+            if let Some((zone, warnings, work)) = self.patch(base, soa_ttl, &soa)? {
+                return Ok(Outcome::Zone {
+                    zone,
+                    warnings,
+                    form: Form::Incremental,
+                    patched: Some(work),
+                });
+            }
+        }
         let (records, form) = match (&self.base, self.whole.items.is_empty()) {
             (Some(base), true) => (self.rebuild(base, soa_ttl, &soa), Form::Incremental),
             _ => (self.whole, Form::Whole),
@@ -757,7 +770,38 @@ impl Incoming {
             zone,
             warnings,
             form,
+            patched: None,
         })
+    }
+
+    /// IXFR: our version patched with the differences ([`Zone::patch`]), or `None` when
+    /// the patch cannot be done and the zone must be built in full.
+    #[allow(clippy::type_complexity)]
+    fn patch(
+        &self,
+        base: &Zone,
+        soa_ttl: u32,
+        soa: &[u8],
+    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, XfrError> {
+        fn name(wire: &[u8]) -> NameRef<'_> {
+            NameRef::from_wire_prefix(wire)
+                .expect("diff keys hold valid names")
+                .0
+        }
+        let deleted = self
+            .diff
+            .deleted
+            .iter()
+            .map(|(owner, rtype, data)| (name(owner), *rtype, data.as_slice()));
+        let added = self
+            .diff
+            .added
+            .iter()
+            .map(|((_, rtype, data), (owner, ttl))| {
+                (owner.as_ref(), *rtype, *ttl, data.as_slice())
+            });
+        base.patch(deleted, added, (soa_ttl, soa))
+            .map_err(XfrError::Build)
     }
 
     /// IXFR: the records of `base` without those deleted, with those added, and the new

@@ -555,3 +555,186 @@ fn our_incremental_ixfr_is_read_back_as_the_primarys_version() {
         assert_eq!(lines(&got), lines(&v3));
     }
 }
+
+/// The IXFR read back from our own outgoing one (the diff between `old` and `new`), against
+/// `old`: the outcome.
+fn ixfr_between(old: &Arc<Zone>, new: &Arc<Zone>) -> Outcome {
+    use crate::xfr::diff::Diff;
+    let diff = Arc::new(Diff::compute(old, new));
+    let req = request(&apex(), RType::IXFR, 78, Some(old), None, NOW);
+    let q = Query::parse(&req.bytes).unwrap();
+    let xfr::Read::Transfer(r) = xfr::request(&q) else {
+        panic!("not a transfer request")
+    };
+    let mut t = Transfer::incremental(Arc::clone(new), r, diff);
+    t.set_time(NOW);
+    let mut messages = Vec::new();
+    let mut buf = vec![0u8; 16384];
+    while let Some(n) = t.next_message(&mut buf) {
+        messages.push(buf[..n].to_vec());
+    }
+    run(req, Some(Arc::clone(old)), &messages).expect("the IXFR applies")
+}
+
+/// Each query's answer from both zones: the same RCODE, flags and records.
+fn same_answers(a: &Zone, b: &Zone, queries: &[(&str, RType)]) {
+    use shardns_wire::Message;
+    let sets = [
+        crate::ZoneSet::new(vec![zone_copy(a)]),
+        crate::ZoneSet::new(vec![zone_copy(b)]),
+    ];
+    for &(qname, qtype) in queries {
+        let q = shardns_testkit::query(0x4242, qname, qtype, None);
+        let answers: Vec<(u16, Vec<String>)> = sets
+            .iter()
+            .map(|set| {
+                let mut out = vec![0u8; 65535];
+                let o = crate::respond_to_message(set, &q, shardns_wire::Transport::Tcp, &mut out)
+                    .expect("a response");
+                let m = Message::parse(&out[..o.len]).expect("our response parses");
+                let mut v: Vec<String> = [&m.answers, &m.authority, &m.additional]
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.iter().map(move |r| format!("{i} {r}").to_lowercase()))
+                    .collect();
+                v.sort();
+                (m.header.flags, v)
+            })
+            .collect();
+        assert_eq!(answers[0], answers[1], "{qname} {qtype}");
+    }
+}
+
+/// A copy of a zone built from its records (the answers compared are each zone's own: the
+/// copy is only to put it in a set of its own).
+fn zone_copy(z: &Zone) -> Zone {
+    let text: String = z.records().map(|r| format!("{r}\n")).collect();
+    Arc::try_unwrap(zone(&text)).unwrap()
+}
+
+/// An IXFR that changes records, TTLs, adds names (with new empty non-terminals, a
+/// wildcard, a delegation with its glue) is applied as a patch of our version, not a
+/// rebuild: the names it merges again follow the changes (a rebuild would merge all
+/// 20,000), and the result has the records and answers of the version built in full.
+#[test]
+fn an_ixfr_is_applied_as_a_patch_whose_work_follows_the_changes() {
+    let old = zone(&zone_text(1, 20_000, "www A 192.0.2.80\n"));
+    let mut text = zone_text(
+        2,
+        20_000,
+        "www 600 A 192.0.2.80\nwww A 192.0.2.81\nnew TXT \"new\"\na.b.c.deep AAAA 2001:db8::1\n\
+         *.fresh MX 10 Mail\nfresh TXT \"fresh\"\ndeleg NS ns.deleg\nns.deleg A 192.0.2.99\n",
+    );
+    for i in (0..20_000).step_by(200) {
+        let old = format!("h{i} A 10.0.{}.{}\n", i >> 8, i & 255);
+        let new = format!("h{i} A 10.1.{}.{}\n", i >> 8, i & 255);
+        text = text.replace(&old, &new);
+    }
+    let text = text.replace("Mail A 192.0.2.2", "Mail A 192.0.2.3\nMail A 192.0.2.4");
+    let new = zone(&text);
+    let Outcome::Zone {
+        zone: got,
+        form,
+        patched,
+        ..
+    } = ixfr_between(&old, &new)
+    else {
+        panic!("no zone")
+    };
+    assert_eq!(form, Form::Incremental);
+    let work = patched.expect("applied as a patch");
+    // Changed: the apex (SOA), www, Mail, 100 hosts. Added: new, a.b.c.deep and its three
+    // empty ancestors, *.fresh, fresh, deleg, ns.deleg.
+    assert_eq!(work.nodes_changed, 103, "{work:?}");
+    assert_eq!(work.nodes_added, 9, "{work:?}");
+    assert!(work.rrsets_written < 120, "{work:?}");
+    assert!(!work.table_grown);
+    assert_eq!(got.serial(), 2);
+    assert_eq!(lines(&got), lines(&new));
+    assert_eq!(got.record_count(), new.record_count());
+    assert_eq!(got.node_count(), new.node_count());
+    assert_eq!(got.negative_ttl(), new.negative_ttl());
+    same_answers(
+        &got,
+        &new,
+        &[
+            ("example.test.", RType::SOA),
+            ("www.example.test.", RType::A),
+            ("www.example.test.", RType::TXT),
+            ("mail.example.test.", RType::A),
+            ("h200.example.test.", RType::A),
+            ("h201.example.test.", RType::A),
+            ("h19999.example.test.", RType::A),
+            ("nothere.example.test.", RType::A),
+            ("c.deep.example.test.", RType::A),
+            ("b.c.deep.example.test.", RType::AAAA),
+            ("a.b.c.deep.example.test.", RType::AAAA),
+            ("x.fresh.example.test.", RType::MX),
+            ("fresh.example.test.", RType::MX),
+            ("deleg.example.test.", RType::A),
+            ("www.deleg.example.test.", RType::A),
+            ("ns.deleg.example.test.", RType::A),
+            ("x.wild.example.test.", RType::TXT),
+            ("example.test.", RType::MX),
+        ],
+    );
+    // The patched version patched again: still the work of the changes alone.
+    let third = zone(
+        &text
+            .replace(" 2 7200 ", " 3 7200 ")
+            .replace("10.1.0.200", "10.2.0.200"),
+    );
+    let got = Arc::new(got);
+    let Outcome::Zone {
+        zone: again,
+        patched,
+        ..
+    } = ixfr_between(&got, &third)
+    else {
+        panic!("no zone")
+    };
+    let work = patched.expect("applied as a patch");
+    assert_eq!((work.nodes_changed, work.nodes_added), (2, 0), "{work:?}");
+    assert_eq!(lines(&again), lines(&third));
+    assert_eq!(again.record_count(), third.record_count());
+}
+
+/// Changes the patch leaves to a full build: a name that goes, a zone cut made at a name
+/// that has names below it. The result is the same either way.
+#[test]
+fn an_ixfr_the_patch_cannot_do_is_built_in_full() {
+    let old = zone(&zone_text(1, 50, "a.cut A 192.0.2.7\n"));
+    for text in [
+        zone_text(2, 49, "a.cut A 192.0.2.7\n"),
+        zone_text(2, 50, "a.cut A 192.0.2.7\ncut NS ns.sub\n"),
+    ] {
+        let new = zone(&text);
+        let Outcome::Zone {
+            zone: got,
+            form,
+            patched,
+            ..
+        } = ixfr_between(&old, &new)
+        else {
+            panic!("no zone")
+        };
+        assert_eq!(form, Form::Incremental);
+        assert_eq!(patched, None, "{text}");
+        assert_eq!(lines(&got), lines(&new));
+    }
+}
+
+/// An IXFR whose records break the zone's rules is refused by the patch as a build would
+/// refuse it.
+#[test]
+fn a_patch_that_breaks_the_zone_is_an_error() {
+    let old = zone(&zone_text(1, 50, "www A 192.0.2.80\n"));
+    let req = request(&apex(), RType::IXFR, 9, Some(&old), None, NOW);
+    let messages = ixfr_answer(9, 2, &[(1, "", 2, "www CNAME Mail\n")], 100);
+    match run(req, Some(Arc::clone(&old)), &messages) {
+        Err(XfrError::Build(e)) => {
+            assert!(e.to_string().contains("CNAME and other data"), "{e}")
+        }
+        other => panic!("expected a build error, got {other:?}"),
+    }
+}
