@@ -659,8 +659,8 @@ impl Thread {
             },
             match patched {
                 Some(w) => format!(
-                    "; patched, not rebuilt: {} names changed, {} added, {} RRsets written",
-                    w.nodes_changed, w.nodes_added, w.rrsets_written
+                    "; patched, not rebuilt: {} names changed, {} added, {} removed, {} RRsets written",
+                    w.nodes_changed, w.nodes_added, w.nodes_removed, w.rrsets_written
                 ),
                 None => String::new(),
             }

@@ -6,11 +6,16 @@
 //! O(changes), not O(zone); the old RRsets of a changed name stay in the arrays unused until
 //! the next full build.
 //!
+//! A name left with no records stays as an empty non-terminal if names lie below it (one
+//! pass over the nodes' parents tells), and goes otherwise: out of the hash table, and out of
+//! the node array by moving the last node into its place. That keeps the invariant the move
+//! needs: every node's index is greater than its parent's (nodes are interned parents
+//! first), so the last node has no children and no other node holds its index.
+//!
 //! What it does not do (the caller then builds the zone in full, [`Zone::build`]): signed
 //! zones (their denial index is over every name), a zone that becomes signed, a change that
 //! makes or unmakes a zone cut or a DNAME at an existing name (the flags of every name below
-//! it change), and a name left with no records (it would have to leave the table and the
-//! node array, whose indices the other nodes hold).
+//! it change), and a removal whose move would put a node before its parent.
 
 use super::build::set_key;
 use super::check::node_checks;
@@ -31,8 +36,13 @@ pub struct PatchWork {
     pub nodes_added: u32,
     /// RRsets written.
     pub rrsets_written: u32,
+    /// Names removed (left with no records and no names below them).
+    pub nodes_removed: u32,
     /// The hash table had to grow (rehashing every name: O(zone), rare).
     pub table_grown: bool,
+    /// A name was left with no records: one pass over every node's parent to count the
+    /// names below it (a read, O(zone); nothing is merged or built).
+    pub parents_scanned: bool,
 }
 
 /// The changes at one owner name.
@@ -178,11 +188,7 @@ impl Zone {
                     _ => sets.push((key, ttl, vec![data])),
                 }
             }
-            if sets.is_empty() {
-                if node.is_some() {
-                    // The name goes: not done here.
-                    return Ok(None);
-                }
+            if sets.is_empty() && node.is_none() {
                 continue;
             }
             if node.is_none() {
@@ -299,7 +305,18 @@ impl Zone {
         }
         work.nodes_added = zone.nodes.len() as u32 - first_new;
 
-        // 5. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
+        // 5. Names left with no records: those without names below them go (and so does an
+        //    empty ancestor left with none).
+        let emptied: Vec<NodeId> = changes
+            .iter()
+            .filter(|c| c.2.is_empty())
+            .filter_map(|c| c.0)
+            .collect();
+        if !emptied.is_empty() && !remove_empty(&mut zone, &emptied, &mut work) {
+            return Ok(None);
+        }
+
+        // 6. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
         let soa = zone.apex_node().rrset(RType::SOA).map(|s| {
             let data = s.rdatas().next().unwrap_or(&[]);
             let minimum = data.len().checked_sub(4).map_or(0, |i| {
@@ -368,4 +385,112 @@ fn intern(zone: &mut Zone, name: NameRef<'_>) -> NodeId {
     zone.names.extend_from_slice(name.as_wire());
     insert_slot(&mut zone.table, h, id);
     id
+}
+
+/// Removes the nodes of `emptied` (existing names now without records) that have no
+/// children, then their empty ancestors left without children. False if a removal cannot
+/// keep every node after its parent (the caller builds the zone in full).
+fn remove_empty(zone: &mut Zone, emptied: &[NodeId], work: &mut PatchWork) -> bool {
+    // The emptied names and their empty ancestors below the apex: their children counted in
+    // one pass over every node.
+    let mut children: HashMap<NodeId, u32> = HashMap::new();
+    for &id in emptied {
+        let mut id = id;
+        while id != 0 && zone.nodes[id as usize].nrrsets == 0 {
+            if children.insert(id, 0).is_some() {
+                break;
+            }
+            id = zone.nodes[id as usize].parent;
+        }
+    }
+    work.parents_scanned = true;
+    for n in &zone.nodes {
+        if let Some(c) = children.get_mut(&n.parent) {
+            *c += 1;
+        }
+    }
+    let mut todo: Vec<NodeId> = emptied
+        .iter()
+        .copied()
+        .filter(|id| *id != 0 && children.get(id) == Some(&0))
+        .collect();
+    todo.sort_unstable();
+    todo.dedup();
+    let mut gone = Vec::new();
+    while let Some(id) = todo.pop() {
+        gone.push(id);
+        let node = zone.nodes[id as usize];
+        let parent = node.parent;
+        if zone.node(id).name().is_wildcard() {
+            zone.nodes[parent as usize].flags &= !flags::WILDCARD_CHILD;
+        }
+        if let Some(c) = children.get_mut(&parent) {
+            *c -= 1;
+            if *c == 0 && parent != 0 && zone.nodes[parent as usize].nrrsets == 0 {
+                todo.push(parent);
+            }
+        }
+    }
+    // Out of the table and the array, the highest index first: the nodes above it that
+    // remain are not going, so the last node is one that stays (or the one going).
+    gone.sort_unstable_by(|a, b| b.cmp(a));
+    for id in gone {
+        let last = zone.nodes.len() as NodeId - 1;
+        if id != last && zone.nodes[last as usize].parent >= id {
+            return false;
+        }
+        table_remove(zone, id);
+        if id != last {
+            let slot = table_slot(zone, last);
+            zone.table[slot] = id + 1;
+            zone.nodes[id as usize] = zone.nodes[last as usize];
+        }
+        zone.nodes.pop();
+        work.nodes_removed += 1;
+    }
+    true
+}
+
+fn node_hash(zone: &Zone, id: NodeId) -> u64 {
+    let n = zone.nodes[id as usize];
+    hash_ci(&zone.names[n.name as usize..n.name as usize + n.name_len as usize])
+}
+
+/// The table slot that holds node `id`.
+fn table_slot(zone: &Zone, id: NodeId) -> usize {
+    let mask = zone.table.len() - 1;
+    let mut i = node_hash(zone, id) as usize & mask;
+    while zone.table[i] != id + 1 {
+        debug_assert!(zone.table[i] != 0, "node {id} is in the table");
+        i = (i + 1) & mask;
+    }
+    i
+}
+
+/// Takes node `id` out of the table: linear probing's deletion, moving back each entry
+/// after it that its probe would otherwise no longer reach.
+fn table_remove(zone: &mut Zone, id: NodeId) {
+    let mask = zone.table.len() - 1;
+    let mut hole = table_slot(zone, id);
+    zone.table[hole] = 0;
+    let mut j = hole;
+    loop {
+        j = (j + 1) & mask;
+        let slot = zone.table[j];
+        if slot == 0 {
+            return;
+        }
+        let home = node_hash(zone, slot - 1) as usize & mask;
+        // The entry at j may fill the hole unless its home lies cyclically in (hole, j].
+        let reachable = if hole <= j {
+            home > hole && home <= j
+        } else {
+            home > hole || home <= j
+        };
+        if !reachable {
+            zone.table[hole] = slot;
+            zone.table[j] = 0;
+            hole = j;
+        }
+    }
 }

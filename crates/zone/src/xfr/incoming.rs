@@ -349,7 +349,7 @@ pub enum Outcome {
         form: Form,
         /// For an IXFR applied to our version without building the zone again, what the
         /// patch did; `None` when the zone was built in full.
-        patched: Option<PatchWork>,
+        patched: Option<Box<PatchWork>>,
     },
 }
 
@@ -751,7 +751,7 @@ impl Incoming {
                     zone,
                     warnings,
                     form: Form::Incremental,
-                    patched: Some(work),
+                    patched: Some(Box::new(work)),
                 });
             }
         }
