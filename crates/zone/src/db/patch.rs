@@ -12,18 +12,25 @@
 //! needs: every node's index is greater than its parent's (nodes are interned parents
 //! first), so the last node has no children and no other node holds its index.
 //!
-//! What it does not do (the caller then builds the zone in full, [`Zone::build`]): signed
-//! zones (their denial index is over every name), a zone that becomes signed, a change that
+//! A zone signed with NSEC keeps its denial index, the NSEC owners in canonical order,
+//! patched: the names that lost their NSEC taken out, those that gained one put in, each
+//! found by a binary search (the signer's warnings about the chain are not repeated).
+//!
+//! What it does not do (the caller then builds the zone in full, [`Zone::build`]): zones
+//! signed with NSEC3 (their index holds the hash of every name), a zone that becomes signed
+//! or unsigned, a change that
 //! makes or unmakes a zone cut or a DNAME at an existing name (the flags of every name below
 //! it change), and a removal whose move would put a node before its parent.
 
 use super::build::set_key;
 use super::check::node_checks;
+use super::denial::Denial;
 use super::store::{Node, RRsetEntry, Zone};
 use super::{flags, NodeId, NONE};
 use crate::scan::{Diag, LoadError};
 use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
 use shardns_wire::{rdata, NameRef, RType};
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -75,7 +82,13 @@ impl Zone {
         added: impl IntoIterator<Item = (NameRef<'a>, RType, u32, &'a [u8])>,
         soa: (u32, &'a [u8]),
     ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, LoadError> {
-        if self.unavailable || self.denial.is_some() {
+        // A signed zone with NSEC keeps its denial index patched too; NSEC3 (an index of
+        // hashes over every name) takes the full build.
+        let signed = self.denial.is_some();
+        if self.unavailable
+            || self.denial.as_ref().is_some_and(|d| d.nsec3.is_some())
+            || (signed && self.apex_node().rrset(RType::NSEC3PARAM).is_some())
+        {
             return Ok(None);
         }
         let label = PathBuf::from(format!("<IXFR of {}>", self.apex));
@@ -118,8 +131,8 @@ impl Zone {
             group(&mut owners, name).deleted.push((rtype, data));
         }
         for (name, rtype, ttl, data) in added {
-            if rtype == RType::RRSIG {
-                // Signatures coming in: the zone may become signed; its denial index is
+            if (rtype == RType::RRSIG && !signed) || rtype == RType::NSEC3PARAM {
+                // The zone may become signed, or change its chain: its denial index is
                 // built over every name.
                 return Ok(None);
             }
@@ -248,7 +261,11 @@ impl Zone {
 
         // 4. The changed names' RRsets appended, their nodes pointed at them.
         let first_new = zone.nodes.len() as NodeId;
+        // (node, had an NSEC, has one), for the denial index.
+        let mut nsec_changes: Vec<(NodeId, bool, bool)> = Vec::new();
         for (id, name, sets) in &changes {
+            let had_nsec = id.is_some_and(|id| self.node(id).rrset(RType::NSEC).is_some());
+            let has_nsec = sets.iter().any(|s| s.0 == set_key(RType::NSEC, &[]));
             let id = match id {
                 Some(id) => {
                     work.nodes_changed += 1;
@@ -256,6 +273,9 @@ impl Zone {
                 }
                 None => intern(&mut zone, *name),
             };
+            if had_nsec != has_nsec {
+                nsec_changes.push((id, had_nsec, has_nsec));
+            }
             let start = zone.rrsets.len();
             for (key, ttl, records) in sets {
                 let at = zone.rdata.len() as u32;
@@ -312,8 +332,28 @@ impl Zone {
             .filter(|c| c.2.is_empty())
             .filter_map(|c| c.0)
             .collect();
-        if !emptied.is_empty() && !remove_empty(&mut zone, &emptied, &mut work) {
-            return Ok(None);
+        let mut nsec = self
+            .denial
+            .as_ref()
+            .map(|d| nsec_order(&zone, &d.nsec, &nsec_changes));
+        if !emptied.is_empty() {
+            let Some(moved) = remove_empty(&mut zone, &emptied, &mut work) else {
+                return Ok(None);
+            };
+            if let Some(nsec) = &mut nsec {
+                renumber(&zone, nsec, &moved);
+            }
+        }
+        if let Some(nsec) = nsec {
+            // Still signed (the apex SOA has a signature), as the full build decides.
+            let apex = zone.apex_node();
+            if apex
+                .rrset(RType::SOA)
+                .is_none_or(|soa| apex.signatures(&soa).is_none())
+            {
+                return Ok(None);
+            }
+            zone.denial = Some(Box::new(Denial { nsec, nsec3: None }));
         }
 
         // 6. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
@@ -388,9 +428,14 @@ fn intern(zone: &mut Zone, name: NameRef<'_>) -> NodeId {
 }
 
 /// Removes the nodes of `emptied` (existing names now without records) that have no
-/// children, then their empty ancestors left without children. False if a removal cannot
-/// keep every node after its parent (the caller builds the zone in full).
-fn remove_empty(zone: &mut Zone, emptied: &[NodeId], work: &mut PatchWork) -> bool {
+/// children, then their empty ancestors left without children. Returns the nodes moved
+/// (from, to), in order; `None` if a removal cannot keep every node after its parent (the
+/// caller builds the zone in full).
+fn remove_empty(
+    zone: &mut Zone,
+    emptied: &[NodeId],
+    work: &mut PatchWork,
+) -> Option<Vec<(NodeId, NodeId)>> {
     // The emptied names and their empty ancestors below the apex: their children counted in
     // one pass over every node.
     let mut children: HashMap<NodeId, u32> = HashMap::new();
@@ -434,21 +479,81 @@ fn remove_empty(zone: &mut Zone, emptied: &[NodeId], work: &mut PatchWork) -> bo
     // Out of the table and the array, the highest index first: the nodes above it that
     // remain are not going, so the last node is one that stays (or the one going).
     gone.sort_unstable_by(|a, b| b.cmp(a));
+    let mut moved = Vec::new();
     for id in gone {
         let last = zone.nodes.len() as NodeId - 1;
         if id != last && zone.nodes[last as usize].parent >= id {
-            return false;
+            return None;
         }
         table_remove(zone, id);
         if id != last {
             let slot = table_slot(zone, last);
             zone.table[slot] = id + 1;
             zone.nodes[id as usize] = zone.nodes[last as usize];
+            moved.push((last, id));
         }
         zone.nodes.pop();
         work.nodes_removed += 1;
     }
-    true
+    Some(moved)
+}
+
+/// The NSEC owners in canonical order after the changes: `old` (the old version's, whose
+/// indices are the same in `zone` before any removal) without the nodes that lost their
+/// NSEC, with those that gained one, each found by a binary search.
+fn nsec_order(zone: &Zone, old: &[NodeId], changes: &[(NodeId, bool, bool)]) -> Vec<NodeId> {
+    let name_cmp = |a: NodeId, b: NodeId| zone.node(a).name().canonical_cmp(&zone.node(b).name());
+    let at = |id: NodeId| old.partition_point(|&o| name_cmp(o, id) == Ordering::Less);
+    let mut lost: Vec<usize> = changes.iter().filter(|c| c.1).map(|c| at(c.0)).collect();
+    lost.sort_unstable();
+    let mut gained: Vec<(usize, NodeId)> = changes
+        .iter()
+        .filter(|c| c.2)
+        .map(|c| (at(c.0), c.0))
+        .collect();
+    gained.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name_cmp(a.1, b.1)));
+    let mut out = Vec::with_capacity(old.len() + gained.len());
+    let mut lost = lost.into_iter().peekable();
+    let mut copy = |out: &mut Vec<NodeId>, mut from: usize, to: usize| {
+        while let Some(&l) = lost.peek().filter(|&&l| l < to) {
+            out.extend_from_slice(&old[from..l]);
+            from = l + 1;
+            lost.next();
+        }
+        out.extend_from_slice(&old[from.min(to)..to]);
+    };
+    let mut done = 0;
+    for (pos, id) in gained {
+        copy(&mut out, done, pos);
+        done = done.max(pos);
+        out.push(id);
+    }
+    copy(&mut out, done, old.len());
+    out
+}
+
+/// Puts the new indices of the nodes a removal moved into the NSEC order (found by name; the
+/// other entries' indices did not change).
+fn renumber(zone: &Zone, nsec: &mut [NodeId], moved: &[(NodeId, NodeId)]) {
+    // Each moved node's index before the removals -> its index now.
+    let mut now: HashMap<NodeId, NodeId> = HashMap::new();
+    let mut before: HashMap<NodeId, NodeId> = HashMap::new();
+    for &(from, to) in moved {
+        let first = before.remove(&from).unwrap_or(from);
+        now.insert(first, to);
+        before.insert(to, first);
+    }
+    let current = |id: NodeId| now.get(&id).copied().unwrap_or(id);
+    for &id in now.values() {
+        if zone.node(id).rrset(RType::NSEC).is_none() {
+            continue;
+        }
+        let name = zone.node(id).name();
+        let i = nsec.partition_point(|&o| {
+            zone.node(current(o)).name().canonical_cmp(&name) == Ordering::Less
+        });
+        nsec[i] = id;
+    }
 }
 
 fn node_hash(zone: &Zone, id: NodeId) -> u64 {

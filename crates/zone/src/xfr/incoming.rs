@@ -661,12 +661,18 @@ impl Incoming {
     fn in_base(&self, owner: NameRef<'_>, rtype: RType, data: &[u8]) -> Option<(Vec<u8>, u32)> {
         let zone = self.base.as_deref()?;
         let node = zone.find(owner)?;
-        let set = node.rrsets().find(|s| s.rtype == rtype)?;
-        let found = set
-            .rdatas()
-            .find(|r| *r == data)
-            .or_else(|| set.rdatas().find(|r| r.eq_ignore_ascii_case(data)))?;
-        Some((found.to_vec(), set.ttl))
+        // Every set of the type: the RRSIGs of each covered type are a set of their own.
+        let sets = || node.rrsets().filter(|s| s.rtype == rtype);
+        sets()
+            .find_map(|set| set.rdatas().find(|r| *r == data).map(|r| (r, set.ttl)))
+            .or_else(|| {
+                sets().find_map(|set| {
+                    set.rdatas()
+                        .find(|r| r.eq_ignore_ascii_case(data))
+                        .map(|r| (r, set.ttl))
+                })
+            })
+            .map(|(r, ttl)| (r.to_vec(), ttl))
     }
 
     fn key(owner: NameRef<'_>, rtype: RType, data: Vec<u8>) -> RecordKey {

@@ -561,7 +561,7 @@ fn our_incremental_ixfr_is_read_back_as_the_primarys_version() {
 fn ixfr_between(old: &Arc<Zone>, new: &Arc<Zone>) -> Outcome {
     use crate::xfr::diff::Diff;
     let diff = Arc::new(Diff::compute(old, new));
-    let req = request(&apex(), RType::IXFR, 78, Some(old), None, NOW);
+    let req = request(&old.apex().to_name(), RType::IXFR, 78, Some(old), None, NOW);
     let q = Query::parse(&req.bytes).unwrap();
     let xfr::Read::Transfer(r) = xfr::request(&q) else {
         panic!("not a transfer request")
@@ -577,14 +577,24 @@ fn ixfr_between(old: &Arc<Zone>, new: &Arc<Zone>) -> Outcome {
 }
 
 /// Each query's answer from both zones: the same RCODE, flags and records.
-fn same_answers(a: &Zone, b: &Zone, queries: &[(&str, RType)]) {
+fn same_answers(a: &Arc<Zone>, b: &Arc<Zone>, queries: &[(&str, RType)]) {
+    same_answers_do(a, b, queries, false)
+}
+
+/// [`same_answers`], the queries with DO set (RFC 3225) if `dnssec_ok`.
+fn same_answers_do(a: &Arc<Zone>, b: &Arc<Zone>, queries: &[(&str, RType)], dnssec_ok: bool) {
     use shardns_wire::Message;
     let sets = [
-        crate::ZoneSet::new(vec![zone_copy(a)]),
-        crate::ZoneSet::new(vec![zone_copy(b)]),
+        crate::ZoneSet::from_shared(vec![Arc::clone(a)]),
+        crate::ZoneSet::from_shared(vec![Arc::clone(b)]),
     ];
     for &(qname, qtype) in queries {
-        let q = shardns_testkit::query(0x4242, qname, qtype, None);
+        let edns = dnssec_ok.then_some(shardns_testkit::Edns {
+            udp_size: 4096,
+            version: 0,
+            dnssec_ok: true,
+        });
+        let q = shardns_testkit::query(0x4242, qname, qtype, edns);
         let answers: Vec<(u16, Vec<String>)> = sets
             .iter()
             .map(|set| {
@@ -605,11 +615,11 @@ fn same_answers(a: &Zone, b: &Zone, queries: &[(&str, RType)]) {
     }
 }
 
-/// A copy of a zone built from its records (the answers compared are each zone's own: the
-/// copy is only to put it in a set of its own).
-fn zone_copy(z: &Zone) -> Zone {
-    let text: String = z.records().map(|r| format!("{r}\n")).collect();
-    Arc::try_unwrap(zone(&text)).unwrap()
+fn zone_at(apex: &str, text: &str) -> Zone {
+    let opts = ScanOptions::new(apex.parse().unwrap());
+    crate::load_zone_text(text.as_bytes(), Path::new("test.zone"), &opts)
+        .unwrap_or_else(|e| panic!("load: {e}"))
+        .0
 }
 
 /// An IXFR that changes records, TTLs, adds names (with new empty non-terminals, a
@@ -654,6 +664,7 @@ fn an_ixfr_is_applied_as_a_patch_whose_work_follows_the_changes() {
     assert_eq!(got.record_count(), new.record_count());
     assert_eq!(got.node_count(), new.node_count());
     assert_eq!(got.negative_ttl(), new.negative_ttl());
+    let got = Arc::new(got);
     same_answers(
         &got,
         &new,
@@ -684,7 +695,6 @@ fn an_ixfr_is_applied_as_a_patch_whose_work_follows_the_changes() {
             .replace(" 2 7200 ", " 3 7200 ")
             .replace("10.1.0.200", "10.2.0.200"),
     );
-    let got = Arc::new(got);
     let Outcome::Zone {
         zone: again,
         patched,
@@ -721,6 +731,7 @@ fn an_ixfr_that_removes_names_is_patched() {
     assert!(work.parents_scanned);
     assert_eq!(lines(&got), lines(&new));
     assert_eq!(got.node_count(), new.node_count());
+    let got = Arc::new(got);
     same_answers(
         &got,
         &new,
@@ -818,8 +829,9 @@ fn forty_patches_in_a_row_match_full_builds() {
         );
         let queries: Vec<(&str, RType)> =
             queries.iter().map(|q| (q.as_str(), RType::TXT)).collect();
+        let got = Arc::new(got);
         same_answers(&got, &want, &queries);
-        current = Arc::new(got);
+        current = got;
     }
     assert!(patched_count >= 35, "{patched_count} of 40 patched");
 }
@@ -862,4 +874,70 @@ fn a_patch_that_breaks_the_zone_is_an_error() {
         }
         other => panic!("expected a build error, got {other:?}"),
     }
+}
+
+/// A zone signed with NSEC, patched: a name goes with its NSEC, a name comes with its NSEC
+/// and signature, a signature changes. The denial index is patched (not built) and every
+/// answer with DO set, denials included, is the one of the version built in full.
+#[test]
+fn a_signed_nsec_zone_is_patched_with_its_denial_index() {
+    let v1 = zone_at(
+        "example.",
+        include_str!("../../../tests/data/signed-nsec.zone"),
+    );
+    assert!(v1.is_signed());
+    let sig_a = v1
+        .records()
+        .find(|r| r.rtype == RType::RRSIG && r.owner.to_string() == "mail.example.")
+        .map(|r| r.to_string())
+        .unwrap();
+    let mut text: String = v1
+        .records()
+        .filter(|r| r.owner.to_string() != "www.example.")
+        .map(|r| {
+            let line = r.to_string();
+            if r.rtype == RType::SOA {
+                line.replacen(" 1 7200 ", " 2 7200 ", 1)
+            } else {
+                line
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    assert!(text.contains(" 2 7200 "));
+    text.push_str("new.example. 300 IN A 192.0.2.200\n");
+    text.push_str("new.example. 300 IN NSEC ns1.example. A RRSIG NSEC\n");
+    text.push_str(&sig_a.replacen("mail.example.", "new.example.", 1));
+    text.push('\n');
+    let v2 = Arc::new(zone_at("example.", &text));
+    assert!(v2.is_signed());
+    let v1 = Arc::new(v1);
+    let Outcome::Zone {
+        zone: got, patched, ..
+    } = ixfr_between(&v1, &v2)
+    else {
+        panic!("no zone")
+    };
+    let work = patched.expect("applied as a patch");
+    assert_eq!((work.nodes_added, work.nodes_removed), (1, 1), "{work:?}");
+    assert!(got.is_signed());
+    assert_eq!(lines(&got), lines(&v2));
+    let got = Arc::new(got);
+    let mut queries = vec![
+        ("www.example.", RType::A),
+        ("new.example.", RType::A),
+        ("new.example.", RType::TXT),
+        ("nothere.example.", RType::A),
+        ("o.example.", RType::A),
+        ("x.y.example.", RType::A),
+        ("zzz.example.", RType::A),
+        ("example.", RType::NSEC),
+        ("example.", RType::TXT),
+    ];
+    let names: Vec<String> = v2.records().map(|r| r.owner.to_string()).collect();
+    for n in &names {
+        queries.push((n.as_str(), RType::A));
+        queries.push((n.as_str(), RType::MX));
+    }
+    same_answers_do(&got, &v2, &queries, true);
 }
