@@ -16,6 +16,9 @@
 //! patched: the names that lost their NSEC taken out, those that gained one put in, each
 //! found by a binary search (the signer's warnings about the chain are not repeated).
 //!
+//! The RRsets a patch replaces stay in the arrays, unused; once they are more than half of
+//! those in use, the next IXFR builds the zone in full, which leaves none.
+//!
 //! What it does not do (the caller then builds the zone in full, [`Zone::build`]): zones
 //! signed with NSEC3 (their index holds the hash of every name), a zone that becomes signed
 //! or unsigned, a change that
@@ -89,6 +92,13 @@ impl Zone {
             || self.denial.as_ref().is_some_and(|d| d.nsec3.is_some())
             || (signed && self.apex_node().rrset(RType::NSEC3PARAM).is_some())
         {
+            return Ok(None);
+        }
+        // The RRsets earlier patches replaced are still in the arrays: past half as many
+        // again as those in use, a full build compacts them (and so bounds what a long run
+        // of IXFRs adds to the zone's memory).
+        let live: usize = self.nodes.iter().map(|n| usize::from(n.nrrsets)).sum();
+        if self.rrsets.len() - live > live / 2 {
             return Ok(None);
         }
         let label = PathBuf::from(format!("<IXFR of {}>", self.apex));

@@ -941,3 +941,34 @@ fn a_signed_nsec_zone_is_patched_with_its_denial_index() {
     }
     same_answers_do(&got, &v2, &queries, true);
 }
+
+/// The RRsets patches replace pile up in the arrays until they are half as many again as
+/// those in use; the next IXFR is then built in full (none left over), and the one after is
+/// patched again.
+#[test]
+fn replaced_rrsets_are_compacted_by_a_full_build() {
+    let text = |serial: u32, shift: u32| {
+        let mut t = zone_text(serial, 0, "");
+        for i in 0..40u32 {
+            let last = if i < 10 { shift } else { 0 };
+            t.push_str(&format!("h{i} A 10.0.0.{last}\n"));
+        }
+        t
+    };
+    let mut current = zone(&text(1, 0));
+    let mut forms = Vec::new();
+    for serial in 2..8u32 {
+        let want = zone(&text(serial, serial));
+        let Outcome::Zone {
+            zone: got, patched, ..
+        } = ixfr_between(&current, &want)
+        else {
+            panic!("no zone")
+        };
+        assert_eq!(lines(&got), lines(&want));
+        forms.push(patched.is_some());
+        current = Arc::new(got);
+    }
+    // About 12 RRsets in use are replaced per patch, of about 50: the third goes past 25.
+    assert_eq!(forms, [true, true, false, true, true, false], "{forms:?}");
+}
