@@ -20,7 +20,21 @@ from serial 1 and reads the answer to its end: the time and the records.
 
 Rounds are interleaved (shardns, knotd, shardns, knotd, ...); medians are printed.
 
+--answering: the answering rate of a shardns secondary while the big zone AXFRs in, against
+the same without a transfer. One shardns (one worker, pinned to core 0) serves bench.test
+from its file and big.test as a secondary of knotd (core 1); its transfer thread is moved to
+core 1, beside the load generator, as a transfer would run on a core of its own. dnsperf
+(core 1) sends the A queries of bench.test (another zone) or of big.test (the zone being
+transferred) at a fixed --rate (below what either window can answer on this machine, where
+the load generator shares core 1 with the primary and the transfer thread) for --duration
+seconds; during the "transfer" windows `shardns zone
+retransfer` is asked again each time the last AXFR is served (each one a whole AXFR, build
+and swap). Reported per window: answers per second, queries lost, answers per CPU-second of the worker
+thread (from /proc/PID/task/TID/stat) and of the whole process, and the AXFRs completed.
+Windows interleave (quiet, transfer, quiet, ...); medians over --rounds.
+
 Usage: bench/xfr_in_bench.py [--rounds 3] [--zone /tmp/shardns-bench-zones/big.test.zone]
+       bench/xfr_in_bench.py --answering [--rounds 3] [--duration 8]
 Needs: knotd and knotc (Debian's knot), a release build of shardns (built here).
 """
 
@@ -38,7 +52,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import build_shardns, encode_name, terminate  # noqa: E402
+from lab import build_shardns, cpu_ticks, encode_name, terminate  # noqa: E402
 
 ZONE = "big.test"
 PRIMARY, SECONDARY, OURS_PRIMARY = 5661, 5662, 5663
@@ -191,12 +205,140 @@ def ixfr(port, serial, timeout=300):
     return time.monotonic() - start, records
 
 
+def thread_ticks(pid, prefix):
+    """utime + stime (clock ticks) of the process's threads whose name starts with prefix."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if not f.read().startswith(prefix):
+                    continue
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total
+
+
+def thread_ids(pid, prefix):
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().startswith(prefix):
+                    out.append(tid)
+        except OSError:
+            pass
+    return out
+
+
+def axfrs_done(log):
+    with open(log) as f:
+        return sum(1 for line in f if " by AXFR from " in line)
+
+
+def answering(a, shardns):
+    """The answering rate with and without a transfer in (see --answering)."""
+    import threading
+    zdir = os.path.dirname(a.zone)
+    small = os.path.join(zdir, "bench.test.zone")
+    workloads = {"other zone": os.path.join(zdir, "queries-A.txt"),
+                 "same zone": os.path.join(zdir, "queries-big-A.txt")}
+    for f in [small] + list(workloads.values()):
+        if not os.path.exists(f):
+            sys.exit(f"{f} is missing: python3 bench/gen_zones.py {zdir} big (and the small set)")
+    work = tempfile.mkdtemp(prefix="shardns-xfr-answering-")
+    clk = os.sysconf("SC_CLK_TCK")
+    prim = sec = None
+    try:
+        v1, _ = versions(a.zone, work)
+        zonefile = os.path.join(work, "big.test.zone")
+        shutil.copy(v1, zonefile)
+        pd = os.path.join(work, "p")
+        os.makedirs(pd)
+        prim = spawn(knot_conf(pd, PRIMARY, zonefile), 1, f"{pd}/log")
+        wait_serial(PRIMARY, 1)
+        sd = os.path.join(work, "s")
+        os.makedirs(sd)
+        log = f"{sd}/log"
+        sec = spawn([shardns, "serve", "--workers", "1", "--listen", f"127.0.0.1:{SECONDARY}",
+                     "--control", f"{sd}/ctl", "--zone", f"bench.test={small}",
+                     "--secondary", f"{ZONE}=127.0.0.1:{PRIMARY}"], 0, log)
+        wait_serial(SECONDARY, 1)
+        for tid in thread_ids(sec.pid, "shardns-seconda"):
+            subprocess.run(["taskset", "-p", "-c", "1", tid], check=True, capture_output=True)
+        res = {}
+        for rnd in range(a.rounds):
+            for wl, qfile in workloads.items():
+                for mode in ("quiet", "transfer"):
+                    stop = threading.Event()
+
+                    def transfers():
+                        # Each AXFR asked for is waited for, the last one too: none runs into
+                        # the next window.
+                        while not stop.is_set():
+                            before = axfrs_done(log)
+                            subprocess.run([shardns, "zone", "retransfer", "--control", f"{sd}/ctl", ZONE],
+                                           check=True, capture_output=True, timeout=60)
+                            end = time.monotonic() + 60
+                            while axfrs_done(log) == before and time.monotonic() < end:
+                                time.sleep(0.01)
+
+                    lg = subprocess.Popen(["taskset", "-c", "1", "dnsperf", "-s", "127.0.0.1", "-p", str(SECONDARY),
+                                           "-d", qfile, "-l", str(a.duration), "-t", "2", "-c", "4", "-q", "200",
+                                           "-T", "2"] + (["-Q", str(a.rate)] if a.rate else []), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    th = threading.Thread(target=transfers) if mode == "transfer" else None
+                    time.sleep(0.5)
+                    if th:
+                        th.start()
+                        time.sleep(0.3)
+                    n0 = axfrs_done(log)
+                    t0, w0, p0 = time.monotonic(), thread_ticks(sec.pid, "shardns-worker"), cpu_ticks([sec.pid])
+                    time.sleep(a.duration - 1.5)
+                    t1, w1, p1 = time.monotonic(), thread_ticks(sec.pid, "shardns-worker"), cpu_ticks([sec.pid])
+                    n1 = axfrs_done(log)
+                    out, _ = lg.communicate(timeout=a.duration + 30)
+                    stop.set()
+                    if th:
+                        th.join(timeout=120)
+                    m = re.search(r"Queries per second:\s+([\d.]+)", out)
+                    qps = float(m.group(1)) if m else 0.0
+                    win = t1 - t0
+                    lost = re.search(r"Queries lost:\s+(\d+)", out)
+                    r = dict(qps=qps, lost=int(lost.group(1)) if lost else -1, kq_worker=qps / ((w1 - w0) / clk / win) / 1000 if w1 > w0 else 0.0,
+                             kq_process=qps / ((p1 - p0) / clk / win) / 1000 if p1 > p0 else 0.0,
+                             axfrs=n1 - n0)
+                    print(f"round {rnd + 1} {wl}, {mode}: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
+                                                                    for k, v in r.items()), flush=True)
+                    res.setdefault((wl, mode), []).append(r)
+        print("\nmedians:")
+        for (wl, mode), rs in res.items():
+            med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+            print(f"{wl}, {mode}: {med['qps']:.0f} q/s, {med['lost']:.0f} lost, {med['kq_worker']:.1f} k answers per worker CPU-s, "
+                  f"{med['kq_process']:.1f} k per process CPU-s, {med['axfrs']:.0f} AXFRs in the window "
+                  f"(runs: " + " / ".join(f"{r['kq_worker']:.1f}" for r in rs) + ")")
+    finally:
+        if sec:
+            terminate(sec)
+        if prim:
+            terminate(prim)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--zone", default="/tmp/shardns-bench-zones/big.test.zone")
+    ap.add_argument("--answering", action="store_true", help="the answering rate during a transfer in")
+    ap.add_argument("--duration", type=int, default=8, help="seconds per window (--answering)")
+    ap.add_argument("--rate", type=int, default=25000,
+                    help="queries per second dnsperf sends (--answering; 0: as many as it can)")
     a = ap.parse_args()
     shardns = build_shardns()
+    if a.answering:
+        answering(a, shardns)
+        return
     work = tempfile.mkdtemp(prefix="shardns-xfr-in-")
     try:
         v1, v2 = versions(a.zone, work)

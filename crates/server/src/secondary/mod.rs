@@ -635,7 +635,7 @@ impl Thread {
         }
         self.shared.control.xfr_in_bytes.fetch_add(bytes, Relaxed);
         let t = result.map_err(|e| e.to_string())?;
-        let (new, form) = match t.outcome {
+        let (new, form, patched) = match t.outcome {
             Outcome::SoaOnly(s) => {
                 // Up to date after all (the SOA query and the transfer crossed a change).
                 if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
@@ -648,11 +648,12 @@ impl Thread {
                 zone,
                 warnings,
                 form,
+                patched,
             } => {
                 for w in warnings.iter().take(10) {
                     warn!("zone {}: {w}", zone.apex());
                 }
-                (zone, form)
+                (zone, form, patched)
             }
         };
         if let Some(b) = base
@@ -675,7 +676,7 @@ impl Thread {
         counter.fetch_add(1, Relaxed);
         let new = Arc::new(new);
         info!(
-            "zone {}: serial {} -> {} by {kind} from {primary} (announced {}): {} records, {} messages, {} octets in {:.3} s{}",
+            "zone {}: serial {} -> {} by {kind} from {primary} (announced {}): {} records, {} messages, {} octets in {:.3} s{}{}",
             zone.name,
             base.as_ref().map_or("none".to_string(), |b| b.serial().to_string()),
             new.serial(),
@@ -688,6 +689,13 @@ impl Thread {
                 format!(" ({} records outside the zone skipped; {} read)", t.skipped, t.records)
             } else {
                 String::new()
+            },
+            match patched {
+                Some(w) => format!(
+                    "; patched, not rebuilt: {} names changed, {} added, {} removed, {} RRsets written",
+                    w.nodes_changed, w.nodes_added, w.nodes_removed, w.rrsets_written
+                ),
+                None => String::new(),
             }
         );
         self.send(vec![ZoneChange::Put(Arc::clone(&new))]);

@@ -9,7 +9,8 @@
 //! what makes closest-encloser search and RFC 4592 wildcard matching exact.
 //!
 //! `store` holds the zone's arrays and the lookups on them, `build` turns scanned records
-//! into a [`Zone`], `check` makes the checks a zone must pass (or warns), `zoneset` finds the
+//! into a [`Zone`], `patch` makes a new version from an old one and an IXFR's changes
+//! without building it again, `check` makes the checks a zone must pass (or warns), `zoneset` finds the
 //! zone for a query name.
 //!
 //! Sans-I/O: no files, sockets, clocks or locks, and no allocation on the lookup path.
@@ -21,11 +22,13 @@ pub(crate) use build::set_key;
 mod check;
 mod check_dnssec;
 pub(crate) mod denial;
+mod patch;
 mod placeholder;
 mod store;
 mod zoneset;
 
 pub use denial::{nsec3_hash, MAX_NSEC3_ITERATIONS, NSEC3_HASH_LEN};
+pub use patch::PatchWork;
 pub use store::{NodeRef, RRset, RdataIter, Zone};
 pub use zoneset::{BuildWork, ZoneChange, ZoneSet, SHARDS};
 

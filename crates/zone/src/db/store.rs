@@ -215,7 +215,17 @@ impl Zone {
 
     /// Number of records.
     pub fn record_count(&self) -> usize {
-        self.rrsets.iter().map(|s| s.count as usize).sum()
+        // Through the nodes: a patched zone ([`Zone::patch`]) keeps the RRsets it replaced
+        // in `rrsets`, unused.
+        self.nodes
+            .iter()
+            .map(|n| {
+                self.rrsets[n.rrsets as usize..n.rrsets as usize + n.nrrsets as usize]
+                    .iter()
+                    .map(|s| s.count as usize)
+                    .sum::<usize>()
+            })
+            .sum()
     }
 
     /// TTL for negative answers: min(SOA TTL, SOA MINIMUM) (RFC 2308 §3).

@@ -21,7 +21,7 @@
 //!
 //! Sans-I/O: the caller moves the bytes and keeps the clock.
 
-use crate::db::Zone;
+use crate::db::{PatchWork, Zone};
 use crate::scan::{Diag, Item, LoadError, Records, Scanned};
 use shardns_wire::message::{Reader, HEADER_LEN};
 use shardns_wire::name::MAX_NAME_LEN;
@@ -347,6 +347,9 @@ pub enum Outcome {
         warnings: Vec<Diag>,
         /// How it came.
         form: Form,
+        /// For an IXFR applied to our version without building the zone again, what the
+        /// patch did; `None` when the zone was built in full.
+        patched: Option<Box<PatchWork>>,
     },
 }
 
@@ -658,12 +661,18 @@ impl Incoming {
     fn in_base(&self, owner: NameRef<'_>, rtype: RType, data: &[u8]) -> Option<(Vec<u8>, u32)> {
         let zone = self.base.as_deref()?;
         let node = zone.find(owner)?;
-        let set = node.rrsets().find(|s| s.rtype == rtype)?;
-        let found = set
-            .rdatas()
-            .find(|r| *r == data)
-            .or_else(|| set.rdatas().find(|r| r.eq_ignore_ascii_case(data)))?;
-        Some((found.to_vec(), set.ttl))
+        // Every set of the type: the RRSIGs of each covered type are a set of their own.
+        let sets = || node.rrsets().filter(|s| s.rtype == rtype);
+        sets()
+            .find_map(|set| set.rdatas().find(|r| *r == data).map(|r| (r, set.ttl)))
+            .or_else(|| {
+                sets().find_map(|set| {
+                    set.rdatas()
+                        .find(|r| r.eq_ignore_ascii_case(data))
+                        .map(|r| (r, set.ttl))
+                })
+            })
+            .map(|(r, ttl)| (r.to_vec(), ttl))
     }
 
     fn key(owner: NameRef<'_>, rtype: RType, data: Vec<u8>) -> RecordKey {
@@ -742,6 +751,16 @@ impl Incoming {
         if self.records == 1 {
             return Ok(Outcome::SoaOnly(serial));
         }
+        if let (Some(base), true) = (&self.base, self.whole.items.is_empty()) {
+            if let Some((zone, warnings, work)) = self.patch(base, soa_ttl, &soa)? {
+                return Ok(Outcome::Zone {
+                    zone,
+                    warnings,
+                    form: Form::Incremental,
+                    patched: Some(Box::new(work)),
+                });
+            }
+        }
         let (records, form) = match (&self.base, self.whole.items.is_empty()) {
             (Some(base), true) => (self.rebuild(base, soa_ttl, &soa), Form::Incremental),
             _ => (self.whole, Form::Whole),
@@ -757,7 +776,38 @@ impl Incoming {
             zone,
             warnings,
             form,
+            patched: None,
         })
+    }
+
+    /// IXFR: our version patched with the differences ([`Zone::patch`]), or `None` when
+    /// the patch cannot be done and the zone must be built in full.
+    #[allow(clippy::type_complexity)]
+    fn patch(
+        &self,
+        base: &Zone,
+        soa_ttl: u32,
+        soa: &[u8],
+    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, XfrError> {
+        fn name(wire: &[u8]) -> NameRef<'_> {
+            NameRef::from_wire_prefix(wire)
+                .expect("diff keys hold valid names")
+                .0
+        }
+        let deleted = self
+            .diff
+            .deleted
+            .iter()
+            .map(|(owner, rtype, data)| (name(owner), *rtype, data.as_slice()));
+        let added = self
+            .diff
+            .added
+            .iter()
+            .map(|((_, rtype, data), (owner, ttl))| {
+                (owner.as_ref(), *rtype, *ttl, data.as_slice())
+            });
+        base.patch(deleted, added, (soa_ttl, soa))
+            .map_err(XfrError::Build)
     }
 
     /// IXFR: the records of `base` without those deleted, with those added, and the new

@@ -555,3 +555,420 @@ fn our_incremental_ixfr_is_read_back_as_the_primarys_version() {
         assert_eq!(lines(&got), lines(&v3));
     }
 }
+
+/// The IXFR read back from our own outgoing one (the diff between `old` and `new`), against
+/// `old`: the outcome.
+fn ixfr_between(old: &Arc<Zone>, new: &Arc<Zone>) -> Outcome {
+    use crate::xfr::diff::Diff;
+    let diff = Arc::new(Diff::compute(old, new));
+    let req = request(&old.apex().to_name(), RType::IXFR, 78, Some(old), None, NOW);
+    let q = Query::parse(&req.bytes).unwrap();
+    let xfr::Read::Transfer(r) = xfr::request(&q) else {
+        panic!("not a transfer request")
+    };
+    let mut t = Transfer::incremental(Arc::clone(new), r, diff);
+    t.set_time(NOW);
+    let mut messages = Vec::new();
+    let mut buf = vec![0u8; 16384];
+    while let Some(n) = t.next_message(&mut buf) {
+        messages.push(buf[..n].to_vec());
+    }
+    run(req, Some(Arc::clone(old)), &messages).expect("the IXFR applies")
+}
+
+/// Each query's answer from both zones: the same RCODE, flags and records.
+fn same_answers(a: &Arc<Zone>, b: &Arc<Zone>, queries: &[(&str, RType)]) {
+    same_answers_do(a, b, queries, false)
+}
+
+/// [`same_answers`], the queries with DO set (RFC 3225) if `dnssec_ok`.
+fn same_answers_do(a: &Arc<Zone>, b: &Arc<Zone>, queries: &[(&str, RType)], dnssec_ok: bool) {
+    use shardns_wire::Message;
+    let sets = [
+        crate::ZoneSet::from_shared(vec![Arc::clone(a)]),
+        crate::ZoneSet::from_shared(vec![Arc::clone(b)]),
+    ];
+    for &(qname, qtype) in queries {
+        let edns = dnssec_ok.then_some(shardns_testkit::Edns {
+            udp_size: 4096,
+            version: 0,
+            dnssec_ok: true,
+        });
+        let q = shardns_testkit::query(0x4242, qname, qtype, edns);
+        let answers: Vec<(u16, Vec<String>)> = sets
+            .iter()
+            .map(|set| {
+                let mut out = vec![0u8; 65535];
+                let o = crate::respond_to_message(set, &q, shardns_wire::Transport::Tcp, &mut out)
+                    .expect("a response");
+                let m = Message::parse(&out[..o.len]).expect("our response parses");
+                let mut v: Vec<String> = [&m.answers, &m.authority, &m.additional]
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.iter().map(move |r| format!("{i} {r}").to_lowercase()))
+                    .collect();
+                v.sort();
+                (m.header.flags, v)
+            })
+            .collect();
+        assert_eq!(answers[0], answers[1], "{qname} {qtype}");
+    }
+}
+
+fn zone_at(apex: &str, text: &str) -> Zone {
+    let opts = ScanOptions::new(apex.parse().unwrap());
+    crate::load_zone_text(text.as_bytes(), Path::new("test.zone"), &opts)
+        .unwrap_or_else(|e| panic!("load: {e}"))
+        .0
+}
+
+/// An IXFR that changes records, TTLs, adds names (with new empty non-terminals, a
+/// wildcard, a delegation with its glue) is applied as a patch of our version, not a
+/// rebuild: the names it merges again follow the changes (a rebuild would merge all
+/// 20,000), and the result has the records and answers of the version built in full.
+#[test]
+fn an_ixfr_is_applied_as_a_patch_whose_work_follows_the_changes() {
+    let old = zone(&zone_text(1, 20_000, "www A 192.0.2.80\n"));
+    let mut text = zone_text(
+        2,
+        20_000,
+        "www 600 A 192.0.2.80\nwww A 192.0.2.81\nnew TXT \"new\"\na.b.c.deep AAAA 2001:db8::1\n\
+         *.fresh MX 10 Mail\nfresh TXT \"fresh\"\ndeleg NS ns.deleg\nns.deleg A 192.0.2.99\n",
+    );
+    for i in (0..20_000).step_by(200) {
+        let old = format!("h{i} A 10.0.{}.{}\n", i >> 8, i & 255);
+        let new = format!("h{i} A 10.1.{}.{}\n", i >> 8, i & 255);
+        text = text.replace(&old, &new);
+    }
+    let text = text.replace("Mail A 192.0.2.2", "Mail A 192.0.2.3\nMail A 192.0.2.4");
+    let new = zone(&text);
+    let Outcome::Zone {
+        zone: got,
+        form,
+        patched,
+        ..
+    } = ixfr_between(&old, &new)
+    else {
+        panic!("no zone")
+    };
+    assert_eq!(form, Form::Incremental);
+    let work = patched.expect("applied as a patch");
+    // Changed: the apex (SOA), www, Mail, 100 hosts. Added: new, a.b.c.deep and its three
+    // empty ancestors, *.fresh, fresh, deleg, ns.deleg.
+    assert_eq!(work.nodes_changed, 103, "{work:?}");
+    assert_eq!(work.nodes_added, 9, "{work:?}");
+    assert!(work.rrsets_written < 120, "{work:?}");
+    assert!(!work.table_grown);
+    assert_eq!(got.serial(), 2);
+    assert_eq!(lines(&got), lines(&new));
+    assert_eq!(got.record_count(), new.record_count());
+    assert_eq!(got.node_count(), new.node_count());
+    assert_eq!(got.negative_ttl(), new.negative_ttl());
+    let got = Arc::new(got);
+    same_answers(
+        &got,
+        &new,
+        &[
+            ("example.test.", RType::SOA),
+            ("www.example.test.", RType::A),
+            ("www.example.test.", RType::TXT),
+            ("mail.example.test.", RType::A),
+            ("h200.example.test.", RType::A),
+            ("h201.example.test.", RType::A),
+            ("h19999.example.test.", RType::A),
+            ("nothere.example.test.", RType::A),
+            ("c.deep.example.test.", RType::A),
+            ("b.c.deep.example.test.", RType::AAAA),
+            ("a.b.c.deep.example.test.", RType::AAAA),
+            ("x.fresh.example.test.", RType::MX),
+            ("fresh.example.test.", RType::MX),
+            ("deleg.example.test.", RType::A),
+            ("www.deleg.example.test.", RType::A),
+            ("ns.deleg.example.test.", RType::A),
+            ("x.wild.example.test.", RType::TXT),
+            ("example.test.", RType::MX),
+        ],
+    );
+    // The patched version patched again: still the work of the changes alone.
+    let third = zone(
+        &text
+            .replace(" 2 7200 ", " 3 7200 ")
+            .replace("10.1.0.200", "10.2.0.200"),
+    );
+    let Outcome::Zone {
+        zone: again,
+        patched,
+        ..
+    } = ixfr_between(&got, &third)
+    else {
+        panic!("no zone")
+    };
+    let work = patched.expect("applied as a patch");
+    assert_eq!((work.nodes_changed, work.nodes_added), (2, 0), "{work:?}");
+    assert_eq!(lines(&again), lines(&third));
+    assert_eq!(again.record_count(), third.record_count());
+}
+
+/// Names that lose their last record: a leaf goes, a wildcard goes with its empty parent,
+/// a chain of empty ancestors goes with the name below them, a name with names below it
+/// stays as an empty non-terminal. Patched (not built), with the records, names and answers
+/// of the version built in full.
+#[test]
+fn an_ixfr_that_removes_names_is_patched() {
+    let extra = "mid A 192.0.2.5\nx.mid A 192.0.2.6\na.b.c.deep AAAA 2001:db8::1\n";
+    let old = zone(&zone_text(1, 300, extra));
+    let text = zone_text(2, 299, "x.mid A 192.0.2.6\n").replace("*.wild TXT \"any\"\n", "");
+    let new = zone(&text);
+    let Outcome::Zone {
+        zone: got, patched, ..
+    } = ixfr_between(&old, &new)
+    else {
+        panic!("no zone")
+    };
+    let work = patched.expect("applied as a patch");
+    // h299, *.wild and wild, a.b.c.deep and its three empty ancestors; mid stays.
+    assert_eq!(work.nodes_removed, 7, "{work:?}");
+    assert!(work.parents_scanned);
+    assert_eq!(lines(&got), lines(&new));
+    assert_eq!(got.node_count(), new.node_count());
+    let got = Arc::new(got);
+    same_answers(
+        &got,
+        &new,
+        &[
+            ("h299.example.test.", RType::A),
+            ("h298.example.test.", RType::A),
+            ("x.wild.example.test.", RType::TXT),
+            ("wild.example.test.", RType::TXT),
+            ("mid.example.test.", RType::A),
+            ("x.mid.example.test.", RType::A),
+            ("deep.example.test.", RType::A),
+            ("b.c.deep.example.test.", RType::A),
+            ("a.b.c.deep.example.test.", RType::AAAA),
+        ],
+    );
+    for id in 0..got.node_count() as u32 {
+        let node = got.node(id);
+        assert_eq!(got.find(node.name()).map(|n| n.id()), Some(id));
+        if let Some(p) = node.parent() {
+            assert!(p.id() < id, "{} before its parent", node.name());
+        }
+    }
+}
+
+/// Forty IXFRs in a row, each adding, changing and removing names at random (deep names,
+/// wildcards, names with names below them), each patched onto the version the one before
+/// patched: every version has the records, names and answers of the same version built
+/// in full, and every name is found where its node is.
+#[test]
+fn forty_patches_in_a_row_match_full_builds() {
+    use std::collections::BTreeSet;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let labels = ["a", "b", "c", "*", "www", "x"];
+    let mut owners: Vec<String> = Vec::new();
+    for a in labels {
+        owners.push(a.to_string());
+        for b in ["p", "q", "r"] {
+            owners.push(format!("{a}.{b}"));
+            owners.push(format!("{a}.x.{b}.deep"));
+        }
+    }
+    let mut recs: BTreeSet<String> = BTreeSet::new();
+    for o in owners.iter().step_by(2) {
+        recs.insert(format!("{o} TXT \"0\""));
+    }
+    let text = |serial: u32, recs: &BTreeSet<String>| {
+        let mut t = zone_text(serial, 30, "");
+        for r in recs {
+            t.push_str(r);
+            t.push('\n');
+        }
+        t
+    };
+    let mut current = zone(&text(1, &recs));
+    let mut patched_count = 0;
+    for serial in 2..42u32 {
+        for _ in 0..1 + next(6) {
+            let o = &owners[next(owners.len() as u64) as usize];
+            let r = format!("{o} TXT \"{}\"", next(3));
+            if !recs.remove(&r) {
+                recs.insert(r);
+            }
+        }
+        let want = zone(&text(serial, &recs));
+        let Outcome::Zone {
+            zone: got, patched, ..
+        } = ixfr_between(&current, &want)
+        else {
+            panic!("no zone")
+        };
+        patched_count += usize::from(patched.is_some());
+        assert_eq!(lines(&got), lines(&want), "serial {serial}");
+        assert_eq!(got.node_count(), want.node_count(), "serial {serial}");
+        for id in 0..got.node_count() as u32 {
+            let node = got.node(id);
+            assert_eq!(got.find(node.name()).map(|n| n.id()), Some(id));
+        }
+        let mut queries: Vec<String> = owners
+            .iter()
+            .map(|o| format!("{o}.example.test."))
+            .collect();
+        queries.extend(
+            [
+                "q.example.test.",
+                "x.q.deep.example.test.",
+                "zz.c.example.test.",
+            ]
+            .map(String::from),
+        );
+        let queries: Vec<(&str, RType)> =
+            queries.iter().map(|q| (q.as_str(), RType::TXT)).collect();
+        let got = Arc::new(got);
+        same_answers(&got, &want, &queries);
+        current = got;
+    }
+    assert!(patched_count >= 35, "{patched_count} of 40 patched");
+}
+
+/// Changes the patch leaves to a full build: a zone cut or a DNAME made at a name that has
+/// names below it. The result is the same either way.
+#[test]
+fn an_ixfr_the_patch_cannot_do_is_built_in_full() {
+    let old = zone(&zone_text(1, 50, "a.cut A 192.0.2.7\n"));
+    for text in [
+        zone_text(2, 50, "a.cut A 192.0.2.7\ncut NS ns.sub\n"),
+        zone_text(2, 50, "a.cut A 192.0.2.7\ncut DNAME other.test.\n"),
+    ] {
+        let new = zone(&text);
+        let Outcome::Zone {
+            zone: got,
+            form,
+            patched,
+            ..
+        } = ixfr_between(&old, &new)
+        else {
+            panic!("no zone")
+        };
+        assert_eq!(form, Form::Incremental);
+        assert_eq!(patched, None, "{text}");
+        assert_eq!(lines(&got), lines(&new));
+    }
+}
+
+/// An IXFR whose records break the zone's rules is refused by the patch as a build would
+/// refuse it.
+#[test]
+fn a_patch_that_breaks_the_zone_is_an_error() {
+    let old = zone(&zone_text(1, 50, "www A 192.0.2.80\n"));
+    let req = request(&apex(), RType::IXFR, 9, Some(&old), None, NOW);
+    let messages = ixfr_answer(9, 2, &[(1, "", 2, "www CNAME Mail\n")], 100);
+    match run(req, Some(Arc::clone(&old)), &messages) {
+        Err(XfrError::Build(e)) => {
+            assert!(e.to_string().contains("CNAME and other data"), "{e}")
+        }
+        other => panic!("expected a build error, got {other:?}"),
+    }
+}
+
+/// A zone signed with NSEC, patched: a name goes with its NSEC, a name comes with its NSEC
+/// and signature, a signature changes. The denial index is patched (not built) and every
+/// answer with DO set, denials included, is the one of the version built in full.
+#[test]
+fn a_signed_nsec_zone_is_patched_with_its_denial_index() {
+    let v1 = zone_at(
+        "example.",
+        include_str!("../../../tests/data/signed-nsec.zone"),
+    );
+    assert!(v1.is_signed());
+    let sig_a = v1
+        .records()
+        .find(|r| r.rtype == RType::RRSIG && r.owner.to_string() == "mail.example.")
+        .map(|r| r.to_string())
+        .unwrap();
+    let mut text: String = v1
+        .records()
+        .filter(|r| r.owner.to_string() != "www.example.")
+        .map(|r| {
+            let line = r.to_string();
+            if r.rtype == RType::SOA {
+                line.replacen(" 1 7200 ", " 2 7200 ", 1)
+            } else {
+                line
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    assert!(text.contains(" 2 7200 "));
+    text.push_str("new.example. 300 IN A 192.0.2.200\n");
+    text.push_str("new.example. 300 IN NSEC ns1.example. A RRSIG NSEC\n");
+    text.push_str(&sig_a.replacen("mail.example.", "new.example.", 1));
+    text.push('\n');
+    let v2 = Arc::new(zone_at("example.", &text));
+    assert!(v2.is_signed());
+    let v1 = Arc::new(v1);
+    let Outcome::Zone {
+        zone: got, patched, ..
+    } = ixfr_between(&v1, &v2)
+    else {
+        panic!("no zone")
+    };
+    let work = patched.expect("applied as a patch");
+    assert_eq!((work.nodes_added, work.nodes_removed), (1, 1), "{work:?}");
+    assert!(got.is_signed());
+    assert_eq!(lines(&got), lines(&v2));
+    let got = Arc::new(got);
+    let mut queries = vec![
+        ("www.example.", RType::A),
+        ("new.example.", RType::A),
+        ("new.example.", RType::TXT),
+        ("nothere.example.", RType::A),
+        ("o.example.", RType::A),
+        ("x.y.example.", RType::A),
+        ("zzz.example.", RType::A),
+        ("example.", RType::NSEC),
+        ("example.", RType::TXT),
+    ];
+    let names: Vec<String> = v2.records().map(|r| r.owner.to_string()).collect();
+    for n in &names {
+        queries.push((n.as_str(), RType::A));
+        queries.push((n.as_str(), RType::MX));
+    }
+    same_answers_do(&got, &v2, &queries, true);
+}
+
+/// The RRsets patches replace pile up in the arrays until they are half as many again as
+/// those in use; the next IXFR is then built in full (none left over), and the one after is
+/// patched again.
+#[test]
+fn replaced_rrsets_are_compacted_by_a_full_build() {
+    let text = |serial: u32, shift: u32| {
+        let mut t = zone_text(serial, 0, "");
+        for i in 0..40u32 {
+            let last = if i < 10 { shift } else { 0 };
+            t.push_str(&format!("h{i} A 10.0.0.{last}\n"));
+        }
+        t
+    };
+    let mut current = zone(&text(1, 0));
+    let mut forms = Vec::new();
+    for serial in 2..8u32 {
+        let want = zone(&text(serial, serial));
+        let Outcome::Zone {
+            zone: got, patched, ..
+        } = ixfr_between(&current, &want)
+        else {
+            panic!("no zone")
+        };
+        assert_eq!(lines(&got), lines(&want));
+        forms.push(patched.is_some());
+        current = Arc::new(got);
+    }
+    // About 12 RRsets in use are replaced per patch, of about 50: the third goes past 25.
+    assert_eq!(forms, [true, true, false, true, true, false], "{forms:?}");
+}
