@@ -22,7 +22,7 @@ everything.
 `--incremental`: the re-signing of the zone after one change, in each round: `shardns sign`
 of the zone as it is (state removed first, untimed), then, timed, `shardns sign` of a copy in
 which one A record has another address (the previous version's signatures of unchanged
-RRsets are kept); the log line's counts of new and kept signatures are printed.
+RRsets are kept); its line of output (read, signed and written seconds) is printed.
 
 Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR] [--signers A,B] [--incremental] [--bin PATH]
   (builds shardns in release; needs dnssec-keygen, dnssec-signzone, knotd)
@@ -148,9 +148,9 @@ def one_shot(name, cmd, log=None):
     tf = os.path.join(a.out, "time.out")
     t0 = time.monotonic()
     p = subprocess.run(["/usr/bin/time", "-o", tf, "-f", "%U %S %M"] + PIN + cmd,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if log:
-        open(log, "wb").write(p.stderr)
+        open(log, "wb").write(p.stdout + p.stderr)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit(f"{name} failed: {p.stderr.decode()[-500:]}")
@@ -216,7 +216,9 @@ if a.incremental:
         open(changed, "rb").read()
         log = os.path.join(a.out, "incremental.log")
         v = shardns_sign(changed, log)
-        line = next((l for l in open(log, errors="replace") if "signed with serial" in l), "?")
+        # `shardns sign` prints "signed ZONE: N records, serial S, written to F (read R s,
+        # signed S s, written W s)".
+        line = next((l for l in open(log, errors="replace") if l.startswith("signed ")), "?")
         res.append(v)
         print(f"round {r + 1}: incremental shardns sign: {v[0]:.2f} s, CPU {v[1]:.2f} s, "
               f"peak RSS {v[2] / 1024:.0f} MiB\n  {line.strip()}", file=sys.stderr)
