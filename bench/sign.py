@@ -15,9 +15,18 @@ ECDSA P-256, one combined signing key each, NSEC, 14-day signatures, on the same
 
 Keys are made once, before the timed rounds (dnssec-keygen; an untimed first run of
 shardns sign and of knotd), so no run counts key generation. Wall seconds, CPU seconds (user + system) and peak RSS per run.
+shardns keeps its last signed version in KEYDIR/state/ and, given the same records and keys,
+serves that instead of signing: the state is removed before each shardns run, so each signs
+everything.
 
-Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR]
+`--incremental`: the re-signing of the zone after one change, in each round: `shardns sign`
+of the zone as it is (state removed first, untimed), then, timed, `shardns sign` of a copy in
+which one A record has another address (the previous version's signatures of unchanged
+RRsets are kept); its line of output (read, signed and written seconds) is printed.
+
+Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR] [--signers A,B] [--incremental] [--bin PATH]
   (builds shardns in release; needs dnssec-keygen, dnssec-signzone, knotd)
+  --signers: a comma-separated subset of shardns-sign, shardns-serve, dnssec-signzone, knotd
 Output: a markdown table on stdout; raw figures in OUT/raw.tsv.
 """
 import argparse, os, signal, socket, statistics, struct, subprocess, sys, time
@@ -26,15 +35,21 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--zone", default="/tmp/shardns-bench-zones/big.test.zone")
 ap.add_argument("--out", default="/tmp/shardns-sign-bench")
+ap.add_argument("--signers", default="shardns-sign,shardns-serve,dnssec-signzone,knotd")
+ap.add_argument("--incremental", action="store_true")
+ap.add_argument("--bin", help="this shardns binary instead of building the worktree's")
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.makedirs(a.out, exist_ok=True)
 if not os.path.exists(a.zone):
     subprocess.run([sys.executable, os.path.join(root, "bench/gen_zones.py"),
                     os.path.dirname(a.zone), "big"], check=True)
-subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=root, check=True)
-BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")),
-                   "release/shardns")
+if a.bin:
+    BIN = os.path.abspath(a.bin)
+else:
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shardns"], cwd=root, check=True)
+    BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")),
+                       "release/shardns")
 PIN = ["taskset", "-c", "0,1"]
 PORT_S, PORT_K = 5551, 5552
 
@@ -127,12 +142,15 @@ def until_signed_answer(name, cmd, port, clean=None):
     return out
 
 
-def one_shot(name, cmd):
-    """Run a command to its end under GNU time: wall s, CPU s, peak RSS KiB."""
+def one_shot(name, cmd, log=None):
+    """Run a command to its end under GNU time: wall s, CPU s, peak RSS KiB. Its standard
+    error goes to `log` if given."""
     tf = os.path.join(a.out, "time.out")
     t0 = time.monotonic()
     p = subprocess.run(["/usr/bin/time", "-o", tf, "-f", "%U %S %M"] + PIN + cmd,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if log:
+        open(log, "wb").write(p.stdout + p.stderr)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit(f"{name} failed: {p.stderr.decode()[-500:]}")
@@ -149,14 +167,23 @@ def knot_clean():
             subprocess.run(["rm", "-rf", p])
 
 
+def shardns_clean():
+    """Forget the last signed version (and serial), keep the keys: the next run signs all."""
+    subprocess.run(["rm", "-rf", os.path.join(kd_s, "state")], check=True)
+
+
+def shardns_sign(zone, log=None):
+    return one_shot("shardns-sign", [
+        BIN, "sign", "big.test", zone, "--key-dir", kd_s,
+        "-o", os.path.join(a.out, "shardns.signed")], log)
+
+
 RUNS = {
-    "shardns sign": lambda: one_shot("shardns-sign", [
-        BIN, "sign", "big.test", a.zone, "--key-dir", kd_s,
-        "-o", os.path.join(a.out, "shardns.signed")]),
+    "shardns sign": lambda: (shardns_clean(), shardns_sign(a.zone))[1],
     "shardns serve --sign": lambda: until_signed_answer("shardns-serve", [
         BIN, "serve", "--listen", f"127.0.0.1:{PORT_S}", "--workers", "1",
         "--control", os.path.join(a.out, "ctl"),
-        "--zone", f"big.test={a.zone}", "--sign", "--key-dir", kd_s], PORT_S),
+        "--zone", f"big.test={a.zone}", "--sign", "--key-dir", kd_s], PORT_S, shardns_clean),
     "dnssec-signzone -n 2": lambda: one_shot("dnssec-signzone", [
         "dnssec-signzone", "-q", "-S", "-K", kd_b, "-n", "2", "-z", "-e", "+1209600",
         "-o", "big.test", "-f", os.path.join(a.out, "bind.signed"), a.zone]),
@@ -164,8 +191,46 @@ RUNS = {
                                          PORT_K, knot_clean),
 }
 
+NAMES = {"shardns-sign": "shardns sign", "shardns-serve": "shardns serve --sign",
+         "dnssec-signzone": "dnssec-signzone -n 2", "knotd": "knotd"}
+RUNS = {NAMES[k]: RUNS[NAMES[k]] for k in a.signers.split(",")}
+if a.incremental:
+    # The zone with one A record changed: the first "IN A 192.0.2." or "A 10." line found
+    # gets its last octet moved.
+    changed = os.path.join(a.out, "big.test.changed.zone")
+    src = open(a.zone).read().split("\n")
+    for i, line in enumerate(src):
+        f = line.split()
+        if len(f) >= 3 and f[-2] == "A" and f[0] not in ("@", "$TTL") and i > 10:
+            octets = f[-1].split(".")
+            octets[-1] = str((int(octets[-1]) + 1) % 256)
+            src[i] = line[:line.rindex(f[-1])] + ".".join(octets)
+            print(f"changed line {i + 1}: {line!r} -> {src[i]!r}", file=sys.stderr)
+            break
+    open(changed, "w").write("\n".join(src))
+    shardns_sign(a.zone)  # keys, if none yet
+    res = []
+    for r in range(a.rounds):
+        shardns_clean()
+        shardns_sign(a.zone)
+        open(changed, "rb").read()
+        log = os.path.join(a.out, "incremental.log")
+        v = shardns_sign(changed, log)
+        # `shardns sign` prints "signed ZONE: N records, serial S, written to F (read R s,
+        # signed S s, written W s)".
+        line = next((l for l in open(log, errors="replace") if l.startswith("signed ")), "?")
+        res.append(v)
+        print(f"round {r + 1}: incremental shardns sign: {v[0]:.2f} s, CPU {v[1]:.2f} s, "
+              f"peak RSS {v[2] / 1024:.0f} MiB\n  {line.strip()}", file=sys.stderr)
+    print("| re-signing after one change (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    print("| shardns sign | %.2f | %s | %.2f | %.0f |" % (
+        statistics.median(x[0] for x in res), "/".join("%.2f" % x[0] for x in res),
+        statistics.median(x[1] for x in res), statistics.median(x[2] for x in res) / 1024))
+    sys.exit(0)
+
 # Untimed first runs of the two that make their own keys.
-for name in ("shardns sign", "knotd"):
+for name in [n for n in ("shardns sign", "knotd") if n in RUNS]:
     run = RUNS[name]
     print(f"warm-up: {name} {run()[0]:.2f} s", file=sys.stderr)
 raw = open(os.path.join(a.out, "raw.tsv"), "w")
@@ -188,6 +253,7 @@ for name, v in res.items():
         name, med[name], "/".join("%.2f" % x[0] for x in v),
         statistics.median(x[1] for x in v), statistics.median(x[2] for x in v) / 1024))
 print()
-for peer in ("dnssec-signzone -n 2", "knotd"):
+for peer in [p for p in ("dnssec-signzone -n 2", "knotd") if p in med and "shardns sign" in med
+             and "shardns serve --sign" in med]:
     print("%s / shardns sign: %.1fx; / shardns serve --sign: %.1fx" % (
         peer, med[peer] / med["shardns sign"], med[peer] / med["shardns serve --sign"]))

