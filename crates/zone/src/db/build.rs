@@ -3,7 +3,7 @@
 //! [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
 //! threads, each on half of the nodes.
 
-use super::store::{Node, RRsetEntry, Zone};
+use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
 use crate::scan::{Diag, LoadError, Records, Scanned};
 use shardns_wire::name::hash_ci;
@@ -47,11 +47,10 @@ impl Builder {
         Self {
             zone: Zone {
                 apex,
-                names: Vec::new(),
-                nodes: Vec::new(),
-                table: vec![0; cap],
-                rrsets: Vec::new(),
-                rdata: Vec::new(),
+                store: Store::Split(Box::new(Arrays {
+                    table: vec![0; cap],
+                    ..Arrays::default()
+                })),
                 soa_ttl: 0,
                 soa_minimum: 0,
                 denial: None,
@@ -95,12 +94,14 @@ impl Builder {
             }
             _ => NONE,
         };
-        if (self.zone.nodes.len() + 1) * 2 > self.zone.table.len() {
+        let a = self.zone.split_mut();
+        if (a.nodes.len() + 1) * 2 > a.table.len() {
             self.grow();
         }
-        let id = self.zone.nodes.len() as u32;
-        self.zone.nodes.push(Node {
-            name: self.zone.names.len() as u32,
+        let a = self.zone.split_mut();
+        let id = a.nodes.len() as u32;
+        a.nodes.push(Node {
+            name: a.names.len() as u32,
             rrsets: 0,
             parent,
             hash: (h >> 32) as u32,
@@ -108,27 +109,29 @@ impl Builder {
             name_len: name.len() as u8,
             flags: 0,
         });
-        self.zone.names.extend_from_slice(name.as_wire());
+        a.names.extend_from_slice(name.as_wire());
         self.insert_slot(h, id);
         id
     }
 
     fn insert_slot(&mut self, h: u64, id: u32) {
-        let mask = self.zone.table.len() - 1;
+        let table = &mut self.zone.split_mut().table;
+        let mask = table.len() - 1;
         let mut i = h as usize & mask;
-        while self.zone.table[i] != 0 {
+        while table[i] != 0 {
             i = (i + 1) & mask;
         }
-        self.zone.table[i] = id + 1;
+        table[i] = id + 1;
     }
 
     fn grow(&mut self) {
-        let size = self.zone.table.len() * 2;
-        self.zone.table = vec![0; size];
-        for id in 0..self.zone.nodes.len() {
-            let n = self.zone.nodes[id];
-            let h =
-                hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
+        let a = self.zone.split_mut();
+        let size = a.table.len() * 2;
+        a.table = vec![0; size];
+        for id in 0..a.nodes.len() {
+            let a = self.zone.split_mut();
+            let n = a.nodes[id];
+            let h = hash_ci(&a.names[n.name as usize..n.name as usize + n.name_len as usize]);
             self.insert_slot(h, id as u32);
         }
     }
@@ -166,7 +169,7 @@ impl Builder {
         }
 
         // 2. Group records by node (counting sort keeps file order inside a node).
-        let n = self.zone.nodes.len();
+        let n = self.zone.node_count();
         let mut start = vec![0u32; n + 1];
         for &id in &node_of {
             start[id as usize + 1] += 1;
@@ -211,21 +214,20 @@ impl Builder {
         drop(srcs);
         let mut next_node = 0usize;
         for part in parts {
-            let sets_base = self.zone.rrsets.len() as u32;
-            let rdata_base = self.zone.rdata.len() as u32;
-            if self.zone.rdata.is_empty() {
-                self.zone.rdata = part.rdata;
+            let a = self.zone.split_mut();
+            let sets_base = a.rrsets.len() as u32;
+            let rdata_base = a.rdata.len() as u32;
+            if a.rdata.is_empty() {
+                a.rdata = part.rdata;
             } else {
-                self.zone.rdata.extend_from_slice(&part.rdata);
+                a.rdata.extend_from_slice(&part.rdata);
             }
-            self.zone
-                .rrsets
-                .extend(part.rrsets.iter().map(|e| RRsetEntry {
-                    rdata: e.rdata + rdata_base,
-                    ..*e
-                }));
+            a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
+                rdata: e.rdata + rdata_base,
+                ..*e
+            }));
             for (local, count, f) in part.nodes {
-                let node = &mut self.zone.nodes[next_node];
+                let node = &mut a.nodes[next_node];
                 node.rrsets = sets_base + local;
                 node.nrrsets = count;
                 node.flags |= f;
@@ -239,10 +241,12 @@ impl Builder {
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
         self.check_dnssec();
-        self.zone.names.shrink_to_fit();
-        self.zone.nodes.shrink_to_fit();
-        self.zone.rrsets.shrink_to_fit();
-        self.zone.rdata.shrink_to_fit();
+        let a = self.zone.split_mut();
+        a.names.shrink_to_fit();
+        a.nodes.shrink_to_fit();
+        a.rrsets.shrink_to_fit();
+        a.rdata.shrink_to_fit();
+        self.zone.pack();
         if self.diags.is_empty() {
             Ok((self.zone, self.warnings))
         } else {
@@ -255,12 +259,14 @@ impl Builder {
     /// Derived flags: wildcard children, data below cuts and DNAMEs. Parents are always
     /// interned before their children, so one pass in index order sees parents first.
     fn set_flags(&mut self) {
-        for id in 0..self.zone.nodes.len() {
-            let node = self.zone.nodes[id];
+        for id in 0..self.zone.node_count() {
+            let wildcard = self.zone.node(id as u32).name().is_wildcard();
+            let nodes = &mut self.zone.split_mut().nodes;
+            let node = nodes[id];
             if node.parent == NONE {
                 continue;
             }
-            let p = self.zone.nodes[node.parent as usize];
+            let p = nodes[node.parent as usize];
             let mut f = 0;
             if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
                 f |= flags::BELOW_CUT;
@@ -268,11 +274,11 @@ impl Builder {
             if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
                 f |= flags::BELOW_DNAME;
             }
-            self.zone.nodes[id].flags |= f;
+            nodes[id].flags |= f;
             // A name with descendants exists, whatever it holds.
-            self.zone.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
-            if self.zone.node(id as u32).name().is_wildcard() {
-                self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+            if wildcard {
+                nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
             }
         }
     }
