@@ -241,12 +241,14 @@ impl Builder {
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
         self.check_dnssec();
-        let a = self.zone.split_mut();
-        a.names.shrink_to_fit();
-        a.nodes.shrink_to_fit();
-        a.rrsets.shrink_to_fit();
-        a.rdata.shrink_to_fit();
+        // A small zone is copied into one allocation; a big one keeps its arrays, trimmed.
         self.zone.pack();
+        if let Store::Split(a) = &mut self.zone.store {
+            a.names.shrink_to_fit();
+            a.nodes.shrink_to_fit();
+            a.rrsets.shrink_to_fit();
+            a.rdata.shrink_to_fit();
+        }
         if self.diags.is_empty() {
             Ok((self.zone, self.warnings))
         } else {
