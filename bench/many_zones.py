@@ -566,10 +566,12 @@ class Run:
     def qps_files(self):
         names = [("www", "A"), ("mail", "A"), ("ns1", "A"), ("mail", "AAAA"), ("@", "MX"),
                  ("@", "SOA"), ("@", "TXT")]
-        k = max(len(names), min(self.n, 10000))
+        spreads = sorted({max(len(names), min(self.n, k)) for k in self.args.qps_spread})
         files = {}
-        for label, zones in (("1", [0] * k), (str(self.n), [j * self.n // k for j in range(k)])):
-            path = f"{self.d}/queries-{label}.txt"
+        sets = [("1", [0] * spreads[0])]
+        sets += [(f"{self.n}/{k}", [j * self.n // k for j in range(k)]) for k in spreads]
+        for label, zones in sets:
+            path = f"{self.d}/queries-{label.replace('/', '-')}.txt"
             with open(path, "w") as f:
                 for j, z in enumerate(zones):
                     host, t = names[j % len(names)]
@@ -582,16 +584,18 @@ class Run:
         confn = f"{self.d}/shardns-qps.toml"
         write_shardns_conf(confn, self.zdir, range(self.n), PORTS["shardns-qps"], f"{self.d}/shardns-qps.ctl",
                            self.args.shardns_form)
-        return {"1": (conf1, files["1"], zone_name(0)), str(self.n): (confn, files[str(self.n)],
-                                                                      zone_name(self.n - 1))}
+        out = {"1": (conf1, files["1"], zone_name(0))}
+        for k in spreads:
+            out[f"{self.n}/{k}"] = (confn, files[f"{self.n}/{k}"], zone_name(self.n - 1))
+        return out
 
-    def run_qps(self, conf, qfile, last):
+    def run_qps(self, conf, qfile, last, binary=None):
         port = PORTS["shardns-qps"]
         if not port_free(ADDR, port):
             print(f"shardns-qps: port {port} is already in use, run skipped", file=sys.stderr)
             return None
         self.reset_zone()
-        cmd = ["taskset", "-c", "0", self.bin, "serve", "-c", conf, "--workers", "1"]
+        cmd = ["taskset", "-c", "0", binary or self.bin, "serve", "-c", conf, "--workers", "1"]
         srv = Server("shardns-qps", cmd, os.path.join(self.d, "shardns-qps.log"))
         pr = Prober(port)
         dur = self.args.qps_duration
@@ -661,18 +665,20 @@ def table(n, servers, results, loads, qps):
             f"{fmt(med(ok, 'pss_end'), '{:.0f}')} | "
             f"{fmt(med(ok, 'none_idle'), '{:.3f}')} / {fmt(med(ok, 'none_cpu'))} | "
             f"{fmt(med(ok, 'one_served'), '{:.3f}')} / {fmt(med(ok, 'one_cpu'))} | {by} |")
+    if not servers:
+        lines = lines[:2]
     if qps:
         lines += ["", f"shardns `--workers 1` pinned to core 0, dnsperf (`-T 2 -c 4 -q 200`) pinned to core 1, "
                   "queries spread over the zones served:", "",
-                  "| zones served | kq per server CPU-s | runs | q/s | server CPU % | lost | VmHWM MiB |",
+                  "| zones served / queried | kq per server CPU-s | runs | q/s | server CPU % | lost | VmHWM MiB |",
                   "|---|---|---|---|---|---|---|"]
         for label, rs in qps.items():
             ok = [r for r in rs if r and "timeout" not in r]
             if not ok:
                 why = f"timeout after {rs[0]['timeout']:.0f} s" if rs and rs[0] and "timeout" in rs[0] else "no run"
-                lines.append(f"| {int(label):,} | {why} | | | | | |")
+                lines.append(f"| {label} | {why} | | | | | |")
                 continue
-            lines.append(f"| {int(label):,} | {med(ok, 'kq_per_cpu_s'):.0f} | {runs(ok, 'kq_per_cpu_s', '{:.0f}')} | "
+            lines.append(f"| {label} | {med(ok, 'kq_per_cpu_s'):.0f} | {runs(ok, 'kq_per_cpu_s', '{:.0f}')} | "
                          f"{med(ok, 'qps'):,.0f} | {100 * med(ok, 'srv_cpu'):.0f} | {med(ok, 'lost'):.0f} | "
                          f"{med(ok, 'rss'):.0f} |")
     return "\n".join(lines)
@@ -686,6 +692,11 @@ def main():
     ap.add_argument("--timeout", action="append", default=[], metavar="S|NAME=S",
                     help="seconds a start (and each reload) may take; NAME=S for one server (default 300)")
     ap.add_argument("--qps-duration", type=int, default=10)
+    ap.add_argument("--qps-only", action="store_true", help="only the queries per CPU-second runs")
+    ap.add_argument("--qps-spread", default="10000", type=lambda v: [int(x) for x in v.split(",")],
+                    help="how many of the N zones the N-zone qps runs query, e.g. 10000,100000 (one run each)")
+    ap.add_argument("--shardns-bins", metavar="TAG=PATH,TAG=PATH",
+                    help="no build: the qps runs A/B these shardns binaries (the first also does the rest)")
     ap.add_argument("--no-qps", action="store_true", help="skip the queries per CPU-second runs")
     ap.add_argument("--markdown", help="also write the tables to this file")
     ap.add_argument("--dir", help="generated files (default: a new directory under /tmp)")
@@ -710,7 +721,11 @@ def main():
     if max(sizes) > 1000000:
         sys.exit("at most 1,000,000 zones (the names have six digits)")
 
-    shardns_bin = build_shardns() if "shardns" in args.servers else None
+    bins = [("", None)]
+    if args.shardns_bins:
+        # A/B: each qps run goes to every binary in turn (A B A B), labelled by its tag.
+        bins = [tuple(b.split("=", 1)) for b in args.shardns_bins.split(",")]
+    shardns_bin = (bins[0][1] or build_shardns()) if "shardns" in args.servers else None
     made_dir = args.dir is None
     top = args.dir or tempfile.mkdtemp(prefix="shardns-many-zones-")
     os.makedirs(top, exist_ok=True)
@@ -725,7 +740,7 @@ def main():
             qfiles = run.qps_files() if "shardns" in args.servers and not args.no_qps else {}
             loads = [os.getloadavg()]
             for r in range(args.rounds):
-                for s in args.servers:
+                for s in [] if args.qps_only else args.servers:
                     if any("timeout" in x for x in results[s]):
                         continue  # timed out at this size: not tried again
                     res = run.run_server(s)
@@ -735,14 +750,17 @@ def main():
                     print(f"{n} zones, round {r + 1}, {s}: " + ", ".join(
                         f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in res.items())
                         + f"; load {os.getloadavg()[0]:.2f}", file=sys.stderr)
-                for label, (conf, qfile, last) in qfiles.items():
-                    if any(x and "timeout" in x for x in qps.get(label, [])):
-                        continue
-                    res = run.run_qps(conf, qfile, last)
-                    qps.setdefault(label, []).append(res)
-                    print(f"{n} zones, round {r + 1}, shardns --workers 1 with {label} zones: {res}", file=sys.stderr)
+                for qlabel, (conf, qfile, last) in qfiles.items():
+                    for tag, binary in bins:
+                        label = f"{qlabel} {tag}".strip()
+                        if any(x and "timeout" in x for x in qps.get(label, [])):
+                            continue
+                        res = run.run_qps(conf, qfile, last, binary)
+                        qps.setdefault(label, []).append(res)
+                        print(f"{n} zones, round {r + 1}, shardns --workers 1 with {label} zones: {res}",
+                              file=sys.stderr)
             loads.append(os.getloadavg())
-            t = table(n, args.servers, results, loads, qps)
+            t = table(n, [] if args.qps_only else args.servers, results, loads, qps)
             print(t + "\n", flush=True)
             out.append(t)
             if not args.keep:
