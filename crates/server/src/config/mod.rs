@@ -108,10 +108,63 @@ pub struct TemplateConfig {
     /// The `[[key]]` of their transfers (absent: the catalog zone's `primary_key`).
     #[serde(default, deserialize_with = "name_opt")]
     pub primary_key: Option<Name>,
+    /// Transfers from them over TLS (absent: the catalog zone's `primary_tls`).
+    #[serde(default)]
+    pub primary_tls: Option<PrimaryTls>,
     /// Where each member keeps its copy, `{zone}` standing for the member's name without
     /// the final dot (absent: in memory only).
     #[serde(default)]
     pub file: Option<String>,
+}
+
+/// `primary_tls = { ca_file = "...", name = "..." }`: XoT to a zone's primaries (RFC 9103),
+/// strict (RFC 8310 §6.2: no transfer unless the primary's certificate chains to `ca_file` and
+/// is valid for `name`); TLS 1.3 and ALPN "dot" (RFC 9103 §7.1).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PrimaryTls {
+    /// PEM file of the certificate authorities the primary's certificate must chain to.
+    pub ca_file: PathBuf,
+    /// The name (or IP address) the primary's certificate must be valid for.
+    pub name: String,
+}
+
+impl PrimaryTls {
+    /// The trust anchors of `ca_file` and the name to check, or why they are unusable.
+    pub fn roots(
+        &self,
+    ) -> Result<
+        (
+            rustls::RootCertStore,
+            rustls::pki_types::ServerName<'static>,
+        ),
+        String,
+    > {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, ServerName};
+        let name = ServerName::try_from(self.name.trim_end_matches('.').to_string())
+            .map_err(|e| format!("name {:?}: {e}", self.name))?;
+        let file = self.ca_file.display();
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(&self.ca_file)
+            .map_err(|e| format!("ca_file {file}: {e}"))?
+        {
+            let cert = cert.map_err(|e| format!("ca_file {file}: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("ca_file {file}: {e}"))?;
+        }
+        if roots.is_empty() {
+            return Err(format!("ca_file {file}: no certificate in it"));
+        }
+        Ok((roots, name))
+    }
+
+    /// Whether `ca_file` and `name` are usable (at load, so a typo fails the config).
+    pub fn check(&self) -> Result<(), String> {
+        self.roots().map(|_| ())
+    }
 }
 
 /// What a zone is to catalog zones (RFC 9432).
@@ -229,6 +282,10 @@ pub struct ZoneConfig {
     /// NOTIFY from a primary must carry (absent: address only).
     #[serde(default, deserialize_with = "name_opt")]
     pub primary_key: Option<Name>,
+    /// The SOA queries and transfers go over TLS (XoT, RFC 9103) to the primaries, whose
+    /// certificate is checked so (absent: UDP and TCP).
+    #[serde(default)]
+    pub primary_tls: Option<PrimaryTls>,
     /// Octets this zone's journal may hold (absent: `server.journal_max_size`).
     #[serde(default)]
     pub journal_max_size: Option<u64>,
@@ -329,6 +386,7 @@ impl ZoneConfig {
             transfer_key: None,
             primary: Vec::new(),
             primary_key: None,
+            primary_tls: None,
             dnssec: false,
             nsec3: false,
             nsec3_opt_out: false,

@@ -16,7 +16,7 @@
 //! its data, set up by this catalog's templates.
 
 use super::{Flags, SecondaryZone, Slot, Thread};
-use crate::config::{Config, ZoneConfig};
+use crate::config::{Config, PrimaryTls, ZoneConfig};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use shardns_zone::catalog::{self, Member};
@@ -41,6 +41,7 @@ struct Template {
     name: String,
     primaries: Vec<SocketAddr>,
     key: Option<Key>,
+    tls: Option<PrimaryTls>,
     /// A path with `{zone}` for the member's name.
     file: Option<String>,
 }
@@ -69,6 +70,7 @@ impl Consumer {
             name: String::new(),
             primaries: zone.primary.clone(),
             key: key.clone(),
+            tls: zone.primary_tls.clone(),
             file: None,
         };
         let mut templates: Vec<Template> = zone
@@ -86,6 +88,7 @@ impl Consumer {
                     Some(_) => super::key_named(config, t.primary_key.as_ref()),
                     None => key.clone(),
                 },
+                tls: t.primary_tls.clone().or_else(|| zone.primary_tls.clone()),
                 file: t.file.clone(),
             })
             .collect();
@@ -294,6 +297,7 @@ impl Thread {
             name: m.zone.clone(),
             file,
             primaries: t.primaries.clone(),
+            tls: t.tls.clone(),
             key: t.key.clone(),
             catalog: None,
         };
@@ -345,6 +349,7 @@ impl Thread {
         slot.zone.file = file;
         slot.zone.primaries = t.primaries.clone();
         slot.zone.key = t.key.clone();
+        slot.zone.tls = t.tls.clone();
         slot.preferred = 0;
         if let Some(of) = &mut slot.member {
             of.group = m.group.clone();
