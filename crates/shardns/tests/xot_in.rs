@@ -402,3 +402,68 @@ fn from_named_as_tls_primary_axfr_then_ixfr() {
         secondary.log()
     );
 }
+
+/// NSD 4.6 serves transfers on its `tls-port` (kdig +tls AXFR gets the zone) but picks no
+/// ALPN; RFC 9103 §7.1 makes "dot" the XoT protocol, so our secondary refuses it, saying so.
+/// If a later NSD negotiates "dot", this test fails and NSD becomes a tested XoT primary.
+#[test]
+fn nsd_4_6_as_tls_primary_is_refused_for_want_of_alpn_dot() {
+    let Some(nsd) = peer("nsd", "NSD") else {
+        eprintln!("SKIPPED: nsd not installed");
+        return;
+    };
+    let work = TempDir::new("xot-in-nsd");
+    let (ca, cert, key) = make_ca_and_cert(work.path(), "nsd", "ns1.xot.test");
+    work.write("xot.test.zone", &version(1));
+    let (n_addr, n_tls, s_addr) = (local(), local(), local());
+    let conf = format!(
+        "server:\n    ip-address: {ip}@{port}\n    ip-address: {ip}@{tport}\n    tls-port: {tport}\n\
+         \x20   tls-service-key: \"{key}\"\n    tls-service-pem: \"{cert}\"\n\
+         \x20   username: \"\"\n    chroot: \"\"\n    zonesdir: \"{w}\"\n    database: \"\"\n\
+         \x20   pidfile: \"{w}/nsd.pid\"\n    xfrdfile: \"{w}/xfrd.state\"\n\
+         \x20   zonelistfile: \"{w}/zone.list\"\n    xfrdir: \"{w}\"\n    server-count: 1\n\
+         \x20   do-ip6: no\n\
+         remote-control:\n    control-enable: no\n\
+         zone:\n    name: \"xot.test\"\n    zonefile: \"{w}/xot.test.zone\"\n\
+         \x20   provide-xfr: 127.0.0.0/8 NOKEY\n",
+        w = work.path().display(),
+        ip = n_addr.ip(),
+        port = n_addr.port(),
+        tport = n_tls.port(),
+        key = key.display(),
+        cert = cert.display(),
+    );
+    let path = work.write("nsd.conf", &conf);
+    let mut cmd = Command::new(nsd);
+    cmd.arg("-d").arg("-c").arg(&path);
+    let mut daemon = Daemon::spawn("nsd", cmd, work.path().join("nsd.log"));
+    let end = Instant::now() + Duration::from_secs(20);
+    while serial_at(n_addr) != Some(1) {
+        daemon.check_alive();
+        assert!(Instant::now() < end, "nsd did not start:\n{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ca_arg = format!("+tls-ca={}", ca.display());
+    let over_tls = kdig(
+        n_tls,
+        &["+tls", &ca_arg, "+tls-hostname=ns1.xot.test", APEX, "AXFR"],
+    );
+    assert!(over_tls.contains("h499.xot.test"), "{over_tls}");
+
+    let copy = work.path().join("copy.zone");
+    let mut secondary = start_secondary(
+        "xot-in-nsd-s",
+        &work,
+        s_addr,
+        n_tls,
+        &ca,
+        "ns1.xot.test",
+        false,
+        &copy,
+    );
+    secondary.wait_for_log(
+        &format!("{n_tls} did not negotiate ALPN \"dot\""),
+        Duration::from_secs(20),
+    );
+    assert_eq!(serial_at(s_addr), None);
+}
