@@ -400,6 +400,31 @@ mod tests {
     use std::path::PathBuf;
 
     #[test]
+    fn templates_take_primary_tls_else_the_catalogs() {
+        use super::Consumer;
+        use crate::config::{Config, PrimaryTls};
+        let mut config = Config::from_toml(
+            "[[zone]]\nname = \"cat.\"\nprimary = [\"127.0.0.1:853\"]\ncatalog = \"consume\"\n\
+             catalog_templates = [\"own\", \"inherits\"]\n\
+             [[template]]\nname = \"own\"\n[[template]]\nname = \"inherits\"\n",
+            std::path::Path::new("/etc/shardns/shardns.toml"),
+        )
+        .unwrap();
+        let tls = |name: &str| PrimaryTls {
+            ca_file: PathBuf::from("/ca.pem"),
+            name: name.into(),
+        };
+        config.zones[0].primary_tls = Some(tls("catalog"));
+        config.templates[0].primary_tls = Some(tls("own"));
+        let c = Consumer::new(&config, &config.zones[0], &None);
+        assert_eq!(c.template(Some("own")).tls, Some(tls("own")));
+        assert_eq!(c.template(Some("inherits")).tls, Some(tls("catalog")));
+        config.zones[0].primary_tls = None;
+        let c = Consumer::new(&config, &config.zones[0], &None);
+        assert_eq!(c.template(Some("inherits")).tls, None);
+    }
+
+    #[test]
     fn member_files_are_plain_names() {
         let n = |s: &str| s.parse::<Name>().unwrap();
         assert_eq!(
