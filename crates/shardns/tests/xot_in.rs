@@ -1,9 +1,10 @@
 //! End-to-end: a shardns secondary pulling zones over TLS (XoT, RFC 9103; `primary_tls`):
 //! from shardns's own DoT listener (with TSIG: AXFR, then an IXFR after a NOTIFY), from
 //! BIND 9.18 as a TLS primary (`listen-on ... tls`, `allow-transfer ... transport tls`); a
-//! primary whose certificate is for another name or from another CA is refused with a
-//! log line that says so while the kept copy goes on being served; a primary that accepts
-//! the connection but never finishes the handshake times out.
+//! primary whose certificate is for another name or from another CA, or whose key matches
+//! no SPKI pin, is refused with a log line that says so while the kept copy goes on being
+//! served (and the right pin is let through); a primary that accepts the connection but
+//! never finishes the handshake times out; NSD 4.6, which negotiates no ALPN, is refused.
 //!
 //! Certificates: a test CA (made by `openssl` at test time) signing the primary's; the
 //! secondary trusts only that CA. Everything on 127.0.0.1; every process killed on drop.
@@ -127,6 +128,7 @@ fn local() -> SocketAddr {
 #[allow(clippy::too_many_arguments)]
 /// A shardns secondary of APEX on `listen` pulling from `primary` over TLS, the
 /// certificate checked against `ca` and `name`; with TSIG if `tsig`; its copy in `copy`.
+/// (`ca` empty: `name` is the whole `primary_tls` table.)
 fn start_secondary(
     tag: &str,
     dir: &TempDir,
@@ -139,7 +141,7 @@ fn start_secondary(
 ) -> Server {
     let toml = format!(
         "{}[[zone]]\nname = \"{APEX}\"\nfile = \"{}\"\nprimary = [\"{primary}\"]\n{}\
-         primary_tls = {{ ca_file = \"{}\", name = \"{name}\" }}\n",
+         primary_tls = {}\n",
         if tsig { tsig_toml() } else { String::new() },
         copy.display(),
         if tsig {
@@ -147,7 +149,11 @@ fn start_secondary(
         } else {
             String::new()
         },
-        ca.display(),
+        if ca.as_os_str().is_empty() {
+            name.to_string()
+        } else {
+            format!("{{ ca_file = \"{}\", name = \"{name}\" }}", ca.display())
+        },
     );
     let config = dir.write(&format!("{tag}.toml"), &toml);
     let config = config.to_str().unwrap().to_string();
@@ -466,4 +472,62 @@ fn nsd_4_6_as_tls_primary_is_refused_for_want_of_alpn_dot() {
         Duration::from_secs(20),
     );
     assert_eq!(serial_at(s_addr), None);
+}
+
+/// The base64 SHA-256 of the SubjectPublicKeyInfo of the certificate `cert` (by openssl).
+fn spki_pin(cert: &Path) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output()
+        .expect("openssl");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn pinned_by_spki_with_a_wrong_pin_refused() {
+    let work = TempDir::new("xot-in-pin");
+    let (_, cert, key) = make_ca_and_cert(work.path(), "pin", "ns1.xot.test");
+    let (_, other_cert, _) = make_ca_and_cert(work.path(), "pin-other", "ns1.xot.test");
+    let zone = work.write("xot.test.zone", &version(1));
+    let (p_addr, p_tls, s_addr) = (local(), local(), local());
+    let _primary = start_shardns_primary(&work, p_addr, p_tls, &cert, &key, &zone, s_addr);
+    let copy = work.path().join("copy.zone");
+    let pinned = format!("{{ spki_sha256 = [\"{}\"] }}", spki_pin(&cert));
+    let secondary = start_secondary(
+        "xot-in-pin-s",
+        &work,
+        s_addr,
+        p_tls,
+        Path::new(""),
+        &pinned,
+        true,
+        &copy,
+    );
+    wait_serial(s_addr, 1, Duration::from_secs(20), || secondary.log());
+    drop(secondary);
+
+    let wrong = format!("{{ spki_sha256 = [\"{}\"] }}", spki_pin(&other_cert));
+    let mut secondary = start_secondary(
+        "xot-in-pin-s2",
+        &work,
+        s_addr,
+        p_tls,
+        Path::new(""),
+        &wrong,
+        true,
+        &copy,
+    );
+    secondary.wait_for_log(
+        "invalid peer certificate: ApplicationVerificationFailure",
+        Duration::from_secs(20),
+    );
+    assert!(secondary.log().contains("checked against the SPKI pins"));
+    // The copy from the pinned run is served.
+    assert_eq!(serial_at(s_addr), Some(1));
 }

@@ -84,8 +84,8 @@ impl Config {
             .chain(config.templates.iter_mut().map(|t| &mut t.primary_tls))
             .flatten()
         {
-            if t.ca_file.is_relative() {
-                t.ca_file = base.join(&t.ca_file);
+            if let Some(f) = t.ca_file.as_mut().filter(|f| f.is_relative()) {
+                *f = base.join(&*f);
             }
         }
         for t in &mut config.templates {

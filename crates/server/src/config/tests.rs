@@ -827,7 +827,23 @@ fn primary_tls_is_checked_at_load() {
             )),
             "zone[0].primary_tls: name \"not a name!\"",
         ),
-        (zone("{ name = \"ns1.a\" }"), "missing field `ca_file`"),
+        (
+            zone("{ name = \"ns1.a\" }"),
+            "zone[0].primary_tls: needs ca_file and name (or spki_sha256)",
+        ),
+        (
+            zone("{ ca_file = \"x\" }"),
+            "needs ca_file and name (or spki_sha256)",
+        ),
+        (
+            zone("{ ca_file = \"x\", spki_sha256 = [\"3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGho=\"] }"),
+            "either ca_file (with name) or spki_sha256, not both",
+        ),
+        (
+            zone("{ spki_sha256 = [\"c2VjcmV0\"] }"),
+            "not a SHA-256 digest",
+        ),
+        (zone("{ spki_sha256 = [\"not base64!\"] }"), "spki_sha256 \"not base64!\""),
         (
             zone("{ ca_file = \"x\", name = \"n\", pin = \"y\" }"),
             "unknown field `pin`",
@@ -853,5 +869,11 @@ fn primary_tls_is_checked_at_load() {
     .unwrap_err()
     .to_string()
     .contains("no certificate in it"));
+    // A pin alone (with or without a name for SNI) needs no file.
+    let c = parse(&zone(
+        "{ spki_sha256 = [\"3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGho=\"] }",
+    ))
+    .unwrap();
+    assert!(c.zones[0].primary_tls.as_ref().unwrap().check().is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -411,8 +411,9 @@ mod tests {
         )
         .unwrap();
         let tls = |name: &str| PrimaryTls {
-            ca_file: PathBuf::from("/ca.pem"),
-            name: name.into(),
+            ca_file: Some(PathBuf::from("/ca.pem")),
+            name: Some(name.into()),
+            spki_sha256: Vec::new(),
         };
         config.zones[0].primary_tls = Some(tls("catalog"));
         config.templates[0].primary_tls = Some(tls("own"));

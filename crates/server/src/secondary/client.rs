@@ -2,13 +2,19 @@
 //! answer is truncated) and the transfer over TCP, one length-prefixed message read at a
 //! time into a buffer of 64 KiB and handed to `shardns_zone::xfr::incoming`. With
 //! `primary_tls`, both go over one TLS 1.3 connection each (XoT, RFC 9103: ALPN "dot", the
-//! primary's certificate checked against the configured CA and name; no fallback to clear
-//! text). Every wait is bounded: each exchange (and the TLS handshake) by its own timeout, a
+//! primary's certificate checked against the configured CA and name, or its key against
+//! the SPKI pins; no fallback to clear text). Every wait is bounded: each exchange (and the TLS handshake) by its own timeout, a
 //! transfer also by its deadline.
 
 use super::unix_now;
-use crate::config::PrimaryTls;
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use crate::config::{PrimaryTls, TlsCheck};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme,
+    StreamOwned,
+};
 use shardns_wire::tsig::Key;
 use shardns_wire::{Name, RType};
 use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};
@@ -288,19 +294,98 @@ fn connect(
     }
 }
 
-/// The TLS client setup for `tls`: TLS 1.3 only, ALPN "dot", its CA as the only roots.
+/// The TLS client setup for `tls` to `primary`: TLS 1.3 only, ALPN "dot", the certificate
+/// checked against the CA and name, or against the SPKI pins.
 fn client_config(
+    primary: SocketAddr,
     tls: &PrimaryTls,
-) -> Result<(Arc<ClientConfig>, rustls::pki_types::ServerName<'static>), Failure> {
-    let (roots, name) = tls.roots().map_err(Failure::Tls)?;
+) -> Result<(Arc<ClientConfig>, ServerName<'static>), Failure> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| Failure::Tls(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| Failure::Tls(e.to_string()))?;
+    let (mut config, name) = match tls.check_with().map_err(Failure::Tls)? {
+        TlsCheck::Ca { roots, name } => (
+            builder.with_root_certificates(roots).with_no_client_auth(),
+            name,
+        ),
+        TlsCheck::Pins { pins, name } => (
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Pinned { pins, provider }))
+                .with_no_client_auth(),
+            // No name: the address, which rustls sends no SNI for.
+            name.unwrap_or_else(|| ServerName::IpAddress(primary.ip().into())),
+        ),
+    };
     config.alpn_protocols = vec![b"dot".to_vec()];
     Ok((Arc::new(config), name))
+}
+
+/// Accepts a primary's certificate whose SubjectPublicKeyInfo has one of the SHA-256
+/// digests `pins` (RFC 7858 §4.2), whatever signed it; the handshake's signature is still
+/// checked against that key, so only the key's holder gets through.
+#[derive(Debug)]
+struct Pinned {
+    pins: Vec<[u8; 32]>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let cert = webpki::EndEntityCert::try_from(end_entity)
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let spki = cert.subject_public_key_info();
+        let digest = ring::digest::digest(&ring::digest::SHA256, spki.as_ref());
+        if self.pins.iter().any(|p| p[..] == *digest.as_ref()) {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// Runs the TLS handshake on `sock` by `by`: each read and write waits at most until then,
@@ -311,14 +396,18 @@ fn handshake(
     mut sock: TcpStream,
     by: Instant,
 ) -> Result<Stream, Failure> {
-    let (config, name) = client_config(tls)?;
+    let (config, name) = client_config(primary, tls)?;
     let mut conn = ClientConnection::new(config, name).map_err(|e| Failure::Tls(e.to_string()))?;
+    let checked = match &tls.ca_file {
+        Some(ca) => format!(
+            "checked against {:?} and {}",
+            tls.name.as_deref().unwrap_or(""),
+            ca.display()
+        ),
+        None => format!("checked against the SPKI pins {:?}", tls.spki_sha256),
+    };
     let failed = |e: &dyn fmt::Display| {
-        Failure::Tls(format!(
-            "handshake with {primary} (checked against {:?} and {}) failed: {e}",
-            tls.name,
-            tls.ca_file.display()
-        ))
+        Failure::Tls(format!("handshake with {primary} ({checked}) failed: {e}"))
     };
     while conn.is_handshaking() {
         let left = by.saturating_duration_since(Instant::now());
