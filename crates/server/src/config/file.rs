@@ -79,6 +79,15 @@ impl Config {
                 z.file = base.join(&z.file);
             }
         }
+        let tls = config.zones.iter_mut().map(|z| &mut z.primary_tls);
+        for t in tls
+            .chain(config.templates.iter_mut().map(|t| &mut t.primary_tls))
+            .flatten()
+        {
+            if let Some(f) = t.ca_file.as_mut().filter(|f| f.is_relative()) {
+                *f = base.join(&*f);
+            }
+        }
         for t in &mut config.templates {
             if let Some(f) = t
                 .file

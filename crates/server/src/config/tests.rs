@@ -798,3 +798,82 @@ fn template_files_are_anchored_at_the_config() {
         Some("/etc/shardns/copies/{zone}.zone")
     );
 }
+
+#[test]
+fn primary_tls_is_checked_at_load() {
+    let dir = std::env::temp_dir().join(format!("shardns-cfg-xot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.pem");
+    std::fs::write(&empty, "no PEM here\n").unwrap();
+    let zone = |tls: &str| {
+        format!("[[zone]]\nname = \"a.\"\nprimary = [\"127.0.0.1:853\"]\nprimary_tls = {tls}\n")
+    };
+    for (text, want) in [
+        (
+            zone(&format!(
+                "{{ ca_file = \"{}\", name = \"ns1.a\" }}",
+                empty.display()
+            )),
+            "zone[0].primary_tls: ca_file ",
+        ),
+        (
+            zone("{ ca_file = \"missing.pem\", name = \"ns1.a\" }"),
+            "ca_file /etc/shardns/missing.pem",
+        ),
+        (
+            zone(&format!(
+                "{{ ca_file = \"{}\", name = \"not a name!\" }}",
+                empty.display()
+            )),
+            "zone[0].primary_tls: name \"not a name!\"",
+        ),
+        (
+            zone("{ name = \"ns1.a\" }"),
+            "zone[0].primary_tls: needs ca_file and name (or spki_sha256)",
+        ),
+        (
+            zone("{ ca_file = \"x\" }"),
+            "needs ca_file and name (or spki_sha256)",
+        ),
+        (
+            zone("{ ca_file = \"x\", spki_sha256 = [\"3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGho=\"] }"),
+            "either ca_file (with name) or spki_sha256, not both",
+        ),
+        (
+            zone("{ spki_sha256 = [\"c2VjcmV0\"] }"),
+            "not a SHA-256 digest",
+        ),
+        (zone("{ spki_sha256 = [\"not base64!\"] }"), "spki_sha256 \"not base64!\""),
+        (
+            zone("{ ca_file = \"x\", name = \"n\", pin = \"y\" }"),
+            "unknown field `pin`",
+        ),
+        (
+            "[[zone]]\nname = \"a.\"\nfile = \"a\"\nprimary_tls = { ca_file = \"x\", name = \"n\" }\n"
+                .to_string(),
+            "zone[0].primary_tls: set, but the zone has no `primary`",
+        ),
+        (
+            "[[template]]\nname = \"t\"\nprimary_tls = { ca_file = \"nope.pem\", name = \"n\" }\n"
+                .to_string(),
+            "template[0].primary_tls: ca_file /etc/shardns/nope.pem",
+        ),
+    ] {
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+    assert!(parse(&zone(&format!(
+        "{{ ca_file = \"{}\", name = \"ns1.a\" }}",
+        empty.display()
+    )))
+    .unwrap_err()
+    .to_string()
+    .contains("no certificate in it"));
+    // A pin alone (with or without a name for SNI) needs no file.
+    let c = parse(&zone(
+        "{ spki_sha256 = [\"3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGho=\"] }",
+    ))
+    .unwrap();
+    assert!(c.zones[0].primary_tls.as_ref().unwrap().check().is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

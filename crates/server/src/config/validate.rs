@@ -26,6 +26,16 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
                 .enumerate()
                 .map(|(i, t)| (format!("template[{i}].primary_key"), &t.primary_key)),
         );
+    for (i, t) in config.templates.iter().enumerate() {
+        if let Some(Err(e)) = t.primary_tls.as_ref().map(|t| t.check()) {
+            return Err(ConfigError {
+                path: path.into(),
+                position: None,
+                key: Some(format!("template[{i}].primary_tls")),
+                message: e,
+            });
+        }
+    }
     for (key, name) in named {
         if let Some(n) = name {
             if !config.keys.iter().any(|k| &k.0.name == n) {
@@ -113,6 +123,14 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
                 "file",
                 "missing field `file` (only a secondary zone, one with `primary`, may go without)",
             ));
+        }
+        if !z.is_secondary() && z.primary_tls.is_some() {
+            return Err(error("primary_tls", "set, but the zone has no `primary`"));
+        }
+        if let Some(t) = &z.primary_tls {
+            if let Err(e) = t.check() {
+                return Err(error("primary_tls", &e));
+            }
         }
         if !z.is_secondary() && z.primary_key.is_some() {
             return Err(error("primary_key", "set, but the zone has no `primary`"));

@@ -16,7 +16,7 @@
 //! its data, set up by this catalog's templates.
 
 use super::{Flags, SecondaryZone, Slot, Thread};
-use crate::config::{Config, ZoneConfig};
+use crate::config::{Config, PrimaryTls, ZoneConfig};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use shardns_zone::catalog::{self, Member};
@@ -41,6 +41,7 @@ struct Template {
     name: String,
     primaries: Vec<SocketAddr>,
     key: Option<Key>,
+    tls: Option<PrimaryTls>,
     /// A path with `{zone}` for the member's name.
     file: Option<String>,
 }
@@ -69,6 +70,7 @@ impl Consumer {
             name: String::new(),
             primaries: zone.primary.clone(),
             key: key.clone(),
+            tls: zone.primary_tls.clone(),
             file: None,
         };
         let mut templates: Vec<Template> = zone
@@ -86,6 +88,7 @@ impl Consumer {
                     Some(_) => super::key_named(config, t.primary_key.as_ref()),
                     None => key.clone(),
                 },
+                tls: t.primary_tls.clone().or_else(|| zone.primary_tls.clone()),
                 file: t.file.clone(),
             })
             .collect();
@@ -294,6 +297,7 @@ impl Thread {
             name: m.zone.clone(),
             file,
             primaries: t.primaries.clone(),
+            tls: t.tls.clone(),
             key: t.key.clone(),
             catalog: None,
         };
@@ -345,6 +349,7 @@ impl Thread {
         slot.zone.file = file;
         slot.zone.primaries = t.primaries.clone();
         slot.zone.key = t.key.clone();
+        slot.zone.tls = t.tls.clone();
         slot.preferred = 0;
         if let Some(of) = &mut slot.member {
             of.group = m.group.clone();
@@ -393,6 +398,32 @@ mod tests {
     use super::member_file;
     use shardns_wire::Name;
     use std::path::PathBuf;
+
+    #[test]
+    fn templates_take_primary_tls_else_the_catalogs() {
+        use super::Consumer;
+        use crate::config::{Config, PrimaryTls};
+        let mut config = Config::from_toml(
+            "[[zone]]\nname = \"cat.\"\nprimary = [\"127.0.0.1:853\"]\ncatalog = \"consume\"\n\
+             catalog_templates = [\"own\", \"inherits\"]\n\
+             [[template]]\nname = \"own\"\n[[template]]\nname = \"inherits\"\n",
+            std::path::Path::new("/etc/shardns/shardns.toml"),
+        )
+        .unwrap();
+        let tls = |name: &str| PrimaryTls {
+            ca_file: Some(PathBuf::from("/ca.pem")),
+            name: Some(name.into()),
+            spki_sha256: Vec::new(),
+        };
+        config.zones[0].primary_tls = Some(tls("catalog"));
+        config.templates[0].primary_tls = Some(tls("own"));
+        let c = Consumer::new(&config, &config.zones[0], &None);
+        assert_eq!(c.template(Some("own")).tls, Some(tls("own")));
+        assert_eq!(c.template(Some("inherits")).tls, Some(tls("catalog")));
+        config.zones[0].primary_tls = None;
+        let c = Consumer::new(&config, &config.zones[0], &None);
+        assert_eq!(c.template(Some("inherits")).tls, None);
+    }
 
     #[test]
     fn member_files_are_plain_names() {

@@ -1,9 +1,20 @@
 //! secondary::client -- the network side of a refresh: the SOA query (UDP, TCP when the
 //! answer is truncated) and the transfer over TCP, one length-prefixed message read at a
-//! time into a buffer of 64 KiB and handed to `shardns_zone::xfr::incoming`. Every wait is
-//! bounded: each exchange by its own timeout, a transfer also by its deadline.
+//! time into a buffer of 64 KiB and handed to `shardns_zone::xfr::incoming`. With
+//! `primary_tls`, both go over one TLS 1.3 connection each (XoT, RFC 9103: ALPN "dot", the
+//! primary's certificate checked against the configured CA and name, or its key against
+//! the SPKI pins; no fallback to clear text). Every wait is bounded: each exchange (and the TLS handshake) by its own timeout, a
+//! transfer also by its deadline.
 
 use super::unix_now;
+use crate::config::{PrimaryTls, TlsCheck};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme,
+    StreamOwned,
+};
 use shardns_wire::tsig::Key;
 use shardns_wire::{Name, RType};
 use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};
@@ -30,6 +41,9 @@ pub(crate) enum Failure {
     Xfr(XfrError),
     /// The transfer took longer than `limits.transfer_in_timeout_ms`.
     Deadline(Duration),
+    /// TLS: the handshake failed or did not end in time, or the primary is not the one
+    /// configured (certificate, ALPN).
+    Tls(String),
 }
 
 impl fmt::Display for Failure {
@@ -41,6 +55,7 @@ impl fmt::Display for Failure {
             Self::Io(e) => write!(f, "{e}"),
             Self::Xfr(e) => write!(f, "{e}"),
             Self::Deadline(d) => write!(f, "the transfer took longer than {d:?}"),
+            Self::Tls(e) => write!(f, "TLS: {e}"),
         }
     }
 }
@@ -60,10 +75,15 @@ impl From<XfrError> for Failure {
 /// The primary's serial for `apex`: over UDP, again over TCP if the answer is truncated.
 pub(crate) fn soa_serial(
     primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
     apex: &Name,
     key: Option<&Key>,
     id: u16,
 ) -> Result<u32, Failure> {
+    if tls.is_some() {
+        // XoT: the SOA query too goes over TLS (RFC 9103 §9.3.3), never in clear text.
+        return soa_over_tcp(primary, tls, apex, key, id);
+    }
     let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
     let bind: SocketAddr = if primary.is_ipv4() {
         "0.0.0.0:0".parse().expect("an address")
@@ -98,7 +118,7 @@ pub(crate) fn soa_serial(
             };
             match incoming::read_soa(&mut req, &buf[..n], unix_now()) {
                 Ok(SoaAnswer::Serial(s)) => return Ok(s),
-                Ok(SoaAnswer::Truncated) => return soa_over_tcp(primary, apex, key, id),
+                Ok(SoaAnswer::Truncated) => return soa_over_tcp(primary, None, apex, key, id),
                 Err(e @ XfrError::Malformed(_)) => last = e.into(),
                 Err(e) => return Err(e.into()),
             }
@@ -109,12 +129,13 @@ pub(crate) fn soa_serial(
 
 fn soa_over_tcp(
     primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
     apex: &Name,
     key: Option<&Key>,
     id: u16,
 ) -> Result<u32, Failure> {
     let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
-    let mut stream = connect(primary, Instant::now() + TCP_WAIT)?;
+    let mut stream = connect(primary, tls, Instant::now() + TCP_WAIT)?;
     send(&mut stream, &req.bytes)?;
     let mut buf = vec![0u8; 65535];
     let n = read_message(&mut stream, &mut buf)?
@@ -139,6 +160,7 @@ pub(crate) struct Transferred {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn transfer(
     primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
     apex: &Name,
     qtype: RType,
     base: Option<&Arc<Zone>>,
@@ -150,7 +172,7 @@ pub(crate) fn transfer(
 ) -> Result<Transferred, Failure> {
     let req = incoming::request(apex, qtype, id, base.map(|z| &**z), key, unix_now());
     let mut inc = Incoming::new(req, base.cloned(), limits);
-    let result = run(primary, &mut inc, deadline);
+    let result = run(primary, tls, &mut inc, deadline);
     *bytes += inc.bytes();
     result?;
     let (messages, records, skipped, read) =
@@ -166,9 +188,14 @@ pub(crate) fn transfer(
 
 /// Sends the query and feeds the answer's messages until the closing SOA or the end of the
 /// stream; the number of messages is bounded by the limits, the time by `deadline`.
-fn run(primary: SocketAddr, inc: &mut Incoming, deadline: Instant) -> Result<(), Failure> {
+fn run(
+    primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
+    inc: &mut Incoming,
+    deadline: Instant,
+) -> Result<(), Failure> {
     let started = Instant::now();
-    let mut stream = connect(primary, deadline)?;
+    let mut stream = connect(primary, tls, deadline)?;
     send(&mut stream, inc.query())?;
     let mut buf = vec![0u8; 65535];
     loop {
@@ -176,7 +203,7 @@ fn run(primary: SocketAddr, inc: &mut Incoming, deadline: Instant) -> Result<(),
         if left.is_zero() {
             return Err(Failure::Deadline(started.elapsed()));
         }
-        stream.set_read_timeout(Some(left.min(TCP_WAIT)))?;
+        stream.sock().set_read_timeout(Some(left.min(TCP_WAIT)))?;
         let n = match read_message(&mut stream, &mut buf) {
             Ok(Some(n)) => n,
             // The primary closed the connection between messages: `finish` says whether
@@ -199,26 +226,249 @@ fn run(primary: SocketAddr, inc: &mut Incoming, deadline: Instant) -> Result<(),
     }
 }
 
-fn connect(primary: SocketAddr, deadline: Instant) -> io::Result<TcpStream> {
-    let wait = deadline
-        .saturating_duration_since(Instant::now())
-        .min(TCP_WAIT);
+/// A connection to a primary: TCP, or TLS over it (XoT).
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Self::Tcp(s) => s,
+            Self::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.read(buf),
+            Self::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.write(buf),
+            Self::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.flush(),
+            Self::Tls(s) => s.flush(),
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // A TLS peer is told the connection ends on purpose (close_notify); best effort,
+        // within the write timeout already set.
+        if let Self::Tls(s) = self {
+            s.conn.send_close_notify();
+            let _ = s.conn.write_tls(&mut s.sock);
+        }
+    }
+}
+
+fn connect(
+    primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
+    deadline: Instant,
+) -> Result<Stream, Failure> {
+    let started = Instant::now();
+    let wait = deadline.saturating_duration_since(started).min(TCP_WAIT);
     let stream = TcpStream::connect_timeout(&primary, wait.max(Duration::from_millis(1)))?;
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(TCP_WAIT))?;
     stream.set_read_timeout(Some(TCP_WAIT))?;
-    Ok(stream)
+    match tls {
+        None => Ok(Stream::Tcp(stream)),
+        Some(tls) => handshake(primary, tls, stream, (started + TCP_WAIT).min(deadline)),
+    }
 }
 
-fn send(stream: &mut TcpStream, msg: &[u8]) -> io::Result<()> {
+/// The TLS client setup for `tls` to `primary`: TLS 1.3 only, ALPN "dot", the certificate
+/// checked against the CA and name, or against the SPKI pins.
+fn client_config(
+    primary: SocketAddr,
+    tls: &PrimaryTls,
+) -> Result<(Arc<ClientConfig>, ServerName<'static>), Failure> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| Failure::Tls(e.to_string()))?;
+    let (mut config, name) = match tls.check_with().map_err(Failure::Tls)? {
+        TlsCheck::Ca { roots, name } => (
+            builder.with_root_certificates(roots).with_no_client_auth(),
+            name,
+        ),
+        TlsCheck::Pins { pins, name } => (
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Pinned { pins, provider }))
+                .with_no_client_auth(),
+            // No name: the address, which rustls sends no SNI for.
+            name.unwrap_or_else(|| ServerName::IpAddress(primary.ip().into())),
+        ),
+    };
+    config.alpn_protocols = vec![b"dot".to_vec()];
+    Ok((Arc::new(config), name))
+}
+
+/// Accepts a primary's certificate whose SubjectPublicKeyInfo has one of the SHA-256
+/// digests `pins` (RFC 7858 §4.2), whatever signed it; the handshake's signature is still
+/// checked against that key, so only the key's holder gets through.
+#[derive(Debug)]
+struct Pinned {
+    pins: Vec<[u8; 32]>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let cert = webpki::EndEntityCert::try_from(end_entity)
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let spki = cert.subject_public_key_info();
+        let digest = ring::digest::digest(&ring::digest::SHA256, spki.as_ref());
+        if self.pins.iter().any(|p| p[..] == *digest.as_ref()) {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Runs the TLS handshake on `sock` by `by`: each read and write waits at most until then,
+/// so a primary that accepts the connection but never answers cannot hold the thread.
+fn handshake(
+    primary: SocketAddr,
+    tls: &PrimaryTls,
+    mut sock: TcpStream,
+    by: Instant,
+) -> Result<Stream, Failure> {
+    let (config, name) = client_config(primary, tls)?;
+    let mut conn = ClientConnection::new(config, name).map_err(|e| Failure::Tls(e.to_string()))?;
+    let checked = match &tls.ca_file {
+        Some(ca) => format!(
+            "checked against {:?} and {}",
+            tls.name.as_deref().unwrap_or(""),
+            ca.display()
+        ),
+        None => format!("checked against the SPKI pins {:?}", tls.spki_sha256),
+    };
+    let failed = |e: &dyn fmt::Display| {
+        Failure::Tls(format!("handshake with {primary} ({checked}) failed: {e}"))
+    };
+    while conn.is_handshaking() {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failure::Tls(format!(
+                "no TLS handshake with {primary} within {:?}",
+                TCP_WAIT
+            )));
+        }
+        let io = if conn.wants_write() {
+            sock.set_write_timeout(Some(left))?;
+            conn.write_tls(&mut sock)
+        } else {
+            sock.set_read_timeout(Some(left))?;
+            match conn.read_tls(&mut sock) {
+                Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => match conn.process_new_packets() {
+                    Ok(_) => Ok(n),
+                    Err(e) => {
+                        // The alert that says why (e.g. bad certificate) goes out first.
+                        let _ = conn.write_tls(&mut sock);
+                        return Err(failed(&e));
+                    }
+                },
+                Err(e) => Err(e),
+            }
+        };
+        match io {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(failed(&e)),
+        }
+    }
+    // RFC 9103 §7.1: XoT is negotiated with ALPN "dot"; a primary that picks none is not
+    // one that agreed to transfers over TLS.
+    if conn.alpn_protocol() != Some(b"dot") {
+        let _ = conn.write_tls(&mut sock);
+        return Err(Failure::Tls(format!(
+            "{primary} did not negotiate ALPN \"dot\" (RFC 9103 §7.1)"
+        )));
+    }
+    sock.set_write_timeout(Some(TCP_WAIT))?;
+    sock.set_read_timeout(Some(TCP_WAIT))?;
+    Ok(Stream::Tls(Box::new(StreamOwned::new(conn, sock))))
+}
+
+fn send(stream: &mut Stream, msg: &[u8]) -> io::Result<()> {
     let mut framed = Vec::with_capacity(msg.len() + 2);
     framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
     framed.extend_from_slice(msg);
-    stream.write_all(&framed)
+    stream.write_all(&framed)?;
+    stream.flush()
 }
 
 /// Reads one length-prefixed message into `buf`; `None` if the stream ended before it.
-fn read_message(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+fn read_message(stream: &mut Stream, buf: &mut [u8]) -> io::Result<Option<usize>> {
     let mut len = [0u8; 2];
     // A signal may interrupt the read (the main thread's are handled elsewhere, but the
     // kernel can still say so); a few retries, then the error.
@@ -228,6 +478,13 @@ fn read_message(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usi
             Ok(0) => return Ok(None),
             Ok(_) => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted && tries < 8 => tries += 1,
+            // A TLS primary that closes without close_notify between messages: whether
+            // that was the end is for `finish` (the closing SOA) to say, as over TCP.
+            Err(e)
+                if e.kind() == io::ErrorKind::UnexpectedEof && matches!(stream, Stream::Tls(_)) =>
+            {
+                return Ok(None)
+            }
             Err(e) => return Err(e),
         }
     }

@@ -30,7 +30,7 @@ mod store;
 use inbox::Flags;
 pub(crate) use inbox::Inbox;
 
-use crate::config::Config;
+use crate::config::{Config, PrimaryTls};
 use crate::control::Reloader;
 use crate::Shared;
 use client::Failure;
@@ -67,6 +67,8 @@ pub(crate) struct SecondaryZone {
     /// Where its copy is kept (`None`: in memory only).
     pub(crate) file: Option<PathBuf>,
     pub(crate) primaries: Vec<SocketAddr>,
+    /// XoT: the SOA queries and transfers over TLS to the primaries (RFC 9103).
+    pub(crate) tls: Option<PrimaryTls>,
     /// Signs our queries, and must sign a NOTIFY.
     pub(crate) key: Option<Key>,
     /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
@@ -85,6 +87,7 @@ pub(crate) fn zones(config: &Config) -> Vec<SecondaryZone> {
                 name: z.name.clone(),
                 file: (!z.file.as_os_str().is_empty()).then(|| z.file.clone()),
                 primaries: z.primary.clone(),
+                tls: z.primary_tls.clone(),
                 catalog: (z.catalog == Some(crate::config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
@@ -106,7 +109,7 @@ fn key_named(config: &Config, name: Option<&Name>) -> Option<Key> {
 /// Warns when a reload's config changes the secondary zones: they are set up at start.
 pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
     if zones(running) != zones(new) {
-        warn!("reload: the secondary zones (primary, primary_key, file, catalog, templates) changed; that takes a restart");
+        warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates) changed; that takes a restart");
     }
 }
 
@@ -502,7 +505,13 @@ impl Thread {
             let serial = if zone.catalog.is_some() {
                 None
             } else {
-                match client::soa_serial(primary, &zone.name, zone.key.as_ref(), id) {
+                match client::soa_serial(
+                    primary,
+                    zone.tls.as_ref(),
+                    &zone.name,
+                    zone.key.as_ref(),
+                    id,
+                ) {
                     Ok(s) => Some(s),
                     Err(e) => {
                         warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
@@ -595,6 +604,7 @@ impl Thread {
             let id = self.next_id();
             result = client::transfer(
                 primary,
+                zone.tls.as_ref(),
                 &zone.name,
                 RType::IXFR,
                 Some(base),
@@ -623,6 +633,7 @@ impl Thread {
             let id = self.next_id();
             result = client::transfer(
                 primary,
+                zone.tls.as_ref(),
                 &zone.name,
                 RType::AXFR,
                 None,
