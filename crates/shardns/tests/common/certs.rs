@@ -1,7 +1,9 @@
 //! Test certificates, made with `openssl req` at test time.
 
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// A self-signed P-256 certificate for `name` (and 127.0.0.1) in `dir`: (cert, key). The
 /// certificate is its own CA for the clients.
@@ -27,4 +29,35 @@ pub fn make_cert(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
         String::from_utf8_lossy(&out.stderr)
     );
     (cert, key)
+}
+
+/// The subject of the certificate a TLS listener at `addr` presents now (asking for `alpn`,
+/// e.g. "h2" for DoH), as `openssl x509 -subject` prints it.
+pub fn presented_subject(addr: SocketAddr, alpn: Option<&str>) -> String {
+    let mut s_client = Command::new("openssl");
+    s_client.arg("s_client");
+    if let Some(alpn) = alpn {
+        s_client.args(["-alpn", alpn]);
+    }
+    let s_client = s_client
+        .arg("-connect")
+        .arg(addr.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .expect("run openssl s_client");
+    let mut x509 = Command::new("openssl")
+        .args(["x509", "-noout", "-subject"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run openssl x509");
+    x509.stdin
+        .take()
+        .unwrap()
+        .write_all(&s_client.stdout)
+        .unwrap();
+    let out = x509.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
