@@ -195,23 +195,10 @@ fn no_reader_loses_frames_but_not_answers_and_a_later_reader_is_reached() {
 #[test]
 fn the_resolver_role_logs_client_queries_and_its_later_answers() {
     // An authoritative shardns for other.test, and a resolver forwarding other.test to it.
-    let auth_dir = TempDir::new("dnstap-resolver-auth");
-    let zone = auth_dir.write(
-        "other.test.zone",
-        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
-         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
-    );
-    let zone_arg = format!("other.test={}", zone.display());
-    let auth = Server::start_on(
-        "dnstap-resolver-up",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &["--zone", &zone_arg, "--workers", "1"],
-    );
+    let (_auth, forward) = other_test_upstream("dnstap-resolver");
     let dir = TempDir::new("dnstap-resolver-out");
     let file = dir.path().join("tap.fstrm");
     let file_arg = file.display().to_string();
-    let forward = format!("other.test={}", auth.addr);
     let mut resolver = Server::start_on(
         "dnstap-resolver",
         Ipv4Addr::LOCALHOST,

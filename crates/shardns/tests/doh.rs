@@ -218,20 +218,7 @@ fn http_errors_and_cache_control() {
 #[test]
 fn the_resolver_answers_over_https() {
     // An authoritative shardns for other.test, and a resolver with DoH forwarding to it.
-    let auth_dir = TempDir::new("doh-resolver-zone");
-    let zone = auth_dir.write(
-        "other.test.zone",
-        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
-         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
-    );
-    let zone_arg = format!("other.test={}", zone.display());
-    let auth = Server::start_on(
-        "doh-resolver-up",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &["--zone", &zone_arg, "--workers", "1"],
-    );
-    let forward = format!("other.test={}", auth.addr);
+    let (_auth, forward) = other_test_upstream("doh-resolver");
     let (resolver, https, certs) = start_doh(
         "doh-resolver",
         None,

@@ -237,20 +237,7 @@ fn half_open_connections_are_bounded() {
 #[test]
 fn the_resolver_answers_over_quic() {
     // An authoritative shardns for other.test, and a resolver with DoQ forwarding to it.
-    let auth_dir = TempDir::new("doq-resolver-zone");
-    let zone = auth_dir.write(
-        "other.test.zone",
-        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
-         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
-    );
-    let zone_arg = format!("other.test={}", zone.display());
-    let auth = Server::start_on(
-        "doq-resolver-up",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &["--zone", &zone_arg, "--workers", "1"],
-    );
-    let forward = format!("other.test={}", auth.addr);
+    let (_auth, forward) = other_test_upstream("doq-resolver");
     let (resolver, quic, certs) = start_doq(
         "doq-resolver",
         &[

@@ -240,3 +240,24 @@ pub fn stat_value(text: &str, name: &str) -> f64 {
     assert!(found, "no {name} in stats:\n{text}");
     sum
 }
+
+/// An authoritative shardns for `other.test.` (`www` A 192.0.2.77) on 127.0.0.1, for tests
+/// of the resolver role over some transport: the server, and the `--forward` argument that
+/// sends `other.test` to it.
+pub fn other_test_upstream(tag: &str) -> (Server, String) {
+    let dir = TempDir::new(&format!("{tag}-zone"));
+    let zone = dir.write(
+        "other.test.zone",
+        "$TTL 300\n@ IN SOA ns.other.test. admin.other.test. 1 3600 600 86400 60\n\
+         @ IN NS ns.other.test.\nns IN A 127.0.0.1\nwww IN A 192.0.2.77\n",
+    );
+    let zone_arg = format!("other.test={}", zone.display());
+    let auth = Server::start_on(
+        &format!("{tag}-up"),
+        Ipv4Addr::LOCALHOST,
+        None,
+        &["--zone", &zone_arg, "--workers", "1"],
+    );
+    let forward = format!("other.test={}", auth.addr);
+    (auth, forward)
+}
