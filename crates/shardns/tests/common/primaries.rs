@@ -26,17 +26,11 @@ pub fn tsig_toml() -> String {
     )
 }
 
-/// `knotd` as a primary of `zones` (apex, file), with a journal, so that a zone reload
-/// (`knotc zone-reload`) turns into an IXFR (`zonefile-load: difference`).
-pub fn start_knot_primary(
-    knotd: &Path,
-    work: &Path,
-    listen: SocketAddr,
-    zones: &[(&str, &Path)],
-    notify: SocketAddr,
-) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).expect("create knot-db");
-    let mut conf = format!(
+/// knotd's configuration as a primary in `work` on `listen` (one worker of each kind, the
+/// zones in `work`, TSIG on every transfer, NOTIFY to `notify`, differences journaled),
+/// up to its `zone:` list, which the caller writes.
+pub fn knot_primary_conf(work: &Path, listen: SocketAddr, notify: SocketAddr) -> String {
+    format!(
         "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
          \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
          control:\n    listen: \"{w}/knot.sock\"\n\
@@ -54,7 +48,20 @@ pub fn start_knot_primary(
         port = listen.port(),
         nip = notify.ip(),
         nport = notify.port(),
-    );
+    )
+}
+
+/// `knotd` as a primary of `zones` (apex, file), with a journal, so that a zone reload
+/// (`knotc zone-reload`) turns into an IXFR (`zonefile-load: difference`).
+pub fn start_knot_primary(
+    knotd: &Path,
+    work: &Path,
+    listen: SocketAddr,
+    zones: &[(&str, &Path)],
+    notify: SocketAddr,
+) -> Daemon {
+    std::fs::create_dir_all(work.join("knot-db")).expect("create knot-db");
+    let mut conf = knot_primary_conf(work, listen, notify);
     for (apex, file) in zones {
         let _ = write!(
             conf,

@@ -43,25 +43,8 @@ fn knot_producer_conf(
     notify: SocketAddr,
     members: &[(&str, Option<&str>)],
 ) -> String {
-    let mut conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         key:\n  - id: {TSIG_NAME}\n    algorithm: hmac-sha256\n    secret: {TSIG_SECRET}\n\
-         remote:\n  - id: secondary\n    address: {nip}@{nport}\n    key: {TSIG_NAME}\n\
-         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    key: {TSIG_NAME}\n    action: transfer\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: difference\n    journal-content: changes\n    dnssec-signing: off\n\
-         \x20   notify: secondary\n    acl: xfr\n\
-         zone:\n  - domain: {CAT}\n    catalog-role: generate\n",
-        w = work.display(),
-        ip = listen.ip(),
-        port = listen.port(),
-        nip = notify.ip(),
-        nport = notify.port(),
-    );
+    let mut conf = knot_primary_conf(work, listen, notify);
+    let _ = writeln!(conf, "  - domain: {CAT}\n    catalog-role: generate");
     for (apex, group) in members {
         let _ = write!(
             conf,
