@@ -14,6 +14,8 @@ const NOW: u64 = 1_700_000_000;
 const ID: u16 = 0x5a5a;
 /// At most this many messages are read from one input (one run stays fast).
 const MAX_MESSAGES: usize = 16;
+/// At most this many names are asked (in canonical wire order) when comparing answers.
+const MAX_NAMES: usize = 600;
 /// The types every name is asked for when a patched zone is compared with a full build.
 const QTYPES: [RType; 13] = [
     RType::A,
@@ -37,7 +39,8 @@ const QTYPES: [RType; 13] = [
 ///
 /// Checks: no panic; an error leaves the base as it was; an accepted zone has the records
 /// a full build of them has, and a zone patched from the base (IXFR) answers every name
-/// (of it, of the base, their parents and a name below each) for every type in `QTYPES`,
+/// (of it, of the base, their parents and a name below each; the first 600) for every
+/// type in `QTYPES`,
 /// with DNSSEC records asked for, exactly as the full build does: same flags and RCODE,
 /// same records in each section.
 pub fn xfr_in(data: &[u8]) {
@@ -78,7 +81,7 @@ pub fn xfr_in_run(data: &[u8]) -> XfrInEnd {
     let req = incoming::request(&apex, qtype, ID, Some(&base), None, NOW);
     let limits = Limits {
         messages: MAX_MESSAGES as u32,
-        records: 4_000,
+        records: 1_000,
         bytes: 1 << 20,
     };
     let mut t = Incoming::new(req, Some(Arc::clone(&base)), limits);
@@ -137,7 +140,7 @@ pub fn xfr_in_run(data: &[u8]) -> XfrInEnd {
     let full = ZoneSet::new(vec![full]);
     let mut a = vec![0u8; 65535];
     let mut b = vec![0u8; 65535];
-    for name in &names {
+    for name in names.iter().take(MAX_NAMES) {
         for qtype in QTYPES {
             let q = query(name, qtype);
             let got = respond_to_message(&patched, &q, Transport::Tcp, &mut a).map(|w| w.len);

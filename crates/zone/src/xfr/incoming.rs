@@ -549,6 +549,13 @@ impl Incoming {
                 rec.rtype, rec.class
             )));
         }
+        if rec.rtype.is_meta() {
+            // OPT, TSIG and the query types are never zone data (RFC 6895 §3.1).
+            return Err(XfrError::Malformed(format!(
+                "{owner} has type {}, which is not zone data",
+                rec.rtype
+            )));
+        }
         self.scratch.clear();
         rdata::decompress(rec.rtype, msg, rec.rdata, rec.rdlen, &mut self.scratch)
             .map_err(|e| XfrError::Malformed(format!("{owner} {}: {e}", rec.rtype)))?;
