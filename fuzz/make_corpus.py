@@ -247,6 +247,125 @@ DOH_REQUESTS = {
 }
 
 
+# Incoming transfers (xfr_in): a selector byte (bit 0 IXFR, bit 1 zone nsec.lab.), then
+# messages, each a 2-octet length and the message (its ID is replaced by the query's).
+def rr(owner, rtype, rdata, ttl=3600):
+    return name_wire(owner) + struct.pack("!HHIH", rtype, 1, ttl, len(rdata)) + rdata
+
+
+def soa(apex, serial):
+    return rr(apex, 6, name_wire("ns1." + apex) + name_wire("hostmaster." + apex)
+              + struct.pack("!IIIII", serial, 7200, 3600, 1209600, 300))
+
+
+def a(owner, addr, ttl=3600):
+    return rr(owner, 1, bytes(int(x) for x in addr.split(".")), ttl)
+
+
+def nsec(owner, nxt, types):
+    bitmap = bytearray(32)
+    for t in types:
+        bitmap[t // 8] |= 0x80 >> (t % 8)
+    n = max(i for i, b in enumerate(bitmap) if b) + 1
+    return rr(owner, 47, name_wire(nxt) + bytes([0, n]) + bytes(bitmap[:n]), 300)
+
+
+def answer(apex, qtype, records):
+    m = struct.pack("!HHHHHH", 0, 0x8400, 1, len(records), 0, 0)
+    m += name_wire(apex) + struct.pack("!HH", qtype, 1)
+    return m + b"".join(records)
+
+
+def xfr_input(sel, apex, qtype, messages):
+    out = bytes([sel])
+    for recs in messages:
+        m = answer(apex, qtype, recs)
+        out += struct.pack("!H", len(m)) + m
+    return out
+
+
+D, N, OLD, NEW = "diff.test.", "nsec.lab.", 2024010101, 2024010102
+XFR_IN = {
+    "axfr-diff": xfr_input(0, D, 252, [[soa(D, NEW), rr(D, 2, name_wire("ns1." + D)),
+                                        a("ns1." + D, "192.0.2.53"), soa(D, NEW)]]),
+    "axfr-diff-two-messages": xfr_input(0, D, 252, [
+        [soa(D, NEW), rr(D, 2, name_wire("ns1." + D))],
+        [a("ns1." + D, "192.0.2.53"), a("www." + D, "192.0.2.80"), soa(D, NEW)]]),
+    "axfr-serial-mismatch": xfr_input(0, D, 252, [[soa(D, NEW), rr(D, 2, name_wire("ns1." + D)),
+                                                   soa(D, NEW + 1)]]),
+    "ixfr-up-to-date": xfr_input(1, D, 251, [[soa(D, OLD)]]),
+    "ixfr-diff": xfr_input(1, D, 251, [[
+        soa(D, NEW), soa(D, OLD), a("www." + D, "192.0.2.80"),
+        soa(D, NEW), a("www." + D, "192.0.2.81"), a("new." + D, "192.0.2.99"),
+        a("a.b.ent." + D, "192.0.2.98", 60), soa(D, NEW)]]),
+    "ixfr-diff-delete-name": xfr_input(1, D, 251, [
+        [soa(D, NEW + 1), soa(D, OLD), a("mail." + D, "192.0.2.25"),
+         rr("mail." + D, 28, bytes.fromhex("20010db8000000000000000000000025"))],
+        [soa(D, NEW), soa(D, NEW), soa(D, NEW + 1), a("mail2." + D, "192.0.2.26")],
+        [soa(D, NEW + 1)]]),
+    "ixfr-diff-axfr-form": xfr_input(1, D, 251, [[soa(D, NEW), rr(D, 2, name_wire("ns1." + D)),
+                                                  a("ns1." + D, "192.0.2.53"), soa(D, NEW)]]),
+    "ixfr-diff-wrong-start": xfr_input(1, D, 251, [[soa(D, NEW), soa(D, OLD - 1), soa(D, NEW),
+                                                    soa(D, NEW)]]),
+    "ixfr-diff-delete-missing": xfr_input(1, D, 251, [[soa(D, NEW), soa(D, OLD),
+                                                       a("nothere." + D, "192.0.2.1"),
+                                                       soa(D, NEW), soa(D, NEW)]]),
+    # nsec.lab.: a name added into the NSEC chain (big < bz < cname), the apex TXT gone.
+    "ixfr-nsec-add-name": xfr_input(3, N, 251, [[
+        soa(N, NEW), soa(N, OLD),
+        nsec("big." + N, "cname." + N, [16, 46, 47]),
+        rr(N, 16, b"\x11apex of nsec.lab."),
+        soa(N, NEW),
+        nsec("big." + N, "bz." + N, [16, 46, 47]),
+        a("bz." + N, "192.0.2.9"),
+        nsec("bz." + N, "cname." + N, [1, 46, 47]),
+        soa(N, NEW)]]),
+    "axfr-nsec": xfr_input(2, N, 252, [[soa(N, NEW), rr(N, 2, name_wire("ns1." + N)),
+                                        nsec(N, N, [2, 6, 46, 47]), soa(N, NEW)]]),
+}
+
+
+# Journals (journal): a selector byte (odd: then 2 octets of offset and a kind of damage
+# to apply after writing the journal anew), then a journal file of diff.test.
+def no_class(record):
+    """A record as a diff keeps it: owner, type, TTL, rdata length, rdata (no class)."""
+    n = 0
+    while record[n]:
+        n += 1 + record[n]
+    return record[:n + 3] + record[n + 5:]
+
+
+def diff_bytes(frm, to, deleted, added):
+    recs = [soa(D, frm)] + deleted + [soa(D, to)] + added
+    return (struct.pack("!IIII", frm, to, len(deleted), len(added))
+            + b"".join(no_class(r) for r in recs))
+
+
+def journal_file(diffs, cut=None):
+    import zlib
+    out = b"SHARDNSJ" + struct.pack("!IH", 1, len(name_wire(D))) + name_wire(D)
+    for d in diffs:
+        length = struct.pack("!I", len(d))
+        out += b"SJR1" + length + struct.pack("!I", zlib.crc32(length + d)) + d
+    return out if cut is None else out[:cut]
+
+
+J1 = diff_bytes(OLD, NEW, [a("www." + D, "192.0.2.80")], [a("www." + D, "192.0.2.81")])
+J2 = diff_bytes(NEW, NEW + 1, [], [a("new." + D, "192.0.2.99")])
+J3 = diff_bytes(NEW + 1, NEW + 2, [a("new." + D, "192.0.2.99")], [])
+JOURNALS = {
+    "empty": b"\0" + journal_file([]),
+    "three": b"\0" + journal_file([J1, J2, J3]),
+    "three-cut": b"\0" + journal_file([J1, J2, J3])[:-5],
+    "three-bad-crc": b"\0" + journal_file([J1, J2, J3]).replace(J2[-4:], b"\0\0\0\0"),
+    "not-following": b"\0" + journal_file([J1, J3]),
+    "wrong-zone": b"\0" + journal_file([J1]).replace(b"diff", b"dirt"),
+    "three-damage-cut": b"\x01\x00\x80\x00" + journal_file([J1, J2, J3]),
+    "three-damage-flip": b"\x01\x00\x90\x41" + journal_file([J1, J2, J3]),
+    "garbage-tail": b"\x01\x01\x00\x01" + journal_file([J1]) + b"SJR1\xff\xff\xff\xff",
+}
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -290,6 +409,10 @@ def main():
         write("xfr", name, q)
         if "tsig" in name:
             write("parse_message", "q-" + name, q)
+    for name, data in XFR_IN.items():
+        write("xfr_in", name, data)
+    for name, data in JOURNALS.items():
+        write("journal", name, data)
     for name, q in CACHE_QUERIES.items():
         write("resolver_cache", name, q)
     for name, (off, msg) in NAMES.items():

@@ -10,10 +10,14 @@
 mod cache;
 mod config;
 mod doh;
+mod journal;
+mod xfr_in;
 
 pub use cache::resolver_cache;
 pub use config::config;
 pub use doh::doh_request;
+pub use journal::journal;
+pub use xfr_in::{xfr_in, xfr_in_run, XfrInEnd};
 
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Message, Name, NameBuf, NameRef};
@@ -342,4 +346,14 @@ fn zone_lines(zone: &Zone) -> &'static Vec<String> {
         lines.sort();
         lines
     })
+}
+
+/// Every record of `zone` in presentation form, owners folded to lowercase, sorted.
+fn zone_lines_of(zone: &Zone) -> Vec<String> {
+    let mut lines: Vec<String> = zone
+        .records()
+        .map(|r| r.to_string().to_lowercase())
+        .collect();
+    lines.sort();
+    lines
 }

@@ -342,11 +342,11 @@ fn frame(diff: &Diff) -> Vec<u8> {
 }
 
 /// The whole diffs of a journal, and where the damage starts and what it is, if any.
-type Parsed = (Vec<Diff>, Option<(usize, String)>);
+pub type Parsed = (Vec<Diff>, Option<(usize, String)>);
 
 /// Reads the records of a journal file's bytes: the diffs that are whole, and, if some
 /// are not, where the damage starts and what it is.
-pub(crate) fn parse(bytes: &[u8], apex: &Name) -> Result<Parsed, String> {
+pub fn parse(bytes: &[u8], apex: &Name) -> Result<Parsed, String> {
     let head = header(apex);
     if bytes.len() < head.len() || bytes[..8] != MAGIC[..] {
         return Err("not a shardns journal".into());
@@ -393,6 +393,16 @@ pub(crate) fn parse(bytes: &[u8], apex: &Name) -> Result<Parsed, String> {
         at += FRAME + len;
     }
     Ok((diffs, None))
+}
+
+/// A whole journal file of `apex` holding `diffs`, as `rewrite` writes it (public for the fuzz target
+/// `journal`: what it writes, [`parse`] reads back).
+pub fn encode<'d>(apex: &Name, diffs: impl IntoIterator<Item = &'d Diff>) -> Vec<u8> {
+    let mut bytes = header(apex);
+    for d in diffs {
+        bytes.extend_from_slice(&frame(d));
+    }
+    bytes
 }
 
 /// Reads the journal at `path` for the version `serial` of `apex`: its diffs if they end
@@ -520,11 +530,7 @@ fn rewrite(path: &Path, apex: &Name, history: &History) -> io::Result<()> {
     let tmp = PathBuf::from(tmp);
     let result = (|| {
         let mut f = File::create(&tmp)?;
-        let mut bytes = header(apex);
-        for d in history.diffs() {
-            bytes.extend_from_slice(&frame(d));
-        }
-        f.write_all(&bytes)?;
+        f.write_all(&encode(apex, history.diffs().map(|d| &**d)))?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
         sync_dir(path)

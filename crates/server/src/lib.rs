@@ -75,6 +75,13 @@ pub use signing::tools::{
 };
 pub use zones::EmbeddedZone;
 
+/// The journal file's format, for the fuzz target `journal` (`fuzz/src/journal.rs`): not
+/// an API.
+#[doc(hidden)]
+pub mod journal_file {
+    pub use crate::journal::{encode, parse, Parsed};
+}
+
 use arc_swap::ArcSwap;
 use shardns_zone::ZoneSet;
 use stats::{ControlStats, WorkerStats};

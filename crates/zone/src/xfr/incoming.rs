@@ -540,13 +540,25 @@ impl Incoming {
     }
 
     /// One answer record.
-    fn record(&mut self, owner: NameRef<'_>, rec: Raw, msg: &[u8]) -> Result<(), XfrError> {
+    fn record(&mut self, owner: NameRef<'_>, mut rec: Raw, msg: &[u8]) -> Result<(), XfrError> {
+        if rec.ttl > i32::MAX as u32 {
+            // A TTL with the top bit set is read as 0 (RFC 2181 §8), as a zone file could
+            // not hold it.
+            rec.ttl = 0;
+        }
         let apex = self.req.apex.as_ref();
         let in_zone = owner.ends_with(&apex);
         if rec.class != Class::IN {
             return Err(XfrError::Malformed(format!(
                 "{owner} {} has class {}",
                 rec.rtype, rec.class
+            )));
+        }
+        if rec.rtype.is_meta() {
+            // OPT, TSIG and the query types are never zone data (RFC 6895 §3.1).
+            return Err(XfrError::Malformed(format!(
+                "{owner} has type {}, which is not zone data",
+                rec.rtype
             )));
         }
         self.scratch.clear();

@@ -383,6 +383,42 @@ fn hostile_answers_are_errors() {
     check("class CH", feed(&chaos), |e| {
         matches!(e, XfrError::Malformed(_))
     });
+    // Meta and query types (OPT, TSIG, ANY) in the answer section are not zone data: the
+    // fuzz target xfr_in found a TSIG kept as a record of the zone.
+    let txt = answer(
+        77,
+        RType::AXFR,
+        "$TTL 300\n@ SOA ns hostmaster 7 1 1 1 1\n@ NS ns\nx TXT \"a\"\n@ SOA ns hostmaster 7 1 1 1 1\n",
+        10,
+    );
+    assert!(feed(&txt).is_ok());
+    let at = txt[0]
+        .windows(4)
+        .position(|w| w == [0, 16, 0, 1])
+        .expect("the TXT record");
+    // A TTL with the top bit set is read as 0 (RFC 2181 §8): the fuzz target xfr_in found
+    // one kept as it was, a TTL no zone file may hold.
+    let mut big_ttl = txt.clone();
+    big_ttl[0][at + 4..at + 8].copy_from_slice(&0xf9_00_00_2cu32.to_be_bytes());
+    let Ok(Outcome::Zone { zone, .. }) = feed(&big_ttl) else {
+        panic!("a TTL over 2^31 - 1 refused")
+    };
+    let x: Name = "x.example.test.".parse().unwrap();
+    assert_eq!(
+        zone.find(x.as_ref())
+            .unwrap()
+            .rrset(RType::TXT)
+            .unwrap()
+            .ttl,
+        0
+    );
+    for meta in [41u16, 250, 255] {
+        let mut m = txt.clone();
+        m[0][at..at + 2].copy_from_slice(&meta.to_be_bytes());
+        check("a meta type", feed(&m), |e| {
+            matches!(e, XfrError::Malformed(_))
+        });
+    }
 }
 
 #[test]
