@@ -14,7 +14,7 @@ mod common;
 
 use common::*;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc;
@@ -23,22 +23,7 @@ use std::time::{Duration, Instant};
 /// A server with DNS over HTTPS on its own port (certificate for `dns.test`), plus
 /// `extra` flags.
 fn start_doh(tag: &str, config: Option<&str>, extra: &[&str]) -> (Server, SocketAddr, TempDir) {
-    let certs = TempDir::new(&format!("{tag}-certs"));
-    let (cert, key) = make_cert(certs.path(), "dns.test");
-    let https = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    let https_arg = https.to_string();
-    let (cert, key) = (cert.display().to_string(), key.display().to_string());
-    let mut args = vec![
-        "--https-listen",
-        &https_arg,
-        "--tls-cert",
-        &cert,
-        "--tls-key",
-        &key,
-    ];
-    args.extend_from_slice(extra);
-    let server = Server::start_on(tag, Ipv4Addr::LOCALHOST, config, &args);
-    (server, https, certs)
+    start_encrypted(tag, "--https-listen", config, extra)
 }
 
 fn ca(certs: &TempDir) -> String {

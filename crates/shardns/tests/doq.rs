@@ -18,28 +18,13 @@ mod common;
 
 use common::*;
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A server with DNS over QUIC on a port of its own, plus `extra` flags.
 fn start_doq(tag: &str, extra: &[&str]) -> (Server, SocketAddr, TempDir) {
-    let certs = TempDir::new(&format!("{tag}-certs"));
-    let (cert, key) = make_cert(certs.path(), "dns.test");
-    let quic = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    let quic_arg = quic.to_string();
-    let (cert, key) = (cert.display().to_string(), key.display().to_string());
-    let mut args = vec![
-        "--quic-listen",
-        &quic_arg,
-        "--tls-cert",
-        &cert,
-        "--tls-key",
-        &key,
-    ];
-    args.extend_from_slice(extra);
-    let server = Server::start_on(tag, Ipv4Addr::LOCALHOST, None, &args);
-    (server, quic, certs)
+    start_encrypted(tag, "--quic-listen", None, extra)
 }
 
 /// `kdig +quic` with our CA and name checked.

@@ -19,24 +19,9 @@ use std::time::{Duration, Instant};
 /// A server with DNS over TLS on its own port, the certificate for `dns.test`, and `extra`
 /// flags; returns it and its TLS address.
 fn start_dot(tag: &str, config: Option<&str>, extra: &[&str]) -> (Server, SocketAddr, TempDir) {
-    let certs = TempDir::new(&format!("{tag}-certs"));
-    let (cert, key) = make_cert(certs.path(), "dns.test");
-    let tls = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    let tls_arg = tls.to_string();
-    let (cert, key) = (cert.display().to_string(), key.display().to_string());
-    let mut args = vec![
-        "--tls-listen",
-        &tls_arg,
-        "--tls-cert",
-        &cert,
-        "--tls-key",
-        &key,
-        "--workers",
-        "2",
-    ];
+    let mut args = vec!["--workers", "2"];
     args.extend_from_slice(extra);
-    let server = Server::start_on(tag, Ipv4Addr::LOCALHOST, config, &args);
-    (server, tls, certs)
+    start_encrypted(tag, "--tls-listen", config, &args)
 }
 
 /// A raw TLS pipe (`openssl s_client -quiet`): bytes in on stdin, decrypted bytes out.

@@ -61,3 +61,31 @@ pub fn presented_subject(addr: SocketAddr, alpn: Option<&str>) -> String {
     let out = x509.wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// A shardns with one encrypted listener (`listen_flag`: `--tls-listen`, `--https-listen`,
+/// `--quic-listen`) on a free port of 127.0.0.1, a certificate for `dns.test` made in its own
+/// directory, `config` and `extra` flags: the server, that listener's address, and the
+/// certificates' directory (`dns.test.crt` is the CA for the clients).
+pub fn start_encrypted(
+    tag: &str,
+    listen_flag: &str,
+    config: Option<&str>,
+    extra: &[&str],
+) -> (super::Server, SocketAddr, super::TempDir) {
+    let certs = super::TempDir::new(&format!("{tag}-certs"));
+    let (cert, key) = make_cert(certs.path(), "dns.test");
+    let addr = SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, super::free_port()));
+    let addr_arg = addr.to_string();
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let mut args = vec![
+        listen_flag,
+        &addr_arg,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ];
+    args.extend_from_slice(extra);
+    let server = super::Server::start_on(tag, std::net::Ipv4Addr::LOCALHOST, config, &args);
+    (server, addr, certs)
+}
