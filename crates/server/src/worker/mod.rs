@@ -169,37 +169,11 @@ impl Worker {
             udp.push((s, v6));
         }
         let mut listeners = Vec::new();
-        for (i, l) in sockets.tcp.into_iter().enumerate() {
-            epoll.add(
-                l.as_raw_fd(),
-                (KIND_LISTENER << KIND_SHIFT) | i as u64,
-                READABLE,
-            )?;
-            let v6 = l.local_addr()?.is_ipv6();
-            listeners.push((l, v6));
-        }
+        add_listeners(&epoll, &mut listeners, sockets.tcp)?;
         let tls_from = listeners.len();
-        for l in sockets.tls {
-            let i = listeners.len();
-            epoll.add(
-                l.as_raw_fd(),
-                (KIND_LISTENER << KIND_SHIFT) | i as u64,
-                READABLE,
-            )?;
-            let v6 = l.local_addr()?.is_ipv6();
-            listeners.push((l, v6));
-        }
+        add_listeners(&epoll, &mut listeners, sockets.tls)?;
         let https_from = listeners.len();
-        for l in sockets.https {
-            let i = listeners.len();
-            epoll.add(
-                l.as_raw_fd(),
-                (KIND_LISTENER << KIND_SHIFT) | i as u64,
-                READABLE,
-            )?;
-            let v6 = l.local_addr()?.is_ipv6();
-            listeners.push((l, v6));
-        }
+        add_listeners(&epoll, &mut listeners, sockets.https)?;
         let xdp = match sockets.xsk {
             Some(xsk) => {
                 epoll.add(xsk.as_raw_fd(), KIND_XDP << KIND_SHIFT, READABLE)?;
@@ -461,6 +435,27 @@ impl Worker {
 }
 
 /// Sends the resolver's queued UDP answers, each from its listening socket.
+/// Registers `new` listeners with the worker's epoll, each under its index in `listeners`
+/// (TCP, DoT and DoH listeners share that table; the caller notes where each kind starts),
+/// with whether it is IPv6.
+fn add_listeners(
+    epoll: &Epoll,
+    listeners: &mut Vec<(TcpListener, bool)>,
+    new: Vec<TcpListener>,
+) -> io::Result<()> {
+    for l in new {
+        let i = listeners.len();
+        epoll.add(
+            l.as_raw_fd(),
+            (KIND_LISTENER << KIND_SHIFT) | i as u64,
+            READABLE,
+        )?;
+        let v6 = l.local_addr()?.is_ipv6();
+        listeners.push((l, v6));
+    }
+    Ok(())
+}
+
 fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &WorkerStats) {
     if answers.len() == 0 {
         return;
