@@ -8,7 +8,7 @@
 //! - the path is `/dns-query`, else 404;
 //! - GET carries the query as `dns=` base64url without padding (§4.1.1: padding is
 //!   tolerated here, other characters are a 400), POST as the body with content type
-//!   `application/dns-message` (else 415); other methods 405;
+//!   `application/dns-message` (else 415); other methods 405 (with `Allow: GET, POST`);
 //! - a DNS message is 12 to 65,535 octets: a shorter one is a 400, a longer GET parameter
 //!   or a POST whose `content-length` or body says more is a 413.
 

@@ -190,6 +190,9 @@ fn http_errors_and_cache_control() {
         let body = body.as_ref().map(|(ct, b)| (*ct, b.as_slice()));
         let (status, head) = curl(https, &certs, method, path, body);
         assert_eq!(status, format!("2 {want}"), "{method} {path}: {head}");
+        if *want == "405" {
+            assert!(head.contains("allow: get, post"), "{head}");
+        }
     }
     assert!(server.stat("shardns_https_events_total{event=\"rejected\"}") >= 8.0);
     assert_eq!(

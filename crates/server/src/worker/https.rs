@@ -35,7 +35,7 @@ use crate::tcp::Conn;
 use bytes::Bytes;
 use h2::server::{Connection, Handshake, SendResponse};
 use h2::{Reason, RecvStream};
-use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Request, Response};
 use std::future::Future;
 use std::io::{self, Read};
@@ -641,7 +641,12 @@ fn respond_message(respond: &mut SendResponse<Bytes>, message: &[u8]) {
 /// An HTTP error without a body.
 fn reject(respond: &mut SendResponse<Bytes>, why: Reject, stats: &WorkerStats) {
     stats.https[HTTPS_REJECTED].add(1);
-    if let Ok(head) = Response::builder().status(why.status()).body(()) {
+    let mut head = Response::builder().status(why.status());
+    if why == Reject::MethodNotAllowed {
+        // RFC 9110 §15.5.6: a 405 lists the methods the resource takes.
+        head = head.header(ALLOW, "GET, POST");
+    }
+    if let Ok(head) = head.body(()) {
         let _ = respond.send_response(head, true);
     }
 }
