@@ -38,10 +38,12 @@ started unpinned with its default worker/thread counts on both cores:
     `shardns reload` for (a) and (b), timed from the signal;
     (c) one more change, reloaded by name (`shardns reload Z`, knotc zone-reload Z,
     nsd-control reload Z), time until served.
- 4. queries per server CPU-second (shardns only, --no-qps skips): shardns --workers 1 pinned
+ 4. queries per server CPU-second (--no-qps skips): shardns --workers 1 pinned
     to core 0, dnsperf pinned to core 1 (compare.py's load), first with one zone, then with the
     N zones, queries spread over all zones (www/mail/ns1 A, mail AAAA, MX, SOA, TXT); the
-    server's CPU time read from /proc inside the sending window.
+    server's CPU time read from /proc inside the sending window. With --qps-peers knotd,nsd
+    the same runs go to knotd (one UDP worker) and NSD (one server process) too, pinned the
+    same way; they serve all N zones in every run.
 
 Usage:
   bench/many_zones.py [--zones 10000,100000] [--servers shardns,nsd,knotd] [--rounds 3]
@@ -72,7 +74,8 @@ from lab import CLK_TCK, build_shardns, encode_name, port_free, proc_kib, termin
 from compare import loadgen_cmd, parse_qps  # noqa: E402
 
 ADDR = "127.0.0.1"
-PORTS = {"shardns": 5661, "nsd": 5662, "knotd": 5663, "shardns-qps": 5664}
+PORTS = {"shardns": 5661, "nsd": 5662, "knotd": 5663, "shardns-qps": 5664, "knotd-qps": 5665,
+         "nsd-qps": 5666}
 SERVERS = ("shardns", "nsd", "knotd")
 T_A, T_SOA = 1, 6
 GEN_VERSION = "1"  # bump when the zone contents change, so a kept --dir is regenerated
@@ -165,7 +168,7 @@ def write_shardns_conf(path, zdir, zones, port, control, form="tables"):
             raise ValueError(form)
 
 
-def write_nsd_conf(d, zdir, n, port, form="zonelist"):
+def write_nsd_conf(d, zdir, n, port, form="zonelist", server_extra=""):
     """nsd.conf with one pattern; the zones in a zonelistfile (form "zonelist") or as one
     `zone:` block each (form "conf"). Returns the command (foreground)."""
     os.makedirs(d, exist_ok=True)
@@ -189,7 +192,7 @@ def write_nsd_conf(d, zdir, n, port, form="zonelist"):
     # dropped or truncated, and a slow reload never seen. knotd and shardns limit nothing by
     # default.
     rrl-ratelimit: 0
-remote-control:
+{server_extra}remote-control:
     control-enable: yes
     control-interface: "{d}/nsd.ctl"
 pattern:
@@ -211,7 +214,7 @@ pattern:
     return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
 
 
-def write_knot_conf(d, zdir, n, port):
+def write_knot_conf(d, zdir, n, port, server_extra=""):
     """knot.conf with one template and one `zone:` entry per zone. Returns the command."""
     os.makedirs(f"{d}/db", exist_ok=True)
     with open(f"{d}/knot.conf", "w") as f:
@@ -219,7 +222,7 @@ def write_knot_conf(d, zdir, n, port):
     rundir: "{d}"
     pidfile: "{d}/knot.pid"
     listen: {ADDR}@{port}
-control:
+{server_extra}control:
     listen: "{d}/knot.sock"
 log:
   - target: stderr
@@ -427,6 +430,7 @@ class Run:
         os.makedirs(d, exist_ok=True)
         self.d = d
         self.cmds = {}
+        self.peer_cmds = {}
         t0 = time.time()
         if "shardns" in args.servers:
             self.shardns_conf = f"{d}/shardns.toml"
@@ -590,18 +594,35 @@ class Run:
         return out
 
     def run_qps(self, conf, qfile, last, binary=None):
-        port = PORTS["shardns-qps"]
+        cmd = ["taskset", "-c", "0", binary or self.bin, "serve", "-c", conf, "--workers", "1"]
+        return self.measure_qps("shardns", cmd, qfile, last)
+
+    def peer_qps_cmd(self, name):
+        """The command of a peer's qps runs: the N zones, one answering thread (knotd one UDP
+        worker, NSD one server process), written once per size."""
+        if name not in self.peer_cmds:
+            d = f"{self.d}/{name}-qps"
+            if name == "knotd":
+                extra = "    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
+                cmd = write_knot_conf(d, self.zdir, self.n, PORTS["knotd-qps"], extra)
+            else:
+                cmd = write_nsd_conf(d, self.zdir, self.n, PORTS["nsd-qps"], self.args.nsd_form,
+                                     "    server-count: 1\n")
+            self.peer_cmds[name] = ["taskset", "-c", "0"] + cmd
+        return self.peer_cmds[name]
+
+    def measure_qps(self, name, cmd, qfile, last):
+        port = PORTS[f"{name}-qps"]
         if not port_free(ADDR, port):
-            print(f"shardns-qps: port {port} is already in use, run skipped", file=sys.stderr)
+            print(f"{name}-qps: port {port} is already in use, run skipped", file=sys.stderr)
             return None
         self.reset_zone()
-        cmd = ["taskset", "-c", "0", binary or self.bin, "serve", "-c", conf, "--workers", "1"]
-        srv = Server("shardns-qps", cmd, os.path.join(self.d, "shardns-qps.log"))
+        srv = Server(f"{name}-qps", cmd, os.path.join(self.d, f"{name}-qps.log"))
         pr = Prober(port)
         dur = self.args.qps_duration
         try:
-            if pr.until(last, T_SOA, soa_ok, self.args.timeout_for("shardns"), 0.005, srv.alive) is None:
-                return {"timeout": self.args.timeout_for("shardns")}
+            if pr.until(last, T_SOA, soa_ok, self.args.timeout_for(name), 0.005, srv.alive) is None:
+                return {"timeout": self.args.timeout_for(name)}
             srv.wait_idle(timeout=60)
             subprocess.run(loadgen_cmd("dnsperf", port, qfile, 2, self.bin), capture_output=True, timeout=60)
             lg = subprocess.Popen(loadgen_cmd("dnsperf", port, qfile, dur, self.bin),
@@ -668,8 +689,8 @@ def table(n, servers, results, loads, qps):
     if not servers:
         lines = lines[:2]
     if qps:
-        lines += ["", f"shardns `--workers 1` pinned to core 0, dnsperf (`-T 2 -c 4 -q 200`) pinned to core 1, "
-                  "queries spread over the zones served:", "",
+        lines += ["", f"shardns `--workers 1` (knotd one UDP worker, NSD one server process) pinned to core 0, "
+                  "dnsperf (`-T 2 -c 4 -q 200`) pinned to core 1, queries spread over the zones served:", "",
                   "| zones served / queried | kq per server CPU-s | runs | q/s | server CPU % | lost | VmHWM MiB |",
                   "|---|---|---|---|---|---|---|"]
         for label, rs in qps.items():
@@ -698,6 +719,10 @@ def main():
     ap.add_argument("--shardns-bins", metavar="TAG=PATH,TAG=PATH",
                     help="no build: the qps runs A/B these shardns binaries (the first also does the rest)")
     ap.add_argument("--no-qps", action="store_true", help="skip the queries per CPU-second runs")
+    ap.add_argument("--qps-peers", default="", type=lambda v: [x for x in v.split(",") if x],
+                    help="also run the qps runs against these peers (knotd, nsd): one answering thread "
+                         "pinned to core 0, serving all N zones in every run (so their '1' row is one zone "
+                         "queried of N)")
     ap.add_argument("--markdown", help="also write the tables to this file")
     ap.add_argument("--dir", help="generated files (default: a new directory under /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
@@ -709,6 +734,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes writing zone files")
     args = ap.parse_args()
     args.servers = [s for s in args.servers.split(",") if s]
+    for s in args.qps_peers:
+        if s not in ("knotd", "nsd"):
+            sys.exit(f"--qps-peers: unknown peer {s}; known: knotd,nsd")
     for s in args.servers:
         if s not in SERVERS:
             sys.exit(f"unknown server {s}; known: {','.join(SERVERS)}")
@@ -758,6 +786,14 @@ def main():
                         res = run.run_qps(conf, qfile, last, binary)
                         qps.setdefault(label, []).append(res)
                         print(f"{n} zones, round {r + 1}, shardns --workers 1 with {label} zones: {res}",
+                              file=sys.stderr)
+                    for peer in args.qps_peers:
+                        label = f"{qlabel} {peer}"
+                        if any(x and "timeout" in x for x in qps.get(label, [])):
+                            continue
+                        res = run.measure_qps(peer, run.peer_qps_cmd(peer), qfile, last)
+                        qps.setdefault(label, []).append(res)
+                        print(f"{n} zones, round {r + 1}, {peer} (one thread) with {label} zones: {res}",
                               file=sys.stderr)
             loads.append(os.getloadavg())
             t = table(n, [] if args.qps_only else args.servers, results, loads, qps)
