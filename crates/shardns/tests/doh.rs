@@ -564,3 +564,44 @@ fn an_unfinished_post_body_hits_the_read_timeout() {
     );
     assert!(server.stat("shardns_tcp_connections_closed_total{reason=\"read_timeout\"}") >= 1.0);
 }
+
+#[test]
+fn the_per_connection_query_limit_sends_goaway() {
+    // `--tcp-queries-per-connection 2`: curl fetches six URLs, reusing its connection while
+    // it may; after each connection's second request the server sends GOAWAY, so curl needs
+    // three connections, and every request is answered.
+    let (server, https, certs) = start_doh(
+        "doh-query-limit",
+        None,
+        &["--workers", "1", "--tcp-queries-per-connection", "2"],
+    );
+    let q = base64url(&query(0, "www.example.test", 1, None));
+    let url = format!("https://dns.test:{}/dns-query?dns={q}", https.port());
+    let out = Command::new("curl")
+        .args(["-s", "--http2", "--max-time", "10"])
+        .args(["-w", "%{http_code} %{num_connects}\n"])
+        .arg("--cacert")
+        .arg(ca(&certs))
+        .arg("--resolve")
+        .arg(format!("dns.test:{}:127.0.0.1", https.port()))
+        .args((0..6).flat_map(|_| ["-o", "/dev/null", url.as_str()]))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines.iter().all(|l| l.starts_with("200 ")), "{text}");
+    let connects: u32 = lines
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(connects, 3, "{text}");
+    assert_eq!(
+        server.stat("shardns_queries_total{transport=\"https\",ip=\"4\"}"),
+        6.0
+    );
+    assert_eq!(
+        server.stat("shardns_tcp_connections_closed_total{reason=\"query_limit\"}"),
+        3.0
+    );
+}

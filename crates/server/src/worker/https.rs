@@ -318,6 +318,13 @@ pub(super) fn drive(
                     }
                     took += 1;
                     conn.queries = conn.queries.saturating_add(1);
+                    if conn.queries == ctx.max_queries {
+                        // `limits.tcp_queries_per_connection`: this is the last request the
+                        // connection gets; a GOAWAY tells the client to open another (the
+                        // streams already open are still answered, as over TCP).
+                        c.graceful_shutdown();
+                        stats.tcp_query_limit_closed.add(1);
+                    }
                     let stream = respond.stream_id().as_u32();
                     request(
                         req,
