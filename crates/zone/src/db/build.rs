@@ -15,7 +15,16 @@ impl Zone {
     /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        Builder::new(apex, &scanned).run(&scanned)
+        let (mut zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
+        drop(scanned);
+        zone.pack();
+        if let Store::Split(a) = &mut zone.store {
+            a.names.shrink_to_fit();
+            a.nodes.shrink_to_fit();
+            a.rrsets.shrink_to_fit();
+            a.rdata.shrink_to_fit();
+        }
+        Ok((zone, warnings))
     }
 }
 
@@ -232,14 +241,6 @@ impl Builder {
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
         self.check_dnssec();
-        // A small zone is copied into one allocation; a big one keeps its arrays, trimmed.
-        self.zone.pack();
-        if let Store::Split(a) = &mut self.zone.store {
-            a.names.shrink_to_fit();
-            a.nodes.shrink_to_fit();
-            a.rrsets.shrink_to_fit();
-            a.rdata.shrink_to_fit();
-        }
         if self.diags.is_empty() {
             Ok((self.zone, self.warnings))
         } else {
