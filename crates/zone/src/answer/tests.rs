@@ -683,3 +683,83 @@ fn an_unavailable_zone_answers_servfail() {
         .unwrap();
     assert!(zone.is_unavailable() && zone.serial() == 0);
 }
+
+/// Every name of `text`'s zone (and a child of each that does not exist) asked for several
+/// types, with and without DNSSEC: the zone packed into one allocation (as small zones are
+/// served) and the same zone in its five arrays (as big zones are) answer byte for byte alike.
+fn packed_and_split_answer_alike(origin: &str, text: &str) {
+    let opts = ScanOptions::new(origin.parse::<Name>().unwrap());
+    let load = || {
+        crate::load_zone_text(text.as_bytes(), Path::new("t.zone"), &opts)
+            .unwrap()
+            .0
+    };
+    let packed = load();
+    assert!(packed.is_packed(), "a small zone is packed");
+    let mut split = load();
+    split.unpack();
+    assert!(!split.is_packed());
+    assert_eq!(
+        packed.records().collect::<Vec<_>>(),
+        split.records().collect::<Vec<_>>()
+    );
+    let names: Vec<String> = packed
+        .records()
+        .map(|r| r.owner.to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (packed, split) = (ZoneSet::new(vec![packed]), ZoneSet::new(vec![split]));
+    let types = [
+        RType::A,
+        RType::AAAA,
+        RType::NS,
+        RType::MX,
+        RType::SOA,
+        RType::TXT,
+        RType::CNAME,
+        RType::DS,
+        RType::ANY,
+    ];
+    let (mut a, mut b) = (vec![0u8; 65535], vec![0u8; 65535]);
+    let mut asked = 0;
+    for name in &names {
+        let parent = name.trim_start_matches("*.");
+        let nx = match parent {
+            "." => format!("nx-{asked}."),
+            _ => format!("nx-{asked}.{parent}"),
+        };
+        for qname in [name.as_str(), nx.as_str()] {
+            for &t in &types {
+                for dnssec_ok in [false, true] {
+                    let edns = Some(shardns_testkit::Edns {
+                        udp_size: 1232,
+                        version: 0,
+                        dnssec_ok,
+                    });
+                    let q = shardns_testkit::query(9, qname, t, edns);
+                    let x = respond_to_message(&packed, &q, Transport::Udp, &mut a);
+                    let y = respond_to_message(&split, &q, Transport::Udp, &mut b);
+                    let (x, y) = (x.expect("an answer"), y.expect("an answer"));
+                    assert_eq!(&a[..x.len], &b[..y.len], "{qname} {t}");
+                    asked += 1;
+                }
+            }
+        }
+    }
+    assert!(asked >= names.len() * 36);
+}
+
+#[test]
+fn packed_and_split_zones_answer_alike() {
+    packed_and_split_answer_alike(".", include_str!("../../tests/data/rfc1034-root.zone"));
+    packed_and_split_answer_alike("example.", include_str!("../../tests/data/rfc4592.zone"));
+    for kind in ["nsec", "nsec3", "optout"] {
+        let text = match kind {
+            "nsec" => include_str!("../../tests/data/signed-nsec.zone"),
+            "nsec3" => include_str!("../../tests/data/signed-nsec3.zone"),
+            _ => include_str!("../../tests/data/signed-optout.zone"),
+        };
+        packed_and_split_answer_alike("example.", text);
+    }
+}

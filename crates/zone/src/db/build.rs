@@ -3,7 +3,7 @@
 //! [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
 //! threads, each on half of the nodes.
 
-use super::store::{Node, RRsetEntry, Zone};
+use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
 use crate::scan::{Diag, LoadError, Records, Scanned};
 use shardns_wire::name::hash_ci;
@@ -15,13 +15,27 @@ impl Zone {
     /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        Builder::new(apex, &scanned).run(&scanned)
+        let (mut zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
+        drop(scanned);
+        zone.pack();
+        if let Store::Split(a) = &mut zone.store {
+            a.names.shrink_to_fit();
+            a.nodes.shrink_to_fit();
+            a.rrsets.shrink_to_fit();
+            a.rdata.shrink_to_fit();
+        }
+        Ok((zone, warnings))
     }
 }
 
 /// A zone being built, with what its checks found.
 pub(super) struct Builder {
+    /// The zone's apex and the fields its checks set; its store stays empty until the
+    /// RRsets are merged, then holds `arrays` (see [`Builder::run`]).
     pub(super) zone: Zone,
+    /// The five arrays being filled, read and written directly (not through the zone's
+    /// [`Store`]): every owner is looked up here, and a big zone's are served as they are.
+    arrays: Arrays,
     /// Errors found so far: any one rejects the zone.
     pub(super) diags: Vec<Diag>,
     /// Warnings found so far (the scanner's first), returned with the zone.
@@ -47,15 +61,15 @@ impl Builder {
         Self {
             zone: Zone {
                 apex,
-                names: Vec::new(),
-                nodes: Vec::new(),
-                table: vec![0; cap],
-                rrsets: Vec::new(),
-                rdata: Vec::new(),
+                store: Store::Split(Box::default()),
                 soa_ttl: 0,
                 soa_minimum: 0,
                 denial: None,
                 unavailable: false,
+            },
+            arrays: Arrays {
+                table: vec![0; cap],
+                ..Arrays::default()
             },
             diags: Vec::new(),
             warnings: scanned.warnings.clone(),
@@ -75,17 +89,14 @@ impl Builder {
     /// Finds or inserts the node for `name` (and its missing ancestors down to the apex).
     fn intern(&mut self, name: NameRef<'_>) -> NodeId {
         let h = name.hash_ci();
-        if let Some(n) = self.zone.find_hashed(name, h) {
-            return n.id();
+        if let Some(id) = self.arrays.find_hashed(name, h) {
+            return id;
         }
         let parent = match name.parent() {
             Some(p) if name.len() > self.zone.apex.as_wire().len() => {
                 // Owners come grouped: most share the previous new name's parent.
                 let (cached, id) = self.last_parent;
-                if id != NONE
-                    && self.zone.node(id).name().as_wire() == p.as_wire()
-                    && cached == p.len()
-                {
+                if id != NONE && self.arrays.name_wire(id) == p.as_wire() && cached == p.len() {
                     id
                 } else {
                     let id = self.intern(p);
@@ -95,12 +106,13 @@ impl Builder {
             }
             _ => NONE,
         };
-        if (self.zone.nodes.len() + 1) * 2 > self.zone.table.len() {
+        if (self.arrays.nodes.len() + 1) * 2 > self.arrays.table.len() {
             self.grow();
         }
-        let id = self.zone.nodes.len() as u32;
-        self.zone.nodes.push(Node {
-            name: self.zone.names.len() as u32,
+        let a = &mut self.arrays;
+        let id = a.nodes.len() as u32;
+        a.nodes.push(Node {
+            name: a.names.len() as u32,
             rrsets: 0,
             parent,
             hash: (h >> 32) as u32,
@@ -108,28 +120,17 @@ impl Builder {
             name_len: name.len() as u8,
             flags: 0,
         });
-        self.zone.names.extend_from_slice(name.as_wire());
-        self.insert_slot(h, id);
+        a.names.extend_from_slice(name.as_wire());
+        a.insert_slot(h, id);
         id
     }
 
-    fn insert_slot(&mut self, h: u64, id: u32) {
-        let mask = self.zone.table.len() - 1;
-        let mut i = h as usize & mask;
-        while self.zone.table[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.zone.table[i] = id + 1;
-    }
-
     fn grow(&mut self) {
-        let size = self.zone.table.len() * 2;
-        self.zone.table = vec![0; size];
-        for id in 0..self.zone.nodes.len() {
-            let n = self.zone.nodes[id];
-            let h =
-                hash_ci(&self.zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
-            self.insert_slot(h, id as u32);
+        let a = &mut self.arrays;
+        a.table = vec![0; a.table.len() * 2];
+        for id in 0..a.nodes.len() as NodeId {
+            let h = hash_ci(a.name_wire(id));
+            a.insert_slot(h, id);
         }
     }
 
@@ -166,7 +167,7 @@ impl Builder {
         }
 
         // 2. Group records by node (counting sort keeps file order inside a node).
-        let n = self.zone.nodes.len();
+        let n = self.arrays.nodes.len();
         let mut start = vec![0u32; n + 1];
         for &id in &node_of {
             start[id as usize + 1] += 1;
@@ -191,7 +192,7 @@ impl Builder {
                 order: &order,
                 start: &start,
                 files: &self.files,
-                zone: &self.zone,
+                arrays: &self.arrays,
             };
             let half = start
                 .partition_point(|&s| (s as usize) < order.len() / 2)
@@ -211,21 +212,20 @@ impl Builder {
         drop(srcs);
         let mut next_node = 0usize;
         for part in parts {
-            let sets_base = self.zone.rrsets.len() as u32;
-            let rdata_base = self.zone.rdata.len() as u32;
-            if self.zone.rdata.is_empty() {
-                self.zone.rdata = part.rdata;
+            let a = &mut self.arrays;
+            let sets_base = a.rrsets.len() as u32;
+            let rdata_base = a.rdata.len() as u32;
+            if a.rdata.is_empty() {
+                a.rdata = part.rdata;
             } else {
-                self.zone.rdata.extend_from_slice(&part.rdata);
+                a.rdata.extend_from_slice(&part.rdata);
             }
-            self.zone
-                .rrsets
-                .extend(part.rrsets.iter().map(|e| RRsetEntry {
-                    rdata: e.rdata + rdata_base,
-                    ..*e
-                }));
+            a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
+                rdata: e.rdata + rdata_base,
+                ..*e
+            }));
             for (local, count, f) in part.nodes {
-                let node = &mut self.zone.nodes[next_node];
+                let node = &mut a.nodes[next_node];
                 node.rrsets = sets_base + local;
                 node.nrrsets = count;
                 node.flags |= f;
@@ -236,13 +236,11 @@ impl Builder {
         }
 
         self.set_flags();
+        // The checks read the zone as it will be served.
+        self.zone.store = Store::Split(Box::new(std::mem::take(&mut self.arrays)));
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
         self.check_dnssec();
-        self.zone.names.shrink_to_fit();
-        self.zone.nodes.shrink_to_fit();
-        self.zone.rrsets.shrink_to_fit();
-        self.zone.rdata.shrink_to_fit();
         if self.diags.is_empty() {
             Ok((self.zone, self.warnings))
         } else {
@@ -255,12 +253,15 @@ impl Builder {
     /// Derived flags: wildcard children, data below cuts and DNAMEs. Parents are always
     /// interned before their children, so one pass in index order sees parents first.
     fn set_flags(&mut self) {
-        for id in 0..self.zone.nodes.len() {
-            let node = self.zone.nodes[id];
+        for id in 0..self.arrays.nodes.len() {
+            // The leftmost label is `*` (RFC 4592).
+            let wildcard = self.arrays.name_wire(id as NodeId).starts_with(&[1, b'*']);
+            let nodes = &mut self.arrays.nodes;
+            let node = nodes[id];
             if node.parent == NONE {
                 continue;
             }
-            let p = self.zone.nodes[node.parent as usize];
+            let p = nodes[node.parent as usize];
             let mut f = 0;
             if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
                 f |= flags::BELOW_CUT;
@@ -268,11 +269,11 @@ impl Builder {
             if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
                 f |= flags::BELOW_DNAME;
             }
-            self.zone.nodes[id].flags |= f;
+            nodes[id].flags |= f;
             // A name with descendants exists, whatever it holds.
-            self.zone.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
-            if self.zone.node(id as u32).name().is_wildcard() {
-                self.zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+            if wildcard {
+                nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
             }
         }
     }
@@ -305,7 +306,7 @@ struct SetInputs<'a> {
     order: &'a [u32],
     start: &'a [u32],
     files: &'a [PathBuf],
-    zone: &'a Zone,
+    arrays: &'a Arrays,
 }
 
 /// The RRsets of a range of nodes, with offsets local to this part.
@@ -418,7 +419,8 @@ impl SetInputs<'_> {
             let sets = &part.rrsets[node_start..];
             let (f, problems) = super::check::node_checks(sets, id == 0);
             if problems.iter().any(Option::is_some) {
-                let name = self.zone.node(id as u32).name().to_string();
+                let name = NameRef::from_wire_prefix(self.arrays.name_wire(id as NodeId))
+                    .map_or_else(|_| String::new(), |(n, _)| n.to_string());
                 let src = first_in_file.expect("a node with problems has records");
                 for p in problems.into_iter().flatten() {
                     part.diags.push(self.diag(src, format!("{name}: {p}")));

@@ -49,7 +49,7 @@ impl Builder {
         // glue. A zone without them still loads, as in Knot and NSD: RFC 1034 §6's own EDU.
         // example names C.ISI.EDU. as a server, below the ISI.EDU. cut, with no glue.
         let mut missing = Vec::new();
-        for id in 0..self.zone.nodes.len() as u32 {
+        for id in 0..self.zone.node_count() as u32 {
             let node = self.zone.node(id);
             if node.flags() & flags::BELOW_CUT != 0 {
                 continue;

@@ -28,7 +28,7 @@
 use super::build::set_key;
 use super::check::node_checks;
 use super::denial::Denial;
-use super::store::{Node, RRsetEntry, Zone};
+use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
 use crate::scan::{Diag, LoadError};
 use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
@@ -97,8 +97,10 @@ impl Zone {
         // The RRsets earlier patches replaced are still in the arrays: past half as many
         // again as those in use, a full build compacts them (and so bounds what a long run
         // of IXFRs adds to the zone's memory).
-        let live: usize = self.nodes.iter().map(|n| usize::from(n.nrrsets)).sum();
-        if self.rrsets.len() - live > live / 2 {
+        let live: usize = (0..self.node_count() as NodeId)
+            .map(|id| usize::from(self.node_at(id).nrrsets))
+            .sum();
+        if self.set_count() - live > live / 2 {
             return Ok(None);
         }
         let label = PathBuf::from(format!("<IXFR of {}>", self.apex));
@@ -233,44 +235,25 @@ impl Zone {
         // Parents before children, so that a new node finds its parent's flags set.
         changes.sort_by_key(|c| (c.1.label_count(), c.0));
 
-        // 3. The arrays: the old ones copied into room for what comes.
-        fn copy<T: Copy>(old: &[T], extra: usize) -> Vec<T> {
-            let mut v = Vec::with_capacity(old.len() + extra);
-            v.extend_from_slice(old);
-            v
-        }
+        // 3. The arrays: the old ones copied into room for what comes (a packed zone's
+        //    unpacked; the result is packed again if small, see the end).
         let mut work = PatchWork::default();
-        let mut zone = Zone {
-            apex: self.apex.clone(),
-            names: copy(&self.names, extra_names),
-            nodes: copy(&self.nodes, extra_nodes),
-            table: Vec::new(),
-            rrsets: copy(&self.rrsets, extra_sets),
-            rdata: copy(&self.rdata, extra_rdata),
-            soa_ttl: self.soa_ttl,
-            soa_minimum: self.soa_minimum,
-            denial: None,
-            unavailable: false,
-        };
-        if (self.nodes.len() + extra_nodes) * 2 > self.table.len() {
-            let mut size = self.table.len().max(16);
-            while (self.nodes.len() + extra_nodes) * 2 > size {
+        let mut a = self.copy_arrays([extra_names, extra_nodes, extra_sets, extra_rdata]);
+        if (a.nodes.len() + extra_nodes) * 2 > a.table.len() {
+            let mut size = a.table.len().max(16);
+            while (a.nodes.len() + extra_nodes) * 2 > size {
                 size *= 2;
             }
-            zone.table = vec![0; size];
-            for id in 0..zone.nodes.len() {
-                let n = zone.nodes[id];
-                let h =
-                    hash_ci(&zone.names[n.name as usize..n.name as usize + n.name_len as usize]);
-                insert_slot(&mut zone.table, h, id as u32);
+            a.table = vec![0; size];
+            for id in 0..a.nodes.len() as NodeId {
+                let h = hash_ci(a.name_wire(id));
+                a.insert_slot(h, id);
             }
             work.table_grown = true;
-        } else {
-            zone.table = self.table.clone();
         }
 
         // 4. The changed names' RRsets appended, their nodes pointed at them.
-        let first_new = zone.nodes.len() as NodeId;
+        let first_new = a.nodes.len() as NodeId;
         // (node, had an NSEC, has one), for the denial index.
         let mut nsec_changes: Vec<(NodeId, bool, bool)> = Vec::new();
         for (id, name, sets) in &changes {
@@ -281,20 +264,19 @@ impl Zone {
                     work.nodes_changed += 1;
                     *id
                 }
-                None => intern(&mut zone, *name),
+                None => intern(&mut a, self.apex.as_wire().len(), *name),
             };
             if had_nsec != has_nsec {
                 nsec_changes.push((id, had_nsec, has_nsec));
             }
-            let start = zone.rrsets.len();
+            let start = a.rrsets.len();
             for (key, ttl, records) in sets {
-                let at = zone.rdata.len() as u32;
+                let at = a.rdata.len() as u32;
                 for d in records {
-                    zone.rdata
-                        .extend_from_slice(&(d.len() as u16).to_be_bytes());
-                    zone.rdata.extend_from_slice(d);
+                    a.rdata.extend_from_slice(&(d.len() as u16).to_be_bytes());
+                    a.rdata.extend_from_slice(d);
                 }
-                zone.rrsets.push(RRsetEntry {
+                a.rrsets.push(RRsetEntry {
                     rtype: key_type(*key),
                     count: records.len() as u16,
                     ttl: *ttl,
@@ -302,11 +284,11 @@ impl Zone {
                 });
             }
             work.rrsets_written += sets.len() as u32;
-            let (f, problems) = node_checks(&zone.rrsets[start..], id == 0);
+            let (f, problems) = node_checks(&a.rrsets[start..], id == 0);
             for p in problems.into_iter().flatten() {
                 errors.push(diag(format!("{name}: {p}")));
             }
-            let node = &mut zone.nodes[id as usize];
+            let node = &mut a.nodes[id as usize];
             if id < first_new && (node.flags ^ f) & (flags::DELEGATION | flags::DNAME) != 0 {
                 // A cut or a DNAME made or unmade above existing names.
                 return Ok(None);
@@ -317,9 +299,9 @@ impl Zone {
         }
         // The new nodes' inherited flags, parents first (a node is interned after its
         // parent), and their parents' wildcard flag.
-        for id in first_new as usize..zone.nodes.len() {
-            let node = zone.nodes[id];
-            let p = zone.nodes[node.parent as usize];
+        for id in first_new as usize..a.nodes.len() {
+            let node = a.nodes[id];
+            let p = a.nodes[node.parent as usize];
             let mut f = 0;
             if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
                 f |= flags::BELOW_CUT;
@@ -327,13 +309,21 @@ impl Zone {
             if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
                 f |= flags::BELOW_DNAME;
             }
-            zone.nodes[id].flags |= f;
-            zone.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
-            if zone.node(id as NodeId).name().is_wildcard() {
-                zone.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            a.nodes[id].flags |= f;
+            a.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+            if is_wildcard(a.name_wire(id as NodeId)) {
+                a.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
             }
         }
-        work.nodes_added = zone.nodes.len() as u32 - first_new;
+        work.nodes_added = a.nodes.len() as u32 - first_new;
+        let mut zone = Zone {
+            apex: self.apex.clone(),
+            store: Store::Split(Box::new(a)),
+            soa_ttl: self.soa_ttl,
+            soa_minimum: self.soa_minimum,
+            denial: None,
+            unavailable: false,
+        };
 
         // 5. Names left with no records: those without names below them go (and so does an
         //    empty ancestor left with none).
@@ -347,7 +337,7 @@ impl Zone {
             .as_ref()
             .map(|d| nsec_order(&zone, &d.nsec, &nsec_changes));
         if !emptied.is_empty() {
-            let Some(moved) = remove_empty(&mut zone, &emptied, &mut work) else {
+            let Some(moved) = remove_empty(zone.split_mut(), &emptied, &mut work) else {
                 return Ok(None);
             };
             if let Some(nsec) = &mut nsec {
@@ -388,6 +378,8 @@ impl Zone {
             )));
         }
         if errors.is_empty() {
+            // A small zone is served packed, as a full build would leave it.
+            zone.pack();
             Ok(Some((zone, warnings, work)))
         } else {
             Err(LoadError { errors })
@@ -403,23 +395,20 @@ fn key_type(key: u32) -> RType {
     }
 }
 
-fn insert_slot(table: &mut [u32], h: u64, id: u32) {
-    let mask = table.len() - 1;
-    let mut i = h as usize & mask;
-    while table[i] != 0 {
-        i = (i + 1) & mask;
-    }
-    table[i] = id + 1;
+/// True if the leftmost label of a name in wire form is `*` (RFC 4592).
+fn is_wildcard(wire: &[u8]) -> bool {
+    wire.starts_with(&[1, b'*'])
 }
 
-/// The node for `name`, added with its missing ancestors (the apex always exists).
-fn intern(zone: &mut Zone, name: NameRef<'_>) -> NodeId {
+/// The node for `name`, added with its missing ancestors (the apex, `apex_len` octets long,
+/// always exists).
+fn intern(zone: &mut Arrays, apex_len: usize, name: NameRef<'_>) -> NodeId {
     let h = name.hash_ci();
-    if let Some(n) = zone.find_hashed(name, h) {
-        return n.id();
+    if let Some(id) = zone.find_hashed(name, h) {
+        return id;
     }
     let parent = match name.parent() {
-        Some(p) if name.len() > zone.apex.as_wire().len() => intern(zone, p),
+        Some(p) if name.len() > apex_len => intern(zone, apex_len, p),
         _ => NONE,
     };
     let id = zone.nodes.len() as NodeId;
@@ -433,7 +422,7 @@ fn intern(zone: &mut Zone, name: NameRef<'_>) -> NodeId {
         flags: 0,
     });
     zone.names.extend_from_slice(name.as_wire());
-    insert_slot(&mut zone.table, h, id);
+    zone.insert_slot(h, id);
     id
 }
 
@@ -442,7 +431,7 @@ fn intern(zone: &mut Zone, name: NameRef<'_>) -> NodeId {
 /// (from, to), in order; `None` if a removal cannot keep every node after its parent (the
 /// caller builds the zone in full).
 fn remove_empty(
-    zone: &mut Zone,
+    zone: &mut Arrays,
     emptied: &[NodeId],
     work: &mut PatchWork,
 ) -> Option<Vec<(NodeId, NodeId)>> {
@@ -476,7 +465,7 @@ fn remove_empty(
         gone.push(id);
         let node = zone.nodes[id as usize];
         let parent = node.parent;
-        if zone.node(id).name().is_wildcard() {
+        if is_wildcard(zone.name_wire(id)) {
             zone.nodes[parent as usize].flags &= !flags::WILDCARD_CHILD;
         }
         if let Some(c) = children.get_mut(&parent) {
@@ -566,13 +555,12 @@ fn renumber(zone: &Zone, nsec: &mut [NodeId], moved: &[(NodeId, NodeId)]) {
     }
 }
 
-fn node_hash(zone: &Zone, id: NodeId) -> u64 {
-    let n = zone.nodes[id as usize];
-    hash_ci(&zone.names[n.name as usize..n.name as usize + n.name_len as usize])
+fn node_hash(zone: &Arrays, id: NodeId) -> u64 {
+    hash_ci(zone.name_wire(id))
 }
 
 /// The table slot that holds node `id`.
-fn table_slot(zone: &Zone, id: NodeId) -> usize {
+fn table_slot(zone: &Arrays, id: NodeId) -> usize {
     let mask = zone.table.len() - 1;
     let mut i = node_hash(zone, id) as usize & mask;
     while zone.table[i] != id + 1 {
@@ -584,7 +572,7 @@ fn table_slot(zone: &Zone, id: NodeId) -> usize {
 
 /// Takes node `id` out of the table: linear probing's deletion, moving back each entry
 /// after it that its probe would otherwise no longer reach.
-fn table_remove(zone: &mut Zone, id: NodeId) {
+fn table_remove(zone: &mut Arrays, id: NodeId) {
     let mask = zone.table.len() - 1;
     let mut hole = table_slot(zone, id);
     zone.table[hole] = 0;

@@ -1,6 +1,9 @@
 //! The zone's storage and the lookups on it: [`Zone`] (names, nodes, a hash table over the
-//! nodes, RRsets and rdata, each one array), [`NodeRef`] and [`RRset`], borrowed views of a
-//! node and of one of its RRsets. Read-only once built: [`super::build`] fills the arrays.
+//! nodes, RRsets and rdata: five arrays while it is built and for a big zone, one allocation
+//! for a small one, see [`Store`]), [`NodeRef`] and [`RRset`], borrowed views of a node and
+//! of one of its RRsets. Read-only once built: [`super::build`] fills five arrays of its own
+//! ([`Arrays`]) and packs them at the end if small; [`super::patch`] works on a split copy
+//! of either form and packs its result the same way.
 
 use super::{NodeId, NONE};
 use shardns_wire::{Class, Name, NameRef, RType, Record};
@@ -88,16 +91,149 @@ impl<'a> Iterator for RdataIter<'a> {
     }
 }
 
-/// One zone, built once per load and then only read.
-#[derive(Debug)]
-pub struct Zone {
-    pub(super) apex: Name,
+/// Bytes of a [`Node`] in a packed zone.
+const NODE_SIZE: usize = 20;
+/// Bytes of an [`RRsetEntry`] in a packed zone.
+const SET_SIZE: usize = 12;
+/// A zone whose arrays take at most this many bytes is packed into one allocation when built
+/// (see [`Store`]); a bigger one keeps its five arrays, so building it copies nothing more.
+pub(super) const PACK_MAX: usize = 4 << 20;
+/// A packed zone of at most this many bytes is read whole ([`Zone::warm`]) once its apex
+/// hash matches a query's: 16 cache lines, a zone of a dozen records or two.
+const WARM_MAX: usize = 1024;
+
+#[inline]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl Node {
+    fn encode(&self, out: &mut Vec<u8>) {
+        for v in [self.name, self.rrsets, self.parent, self.hash] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.nrrsets.to_le_bytes());
+        out.extend_from_slice(&[self.name_len, self.flags]);
+    }
+    #[inline]
+    fn decode(b: &[u8]) -> Node {
+        let b = &b[..NODE_SIZE];
+        Node {
+            name: u32_at(b, 0),
+            rrsets: u32_at(b, 4),
+            parent: u32_at(b, 8),
+            hash: u32_at(b, 12),
+            nrrsets: u16::from_le_bytes([b[16], b[17]]),
+            name_len: b[18],
+            flags: b[19],
+        }
+    }
+}
+
+impl RRsetEntry {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.rtype.0.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.ttl.to_le_bytes());
+        out.extend_from_slice(&self.rdata.to_le_bytes());
+    }
+    #[inline]
+    fn decode(b: &[u8]) -> RRsetEntry {
+        let b = &b[..SET_SIZE];
+        RRsetEntry {
+            rtype: RType(u16::from_le_bytes([b[0], b[1]])),
+            count: u16::from_le_bytes([b[2], b[3]]),
+            ttl: u32_at(b, 4),
+            rdata: u32_at(b, 8),
+        }
+    }
+}
+
+/// A zone's five arrays, each its own allocation: the form a zone is built in, and the one
+/// a big zone is served from (a lookup in it misses the caches anyway, and packing it would
+/// copy tens of megabytes at load time).
+#[derive(Debug, Default)]
+pub(super) struct Arrays {
     pub(super) names: Vec<u8>,
     pub(super) nodes: Vec<Node>,
     /// Open-addressing table: node index + 1, 0 = empty. Size is a power of two.
     pub(super) table: Vec<u32>,
     pub(super) rrsets: Vec<RRsetEntry>,
     pub(super) rdata: Vec<u8>,
+}
+
+impl Arrays {
+    /// Node `id`'s name as stored.
+    #[inline]
+    pub(super) fn name_wire(&self, id: NodeId) -> &[u8] {
+        let n = &self.nodes[id as usize];
+        &self.names[n.name as usize..n.name as usize + n.name_len as usize]
+    }
+
+    /// The node named `name` (whose [`NameRef::hash_ci`] is `h`), read straight from the
+    /// arrays: the builder and the patch look up every owner this way, not through the
+    /// match of [`Store`].
+    #[inline]
+    pub(super) fn find_hashed(&self, name: NameRef<'_>, h: u64) -> Option<NodeId> {
+        let mask = self.table.len() - 1;
+        let mut i = h as usize & mask;
+        let tag = (h >> 32) as u32;
+        loop {
+            let slot = self.table[i];
+            if slot == 0 {
+                return None;
+            }
+            let n = &self.nodes[slot as usize - 1];
+            if n.hash == tag
+                && n.name_len as usize == name.len()
+                && shardns_wire::name::eq_ci(self.name_wire(slot - 1), name.as_wire())
+            {
+                return Some(slot - 1);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Puts node `id`, whose name hashes to `h`, in the hash table (which has room).
+    #[inline]
+    pub(super) fn insert_slot(&mut self, h: u64, id: NodeId) {
+        let mask = self.table.len() - 1;
+        let mut i = h as usize & mask;
+        while self.table[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.table[i] = id + 1;
+    }
+}
+
+/// A small zone's arrays in one allocation, in lookup order: the hash table (`u32` slots),
+/// the nodes, the RRsets, the names, the rdata (integers little-endian). A lookup in a zone
+/// whose data is out of the CPU caches then waits on one or two misses of adjacent lines
+/// instead of one per array (BENCHMARKS, "Many zones").
+#[derive(Debug)]
+pub(super) struct Packed {
+    mem: Box<[u8]>,
+    table_len: u32,
+    nodes_at: u32,
+    node_count: u32,
+    sets_at: u32,
+    set_count: u32,
+    names_at: u32,
+    rdata_at: u32,
+}
+
+/// Where a zone's data lives.
+#[derive(Debug)]
+pub(super) enum Store {
+    Split(Box<Arrays>),
+    Packed(Packed),
+}
+
+/// One zone, built once per load and then only read.
+#[derive(Debug)]
+pub struct Zone {
+    pub(super) apex: Name,
+    pub(super) store: Store,
     /// The SOA's TTL and MINIMUM, for negative answers (RFC 2308 §3).
     pub(super) soa_ttl: u32,
     pub(super) soa_minimum: u32,
@@ -109,22 +245,221 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// The zone's five arrays as (start address, length in bytes), for a server that wants
-    /// to ask the kernel to back big zones with huge pages: a lookup touches a few cache lines
-    /// in each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
-    /// nearly every one. The address is a plain number for such memory hints, not a pointer:
-    /// the zone's data is read through [`Zone::find`] and [`NodeRef`], never through it.
+    /// The zone's arrays as (start address, length in bytes), for a server that wants to ask
+    /// the kernel to back big zones with huge pages: a lookup touches a few cache lines in
+    /// each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
+    /// nearly every one. A packed (small) zone reports its one allocation and four empty
+    /// spans. The address is a plain number for such memory hints, not a pointer: the
+    /// zone's data is read through [`Zone::find`] and [`NodeRef`], never through it.
     pub fn arrays(&self) -> [(usize, usize); 5] {
         fn span<T>(v: &[T]) -> (usize, usize) {
             (v.as_ptr() as usize, size_of_val(v))
         }
-        [
-            span(&self.names),
-            span(&self.nodes),
-            span(&self.table),
-            span(&self.rrsets),
-            span(&self.rdata),
-        ]
+        match &self.store {
+            Store::Split(a) => [
+                span(&a.names),
+                span(&a.nodes),
+                span(&a.table),
+                span(&a.rrsets),
+                span(&a.rdata),
+            ],
+            Store::Packed(p) => [span(&p.mem), (0, 0), (0, 0), (0, 0), (0, 0)],
+        }
+    }
+
+    /// Moves a built zone's arrays into one allocation if they are small (at most
+    /// [`PACK_MAX`] bytes), with a hash table sized for its nodes (half full at most).
+    pub(super) fn pack(&mut self) {
+        let Store::Split(a) = &self.store else {
+            return;
+        };
+        let table_len = (a.nodes.len() * 2).max(4).next_power_of_two();
+        let size = table_len * 4
+            + a.nodes.len() * NODE_SIZE
+            + a.rrsets.len() * SET_SIZE
+            + a.names.len()
+            + a.rdata.len();
+        if size > PACK_MAX {
+            return;
+        }
+        let mut table = vec![0u32; table_len];
+        let mask = table_len - 1;
+        for (id, n) in a.nodes.iter().enumerate() {
+            let h = shardns_wire::name::hash_ci(
+                &a.names[n.name as usize..n.name as usize + n.name_len as usize],
+            );
+            let mut i = h as usize & mask;
+            while table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            table[i] = id as u32 + 1;
+        }
+        let mut mem = Vec::with_capacity(size);
+        for slot in table {
+            mem.extend_from_slice(&slot.to_le_bytes());
+        }
+        let nodes_at = mem.len();
+        a.nodes.iter().for_each(|n| n.encode(&mut mem));
+        let sets_at = mem.len();
+        a.rrsets.iter().for_each(|s| s.encode(&mut mem));
+        let names_at = mem.len();
+        mem.extend_from_slice(&a.names);
+        let rdata_at = mem.len();
+        mem.extend_from_slice(&a.rdata);
+        debug_assert_eq!(mem.len(), size);
+        self.store = Store::Packed(Packed {
+            mem: mem.into_boxed_slice(),
+            table_len: table_len as u32,
+            nodes_at: nodes_at as u32,
+            node_count: a.nodes.len() as u32,
+            sets_at: sets_at as u32,
+            set_count: a.rrsets.len() as u32,
+            names_at: names_at as u32,
+            rdata_at: rdata_at as u32,
+        });
+    }
+
+    /// The zone's arrays as vectors of their own, each with room for `extra` more entries
+    /// (names' bytes, nodes, RRsets, rdata bytes), the hash table as it is: what
+    /// [`Zone::patch`] starts from, whichever form this zone is in.
+    pub(super) fn copy_arrays(&self, extra: [usize; 4]) -> Arrays {
+        fn copy<T: Copy>(old: &[T], extra: usize) -> Vec<T> {
+            let mut v = Vec::with_capacity(old.len() + extra);
+            v.extend_from_slice(old);
+            v
+        }
+        match &self.store {
+            Store::Split(a) => Arrays {
+                names: copy(&a.names, extra[0]),
+                nodes: copy(&a.nodes, extra[1]),
+                table: a.table.clone(),
+                rrsets: copy(&a.rrsets, extra[2]),
+                rdata: copy(&a.rdata, extra[3]),
+            },
+            Store::Packed(p) => {
+                let mut nodes = Vec::with_capacity(p.node_count as usize + extra[1]);
+                nodes.extend((0..p.node_count).map(|i| self.node_at(i)));
+                let mut rrsets = Vec::with_capacity(p.set_count as usize + extra[2]);
+                rrsets.extend((0..p.set_count).map(|i| self.set_at(i)));
+                Arrays {
+                    names: copy(&p.mem[p.names_at as usize..p.rdata_at as usize], extra[0]),
+                    nodes,
+                    table: (0..p.table_len as usize)
+                        .map(|i| u32_at(&p.mem, i * 4))
+                        .collect(),
+                    rrsets,
+                    rdata: copy(self.rdata(), extra[3]),
+                }
+            }
+        }
+    }
+
+    /// The arrays of a zone being patched. Panics if the zone is packed: only
+    /// [`Zone::patch`] calls this, on the split copy it makes, before it packs the result.
+    pub(super) fn split_mut(&mut self) -> &mut Arrays {
+        match &mut self.store {
+            Store::Split(a) => a,
+            Store::Packed(_) => unreachable!("a packed zone is never changed"),
+        }
+    }
+
+    /// The packed zone's arrays back in their own allocations, for tests that compare the
+    /// two forms' answers.
+    #[cfg(test)]
+    pub(crate) fn unpack(&mut self) {
+        if !self.is_packed() {
+            return;
+        }
+        let a = self.copy_arrays([0; 4]);
+        self.store = Store::Split(Box::new(a));
+    }
+
+    /// True if the zone is packed into one allocation (a small zone).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.store, Store::Packed(_))
+    }
+
+    /// Reads a small packed zone whole, one byte per cache line: the loads do not depend on
+    /// each other, so their misses overlap, where a lookup's own loads (table, node, name,
+    /// RRsets, rdata) each wait for the one before. Does nothing for a bigger zone.
+    #[inline]
+    pub(crate) fn warm(&self) {
+        if let Store::Packed(p) = &self.store {
+            if p.mem.len() <= WARM_MAX {
+                let mut x = 0u8;
+                for b in p.mem.iter().step_by(64) {
+                    x ^= *b;
+                }
+                std::hint::black_box(x);
+            }
+        }
+    }
+
+    /// The apex name's wire form as stored (node 0's name), read from the zone's own data
+    /// rather than from [`Zone::apex`]'s separate allocation.
+    #[inline]
+    pub(crate) fn apex_wire(&self) -> &[u8] {
+        let n = self.node_at(0);
+        self.name_wire(&n)
+    }
+
+    #[inline]
+    pub(super) fn node_at(&self, id: NodeId) -> Node {
+        match &self.store {
+            Store::Split(a) => a.nodes[id as usize],
+            Store::Packed(p) => {
+                assert!(id < p.node_count, "node index out of range");
+                Node::decode(&p.mem[p.nodes_at as usize + id as usize * NODE_SIZE..])
+            }
+        }
+    }
+
+    #[inline]
+    fn name_wire(&self, n: &Node) -> &[u8] {
+        let (names, at) = match &self.store {
+            Store::Split(a) => (&a.names[..], 0),
+            Store::Packed(p) => (&p.mem[..p.rdata_at as usize], p.names_at as usize),
+        };
+        &names[at + n.name as usize..at + n.name as usize + n.name_len as usize]
+    }
+
+    #[inline]
+    pub(super) fn set_count(&self) -> usize {
+        match &self.store {
+            Store::Split(a) => a.rrsets.len(),
+            Store::Packed(p) => p.set_count as usize,
+        }
+    }
+
+    #[inline]
+    pub(super) fn set_at(&self, i: u32) -> RRsetEntry {
+        match &self.store {
+            Store::Split(a) => a.rrsets[i as usize],
+            Store::Packed(p) => {
+                assert!(i < p.set_count, "RRset index out of range");
+                RRsetEntry::decode(&p.mem[p.sets_at as usize + i as usize * SET_SIZE..])
+            }
+        }
+    }
+
+    #[inline]
+    fn set_type(&self, i: u32) -> RType {
+        match &self.store {
+            Store::Split(a) => a.rrsets[i as usize].rtype,
+            Store::Packed(p) => {
+                assert!(i < p.set_count, "RRset index out of range");
+                let at = p.sets_at as usize + i as usize * SET_SIZE;
+                RType(u16::from_le_bytes([p.mem[at], p.mem[at + 1]]))
+            }
+        }
+    }
+
+    #[inline]
+    fn rdata(&self) -> &[u8] {
+        match &self.store {
+            Store::Split(a) => &a.rdata,
+            Store::Packed(p) => &p.mem[p.rdata_at as usize..],
+        }
     }
 }
 
@@ -140,13 +475,14 @@ impl<'a> NodeRef<'a> {
     pub fn id(&self) -> NodeId {
         self.id
     }
-    fn node(&self) -> &'a Node {
-        &self.zone.nodes[self.id as usize]
+    #[inline]
+    fn node(&self) -> Node {
+        self.zone.node_at(self.id)
     }
     /// The owner name, in the case first written in the zone file.
     pub fn name(&self) -> NameRef<'a> {
         let n = self.node();
-        let wire = &self.zone.names[n.name as usize..n.name as usize + n.name_len as usize];
+        let wire = self.zone.name_wire(&n);
         NameRef::from_wire_prefix(wire)
             .expect("zone stores valid names")
             .0
@@ -168,7 +504,7 @@ impl<'a> NodeRef<'a> {
     }
     /// All RRsets, in type order.
     pub fn rrsets(&self) -> impl Iterator<Item = RRset<'a>> + 'a {
-        let n = *self.node();
+        let n = self.node();
         let zone = self.zone;
         (n.rrsets..n.rrsets + n.nrrsets as u32).map(move |i| zone.rrset(i))
     }
@@ -194,11 +530,10 @@ impl<'a> NodeRef<'a> {
     #[inline]
     pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
         let n = self.node();
-        let sets = &self.zone.rrsets[n.rrsets as usize..n.rrsets as usize + n.nrrsets as usize];
         // Few RRsets per node: a short scan over a sorted run beats a search.
-        sets.iter()
-            .position(|s| s.rtype == rtype)
-            .map(|i| self.zone.rrset(n.rrsets + i as u32))
+        (n.rrsets..n.rrsets + u32::from(n.nrrsets))
+            .find(|&i| self.zone.set_type(i) == rtype)
+            .map(|i| self.zone.rrset(i))
     }
 }
 
@@ -210,19 +545,21 @@ impl Zone {
 
     /// Number of names (nodes), empty non-terminals included.
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        match &self.store {
+            Store::Split(a) => a.nodes.len(),
+            Store::Packed(p) => p.node_count as usize,
+        }
     }
 
     /// Number of records.
     pub fn record_count(&self) -> usize {
-        // Through the nodes: a patched zone ([`Zone::patch`]) keeps the RRsets it replaced
-        // in `rrsets`, unused.
-        self.nodes
-            .iter()
-            .map(|n| {
-                self.rrsets[n.rrsets as usize..n.rrsets as usize + n.nrrsets as usize]
-                    .iter()
-                    .map(|s| s.count as usize)
+        // Through the nodes: a patched zone ([`Zone::patch`]) keeps the RRsets it replaced,
+        // unused.
+        (0..self.node_count() as NodeId)
+            .map(|id| {
+                let n = self.node_at(id);
+                (n.rrsets..n.rrsets + u32::from(n.nrrsets))
+                    .map(|i| self.set_at(i).count as usize)
                     .sum::<usize>()
             })
             .sum()
@@ -275,17 +612,19 @@ impl Zone {
     }
 
     fn rrset(&self, i: u32) -> RRset<'_> {
-        let s = self.rrsets[i as usize];
-        let end = self
-            .rrsets
-            .get(i as usize + 1)
-            .map_or(self.rdata.len(), |n| n.rdata as usize);
+        let s = self.set_at(i);
+        let rdata = self.rdata();
+        let end = if (i as usize) + 1 < self.set_count() {
+            self.set_at(i + 1).rdata as usize
+        } else {
+            rdata.len()
+        };
         RRset {
             rtype: s.rtype,
             ttl: s.ttl,
             count: s.count,
             index: i,
-            data: &self.rdata[s.rdata as usize..end],
+            data: &rdata[s.rdata as usize..end],
         }
     }
 
@@ -297,17 +636,23 @@ impl Zone {
     }
 
     pub(super) fn find_hashed(&self, name: NameRef<'_>, h: u64) -> Option<NodeRef<'_>> {
-        let mask = self.table.len() - 1;
+        let p = match &self.store {
+            Store::Split(a) => {
+                return a.find_hashed(name, h).map(|id| NodeRef { zone: self, id });
+            }
+            Store::Packed(p) => p,
+        };
+        let mask = p.table_len as usize - 1;
         let mut i = h as usize & mask;
         let tag = (h >> 32) as u32;
         loop {
-            let slot = self.table[i];
+            let slot = u32_at(&p.mem, i * 4);
             if slot == 0 {
                 return None;
             }
-            let n = &self.nodes[slot as usize - 1];
+            let n = self.node_at(slot - 1);
             if n.hash == tag && n.name_len as usize == name.len() {
-                let wire = &self.names[n.name as usize..n.name as usize + n.name_len as usize];
+                let wire = self.name_wire(&n);
                 if shardns_wire::name::eq_ci(wire, name.as_wire()) {
                     return Some(NodeRef {
                         zone: self,

@@ -451,3 +451,49 @@ fn signature_times_are_checked_against_the_time_given() {
         .signature_warnings(0)
         .is_empty());
 }
+
+#[test]
+fn zones_put_and_removed_in_any_order_are_all_found() {
+    // Enough zones that every shard's table holds probe runs, then every third removed
+    // (the entries after each move back into its slot) and some put back in another case.
+    let n: usize = 6_000;
+    let zones: Vec<_> = (0..n).map(|i| tiny(&format!("r{i}.test."), 1)).collect();
+    let mut set = ZoneSet::from_shared(zones.clone());
+    set = set.update(
+        (0..n)
+            .step_by(3)
+            .map(|i| ZoneChange::Remove(format!("R{i}.test.").parse().unwrap())),
+    );
+    let removed = n.div_ceil(3);
+    assert_eq!(set.len(), n - removed);
+    assert_eq!(set.zones().count(), n - removed);
+    for (i, z) in zones.iter().enumerate() {
+        let apex: Name = format!("r{i}.test.").parse().unwrap();
+        match set.get(apex.as_ref()) {
+            Some(found) => {
+                assert!(i % 3 != 0, "r{i} was removed");
+                assert!(std::sync::Arc::ptr_eq(found, z));
+            }
+            None => assert!(i % 3 == 0, "r{i} lost"),
+        }
+    }
+    // Removing what is not there changes nothing; putting back restores it.
+    set = set.update([ZoneChange::Remove("r0.test.".parse().unwrap())]);
+    assert_eq!(set.len(), n - removed);
+    set = set.update(
+        (0..n)
+            .step_by(6)
+            .map(|i| ZoneChange::Put(tiny(&format!("R{i}.TEST."), 2))),
+    );
+    assert_eq!(set.len(), n - removed + n.div_ceil(6));
+    for i in 0..n {
+        let q: Name = format!("www.r{i}.test.").parse().unwrap();
+        let found = set.find(q.as_ref()).map(|z| z.serial());
+        let want = match i {
+            _ if i % 6 == 0 => Some(2),
+            _ if i % 3 == 0 => None,
+            _ => Some(1),
+        };
+        assert_eq!(found, want, "r{i}");
+    }
+}

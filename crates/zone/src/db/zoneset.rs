@@ -8,8 +8,8 @@
 //! whatever the number of zones. Readers are unaffected: a set never changes once built.
 
 use super::Zone;
+use shardns_wire::name::eq_ci;
 use shardns_wire::{Name, NameRef};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Hash tables the apexes are spread over (a power of two).
@@ -17,23 +17,113 @@ pub const SHARDS: usize = 256;
 /// Most labels a name has (a name of 255 octets has at most 127 labels, plus the root).
 const MAX_DEPTH: usize = 128;
 
-/// One shard: apex hash -> the zones with that hash.
-type Shard = HashMap<u64, Same>;
-
-/// The zones whose apexes hash alike: almost always one, kept without an allocation of its
-/// own (a hosting provider's million zones would otherwise cost a million small vectors).
-#[derive(Debug, Clone)]
-enum Same {
-    One(Arc<Zone>),
-    Many(Vec<Arc<Zone>>),
+/// One shard: an open-addressing table (linear probing, at most half full) of the apex
+/// hash and the zone, 16 bytes a slot. A lookup reads one slot's cache line, then the zone;
+/// zones whose apexes hash alike sit in the same probe run and are told apart by name.
+#[derive(Debug, Clone, Default)]
+struct Shard {
+    slots: Box<[Option<Entry>]>,
+    len: usize,
 }
 
-impl Same {
-    fn as_slice(&self) -> &[Arc<Zone>] {
-        match self {
-            Same::One(z) => std::slice::from_ref(z),
-            Same::Many(v) => v,
+#[derive(Debug, Clone)]
+struct Entry {
+    hash: u64,
+    zone: Arc<Zone>,
+}
+
+impl Shard {
+    /// Index of the zone at `apex` (whose hash is `hash`); counts name comparisons.
+    #[inline]
+    fn position(&self, hash: u64, apex: &[u8], comparisons: &mut u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
         }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let e = self.slots[i].as_ref()?;
+            if e.hash == hash {
+                *comparisons += 1;
+                // A small zone is read whole now, so the comparison's and the answer's
+                // loads of its data wait on one round of overlapping misses.
+                e.zone.warm();
+                if eq_ci(e.zone.apex_wire(), apex) {
+                    return Some(i);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn get(&self, hash: u64, apex: &[u8]) -> Option<&Arc<Zone>> {
+        let i = self.position(hash, apex, &mut 0)?;
+        self.slots[i].as_ref().map(|e| &e.zone)
+    }
+
+    /// Puts `zone` in, replacing the zone at the same apex; true if it was not there.
+    fn put(&mut self, hash: u64, zone: Arc<Zone>, comparisons: &mut u64) -> bool {
+        if let Some(i) = self.position(hash, zone.apex_wire(), comparisons) {
+            self.slots[i] = Some(Entry { hash, zone });
+            return false;
+        }
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        self.place(Entry { hash, zone });
+        self.len += 1;
+        true
+    }
+
+    fn place(&mut self, e: Entry) {
+        let mask = self.slots.len() - 1;
+        let mut i = e.hash as usize & mask;
+        while self.slots[i].is_some() {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Some(e);
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(8);
+        let old = std::mem::replace(&mut self.slots, (0..size).map(|_| None).collect());
+        for e in old.into_vec().into_iter().flatten() {
+            self.place(e);
+        }
+    }
+
+    /// Takes out the zone at `apex`; true if it was there. The entries after it in its
+    /// probe run move back (no tombstones, so lookups never probe further than they must).
+    fn remove(&mut self, hash: u64, apex: &[u8], comparisons: &mut u64) -> bool {
+        let Some(mut hole) = self.position(hash, apex, comparisons) else {
+            return false;
+        };
+        self.slots[hole] = None;
+        self.len -= 1;
+        let mask = self.slots.len() - 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let Some(e) = &self.slots[j] else {
+                return true;
+            };
+            // The entry at j may move to the hole unless its home lies cyclically in
+            // (hole, j]: then a lookup starting from home would not pass the hole.
+            let home = e.hash as usize & mask;
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j].take();
+                hole = j;
+            }
+        }
+    }
+
+    fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> + '_ {
+        self.slots.iter().flatten().map(|e| &e.zone)
     }
 }
 
@@ -72,7 +162,7 @@ pub enum ZoneChange {
 impl Default for ZoneSet {
     fn default() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Arc::new(Shard::new())).collect(),
+            shards: (0..SHARDS).map(|_| Arc::new(Shard::default())).collect(),
             depth_counts: Box::new([0; MAX_DEPTH]),
             depths: Vec::new(),
             len: 0,
@@ -115,54 +205,22 @@ impl ZoneSet {
             let s = shard_of(hash);
             if !copied[s] {
                 copied[s] = true;
-                work.entries_copied += shards[s].len() as u64;
+                work.entries_copied += shards[s].len as u64;
             }
             // Unique after the first change to it in this update, so no further copies.
             let shard = Arc::make_mut(&mut shards[s]);
             let labels = apex.label_count();
             match change {
                 ZoneChange::Put(zone) => {
-                    let Some(same) = shard.get_mut(&hash) else {
-                        shard.insert(hash, Same::One(zone));
+                    if shard.put(hash, zone, &mut work.comparisons) {
                         depth_counts[labels] += 1;
                         len += 1;
-                        continue;
-                    };
-                    let at = same.as_slice().iter().position(|z| {
-                        work.comparisons += 1;
-                        z.apex().eq_ci(&zone.apex())
-                    });
-                    match (at, same) {
-                        (Some(_), Same::One(z)) => *z = zone,
-                        (Some(i), Same::Many(v)) => v[i] = zone,
-                        (None, same) => {
-                            let mut v = same.as_slice().to_vec();
-                            v.push(zone);
-                            *same = Same::Many(v);
-                            depth_counts[labels] += 1;
-                            len += 1;
-                        }
                     }
                 }
                 ZoneChange::Remove(name) => {
-                    let Some(same) = shard.get_mut(&hash) else {
-                        continue;
-                    };
-                    let at = same.as_slice().iter().position(|z| {
-                        work.comparisons += 1;
-                        z.apex().eq_ci(&name.as_ref())
-                    });
-                    let Some(i) = at else { continue };
-                    depth_counts[labels] -= 1;
-                    len -= 1;
-                    let mut rest = same.as_slice().to_vec();
-                    rest.swap_remove(i);
-                    match rest.len() {
-                        0 => {
-                            shard.remove(&hash);
-                        }
-                        1 => *same = Same::One(rest.pop().expect("one left")),
-                        _ => *same = Same::Many(rest),
+                    if shard.remove(hash, name.as_wire(), &mut work.comparisons) {
+                        depth_counts[labels] -= 1;
+                        len -= 1;
                     }
                 }
             }
@@ -205,18 +263,12 @@ impl ZoneSet {
 
     fn lookup(&self, apex: NameRef<'_>) -> Option<&Arc<Zone>> {
         let hash = apex.hash_ci();
-        self.shards[shard_of(hash)]
-            .get(&hash)?
-            .as_slice()
-            .iter()
-            .find(|z| z.apex().eq_ci(&apex))
+        self.shards[shard_of(hash)].get(hash, apex.as_wire())
     }
 
     /// Every zone, in no particular order.
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> + '_ {
-        self.shards
-            .iter()
-            .flat_map(|s| s.values().flat_map(Same::as_slice))
+        self.shards.iter().flat_map(|s| s.zones())
     }
 
     /// Zones in the set.
