@@ -1,7 +1,8 @@
 //! Resident memory of zones read from files the way the server reads a zone list, one
 //! after another in one thread (scan_file, build), kept in a vector as the server's loader
 //! keeps its results (diagnostic). `memfiles DIR N`: DIR/zNNNNNN.test.zone as
-//! `bench/many_zones.py` writes them.
+//! `bench/many_zones.py` writes them. glibc's view of the heap: run it under gdb with a
+//! breakpoint on `_exit`, then `call (int)malloc_info(0, (void*)stderr)`.
 use shardns_wire::Name;
 use shardns_zone::scan::{scan_file, ScanOptions};
 use shardns_zone::{Zone, ZoneSet};
@@ -33,19 +34,6 @@ fn main() {
         })
         .collect();
     println!("zones {}", rss());
-    if std::env::var_os("MALLOC_INFO").is_some() {
-        extern "C" {
-            fn malloc_info(options: i32, stream: *mut std::ffi::c_void) -> i32;
-            fn fdopen(fd: i32, mode: *const std::ffi::c_char) -> *mut std::ffi::c_void;
-            fn fflush(stream: *mut std::ffi::c_void) -> i32;
-        }
-        // SAFETY: glibc's malloc_info writes to a stream fdopen made of stderr.
-        unsafe {
-            let f = fdopen(2, c"w".as_ptr());
-            malloc_info(0, f);
-            fflush(f);
-        }
-    }
     let set = ZoneSet::new(zones.into_iter().map(|r| r.unwrap().0).collect());
     println!("set {} ({} zones)", rss(), set.len());
 }
