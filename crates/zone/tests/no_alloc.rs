@@ -56,6 +56,18 @@ fn answering_allocates_nothing() {
     });
     assert_eq!(allocations, 0, "heap allocations on the answer path");
     assert_eq!(answered, 18_000);
+    // A batch's lookups started together (a worker's UDP batch) allocate nothing either.
+    let (hinted, allocations) = GLOBAL.count(|| {
+        let hinted = std::cell::Cell::new(0usize);
+        for _ in 0..1000 {
+            zones.prefetch(queries.iter().map(Vec::as_slice), |_| {
+                hinted.set(hinted.get() + 1)
+            });
+        }
+        hinted.get()
+    });
+    assert_eq!(allocations, 0, "heap allocations staging a batch");
+    assert!(hinted > 0);
 }
 
 #[test]

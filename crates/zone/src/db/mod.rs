@@ -30,7 +30,7 @@ mod zoneset;
 pub use denial::{nsec3_hash, MAX_NSEC3_ITERATIONS, NSEC3_HASH_LEN};
 pub use patch::PatchWork;
 pub use store::{NodeRef, RRset, RdataIter, Zone};
-pub use zoneset::{BuildWork, ZoneChange, ZoneSet, SHARDS};
+pub use zoneset::{BuildWork, ZoneChange, ZoneSet, PREFETCH_MAX, SHARDS};
 
 /// Index of a node in a zone.
 pub type NodeId = u32;

@@ -497,3 +497,83 @@ fn zones_put_and_removed_in_any_order_are_all_found() {
         assert_eq!(found, want, "r{i}");
     }
 }
+
+/// The addresses `ZoneSet::prefetch` hints for `messages`.
+fn hints_for(set: &ZoneSet, messages: &[Vec<u8>]) -> Vec<usize> {
+    let hints = std::cell::RefCell::new(Vec::new());
+    set.prefetch(messages.iter().map(Vec::as_slice), |p| {
+        hints.borrow_mut().push(p as usize)
+    });
+    hints.into_inner()
+}
+
+#[test]
+fn a_batch_is_prefetched_zone_header_and_data_for_each_query() {
+    use shardns_testkit::query;
+    let mut zones: Vec<_> = (0..1000).map(|i| tiny(&format!("z{i}.test."), 1)).collect();
+    zones.push(tiny("sub.z5.test.", 1)); // a second apex depth
+    let set = ZoneSet::from_shared(zones.clone());
+    let sub = &zones[1000];
+    let batch = vec![
+        query(1, "www.z1.test.", RType::A, None),
+        query(2, "Z2.TEST.", RType::MX, None),
+        query(3, "x.sub.z5.test.", RType::A, None),
+        query(4, "www.example.org.", RType::A, None),
+    ];
+    let hints = hints_for(&set, &batch);
+    let header = |z: &std::sync::Arc<Zone>| std::sync::Arc::as_ptr(z) as usize;
+    for z in [&zones[1], &zones[2], &zones[5], sub] {
+        assert!(hints.contains(&header(z)), "{} header", z.apex());
+        let (start, len) = z.arrays()[0];
+        assert!(z.is_packed() && len <= 1024);
+        for line in (start..start + len).step_by(64) {
+            assert!(hints.contains(&line), "{} data at {line:#x}", z.apex());
+        }
+        assert!(hints.contains(&(start + len - 1)), "{} last line", z.apex());
+    }
+    for z in [&zones[0], &zones[3], &zones[999]] {
+        assert!(!hints.contains(&header(z)), "{} was not queried", z.apex());
+    }
+    // Slot, two header lines and the data lines for each of the four zones found (z5.test.
+    // is the 2-label lookup of x.sub.z5.test.); one slot for each lookup finding nothing:
+    // www.z1.test. at depth 3, www.example.org. at depths 3 and 2.
+    let found: usize = [&zones[1], &zones[2], &zones[5], sub]
+        .iter()
+        .map(|z| 3 + z.arrays()[0].1.div_ceil(64) + 1)
+        .sum();
+    assert_eq!(hints.len(), found + 1 + 2, "{hints:x?}");
+}
+
+#[test]
+fn malformed_queries_and_empty_sets_prefetch_nothing() {
+    use shardns_testkit::query;
+    let set = ZoneSet::from_shared((0..100).map(|i| tiny(&format!("z{i}.test."), 1)).collect());
+    let good = query(1, "www.z1.test.", RType::A, None);
+    let mut two_questions = good.clone();
+    two_questions[5] = 2;
+    let mut compressed = good.clone();
+    compressed[12] = 0xc0;
+    let mut cut = good.clone();
+    cut.truncate(16);
+    let batch = vec![vec![], vec![0; 11], two_questions, compressed, cut];
+    assert_eq!(hints_for(&set, &batch), Vec::<usize>::new());
+    assert_eq!(
+        hints_for(&ZoneSet::default(), std::slice::from_ref(&good)),
+        vec![]
+    );
+    assert!(!hints_for(&set, &[good]).is_empty());
+}
+
+#[test]
+fn at_most_prefetch_max_lookups_are_staged() {
+    use shardns_testkit::query;
+    let zones: Vec<_> = (0..200).map(|i| tiny(&format!("z{i}.test."), 1)).collect();
+    let set = ZoneSet::from_shared(zones.clone());
+    let batch: Vec<_> = (0..100)
+        .map(|i| query(1, &format!("www.z{i}.test."), RType::A, None))
+        .collect();
+    let hints = hints_for(&set, &batch);
+    let header = |z: &std::sync::Arc<Zone>| std::sync::Arc::as_ptr(z) as usize;
+    assert!(hints.contains(&header(&zones[PREFETCH_MAX - 1])));
+    assert!(!hints.contains(&header(&zones[PREFETCH_MAX])));
+}
