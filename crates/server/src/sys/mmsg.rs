@@ -157,6 +157,17 @@ impl UdpBatch {
         (query, out)
     }
 
+    /// Datagram `i` of the last `recv`, or `None` if it was longer than `UDP_QUERY_MAX` (or
+    /// `i` is past the batch).
+    pub(crate) fn query(&self, i: usize) -> Option<&[u8]> {
+        let h = self.recv_msgs[..self.received].get(i)?;
+        if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+            return None;
+        }
+        let len = (h.msg_len as usize).min(UDP_QUERY_MAX);
+        Some(&self.queries[i * UDP_QUERY_MAX..i * UDP_QUERY_MAX + len])
+    }
+
     /// True if datagram `i` of the last `recv` has an additional section (ARCOUNT not
     /// zero: an OPT record, which may carry a cookie).
     pub(crate) fn has_additional(&self, i: usize) -> bool {

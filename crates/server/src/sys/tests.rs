@@ -25,6 +25,7 @@ fn batch_round_trip_on_loopback() {
     assert_eq!(n, 3);
     for i in 0..n {
         assert_eq!(batch.peer(i), Some(client.local_addr().unwrap()));
+        assert_eq!(batch.query(i), Some(&[i as u8; 5][..]));
         let (q, out) = batch.query_and_response(i, i);
         let q = q.unwrap().to_vec();
         assert_eq!(q, vec![i as u8; 5]);
@@ -53,6 +54,8 @@ fn oversized_datagram_is_flagged() {
     let mut batch = UdpBatch::new(2);
     assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 1);
     assert!(batch.query_and_response(0, 0).0.is_none());
+    assert_eq!(batch.query(0), None);
+    assert_eq!(batch.query(1), None, "past the datagrams received");
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! worker::udp -- UDP sockets: datagrams read and written in batches (recvmmsg/sendmmsg),
-//! each query answered in place in the batch's response slot by `dispatch`.
+//! each query answered in place in the batch's response slot by `dispatch`, after the
+//! batch's zone lookups were started together (`ZoneSet::prefetch`).
 
 use super::{Worker, UDP_ROUNDS};
 use crate::dispatch::{Action, Origin, Source};
 use crate::stats::{QueryPath, WorkerStats};
-use crate::sys::UdpBatch;
+use crate::sys::{self, UdpBatch};
 use shardns_zone::ZoneSet;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -53,6 +54,11 @@ impl Worker {
                 }
             };
             stats.queries[path as usize].add(n as u64);
+            if n > 1 && zones.len() > 1 {
+                // With many zones, a query's zone is likely out of the CPU caches: start
+                // every query's lookup before answering any, so their misses overlap.
+                zones.prefetch((0..n).filter_map(|i| batch.query(i)), sys::prefetch);
+            }
             for i in 0..n {
                 let slot = batch.queued();
                 let peer = if want_peer || (cookies && batch.has_additional(i)) {
