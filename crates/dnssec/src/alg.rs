@@ -93,7 +93,7 @@ impl Algorithm {
         )
     }
 
-    /// True if this crate can generate keys of this algorithm (ring cannot generate RSA).
+    /// True if this crate can generate keys of this algorithm (we generate no RSA keys).
     pub fn can_generate(self) -> bool {
         matches!(
             self,
@@ -139,11 +139,11 @@ impl DigestType {
         })
     }
 
-    pub(crate) fn ring(self) -> &'static ring::digest::Algorithm {
+    pub(crate) fn algorithm(self) -> &'static aws_lc_rs::digest::Algorithm {
         match self {
-            Self::Sha1 => &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
-            Self::Sha256 => &ring::digest::SHA256,
-            Self::Sha384 => &ring::digest::SHA384,
+            Self::Sha1 => &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            Self::Sha256 => &aws_lc_rs::digest::SHA256,
+            Self::Sha384 => &aws_lc_rs::digest::SHA384,
         }
     }
 }
@@ -168,7 +168,7 @@ mod tests {
             }
         }
         assert_eq!(Algorithm::from_number(13), Some(Algorithm::EcdsaP256Sha256));
-        assert_eq!(Algorithm::from_number(16), None, "Ed448: ring has none");
+        assert_eq!(Algorithm::from_number(16), None, "Ed448: not supported");
         assert_eq!(Algorithm::from_mnemonic("DSA"), None);
         assert!(Algorithm::RsaSha256.can_sign() && !Algorithm::RsaSha256.can_generate());
         assert!(!Algorithm::RsaSha1.can_sign());

@@ -39,7 +39,7 @@ pub fn ds_digest(
 ) -> usize {
     let mut lower = [0u8; MAX_NAME_LEN];
     let n = owner.lowercase_into(&mut lower);
-    let mut ctx = ring::digest::Context::new(digest.ring());
+    let mut ctx = aws_lc_rs::digest::Context::new(digest.algorithm());
     ctx.update(&lower[..n]);
     ctx.update(dnskey_rdata);
     let d = ctx.finish();
@@ -62,13 +62,13 @@ pub fn ds_rdata(owner: NameRef<'_>, dnskey_rdata: &[u8], digest: DigestType) -> 
     Some(out)
 }
 
-/// A SHA-256 (ring's) of many parts: a fingerprint of a signer's inputs, to tell whether
+/// A SHA-256 (aws-lc-rs's) of many parts: a fingerprint of a signer's inputs, to tell whether
 /// they changed.
-pub struct Fingerprint(ring::digest::Context);
+pub struct Fingerprint(aws_lc_rs::digest::Context);
 
 impl Default for Fingerprint {
     fn default() -> Self {
-        Self(ring::digest::Context::new(&ring::digest::SHA256))
+        Self(aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256))
     }
 }
 

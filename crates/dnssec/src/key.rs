@@ -1,16 +1,16 @@
-//! Signing keys and public keys: one type for every algorithm, backed by ring.
+//! Signing keys and public keys: one type for every algorithm, backed by aws-lc-rs.
 //!
 //! A [`SigningKey`] is a key pair with its DNSKEY flags; it keeps its private part in the
 //! raw form BIND's `.private` files use ([`PrivateKey`]) so the key store can write it, and
-//! a ring key pair to sign with. [`verify`] checks a signature with the public key field of
-//! a DNSKEY. No cryptography is ours: ring signs, verifies, hashes and generates; this file
-//! only moves octets between DNS and ring's forms (RFC 3110, RFC 6605, RFC 8080).
+//! an aws-lc-rs key pair to sign with. [`verify`] checks a signature with the public key field of
+//! a DNSKEY. No cryptography is ours: aws-lc-rs signs, verifies, hashes and generates; this file
+//! only moves octets between DNS and aws-lc-rs's forms (RFC 3110, RFC 6605, RFC 8080).
 
 use crate::alg::Algorithm;
 use crate::digest::key_tag;
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use aws_lc_rs::signature::{self as sig, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use core::fmt;
-use ring::rand::{SecureRandom, SystemRandom};
-use ring::signature::{self as sig, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 
 /// DNSKEY flags: Zone Key (RFC 4034 §2.1.1).
 pub const FLAG_ZONE: u16 = 0x0100;
@@ -24,7 +24,7 @@ pub const FLAG_REVOKE: u16 = 0x0080;
 pub enum KeyError {
     /// The algorithm cannot be used for this (see [`Algorithm::can_sign`]).
     Unsupported(Algorithm),
-    /// ring rejected the key material (wrong length, not on the curve, public and private
+    /// aws-lc-rs rejected the key material (wrong length, not on the curve, public and private
     /// parts that do not match, an RSA modulus outside 2048..=4096 bits, ...).
     Rejected(String),
     /// The system random number generator failed.
@@ -133,14 +133,14 @@ impl SigningKey {
                 let (alg, len) = ecdsa_alg(algorithm)?;
                 let pkcs8 =
                     EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| KeyError::Random)?;
-                let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+                let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref())
                     .map_err(|e| KeyError::Rejected(e.to_string()))?;
                 let scalar = der::ec_private_key(pkcs8.as_ref())
                     .filter(|s| s.len() == len)
                     .ok_or(KeyError::Rejected(
-                        "unexpected PKCS #8 document from ring".into(),
+                        "unexpected PKCS #8 document from aws-lc-rs".into(),
                     ))?;
-                // ring gives the uncompressed point 04 | x | y; DNSKEY holds x | y.
+                // aws-lc-rs gives the uncompressed point 04 | x | y; DNSKEY holds x | y.
                 let public = pair.public_key().as_ref()[1..].to_vec();
                 Self::from_private(
                     algorithm,
@@ -154,7 +154,7 @@ impl SigningKey {
     }
 
     /// A key from its private part and the public key field of its DNSKEY (as stored in a
-    /// `.key` file); ring checks that the two belong together.
+    /// `.key` file); aws-lc-rs checks that the two belong together.
     pub fn from_private(
         algorithm: Algorithm,
         flags: u16,
@@ -162,7 +162,7 @@ impl SigningKey {
         public_key: &[u8],
     ) -> Result<Self, KeyError> {
         let rng = SystemRandom::new();
-        let reject = |e: ring::error::KeyRejected| KeyError::Rejected(e.to_string());
+        let reject = |e: aws_lc_rs::error::KeyRejected| KeyError::Rejected(e.to_string());
         let pair = match (&private, algorithm) {
             (PrivateKey::Ed25519(seed), Algorithm::Ed25519) => Pair::Ed25519(
                 Ed25519KeyPair::from_seed_and_public_key(seed, public_key).map_err(reject)?,
@@ -176,13 +176,13 @@ impl SigningKey {
                 point.push(4);
                 point.extend_from_slice(public_key);
                 Pair::Ecdsa(
-                    EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, &point, &rng)
+                    EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, &point)
                         .map_err(reject)?,
                 )
             }
             (PrivateKey::Rsa(r), Algorithm::RsaSha256) => {
-                let pair = RsaKeyPair::from_components(&ring::rsa::KeyPairComponents {
-                    public_key: ring::rsa::PublicKeyComponents {
+                let pair = RsaKeyPair::from_components(&aws_lc_rs::rsa::KeyPairComponents {
+                    public_key: aws_lc_rs::rsa::PublicKeyComponents {
                         n: &r.modulus,
                         e: &r.public_exponent,
                     },
@@ -221,8 +221,8 @@ impl SigningKey {
             pair,
             rng,
         };
-        // RSA consistency of dP, dQ with e and n is only checked when signing (ring's
-        // documentation): find a bad key now, not in the middle of a zone.
+        // One signature checked with the DNSKEY's public key: a key that does not sign as
+        // its DNSKEY says is found now, not in the middle of a zone.
         let probe = key.sign(b"shardns key check")?;
         if !verify(algorithm, key.public_key(), b"shardns key check", &probe) {
             return Err(KeyError::Rejected(
@@ -272,7 +272,7 @@ impl SigningKey {
                 .map_err(|_| KeyError::Random),
             Pair::Ed25519(p) => Ok(p.sign(msg).as_ref().to_vec()),
             Pair::Rsa(p) => {
-                let mut out = vec![0u8; p.public().modulus_len()];
+                let mut out = vec![0u8; p.public_modulus_len()];
                 p.sign(&sig::RSA_PKCS1_SHA256, &self.rng, msg, &mut out)
                     .map_err(|_| KeyError::Rejected("RSA signing failed".into()))?;
                 Ok(out)
@@ -348,9 +348,9 @@ pub fn verify(algorithm: Algorithm, public_key: &[u8], msg: &[u8], signature: &[
     }
 }
 
-/// Just enough DER to take the private scalar out of the PKCS #8 document ring generates
+/// Just enough DER to take the private scalar out of the PKCS #8 document aws-lc-rs generates
 /// for an ECDSA key (RFC 5208 PrivateKeyInfo holding an RFC 5915 ECPrivateKey). Parsing,
-/// not cryptography: ring made and checked the document.
+/// not cryptography: aws-lc-rs made and checked the document.
 mod der {
     /// Reads one TLV at the start of `data`: its tag, contents and the rest.
     fn tlv(data: &[u8]) -> Option<(u8, &[u8], &[u8])> {

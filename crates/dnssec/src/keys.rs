@@ -179,7 +179,7 @@ pub enum StoreError {
         /// The owner of its DNSKEY.
         found: Name,
     },
-    /// Key material ring refused, or an algorithm we cannot use.
+    /// Key material aws-lc-rs refused, or an algorithm we cannot use.
     Key(PathBuf, KeyError),
 }
 

@@ -17,7 +17,7 @@
 //! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
 //! are passed in), no logging; the signer's threads are scoped and joined before
 //! [`sign_zone`] returns. No cryptography of our own:
-//! ring signs, verifies, hashes and generates keys.
+//! aws-lc-rs signs, verifies, hashes and generates keys.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

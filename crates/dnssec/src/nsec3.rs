@@ -50,13 +50,13 @@ impl Nsec3Params {
 pub fn nsec3_hash(name: NameRef<'_>, salt: &[u8], iterations: u16, out: &mut [u8; HASH_LEN]) {
     let mut lower = [0u8; MAX_NAME_LEN];
     let n = name.lowercase_into(&mut lower);
-    let alg = &ring::digest::SHA1_FOR_LEGACY_USE_ONLY;
-    let mut ctx = ring::digest::Context::new(alg);
+    let alg = &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY;
+    let mut ctx = aws_lc_rs::digest::Context::new(alg);
     ctx.update(&lower[..n]);
     ctx.update(salt);
     out.copy_from_slice(ctx.finish().as_ref());
     for _ in 0..iterations {
-        let mut ctx = ring::digest::Context::new(alg);
+        let mut ctx = aws_lc_rs::digest::Context::new(alg);
         ctx.update(out);
         ctx.update(salt);
         out.copy_from_slice(ctx.finish().as_ref());

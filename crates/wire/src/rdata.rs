@@ -168,15 +168,23 @@ pub fn validate(rtype: RType, rdata: &[u8]) -> Result<(), WireError> {
     }
 }
 
+/// The types whose rdata names are compressed in a message (RFC 3597 §4): octets in front of
+/// the first name, and how many names follow. `None`: the rdata is copied as it is.
+#[inline]
+pub(crate) fn compressed_names(rtype: RType) -> Option<(usize, usize)> {
+    match rtype.0 {
+        2..=5 | 7..=9 | 12 => Some((0, 1)),
+        6 | 14 => Some((0, 2)),
+        15 => Some((2, 1)),
+        _ => None,
+    }
+}
+
 /// Writes uncompressed rdata into a message. Names are compressed only in the RFC 1035
 /// types (RFC 3597 §4); all other rdata is copied as it is. Never allocates.
 pub fn compose(rtype: RType, rdata: &[u8], w: &mut MessageWriter<'_>) -> Result<(), Full> {
-    // Octets in front of the first name, and how many names follow.
-    let (skip, names) = match rtype.0 {
-        2..=5 | 7..=9 | 12 => (0, 1),
-        6 | 14 => (0, 2),
-        15 => (2, 1),
-        _ => return w.put_bytes(rdata),
+    let Some((skip, names)) = compressed_names(rtype) else {
+        return w.put_bytes(rdata);
     };
     let Some(head) = rdata.get(..skip) else {
         return w.put_bytes(rdata);

@@ -571,7 +571,13 @@ impl<'z> Answerer<'z, '_, '_> {
                     let ttl = self.zone.negative_ttl();
                     self.put_rrset(Section::Authority, apex.name(), soa.with_ttl(ttl))?;
                     if let Some(sigs) = apex.signatures(&soa).filter(|_| self.dnssec) {
-                        self.put_rrset(Section::Authority, apex.name(), sigs.with_ttl(ttl))?;
+                        let after = !soa.is_empty();
+                        self.put_rrset_after(
+                            Section::Authority,
+                            apex.name(),
+                            sigs.with_ttl(ttl),
+                            after,
+                        )?;
                     }
                 }
             }
@@ -620,7 +626,7 @@ impl<'z> Answerer<'z, '_, '_> {
         self.put_rrset(section, owner, set)?;
         if self.dnssec {
             if let Some(sigs) = node.signatures(&set) {
-                self.put_rrset(section, owner, sigs)?;
+                self.put_rrset_after(section, owner, sigs, !set.is_empty())?;
             }
         }
         Ok(())
@@ -632,9 +638,28 @@ impl<'z> Answerer<'z, '_, '_> {
         owner: NameRef<'_>,
         set: RRset<'_>,
     ) -> Result<(), Full> {
+        self.put_rrset_after(section, owner, set, false)
+    }
+
+    /// [`Answerer::put_rrset`]; `same_owner`: the previous record written has this owner
+    /// (an RRset's signatures after it), so no record's owner is compared with it.
+    fn put_rrset_after(
+        &mut self,
+        section: Section,
+        owner: NameRef<'_>,
+        set: RRset<'_>,
+        same_owner: bool,
+    ) -> Result<(), Full> {
+        let mut again = same_owner;
         for d in set.rdatas() {
-            self.w
-                .put_record(section, owner, set.rtype, Class::IN, set.ttl, d)?;
+            if again {
+                self.w
+                    .put_record_same_owner(section, owner, set.rtype, Class::IN, set.ttl, d)?;
+            } else {
+                self.w
+                    .put_record(section, owner, set.rtype, Class::IN, set.ttl, d)?;
+            }
+            again = true;
         }
         Ok(())
     }

@@ -32,10 +32,10 @@ pub(crate) fn zone() -> Vec<Record> {
 }
 
 fn ed25519() -> SigningKey {
-    use ring::signature::KeyPair;
+    use aws_lc_rs::signature::KeyPair;
     // A fixed key, so that signatures are the same from run to run.
     let seed = [7u8; 32];
-    let pair = ring::signature::Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
+    let pair = aws_lc_rs::signature::Ed25519KeyPair::from_seed_unchecked(&seed).unwrap();
     SigningKey::from_private(
         Algorithm::Ed25519,
         257,

@@ -176,7 +176,7 @@ fn errors_name_the_problem() {
         assert!(msg.contains(want), "{msg} (want {want})");
         assert!(msg.contains(&key.stem), "{msg} names the file");
     }
-    // The private key of another key: ring refuses the pair.
+    // The private key of another key: aws-lc-rs refuses the pair.
     let other = store
         .generate(
             &name("example.net."),

@@ -1,6 +1,6 @@
 //! DNSSEC validation (RFC 4033-4035, RFC 5155, RFC 6840): trust anchors, the key cache,
 //! and the checks themselves (RRSIGs, NSEC and NSEC3 denials), as pure functions over
-//! records. The cryptography is `shardns_dnssec`'s (ring underneath); nothing here signs,
+//! records. The cryptography is `shardns_dnssec`'s (aws-lc-rs underneath); nothing here signs,
 //! hashes or verifies on its own.
 //!
 //! # Design

@@ -300,7 +300,7 @@ fn client_config(
     primary: SocketAddr,
     tls: &PrimaryTls,
 ) -> Result<(Arc<ClientConfig>, ServerName<'static>), Failure> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| Failure::Tls(e.to_string()))?;
@@ -343,7 +343,7 @@ impl ServerCertVerifier for Pinned {
         let cert = webpki::EndEntityCert::try_from(end_entity)
             .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
         let spki = cert.subject_public_key_info();
-        let digest = ring::digest::digest(&ring::digest::SHA256, spki.as_ref());
+        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, spki.as_ref());
         if self.pins.iter().any(|p| p[..] == *digest.as_ref()) {
             Ok(ServerCertVerified::assertion())
         } else {

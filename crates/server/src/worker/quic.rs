@@ -111,7 +111,7 @@ impl QuicConfig {
     }
 }
 
-/// A QUIC server config: TLS 1.3 only (QUIC has no other), rustls with ring, ALPN "doq"
+/// A QUIC server config: TLS 1.3 only (QUIC has no other), rustls with aws-lc-rs, ALPN "doq"
 /// (RFC 9250 §4.1.1), no 0-RTT (replayable queries are not worth it), no migration.
 fn server_config(cert: &Path, key: &Path, idle: Duration) -> Result<Arc<ServerConfig>, String> {
     let certs = CertificateDer::pem_file_iter(cert)
@@ -121,7 +121,7 @@ fn server_config(cert: &Path, key: &Path, idle: Duration) -> Result<Arc<ServerCo
         return Err(format!("{}: no certificate in it", cert.display()));
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut tls = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| e.to_string())?

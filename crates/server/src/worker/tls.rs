@@ -87,7 +87,7 @@ fn server_configs(cert: &Path, key: &Path) -> Result<Configs, String> {
 }
 
 /// A rustls server config from PEM files: TLS 1.2 and 1.3 with rustls's safe defaults
-/// (ring's cipher suites), no client certificates, ALPN "dot" (RFC 7858's identifier).
+/// (aws-lc-rs's cipher suites), no client certificates, ALPN "dot" (RFC 7858's identifier).
 fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
     let certs = CertificateDer::pem_file_iter(cert)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
@@ -96,7 +96,7 @@ fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
         return Err(format!("{}: no certificate in it", cert.display()));
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?

@@ -111,25 +111,11 @@ impl MessageWriter<'_> {
     /// walk of [`MessageWriter::put_name`] would find, so the octets are the same.
     fn put_answer_owner(&mut self, owner: NameRef<'_>) -> Result<(), Full> {
         let wire = owner.as_wire();
-        if self.prev_owner != 0 && wire.len() > 1 {
-            // The previous owner is remembered only where the walk finds it first: a
-            // pointer (to the first name in the table that equals it), or labels whose
-            // first is in the table (the walk found no earlier name equal to it).
-            let prev = self.prev_owner as usize;
-            let target = if self.buf[prev] & 0xc0 == 0xc0 {
-                ((self.buf[prev] as usize & 0x3f) << 8) | self.buf[prev + 1] as usize
-            } else {
-                prev
-            };
-            if self.name_at_eq::<false>(target, wire) {
-                if self.len + 2 > self.limit {
-                    return Err(Full);
-                }
-                let p = 0xc000 | target as u16;
-                self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
-                self.len += 2;
-                return Ok(());
-            }
+        if self.prev_owner != 0
+            && wire.len() > 1
+            && self.name_at_eq::<false>(self.prev_owner_target(), wire)
+        {
+            return self.put_previous_owner();
         }
         let (start, ncomp) = (self.len, self.ncomp);
         self.put_name(owner, true)?;
@@ -140,6 +126,38 @@ impl MessageWriter<'_> {
             0
         };
         Ok(())
+    }
+
+    /// Where the walk of [`MessageWriter::put_name`] finds the previous owner (set): the
+    /// previous owner is remembered only where the walk finds it first: a pointer (to the
+    /// first name in the table that equals it), or labels whose first is in the table (the
+    /// walk found no earlier name equal to it).
+    #[inline]
+    fn prev_owner_target(&self) -> usize {
+        let prev = self.prev_owner as usize;
+        if self.buf[prev] & 0xc0 == 0xc0 {
+            ((self.buf[prev] as usize & 0x3f) << 8) | self.buf[prev + 1] as usize
+        } else {
+            prev
+        }
+    }
+
+    /// Writes the previous record's owner (set, outside transfers) as a pointer to where
+    /// the table walk finds it.
+    #[inline]
+    pub(super) fn put_previous_owner(&mut self) -> Result<(), Full> {
+        if self.len + 2 > self.limit {
+            return Err(Full);
+        }
+        let p = 0xc000 | self.prev_owner_target() as u16;
+        self.buf[self.len..self.len + 2].copy_from_slice(&p.to_be_bytes());
+        self.len += 2;
+        Ok(())
+    }
+
+    /// True when the previous record's owner (set) is `wire`, case ignored.
+    pub(super) fn is_previous_owner(&self, wire: &[u8]) -> bool {
+        self.name_at_eq::<false>(self.prev_owner_target(), wire)
     }
 
     /// If the previous owner ends with all of `wire` or all of it but the first label:

@@ -216,6 +216,31 @@ impl<'a> MessageWriter<'a> {
         })
     }
 
+    /// Appends one record whose owner is, as the caller knows, the same name as the previous
+    /// record's (the next record of an RRset, an RRset's signatures): the owner is the
+    /// pointer that record's owner gave, without comparing the names (a case-insensitive
+    /// comparison of a 32-octet NSEC3 hash label cost more than the rest of the record).
+    /// The octets are those [`MessageWriter::put_record`] writes. On [`Full`] nothing of
+    /// the record is kept.
+    pub fn put_record_same_owner(
+        &mut self,
+        section: Section,
+        owner: NameRef<'_>,
+        rtype: RType,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), Full> {
+        if self.transfer || self.prev_owner == 0 {
+            return self.put_record(section, owner, rtype, class, ttl, rdata);
+        }
+        debug_assert!(self.is_previous_owner(owner.as_wire()));
+        self.whole(section as usize + 1, |w| {
+            w.put_previous_owner()?;
+            w.put_rr_tail(rtype, class, ttl, rdata)
+        })
+    }
+
     fn put_record_inner(
         &mut self,
         owner: NameRef<'_>,
@@ -225,6 +250,36 @@ impl<'a> MessageWriter<'a> {
         rdata: &[u8],
     ) -> Result<(), Full> {
         self.put_owner(owner)?;
+        self.put_rr_tail(rtype, class, ttl, rdata)
+    }
+
+    /// A record after its owner: type, class, TTL, length and rdata. Rdata without names to
+    /// compress (all but the RFC 1035 types: RRSIG, NSEC3, DS, ...) goes with the fixed
+    /// fields in one bounds check.
+    #[inline]
+    fn put_rr_tail(
+        &mut self,
+        rtype: RType,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), Full> {
+        if rdata::compressed_names(rtype).is_none() {
+            let end = self.len + 10 + rdata.len();
+            if end > self.limit {
+                return Err(Full);
+            }
+            let out = &mut self.buf[self.len..end];
+            let (fixed, data) = out.split_at_mut(10);
+            fixed[0..2].copy_from_slice(&rtype.0.to_be_bytes());
+            fixed[2..4].copy_from_slice(&class.0.to_be_bytes());
+            fixed[4..8].copy_from_slice(&ttl.to_be_bytes());
+            // The limit is at most 65535, so the length fits.
+            fixed[8..10].copy_from_slice(&(rdata.len() as u16).to_be_bytes());
+            data.copy_from_slice(rdata);
+            self.len = end;
+            return Ok(());
+        }
         self.put_u16(rtype.0)?;
         self.put_u16(class.0)?;
         self.put_u32(ttl)?;

@@ -310,13 +310,17 @@ fn answer_owners_are_the_octets_of_the_table_walk() {
     seq.push((n("a.example."), RType::A, vec![192, 0, 2, 1]));
     let mut ours = vec![0u8; 65535];
     let mut walk = vec![0u8; 65535];
+    let mut again = vec![0u8; 65535];
     let mut w1 = MessageWriter::new(&mut ours, 65535);
     let mut w2 = MessageWriter::new(&mut walk, 65535);
-    for w in [&mut w1, &mut w2] {
+    // w3 writes a record whose owner is the previous one's with `put_record_same_owner`.
+    let mut w3 = MessageWriter::new(&mut again, 65535);
+    for w in [&mut w1, &mut w2, &mut w3] {
         w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
             .unwrap();
     }
-    let mut pointers = 0;
+    let (mut pointers, mut same) = (0, 0);
+    let mut prev: Option<&Name> = None;
     for (owner, rtype, rdata) in &seq {
         let at = w1.len();
         w1.put_record(
@@ -329,10 +333,81 @@ fn answer_owners_are_the_octets_of_the_table_walk() {
         )
         .unwrap();
         put_record_by_walk(&mut w2, owner, *rtype, rdata);
+        if prev.is_some_and(|p| p.as_ref().eq_ci(&owner.as_ref())) {
+            same += 1;
+            w3.put_record_same_owner(
+                Section::Answer,
+                owner.as_ref(),
+                *rtype,
+                Class::IN,
+                300,
+                rdata,
+            )
+        } else {
+            w3.put_record(
+                Section::Answer,
+                owner.as_ref(),
+                *rtype,
+                Class::IN,
+                300,
+                rdata,
+            )
+        }
+        .unwrap();
+        prev = Some(owner);
         assert_eq!(w1.len(), w2.len(), "{owner} at {at}");
+        assert_eq!(w3.len(), w2.len(), "{owner} at {at}, same owner");
         pointers += usize::from(w1.buf[at] & 0xc0 == 0xc0);
     }
     assert!(w1.len() > 0x4000);
     assert!(pointers > 30, "{pointers} owners written as one pointer");
+    assert!(same > 100, "{same} records after one of the same owner");
     assert_eq!(&w1.buf[..w1.len()], &w2.buf[..w2.len()]);
+    assert_eq!(w3.counts, w2.counts);
+    assert_eq!(&w3.buf[..w3.len()], &w2.buf[..w2.len()]);
+}
+
+#[test]
+fn a_same_owner_record_that_does_not_fit_is_rolled_back_whole() {
+    let mut buf = [0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 100);
+    w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
+        .unwrap();
+    let owner = n("0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example.");
+    w.put_record(
+        Section::Authority,
+        owner.as_ref(),
+        RType::TXT,
+        Class::IN,
+        1,
+        &[1, b'x'],
+    )
+    .unwrap();
+    let before = (w.len(), w.counts);
+    // The pointer fits, the rdata does not.
+    let big = [0u8; 40];
+    assert_eq!(
+        w.put_record_same_owner(
+            Section::Authority,
+            owner.as_ref(),
+            RType::TXT,
+            Class::IN,
+            1,
+            &big
+        ),
+        Err(Full)
+    );
+    assert_eq!((w.len(), w.counts), before);
+    // What fits after it is written as put_record writes it.
+    w.put_record_same_owner(
+        Section::Authority,
+        owner.as_ref(),
+        RType::TXT,
+        Class::IN,
+        1,
+        &[0],
+    )
+    .unwrap();
+    assert_eq!(w.count(Section::Authority), 2);
+    assert_eq!(&w.buf[before.0..before.0 + 2], &[0xc0, 12 + 15]);
 }

@@ -264,7 +264,7 @@ pub(crate) fn signed_world() -> (Net, String) {
         test_text.push_str(&ds_line(&format!("{c}.test."), k));
         test_text.push('\n');
     }
-    // Algorithm 16 (Ed448), which ring has not: the zone counts as unsigned.
+    // Algorithm 16 (Ed448), which aws-lc-rs has not: the zone counts as unsigned.
     test_text.push_str(&format!(
         "unknownalg.test. 86400 DS {} 16 2 {}\n",
         alg_k.tag(),
