@@ -13,8 +13,12 @@ ZONES=$OUT/zones
 ZFILE=${ZFILE:-big.test.zone}
 [ -s "$ZONES/big.test.zone" ] || python3 bench/gen_zones.py "$ZONES" big
 [ -s "$ZONES/$ZFILE" ] || { echo "no $ZONES/$ZFILE" >&2; exit 1; }
-cargo build --release -q -p shardns
-BIN=${CARGO_TARGET_DIR:-target}/release/shardns
+# SHARDNS_BIN=PATH runs that binary instead of building; SHARDNS_BASE=PATH also runs a second
+# one in each round (row "shardns-base"), for an A/B of two builds beside knotd.
+if [ -n "${SHARDNS_BIN:-}" ]; then BIN=$SHARDNS_BIN; else
+  cargo build --release -q -p shardns
+  BIN=${CARGO_TARGET_DIR:-target}/release/shardns
+fi
 PORT_S=5541 PORT_K=5542
 
 # knotd: one zone, no journal, no DNSSEC; the same settings the peers' figures used.
@@ -89,6 +93,10 @@ PY
 for r in $(seq "$ROUNDS"); do
   read -r s m < <(run_one shardns $PORT_S "$BIN" serve --listen 127.0.0.1:$PORT_S --zone "big.test=$ZONES/$ZFILE" --workers 1)
   printf 'shardns\t%s\t%s\n' "$s" "$m" | tee -a "$OUT/raw.tsv" >&2
+  if [ -n "${SHARDNS_BASE:-}" ]; then
+    read -r s m < <(run_one shardns-base $PORT_S "$SHARDNS_BASE" serve --listen 127.0.0.1:$PORT_S --zone "big.test=$ZONES/$ZFILE" --workers 1)
+    printf 'shardns-base\t%s\t%s\n' "$s" "$m" | tee -a "$OUT/raw.tsv" >&2
+  fi
   read -r s m < <(run_one knotd $PORT_K knotd -c "$K/knot.conf")
   printf 'knotd\t%s\t%s\n' "$s" "$m" | tee -a "$OUT/raw.tsv" >&2
 done
@@ -102,13 +110,14 @@ for name, secs, rss in rows:
 print("| server | median s to first answer | runs s | median RSS MiB |")
 print("|---|---|---|---|")
 med = {}
-for name in ("shardns", "knotd"):
+for name in ("shardns", "shardns-base", "knotd"):
     v = by.get(name, [])
     if not v:
         continue
     med[name] = statistics.median(s for s, _ in v)
     print("| %s | %.2f | %s | %.0f |" % (name, med[name], "/".join("%.2f" % s for s, _ in v),
                                         statistics.median(m for _, m in v) / 1024))
-if "shardns" in med and "knotd" in med:
-    print("\nknotd / shardns load time: %.1fx" % (med["knotd"] / med["shardns"]))
+for name in ("shardns", "shardns-base"):
+    if name in med and "knotd" in med:
+        print("\nknotd / %s load time: %.1fx" % (name, med["knotd"] / med[name]))
 PY
