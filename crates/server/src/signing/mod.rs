@@ -32,10 +32,8 @@ use shardns_dnssec::{
     keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
     RecordList, Role, Rr, SignParams, StoreError, StoredKey,
 };
-#[cfg(test)]
-use shardns_wire::Record;
 use shardns_wire::{Name, RType};
-use shardns_zone::scan::{Diag, Item, LoadError, Records, Scanned};
+use shardns_zone::scan::{Diag, LoadError, Records, Scanned};
 use shardns_zone::ScanOptions;
 use std::fs;
 use std::io::{self, Write};
@@ -129,8 +127,11 @@ impl SignSpec {
 
 /// A zone's records after signing.
 pub(crate) struct Signed {
-    /// The signed records, ready for `Zone::build`.
-    pub(crate) scanned: Scanned,
+    /// The signed records in canonical order, for `Zone::build_sorted`.
+    pub(crate) records: RecordList,
+    /// The files read (the zone file first) and the scanner's warnings.
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) warnings: Vec<Diag>,
     /// When the zone must be signed again (seconds since 1970): `signature_refresh` before
     /// its signatures expire, or its next key event if sooner.
     pub(crate) refresh_at: u64,
@@ -169,11 +170,9 @@ pub(crate) fn sign_scanned(
     let (records, _serial, refresh_at) =
         sign_records(apex, records, spec, now, threads).map_err(fail)?;
     Ok(Signed {
-        scanned: Scanned {
-            chunks: vec![from_list(records)],
-            files,
-            warnings,
-        },
+        records,
+        files,
+        warnings,
         refresh_at,
     })
 }
@@ -366,25 +365,6 @@ pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
     (rdata.len() == at + 20).then(|| u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()))
 }
 
-/// Every record the scanner read, owned.
-#[cfg(test)]
-pub(crate) fn to_records(scanned: &Scanned) -> Vec<Record> {
-    let total = scanned.chunks.iter().map(|c| c.items.len()).sum();
-    let mut out = Vec::with_capacity(total);
-    for chunk in &scanned.chunks {
-        for item in &chunk.items {
-            out.push(Record {
-                owner: chunk.owner(item).to_name(),
-                rtype: item.rtype,
-                class: item.class,
-                ttl: item.ttl,
-                rdata: chunk.rdata(item).to_vec(),
-            });
-        }
-    }
-    out
-}
-
 /// The scanner's chunks as one compact list for the signer, each chunk freed once copied.
 /// Records that share an owner in a chunk share it in the list.
 pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
@@ -404,28 +384,6 @@ pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
         }));
     }
     out
-}
-
-/// A signed list in the scanner's compact form for `Zone::build` (line 0: the records
-/// come from the signer, not a file).
-pub(crate) fn from_list(list: RecordList) -> Records {
-    let RecordList { bytes, items } = list;
-    Records {
-        bytes,
-        items: items
-            .into_iter()
-            .map(|r| Item {
-                owner: r.owner,
-                rdata: r.rdata,
-                rdlen: r.rdlen,
-                file: 0,
-                rtype: r.rtype,
-                class: r.class,
-                ttl: r.ttl,
-                line: 0,
-            })
-            .collect(),
-    }
 }
 
 /// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::zones::{ZoneLibrary, ZoneSource, ZoneSpec};
-use shardns_wire::RType;
+use shardns_wire::{RType, Record};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
@@ -73,7 +73,7 @@ fn serial_arithmetic() {
 fn a_zone_without_keys_gets_a_csk_and_keeps_its_serial_the_first_time() {
     let dir = Dir::new("first");
     let signed = sign_scanned(&apex(), scan(&zone_text(7)), &spec(&dir.0), NOW, 1).unwrap();
-    let records = to_records(&signed.scanned);
+    let records = signed.records.to_records();
     let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
     assert_eq!(soa_serial(&soa.rdata), Some(7));
     let dnskeys: Vec<_> = records
@@ -119,7 +119,7 @@ fn the_serial_moves_on_every_signing_and_a_greater_file_serial_wins() {
     let dir = Dir::new("serial");
     let serial = |text: &str, now| {
         let signed = sign_scanned(&apex(), scan(text), &spec(&dir.0), now, 1).unwrap();
-        let records = to_records(&signed.scanned);
+        let records = signed.records.to_records();
         let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
         soa_serial(&soa.rdata).unwrap()
     };
@@ -145,7 +145,7 @@ fn nsec3_with_opt_out_and_ed25519() {
         opt_out: true,
     };
     let signed = sign_scanned(&apex(), scan(&zone_text(1)), &s, NOW, 0).unwrap();
-    let records = to_records(&signed.scanned);
+    let records = signed.records.to_records();
     let param = records
         .iter()
         .find(|r| r.rtype == RType::NSEC3PARAM)
@@ -254,7 +254,7 @@ fn the_signed_zone_is_kept_until_something_changes() {
     let dir = Dir::new("kept");
     let sign = |text: &str, s: &SignSpec, now| {
         let signed = sign_scanned(&apex(), scan(text), s, now, 1).unwrap();
-        let mut records = to_records(&signed.scanned);
+        let mut records = signed.records.to_records();
         records.sort_by(|a, b| {
             (a.owner.to_string(), a.rtype.0, &a.rdata).cmp(&(
                 b.owner.to_string(),
@@ -326,7 +326,9 @@ fn a_zsk_rollover_is_carried_out_by_the_signings() {
     };
     let dnskeys = |now| {
         let signed = sign_scanned(&z, scan(&zone_text(1)), &s, now, 1).unwrap();
-        let n = to_records(&signed.scanned)
+        let n = signed
+            .records
+            .to_records()
             .iter()
             .filter(|r| r.rtype == RType::DNSKEY)
             .count();
