@@ -2,6 +2,11 @@
 //! buffer, each record a few offsets into it, so a zone of millions of records (and its
 //! signatures) costs a few allocations, not two per record. Records of one owner may share
 //! its name in the buffer.
+//!
+//! A signed list keeps its signatures' rdata where the signing threads wrote it: in blocks
+//! of up to 32 MiB outside the buffer ([`RecordList::attach`]), not copied into
+//! it, so that a reader going through the records in order can free each block once it has
+//! read the last record that uses it ([`RecordList::release_before`]).
 
 use core::cmp::Ordering;
 use core::fmt;
@@ -24,18 +29,70 @@ pub struct Rr {
     pub ttl: u32,
 }
 
-/// Records in compact form. Offsets are 32-bit: a list holds at most 4 GiB of names and
-/// rdata.
+/// Records in compact form. Offsets are 32-bit, the top bit saying which store: a list
+/// holds at most 2 GiB of names and rdata in its buffer and 2 GiB of rdata in its blocks.
 #[derive(Clone, Debug, Default)]
 pub struct RecordList {
     /// Owner names (wire form) and rdata.
     pub bytes: Vec<u8>,
     /// The records.
     pub items: Vec<Rr>,
+    /// Rdata outside `bytes`: that of records whose `rdata` has [`IN_BLOCKS`] set.
+    blocks: Blocks,
+}
+
+/// The size a signing thread's block of signatures is closed at: 32 MiB, glibc's largest
+/// threshold for giving an allocation a mapping of its own, so that each full block is one
+/// and freeing it returns its memory to the system at once.
+#[cfg(not(test))]
+pub(crate) const BLOCK: usize = 32 << 20;
+/// Small blocks in unit tests, so that a test zone has several.
+#[cfg(test)]
+pub(crate) const BLOCK: usize = 128 << 10;
+
+/// Set in an [`Rr`]'s `rdata` offset when the rdata is in the list's blocks, not `bytes`.
+const IN_BLOCKS: u32 = 1 << 31;
+
+/// Rdata blocks attached to a list: block `i` starts at offset `starts[i]` (of all the
+/// blocks back to back) and holds `len[i]` octets, or nothing once freed.
+#[derive(Clone, Debug, Default)]
+struct Blocks {
+    data: Vec<Vec<u8>>,
+    starts: Vec<u32>,
+    len: Vec<u32>,
+    /// Per block, the index of the last record that uses it (filled when first needed).
+    last_use: Vec<usize>,
+}
+
+impl Blocks {
+    fn end(&self) -> u32 {
+        self.starts
+            .last()
+            .map_or(0, |s| s + self.len[self.len.len() - 1])
+    }
+
+    /// The block that holds offset `at` (of all the blocks back to back).
+    fn find(&self, at: u32) -> usize {
+        self.starts.partition_point(|&s| s <= at) - 1
+    }
+
+    fn rdata(&self, at: u32, len: u16) -> &[u8] {
+        let b = self.find(at);
+        let start = (at - self.starts[b]) as usize;
+        let data = &self.data[b];
+        assert!(
+            !data.is_empty() || len == 0,
+            "rdata read from a block already released"
+        );
+        &data[start..start + usize::from(len)]
+    }
 }
 
 fn offset(len: usize) -> u32 {
-    u32::try_from(len).expect("a record list holds under 4 GiB")
+    match u32::try_from(len) {
+        Ok(at) if at < IN_BLOCKS => at,
+        _ => panic!("a record list holds under 2 GiB in its buffer"),
+    }
 }
 
 impl RecordList {
@@ -44,6 +101,7 @@ impl RecordList {
         Self {
             bytes: Vec::with_capacity(bytes),
             items: Vec::with_capacity(records),
+            blocks: Blocks::default(),
         }
     }
 
@@ -56,7 +114,60 @@ impl RecordList {
 
     /// The rdata of `rr`.
     pub fn rdata(&self, rr: &Rr) -> &[u8] {
+        if rr.rdata & IN_BLOCKS != 0 {
+            return self.blocks.rdata(rr.rdata & !IN_BLOCKS, rr.rdlen);
+        }
         &self.bytes[rr.rdata as usize..rr.rdata as usize + usize::from(rr.rdlen)]
+    }
+
+    /// Attaches a block of rdata and appends `items`, whose `rdata` offsets are into
+    /// `block`; the block is not copied. (How the signer adds its signatures.)
+    pub fn attach(&mut self, block: Vec<u8>, items: impl IntoIterator<Item = Rr>) {
+        let base = self.blocks.end();
+        let len = u32::try_from(block.len())
+            .ok()
+            .filter(|l| base.checked_add(*l).is_some_and(|e| e < IN_BLOCKS))
+            .expect("a record list holds under 2 GiB in its blocks");
+        self.blocks.starts.push(base);
+        self.blocks.len.push(len);
+        self.blocks.data.push(block);
+        self.blocks.last_use.clear();
+        self.items.extend(items.into_iter().map(|mut rr| {
+            rr.rdata = (rr.rdata + base) | IN_BLOCKS;
+            rr
+        }));
+    }
+
+    /// Frees the blocks of rdata that no record from index `i` on uses: for a reader that
+    /// is done with the records before `i` (and reads none of them again: their rdata may
+    /// be gone). Returns the octets freed.
+    pub fn release_before(&mut self, i: usize) -> usize {
+        let b = &mut self.blocks;
+        if b.data.is_empty() {
+            return 0;
+        }
+        if b.last_use.is_empty() {
+            b.last_use = vec![0; b.data.len()];
+            for (k, rr) in self.items.iter().enumerate() {
+                if rr.rdata & IN_BLOCKS != 0 {
+                    let at = b.find(rr.rdata & !IN_BLOCKS);
+                    b.last_use[at] = k;
+                }
+            }
+        }
+        let mut freed = 0;
+        for (data, &last) in b.data.iter_mut().zip(&b.last_use) {
+            if last < i && data.capacity() != 0 {
+                freed += data.len();
+                *data = Vec::new();
+            }
+        }
+        freed
+    }
+
+    /// Octets of rdata held in blocks (not yet released).
+    pub fn block_bytes(&self) -> usize {
+        self.blocks.data.iter().map(Vec::len).sum()
     }
 
     /// Appends a name and returns its offset, for records to share.

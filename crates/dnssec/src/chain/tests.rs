@@ -615,3 +615,62 @@ fn resign_keeps_unchanged_signatures() {
         assert_eq!(rolled.signatures, rolled.rrsets_signed);
     }
 }
+
+/// The signatures stay in the blocks the threads made them in, in the order the list is
+/// read: a reader going through the records in order frees the blocks behind it, and reads
+/// every record's rdata at its turn.
+#[test]
+fn signature_blocks_are_freed_as_the_list_is_read() {
+    let key = ed25519();
+    let mut records = zone();
+    for i in 0..2000 {
+        records.push(rec(&format!("h{i} 60 A 192.0.2.{}", i % 250), "example."));
+        records.push(rec(&format!("h{i} 60 TXT \"record {i}\""), "example."));
+    }
+    let nsec3 = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: false,
+    };
+    for denial in [Denial::Nsec, nsec3] {
+        for threads in [1, 2] {
+            let mut p = params(denial.clone());
+            p.threads = threads;
+            let apex = name("example.");
+            let signed = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                None,
+            )
+            .unwrap();
+            let mut list = signed.list;
+            let all = list.to_records();
+            assert!(all.windows(2).all(|w| record_order(&w[0], &w[1]).is_lt()));
+            if threads == 2 {
+                assert!(verify_all(&all) > 6000);
+            }
+            let total = list.block_bytes();
+            assert!(
+                total > 3 * BLOCK,
+                "{denial:?}: {total} octets of signatures"
+            );
+            let mut freed_by_half = 0;
+            for (i, want) in all.iter().enumerate() {
+                assert_eq!(&list.record(&list.items[i]), want, "record {i}");
+                if i % 100 == 99 {
+                    list.release_before(i + 1);
+                }
+                if i == list.len() / 2 {
+                    freed_by_half = total - list.block_bytes();
+                }
+            }
+            assert!(
+                freed_by_half > total / 3,
+                "{denial:?}, {threads} threads: {freed_by_half} of {total} freed half way"
+            );
+            list.release_before(list.len());
+            assert_eq!(list.block_bytes(), 0);
+        }
+    }
+}

@@ -600,7 +600,8 @@ fn merge_sets<'d, R: Copy>(
     }
 }
 
-/// A signer's output ([`shardns_dnssec::sign_list`]: canonical order) as it is.
+/// A signer's output ([`shardns_dnssec::sign_list`]: canonical order) as it is; the blocks
+/// of signatures read are freed as the zone is built.
 impl SortedRecords for shardns_dnssec::RecordList {
     fn len(&self) -> usize {
         self.items.len()
@@ -616,6 +617,9 @@ impl SortedRecords for shardns_dnssec::RecordList {
     }
     fn rdata(&self, i: usize) -> &[u8] {
         shardns_dnssec::RecordList::rdata(self, &self.items[i])
+    }
+    fn consumed(&mut self, i: usize) {
+        self.release_before(i);
     }
 }
 
