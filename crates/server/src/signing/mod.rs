@@ -371,6 +371,12 @@ pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
     let items = chunks.iter().map(|c| c.items.len()).sum();
     let bytes = chunks.iter().map(|c| c.bytes.len()).sum();
     let mut out = RecordList::with_capacity(items, bytes);
+    append(&mut out, chunks);
+    out
+}
+
+/// Appends the scanner's chunks to a list, each freed once copied.
+fn append(out: &mut RecordList, chunks: Vec<Records>) {
     for chunk in chunks {
         let base = out.bytes.len() as u32;
         out.bytes.extend_from_slice(&chunk.bytes);
@@ -383,8 +389,10 @@ pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
             ttl: i.ttl,
         }));
     }
-    out
 }
+
+/// How much of the kept signed zone's text is read and scanned at a time.
+const PIECE: usize = 16 << 20;
 
 /// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
 /// the root.
@@ -552,18 +560,52 @@ impl SignedFile {
     /// The kept zone whatever it was signed from: the previous version whose signatures
     /// an incremental signing keeps. `None` if there is none or it does not read.
     fn read_any(&self) -> Option<RecordList> {
-        if !self.path.exists() {
-            return None;
+        match self.read_pieces(PIECE) {
+            Ok(list) => list,
+            Err(e) => {
+                tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
+                None
+            }
         }
+    }
+
+    /// Reads the kept zone `piece` octets of text at a time, cut after a line (the file
+    /// has one record a line, names absolute, TTLs given), each piece scanned and appended
+    /// to the list: the text, as large as the signed zone, and its scan are never held
+    /// whole beside the list.
+    fn read_pieces(&self, piece: usize) -> Result<Option<RecordList>, String> {
+        use std::io::Read;
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let mut file = match fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(err(&e)),
+        };
         let opts = ScanOptions {
             threads: 2,
             ..ScanOptions::new(self.apex.clone())
         };
-        match shardns_zone::scan::scan_file(&self.path, &opts) {
-            Ok(scanned) => Some(to_list(scanned.chunks)),
-            Err(e) => {
-                tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
-                None
+        let mut list = RecordList::default();
+        let mut text: Vec<u8> = Vec::with_capacity(piece + (64 << 10));
+        loop {
+            let want = piece.saturating_sub(text.len()).max(64 << 10);
+            let read = (&mut file)
+                .take(want as u64)
+                .read_to_end(&mut text)
+                .map_err(|e| err(&e))?;
+            let end = read < want;
+            let cut = match text.iter().rposition(|&b| b == b'\n') {
+                _ if end => text.len(),
+                Some(at) => at + 1,
+                // A line longer than a piece: read on.
+                None => continue,
+            };
+            let scanned = shardns_zone::scan::scan_text(&text[..cut], &self.path, &opts)
+                .map_err(|e| err(&e))?;
+            append(&mut list, scanned.chunks);
+            text.drain(..cut);
+            if end {
+                return Ok(Some(list));
             }
         }
     }

@@ -347,3 +347,44 @@ fn a_zsk_rollover_is_carried_out_by_the_signings() {
     assert_eq!(keys.len(), 3);
     assert_eq!(keys[2].meta.activate, Some(NOW + 1000));
 }
+
+/// The kept signed zone read back in pieces is the zone read whole; a damaged one is not
+/// read (the zone is signed anew), without a panic.
+#[test]
+fn the_kept_zone_read_in_pieces_is_the_zone_read_whole() {
+    let dir = Dir::new("pieces");
+    let mut text = zone_text(7);
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "h{i} A 10.0.{}.{}\nh{i} TXT \"record {i}\"\n",
+            i / 256,
+            i % 256
+        ));
+    }
+    sign_scanned(&apex(), scan(&text), &spec(&dir.0), NOW, 0).unwrap();
+    let kept = SignedFile::new(&dir.0, &apex());
+    let size = fs::metadata(&kept.path).unwrap().len();
+    assert!(size > 20 * (64 << 10), "{size} octets: many pieces");
+    let opts = ScanOptions::new(apex());
+    let whole = to_list(
+        shardns_zone::scan::scan_file(&kept.path, &opts)
+            .unwrap()
+            .chunks,
+    );
+    assert!(whole.len() > 15_000);
+    for piece in [1, 100_000, PIECE] {
+        let got = kept.read_pieces(piece).unwrap().unwrap();
+        assert_eq!(got.to_records(), whole.to_records(), "pieces of {piece}");
+    }
+    assert_eq!(kept.read_any().unwrap().len(), whole.len());
+
+    // Cut in the middle of a line, then garbage: not read.
+    let bytes = fs::read(&kept.path).unwrap();
+    let mut broken = bytes[..bytes.len() / 2].to_vec();
+    broken.extend_from_slice(b" 300 IN A not-an-address\n");
+    fs::write(&kept.path, &broken).unwrap();
+    assert!(kept.read_pieces(100_000).is_err());
+    assert!(kept.read_any().is_none());
+    fs::remove_file(&kept.path).unwrap();
+    assert!(kept.read_pieces(PIECE).unwrap().is_none());
+}
