@@ -345,13 +345,14 @@ pub fn sign_zone(
 
 /// Signs a zone in compact form: the records of the zone at `apex` in, the signed zone
 /// out. With a `previous` signed version, the signatures of the RRsets that did not change
-/// are kept rather than made anew ([`Previous`]).
+/// are kept rather than made anew ([`Previous`]); the signed list takes over the previous
+/// version's blocks, where the kept signatures stay.
 pub fn sign_list(
     apex: &Name,
     mut list: RecordList,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-    previous: Option<&Previous>,
+    previous: Option<Previous>,
 ) -> Result<SignedList, SignError> {
     let apex_ref = apex.as_ref();
     if !keys.iter().any(|k| k.signs_keys) {
@@ -470,16 +471,19 @@ pub fn sign_list(
             .map(|rrset| Job { rrset, keys: false }),
     );
 
-    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous)?;
+    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous.as_ref())?;
     let rrsets_signed = jobs.len();
     drop(jobs);
+    // The previous version's blocks (its records dropped), where the kept signatures are.
+    let adopted = previous.map(|p| list.adopt(p.into_list()));
     let (mut signatures, mut kept) = (0, 0);
     let mut earliest = params.expiration;
     let sig_items: usize = parts
         .iter()
         .flat_map(|p| &p.blocks)
         .map(|(_, items)| items.len())
-        .sum();
+        .sum::<usize>()
+        + parts.iter().map(|p| p.kept_items.len()).sum::<usize>();
     list.items.reserve_exact(sig_items + denial.len());
     list.items.extend(denial);
     // The signatures stay in the blocks they were made in (attached, not copied).
@@ -491,6 +495,9 @@ pub fn sign_list(
         }
         for (block, items) in part.blocks {
             list.attach(block, items);
+        }
+        if let Some(adopted) = adopted {
+            list.push_adopted(adopted, part.kept_items);
         }
     }
     list.sort();
@@ -730,10 +737,12 @@ fn owner_at(bytes: &[u8], at: u32) -> NameRef<'_> {
 
 /// What one signing thread made: blocks of RRSIG rdata back to back, each with its records
 /// (their `rdata` offsets are into the block; their owners are the zone list's), closed
-/// near [`BLOCK`] octets.
+/// near [`BLOCK`] octets; and the kept signatures' records (their `rdata` offsets are the
+/// previous version's).
 #[derive(Default)]
 struct Part {
     blocks: Vec<(Vec<u8>, Vec<Rr>)>,
+    kept_items: Vec<Rr>,
     made: usize,
     kept: usize,
     earliest: u32,
@@ -769,7 +778,7 @@ fn sign_jobs(
     let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
         let mut scratch = Scratch::default();
         let mut old_rrset = crate::sign::Canonical::new();
-        let mut olds: Vec<(RrsigFields<'_>, &[u8])> = Vec::new();
+        let mut olds: Vec<(RrsigFields<'_>, &Rr)> = Vec::new();
         let mut out = Part {
             earliest: params.expiration,
             ..Part::default()
@@ -819,24 +828,28 @@ fn sign_jobs(
                         && f.original_ttl == first.ttl
                         && f.signer.eq_ci(&apex)
                 });
-                if let Some((f, rdata)) = old {
-                    bytes.extend_from_slice(rdata);
+                if let Some((f, rr)) = old {
+                    // Left where the previous version has it.
+                    out.kept_items.push(Rr {
+                        owner: first.owner,
+                        ..**rr
+                    });
                     out.kept += 1;
                     if earliest_of(params.inception, f.expiration, out.earliest) {
                         out.earliest = f.expiration;
                     }
-                } else {
-                    sign_rrset_into(
-                        k.key,
-                        what,
-                        apex,
-                        params.inception,
-                        params.expiration,
-                        &mut scratch,
-                        &mut bytes,
-                    )?;
-                    out.made += 1;
+                    continue;
                 }
+                sign_rrset_into(
+                    k.key,
+                    what,
+                    apex,
+                    params.inception,
+                    params.expiration,
+                    &mut scratch,
+                    &mut bytes,
+                )?;
+                out.made += 1;
                 items.push(Rr {
                     owner: first.owner,
                     rdata: at,

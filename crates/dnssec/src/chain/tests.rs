@@ -548,11 +548,18 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&key)],
             &later,
-            Some(&prev),
+            Some(prev.clone()),
         )
         .unwrap();
         let z = second.list.to_records();
         assert_eq!(verify_all(&z), second.signatures + second.kept);
+        // The kept signatures stay in the previous version's storage, taken over whole: the
+        // new blocks hold only the new signatures (Ed25519, signer example.: 91 octets each).
+        assert_eq!(
+            second.list.block_bytes(),
+            first.list.bytes.len() + first.list.block_bytes() + 91 * second.signatures,
+            "{denial:?}"
+        );
         assert_eq!(second.rrsets_signed, second.signatures + second.kept);
         // SOA, mail A, new A, and two or three chain records.
         match denial {
@@ -584,6 +591,18 @@ fn resign_keeps_unchanged_signatures() {
             .filter(|r| r.rtype == RType::RRSIG && old.contains(&r.rdata))
             .count();
         assert_eq!(reused, second.kept);
+        // A previous version in another order (not as written) keeps the same signatures.
+        let mut reversed = first.list.clone();
+        reversed.items.reverse();
+        let from_reversed = sign_list(
+            &apex,
+            RecordList::from_records(&changed),
+            &[ZoneKey::csk(&key)],
+            &later,
+            Some(Previous::new(reversed, now, 7 * 86_400)),
+        )
+        .unwrap();
+        assert_eq!(from_reversed.kept, second.kept);
         assert_eq!(second.earliest_expiration, p.expiration);
         assert_eq!(second.expires(now), u64::from(p.expiration));
 
@@ -598,7 +617,7 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&key)],
             &later,
-            Some(&due),
+            Some(due),
         )
         .unwrap();
         assert_eq!(again.kept, 0);
@@ -608,7 +627,7 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&other)],
             &later,
-            Some(&prev),
+            Some(prev),
         )
         .unwrap();
         assert_eq!(rolled.kept, 0);
@@ -670,6 +689,34 @@ fn signature_blocks_are_freed_as_the_list_is_read() {
                 "{denial:?}, {threads} threads: {freed_by_half} of {total} freed half way"
             );
             list.release_before(list.len());
+            assert_eq!(list.block_bytes(), 0);
+
+            // Signed again from that version: every signature kept, in the blocks taken
+            // over, freed as the new list is read.
+            let signed = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                None,
+            )
+            .unwrap();
+            let first = signed.list.to_records();
+            let prev = Previous::new(signed.list, u64::from(p.inception) + 3600, 7 * 86_400);
+            let again = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                Some(prev),
+            )
+            .unwrap();
+            assert_eq!((again.signatures, again.kept), (0, again.rrsets_signed));
+            let mut list = again.list;
+            for (i, want) in first.iter().enumerate() {
+                assert_eq!(&list.record(&list.items[i]), want, "record {i}");
+                list.release_before(i + 1);
+            }
             assert_eq!(list.block_bytes(), 0);
         }
     }

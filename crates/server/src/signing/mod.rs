@@ -30,7 +30,7 @@ use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
     keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
-    RecordList, Role, Rr, SignParams, StoreError, StoredKey,
+    RecordList, Role, Rr, SignParams, StoreError, StoredKey, BLOCK,
 };
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, LoadError, Records, Scanned};
@@ -254,9 +254,7 @@ pub(crate) fn sign_records(
         .read_any()
         .map(|list| Previous::new(list, now, spec.policy.refresh));
     let read = started.elapsed().as_secs_f64();
-    let signed =
-        sign_list(apex, records, &zk, &params, previous.as_ref()).map_err(|e| e.to_string())?;
-    drop(previous);
+    let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
     state.write(serial, &timings)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
@@ -554,7 +552,21 @@ impl SignedFile {
         if fp != fingerprint || Some(serial) != last || now >= due {
             return None;
         }
-        Some((self.read_any()?, serial, due))
+        // Served as it is, built in the order it is read: only a file in canonical order
+        // (as written) is taken.
+        let list = self.read_any()?;
+        let sorted = list
+            .items
+            .windows(2)
+            .all(|w| list.order(&w[0], &w[1]).is_le());
+        if !sorted {
+            tracing::warn!(
+                "{}: not in canonical order; signing the zone anew",
+                self.path.display()
+            );
+            return None;
+        }
+        Some((list, serial, due))
     }
 
     /// The kept zone whatever it was signed from: the previous version whose signatures
@@ -586,6 +598,9 @@ impl SignedFile {
             ..ScanOptions::new(self.apex.clone())
         };
         let mut list = RecordList::default();
+        // The records go into blocks of BLOCK octets (each its own mapping, freed whole),
+        // which a signed version made from this one takes over for the signatures it keeps.
+        let (mut block, mut items) = (Vec::with_capacity(BLOCK), Vec::new());
         let mut text: Vec<u8> = Vec::with_capacity(piece + (64 << 10));
         loop {
             let want = piece.saturating_sub(text.len()).max(64 << 10);
@@ -602,9 +617,27 @@ impl SignedFile {
             };
             let scanned = shardns_zone::scan::scan_text(&text[..cut], &self.path, &opts)
                 .map_err(|e| err(&e))?;
-            append(&mut list, scanned.chunks);
+            for chunk in scanned.chunks {
+                if !block.is_empty() && block.len() + chunk.bytes.len() > BLOCK {
+                    list.append_block(
+                        std::mem::replace(&mut block, Vec::with_capacity(BLOCK)),
+                        std::mem::take(&mut items),
+                    );
+                }
+                let base = block.len() as u32;
+                block.extend_from_slice(&chunk.bytes);
+                items.extend(chunk.items.iter().map(|i| Rr {
+                    owner: base + i.owner,
+                    rdata: base + i.rdata,
+                    rdlen: i.rdlen,
+                    rtype: i.rtype,
+                    class: i.class,
+                    ttl: i.ttl,
+                }));
+            }
             text.drain(..cut);
             if end {
+                list.append_block(block, items);
                 return Ok(Some(list));
             }
         }

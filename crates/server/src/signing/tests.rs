@@ -388,3 +388,28 @@ fn the_kept_zone_read_in_pieces_is_the_zone_read_whole() {
     fs::remove_file(&kept.path).unwrap();
     assert!(kept.read_pieces(PIECE).unwrap().is_none());
 }
+
+/// The kept zone is served as it is only in canonical order (it is built in the order it
+/// is read); out of order, the zone is signed anew and still builds.
+#[test]
+fn a_kept_zone_out_of_canonical_order_is_signed_anew() {
+    let dir = Dir::new("order");
+    let serial = |now| {
+        let signed = sign_scanned(&apex(), scan(&zone_text(10)), &spec(&dir.0), now, 1).unwrap();
+        let records = signed.records.to_records();
+        let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
+        let serial = soa_serial(&soa.rdata).unwrap();
+        shardns_zone::Zone::build_sorted(apex(), signed.records, signed.files, signed.warnings)
+            .unwrap();
+        serial
+    };
+    assert_eq!(serial(NOW), 10);
+    assert_eq!(serial(NOW + 1), 10, "the kept version, as it is");
+    let path = dir.0.join("state/z.test.signed");
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last = lines.len() - 1;
+    lines.swap(1, last);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert_eq!(serial(NOW + 2), 11, "signed anew");
+}
