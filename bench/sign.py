@@ -24,9 +24,14 @@ of the zone as it is (state removed first, untimed), then, timed, `shardns sign`
 which one A record has another address (the previous version's signatures of unchanged
 RRsets are kept); its line of output (read, signed and written seconds) is printed.
 
-Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR] [--signers A,B] [--incremental] [--bin PATH]
+`--base PATH`: a second shardns build (e.g. main's) run beside the first in the same rounds,
+as "shardns sign (base)" and "shardns serve --sign (base)" (signers shardns-sign-base,
+shardns-serve-base; added to the default set), and in `--incremental` rounds.
+
+Usage: bench/sign.py [--rounds N] [--zone FILE] [--out DIR] [--signers A,B] [--incremental] [--bin PATH] [--base PATH]
   (builds shardns in release; needs dnssec-keygen, dnssec-signzone, knotd)
-  --signers: a comma-separated subset of shardns-sign, shardns-serve, dnssec-signzone, knotd
+  --signers: a comma-separated subset of shardns-sign, shardns-serve, dnssec-signzone, knotd,
+  shardns-sign-base, shardns-serve-base
 Output: a markdown table on stdout; raw figures in OUT/raw.tsv.
 """
 import argparse, os, signal, socket, statistics, struct, subprocess, sys, time
@@ -38,7 +43,10 @@ ap.add_argument("--out", default="/tmp/shardns-sign-bench")
 ap.add_argument("--signers", default="shardns-sign,shardns-serve,dnssec-signzone,knotd")
 ap.add_argument("--incremental", action="store_true")
 ap.add_argument("--bin", help="this shardns binary instead of building the worktree's")
+ap.add_argument("--base", help="a second shardns binary, run beside the first")
 a = ap.parse_args()
+if a.base and "--signers" not in sys.argv:
+    a.signers += ",shardns-sign-base,shardns-serve-base"
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.makedirs(a.out, exist_ok=True)
 if not os.path.exists(a.zone):
@@ -172,18 +180,25 @@ def shardns_clean():
     subprocess.run(["rm", "-rf", os.path.join(kd_s, "state")], check=True)
 
 
-def shardns_sign(zone, log=None):
+def shardns_sign(zone, log=None, binary=None):
     return one_shot("shardns-sign", [
-        BIN, "sign", "big.test", zone, "--key-dir", kd_s,
+        binary or BIN, "sign", "big.test", zone, "--key-dir", kd_s,
         "-o", os.path.join(a.out, "shardns.signed")], log)
 
 
+def shardns_serve(binary):
+    return until_signed_answer("shardns-serve", [
+        binary, "serve", "--listen", f"127.0.0.1:{PORT_S}", "--workers", "1",
+        "--control", os.path.join(a.out, "ctl"),
+        "--zone", f"big.test={a.zone}", "--sign", "--key-dir", kd_s], PORT_S, shardns_clean)
+
+
+BASE = os.path.abspath(a.base) if a.base else None
 RUNS = {
     "shardns sign": lambda: (shardns_clean(), shardns_sign(a.zone))[1],
-    "shardns serve --sign": lambda: until_signed_answer("shardns-serve", [
-        BIN, "serve", "--listen", f"127.0.0.1:{PORT_S}", "--workers", "1",
-        "--control", os.path.join(a.out, "ctl"),
-        "--zone", f"big.test={a.zone}", "--sign", "--key-dir", kd_s], PORT_S, shardns_clean),
+    "shardns serve --sign": lambda: shardns_serve(BIN),
+    "shardns sign (base)": lambda: (shardns_clean(), shardns_sign(a.zone, binary=BASE))[1],
+    "shardns serve --sign (base)": lambda: shardns_serve(BASE),
     "dnssec-signzone -n 2": lambda: one_shot("dnssec-signzone", [
         "dnssec-signzone", "-q", "-S", "-K", kd_b, "-n", "2", "-z", "-e", "+1209600",
         "-o", "big.test", "-f", os.path.join(a.out, "bind.signed"), a.zone]),
@@ -192,7 +207,9 @@ RUNS = {
 }
 
 NAMES = {"shardns-sign": "shardns sign", "shardns-serve": "shardns serve --sign",
-         "dnssec-signzone": "dnssec-signzone -n 2", "knotd": "knotd"}
+         "dnssec-signzone": "dnssec-signzone -n 2", "knotd": "knotd",
+         "shardns-sign-base": "shardns sign (base)",
+         "shardns-serve-base": "shardns serve --sign (base)"}
 RUNS = {NAMES[k]: RUNS[NAMES[k]] for k in a.signers.split(",")}
 if a.incremental:
     # The zone with one A record changed: the first "IN A 192.0.2." or "A 10." line found
@@ -209,24 +226,30 @@ if a.incremental:
             break
     open(changed, "w").write("\n".join(src))
     shardns_sign(a.zone)  # keys, if none yet
-    res = []
+    bins = {"shardns sign": BIN}
+    if BASE:
+        bins["shardns sign (base)"] = BASE
+    res = {n: [] for n in bins}
     for r in range(a.rounds):
-        shardns_clean()
-        shardns_sign(a.zone)
-        open(changed, "rb").read()
-        log = os.path.join(a.out, "incremental.log")
-        v = shardns_sign(changed, log)
-        # `shardns sign` prints "signed ZONE: N records, serial S, written to F (read R s,
-        # signed S s, written W s)".
-        line = next((l for l in open(log, errors="replace") if l.startswith("signed ")), "?")
-        res.append(v)
-        print(f"round {r + 1}: incremental shardns sign: {v[0]:.2f} s, CPU {v[1]:.2f} s, "
-              f"peak RSS {v[2] / 1024:.0f} MiB\n  {line.strip()}", file=sys.stderr)
-    print("| re-signing after one change (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB |")
-    print("|---|---|---|---|---|")
-    print("| shardns sign | %.2f | %s | %.2f | %.0f |" % (
-        statistics.median(x[0] for x in res), "/".join("%.2f" % x[0] for x in res),
-        statistics.median(x[1] for x in res), statistics.median(x[2] for x in res) / 1024))
+        for name, binary in bins.items():
+            shardns_clean()
+            shardns_sign(a.zone, binary=binary)
+            open(changed, "rb").read()
+            log = os.path.join(a.out, "incremental.log")
+            v = shardns_sign(changed, log, binary=binary)
+            # `shardns sign` prints "signed ZONE: N records, serial S, written to F (read R s,
+            # signed S s, written W s)".
+            line = next((l for l in open(log, errors="replace") if l.startswith("signed ")), "?")
+            res[name].append(v)
+            print(f"round {r + 1}: incremental {name}: {v[0]:.2f} s, CPU {v[1]:.2f} s, "
+                  f"peak RSS {v[2] / 1024:.0f} MiB\n  {line.strip()}", file=sys.stderr)
+    print("| re-signing after one change (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB | runs MiB |")
+    print("|---|---|---|---|---|---|")
+    for name, v in res.items():
+        print("| %s | %.2f | %s | %.2f | %.0f | %s |" % (
+            name, statistics.median(x[0] for x in v), "/".join("%.2f" % x[0] for x in v),
+            statistics.median(x[1] for x in v), statistics.median(x[2] for x in v) / 1024,
+            "/".join("%.0f" % (x[2] / 1024) for x in v)))
     sys.exit(0)
 
 # Untimed first runs of the two that make their own keys.
@@ -244,14 +267,15 @@ for r in range(a.rounds):
         print(f"round {r + 1}: {name}: {v[0]:.2f} s, CPU {v[1]:.2f} s, peak RSS {v[2] / 1024:.0f} MiB",
               file=sys.stderr)
 
-print("| signer (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB |")
-print("|---|---|---|---|---|")
+print("| signer (2 cores) | median wall s | runs s | median CPU s | peak RSS MiB | runs MiB |")
+print("|---|---|---|---|---|---|")
 med = {}
 for name, v in res.items():
     med[name] = statistics.median(x[0] for x in v)
-    print("| %s | %.2f | %s | %.2f | %.0f |" % (
+    print("| %s | %.2f | %s | %.2f | %.0f | %s |" % (
         name, med[name], "/".join("%.2f" % x[0] for x in v),
-        statistics.median(x[1] for x in v), statistics.median(x[2] for x in v) / 1024))
+        statistics.median(x[1] for x in v), statistics.median(x[2] for x in v) / 1024,
+        "/".join("%.0f" % (x[2] / 1024) for x in v)))
 print()
 for peer in [p for p in ("dnssec-signzone -n 2", "knotd") if p in med and "shardns sign" in med
              and "shardns serve --sign" in med]:

@@ -21,7 +21,7 @@
 use crate::alg::DigestType;
 use crate::digest::ds_rdata;
 use crate::key::{KeyError, SigningKey};
-use crate::list::{RecordList, Rr};
+use crate::list::{RecordList, Rr, BLOCK};
 use crate::nsec3::{hash_label, Nsec3Params, HASH_LEN, LABEL_LEN};
 use crate::reuse::Previous;
 use crate::sign::{rrsig_labels, sign_rrset_into, RrsetToSign, RrsigFields, Scratch};
@@ -345,13 +345,14 @@ pub fn sign_zone(
 
 /// Signs a zone in compact form: the records of the zone at `apex` in, the signed zone
 /// out. With a `previous` signed version, the signatures of the RRsets that did not change
-/// are kept rather than made anew ([`Previous`]).
+/// are kept rather than made anew ([`Previous`]); the signed list takes over the previous
+/// version's blocks, where the kept signatures stay.
 pub fn sign_list(
     apex: &Name,
     mut list: RecordList,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-    previous: Option<&Previous>,
+    previous: Option<Previous>,
 ) -> Result<SignedList, SignError> {
     let apex_ref = apex.as_ref();
     if !keys.iter().any(|k| k.signs_keys) {
@@ -418,10 +419,21 @@ pub fn sign_list(
         }
     };
 
-    // Every authoritative RRset, then the chain's.
+    // Every authoritative RRset and the chain's, in canonical order of their owners (the
+    // chain's records merged in), so that the signatures come out in the order the list is
+    // read in and each block of them can be freed once read (`RecordList::release_before`).
     let items = &list.items;
-    let mut jobs = Vec::new();
+    let mut jobs = Vec::with_capacity(items.len() + denial.len());
+    let mut d = 0;
     for node in &nodes {
+        let owner = list.owner(&items[node.start]);
+        while d < denial.len() && list.owner(&denial[d]).canonical_cmp(&owner).is_lt() {
+            jobs.push(Job {
+                rrset: std::slice::from_ref(&denial[d]),
+                keys: false,
+            });
+            d += 1;
+        }
         let mut i = node.start;
         while i < node.end {
             let rtype = items[i].rtype;
@@ -444,32 +456,49 @@ pub fn sign_list(
             }
             i = j;
         }
+        while d < denial.len() && list.owner(&denial[d]).canonical_cmp(&owner).is_eq() {
+            jobs.push(Job {
+                rrset: std::slice::from_ref(&denial[d]),
+                keys: false,
+            });
+            d += 1;
+        }
     }
     drop(nodes);
-    jobs.extend(denial.chunks(1).map(|rrset| Job { rrset, keys: false }));
+    jobs.extend(
+        denial[d..]
+            .chunks(1)
+            .map(|rrset| Job { rrset, keys: false }),
+    );
 
-    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous)?;
+    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous.as_ref())?;
     let rrsets_signed = jobs.len();
     drop(jobs);
+    // The previous version's blocks (its records dropped), where the kept signatures are.
+    let adopted = previous.map(|p| list.adopt(p.into_list()));
     let (mut signatures, mut kept) = (0, 0);
     let mut earliest = params.expiration;
-    let sig_bytes: usize = parts.iter().map(|p| p.bytes.len()).sum();
-    let sig_items: usize = parts.iter().map(|p| p.items.len()).sum();
-    list.bytes.reserve_exact(sig_bytes);
+    let sig_items: usize = parts
+        .iter()
+        .flat_map(|p| &p.blocks)
+        .map(|(_, items)| items.len())
+        .sum::<usize>()
+        + parts.iter().map(|p| p.kept_items.len()).sum::<usize>();
     list.items.reserve_exact(sig_items + denial.len());
     list.items.extend(denial);
+    // The signatures stay in the blocks they were made in (attached, not copied).
     for part in parts {
         signatures += part.made;
         kept += part.kept;
         if earliest_of(params.inception, part.earliest, earliest) {
             earliest = part.earliest;
         }
-        let base = offset(list.bytes.len());
-        list.bytes.extend_from_slice(&part.bytes);
-        list.items.extend(part.items.into_iter().map(|mut rr| {
-            rr.rdata += base;
-            rr
-        }));
+        for (block, items) in part.blocks {
+            list.attach(block, items);
+        }
+        if let Some(adopted) = adopted {
+            list.push_adopted(adopted, part.kept_items);
+        }
     }
     list.sort();
     Ok(SignedList {
@@ -574,10 +603,8 @@ fn node_types(items: &[Rr], node: &Node, types: &mut Vec<RType>) {
 /// The NSEC chain: one NSEC per authoritative name, delegations included.
 fn nsec_chain(list: &mut RecordList, nodes: &[Node], class: Class, ttl: u32) -> Vec<Rr> {
     let names: Vec<&Node> = nodes.iter().filter(|n| n.kind != Kind::Occluded).collect();
-    let mut out = RecordList {
-        bytes: std::mem::take(&mut list.bytes),
-        items: Vec::with_capacity(names.len()),
-    };
+    let mut out = RecordList::with_capacity(names.len(), 0);
+    out.bytes = std::mem::take(&mut list.bytes);
     let mut types = Vec::new();
     let mut rdata = Vec::new();
     for (i, node) in names.iter().enumerate() {
@@ -672,10 +699,8 @@ fn nsec3_chain(
         ));
     }
     let flags = u8::from(opt_out);
-    let mut out = RecordList {
-        bytes: std::mem::take(&mut list.bytes),
-        items: Vec::with_capacity(hashed.len()),
-    };
+    let mut out = RecordList::with_capacity(hashed.len(), 0);
+    out.bytes = std::mem::take(&mut list.bytes);
     let mut rdata = Vec::new();
     let mut owner = Vec::with_capacity(1 + LABEL_LEN + apex.as_wire().len());
     for (i, (hash, idx)) in hashed.iter().enumerate() {
@@ -710,16 +735,22 @@ fn owner_at(bytes: &[u8], at: u32) -> NameRef<'_> {
         .0
 }
 
-/// What one signing thread made: the RRSIG rdata back to back in `bytes` (the records'
-/// `rdata` offsets are into it; their owners are the zone list's).
+/// What one signing thread made: blocks of RRSIG rdata back to back, each with its records
+/// (their `rdata` offsets are into the block; their owners are the zone list's), closed
+/// near [`BLOCK`] octets; and the kept signatures' records (their `rdata` offsets are the
+/// previous version's).
 #[derive(Default)]
 struct Part {
-    bytes: Vec<u8>,
-    items: Vec<Rr>,
+    blocks: Vec<(Vec<u8>, Vec<Rr>)>,
+    kept_items: Vec<Rr>,
     made: usize,
     kept: usize,
     earliest: u32,
 }
+
+/// A block is closed once it holds this much: a job's signatures (one per key, each under
+/// 1 KiB) then fit in the rest without the block growing past [`BLOCK`].
+const BLOCK_FULL: usize = BLOCK - (64 << 10);
 
 /// Signs the jobs on `params.threads` threads (every core for 0), in contiguous chunks,
 /// keeping the signatures of `previous` that still do.
@@ -747,12 +778,17 @@ fn sign_jobs(
     let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
         let mut scratch = Scratch::default();
         let mut old_rrset = crate::sign::Canonical::new();
-        let mut olds: Vec<(RrsigFields<'_>, &[u8])> = Vec::new();
+        let mut olds: Vec<(RrsigFields<'_>, &Rr)> = Vec::new();
         let mut out = Part {
             earliest: params.expiration,
             ..Part::default()
         };
+        let (mut bytes, mut items) = (Vec::new(), Vec::new());
         for job in part {
+            if bytes.len() >= BLOCK_FULL {
+                out.blocks
+                    .push((std::mem::take(&mut bytes), std::mem::take(&mut items)));
+            }
             let first = &job.rrset[0];
             let owner = list.owner(first);
             scratch.rrset.clear();
@@ -783,7 +819,7 @@ fn sign_jobs(
                 if !((job.keys && k.signs_keys) || (!job.keys && k.signs_zone)) {
                     continue;
                 }
-                let at = offset(out.bytes.len());
+                let at = offset(bytes.len());
                 let old = olds.iter().find(|(f, _)| {
                     reusable
                         && f.algorithm == k.key.algorithm().number()
@@ -792,34 +828,39 @@ fn sign_jobs(
                         && f.original_ttl == first.ttl
                         && f.signer.eq_ci(&apex)
                 });
-                if let Some((f, rdata)) = old {
-                    out.bytes.extend_from_slice(rdata);
+                if let Some((f, rr)) = old {
+                    // Left where the previous version has it.
+                    out.kept_items.push(Rr {
+                        owner: first.owner,
+                        ..**rr
+                    });
                     out.kept += 1;
                     if earliest_of(params.inception, f.expiration, out.earliest) {
                         out.earliest = f.expiration;
                     }
-                } else {
-                    sign_rrset_into(
-                        k.key,
-                        what,
-                        apex,
-                        params.inception,
-                        params.expiration,
-                        &mut scratch,
-                        &mut out.bytes,
-                    )?;
-                    out.made += 1;
+                    continue;
                 }
-                out.items.push(Rr {
+                sign_rrset_into(
+                    k.key,
+                    what,
+                    apex,
+                    params.inception,
+                    params.expiration,
+                    &mut scratch,
+                    &mut bytes,
+                )?;
+                out.made += 1;
+                items.push(Rr {
                     owner: first.owner,
                     rdata: at,
-                    rdlen: (out.bytes.len() - at as usize) as u16,
+                    rdlen: (bytes.len() - at as usize) as u16,
                     rtype: RType::RRSIG,
                     class: first.class,
                     ttl: first.ttl,
                 });
             }
         }
+        out.blocks.push((bytes, items));
         Ok(out)
     };
     if threads == 1 {

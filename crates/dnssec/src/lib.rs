@@ -42,7 +42,7 @@ pub use chain::{
 pub use digest::{ds_rdata, key_tag};
 pub use key::{KeyError, PrivateKey, SigningKey};
 pub use keys::{KeyMeta, KeyStore, Role, StoreError, StoredKey};
-pub use list::{RecordList, Rr};
+pub use list::{Adopted, RecordList, Rr, BLOCK};
 pub use nsec3::{nsec3_hash, Nsec3Params};
 pub use reuse::Previous;
 pub use sign::{verify_rrsig, VerifyError};

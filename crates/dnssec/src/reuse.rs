@@ -21,8 +21,10 @@ struct Group {
     sigs: (u32, u32),
 }
 
-/// A previous signed version of a zone, indexed by owner and type.
-#[derive(Debug)]
+/// A previous signed version of a zone, indexed by owner and type. Its names and rdata are
+/// in blocks ([`RecordList::into_blocks`]) that the new version takes over
+/// ([`RecordList::adopt`]), so kept signatures are not copied.
+#[derive(Clone, Debug)]
 pub struct Previous {
     list: RecordList,
     groups: Vec<Group>,
@@ -45,13 +47,36 @@ impl Previous {
     /// Indexes a previous signed version (any order) for signing at `now` (seconds since
     /// 1970): its signatures are kept if they expire more than `refresh` seconds later.
     pub fn new(mut list: RecordList, now: u64, refresh: u32) -> Self {
+        list.into_blocks();
         let mut items = std::mem::take(&mut list.items);
-        items.sort_unstable_by(|a, b| {
-            list.owner(a)
-                .canonical_cmp(&list.owner(b))
-                .then_with(|| group_type(&list, a).cmp(&group_type(&list, b)))
+        let within = |a: &Rr, b: &Rr| {
+            group_type(&list, a)
+                .cmp(&group_type(&list, b))
                 .then((a.rtype == RType::RRSIG).cmp(&(b.rtype == RType::RRSIG)))
-        });
+        };
+        // A kept version is in canonical order (as written): its owners need no sorting,
+        // only each owner's records.
+        let grouped = items
+            .windows(2)
+            .all(|w| list.owner(&w[0]).canonical_cmp(&list.owner(&w[1])).is_le());
+        if grouped {
+            let mut i = 0;
+            while i < items.len() {
+                let owner = list.owner(&items[i]);
+                let mut k = i + 1;
+                while k < items.len() && list.owner(&items[k]).canonical_cmp(&owner).is_eq() {
+                    k += 1;
+                }
+                items[i..k].sort_unstable_by(within);
+                i = k;
+            }
+        } else {
+            items.sort_unstable_by(|a, b| {
+                list.owner(a)
+                    .canonical_cmp(&list.owner(b))
+                    .then_with(|| within(a, b))
+            });
+        }
         let mut groups = Vec::new();
         let mut i = 0;
         while i < items.len() {
@@ -119,8 +144,16 @@ impl Previous {
         })
     }
 
+    /// The list, its records dropped: its blocks, for the new version to adopt.
+    pub(crate) fn into_list(self) -> RecordList {
+        let mut list = self.list;
+        list.items = Vec::new();
+        list
+    }
+
     /// The previous signatures of an RRset (its records in `rrset`, finished), if the RRset
-    /// was the same with the same TTL; `scratch` is reused for the previous records.
+    /// was the same with the same TTL, with their records (whose offsets are this version's);
+    /// `scratch` is reused for the previous records.
     pub(crate) fn signatures<'s>(
         &'s self,
         owner: NameRef<'_>,
@@ -128,7 +161,7 @@ impl Previous {
         ttl: u32,
         rrset: &Canonical,
         scratch: &mut Canonical,
-    ) -> Option<impl Iterator<Item = (RrsigFields<'s>, &'s [u8])> + 's> {
+    ) -> Option<impl Iterator<Item = (RrsigFields<'s>, &'s Rr)> + 's> {
         let g = self.find(owner, rtype)?;
         let items = &self.list.items;
         let data = &items[g.data.0 as usize..g.data.1 as usize];
@@ -152,7 +185,7 @@ impl Previous {
                     let (fields, _) = RrsigFields::parse(rdata)?;
                     let fresh = fields.valid_at(now)
                         && fields.expiration.wrapping_sub(now) as i32 > refresh as i32;
-                    fresh.then_some((fields, rdata))
+                    fresh.then_some((fields, r))
                 }),
         )
     }

@@ -548,11 +548,18 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&key)],
             &later,
-            Some(&prev),
+            Some(prev.clone()),
         )
         .unwrap();
         let z = second.list.to_records();
         assert_eq!(verify_all(&z), second.signatures + second.kept);
+        // The kept signatures stay in the previous version's storage, taken over whole: the
+        // new blocks hold only the new signatures (Ed25519, signer example.: 91 octets each).
+        assert_eq!(
+            second.list.block_bytes(),
+            first.list.bytes.len() + first.list.block_bytes() + 91 * second.signatures,
+            "{denial:?}"
+        );
         assert_eq!(second.rrsets_signed, second.signatures + second.kept);
         // SOA, mail A, new A, and two or three chain records.
         match denial {
@@ -584,6 +591,18 @@ fn resign_keeps_unchanged_signatures() {
             .filter(|r| r.rtype == RType::RRSIG && old.contains(&r.rdata))
             .count();
         assert_eq!(reused, second.kept);
+        // A previous version in another order (not as written) keeps the same signatures.
+        let mut reversed = first.list.clone();
+        reversed.items.reverse();
+        let from_reversed = sign_list(
+            &apex,
+            RecordList::from_records(&changed),
+            &[ZoneKey::csk(&key)],
+            &later,
+            Some(Previous::new(reversed, now, 7 * 86_400)),
+        )
+        .unwrap();
+        assert_eq!(from_reversed.kept, second.kept);
         assert_eq!(second.earliest_expiration, p.expiration);
         assert_eq!(second.expires(now), u64::from(p.expiration));
 
@@ -598,7 +617,7 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&key)],
             &later,
-            Some(&due),
+            Some(due),
         )
         .unwrap();
         assert_eq!(again.kept, 0);
@@ -608,10 +627,97 @@ fn resign_keeps_unchanged_signatures() {
             RecordList::from_records(&changed),
             &[ZoneKey::csk(&other)],
             &later,
-            Some(&prev),
+            Some(prev),
         )
         .unwrap();
         assert_eq!(rolled.kept, 0);
         assert_eq!(rolled.signatures, rolled.rrsets_signed);
+    }
+}
+
+/// The signatures stay in the blocks the threads made them in, in the order the list is
+/// read: a reader going through the records in order frees the blocks behind it, and reads
+/// every record's rdata at its turn.
+#[test]
+fn signature_blocks_are_freed_as_the_list_is_read() {
+    let key = ed25519();
+    let mut records = zone();
+    for i in 0..2000 {
+        records.push(rec(&format!("h{i} 60 A 192.0.2.{}", i % 250), "example."));
+        records.push(rec(&format!("h{i} 60 TXT \"record {i}\""), "example."));
+    }
+    let nsec3 = Denial::Nsec3 {
+        params: Nsec3Params::default(),
+        opt_out: false,
+    };
+    for denial in [Denial::Nsec, nsec3] {
+        for threads in [1, 2] {
+            let mut p = params(denial.clone());
+            p.threads = threads;
+            let apex = name("example.");
+            let signed = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                None,
+            )
+            .unwrap();
+            let mut list = signed.list;
+            let all = list.to_records();
+            assert!(all.windows(2).all(|w| record_order(&w[0], &w[1]).is_lt()));
+            if threads == 2 {
+                assert!(verify_all(&all) > 6000);
+            }
+            let total = list.block_bytes();
+            assert!(
+                total > 3 * BLOCK,
+                "{denial:?}: {total} octets of signatures"
+            );
+            let mut freed_by_half = 0;
+            for (i, want) in all.iter().enumerate() {
+                assert_eq!(&list.record(&list.items[i]), want, "record {i}");
+                if i % 100 == 99 {
+                    list.release_before(i + 1);
+                }
+                if i == list.len() / 2 {
+                    freed_by_half = total - list.block_bytes();
+                }
+            }
+            assert!(
+                freed_by_half > total / 3,
+                "{denial:?}, {threads} threads: {freed_by_half} of {total} freed half way"
+            );
+            list.release_before(list.len());
+            assert_eq!(list.block_bytes(), 0);
+
+            // Signed again from that version: every signature kept, in the blocks taken
+            // over, freed as the new list is read.
+            let signed = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                None,
+            )
+            .unwrap();
+            let first = signed.list.to_records();
+            let prev = Previous::new(signed.list, u64::from(p.inception) + 3600, 7 * 86_400);
+            let again = sign_list(
+                &apex,
+                RecordList::from_records(&records),
+                &[ZoneKey::csk(&key)],
+                &p,
+                Some(prev),
+            )
+            .unwrap();
+            assert_eq!((again.signatures, again.kept), (0, again.rrsets_signed));
+            let mut list = again.list;
+            for (i, want) in first.iter().enumerate() {
+                assert_eq!(&list.record(&list.items[i]), want, "record {i}");
+                list.release_before(i + 1);
+            }
+            assert_eq!(list.block_bytes(), 0);
+        }
     }
 }

@@ -30,12 +30,10 @@ use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
     keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
-    RecordList, Role, Rr, SignParams, StoreError, StoredKey,
+    RecordList, Role, Rr, SignParams, StoreError, StoredKey, BLOCK,
 };
-#[cfg(test)]
-use shardns_wire::Record;
 use shardns_wire::{Name, RType};
-use shardns_zone::scan::{Diag, Item, LoadError, Records, Scanned};
+use shardns_zone::scan::{Diag, LoadError, Records, Scanned};
 use shardns_zone::ScanOptions;
 use std::fs;
 use std::io::{self, Write};
@@ -129,8 +127,11 @@ impl SignSpec {
 
 /// A zone's records after signing.
 pub(crate) struct Signed {
-    /// The signed records, ready for `Zone::build`.
-    pub(crate) scanned: Scanned,
+    /// The signed records in canonical order, for `Zone::build_sorted`.
+    pub(crate) records: RecordList,
+    /// The files read (the zone file first) and the scanner's warnings.
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) warnings: Vec<Diag>,
     /// When the zone must be signed again (seconds since 1970): `signature_refresh` before
     /// its signatures expire, or its next key event if sooner.
     pub(crate) refresh_at: u64,
@@ -169,11 +170,9 @@ pub(crate) fn sign_scanned(
     let (records, _serial, refresh_at) =
         sign_records(apex, records, spec, now, threads).map_err(fail)?;
     Ok(Signed {
-        scanned: Scanned {
-            chunks: vec![from_list(records)],
-            files,
-            warnings,
-        },
+        records,
+        files,
+        warnings,
         refresh_at,
     })
 }
@@ -255,9 +254,7 @@ pub(crate) fn sign_records(
         .read_any()
         .map(|list| Previous::new(list, now, spec.policy.refresh));
     let read = started.elapsed().as_secs_f64();
-    let signed =
-        sign_list(apex, records, &zk, &params, previous.as_ref()).map_err(|e| e.to_string())?;
-    drop(previous);
+    let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
     state.write(serial, &timings)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
@@ -366,31 +363,18 @@ pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
     (rdata.len() == at + 20).then(|| u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()))
 }
 
-/// Every record the scanner read, owned.
-#[cfg(test)]
-pub(crate) fn to_records(scanned: &Scanned) -> Vec<Record> {
-    let total = scanned.chunks.iter().map(|c| c.items.len()).sum();
-    let mut out = Vec::with_capacity(total);
-    for chunk in &scanned.chunks {
-        for item in &chunk.items {
-            out.push(Record {
-                owner: chunk.owner(item).to_name(),
-                rtype: item.rtype,
-                class: item.class,
-                ttl: item.ttl,
-                rdata: chunk.rdata(item).to_vec(),
-            });
-        }
-    }
-    out
-}
-
 /// The scanner's chunks as one compact list for the signer, each chunk freed once copied.
 /// Records that share an owner in a chunk share it in the list.
 pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
     let items = chunks.iter().map(|c| c.items.len()).sum();
     let bytes = chunks.iter().map(|c| c.bytes.len()).sum();
     let mut out = RecordList::with_capacity(items, bytes);
+    append(&mut out, chunks);
+    out
+}
+
+/// Appends the scanner's chunks to a list, each freed once copied.
+fn append(out: &mut RecordList, chunks: Vec<Records>) {
     for chunk in chunks {
         let base = out.bytes.len() as u32;
         out.bytes.extend_from_slice(&chunk.bytes);
@@ -403,30 +387,10 @@ pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
             ttl: i.ttl,
         }));
     }
-    out
 }
 
-/// A signed list in the scanner's compact form for `Zone::build` (line 0: the records
-/// come from the signer, not a file).
-pub(crate) fn from_list(list: RecordList) -> Records {
-    let RecordList { bytes, items } = list;
-    Records {
-        bytes,
-        items: items
-            .into_iter()
-            .map(|r| Item {
-                owner: r.owner,
-                rdata: r.rdata,
-                rdlen: r.rdlen,
-                file: 0,
-                rtype: r.rtype,
-                class: r.class,
-                ttl: r.ttl,
-                line: 0,
-            })
-            .collect(),
-    }
-}
+/// How much of the kept signed zone's text is read and scanned at a time.
+const PIECE: usize = 16 << 20;
 
 /// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
 /// the root.
@@ -588,24 +552,93 @@ impl SignedFile {
         if fp != fingerprint || Some(serial) != last || now >= due {
             return None;
         }
-        Some((self.read_any()?, serial, due))
+        // Served as it is, built in the order it is read: only a file in canonical order
+        // (as written) is taken.
+        let list = self.read_any()?;
+        let sorted = list
+            .items
+            .windows(2)
+            .all(|w| list.order(&w[0], &w[1]).is_le());
+        if !sorted {
+            tracing::warn!(
+                "{}: not in canonical order; signing the zone anew",
+                self.path.display()
+            );
+            return None;
+        }
+        Some((list, serial, due))
     }
 
     /// The kept zone whatever it was signed from: the previous version whose signatures
     /// an incremental signing keeps. `None` if there is none or it does not read.
     fn read_any(&self) -> Option<RecordList> {
-        if !self.path.exists() {
-            return None;
+        match self.read_pieces(PIECE) {
+            Ok(list) => list,
+            Err(e) => {
+                tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
+                None
+            }
         }
+    }
+
+    /// Reads the kept zone `piece` octets of text at a time, cut after a line (the file
+    /// has one record a line, names absolute, TTLs given), each piece scanned and appended
+    /// to the list: the text, as large as the signed zone, and its scan are never held
+    /// whole beside the list.
+    fn read_pieces(&self, piece: usize) -> Result<Option<RecordList>, String> {
+        use std::io::Read;
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let mut file = match fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(err(&e)),
+        };
         let opts = ScanOptions {
             threads: 2,
             ..ScanOptions::new(self.apex.clone())
         };
-        match shardns_zone::scan::scan_file(&self.path, &opts) {
-            Ok(scanned) => Some(to_list(scanned.chunks)),
-            Err(e) => {
-                tracing::warn!("{}: {e}; signing the zone anew", self.path.display());
-                None
+        let mut list = RecordList::default();
+        // The records go into blocks of BLOCK octets (each its own mapping, freed whole),
+        // which a signed version made from this one takes over for the signatures it keeps.
+        let (mut block, mut items) = (Vec::with_capacity(BLOCK), Vec::new());
+        let mut text: Vec<u8> = Vec::with_capacity(piece + (64 << 10));
+        loop {
+            let want = piece.saturating_sub(text.len()).max(64 << 10);
+            let read = (&mut file)
+                .take(want as u64)
+                .read_to_end(&mut text)
+                .map_err(|e| err(&e))?;
+            let end = read < want;
+            let cut = match text.iter().rposition(|&b| b == b'\n') {
+                _ if end => text.len(),
+                Some(at) => at + 1,
+                // A line longer than a piece: read on.
+                None => continue,
+            };
+            let scanned = shardns_zone::scan::scan_text(&text[..cut], &self.path, &opts)
+                .map_err(|e| err(&e))?;
+            for chunk in scanned.chunks {
+                if !block.is_empty() && block.len() + chunk.bytes.len() > BLOCK {
+                    list.append_block(
+                        std::mem::replace(&mut block, Vec::with_capacity(BLOCK)),
+                        std::mem::take(&mut items),
+                    );
+                }
+                let base = block.len() as u32;
+                block.extend_from_slice(&chunk.bytes);
+                items.extend(chunk.items.iter().map(|i| Rr {
+                    owner: base + i.owner,
+                    rdata: base + i.rdata,
+                    rdlen: i.rdlen,
+                    rtype: i.rtype,
+                    class: i.class,
+                    ttl: i.ttl,
+                }));
+            }
+            text.drain(..cut);
+            if end {
+                list.append_block(block, items);
+                return Ok(Some(list));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::zones::{ZoneLibrary, ZoneSource, ZoneSpec};
-use shardns_wire::RType;
+use shardns_wire::{RType, Record};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
@@ -73,7 +73,7 @@ fn serial_arithmetic() {
 fn a_zone_without_keys_gets_a_csk_and_keeps_its_serial_the_first_time() {
     let dir = Dir::new("first");
     let signed = sign_scanned(&apex(), scan(&zone_text(7)), &spec(&dir.0), NOW, 1).unwrap();
-    let records = to_records(&signed.scanned);
+    let records = signed.records.to_records();
     let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
     assert_eq!(soa_serial(&soa.rdata), Some(7));
     let dnskeys: Vec<_> = records
@@ -119,7 +119,7 @@ fn the_serial_moves_on_every_signing_and_a_greater_file_serial_wins() {
     let dir = Dir::new("serial");
     let serial = |text: &str, now| {
         let signed = sign_scanned(&apex(), scan(text), &spec(&dir.0), now, 1).unwrap();
-        let records = to_records(&signed.scanned);
+        let records = signed.records.to_records();
         let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
         soa_serial(&soa.rdata).unwrap()
     };
@@ -145,7 +145,7 @@ fn nsec3_with_opt_out_and_ed25519() {
         opt_out: true,
     };
     let signed = sign_scanned(&apex(), scan(&zone_text(1)), &s, NOW, 0).unwrap();
-    let records = to_records(&signed.scanned);
+    let records = signed.records.to_records();
     let param = records
         .iter()
         .find(|r| r.rtype == RType::NSEC3PARAM)
@@ -254,7 +254,7 @@ fn the_signed_zone_is_kept_until_something_changes() {
     let dir = Dir::new("kept");
     let sign = |text: &str, s: &SignSpec, now| {
         let signed = sign_scanned(&apex(), scan(text), s, now, 1).unwrap();
-        let mut records = to_records(&signed.scanned);
+        let mut records = signed.records.to_records();
         records.sort_by(|a, b| {
             (a.owner.to_string(), a.rtype.0, &a.rdata).cmp(&(
                 b.owner.to_string(),
@@ -326,7 +326,9 @@ fn a_zsk_rollover_is_carried_out_by_the_signings() {
     };
     let dnskeys = |now| {
         let signed = sign_scanned(&z, scan(&zone_text(1)), &s, now, 1).unwrap();
-        let n = to_records(&signed.scanned)
+        let n = signed
+            .records
+            .to_records()
             .iter()
             .filter(|r| r.rtype == RType::DNSKEY)
             .count();
@@ -344,4 +346,70 @@ fn a_zsk_rollover_is_carried_out_by_the_signings() {
     let keys = store.load(&z).unwrap();
     assert_eq!(keys.len(), 3);
     assert_eq!(keys[2].meta.activate, Some(NOW + 1000));
+}
+
+/// The kept signed zone read back in pieces is the zone read whole; a damaged one is not
+/// read (the zone is signed anew), without a panic.
+#[test]
+fn the_kept_zone_read_in_pieces_is_the_zone_read_whole() {
+    let dir = Dir::new("pieces");
+    let mut text = zone_text(7);
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "h{i} A 10.0.{}.{}\nh{i} TXT \"record {i}\"\n",
+            i / 256,
+            i % 256
+        ));
+    }
+    sign_scanned(&apex(), scan(&text), &spec(&dir.0), NOW, 0).unwrap();
+    let kept = SignedFile::new(&dir.0, &apex());
+    let size = fs::metadata(&kept.path).unwrap().len();
+    assert!(size > 20 * (64 << 10), "{size} octets: many pieces");
+    let opts = ScanOptions::new(apex());
+    let whole = to_list(
+        shardns_zone::scan::scan_file(&kept.path, &opts)
+            .unwrap()
+            .chunks,
+    );
+    assert!(whole.len() > 15_000);
+    for piece in [1, 100_000, PIECE] {
+        let got = kept.read_pieces(piece).unwrap().unwrap();
+        assert_eq!(got.to_records(), whole.to_records(), "pieces of {piece}");
+    }
+    assert_eq!(kept.read_any().unwrap().len(), whole.len());
+
+    // Cut in the middle of a line, then garbage: not read.
+    let bytes = fs::read(&kept.path).unwrap();
+    let mut broken = bytes[..bytes.len() / 2].to_vec();
+    broken.extend_from_slice(b" 300 IN A not-an-address\n");
+    fs::write(&kept.path, &broken).unwrap();
+    assert!(kept.read_pieces(100_000).is_err());
+    assert!(kept.read_any().is_none());
+    fs::remove_file(&kept.path).unwrap();
+    assert!(kept.read_pieces(PIECE).unwrap().is_none());
+}
+
+/// The kept zone is served as it is only in canonical order (it is built in the order it
+/// is read); out of order, the zone is signed anew and still builds.
+#[test]
+fn a_kept_zone_out_of_canonical_order_is_signed_anew() {
+    let dir = Dir::new("order");
+    let serial = |now| {
+        let signed = sign_scanned(&apex(), scan(&zone_text(10)), &spec(&dir.0), now, 1).unwrap();
+        let records = signed.records.to_records();
+        let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
+        let serial = soa_serial(&soa.rdata).unwrap();
+        shardns_zone::Zone::build_sorted(apex(), signed.records, signed.files, signed.warnings)
+            .unwrap();
+        serial
+    };
+    assert_eq!(serial(NOW), 10);
+    assert_eq!(serial(NOW + 1), 10, "the kept version, as it is");
+    let path = dir.0.join("state/z.test.signed");
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last = lines.len() - 1;
+    lines.swap(1, last);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert_eq!(serial(NOW + 2), 11, "signed anew");
 }

@@ -829,8 +829,8 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
     let mut included: Vec<PathBuf> = scanned.files.iter().skip(1).cloned().collect();
     let file = scanned.files.first().cloned().unwrap_or_default();
     let mut refresh_at = None;
-    let scanned = match &spec.signing {
-        None => scanned,
+    let (zone, mut warnings) = match &spec.signing {
+        None => Zone::build(spec.name.clone(), scanned)?,
         Some(s) => {
             // Every core for one zone, one each for many (as the scan).
             let sign_threads = if threads > 1 { 0 } else { 1 };
@@ -839,10 +839,16 @@ fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
             // New keys in the directory make a reload sign again.
             included.push(s.key_dir.clone());
             refresh_at = Some(signed.refresh_at);
-            signed.scanned
+            // Built as the signer's canonical order gives the records, without a second
+            // index of them.
+            Zone::build_sorted(
+                spec.name.clone(),
+                signed.records,
+                signed.files,
+                signed.warnings,
+            )?
         }
     };
-    let (zone, mut warnings) = Zone::build(spec.name.clone(), scanned)?;
     // Signatures past their time are served as they are (an authoritative server does not
     // validate), with a warning: the operator's signer has stopped.
     let now = std::time::SystemTime::now()

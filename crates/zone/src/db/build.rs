@@ -15,18 +15,66 @@ impl Zone {
     /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        let (mut zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
+        let (zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
         drop(scanned);
-        zone.pack();
-        if let Store::Split(a) = &mut zone.store {
+        Ok((zone.packed(), warnings))
+    }
+
+    /// Builds a zone, as [`Zone::build`] does, from records that come grouped by owner
+    /// (every record of a name next to the others, as in canonical order: a signer's
+    /// output), read once, in order, so that `records` can free what was read
+    /// ([`SortedRecords::consumed`]) while the zone grows: the records and the zone built
+    /// from them are not held whole together. `files` and `warnings` are the source's, as
+    /// in [`Scanned`]; diagnostics name the first file, line 0. Records of a name that come
+    /// apart are an error. The zone is the one [`Zone::build`] makes of the same records.
+    pub fn build_sorted<S: SortedRecords>(
+        apex: Name,
+        mut records: S,
+        files: Vec<PathBuf>,
+        warnings: Vec<Diag>,
+    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let (zone, warnings) =
+            Builder::with(apex, records.len(), files, warnings).run_sorted(&mut records)?;
+        drop(records);
+        Ok((zone.packed(), warnings))
+    }
+
+    /// Packed if small, else its arrays trimmed to their length.
+    fn packed(mut self) -> Zone {
+        self.pack();
+        if let Store::Split(a) = &mut self.store {
             a.names.shrink_to_fit();
             a.nodes.shrink_to_fit();
             a.rrsets.shrink_to_fit();
             a.rdata.shrink_to_fit();
         }
-        Ok((zone, warnings))
+        self
     }
 }
+
+/// Records grouped by owner, for [`Zone::build_sorted`]: read by index, in order, once.
+pub trait SortedRecords {
+    /// Number of records.
+    fn len(&self) -> usize;
+    /// True if there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Record `i`'s owner.
+    fn owner(&self, i: usize) -> NameRef<'_>;
+    /// Record `i`'s type.
+    fn rtype(&self, i: usize) -> RType;
+    /// Record `i`'s TTL.
+    fn ttl(&self, i: usize) -> u32;
+    /// Record `i`'s rdata.
+    fn rdata(&self, i: usize) -> &[u8];
+    /// The records before `i` will not be read again: what holds only them may be freed.
+    fn consumed(&mut self, _i: usize) {}
+}
+
+/// How many records [`Zone::build_sorted`] reads between two calls of
+/// [`SortedRecords::consumed`].
+const CONSUMED_STEP: usize = 1 << 16;
 
 /// A zone being built, with what its checks found.
 pub(super) struct Builder {
@@ -56,8 +104,13 @@ struct Src {
 impl Builder {
     fn new(apex: Name, scanned: &Scanned) -> Self {
         let total: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
+        Self::with(apex, total, scanned.files.clone(), scanned.warnings.clone())
+    }
+
+    /// A builder for a zone of about `records` records.
+    fn with(apex: Name, records: usize, files: Vec<PathBuf>, warnings: Vec<Diag>) -> Self {
         // Nodes are at most the records plus their empty ancestors; start near the records.
-        let cap = (total / 2).max(16).next_power_of_two() * 2;
+        let cap = (records / 2).max(16).next_power_of_two() * 2;
         Self {
             zone: Zone {
                 apex,
@@ -72,8 +125,8 @@ impl Builder {
                 ..Arrays::default()
             },
             diags: Vec::new(),
-            warnings: scanned.warnings.clone(),
-            files: scanned.files.clone(),
+            warnings,
+            files,
             last_parent: (0, NONE),
         }
     }
@@ -235,6 +288,91 @@ impl Builder {
             self.warnings.extend(part.warnings);
         }
 
+        self.finish()
+    }
+
+    /// [`Builder::run`] for records grouped by owner ([`Zone::build_sorted`]): each name's
+    /// RRsets are merged as its records are read, and `src` is told what was read.
+    fn run_sorted<S: SortedRecords>(mut self, src: &mut S) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let apex = self.zone.apex.clone();
+        self.intern(apex.as_ref());
+        let n = src.len();
+        let rdata_len: usize = (0..n).map(|i| 2 + src.rdata(i).len()).sum();
+        self.arrays.rdata.reserve_exact(rdata_len);
+        self.arrays.rrsets.reserve(n);
+        let file = self.files.first().cloned().unwrap_or_default();
+        let mut recs: Vec<(u32, usize)> = Vec::new();
+        let mut seen = Vec::new();
+        let mut next = CONSUMED_STEP;
+        let mut i = 0;
+        while i < n {
+            let records = &*src;
+            let owner = records.owner(i);
+            let mut j = i + 1;
+            while j < n && records.owner(j).eq_ci(&owner) {
+                j += 1;
+            }
+            // The scanner and the signer keep out-of-zone names away; stay safe regardless.
+            if owner.ends_with(&apex.as_ref()) {
+                let id = self.intern(owner);
+                if self.arrays.nodes[id as usize].nrrsets != 0 {
+                    self.diags.push(Diag {
+                        file: file.clone(),
+                        line: 0,
+                        message: format!("{owner}: its records do not come together"),
+                    });
+                }
+                recs.clear();
+                recs.extend((i..j).map(|k| (set_key(records.rtype(k), records.rdata(k)), k)));
+                recs.sort_by_key(|(key, _)| *key);
+                let node_start = self.arrays.rrsets.len();
+                let (diags, warnings) = (&mut self.diags, &mut self.warnings);
+                merge_sets(
+                    &recs,
+                    |k| (records.ttl(k), records.rdata(k)),
+                    |_, message, error| {
+                        let d = Diag {
+                            file: file.clone(),
+                            line: 0,
+                            message,
+                        };
+                        if error {
+                            diags.push(d);
+                        } else {
+                            warnings.push(d);
+                        }
+                    },
+                    &mut self.arrays.rrsets,
+                    &mut self.arrays.rdata,
+                    &mut seen,
+                );
+                let sets = &self.arrays.rrsets[node_start..];
+                let (f, problems) = super::check::node_checks(sets, id == 0);
+                for p in problems.into_iter().flatten() {
+                    self.diags.push(Diag {
+                        file: file.clone(),
+                        line: 0,
+                        message: format!("{owner}: {p}"),
+                    });
+                }
+                let count = sets.len() as u16;
+                let node = &mut self.arrays.nodes[id as usize];
+                node.rrsets = node_start as u32;
+                node.nrrsets = count;
+                node.flags |= f;
+            }
+            i = j;
+            if i >= next {
+                src.consumed(i);
+                next = i + CONSUMED_STEP;
+            }
+        }
+        src.consumed(n);
+        self.finish()
+    }
+
+    /// Flags, then the zone-wide checks on the zone as it will be served.
+    fn finish(mut self) -> Result<(Zone, Vec<Diag>), LoadError> {
         self.set_flags();
         // The checks read the zone as it will be served.
         self.zone.store = Store::Split(Box::new(std::mem::take(&mut self.arrays)));
@@ -351,7 +489,7 @@ impl SetInputs<'_> {
             .sum();
         part.rdata.reserve_exact(rdata_len);
         let mut recs: Vec<(u32, Src)> = Vec::new();
-        let mut seen: Vec<&[u8]> = Vec::new();
+        let mut seen = Vec::new();
         for id in ids {
             let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
             recs.clear();
@@ -364,58 +502,25 @@ impl SetInputs<'_> {
             let first_in_file = recs.first().map(|r| r.1);
             recs.sort_by_key(|(k, _)| *k);
             let node_start = part.rrsets.len();
-            let mut i = 0;
-            while i < recs.len() {
-                let key = recs[i].0;
-                let rtype = key_type(key);
-                let mut j = i;
-                while j < recs.len() && recs[j].0 == key {
-                    j += 1;
-                }
-                let first = recs[i].1;
-                let ttl = self.chunks[first.chunk as usize].items[first.item as usize].ttl;
-                let entry_at = part.rdata.len() as u32;
-                let mut count = 0u16;
-                seen.clear();
-                for &(_, s) in &recs[i..j] {
+            merge_sets(
+                &recs,
+                |s: Src| {
                     let chunk = &self.chunks[s.chunk as usize];
                     let item = &chunk.items[s.item as usize];
-                    let data = chunk.rdata(item);
-                    if let Err(e) = rdata::validate(rtype, data) {
-                        part.diags.push(self.diag(s, format!("{rtype}: {e}")));
-                        continue;
+                    (item.ttl, chunk.rdata(item))
+                },
+                |s, message, error| {
+                    let d = self.diag(s, message);
+                    if error {
+                        part.diags.push(d);
+                    } else {
+                        part.warnings.push(d);
                     }
-                    // RFC 2181 §5: an RRset is a set; identical records collapse.
-                    if seen.contains(&data) {
-                        continue;
-                    }
-                    if item.ttl != ttl {
-                        part.warnings.push(self.diag(
-                            s,
-                            format!("{rtype} TTL {} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)", item.ttl),
-                        ));
-                    }
-                    if count == u16::MAX {
-                        part.diags
-                            .push(self.diag(s, format!("too many {rtype} records at one name")));
-                        break;
-                    }
-                    seen.push(data);
-                    part.rdata
-                        .extend_from_slice(&(data.len() as u16).to_be_bytes());
-                    part.rdata.extend_from_slice(data);
-                    count += 1;
-                }
-                if count > 0 {
-                    part.rrsets.push(RRsetEntry {
-                        rtype,
-                        count,
-                        ttl,
-                        rdata: entry_at,
-                    });
-                }
-                i = j;
-            }
+                },
+                &mut part.rrsets,
+                &mut part.rdata,
+                &mut seen,
+            );
             let sets = &part.rrsets[node_start..];
             let (f, problems) = super::check::node_checks(sets, id == 0);
             if problems.iter().any(Option::is_some) {
@@ -429,5 +534,112 @@ impl SetInputs<'_> {
             part.nodes.push((node_start as u32, sets.len() as u16, f));
         }
         part
+    }
+}
+
+/// Merges one node's records, sorted by [`set_key`], into RRsets appended to `rrsets` and
+/// `rdata` (each record a 2-octet length and the data). Bad rdata is an error; identical
+/// records collapse (RFC 2181 §5); a TTL other than the set's first record's is a warning
+/// and the first is kept (§5.2). `rec` gives a record's TTL and rdata, `report` takes a
+/// record's error (`true`) or warning; `seen` is scratch.
+fn merge_sets<'d, R: Copy>(
+    recs: &[(u32, R)],
+    rec: impl Fn(R) -> (u32, &'d [u8]),
+    mut report: impl FnMut(R, String, bool),
+    rrsets: &mut Vec<RRsetEntry>,
+    rdata: &mut Vec<u8>,
+    seen: &mut Vec<(usize, usize)>,
+) {
+    let mut i = 0;
+    while i < recs.len() {
+        let key = recs[i].0;
+        let rtype = key_type(key);
+        let mut j = i;
+        while j < recs.len() && recs[j].0 == key {
+            j += 1;
+        }
+        let ttl = rec(recs[i].1).0;
+        let entry_at = rdata.len() as u32;
+        let mut count = 0u16;
+        seen.clear();
+        for &(_, s) in &recs[i..j] {
+            let (item_ttl, data) = rec(s);
+            if let Err(e) = rdata::validate(rtype, data) {
+                report(s, format!("{rtype}: {e}"), true);
+                continue;
+            }
+            // RFC 2181 §5: an RRset is a set; identical records collapse.
+            if seen.iter().any(|&(at, len)| &rdata[at..at + len] == data) {
+                continue;
+            }
+            if item_ttl != ttl {
+                report(
+                    s,
+                    format!("{rtype} TTL {item_ttl} differs from the RRset's TTL {ttl}; using {ttl} (RFC 2181 §5.2)"),
+                    false,
+                );
+            }
+            if count == u16::MAX {
+                report(s, format!("too many {rtype} records at one name"), true);
+                break;
+            }
+            seen.push((rdata.len() + 2, data.len()));
+            rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+            rdata.extend_from_slice(data);
+            count += 1;
+        }
+        if count > 0 {
+            rrsets.push(RRsetEntry {
+                rtype,
+                count,
+                ttl,
+                rdata: entry_at,
+            });
+        }
+        i = j;
+    }
+}
+
+/// A signer's output ([`shardns_dnssec::sign_list`]: canonical order) as it is; the blocks
+/// of signatures read are freed as the zone is built.
+impl SortedRecords for shardns_dnssec::RecordList {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+    fn owner(&self, i: usize) -> NameRef<'_> {
+        shardns_dnssec::RecordList::owner(self, &self.items[i])
+    }
+    fn rtype(&self, i: usize) -> RType {
+        self.items[i].rtype
+    }
+    fn ttl(&self, i: usize) -> u32 {
+        self.items[i].ttl
+    }
+    fn rdata(&self, i: usize) -> &[u8] {
+        shardns_dnssec::RecordList::rdata(self, &self.items[i])
+    }
+    fn consumed(&mut self, i: usize) {
+        self.release_before(i);
+    }
+}
+
+impl<T: SortedRecords + ?Sized> SortedRecords for &mut T {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn owner(&self, i: usize) -> NameRef<'_> {
+        (**self).owner(i)
+    }
+    fn rtype(&self, i: usize) -> RType {
+        (**self).rtype(i)
+    }
+    fn ttl(&self, i: usize) -> u32 {
+        (**self).ttl(i)
+    }
+    fn rdata(&self, i: usize) -> &[u8] {
+        (**self).rdata(i)
+    }
+    fn consumed(&mut self, i: usize) {
+        (**self).consumed(i)
     }
 }

@@ -19,6 +19,7 @@
 
 mod build;
 pub(crate) use build::set_key;
+pub use build::SortedRecords;
 mod check;
 mod check_dnssec;
 pub(crate) mod denial;

@@ -577,3 +577,193 @@ fn at_most_prefetch_max_lookups_are_staged() {
     assert!(hints.contains(&header(&zones[PREFETCH_MAX - 1])));
     assert!(!hints.contains(&header(&zones[PREFETCH_MAX])));
 }
+
+/// Every record of `text` (zone `example.`) as a compact list, in canonical order.
+fn sorted_list(text: &str) -> shardns_dnssec::RecordList {
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("signed"),
+        &ScanOptions::new("example.".parse().unwrap()),
+    )
+    .unwrap();
+    let mut list = shardns_dnssec::RecordList::default();
+    for chunk in &scanned.chunks {
+        for item in &chunk.items {
+            let owner = list.push_name(chunk.owner(item));
+            list.push(owner, item.rtype, item.class, item.ttl, chunk.rdata(item));
+        }
+    }
+    list.sort();
+    list
+}
+
+/// A sorted list that checks [`SortedRecords::consumed`]: nothing before the last index
+/// it was given is read again.
+struct Checked {
+    list: shardns_dnssec::RecordList,
+    consumed: usize,
+    calls: usize,
+}
+
+impl Checked {
+    fn at(&self, i: usize) -> &shardns_dnssec::Rr {
+        assert!(
+            i >= self.consumed,
+            "record {i} read after {} were consumed",
+            self.consumed
+        );
+        &self.list.items[i]
+    }
+}
+
+impl SortedRecords for Checked {
+    fn len(&self) -> usize {
+        self.list.items.len()
+    }
+    fn owner(&self, i: usize) -> shardns_wire::NameRef<'_> {
+        self.list.owner(self.at(i))
+    }
+    fn rtype(&self, i: usize) -> RType {
+        self.at(i).rtype
+    }
+    fn ttl(&self, i: usize) -> u32 {
+        self.at(i).ttl
+    }
+    fn rdata(&self, i: usize) -> &[u8] {
+        self.list.rdata(self.at(i))
+    }
+    fn consumed(&mut self, i: usize) {
+        assert!(i >= self.consumed && i <= self.list.items.len());
+        self.consumed = i;
+        self.calls += 1;
+    }
+}
+
+fn node_names(z: &Zone) -> Vec<String> {
+    (0..z.node_count() as NodeId)
+        .map(|id| z.node(id).name().to_string())
+        .collect()
+}
+
+#[test]
+fn a_zone_built_from_sorted_records_is_the_one_build_makes() {
+    let mut many = String::from(
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n",
+    );
+    for i in 0..30_000 {
+        many.push_str(&format!(
+            "h{i} A 10.0.{}.{}\nh{i} TXT \"record {i}\"\n",
+            i / 256 % 256,
+            i % 256
+        ));
+    }
+    let texts = [
+        signed_text("nsec", |_| false),
+        signed_text("nsec3", |_| false),
+        include_str!("../../tests/data/rfc4592.zone").to_string(),
+        "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n\
+         a.b.c A 192.0.2.2\n*.w TXT x\nsub NS ns.sub\nns.sub A 192.0.2.3\nd DNAME x.test.\n\
+         e 10 A 192.0.2.9\ne 20 A 192.0.2.8\ne A 192.0.2.9\n"
+            .to_string(),
+        many,
+    ];
+    for text in &texts {
+        let list = sorted_list(text);
+        // The same records in the same order as a zone file, built the usual way.
+        let sorted_text: String = list
+            .items
+            .iter()
+            .map(|r| format!("{}\n", list.display(r)))
+            .collect();
+        let (want, want_w) = build_example(&sorted_text).unwrap();
+        let records = list.items.len();
+        let mut src = Checked {
+            list,
+            consumed: 0,
+            calls: 0,
+        };
+        let (got, got_w) = Zone::build_sorted(
+            "example.".parse().unwrap(),
+            &mut src,
+            vec!["signed".into()],
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(src.consumed, records, "every record consumed at the end");
+        assert!(
+            src.calls > records / (1 << 16),
+            "consumed in steps: {}",
+            src.calls
+        );
+        assert_eq!(node_names(&got), node_names(&want));
+        assert!(got.records().eq(want.records()));
+        assert_eq!(got.is_packed(), want.is_packed());
+        assert_eq!(got.is_signed(), want.is_signed());
+        assert_eq!(got.arrays().map(|a| a.1), want.arrays().map(|a| a.1));
+        let msgs = |w: Vec<Diag>| w.into_iter().map(|d| d.message).collect::<Vec<_>>();
+        assert_eq!(msgs(got_w), msgs(want_w));
+    }
+}
+
+#[test]
+fn sorted_records_are_checked_as_a_zone_file_is() {
+    let bad = "$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n\
+               c CNAME x\nc A 192.0.2.2\nsub SOA a b 1 2 3 4 5\n";
+    let e = Zone::build_sorted(
+        "example.".parse().unwrap(),
+        sorted_list(bad),
+        vec!["z".into()],
+        vec![],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("z: c.example.: CNAME and other data"), "{e}");
+    assert!(
+        e.contains("z: sub.example.: SOA record away from the zone apex"),
+        "{e}"
+    );
+
+    // No SOA: the zone-wide checks run too.
+    let e = Zone::build_sorted(
+        "example.".parse().unwrap(),
+        sorted_list("$TTL 300\n@ NS ns\nns A 192.0.2.1\n"),
+        vec!["z".into()],
+        vec![],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no SOA record"), "{e}");
+
+    // Records of one name apart: refused, not served wrong.
+    let mut list =
+        sorted_list("$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n");
+    let at = list.push_name("a.example.".parse::<Name>().unwrap().as_ref());
+    list.push(at, RType::A, shardns_wire::Class::IN, 300, &[192, 0, 2, 7]);
+    let b = list.push_name("b.example.".parse::<Name>().unwrap().as_ref());
+    list.push(b, RType::A, shardns_wire::Class::IN, 300, &[192, 0, 2, 8]);
+    list.push(at, RType::TXT, shardns_wire::Class::IN, 300, b"\x01x");
+    let e = Zone::build_sorted("example.".parse().unwrap(), list, vec!["z".into()], vec![])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a.example.: its records do not come together"),
+        "{e}"
+    );
+
+    // Bad rdata is an error, an empty source no zone.
+    let mut list =
+        sorted_list("$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n");
+    let at = list.push_name("a.example.".parse::<Name>().unwrap().as_ref());
+    list.push(at, RType::A, shardns_wire::Class::IN, 300, &[192, 0, 2]);
+    let e = Zone::build_sorted("example.".parse().unwrap(), list, vec!["z".into()], vec![])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("z: A:"), "{e}");
+    assert!(Zone::build_sorted(
+        "example.".parse().unwrap(),
+        shardns_dnssec::RecordList::default(),
+        vec![],
+        vec![]
+    )
+    .is_err());
+}
