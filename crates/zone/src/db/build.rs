@@ -1,7 +1,10 @@
 //! Building a [`Zone`] from scanned records: one node per owner (and per missing ancestor),
 //! records grouped by node and merged into RRsets, derived node flags, then the checks of
 //! [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
-//! threads, each on half of the nodes.
+//! threads, each on half of the nodes and writing its rdata straight into its own slice of
+//! the zone's; then what the scan left is freed on a third while the zone is finished.
+//! Interning owners reads the table slots of a block of new names together, so that a big
+//! zone's cache and TLB misses overlap.
 
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
@@ -15,8 +18,7 @@ impl Zone {
     /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        let (mut zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
-        drop(scanned);
+        let (mut zone, warnings) = Builder::new(apex, &scanned).run(scanned)?;
         zone.pack();
         if let Store::Split(a) = &mut zone.store {
             a.names.shrink_to_fit();
@@ -45,6 +47,12 @@ pub(super) struct Builder {
     /// The parent of the last new node: (its wire length, its id).
     last_parent: (usize, NodeId),
 }
+
+/// Records from which a zone's RRsets are merged on two threads.
+const PARALLEL_MIN: usize = 50_000;
+
+/// Records whose new owners' table slots are read ahead together while interning.
+const LOOKAHEAD: usize = 64;
 
 /// Where a record came from, for diagnostics.
 #[derive(Clone, Copy)]
@@ -88,7 +96,11 @@ impl Builder {
 
     /// Finds or inserts the node for `name` (and its missing ancestors down to the apex).
     fn intern(&mut self, name: NameRef<'_>) -> NodeId {
-        let h = name.hash_ci();
+        self.intern_hashed(name, name.hash_ci())
+    }
+
+    /// [`Builder::intern`] with the name's [`NameRef::hash_ci`] already computed.
+    fn intern_hashed(&mut self, name: NameRef<'_>, h: u64) -> NodeId {
         if let Some(id) = self.arrays.find_hashed(name, h) {
             return id;
         }
@@ -134,7 +146,7 @@ impl Builder {
         }
     }
 
-    fn run(mut self, scanned: &Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+    fn run(mut self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
         let chunks = &scanned.chunks;
         let apex = self.zone.apex.clone();
         self.intern(apex.as_ref());
@@ -143,29 +155,71 @@ impl Builder {
         let total: usize = chunks.iter().map(|c| c.items.len()).sum();
         let mut node_of: Vec<u32> = Vec::with_capacity(total);
         let mut srcs: Vec<Src> = Vec::with_capacity(total);
+        // Per node: its records' rdata and lengths, the most its RRsets can take.
+        let mut rdata_bytes: Vec<u64> = Vec::new();
+        let mut hashes = [0u64; LOOKAHEAD];
+        let mut slots = [0usize; LOOKAHEAD];
         for (ci, chunk) in chunks.iter().enumerate() {
             let mut last: Option<(u32, u32)> = None;
-            for (ii, item) in chunk.items.iter().enumerate() {
-                let id = match last {
-                    Some((off, id)) if off == item.owner => id,
-                    _ => {
-                        let owner = chunk.owner(item);
-                        if !owner.ends_with(&apex.as_ref()) {
-                            // The scanner skips these with a warning; stay safe regardless.
-                            continue;
-                        }
-                        self.intern(owner)
+            let mut prev_owner = u32::MAX;
+            for (bi, block) in chunk.items.chunks(LOOKAHEAD).enumerate() {
+                // The block's new owners are hashed and their table slots read first, all
+                // before any is interned: the reads do not depend on one another, so their
+                // cache and TLB misses overlap instead of coming one name at a time (in a
+                // big zone nearly every new name's slot is a miss).
+                let mask = self.arrays.table.len() - 1;
+                let mut n = 0;
+                for (k, item) in block.iter().enumerate() {
+                    if item.owner != prev_owner {
+                        prev_owner = item.owner;
+                        let h = chunk.owner(item).hash_ci();
+                        hashes[k] = h;
+                        slots[n] = h as usize & mask;
+                        n += 1;
                     }
-                };
-                last = Some((item.owner, id));
-                node_of.push(id);
-                srcs.push(Src {
-                    chunk: ci as u32,
-                    item: ii as u32,
-                });
+                }
+                let mut touched = 0u32;
+                for &i in &slots[..n] {
+                    touched |= self.arrays.table[i];
+                }
+                std::hint::black_box(touched);
+                for (k, item) in block.iter().enumerate() {
+                    let id = match last {
+                        Some((off, id)) if off == item.owner => id,
+                        _ => {
+                            let owner = chunk.owner(item);
+                            if !owner.ends_with(&apex.as_ref()) {
+                                // The scanner skips these with a warning; stay safe regardless.
+                                continue;
+                            }
+                            // Hashed above unless the item before had the same owner.
+                            let h = if k > 0 && block[k - 1].owner == item.owner
+                                || k == 0
+                                    && bi > 0
+                                    && chunk.items[bi * LOOKAHEAD - 1].owner == item.owner
+                            {
+                                owner.hash_ci()
+                            } else {
+                                hashes[k]
+                            };
+                            self.intern_hashed(owner, h)
+                        }
+                    };
+                    last = Some((item.owner, id));
+                    if id as usize >= rdata_bytes.len() {
+                        rdata_bytes.resize(self.arrays.nodes.len(), 0);
+                    }
+                    rdata_bytes[id as usize] += 2 + u64::from(item.rdlen);
+                    node_of.push(id);
+                    srcs.push(Src {
+                        chunk: ci as u32,
+                        item: (bi * LOOKAHEAD + k) as u32,
+                    });
+                }
             }
         }
 
+        rdata_bytes.resize(self.arrays.nodes.len(), 0);
         // 2. Group records by node (counting sort keeps file order inside a node).
         let n = self.arrays.nodes.len();
         let mut start = vec![0u32; n + 1];
@@ -183,8 +237,11 @@ impl Builder {
         }
         drop(node_of);
 
+        // A big zone's RRsets are merged on two threads, and what is left freed on another.
+        let big = order.len() >= PARALLEL_MIN;
         // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs; two
         //    threads on halves of the nodes, each into its own buffers, then appended.
+        let mut rdata: Vec<u8>;
         let parts = {
             let inputs = SetInputs {
                 chunks,
@@ -197,33 +254,78 @@ impl Builder {
             let half = start
                 .partition_point(|&s| (s as usize) < order.len() / 2)
                 .min(n);
-            if order.len() < 50_000 {
-                vec![inputs.build(0..n)]
+            // Each part writes its rdata straight into its own slice of the zone's (zeroed
+            // memory: pages the records do not fill are never touched); a part's slice is
+            // as long as its records' rdata and lengths, so the part after it can start
+            // writing at once, and in a zone without duplicates the slices meet exactly.
+            let bound = |ids: std::ops::Range<usize>| -> usize {
+                rdata_bytes[ids].iter().map(|&b| b as usize).sum()
+            };
+            if !big {
+                rdata = vec![0u8; bound(0..n)];
+                vec![inputs.build(0..n, &mut rdata, 0, total)]
             } else {
+                let first_len = bound(0..half);
+                rdata = vec![0u8; first_len + bound(half..n)];
+                let (first_out, second_out) = rdata.split_at_mut(first_len);
+                let second_records = (start[n] - start[half]) as usize;
                 std::thread::scope(|scope| {
                     let inputs = &inputs;
-                    let second = scope.spawn(move || inputs.build(half..n));
-                    let first = inputs.build(0..half);
+                    let second = scope.spawn(move || {
+                        inputs.build(half..n, second_out, first_len, second_records)
+                    });
+                    // The first part's RRsets are the zone's: room for the second's too.
+                    let first = inputs.build(0..half, first_out, 0, total);
                     vec![first, second.join().expect("RRset builder thread")]
                 })
             }
         };
-        drop(order);
-        drop(srcs);
+        drop(rdata_bytes);
+        // What the scan left and the indexes above are not read again: a big zone's (tens
+        // of megabytes, a few milliseconds of unmapping) are freed on another thread while
+        // this one finishes the zone.
+        let scratch = (scanned, order, srcs);
+        if big {
+            std::thread::scope(|scope| {
+                // If no thread can be started, the closure is dropped here, and so is `scratch`.
+                let _ = std::thread::Builder::new()
+                    .name("free".into())
+                    .spawn_scoped(scope, move || drop(scratch));
+                self.finish(parts, rdata)
+            })
+        } else {
+            drop(scratch);
+            self.finish(parts, rdata)
+        }
+    }
+
+    /// Step 4: the parts' RRsets appended in node order, derived flags, the checks.
+    fn finish(mut self, parts: Vec<Part>, rdata: Vec<u8>) -> Result<(Zone, Vec<Diag>), LoadError> {
+        self.arrays.rdata = rdata;
         let mut next_node = 0usize;
-        for part in parts {
+        // Where the next part's rdata goes: where the one before ended.
+        let mut rdata_end = 0usize;
+        for (i, part) in parts.into_iter().enumerate() {
             let a = &mut self.arrays;
             let sets_base = a.rrsets.len() as u32;
-            let rdata_base = a.rdata.len() as u32;
-            if a.rdata.is_empty() {
-                a.rdata = part.rdata;
-            } else {
-                a.rdata.extend_from_slice(&part.rdata);
+            // A part that wrote less than its slice's length (duplicates, records in
+            // error) leaves a gap that the next part's rdata is moved down over.
+            let shift = (part.rdata_at - rdata_end) as u32;
+            if shift > 0 {
+                a.rdata
+                    .copy_within(part.rdata_at..part.rdata_at + part.rdata_len, rdata_end);
             }
-            a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
-                rdata: e.rdata + rdata_base,
-                ..*e
-            }));
+            rdata_end += part.rdata_len;
+            if i == 0 {
+                // The first part's RRsets are the zone's as they are (with room for the
+                // rest): taken, not copied.
+                a.rrsets = part.rrsets;
+            } else {
+                a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
+                    rdata: e.rdata - shift,
+                    ..*e
+                }));
+            }
             for (local, count, f) in part.nodes {
                 let node = &mut a.nodes[next_node];
                 node.rrsets = sets_base + local;
@@ -234,6 +336,7 @@ impl Builder {
             self.diags.extend(part.diags);
             self.warnings.extend(part.warnings);
         }
+        self.arrays.rdata.truncate(rdata_end);
 
         self.set_flags();
         // The checks read the zone as it will be served.
@@ -313,7 +416,9 @@ struct SetInputs<'a> {
 #[derive(Default)]
 struct Part {
     rrsets: Vec<RRsetEntry>,
-    rdata: Vec<u8>,
+    /// Where this part's slice of the zone's rdata starts, and how much of it was written.
+    rdata_at: usize,
+    rdata_len: usize,
     /// Per node of the range: first RRset (local), RRset count, flags.
     nodes: Vec<(u32, u16, u8)>,
     diags: Vec<Diag>,
@@ -334,22 +439,23 @@ impl SetInputs<'_> {
         }
     }
 
-    fn build(&self, ids: std::ops::Range<usize>) -> Part {
-        let records = (self.start[ids.end] - self.start[ids.start]) as usize;
+    /// Merges the RRsets of nodes `ids`, writing their rdata into `out`, the slice of the
+    /// zone's rdata that starts at `out_at` (as long as the records' rdata and lengths, so
+    /// it has room whatever is dropped). `sets_room`: the room to reserve for RRsets.
+    fn build(
+        &self,
+        ids: std::ops::Range<usize>,
+        out: &mut [u8],
+        out_at: usize,
+        sets_room: usize,
+    ) -> Part {
         let mut part = Part {
-            rrsets: Vec::with_capacity(records),
+            rrsets: Vec::with_capacity(sets_room),
             nodes: Vec::with_capacity(ids.len()),
+            rdata_at: out_at,
             ..Part::default()
         };
-        let rdata_len: usize = self.order
-            [self.start[ids.start] as usize..self.start[ids.end] as usize]
-            .iter()
-            .map(|&r| {
-                let s = self.srcs[r as usize];
-                2 + self.chunks[s.chunk as usize].items[s.item as usize].rdlen as usize
-            })
-            .sum();
-        part.rdata.reserve_exact(rdata_len);
+        let mut at = 0usize;
         let mut recs: Vec<(u32, Src)> = Vec::new();
         let mut seen: Vec<&[u8]> = Vec::new();
         for id in ids {
@@ -374,7 +480,7 @@ impl SetInputs<'_> {
                 }
                 let first = recs[i].1;
                 let ttl = self.chunks[first.chunk as usize].items[first.item as usize].ttl;
-                let entry_at = part.rdata.len() as u32;
+                let entry_at = (out_at + at) as u32;
                 let mut count = 0u16;
                 seen.clear();
                 for &(_, s) in &recs[i..j] {
@@ -401,9 +507,9 @@ impl SetInputs<'_> {
                         break;
                     }
                     seen.push(data);
-                    part.rdata
-                        .extend_from_slice(&(data.len() as u16).to_be_bytes());
-                    part.rdata.extend_from_slice(data);
+                    out[at..at + 2].copy_from_slice(&(data.len() as u16).to_be_bytes());
+                    out[at + 2..at + 2 + data.len()].copy_from_slice(data);
+                    at += 2 + data.len();
                     count += 1;
                 }
                 if count > 0 {
@@ -428,6 +534,7 @@ impl SetInputs<'_> {
             }
             part.nodes.push((node_start as u32, sets.len() as u16, f));
         }
+        part.rdata_len = at;
         part
     }
 }
