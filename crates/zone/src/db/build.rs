@@ -54,6 +54,9 @@ const PARALLEL_MIN: usize = 50_000;
 /// Records whose new owners' table slots are read ahead together while interning.
 const LOOKAHEAD: usize = 64;
 
+/// What a big zone's build frees on another thread (see [`Builder::run`]).
+type Garbage = Box<dyn Send>;
+
 /// Where a record came from, for diagnostics.
 #[derive(Clone, Copy)]
 struct Src {
@@ -146,7 +149,36 @@ impl Builder {
         }
     }
 
-    fn run(mut self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+    /// A big zone is built with a thread beside it that frees what the build no longer
+    /// needs (the file's text at once, the scanner's records after the RRsets are merged),
+    /// a few milliseconds of unmapping each that this thread then does not wait for.
+    fn run(self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let records: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
+        if records < PARALLEL_MIN {
+            return self.run_with(scanned, None);
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel::<Garbage>();
+            // Without that thread (none could be started: `rx` is dropped with the
+            // closure), what is sent comes back in the error and is freed here.
+            let _ = std::thread::Builder::new()
+                .name("free".into())
+                .spawn_scoped(scope, move || rx.into_iter().for_each(drop));
+            self.run_with(scanned, Some(&tx))
+        })
+    }
+
+    fn run_with(
+        mut self,
+        mut scanned: Scanned,
+        free: Option<&std::sync::mpsc::Sender<Garbage>>,
+    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let discard = |g: Garbage| {
+            if let Some(tx) = free {
+                let _ = tx.send(g);
+            }
+        };
+        discard(Box::new(std::mem::take(&mut scanned.text)));
         let chunks = &scanned.chunks;
         let apex = self.zone.apex.clone();
         self.intern(apex.as_ref());
@@ -281,22 +313,9 @@ impl Builder {
             }
         };
         drop(rdata_bytes);
-        // What the scan left and the indexes above are not read again: a big zone's (tens
-        // of megabytes, a few milliseconds of unmapping) are freed on another thread while
-        // this one finishes the zone.
-        let scratch = (scanned, order, srcs);
-        if big {
-            std::thread::scope(|scope| {
-                // If no thread can be started, the closure is dropped here, and so is `scratch`.
-                let _ = std::thread::Builder::new()
-                    .name("free".into())
-                    .spawn_scoped(scope, move || drop(scratch));
-                self.finish(parts, rdata)
-            })
-        } else {
-            drop(scratch);
-            self.finish(parts, rdata)
-        }
+        // What the scan left and the indexes above are not read again.
+        discard(Box::new((scanned, order, srcs)));
+        self.finish(parts, rdata)
     }
 
     /// Step 4: the parts' RRsets appended in node order, derived flags, the checks.
