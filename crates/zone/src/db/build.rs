@@ -191,6 +191,9 @@ impl Builder {
         let mut rdata_bytes: Vec<u64> = Vec::new();
         let mut hashes = [0u64; LOOKAHEAD];
         let mut slots = [0usize; LOOKAHEAD];
+        // Whether each node's records come together, nodes in the order they were made
+        // (as in most zone files): then the records are already grouped by node.
+        let mut grouped = true;
         for (ci, chunk) in chunks.iter().enumerate() {
             let mut last: Option<(u32, u32)> = None;
             let mut prev_owner = u32::MAX;
@@ -242,6 +245,7 @@ impl Builder {
                         rdata_bytes.resize(self.arrays.nodes.len(), 0);
                     }
                     rdata_bytes[id as usize] += 2 + u64::from(item.rdlen);
+                    grouped &= node_of.last().is_none_or(|&before| before <= id);
                     node_of.push(id);
                     srcs.push(Src {
                         chunk: ci as u32,
@@ -252,8 +256,10 @@ impl Builder {
         }
 
         rdata_bytes.resize(self.arrays.nodes.len(), 0);
-        // 2. Group records by node (counting sort keeps file order inside a node).
+        // 2. Group records by node (counting sort keeps file order inside a node); records
+        //    that come grouped already are left where they are (`order` stays empty).
         let n = self.arrays.nodes.len();
+        let kept = node_of.len();
         let mut start = vec![0u32; n + 1];
         for &id in &node_of {
             start[id as usize + 1] += 1;
@@ -261,16 +267,19 @@ impl Builder {
         for i in 0..n {
             start[i + 1] += start[i];
         }
-        let mut order = vec![0u32; node_of.len()];
-        let mut fill = start.clone();
-        for (r, &id) in node_of.iter().enumerate() {
-            order[fill[id as usize] as usize] = r as u32;
-            fill[id as usize] += 1;
+        let mut order = Vec::new();
+        if !grouped {
+            order = vec![0u32; kept];
+            let mut fill = start.clone();
+            for (r, &id) in node_of.iter().enumerate() {
+                order[fill[id as usize] as usize] = r as u32;
+                fill[id as usize] += 1;
+            }
         }
         drop(node_of);
 
         // A big zone's RRsets are merged on two threads, and what is left freed on another.
-        let big = order.len() >= PARALLEL_MIN;
+        let big = kept >= PARALLEL_MIN;
         // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs; two
         //    threads on halves of the nodes, each into its own buffers, then appended.
         let mut rdata: Vec<u8>;
@@ -283,9 +292,7 @@ impl Builder {
                 files: &self.files,
                 arrays: &self.arrays,
             };
-            let half = start
-                .partition_point(|&s| (s as usize) < order.len() / 2)
-                .min(n);
+            let half = start.partition_point(|&s| (s as usize) < kept / 2).min(n);
             // Each part writes its rdata straight into its own slice of the zone's (zeroed
             // memory: pages the records do not fill are never touched); a part's slice is
             // as long as its records' rdata and lengths, so the part after it can start
@@ -424,7 +431,8 @@ fn key_type(key: u32) -> RType {
 struct SetInputs<'a> {
     chunks: &'a [Records],
     srcs: &'a [Src],
-    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`.
+    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`;
+    /// empty when the records came grouped (then node `i`'s are `start[i]..start[i + 1]`).
     order: &'a [u32],
     start: &'a [u32],
     files: &'a [PathBuf],
@@ -480,7 +488,12 @@ impl SetInputs<'_> {
         for id in ids {
             let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
             recs.clear();
-            recs.extend(self.order[a..b].iter().map(|&r| {
+            recs.extend((a..b).map(|x| {
+                let r = if self.order.is_empty() {
+                    x as u32
+                } else {
+                    self.order[x]
+                };
                 let s = self.srcs[r as usize];
                 let chunk = &self.chunks[s.chunk as usize];
                 let item = &chunk.items[s.item as usize];
