@@ -165,7 +165,9 @@ pub(crate) fn sign_scanned(
         chunks,
         files,
         warnings,
+        text,
     } = scanned;
+    drop(text);
     let records = to_list(chunks);
     let (records, _serial, refresh_at) =
         sign_records(apex, records, spec, now, threads).map_err(fail)?;

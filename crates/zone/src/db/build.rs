@@ -1,7 +1,10 @@
 //! Building a [`Zone`] from scanned records: one node per owner (and per missing ancestor),
 //! records grouped by node and merged into RRsets, derived node flags, then the checks of
 //! [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
-//! threads, each on half of the nodes.
+//! threads, each on half of the nodes and writing its rdata straight into its own slice of
+//! the zone's; then what the scan left is freed on a third while the zone is finished.
+//! Interning owners reads the table slots of a block of new names together, so that a big
+//! zone's cache and TLB misses overlap.
 
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
@@ -15,8 +18,7 @@ impl Zone {
     /// DNAME rules, one SOA and some NS at the apex, addresses for in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
     pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
-        let (zone, warnings) = Builder::new(apex, &scanned).run(&scanned)?;
-        drop(scanned);
+        let (zone, warnings) = Builder::new(apex, &scanned).run(scanned)?;
         Ok((zone.packed(), warnings))
     }
 
@@ -94,6 +96,15 @@ pub(super) struct Builder {
     last_parent: (usize, NodeId),
 }
 
+/// Records from which a zone's RRsets are merged on two threads.
+const PARALLEL_MIN: usize = 50_000;
+
+/// Records whose new owners' table slots are read ahead together while interning.
+const LOOKAHEAD: usize = 64;
+
+/// What a big zone's build frees on another thread (see [`Builder::run`]).
+type Garbage = Box<dyn Send>;
+
 /// Where a record came from, for diagnostics.
 #[derive(Clone, Copy)]
 struct Src {
@@ -141,7 +152,11 @@ impl Builder {
 
     /// Finds or inserts the node for `name` (and its missing ancestors down to the apex).
     fn intern(&mut self, name: NameRef<'_>) -> NodeId {
-        let h = name.hash_ci();
+        self.intern_hashed(name, name.hash_ci())
+    }
+
+    /// [`Builder::intern`] with the name's [`NameRef::hash_ci`] already computed.
+    fn intern_hashed(&mut self, name: NameRef<'_>, h: u64) -> NodeId {
         if let Some(id) = self.arrays.find_hashed(name, h) {
             return id;
         }
@@ -187,7 +202,36 @@ impl Builder {
         }
     }
 
-    fn run(mut self, scanned: &Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+    /// A big zone is built with a thread beside it that frees what the build no longer
+    /// needs (the file's text at once, the scanner's records after the RRsets are merged),
+    /// a few milliseconds of unmapping each that this thread then does not wait for.
+    fn run(self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let records: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
+        if records < PARALLEL_MIN {
+            return self.run_with(scanned, None);
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel::<Garbage>();
+            // Without that thread (none could be started: `rx` is dropped with the
+            // closure), what is sent comes back in the error and is freed here.
+            let _ = std::thread::Builder::new()
+                .name("free".into())
+                .spawn_scoped(scope, move || rx.into_iter().for_each(drop));
+            self.run_with(scanned, Some(&tx))
+        })
+    }
+
+    fn run_with(
+        mut self,
+        mut scanned: Scanned,
+        free: Option<&std::sync::mpsc::Sender<Garbage>>,
+    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let discard = |g: Garbage| {
+            if let Some(tx) = free {
+                let _ = tx.send(g);
+            }
+        };
+        discard(Box::new(std::mem::take(&mut scanned.text)));
         let chunks = &scanned.chunks;
         let apex = self.zone.apex.clone();
         self.intern(apex.as_ref());
@@ -196,31 +240,79 @@ impl Builder {
         let total: usize = chunks.iter().map(|c| c.items.len()).sum();
         let mut node_of: Vec<u32> = Vec::with_capacity(total);
         let mut srcs: Vec<Src> = Vec::with_capacity(total);
+        // Per node: its records' rdata and lengths, the most its RRsets can take.
+        let mut rdata_bytes: Vec<u64> = Vec::new();
+        let mut hashes = [0u64; LOOKAHEAD];
+        let mut slots = [0usize; LOOKAHEAD];
+        // Whether each node's records come together, nodes in the order they were made
+        // (as in most zone files): then the records are already grouped by node.
+        let mut grouped = true;
         for (ci, chunk) in chunks.iter().enumerate() {
             let mut last: Option<(u32, u32)> = None;
-            for (ii, item) in chunk.items.iter().enumerate() {
-                let id = match last {
-                    Some((off, id)) if off == item.owner => id,
-                    _ => {
-                        let owner = chunk.owner(item);
-                        if !owner.ends_with(&apex.as_ref()) {
-                            // The scanner skips these with a warning; stay safe regardless.
-                            continue;
-                        }
-                        self.intern(owner)
+            let mut prev_owner = u32::MAX;
+            for (bi, block) in chunk.items.chunks(LOOKAHEAD).enumerate() {
+                // The block's new owners are hashed and their table slots read first, all
+                // before any is interned: the reads do not depend on one another, so their
+                // cache and TLB misses overlap instead of coming one name at a time (in a
+                // big zone nearly every new name's slot is a miss).
+                let mask = self.arrays.table.len() - 1;
+                let mut n = 0;
+                for (k, item) in block.iter().enumerate() {
+                    if item.owner != prev_owner {
+                        prev_owner = item.owner;
+                        let h = chunk.owner(item).hash_ci();
+                        hashes[k] = h;
+                        slots[n] = h as usize & mask;
+                        n += 1;
                     }
-                };
-                last = Some((item.owner, id));
-                node_of.push(id);
-                srcs.push(Src {
-                    chunk: ci as u32,
-                    item: ii as u32,
-                });
+                }
+                let mut touched = 0u32;
+                for &i in &slots[..n] {
+                    touched |= self.arrays.table[i];
+                }
+                std::hint::black_box(touched);
+                for (k, item) in block.iter().enumerate() {
+                    let id = match last {
+                        Some((off, id)) if off == item.owner => id,
+                        _ => {
+                            let owner = chunk.owner(item);
+                            if !owner.ends_with(&apex.as_ref()) {
+                                // The scanner skips these with a warning; stay safe regardless.
+                                continue;
+                            }
+                            // Hashed above unless the item before had the same owner.
+                            let h = if k > 0 && block[k - 1].owner == item.owner
+                                || k == 0
+                                    && bi > 0
+                                    && chunk.items[bi * LOOKAHEAD - 1].owner == item.owner
+                            {
+                                owner.hash_ci()
+                            } else {
+                                hashes[k]
+                            };
+                            self.intern_hashed(owner, h)
+                        }
+                    };
+                    last = Some((item.owner, id));
+                    if id as usize >= rdata_bytes.len() {
+                        rdata_bytes.resize(self.arrays.nodes.len(), 0);
+                    }
+                    rdata_bytes[id as usize] += 2 + u64::from(item.rdlen);
+                    grouped &= node_of.last().is_none_or(|&before| before <= id);
+                    node_of.push(id);
+                    srcs.push(Src {
+                        chunk: ci as u32,
+                        item: (bi * LOOKAHEAD + k) as u32,
+                    });
+                }
             }
         }
 
-        // 2. Group records by node (counting sort keeps file order inside a node).
+        rdata_bytes.resize(self.arrays.nodes.len(), 0);
+        // 2. Group records by node (counting sort keeps file order inside a node); records
+        //    that come grouped already are left where they are (`order` stays empty).
         let n = self.arrays.nodes.len();
+        let kept = node_of.len();
         let mut start = vec![0u32; n + 1];
         for &id in &node_of {
             start[id as usize + 1] += 1;
@@ -228,16 +320,22 @@ impl Builder {
         for i in 0..n {
             start[i + 1] += start[i];
         }
-        let mut order = vec![0u32; node_of.len()];
-        let mut fill = start.clone();
-        for (r, &id) in node_of.iter().enumerate() {
-            order[fill[id as usize] as usize] = r as u32;
-            fill[id as usize] += 1;
+        let mut order = Vec::new();
+        if !grouped {
+            order = vec![0u32; kept];
+            let mut fill = start.clone();
+            for (r, &id) in node_of.iter().enumerate() {
+                order[fill[id as usize] as usize] = r as u32;
+                fill[id as usize] += 1;
+            }
         }
         drop(node_of);
 
+        // A big zone's RRsets are merged on two threads, and what is left freed on another.
+        let big = kept >= PARALLEL_MIN;
         // 3. Per node: sort by type, merge into RRsets, drop duplicates, check TTLs; two
         //    threads on halves of the nodes, each into its own buffers, then appended.
+        let mut rdata: Vec<u8>;
         let parts = {
             let inputs = SetInputs {
                 chunks,
@@ -247,36 +345,70 @@ impl Builder {
                 files: &self.files,
                 arrays: &self.arrays,
             };
-            let half = start
-                .partition_point(|&s| (s as usize) < order.len() / 2)
-                .min(n);
-            if order.len() < 50_000 {
-                vec![inputs.build(0..n)]
+            let half = start.partition_point(|&s| (s as usize) < kept / 2).min(n);
+            // Each part writes its rdata straight into its own slice of the zone's (zeroed
+            // memory: pages the records do not fill are never touched); a part's slice is
+            // as long as its records' rdata and lengths, so the part after it can start
+            // writing at once, and in a zone without duplicates the slices meet exactly.
+            let bound = |ids: std::ops::Range<usize>| -> usize {
+                rdata_bytes[ids].iter().map(|&b| b as usize).sum()
+            };
+            if !big {
+                rdata = vec![0u8; bound(0..n)];
+                vec![inputs.build(0..n, &mut rdata, 0, total)]
             } else {
+                let first_len = bound(0..half);
+                rdata = vec![0u8; first_len + bound(half..n)];
+                let (first_out, second_out) = rdata.split_at_mut(first_len);
+                let second_records = (start[n] - start[half]) as usize;
                 std::thread::scope(|scope| {
                     let inputs = &inputs;
-                    let second = scope.spawn(move || inputs.build(half..n));
-                    let first = inputs.build(0..half);
+                    let second = scope.spawn(move || {
+                        inputs.build(half..n, second_out, first_len, second_records)
+                    });
+                    // The first part's RRsets are the zone's: room for the second's too.
+                    let first = inputs.build(0..half, first_out, 0, total);
                     vec![first, second.join().expect("RRset builder thread")]
                 })
             }
         };
-        drop(order);
-        drop(srcs);
+        drop(rdata_bytes);
+        // What the scan left and the indexes above are not read again.
+        discard(Box::new((scanned, order, srcs)));
+        self.assemble(parts, rdata)
+    }
+
+    /// Step 4: the parts' RRsets appended in node order, then [`Builder::finish`].
+    fn assemble(
+        mut self,
+        parts: Vec<Part>,
+        rdata: Vec<u8>,
+    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+        self.arrays.rdata = rdata;
         let mut next_node = 0usize;
-        for part in parts {
+        // Where the next part's rdata goes: where the one before ended.
+        let mut rdata_end = 0usize;
+        for (i, part) in parts.into_iter().enumerate() {
             let a = &mut self.arrays;
             let sets_base = a.rrsets.len() as u32;
-            let rdata_base = a.rdata.len() as u32;
-            if a.rdata.is_empty() {
-                a.rdata = part.rdata;
-            } else {
-                a.rdata.extend_from_slice(&part.rdata);
+            // A part that wrote less than its slice's length (duplicates, records in
+            // error) leaves a gap that the next part's rdata is moved down over.
+            let shift = (part.rdata_at - rdata_end) as u32;
+            if shift > 0 {
+                a.rdata
+                    .copy_within(part.rdata_at..part.rdata_at + part.rdata_len, rdata_end);
             }
-            a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
-                rdata: e.rdata + rdata_base,
-                ..*e
-            }));
+            rdata_end += part.rdata_len;
+            if i == 0 {
+                // The first part's RRsets are the zone's as they are (with room for the
+                // rest): taken, not copied.
+                a.rrsets = part.rrsets;
+            } else {
+                a.rrsets.extend(part.rrsets.iter().map(|e| RRsetEntry {
+                    rdata: e.rdata - shift,
+                    ..*e
+                }));
+            }
             for (local, count, f) in part.nodes {
                 let node = &mut a.nodes[next_node];
                 node.rrsets = sets_base + local;
@@ -287,7 +419,7 @@ impl Builder {
             self.diags.extend(part.diags);
             self.warnings.extend(part.warnings);
         }
-
+        self.arrays.rdata.truncate(rdata_end);
         self.finish()
     }
 
@@ -298,7 +430,9 @@ impl Builder {
         self.intern(apex.as_ref());
         let n = src.len();
         let rdata_len: usize = (0..n).map(|i| 2 + src.rdata(i).len()).sum();
-        self.arrays.rdata.reserve_exact(rdata_len);
+        // Room for every record; what is dropped (duplicates, errors) is cut at the end.
+        let mut rdata = vec![0u8; rdata_len];
+        let mut out = RdataOut::new(&mut rdata, 0);
         self.arrays.rrsets.reserve(n);
         let file = self.files.first().cloned().unwrap_or_default();
         let mut recs: Vec<(u32, usize)> = Vec::new();
@@ -343,7 +477,7 @@ impl Builder {
                         }
                     },
                     &mut self.arrays.rrsets,
-                    &mut self.arrays.rdata,
+                    &mut out,
                     &mut seen,
                 );
                 let sets = &self.arrays.rrsets[node_start..];
@@ -368,6 +502,9 @@ impl Builder {
             }
         }
         src.consumed(n);
+        let len = out.len;
+        rdata.truncate(len);
+        self.arrays.rdata = rdata;
         self.finish()
     }
 
@@ -440,7 +577,8 @@ fn key_type(key: u32) -> RType {
 struct SetInputs<'a> {
     chunks: &'a [Records],
     srcs: &'a [Src],
-    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`.
+    /// Record indices grouped by node: node `i`'s are `order[start[i]..start[i + 1]]`;
+    /// empty when the records came grouped (then node `i`'s are `start[i]..start[i + 1]`).
     order: &'a [u32],
     start: &'a [u32],
     files: &'a [PathBuf],
@@ -451,7 +589,9 @@ struct SetInputs<'a> {
 #[derive(Default)]
 struct Part {
     rrsets: Vec<RRsetEntry>,
-    rdata: Vec<u8>,
+    /// Where this part's slice of the zone's rdata starts, and how much of it was written.
+    rdata_at: usize,
+    rdata_len: usize,
     /// Per node of the range: first RRset (local), RRset count, flags.
     nodes: Vec<(u32, u16, u8)>,
     diags: Vec<Diag>,
@@ -472,28 +612,34 @@ impl SetInputs<'_> {
         }
     }
 
-    fn build(&self, ids: std::ops::Range<usize>) -> Part {
-        let records = (self.start[ids.end] - self.start[ids.start]) as usize;
+    /// Merges the RRsets of nodes `ids`, writing their rdata into `out`, the slice of the
+    /// zone's rdata that starts at `out_at` (as long as the records' rdata and lengths, so
+    /// it has room whatever is dropped). `sets_room`: the room to reserve for RRsets.
+    fn build(
+        &self,
+        ids: std::ops::Range<usize>,
+        out: &mut [u8],
+        out_at: usize,
+        sets_room: usize,
+    ) -> Part {
         let mut part = Part {
-            rrsets: Vec::with_capacity(records),
+            rrsets: Vec::with_capacity(sets_room),
             nodes: Vec::with_capacity(ids.len()),
+            rdata_at: out_at,
             ..Part::default()
         };
-        let rdata_len: usize = self.order
-            [self.start[ids.start] as usize..self.start[ids.end] as usize]
-            .iter()
-            .map(|&r| {
-                let s = self.srcs[r as usize];
-                2 + self.chunks[s.chunk as usize].items[s.item as usize].rdlen as usize
-            })
-            .sum();
-        part.rdata.reserve_exact(rdata_len);
+        let mut out = RdataOut::new(out, out_at);
         let mut recs: Vec<(u32, Src)> = Vec::new();
         let mut seen = Vec::new();
         for id in ids {
             let (a, b) = (self.start[id] as usize, self.start[id + 1] as usize);
             recs.clear();
-            recs.extend(self.order[a..b].iter().map(|&r| {
+            recs.extend((a..b).map(|x| {
+                let r = if self.order.is_empty() {
+                    x as u32
+                } else {
+                    self.order[x]
+                };
                 let s = self.srcs[r as usize];
                 let chunk = &self.chunks[s.chunk as usize];
                 let item = &chunk.items[s.item as usize];
@@ -518,7 +664,7 @@ impl SetInputs<'_> {
                     }
                 },
                 &mut part.rrsets,
-                &mut part.rdata,
+                &mut out,
                 &mut seen,
             );
             let sets = &part.rrsets[node_start..];
@@ -533,12 +679,27 @@ impl SetInputs<'_> {
             }
             part.nodes.push((node_start as u32, sets.len() as u16, f));
         }
+        part.rdata_len = out.len;
         part
     }
 }
 
-/// Merges one node's records, sorted by [`set_key`], into RRsets appended to `rrsets` and
-/// `rdata` (each record a 2-octet length and the data). Bad rdata is an error; identical
+/// Where a build writes RRsets' rdata: a slice of the zone's rdata with room for every
+/// record, starting at offset `base` of it; `len` octets written so far.
+struct RdataOut<'a> {
+    buf: &'a mut [u8],
+    base: usize,
+    len: usize,
+}
+
+impl<'a> RdataOut<'a> {
+    fn new(buf: &'a mut [u8], base: usize) -> Self {
+        Self { buf, base, len: 0 }
+    }
+}
+
+/// Merges one node's records, sorted by [`set_key`], into RRsets appended to `rrsets`, their
+/// rdata written on in `out` (each record a 2-octet length and the data). Bad rdata is an error; identical
 /// records collapse (RFC 2181 §5); a TTL other than the set's first record's is a warning
 /// and the first is kept (§5.2). `rec` gives a record's TTL and rdata, `report` takes a
 /// record's error (`true`) or warning; `seen` is scratch.
@@ -547,7 +708,7 @@ fn merge_sets<'d, R: Copy>(
     rec: impl Fn(R) -> (u32, &'d [u8]),
     mut report: impl FnMut(R, String, bool),
     rrsets: &mut Vec<RRsetEntry>,
-    rdata: &mut Vec<u8>,
+    out: &mut RdataOut<'_>,
     seen: &mut Vec<(usize, usize)>,
 ) {
     let mut i = 0;
@@ -559,7 +720,7 @@ fn merge_sets<'d, R: Copy>(
             j += 1;
         }
         let ttl = rec(recs[i].1).0;
-        let entry_at = rdata.len() as u32;
+        let entry_at = (out.base + out.len) as u32;
         let mut count = 0u16;
         seen.clear();
         for &(_, s) in &recs[i..j] {
@@ -569,7 +730,7 @@ fn merge_sets<'d, R: Copy>(
                 continue;
             }
             // RFC 2181 §5: an RRset is a set; identical records collapse.
-            if seen.iter().any(|&(at, len)| &rdata[at..at + len] == data) {
+            if seen.iter().any(|&(at, len)| &out.buf[at..at + len] == data) {
                 continue;
             }
             if item_ttl != ttl {
@@ -583,9 +744,11 @@ fn merge_sets<'d, R: Copy>(
                 report(s, format!("too many {rtype} records at one name"), true);
                 break;
             }
-            seen.push((rdata.len() + 2, data.len()));
-            rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
-            rdata.extend_from_slice(data);
+            let at = out.len;
+            out.buf[at..at + 2].copy_from_slice(&(data.len() as u16).to_be_bytes());
+            out.buf[at + 2..at + 2 + data.len()].copy_from_slice(data);
+            seen.push((at + 2, data.len()));
+            out.len = at + 2 + data.len();
             count += 1;
         }
         if count > 0 {

@@ -14,8 +14,9 @@
 //! zone for a query name.
 //!
 //! Sans-I/O: no files, sockets, clocks or locks, and no allocation on the lookup path.
-//! Building a zone of 50,000 records or more merges its RRsets on two threads (scoped, joined
-//! before [`Zone::build`] returns); nothing else here starts a thread.
+//! Building a zone of 50,000 records or more merges its RRsets on two threads and frees the
+//! scanner's records on another (all scoped, joined before [`Zone::build`] returns); nothing
+//! else here starts a thread.
 
 mod build;
 pub(crate) use build::set_key;

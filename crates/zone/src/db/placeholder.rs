@@ -39,6 +39,7 @@ impl Zone {
             chunks: vec![records],
             files: vec!["<unavailable>".into()],
             warnings: Vec::new(),
+            text: Vec::new(),
         };
         let (mut zone, _) = Zone::build(apex, scanned).expect("an SOA and an NS make a valid zone");
         zone.unavailable = true;

@@ -189,6 +189,83 @@ fn two_thread_build_matches_the_data_and_reports_lines() {
 }
 
 #[test]
+fn two_thread_build_with_duplicates_and_owners_seen_again() {
+    // Duplicates in the first half: its part writes less rdata than its slice holds, and
+    // the second part's rdata is moved down over the gap. Owners seen again further on,
+    // out of order, are found again while interning (not made twice).
+    // Long TXT records, so that the zone keeps its five arrays (not packed).
+    // Without owners seen again the records come grouped by node, and are left in place.
+    for again in [false, true] {
+        let pad = "x".repeat(100);
+        let mut text = String::from(HEAD);
+        for i in 0..30_000 {
+            text.push_str(&format!(
+                "h{i} A 10.0.{}.{}\nh{i} TXT \"n{i}{pad}\"\n",
+                i / 256 % 256,
+                i % 256
+            ));
+            if i < 1_000 {
+                text.push_str(&format!(
+                    "h{i} TXT \"n{i}{pad}\"\nh{i} A 10.0.{}.{}\n",
+                    i / 256 % 256,
+                    i % 256
+                ));
+            }
+        }
+        if again {
+            for i in (0..30_000).rev().step_by(997) {
+                text.push_str(&format!("H{i} AAAA 2001:db8::{i:x}\n"));
+            }
+        }
+        let aaaa = if again {
+            (0..30_000).rev().step_by(997).count()
+        } else {
+            0
+        };
+        let (z, w) = build(&text).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(z.node_count(), 1 + 1 + 30_000);
+        assert_eq!(z.record_count(), 3 + 60_000 + aaaa);
+        let mut rdata = 0;
+        for i in 0..30_000usize {
+            let node = z
+                .find(
+                    format!("h{i}.example.test.")
+                        .parse::<Name>()
+                        .unwrap()
+                        .as_ref(),
+                )
+                .unwrap();
+            let a = node.rrset(RType::A).unwrap();
+            assert_eq!(a.len(), 1, "h{i}");
+            assert_eq!(
+                a.rdatas().next().unwrap(),
+                &[10, 0, (i / 256 % 256) as u8, (i % 256) as u8]
+            );
+            let txt = node.rrset(RType::TXT).unwrap();
+            assert_eq!(txt.len(), 1, "h{i}");
+            assert_eq!(
+                &txt.rdatas().next().unwrap()[1..],
+                format!("n{i}{pad}").as_bytes()
+            );
+            let want_aaaa = again && (29_999 - i) % 997 == 0;
+            assert_eq!(node.rrset(RType::AAAA).is_some(), want_aaaa, "h{i}");
+            for set in node.rrsets() {
+                rdata += set.rdatas().map(|d| 2 + d.len()).sum::<usize>();
+            }
+        }
+        for id in 0..2 {
+            for set in z.node(id).rrsets() {
+                rdata += set.rdatas().map(|d| 2 + d.len()).sum::<usize>();
+            }
+        }
+        assert!(z.arrays()[1].1 > 0, "not packed");
+        // No gap is left: the rdata array holds the records kept, back to back.
+        assert_eq!(z.arrays()[4].1, rdata);
+    }
+}
+
+#[test]
 fn zone_set_picks_the_longest_apex() {
     let mk = |apex: &str| {
         let origin: Name = apex.parse().unwrap();

@@ -28,7 +28,9 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<Scanned, LoadError> 
             message: format!("cannot read: {e}"),
         }],
     })?;
-    scan_text(&text, path, opts)
+    let mut scanned = scan_text(&text, path, opts)?;
+    scanned.text = text;
+    Ok(scanned)
 }
 
 /// Reads a whole file; a big one in parts on `threads` threads, since copying the data

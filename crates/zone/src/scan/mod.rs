@@ -155,6 +155,10 @@ pub struct Scanned {
     pub files: Vec<PathBuf>,
     /// Warnings (records outside the zone, skipped).
     pub warnings: Vec<Diag>,
+    /// The text [`scan_file`] read, nothing else reads it: held so that it is freed with
+    /// the records (for a big zone on another thread, by [`crate::Zone::build`]), not
+    /// between the scan and the build. Empty from any other scan.
+    pub text: Vec<u8>,
 }
 
 /// Scans zone text; `file` names it in diagnostics and anchors relative `$INCLUDE` paths.
@@ -201,6 +205,7 @@ fn result(
             chunks,
             files,
             warnings,
+            text: Vec::new(),
         })
     } else {
         Err(LoadError { errors })

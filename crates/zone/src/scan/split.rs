@@ -59,22 +59,6 @@ pub(super) fn scan(
         return None;
     }
 
-    // Directive lines, in order; `$INCLUDE` needs the sequential scanner.
-    let mut directives = Vec::new();
-    let mut i = start;
-    while let Some(p) = find_byte(text, i, b'$') {
-        if p == start || text[p - 1] == b'\n' {
-            if text
-                .get(p + 1..p + 8)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE"))
-            {
-                return None;
-            }
-            directives.push(p);
-        }
-        i = p + 1;
-    }
-
     // Split points.
     let mut starts = vec![start];
     for k in 1..n {
@@ -93,6 +77,27 @@ pub(super) fn scan(
     }
     if starts.len() < 2 {
         return None;
+    }
+
+    // Directive lines before the last split point, in order: they give each region's
+    // starting state; the last region's own are read by its scan, so the text after that
+    // point is not searched here (for a big zone, milliseconds of this thread's time
+    // before any region starts). `$INCLUDE` needs the sequential scanner: one found here
+    // says so before scanning, one in the last region by its scan (`includes.refused`).
+    let limit = starts[starts.len() - 1];
+    let mut directives = Vec::new();
+    let mut i = start;
+    while let Some(p) = find_byte(&text[..limit], i, b'$') {
+        if p == start || text[p - 1] == b'\n' {
+            if text
+                .get(p + 1..p + 8)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE"))
+            {
+                return None;
+            }
+            directives.push(p);
+        }
+        i = p + 1;
     }
 
     // The directive state at each split point.

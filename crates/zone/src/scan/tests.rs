@@ -545,14 +545,26 @@ fn parallel_errors_match_sequential() {
 fn parallel_falls_back_on_include() {
     let dir = temp_dir("parinc");
     std::fs::write(dir.join("inc"), "i TYPE65280 \\# 0\n").unwrap();
-    let mut text = generated_zone(1000, true);
-    text.push_str("$INCLUDE inc\n");
-    let main = dir.join("db");
-    std::fs::write(&main, &text).unwrap();
-    let mut o = opts("example.");
-    o.threads = 2;
-    let par = scan_text_split(text.as_bytes(), &main, &o, 1000).unwrap();
-    assert_eq!(par.chunks.len(), 1);
-    assert_eq!(par.files.len(), 2);
+    // At the end (in the last region: its scan refuses it) and near the start (before the
+    // last split point: the pre-pass finds it).
+    for front in [false, true] {
+        let mut text = generated_zone(1000, true);
+        if front {
+            text = text.replacen("h1 IN", "$INCLUDE inc\nh1 IN", 1);
+        } else {
+            text.push_str("$INCLUDE inc\n");
+        }
+        let main = dir.join("db");
+        std::fs::write(&main, &text).unwrap();
+        let mut o = opts("example.");
+        o.threads = 2;
+        let par = scan_text_split(text.as_bytes(), &main, &o, 1000).unwrap();
+        assert_eq!(par.chunks.len(), 1, "front {front}");
+        assert_eq!(par.files.len(), 2, "front {front}");
+        assert!(
+            flat(&par).iter().any(|r| r.owner.starts_with("i.")),
+            "front {front}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -781,6 +781,7 @@ impl Incoming {
             chunks: vec![records],
             files: vec![label],
             warnings: Vec::new(),
+            text: Vec::new(),
         };
         let (zone, warnings) =
             Zone::build(self.req.apex.clone(), scanned).map_err(XfrError::Build)?;
