@@ -44,6 +44,7 @@ impl MessageWriter<'_> {
             if off < 0x4000 && self.ncomp < MAX_COMP {
                 self.comp[self.ncomp] = off as u16;
                 self.ncomp += 1;
+                self.comp_keys |= label_key(&labels[i..]);
             }
             i += 1 + labels[i] as usize;
         }
@@ -92,6 +93,7 @@ impl MessageWriter<'_> {
                 if !labels.is_empty() && self.len < 0x4000 && self.ncomp < MAX_COMP {
                     self.comp[self.ncomp] = self.len as u16;
                     self.ncomp += 1;
+                    self.comp_keys |= label_key(labels);
                 }
                 self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
                 self.len += labels.len();
@@ -219,6 +221,12 @@ impl MessageWriter<'_> {
 
     /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
     fn find(&self, suffix: &[u8]) -> Option<u16> {
+        // No name in the table starts with a label of this length and first octet: no walk
+        // (a new NSEC3 owner's hash label, three times a name error: the walk compared it
+        // with every entry to find none).
+        if suffix.len() > 1 && self.comp_keys & label_key(suffix) == 0 {
+            return None;
+        }
         let mut table = self.comp[..self.ncomp].iter().copied();
         // One branch per search, none per label.
         if self.transfer {
@@ -226,6 +234,23 @@ impl MessageWriter<'_> {
         } else {
             table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
         }
+    }
+
+    /// [`MessageWriter::find`] without the `comp_keys` filter: the walk of every entry.
+    #[cfg(test)]
+    pub(super) fn find_by_walk(&self, suffix: &[u8]) -> Option<u16> {
+        let mut table = self.comp[..self.ncomp].iter().copied();
+        if self.transfer {
+            table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
+        } else {
+            table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
+        }
+    }
+
+    /// [`MessageWriter::find`], for tests.
+    #[cfg(test)]
+    pub(super) fn find_filtered(&self, suffix: &[u8]) -> Option<u16> {
+        self.find(suffix)
     }
 
     /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case unless
@@ -263,6 +288,15 @@ impl MessageWriter<'_> {
         }
         false
     }
+}
+
+/// The bit of [`MessageWriter`]'s `comp_keys` for names starting with the label at the head
+/// of `labels` (a length octet, at least one octet of label): its length and first octet,
+/// case folded, so names equal by either comparison (exact or case-insensitive) share it.
+#[inline]
+fn label_key(labels: &[u8]) -> u64 {
+    let (len, first) = (labels[0] as u32, lower(labels[1]) as u32);
+    1 << ((len * 7 + first) & 63)
 }
 
 /// Labels of a name in uncompressed wire form, the root not counted.

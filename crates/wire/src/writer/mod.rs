@@ -48,6 +48,10 @@ pub struct MessageWriter<'a> {
     limit: usize,
     comp: [u16; MAX_COMP],
     ncomp: usize,
+    /// A bit for each (length, case-folded first octet) of the first label of a name in
+    /// `comp` (see `compress::label_key`): a name whose bit is clear is in no entry, so
+    /// the walk is skipped. Kept over a rollback (a superset is still exact).
+    comp_keys: u64,
     /// Question, answer, authority, additional counts.
     counts: [u16; 4],
     /// A zone transfer (see [`MessageWriter::set_transfer`]).
@@ -66,6 +70,7 @@ impl<'a> MessageWriter<'a> {
             limit,
             comp: [0; MAX_COMP],
             ncomp: 0,
+            comp_keys: 0,
             counts: [0; 4],
             transfer: false,
             prev_owner: 0,

@@ -411,3 +411,59 @@ fn a_same_owner_record_that_does_not_fit_is_rolled_back_whole() {
     assert_eq!(w.count(Section::Authority), 2);
     assert_eq!(&w.buf[before.0..before.0 + 2], &[0xc0, 12 + 15]);
 }
+
+/// The filter on the compression table (a bit per first label's length and first octet)
+/// finds what the walk of every entry finds: names and suffixes in both cases, hash-like
+/// labels sharing a length, labels sharing a first octet, in answers and in transfers
+/// (exact case), with the table filled past its size and through a rollback.
+#[test]
+fn table_filter_finds_what_the_walk_finds() {
+    let mut names: Vec<Name> = Vec::new();
+    for i in 0..160u32 {
+        let hash: String = (0..32)
+            .map(|k| b"0123456789abcdefghijklmnopqrstuv"[((i * 7 + k * 13) % 32) as usize] as char)
+            .collect();
+        names.push(n(&format!("{hash}.example.")));
+        names.push(n(&format!("x{}.Sub{}.example.", i % 9, i % 4)));
+        names.push(n(&format!(
+            "{}.EXAMPLE.",
+            "y".repeat(1 + (i % 63) as usize)
+        )));
+        names.push(n(&format!("host{i}.example.")));
+    }
+    let mut checked = (0, 0);
+    for transfer in [false, true] {
+        let mut buf = vec![0u8; 65535];
+        let mut w = MessageWriter::new(&mut buf, 65535);
+        w.set_transfer(transfer);
+        w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
+            .unwrap();
+        for (i, name) in names.iter().enumerate() {
+            // Probe every suffix of the next names (in both cases) before writing this one.
+            for probe in names.iter().skip(i).take(8) {
+                let upper = n(&probe.to_string().to_uppercase());
+                for wire in [probe.as_wire(), upper.as_wire()] {
+                    let mut start = 0;
+                    while wire[start] != 0 {
+                        let found = w.find_by_walk(&wire[start..]);
+                        assert_eq!(
+                            w.find_filtered(&wire[start..]),
+                            found,
+                            "{probe} transfer {transfer}"
+                        );
+                        checked.0 += 1;
+                        checked.1 += usize::from(found.is_some());
+                        start += 1 + wire[start] as usize;
+                    }
+                }
+            }
+            let cp = w.checkpoint();
+            w.put_name(name.as_ref(), true).unwrap();
+            if i % 5 == 0 {
+                w.rollback(cp);
+            }
+        }
+    }
+    assert!(checked.0 > 10_000, "{checked:?}");
+    assert!(checked.1 > 2_000, "{checked:?} found");
+}
