@@ -221,6 +221,8 @@ pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &m
         }));
     }
     Reply::Answer(write(query, transport, out, |w| {
+        // Most names written from here on end in the zone's apex: found by a comparison.
+        w.set_question_suffix(zone.apex_node().name());
         let mut a = Answerer {
             zone,
             w,
@@ -342,11 +344,11 @@ impl Default for Body {
 /// Writes a response to `query`: the header, the question, what `body` writes (rolled back
 /// to the question if it did not fit, with TC set) and our OPT if the query had one.
 #[inline]
-fn write(
+fn write<'o>(
     query: &Query<'_>,
     transport: Transport,
-    out: &mut [u8],
-    body: impl FnOnce(&mut MessageWriter<'_>) -> Body,
+    out: &'o mut [u8],
+    body: impl FnOnce(&mut MessageWriter<'o>) -> Body,
 ) -> Written {
     let mut h = response_header(query.header());
     let edns = query.edns();

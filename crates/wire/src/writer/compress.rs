@@ -4,7 +4,7 @@
 use super::{Full, MessageWriter, MAX_COMP};
 use crate::name::{lower, NameRef};
 
-impl MessageWriter<'_> {
+impl<'a> MessageWriter<'a> {
     /// Either way its labels become targets for later names.
     pub fn put_name(&mut self, name: NameRef<'_>, compress: bool) -> Result<(), Full> {
         let wire = name.as_wire();
@@ -22,7 +22,18 @@ impl MessageWriter<'_> {
             pointer = Some(12);
         }
         if compress && pointer.is_none() {
+            // Where the question's suffix would start in `wire`, if `wire` ends with it in
+            // the same octets (a name of the zone, written in the zone's case).
+            let hinted = self.suffix.len() > 1
+                && self.ncomp > self.suffix_entry
+                && wire.ends_with(self.suffix);
+            let suffix_start = wire.len().wrapping_sub(self.suffix.len());
             while wire[start] != 0 {
+                if hinted && start == suffix_start {
+                    // What the walk finds for it, checked when the hint was set.
+                    pointer = Some(self.suffix_at);
+                    break;
+                }
                 if let Some(off) = self.find(&wire[start..]) {
                     pointer = Some(off);
                     break;
@@ -62,6 +73,57 @@ impl MessageWriter<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Names that end in `suffix` (a zone's apex, as the zone writes it), which the
+    /// question's name ends in, have their labels up to it compressed by the table walk as
+    /// before and then point to the question's copy of it without a walk: where the walk
+    /// finds it first, as checked here once (with the compression and case rules of the
+    /// message: not in a transfer). Does nothing if the question's name does not end in
+    /// `suffix` or the walk finds it elsewhere. Call it right after
+    /// [`MessageWriter::put_question`]. Every name of an answer from a zone ends in the
+    /// apex: found by a comparison of its last octets instead of a walk that compared it
+    /// with the table's entries (the question's first label, then the apex's labels:
+    /// seven times an NSEC3 name error).
+    pub fn set_question_suffix(&mut self, suffix: NameRef<'a>) {
+        let wire = suffix.as_wire();
+        if self.transfer || wire.len() < 2 || self.ncomp == 0 || self.comp[0] != 12 {
+            return;
+        }
+        let Some(question_len) = self.labels_len_at(12) else {
+            return;
+        };
+        let Some(at) = (12 + question_len).checked_sub(wire.len()) else {
+            return;
+        };
+        if at < 12 || self.find(wire) != Some(at as u16) {
+            return;
+        }
+        let Some(entry) = self.comp[..self.ncomp]
+            .iter()
+            .position(|&o| o as usize == at)
+        else {
+            return;
+        };
+        self.suffix = wire;
+        self.suffix_at = at as u16;
+        self.suffix_entry = entry;
+    }
+
+    /// The length of the uncompressed name at `off` (root included), if it has no pointer.
+    fn labels_len_at(&self, off: usize) -> Option<usize> {
+        let mut at = off;
+        for _ in 0..128 {
+            let len = *self.buf.get(at)? as usize;
+            if len & 0xc0 != 0 {
+                return None;
+            }
+            at += 1 + len;
+            if len == 0 {
+                return Some(at - off);
+            }
+        }
+        None
     }
 
     /// Appends a record's owner. In a zone transfer, consecutive records mostly share their

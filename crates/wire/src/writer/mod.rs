@@ -58,6 +58,12 @@ pub struct MessageWriter<'a> {
     transfer: bool,
     /// Where the last record's owner name starts (0: none yet, or past pointer range).
     prev_owner: u16,
+    /// A suffix of the question's name (see [`MessageWriter::set_question_suffix`]), in the
+    /// caller's case, and where the table walk finds it: the question's copy, table entry
+    /// `suffix_entry`. Empty: none.
+    suffix: &'a [u8],
+    suffix_at: u16,
+    suffix_entry: usize,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -74,6 +80,9 @@ impl<'a> MessageWriter<'a> {
             counts: [0; 4],
             transfer: false,
             prev_owner: 0,
+            suffix: &[],
+            suffix_at: 0,
+            suffix_entry: 0,
         }
     }
 
@@ -85,6 +94,7 @@ impl<'a> MessageWriter<'a> {
     /// of transferring a big zone.
     pub fn set_transfer(&mut self, on: bool) {
         self.transfer = on;
+        self.suffix = &[];
     }
 
     /// Bytes written so far (header included).
@@ -133,6 +143,10 @@ impl<'a> MessageWriter<'a> {
     /// Forgets everything written after `cp`.
     #[inline]
     pub fn rollback(&mut self, cp: Checkpoint) {
+        if cp.ncomp <= self.suffix_entry {
+            // The question's suffix is no longer in the table as it was checked.
+            self.suffix = &[];
+        }
         self.len = cp.len;
         self.ncomp = cp.ncomp;
         self.counts = cp.counts;
