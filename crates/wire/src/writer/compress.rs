@@ -24,6 +24,9 @@ impl<'a> MessageWriter<'a> {
         if compress && pointer.is_none() {
             // Where the question's suffix would start in `wire`, if `wire` ends with it in
             // the same octets (a name of the zone, written in the zone's case).
+            if self.suffix_at == 0 && !self.suffix.is_empty() {
+                self.check_question_suffix();
+            }
             let hinted = self.suffix.len() > 1
                 && self.ncomp > self.suffix_entry
                 && wire.ends_with(self.suffix);
@@ -84,9 +87,17 @@ impl<'a> MessageWriter<'a> {
     /// [`MessageWriter::put_question`]. Every name of an answer from a zone ends in the
     /// apex: found by a comparison of its last octets instead of a walk that compared it
     /// with the table's entries (the question's first label, then the apex's labels:
-    /// seven times an NSEC3 name error).
+    /// seven times an NSEC3 name error). Checked when first needed, so that an answer
+    /// whose only names are the question's (a plain A answer) does not pay for it.
     pub fn set_question_suffix(&mut self, suffix: NameRef<'a>) {
-        let wire = suffix.as_wire();
+        self.suffix = suffix.as_wire();
+        self.suffix_at = 0;
+    }
+
+    /// Checks the suffix [`MessageWriter::set_question_suffix`] gave: kept (with where the
+    /// walk finds it) or dropped.
+    fn check_question_suffix(&mut self) {
+        let wire = std::mem::take(&mut self.suffix);
         if self.transfer || wire.len() < 2 || self.ncomp == 0 || self.comp[0] != 12 {
             return;
         }
