@@ -99,14 +99,15 @@ def children(pid):
     return out
 
 
-def cpu_ticks(pids):
-    """utime + stime of the processes (all their threads), in clock ticks."""
+def cpu_ticks(pids, kernel=True):
+    """utime + stime of the processes (all their threads), in clock ticks; utime alone
+    without `kernel`."""
     total = 0
     for p in pids:
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            total += int(fields[11]) + (int(fields[12]) if kernel else 0)
         except (OSError, IndexError, ValueError):
             pass
     return total

@@ -113,3 +113,32 @@ fn decompression_and_loops() {
     assert_eq!(b.read_compressed(&[5, b'a'], 0), Err(NameError::ShortInput));
     assert_eq!(b.read_compressed(&[0x40], 0), Err(NameError::BadLabelType));
 }
+
+/// A stored name read without the walk is the name `from_wire` reads; bytes that are no
+/// name are caught by debug builds.
+#[test]
+fn from_validated_is_from_wire() {
+    for text in [
+        ".",
+        "example.",
+        "0P9mhaveqvm6t7vbl5lop2u3t2rp3tom.Example.Test.",
+        "*.a.b.c.",
+    ] {
+        let name = Name::from_text(text, None).unwrap();
+        let read = NameRef::from_validated(name.as_wire());
+        assert_eq!(
+            read.as_wire(),
+            NameRef::from_wire(name.as_wire()).unwrap().as_wire()
+        );
+        assert!(read.eq_ci(&name.as_ref()));
+        assert_eq!(read.label_count(), name.as_ref().label_count());
+    }
+    if cfg!(debug_assertions) {
+        for bad in [&[3u8, b'a', b'b'][..], &[1, b'a', 0, 0], &[0xc0, 12]] {
+            assert!(
+                std::panic::catch_unwind(|| NameRef::from_validated(bad)).is_err(),
+                "{bad:02x?}"
+            );
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use super::{Full, MessageWriter, MAX_COMP};
 use crate::name::{lower, NameRef};
 
-impl MessageWriter<'_> {
+impl<'a> MessageWriter<'a> {
     /// Either way its labels become targets for later names.
     pub fn put_name(&mut self, name: NameRef<'_>, compress: bool) -> Result<(), Full> {
         let wire = name.as_wire();
@@ -22,7 +22,21 @@ impl MessageWriter<'_> {
             pointer = Some(12);
         }
         if compress && pointer.is_none() {
+            // Where the question's suffix would start in `wire`, if `wire` ends with it in
+            // the same octets (a name of the zone, written in the zone's case).
+            if self.suffix_at == 0 && !self.suffix.is_empty() {
+                self.check_question_suffix();
+            }
+            let hinted = self.suffix.len() > 1
+                && self.ncomp > self.suffix_entry
+                && wire.ends_with(self.suffix);
+            let suffix_start = wire.len().wrapping_sub(self.suffix.len());
             while wire[start] != 0 {
+                if hinted && start == suffix_start {
+                    // What the walk finds for it, checked when the hint was set.
+                    pointer = Some(self.suffix_at);
+                    break;
+                }
                 if let Some(off) = self.find(&wire[start..]) {
                     pointer = Some(off);
                     break;
@@ -44,6 +58,7 @@ impl MessageWriter<'_> {
             if off < 0x4000 && self.ncomp < MAX_COMP {
                 self.comp[self.ncomp] = off as u16;
                 self.ncomp += 1;
+                self.comp_keys |= label_key(&labels[i..]);
             }
             i += 1 + labels[i] as usize;
         }
@@ -61,6 +76,65 @@ impl MessageWriter<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Names that end in `suffix` (a zone's apex, as the zone writes it), which the
+    /// question's name ends in, have their labels up to it compressed by the table walk as
+    /// before and then point to the question's copy of it without a walk: where the walk
+    /// finds it first, as checked here once (with the compression and case rules of the
+    /// message: not in a transfer). Does nothing if the question's name does not end in
+    /// `suffix` or the walk finds it elsewhere. Call it right after
+    /// [`MessageWriter::put_question`]. Every name of an answer from a zone ends in the
+    /// apex: found by a comparison of its last octets instead of a walk that compared it
+    /// with the table's entries (the question's first label, then the apex's labels:
+    /// seven times an NSEC3 name error). Checked when first needed, so that an answer
+    /// whose only names are the question's (a plain A answer) does not pay for it.
+    pub fn set_question_suffix(&mut self, suffix: NameRef<'a>) {
+        self.suffix = suffix.as_wire();
+        self.suffix_at = 0;
+    }
+
+    /// Checks the suffix [`MessageWriter::set_question_suffix`] gave: kept (with where the
+    /// walk finds it) or dropped.
+    fn check_question_suffix(&mut self) {
+        let wire = std::mem::take(&mut self.suffix);
+        if self.transfer || wire.len() < 2 || self.ncomp == 0 || self.comp[0] != 12 {
+            return;
+        }
+        let Some(question_len) = self.labels_len_at(12) else {
+            return;
+        };
+        let Some(at) = (12 + question_len).checked_sub(wire.len()) else {
+            return;
+        };
+        if at < 12 || self.find(wire) != Some(at as u16) {
+            return;
+        }
+        let Some(entry) = self.comp[..self.ncomp]
+            .iter()
+            .position(|&o| o as usize == at)
+        else {
+            return;
+        };
+        self.suffix = wire;
+        self.suffix_at = at as u16;
+        self.suffix_entry = entry;
+    }
+
+    /// The length of the uncompressed name at `off` (root included), if it has no pointer.
+    fn labels_len_at(&self, off: usize) -> Option<usize> {
+        let mut at = off;
+        for _ in 0..128 {
+            let len = *self.buf.get(at)? as usize;
+            if len & 0xc0 != 0 {
+                return None;
+            }
+            at += 1 + len;
+            if len == 0 {
+                return Some(at - off);
+            }
+        }
+        None
     }
 
     /// Appends a record's owner. In a zone transfer, consecutive records mostly share their
@@ -92,6 +166,7 @@ impl MessageWriter<'_> {
                 if !labels.is_empty() && self.len < 0x4000 && self.ncomp < MAX_COMP {
                     self.comp[self.ncomp] = self.len as u16;
                     self.ncomp += 1;
+                    self.comp_keys |= label_key(labels);
                 }
                 self.buf[self.len..self.len + labels.len()].copy_from_slice(labels);
                 self.len += labels.len();
@@ -219,6 +294,12 @@ impl MessageWriter<'_> {
 
     /// Finds a remembered offset whose name equals `suffix` (uncompressed wire form).
     fn find(&self, suffix: &[u8]) -> Option<u16> {
+        // No name in the table starts with a label of this length and first octet: no walk
+        // (a new NSEC3 owner's hash label, three times a name error: the walk compared it
+        // with every entry to find none).
+        if suffix.len() > 1 && self.comp_keys & label_key(suffix) == 0 {
+            return None;
+        }
         let mut table = self.comp[..self.ncomp].iter().copied();
         // One branch per search, none per label.
         if self.transfer {
@@ -226,6 +307,23 @@ impl MessageWriter<'_> {
         } else {
             table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
         }
+    }
+
+    /// [`MessageWriter::find`] without the `comp_keys` filter: the walk of every entry.
+    #[cfg(test)]
+    pub(super) fn find_by_walk(&self, suffix: &[u8]) -> Option<u16> {
+        let mut table = self.comp[..self.ncomp].iter().copied();
+        if self.transfer {
+            table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
+        } else {
+            table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
+        }
+    }
+
+    /// [`MessageWriter::find`], for tests.
+    #[cfg(test)]
+    pub(super) fn find_filtered(&self, suffix: &[u8]) -> Option<u16> {
+        self.find(suffix)
     }
 
     /// Compares the (possibly compressed) name at `off` with `suffix`, ignoring case unless
@@ -263,6 +361,15 @@ impl MessageWriter<'_> {
         }
         false
     }
+}
+
+/// The bit of [`MessageWriter`]'s `comp_keys` for names starting with the label at the head
+/// of `labels` (a length octet, at least one octet of label): its length and first octet,
+/// case folded, so names equal by either comparison (exact or case-insensitive) share it.
+#[inline]
+fn label_key(labels: &[u8]) -> u64 {
+    let (len, first) = (labels[0] as u32, lower(labels[1]) as u32);
+    1 << ((len * 7 + first) & 63)
 }
 
 /// Labels of a name in uncompressed wire form, the root not counted.

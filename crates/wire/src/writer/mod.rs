@@ -48,12 +48,22 @@ pub struct MessageWriter<'a> {
     limit: usize,
     comp: [u16; MAX_COMP],
     ncomp: usize,
+    /// A bit for each (length, case-folded first octet) of the first label of a name in
+    /// `comp` (see `compress::label_key`): a name whose bit is clear is in no entry, so
+    /// the walk is skipped. Kept over a rollback (a superset is still exact).
+    comp_keys: u64,
     /// Question, answer, authority, additional counts.
     counts: [u16; 4],
     /// A zone transfer (see [`MessageWriter::set_transfer`]).
     transfer: bool,
     /// Where the last record's owner name starts (0: none yet, or past pointer range).
     prev_owner: u16,
+    /// A suffix of the question's name (see [`MessageWriter::set_question_suffix`]), in the
+    /// caller's case, and where the table walk finds it: the question's copy, table entry
+    /// `suffix_entry`. Empty: none.
+    suffix: &'a [u8],
+    suffix_at: u16,
+    suffix_entry: usize,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -66,9 +76,13 @@ impl<'a> MessageWriter<'a> {
             limit,
             comp: [0; MAX_COMP],
             ncomp: 0,
+            comp_keys: 0,
             counts: [0; 4],
             transfer: false,
             prev_owner: 0,
+            suffix: &[],
+            suffix_at: 0,
+            suffix_entry: 0,
         }
     }
 
@@ -80,6 +94,7 @@ impl<'a> MessageWriter<'a> {
     /// of transferring a big zone.
     pub fn set_transfer(&mut self, on: bool) {
         self.transfer = on;
+        self.suffix = &[];
     }
 
     /// Bytes written so far (header included).
@@ -128,6 +143,10 @@ impl<'a> MessageWriter<'a> {
     /// Forgets everything written after `cp`.
     #[inline]
     pub fn rollback(&mut self, cp: Checkpoint) {
+        if cp.ncomp <= self.suffix_entry {
+            // The question's suffix is no longer in the table as it was checked.
+            self.suffix = &[];
+        }
         self.len = cp.len;
         self.ncomp = cp.ncomp;
         self.counts = cp.counts;

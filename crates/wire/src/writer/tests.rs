@@ -411,3 +411,209 @@ fn a_same_owner_record_that_does_not_fit_is_rolled_back_whole() {
     assert_eq!(w.count(Section::Authority), 2);
     assert_eq!(&w.buf[before.0..before.0 + 2], &[0xc0, 12 + 15]);
 }
+
+/// The filter on the compression table (a bit per first label's length and first octet)
+/// finds what the walk of every entry finds: names and suffixes in both cases, hash-like
+/// labels sharing a length, labels sharing a first octet, in answers and in transfers
+/// (exact case), with the table filled past its size and through a rollback.
+#[test]
+fn table_filter_finds_what_the_walk_finds() {
+    let mut names: Vec<Name> = Vec::new();
+    for i in 0..160u32 {
+        let hash: String = (0..32)
+            .map(|k| b"0123456789abcdefghijklmnopqrstuv"[((i * 7 + k * 13) % 32) as usize] as char)
+            .collect();
+        names.push(n(&format!("{hash}.example.")));
+        names.push(n(&format!("x{}.Sub{}.example.", i % 9, i % 4)));
+        names.push(n(&format!(
+            "{}.EXAMPLE.",
+            "y".repeat(1 + (i % 63) as usize)
+        )));
+        names.push(n(&format!("host{i}.example.")));
+    }
+    let mut checked = (0, 0);
+    for transfer in [false, true] {
+        let mut buf = vec![0u8; 65535];
+        let mut w = MessageWriter::new(&mut buf, 65535);
+        w.set_transfer(transfer);
+        w.put_question(n("a.example.").as_ref(), RType::A, Class::IN)
+            .unwrap();
+        for (i, name) in names.iter().enumerate() {
+            // Probe every suffix of the next names (in both cases) before writing this one.
+            for probe in names.iter().skip(i).take(8) {
+                let upper = n(&probe.to_string().to_uppercase());
+                for wire in [probe.as_wire(), upper.as_wire()] {
+                    let mut start = 0;
+                    while wire[start] != 0 {
+                        let found = w.find_by_walk(&wire[start..]);
+                        assert_eq!(
+                            w.find_filtered(&wire[start..]),
+                            found,
+                            "{probe} transfer {transfer}"
+                        );
+                        checked.0 += 1;
+                        checked.1 += usize::from(found.is_some());
+                        start += 1 + wire[start] as usize;
+                    }
+                }
+            }
+            let cp = w.checkpoint();
+            w.put_name(name.as_ref(), true).unwrap();
+            if i % 5 == 0 {
+                w.rollback(cp);
+            }
+        }
+    }
+    assert!(checked.0 > 10_000, "{checked:?}");
+    assert!(checked.1 > 2_000, "{checked:?} found");
+}
+
+/// Names that end in the question's suffix the caller named (a zone's apex, in the zone's
+/// case) are written in the octets the table walk gives: NSEC3-like owners, names with
+/// several labels before the apex, the apex itself, other cases of it, names where a longer
+/// suffix is already in the table, SOA rdata, names outside it; through a rollback to the
+/// question, and a rollback past it (the hint then goes). The hint is refused where the
+/// question does not end in it.
+#[test]
+fn question_suffix_gives_the_octets_of_the_walk() {
+    let ns = |s: &str| n(s).as_wire().to_vec();
+    let seq: Vec<(Name, RType, Vec<u8>)> = vec![
+        (n("example.test."), RType::SOA, {
+            let mut d = ns("ns1.example.test.");
+            d.extend(ns("hostmaster.Example.Test."));
+            d.extend([0; 20]);
+            d
+        }),
+        (
+            n("0p9mhaveqvm6t7vbl5lop2u3t2rp3tom.example.test."),
+            RType::NSEC3,
+            vec![1, 0, 0, 0, 0],
+        ),
+        (
+            n("0P9MHAVEQVM6T7VBL5LOP2U3T2RP3TOM.example.test."),
+            RType::NSEC3,
+            vec![1],
+        ),
+        (
+            n("k8udemvp1j2f7eg6jebps17vp3n8i58h.EXAMPLE.test."),
+            RType::NSEC3,
+            vec![2],
+        ),
+        (n("a.b.example.test."), RType::A, vec![192, 0, 2, 1]),
+        (n("c.b.example.test."), RType::A, vec![192, 0, 2, 2]),
+        (n("nx0001.example.test."), RType::A, vec![192, 0, 2, 3]),
+        (n("Nx0001.example.test."), RType::A, vec![192, 0, 2, 4]),
+        (n("example.test."), RType::NS, ns("ns.other.")),
+        (n("ns.other."), RType::A, vec![192, 0, 2, 5]),
+        (n("test."), RType::A, vec![192, 0, 2, 6]),
+        (n("."), RType::A, vec![192, 0, 2, 7]),
+        (n("example.test."), RType::CNAME, ns("x.y.example.test.")),
+    ];
+    let questions = [
+        "nx0001.example.test.",
+        "NX0001.EXAMPLE.TEST.",
+        "example.test.",
+        "a.b.example.test.",
+    ];
+    let mut hinted = 0;
+    for question in questions {
+        for rollback in [None, Some(false), Some(true)] {
+            let mut with = vec![0u8; 4096];
+            let mut without = vec![0u8; 4096];
+            let mut w1 = MessageWriter::new(&mut with, 4096);
+            let mut w2 = MessageWriter::new(&mut without, 4096);
+            let (start, start2) = (w1.checkpoint(), w2.checkpoint());
+            for w in [&mut w1, &mut w2] {
+                w.put_question(n(question).as_ref(), RType::A, Class::IN)
+                    .unwrap();
+            }
+            let apex = n("example.test.");
+            w1.set_question_suffix(apex.as_ref());
+            let (after_question, after_question2) = (w1.checkpoint(), w2.checkpoint());
+            for (i, (owner, rtype, rdata)) in seq.iter().enumerate() {
+                if i == 6 {
+                    if let Some(past) = rollback {
+                        // Back to the question (or before it), then the same records again.
+                        w1.rollback(if past { start } else { after_question });
+                        w2.rollback(if past { start2 } else { after_question2 });
+                        if past {
+                            for w in [&mut w1, &mut w2] {
+                                w.put_question(n(question).as_ref(), RType::A, Class::IN)
+                                    .unwrap();
+                            }
+                            assert!(w1.suffix.is_empty());
+                        }
+                        for (owner, rtype, rdata) in &seq[..i] {
+                            w1.put_record(
+                                Section::Answer,
+                                owner.as_ref(),
+                                *rtype,
+                                Class::IN,
+                                300,
+                                rdata,
+                            )
+                            .unwrap();
+                            w2.put_record(
+                                Section::Answer,
+                                owner.as_ref(),
+                                *rtype,
+                                Class::IN,
+                                300,
+                                rdata,
+                            )
+                            .unwrap();
+                        }
+                    }
+                }
+                let at = w1.len();
+                if i == 1 {
+                    // Checked by the first name that is not the question's (the SOA's rdata).
+                    hinted += usize::from(w1.suffix.len() > 1 && w1.suffix_at != 0);
+                }
+                w1.put_record(
+                    Section::Answer,
+                    owner.as_ref(),
+                    *rtype,
+                    Class::IN,
+                    300,
+                    rdata,
+                )
+                .unwrap();
+                w2.put_record(
+                    Section::Answer,
+                    owner.as_ref(),
+                    *rtype,
+                    Class::IN,
+                    300,
+                    rdata,
+                )
+                .unwrap();
+                assert_eq!(
+                    &w1.buf[at..w1.len()],
+                    &w2.buf[at..w2.len()],
+                    "{owner} after question {question}, rollback {rollback:?}"
+                );
+            }
+            assert_eq!(&w1.buf[..w1.len()], &w2.buf[..w2.len()]);
+        }
+    }
+    // Set for every question (each ends in the apex), kept or set again after a rollback.
+    assert_eq!(hinted, 12);
+    // Refused: a question outside the suffix, a transfer.
+    let mut buf = vec![0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 512);
+    w.put_question(n("www.other.").as_ref(), RType::A, Class::IN)
+        .unwrap();
+    let apex = n("example.test.");
+    w.set_question_suffix(apex.as_ref());
+    w.put_name(n("a.example.test.").as_ref(), true).unwrap();
+    assert!(w.suffix.is_empty());
+    let mut buf = vec![0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 512);
+    w.set_transfer(true);
+    w.put_question(n("example.test.").as_ref(), RType::AXFR, Class::IN)
+        .unwrap();
+    w.set_question_suffix(apex.as_ref());
+    w.put_name(n("a.example.test.").as_ref(), true).unwrap();
+    assert!(w.suffix.is_empty());
+}

@@ -44,6 +44,13 @@ pub(crate) struct Nsec3 {
     /// instruction each) instead of calling memcmp on 20-octet arrays, 3.4 % of the server's
     /// CPU on NSEC3 name errors.
     prefixes: Vec<u64>,
+    /// Where each bucket of prefixes starts: bucket `b` holds the hashes whose top
+    /// `bucket_bits` bits are `b`, `buckets[b]..buckets[b + 1]` in `chain` (one more entry
+    /// than buckets). SHA-1 spreads the hashes evenly and there are about as many buckets as
+    /// hashes, so the search runs over one or two prefixes instead of ten steps of a binary
+    /// search over all of them (1.5 % of the server's CPU on NSEC3 name errors).
+    buckets: Vec<u32>,
+    bucket_bits: u32,
     /// Per node: the index in `chain` of the NSEC3 whose hash is the node's, or `NONE`
     /// (glue, occluded names, insecure delegations left out by opt-out).
     pub(crate) matching: Vec<u32>,
@@ -125,15 +132,7 @@ impl Zone {
         }
         chain.sort_unstable_by_key(|e| e.0);
         chain.dedup_by(|a, b| a.0 == b.0);
-        let prefixes = chain.iter().map(|e| prefix(&e.0)).collect();
-        let mut nsec3 = Nsec3 {
-            iterations,
-            salt: salt.into(),
-            chain,
-            prefixes,
-            matching: Vec::new(),
-            wildcard_cover: Vec::new(),
-        };
+        let mut nsec3 = Nsec3::new(iterations, salt.into(), chain);
         (nsec3.matching, nsec3.wildcard_cover) = self.nsec3_matches(&nsec3);
         Some(nsec3)
     }
@@ -192,6 +191,37 @@ impl Denial {
 }
 
 impl Nsec3 {
+    /// A chain sorted by hash, with its prefixes and buckets; no matches yet.
+    fn new(iterations: u16, salt: Box<[u8]>, chain: Vec<([u8; NSEC3_HASH_LEN], NodeId)>) -> Self {
+        let prefixes: Vec<u64> = chain.iter().map(|e| prefix(&e.0)).collect();
+        // A power of two at least the chain's length (at most 2^31 buckets).
+        let bucket_bits = chain
+            .len()
+            .max(1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .min(31);
+        let mut buckets = Vec::with_capacity((1 << bucket_bits) + 1);
+        let mut i = 0;
+        for b in 0..1u64 << bucket_bits {
+            while i < prefixes.len() && bucket(prefixes[i], bucket_bits) < b {
+                i += 1;
+            }
+            buckets.push(i as u32);
+        }
+        buckets.push(prefixes.len() as u32);
+        Nsec3 {
+            iterations,
+            salt,
+            chain,
+            prefixes,
+            buckets,
+            bucket_bits,
+            matching: Vec::new(),
+            wildcard_cover: Vec::new(),
+        }
+    }
+
     /// The node holding the NSEC3 that matches the existing node `id`.
     pub(crate) fn matching(&self, id: NodeId) -> Option<NodeId> {
         match self.matching.get(id as usize) {
@@ -213,9 +243,13 @@ impl Nsec3 {
     /// NSEC3 that covers `h`); `NONE` for an empty chain.
     fn covering_index(&self, h: &[u8; NSEC3_HASH_LEN]) -> u32 {
         let p = prefix(h);
-        // Every hash whose prefix is below `p` sorts before `h`, every one above it after;
-        // those with the same prefix (almost never more than one) are compared whole.
-        let mut i = self.prefixes.partition_point(|&k| k < p);
+        // Every hash in an earlier bucket sorts before `h`, every one in a later bucket
+        // after it; in its own bucket, every hash whose prefix is below `p` sorts before
+        // `h`, every one above it after; those with the same prefix (almost never more
+        // than one) are compared whole.
+        let b = bucket(p, self.bucket_bits) as usize;
+        let (lo, hi) = (self.buckets[b] as usize, self.buckets[b + 1] as usize);
+        let mut i = lo + self.prefixes[lo..hi].partition_point(|&k| k < p);
         while i < self.chain.len() && self.prefixes[i] == p && self.chain[i].0 <= *h {
             i += 1;
         }
@@ -233,6 +267,12 @@ impl Nsec3 {
             _ => None,
         }
     }
+}
+
+/// The bucket of a prefix: its top `bits` bits.
+#[inline]
+fn bucket(prefix: u64, bits: u32) -> u64 {
+    prefix.checked_shr(64 - bits).unwrap_or(0)
 }
 
 /// The first eight octets of an NSEC3 hash as an integer that sorts as the octets do.
@@ -279,14 +319,7 @@ mod tests {
             .enumerate()
             .map(|(i, h)| (*h, i as NodeId))
             .collect();
-        let nsec3 = Nsec3 {
-            iterations: 0,
-            salt: Box::new([]),
-            prefixes: chain.iter().map(|e| prefix(&e.0)).collect(),
-            chain,
-            matching: Vec::new(),
-            wildcard_cover: Vec::new(),
-        };
+        let nsec3 = Nsec3::new(0, Box::new([]), chain);
         let whole = |h: &[u8; NSEC3_HASH_LEN]| match hashes.partition_point(|e| e <= h) {
             0 => (hashes.len() - 1) as u32,
             i => (i - 1) as u32,
@@ -309,12 +342,59 @@ mod tests {
         assert_eq!(probes, 198);
         // An exact hash is its own cover; an empty chain covers nothing.
         assert_eq!(nsec3.covering_index(&hashes[2]), 2);
-        let empty = Nsec3 {
-            chain: Vec::new(),
-            prefixes: Vec::new(),
-            ..nsec3
-        };
+        let empty = Nsec3::new(0, Box::new([]), Vec::new());
         assert_eq!(empty.covering_index(&hashes[0]), NONE);
+    }
+
+    /// The bucketed search agrees with a search over whole hashes for chains of 1 to 1,000
+    /// pseudo-random hashes (1 bucket to 1,024), some crowded into one bucket, probed at
+    /// every hash, next to each, and at random points.
+    #[test]
+    fn bucketed_search_agrees_on_random_chains() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut random_hash = |crowd: bool| {
+            let mut h = [0u8; NSEC3_HASH_LEN];
+            for c in h.chunks_mut(8) {
+                c.copy_from_slice(&next().to_be_bytes()[..c.len()]);
+            }
+            if crowd {
+                h[..2].copy_from_slice(&[0x42, 0x42]);
+            }
+            h
+        };
+        let mut probes = 0;
+        for n in [1usize, 2, 3, 5, 64, 1000] {
+            let mut hashes: Vec<[u8; NSEC3_HASH_LEN]> =
+                (0..n).map(|i| random_hash(i % 7 == 0)).collect();
+            hashes.sort_unstable();
+            hashes.dedup();
+            let chain = hashes.iter().map(|h| (*h, 0)).collect();
+            let nsec3 = Nsec3::new(0, Box::new([]), chain);
+            let whole = |h: &[u8; NSEC3_HASH_LEN]| match hashes.partition_point(|e| e <= h) {
+                0 => (hashes.len() - 1) as u32,
+                i => (i - 1) as u32,
+            };
+            let mut points: Vec<[u8; NSEC3_HASH_LEN]> =
+                (0..2 * n).map(|_| random_hash(false)).collect();
+            for h in &hashes {
+                let (mut below, mut above) = (*h, *h);
+                below[19] = below[19].wrapping_sub(1);
+                above[19] = above[19].wrapping_add(1);
+                points.extend([*h, below, above]);
+            }
+            points.extend([[0; NSEC3_HASH_LEN], [0xff; NSEC3_HASH_LEN]]);
+            for p in &points {
+                assert_eq!(nsec3.covering_index(p), whole(p), "chain of {n}, {p:02x?}");
+                probes += 1;
+            }
+        }
+        assert!(probes > 5000, "{probes}");
     }
 
     #[test]

@@ -506,10 +506,8 @@ impl<'a> NodeRef<'a> {
     /// The owner name, in the case first written in the zone file.
     pub fn name(&self) -> NameRef<'a> {
         let n = self.node();
-        let wire = self.zone.name_wire(&n);
-        NameRef::from_wire_prefix(wire)
-            .expect("zone stores valid names")
-            .0
+        // Every stored name was parsed (zone file, transfer, patch) before it was stored.
+        NameRef::from_validated(self.zone.name_wire(&n))
     }
     pub(crate) fn flags(&self) -> u8 {
         self.node().flags
