@@ -378,17 +378,23 @@ pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
 /// Appends the scanner's chunks to a list, each freed once copied.
 fn append(out: &mut RecordList, chunks: Vec<Records>) {
     for chunk in chunks {
-        let base = out.bytes.len() as u32;
-        out.bytes.extend_from_slice(&chunk.bytes);
-        out.items.extend(chunk.items.iter().map(|i| Rr {
-            owner: base + i.owner,
-            rdata: base + i.rdata,
-            rdlen: i.rdlen,
-            rtype: i.rtype,
-            class: i.class,
-            ttl: i.ttl,
-        }));
+        push_chunk(&mut out.bytes, &mut out.items, &chunk);
     }
+}
+
+/// Appends one scanner chunk's records to `bytes` and `items`, their offsets moved to where
+/// its bytes land.
+fn push_chunk(bytes: &mut Vec<u8>, items: &mut Vec<Rr>, chunk: &Records) {
+    let base = bytes.len() as u32;
+    bytes.extend_from_slice(&chunk.bytes);
+    items.extend(chunk.items.iter().map(|i| Rr {
+        owner: base + i.owner,
+        rdata: base + i.rdata,
+        rdlen: i.rdlen,
+        rtype: i.rtype,
+        class: i.class,
+        ttl: i.ttl,
+    }));
 }
 
 /// How much of the kept signed zone's text is read and scanned at a time.
@@ -626,16 +632,7 @@ impl SignedFile {
                         std::mem::take(&mut items),
                     );
                 }
-                let base = block.len() as u32;
-                block.extend_from_slice(&chunk.bytes);
-                items.extend(chunk.items.iter().map(|i| Rr {
-                    owner: base + i.owner,
-                    rdata: base + i.rdata,
-                    rdlen: i.rdlen,
-                    rtype: i.rtype,
-                    class: i.class,
-                    ttl: i.ttl,
-                }));
+                push_chunk(&mut block, &mut items, &chunk);
             }
             text.drain(..cut);
             if end {

@@ -300,19 +300,14 @@ impl<'a> MessageWriter<'a> {
         if suffix.len() > 1 && self.comp_keys & label_key(suffix) == 0 {
             return None;
         }
-        let mut table = self.comp[..self.ncomp].iter().copied();
-        // One branch per search, none per label.
-        if self.transfer {
-            table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
-        } else {
-            table.find(|&off| self.name_at_eq::<false>(off as usize, suffix))
-        }
+        self.find_by_walk(suffix)
     }
 
     /// [`MessageWriter::find`] without the `comp_keys` filter: the walk of every entry.
-    #[cfg(test)]
+    #[inline(always)]
     pub(super) fn find_by_walk(&self, suffix: &[u8]) -> Option<u16> {
         let mut table = self.comp[..self.ncomp].iter().copied();
+        // One branch per search, none per label.
         if self.transfer {
             table.find(|&off| self.name_at_eq::<true>(off as usize, suffix))
         } else {
