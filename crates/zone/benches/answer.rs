@@ -189,6 +189,17 @@ fn many_zones(n: usize) -> ZoneSet {
     ZoneSet::new(zones)
 }
 
+/// `www` A queries to `spread` of the `n` zones of [`many_zones`] (at least 1,000 queries),
+/// in a fixed pseudo-random walk, so consecutive queries do not go to neighbouring zones.
+fn spread_queries(n: usize, spread: usize) -> Vec<Vec<u8>> {
+    (0..spread.max(1000))
+        .map(|j| {
+            let z = (j.wrapping_mul(7919) % spread) * (n / spread);
+            query(1, &format!("www.z{z:06}.test."), RType::A, None)
+        })
+        .collect()
+}
+
 /// The cost of a large zone set on the answer path, without the kernel's: `www` A queries
 /// to one zone of 100,000 (all in the CPU's caches), and spread over 10,000 of them or all
 /// 100,000 (each answer's zone data mostly out of the caches, as on a hosting server).
@@ -196,13 +207,7 @@ fn many_zones(n: usize) -> ZoneSet {
 fn zones_100k_queried(bencher: divan::Bencher<'_, '_>, spread: usize) {
     let n = 100_000;
     let zones = many_zones(n);
-    // A fixed pseudo-random walk, so consecutive queries do not go to neighbouring zones.
-    let queries: Vec<Vec<u8>> = (0..spread.max(1000))
-        .map(|j| {
-            let z = (j.wrapping_mul(7919) % spread) * (n / spread);
-            query(1, &format!("www.z{z:06}.test."), RType::A, None)
-        })
-        .collect();
+    let queries = spread_queries(n, spread);
     let mut out = vec![0u8; 65535];
     let mut i = 0usize;
     bencher
@@ -241,12 +246,7 @@ fn zones_100k_batch16<const STAGED: bool>(bencher: divan::Bencher<'_, '_>, sprea
     const BATCH: usize = 16;
     let n = 100_000;
     let zones = many_zones(n);
-    let queries: Vec<Vec<u8>> = (0..spread.max(1000))
-        .map(|j| {
-            let z = (j.wrapping_mul(7919) % spread) * (n / spread);
-            query(1, &format!("www.z{z:06}.test."), RType::A, None)
-        })
-        .collect();
+    let queries = spread_queries(n, spread);
     let batches: Vec<&[Vec<u8>]> = queries.chunks_exact(BATCH).collect();
     let mut out = vec![0u8; 65535];
     let mut i = 0usize;

@@ -699,9 +699,9 @@ impl<'a> RdataOut<'a> {
 }
 
 /// Merges one node's records, sorted by [`set_key`], into RRsets appended to `rrsets`, their
-/// rdata written on in `out` (each record a 2-octet length and the data). Bad rdata is an error; identical
-/// records collapse (RFC 2181 §5); a TTL other than the set's first record's is a warning
-/// and the first is kept (§5.2). `rec` gives a record's TTL and rdata, `report` takes a
+/// rdata written on in `out` (each record a 2-octet length and the data). Bad rdata is an
+/// error; identical records collapse (RFC 2181 §5); a TTL other than the set's first
+/// record's is a warning and the first is kept (§5.2). `rec` gives a record's TTL and rdata, `report` takes a
 /// record's error (`true`) or warning; `seen` is scratch.
 fn merge_sets<'d, R: Copy>(
     recs: &[(u32, R)],
