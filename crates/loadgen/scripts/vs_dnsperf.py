@@ -20,7 +20,7 @@ could not). In rr mode it runs with `-c 4 -T 2 -q N` (the lab's dnsperf of bench
 and shardns-bench with `rr --streams N --runs 1` (four sockets by default).
 
 Usage:
-  crates/bench/scripts/vs_dnsperf.py --bench [LABEL=]'PATH [OPTIONS]' [--bench ...]
+  crates/loadgen/scripts/vs_dnsperf.py --bench [LABEL=]'PATH [OPTIONS]' [--bench ...]
       [--server knotd|shardns|floor] [--shardns PATH] [--floor PATH] [--modes rate,rr]
       [--rates 50000,100000] [--streams 200] [--rounds 3] [--duration 10]
       [--addr 127.0.0.100] [--port 6300] [--dnsperf-args "-c 4 -q 500"]
