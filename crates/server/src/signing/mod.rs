@@ -400,16 +400,26 @@ fn push_chunk(bytes: &mut Vec<u8>, items: &mut Vec<Rr>, chunk: &Records) {
 /// How much of the kept signed zone's text is read and scanned at a time.
 const PIECE: usize = 16 << 20;
 
-/// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
-/// the root.
-fn state_name(apex: &Name) -> String {
-    let zone = apex.to_string().to_ascii_lowercase();
-    let zone = zone.strip_suffix('.').unwrap_or(&zone);
-    if zone.is_empty() {
-        "root".into()
-    } else {
-        zone.into()
+/// The path of `apex`'s file `ext` in `KEYDIR/state`: its file stem (one per zone,
+/// [`shardns_wire::NameRef::file_stem`]). A file an earlier version named by the zone's
+/// text (lowercase, no final dot) is renamed to it; not for `root.`, whose old name was
+/// the root's.
+fn state_path(key_dir: &Path, apex: &Name, ext: &str) -> PathBuf {
+    let dir = key_dir.join("state");
+    let path = dir.join(format!("{}.{ext}", apex.as_ref().file_stem()));
+    let text = apex.to_string().to_ascii_lowercase();
+    let old = text.strip_suffix('.').unwrap_or(&text);
+    if !apex.as_ref().is_root() && old != "root" && !path.exists() {
+        let old = dir.join(format!("{old}.{ext}"));
+        if old != path && old.is_file() && fs::rename(&old, &path).is_ok() {
+            info!(
+                "zone {apex}: {} renamed {} (file names are one per zone now)",
+                old.display(),
+                path.display()
+            );
+        }
     }
+    path
 }
 
 /// Writes `data` to `path` atomically: the directory made (mode 0700) if need be, a
@@ -455,9 +465,7 @@ pub(crate) struct StateFile {
 impl StateFile {
     pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
         Self {
-            path: key_dir
-                .join("state")
-                .join(format!("{}.state", state_name(apex))),
+            path: state_path(key_dir, apex, "state"),
         }
     }
 
@@ -530,9 +538,7 @@ pub(crate) struct SignedFile {
 impl SignedFile {
     pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
         Self {
-            path: key_dir
-                .join("state")
-                .join(format!("{}.signed", state_name(apex))),
+            path: state_path(key_dir, apex, "signed"),
             apex: apex.clone(),
         }
     }

@@ -34,12 +34,13 @@ mod chain;
 mod common;
 mod control;
 mod hostile;
+mod names;
 mod outgoing;
 mod peers;
 
 use common::*;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
