@@ -507,6 +507,19 @@ pub struct Limits {
     /// from connect to the last message.
     #[serde(deserialize_with = "positive_u64")]
     pub transfer_in_timeout_ms: u64,
+    /// Milliseconds one message of an incoming zone transfer (or the answer to an SOA
+    /// query over TCP) may take to come whole: a primary that makes no progress for so long
+    /// ends the transfer.
+    #[serde(deserialize_with = "positive_u64")]
+    pub transfer_in_idle_ms: u64,
+    /// Refreshes of secondary zones (SOA queries and transfers) run at once, each on a
+    /// transfer thread of its own (BIND's `transfers-in`).
+    #[serde(deserialize_with = "positive_u32")]
+    pub transfers_in: u32,
+    /// Of those, how many may ask one primary (address) at once (BIND's
+    /// `transfers-per-ns`): a slow primary holds back only its own zones.
+    #[serde(deserialize_with = "positive_u32")]
+    pub transfers_in_per_primary: u32,
     /// Messages one incoming zone transfer may have.
     #[serde(deserialize_with = "positive_u32")]
     pub transfer_in_max_messages: u32,
@@ -547,6 +560,9 @@ impl Default for Limits {
             tcp_read_timeout_ms: 3_000,
             tcp_queries_per_connection: 0,
             transfer_in_timeout_ms: 300_000,
+            transfer_in_idle_ms: 10_000,
+            transfers_in: 10,
+            transfers_in_per_primary: 2,
             transfer_in_max_messages: 1_000_000,
             transfer_in_max_records: 50_000_000,
             transfer_in_max_bytes: 2 << 30,

@@ -37,6 +37,7 @@ mod hostile;
 mod names;
 mod outgoing;
 mod peers;
+mod slow;
 
 use common::*;
 use std::net::{Ipv4Addr, SocketAddr};
