@@ -322,7 +322,9 @@ impl Thread {
         let file = t.file.as_ref().and_then(|p| member_file(p, &m.zone));
         if file != slot.zone.file {
             if let Some(old) = &slot.zone.file {
-                let _ = std::fs::remove_file(old);
+                if super::store::check_owner(old, &m.zone).is_ok() {
+                    let _ = std::fs::remove_file(old);
+                }
             }
             if let (Some(new), Some(current)) = (&file, &slot.current) {
                 if let Err(e) = super::store::write_copy(new, current, "moved to another group") {
@@ -367,7 +369,9 @@ impl Thread {
                 inbox.remove(name);
             }
             if let Some(path) = &slot.zone.file {
-                match std::fs::remove_file(path) {
+                let removed =
+                    super::store::check_owner(path, name).and_then(|()| std::fs::remove_file(path));
+                match removed {
                     Ok(()) => info!(
                         "zone {name}: removed from its catalog; {} deleted",
                         path.display()
