@@ -224,6 +224,7 @@ impl Thread {
                             m.zone
                         );
                         slot.force_axfr = true;
+                        slot.again = slot.in_flight;
                         slot.next_check = std::time::Instant::now();
                         if let Some(of) = &mut slot.member {
                             of.id = m.id.clone();

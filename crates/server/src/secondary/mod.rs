@@ -279,8 +279,12 @@ struct Slot {
     in_flight: bool,
     /// Primaries that failed in this refresh, after `preferred`: the next one is asked.
     attempt: usize,
-    /// A NOTIFY (or `zone refresh`) came while a refresh ran: another one after it.
+    /// A NOTIFY (or `zone refresh`, `retransfer`, a catalog reset) came while a refresh
+    /// ran: another one after it.
     again: bool,
+    /// The refresh running was asked to transfer by AXFR (a retransfer asked for since
+    /// is still to do).
+    forced_job: bool,
     /// Tells this slot from an earlier one of the same zone (a catalog member removed
     /// and added again) in the transfer threads' reports.
     generation: u64,
@@ -311,6 +315,7 @@ impl Slot {
             in_flight: false,
             attempt: 0,
             again: false,
+            forced_job: false,
             generation: GENERATION.fetch_add(1, Relaxed),
             applied: None,
         }

@@ -39,6 +39,7 @@ impl Thread {
             let ids = [self.next_id(), self.next_id(), self.next_id()];
             let s = &mut self.slots[i];
             s.in_flight = true;
+            s.forced_job = s.force_axfr;
             let job = refresh::Job {
                 slot: s.id(),
                 zone: s.zone.clone(),
@@ -103,7 +104,7 @@ impl Thread {
                 slot.attempt = 0;
                 slot.source = Some(primary);
                 if transferred {
-                    slot.force_axfr = false;
+                    slot.force_axfr &= !slot.forced_job;
                 } else {
                     self.refreshed(i);
                 }
