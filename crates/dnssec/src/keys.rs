@@ -214,14 +214,26 @@ pub struct KeyStore {
     dir: PathBuf,
 }
 
-/// The file stem of a key: `K<zone>+<alg>+<tag>`, the zone in lower case with its dot.
+/// The file stem of a key: `K<zone>+<alg>+<tag>` (BIND's names).
 fn stem(zone: NameRef<'_>, alg: Algorithm, tag: u16) -> String {
-    format!(
-        "K{}+{:03}+{:05}",
-        zone.to_string().to_ascii_lowercase(),
-        alg.number(),
-        tag
-    )
+    format!("K{}+{:03}+{:05}", zone_part(zone), alg.number(), tag)
+}
+
+/// The zone in a key's file name: its file stem (one per zone, nothing that leaves the
+/// directory: [`NameRef::file_stem`]) with its final dot, `.` for the root; the same text
+/// as BIND's for names of letters, digits, `-` and `_`.
+fn zone_part(zone: NameRef<'_>) -> String {
+    if zone.is_root() {
+        ".".into()
+    } else {
+        format!("{}.", zone.file_stem())
+    }
+}
+
+/// The zone in the key file names of earlier versions: its text in lower case, which two
+/// zones could share and which a `/` took out of the directory.
+fn legacy_zone_part(zone: NameRef<'_>) -> String {
+    zone.to_string().to_ascii_lowercase()
 }
 
 impl KeyStore {
@@ -260,7 +272,8 @@ impl KeyStore {
     /// Every key of `zone` in the directory, oldest first. Files of other zones are left
     /// alone; any key file of this zone that fails makes the whole load fail.
     pub fn load(&self, zone: &Name) -> Result<Vec<StoredKey>, StoreError> {
-        let prefix = format!("K{}+", zone.to_string().to_ascii_lowercase());
+        self.take_over_legacy(zone)?;
+        let prefix = format!("K{}+", zone_part(zone.as_ref()));
         let entries = fs::read_dir(&self.dir).map_err(|e| StoreError::Io(self.dir.clone(), e))?;
         let mut keys = Vec::new();
         for entry in entries {
@@ -280,6 +293,43 @@ impl KeyStore {
         }
         keys.sort_by_key(|k| (k.meta.created, k.meta.tag));
         Ok(keys)
+    }
+
+    /// Renames the key files an earlier version named `K<zone text>+…` (when that differs
+    /// from today's name) to today's name, those whose `.key` says they are `zone`'s.
+    fn take_over_legacy(&self, zone: &Name) -> Result<(), StoreError> {
+        let (old, new) = (legacy_zone_part(zone.as_ref()), zone_part(zone.as_ref()));
+        if old == new {
+            return Ok(());
+        }
+        let prefix = format!("K{old}+");
+        let entries = fs::read_dir(&self.dir).map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+            let file = entry.file_name();
+            let Some(rest) = file
+                .to_str()
+                .and_then(|f| f.strip_suffix(".private"))
+                .and_then(|f| f.strip_prefix(&prefix))
+            else {
+                continue;
+            };
+            let from = |ext: &str| self.dir.join(format!("K{old}+{rest}.{ext}"));
+            let to = |ext: &str| self.dir.join(format!("K{new}+{rest}.{ext}"));
+            let ours = fs::read_to_string(from("key"))
+                .ok()
+                .and_then(|t| parse_key_file(&from("key"), &t).ok())
+                .is_some_and(|k| k.owner.as_ref().eq_ci(&zone.as_ref()));
+            if !ours || to("private").exists() {
+                continue;
+            }
+            // The .key first, as `save` writes them: a crash between leaves a .private
+            // under the old name, taken over next time.
+            for ext in ["key", "private"] {
+                fs::rename(from(ext), to(ext)).map_err(|e| StoreError::Io(from(ext), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Loads one key by its stem (`K<zone>+<alg>+<tag>`), which must be of `zone`.
@@ -696,66 +746,8 @@ fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, StoreError
     })
 }
 
-/// Days from 1970-01-01 to a civil date (proleptic Gregorian), and back: H. Hinnant's
-/// algorithms (public domain calendar arithmetic).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// Seconds since 1970 as `YYYYMMDDHHMMSS` (UTC).
-pub fn format_time(t: u64) -> String {
-    let (y, m, d) = civil_from_days((t / 86_400) as i64);
-    let s = t % 86_400;
-    format!(
-        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-/// `YYYYMMDDHHMMSS` (UTC) as seconds since 1970; `None` if it is not a valid time.
-pub fn parse_time(s: &str) -> Option<u64> {
-    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n = |r: core::ops::Range<usize>| s[r].parse::<u32>().ok();
-    let (y, mo, d, h, mi, se) = (
-        n(0..4)?,
-        n(4..6)?,
-        n(6..8)?,
-        n(8..10)?,
-        n(10..12)?,
-        n(12..14)?,
-    );
-    if y < 1970 || !(1..=12).contains(&mo) || d == 0 || h > 23 || mi > 59 || se > 59 {
-        return None;
-    }
-    let days = days_from_civil(i64::from(y), mo, d);
-    // Reject 31 April and the like: the date must come back the same.
-    if civil_from_days(days) != (i64::from(y), mo, d) {
-        return None;
-    }
-    Some(days as u64 * 86_400 + u64::from(h * 3600 + mi * 60 + se))
-}
+mod time;
+pub use time::{format_time, parse_time};
 
 #[cfg(test)]
 mod tests;

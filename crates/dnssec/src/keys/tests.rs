@@ -349,3 +349,56 @@ fn rollover_times_round_trip_and_cds() {
     assert!(zone_keys(&back, NOW).is_empty());
     assert!(zone_keys(&back, NOW + 9).is_empty());
 }
+
+/// Key files are named per zone: `a/b.` and `a_b.` (which earlier versions wrote as one
+/// name, the first outside the directory), the root and `root.` each load their own keys;
+/// files of an earlier version are renamed when they are the zone's.
+#[test]
+fn key_file_names_are_one_per_zone_and_stay_in_the_directory() {
+    let dir = Dir::new("names");
+    let store = KeyStore::create(&dir.0).unwrap();
+    let zones = [
+        name("a/b.example."),
+        name("A_B.example."),
+        name("."),
+        name("root."),
+        name("x\\.y.example."),
+        name("x.y.example."),
+    ];
+    let mut tags = Vec::new();
+    for z in &zones {
+        let k = store
+            .generate(z, Algorithm::EcdsaP256Sha256, Role::Csk, NOW)
+            .unwrap();
+        assert!(!k.stem.contains('/'), "{}", k.stem);
+        tags.push(k.meta.tag);
+    }
+    assert_eq!(
+        stem(name(".").as_ref(), Algorithm::EcdsaP256Sha256, 7),
+        "K.+013+00007"
+    );
+    assert_eq!(
+        stem(name("Example.COM.").as_ref(), Algorithm::EcdsaP256Sha256, 7),
+        "Kexample.com.+013+00007"
+    );
+    for (z, tag) in zones.iter().zip(&tags) {
+        let keys = store.load(z).unwrap();
+        assert_eq!(keys.len(), 1, "{z}");
+        assert_eq!(keys[0].meta.tag, *tag, "{z}");
+    }
+    // Only files in the directory itself.
+    for e in fs::read_dir(&dir.0).unwrap() {
+        assert!(e.unwrap().file_type().unwrap().is_file());
+    }
+    // The key of `x\.y.example.` as an earlier version named it: taken over.
+    let z = &zones[4];
+    let k = &store.load(z).unwrap()[0];
+    for ext in ["key", "private"] {
+        let old = format!("Kx\\.y.example.+013+{:05}.{ext}", k.meta.tag);
+        fs::rename(dir.0.join(format!("{}.{ext}", k.stem)), dir.0.join(old)).unwrap();
+    }
+    let again = store.load(z).unwrap();
+    assert_eq!((again.len(), again[0].meta.tag), (1, k.meta.tag));
+    assert!(dir.0.join(format!("{}.private", k.stem)).exists());
+    assert_eq!(store.load(&zones[5]).unwrap()[0].meta.tag, tags[5]);
+}

@@ -483,9 +483,25 @@ fn secondary_zones_their_keys_files_and_flags() {
          primary_key = \"xfr.\"\n\
          [[zone]]\nname = \"m.\"\nprimary = [\"127.0.0.1:5300\"]\n\
          [[zone]]\nname = \"p.\"\nfile = \"p\"\n\
-         [limits]\ntransfer_in_timeout_ms = 1000\ntransfer_in_max_records = 10\n",
+         [limits]\ntransfer_in_timeout_ms = 1000\ntransfer_in_max_records = 10\n\
+         transfers_in = 3\ntransfer_in_idle_ms = 500\n",
     )
     .unwrap();
+    assert_eq!(
+        (
+            c.limits.transfers_in,
+            c.limits.transfers_in_per_primary,
+            c.limits.transfer_in_idle_ms
+        ),
+        (3, 2, 500)
+    );
+    for zero in [
+        "transfers_in",
+        "transfers_in_per_primary",
+        "transfer_in_idle_ms",
+    ] {
+        assert!(parse(&format!("[limits]\n{zero} = 0\n")).is_err(), "{zero}");
+    }
     assert!(c.zones[0].is_secondary() && c.zones[1].is_secondary());
     assert!(!c.zones[2].is_secondary());
     assert_eq!(c.zones[0].file, PathBuf::from("/etc/shardns/s.zone"));

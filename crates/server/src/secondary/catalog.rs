@@ -106,17 +106,12 @@ impl Consumer {
     }
 }
 
-/// Where `member` keeps its copy under `pattern`; `None` when its name has characters that
-/// do not belong in a file name (a catalog is not trusted to name paths).
+/// Where `member` keeps its copy under `pattern`: `{zone}` is its file stem (one per
+/// zone, nothing a catalog could use to name another path:
+/// [`shardns_wire::NameRef::file_stem`]); `None` for the root, which no catalog may bring.
 fn member_file(pattern: &str, member: &Name) -> Option<PathBuf> {
-    let text = member.to_string();
-    let text = text.strip_suffix('.').unwrap_or(&text).to_ascii_lowercase();
-    let safe = !text.is_empty()
-        && !text.starts_with('.')
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-    safe.then(|| PathBuf::from(pattern.replace("{zone}", &text)))
+    (!member.as_ref().is_root())
+        .then(|| PathBuf::from(pattern.replace("{zone}", &member.as_ref().file_stem())))
 }
 
 impl Thread {
@@ -229,6 +224,7 @@ impl Thread {
                             m.zone
                         );
                         slot.force_axfr = true;
+                        slot.again = slot.in_flight;
                         slot.next_check = std::time::Instant::now();
                         if let Some(of) = &mut slot.member {
                             of.id = m.id.clone();
@@ -327,7 +323,9 @@ impl Thread {
         let file = t.file.as_ref().and_then(|p| member_file(p, &m.zone));
         if file != slot.zone.file {
             if let Some(old) = &slot.zone.file {
-                let _ = std::fs::remove_file(old);
+                if super::store::check_owner(old, &m.zone).is_ok() {
+                    let _ = std::fs::remove_file(old);
+                }
             }
             if let (Some(new), Some(current)) = (&file, &slot.current) {
                 if let Err(e) = super::store::write_copy(new, current, "moved to another group") {
@@ -372,7 +370,9 @@ impl Thread {
                 inbox.remove(name);
             }
             if let Some(path) = &slot.zone.file {
-                match std::fs::remove_file(path) {
+                let removed =
+                    super::store::check_owner(path, name).and_then(|()| std::fs::remove_file(path));
+                match removed {
                     Ok(()) => info!(
                         "zone {name}: removed from its catalog; {} deleted",
                         path.display()
@@ -426,14 +426,17 @@ mod tests {
     }
 
     #[test]
-    fn member_files_are_plain_names() {
+    fn member_files_are_one_per_zone_in_the_directory() {
         let n = |s: &str| s.parse::<Name>().unwrap();
+        let f = |s: &str| member_file("/d/{zone}.zone", &n(s)).unwrap();
         assert_eq!(
             member_file("/var/lib/shardns/{zone}.zone", &n("Example.COM.")),
             Some(PathBuf::from("/var/lib/shardns/example.com.zone"))
         );
-        assert_eq!(member_file("/d/{zone}", &n("a\\/b.test.")), None);
-        assert_eq!(member_file("/d/{zone}", &n("a\\ b.test.")), None);
-        assert_eq!(member_file("/d/{zone}", &n("\\..test.")), None);
+        assert_eq!(f("a\\/b.test."), PathBuf::from("/d/a%2fb.test.zone"));
+        assert_ne!(f("a/b.test."), f("a_b.test."));
+        assert_eq!(f("a\\ b.test."), PathBuf::from("/d/a%20b.test.zone"));
+        assert_eq!(f("\\..test."), PathBuf::from("/d/%2e.test.zone"));
+        assert_eq!(member_file("/d/{zone}", &Name::root()), None);
     }
 }

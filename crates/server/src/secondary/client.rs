@@ -3,8 +3,11 @@
 //! time into a buffer of 64 KiB and handed to `shardns_zone::xfr::incoming`. With
 //! `primary_tls`, both go over one TLS 1.3 connection each (XoT, RFC 9103: ALPN "dot", the
 //! primary's certificate checked against the configured CA and name, or its key against
-//! the SPKI pins; no fallback to clear text). Every wait is bounded: each exchange (and the TLS handshake) by its own timeout, a
-//! transfer also by its deadline.
+//! the SPKI pins; no fallback to clear text). Every wait is bounded: connecting, the TLS
+//! handshake and each write by 10 s; each message read (all its octets) by
+//! `limits.transfer_in_idle_ms`, so a primary that makes no progress ends the transfer; a
+//! transfer also by its deadline. These run on the transfer threads, never on the
+//! secondary thread.
 
 use super::unix_now;
 use crate::config::{PrimaryTls, TlsCheck};
@@ -29,7 +32,7 @@ use std::time::{Duration, Instant};
 const UDP_WAIT: Duration = Duration::from_secs(2);
 /// Tries of an SOA query over UDP before the primary counts as unreachable.
 const UDP_TRIES: u32 = 2;
-/// Longest wait to connect, and for any one message of a transfer.
+/// Longest wait to connect, for the TLS handshake and for a write.
 const TCP_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a refresh from one primary failed.
@@ -41,6 +44,8 @@ pub(crate) enum Failure {
     Xfr(XfrError),
     /// The transfer took longer than `limits.transfer_in_timeout_ms`.
     Deadline(Duration),
+    /// No whole message within `limits.transfer_in_idle_ms`: no progress.
+    Idle(Duration),
     /// TLS: the handshake failed or did not end in time, or the primary is not the one
     /// configured (certificate, ALPN).
     Tls(String),
@@ -55,6 +60,7 @@ impl fmt::Display for Failure {
             Self::Io(e) => write!(f, "{e}"),
             Self::Xfr(e) => write!(f, "{e}"),
             Self::Deadline(d) => write!(f, "the transfer took longer than {d:?}"),
+            Self::Idle(d) => write!(f, "no progress: no whole message within {d:?}"),
             Self::Tls(e) => write!(f, "TLS: {e}"),
         }
     }
@@ -79,10 +85,11 @@ pub(crate) fn soa_serial(
     apex: &Name,
     key: Option<&Key>,
     id: u16,
+    idle: Duration,
 ) -> Result<u32, Failure> {
     if tls.is_some() {
         // XoT: the SOA query too goes over TLS (RFC 9103 §9.3.3), never in clear text.
-        return soa_over_tcp(primary, tls, apex, key, id);
+        return soa_over_tcp(primary, tls, apex, key, id, idle);
     }
     let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
     let bind: SocketAddr = if primary.is_ipv4() {
@@ -118,7 +125,9 @@ pub(crate) fn soa_serial(
             };
             match incoming::read_soa(&mut req, &buf[..n], unix_now()) {
                 Ok(SoaAnswer::Serial(s)) => return Ok(s),
-                Ok(SoaAnswer::Truncated) => return soa_over_tcp(primary, None, apex, key, id),
+                Ok(SoaAnswer::Truncated) => {
+                    return soa_over_tcp(primary, None, apex, key, id, idle)
+                }
                 Err(e @ XfrError::Malformed(_)) => last = e.into(),
                 Err(e) => return Err(e.into()),
             }
@@ -133,12 +142,13 @@ fn soa_over_tcp(
     apex: &Name,
     key: Option<&Key>,
     id: u16,
+    idle: Duration,
 ) -> Result<u32, Failure> {
     let mut req = incoming::request(apex, RType::SOA, id, None, key, unix_now());
     let mut stream = connect(primary, tls, Instant::now() + TCP_WAIT)?;
     send(&mut stream, &req.bytes)?;
     let mut buf = vec![0u8; 65535];
-    let n = read_message(&mut stream, &mut buf)?
+    let n = read_message(&mut stream, &mut buf, Instant::now() + idle)?
         .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
     match incoming::read_soa(&mut req, &buf[..n], unix_now())? {
         SoaAnswer::Serial(s) => Ok(s),
@@ -155,8 +165,15 @@ pub(crate) struct Transferred {
     pub(crate) skipped: u64,
 }
 
+/// How long a transfer may take: all of it, and any one message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) deadline: Instant,
+    pub(crate) idle: Duration,
+}
+
 /// Transfers `apex` from `primary` over TCP: IXFR from `base` if given, else AXFR; within
-/// `limits` and by `deadline`. The octets read count in `bytes` even when it fails.
+/// `limits` and `bounds`. The octets read count in `bytes` even when it fails.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn transfer(
     primary: SocketAddr,
@@ -167,12 +184,12 @@ pub(crate) fn transfer(
     key: Option<&Key>,
     id: u16,
     limits: Limits,
-    deadline: Instant,
+    bounds: Bounds,
     bytes: &mut u64,
 ) -> Result<Transferred, Failure> {
     let req = incoming::request(apex, qtype, id, base.map(|z| &**z), key, unix_now());
     let mut inc = Incoming::new(req, base.cloned(), limits);
-    let result = run(primary, tls, &mut inc, deadline);
+    let result = run(primary, tls, &mut inc, bounds);
     *bytes += inc.bytes();
     result?;
     let (messages, records, skipped, read) =
@@ -187,24 +204,25 @@ pub(crate) fn transfer(
 }
 
 /// Sends the query and feeds the answer's messages until the closing SOA or the end of the
-/// stream; the number of messages is bounded by the limits, the time by `deadline`.
+/// stream; the number of messages is bounded by the limits, the time by `bounds`: each
+/// message must come whole within `bounds.idle`, all of them by `bounds.deadline`.
 fn run(
     primary: SocketAddr,
     tls: Option<&PrimaryTls>,
     inc: &mut Incoming,
-    deadline: Instant,
+    bounds: Bounds,
 ) -> Result<(), Failure> {
     let started = Instant::now();
+    let deadline = bounds.deadline;
     let mut stream = connect(primary, tls, deadline)?;
     send(&mut stream, inc.query())?;
     let mut buf = vec![0u8; 65535];
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        let now = Instant::now();
+        if now >= deadline {
             return Err(Failure::Deadline(started.elapsed()));
         }
-        stream.sock().set_read_timeout(Some(left.min(TCP_WAIT)))?;
-        let n = match read_message(&mut stream, &mut buf) {
+        let n = match read_message(&mut stream, &mut buf, deadline.min(now + bounds.idle)) {
             Ok(Some(n)) => n,
             // The primary closed the connection between messages: `finish` says whether
             // that was the end.
@@ -213,9 +231,13 @@ fn run(
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) && Instant::now() >= deadline =>
+                ) =>
             {
-                return Err(Failure::Deadline(started.elapsed()))
+                return Err(if Instant::now() >= deadline {
+                    Failure::Deadline(started.elapsed())
+                } else {
+                    Failure::Idle(bounds.idle)
+                });
             }
             Err(e) => return Err(e.into()),
         };
@@ -467,29 +489,49 @@ fn send(stream: &mut Stream, msg: &[u8]) -> io::Result<()> {
     stream.flush()
 }
 
-/// Reads one length-prefixed message into `buf`; `None` if the stream ended before it.
-fn read_message(stream: &mut Stream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+/// Reads one length-prefixed message into `buf`, whole by `by`; `None` if the stream ended
+/// before it. Every read waits only until `by`, so a primary that trickles a message an
+/// octet at a time is cut off there too (a timeout per read alone would not).
+fn read_message(stream: &mut Stream, buf: &mut [u8], by: Instant) -> io::Result<Option<usize>> {
     let mut len = [0u8; 2];
-    // A signal may interrupt the read (the main thread's are handled elsewhere, but the
+    if !read_full(stream, &mut len, by, true)? {
+        return Ok(None);
+    }
+    let n = u16::from_be_bytes(len) as usize;
+    read_full(stream, &mut buf[..n], by, false)?;
+    Ok(Some(n))
+}
+
+/// Fills `buf` by `by` (else a `TimedOut` error). `Ok(false)`: the stream ended before the
+/// first octet and `between` (between messages: whether that was the end is for `finish`,
+/// the closing SOA, to say).
+fn read_full(stream: &mut Stream, buf: &mut [u8], by: Instant, between: bool) -> io::Result<bool> {
+    let mut got = 0;
+    // A signal may interrupt a read (the main thread's are handled elsewhere, but the
     // kernel can still say so); a few retries, then the error.
-    let mut tries = 0;
-    loop {
-        match stream.read(&mut len[..1]) {
-            Ok(0) => return Ok(None),
-            Ok(_) => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted && tries < 8 => tries += 1,
-            // A TLS primary that closes without close_notify between messages: whether
-            // that was the end is for `finish` (the closing SOA) to say, as over TCP.
+    let mut interrupted = 0;
+    while got < buf.len() {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.sock().set_read_timeout(Some(left))?;
+        match stream.read(&mut buf[got..]) {
+            Ok(0) if got == 0 && between => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && interrupted < 8 => interrupted += 1,
+            // A TLS primary that closes without close_notify between messages.
             Err(e)
-                if e.kind() == io::ErrorKind::UnexpectedEof && matches!(stream, Stream::Tls(_)) =>
+                if e.kind() == io::ErrorKind::UnexpectedEof
+                    && got == 0
+                    && between
+                    && matches!(stream, Stream::Tls(_)) =>
             {
-                return Ok(None)
+                return Ok(false)
             }
             Err(e) => return Err(e),
         }
     }
-    stream.read_exact(&mut len[1..])?;
-    let n = u16::from_be_bytes(len) as usize;
-    stream.read_exact(&mut buf[..n])?;
-    Ok(Some(n))
+    Ok(true)
 }

@@ -1,22 +1,32 @@
 //! secondary -- the secondary role: zones transferred from primaries (`[[zone]] primary`,
-//! `--secondary`), kept fresh by their SOA timers and by NOTIFY, on one thread of their own
-//! (`shardns-secondary`), never a worker.
+//! `--secondary`), kept fresh by their SOA timers and by NOTIFY. One thread of their own
+//! (`shardns-secondary`, never a worker) keeps the timers and never waits on the network;
+//! the refreshes run on a small pool of transfer threads (`shardns-xfr-in-N`,
+//! `[limits] transfers_in` of them), several at once.
 //!
 //! ```text
 //!  start: a stand-in (SERVFAIL) per zone; the copy kept in `file`, if not expired, served
-//!  thread: per zone, when due (REFRESH, RETRY after a failure, at once after a NOTIFY):
-//!          SOA query to each primary in turn (client::soa_serial)
+//!  secondary thread: per zone, when due (REFRESH, RETRY after a failure, at once after a
+//!          NOTIFY), longest due first: a Job to the transfer threads, at most
+//!          `transfers_in` at once and `transfers_in_per_primary` asking one primary
+//!          (a slow primary holds back only its own zones)
+//!  transfer thread (refresh): SOA query to the primary (client::soa_serial)
 //!          → newer (RFC 1982)? IXFR from our version, else AXFR (client::transfer,
 //!            shardns_zone::xfr::incoming); AXFR again when the IXFR cannot be applied
-//!          → new version: Arc<Zone> → main thread (SIGUSR1, `publish`): ZoneSet::update,
-//!            ArcSwap::store, NOTIFY to our own secondaries; the copy written (store)
-//!          → EXPIRE passed without a successful refresh: the stand-in again (SERVFAIL)
+//!          → Report::Got(new version) → the copy written (store) → Report::Done
+//!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `publish`):
+//!            ZoneSet::update, ArcSwap::store, NOTIFY to our own secondaries; timers again;
+//!            a failure: the next primary at once, RETRY when all failed
+//!          → EXPIRE passed without a successful refresh: the stand-in again (SERVFAIL),
+//!            on time whatever the transfers do (a version that comes after is served)
 //!  workers: NOTIFY → inbox (answered at once; a flag and a wake-up for the thread)
 //! ```
 //!
 //! Transfers never touch the answer path: the workers go on answering from the version they
 //! hold until the main thread swaps the new one in. A transfer holds one message at a time
-//! plus the records read so far, within `[limits] transfer_in_*`. Timers: REFRESH and RETRY
+//! plus the records read so far, within `[limits] transfer_in_*`; a message that does not
+//! come whole within `transfer_in_idle_ms` (no progress) or a transfer past
+//! `transfer_in_timeout_ms` ends it, and the zone is retried. Timers: REFRESH and RETRY
 //! of the zone's SOA (at least [`MIN_REFRESH`] and [`MIN_RETRY`], at most a day), each
 //! shortened by up to a tenth at random (jitter, so that many secondaries do not ask at the
 //! same moment); EXPIRE (at least [`MIN_EXPIRE`]) counted from the last successful refresh.
@@ -25,26 +35,29 @@
 mod catalog;
 mod client;
 mod inbox;
+mod publish;
+mod refresh;
+mod schedule;
 mod store;
+
+pub(crate) use publish::{publish, serve_outside};
 
 use inbox::Flags;
 pub(crate) use inbox::Inbox;
 
 use crate::config::{Config, PrimaryTls};
-use crate::control::Reloader;
 use crate::Shared;
-use client::Failure;
 use shardns_wire::tsig::Key;
-use shardns_wire::{Name, RType};
-use shardns_zone::xfr::incoming::{Form, Limits, Outcome};
-use shardns_zone::xfr::is_newer;
+use shardns_wire::Name;
+use shardns_zone::xfr::incoming::Limits;
 use shardns_zone::{Zone, ZoneChange};
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{error, info, warn};
@@ -142,6 +155,8 @@ pub(crate) struct SlotStatus {
 pub(crate) struct Role {
     zones: Vec<(SecondaryZone, Arc<Flags>)>,
     wake: Receiver<()>,
+    /// The same channel's sender, for the transfer threads' reports.
+    waker: SyncSender<()>,
 }
 
 /// The role for `config`, and the inbox the workers hand NOTIFY to; `None` without
@@ -152,6 +167,7 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
         return None;
     }
     let (tx, wake) = mpsc::sync_channel(1);
+    let waker = tx.clone();
     let inbox = Inbox::new(tx);
     let zones = zones
         .into_iter()
@@ -161,7 +177,7 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
             (z, flags)
         })
         .collect();
-    Some((Role { zones, wake }, inbox))
+    Some((Role { zones, wake, waker }, inbox))
 }
 
 impl Role {
@@ -185,6 +201,21 @@ impl Role {
     ) -> io::Result<Receiver<Vec<ZoneChange>>> {
         let (tx, rx) = mpsc::channel();
         let l = &config.limits;
+        let (jobs, queue) = mpsc::channel();
+        let (reports, reported) = mpsc::channel();
+        refresh::Pool {
+            shared: Arc::clone(&shared),
+            limits: Limits {
+                messages: l.transfer_in_max_messages,
+                records: l.transfer_in_max_records,
+                bytes: l.transfer_in_max_bytes,
+            },
+            timeout: Duration::from_millis(l.transfer_in_timeout_ms),
+            idle: Duration::from_millis(l.transfer_in_idle_ms),
+            reports,
+            wake: self.waker,
+        }
+        .start(l.transfers_in as usize, queue)?;
         let slots: Vec<Slot> = self
             .zones
             .into_iter()
@@ -204,12 +235,12 @@ impl Role {
             wake: self.wake,
             publish: tx,
             shared,
-            limits: Limits {
-                messages: l.transfer_in_max_messages,
-                records: l.transfer_in_max_records,
-                bytes: l.transfer_in_max_bytes,
-            },
-            timeout: Duration::from_millis(l.transfer_in_timeout_ms),
+            jobs,
+            reports: reported,
+            busy: HashMap::new(),
+            in_flight: 0,
+            max_in: l.transfers_in as usize,
+            max_per_primary: l.transfers_in_per_primary as usize,
             rng: seed | 1,
         };
         std::thread::Builder::new()
@@ -217,82 +248,6 @@ impl Role {
             .spawn(move || thread.run())?;
         Ok(rx)
     }
-}
-
-/// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
-/// own secondaries about new serials (chains), and retires what they replaced.
-pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Vec<ZoneChange>>) {
-    let changes: Vec<ZoneChange> = rx.try_iter().flatten().collect();
-    if changes.is_empty() {
-        return;
-    }
-    serve_outside(reloader, shared, changes);
-}
-
-/// Serves `changes` to zones not read from files (transferred, stand-ins, removed members
-/// of a catalog, produced catalogs): swaps the set, records the journals, tells our own
-/// secondaries about new serials, and retires what was replaced.
-pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: Vec<ZoneChange>) {
-    if changes.is_empty() {
-        return;
-    }
-    let removed: Vec<Name> = changes
-        .iter()
-        .filter_map(|c| match c {
-            ZoneChange::Remove(n) => Some(n.clone()),
-            ZoneChange::Put(_) => None,
-        })
-        .collect();
-    let puts: Vec<Arc<Zone>> = changes
-        .iter()
-        .filter_map(|c| match c {
-            ZoneChange::Put(z) => Some(Arc::clone(z)),
-            ZoneChange::Remove(_) => None,
-        })
-        .collect();
-    let set = reloader.library.apply_outside(changes);
-    let old = shared.zones.swap(Arc::new(set));
-    shared.wake_workers();
-    // Into the journal before our own secondaries are told (chains take IXFR from it).
-    let config = &reloader.config;
-    crate::journal::record_all(
-        &shared.journals,
-        config,
-        |apex| crate::journal::config_file(config, apex),
-        Some(&*old),
-        &puts,
-    );
-    // After the journals were recorded: a member added and removed again within one batch
-    // keeps no history either.
-    for apex in &removed {
-        shared.journals.forget(apex);
-    }
-    let replaced: Vec<Arc<Zone>> = puts
-        .iter()
-        .map(|z| z.apex())
-        .chain(removed.iter().map(|n| n.as_ref()))
-        .filter_map(|apex| old.get(apex).cloned())
-        .collect();
-    let notify = reloader.config.notify_index();
-    if !notify.is_empty() {
-        for zone in puts.iter().filter(|z| !z.is_unavailable()) {
-            let targets = notify.targets(&zone.apex().to_name());
-            let changed = old
-                .get(zone.apex())
-                .is_none_or(|was| was.is_unavailable() || was.serial() != zone.serial());
-            if changed && !targets.is_empty() {
-                reloader.notifier.announce(crate::notify::Job {
-                    zone: Arc::clone(zone),
-                    targets: targets.to_vec(),
-                });
-            }
-        }
-    }
-    reloader.retire(old, replaced);
-    shared
-        .control
-        .zones
-        .store(reloader.library.len() as u64, Relaxed);
 }
 
 /// One secondary zone on the thread.
@@ -320,7 +275,26 @@ struct Slot {
     /// The operator asked for an AXFR (`shardns zone retransfer`): the next refresh
     /// transfers the whole zone whatever the serials say.
     force_axfr: bool,
+    /// A transfer thread is refreshing it.
+    in_flight: bool,
+    /// Primaries that failed in this refresh, after `preferred`: the next one is asked.
+    attempt: usize,
+    /// A NOTIFY (or `zone refresh`, `retransfer`, a catalog reset) came while a refresh
+    /// ran: another one after it.
+    again: bool,
+    /// The refresh running was asked to transfer by AXFR (a retransfer asked for since
+    /// is still to do).
+    forced_job: bool,
+    /// Tells this slot from an earlier one of the same zone (a catalog member removed
+    /// and added again) in the transfer threads' reports.
+    generation: u64,
+    /// The serial of `current` when a refresh last ended (a catalog is read again when
+    /// it changes).
+    applied: Option<u32>,
 }
+
+/// The generation of the next slot.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 impl Slot {
     fn new(zone: SecondaryZone, flags: Arc<Flags>, member: Option<catalog::MemberOf>) -> Self {
@@ -338,6 +312,19 @@ impl Slot {
             source: None,
             last_error: None,
             force_axfr: false,
+            in_flight: false,
+            attempt: 0,
+            again: false,
+            forced_job: false,
+            generation: GENERATION.fetch_add(1, Relaxed),
+            applied: None,
+        }
+    }
+
+    fn id(&self) -> refresh::SlotId {
+        refresh::SlotId {
+            name: self.zone.name.clone(),
+            generation: self.generation,
         }
     }
 }
@@ -351,8 +338,14 @@ struct Thread {
     wake: Receiver<()>,
     publish: Sender<Vec<ZoneChange>>,
     shared: Arc<Shared>,
-    limits: Limits,
-    timeout: Duration,
+    /// To the transfer threads, and their reports back.
+    jobs: Sender<refresh::Job>,
+    reports: Receiver<refresh::Report>,
+    /// Refreshes running, per primary and in all.
+    busy: HashMap<SocketAddr, usize>,
+    in_flight: usize,
+    max_in: usize,
+    max_per_primary: usize,
     rng: u64,
 }
 
@@ -365,6 +358,9 @@ impl Thread {
             .collect();
         for i in catalogs.into_iter().rev() {
             self.apply_catalog(i);
+        }
+        for slot in &mut self.slots {
+            slot.applied = slot.current.as_ref().map(|z| z.serial());
         }
         self.count_unavailable();
         for i in 0..self.slots.len() {
@@ -389,9 +385,16 @@ impl Thread {
                             slot.zone.name
                         );
                     }
+                    // A refresh running now may have started before the change: another
+                    // one when it ends.
+                    slot.again = slot.in_flight;
                     slot.next_check = now;
                 }
             }
+            while let Ok(r) = self.reports.try_recv() {
+                self.take(r);
+            }
+            let now = Instant::now();
             for i in 0..self.slots.len() {
                 let s = &self.slots[i];
                 if s.serving && s.expire_at.is_some_and(|t| t <= now) {
@@ -399,23 +402,17 @@ impl Thread {
                     self.report(i);
                 }
             }
-            let due = (0..self.slots.len())
-                .filter(|&i| self.slots[i].next_check <= now)
-                .min_by_key(|&i| self.slots[i].next_check);
-            if let Some(i) = due {
-                let had = self.slots[i].current.as_ref().map(|z| z.serial());
-                self.refresh(i);
-                self.report(i);
-                let has = self.slots[i].current.as_ref().map(|z| z.serial());
-                if self.slots[i].zone.catalog.is_some() && has != had {
-                    self.apply_catalog(i);
-                }
-                continue;
-            }
+            self.dispatch(now);
+            // Zones due but held back by the limits wait for a report (which wakes us).
             let next = self
                 .slots
                 .iter()
-                .flat_map(|s| [Some(s.next_check), s.expire_at.filter(|_| s.serving)])
+                .flat_map(|s| {
+                    [
+                        Some(s.next_check).filter(|t| !s.in_flight && *t > now),
+                        s.expire_at.filter(|_| s.serving),
+                    ]
+                })
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_secs(3600));
@@ -491,251 +488,9 @@ impl Thread {
         full - full * (cut as u32) / 10_000
     }
 
-    /// Asks the primaries, in turn, for the zone's serial, and transfers a newer version.
-    fn refresh(&mut self, i: usize) {
-        let zone = self.slots[i].zone.clone();
-        let n = zone.primaries.len();
-        for k in 0..n {
-            let p = (self.slots[i].preferred + k) % n;
-            let primary = zone.primaries[p];
-            let id = self.next_id();
-            // A catalog is asked by IXFR at once: knotd refuses ordinary queries to the
-            // catalogs it generates, and a primary with nothing newer answers an IXFR with
-            // its SOA alone (RFC 1995 §4), which is the SOA query's answer.
-            let serial = if zone.catalog.is_some() {
-                None
-            } else {
-                match client::soa_serial(
-                    primary,
-                    zone.tls.as_ref(),
-                    &zone.name,
-                    zone.key.as_ref(),
-                    id,
-                ) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        warn!("zone {}: SOA query to {primary} failed: {e}", zone.name);
-                        self.slots[i].last_error = Some(format!("SOA query to {primary}: {e}"));
-                        continue;
-                    }
-                }
-            };
-            let current = self.slots[i].current.clone();
-            let forced = self.slots[i].force_axfr;
-            if let Some((cur, serial)) = current
-                .as_ref()
-                .zip(serial)
-                .filter(|(c, serial)| !forced && !is_newer(*serial, c.serial()))
-            {
-                if serial != cur.serial() {
-                    warn!(
-                        "zone {}: {primary} has serial {serial}, not newer than ours ({}); keeping ours",
-                        zone.name,
-                        cur.serial()
-                    );
-                }
-                self.slots[i].preferred = p;
-                self.slots[i].source = Some(primary);
-                self.refreshed(i, false);
-                return;
-            }
-            match self.transfer(i, primary, serial) {
-                Ok(()) => {
-                    self.slots[i].preferred = p;
-                    self.slots[i].source = Some(primary);
-                    self.slots[i].force_axfr = false;
-                    return;
-                }
-                Err(e) => {
-                    self.slots[i].last_error = Some(format!("transfer from {primary}: {e}"));
-                    self.shared.control.xfr_in_failed.fetch_add(1, Relaxed);
-                    error!(
-                        "zone {}: transfer from {primary} failed, {}: {e}",
-                        zone.name,
-                        if self.slots[i].serving {
-                            "keeping the version served"
-                        } else {
-                            "still nothing to serve"
-                        }
-                    );
-                }
-            }
-        }
-        // Every primary failed: try again after RETRY (or the back-off of a zone that has
-        // never had a version).
-        let slot = &mut self.slots[i];
-        slot.failures += 1;
-        let retry = match &slot.current {
-            Some(z) => timers(z).1,
-            None => (5u32 << (slot.failures - 1).min(6)).min(300),
-        };
-        let wait = self.jitter(retry);
-        self.slots[i].next_check = Instant::now() + wait;
-        warn!(
-            "zone {}: refresh failed from every primary ({} in a row); next try in {:.0} s",
-            zone.name,
-            self.slots[i].failures,
-            wait.as_secs_f64()
-        );
-    }
-
-    /// Transfers the zone from `primary`, whose serial is `serial`: IXFR from our version
-    /// if we have one (AXFR if that cannot be done), else AXFR.
-    fn transfer(
-        &mut self,
-        i: usize,
-        primary: SocketAddr,
-        serial: Option<u32>,
-    ) -> Result<(), String> {
-        let zone = self.slots[i].zone.clone();
-        // A retransfer asked for: AXFR, as if we had no version.
-        let base = self.slots[i]
-            .current
-            .clone()
-            .filter(|_| !self.slots[i].force_axfr);
-        let started = Instant::now();
-        let deadline = started + self.timeout;
-        let mut bytes = 0u64;
-        let key = zone.key.as_ref();
-        let mut result = Err(Failure::Io(io::ErrorKind::NotFound.into()));
-        let mut tried_ixfr = false;
-        if let Some(base) = &base {
-            tried_ixfr = true;
-            let id = self.next_id();
-            result = client::transfer(
-                primary,
-                zone.tls.as_ref(),
-                &zone.name,
-                RType::IXFR,
-                Some(base),
-                key,
-                id,
-                self.limits,
-                deadline,
-                &mut bytes,
-            );
-            let fall_back = match &result {
-                Ok(t) => matches!(t.outcome, Outcome::SoaOnly(s) if is_newer(s, base.serial())),
-                Err(Failure::Xfr(e)) => e.retry_with_axfr(),
-                Err(_) => false,
-            };
-            if fall_back {
-                if let Err(e) = &result {
-                    warn!(
-                        "zone {}: IXFR from {primary} failed ({e}); trying AXFR",
-                        zone.name
-                    );
-                }
-                tried_ixfr = false;
-            }
-        }
-        if !tried_ixfr {
-            let id = self.next_id();
-            result = client::transfer(
-                primary,
-                zone.tls.as_ref(),
-                &zone.name,
-                RType::AXFR,
-                None,
-                key,
-                id,
-                self.limits,
-                deadline,
-                &mut bytes,
-            );
-        }
-        self.shared.control.xfr_in_bytes.fetch_add(bytes, Relaxed);
-        let t = result.map_err(|e| e.to_string())?;
-        let (new, form, patched) = match t.outcome {
-            Outcome::SoaOnly(s) => {
-                // Up to date after all (the SOA query and the transfer crossed a change).
-                if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
-                    self.refreshed(i, false);
-                    return Ok(());
-                }
-                return Err(format!("the primary sent its SOA (serial {s}) and no zone"));
-            }
-            Outcome::Zone {
-                zone,
-                warnings,
-                form,
-                patched,
-            } => {
-                for w in warnings.iter().take(10) {
-                    warn!("zone {}: {w}", zone.apex());
-                }
-                (zone, form, patched)
-            }
-        };
-        if let Some(b) = base
-            .as_ref()
-            .filter(|b| !is_newer(new.serial(), b.serial()))
-        {
-            return Err(format!(
-                "the primary sent serial {}, not newer than ours ({}); keeping ours",
-                new.serial(),
-                b.serial()
-            ));
-        }
-        // Counted by what came: differences, or the whole zone (an AXFR, or an IXFR the
-        // primary answered in AXFR form).
-        let (kind, counter) = match form {
-            Form::Incremental => ("IXFR", &self.shared.control.xfr_in_ixfr),
-            Form::Whole if tried_ixfr => ("IXFR in AXFR form", &self.shared.control.xfr_in_axfr),
-            Form::Whole => ("AXFR", &self.shared.control.xfr_in_axfr),
-        };
-        counter.fetch_add(1, Relaxed);
-        let new = Arc::new(new);
-        info!(
-            "zone {}: serial {} -> {} by {kind} from {primary} (announced {}): {} records, {} messages, {} octets in {:.3} s{}{}",
-            zone.name,
-            base.as_ref().map_or("none".to_string(), |b| b.serial().to_string()),
-            new.serial(),
-            serial.map_or("-".to_string(), |s| s.to_string()),
-            new.record_count(),
-            t.messages,
-            t.bytes,
-            started.elapsed().as_secs_f64(),
-            if t.skipped > 0 {
-                format!(" ({} records outside the zone skipped; {} read)", t.skipped, t.records)
-            } else {
-                String::new()
-            },
-            match patched {
-                Some(w) => format!(
-                    "; patched, not rebuilt: {} names changed, {} added, {} removed, {} RRsets written",
-                    w.nodes_changed, w.nodes_added, w.nodes_removed, w.rrsets_written
-                ),
-                None => String::new(),
-            }
-        );
-        self.send(vec![ZoneChange::Put(Arc::clone(&new))]);
-        let slot = &mut self.slots[i];
-        slot.current = Some(Arc::clone(&new));
-        slot.serving = true;
-        if let Some(path) = &slot.zone.file {
-            let written = Instant::now();
-            match store::write_copy(path, &new, &format!("from {primary}")) {
-                Ok(()) => info!(
-                    "zone {}: copy written to {} in {:.3} s",
-                    zone.name,
-                    path.display(),
-                    written.elapsed().as_secs_f64()
-                ),
-                Err(e) => warn!(
-                    "zone {}: cannot keep its copy in {}: {e}",
-                    zone.name,
-                    path.display()
-                ),
-            }
-        }
-        self.refreshed(i, true);
-        Ok(())
-    }
-
     /// A refresh succeeded: the timers start again from the SOA of our version, and a zone
     /// that had expired is served again.
-    fn refreshed(&mut self, i: usize, written: bool) {
+    fn refreshed(&mut self, i: usize) {
         let Some(current) = self.slots[i].current.clone() else {
             return;
         };
@@ -748,17 +503,6 @@ impl Thread {
         slot.last_refresh = Some(SystemTime::now());
         slot.next_check = now + wait;
         slot.expire_at = Some(now + Duration::from_secs(expire.into()));
-        if !written {
-            if let Some(path) = &slot.zone.file {
-                if let Err(e) = store::touch(path) {
-                    warn!(
-                        "zone {}: cannot record the refresh on {}: {e}",
-                        slot.zone.name,
-                        path.display()
-                    );
-                }
-            }
-        }
         if !slot.serving {
             slot.serving = true;
             info!(

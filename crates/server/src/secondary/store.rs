@@ -5,13 +5,17 @@
 //! The time of the last successful refresh is the file's modification time: a transfer
 //! writes the file, a refresh that finds the serial unchanged sets its mtime to now. At
 //! start a copy is served only if that time plus the SOA's EXPIRE is still ahead.
+//!
+//! The first line names the zone: a file that is another zone's copy (two zones given one
+//! `file`, a catalog template's name meeting a configured one) is neither read, written
+//! over nor deleted for this zone.
 
 use shardns_wire::{rdata, Name, RType};
 use shardns_zone::scan::{scan_file, Diag};
 use shardns_zone::{ScanOptions, Zone};
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -24,9 +28,41 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.shardns-tmp"))
 }
 
-/// Writes `zone` to `path` atomically; `about` goes in the header comment (where it came
-/// from).
+/// What the first line of a copy says after the zone's name.
+const KEPT_BY: &str = ", kept by shardns as a secondary";
+
+/// The zone the copy at `path` is of, by its first line; `None` if there is no file or
+/// we did not write it.
+fn owner(path: &Path) -> Option<Name> {
+    let mut line = String::new();
+    BufReader::new(File::open(path).ok()?.take(1024))
+        .read_line(&mut line)
+        .ok()?;
+    if !line.contains(KEPT_BY) {
+        return None;
+    }
+    line.strip_prefix("; ")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `Err` if the file at `path` is the copy of a zone other than `apex`: it is left alone.
+pub(crate) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
+    match owner(path) {
+        Some(other) if other != *apex => Err(io::Error::other(format!(
+            "{} is the copy of zone {other}, not of {apex}: left as it is (two zones given one file?)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `zone` to `path` atomically, unless it holds another zone's copy; `about` goes
+/// in the header comment (where it came from).
 pub(crate) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
+    check_owner(path, &zone.apex().to_name())?;
     let tmp = temp_path(path);
     let result = write_file(&tmp, zone, about).and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
@@ -46,7 +82,7 @@ fn write_file(tmp: &Path, zone: &Zone, about: &str) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(1 << 20, file);
     writeln!(
         w,
-        "; {} serial {}, kept by shardns as a secondary: {about}",
+        "; {} serial {}{KEPT_BY}: {about}",
         zone.apex(),
         zone.serial()
     )?;
@@ -85,6 +121,9 @@ pub(crate) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> 
     // A temporary file left by a crash mid-write is of no use.
     let _ = fs::remove_file(temp_path(path));
     let modified = fs::metadata(path).ok()?.modified().ok()?;
+    if let Err(e) = check_owner(path, apex) {
+        return Some((Err(e.to_string()), modified));
+    }
     let opts = ScanOptions {
         threads: 2,
         ..ScanOptions::new(apex.clone())
@@ -150,6 +189,21 @@ mod tests {
         assert_eq!(soa_timers(&back), (7200, 3600, 1_209_600));
         touch(&path).unwrap();
         assert!(read_copy(&dir.join("none"), &apex).is_none());
+        // Another zone given the same file: neither reads nor writes it.
+        let other: Name = "other.test.".parse().unwrap();
+        let before = fs::read(&path).unwrap();
+        let (theirs, _) = load_zone_text(
+            "@ 60 SOA ns h 1 60 60 600 60\n@ 60 NS ns\n".as_bytes(),
+            Path::new("t"),
+            &ScanOptions::new(other.clone()),
+        )
+        .unwrap();
+        let e = write_copy(&path, &theirs, "from a test").unwrap_err();
+        assert!(e.to_string().contains("copy of zone copy.test."), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), before);
+        let (refused, _) = read_copy(&path, &other).unwrap();
+        assert!(refused.unwrap_err().contains("not of other.test."));
+        assert!(check_owner(&path, &apex).is_ok());
         let _ = fs::remove_dir_all(&dir);
     }
 }

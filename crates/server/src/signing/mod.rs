@@ -37,13 +37,15 @@ use shardns_zone::scan::{Diag, LoadError, Records, Scanned};
 use shardns_zone::ScanOptions;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod state;
 mod timer;
 pub(crate) mod tools;
 
+pub(crate) use state::StateFile;
+use state::{state_path, write_atomic};
 pub(crate) use timer::Resigner;
 
 /// How one zone is signed: from its `[[zone]]` table and `server.key_directory`.
@@ -400,125 +402,6 @@ fn push_chunk(bytes: &mut Vec<u8>, items: &mut Vec<Rr>, chunk: &Records) {
 /// How much of the kept signed zone's text is read and scanned at a time.
 const PIECE: usize = 16 << 20;
 
-/// The file name of `apex` in `KEYDIR/state`: the zone without its final dot, `root` for
-/// the root.
-fn state_name(apex: &Name) -> String {
-    let zone = apex.to_string().to_ascii_lowercase();
-    let zone = zone.strip_suffix('.').unwrap_or(&zone);
-    if zone.is_empty() {
-        "root".into()
-    } else {
-        zone.into()
-    }
-}
-
-/// Writes `data` to `path` atomically: the directory made (mode 0700) if need be, a
-/// temporary file (mode 0600) written by `fill`, synced, renamed over the path.
-fn write_atomic(
-    path: &Path,
-    fill: impl FnOnce(&mut io::BufWriter<&fs::File>) -> io::Result<()>,
-) -> Result<(), String> {
-    let err = |e: io::Error| format!("{}: {e}", path.display());
-    let dir = path.parent().expect("a state file is in a directory");
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(dir)
-        .map_err(err)?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let _ = fs::remove_file(&tmp);
-    let f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(err)?;
-    let mut w = io::BufWriter::with_capacity(1 << 20, &f);
-    let written = fill(&mut w).and_then(|()| w.flush());
-    drop(w);
-    if let Err(e) = written.and_then(|()| f.sync_all()) {
-        let _ = fs::remove_file(&tmp);
-        return Err(err(e));
-    }
-    fs::rename(&tmp, path).map_err(err)
-}
-
-/// A signed zone's state in the key directory: `state/<zone>.state`, a line `serial N`,
-/// then the timings of its last signing (`dnskey_ttl N`, `max_ttl N`, `propagation N`,
-/// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`), seconds.
-pub(crate) struct StateFile {
-    path: PathBuf,
-}
-
-impl StateFile {
-    pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
-        Self {
-            path: key_dir
-                .join("state")
-                .join(format!("{}.state", state_name(apex))),
-        }
-    }
-
-    fn text(&self) -> Result<Option<String>, String> {
-        match fs::read_to_string(&self.path) {
-            Ok(t) => Ok(Some(t)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", self.path.display())),
-        }
-    }
-
-    /// The last serial signed with; `None` if the zone was never signed here.
-    pub(crate) fn read(&self) -> Result<Option<u32>, String> {
-        let Some(text) = self.text()? else {
-            return Ok(None);
-        };
-        text.lines()
-            .find_map(|l| l.strip_prefix("serial "))
-            .and_then(|s| s.trim().parse().ok())
-            .map(Some)
-            .ok_or_else(|| format!("{}: no `serial N` line", self.path.display()))
-    }
-
-    /// The timings of the last signing; `None` if the zone was never signed by this
-    /// version.
-    pub(crate) fn timings(&self) -> Result<Option<RollTimings>, String> {
-        let Some(text) = self.text()? else {
-            return Ok(None);
-        };
-        let get = |k: &str| {
-            text.lines()
-                .filter_map(|l| l.split_once(' '))
-                .find(|(f, _)| *f == k)
-                .and_then(|(_, v)| v.trim().parse::<u64>().ok())
-        };
-        Ok((|| {
-            Some(RollTimings {
-                dnskey_ttl: get("dnskey_ttl")?,
-                max_ttl: get("max_ttl")?,
-                propagation: get("propagation")?,
-                parent_ds_ttl: get("parent_ds_ttl")?,
-                parent_propagation: get("parent_propagation")?,
-                zsk_lifetime: get("zsk_lifetime"),
-            })
-        })())
-    }
-
-    /// Records `serial` and the timings, atomically.
-    pub(crate) fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
-        let mut text = format!(
-            "serial {serial}\ndnskey_ttl {}\nmax_ttl {}\npropagation {}\nparent_ds_ttl {}\n\
-             parent_propagation {}\n",
-            t.dnskey_ttl, t.max_ttl, t.propagation, t.parent_ds_ttl, t.parent_propagation
-        );
-        if let Some(life) = t.zsk_lifetime {
-            text.push_str(&format!("zsk_lifetime {life}\n"));
-        }
-        write_atomic(&self.path, |w| w.write_all(text.as_bytes()))
-    }
-}
-
 /// The last signed version of a zone: `state/<zone>.signed`, a zone file whose first line
 /// says what it was signed from and when it is due: `; shardns-signed fingerprint HEX
 /// serial N due T`.
@@ -530,9 +413,7 @@ pub(crate) struct SignedFile {
 impl SignedFile {
     pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
         Self {
-            path: key_dir
-                .join("state")
-                .join(format!("{}.signed", state_name(apex))),
+            path: state_path(key_dir, apex, "signed"),
             apex: apex.clone(),
         }
     }

@@ -413,3 +413,31 @@ fn a_kept_zone_out_of_canonical_order_is_signed_anew() {
     fs::write(&path, lines.join("\n") + "\n").unwrap();
     assert_eq!(serial(NOW + 2), 11, "signed anew");
 }
+
+/// State files are named per zone (`a/b.` and `a_b.` apart, inside `state/`); one an
+/// earlier version named by the zone's text is renamed, except the root's old name for
+/// the zone `root.`.
+#[test]
+fn state_files_are_one_per_zone_and_old_names_taken_over() {
+    let dir = Dir::new("state-names");
+    let name = |s: &str| s.parse::<Name>().unwrap();
+    let (slash, under) = (
+        state_path(&dir.0, &name("a/b.test."), "state"),
+        state_path(&dir.0, &name("A_B.test."), "state"),
+    );
+    assert_ne!(slash, under);
+    assert_eq!(slash.parent(), Some(dir.0.join("state").as_path()));
+    assert_eq!(under, dir.0.join("state/a_b.test.state"));
+    let state = dir.0.join("state");
+    fs::create_dir_all(&state).unwrap();
+    fs::write(state.join("x\\.y.test.state"), "serial 9\n").unwrap();
+    let moved = StateFile::new(&dir.0, &name("x\\.y.test."));
+    assert_eq!(moved.read().unwrap(), Some(9));
+    assert!(!state.join("x\\.y.test.state").exists());
+    fs::write(state.join("root.state"), "serial 4\n").unwrap();
+    assert_eq!(StateFile::new(&dir.0, &name("root.")).read().unwrap(), None);
+    assert_eq!(
+        StateFile::new(&dir.0, &Name::root()).read().unwrap(),
+        Some(4)
+    );
+}

@@ -17,6 +17,11 @@
 //! - `outgoing`: Knot DNS, NSD and BIND as secondaries of shardns take true IXFR from its
 //!   journal; the journal survives a restart, and one cut short by a crash is detected.
 //! - `control`: `shardns zone status|refresh|retransfer|notify`.
+//! - `names`: `a/b.example.` and `a_b.example.`, once one journal file name, each keep
+//!   their history over a restart.
+//! - `slow`: a primary of our own making that sends a message every 2 s, or trickles one:
+//!   other primaries' zones are served and expire on time meanwhile, at most two transfers
+//!   ask it at once, and a transfer that makes no progress is ended and retried.
 //!
 //! ```sh
 //! cargo test -p shardns --test secondary -- --nocapture
@@ -34,12 +39,14 @@ mod chain;
 mod common;
 mod control;
 mod hostile;
+mod names;
 mod outgoing;
 mod peers;
+mod slow;
 
 use common::*;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 

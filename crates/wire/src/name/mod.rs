@@ -9,10 +9,12 @@
 //! whole wire form lower-cases exactly the label letters.
 //!
 //! This file holds [`NameRef`] and [`Name`]; `buf` holds [`NameBuf`] (text parsing and
-//! decompression), `ci` the case-insensitive comparison and hash.
+//! decompression), `ci` the case-insensitive comparison and hash, `file` the file-name form
+//! of a name ([`NameRef::file_stem`]).
 
 mod buf;
 mod ci;
+mod file;
 
 pub use buf::NameBuf;
 pub use ci::{eq_ci, hash_ci, lower};

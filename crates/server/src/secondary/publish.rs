@@ -1,0 +1,86 @@
+//! secondary::publish -- on the main thread: the versions the secondary thread sent (and
+//! other zones not read from files) swapped into the zone set, journaled, announced.
+
+use crate::control::Reloader;
+use crate::Shared;
+use shardns_wire::Name;
+use shardns_zone::{Zone, ZoneChange};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+/// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
+/// own secondaries about new serials (chains), and retires what they replaced.
+pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Vec<ZoneChange>>) {
+    let changes: Vec<ZoneChange> = rx.try_iter().flatten().collect();
+    if changes.is_empty() {
+        return;
+    }
+    serve_outside(reloader, shared, changes);
+}
+
+/// Serves `changes` to zones not read from files (transferred, stand-ins, removed members
+/// of a catalog, produced catalogs): swaps the set, records the journals, tells our own
+/// secondaries about new serials, and retires what was replaced.
+pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: Vec<ZoneChange>) {
+    if changes.is_empty() {
+        return;
+    }
+    let removed: Vec<Name> = changes
+        .iter()
+        .filter_map(|c| match c {
+            ZoneChange::Remove(n) => Some(n.clone()),
+            ZoneChange::Put(_) => None,
+        })
+        .collect();
+    let puts: Vec<Arc<Zone>> = changes
+        .iter()
+        .filter_map(|c| match c {
+            ZoneChange::Put(z) => Some(Arc::clone(z)),
+            ZoneChange::Remove(_) => None,
+        })
+        .collect();
+    let set = reloader.library.apply_outside(changes);
+    let old = shared.zones.swap(Arc::new(set));
+    shared.wake_workers();
+    // Into the journal before our own secondaries are told (chains take IXFR from it).
+    let config = &reloader.config;
+    crate::journal::record_all(
+        &shared.journals,
+        config,
+        |apex| crate::journal::config_file(config, apex),
+        Some(&*old),
+        &puts,
+    );
+    // After the journals were recorded: a member added and removed again within one batch
+    // keeps no history either.
+    for apex in &removed {
+        shared.journals.forget(apex);
+    }
+    let replaced: Vec<Arc<Zone>> = puts
+        .iter()
+        .map(|z| z.apex())
+        .chain(removed.iter().map(|n| n.as_ref()))
+        .filter_map(|apex| old.get(apex).cloned())
+        .collect();
+    let notify = reloader.config.notify_index();
+    if !notify.is_empty() {
+        for zone in puts.iter().filter(|z| !z.is_unavailable()) {
+            let targets = notify.targets(&zone.apex().to_name());
+            let changed = old
+                .get(zone.apex())
+                .is_none_or(|was| was.is_unavailable() || was.serial() != zone.serial());
+            if changed && !targets.is_empty() {
+                reloader.notifier.announce(crate::notify::Job {
+                    zone: Arc::clone(zone),
+                    targets: targets.to_vec(),
+                });
+            }
+        }
+    }
+    reloader.retire(old, replaced);
+    shared
+        .control
+        .zones
+        .store(reloader.library.len() as u64, Relaxed);
+}
