@@ -27,7 +27,7 @@ use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Query, QueryError, Rcode, Transport};
-use shardns_zone::answer::EDNS_UDP_SIZE;
+use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
 use std::fmt;
@@ -169,11 +169,27 @@ impl Dispatcher<'_> {
         out: &mut [u8],
         extras: Extras,
     ) -> Result<Written, Action> {
+        // Signed queries cost this one branch when absent.
+        if query.has_tsig() {
+            return self.answer_signed(query, origin, out, extras);
+        }
         let transport = origin.path.transport();
-        Ok(match respond(self.zones, query, transport, out) {
-            Reply::Answer(w) | Reply::Error(w) if query.has_tsig() => {
-                self.signed_answer(query, w, out)
-            }
+        match respond(self.zones, query, transport, out) {
+            Reply::Answer(w) | Reply::Error(w) => Ok(w),
+            other => self.other_role(other, query, origin, out, extras),
+        }
+    }
+
+    /// The roles other than our zones' answers: transfers, resolution, NOTIFY.
+    fn other_role(
+        &mut self,
+        reply: Reply,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+        extras: Extras,
+    ) -> Result<Written, Action> {
+        Ok(match reply {
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
@@ -188,6 +204,52 @@ impl Dispatcher<'_> {
                 None => shardns_zone::not_implemented(query, out),
             },
         })
+    }
+
+    /// A signed query (a secondary's SOA query, say), answered as RFC 8945 §5.3 asks: the
+    /// TSIG is checked against every `[[key]]` and the answer written short of the room
+    /// its own TSIG takes within the response's size limit (TC and the question alone if
+    /// the rest does not fit), then signed. One that does not verify gets FORMERR or NOTAUTH
+    /// with the TSIG error ([`tsig_refusal`]). Transfers and NOTIFY check their TSIG
+    /// themselves (NOTIFY against the zone's key, not `[[key]]`): the check here is then
+    /// done twice, on a rare path.
+    #[inline(never)]
+    fn answer_signed(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+        extras: Extras,
+    ) -> Result<Written, Action> {
+        let transport = origin.path.transport();
+        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
+            // A TSIG record that does not read: FORMERR (RFC 8945 §5.1).
+            let error = QueryError::Malformed {
+                header: *query.header(),
+                qtype: Some(query.qtype()),
+            };
+            return reject(&error, out).ok_or(Action::Drop);
+        };
+        let now = unix_now();
+        let acl = self.transfer_acl.load();
+        let verdict = tsig::verify(query.bytes(), &sig, acl.keys(), now);
+        let limit = size_limit(query, transport).min(out.len());
+        let cut = match &verdict {
+            Ok(key) => Signer::new(key, &sig).limit(limit),
+            Err(_) => limit,
+        };
+        match respond(self.zones, query, transport, &mut out[..cut]) {
+            Reply::Answer(mut w) | Reply::Error(mut w) => Ok(match verdict {
+                Ok(key) => {
+                    w.len = Signer::new(key, &sig).sign(out, w.len, now);
+                    w
+                }
+                Err(failure) => tsig_refusal(&sig, &failure, now, &mut out[..limit], |rcode, o| {
+                    shardns_zone::notify_answer(query, rcode, o)
+                }),
+            }),
+            other => self.other_role(other, query, origin, out, extras),
+        }
     }
 
     /// A query whose OPT record has options: the answer with the NSID, COOKIE and PADDING
@@ -207,12 +269,7 @@ impl Dispatcher<'_> {
             origin.path.encrypted(),
         );
         // The response's size limit, as the answering code computes it.
-        let limit = match (transport, query.edns()) {
-            (Transport::Udp, Some(e)) => {
-                out.len().min(e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize)
-            }
-            _ => out.len(),
-        };
+        let limit = size_limit(query, transport).min(out.len());
         match verdict {
             OptionsVerdict::Malformed => {
                 let error = QueryError::Malformed {
@@ -246,36 +303,6 @@ impl Dispatcher<'_> {
                     }
                     Err(action) => action,
                 }
-            }
-        }
-    }
-
-    /// The answer `w` to a signed query (a secondary's SOA query, say), signed as RFC 8945
-    /// §5.3 asks: the query's TSIG is checked against every `[[key]]`, and one that does not
-    /// verify gets NOTAUTH with the TSIG error instead (§5.2). An answer with no room left for
-    /// the TSIG record goes unsigned. Only signed queries come here.
-    fn signed_answer(&self, query: &Query<'_>, w: Written, out: &mut [u8]) -> Written {
-        let now = unix_now();
-        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
-            return w;
-        };
-        let acl = self.transfer_acl.load();
-        match tsig::verify(query.bytes(), &sig, acl.keys(), now) {
-            Ok(key) => {
-                let mut signer = Signer::new(key, &sig);
-                if w.len + signer.room() > out.len() {
-                    return w;
-                }
-                Written {
-                    len: signer.sign(out, w.len, now),
-                    ..w
-                }
-            }
-            Err(error) => {
-                // The question again with NOTAUTH (the query's opcode), then the TSIG error.
-                let mut e = shardns_zone::notify_answer(query, Rcode::NOTAUTH, out);
-                e.len = tsig::append_error(out, e.len, &sig, error, now);
-                e
             }
         }
     }
@@ -422,6 +449,26 @@ impl Dispatcher<'_> {
         }
         Action::Send(w)
     }
+}
+
+/// The answer to a signed request whose TSIG does not verify (RFC 8945 §5.2), for queries,
+/// transfers and NOTIFY alike: `write` writes the response with the RCODE (FORMERR for a MAC
+/// of a size §5.2.2.1 forbids, else NOTAUTH) into `out`, then the TSIG `failure` asks for
+/// is appended: unsigned (BADKEY, BADSIG) or signed (BADTIME with our time, BADTRUNC).
+pub(crate) fn tsig_refusal(
+    sig: &tsig::Signature,
+    failure: &tsig::Failure<'_>,
+    now: u64,
+    out: &mut [u8],
+    write: impl FnOnce(Rcode, &mut [u8]) -> Written,
+) -> Written {
+    let rcode = match failure {
+        tsig::Failure::Malformed => Rcode::FORMERR,
+        _ => Rcode::NOTAUTH,
+    };
+    let mut w = write(rcode, out);
+    w.len = tsig::append_failure(out, w.len, sig, failure, now);
+    w
 }
 
 /// Seconds since the epoch, for TSIG (a clock read, on the rare transfer path only).
