@@ -256,7 +256,8 @@ fn variables(key: &Key, time: u64, fudge: u16, error: u16, other: &[u8]) -> Vec<
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure<'k> {
     /// A MAC longer than the hash, or shorter than 10 octets or half the hash (RFC 8945
-    /// §5.2.2.1): FORMERR, without a TSIG.
+    /// §5.2.2.1): FORMERR, with an unsigned TSIG carrying BADSIG (§5.3.2: the MAC is at
+    /// fault), as BIND 9.18 answers.
     Malformed,
     /// BADKEY or BADSIG: NOTAUTH with an unsigned TSIG carrying the error (§5.3.2: the
     /// key or the MAC is what failed, so nothing can be signed for the client).
@@ -267,10 +268,10 @@ pub enum Failure<'k> {
 }
 
 impl Failure<'_> {
-    /// The TSIG error (0 for [`Failure::Malformed`], which has none).
+    /// The TSIG error.
     pub fn error(&self) -> u16 {
         match self {
-            Self::Malformed => 0,
+            Self::Malformed => BADSIG,
             Self::Unsigned(e) | Self::Signed(_, e) => *e,
         }
     }
@@ -321,9 +322,9 @@ pub fn verify<'k>(
 }
 
 /// Appends to the error response in `buf[..len]` (NOTAUTH; FORMERR for
-/// [`Failure::Malformed`], which gets no TSIG) the TSIG record `failure` asks for, for a
-/// request signed as `sig`: unsigned with the error, or signed with the error (and our
-/// time for BADTIME). Returns the new length, or `len` if there is no room.
+/// [`Failure::Malformed`]) the TSIG record `failure` asks for, for a request signed as
+/// `sig`: unsigned with the error, or signed with the error (and our time for BADTIME).
+/// Returns the new length, or `len` if there is no room.
 pub fn append_failure(
     buf: &mut [u8],
     len: usize,
@@ -332,7 +333,7 @@ pub fn append_failure(
     now: u64,
 ) -> usize {
     match *failure {
-        Failure::Malformed => len,
+        Failure::Malformed => append_error(buf, len, sig, BADSIG, now),
         Failure::Unsigned(error) => append_error(buf, len, sig, error, now),
         Failure::Signed(key, error) => {
             let mut signer = Signer::new(key, sig);
@@ -438,10 +439,16 @@ impl Signer {
 /// does: appends the TSIG record (`buf` needs the room [`Signer::room`] gives) and returns
 /// the new length.
 pub fn sign_request(buf: &mut [u8], len: usize, key: &Key, now: u64) -> usize {
-    let vars = variables(key, now, FUDGE, 0, &[]);
+    sign_request_with(buf, len, key, now, &[])
+}
+
+/// [`sign_request`] with `other` as Other Data (covered by the MAC; `buf` needs its length
+/// more), as some clients send it: for tests and fuzzing of the server's side.
+pub fn sign_request_with(buf: &mut [u8], len: usize, key: &Key, now: u64, other: &[u8]) -> usize {
+    let vars = variables(key, now, FUDGE, 0, other);
     let mac = key.algorithm.mac(&key.secret, &[&buf[..len], &vars]);
     let id = u16::from_be_bytes([buf[0], buf[1]]);
-    append(buf, len, &key.name, key.algorithm, now, &mac, id, 0, &[])
+    append(buf, len, &key.name, key.algorithm, now, &mac, id, 0, other)
 }
 
 /// Appends an unsigned TSIG record carrying `error` (BADKEY, BADSIG) to the error
