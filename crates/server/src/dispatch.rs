@@ -13,8 +13,8 @@
 //! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::stream`) only
 //! move bytes: each calls [`Dispatcher::handle`] and sends what it returns.
 //!
-//! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
-//! second parse of the query.
+//! Never: allocation (but for the rare transfer start and signed query), locks, clock
+//! system calls (but for signed queries), or a second parse of the query.
 
 use crate::dnstap::Tap;
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
@@ -471,7 +471,8 @@ pub(crate) fn tsig_refusal(
     w
 }
 
-/// Seconds since the epoch, for TSIG (a clock read, on the rare transfer path only).
+/// Seconds since the epoch, for TSIG (a clock read, on the rare paths of transfers, NOTIFY
+/// and signed queries only).
 pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -1,6 +1,9 @@
-//! TSIG (RFC 8945): reading a request's TSIG record, checking its MAC, and signing the
+//! TSIG (RFC 8945): reading a request's TSIG record, checking it (the MAC's size per
+//! §5.2.2.1, the MAC over the request and its Other Data, the time), and signing the
 //! responses, the messages of a zone transfer included (each signed, chained to the one
-//! before, RFC 8945 §5.3.1). HMAC-SHA256 and HMAC-SHA512 (the `hmac` and `sha2` crates).
+//! before, RFC 8945 §5.3.1), and the error answers that must be signed (BADTIME with our
+//! time in Other Data, BADTRUNC); [`Failure`] says how a request that fails is answered.
+//! HMAC-SHA256 and HMAC-SHA512 (the `hmac` and `sha2` crates).
 //!
 //! [`ResponseVerifier`] is the client's side: it checks the responses to a request we
 //! signed (an SOA query, the messages of an incoming zone transfer).

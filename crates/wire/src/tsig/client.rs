@@ -23,7 +23,7 @@ pub enum ResponseError {
     TooManyUnsigned,
     /// Signed with another key or algorithm.
     WrongKey(String),
-    /// The server answered with a TSIG error (BADSIG, BADKEY, BADTIME...).
+    /// The server answered with an unsigned TSIG error (BADSIG, BADKEY).
     ServerError(u16),
     /// The server answered with a TSIG error in a response whose MAC verifies (BADTIME,
     /// with the server's time in `other`; BADTRUNC).
