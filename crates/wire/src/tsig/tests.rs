@@ -289,6 +289,8 @@ fn badtime_and_badtrunc_answers_are_signed_and_badtime_carries_our_time() {
     let a = read(&r[..n]).unwrap().unwrap();
     assert_eq!((a.error, a.mac.len(), a.other.len()), (BADKEY, 0, 0));
     // FORMERR for a MAC of a bad size: an unsigned BADSIG, as BIND answers.
+    let (mut r, rlen) = query(0x4242);
+    r.resize(1024, 0);
     let n = append_failure(&mut r, rlen, &sig, &Failure::Malformed, now);
     let a = read(&r[..n]).unwrap().unwrap();
     assert_eq!((a.error, a.mac.len()), (BADSIG, 0));
