@@ -291,7 +291,13 @@ impl Dispatcher<'_> {
                 self.send(w, Some(query), origin, out)
             }
             OptionsVerdict::Answer(x) => {
-                let cut = limit.saturating_sub(x.room(&policy));
+                // A signed answer gets no options (below): its TSIG's room is held back
+                // instead, which leaves the header and question room in 512 octets.
+                let cut = if query.has_tsig() {
+                    limit
+                } else {
+                    limit.saturating_sub(x.room(&policy))
+                };
                 match self.answer(query, origin, &mut out[..cut], x) {
                     Ok(mut w) => {
                         // A signed answer ends with its TSIG, which covers what is before

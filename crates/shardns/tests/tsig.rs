@@ -462,3 +462,67 @@ fn refused_notify_are_logged_once_per_zone_and_source() {
         11.0
     );
 }
+
+/// The largest room a signed answer can need over UDP: a key name of 255 octets with
+/// HMAC-SHA512 (a TSIG of 358 octets), a 128-octet NSID and a cookie asked for, a 512-octet
+/// buffer. The answer still comes, signed, within 512 octets (dig checks it), and the server
+/// lives on.
+#[test]
+fn the_largest_signed_answer_room_still_fits_512_octets() {
+    let label = |c: char, n: usize| std::iter::repeat_n(c, n).collect::<String>();
+    let name = format!(
+        "{}.{}.{}.{}.",
+        label('a', 63),
+        label('b', 63),
+        label('c', 63),
+        label('d', 61)
+    );
+    assert_eq!(wire_name(&name).len(), 255);
+    let y = format!("hmac-sha512:{name}:{TSIG_SECRET}");
+    let dir = TempDir::new("tsig-room");
+    let path = dir.write("tsig.test.zone", &zone_text());
+    let zone = format!("{APEX}={}", path.display());
+    let nsid = label('n', 128);
+    let server = Server::start_in(
+        dir,
+        &[
+            "--workers",
+            "1",
+            "--zone",
+            &zone,
+            "--transfer-key",
+            &y,
+            "--nsid",
+            &nsid,
+        ],
+    );
+    for qname in ["small.tsig.test", "four.tsig.test"] {
+        let out = dig(
+            server.addr4(),
+            &[
+                "-y",
+                &y,
+                "+nsid",
+                "+cookie",
+                "+bufsize=512",
+                "+ignore",
+                qname,
+                "TXT",
+            ],
+        );
+        assert!(out.contains("status: NOERROR"), "{qname}: no answer\n{out}");
+        assert!(
+            out.contains(";; TSIG PSEUDOSECTION:")
+                && out.contains(" TSIG hmac-sha512. ")
+                && !out.contains("Couldn't verify"),
+            "{qname}: signed\n{out}"
+        );
+        let size: usize = out
+            .split("MSG SIZE  rcvd: ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no size in\n{out}"));
+        assert!(size <= 512, "{qname}: {size} octets");
+    }
+}
