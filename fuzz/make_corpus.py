@@ -216,6 +216,27 @@ XFR_QUERIES = {
 }
 
 
+# tsig: byte 0 the kind (0 TXT, 1 SOA, 2 AXFR, 3 IXFR, 4 NOTIFY; +8 EDNS, +16 TCP), byte 1
+# the signing time (0 now, 1 1000 s before, 2 1000 s after), byte 2 the MAC's length (0 full,
+# 1 16 octets, 2 8, 3 33; +16 six octets of Other Data), then (offset, xor) pairs
+# (fuzz/src/tsig.rs).
+TSIG_SEEDS = {
+    "query-txt": bytes([0, 0, 0]),
+    "query-soa-edns-tcp": bytes([1 + 8 + 16, 0, 0]),
+    "axfr-tcp": bytes([2 + 16, 0, 0]),
+    "ixfr-edns": bytes([3 + 8, 0, 0]),
+    "notify": bytes([4, 0, 0]),
+    "badtime-past": bytes([0, 1, 0]),
+    "badtime-future-axfr": bytes([2 + 16, 2, 0]),
+    "mac-16": bytes([0, 0, 1]),
+    "mac-8-notify": bytes([4, 0, 2]),
+    "mac-33": bytes([1, 0, 3]),
+    "other-data": bytes([0 + 8, 0, 16]),
+    "flipped-question": bytes([0, 0, 0, 14, 0x20]),
+    "flipped-arcount": bytes([0, 0, 0, 11, 0x01]),
+}
+
+
 # Catalog zone bodies (after an SOA and NS at cat.example.) for the catalog target.
 CATALOGS = {
     "members": 'version TXT "2"\na.zones PTR one.test.\ngroup.a.zones TXT "blue"\n'
@@ -409,6 +430,8 @@ def main():
         write("xfr", name, q)
         if "tsig" in name:
             write("parse_message", "q-" + name, q)
+    for name, data in TSIG_SEEDS.items():
+        write("tsig", name, data)
     for name, data in XFR_IN.items():
         write("xfr_in", name, data)
     for name, data in JOURNALS.items():

@@ -11,12 +11,14 @@ mod cache;
 mod config;
 mod doh;
 mod journal;
+mod tsig;
 mod xfr_in;
 
 pub use cache::resolver_cache;
 pub use config::config;
 pub use doh::doh_request;
 pub use journal::journal;
+pub use tsig::tsig;
 pub use xfr_in::{xfr_in, xfr_in_run, XfrInEnd};
 
 use shardns_wire::name::MAX_NAME_LEN;

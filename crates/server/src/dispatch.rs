@@ -13,8 +13,8 @@
 //! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::stream`) only
 //! move bytes: each calls [`Dispatcher::handle`] and sends what it returns.
 //!
-//! Never: allocation (but for the rare transfer start), locks, clock system calls, or a
-//! second parse of the query.
+//! Never: allocation (but for the rare transfer start and signed query), locks, clock
+//! system calls (but for signed queries), or a second parse of the query.
 
 use crate::dnstap::Tap;
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
@@ -22,12 +22,13 @@ use crate::journal::Journals;
 use crate::recursion::{Client, Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::secondary::Inbox;
+use crate::signed::tsig_refusal;
 use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Query, QueryError, Rcode, Transport};
-use shardns_zone::answer::EDNS_UDP_SIZE;
+use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
 use std::fmt;
@@ -169,11 +170,27 @@ impl Dispatcher<'_> {
         out: &mut [u8],
         extras: Extras,
     ) -> Result<Written, Action> {
+        // Signed queries cost this one branch when absent.
+        if query.has_tsig() {
+            return self.answer_signed(query, origin, out, extras);
+        }
         let transport = origin.path.transport();
-        Ok(match respond(self.zones, query, transport, out) {
-            Reply::Answer(w) | Reply::Error(w) if query.has_tsig() => {
-                self.signed_answer(query, w, out)
-            }
+        match respond(self.zones, query, transport, out) {
+            Reply::Answer(w) | Reply::Error(w) => Ok(w),
+            other => self.other_role(other, query, origin, out, extras),
+        }
+    }
+
+    /// The roles other than our zones' answers: transfers, resolution, NOTIFY.
+    fn other_role(
+        &mut self,
+        reply: Reply,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+        extras: Extras,
+    ) -> Result<Written, Action> {
+        Ok(match reply {
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
@@ -188,6 +205,52 @@ impl Dispatcher<'_> {
                 None => shardns_zone::not_implemented(query, out),
             },
         })
+    }
+
+    /// A signed query (a secondary's SOA query, say), answered as RFC 8945 §5.3 asks: the
+    /// TSIG is checked against every `[[key]]` and the answer written short of the room
+    /// its own TSIG takes within the response's size limit (TC and the question alone if
+    /// the rest does not fit), then signed. One that does not verify gets FORMERR or NOTAUTH
+    /// with the TSIG error ([`tsig_refusal`]). Transfers and NOTIFY check their TSIG
+    /// themselves (NOTIFY against the zone's key, not `[[key]]`): the check here is then
+    /// done twice, on a rare path.
+    #[inline(never)]
+    fn answer_signed(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+        extras: Extras,
+    ) -> Result<Written, Action> {
+        let transport = origin.path.transport();
+        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
+            // A TSIG record that does not read: FORMERR (RFC 8945 §5.1).
+            let error = QueryError::Malformed {
+                header: *query.header(),
+                qtype: Some(query.qtype()),
+            };
+            return reject(&error, out).ok_or(Action::Drop);
+        };
+        let now = unix_now();
+        let acl = self.transfer_acl.load();
+        let verdict = tsig::verify(query.bytes(), &sig, acl.keys(), now);
+        let limit = size_limit(query, transport).min(out.len());
+        let cut = match &verdict {
+            Ok(key) => Signer::new(key, &sig).limit(limit),
+            Err(_) => limit,
+        };
+        match respond(self.zones, query, transport, &mut out[..cut]) {
+            Reply::Answer(mut w) | Reply::Error(mut w) => Ok(match verdict {
+                Ok(key) => {
+                    w.len = Signer::new(key, &sig).sign(out, w.len, now);
+                    w
+                }
+                Err(failure) => tsig_refusal(&sig, &failure, now, &mut out[..limit], |rcode, o| {
+                    shardns_zone::notify_answer(query, rcode, o)
+                }),
+            }),
+            other => self.other_role(other, query, origin, out, extras),
+        }
     }
 
     /// A query whose OPT record has options: the answer with the NSID, COOKIE and PADDING
@@ -207,12 +270,7 @@ impl Dispatcher<'_> {
             origin.path.encrypted(),
         );
         // The response's size limit, as the answering code computes it.
-        let limit = match (transport, query.edns()) {
-            (Transport::Udp, Some(e)) => {
-                out.len().min(e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize)
-            }
-            _ => out.len(),
-        };
+        let limit = size_limit(query, transport).min(out.len());
         match verdict {
             OptionsVerdict::Malformed => {
                 let error = QueryError::Malformed {
@@ -234,7 +292,13 @@ impl Dispatcher<'_> {
                 self.send(w, Some(query), origin, out)
             }
             OptionsVerdict::Answer(x) => {
-                let cut = limit.saturating_sub(x.room(&policy));
+                // A signed answer gets no options (below): its TSIG's room is held back
+                // instead, which leaves the header and question room in 512 octets.
+                let cut = if query.has_tsig() {
+                    limit
+                } else {
+                    limit.saturating_sub(x.room(&policy))
+                };
                 match self.answer(query, origin, &mut out[..cut], x) {
                     Ok(mut w) => {
                         // A signed answer ends with its TSIG, which covers what is before
@@ -246,36 +310,6 @@ impl Dispatcher<'_> {
                     }
                     Err(action) => action,
                 }
-            }
-        }
-    }
-
-    /// The answer `w` to a signed query (a secondary's SOA query, say), signed as RFC 8945
-    /// §5.3 asks: the query's TSIG is checked against every `[[key]]`, and one that does not
-    /// verify gets NOTAUTH with the TSIG error instead (§5.2). An answer with no room left for
-    /// the TSIG record goes unsigned. Only signed queries come here.
-    fn signed_answer(&self, query: &Query<'_>, w: Written, out: &mut [u8]) -> Written {
-        let now = unix_now();
-        let Ok(Some(sig)) = tsig::read(query.bytes()) else {
-            return w;
-        };
-        let acl = self.transfer_acl.load();
-        match tsig::verify(query.bytes(), &sig, acl.keys(), now) {
-            Ok(key) => {
-                let mut signer = Signer::new(key, &sig);
-                if w.len + signer.room() > out.len() {
-                    return w;
-                }
-                Written {
-                    len: signer.sign(out, w.len, now),
-                    ..w
-                }
-            }
-            Err(error) => {
-                // The question again with NOTAUTH (the query's opcode), then the TSIG error.
-                let mut e = shardns_zone::notify_answer(query, Rcode::NOTAUTH, out);
-                e.len = tsig::append_error(out, e.len, &sig, error, now);
-                e
             }
         }
     }
@@ -424,7 +458,8 @@ impl Dispatcher<'_> {
     }
 }
 
-/// Seconds since the epoch, for TSIG (a clock read, on the rare transfer path only).
+/// Seconds since the epoch, for TSIG (a clock read, on the rare paths of transfers, NOTIFY
+/// and signed queries only).
 pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -53,6 +53,7 @@ mod rrl;
 mod runtime;
 mod secondary;
 mod seed;
+mod signed;
 mod signing;
 mod stats;
 mod sys;

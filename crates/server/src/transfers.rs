@@ -19,6 +19,7 @@
 //! `dispatch`), so it costs nothing per ordinary query.
 
 use crate::config::{AclEntry, Config};
+use crate::signed::tsig_refusal;
 use crate::journal::Journals;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
@@ -166,12 +167,15 @@ pub(crate) fn decide(
                         Ok(None) => None,
                         Ok(Some(sig)) => match tsig::verify(query.bytes(), &sig, &acl.keys, now) {
                             Ok(key) => Some(Signer::new(key, &sig)),
-                            Err(error) => {
-                                let mut d = reply(&req, Rcode::NOTAUTH, None, None, now, out);
-                                if let TransferAnswer::Reply(o) = &mut d {
-                                    o.len = tsig::append_error(out, o.len, &sig, error, now);
-                                }
-                                return d;
+                            Err(failure) => {
+                                let w =
+                                    tsig_refusal(&sig, &failure, now, out, |rcode, o| match reply(
+                                        &req, rcode, None, None, now, o,
+                                    ) {
+                                        TransferAnswer::Reply(w) => w,
+                                        TransferAnswer::Stream(_) => unreachable!("one message"),
+                                    });
+                                return TransferAnswer::Reply(w);
                             }
                         },
                     };
@@ -242,8 +246,7 @@ fn reply(
     now: u64,
     out: &mut [u8],
 ) -> TransferAnswer {
-    let room = signer.as_ref().map_or(0, Signer::room);
-    let limit = out.len().saturating_sub(room);
+    let limit = signer.as_ref().map_or(out.len(), |s| s.limit(out.len()));
     let (mut len, truncated) = xfr::reply(req, rcode, soa.map(|z| &**z), &mut out[..limit]);
     if let Some(mut s) = signer {
         len = s.sign(out, len, now);

@@ -139,6 +139,11 @@ fn journal_corpus() {
 }
 
 #[test]
+fn tsig_corpus() {
+    replay("tsig", checks::tsig);
+}
+
+#[test]
 fn xfr_corpus() {
     replay("xfr", checks::xfr);
 }

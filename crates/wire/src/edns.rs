@@ -29,7 +29,9 @@ pub struct Trailer {
 
 /// Walks the answer, authority and additional sections after `pos` (just past the question)
 /// and picks out the OPT record. More than one OPT, an OPT outside the additional section or
-/// not owned by the root, or any byte after the last record is a format error (RFC 6891 §6.1.1).
+/// not owned by the root, or any byte after the last record is a format error (RFC 6891 §6.1.1);
+/// so is a TSIG anywhere but last in the additional section, which also rules out two of
+/// them (RFC 8945 §5.1).
 pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, WireError> {
     debug_assert!(pos >= HEADER_LEN);
     let mut r = Reader::new(msg, pos);
@@ -46,7 +48,11 @@ pub fn read_trailer(msg: &[u8], header: &Header, pos: usize) -> Result<Trailer, 
         let rdlen = r.u16()? as usize;
         let start = r.pos();
         r.bytes(rdlen)?;
-        tsig = rtype == RType::TSIG && i + 1 == total;
+        // The common query (no TSIG) pays one comparison per record, as before.
+        tsig = rtype == RType::TSIG;
+        if tsig && (i + 1 != total || i < first_additional) {
+            return Err(WireError::BadOpt);
+        }
         if rtype == RType::OPT {
             if i < first_additional || edns.is_some() || msg[owner_at] != 0 {
                 return Err(WireError::BadOpt);
@@ -141,6 +147,51 @@ mod tests {
         let mut long = msg.clone();
         long.push(0);
         assert!(read_trailer(&long, &h, qend).is_err());
+    }
+
+    #[test]
+    fn tsig_only_last_and_only_once() {
+        let mut buf = [0u8; 512];
+        let q: Name = "example.".parse().unwrap();
+        // A minimal TSIG record (what its RDATA holds does not matter here).
+        let tsig = [0u8, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0];
+        let build = |buf: &mut [u8], opt_first: bool, tsigs: usize, opt_after: bool| {
+            let mut w = MessageWriter::new(buf, 512);
+            w.put_question(q.as_ref(), RType::A, Class::IN).unwrap();
+            let qend = w.len();
+            if opt_first {
+                w.put_opt(1232, 0, 0, false, &[]).unwrap();
+            }
+            let mut msg = w.finish(&Header::default()).to_vec();
+            for _ in 0..tsigs {
+                msg.extend_from_slice(&tsig);
+            }
+            if opt_after {
+                msg.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
+            }
+            let ar = u16::from(opt_first) + tsigs as u16 + u16::from(opt_after);
+            msg[10..12].copy_from_slice(&ar.to_be_bytes());
+            (msg, qend)
+        };
+        let (msg, qend) = build(&mut buf, true, 1, false);
+        let h = Header::parse(&msg).unwrap();
+        assert!(read_trailer(&msg, &h, qend).unwrap().tsig);
+        for (opt_first, tsigs, opt_after) in [(false, 1, true), (false, 2, false), (true, 2, false)]
+        {
+            let (msg, qend) = build(&mut buf, opt_first, tsigs, opt_after);
+            let h = Header::parse(&msg).unwrap();
+            assert_eq!(
+                read_trailer(&msg, &h, qend),
+                Err(WireError::BadOpt),
+                "{opt_first} {tsigs} {opt_after}"
+            );
+        }
+        // A TSIG as the last record but in the answer section.
+        let (mut msg, qend) = build(&mut buf, false, 1, false);
+        msg[7] = 1;
+        msg[11] = 0;
+        let h = Header::parse(&msg).unwrap();
+        assert_eq!(read_trailer(&msg, &h, qend), Err(WireError::BadOpt));
     }
 
     #[test]

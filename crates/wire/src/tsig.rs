@@ -1,6 +1,9 @@
-//! TSIG (RFC 8945): reading a request's TSIG record, checking its MAC, and signing the
+//! TSIG (RFC 8945): reading a request's TSIG record, checking it (the MAC's size per
+//! §5.2.2.1, the MAC over the request and its Other Data, the time), and signing the
 //! responses, the messages of a zone transfer included (each signed, chained to the one
-//! before, RFC 8945 §5.3.1). HMAC-SHA256 and HMAC-SHA512 (the `hmac` and `sha2` crates).
+//! before, RFC 8945 §5.3.1), and the error answers that must be signed (BADTIME with our
+//! time in Other Data, BADTRUNC); [`Failure`] says how a request that fails is answered.
+//! HMAC-SHA256 and HMAC-SHA512 (the `hmac` and `sha2` crates).
 //!
 //! [`ResponseVerifier`] is the client's side: it checks the responses to a request we
 //! signed (an SOA query, the messages of an incoming zone transfer).
@@ -27,6 +30,11 @@ pub const BADSIG: u16 = 16;
 pub const BADKEY: u16 = 17;
 /// TSIG error: signed too long ago or in the future.
 pub const BADTIME: u16 = 18;
+/// TSIG error: a MAC truncated shorter than our policy takes (RFC 8945 §5.2.2.1: we take
+/// only the full length, as BIND does by default).
+pub const BADTRUNC: u16 = 22;
+/// Length of a BADTIME answer's Other Data: the server's time, 48 bits (RFC 8945 §5.2.3).
+const TIME_LEN: usize = 6;
 /// Class ANY, the TSIG record's class.
 const ANY: u16 = 255;
 
@@ -166,6 +174,8 @@ pub struct Signature {
     pub original_id: u16,
     /// Error.
     pub error: u16,
+    /// Other Data (covered by the MAC; a BADTIME answer's holds the server's time).
+    pub other: Vec<u8>,
     /// Where the TSIG record starts: the signed message is what comes before it.
     pub start: usize,
 }
@@ -206,8 +216,8 @@ pub fn read(msg: &[u8]) -> Result<Option<Signature>, WireError> {
         let mac = r.bytes(mac_len)?.to_vec();
         let original_id = r.u16()?;
         let error = r.u16()?;
-        let other = r.u16()? as usize;
-        r.bytes(other)?;
+        let other_len = r.u16()? as usize;
+        let other = r.bytes(other_len)?.to_vec();
         if r.pos() != end || r.remaining() != 0 {
             return Err(WireError::TrailingData);
         }
@@ -219,6 +229,7 @@ pub fn read(msg: &[u8]) -> Result<Option<Signature>, WireError> {
             mac,
             original_id,
             error,
+            other,
             start,
         }));
     }
@@ -244,32 +255,97 @@ fn variables(key: &Key, time: u64, fudge: u16, error: u16, other: &[u8]) -> Vec<
     v
 }
 
+/// Why a signed request does not verify, and how it is answered (RFC 8945 §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure<'k> {
+    /// A MAC longer than the hash, or shorter than 10 octets or half the hash (RFC 8945
+    /// §5.2.2.1): FORMERR, with an unsigned TSIG carrying BADSIG (§5.3.2: the MAC is at
+    /// fault), as BIND 9.18 answers.
+    Malformed,
+    /// BADKEY or BADSIG: NOTAUTH with an unsigned TSIG carrying the error (§5.3.2: the
+    /// key or the MAC is what failed, so nothing can be signed for the client).
+    Unsigned(u16),
+    /// BADTIME or BADTRUNC: the MAC verified, so the NOTAUTH is signed with the key that
+    /// verified it (§5.2.3; BADTIME's Other Data holds our time), as BIND does.
+    Signed(&'k Key, u16),
+}
+
+impl Failure<'_> {
+    /// The TSIG error.
+    pub fn error(&self) -> u16 {
+        match self {
+            Self::Malformed => BADSIG,
+            Self::Unsigned(e) | Self::Signed(_, e) => *e,
+        }
+    }
+}
+
 /// Checks the request `msg`, signed as `sig`, against `keys` at time `now`; returns the key
-/// or the TSIG error (BADKEY, BADSIG, BADTIME) to answer with.
-pub fn verify<'k>(msg: &[u8], sig: &Signature, keys: &'k [Key], now: u64) -> Result<&'k Key, u16> {
+/// or why it fails, in RFC 8945 §5.2's order: the key, the MAC's size (§5.2.2.1), the MAC
+/// over the request's own Other Data, the time, then truncation. A truncated MAC (a prefix
+/// of the hash) is compared over its length and, if it verifies, refused with BADTRUNC:
+/// our policy's minimum is the full length (BIND 9.18's default for a key without one).
+pub fn verify<'k>(
+    msg: &[u8],
+    sig: &Signature,
+    keys: &'k [Key],
+    now: u64,
+) -> Result<&'k Key, Failure<'k>> {
     let key = keys
         .iter()
         .find(|k| k.name.as_ref().eq_ci(&sig.key.as_ref()) && Some(k.algorithm) == sig.algorithm)
-        .ok_or(BADKEY)?;
+        .ok_or(Failure::Unsigned(BADKEY))?;
+    let full = key.algorithm.mac_len();
+    let size = sig.mac.len();
+    // Size 0 is no MAC at all: BADSIG below, as BIND answers.
+    if size > full || (size > 0 && size < full.div_ceil(2).max(10)) {
+        return Err(Failure::Malformed);
+    }
     // The message as it was signed: without the TSIG record, ARCOUNT one less, the
     // original ID.
     let mut head = [0u8; HEADER_LEN];
     head.copy_from_slice(&msg[..HEADER_LEN]);
     head[..2].copy_from_slice(&sig.original_id.to_be_bytes());
-    let arcount = u16::from_be_bytes([head[10], head[11]]) - 1;
+    let arcount = u16::from_be_bytes([head[10], head[11]]).wrapping_sub(1);
     head[10..12].copy_from_slice(&arcount.to_be_bytes());
-    let vars = variables(key, sig.time, sig.fudge, sig.error, &[]);
+    let vars = variables(key, sig.time, sig.fudge, sig.error, &sig.other);
     let want = key
         .algorithm
         .mac(&key.secret, &[&head, &msg[HEADER_LEN..sig.start], &vars]);
-    // Truncated MACs (RFC 8945 §5.2.2.1) are not accepted: only the full length.
-    if sig.mac.len() != want.len() || !constant_time_eq(&sig.mac, &want) {
-        return Err(BADSIG);
+    if size == 0 || !constant_time_eq(&sig.mac, &want[..size]) {
+        return Err(Failure::Unsigned(BADSIG));
     }
     if now.abs_diff(sig.time) > u64::from(sig.fudge) {
-        return Err(BADTIME);
+        return Err(Failure::Signed(key, BADTIME));
+    }
+    if size < full {
+        return Err(Failure::Signed(key, BADTRUNC));
     }
     Ok(key)
+}
+
+/// Appends to the error response in `buf[..len]` (NOTAUTH; FORMERR for
+/// [`Failure::Malformed`]) the TSIG record `failure` asks for, for a request signed as
+/// `sig`: unsigned with the error, or signed with the error (and our time for BADTIME).
+/// Returns the new length, or `len` if there is no room.
+pub fn append_failure(
+    buf: &mut [u8],
+    len: usize,
+    sig: &Signature,
+    failure: &Failure<'_>,
+    now: u64,
+) -> usize {
+    match *failure {
+        Failure::Malformed => append_error(buf, len, sig, BADSIG, now),
+        Failure::Unsigned(error) => append_error(buf, len, sig, error, now),
+        Failure::Signed(key, error) => {
+            let mut signer = Signer::new(key, sig);
+            if len + signer.room() + TIME_LEN > buf.len() {
+                return len;
+            }
+            signer.sign_error(buf, len, now, error)
+        }
+    }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -310,12 +386,29 @@ impl Signer {
             + self.key.algorithm.mac_len()
     }
 
+    /// The size limit left for a message whose limit is `limit` once its TSIG record is
+    /// held back: the one rule for every signed answer (queries, transfers, NOTIFY), so
+    /// that the signature is never what is left out (RFC 8945 §5.3: a response too big
+    /// for it is truncated, TC, and signed).
+    pub fn limit(&self, limit: usize) -> usize {
+        limit.saturating_sub(self.room())
+    }
+
     /// Signs the message in `buf[..len]` at time `now`: appends the TSIG record (`buf` needs
     /// [`Signer::room`] octets more) and counts it in ARCOUNT. Returns the new length.
     pub fn sign(&mut self, buf: &mut [u8], len: usize, now: u64) -> usize {
+        self.sign_error(buf, len, now, 0)
+    }
+
+    /// [`Signer::sign`] with a TSIG error (BADTIME, BADTRUNC) in the record: BADTIME's
+    /// Other Data is `now`, 48 bits (RFC 8945 §5.2.3), which needs 6 octets more than
+    /// [`Signer::room`].
+    pub fn sign_error(&mut self, buf: &mut [u8], len: usize, now: u64, error: u16) -> usize {
+        let time = &now.to_be_bytes()[2..];
+        let other = if error == BADTIME { time } else { &[] };
         let prior_len = (self.prior.len() as u16).to_be_bytes();
         let mac = if self.first {
-            let vars = variables(&self.key, now, FUDGE, 0, &[]);
+            let vars = variables(&self.key, now, FUDGE, error, other);
             self.key.algorithm.mac(
                 &self.key.secret,
                 &[&prior_len, &self.prior, &buf[..len], &vars],
@@ -337,7 +430,8 @@ impl Signer {
             now,
             &mac,
             id,
-            0,
+            error,
+            other,
         );
         self.prior = mac;
         end
@@ -348,13 +442,19 @@ impl Signer {
 /// does: appends the TSIG record (`buf` needs the room [`Signer::room`] gives) and returns
 /// the new length.
 pub fn sign_request(buf: &mut [u8], len: usize, key: &Key, now: u64) -> usize {
-    let vars = variables(key, now, FUDGE, 0, &[]);
-    let mac = key.algorithm.mac(&key.secret, &[&buf[..len], &vars]);
-    let id = u16::from_be_bytes([buf[0], buf[1]]);
-    append(buf, len, &key.name, key.algorithm, now, &mac, id, 0)
+    sign_request_with(buf, len, key, now, &[])
 }
 
-/// Appends an unsigned TSIG record carrying `error` (BADKEY, BADSIG, BADTIME) to the error
+/// [`sign_request`] with `other` as Other Data (covered by the MAC; `buf` needs its length
+/// more), as some clients send it: for tests and fuzzing of the server's side.
+pub fn sign_request_with(buf: &mut [u8], len: usize, key: &Key, now: u64, other: &[u8]) -> usize {
+    let vars = variables(key, now, FUDGE, 0, other);
+    let mac = key.algorithm.mac(&key.secret, &[&buf[..len], &vars]);
+    let id = u16::from_be_bytes([buf[0], buf[1]]);
+    append(buf, len, &key.name, key.algorithm, now, &mac, id, 0, other)
+}
+
+/// Appends an unsigned TSIG record carrying `error` (BADKEY, BADSIG) to the error
 /// response in `buf[..len]`, for a request signed as `sig` (RFC 8945 §5.3.2). Returns the
 /// new length, or `len` if there is no room.
 pub fn append_error(buf: &mut [u8], len: usize, sig: &Signature, error: u16, now: u64) -> usize {
@@ -364,7 +464,7 @@ pub fn append_error(buf: &mut [u8], len: usize, sig: &Signature, error: u16, now
         return len;
     }
     let id = u16::from_be_bytes([buf[0], buf[1]]);
-    append(buf, len, &sig.key, algorithm, now, &[], id, error)
+    append(buf, len, &sig.key, algorithm, now, &[], id, error, &[])
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -377,6 +477,7 @@ fn append(
     mac: &[u8],
     id: u16,
     error: u16,
+    other: &[u8],
 ) -> usize {
     let mut at = len;
     let mut put = |b: &[u8]| {
@@ -387,7 +488,7 @@ fn append(
     put(&RType::TSIG.0.to_be_bytes());
     put(&ANY.to_be_bytes());
     put(&0u32.to_be_bytes());
-    let rdlen = algorithm.wire().len() + 16 + mac.len();
+    let rdlen = algorithm.wire().len() + 16 + mac.len() + other.len();
     put(&(rdlen as u16).to_be_bytes());
     put(algorithm.wire());
     put(&now.to_be_bytes()[2..]);
@@ -396,7 +497,8 @@ fn append(
     put(mac);
     put(&id.to_be_bytes());
     put(&error.to_be_bytes());
-    put(&0u16.to_be_bytes());
+    put(&(other.len() as u16).to_be_bytes());
+    put(other);
     let arcount = u16::from_be_bytes([buf[10], buf[11]]) + 1;
     buf[10..12].copy_from_slice(&arcount.to_be_bytes());
     at

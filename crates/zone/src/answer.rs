@@ -352,12 +352,7 @@ fn write<'o>(
 ) -> Written {
     let mut h = response_header(query.header());
     let edns = query.edns();
-    let limit = match (transport, edns) {
-        (Transport::Tcp, _) => u16::MAX as usize,
-        (Transport::Udp, None) => 512,
-        (Transport::Udp, Some(e)) => e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize,
-    }
-    .min(out.len());
+    let limit = size_limit(query, transport).min(out.len());
     let mut w = MessageWriter::new(out, limit);
     // A question of at most 259 octets always fits in 512.
     let _ = w.put_question(query.qname(), query.qtype(), query.qclass());
@@ -383,6 +378,19 @@ fn write<'o>(
         qtype: Some(query.qtype()),
         truncated: b.truncated,
         wildcard: b.wildcard,
+    }
+}
+
+/// The most octets a response to `query` may take over `transport` (RFC 1035 §4.2.1: 512
+/// over UDP without EDNS; RFC 6891 §6.2.5: the client's size, at least 512, capped by ours;
+/// 65535 over a stream). Callers that append to an answer (a TSIG, EDNS options) write it
+/// into a buffer cut short of this by what they append.
+#[inline]
+pub fn size_limit(query: &Query<'_>, transport: Transport) -> usize {
+    match (transport, query.edns()) {
+        (Transport::Tcp, _) => u16::MAX as usize,
+        (Transport::Udp, None) => 512,
+        (Transport::Udp, Some(e)) => e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize,
     }
 }
 

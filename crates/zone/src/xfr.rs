@@ -327,7 +327,7 @@ impl Transfer {
         }
         let full = out.len().min(MESSAGE_SIZE);
         // Room for the TSIG record, which is added after the message is complete.
-        let limit = full - self.signer.as_ref().map_or(0, Signer::room);
+        let limit = self.signer.as_ref().map_or(full, |s| s.limit(full));
         let mut w = MessageWriter::new(out, limit);
         w.set_transfer(true);
         if self.messages == 0 {

@@ -7,8 +7,14 @@
 //! (and signed with its `primary_key`, if it has one; the answer is then signed too);
 //! REFUSED from any other address or without the key; NOTAUTH for a zone that is not one of
 //! our secondary zones; FORMERR for a NOTIFY that is not about an SOA of class IN.
+//!
+//! A NOTIFY refused for a zone of ours (not a primary's address, unsigned, a TSIG that does
+//! not verify) is logged at warn, once per zone and source address per
+//! [`REFUSAL_LOG_EVERY`] seconds, so that an operator whose secondary never follows its
+//! primary can tell why without a flood of forged notices flooding the log.
 
 use super::{SecondaryZone, SlotStatus};
+use crate::signed::tsig_refusal;
 use crate::stats::ControlStats;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Class, Name, NameRef, Query, RType, Rcode};
@@ -19,6 +25,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
+use tracing::warn;
+
+/// Seconds between two log lines about NOTIFY refused for the same zone from the same
+/// address.
+pub(crate) const REFUSAL_LOG_EVERY: u64 = 600;
+/// Most (zone, address) pairs remembered for that; past it, pairs logged longer ago than
+/// [`REFUSAL_LOG_EVERY`] are forgotten, and new ones go unlogged until there is room.
+const REFUSAL_LOG_MAX: usize = 1024;
 
 /// What the workers and the control socket share with the thread about one zone.
 #[derive(Debug, Default)]
@@ -49,6 +63,8 @@ pub(crate) struct Inbox {
     /// By the apex's case-insensitive hash.
     zones: Mutex<HashMap<u64, Vec<Entry>>>,
     wake: SyncSender<()>,
+    /// When a refusal was last logged, by (the apex's hash, the source address).
+    refusals_logged: Mutex<HashMap<(u64, Option<IpAddr>), u64>>,
 }
 
 impl Inbox {
@@ -57,6 +73,7 @@ impl Inbox {
         Self {
             zones: Mutex::new(HashMap::new()),
             wake,
+            refusals_logged: Mutex::new(HashMap::new()),
         }
     }
 
@@ -129,6 +146,35 @@ impl Inbox {
         Some(status.clone())
     }
 
+    /// Logs a NOTIFY for the zone at `apex` from `peer` refused for `why`, unless one was
+    /// logged for the same pair less than [`REFUSAL_LOG_EVERY`] seconds before `now`.
+    /// True if it was logged.
+    fn log_refusal(&self, apex: NameRef<'_>, peer: Option<IpAddr>, why: &str, now: u64) -> bool {
+        let mut logged = self
+            .refusals_logged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let key = (apex.hash_ci(), peer);
+        let recent = |at: u64| now.saturating_sub(at) < REFUSAL_LOG_EVERY;
+        if logged.get(&key).is_some_and(|&at| recent(at)) {
+            return false;
+        }
+        if logged.len() >= REFUSAL_LOG_MAX && !logged.contains_key(&key) {
+            logged.retain(|_, at| recent(*at));
+            if logged.len() >= REFUSAL_LOG_MAX {
+                return false;
+            }
+        }
+        logged.insert(key, now);
+        drop(logged);
+        let from = peer.map_or_else(|| "-".to_string(), |ip| ip.to_string());
+        warn!(
+            "refused NOTIFY for zone {apex} from {from}: {why} (logged once per zone and \
+             address every {REFUSAL_LOG_EVERY} s)"
+        );
+        true
+    }
+
     /// Answers the NOTIFY `query` from `peer` into `out`, and queues a refresh if it is
     /// taken. `now` (seconds since the epoch) checks and makes TSIG signatures.
     pub(crate) fn notify(
@@ -153,24 +199,41 @@ impl Inbox {
         };
         if !peer.is_some_and(|ip| entry.primaries.contains(&ip)) {
             stats.notify_in_refused.fetch_add(1, Relaxed);
+            self.log_refusal(qname, peer, "not from one of its primaries", now);
             return notify_answer(query, Rcode::REFUSED, out);
         }
         let signer = match (tsig::read(query.bytes()), &entry.key) {
             (Err(_), _) => return notify_answer(query, Rcode::FORMERR, out),
             (Ok(None), None) => None,
-            (Ok(None), Some(_)) => {
+            (Ok(None), Some(k)) => {
                 stats.notify_in_refused.fetch_add(1, Relaxed);
+                let why = format!("not signed, and the zone's primary_key is {}", k.name);
+                self.log_refusal(qname, peer, &why, now);
                 return notify_answer(query, Rcode::REFUSED, out);
             }
             (Ok(Some(sig)), key) => {
                 let keys = key.as_slice();
                 match tsig::verify(query.bytes(), &sig, keys, now) {
                     Ok(k) => Some(Signer::new(k, &sig)),
-                    Err(error) => {
+                    Err(failure) => {
                         stats.notify_in_refused.fetch_add(1, Relaxed);
-                        let mut w = notify_answer(query, Rcode::NOTAUTH, out);
-                        w.len = tsig::append_error(out, w.len, &sig, error, now);
-                        return w;
+                        let why = match key {
+                            Some(k) => format!(
+                                "its TSIG (key {}) fails with TSIG error {} against the zone's \
+                                 primary_key {}",
+                                sig.key,
+                                failure.error(),
+                                k.name
+                            ),
+                            None => format!(
+                                "signed with key {}, and the zone has no primary_key",
+                                sig.key
+                            ),
+                        };
+                        self.log_refusal(qname, peer, &why, now);
+                        return tsig_refusal(&sig, &failure, now, out, |rcode, o| {
+                            notify_answer(query, rcode, o)
+                        });
                     }
                 }
             }
@@ -179,12 +242,44 @@ impl Inbox {
         entry.flags.pending.store(true, Relaxed);
         // A full queue: the thread is woken already, and will see the flag.
         let _ = self.wake.try_send(());
-        let mut w = notify_answer(query, Rcode::NOERROR, out);
-        if let Some(mut s) = signer {
-            if w.len + s.room() <= out.len() {
+        match signer {
+            Some(mut s) => {
+                let cut = s.limit(out.len());
+                let mut w = notify_answer(query, Rcode::NOERROR, &mut out[..cut]);
                 w.len = s.sign(out, w.len, now);
+                w
             }
+            None => notify_answer(query, Rcode::NOERROR, out),
         }
-        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_logged_once_per_zone_and_source_for_a_while_in_bounded_memory() {
+        let (wake, _rx) = std::sync::mpsc::sync_channel(1);
+        let inbox = Inbox::new(wake);
+        let a: Name = "a.test.".parse().unwrap();
+        let b: Name = "b.test.".parse().unwrap();
+        let ip = |i: u32| Some(IpAddr::from(std::net::Ipv4Addr::from(0x7f00_0000 + i)));
+        let t = 1_000_000;
+        assert!(inbox.log_refusal(a.as_ref(), ip(1), "x", t));
+        assert!(!inbox.log_refusal(a.as_ref(), ip(1), "x", t + 1));
+        assert!(!inbox.log_refusal(a.as_ref(), ip(1), "x", t + REFUSAL_LOG_EVERY - 1));
+        // Another zone, another source: logged.
+        assert!(inbox.log_refusal(b.as_ref(), ip(1), "x", t + 1));
+        assert!(inbox.log_refusal(a.as_ref(), ip(2), "x", t + 1));
+        assert!(inbox.log_refusal(a.as_ref(), ip(1), "x", t + REFUSAL_LOG_EVERY));
+        // A flood of sources: the table stays bounded; new pairs are logged again once the
+        // old ones are stale.
+        for i in 10..10 + 2 * REFUSAL_LOG_MAX as u32 {
+            inbox.log_refusal(a.as_ref(), ip(i), "x", t + 2);
+        }
+        assert!(inbox.refusals_logged.lock().unwrap().len() <= REFUSAL_LOG_MAX);
+        assert!(!inbox.log_refusal(b.as_ref(), ip(99_999), "x", t + 3));
+        assert!(inbox.log_refusal(b.as_ref(), ip(99_999), "x", t + 2 + REFUSAL_LOG_EVERY + 1));
     }
 }

@@ -23,8 +23,16 @@ pub enum ResponseError {
     TooManyUnsigned,
     /// Signed with another key or algorithm.
     WrongKey(String),
-    /// The server answered with a TSIG error (BADSIG, BADKEY, BADTIME...).
+    /// The server answered with an unsigned TSIG error (BADSIG, BADKEY).
     ServerError(u16),
+    /// The server answered with a TSIG error in a response whose MAC verifies (BADTIME,
+    /// with the server's time in `other`; BADTRUNC).
+    SignedError {
+        /// The TSIG error.
+        error: u16,
+        /// Other Data.
+        other: Vec<u8>,
+    },
     /// The MAC does not verify.
     BadSig,
     /// Signed outside the fudge around our clock.
@@ -48,6 +56,9 @@ impl fmt::Display for ResponseError {
             ),
             Self::WrongKey(k) => write!(f, "TSIG: signed with another key ({k})"),
             Self::ServerError(e) => write!(f, "TSIG: the server answered TSIG error {e}"),
+            Self::SignedError { error, .. } => {
+                write!(f, "TSIG: the server answered TSIG error {error} (signed)")
+            }
             Self::BadSig => f.write_str("TSIG: the MAC does not verify (BADSIG)"),
             Self::BadTime { signed, now } => write!(
                 f,
@@ -167,7 +178,9 @@ impl ResponseVerifier {
                 None => format!("{} with an unknown algorithm", sig.key),
             }));
         }
-        if sig.error != 0 {
+        // An unsigned error (BADKEY, BADSIG) has no MAC to check; a signed one (BADTIME,
+        // BADTRUNC) is checked first, so that the error is known to come from the server.
+        if sig.error != 0 && sig.mac.is_empty() {
             return Err(ResponseError::ServerError(sig.error));
         }
         // The message as signed: ARCOUNT without the TSIG, the original ID.
@@ -180,7 +193,9 @@ impl ResponseVerifier {
         running.update(&head);
         running.update(&msg[HEADER_LEN..sig.start]);
         if self.first {
-            running.update(&variables(&self.key, sig.time, sig.fudge, sig.error, &[]));
+            running.update(&variables(
+                &self.key, sig.time, sig.fudge, sig.error, &sig.other,
+            ));
         } else {
             running.update(&sig.time.to_be_bytes()[2..]);
             running.update(&sig.fudge.to_be_bytes());
@@ -188,6 +203,12 @@ impl ResponseVerifier {
         let want = running.finish();
         if sig.mac.len() != want.len() || !super::constant_time_eq(&sig.mac, &want) {
             return Err(ResponseError::BadSig);
+        }
+        if sig.error != 0 {
+            return Err(ResponseError::SignedError {
+                error: sig.error,
+                other: sig.other.clone(),
+            });
         }
         if now.abs_diff(sig.time) > u64::from(sig.fudge) {
             return Err(ResponseError::BadTime {
@@ -326,7 +347,7 @@ mod tests {
         parts.push(&timers);
         let mac = k.algorithm.mac(&k.secret, &parts);
         let id = u16::from_be_bytes([msg[0], msg[1]]);
-        let end = append(msg, len, &k.name, k.algorithm, 1000, &mac, id, 0);
+        let end = append(msg, len, &k.name, k.algorithm, 1000, &mac, id, 0, &[]);
         msg.truncate(end);
         mac
     }
