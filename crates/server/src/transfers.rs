@@ -19,8 +19,8 @@
 //! `dispatch`), so it costs nothing per ordinary query.
 
 use crate::config::{AclEntry, Config};
-use crate::signed::tsig_refusal;
 use crate::journal::Journals;
+use crate::signed::tsig_refusal;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
