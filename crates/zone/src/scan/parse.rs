@@ -1,5 +1,6 @@
 //! Entries to records: directives, owner, TTL, class, type and rdata of each entry (the
-//! tokens are read by `fields`; `$INCLUDE` is followed by `include`).
+//! tokens are read by `fields`; the file `$INCLUDE` names is opened by `include` and
+//! scanned here, into the same records).
 //!
 //! A [`Worker`] scans one region of one text into its own [`Records`], keeping going after
 //! an error (every error is reported; the entry in error is skipped). Owners and rdata go
@@ -7,7 +8,7 @@
 //! is reused from entry to entry, so a record costs no allocation of its own.
 
 use super::fields::{class_of, parse_name, parse_name_into, parse_ttl, rtype_of};
-use super::include::Includes;
+use super::include::{Includes, Opened};
 use super::lex::{show, Entry, Lexer};
 use super::{Diag, Item, Records, ScanOptions};
 use shardns_wire::name::NameBuf;
@@ -273,6 +274,43 @@ impl<'o> Worker<'o> {
             }
         }
         (lx.pos, lx.line)
+    }
+
+    /// Follows `$INCLUDE`: the included file starts with `origin` and the current TTL state;
+    /// whatever it changes ($ORIGIN, $TTL, the owner) ends with it.
+    fn include(
+        &mut self,
+        from: u16,
+        line: u32,
+        name: &[u8],
+        origin: Box<NameBuf>,
+        state: &State,
+        depth: usize,
+    ) -> Result<(), Error> {
+        let Opened {
+            path,
+            canonical,
+            text,
+        } = self
+            .includes
+            .open(&self.files[from as usize], line, name, depth)?;
+        let index = u16::try_from(self.files.len()).map_err(|_| {
+            (
+                line,
+                format!("$INCLUDE \"{}\": too many files", path.display()),
+            )
+        })?;
+        self.files.push(path);
+        self.includes.stack.push(canonical);
+        let mut inner = State {
+            origin: *origin,
+            origin_gen: state.origin_gen.wrapping_add(1),
+            dollar_ttl: state.dollar_ttl,
+            last_ttl: state.last_ttl,
+        };
+        self.scan(&text, index, (0, text.len(), 1), &mut inner, depth + 1);
+        self.includes.stack.pop();
+        Ok(())
     }
 
     /// Reads one record entry: `[owner] [TTL] [CLASS] TYPE RDATA` (TTL and class in
