@@ -24,7 +24,7 @@ pub use time::write as write_rrsig_time;
 
 use crate::message::WireError;
 use crate::name::NameRef;
-use crate::text::{TextError, Token};
+use crate::text::{number, TextError, Token};
 use crate::types::RType;
 use crate::writer::{Full, MessageWriter};
 use core::fmt;
@@ -254,7 +254,7 @@ fn generic_from_text(
     let (len, hex) = tokens
         .split_first()
         .ok_or_else(|| TextError::new("missing length after \\#"))?;
-    let len: usize = scan::number(len.text, u16::MAX.into(), "\\# length")? as usize;
+    let len: usize = number(len.text, u16::MAX.into(), "\\# length")? as usize;
     crate::text::hex_decode(hex.iter().map(|t| t.text), out)?;
     let got = out.len() - mark;
     if got != len {
