@@ -25,8 +25,8 @@
 //! makes or unmakes a zone cut or a DNAME at an existing name (the flags of every name below
 //! it change), and a removal whose move would put a node before its parent.
 
+use super::build::node_checks;
 use super::build::set_key;
-use super::check::node_checks;
 use super::denial::Denial;
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
