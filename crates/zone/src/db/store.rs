@@ -3,10 +3,13 @@
 //! for a small one, see [`Store`]), [`NodeRef`] and [`RRset`], borrowed views of a node and
 //! of one of its RRsets. Read-only once built: [`super::build`] fills five arrays of its own
 //! ([`Arrays`]) and packs them at the end if small; [`super::patch`] works on a split copy
-//! of either form and packs its result the same way.
+//! of either form and packs its result the same way. Also the searches that read the
+//! zone's names for its denial index ([`Zone::is_signed`], [`Denial::nsec_covering`]).
 
+use super::denial::Denial;
 use super::{NodeId, NONE};
 use shardns_wire::{Class, Name, NameRef, RType, Record};
+use std::cmp::Ordering;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Node {
@@ -238,7 +241,7 @@ pub struct Zone {
     pub(super) soa_ttl: u32,
     pub(super) soa_minimum: u32,
     /// What a signed zone needs for denial proofs; `None` for an unsigned zone.
-    pub(crate) denial: Option<Box<super::denial::Denial>>,
+    pub(crate) denial: Option<Box<Denial>>,
     /// A stand-in for a zone that cannot be answered (a secondary's zone that expired or
     /// was never transferred): every query for it gets SERVFAIL.
     pub(super) unavailable: bool,
@@ -689,5 +692,24 @@ impl Zone {
     /// A node by index.
     pub fn node(&self, id: NodeId) -> NodeRef<'_> {
         NodeRef { zone: self, id }
+    }
+
+    /// True if the zone is signed: its apex SOA has a signature (as Knot decides).
+    pub fn is_signed(&self) -> bool {
+        self.denial.is_some()
+    }
+}
+
+impl Denial {
+    /// The node whose NSEC covers or matches `name`: the greatest NSEC owner at or before
+    /// it in canonical order (the last one covers what sorts after it, RFC 4034 §4.1.1).
+    pub(crate) fn nsec_covering(&self, zone: &Zone, name: NameRef<'_>) -> Option<NodeId> {
+        let i = self
+            .nsec
+            .partition_point(|&id| zone.node(id).name().canonical_cmp(&name) != Ordering::Greater);
+        match i {
+            0 => self.nsec.last().copied(),
+            i => Some(self.nsec[i - 1]),
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! Building a [`Zone`] from scanned records: one node per owner (and per missing ancestor),
 //! records grouped by node and merged into RRsets (`sets`, with the per-node checks),
-//! derived node flags, then the checks of [`super::check`]. A zone of 50,000 records or more has its RRsets merged on two scoped
+//! derived node flags, then the checks of [`super::check`] and the denial index of a signed
+//! zone (`denial`). A zone of 50,000 records or more has its RRsets merged on two scoped
 //! threads, each on half of the nodes and writing its rdata straight into its own slice of
 //! the zone's; then what the scan left is freed on a third while the zone is finished.
 //! Interning owners reads the table slots of a block of new names together, so that a big
 //! zone's cache and TLB misses overlap. `sorted` builds from records grouped by owner (a
 //! signer's output) instead.
 
+mod denial;
 mod sets;
 mod sorted;
 
