@@ -17,17 +17,24 @@
 //! Input records of types the signer makes are dropped and made anew: RRSIG, NSEC, NSEC3
 //! and NSEC3PARAM anywhere, DNSKEY, CDS and CDNSKEY at the apex. An RRset whose records have
 //! different TTLs gets the lowest for all (RFC 2181 §5.2), since one RRSIG covers them.
+//!
+//! This file holds the parameters, the steps of [`sign_list`] and the classification of
+//! names; `nsec` makes the NSEC or NSEC3 chain, `jobs` lists the RRsets to sign and signs
+//! them on all cores.
+
+mod jobs;
+mod nsec;
 
 use crate::alg::DigestType;
 use crate::digest::ds_rdata;
 use crate::key::{KeyError, SigningKey};
-use crate::list::{RecordList, Rr, BLOCK};
-use crate::nsec3::{hash_label, Nsec3Params, HASH_LEN, LABEL_LEN};
+use crate::list::RecordList;
+use crate::nsec3::Nsec3Params;
 use crate::reuse::Previous;
-use crate::sign::{rrsig_labels, sign_rrset_into, RrsetToSign, RrsigFields, Scratch};
 use core::fmt;
+use jobs::{jobs, sign_jobs};
+use nsec::{nsec3_chain, nsec_chain};
 use shardns_wire::{Class, Name, NameRef, RType, Record};
-use std::collections::HashSet;
 
 /// How non-existence is proven.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -279,26 +286,6 @@ fn soa_minimum(rdata: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(rdata[at..at + 4].try_into().ok()?))
 }
 
-/// Appends a type bitmap (RFC 4034 §4.1.2) of `types`, sorted and without duplicates.
-pub(crate) fn write_bitmap(types: &[RType], out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < types.len() {
-        let window = (types[i].0 >> 8) as u8;
-        let start = out.len();
-        out.extend_from_slice(&[window, 0]);
-        out.resize(start + 2 + 32, 0);
-        let mut len = 0;
-        while i < types.len() && (types[i].0 >> 8) as u8 == window {
-            let low = usize::from(types[i].0 & 0xff);
-            out[start + 2 + low / 8] |= 0x80 >> (low % 8);
-            len = low / 8 + 1;
-            i += 1;
-        }
-        out[start + 1] = len as u8;
-        out.truncate(start + 2 + len);
-    }
-}
-
 /// What a name is in the zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -316,12 +303,6 @@ struct Node {
     start: usize,
     end: usize,
     kind: Kind,
-}
-
-/// One RRset to sign: its records, and whether the key RRsets' signers sign it.
-struct Job<'a> {
-    rrset: &'a [Rr],
-    keys: bool,
 }
 
 /// Signs a zone: the records of the zone at `apex` in, the signed zone out. See the
@@ -363,6 +344,76 @@ pub fn sign_list(
     }
     strip(apex_ref, &mut list)?;
 
+    let (class, nsec_ttl) = apex_records(apex_ref, &mut list, keys, params)?;
+
+    list.sort();
+    let mut items = std::mem::take(&mut list.items);
+    items.dedup_by(|b, a| {
+        a.rtype == b.rtype && list.rdata(a) == list.rdata(b) && list.owner(a).eq_ci(&list.owner(b))
+    });
+    list.items = items;
+    let nodes = classify(apex_ref, &mut list);
+
+    // The denial chain, its names and rdata in the same buffer.
+    let denial = match &params.denial {
+        Denial::Nsec => nsec_chain(&mut list, &nodes, class, nsec_ttl),
+        Denial::Nsec3 { params: p, opt_out } => {
+            nsec3_chain(apex, &mut list, &nodes, p, *opt_out, class, nsec_ttl)?
+        }
+    };
+
+    // Every authoritative RRset and the chain's, in canonical order of their owners.
+    let jobs = jobs(&list, &nodes, &denial);
+    drop(nodes);
+    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous.as_ref())?;
+    let rrsets_signed = jobs.len();
+    drop(jobs);
+    // The previous version's blocks (its records dropped), where the kept signatures are.
+    let adopted = previous.map(|p| list.adopt(p.into_list()));
+    let (mut signatures, mut kept) = (0, 0);
+    let mut earliest = params.expiration;
+    let sig_items: usize = parts
+        .iter()
+        .flat_map(|p| &p.blocks)
+        .map(|(_, items)| items.len())
+        .sum::<usize>()
+        + parts.iter().map(|p| p.kept_items.len()).sum::<usize>();
+    list.items.reserve_exact(sig_items + denial.len());
+    list.items.extend(denial);
+    // The signatures stay in the blocks they were made in (attached, not copied).
+    for part in parts {
+        signatures += part.made;
+        kept += part.kept;
+        if earliest_of(params.inception, part.earliest, earliest) {
+            earliest = part.earliest;
+        }
+        for (block, items) in part.blocks {
+            list.attach(block, items);
+        }
+        if let Some(adopted) = adopted {
+            list.push_adopted(adopted, part.kept_items);
+        }
+    }
+    list.sort();
+    Ok(SignedList {
+        list,
+        rrsets_signed,
+        signatures,
+        kept,
+        earliest_expiration: earliest,
+    })
+}
+
+/// The apex's records the signer sets: the SOA (exactly one; its serial set if
+/// `params` says so), the key RRsets and NSEC3PARAM, pushed onto `list`. Returns the SOA's
+/// class and the TTL of the denial records.
+#[inline]
+fn apex_records(
+    apex_ref: NameRef<'_>,
+    list: &mut RecordList,
+    keys: &[ZoneKey<'_>],
+    params: &SignParams,
+) -> Result<(Class, u32), SignError> {
     // The SOA: exactly one, at the apex; the serial may move.
     let mut soas = list
         .items
@@ -402,112 +453,7 @@ pub fn sign_list(
         // TTL 0 as BIND gives it: only the primary reads NSEC3PARAM (RFC 5155 §4).
         list.push(at, RType::NSEC3PARAM, class, 0, &p.nsec3param_rdata());
     }
-
-    list.sort();
-    let mut items = std::mem::take(&mut list.items);
-    items.dedup_by(|b, a| {
-        a.rtype == b.rtype && list.rdata(a) == list.rdata(b) && list.owner(a).eq_ci(&list.owner(b))
-    });
-    list.items = items;
-    let nodes = classify(apex_ref, &mut list);
-
-    // The denial chain, its names and rdata in the same buffer.
-    let denial = match &params.denial {
-        Denial::Nsec => nsec_chain(&mut list, &nodes, class, nsec_ttl),
-        Denial::Nsec3 { params: p, opt_out } => {
-            nsec3_chain(apex, &mut list, &nodes, p, *opt_out, class, nsec_ttl)?
-        }
-    };
-
-    // Every authoritative RRset and the chain's, in canonical order of their owners (the
-    // chain's records merged in), so that the signatures come out in the order the list is
-    // read in and each block of them can be freed once read (`RecordList::release_before`).
-    let items = &list.items;
-    let mut jobs = Vec::with_capacity(items.len() + denial.len());
-    let mut d = 0;
-    for node in &nodes {
-        let owner = list.owner(&items[node.start]);
-        while d < denial.len() && list.owner(&denial[d]).canonical_cmp(&owner).is_lt() {
-            jobs.push(Job {
-                rrset: std::slice::from_ref(&denial[d]),
-                keys: false,
-            });
-            d += 1;
-        }
-        let mut i = node.start;
-        while i < node.end {
-            let rtype = items[i].rtype;
-            let mut j = i + 1;
-            while j < node.end && items[j].rtype == rtype {
-                j += 1;
-            }
-            let signed = match node.kind {
-                Kind::Apex | Kind::Normal => true,
-                Kind::Cut => rtype == RType::DS,
-                Kind::Occluded => false,
-            };
-            if signed {
-                let keys = node.kind == Kind::Apex
-                    && matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
-                jobs.push(Job {
-                    rrset: &items[i..j],
-                    keys,
-                });
-            }
-            i = j;
-        }
-        while d < denial.len() && list.owner(&denial[d]).canonical_cmp(&owner).is_eq() {
-            jobs.push(Job {
-                rrset: std::slice::from_ref(&denial[d]),
-                keys: false,
-            });
-            d += 1;
-        }
-    }
-    drop(nodes);
-    jobs.extend(
-        denial[d..]
-            .chunks(1)
-            .map(|rrset| Job { rrset, keys: false }),
-    );
-
-    let parts = sign_jobs(apex_ref, &list, &jobs, keys, params, previous.as_ref())?;
-    let rrsets_signed = jobs.len();
-    drop(jobs);
-    // The previous version's blocks (its records dropped), where the kept signatures are.
-    let adopted = previous.map(|p| list.adopt(p.into_list()));
-    let (mut signatures, mut kept) = (0, 0);
-    let mut earliest = params.expiration;
-    let sig_items: usize = parts
-        .iter()
-        .flat_map(|p| &p.blocks)
-        .map(|(_, items)| items.len())
-        .sum::<usize>()
-        + parts.iter().map(|p| p.kept_items.len()).sum::<usize>();
-    list.items.reserve_exact(sig_items + denial.len());
-    list.items.extend(denial);
-    // The signatures stay in the blocks they were made in (attached, not copied).
-    for part in parts {
-        signatures += part.made;
-        kept += part.kept;
-        if earliest_of(params.inception, part.earliest, earliest) {
-            earliest = part.earliest;
-        }
-        for (block, items) in part.blocks {
-            list.attach(block, items);
-        }
-        if let Some(adopted) = adopted {
-            list.push_adopted(adopted, part.kept_items);
-        }
-    }
-    list.sort();
-    Ok(SignedList {
-        list,
-        rrsets_signed,
-        signatures,
-        kept,
-        earliest_expiration: earliest,
-    })
+    Ok((class, nsec_ttl))
 }
 
 /// True if expiration `a` comes before `b`, both after `inception` (RFC 1982).
@@ -586,301 +532,6 @@ fn classify(apex: NameRef<'_>, list: &mut RecordList) -> Vec<Node> {
     }
     list.items = items;
     nodes
-}
-
-/// The types of a node's bitmap, before RRSIG/NSEC are added.
-fn node_types(items: &[Rr], node: &Node, types: &mut Vec<RType>) {
-    types.clear();
-    types.extend(
-        items[node.start..node.end]
-            .iter()
-            .map(|r| r.rtype)
-            .filter(|&t| node.kind != Kind::Cut || t == RType::NS || t == RType::DS),
-    );
-    types.dedup();
-}
-
-/// The NSEC chain: one NSEC per authoritative name, delegations included.
-fn nsec_chain(list: &mut RecordList, nodes: &[Node], class: Class, ttl: u32) -> Vec<Rr> {
-    let names: Vec<&Node> = nodes.iter().filter(|n| n.kind != Kind::Occluded).collect();
-    let mut out = RecordList::with_capacity(names.len(), 0);
-    out.bytes = std::mem::take(&mut list.bytes);
-    let mut types = Vec::new();
-    let mut rdata = Vec::new();
-    for (i, node) in names.iter().enumerate() {
-        let next = names[(i + 1) % names.len()];
-        node_types(&list.items, node, &mut types);
-        types.extend([RType::RRSIG, RType::NSEC]);
-        types.sort_unstable();
-        types.dedup();
-        rdata.clear();
-        let next = list.items[next.start];
-        rdata.extend_from_slice(out.owner(&next).as_wire());
-        write_bitmap(&types, &mut rdata);
-        let owner = list.items[node.start].owner;
-        out.push(owner, RType::NSEC, class, ttl, &rdata);
-    }
-    list.bytes = out.bytes;
-    out.items
-}
-
-/// The NSEC3 chain (RFC 5155 §7.1).
-fn nsec3_chain(
-    apex: &Name,
-    list: &mut RecordList,
-    nodes: &[Node],
-    params: &Nsec3Params,
-    opt_out: bool,
-    class: Class,
-    ttl: u32,
-) -> Result<Vec<Rr>, SignError> {
-    // Names in the chain (offsets of their owners), with their bitmaps in one buffer.
-    let mut names: Vec<(u32, u32, u32)> = Vec::new();
-    let mut bitmaps: Vec<u8> = Vec::new();
-    let mut types = Vec::new();
-    for node in nodes {
-        let has_ds = list.items[node.start..node.end]
-            .iter()
-            .any(|r| r.rtype == RType::DS);
-        node_types(&list.items, node, &mut types);
-        match node.kind {
-            Kind::Occluded => continue,
-            Kind::Cut if !has_ds && opt_out => continue,
-            Kind::Cut if !has_ds => {}
-            _ => types.push(RType::RRSIG),
-        }
-        types.sort_unstable();
-        types.dedup();
-        let start = offset(bitmaps.len());
-        write_bitmap(&types, &mut bitmaps);
-        names.push((list.items[node.start].owner, start, offset(bitmaps.len())));
-    }
-    // Empty non-terminals between those names and the apex.
-    let mut ents: HashSet<Name> = HashSet::new();
-    {
-        let existing: HashSet<NameRef<'_>> = nodes
-            .iter()
-            .map(|n| list.owner(&list.items[n.start]))
-            .collect();
-        let apex_len = apex.as_wire().len();
-        for &(at, _, _) in &names {
-            let mut cur = owner_at(&list.bytes, at);
-            while let Some(parent) = cur.parent() {
-                if parent.len() <= apex_len || existing.contains(&parent) {
-                    break;
-                }
-                if !ents.insert(parent.to_name()) {
-                    break;
-                }
-                cur = parent;
-            }
-        }
-    }
-    let end = offset(bitmaps.len());
-    for n in ents {
-        let at = list.push_name(n.as_ref());
-        names.push((at, end, end));
-    }
-
-    let mut hashed: Vec<([u8; HASH_LEN], usize)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, &(at, _, _))| {
-            let mut h = [0u8; HASH_LEN];
-            params.hash(owner_at(&list.bytes, at), &mut h);
-            (h, i)
-        })
-        .collect();
-    hashed.sort_unstable();
-    if let Some(w) = hashed.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(SignError::Nsec3Collision(
-            owner_at(&list.bytes, names[w[0].1].0).to_name(),
-            owner_at(&list.bytes, names[w[1].1].0).to_name(),
-        ));
-    }
-    let flags = u8::from(opt_out);
-    let mut out = RecordList::with_capacity(hashed.len(), 0);
-    out.bytes = std::mem::take(&mut list.bytes);
-    let mut rdata = Vec::new();
-    let mut owner = Vec::with_capacity(1 + LABEL_LEN + apex.as_wire().len());
-    for (i, (hash, idx)) in hashed.iter().enumerate() {
-        let next = &hashed[(i + 1) % hashed.len()].0;
-        rdata.clear();
-        rdata.extend_from_slice(&[crate::nsec3::SHA1, flags]);
-        rdata.extend_from_slice(&params.iterations.to_be_bytes());
-        rdata.push(params.salt.len() as u8);
-        rdata.extend_from_slice(&params.salt);
-        rdata.push(HASH_LEN as u8);
-        rdata.extend_from_slice(next);
-        let (_, a, b) = names[*idx];
-        rdata.extend_from_slice(&bitmaps[a as usize..b as usize]);
-        let mut label = [0u8; LABEL_LEN];
-        hash_label(hash, &mut label);
-        owner.clear();
-        owner.push(LABEL_LEN as u8);
-        owner.extend_from_slice(&label);
-        owner.extend_from_slice(apex.as_wire());
-        let name = NameRef::from_wire(&owner).map_err(|_| SignError::OutOfZone(apex.clone()))?;
-        let at = out.push_name(name);
-        out.push(at, RType::NSEC3, class, ttl, &rdata);
-    }
-    list.bytes = out.bytes;
-    Ok(out.items)
-}
-
-/// The name at `at` in `bytes`.
-fn owner_at(bytes: &[u8], at: u32) -> NameRef<'_> {
-    NameRef::from_wire_prefix(&bytes[at as usize..])
-        .expect("a record list holds valid names")
-        .0
-}
-
-/// What one signing thread made: blocks of RRSIG rdata back to back, each with its records
-/// (their `rdata` offsets are into the block; their owners are the zone list's), closed
-/// near [`BLOCK`] octets; and the kept signatures' records (their `rdata` offsets are the
-/// previous version's).
-#[derive(Default)]
-struct Part {
-    blocks: Vec<(Vec<u8>, Vec<Rr>)>,
-    kept_items: Vec<Rr>,
-    made: usize,
-    kept: usize,
-    earliest: u32,
-}
-
-/// A block is closed once it holds this much: a job's signatures (one per key, each under
-/// 1 KiB) then fit in the rest without the block growing past [`BLOCK`].
-const BLOCK_FULL: usize = BLOCK - (64 << 10);
-
-/// Signs the jobs on `params.threads` threads (every core for 0), in contiguous chunks,
-/// keeping the signatures of `previous` that still do.
-fn sign_jobs(
-    apex: NameRef<'_>,
-    list: &RecordList,
-    jobs: &[Job<'_>],
-    keys: &[ZoneKey<'_>],
-    params: &SignParams,
-    previous: Option<&Previous>,
-) -> Result<Vec<Part>, SignError> {
-    let threads = if params.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        params.threads
-    };
-    // A thread is worth starting for a few hundred RRsets.
-    let threads = threads.clamp(1, jobs.len().div_ceil(256).max(1));
-    let chunk = jobs.len().div_ceil(threads).max(1);
-    // Keys whose signatures may be kept: those the previous version published.
-    let reusable: Vec<bool> = keys
-        .iter()
-        .map(|k| previous.is_some_and(|p| p.has_dnskey(apex, k.key.dnskey_rdata())))
-        .collect();
-    let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
-        let mut scratch = Scratch::default();
-        let mut old_rrset = crate::sign::Canonical::new();
-        let mut olds: Vec<(RrsigFields<'_>, &Rr)> = Vec::new();
-        let mut out = Part {
-            earliest: params.expiration,
-            ..Part::default()
-        };
-        let (mut bytes, mut items) = (Vec::new(), Vec::new());
-        for job in part {
-            if bytes.len() >= BLOCK_FULL {
-                out.blocks
-                    .push((std::mem::take(&mut bytes), std::mem::take(&mut items)));
-            }
-            let first = &job.rrset[0];
-            let owner = list.owner(first);
-            scratch.rrset.clear();
-            for r in job.rrset {
-                scratch.rrset.push(r.rtype, list.rdata(r));
-            }
-            scratch.rrset.finish();
-            let what = RrsetToSign {
-                owner,
-                class: first.class,
-                rtype: first.rtype,
-                ttl: first.ttl,
-            };
-            olds.clear();
-            if let Some(p) = previous {
-                if let Some(sigs) = p.signatures(
-                    owner,
-                    first.rtype,
-                    first.ttl,
-                    &scratch.rrset,
-                    &mut old_rrset,
-                ) {
-                    olds.extend(sigs);
-                }
-            }
-            let labels = rrsig_labels(owner);
-            for (k, &reusable) in keys.iter().zip(&reusable) {
-                if !((job.keys && k.signs_keys) || (!job.keys && k.signs_zone)) {
-                    continue;
-                }
-                let at = offset(bytes.len());
-                let old = olds.iter().find(|(f, _)| {
-                    reusable
-                        && f.algorithm == k.key.algorithm().number()
-                        && f.key_tag == k.key.tag()
-                        && f.labels == labels
-                        && f.original_ttl == first.ttl
-                        && f.signer.eq_ci(&apex)
-                });
-                if let Some((f, rr)) = old {
-                    // Left where the previous version has it.
-                    out.kept_items.push(Rr {
-                        owner: first.owner,
-                        ..**rr
-                    });
-                    out.kept += 1;
-                    if earliest_of(params.inception, f.expiration, out.earliest) {
-                        out.earliest = f.expiration;
-                    }
-                    continue;
-                }
-                sign_rrset_into(
-                    k.key,
-                    what,
-                    apex,
-                    params.inception,
-                    params.expiration,
-                    &mut scratch,
-                    &mut bytes,
-                )?;
-                out.made += 1;
-                items.push(Rr {
-                    owner: first.owner,
-                    rdata: at,
-                    rdlen: (bytes.len() - at as usize) as u16,
-                    rtype: RType::RRSIG,
-                    class: first.class,
-                    ttl: first.ttl,
-                });
-            }
-        }
-        out.blocks.push((bytes, items));
-        Ok(out)
-    };
-    if threads == 1 {
-        return Ok(vec![run(jobs)?]);
-    }
-    let results: Vec<Result<Part, KeyError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .chunks(chunk)
-            .map(|part| s.spawn(move || run(part)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    let mut out = Vec::with_capacity(results.len());
-    for r in results {
-        out.push(r?);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! EDNS(0) (RFC 6891): the OPT record of a query, read without allocation.
 
-use crate::message::{Header, Reader, WireError, HEADER_LEN};
+use crate::error::WireError;
+use crate::message::{Header, Reader, HEADER_LEN};
 use crate::types::RType;
 
 /// What a query's OPT record says.

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod edns;
+pub mod error;
 pub mod message;
 pub mod name;
 pub mod query;
@@ -16,7 +17,8 @@ pub mod tsig;
 pub mod types;
 pub mod writer;
 
-pub use message::{Header, Message, Question, Record, WireError};
+pub use error::WireError;
+pub use message::{Header, Message, Question, Record};
 pub use name::{Name, NameBuf, NameError, NameRef};
 pub use query::{Query, QueryError, Transport};
 pub use types::{Class, Opcode, RType, Rcode};

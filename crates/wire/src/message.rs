@@ -3,6 +3,7 @@
 //! [`Header`] and [`read_question`] serve the allocation-free query path; [`Message`] is the
 //! general, owning parse (tests, the bench, the resolver), with rdata decompressed.
 
+use crate::error::WireError;
 use crate::name::{NameBuf, NameError};
 use crate::rdata;
 use crate::types::{Class, Opcode, RType, Rcode};
@@ -11,42 +12,6 @@ use core::fmt;
 
 /// Length of the fixed header.
 pub const HEADER_LEN: usize = 12;
-
-/// Why a message could not be parsed. Every variant means FORMERR to a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WireError {
-    /// The data ends before the field being read.
-    ShortInput,
-    /// A bad name.
-    Name(NameError),
-    /// Record data whose length or content does not fit its type.
-    BadRdata,
-    /// Bytes left after the last section.
-    TrailingData,
-    /// More than one OPT record, or one outside the additional section or not at the root.
-    BadOpt,
-}
-
-impl From<NameError> for WireError {
-    fn from(e: NameError) -> Self {
-        Self::Name(e)
-    }
-}
-
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ShortInput => f.write_str("message truncated"),
-            Self::Name(e) => write!(f, "bad name: {e}"),
-            Self::BadRdata => f.write_str("malformed record data"),
-            Self::TrailingData => f.write_str("trailing data after the message"),
-            Self::BadOpt => f.write_str("misplaced or duplicate OPT record"),
-        }
-    }
-}
-
-impl std::error::Error for WireError {}
 
 /// A bounds-checked cursor over bytes.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
-//! Record data by type: decompression on read, compression on write (RFC 3597 §4),
-//! validation, presentation format both ways, and the names inside rdata that answering
-//! follows.
+//! Record data by type: decompression on read (RFC 3597 §4), validation, presentation
+//! format both ways, and the names inside rdata that answering follows. Compression on
+//! write is the writer's ([`crate::writer::compose`]): this module never writes a message.
 //!
 //! Rdata is kept in uncompressed wire form everywhere. Each known type is described once, as
 //! a list of `Field`s (`fields`); the walkers in `check`, `scan` and `print` read that
@@ -8,8 +8,7 @@
 //! without a description are opaque octets: any length is valid and the text form is the
 //! RFC 3597 generic `\# LEN HEX`, which also works for every known type.
 //!
-//! [`compose`] is on the per-query path: it never allocates, and only compresses names of
-//! the RFC 1035 types. Never: I/O, clocks (RRSIG times are plain numbers here).
+//! Never: I/O, clocks (RRSIG times are plain numbers here).
 
 mod addr;
 mod bitmap;
@@ -22,11 +21,10 @@ mod time;
 /// Writes an RRSIG time (RFC 4034 §3.2) as `YYYYMMDDHHmmSS`.
 pub use time::write as write_rrsig_time;
 
-use crate::message::WireError;
+use crate::error::WireError;
 use crate::name::NameRef;
-use crate::text::{TextError, Token};
+use crate::text::{number, TextError, Token};
 use crate::types::RType;
-use crate::writer::{Full, MessageWriter};
 use core::fmt;
 
 /// Route Through (RFC 1183), no mnemonic in [`RType`].
@@ -168,40 +166,6 @@ pub fn validate(rtype: RType, rdata: &[u8]) -> Result<(), WireError> {
     }
 }
 
-/// The types whose rdata names are compressed in a message (RFC 3597 §4): octets in front of
-/// the first name, and how many names follow. `None`: the rdata is copied as it is.
-#[inline]
-pub(crate) fn compressed_names(rtype: RType) -> Option<(usize, usize)> {
-    match rtype.0 {
-        2..=5 | 7..=9 | 12 => Some((0, 1)),
-        6 | 14 => Some((0, 2)),
-        15 => Some((2, 1)),
-        _ => None,
-    }
-}
-
-/// Writes uncompressed rdata into a message. Names are compressed only in the RFC 1035
-/// types (RFC 3597 §4); all other rdata is copied as it is. Never allocates.
-pub fn compose(rtype: RType, rdata: &[u8], w: &mut MessageWriter<'_>) -> Result<(), Full> {
-    let Some((skip, names)) = compressed_names(rtype) else {
-        return w.put_bytes(rdata);
-    };
-    let Some(head) = rdata.get(..skip) else {
-        return w.put_bytes(rdata);
-    };
-    w.put_bytes(head)?;
-    let mut pos = skip;
-    for _ in 0..names {
-        // Zone data is validated when loaded; anything else is copied as it is.
-        let Ok((name, n)) = NameRef::from_wire_prefix(&rdata[pos..]) else {
-            break;
-        };
-        w.put_name(name, true)?;
-        pos += n;
-    }
-    w.put_bytes(&rdata[pos..])
-}
-
 /// Parses presentation-format rdata, appending its wire form to `out`.
 ///
 /// `tokens` are the record's rdata tokens from the zone-file scanner, escapes not yet
@@ -254,7 +218,7 @@ fn generic_from_text(
     let (len, hex) = tokens
         .split_first()
         .ok_or_else(|| TextError::new("missing length after \\#"))?;
-    let len: usize = scan::number(len.text, u16::MAX.into(), "\\# length")? as usize;
+    let len: usize = number(len.text, u16::MAX.into(), "\\# length")? as usize;
     crate::text::hex_decode(hex.iter().map(|t| t.text), out)?;
     let got = out.len() - mark;
     if got != len {

@@ -1,5 +1,5 @@
 //! Presentation-format primitives shared by the zone-file scanner and the rdata parsers:
-//! tokens, errors, TTLs with units, `\` escapes, quoted strings, and the hex, base32hex and
+//! tokens, errors, decimal numbers, TTLs with units, `\` escapes, quoted strings, and the hex, base32hex and
 //! base64 codecs (RFC 4648).
 //!
 //! Decoders append to a caller's `Vec` and accept input split across several tokens where
@@ -59,6 +59,19 @@ impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "\"{}\"", String::from_utf8_lossy(self.0))
     }
+}
+
+/// Parses a decimal number up to `max`; `what` names it in the error (the rdata fields
+/// and SVCB parameters that are numbers).
+pub(crate) fn number(text: &[u8], max: u64, what: &str) -> Result<u64, TextError> {
+    let bad = || TextError::new(format_args!("bad {what} {}", Shown(text)));
+    if text.is_empty() || text.len() > 20 || !text.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let v = text.iter().try_fold(0u64, |v, &c| {
+        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+    });
+    v.filter(|&v| v <= max).ok_or_else(bad)
 }
 
 /// Parses a TTL: seconds (`3600`) or numbers with units `s`, `m`, `h`, `d`, `w` in any case

@@ -11,7 +11,8 @@
 //! Names in the MAC input are in canonical form (lowercase, uncompressed, RFC 8945 §4.3.3).
 //! The clock is the caller's (`now`, seconds since the epoch).
 
-use crate::message::{Header, Reader, WireError, HEADER_LEN};
+use crate::error::WireError;
+use crate::message::{Header, Reader, HEADER_LEN};
 use crate::name::{Name, NameBuf, NameRef};
 use crate::types::RType;
 use hmac::{Hmac, Mac};

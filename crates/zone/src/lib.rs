@@ -7,6 +7,8 @@
 //! - [`db`] builds an immutable [`Zone`] from those records, with the checks a zone must pass
 //!   (errors) or should (warnings); every worker then reads it without a lock. Sans-I/O;
 //!   building a zone of 50,000 records or more merges its RRsets on two threads.
+//! - [`load`] reads a zone file (or text) into a checked [`Zone`] in one call: `scan`,
+//!   then `db`.
 //! - [`answer`] turns a query into the response RFC 1034 §4.3.2, RFC 2308, RFC 4592 and
 //!   RFC 6672 require. Sans-I/O, no threads, no allocation.
 //! - [`xfr`] writes outgoing AXFR/IXFR responses and NOTIFY messages. Sans-I/O, no threads.
@@ -18,6 +20,7 @@
 pub mod answer;
 pub mod catalog;
 pub mod db;
+pub mod load;
 pub mod scan;
 pub mod xfr;
 
@@ -25,5 +28,6 @@ pub use answer::{
     not_implemented, notify_answer, refuse, reject, respond, respond_to_message, Reply, Written,
 };
 pub use db::{Zone, ZoneChange, ZoneSet};
-pub use scan::{load_zone_file, load_zone_text, LoadError, ScanOptions};
+pub use load::{load_zone_file, load_zone_text};
+pub use scan::{LoadError, ScanOptions};
 pub use shardns_wire::Transport;

@@ -1,8 +1,12 @@
 use super::*;
 use crate::alg::Algorithm;
 use crate::key::PrivateKey;
+use crate::list::BLOCK;
+use crate::nsec3::{hash_label, HASH_LEN, LABEL_LEN};
 use crate::sign::{verify_rrsig, RrsigFields};
 use crate::testutil::{name, rd, rec};
+use nsec::write_bitmap;
+use std::collections::HashSet;
 
 const ZONE: &str = "
 @ 3600 SOA ns1.example. hostmaster.example. 7 3600 900 604800 300

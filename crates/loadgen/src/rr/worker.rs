@@ -47,46 +47,117 @@ pub(super) fn rr_worker(
     timeout: u64,
     barrier: &Barrier,
 ) -> WorkerOut {
-    let n = socks.len();
-    let nq = q.len() as u32;
-    let fds: Vec<RawFd> = socks.iter().map(|s| s.0).collect();
-    let mut trackers: Vec<Tracker> = socks.iter().map(|_| Tracker::new()).collect();
-    // Position in the list of each stream of this worker, and the streams ready to send
-    // (every stream is either ready or in flight on one of the sockets).
-    let mut pos: Vec<u32> = socks.iter().flat_map(|s| s.1.iter().copied()).collect();
-    let streams = pos.len();
-    let mut ready: Vec<u32> = (0..streams as u32).rev().collect();
-    let mut want_write = vec![false; n];
-    let mut next_sock = 0usize;
-    let mut batch = SendBatch::new();
-    let mut rb = RecvBatch::new();
-    let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(n);
-    let mut ids = [0u16; SEND_BATCH];
-    let mut batch_streams = [0u32; SEND_BATCH];
-    let mut c = Counters::default();
-    let mut hist = Histogram::new();
-    let mut in_window = 0u64;
-
-    // Smoothed round trip (ns), for the coalescing tick.
-    let mut rtt = 0u64;
+    let mut w = Turns::new(q, socks);
     barrier.wait();
     let mut clock = Clock::start();
     let mut now = 0u64;
     loop {
         let sending = now < duration;
         if !sending {
-            ready.clear();
+            w.ready.clear();
         }
         // Answers were read since the turn's clock reading: the sends start from a fresh one.
-        if !ready.is_empty() {
+        if !w.ready.is_empty() {
             clock.now();
         }
-        // Every ready stream sends its next query: batches go to the sockets in turn, and a
-        // socket whose buffer is full (or whose ID space is) waits for the next turn.
+        w.send(&mut clock);
+        let wake = w.expire(now, timeout, sending, duration);
+        let in_flight: usize = w.trackers.iter().map(Tracker::in_flight).sum();
+        if !sending && in_flight == 0 {
+            break;
+        }
+        w.poll(now, wake, sending, in_flight);
+        // The one clock read of this turn: the send time of the next queries. Answers carry
+        // their kernel arrival time.
+        now = clock.now();
+        let sending = now < duration;
+        w.read(&clock, now, duration, sending);
+    }
+    WorkerOut {
+        counters: w.c,
+        hist: w.hist,
+        in_window: w.in_window,
+    }
+}
+
+/// A worker's state from turn to turn; each step of a turn is a method.
+struct Turns<'q> {
+    q: &'q QueryList,
+    /// Queries in the list.
+    nq: u32,
+    /// Sockets.
+    n: usize,
+    fds: Vec<RawFd>,
+    trackers: Vec<Tracker>,
+    /// Position in the list of each stream of this worker, and the streams ready to send
+    /// (every stream is either ready or in flight on one of the sockets).
+    pos: Vec<u32>,
+    ready: Vec<u32>,
+    want_write: Vec<bool>,
+    next_sock: usize,
+    batch: SendBatch<'q>,
+    rb: RecvBatch,
+    pfds: Vec<libc::pollfd>,
+    ids: [u16; SEND_BATCH],
+    batch_streams: [u32; SEND_BATCH],
+    c: Counters,
+    hist: Histogram,
+    in_window: u64,
+    /// Smoothed round trip (ns), for the coalescing tick.
+    rtt: u64,
+}
+
+impl<'q> Turns<'q> {
+    fn new(q: &'q QueryList, socks: &[(RawFd, &[u32])]) -> Self {
+        let n = socks.len();
+        let pos: Vec<u32> = socks.iter().flat_map(|s| s.1.iter().copied()).collect();
+        let streams = pos.len();
+        Turns {
+            q,
+            nq: q.len() as u32,
+            n,
+            fds: socks.iter().map(|s| s.0).collect(),
+            trackers: socks.iter().map(|_| Tracker::new()).collect(),
+            pos,
+            ready: (0..streams as u32).rev().collect(),
+            want_write: vec![false; n],
+            next_sock: 0,
+            batch: SendBatch::new(),
+            rb: RecvBatch::new(),
+            pfds: Vec::with_capacity(n),
+            ids: [0u16; SEND_BATCH],
+            batch_streams: [0u32; SEND_BATCH],
+            c: Counters::default(),
+            hist: Histogram::new(),
+            in_window: 0,
+            rtt: 0,
+        }
+    }
+
+    /// Every ready stream sends its next query: batches go to the sockets in turn, and a
+    /// socket whose buffer is full (or whose ID space is) waits for the next turn.
+    #[inline]
+    fn send(&mut self, clock: &mut Clock) {
+        let Turns {
+            q,
+            n,
+            fds,
+            trackers,
+            pos,
+            ready,
+            want_write,
+            next_sock,
+            batch,
+            ids,
+            batch_streams,
+            c,
+            ..
+        } = self;
+        let n = *n;
         let mut tried = 0;
         while !ready.is_empty() && tried < n {
-            let si = next_sock;
-            next_sock = (next_sock + 1) % n;
+            let si = *next_sock;
+            *next_sock = (*next_sock + 1) % n;
             tried += 1;
             if want_write[si] {
                 continue;
@@ -110,15 +181,9 @@ pub(super) fn rr_worker(
             }
             // Unsent queries' streams are ready again; refused or unreachable ones time out
             // and count as lost.
-            let sent = engine::send_batch(
-                &mut batch,
-                fds[si],
-                &ids[..m],
-                tracker,
-                &mut clock,
-                &mut c,
-                |k| ready.push(batch_streams[k]),
-            );
+            let sent = engine::send_batch(batch, fds[si], &ids[..m], tracker, clock, c, |k| {
+                ready.push(batch_streams[k])
+            });
             c.sent += sent as u64;
             if sent < m {
                 want_write[si] = true;
@@ -127,12 +192,18 @@ pub(super) fn rr_worker(
                 tried = 0;
             }
         }
-        // Lost queries: the stream moves on to its next query.
+    }
+
+    /// Lost queries: the stream moves on to its next query. Returns when to wake at the
+    /// latest: the next expiry, or the end of the sending window.
+    #[inline]
+    fn expire(&mut self, now: u64, timeout: u64, sending: bool, duration: u64) -> u64 {
+        let nq = self.nq;
         let mut wake = if sending { duration } else { u64::MAX };
-        for tracker in &mut trackers {
-            let ready = &mut ready;
-            let pos = &mut pos;
-            let lost = &mut c.lost;
+        for tracker in &mut self.trackers {
+            let ready = &mut self.ready;
+            let pos = &mut self.pos;
+            let lost = &mut self.c.lost;
             let next = tracker.expire(now, timeout, |s| {
                 *lost += 1;
                 if sending {
@@ -145,11 +216,14 @@ pub(super) fn rr_worker(
                 wake = wake.min(d);
             }
         }
-        let in_flight: usize = trackers.iter().map(Tracker::in_flight).sum();
-        if !sending && in_flight == 0 {
-            break;
-        }
-        let can_send = sending && !ready.is_empty() && want_write.iter().any(|&w| !w);
+        wake
+    }
+
+    /// Waits for answers (or room to send) until `wake` at the latest, not at all if a
+    /// stream can send; with many streams waiting, a short coalescing sleep instead.
+    #[inline]
+    fn poll(&mut self, now: u64, wake: u64, sending: bool, in_flight: usize) {
+        let can_send = sending && !self.ready.is_empty() && self.want_write.iter().any(|&w| !w);
         let mut wait = if can_send {
             0
         } else {
@@ -160,32 +234,59 @@ pub(super) fn rr_worker(
         // tick is at most 1/8 of the smoothed round trip, so a stream's cycle grows by at most
         // 12.5 % (6 % on average) while the server has idle time, and not at all while it has
         // a queue; latency figures are unaffected (they use kernel arrival times).
-        let coalesce_ns = (rtt / COALESCE_DIV).min(COALESCE);
+        let coalesce_ns = (self.rtt / COALESCE_DIV).min(COALESCE);
         let coalesce = wait > 0 && in_flight >= COALESCE_MIN && coalesce_ns >= MIN_COALESCE;
+        let pfds = &mut self.pfds;
         pfds.clear();
-        pfds.extend(fds.iter().zip(&want_write).map(|(&fd, &w)| libc::pollfd {
-            fd,
-            events: if coalesce { 0 } else { libc::POLLIN } | if w { libc::POLLOUT } else { 0 },
-            revents: 0,
-        }));
+        pfds.extend(
+            self.fds
+                .iter()
+                .zip(&self.want_write)
+                .map(|(&fd, &w)| libc::pollfd {
+                    fd,
+                    events: if coalesce { 0 } else { libc::POLLIN }
+                        | if w { libc::POLLOUT } else { 0 },
+                    revents: 0,
+                }),
+        );
         if coalesce {
             wait = wait.min(coalesce_ns);
         }
-        let _ = sys::poll(&mut pfds, Duration::from_nanos(wait));
+        let _ = sys::poll(pfds, Duration::from_nanos(wait));
         if coalesce {
             // Read every socket that has queries out (the others can only hold strays, read
             // when the socket is next used); a turn's queries often went out on one of them.
-            for (p, t) in pfds.iter_mut().zip(&trackers) {
+            for (p, t) in pfds.iter_mut().zip(&self.trackers) {
                 if t.in_flight() > 0 {
                     p.revents |= libc::POLLIN;
                 }
             }
         }
-        // The one clock read of this turn: the send time of the next queries. Answers carry
-        // their kernel arrival time.
-        now = clock.now();
-        let sending = now < duration;
-        for si in 0..n {
+    }
+
+    /// Reads the answers the poll found (at `now`), and sends their streams on to their
+    /// next queries while `sending`.
+    #[inline]
+    fn read(&mut self, clock: &Clock, now: u64, duration: u64, sending: bool) {
+        let Turns {
+            q,
+            nq,
+            n,
+            fds,
+            trackers,
+            pos,
+            ready,
+            want_write,
+            rb,
+            pfds,
+            c,
+            hist,
+            in_window,
+            rtt,
+            ..
+        } = self;
+        let nq = *nq;
+        for si in 0..*n {
             let p = pfds[si];
             if p.revents & libc::POLLOUT != 0 {
                 want_write[si] = false;
@@ -199,16 +300,15 @@ pub(super) fn rr_worker(
                     0
                 });
                 for i in 0..k {
-                    let Some(slot) = handle_response(rb.get(i), &mut trackers[si], q, &mut c)
-                    else {
+                    let Some(slot) = handle_response(rb.get(i), &mut trackers[si], q, c) else {
                         continue;
                     };
                     let at = clock.arrival(rb.arrival(i), now);
                     let lat = at.saturating_sub(slot.sent);
-                    rtt = rtt - rtt / 16 + lat / 16;
+                    *rtt = *rtt - *rtt / 16 + lat / 16;
                     hist.record(lat);
                     if at <= duration {
-                        in_window += 1;
+                        *in_window += 1;
                     }
                     if sending {
                         let p = &mut pos[slot.stream as usize];
@@ -221,10 +321,5 @@ pub(super) fn rr_worker(
                 }
             }
         }
-    }
-    WorkerOut {
-        counters: c,
-        hist,
-        in_window,
     }
 }

@@ -1,7 +1,7 @@
 //! Wire-form checks of rdata against its type's fields, and decompression out of a message.
 
 use super::{bitmap, svcb, Field};
-use crate::message::WireError;
+use crate::error::WireError;
 use crate::name::{NameBuf, NameRef};
 
 /// Walks `fields` over `msg[start..]`, which must hold exactly one rdata. With `out`, the

@@ -2,7 +2,7 @@
 
 use super::{addr, bitmap, svcb, time, Field};
 use crate::name::{NameBuf, NameRef};
-use crate::text::{self, Shown, TextError, Token};
+use crate::text::{self, number, Shown, TextError, Token};
 use crate::types::RType;
 
 /// Parses `tokens` as the fields of `rtype`, appending the wire form to `out`.
@@ -163,18 +163,6 @@ fn one(
         }
     }
     Ok(())
-}
-
-/// Parses a decimal number up to `max`.
-pub(super) fn number(text: &[u8], max: u64, what: &str) -> Result<u64, TextError> {
-    let bad = || TextError::new(format_args!("bad {what} {}", Shown(text)));
-    if text.is_empty() || text.len() > 20 || !text.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
-    }
-    let v = text.iter().try_fold(0u64, |v, &c| {
-        v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
-    });
-    v.filter(|&v| v <= max).ok_or_else(bad)
 }
 
 /// Parses a name: `@` is the origin, a name without a trailing dot is relative to it.

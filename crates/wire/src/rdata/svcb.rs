@@ -2,7 +2,7 @@
 //! RFC 9540): `key=value` in text, sorted `key length value` triples on the wire.
 
 use super::addr;
-use crate::text::{self, Shown, TextError, Token};
+use crate::text::{self, number, Shown, TextError, Token};
 use core::fmt;
 
 const MANDATORY: u16 = 0;
@@ -189,7 +189,7 @@ fn key_from_text(t: &[u8]) -> Result<u16, TextError> {
     if digits.is_empty() || digits.len() > 5 || (digits.len() > 1 && digits[0] == b'0') {
         return Err(bad());
     }
-    let key = super::scan::number(digits, u16::MAX.into(), "SVCB key").map_err(|_| bad())? as u16;
+    let key = number(digits, u16::MAX.into(), "SVCB key").map_err(|_| bad())? as u16;
     if key == INVALID {
         return Err(TextError::new("SVCB key65535 is reserved as invalid"));
     }
@@ -379,7 +379,7 @@ fn scan_value(key: u16, value: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), T
         }),
         PORT => {
             let v = value.unwrap_or_default();
-            let port = super::scan::number(v, u16::MAX.into(), "port").map_err(|_| bad(v))?;
+            let port = number(v, u16::MAX.into(), "port").map_err(|_| bad(v))?;
             out.extend_from_slice(&(port as u16).to_be_bytes());
             Ok(())
         }

@@ -5,7 +5,7 @@ use super::*;
 use crate::message::{Message, Record, HEADER_LEN};
 use crate::name::Name;
 use crate::types::Class;
-use crate::writer::Section;
+use crate::writer::{MessageWriter, Section};
 use crate::Header;
 
 /// Splits text into tokens the way the zone-file scanner does: whitespace separates,

@@ -1,7 +1,7 @@
 //! RRSIG inception and expiration times (RFC 4034 §3.2): `YYYYMMDDHHmmSS` in UTC, or
 //! seconds since 1970 as a plain number. Pure calendar arithmetic, no clock.
 
-use crate::text::{Shown, TextError};
+use crate::text::{number, Shown, TextError};
 use core::fmt;
 
 /// Days before each month in a common year.
@@ -39,7 +39,7 @@ pub(super) fn parse(text: &[u8]) -> Result<u32, TextError> {
         return Err(bad());
     }
     if text.len() != 14 {
-        return super::scan::number(text, u32::MAX.into(), "signature time").map(|v| v as u32);
+        return number(text, u32::MAX.into(), "signature time").map(|v| v as u32);
     }
     let num = |r: core::ops::Range<usize>| {
         text[r]

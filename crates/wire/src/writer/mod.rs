@@ -4,14 +4,14 @@
 //! a fixed array of offsets (RFC 1035 §4.1.4). A record that would pass the limit is rolled
 //! back whole, so the caller can set TC (or drop optional records) and stop.
 //!
-//! This file holds the buffer, counts, checkpoints and records; `compress` holds name
-//! compression.
+//! This file holds the buffer, counts, checkpoints and records, and [`compose`], rdata into
+//! a message (names compressed only in the RFC 1035 types, RFC 3597 §4; on the per-query
+//! path, never allocates); `compress` holds name compression.
 
 mod compress;
 
 use crate::message::{Header, HEADER_LEN};
 use crate::name::NameRef;
-use crate::rdata;
 use crate::types::{Class, RType};
 
 /// Offsets remembered for compression; bounded so compression cost is O(1) per name.
@@ -283,7 +283,7 @@ impl<'a> MessageWriter<'a> {
         ttl: u32,
         rdata: &[u8],
     ) -> Result<(), Full> {
-        if rdata::compressed_names(rtype).is_none() {
+        if compressed_names(rtype).is_none() {
             let end = self.len + 10 + rdata.len();
             if end > self.limit {
                 return Err(Full);
@@ -304,7 +304,7 @@ impl<'a> MessageWriter<'a> {
         self.put_u32(ttl)?;
         let len_at = self.len;
         self.put_u16(0)?;
-        rdata::compose(rtype, rdata, self)?;
+        compose(rtype, rdata, self)?;
         let rdlen = (self.len - len_at - 2) as u16;
         self.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
         Ok(())
@@ -341,6 +341,40 @@ impl<'a> MessageWriter<'a> {
         self.buf[..HEADER_LEN].copy_from_slice(&h.to_bytes());
         &self.buf[..self.len]
     }
+}
+
+/// The types whose rdata names are compressed in a message (RFC 3597 §4): octets in front of
+/// the first name, and how many names follow. `None`: the rdata is copied as it is.
+#[inline]
+fn compressed_names(rtype: RType) -> Option<(usize, usize)> {
+    match rtype.0 {
+        2..=5 | 7..=9 | 12 => Some((0, 1)),
+        6 | 14 => Some((0, 2)),
+        15 => Some((2, 1)),
+        _ => None,
+    }
+}
+
+/// Writes uncompressed rdata into a message. Names are compressed only in the RFC 1035
+/// types (RFC 3597 §4); all other rdata is copied as it is. Never allocates.
+pub fn compose(rtype: RType, rdata: &[u8], w: &mut MessageWriter<'_>) -> Result<(), Full> {
+    let Some((skip, names)) = compressed_names(rtype) else {
+        return w.put_bytes(rdata);
+    };
+    let Some(head) = rdata.get(..skip) else {
+        return w.put_bytes(rdata);
+    };
+    w.put_bytes(head)?;
+    let mut pos = skip;
+    for _ in 0..names {
+        // Zone data is validated when loaded; anything else is copied as it is.
+        let Ok((name, n)) = NameRef::from_wire_prefix(&rdata[pos..]) else {
+            break;
+        };
+        w.put_name(name, true)?;
+        pos += n;
+    }
+    w.put_bytes(&rdata[pos..])
 }
 
 #[cfg(test)]

@@ -262,7 +262,7 @@ fn put_record_by_walk(w: &mut MessageWriter<'_>, owner: &Name, rtype: RType, rda
     w.put_u32(300).unwrap();
     let len_at = w.len;
     w.put_u16(0).unwrap();
-    rdata::compose(rtype, rdata, w).unwrap();
+    compose(rtype, rdata, w).unwrap();
     let rdlen = (w.len - len_at - 2) as u16;
     w.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
     w.counts[1] += 1;

@@ -1,11 +1,11 @@
-//! The checks run on a zone as it is built: per node (CNAME beside other data, more than one
-//! CNAME or DNAME, CNAME at the apex, SOA away from the apex) and per zone (one SOA and some
-//! NS at the apex). Name servers inside the zone without address records in it are
+//! The whole-zone checks run on a zone as it is built, once its RRsets are merged: one SOA
+//! and some NS at the apex. The per-node checks (CNAME beside other data, more than one
+//! CNAME or DNAME, CNAME at the apex, SOA away from the apex) run as each node's RRsets are
+//! merged, in `build` (`build::node_checks`, which `patch` runs too). Name servers inside the zone without address records in it are
 //! warnings, not errors: Knot and NSD load such zones too (RFC 1034 §6's EDU. example is one).
 
 use super::build::Builder;
 use super::flags;
-use super::store::RRsetEntry;
 use shardns_wire::{rdata, NameRef, RType};
 
 impl Builder {
@@ -105,51 +105,4 @@ impl Builder {
         }
         cut
     }
-}
-
-/// Per-node checks on a node's RRsets: its flags, and CNAME beside other data or an SOA away
-/// from the apex.
-pub(super) fn node_checks(sets: &[RRsetEntry], apex: bool) -> (u8, [Option<&'static str>; 4]) {
-    let find = |t: RType| sets.iter().find(|s| s.rtype == t);
-    let mut f = 0;
-    let mut problems = [None; 4];
-    if let Some(cname) = find(RType::CNAME) {
-        f |= flags::CNAME;
-        if sets.iter().any(|s| {
-            !matches!(
-                s.rtype,
-                RType::CNAME | RType::RRSIG | RType::NSEC | RType::NSEC3
-            )
-        }) {
-            problems[0] = Some("CNAME and other data at the same name (RFC 1034 §3.6.2)");
-        }
-        if cname.count > 1 {
-            problems[1] = Some("more than one CNAME record");
-        }
-        if apex {
-            problems[2] = Some("CNAME at the zone apex");
-        }
-    }
-    if find(RType::NSEC3).is_some()
-        && sets
-            .iter()
-            .all(|s| matches!(s.rtype, RType::NSEC3 | RType::RRSIG))
-    {
-        f |= flags::NSEC3_ONLY;
-    }
-    if let Some(dname) = find(RType::DNAME) {
-        f |= flags::DNAME;
-        if dname.count > 1 {
-            problems[3] = Some("more than one DNAME record");
-        }
-    }
-    if !apex {
-        if find(RType::NS).is_some() {
-            f |= flags::DELEGATION;
-        }
-        if find(RType::SOA).is_some() {
-            problems[2] = Some("SOA record away from the zone apex");
-        }
-    }
-    (f, problems)
 }

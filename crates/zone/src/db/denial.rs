@@ -9,11 +9,14 @@
 //!   that do not exist are hashed (the next closer name and the wildcard), on the stack.
 //!
 //! A zone is signed when its apex SOA has a signature; an unsigned zone carries no index.
+//!
+//! This module holds the index and its searches by hash; it knows nothing of the zone's
+//! storage. The index is computed from a built zone by `build` (`build::denial`), and the
+//! NSEC search by name, which reads the zone's names, is the zone's (`store`,
+//! `Denial::nsec_covering`).
 
-use super::store::Zone;
-use super::{flags, NodeId, NONE};
-use shardns_wire::{text, NameBuf, NameRef, RType};
-use std::cmp::Ordering;
+use super::{NodeId, NONE};
+use shardns_wire::NameRef;
 
 /// The length of an NSEC3 hash: SHA-1, the only algorithm defined (RFC 5155 §11).
 pub const NSEC3_HASH_LEN: usize = shardns_dnssec::nsec3::HASH_LEN;
@@ -69,7 +72,7 @@ pub fn nsec3_hash(name: NameRef<'_>, salt: &[u8], iterations: u16) -> [u8; NSEC3
 }
 
 /// The parameters of an NSEC3 or NSEC3PARAM rdata: (hash algorithm, iterations, salt).
-fn nsec3_params(rdata: &[u8]) -> Option<(u8, u16, &[u8])> {
+pub(super) fn nsec3_params(rdata: &[u8]) -> Option<(u8, u16, &[u8])> {
     let alg = *rdata.first()?;
     let iterations = u16::from_be_bytes([*rdata.get(2)?, *rdata.get(3)?]);
     let salt_len = *rdata.get(4)? as usize;
@@ -77,122 +80,13 @@ fn nsec3_params(rdata: &[u8]) -> Option<(u8, u16, &[u8])> {
     Some((alg, iterations, salt))
 }
 
-impl Zone {
-    /// True if the zone is signed: its apex SOA has a signature (as Knot decides).
-    pub fn is_signed(&self) -> bool {
-        self.denial.is_some()
-    }
-
-    /// Builds the denial index of a signed zone (after the node flags are set); `None` for
-    /// an unsigned zone. Hashes every name of an NSEC3 zone, on two threads when it is big.
-    pub(super) fn denial_index(&self) -> Option<Denial> {
-        let apex = self.apex_node();
-        let soa = apex.rrset(RType::SOA)?;
-        apex.signatures(&soa)?;
-        let mut nsec: Vec<NodeId> = (0..self.node_count() as NodeId)
-            .filter(|&id| self.node(id).rrset(RType::NSEC).is_some())
-            .collect();
-        nsec.sort_by(|&a, &b| self.node(a).name().canonical_cmp(&self.node(b).name()));
-        let nsec3 = self.nsec3_index();
-        Some(Denial { nsec, nsec3 })
-    }
-
-    fn nsec3_index(&self) -> Option<Nsec3> {
-        let param = self.apex_node().rrset(RType::NSEC3PARAM)?;
-        // RFC 5155 §4: the first NSEC3PARAM with a known algorithm (1, SHA-1) and flags 0.
-        let (iterations, salt) = param.rdatas().find_map(|d| match nsec3_params(d) {
-            Some((1, it, salt)) if d[1] == 0 => Some((it, salt)),
-            _ => None,
-        })?;
-        if iterations > MAX_NSEC3_ITERATIONS {
-            return None;
-        }
-        let mut chain = Vec::new();
-        let mut raw = Vec::with_capacity(NSEC3_HASH_LEN);
-        for id in 0..self.node_count() as NodeId {
-            let node = self.node(id);
-            let Some(set) = node.rrset(RType::NSEC3) else {
-                continue;
-            };
-            // The owner's parent must be the apex, and the record of this chain.
-            let owner = node.name();
-            if !owner.parent().is_some_and(|p| p.eq_ci(&self.apex())) {
-                continue;
-            }
-            let ours = set.rdatas().any(|d| {
-                nsec3_params(d).is_some_and(|(a, it, s)| a == 1 && it == iterations && s == salt)
-            });
-            raw.clear();
-            if !ours || text::base32hex_decode(owner.first_label(), &mut raw).is_err() {
-                continue;
-            }
-            if let Ok(hash) = <[u8; NSEC3_HASH_LEN]>::try_from(raw.as_slice()) {
-                chain.push((hash, id));
-            }
-        }
-        chain.sort_unstable_by_key(|e| e.0);
-        chain.dedup_by(|a, b| a.0 == b.0);
-        let mut nsec3 = Nsec3::new(iterations, salt.into(), chain);
-        (nsec3.matching, nsec3.wildcard_cover) = self.nsec3_matches(&nsec3);
-        Some(nsec3)
-    }
-
-    /// For every node, the index in `chain` of the NSEC3 matching its name, and of the one
-    /// covering `*.<name>`.
-    fn nsec3_matches(&self, chain: &Nsec3) -> (Vec<u32>, Vec<u32>) {
-        let (salt, iterations) = (&chain.salt[..], chain.iterations);
-        let n = self.node_count();
-        let work = |ids: std::ops::Range<usize>| -> Vec<(u32, u32)> {
-            let mut star = NameBuf::new();
-            ids.map(|id| {
-                let node = self.node(id as NodeId);
-                if node.flags() & (flags::NSEC3_ONLY | flags::BELOW_CUT | flags::BELOW_DNAME) != 0 {
-                    return (NONE, NONE);
-                }
-                let h = nsec3_hash(node.name(), salt, iterations);
-                let matching = match chain.covering_index(&h) {
-                    i if i != NONE && chain.chain[i as usize].0 == h => i,
-                    _ => NONE,
-                };
-                let cover = match star.set_concat(&[1, b'*'], node.name()) {
-                    Ok(()) => chain.covering_index(&nsec3_hash(star.as_ref(), salt, iterations)),
-                    Err(_) => NONE,
-                };
-                (matching, cover)
-            })
-            .collect()
-        };
-        let pairs = if n < 20_000 {
-            work(0..n)
-        } else {
-            std::thread::scope(|s| {
-                let second = s.spawn(|| work(n / 2..n));
-                let mut first = work(0..n / 2);
-                first.extend(second.join().expect("NSEC3 hashing thread"));
-                first
-            })
-        };
-        pairs.into_iter().unzip()
-    }
-}
-
-impl Denial {
-    /// The node whose NSEC covers or matches `name`: the greatest NSEC owner at or before
-    /// it in canonical order (the last one covers what sorts after it, RFC 4034 §4.1.1).
-    pub(crate) fn nsec_covering(&self, zone: &Zone, name: NameRef<'_>) -> Option<NodeId> {
-        let i = self
-            .nsec
-            .partition_point(|&id| zone.node(id).name().canonical_cmp(&name) != Ordering::Greater);
-        match i {
-            0 => self.nsec.last().copied(),
-            i => Some(self.nsec[i - 1]),
-        }
-    }
-}
-
 impl Nsec3 {
     /// A chain sorted by hash, with its prefixes and buckets; no matches yet.
-    fn new(iterations: u16, salt: Box<[u8]>, chain: Vec<([u8; NSEC3_HASH_LEN], NodeId)>) -> Self {
+    pub(super) fn new(
+        iterations: u16,
+        salt: Box<[u8]>,
+        chain: Vec<([u8; NSEC3_HASH_LEN], NodeId)>,
+    ) -> Self {
         let prefixes: Vec<u64> = chain.iter().map(|e| prefix(&e.0)).collect();
         // A power of two at least the chain's length (at most 2^31 buckets).
         let bucket_bits = chain
@@ -241,7 +135,7 @@ impl Nsec3 {
 
     /// The index of the hash at or before `h` in the sorted chain, wrapping to its last (the
     /// NSEC3 that covers `h`); `NONE` for an empty chain.
-    fn covering_index(&self, h: &[u8; NSEC3_HASH_LEN]) -> u32 {
+    pub(super) fn covering_index(&self, h: &[u8; NSEC3_HASH_LEN]) -> u32 {
         let p = prefix(h);
         // Every hash in an earlier bucket sorts before `h`, every one in a later bucket
         // after it; in its own bucket, every hash whose prefix is below `p` sorts before
@@ -285,7 +179,7 @@ fn prefix(h: &[u8; NSEC3_HASH_LEN]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shardns_wire::Name;
+    use shardns_wire::{text, Name};
 
     fn hash_text(name: &str, salt: &[u8], iterations: u16) -> String {
         let n = Name::from_text(name, None).unwrap();

@@ -10,7 +10,8 @@
 //! pass over the nodes' parents tells), and goes otherwise: out of the hash table, and out of
 //! the node array by moving the last node into its place. That keeps the invariant the move
 //! needs: every node's index is greater than its parent's (nodes are interned parents
-//! first), so the last node has no children and no other node holds its index.
+//! first), so the last node has no children and no other node holds its index. That removal
+//! is the submodule `remove`'s.
 //!
 //! A zone signed with NSEC keeps its denial index, the NSEC owners in canonical order,
 //! patched: the names that lost their NSEC taken out, those that gained one put in, each
@@ -25,12 +26,15 @@
 //! makes or unmakes a zone cut or a DNAME at an existing name (the flags of every name below
 //! it change), and a removal whose move would put a node before its parent.
 
+mod remove;
+
+use super::build::node_checks;
 use super::build::set_key;
-use super::check::node_checks;
 use super::denial::Denial;
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
 use crate::scan::{Diag, LoadError};
+use remove::remove_empty;
 use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
 use shardns_wire::{rdata, NameRef, RType};
 use std::cmp::Ordering;
@@ -66,6 +70,9 @@ struct Owner<'a> {
 
 /// One name's new RRsets: (set key, TTL, records).
 type Sets<'a> = Vec<(u32, u32, Vec<&'a [u8]>)>;
+
+/// One changed name: its node if it exists, its name, its new RRsets.
+type Change<'a> = (Option<NodeId>, NameRef<'a>, Sets<'a>);
 
 /// Flags a node has because of its own records (the rest come from its ancestors or
 /// children).
@@ -111,6 +118,104 @@ impl Zone {
         };
 
         // 1. The changes grouped by owner (case-insensitively).
+        let Some(owners) = self.group_changes(deleted, added, soa, signed) else {
+            return Ok(None);
+        };
+
+        // 2. Each changed name's new RRsets, as `Builder` merges them.
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        let (changes, extra) = self.merge_changes(&owners, &diag, &mut errors, &mut warnings);
+        let [extra_names, extra_nodes, extra_sets, extra_rdata] = extra;
+
+        // 3. The arrays: the old ones copied into room for what comes (a packed zone's
+        //    unpacked; the result is packed again if small, see the end).
+        let mut work = PatchWork::default();
+        let mut a = self.copy_arrays([extra_names, extra_nodes, extra_sets, extra_rdata]);
+        if (a.nodes.len() + extra_nodes) * 2 > a.table.len() {
+            let mut size = a.table.len().max(16);
+            while (a.nodes.len() + extra_nodes) * 2 > size {
+                size *= 2;
+            }
+            a.table = vec![0; size];
+            for id in 0..a.nodes.len() as NodeId {
+                let h = hash_ci(a.name_wire(id));
+                a.insert_slot(h, id);
+            }
+            work.table_grown = true;
+        }
+
+        // 4. The changed names' RRsets appended, their nodes pointed at them.
+        let first_new = a.nodes.len() as NodeId;
+        let Some(nsec_changes) =
+            self.write_changes(&mut a, &changes, first_new, &diag, &mut errors, &mut work)
+        else {
+            return Ok(None);
+        };
+        inherit_flags(&mut a, first_new);
+        work.nodes_added = a.nodes.len() as u32 - first_new;
+        let mut zone = Zone {
+            apex: self.apex.clone(),
+            store: Store::Split(Box::new(a)),
+            soa_ttl: self.soa_ttl,
+            soa_minimum: self.soa_minimum,
+            denial: None,
+            unavailable: false,
+        };
+
+        // 5. Names left with no records: those without names below them go (and so does an
+        //    empty ancestor left with none).
+        let emptied: Vec<NodeId> = changes
+            .iter()
+            .filter(|c| c.2.is_empty())
+            .filter_map(|c| c.0)
+            .collect();
+        let mut nsec = self
+            .denial
+            .as_ref()
+            .map(|d| nsec_order(&zone, &d.nsec, &nsec_changes));
+        if !emptied.is_empty() {
+            let Some(moved) = remove_empty(zone.split_mut(), &emptied, &mut work) else {
+                return Ok(None);
+            };
+            if let Some(nsec) = &mut nsec {
+                renumber(&zone, nsec, &moved);
+            }
+        }
+        if let Some(nsec) = nsec {
+            // Still signed (the apex SOA has a signature), as the full build decides.
+            let apex = zone.apex_node();
+            if apex
+                .rrset(RType::SOA)
+                .is_none_or(|soa| apex.signatures(&soa).is_none())
+            {
+                return Ok(None);
+            }
+            zone.denial = Some(Box::new(Denial { nsec, nsec3: None }));
+        }
+
+        // 6. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
+        apex_checks(&mut zone, &diag, &mut errors);
+        if errors.is_empty() {
+            // A small zone is served packed, as a full build would leave it.
+            zone.pack();
+            Ok(Some((zone, warnings, work)))
+        } else {
+            Err(LoadError { errors })
+        }
+    }
+
+    /// Step 1 of [`Zone::patch`]: the changes grouped by owner (case-insensitively), the
+    /// apex SOA replaced among them. `None` when an added record may make the zone signed
+    /// or change its chain (then it is built in full).
+    #[inline]
+    fn group_changes<'a>(
+        &'a self,
+        deleted: impl IntoIterator<Item = (NameRef<'a>, RType, &'a [u8])>,
+        added: impl IntoIterator<Item = (NameRef<'a>, RType, u32, &'a [u8])>,
+        soa: (u32, &'a [u8]),
+        signed: bool,
+    ) -> Option<HashMap<Vec<u8>, Owner<'a>>> {
         let mut owners: HashMap<Vec<u8>, Owner<'a>> = HashMap::new();
         fn group<'o, 'a>(
             owners: &'o mut HashMap<Vec<u8>, Owner<'a>>,
@@ -146,16 +251,26 @@ impl Zone {
             if (rtype == RType::RRSIG && !signed) || rtype == RType::NSEC3PARAM {
                 // The zone may become signed, or change its chain: its denial index is
                 // built over every name.
-                return Ok(None);
+                return None;
             }
             group(&mut owners, name).added.push((rtype, ttl, data));
         }
+        Some(owners)
+    }
 
-        // 2. Each changed name's new RRsets, as `Builder` merges them: by set key, the
-        //    records in order (the old version's first), the first record's TTL.
-        let mut errors = Vec::new();
-        let mut warnings = Vec::new();
-        let mut changes: Vec<(Option<NodeId>, NameRef<'a>, Sets<'a>)> = Vec::new();
+    /// Step 2 of [`Zone::patch`]: each changed name's new RRsets, as `Builder` merges them:
+    /// by set key, the records in order (the old version's first), the first record's TTL;
+    /// parents before children. Also the room they take: names' octets, nodes, RRsets and
+    /// rdata octets.
+    #[inline]
+    fn merge_changes<'a>(
+        &'a self,
+        owners: &HashMap<Vec<u8>, Owner<'a>>,
+        diag: &impl Fn(String) -> Diag,
+        errors: &mut Vec<Diag>,
+        warnings: &mut Vec<Diag>,
+    ) -> (Vec<Change<'a>>, [usize; 4]) {
+        let mut changes: Vec<Change<'a>> = Vec::new();
         let mut extra_sets = 0usize;
         let mut extra_rdata = 0usize;
         let mut extra_names = 0usize;
@@ -234,29 +349,26 @@ impl Zone {
         }
         // Parents before children, so that a new node finds its parent's flags set.
         changes.sort_by_key(|c| (c.1.label_count(), c.0));
+        (changes, [extra_names, extra_nodes, extra_sets, extra_rdata])
+    }
 
-        // 3. The arrays: the old ones copied into room for what comes (a packed zone's
-        //    unpacked; the result is packed again if small, see the end).
-        let mut work = PatchWork::default();
-        let mut a = self.copy_arrays([extra_names, extra_nodes, extra_sets, extra_rdata]);
-        if (a.nodes.len() + extra_nodes) * 2 > a.table.len() {
-            let mut size = a.table.len().max(16);
-            while (a.nodes.len() + extra_nodes) * 2 > size {
-                size *= 2;
-            }
-            a.table = vec![0; size];
-            for id in 0..a.nodes.len() as NodeId {
-                let h = hash_ci(a.name_wire(id));
-                a.insert_slot(h, id);
-            }
-            work.table_grown = true;
-        }
-
-        // 4. The changed names' RRsets appended, their nodes pointed at them.
-        let first_new = a.nodes.len() as NodeId;
+    /// Step 4 of [`Zone::patch`]: the changed names' RRsets appended to `a`, their nodes
+    /// (new ones from `first_new` on) pointed at them and checked. Returns the nodes whose
+    /// NSEC came or went (node, had one, has one), for the denial index; `None` when a cut
+    /// or a DNAME is made or unmade above existing names (then the zone is built in full).
+    #[inline]
+    fn write_changes(
+        &self,
+        a: &mut Arrays,
+        changes: &[Change<'_>],
+        first_new: NodeId,
+        diag: &impl Fn(String) -> Diag,
+        errors: &mut Vec<Diag>,
+        work: &mut PatchWork,
+    ) -> Option<Vec<(NodeId, bool, bool)>> {
         // (node, had an NSEC, has one), for the denial index.
         let mut nsec_changes: Vec<(NodeId, bool, bool)> = Vec::new();
-        for (id, name, sets) in &changes {
+        for (id, name, sets) in changes {
             let had_nsec = id.is_some_and(|id| self.node(id).rrset(RType::NSEC).is_some());
             let has_nsec = sets.iter().any(|s| s.0 == set_key(RType::NSEC, &[]));
             let id = match id {
@@ -264,7 +376,7 @@ impl Zone {
                     work.nodes_changed += 1;
                     *id
                 }
-                None => intern(&mut a, self.apex.as_wire().len(), *name),
+                None => intern(a, self.apex.as_wire().len(), *name),
             };
             if had_nsec != has_nsec {
                 nsec_changes.push((id, had_nsec, has_nsec));
@@ -291,99 +403,62 @@ impl Zone {
             let node = &mut a.nodes[id as usize];
             if id < first_new && (node.flags ^ f) & (flags::DELEGATION | flags::DNAME) != 0 {
                 // A cut or a DNAME made or unmade above existing names.
-                return Ok(None);
+                return None;
             }
             node.rrsets = start as u32;
             node.nrrsets = sets.len() as u16;
             node.flags = node.flags & !OWN | f;
         }
-        // The new nodes' inherited flags, parents first (a node is interned after its
-        // parent), and their parents' wildcard flag.
-        for id in first_new as usize..a.nodes.len() {
-            let node = a.nodes[id];
-            let p = a.nodes[node.parent as usize];
-            let mut f = 0;
-            if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
-                f |= flags::BELOW_CUT;
-            }
-            if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
-                f |= flags::BELOW_DNAME;
-            }
-            a.nodes[id].flags |= f;
-            a.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
-            if is_wildcard(a.name_wire(id as NodeId)) {
-                a.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
-            }
-        }
-        work.nodes_added = a.nodes.len() as u32 - first_new;
-        let mut zone = Zone {
-            apex: self.apex.clone(),
-            store: Store::Split(Box::new(a)),
-            soa_ttl: self.soa_ttl,
-            soa_minimum: self.soa_minimum,
-            denial: None,
-            unavailable: false,
-        };
+        Some(nsec_changes)
+    }
+}
 
-        // 5. Names left with no records: those without names below them go (and so does an
-        //    empty ancestor left with none).
-        let emptied: Vec<NodeId> = changes
-            .iter()
-            .filter(|c| c.2.is_empty())
-            .filter_map(|c| c.0)
-            .collect();
-        let mut nsec = self
-            .denial
-            .as_ref()
-            .map(|d| nsec_order(&zone, &d.nsec, &nsec_changes));
-        if !emptied.is_empty() {
-            let Some(moved) = remove_empty(zone.split_mut(), &emptied, &mut work) else {
-                return Ok(None);
-            };
-            if let Some(nsec) = &mut nsec {
-                renumber(&zone, nsec, &moved);
-            }
+/// Step 4 of [`Zone::patch`], continued: the new nodes' (from `first_new` on) inherited
+/// flags, parents first (a node is interned after its parent), and their parents' wildcard
+/// flag.
+#[inline]
+fn inherit_flags(a: &mut Arrays, first_new: NodeId) {
+    for id in first_new as usize..a.nodes.len() {
+        let node = a.nodes[id];
+        let p = a.nodes[node.parent as usize];
+        let mut f = 0;
+        if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
+            f |= flags::BELOW_CUT;
         }
-        if let Some(nsec) = nsec {
-            // Still signed (the apex SOA has a signature), as the full build decides.
-            let apex = zone.apex_node();
-            if apex
-                .rrset(RType::SOA)
-                .is_none_or(|soa| apex.signatures(&soa).is_none())
-            {
-                return Ok(None);
-            }
-            zone.denial = Some(Box::new(Denial { nsec, nsec3: None }));
+        if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
+            f |= flags::BELOW_DNAME;
         }
+        a.nodes[id].flags |= f;
+        a.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+        if is_wildcard(a.name_wire(id as NodeId)) {
+            a.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+        }
+    }
+}
 
-        // 6. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
-        let soa = zone.apex_node().rrset(RType::SOA).map(|s| {
-            let data = s.rdatas().next().unwrap_or(&[]);
-            let minimum = data.len().checked_sub(4).map_or(0, |i| {
-                u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
-            });
-            (s.len(), s.ttl, minimum)
+/// Step 6 of [`Zone::patch`]: the apex has one SOA (its TTL and MINIMUM kept for negative
+/// answers) and some NS.
+#[inline]
+fn apex_checks(zone: &mut Zone, diag: &impl Fn(String) -> Diag, errors: &mut Vec<Diag>) {
+    let soa = zone.apex_node().rrset(RType::SOA).map(|s| {
+        let data = s.rdatas().next().unwrap_or(&[]);
+        let minimum = data.len().checked_sub(4).map_or(0, |i| {
+            u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
         });
-        match soa {
-            Some((1, ttl, minimum)) => {
-                zone.soa_ttl = ttl;
-                zone.soa_minimum = minimum;
-            }
-            _ => errors.push(diag(format!("{}: more than one SOA record", zone.apex))),
+        (s.len(), s.ttl, minimum)
+    });
+    match soa {
+        Some((1, ttl, minimum)) => {
+            zone.soa_ttl = ttl;
+            zone.soa_minimum = minimum;
         }
-        if zone.apex_node().rrset(RType::NS).is_none() {
-            errors.push(diag(format!(
-                "{}: no NS records at the zone apex",
-                zone.apex
-            )));
-        }
-        if errors.is_empty() {
-            // A small zone is served packed, as a full build would leave it.
-            zone.pack();
-            Ok(Some((zone, warnings, work)))
-        } else {
-            Err(LoadError { errors })
-        }
+        _ => errors.push(diag(format!("{}: more than one SOA record", zone.apex))),
+    }
+    if zone.apex_node().rrset(RType::NS).is_none() {
+        errors.push(diag(format!(
+            "{}: no NS records at the zone apex",
+            zone.apex
+        )));
     }
 }
 
@@ -424,77 +499,6 @@ fn intern(zone: &mut Arrays, apex_len: usize, name: NameRef<'_>) -> NodeId {
     zone.names.extend_from_slice(name.as_wire());
     zone.insert_slot(h, id);
     id
-}
-
-/// Removes the nodes of `emptied` (existing names now without records) that have no
-/// children, then their empty ancestors left without children. Returns the nodes moved
-/// (from, to), in order; `None` if a removal cannot keep every node after its parent (the
-/// caller builds the zone in full).
-fn remove_empty(
-    zone: &mut Arrays,
-    emptied: &[NodeId],
-    work: &mut PatchWork,
-) -> Option<Vec<(NodeId, NodeId)>> {
-    // The emptied names and their empty ancestors below the apex: their children counted in
-    // one pass over every node.
-    let mut children: HashMap<NodeId, u32> = HashMap::new();
-    for &id in emptied {
-        let mut id = id;
-        while id != 0 && zone.nodes[id as usize].nrrsets == 0 {
-            if children.insert(id, 0).is_some() {
-                break;
-            }
-            id = zone.nodes[id as usize].parent;
-        }
-    }
-    work.parents_scanned = true;
-    for n in &zone.nodes {
-        if let Some(c) = children.get_mut(&n.parent) {
-            *c += 1;
-        }
-    }
-    let mut todo: Vec<NodeId> = emptied
-        .iter()
-        .copied()
-        .filter(|id| *id != 0 && children.get(id) == Some(&0))
-        .collect();
-    todo.sort_unstable();
-    todo.dedup();
-    let mut gone = Vec::new();
-    while let Some(id) = todo.pop() {
-        gone.push(id);
-        let node = zone.nodes[id as usize];
-        let parent = node.parent;
-        if is_wildcard(zone.name_wire(id)) {
-            zone.nodes[parent as usize].flags &= !flags::WILDCARD_CHILD;
-        }
-        if let Some(c) = children.get_mut(&parent) {
-            *c -= 1;
-            if *c == 0 && parent != 0 && zone.nodes[parent as usize].nrrsets == 0 {
-                todo.push(parent);
-            }
-        }
-    }
-    // Out of the table and the array, the highest index first: the nodes above it that
-    // remain are not going, so the last node is one that stays (or the one going).
-    gone.sort_unstable_by(|a, b| b.cmp(a));
-    let mut moved = Vec::new();
-    for id in gone {
-        let last = zone.nodes.len() as NodeId - 1;
-        if id != last && zone.nodes[last as usize].parent >= id {
-            return None;
-        }
-        table_remove(zone, id);
-        if id != last {
-            let slot = table_slot(zone, last);
-            zone.table[slot] = id + 1;
-            zone.nodes[id as usize] = zone.nodes[last as usize];
-            moved.push((last, id));
-        }
-        zone.nodes.pop();
-        work.nodes_removed += 1;
-    }
-    Some(moved)
 }
 
 /// The NSEC owners in canonical order after the changes: `old` (the old version's, whose
@@ -552,48 +556,5 @@ fn renumber(zone: &Zone, nsec: &mut [NodeId], moved: &[(NodeId, NodeId)]) {
             zone.node(current(o)).name().canonical_cmp(&name) == Ordering::Less
         });
         nsec[i] = id;
-    }
-}
-
-fn node_hash(zone: &Arrays, id: NodeId) -> u64 {
-    hash_ci(zone.name_wire(id))
-}
-
-/// The table slot that holds node `id`.
-fn table_slot(zone: &Arrays, id: NodeId) -> usize {
-    let mask = zone.table.len() - 1;
-    let mut i = node_hash(zone, id) as usize & mask;
-    while zone.table[i] != id + 1 {
-        debug_assert!(zone.table[i] != 0, "node {id} is in the table");
-        i = (i + 1) & mask;
-    }
-    i
-}
-
-/// Takes node `id` out of the table: linear probing's deletion, moving back each entry
-/// after it that its probe would otherwise no longer reach.
-fn table_remove(zone: &mut Arrays, id: NodeId) {
-    let mask = zone.table.len() - 1;
-    let mut hole = table_slot(zone, id);
-    zone.table[hole] = 0;
-    let mut j = hole;
-    loop {
-        j = (j + 1) & mask;
-        let slot = zone.table[j];
-        if slot == 0 {
-            return;
-        }
-        let home = node_hash(zone, slot - 1) as usize & mask;
-        // The entry at j may fill the hole unless its home lies cyclically in (hole, j].
-        let reachable = if hole <= j {
-            home > hole && home <= j
-        } else {
-            home > hole || home <= j
-        };
-        if !reachable {
-            zone.table[hole] = slot;
-            zone.table[j] = 0;
-            hole = j;
-        }
     }
 }

@@ -1,10 +1,10 @@
-//! `$INCLUDE` (RFC 1035 §5.1): reading the included file into the same records, with a
-//! depth limit and loop detection by canonical path. This reads files.
+//! `$INCLUDE` (RFC 1035 §5.1): the chain of files being read ([`Includes`]) and opening the
+//! next one ([`Includes::open`]: its path relative to the including file, the depth limit,
+//! loop detection by canonical path, reading it). Scanning it into the same records is the
+//! worker's (`parse`). This reads files.
 
 use super::lex::show;
-use super::parse::{Error, State, Worker};
-use shardns_wire::name::NameBuf;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Deepest `$INCLUDE` nesting.
 pub(super) const MAX_INCLUDE_DEPTH: usize = 8;
@@ -19,18 +19,23 @@ pub(super) struct Includes {
     pub(super) refused: bool,
 }
 
-impl Worker<'_> {
-    /// Follows `$INCLUDE`: the included file starts with `origin` and the current TTL state;
-    /// whatever it changes ($ORIGIN, $TTL, the owner) ends with it.
-    pub(super) fn include(
-        &mut self,
-        from: u16,
+/// A file `$INCLUDE` opened: its path as named, its canonical path and its text.
+pub(super) struct Opened {
+    pub(super) path: PathBuf,
+    pub(super) canonical: PathBuf,
+    pub(super) text: Vec<u8>,
+}
+
+impl Includes {
+    /// Opens the file `$INCLUDE name` names at `line` of `including`, at include depth
+    /// `depth`; errors are the scanner's (line, message).
+    pub(super) fn open(
+        &self,
+        including: &Path,
         line: u32,
         name: &[u8],
-        origin: Box<NameBuf>,
-        state: &State,
         depth: usize,
-    ) -> Result<(), Error> {
+    ) -> Result<Opened, (u32, String)> {
         let shown = show(name);
         if depth >= MAX_INCLUDE_DEPTH {
             return Err((
@@ -39,7 +44,7 @@ impl Worker<'_> {
             ));
         }
         let rel = PathBuf::from(String::from_utf8_lossy(name).into_owned());
-        let path = match self.files[from as usize].parent() {
+        let path = match including.parent() {
             Some(dir) if rel.is_relative() => dir.join(&rel),
             _ => rel,
         };
@@ -49,7 +54,7 @@ impl Worker<'_> {
                 format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
             )
         })?;
-        if self.includes.stack.contains(&canonical) {
+        if self.stack.contains(&canonical) {
             return Err((
                 line,
                 format!(
@@ -64,22 +69,10 @@ impl Worker<'_> {
                 format!("$INCLUDE: cannot read \"{}\": {e}", path.display()),
             )
         })?;
-        let index = u16::try_from(self.files.len()).map_err(|_| {
-            (
-                line,
-                format!("$INCLUDE \"{}\": too many files", path.display()),
-            )
-        })?;
-        self.files.push(path);
-        self.includes.stack.push(canonical);
-        let mut inner = State {
-            origin: *origin,
-            origin_gen: state.origin_gen.wrapping_add(1),
-            dollar_ttl: state.dollar_ttl,
-            last_ttl: state.last_ttl,
-        };
-        self.scan(&text, index, (0, text.len(), 1), &mut inner, depth + 1);
-        self.includes.stack.pop();
-        Ok(())
+        Ok(Opened {
+            path,
+            canonical,
+            text,
+        })
     }
 }

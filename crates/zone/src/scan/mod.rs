@@ -13,7 +13,7 @@
 //! a warning.
 //!
 //! This module does I/O, which no other module of the crate does, and starts threads.
-//! [`scan_file`] and [`load_zone_file`] read the file (a regular file only; a big one in
+//! [`scan_file`] reads the file (a regular file only; a big one in
 //! parts on `ScanOptions::threads` threads); `$INCLUDE` reads the included file, from
 //! [`scan_text`] too, which also looks up the canonical path of its `file` argument to
 //! catch include loops. A big text is scanned on `ScanOptions::threads` threads (see
@@ -210,25 +210,6 @@ fn result(
     } else {
         Err(LoadError { errors })
     }
-}
-
-/// Scans, checks and builds a zone from text; `label` names it in diagnostics.
-pub fn load_zone_text(
-    text: &[u8],
-    label: &Path,
-    opts: &ScanOptions,
-) -> Result<(crate::Zone, Vec<Diag>), LoadError> {
-    let scanned = scan_text(text, label, opts)?;
-    crate::db::Zone::build(opts.origin.clone(), scanned)
-}
-
-/// Reads, scans, checks and builds a zone.
-pub fn load_zone_file(
-    path: &Path,
-    opts: &ScanOptions,
-) -> Result<(crate::Zone, Vec<Diag>), LoadError> {
-    let scanned = scan_file(path, opts)?;
-    crate::db::Zone::build(opts.origin.clone(), scanned)
 }
 
 #[cfg(test)]

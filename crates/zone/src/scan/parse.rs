@@ -1,5 +1,6 @@
 //! Entries to records: directives, owner, TTL, class, type and rdata of each entry (the
-//! tokens are read by `fields`; `$INCLUDE` is followed by `include`).
+//! tokens are read by `fields`; the file `$INCLUDE` names is opened by `include` and
+//! scanned here, into the same records).
 //!
 //! A [`Worker`] scans one region of one text into its own [`Records`], keeping going after
 //! an error (every error is reported; the entry in error is skipped). Owners and rdata go
@@ -7,12 +8,12 @@
 //! is reused from entry to entry, so a record costs no allocation of its own.
 
 use super::fields::{class_of, parse_name, parse_name_into, parse_ttl, rtype_of};
-use super::include::Includes;
+use super::include::{Includes, Opened};
 use super::lex::{show, Entry, Lexer};
 use super::{Diag, Item, Records, ScanOptions};
 use shardns_wire::name::NameBuf;
 use shardns_wire::text::Token;
-use shardns_wire::{rdata, Class, NameRef};
+use shardns_wire::{rdata, Class, NameRef, RType};
 use std::path::{Path, PathBuf};
 
 /// The last explicit TTL seen, which an entry without a TTL falls back to.
@@ -275,6 +276,43 @@ impl<'o> Worker<'o> {
         (lx.pos, lx.line)
     }
 
+    /// Follows `$INCLUDE`: the included file starts with `origin` and the current TTL state;
+    /// whatever it changes ($ORIGIN, $TTL, the owner) ends with it.
+    fn include(
+        &mut self,
+        from: u16,
+        line: u32,
+        name: &[u8],
+        origin: Box<NameBuf>,
+        state: &State,
+        depth: usize,
+    ) -> Result<(), Error> {
+        let Opened {
+            path,
+            canonical,
+            text,
+        } = self
+            .includes
+            .open(&self.files[from as usize], line, name, depth)?;
+        let index = u16::try_from(self.files.len()).map_err(|_| {
+            (
+                line,
+                format!("$INCLUDE \"{}\": too many files", path.display()),
+            )
+        })?;
+        self.files.push(path);
+        self.includes.stack.push(canonical);
+        let mut inner = State {
+            origin: *origin,
+            origin_gen: state.origin_gen.wrapping_add(1),
+            dollar_ttl: state.dollar_ttl,
+            last_ttl: state.last_ttl,
+        };
+        self.scan(&text, index, (0, text.len(), 1), &mut inner, depth + 1);
+        self.includes.stack.pop();
+        Ok(())
+    }
+
     /// Reads one record entry: `[owner] [TTL] [CLASS] TYPE RDATA` (TTL and class in
     /// either order).
     fn record<'t>(
@@ -310,82 +348,10 @@ impl<'o> Worker<'o> {
             }
         }
 
-        let mut ttl = None;
-        let mut class = false;
-        let rtype = loop {
-            let Some(t) = toks.get(i) else {
-                let last = &toks[toks.len() - 1];
-                return Err((
-                    lx.line_of(entry, last),
-                    format!("missing type after \"{}\"", show(last.text)),
-                ));
-            };
-            i += 1;
-            if t.quoted {
-                return Err((
-                    lx.line_of(entry, t),
-                    format!("expected a type, found \"\\\"{}\\\"\"", show(t.text)),
-                ));
-            }
-            if t.text[0].is_ascii_digit() {
-                if ttl.is_some() {
-                    return Err((
-                        lx.line_of(entry, t),
-                        format!("unexpected \"{}\": TTL given twice", show(t.text)),
-                    ));
-                }
-                ttl = Some(parse_ttl(t.text).map_err(|m| (lx.line_of(entry, t), m))?);
-                continue;
-            }
-            // After a class, `ANY` and the like can only be types.
-            if let Some(c) = (!class).then(|| class_of(t.text)).flatten() {
-                if let Err(c) = c {
-                    let line = lx.line_of(entry, t);
-                    return Err((line, format!("class {c} is not supported (only IN)")));
-                }
-                class = true;
-                continue;
-            }
-            match rtype_of(t.text) {
-                Some(r) if r.is_meta() => {
-                    return Err((
-                        lx.line_of(entry, t),
-                        format!("type {r} is not allowed in a zone file"),
-                    ))
-                }
-                Some(r) => break r,
-                None => {
-                    return Err((
-                        lx.line_of(entry, t),
-                        format!("unknown type \"{}\"", show(t.text)),
-                    ))
-                }
-            }
-        };
+        let (ttl, rtype, i) = ttl_class_type(lx, entry, toks, i)?;
 
         // TTL: explicit, else $TTL, else the last explicit one, else the default.
-        let mut ttl_pending = false;
-        let mut ttl_error = None;
-        let ttl = match ttl {
-            Some(t) => {
-                state.last_ttl = LastTtl::Known(Some(t));
-                t
-            }
-            None => match (state.dollar_ttl, state.last_ttl) {
-                (Some(t), _) | (None, LastTtl::Known(Some(t))) => t,
-                (None, LastTtl::Unknown) => {
-                    ttl_pending = true;
-                    0
-                }
-                (None, LastTtl::Known(None)) => match self.opts.default_ttl {
-                    Some(t) => t,
-                    None => {
-                        ttl_error = Some((entry.line, NO_TTL.to_string()));
-                        0
-                    }
-                },
-            },
-        };
+        let (ttl, ttl_pending, ttl_error) = self.record_ttl(ttl, state, entry.line);
 
         let bytes = &mut self.records.bytes;
         let rstart = bytes.len();
@@ -442,6 +408,41 @@ impl<'o> Worker<'o> {
         Ok(())
     }
 
+    /// A record's TTL: explicit (then the last explicit one from now on), else `$TTL`, else
+    /// the last explicit one, else the default. Also whether it waits for an explicit TTL
+    /// further on (pending), and the error when there is no TTL at all.
+    #[inline]
+    fn record_ttl(
+        &self,
+        ttl: Option<u32>,
+        state: &mut State,
+        line: u32,
+    ) -> (u32, bool, Option<Error>) {
+        let mut ttl_pending = false;
+        let mut ttl_error = None;
+        let ttl = match ttl {
+            Some(t) => {
+                state.last_ttl = LastTtl::Known(Some(t));
+                t
+            }
+            None => match (state.dollar_ttl, state.last_ttl) {
+                (Some(t), _) | (None, LastTtl::Known(Some(t))) => t,
+                (None, LastTtl::Unknown) => {
+                    ttl_pending = true;
+                    0
+                }
+                (None, LastTtl::Known(None)) => match self.opts.default_ttl {
+                    Some(t) => t,
+                    None => {
+                        ttl_error = Some((line, NO_TTL.to_string()));
+                        0
+                    }
+                },
+            },
+        };
+        (ttl, ttl_pending, ttl_error)
+    }
+
     /// Reads a new owner and stores it (unless it equals the stored one).
     fn owner<'t>(
         &mut self,
@@ -483,6 +484,70 @@ impl<'o> Worker<'o> {
         };
         Ok(())
     }
+}
+
+/// The TTL (if given), class and type of a record entry, in either order, from `toks[i..]`:
+/// the TTL, the type, and the index of the first rdata token.
+#[inline]
+fn ttl_class_type<'t>(
+    lx: &Lexer<'t>,
+    entry: &Entry,
+    toks: &[Token<'t>],
+    mut i: usize,
+) -> Result<(Option<u32>, RType, usize), Error> {
+    let mut ttl = None;
+    let mut class = false;
+    let rtype = loop {
+        let Some(t) = toks.get(i) else {
+            let last = &toks[toks.len() - 1];
+            return Err((
+                lx.line_of(entry, last),
+                format!("missing type after \"{}\"", show(last.text)),
+            ));
+        };
+        i += 1;
+        if t.quoted {
+            return Err((
+                lx.line_of(entry, t),
+                format!("expected a type, found \"\\\"{}\\\"\"", show(t.text)),
+            ));
+        }
+        if t.text[0].is_ascii_digit() {
+            if ttl.is_some() {
+                return Err((
+                    lx.line_of(entry, t),
+                    format!("unexpected \"{}\": TTL given twice", show(t.text)),
+                ));
+            }
+            ttl = Some(parse_ttl(t.text).map_err(|m| (lx.line_of(entry, t), m))?);
+            continue;
+        }
+        // After a class, `ANY` and the like can only be types.
+        if let Some(c) = (!class).then(|| class_of(t.text)).flatten() {
+            if let Err(c) = c {
+                let line = lx.line_of(entry, t);
+                return Err((line, format!("class {c} is not supported (only IN)")));
+            }
+            class = true;
+            continue;
+        }
+        match rtype_of(t.text) {
+            Some(r) if r.is_meta() => {
+                return Err((
+                    lx.line_of(entry, t),
+                    format!("type {r} is not allowed in a zone file"),
+                ))
+            }
+            Some(r) => break r,
+            None => {
+                return Err((
+                    lx.line_of(entry, t),
+                    format!("unknown type \"{}\"", show(t.text)),
+                ))
+            }
+        }
+    };
+    Ok((ttl, rtype, i))
 }
 
 /// The message for a record with no TTL to use.

@@ -60,65 +60,10 @@ pub(super) fn scan(
     }
 
     // Split points.
-    let mut starts = vec![start];
-    for k in 1..n {
-        let target = (start + (len - start) * k / n).max(starts[starts.len() - 1] + 1);
-        let mut p = target;
-        if text[p - 1] != b'\n' {
-            p = find_byte(text, p, b'\n').map_or(len, |nl| nl + 1);
-        }
-        while p < len && !owner_line_at(text, p) {
-            p = find_byte(text, p, b'\n').map_or(len, |nl| nl + 1);
-        }
-        if p >= len {
-            break;
-        }
-        starts.push(p);
-    }
-    if starts.len() < 2 {
-        return None;
-    }
+    let starts = split_points(text, start, n)?;
 
-    // Directive lines before the last split point, in order: they give each region's
-    // starting state; the last region's own are read by its scan, so the text after that
-    // point is not searched here (for a big zone, milliseconds of this thread's time
-    // before any region starts). `$INCLUDE` needs the sequential scanner: one found here
-    // says so before scanning, one in the last region by its scan (`includes.refused`).
-    let limit = starts[starts.len() - 1];
-    let mut directives = Vec::new();
-    let mut i = start;
-    while let Some(p) = find_byte(&text[..limit], i, b'$') {
-        if p == start || text[p - 1] == b'\n' {
-            if text
-                .get(p + 1..p + 8)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE"))
-            {
-                return None;
-            }
-            directives.push(p);
-        }
-        i = p + 1;
-    }
-
-    // The directive state at each split point.
-    let mut state = State::start(opts);
-    let mut states = vec![state.clone()];
-    let mut toks = Vec::new();
-    let mut d = directives.iter().peekable();
-    for &s in &starts[1..] {
-        while let Some(&p) = d.next_if(|&&p| p < s) {
-            let mut lx = Lexer::new(text, p, 1);
-            if let Some(entry @ Entry { bad: false, .. }) = lx.next_entry(&mut toks, len) {
-                let _ = directive(&lx, &entry, &toks, &mut state);
-            }
-        }
-        states.push(State {
-            origin: state.origin.clone(),
-            origin_gen: 0,
-            dollar_ttl: state.dollar_ttl,
-            last_ttl: LastTtl::Unknown,
-        });
-    }
+    // The directive state at each split point (`None` for a `$INCLUDE`).
+    let states = directive_states(text, start, &starts, opts)?;
 
     // Scan the regions: the first on this thread, the others on their own.
     let ends: Vec<usize> = starts[1..].iter().copied().chain([len]).collect();
@@ -157,21 +102,117 @@ pub(super) fn scan(
     });
 
     // Check the guesses.
+    if !guesses_hold(&regions, &starts, &states) {
+        return None;
+    }
+
+    // Merge in file order: line numbers, and the TTLs that depended on earlier regions.
+    Some(merge(regions, file, opts))
+}
+
+/// Split points for `n` regions of `text[start..]`: line starts near equal fractions of
+/// the text whose line begins an owner name, `start` first. `None` if fewer than two.
+#[inline]
+fn split_points(text: &[u8], start: usize, n: usize) -> Option<Vec<usize>> {
+    let len = text.len();
+    let mut starts = vec![start];
+    for k in 1..n {
+        let target = (start + (len - start) * k / n).max(starts[starts.len() - 1] + 1);
+        let mut p = target;
+        if text[p - 1] != b'\n' {
+            p = find_byte(text, p, b'\n').map_or(len, |nl| nl + 1);
+        }
+        while p < len && !owner_line_at(text, p) {
+            p = find_byte(text, p, b'\n').map_or(len, |nl| nl + 1);
+        }
+        if p >= len {
+            break;
+        }
+        starts.push(p);
+    }
+    if starts.len() < 2 {
+        return None;
+    }
+    Some(starts)
+}
+
+/// The directive state (`$ORIGIN`, `$TTL`) in force at each split point of `starts`, from
+/// the directive lines before the last one; `None` if one of them is `$INCLUDE`.
+#[inline]
+fn directive_states(
+    text: &[u8],
+    start: usize,
+    starts: &[usize],
+    opts: &ScanOptions,
+) -> Option<Vec<State>> {
+    // Directive lines before the last split point, in order: they give each region's
+    // starting state; the last region's own are read by its scan, so the text after that
+    // point is not searched here (for a big zone, milliseconds of this thread's time
+    // before any region starts). `$INCLUDE` needs the sequential scanner: one found here
+    // says so before scanning, one in the last region by its scan (`includes.refused`).
+    let limit = starts[starts.len() - 1];
+    let mut directives = Vec::new();
+    let mut i = start;
+    while let Some(p) = find_byte(&text[..limit], i, b'$') {
+        if p == start || text[p - 1] == b'\n' {
+            if text
+                .get(p + 1..p + 8)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"INCLUDE"))
+            {
+                return None;
+            }
+            directives.push(p);
+        }
+        i = p + 1;
+    }
+
+    // The directive state at each split point.
+    let len = text.len();
+    let mut state = State::start(opts);
+    let mut states = vec![state.clone()];
+    let mut toks = Vec::new();
+    let mut d = directives.iter().peekable();
+    for &s in &starts[1..] {
+        while let Some(&p) = d.next_if(|&&p| p < s) {
+            let mut lx = Lexer::new(text, p, 1);
+            if let Some(entry @ Entry { bad: false, .. }) = lx.next_entry(&mut toks, len) {
+                let _ = directive(&lx, &entry, &toks, &mut state);
+            }
+        }
+        states.push(State {
+            origin: state.origin.clone(),
+            origin_gen: 0,
+            dollar_ttl: state.dollar_ttl,
+            last_ttl: LastTtl::Unknown,
+        });
+    }
+    Some(states)
+}
+
+/// True if each region ended where the next one starts, with the origin and `$TTL` the
+/// pre-pass gave the next one, and none met `$INCLUDE`.
+#[inline]
+fn guesses_hold(regions: &[Region<'_>], starts: &[usize], states: &[State]) -> bool {
     for (k, r) in regions.iter().enumerate() {
         if r.worker.includes.refused {
-            return None;
+            return false;
         }
         if let Some(next) = states.get(k + 1) {
             let same = r.end == starts[k + 1]
                 && r.state.origin.as_ref().as_wire() == next.origin.as_ref().as_wire()
                 && r.state.dollar_ttl == next.dollar_ttl;
             if !same {
-                return None;
+                return false;
             }
         }
     }
+    true
+}
 
-    // Merge in file order: line numbers, and the TTLs that depended on earlier regions.
+/// The regions' results merged in file order: line numbers, and the TTLs that depended on
+/// earlier regions.
+#[inline]
+fn merge(regions: Vec<Region<'_>>, file: &Path, opts: &ScanOptions) -> Merged {
     let mut merged = Merged {
         chunks: Vec::new(),
         errors: Vec::new(),
@@ -236,5 +277,5 @@ pub(super) fn scan(
         }
         base += r.lines;
     }
-    Some(merged)
+    merged
 }

@@ -4,8 +4,9 @@
 use super::*;
 use crate::scan::{scan_text, ScanOptions};
 use crate::xfr::{self, Transfer};
-use shardns_wire::tsig::Signer;
+use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::Query;
+use shardns_wire::{Header, MessageWriter, Section};
 use std::path::Path;
 
 const APEX: &str = "example.test.";

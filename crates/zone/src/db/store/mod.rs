@@ -3,10 +3,16 @@
 //! for a small one, see [`Store`]), [`NodeRef`] and [`RRset`], borrowed views of a node and
 //! of one of its RRsets. Read-only once built: [`super::build`] fills five arrays of its own
 //! ([`Arrays`]) and packs them at the end if small; [`super::patch`] works on a split copy
-//! of either form and packs its result the same way.
+//! of either form and packs its result the same way; `pack` moves a zone between the two
+//! forms. Also the searches that read the zone's names for its denial index
+//! ([`Zone::is_signed`], [`Denial::nsec_covering`]).
 
+mod pack;
+
+use super::denial::Denial;
 use super::{NodeId, NONE};
 use shardns_wire::{Class, Name, NameRef, RType, Record};
+use std::cmp::Ordering;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Node {
@@ -95,9 +101,6 @@ impl<'a> Iterator for RdataIter<'a> {
 const NODE_SIZE: usize = 20;
 /// Bytes of an [`RRsetEntry`] in a packed zone.
 const SET_SIZE: usize = 12;
-/// A zone whose arrays take at most this many bytes is packed into one allocation when built
-/// (see [`Store`]); a bigger one keeps its five arrays, so building it copies nothing more.
-pub(super) const PACK_MAX: usize = 4 << 20;
 /// A packed zone of at most this many bytes is read whole ([`Zone::warm`]) once its apex
 /// hash matches a query's: 16 cache lines, a zone of a dozen records or two.
 const WARM_MAX: usize = 1024;
@@ -108,13 +111,6 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 impl Node {
-    fn encode(&self, out: &mut Vec<u8>) {
-        for v in [self.name, self.rrsets, self.parent, self.hash] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&self.nrrsets.to_le_bytes());
-        out.extend_from_slice(&[self.name_len, self.flags]);
-    }
     #[inline]
     fn decode(b: &[u8]) -> Node {
         let b = &b[..NODE_SIZE];
@@ -131,12 +127,6 @@ impl Node {
 }
 
 impl RRsetEntry {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.rtype.0.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&self.ttl.to_le_bytes());
-        out.extend_from_slice(&self.rdata.to_le_bytes());
-    }
     #[inline]
     fn decode(b: &[u8]) -> RRsetEntry {
         let b = &b[..SET_SIZE];
@@ -238,147 +228,13 @@ pub struct Zone {
     pub(super) soa_ttl: u32,
     pub(super) soa_minimum: u32,
     /// What a signed zone needs for denial proofs; `None` for an unsigned zone.
-    pub(crate) denial: Option<Box<super::denial::Denial>>,
+    pub(crate) denial: Option<Box<Denial>>,
     /// A stand-in for a zone that cannot be answered (a secondary's zone that expired or
     /// was never transferred): every query for it gets SERVFAIL.
     pub(super) unavailable: bool,
 }
 
 impl Zone {
-    /// The zone's arrays as (start address, length in bytes), for a server that wants to ask
-    /// the kernel to back big zones with huge pages: a lookup touches a few cache lines in
-    /// each, spread over the whole array, so with 4 KiB pages a big zone misses the TLB on
-    /// nearly every one. A packed (small) zone reports its one allocation and four empty
-    /// spans. The address is a plain number for such memory hints, not a pointer: the
-    /// zone's data is read through [`Zone::find`] and [`NodeRef`], never through it.
-    pub fn arrays(&self) -> [(usize, usize); 5] {
-        fn span<T>(v: &[T]) -> (usize, usize) {
-            (v.as_ptr() as usize, size_of_val(v))
-        }
-        match &self.store {
-            Store::Split(a) => [
-                span(&a.names),
-                span(&a.nodes),
-                span(&a.table),
-                span(&a.rrsets),
-                span(&a.rdata),
-            ],
-            Store::Packed(p) => [span(&p.mem), (0, 0), (0, 0), (0, 0), (0, 0)],
-        }
-    }
-
-    /// Moves a built zone's arrays into one allocation if they are small (at most
-    /// [`PACK_MAX`] bytes), with a hash table sized for its nodes (half full at most).
-    pub(super) fn pack(&mut self) {
-        let Store::Split(a) = &self.store else {
-            return;
-        };
-        let table_len = (a.nodes.len() * 2).max(4).next_power_of_two();
-        let size = table_len * 4
-            + a.nodes.len() * NODE_SIZE
-            + a.rrsets.len() * SET_SIZE
-            + a.names.len()
-            + a.rdata.len();
-        if size > PACK_MAX {
-            return;
-        }
-        let mut table = vec![0u32; table_len];
-        let mask = table_len - 1;
-        for (id, n) in a.nodes.iter().enumerate() {
-            let h = shardns_wire::name::hash_ci(
-                &a.names[n.name as usize..n.name as usize + n.name_len as usize],
-            );
-            let mut i = h as usize & mask;
-            while table[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            table[i] = id as u32 + 1;
-        }
-        let mut mem = Vec::with_capacity(size);
-        for slot in table {
-            mem.extend_from_slice(&slot.to_le_bytes());
-        }
-        let nodes_at = mem.len();
-        a.nodes.iter().for_each(|n| n.encode(&mut mem));
-        let sets_at = mem.len();
-        a.rrsets.iter().for_each(|s| s.encode(&mut mem));
-        let names_at = mem.len();
-        mem.extend_from_slice(&a.names);
-        let rdata_at = mem.len();
-        mem.extend_from_slice(&a.rdata);
-        debug_assert_eq!(mem.len(), size);
-        self.store = Store::Packed(Packed {
-            mem: mem.into_boxed_slice(),
-            table_len: table_len as u32,
-            nodes_at: nodes_at as u32,
-            node_count: a.nodes.len() as u32,
-            sets_at: sets_at as u32,
-            set_count: a.rrsets.len() as u32,
-            names_at: names_at as u32,
-            rdata_at: rdata_at as u32,
-        });
-    }
-
-    /// The zone's arrays as vectors of their own, each with room for `extra` more entries
-    /// (names' bytes, nodes, RRsets, rdata bytes), the hash table as it is: what
-    /// [`Zone::patch`] starts from, whichever form this zone is in.
-    pub(super) fn copy_arrays(&self, extra: [usize; 4]) -> Arrays {
-        fn copy<T: Copy>(old: &[T], extra: usize) -> Vec<T> {
-            let mut v = Vec::with_capacity(old.len() + extra);
-            v.extend_from_slice(old);
-            v
-        }
-        match &self.store {
-            Store::Split(a) => Arrays {
-                names: copy(&a.names, extra[0]),
-                nodes: copy(&a.nodes, extra[1]),
-                table: a.table.clone(),
-                rrsets: copy(&a.rrsets, extra[2]),
-                rdata: copy(&a.rdata, extra[3]),
-            },
-            Store::Packed(p) => {
-                let mut nodes = Vec::with_capacity(p.node_count as usize + extra[1]);
-                nodes.extend((0..p.node_count).map(|i| self.node_at(i)));
-                let mut rrsets = Vec::with_capacity(p.set_count as usize + extra[2]);
-                rrsets.extend((0..p.set_count).map(|i| self.set_at(i)));
-                Arrays {
-                    names: copy(&p.mem[p.names_at as usize..p.rdata_at as usize], extra[0]),
-                    nodes,
-                    table: (0..p.table_len as usize)
-                        .map(|i| u32_at(&p.mem, i * 4))
-                        .collect(),
-                    rrsets,
-                    rdata: copy(self.rdata(), extra[3]),
-                }
-            }
-        }
-    }
-
-    /// The arrays of a zone being patched. Panics if the zone is packed: only
-    /// [`Zone::patch`] calls this, on the split copy it makes, before it packs the result.
-    pub(super) fn split_mut(&mut self) -> &mut Arrays {
-        match &mut self.store {
-            Store::Split(a) => a,
-            Store::Packed(_) => unreachable!("a packed zone is never changed"),
-        }
-    }
-
-    /// The packed zone's arrays back in their own allocations, for tests that compare the
-    /// two forms' answers.
-    #[cfg(test)]
-    pub(crate) fn unpack(&mut self) {
-        if !self.is_packed() {
-            return;
-        }
-        let a = self.copy_arrays([0; 4]);
-        self.store = Store::Split(Box::new(a));
-    }
-
-    /// True if the zone is packed into one allocation (a small zone).
-    pub fn is_packed(&self) -> bool {
-        matches!(self.store, Store::Packed(_))
-    }
-
     /// Reads a small packed zone whole, one byte per cache line: the loads do not depend on
     /// each other, so their misses overlap, where a lookup's own loads (table, node, name,
     /// RRsets, rdata) each wait for the one before. Does nothing for a bigger zone.
@@ -689,5 +545,24 @@ impl Zone {
     /// A node by index.
     pub fn node(&self, id: NodeId) -> NodeRef<'_> {
         NodeRef { zone: self, id }
+    }
+
+    /// True if the zone is signed: its apex SOA has a signature (as Knot decides).
+    pub fn is_signed(&self) -> bool {
+        self.denial.is_some()
+    }
+}
+
+impl Denial {
+    /// The node whose NSEC covers or matches `name`: the greatest NSEC owner at or before
+    /// it in canonical order (the last one covers what sorts after it, RFC 4034 §4.1.1).
+    pub(crate) fn nsec_covering(&self, zone: &Zone, name: NameRef<'_>) -> Option<NodeId> {
+        let i = self
+            .nsec
+            .partition_point(|&id| zone.node(id).name().canonical_cmp(&name) != Ordering::Greater);
+        match i {
+            0 => self.nsec.last().copied(),
+            i => Some(self.nsec[i - 1]),
+        }
     }
 }
