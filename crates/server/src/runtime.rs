@@ -102,7 +102,10 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     // XDP mode: held until the workers have stopped; dropping it detaches the program.
     let xdp_program = attach_xdp(&config, &mut sockets, workers);
     // Without a control socket (it cannot be made) the server still serves; a warning says so.
-    let mut control_socket = control::ControlSocket::open(config.control_socket_path());
+    let mut control_socket = control::ControlSocket::open(
+        config.control_socket_path(),
+        config.control_socket_is_default(),
+    );
     let http_listener = match config.stats.http {
         Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
             what: format!("statistics HTTP address {addr}"),
