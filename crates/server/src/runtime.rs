@@ -49,6 +49,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         .map(|p| library.stamp_config_file(p));
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     check_open_file_limit(&config);
+    for w in config.warnings() {
+        warn!("{w}");
+    }
 
     let started = Instant::now();
     let report = library.load(&specs);

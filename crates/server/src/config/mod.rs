@@ -652,6 +652,12 @@ impl Config {
         control_socket::default_path(&control_socket::default_dir(), &fallback, listen)
     }
 
+    /// What the server will not do as configured, though it serves (one line each, for
+    /// `shardns check` and the log at start and reload).
+    pub fn warnings(&self) -> Vec<String> {
+        validate::unsigned_secondaries(self)
+    }
+
     /// Whether the control socket is the default one, in a directory the server makes
     /// private or checks is (not one the configuration names).
     pub fn control_socket_is_default(&self) -> bool {

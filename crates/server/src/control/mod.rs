@@ -249,6 +249,9 @@ impl Reloader {
             warn!("reload: only zones are reloaded; changes to [server], [limits], [log], [stats], [resolver] and [rrl] need a restart");
         }
         crate::secondary::warn_if_changed(&self.config, &config);
+        for w in config.warnings() {
+            warn!("reload: {w}");
+        }
         // Whether the example zone stands in for missing zones follows the running role.
         config.resolver.recursion = self.config.resolver.recursion;
         Ok(config)
