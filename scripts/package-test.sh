@@ -21,9 +21,13 @@ fi
 deb=$(scripts/package.sh | tail -1)
 echo "package-test: $deb"
 pid=
+made_run=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   dpkg --purge shardns >/dev/null 2>&1 || true
+  # As systemd removes a RuntimeDirectory at stop: left behind, owned by a user the purge
+  # deleted, it would be refused as root's default control socket directory.
+  [ -z "$made_run" ] || rm -rf /run/shardns
 }
 trap cleanup EXIT
 DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" >/dev/null
@@ -43,6 +47,7 @@ run_mode=$(sed -n 's/^RuntimeDirectoryMode=//p' "$unit")
   echo "package-test: the unit's StateDirectoryMode/RuntimeDirectoryMode are '$state_mode'/'$run_mode', not 0750" >&2
   exit 1
 }
+[ -e /run/shardns ] || made_run=1
 install -d -o shardns -g shardns -m "$run_mode" /run/shardns
 as_service=(setpriv --reuid=shardns --regid=shardns --init-groups --inh-caps=+net_bind_service
   --ambient-caps=+net_bind_service)
