@@ -2,7 +2,7 @@
 //! `shardns stats`, and the Unix control socket they travel over.
 //!
 //! Owns the `Reloader` (re-reads the config and zones, swaps the zone set in, frees the
-//! old one) and [`reload_now`] here; the commands a connection carries and the control
+//! old one) and `reload_now` here; the commands a connection carries and the control
 //! thread that serves them in `commands`; the socket itself in `socket` (`ControlSocket`:
 //! bound at start, removed at shutdown; [`request`], the client side). Where the socket is
 //! by default is the config's business (`Config::control_socket_path`).
