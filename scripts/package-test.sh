@@ -3,7 +3,8 @@
 # fresh machine): build it (scripts/package.sh), install it with dpkg, check the unit with
 # systemd-analyze, start the service's command the way its unit does (user shardns, only
 # CAP_NET_BIND_SERVICE, /run/shardns made for it), query it on 127.0.0.1:53, reload it through
-# its control socket, stop it, and purge the package (its user and state go with it).
+# its control socket, check the modes of its state and runtime directories (the unit's,
+# 0750), stop it, and purge the package (its user and state go with it).
 # Without systemd as PID 1 (a container) systemctl cannot start units, hence setpriv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +21,13 @@ fi
 deb=$(scripts/package.sh | tail -1)
 echo "package-test: $deb"
 pid=
+made_run=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   dpkg --purge shardns >/dev/null 2>&1 || true
+  # As systemd removes a RuntimeDirectory at stop: left behind, owned by a user the purge
+  # deleted, it would be refused as root's default control socket directory.
+  [ -z "$made_run" ] || rm -rf /run/shardns
 }
 trap cleanup EXIT
 DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" >/dev/null
@@ -35,7 +40,15 @@ systemd-analyze verify "$unit"
 # The unit's own commands, as its user, with its one capability and runtime directory.
 start=$(sed -n 's/^ExecStart=//p' "$unit")
 check=$(sed -n 's/^ExecStartPre=//p' "$unit")
-install -d -o shardns -g shardns -m 0755 /run/shardns
+# The directory modes the unit sets at every start (systemd's default would be 0755).
+state_mode=$(sed -n 's/^StateDirectoryMode=//p' "$unit")
+run_mode=$(sed -n 's/^RuntimeDirectoryMode=//p' "$unit")
+[ "$state_mode" = 0750 ] && [ "$run_mode" = 0750 ] || {
+  echo "package-test: the unit's StateDirectoryMode/RuntimeDirectoryMode are '$state_mode'/'$run_mode', not 0750" >&2
+  exit 1
+}
+[ -e /run/shardns ] || made_run=1
+install -d -o shardns -g shardns -m "$run_mode" /run/shardns
 as_service=(setpriv --reuid=shardns --regid=shardns --init-groups --inh-caps=+net_bind_service
   --ambient-caps=+net_bind_service)
 "${as_service[@]}" $check
@@ -54,7 +67,13 @@ done
 [ -n "${answer:-}" ] || { echo "package-test: no answer; log:" >&2; cat /tmp/shardns-package-test.log >&2; exit 1; }
 echo "package-test: the service answers www.example.test A: $answer"
 "${as_service[@]}" /usr/sbin/shardns reload --control /run/shardns/shardns.ctl
+# The state directory keeps postinst's mode while the service runs (keys are in it).
+for d in /var/lib/shardns /var/lib/shardns/keys /run/shardns; do
+  mode=$(stat -c %a "$d")
+  [ "$mode" = 750 ] || { echo "package-test: $d has mode $mode, not 750" >&2; exit 1; }
+done
+echo "package-test: /var/lib/shardns, its keys and /run/shardns are 0750"
 kill "$pid"; wait "$pid" || true; pid=
 dpkg --purge shardns >/dev/null
 ! getent passwd shardns >/dev/null || { echo "package-test: user shardns left after purge" >&2; exit 1; }
-echo "package-test: installed, started, answered, reloaded, purged"
+echo "package-test: installed, started, answered, reloaded, modes checked, purged"

@@ -256,10 +256,9 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     let mut library = zones::ZoneLibrary::new(false);
     let report = library.load(&specs);
     zone_failures(&report)?;
-    Ok((
-        report.loaded,
-        report.warnings.iter().map(ToString::to_string).collect(),
-    ))
+    let mut warnings = config.warnings();
+    warnings.extend(report.warnings.iter().map(ToString::to_string));
+    Ok((report.loaded, warnings))
 }
 
 pub(crate) fn zone_failures(report: &zones::LoadReport) -> Result<(), Error> {

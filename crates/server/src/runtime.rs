@@ -49,6 +49,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         .map(|p| library.stamp_config_file(p));
     let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     check_open_file_limit(&config);
+    for w in config.warnings() {
+        warn!("{w}");
+    }
 
     let started = Instant::now();
     let report = library.load(&specs);
@@ -102,7 +105,10 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     // XDP mode: held until the workers have stopped; dropping it detaches the program.
     let xdp_program = attach_xdp(&config, &mut sockets, workers);
     // Without a control socket (it cannot be made) the server still serves; a warning says so.
-    let mut control_socket = control::ControlSocket::open(config.control_socket_path());
+    let mut control_socket = control::ControlSocket::open(
+        config.control_socket_path(),
+        config.control_socket_is_default(),
+    );
     let http_listener = match config.stats.http {
         Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
             what: format!("statistics HTTP address {addr}"),

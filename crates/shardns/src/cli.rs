@@ -156,8 +156,9 @@ pub(crate) struct ServeArgs {
     /// Serve Prometheus statistics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) stats_http: Option<SocketAddr>,
-    /// Control socket for `shardns reload` and `shardns stats` (default: in $XDG_RUNTIME_DIR
-    /// or /tmp, shardns-ADDR-PORT.ctl after the first listen address).
+    /// Control socket for `shardns reload` and `shardns stats` (default: in $XDG_RUNTIME_DIR,
+    /// else /run/shardns for root, else /tmp/shardns-UID; shardns-ADDR-PORT.ctl after the
+    /// first listen address).
     #[arg(long, value_name = "PATH")]
     pub(crate) control: Option<PathBuf>,
     /// Close TCP connections idle this long (default 10000).

@@ -2,7 +2,10 @@
 //! get their own default socket (named after the first listen address), and `shardns stats`
 //! and `shardns reload` reach the one asked for; a control socket that cannot be made (a
 //! missing directory, another server answering on it) leaves the server serving, with a
-//! warning in its log, and a server never removes a socket it did not make.
+//! warning in its log, and a server never removes a socket it did not make, nor any file
+//! that is not a stale socket. Nobody else's socket is trusted: the server refuses a
+//! default directory of another user, the client a socket file or a listener of another
+//! user (these run a listener as `nobody` with `setpriv`: root only, skipped otherwise).
 //!
 //! Loopback only (127.0.0.1, 127.0.0.2); every server is killed when its test ends.
 
@@ -10,6 +13,7 @@ mod common;
 
 use common::*;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -216,4 +220,160 @@ fn a_second_server_on_a_taken_control_socket_serves_and_leaves_it_alone() {
     assert!(second.wait_exit(Duration::from_secs(10)).is_some());
     assert!(owner.control.exists());
     assert_eq!(owner.stat("shardns_queries_total"), 2.0);
+}
+
+#[test]
+fn a_file_at_the_control_path_survives_and_a_stale_socket_is_replaced() {
+    let dir = TempDir::new("ctl-file");
+    let port = free_port_on(Ipv4Addr::LOCALHOST);
+    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    // `--control` naming a file by mistake: the file stays, the server serves without.
+    let file = dir.write("important.txt", "do not delete\n");
+    let file_s = file.to_str().unwrap();
+    let mut d = serve(
+        "file",
+        listen,
+        dir.path(),
+        dir.path(),
+        &["--control", file_s],
+    );
+    let log = d.log();
+    assert!(
+        log.contains(&format!(
+            "no control socket: {file_s}: a regular file is there and is not a socket"
+        )),
+        "{log}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "do not delete\n");
+    ask(listen, 1);
+    d.check_alive();
+    drop(d);
+
+    // A socket nobody accepts on (a server killed without cleaning up) is replaced.
+    let stale = dir.path().join("stale.ctl");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let stale_s = stale.to_str().unwrap();
+    let d = serve(
+        "stale",
+        listen,
+        dir.path(),
+        dir.path(),
+        &["--control", stale_s],
+    );
+    let log = d.log();
+    assert!(log.contains(&format!("control socket {stale_s}")), "{log}");
+    assert!(!log.contains("no control socket"), "{log}");
+    ask(listen, 2);
+    let out = control("stats", &["--control", stale_s], dir.path());
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stat_value(&stdout(&out), "shardns_queries_total"), 2.0);
+}
+
+fn is_root() -> bool {
+    let uid = Command::new("id").arg("-u").output().expect("run id");
+    String::from_utf8_lossy(&uid.stdout).trim() == "0"
+}
+
+/// `shardns serve` as `nobody` (setpriv) on `listen`, its control socket at `control`.
+fn serve_as_nobody(listen: SocketAddr, control: &Path, logs: &Path) -> Daemon {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["serve", "--workers", "1", "--listen"])
+        .arg(listen.to_string())
+        .arg("--control")
+        .arg(control)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("RUST_LOG");
+    let mut d = Daemon::spawn("impostor", cmd, logs.join("impostor.log"));
+    let end = Instant::now() + Duration::from_secs(20);
+    while !d.log().contains("shardns ready") {
+        d.check_alive();
+        assert!(Instant::now() < end, "impostor not ready:\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    d
+}
+
+#[test]
+fn the_client_sends_nothing_to_a_socket_another_user_took() {
+    if !is_root() {
+        println!("control_socket: SKIPPED the impostor test: needs root (setpriv, chown)");
+        return;
+    }
+    // A directory every user may write, as /tmp is: another user binds our path first.
+    let dir = TempDir::new("ctl-impostor");
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let path = shared.join("shardns.ctl");
+    let path_s = path.to_str().unwrap();
+    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
+    let mut impostor = serve_as_nobody(listen, &path, dir.path());
+
+    // Its socket file is nobody's: refused before connecting.
+    let out = control("reload", &["--control", path_s], dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        err.contains(&format!("refusing the control socket {path_s}"))
+            && err.contains("belongs to uid 65534"),
+        "{err}"
+    );
+    // The file root's own, the listener still nobody's: refused by its credentials.
+    std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
+    let out = control("reload", &["--control", path_s], dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains("the server on it runs as uid 65534"), "{err}");
+    let out = control("stats", &["--control", path_s], dir.path());
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The impostor got no command: it logs each reload asked for, and counts queries only.
+    impostor.check_alive();
+    let log = impostor.log();
+    assert!(!log.contains("reload requested"), "{log}");
+}
+
+#[test]
+fn the_server_refuses_a_default_directory_another_user_owns() {
+    if !is_root() {
+        println!("control_socket: SKIPPED the directory test: needs root (chown)");
+        return;
+    }
+    // $XDG_RUNTIME_DIR (the default socket's directory) made by another user.
+    let dir = TempDir::new("ctl-theirs");
+    let theirs = dir.path().join("run");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
+    let d = serve("theirs", listen, &theirs, dir.path(), &[]);
+    let log = d.log();
+    let socket = theirs.join(format!("shardns-127.0.0.1-{}.ctl", listen.port()));
+    assert!(
+        log.contains(&format!("no control socket: {}: refusing the directory {}: it belongs to uid 65534, not to us (uid 0)", socket.display(), theirs.display())),
+        "{log}"
+    );
+    assert!(!socket.exists());
+    ask(listen, 1);
+    // One that group or others may write is refused too; one of ours, private, is used.
+    std::os::unix::fs::chown(&theirs, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    drop(d);
+    let d = serve("open", listen, &theirs, dir.path(), &[]);
+    assert!(
+        d.log().contains("group or others may write it (mode 0777)"),
+        "{}",
+        d.log()
+    );
+    drop(d);
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let d = serve("ours", listen, &theirs, dir.path(), &[]);
+    assert!(
+        d.log()
+            .contains(&format!("control socket {}", socket.display())),
+        "{}",
+        d.log()
+    );
+    let out = control("stats", &["--listen", &listen.to_string()], &theirs);
+    assert!(out.status.success(), "{out:?}");
 }

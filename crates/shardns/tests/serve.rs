@@ -1,6 +1,7 @@
 //! End-to-end: the real `shardns serve` answering over UDP and TCP, IPv4 and IPv6, checked
 //! with dig, kdig and hickory-proto; pipelined TCP; truncation and the TCP retry;
-//! statistics over the control socket and HTTP; query logging.
+//! statistics over the control socket and HTTP (scrapes answered while slow clients dawdle);
+//! query logging.
 
 mod common;
 
@@ -10,7 +11,7 @@ use hickory_proto::rr::RecordType;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[test]
 fn embedded_zone_over_udp_and_tcp_on_ipv4_and_ipv6() {
@@ -259,6 +260,88 @@ fn truncated_over_udp_then_complete_over_tcp() {
         );
     }
     assert!(server.stat("shardns_truncated_total") >= 6.0);
+}
+
+/// `curl` of `url`: its output, and how long it took (at most 5 s).
+fn curl_timed(url: &str) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "5", url])
+        .output()
+        .expect("run curl (Debian package curl)");
+    (out, started.elapsed())
+}
+
+/// A client that sends a request a byte every 200 ms, for at most 6 s (`connected` once
+/// it is connected): returns when the server closed the connection, counted from the
+/// connect, or `None` if it never did.
+fn slowloris(addr: &str, connected: std::sync::mpsc::Sender<()>) -> Option<Duration> {
+    let started = Instant::now();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_nonblocking(true).unwrap();
+    connected.send(()).unwrap();
+    let request = b"GET /metrics HTTP/1.0\r\nHost: slow\r\nX-Pad: aaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    for byte in request.iter().cycle() {
+        if started.elapsed() > Duration::from_secs(6) {
+            return None;
+        }
+        let mut b = [0u8; 64];
+        match s.read(&mut b) {
+            Ok(0) => return Some(started.elapsed()),
+            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => return Some(started.elapsed()),
+            _ => {}
+        }
+        if s.write(std::slice::from_ref(byte)).is_err() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+#[test]
+fn slow_http_clients_delay_no_scrape_and_are_cut_at_their_deadline() {
+    let http = format!("127.0.0.1:{}", free_port());
+    let _server = Server::start("slow-http", &["--workers", "1", "--stats-http", &http]);
+    let url = format!("http://{http}/metrics");
+    // The server is up: a scrape alone.
+    let (out, _) = curl_timed(&url);
+    assert!(out.status.success(), "{out:?}");
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let slow: Vec<_> = (0..6)
+        .map(|_| {
+            let (http, tx) = (http.clone(), tx.clone());
+            std::thread::spawn(move || slowloris(&http, tx))
+        })
+        .collect();
+    // Every slow client is connected (and dawdling) before the scrape.
+    for _ in 0..6 {
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+    let (out, took) = curl_timed(&url);
+    assert!(out.status.success(), "{out:?} after {took:?}");
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(body.contains("shardns_queries_total"), "{body}");
+    assert!(took < Duration::from_secs(2), "the scrape took {took:?}");
+    // Each slow client is cut at its 2 s deadline, however it keeps sending.
+    for t in slow {
+        let cut = t.join().unwrap();
+        let cut = cut.expect("a slow client was never cut");
+        assert!(
+            cut >= Duration::from_millis(1900) && cut < Duration::from_millis(4500),
+            "cut after {cut:?}"
+        );
+    }
+
+    // A flood of idle connections, more than are served at once: the oldest make room.
+    let idle: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(&http).unwrap())
+        .collect();
+    let (out, took) = curl_timed(&url);
+    assert!(out.status.success(), "{out:?} after {took:?}");
+    assert!(took < Duration::from_secs(2), "the scrape took {took:?}");
+    drop(idle);
 }
 
 #[test]

@@ -684,14 +684,59 @@ const ROLL_QUESTIONS: &[(&str, &str)] = &[
 /// A signed zone with rollover timings in seconds: DNSKEY TTL 2 + propagation 1 = 3 s
 /// before a new key signs; the parent's DS TTL 2 + its propagation 1 = 3 s.
 fn roll_config(data: &TempDir) -> PathBuf {
+    roll_config_with(data, 1)
+}
+
+/// [`roll_config`] with `propagation_delay` seconds: a step's wait is the 2 s TTL plus it.
+fn roll_config_with(data: &TempDir, propagation_delay: u32) -> PathBuf {
     data.write("sign.test.zone", ROLL_ZONE);
     std::fs::create_dir_all(data.path().join("keys")).unwrap();
     data.write(
         "shardns.toml",
-        "[server]\nkey_directory = \"keys\"\n\
-         [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
-         propagation_delay = 1\nparent_ds_ttl = 2\nparent_propagation_delay = 1\n",
+        &format!(
+            "[server]\nkey_directory = \"keys\"\n\
+             [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+             propagation_delay = {propagation_delay}\nparent_ds_ttl = 2\n\
+             parent_propagation_delay = 1\n"
+        ),
     )
+}
+
+/// A time of a key's metadata (`Activate`, `Delete`...; BIND's `YYYYMMDDHHMMSS`, UTC) in
+/// the `.private` file of `stem` (`Ksign.test.+013+12345`), as seconds since 1970.
+fn key_time(keys: &Path, stem: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(keys.join(format!("{stem}.private"))).unwrap();
+    let t = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}: ")))?
+        .trim();
+    let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0..4), n(4..6), n(6..8));
+    // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    Some((days * 86_400 + n(8..10) * 3600 + n(10..12) * 60 + n(12..14)) as u64)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The stems of the key files in `keys`.
+fn key_stems(keys: &Path) -> Vec<String> {
+    std::fs::read_dir(keys)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".private").map(str::to_string)
+        })
+        .collect()
 }
 
 fn key_cmd(cmd: &str, keys: &Path, extra: &[&str]) -> String {
@@ -760,9 +805,11 @@ fn keygen(keys: &Path, ksk: bool) -> Option<String> {
 #[test]
 fn zsk_rollover_survives_a_kill_and_validates_throughout() {
     let data = TempDir::new("roll-zsk");
-    let config = roll_config(&data);
+    // Each step 8 s (TTL 2 + propagation 6): the restart below must come between the new
+    // key's activation and the old one's withdrawal, however busy the machine.
+    let config = roll_config_with(&data, 6);
     let keys = data.path().join("keys");
-    let (Some(_), Some(zsk)) = (keygen(&keys, true), keygen(&keys, false)) else {
+    let (Some(ksk), Some(zsk)) = (keygen(&keys, true), keygen(&keys, false)) else {
         println!("signing: SKIPPED the ZSK rollover: no dnssec-keygen (bind9-utils)");
         return;
     };
@@ -803,17 +850,34 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
         "{list}"
     );
 
-    // Killed (SIGKILL) before the new key signs; down past that moment.
+    // Killed (SIGKILL) before the new key signs; down past that moment, as its key file
+    // says (not for a fixed time, which a busy machine may not honour).
     drop(server);
-    std::thread::sleep(Duration::from_secs(4));
+    let new_zsk = key_stems(&keys)
+        .into_iter()
+        .find(|k| *k != ksk && *k != zsk)
+        .expect("the new ZSK's files");
+    let activate = key_time(&keys, &new_zsk, "Activate").expect("the new ZSK's Activate");
+    let delete = key_time(&keys, &zsk, "Delete").expect("the old ZSK's Delete");
+    let end = Instant::now() + Duration::from_secs(30);
+    while unix_now() <= activate {
+        assert!(Instant::now() < end, "the new ZSK's Activate never came");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let server = Server::start("roll-zsk-srv2", &args);
-    // 2. The new key signs, the old one is still published.
+    // 2. The new key signs, the old one is still published (until its Delete).
     let new_signer = www_signer(server.addr4());
+    let dnskeys = apex_set(server.addr4(), "DNSKEY").len();
+    let now = unix_now();
+    assert!(
+        now < delete,
+        "the restart took until {now}, past the old ZSK's Delete ({delete}): too slow for this test's timings"
+    );
     assert_ne!(new_signer, old_tag);
-    assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 3);
+    assert_eq!(dnskeys, 3);
     delv_all(server.addr4(), &anchors, "sign.test", ROLL_QUESTIONS);
     // 3. The old key goes at its time, by the server's timer alone.
-    wait_until(server.addr4(), &anchors, 15, "old ZSK withdrawn", || {
+    wait_until(server.addr4(), &anchors, 30, "old ZSK withdrawn", || {
         apex_set(server.addr4(), "DNSKEY").len() == 2
     });
     assert_eq!(www_signer(server.addr4()), new_signer);
@@ -826,7 +890,9 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
 #[test]
 fn csk_double_ds_rollover_validates_at_every_step() {
     let data = TempDir::new("roll-csk");
-    let config = roll_config(&data);
+    // Each step 8 s (TTL 2 + propagation 6): the checks with the old DS alone after the
+    // confirmation must end before the new key signs, however busy the machine.
+    let config = roll_config_with(&data, 6);
     let keys = data.path().join("keys");
     let args = ["--workers", "1", "--config", config.to_str().unwrap()];
     let server = Server::start("roll-csk-srv", &args);
@@ -878,13 +944,13 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
 
     // 3. The new key signs; 4. the old key, its CDS and CDNSKEY go.
-    wait_until(server.addr4(), &both_anchor, 15, "new CSK signing", || {
+    wait_until(server.addr4(), &both_anchor, 30, "new CSK signing", || {
         www_signer(server.addr4()) == new_tag
     });
     wait_until(
         server.addr4(),
         &both_anchor,
-        15,
+        30,
         "old CSK withdrawn",
         || apex_set(server.addr4(), "DNSKEY").len() == 1,
     );

@@ -551,15 +551,29 @@ impl Config {
     }
 
     /// The control socket: as configured, else `shardns-ADDR-PORT.ctl` named after the first
-    /// listen address, in `$XDG_RUNTIME_DIR` or else `/tmp` (hashed when too long for a
-    /// socket address; see `control_socket::default_path`).
+    /// listen address, in `$XDG_RUNTIME_DIR`, else `/run/shardns` for root, else
+    /// `/tmp/shardns-UID` (hashed when too long for a socket address; see
+    /// `control_socket::default_path`).
     pub fn control_socket_path(&self) -> PathBuf {
         if let Some(p) = &self.server.control_socket {
             return p.clone();
         }
         let first = self.listen_addrs().first().copied();
         let listen = first.unwrap_or_else(|| default_listen()[0]);
-        control_socket::default_path(&control_socket::default_dir(), listen)
+        let fallback = control_socket::tmp_dir(crate::sys::effective_uid());
+        control_socket::default_path(&control_socket::default_dir(), &fallback, listen)
+    }
+
+    /// What the server will not do as configured, though it serves (one line each, for
+    /// `shardns check` and the log at start and reload).
+    pub fn warnings(&self) -> Vec<String> {
+        validate::unsigned_secondaries(self)
+    }
+
+    /// Whether the control socket is the default one, in a directory the server makes
+    /// private or checks is (not one the configuration names).
+    pub fn control_socket_is_default(&self) -> bool {
+        self.server.control_socket.is_none()
     }
 }
 

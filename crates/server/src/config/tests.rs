@@ -632,6 +632,26 @@ fn a_signed_zone_needs_a_key_directory() {
 }
 
 #[test]
+fn dnssec_on_a_secondary_zone_is_a_warning_not_a_silence() {
+    let c = parse(
+        "[[zone]]\nname = \"sec.example.\"\nprimary = [\"127.0.0.1:53\"]\ndnssec = true\n\
+         [[zone]]\nname = \"plain.example.\"\nprimary = [\"127.0.0.1:53\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.warnings(),
+        ["zone sec.example.: dnssec = true on a secondary zone (it has primary) is ignored: the \
+          zone is served unsigned, as transferred (signing transferred zones is not supported \
+          yet)"]
+    );
+    // Not signed, so it needs no key directory.
+    check_signing(&c, Path::new("c.toml")).unwrap();
+    // A primary zone with dnssec = true is signed: no warning.
+    let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n").unwrap();
+    assert!(c.warnings().is_empty());
+}
+
+#[test]
 fn sign_flag_signs_the_zones_given_and_key_dir_sets_the_directory() {
     let mut c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\n").unwrap();
     let o = Overrides {

@@ -3,10 +3,11 @@
 //!
 //! Owns, by room: `epoll` (epoll, eventfd: a worker's event loop and its wake-up),
 //! `mmsg` (recvmmsg/sendmmsg batches: [`UdpBatch`], [`SendBatch`]), `socket` (accept4,
-//! SO_RCVBUFFORCE, kernel socket addresses), `memory` (huge pages for zone arrays,
+//! SO_RCVBUFFORCE, kernel socket addresses, SO_PEERCRED), `memory` (huge pages for zone arrays,
 //! handing freed heap back), `inotify` (watches on the directories of the zone files, and
 //! whether a directory's file system lets inotify see every change), and here the
-//! open-file limit, the cache prefetch hint, and the `errno` check they all use.
+//! open-file limit, the effective user ID, the cache prefetch hint, and the `errno` check
+//! they all use.
 //!
 //! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
 //! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`,
@@ -25,7 +26,7 @@ pub(crate) use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
 pub(crate) use inotify::{changes_seen_by_inotify, Inotify, EVENT_BUFFER};
 pub(crate) use memory::{back_with_huge_pages, release_free_memory};
 pub(crate) use mmsg::{SendBatch, UdpBatch};
-pub(crate) use socket::{accept_nonblocking, force_receive_buffer};
+pub(crate) use socket::{accept_nonblocking, force_receive_buffer, peer_uid};
 
 use std::io;
 
@@ -73,4 +74,10 @@ pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
     }
     #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
     Ok(lim.rlim_cur as u64)
+}
+
+/// The process's effective user ID (whose files it makes, whose sockets it trusts).
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
 }

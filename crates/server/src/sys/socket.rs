@@ -1,5 +1,6 @@
 //! sys::socket -- socket calls std lacks: accept4 (nonblocking, close-on-exec in one call),
-//! SO_RCVBUFFORCE, and kernel socket addresses read back into std's form.
+//! SO_RCVBUFFORCE, kernel socket addresses read back into std's form, and the user of a
+//! Unix socket's peer (SO_PEERCRED).
 
 use super::check;
 use std::io;
@@ -80,4 +81,33 @@ pub(crate) fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> bool 
             size_of::<libc::c_int>() as libc::socklen_t,
         ) == 0
     }
+}
+
+/// The user ID of the process at the other end of a connected Unix socket (SO_PEERCRED:
+/// the process that called `listen` on it), as the kernel recorded it.
+pub(crate) fn peer_uid(socket: &impl AsRawFd) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes, and `len` holds `cred`'s exact size, so
+    // the kernel writes at most that much; a bad fd is an error, not undefined behaviour.
+    check(unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            ptr::addr_of_mut!(cred).cast(),
+            &mut len,
+        )
+    })?;
+    if len as usize != size_of::<libc::ucred>() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "SO_PEERCRED returned a short answer",
+        ));
+    }
+    Ok(cred.uid)
 }

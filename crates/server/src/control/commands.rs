@@ -1,0 +1,292 @@
+//! control::commands -- the control thread: one connection at a time, one command line
+//! each, answered here (`stats`, `status`, `zone refresh|retransfer`) or on the main thread
+//! (`reload`, `zone status|notify`, through a [`ReloadRequest`] and a SIGHUP).
+
+use super::{MainAction, ReloadRequest, Reloader};
+use crate::notify::Job;
+use crate::stats::render_prometheus;
+use crate::Shared;
+use shardns_wire::Name;
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// Serves control connections until shutdown (one at a time; each is short).
+pub(super) fn serve(listener: UnixListener, shared: Arc<Shared>, reloads: Sender<ReloadRequest>) {
+    for stream in listener.incoming() {
+        if shared.shutdown.load(Relaxed) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if let Err(e) = handle(stream, &shared, &reloads) {
+            warn!("control socket: {e}");
+        }
+    }
+}
+
+fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new((&stream).take(256)).read_line(&mut line)?;
+    let mut words = line.split_whitespace();
+    let command = words.next().unwrap_or("");
+    let args: Vec<&str> = words.collect();
+    // `zone ACTION ZONE...`: the names follow the action.
+    let names = if command == "zone" {
+        args.get(1..).unwrap_or_default()
+    } else {
+        &args[..]
+    };
+    let zones: Result<Vec<Name>, String> = names
+        .iter()
+        .map(|z| z.parse::<Name>().map_err(|e| format!("zone {z:?}: {e}")))
+        .collect();
+    let on_main = |zones: Vec<Name>, action: MainAction| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        // A request the main thread never takes (it is stopping) is dropped with its
+        // queue, which ends the wait.
+        let sent = reloads
+            .send(ReloadRequest {
+                zones,
+                reply: tx,
+                action,
+            })
+            .is_ok();
+        match signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
+            Err(e) => (false, format!("cannot wake the main thread: {e}\n")),
+            Ok(()) => match rx.recv() {
+                Ok(outcome) if sent => outcome,
+                _ => (false, "the server is stopping\n".to_string()),
+            },
+        }
+    };
+    let (ok, body) = match (command, zones) {
+        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
+        ("reload", Ok(zones)) => {
+            info!("reload requested on the control socket");
+            on_main(zones, MainAction::Reload)
+        }
+        ("zone", Ok(_)) => zone_command(&args, shared, on_main),
+        ("stats", _) => (
+            true,
+            render_prometheus(
+                &shared.worker_stats(),
+                &shared.control,
+                shared.started.elapsed().as_secs_f64(),
+            ),
+        ),
+        ("status", _) => (true, format!("running, {} workers\n", shared.stats.len())),
+        (other, _) => (
+            false,
+            format!("unknown command {other:?} (expected reload, stats, status or zone)\n"),
+        ),
+    };
+    let mut w = &stream;
+    w.write_all(if ok { b"ok\n" } else { b"error\n" })?;
+    w.write_all(body.as_bytes())?;
+    Ok(())
+}
+
+/// `zone status|refresh|retransfer|notify [ZONE...]` (`args` after `zone`).
+fn zone_command(
+    args: &[&str],
+    shared: &Shared,
+    on_main: impl Fn(Vec<Name>, MainAction) -> (bool, String),
+) -> (bool, String) {
+    let names: Vec<Name> = args
+        .iter()
+        .skip(1)
+        .filter_map(|z| z.parse::<Name>().ok())
+        .collect();
+    match args.first().copied() {
+        Some("status") => on_main(names, MainAction::Status),
+        Some("notify") if !names.is_empty() => on_main(names, MainAction::Notify),
+        Some(action @ ("refresh" | "retransfer")) if !names.is_empty() => {
+            let axfr = action == "retransfer";
+            let mut text = String::new();
+            let mut ok = true;
+            for name in &names {
+                let queued = shared
+                    .secondary
+                    .as_ref()
+                    .is_some_and(|inbox| inbox.request_refresh(name.as_ref(), axfr));
+                if queued {
+                    info!("zone {name}: {action} asked for on the control socket");
+                    let _ = writeln!(
+                        text,
+                        "zone {name}: {action} queued (see the log, or shardns zone status {name})"
+                    );
+                } else {
+                    ok = false;
+                    let _ = writeln!(text, "zone {name} is not a secondary zone");
+                }
+            }
+            (ok, text)
+        }
+        _ => (
+            false,
+            "expected zone status [ZONE...], or zone refresh|retransfer|notify ZONE...\n".into(),
+        ),
+    }
+}
+
+/// Seconds from now to `t` as text: `in N s` or `N s ago`.
+fn relative(t: std::time::SystemTime) -> String {
+    let now = std::time::SystemTime::now();
+    match t.duration_since(now) {
+        Ok(d) => format!("in {} s", d.as_secs()),
+        Err(e) => format!("{} s ago", e.duration().as_secs()),
+    }
+}
+
+impl Reloader {
+    /// `zone notify`: a NOTIFY of each zone's current version to its secondaries now.
+    pub(super) fn notify_zones(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
+        let zones = shared.zones.load();
+        let index = self.config.notify_index();
+        let mut text = String::new();
+        let mut ok = true;
+        for name in names {
+            let Some(zone) = zones.get(name.as_ref()).filter(|z| !z.is_unavailable()) else {
+                ok = false;
+                let _ = writeln!(text, "zone {name} is not served");
+                continue;
+            };
+            let targets = index.targets(name);
+            if targets.is_empty() {
+                ok = false;
+                let _ = writeln!(text, "zone {name} has no secondaries to notify");
+                continue;
+            }
+            info!("zone {name}: NOTIFY asked for on the control socket");
+            let list: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+            let _ = writeln!(
+                text,
+                "zone {name}: NOTIFY of serial {} queued to {}",
+                zone.serial(),
+                list.join(", ")
+            );
+            self.notifier.announce(Job {
+                zone: Arc::clone(zone),
+                targets: targets.to_vec(),
+            });
+        }
+        (ok, text)
+    }
+
+    /// `zone status`: serial, role, refresh times, expiry, source and journal of each zone
+    /// named (every zone served, by name, if none is).
+    pub(super) fn zone_status(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
+        let zones = shared.zones.load();
+        let mut list: Vec<Name> = if names.is_empty() {
+            zones.zones().map(|z| z.apex().to_name()).collect()
+        } else {
+            names.to_vec()
+        };
+        if names.is_empty() {
+            list.sort();
+        }
+        let mut text = String::new();
+        let mut ok = true;
+        for name in &list {
+            let Some(zone) = zones.get(name.as_ref()) else {
+                ok = false;
+                let _ = writeln!(text, "zone: {name}\nstate: not configured\n");
+                continue;
+            };
+            let _ = writeln!(text, "zone: {name}");
+            let secondary = shared
+                .secondary
+                .as_ref()
+                .and_then(|i| i.status(name.as_ref()));
+            match &secondary {
+                None => {
+                    let _ = writeln!(text, "role: primary\nserial: {}", zone.serial());
+                    let source = self
+                        .library
+                        .file_of(name)
+                        .map_or_else(|| "embedded".to_string(), |p| p.display().to_string());
+                    let _ = writeln!(text, "source: {source}");
+                }
+                Some(s) => {
+                    let state = match (s.serving, s.serial) {
+                        (true, _) => "serving",
+                        (false, Some(_)) => "expired (SERVFAIL)",
+                        (false, None) => "never transferred (SERVFAIL)",
+                    };
+                    let _ = writeln!(text, "role: secondary");
+                    match s.serial {
+                        Some(serial) => {
+                            let _ = writeln!(text, "serial: {serial} ({state})");
+                        }
+                        None => {
+                            let _ = writeln!(text, "serial: none ({state})");
+                        }
+                    }
+                    let primaries = s
+                        .primaries
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    if let Some(cat) = &s.catalog {
+                        let _ = writeln!(text, "catalog: {cat}");
+                    }
+                    let _ = writeln!(
+                        text,
+                        "source: {} (primaries {primaries})",
+                        s.source.map_or("none yet".to_string(), |a| a.to_string())
+                    );
+                    if let Some(t) = s.last_refresh {
+                        let _ = writeln!(text, "last refresh: {}", relative(t));
+                    }
+                    if let Some(t) = s.next_check {
+                        let _ = writeln!(text, "next refresh: {}", relative(t));
+                    }
+                    if let Some(t) = s.expire_at {
+                        let _ = writeln!(text, "expires: {}", relative(t));
+                    }
+                    if s.failures > 0 {
+                        let _ = writeln!(
+                            text,
+                            "failures: {} in a row, last: {}",
+                            s.failures,
+                            s.last_error.as_deref().unwrap_or("-")
+                        );
+                    }
+                }
+            }
+            let file = self
+                .library
+                .file_of(name)
+                .or_else(|| crate::journal::config_file(&self.config, name));
+            let journaled = crate::journal::settings(&self.config, name, file).is_some();
+            match shared.journals.history(name.as_ref()) {
+                Some(h) if h.depth() > 0 => {
+                    let _ = writeln!(
+                        text,
+                        "journal: {} versions, serial {} to {}, {} octets",
+                        h.depth(),
+                        h.first_serial().unwrap_or_default(),
+                        h.last_serial().unwrap_or_default(),
+                        h.bytes()
+                    );
+                }
+                _ if journaled => {
+                    let _ = writeln!(text, "journal: empty");
+                }
+                _ => {
+                    let _ = writeln!(text, "journal: none");
+                }
+            }
+            text.push('\n');
+        }
+        (ok, text)
+    }
+}
