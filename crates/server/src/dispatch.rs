@@ -34,7 +34,7 @@ use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, QueryError, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
-use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
+use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
 use std::fmt;
 use std::time::Instant;
 use tracing::info;
@@ -212,6 +212,8 @@ impl Dispatcher<'_> {
             Reply::Answer(mut w) | Reply::Error(mut w) => Ok(match verdict {
                 Ok(key) => {
                     w.len = Signer::new(key, &sig).sign(out, w.len, now);
+                    // The TSIG is the last record now.
+                    w.opt = OptAt::Absent;
                     w
                 }
                 Err(failure) => tsig_refusal(&sig, &failure, now, &mut out[..limit], |rcode, o| {
@@ -259,8 +261,8 @@ impl Dispatcher<'_> {
             OptionsVerdict::BadCookie(x) => {
                 let cut = limit.saturating_sub(x.room(&policy));
                 let mut w = refuse(query, transport, &mut out[..cut]);
-                extras::set_badcookie(out, w.len);
-                w.len = x.apply(out, w.len, limit, &policy);
+                extras::set_badcookie(out, &w);
+                w.len = x.apply(out, &w, limit, &policy);
                 w.rcode = extras::BADCOOKIE;
                 self.exit.stats.bad_cookies.add(1);
                 self.send::<TAP>(w, Some(query), query.bytes(), origin, out)
@@ -278,7 +280,7 @@ impl Dispatcher<'_> {
                         // A signed answer ends with its TSIG, which covers what is before
                         // it: no option is added after it.
                         if !x.is_empty() && !query.has_tsig() {
-                            w.len = x.apply(out, w.len, limit, &policy);
+                            w.len = x.apply(out, &w, limit, &policy);
                         }
                         self.send::<TAP>(w, Some(query), query.bytes(), origin, out)
                     }
@@ -476,6 +478,7 @@ impl Exit<'_> {
                     self.stats.rrl_slipped.add(1);
                     w.len = len;
                     w.truncated = true;
+                    w.opt = OptAt::Absent;
                 }
             }
         }
@@ -535,5 +538,96 @@ impl<T: fmt::Display> fmt::Display for OrDash<T> {
             Some(v) => v.fmt(f),
             None => f.write_str("-"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RrlConfig;
+    use crate::origin::Via;
+    use shardns_wire::RType;
+
+    /// A NOERROR response with question `a. A` and no records.
+    fn response() -> Vec<u8> {
+        let mut r = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0];
+        r.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
+        r
+    }
+
+    fn written(len: usize) -> Written {
+        Written {
+            len,
+            rcode: Rcode::NOERROR,
+            qtype: Some(RType::A),
+            truncated: false,
+            wildcard: None,
+            opt: OptAt::Absent,
+        }
+    }
+
+    #[test]
+    fn every_answer_takes_the_same_way_out() {
+        let config = RrlConfig {
+            enabled: true,
+            rate: 1,
+            slip: 0,
+            window: 1,
+            ..RrlConfig::default()
+        };
+        let now = Instant::now();
+        let mut rrl = Rrl::new(&config, 7, now);
+        let stats = WorkerStats::default();
+        let mut exit = Exit {
+            rrl: Some(&mut rrl),
+            rrl_now: 1000,
+            stats: &stats,
+            log_queries: false,
+            tap: None,
+            now,
+        };
+        let peer = Some("192.0.2.1:5300".parse().unwrap());
+        let name: Name = "a.".parse().unwrap();
+        // A resolver's later answer: no query bytes (dnstap logged the query already).
+        let late = Asked {
+            qname: Some(QName::Kept(&name)),
+            query: None,
+            client: true,
+        };
+        let udp = Origin::new(Via::Udp { socket: 0 }, false, peer);
+        let xdp = Origin::new(Via::Xdp { socket: 0 }, false, peer);
+        let tcp = Origin::new(
+            Via::Tcp {
+                slot: 0,
+                generation: 0,
+            },
+            false,
+            peer,
+        );
+        let mut out = response();
+        let len = out.len();
+        // One response a second to this client: the first goes, then RRL drops, over UDP
+        // and AF_XDP alike; never over a stream.
+        assert!(exit
+            .send::<true>(written(len), late, udp, &mut out)
+            .is_some());
+        assert!(exit
+            .send::<true>(written(len), late, udp, &mut out)
+            .is_none());
+        assert!(exit
+            .send::<false>(written(len), late, xdp, &mut out)
+            .is_none());
+        for _ in 0..3 {
+            assert!(exit
+                .send::<true>(written(len), late, tcp, &mut out)
+                .is_some());
+        }
+        assert_eq!(stats.rrl_dropped.get(), 2);
+        assert_eq!(stats.dropped.get(), 2);
+        assert_eq!(
+            stats.rcodes[0].get(),
+            4,
+            "answers counted once each, dropped ones not"
+        );
     }
 }

@@ -31,7 +31,7 @@ use shardns_resolver::{
 };
 use shardns_wire::message::Header;
 use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
-use shardns_zone::Written;
+use shardns_zone::{OptAt, Written};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -273,8 +273,7 @@ impl Recursion {
                 if truncated {
                     w.rollback(after_question);
                 }
-                let (len, _) =
-                    finish_client_response(w, qh, rcode, truncated, limit, edns, ede.as_ref());
+                let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, ede.as_ref());
                 if secure && wants_ad {
                     set_ad(out);
                 }
@@ -284,6 +283,7 @@ impl Recursion {
                     qtype: Some(qtype),
                     truncated,
                     wildcard: None,
+                    opt,
                 })
             }
             CacheAnswer::Miss { locks } => {
@@ -293,14 +293,14 @@ impl Recursion {
                     // Overloaded: fail fast rather than queue without bound.
                     stats.resolver_pending_limited.add(1);
                     w.rollback(after_question);
-                    let (len, _) =
-                        finish_client_response(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    let (len, opt) = finish(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
                     return Handling::Written(Written {
                         len,
                         rcode: Rcode::SERVFAIL,
                         qtype: Some(qtype),
                         truncated: false,
                         wildcard: None,
+                        opt,
                     });
                 }
                 let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
@@ -378,15 +378,7 @@ impl Recursion {
                     } else {
                         (2 + self.shared.udp_max).min(self.write_buf.len())
                     };
-                    let (len, truncated) =
-                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
-                    let w = Written {
-                        len,
-                        rcode: answer.rcode,
-                        qtype: Some(p.qtype),
-                        truncated,
-                        wildcard: None,
-                    };
+                    let w = write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
                     deliver(p.origin, w, &p.qname, &mut self.write_buf[..]);
                 }
             }
@@ -394,14 +386,14 @@ impl Recursion {
     }
 }
 
-/// Writes a finished resolution's response for its client; returns (length, truncated).
+/// Writes a finished resolution's response for its client.
 fn write_answer(
     buf: &mut [u8],
     p: &Pending,
     answer: &Resolution,
     tcp: bool,
     policy: &EdnsPolicy,
-) -> (usize, bool) {
+) -> Written {
     let full = client_response_limit(tcp, p.edns, buf.len());
     // Room for the query's NSID and cookie options (none for most queries).
     let limit = full.saturating_sub(p.extras.room(policy));
@@ -422,7 +414,7 @@ fn write_answer(
     };
     qh.set_rd(p.rd);
     qh.set_cd(p.cd);
-    let (len, _) = finish_client_response(
+    let (len, opt) = finish(
         w,
         &qh,
         answer.rcode,
@@ -434,12 +426,38 @@ fn write_answer(
     if answer.secure && p.wants_ad {
         set_ad(buf);
     }
-    let len = if p.extras.is_empty() {
-        len
-    } else {
-        p.extras.apply(buf, len, full, policy)
+    let mut written = Written {
+        len,
+        rcode: answer.rcode,
+        qtype: Some(p.qtype),
+        truncated,
+        wildcard: None,
+        opt,
     };
-    (len, truncated)
+    if !p.extras.is_empty() {
+        written.len = p.extras.apply(buf, &written, full, policy);
+    }
+    written
+}
+
+/// [`finish_client_response`], saying where the OPT record went: where the writer was.
+fn finish(
+    w: MessageWriter<'_>,
+    qh: &Header,
+    rcode: Rcode,
+    truncated: bool,
+    limit: usize,
+    edns: Option<(u16, bool)>,
+    ede: Option<&Ede>,
+) -> (usize, OptAt) {
+    let at = w.len() as u16;
+    let (len, opt_written) = finish_client_response(w, qh, rcode, truncated, limit, edns, ede);
+    let opt = if edns.is_some() && opt_written {
+        OptAt::At(at)
+    } else {
+        OptAt::Absent
+    };
+    (len, opt)
 }
 
 /// Sets AD in a finished response's header: every RRset of the answer was validated
