@@ -1,17 +1,20 @@
 //! dispatch -- the one way a query goes through a worker, whatever carried it.
 //!
 //! ```text
-//! transport (udp, xdp, tcp)  ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
-//!                                          │ not a query: drop         ├─ Transfer ─▶ policy ┤─▶ RRL (UDP) ─▶ stats, log ─▶ bytes
-//!                                          └ malformed: reject         ├─ NotOurs ─▶ resolver┘    (or Pending / Stream)
-//!                                                                      └─ Notify ─▶ secondary inbox (NOTIFY in)
+//! transport (an Origin) ─ bytes ─▶ Query::parse ─▶ zone::respond ─┬─ Answer / Error ───┐
+//!                                     │ not a query: drop         ├─ Transfer ─▶ policy ┤─▶ Exit::send ─▶ bytes
+//!                                     └ malformed: reject         ├─ NotOurs ─▶ resolver┘   (or Pending / Stream)
+//!                                                                 └─ Notify ─▶ secondary inbox (NOTIFY in)
+//! resolver, later (the same Origin) ──────────────────────────────────────────▶ Exit::send ─▶ bytes
 //! ```
 //!
 //! A query is parsed once ([`Query`]) and classified once ([`shardns_zone::respond`] says
 //! whether our zones answer it, whether it is an error, a zone transfer or not ours); this
 //! module then hands it to the one role that takes it and writes the response into the
-//! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::stream`) only
-//! move bytes: each calls [`Dispatcher::handle`] and sends what it returns.
+//! caller's buffer. The transports (`worker::udp`, `worker::xdp_port`, `worker::stream`,
+//! `worker::quic`, `worker::https`) only move bytes: each calls [`Dispatcher::handle`] and
+//! sends what it returns. Every response, this module's now or the resolver's later, leaves
+//! through [`Exit::send`]: RRL (UDP), statistics, the query log, dnstap.
 //!
 //! Never: allocation (but for the rare transfer start and signed query), locks, clock
 //! system calls (but for signed queries), or a second parse of the query.
@@ -19,20 +22,20 @@
 use crate::dnstap::Tap;
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
 use crate::journal::Journals;
-use crate::recursion::{Client, Handling, Recursion};
+use crate::origin::Origin;
+use crate::recursion::{Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::secondary::Inbox;
 use crate::signed::tsig_refusal;
-use crate::stats::{ControlStats, QueryPath, WorkerStats, XFR_REFUSED, XFR_STARTED};
+use crate::stats::{ControlStats, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
 use shardns_wire::tsig::{self, Signer};
-use shardns_wire::{Query, QueryError, Rcode, Transport};
+use shardns_wire::{Name, Query, QueryError, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
-use shardns_zone::{refuse, reject, respond, Reply, Written, ZoneSet};
+use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
 use std::fmt;
-use std::net::SocketAddr;
 use std::time::Instant;
 use tracing::info;
 
@@ -48,38 +51,6 @@ pub(crate) enum Action {
     Stream(Box<Transfer>),
 }
 
-/// Where a query came from: what the statistics, the ACLs and a later answer need.
-#[derive(Clone, Copy)]
-pub(crate) struct Origin {
-    /// The transport and address family, for statistics.
-    pub(crate) path: QueryPath,
-    /// The client's address, when the transport decoded it (UDP decodes it only when
-    /// something needs it).
-    pub(crate) peer: Option<SocketAddr>,
-    /// Where a later (resolver) answer goes.
-    pub(crate) source: Source,
-}
-
-/// The worker's handle on the client, for answers that come later.
-#[derive(Clone, Copy)]
-pub(crate) enum Source {
-    /// Listening UDP socket `socket` of the worker (an AF_XDP query's answer leaves through
-    /// the socket bound to the address it was sent to).
-    Udp { socket: usize },
-    /// TCP connection (`slot`, `generation`) of the worker.
-    Tcp { slot: u32, generation: u32 },
-    /// Stream `stream` of DNS-over-QUIC connection `conn` (a quinn-proto connection handle)
-    /// of the worker.
-    Quic { conn: usize, stream: u64 },
-    /// HTTP/2 stream `stream` of DNS-over-HTTPS connection (`slot`, `generation`) of the
-    /// worker (a TCP connection).
-    Https {
-        slot: u32,
-        generation: u32,
-        stream: u32,
-    },
-}
-
 /// One worker's roles for one turn of its loop.
 pub(crate) struct Dispatcher<'w> {
     pub(crate) zones: &'w ZoneSet,
@@ -91,18 +62,12 @@ pub(crate) struct Dispatcher<'w> {
     /// The control plane's counters (NOTIFY taken and refused).
     pub(crate) control: &'w ControlStats,
     pub(crate) recursion: Option<&'w mut Recursion>,
-    pub(crate) rrl: Option<&'w mut Rrl>,
-    pub(crate) stats: &'w WorkerStats,
-    pub(crate) log_queries: bool,
-    pub(crate) now: Instant,
-    /// `now` on the rate limiter's clock (0 without RRL).
-    pub(crate) rrl_now: u64,
     /// NSID and cookie secrets, read only for queries with EDNS options.
     pub(crate) edns: &'w ArcSwap<EdnsPolicy>,
     /// Cookie timestamps from `now`.
     pub(crate) unix: extras::UnixClock,
-    /// The worker's end of the dnstap log (`[dnstap]`), else `None`.
-    pub(crate) tap: Option<&'w mut Tap>,
+    /// The way out of every response: RRL, statistics, query log, dnstap.
+    pub(crate) exit: Exit<'w>,
     /// Set when the resolver role took the last query (dnstap logs it as a client query).
     pub(crate) recursive: bool,
 }
@@ -111,41 +76,45 @@ impl Dispatcher<'_> {
     /// Answers `bytes` from `origin` into `out` (the transport's limit for one response).
     #[inline]
     pub(crate) fn handle(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
-        // dnstap off costs this one branch.
-        if self.tap.is_some() {
+        // dnstap off costs this one branch: the code below is compiled without its steps.
+        if self.exit.tap.is_some() {
             return self.handle_tapped(bytes, origin, out);
         }
-        self.handle_query(bytes, origin, out)
+        self.handle_query::<false>(bytes, origin, out)
     }
 
-    /// [`Self::handle`] with the query and the response sent at once logged by dnstap.
+    /// [`Self::handle`] with dnstap on: a response is logged with its query on the way out
+    /// ([`Exit::send`]); a query that gets none (dropped, answered later, a transfer) here.
     #[inline(never)]
     fn handle_tapped(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
         self.recursive = false;
-        let action = self.handle_query(bytes, origin, out);
-        let client = self.recursive;
-        let Some(tap) = self.tap.as_deref_mut() else {
-            return action;
-        };
-        tap.query(bytes, origin, self.now, self.stats, client);
-        if let Action::Send(w) = &action {
-            if let Some(response) = out.get(..w.len) {
-                tap.response(response, origin, self.now, self.stats, client);
+        let action = self.handle_query::<true>(bytes, origin, out);
+        if !matches!(action, Action::Send(_)) {
+            let e = &mut self.exit;
+            if let Some(tap) = e.tap.as_deref_mut() {
+                tap.query(bytes, origin, e.now, e.stats, self.recursive);
             }
         }
         action
     }
 
-    fn handle_query(&mut self, bytes: &[u8], origin: Origin, out: &mut [u8]) -> Action {
+    /// A query, with the dnstap steps on the way out if `TAP`.
+    #[inline]
+    fn handle_query<const TAP: bool>(
+        &mut self,
+        bytes: &[u8],
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Action {
         // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
         let parsed = Query::parse(bytes);
         let query = match &parsed {
             Ok(q) => q,
             Err(e) => {
                 return match reject(e, out) {
-                    Some(w) => self.send(w, None, origin, out),
+                    Some(w) => self.send::<TAP>(w, None, bytes, origin, out),
                     None => {
-                        self.stats.dropped.add(1);
+                        self.exit.stats.dropped.add(1);
                         Action::Drop
                     }
                 }
@@ -153,10 +122,10 @@ impl Dispatcher<'_> {
         };
         // EDNS options (NSID, cookies, padding) cost this one comparison when absent.
         if query.edns().is_some_and(|e| e.options.0 < e.options.1) {
-            return self.handle_options(query, origin, out);
+            return self.handle_options::<TAP>(query, origin, out);
         }
         match self.answer(query, origin, out, Extras::default()) {
-            Ok(written) => self.send(written, Some(query), origin, out),
+            Ok(written) => self.send::<TAP>(written, Some(query), bytes, origin, out),
             Err(action) => action,
         }
     }
@@ -174,7 +143,7 @@ impl Dispatcher<'_> {
         if query.has_tsig() {
             return self.answer_signed(query, origin, out, extras);
         }
-        let transport = origin.path.transport();
+        let transport = origin.transport();
         match respond(self.zones, query, transport, out) {
             Reply::Answer(w) | Reply::Error(w) => Ok(w),
             other => self.other_role(other, query, origin, out, extras),
@@ -222,7 +191,7 @@ impl Dispatcher<'_> {
         out: &mut [u8],
         extras: Extras,
     ) -> Result<Written, Action> {
-        let transport = origin.path.transport();
+        let transport = origin.transport();
         let Ok(Some(sig)) = tsig::read(query.bytes()) else {
             // A TSIG record that does not read: FORMERR (RFC 8945 §5.1).
             let error = QueryError::Malformed {
@@ -243,6 +212,8 @@ impl Dispatcher<'_> {
             Reply::Answer(mut w) | Reply::Error(mut w) => Ok(match verdict {
                 Ok(key) => {
                     w.len = Signer::new(key, &sig).sign(out, w.len, now);
+                    // The TSIG is the last record now.
+                    w.opt = OptAt::Absent;
                     w
                 }
                 Err(failure) => tsig_refusal(&sig, &failure, now, &mut out[..limit], |rcode, o| {
@@ -257,17 +228,22 @@ impl Dispatcher<'_> {
     /// options they ask for (`extras`), written into the buffer less the room those take;
     /// FORMERR for a malformed COOKIE, BADCOOKIE for a server cookie not ours over UDP.
     #[inline(never)]
-    fn handle_options(&mut self, query: &Query<'_>, origin: Origin, out: &mut [u8]) -> Action {
+    fn handle_options<const TAP: bool>(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Action {
         let edns = self.edns;
         let policy = edns.load();
-        let transport = origin.path.transport();
+        let transport = origin.transport();
         let verdict = extras::read(
             query,
             &policy,
             origin.peer.map(|p| p.ip()),
-            self.unix.secs(self.now),
+            self.unix.secs(self.exit.now),
             transport == Transport::Tcp,
-            origin.path.encrypted(),
+            origin.encrypted(),
         );
         // The response's size limit, as the answering code computes it.
         let limit = size_limit(query, transport).min(out.len());
@@ -278,18 +254,18 @@ impl Dispatcher<'_> {
                     qtype: Some(query.qtype()),
                 };
                 match reject(&error, out) {
-                    Some(w) => self.send(w, Some(query), origin, out),
+                    Some(w) => self.send::<TAP>(w, Some(query), query.bytes(), origin, out),
                     None => Action::Drop,
                 }
             }
             OptionsVerdict::BadCookie(x) => {
                 let cut = limit.saturating_sub(x.room(&policy));
                 let mut w = refuse(query, transport, &mut out[..cut]);
-                extras::set_badcookie(out, w.len);
-                w.len = x.apply(out, w.len, limit, &policy);
+                extras::set_badcookie(out, &w);
+                w.len = x.apply(out, &w, limit, &policy);
                 w.rcode = extras::BADCOOKIE;
-                self.stats.bad_cookies.add(1);
-                self.send(w, Some(query), origin, out)
+                self.exit.stats.bad_cookies.add(1);
+                self.send::<TAP>(w, Some(query), query.bytes(), origin, out)
             }
             OptionsVerdict::Answer(x) => {
                 // A signed answer gets no options (below): its TSIG's room is held back
@@ -304,9 +280,9 @@ impl Dispatcher<'_> {
                         // A signed answer ends with its TSIG, which covers what is before
                         // it: no option is added after it.
                         if !x.is_empty() && !query.has_tsig() {
-                            w.len = x.apply(out, w.len, limit, &policy);
+                            w.len = x.apply(out, &w, limit, &policy);
                         }
-                        self.send(w, Some(query), origin, out)
+                        self.send::<TAP>(w, Some(query), query.bytes(), origin, out)
                     }
                     Err(action) => action,
                 }
@@ -321,7 +297,7 @@ impl Dispatcher<'_> {
         origin: Origin,
         out: &mut [u8],
     ) -> Result<Written, Action> {
-        let tcp = origin.path.transport() == Transport::Tcp;
+        let tcp = origin.transport() == Transport::Tcp;
         // Over UDP a transfer query gets one message of at most 512 octets: an allowed IXFR
         // our SOA (RFC 1995 §2; TC if it does not fit), the rest their refusal.
         let room = if tcp { out.len() } else { out.len().min(512) };
@@ -338,9 +314,9 @@ impl Dispatcher<'_> {
         );
         match answer {
             TransferAnswer::Stream(t) => {
-                self.stats
-                    .answered(Some(query.qtype()), Rcode::NOERROR, false);
-                self.stats.xfr[XFR_STARTED].add(1);
+                let stats = self.exit.stats;
+                stats.answered(Some(query.qtype()), Rcode::NOERROR, false);
+                stats.xfr[XFR_STARTED].add(1);
                 info!(
                     "transfer of {} ({}{}, serial {}) to {}: started",
                     t.zone().apex(),
@@ -357,7 +333,7 @@ impl Dispatcher<'_> {
             }
             TransferAnswer::Reply(r) => {
                 if r.rcode != Rcode::NOERROR {
-                    self.stats.xfr[XFR_REFUSED].add(1);
+                    self.exit.stats.xfr[XFR_REFUSED].add(1);
                     // Over UDP the source address may be forged: no log line per refusal.
                     if tcp {
                         info!(
@@ -382,30 +358,12 @@ impl Dispatcher<'_> {
         out: &mut [u8],
         extras: Extras,
     ) -> Result<Written, Action> {
-        let transport = origin.path.transport();
-        let client = match (origin.source, origin.peer) {
-            (Source::Udp { socket }, Some(peer)) => Some(Client::Udp { socket, peer }),
-            (Source::Tcp { slot, generation }, _) => Some(Client::Tcp { slot, generation }),
-            // A UDP answer needs the peer's address; without it there is no resolver role.
-            (Source::Quic { conn, stream }, _) => Some(Client::Quic { conn, stream }),
-            (
-                Source::Https {
-                    slot,
-                    generation,
-                    stream,
-                },
-                _,
-            ) => Some(Client::Https {
-                slot,
-                generation,
-                stream,
-            }),
-            (Source::Udp { .. }, None) => None,
-        };
-        if let (Some(rec), Some(client)) = (self.recursion.as_deref_mut(), client) {
+        let transport = origin.transport();
+        if let Some(rec) = self.recursion.as_deref_mut() {
             self.recursive = true;
-            let ip = origin.peer.map(|p| p.ip());
-            match rec.query(query, client, ip, out, self.now, self.stats, extras) {
+            let (now, stats) = (self.exit.now, self.exit.stats);
+            // The resolver keeps `origin` for an answer that comes later.
+            match rec.query(query, origin, out, now, stats, extras) {
                 Handling::Refused => {}
                 Handling::Pending => return Err(Action::Pending),
                 Handling::Written(w) => return Ok(w),
@@ -414,20 +372,93 @@ impl Dispatcher<'_> {
         Ok(refuse(query, transport, out))
     }
 
-    /// Rate limiting (UDP), statistics and the query log for a response about to be sent.
-    fn send(
+    /// An early response (written now, into `out`) on its way out: [`Exit::send`].
+    #[inline]
+    fn send<const TAP: bool>(
         &mut self,
-        mut w: Written,
+        w: Written,
         query: Option<&Query<'_>>,
+        bytes: &[u8],
         origin: Origin,
         out: &mut [u8],
     ) -> Action {
+        let asked = Asked {
+            qname: query.map(QName::Parsed),
+            query: Some(bytes),
+            client: self.recursive,
+        };
+        match self.exit.send::<TAP>(w, asked, origin, out) {
+            Some(w) => Action::Send(w),
+            None => Action::Drop,
+        }
+    }
+}
+
+/// The one way out of a worker for every response, early (the dispatcher's, written
+/// while the query is handled) or late (the resolver's, when its resolution ends):
+/// [`Exit::send`]. Only the moving of the bytes is left to the transport.
+pub(crate) struct Exit<'w> {
+    /// Response rate limiting (`[rrl]`), else `None`.
+    pub(crate) rrl: Option<&'w mut Rrl>,
+    /// `now` on the rate limiter's clock (0 without RRL).
+    pub(crate) rrl_now: u64,
+    pub(crate) stats: &'w WorkerStats,
+    pub(crate) log_queries: bool,
+    /// The worker's end of the dnstap log (`[dnstap]`), else `None`.
+    pub(crate) tap: Option<&'w mut Tap>,
+    /// The loop turn's time.
+    pub(crate) now: Instant,
+}
+
+/// What a response answers, for the query log and dnstap.
+#[derive(Clone, Copy)]
+pub(crate) struct Asked<'a> {
+    /// The question's name, for the query log (`None`: the query did not parse).
+    pub(crate) qname: Option<QName<'a>>,
+    /// The query's octets, logged by dnstap just before the response; `None` when the
+    /// query was logged as it came in (a resolver's later answer).
+    pub(crate) query: Option<&'a [u8]>,
+    /// The resolver role answers (dnstap's CLIENT_QUERY and CLIENT_RESPONSE).
+    pub(crate) client: bool,
+}
+
+/// A question's name: of a parsed query, or kept by the resolver for a later answer.
+#[derive(Clone, Copy)]
+pub(crate) enum QName<'a> {
+    Parsed(&'a Query<'a>),
+    Kept(&'a Name),
+}
+
+impl fmt::Display for QName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Parsed(q) => q.qname().fmt(f),
+            Self::Kept(n) => n.fmt(f),
+        }
+    }
+}
+
+impl Exit<'_> {
+    /// A response (`w.len` octets at the start of `out`) on its way out to `origin`: rate
+    /// limiting (UDP only; slip rewrites it in place), statistics, the query log (if on)
+    /// and, if `TAP`, dnstap (the query, when `asked` has it, then the response). `None`:
+    /// dropped by RRL (counted), send nothing.
+    ///
+    /// The resolver's later answers take this way too. RRL applies to them over UDP as to
+    /// its answers from the cache: the same response to the same (maybe forged) address
+    /// counts the same whether the cache had it or not (before, late answers bypassed RRL).
+    #[inline]
+    pub(crate) fn send<const TAP: bool>(
+        &mut self,
+        mut w: Written,
+        asked: Asked<'_>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Option<Written> {
         // RRL off costs this one branch.
-        if let (Some(rrl), Some(p), Transport::Udp) = (
-            self.rrl.as_deref_mut(),
-            origin.peer,
-            origin.path.transport(),
-        ) {
+        if let (Some(rrl), Some(p), Transport::Udp) =
+            (self.rrl.as_deref_mut(), origin.peer, origin.transport())
+        {
             let response = &mut out[..w.len];
             match rrl.check(
                 p.ip(),
@@ -441,20 +472,31 @@ impl Dispatcher<'_> {
                 Verdict::Drop => {
                     self.stats.rrl_dropped.add(1);
                     self.stats.dropped.add(1);
-                    return Action::Drop;
+                    return None;
                 }
                 Verdict::Slip(len) => {
                     self.stats.rrl_slipped.add(1);
                     w.len = len;
                     w.truncated = true;
+                    w.opt = OptAt::Absent;
                 }
             }
         }
         self.stats.answered(w.qtype, w.rcode, w.truncated);
         if self.log_queries {
-            log_query(origin, query, &w, self.stats);
+            log_query(origin, asked.qname, &w, self.stats);
         }
-        Action::Send(w)
+        if TAP {
+            if let Some(tap) = self.tap.as_deref_mut() {
+                if let Some(query) = asked.query {
+                    tap.query(query, origin, self.now, self.stats, asked.client);
+                }
+                if let Some(response) = out.get(..w.len) {
+                    tap.response(response, origin, self.now, self.stats, asked.client);
+                }
+            }
+        }
+        Some(w)
     }
 }
 
@@ -469,7 +511,7 @@ pub(crate) fn unix_now() -> u64 {
 /// One info line per query (only when query logging is on), formatted without allocating.
 /// Writing it takes stderr's lock, which is counted.
 #[cold]
-fn log_query(origin: Origin, query: Option<&Query<'_>>, w: &Written, stats: &WorkerStats) {
+fn log_query(origin: Origin, qname: Option<QName<'_>>, w: &Written, stats: &WorkerStats) {
     if !tracing::enabled!(target: "shardns::query", tracing::Level::INFO) {
         return;
     }
@@ -478,8 +520,8 @@ fn log_query(origin: Origin, query: Option<&Query<'_>>, w: &Written, stats: &Wor
         target: "shardns::query",
         "{} {} {} {} {} len={}{}",
         OrDash(origin.peer),
-        origin.path.name(),
-        OrDash(query.map(|q| q.qname())),
+        origin.name(),
+        OrDash(qname),
         OrDash(w.qtype),
         w.rcode,
         w.len,
@@ -496,5 +538,96 @@ impl<T: fmt::Display> fmt::Display for OrDash<T> {
             Some(v) => v.fmt(f),
             None => f.write_str("-"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RrlConfig;
+    use crate::origin::Via;
+    use shardns_wire::RType;
+
+    /// A NOERROR response with question `a. A` and no records.
+    fn response() -> Vec<u8> {
+        let mut r = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0];
+        r.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
+        r
+    }
+
+    fn written(len: usize) -> Written {
+        Written {
+            len,
+            rcode: Rcode::NOERROR,
+            qtype: Some(RType::A),
+            truncated: false,
+            wildcard: None,
+            opt: OptAt::Absent,
+        }
+    }
+
+    #[test]
+    fn every_answer_takes_the_same_way_out() {
+        let config = RrlConfig {
+            enabled: true,
+            rate: 1,
+            slip: 0,
+            window: 1,
+            ..RrlConfig::default()
+        };
+        let now = Instant::now();
+        let mut rrl = Rrl::new(&config, 7, now);
+        let stats = WorkerStats::default();
+        let mut exit = Exit {
+            rrl: Some(&mut rrl),
+            rrl_now: 1000,
+            stats: &stats,
+            log_queries: false,
+            tap: None,
+            now,
+        };
+        let peer = Some("192.0.2.1:5300".parse().unwrap());
+        let name: Name = "a.".parse().unwrap();
+        // A resolver's later answer: no query bytes (dnstap logged the query already).
+        let late = Asked {
+            qname: Some(QName::Kept(&name)),
+            query: None,
+            client: true,
+        };
+        let udp = Origin::new(Via::Udp { socket: 0 }, false, peer);
+        let xdp = Origin::new(Via::Xdp { socket: 0 }, false, peer);
+        let tcp = Origin::new(
+            Via::Tcp {
+                slot: 0,
+                generation: 0,
+            },
+            false,
+            peer,
+        );
+        let mut out = response();
+        let len = out.len();
+        // One response a second to this client: the first goes, then RRL drops, over UDP
+        // and AF_XDP alike; never over a stream.
+        assert!(exit
+            .send::<true>(written(len), late, udp, &mut out)
+            .is_some());
+        assert!(exit
+            .send::<true>(written(len), late, udp, &mut out)
+            .is_none());
+        assert!(exit
+            .send::<false>(written(len), late, xdp, &mut out)
+            .is_none());
+        for _ in 0..3 {
+            assert!(exit
+                .send::<true>(written(len), late, tcp, &mut out)
+                .is_some());
+        }
+        assert_eq!(stats.rrl_dropped.get(), 2);
+        assert_eq!(stats.dropped.get(), 2);
+        assert_eq!(
+            stats.rcodes[0].get(),
+            4,
+            "answers counted once each, dropped ones not"
+        );
     }
 }

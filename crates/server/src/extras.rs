@@ -15,6 +15,7 @@
 use crate::cookie::{CookieSecrets, CLIENT_COOKIE_LEN, SERVER_COOKIE_LEN};
 use shardns_wire::edns::{self, OPTION_COOKIE, OPTION_NSID, OPTION_PADDING};
 use shardns_wire::{Query, Rcode};
+use shardns_zone::Written;
 use std::net::IpAddr;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -153,18 +154,19 @@ impl Extras {
         nsid + cookie
     }
 
-    /// Appends the options to the response of `len` octets in `buf` (its OPT record must
-    /// be its last record; else nothing is added), never past `limit` octets; returns the
-    /// new length.
+    /// Appends the options to the response `w` in `buf` (its OPT record must be its last
+    /// record, where `w.opt` says: the response is read only if its writer did not say;
+    /// else nothing is added), never past `limit` octets; returns the new length.
     pub(crate) fn apply(
         &self,
         buf: &mut [u8],
-        len: usize,
+        w: &Written,
         limit: usize,
         policy: &EdnsPolicy,
     ) -> usize {
+        let len = w.len;
         let limit = limit.min(buf.len()).min(u16::MAX as usize);
-        let Some(opt) = edns::opt_at_end(&buf[..len]) else {
+        let Some(opt) = w.opt.find(&buf[..len]) else {
             return len;
         };
         let mut end = len;
@@ -211,8 +213,8 @@ fn put_option(buf: &mut [u8], end: usize, limit: usize, code: u16, data: &[u8]) 
 
 /// Turns a written response (with its OPT last) into BADCOOKIE: RCODE 23 is 7 in the
 /// header and 1 in the OPT record's extended RCODE.
-pub(crate) fn set_badcookie(buf: &mut [u8], len: usize) {
-    let Some(opt) = edns::opt_at_end(&buf[..len]) else {
+pub(crate) fn set_badcookie(buf: &mut [u8], w: &Written) {
+    let Some(opt) = w.opt.find(&buf[..w.len]) else {
         return;
     };
     buf[3] = (buf[3] & 0xf0) | (BADCOOKIE.0 & 0xf) as u8;
@@ -223,6 +225,7 @@ pub(crate) fn set_badcookie(buf: &mut [u8], len: usize) {
 mod tests {
     use super::*;
     use shardns_wire::{Class, Header, MessageWriter, Name, RType};
+    use shardns_zone::OptAt;
 
     fn query(options: &[u8]) -> Vec<u8> {
         let mut buf = vec![0u8; 512];
@@ -262,6 +265,23 @@ mod tests {
         }
     }
 
+    /// A response of `len` octets whose bare OPT record ends it, where `opt` says.
+    fn written(len: usize, opt: OptAt) -> Written {
+        Written {
+            len,
+            rcode: Rcode::NOERROR,
+            qtype: None,
+            truncated: false,
+            wildcard: None,
+            opt,
+        }
+    }
+
+    /// The same, its OPT's offset given as the answer code gives it.
+    fn known(len: usize) -> Written {
+        written(len, OptAt::At((len - 11) as u16))
+    }
+
     #[test]
     fn nsid_cookie_and_padding_are_appended_to_the_opt() {
         let p = policy();
@@ -279,8 +299,16 @@ mod tests {
         let mut buf = vec![0u8; 4096];
         let base = query(&[]);
         buf[..base.len()].copy_from_slice(&base);
-        let len = x.apply(&mut buf, base.len(), 4096, &p);
+        let mut read_back = buf.clone();
+        let len = x.apply(&mut buf, &known(base.len()), 4096, &p);
         assert_eq!(len % RESPONSE_BLOCK, 0);
+        // A writer that does not say where its OPT is: the response is read, same result.
+        let unknown = written(base.len(), OptAt::Unknown);
+        assert_eq!(x.apply(&mut read_back, &unknown, 4096, &p), len);
+        assert_eq!(read_back, buf);
+        // Nothing is added to a response without an OPT last.
+        let absent = written(base.len(), OptAt::Absent);
+        assert_eq!(x.apply(&mut read_back, &absent, 4096, &p), base.len());
         let h = Header::parse(&buf[..len]).unwrap();
         let qend = base.len() - 11;
         let e = edns::read_trailer(&buf[..len], &h, qend)
@@ -350,7 +378,7 @@ mod tests {
         let mut buf = query(&[]);
         buf[2] |= 0x80;
         let len = buf.len();
-        set_badcookie(&mut buf, len);
+        set_badcookie(&mut buf, &known(len));
         let h = Header::parse(&buf).unwrap();
         let e = edns::read_trailer(&buf, &h, len - 11)
             .unwrap()
@@ -371,11 +399,11 @@ mod tests {
         let base = query(&[]);
         buf[..base.len()].copy_from_slice(&base);
         assert_eq!(
-            x.apply(&mut buf, base.len(), base.len() + 6, &p),
+            x.apply(&mut buf, &known(base.len()), base.len() + 6, &p),
             base.len()
         );
         assert_eq!(
-            x.apply(&mut buf, base.len(), base.len() + 7, &p),
+            x.apply(&mut buf, &known(base.len()), base.len() + 7, &p),
             base.len() + 7
         );
     }

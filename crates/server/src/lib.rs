@@ -48,6 +48,7 @@ mod journal;
 mod listen;
 pub mod logging;
 mod notify;
+mod origin;
 mod recursion;
 mod rrl;
 mod runtime;

@@ -4,7 +4,7 @@
 
 use shardns_wire::tsig;
 use shardns_wire::Rcode;
-use shardns_zone::Written;
+use shardns_zone::{OptAt, Written};
 
 /// The answer to a signed request whose TSIG does not verify (RFC 8945 §5.2), for queries,
 /// transfers and NOTIFY alike: `write` writes the response with the RCODE (FORMERR for a MAC
@@ -23,5 +23,6 @@ pub(crate) fn tsig_refusal(
     };
     let mut w = write(rcode, out);
     w.len = tsig::append_failure(out, w.len, sig, failure, now);
+    w.opt = OptAt::Absent;
     w
 }

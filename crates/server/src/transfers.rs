@@ -24,7 +24,7 @@ use crate::signed::tsig_refusal;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
-use shardns_zone::{Written, Zone, ZoneSet};
+use shardns_zone::{OptAt, Written, Zone, ZoneSet};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -215,6 +215,7 @@ pub(crate) fn decide(
                                     qtype: Some(RType::IXFR),
                                     truncated: false,
                                     wildcard: None,
+                                    opt: OptAt::Unknown,
                                 });
                             }
                         }
@@ -257,6 +258,8 @@ fn reply(
         qtype: Some(req.qtype),
         truncated,
         wildcard: None,
+        // Written in `zone::xfr`, which does not say.
+        opt: OptAt::Unknown,
     })
 }
 

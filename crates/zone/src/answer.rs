@@ -52,6 +52,36 @@ pub struct Written {
     /// such answers by the wildcard, as BIND's RRL does, so that random names under it
     /// share one bucket. `None` otherwise, and for names reached through a CNAME.
     pub wildcard: Option<u8>,
+    /// Where the response's OPT record starts, when it is the last record: where EDNS
+    /// options are appended, without reading the response again.
+    pub opt: OptAt,
+}
+
+/// Where a response's OPT record is, as its writer knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OptAt {
+    /// The writer does not say (a transfer's reply, say): [`OptAt::find`] reads the
+    /// response.
+    #[default]
+    Unknown,
+    /// No OPT record is the last record (none was written, or a TSIG follows it).
+    Absent,
+    /// The OPT record, the last record, starts at this offset.
+    At(u16),
+}
+
+impl OptAt {
+    /// The offset of the OPT record ending `response` (our OPT has the root name, so the
+    /// offset is of its owner's one octet), read from `response` only if the writer did
+    /// not say.
+    #[inline]
+    pub fn find(self, response: &[u8]) -> Option<usize> {
+        match self {
+            Self::At(at) => Some(usize::from(at)),
+            Self::Absent => None,
+            Self::Unknown => shardns_wire::edns::opt_at_end(response),
+        }
+    }
 }
 
 /// What the zones make of a query: the one place that decides which role takes it.
@@ -368,8 +398,15 @@ fn write<'o>(
     h.set_aa(b.aa);
     h.set_rcode(b.rcode);
     w.set_limit(limit);
+    // The OPT record goes where the writer is (its room was kept: it always fits).
+    let mut opt = OptAt::Absent;
     if let Some(e) = edns {
-        let _ = w.put_opt(EDNS_UDP_SIZE, b.rcode.extended_bits(), 0, e.dnssec_ok, &[]);
+        let at = w.len() as u16;
+        if w.put_opt(EDNS_UDP_SIZE, b.rcode.extended_bits(), 0, e.dnssec_ok, &[])
+            .is_ok()
+        {
+            opt = OptAt::At(at);
+        }
     }
     let len = w.finish(&h).len();
     Written {
@@ -378,6 +415,7 @@ fn write<'o>(
         qtype: Some(query.qtype()),
         truncated: b.truncated,
         wildcard: b.wildcard,
+        opt,
     }
 }
 
@@ -405,6 +443,7 @@ fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Wr
         qtype,
         truncated: false,
         wildcard: None,
+        opt: OptAt::Absent,
     }
 }
 

@@ -25,7 +25,8 @@ pub mod scan;
 pub mod xfr;
 
 pub use answer::{
-    not_implemented, notify_answer, refuse, reject, respond, respond_to_message, Reply, Written,
+    not_implemented, notify_answer, refuse, reject, respond, respond_to_message, OptAt, Reply,
+    Written,
 };
 pub use db::{Zone, ZoneChange, ZoneSet};
 pub use load::{load_zone_file, load_zone_text};

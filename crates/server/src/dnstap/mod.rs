@@ -28,8 +28,8 @@ mod fstrm;
 mod proto;
 
 use crate::config::DnstapConfig;
-use crate::dispatch::Origin;
-use crate::stats::{QueryPath, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT};
+use crate::origin::{Origin, Via};
+use crate::stats::{WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT};
 use crate::Shared;
 use std::fs::File;
 use std::io::{self, Write};
@@ -94,21 +94,18 @@ pub(crate) struct Tap {
     clock: WallClock,
 }
 
-/// The `SocketProtocol` and `SocketFamily` of a query path.
-fn transport(path: QueryPath) -> (u8, u8) {
-    use proto::{DOH, DOQ, DOT, INET, INET6, TCP, UDP};
-    use QueryPath::*;
-    match path {
-        Udp4 | Xdp4 => (UDP, INET),
-        Udp6 | Xdp6 => (UDP, INET6),
-        Tcp4 => (TCP, INET),
-        Tcp6 => (TCP, INET6),
-        Tls4 => (DOT, INET),
-        Tls6 => (DOT, INET6),
-        Quic4 => (DOQ, INET),
-        Quic6 => (DOQ, INET6),
-        Https4 => (DOH, INET),
-        Https6 => (DOH, INET6),
+impl Origin {
+    /// dnstap's `SocketProtocol` and `SocketFamily` of the transport (AF_XDP carries UDP).
+    fn dnstap(&self) -> (u8, u8) {
+        let protocol = match self.via {
+            Via::Udp { .. } | Via::Xdp { .. } => proto::UDP,
+            Via::Tcp { .. } => proto::TCP,
+            Via::Tls { .. } => proto::DOT,
+            Via::Quic { .. } => proto::DOQ,
+            Via::Https { .. } => proto::DOH,
+        };
+        let family = if self.v6 { proto::INET6 } else { proto::INET };
+        (protocol, family)
     }
 }
 
@@ -126,7 +123,7 @@ impl Tap {
         if !self.queries {
             return;
         }
-        let (protocol, family) = transport(origin.path);
+        let (protocol, family) = origin.dnstap();
         let event = proto::Event {
             kind: if client {
                 proto::CLIENT_QUERY
@@ -157,7 +154,7 @@ impl Tap {
         if !self.responses {
             return;
         }
-        let (protocol, family) = transport(origin.path);
+        let (protocol, family) = origin.dnstap();
         let t = self.clock.at(now);
         let event = proto::Event {
             kind: if client {
@@ -455,12 +452,26 @@ mod tests {
 
     #[test]
     fn transports_map_to_dnstap_protocols() {
-        assert_eq!(transport(QueryPath::Xdp6), (proto::UDP, proto::INET6));
-        assert_eq!(transport(QueryPath::Tls4), (proto::DOT, proto::INET));
-        assert_eq!(transport(QueryPath::Quic4), (proto::DOQ, proto::INET));
-        assert_eq!(transport(QueryPath::Https6), (proto::DOH, proto::INET6));
-        assert_eq!(transport(QueryPath::Https4), (4, 1));
-        assert_eq!(transport(QueryPath::Quic6), (7, 2));
+        let o = |via, v6| Origin::new(via, v6, None).dnstap();
+        let conn = |slot| (slot, 1);
+        let (slot, generation) = conn(3);
+        assert_eq!(o(Via::Xdp { socket: 0 }, true), (proto::UDP, proto::INET6));
+        assert_eq!(
+            o(Via::Tls { slot, generation }, false),
+            (proto::DOT, proto::INET)
+        );
+        assert_eq!(
+            o(Via::Quic { conn: 1, stream: 0 }, false),
+            (proto::DOQ, proto::INET)
+        );
+        let https = Via::Https {
+            slot,
+            generation,
+            stream: 1,
+        };
+        assert_eq!(o(https, true), (proto::DOH, proto::INET6));
+        assert_eq!(o(https, false), (4, 1));
+        assert_eq!(o(Via::Quic { conn: 1, stream: 0 }, true), (7, 2));
     }
 
     #[test]
@@ -472,11 +483,11 @@ mod tests {
         let mut d = Dnstap::new(&config, 1).unwrap().unwrap();
         let mut tap = d.taps.pop().unwrap();
         let stats = WorkerStats::default();
-        let origin = Origin {
-            path: QueryPath::Udp4,
-            peer: Some("192.0.2.1:5300".parse().unwrap()),
-            source: crate::dispatch::Source::Udp { socket: 0 },
-        };
+        let origin = Origin::new(
+            Via::Udp { socket: 0 },
+            false,
+            Some("192.0.2.1:5300".parse().unwrap()),
+        );
         let query = [0u8; 60_000];
         let now = Instant::now();
         // No writer runs: the worker's buffers fill (two frames each), then frames drop.

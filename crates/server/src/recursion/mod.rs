@@ -22,6 +22,7 @@ pub(crate) use upstream::KIND_UPSTREAM;
 
 use crate::config::AclEntry;
 use crate::extras::{EdnsPolicy, Extras};
+use crate::origin::Origin;
 use crate::stats::WorkerStats;
 use crate::sys::Epoll;
 use shardns_resolver::{
@@ -30,9 +31,9 @@ use shardns_resolver::{
 };
 use shardns_wire::message::Header;
 use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
-use shardns_zone::Written;
+use shardns_zone::{OptAt, Written};
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,25 +60,6 @@ impl RecursionShared {
     }
 }
 
-/// Where a client query came from, to send its answer back.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Client {
-    /// From listening UDP socket `socket` of the worker, sender `peer`.
-    Udp { socket: usize, peer: SocketAddr },
-    /// On TCP connection (`slot`, `generation`) of the worker.
-    Tcp { slot: u32, generation: u32 },
-    /// On stream `stream` of DNS-over-QUIC connection `conn` of the worker (stream rules,
-    /// as TCP).
-    Quic { conn: usize, stream: u64 },
-    /// On HTTP/2 stream `stream` of DNS-over-HTTPS connection (`slot`, `generation`) of the
-    /// worker (stream rules, as TCP).
-    Https {
-        slot: u32,
-        generation: u32,
-        stream: u32,
-    },
-}
-
 /// What [`Recursion::query`] did with a query for a name outside our zones.
 pub(crate) enum Handling {
     /// Not for recursion (no RD, client not allowed, not class IN): refuse it.
@@ -90,7 +72,8 @@ pub(crate) enum Handling {
 
 /// A client waiting for a resolution.
 struct Pending {
-    client: Client,
+    /// Where the query came from: where its answer goes.
+    origin: Origin,
     id: u16,
     rd: bool,
     cd: bool,
@@ -188,9 +171,10 @@ fn count_verdict(stats: &WorkerStats, rcode: Rcode, secure: bool, ede: Option<u1
     }
 }
 
-/// Hands a finished answer to its client: the response with its 2-octet TCP length
-/// prefix (a UDP client gets the bytes after the prefix).
-pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Client, &[u8]);
+/// Hands a finished answer to its client's way out: its origin, the response's summary, its
+/// question's name and the frame (the response from octet 2 on, `Written::len` octets;
+/// octets 0-1 are for the TCP length prefix, written by the taker).
+pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Origin, Written, &Name, &mut [u8]);
 
 impl Recursion {
     pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
@@ -230,15 +214,13 @@ impl Recursion {
     }
 
     /// Handles a query for a name outside our zones (`shardns_zone::Reply::NotOurs`: a
-    /// QUERY with a supported EDNS version and question type), from `peer_ip` (checked
-    /// against the ACL). `out` is the response buffer (its length bounds a TCP answer; a
+    /// QUERY with a supported EDNS version and question type), from `origin` (its peer
+    /// checked against the ACL; kept for a later answer). `out` is the response buffer (its length bounds a TCP answer; a
     /// UDP answer stays within the client's EDNS size).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn query(
         &mut self,
         query: &Query<'_>,
-        client: Client,
-        peer_ip: Option<IpAddr>,
+        origin: Origin,
         out: &mut [u8],
         now: Instant,
         stats: &WorkerStats,
@@ -250,18 +232,15 @@ impl Recursion {
         if !qh.rd() || query.qclass() != Class::IN {
             return Handling::Refused;
         }
-        if !peer_ip.is_some_and(|ip| self.shared.allowed(ip)) {
+        // A UDP query's peer is decoded whenever recursion is on: no peer, no answer.
+        if !origin.peer.is_some_and(|p| self.shared.allowed(p.ip())) {
             stats.resolver_refused.add(1);
             return Handling::Refused;
         }
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let wants_ad = qh.ad() || dnssec_ok;
-        let tcp = matches!(
-            client,
-            Client::Tcp { .. } | Client::Quic { .. } | Client::Https { .. }
-        );
-        let limit = client_response_limit(tcp, edns, out.len());
+        let limit = client_response_limit(origin.is_stream(), edns, out.len());
         let clock = self.clock(now);
         // Cache first: the answer goes straight into the output buffer.
         let mut w = MessageWriter::new(out, limit);
@@ -294,8 +273,7 @@ impl Recursion {
                 if truncated {
                     w.rollback(after_question);
                 }
-                let (len, _) =
-                    finish_client_response(w, qh, rcode, truncated, limit, edns, ede.as_ref());
+                let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, ede.as_ref());
                 if secure && wants_ad {
                     set_ad(out);
                 }
@@ -305,6 +283,7 @@ impl Recursion {
                     qtype: Some(qtype),
                     truncated,
                     wildcard: None,
+                    opt,
                 })
             }
             CacheAnswer::Miss { locks } => {
@@ -314,21 +293,21 @@ impl Recursion {
                     // Overloaded: fail fast rather than queue without bound.
                     stats.resolver_pending_limited.add(1);
                     w.rollback(after_question);
-                    let (len, _) =
-                        finish_client_response(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
+                    let (len, opt) = finish(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
                     return Handling::Written(Written {
                         len,
                         rcode: Rcode::SERVFAIL,
                         qtype: Some(qtype),
                         truncated: false,
                         wildcard: None,
+                        opt,
                     });
                 }
                 let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
                 self.pending.insert(
                     task,
                     Pending {
-                        client,
+                        origin,
                         id: qh.id,
                         rd: qh.rd(),
                         cd: qh.cd(),
@@ -346,7 +325,8 @@ impl Recursion {
 
     /// Fires due timers, then acts on every event the engine has: sends upstream queries,
     /// closes their sockets, and hands finished answers to `deliver` (with the EDNS options
-    /// `policy` gives the ones whose queries asked for them).
+    /// `policy` gives the ones whose queries asked for them), which sends them the way every
+    /// answer leaves (`dispatch::Exit::send`: statistics, RRL over UDP, query log, dnstap).
     pub(crate) fn drive(
         &mut self,
         now: Instant,
@@ -392,34 +372,28 @@ impl Recursion {
                                 .note(&p.qname, p.qtype, answer.ede.as_ref(), clock);
                         }
                     }
-                    let tcp = matches!(
-                        p.client,
-                        Client::Tcp { .. } | Client::Quic { .. } | Client::Https { .. }
-                    );
+                    let tcp = p.origin.is_stream();
                     let end = if tcp {
                         self.write_buf.len()
                     } else {
                         (2 + self.shared.udp_max).min(self.write_buf.len())
                     };
-                    let (len, truncated) =
-                        write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
-                    self.write_buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
-                    stats.answered(Some(p.qtype), answer.rcode, truncated);
-                    deliver(p.client, &self.write_buf[..2 + len]);
+                    let w = write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
+                    deliver(p.origin, w, &p.qname, &mut self.write_buf[..]);
                 }
             }
         }
     }
 }
 
-/// Writes a finished resolution's response for its client; returns (length, truncated).
+/// Writes a finished resolution's response for its client.
 fn write_answer(
     buf: &mut [u8],
     p: &Pending,
     answer: &Resolution,
     tcp: bool,
     policy: &EdnsPolicy,
-) -> (usize, bool) {
+) -> Written {
     let full = client_response_limit(tcp, p.edns, buf.len());
     // Room for the query's NSID and cookie options (none for most queries).
     let limit = full.saturating_sub(p.extras.room(policy));
@@ -440,7 +414,7 @@ fn write_answer(
     };
     qh.set_rd(p.rd);
     qh.set_cd(p.cd);
-    let (len, _) = finish_client_response(
+    let (len, opt) = finish(
         w,
         &qh,
         answer.rcode,
@@ -452,12 +426,38 @@ fn write_answer(
     if answer.secure && p.wants_ad {
         set_ad(buf);
     }
-    let len = if p.extras.is_empty() {
-        len
-    } else {
-        p.extras.apply(buf, len, full, policy)
+    let mut written = Written {
+        len,
+        rcode: answer.rcode,
+        qtype: Some(p.qtype),
+        truncated,
+        wildcard: None,
+        opt,
     };
-    (len, truncated)
+    if !p.extras.is_empty() {
+        written.len = p.extras.apply(buf, &written, full, policy);
+    }
+    written
+}
+
+/// [`finish_client_response`], saying where the OPT record went: where the writer was.
+fn finish(
+    w: MessageWriter<'_>,
+    qh: &Header,
+    rcode: Rcode,
+    truncated: bool,
+    limit: usize,
+    edns: Option<(u16, bool)>,
+    ede: Option<&Ede>,
+) -> (usize, OptAt) {
+    let at = w.len() as u16;
+    let (len, opt_written) = finish_client_response(w, qh, rcode, truncated, limit, edns, ede);
+    let opt = if edns.is_some() && opt_written {
+        OptAt::At(at)
+    } else {
+        OptAt::Absent
+    };
+    (len, opt)
 }
 
 /// Sets AD in a finished response's header: every RRset of the answer was validated

@@ -2,7 +2,9 @@
 
 use super::upstream::upstream_token;
 use super::*;
+use crate::origin::Via;
 use crate::sys::Events;
+use std::net::SocketAddr;
 use std::net::UdpSocket;
 
 /// A query or response for `a.fwd. A IN` with one 192.0.2.1 answer if `answer`.
@@ -43,23 +45,19 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
     let epoll = Epoll::new().unwrap();
     let stats = WorkerStats::default();
     let peer: SocketAddr = "127.0.0.1:5353".parse().unwrap();
-    let client = Client::Udp { socket: 0, peer };
+    let client = Origin::new(Via::Udp { socket: 0 }, false, Some(peer));
     let mut out = [0u8; 4096];
     let q = message(0x1234, 0x0100, false);
     let query = Query::parse(&q).unwrap();
-    let reply = rec.query(
-        &query,
-        client,
-        Some(peer.ip()),
-        &mut out,
-        now,
-        &stats,
-        Default::default(),
-    );
+    let reply = rec.query(&query, client, &mut out, now, &stats, Default::default());
     assert!(matches!(reply, Handling::Pending));
-    rec.drive(now, &epoll, &stats, &Default::default(), &mut |_, _| {
-        panic!("an answer before any response")
-    });
+    rec.drive(
+        now,
+        &epoll,
+        &stats,
+        &Default::default(),
+        &mut |_, _, _, _| panic!("an answer before any response"),
+    );
 
     // The upstream query: answer it after two forgeries, and forge once more after.
     let mut buf = [0u8; 512];
@@ -99,12 +97,17 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
     );
 
     let mut answers = Vec::new();
-    rec.drive(now, &epoll, &stats, &Default::default(), &mut |c, frame| {
-        answers.push((c, frame.to_vec()))
-    });
+    rec.drive(
+        now,
+        &epoll,
+        &stats,
+        &Default::default(),
+        &mut |c, w, _, frame| answers.push((c, frame[..2 + w.len].to_vec())),
+    );
     assert_eq!(answers.len(), 1);
     let (c, frame) = &answers[0];
-    assert!(matches!(c, Client::Udp { socket: 0, peer: p } if *p == peer));
+    assert_eq!(c.via, Via::Udp { socket: 0 });
+    assert_eq!(c.peer, Some(peer));
     let a = &frame[2..];
     assert_eq!(u16::from_be_bytes([a[0], a[1]]), 0x1234);
     assert_eq!(u16::from_be_bytes([a[6], a[7]]), 1, "one answer");

@@ -25,7 +25,21 @@ pub(super) struct Classified {
     pub(super) question_end: usize,
 }
 
+#[cfg(test)]
 pub(super) fn classify(resp: &[u8], rcode: Rcode, truncated: bool) -> Classified {
+    classify_keyed(resp, rcode, truncated, None)
+}
+
+/// [`classify`], with an answer from a wildcard (`wildcard`: its closest encloser's label
+/// count, as `zone::Written` says) keyed by the wildcard, not by each of the names it
+/// answers: a flood of random names under one wildcard is one flood (BIND's RRL does the
+/// same). The question is read once for both.
+pub(super) fn classify_keyed(
+    resp: &[u8],
+    rcode: Rcode,
+    truncated: bool,
+    wildcard: Option<u8>,
+) -> Classified {
     let mut c = Classified {
         class: Class::Error,
         name: 0,
@@ -47,7 +61,9 @@ pub(super) fn classify(resp: &[u8], rcode: Rcode, truncated: bool) -> Classified
     c.question_end = end;
     if rcode == Rcode::NOERROR && (truncated || ancount > 0) {
         c.class = Class::Answer;
-        c.name = qname.as_ref().hash_ci();
+        c.name = wildcard
+            .and_then(|labels| wildcard_key(&qname, labels))
+            .unwrap_or_else(|| qname.as_ref().hash_ci());
         c.qtype = qtype.0;
     } else if rcode == Rcode::NXDOMAIN || rcode == Rcode::NOERROR {
         c.class = if rcode == Rcode::NXDOMAIN {
@@ -65,9 +81,7 @@ pub(super) fn classify(resp: &[u8], rcode: Rcode, truncated: bool) -> Classified
 
 /// The hash of `*.<encloser>`, the encloser being the question name's last
 /// `encloser_labels` labels.
-pub(super) fn wildcard_key(resp: &[u8], encloser_labels: u8) -> Option<u64> {
-    let mut qname = NameBuf::new();
-    read_question(resp, HEADER_LEN, &mut qname).ok()?;
+fn wildcard_key(qname: &NameBuf, encloser_labels: u8) -> Option<u64> {
     let encloser = qname.as_ref().suffix(usize::from(encloser_labels));
     let mut star = NameBuf::new();
     star.set_concat(&[1, b'*'], encloser).ok()?;

@@ -43,7 +43,7 @@ mod tests;
 
 use crate::config::RrlConfig;
 use crate::seed::keyed_hash;
-use classify::{classify, slip_response, wildcard_key, Class};
+use classify::{classify_keyed, slip_response, Class};
 use shardns_wire::Rcode;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -138,12 +138,7 @@ impl Rrl {
         resp: &mut [u8],
         now_ms: u64,
     ) -> Verdict {
-        let mut c = classify(resp, rcode, truncated);
-        if let (Class::Answer, Some(labels)) = (c.class, wildcard) {
-            // Keyed by the wildcard, not by each of the names it answers: a flood of random
-            // names under one wildcard is one flood (BIND's RRL does the same).
-            c.name = wildcard_key(resp, labels).unwrap_or(c.name);
-        }
+        let c = classify_keyed(resp, rcode, truncated, wildcard);
         let key = self.key(peer, c.class, c.name, c.qtype);
         match self.account(key, now_ms) {
             Decision::Pass => Verdict::Send,

@@ -19,10 +19,10 @@ mod tests;
 mod totals;
 
 pub(crate) use prometheus::render_prometheus;
-pub(crate) use slots::QueryPath;
 
+use crate::origin::SLOTS as QUERY_PATHS;
 use shardns_wire::{RType, Rcode};
-use slots::{qtype_index, rcode_index, QTYPE_SLOTS, QUERY_PATHS, RCODE_SLOTS};
+use slots::{qtype_index, rcode_index, QTYPE_SLOTS, RCODE_SLOTS};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A counter with a single writer (its worker) and any number of readers.

@@ -1,13 +1,14 @@
 //! stats::prometheus -- the Prometheus text exposition (format 0.0.4) of the summed
 //! counters, per-worker query counts and the control-plane numbers.
 
-use super::slots::{qtype_label, rcode_label, QUERY_PATH_LABELS};
+use super::slots::{qtype_label, rcode_label};
 use super::totals::Totals;
 use super::{
     ControlStats, Counter, WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT, HTTPS_CALM, HTTPS_REJECTED,
     QUIC_ACCEPTED, QUIC_REFUSED, QUIC_RETRIED, TLS_DONE, TLS_FAILED, TLS_TIMEOUT, XFR_ABORTED,
     XFR_DONE, XFR_REFUSED, XFR_STARTED,
 };
+use crate::origin::SLOT_LABELS as QUERY_PATH_LABELS;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 

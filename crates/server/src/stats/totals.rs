@@ -1,7 +1,8 @@
 //! stats::totals -- every worker's counters added up, when someone reads them.
 
-use super::slots::{QTYPE_SLOTS, QUERY_PATHS, RCODE_SLOTS};
+use super::slots::{QTYPE_SLOTS, RCODE_SLOTS};
 use super::{Counter, WorkerStats};
+use crate::origin::SLOTS as QUERY_PATHS;
 
 /// Every counter summed over the workers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

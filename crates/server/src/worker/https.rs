@@ -28,9 +28,10 @@
 //! HTTP errors of `crate::doh` for requests without a query we take.
 
 use super::stream::FrameCtx;
-use crate::dispatch::{Action, Dispatcher, Origin, Source};
+use crate::dispatch::{Action, Dispatcher};
 use crate::doh::{self, Head, Reject, MAX_MESSAGE, MEDIA_TYPE};
-use crate::stats::{QueryPath, WorkerStats, HTTPS_CALM, HTTPS_REJECTED};
+use crate::origin::{Origin, Via};
+use crate::stats::{WorkerStats, HTTPS_CALM, HTTPS_REJECTED};
 use crate::tcp::Conn;
 use bytes::Bytes;
 use h2::server::{Connection, Handshake, SendResponse};
@@ -277,14 +278,13 @@ pub(super) fn drive(
         return Ok(false);
     }
     let (v6, peer) = (conn.v6, conn.peer);
-    let origin = |stream: u32| Origin {
-        path: QueryPath::https(v6),
-        peer,
-        source: Source::Https {
+    let origin = |stream: u32| {
+        let via = Via::Https {
             slot: ctx.slot,
             generation: ctx.generation,
             stream,
-        },
+        };
+        Origin::new(via, v6, peer)
     };
     let waker = h.waker.clone();
     let mut cx = Context::from_waker(&waker);
@@ -612,7 +612,7 @@ fn answer(
     origin: Origin,
     stats: &WorkerStats,
 ) {
-    stats.queries[origin.path as usize].add(1);
+    stats.queries[origin.slot()].add(1);
     let out = &mut out[..MAX_MESSAGE];
     match dispatch.handle(query, origin, out) {
         Action::Send(w) => respond_message(&mut respond, &out[..w.len]),

@@ -17,11 +17,12 @@
 //! - `https`: DNS over HTTPS, a TLS connection with h2's HTTP/2 server instead of `stream`;
 //! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
-use crate::dispatch::{Dispatcher, Origin, Source};
+use crate::dispatch::{Asked, Dispatcher, Exit, QName};
 use crate::dnstap::Tap;
-use crate::recursion::{Client, Recursion, KIND_UPSTREAM};
+use crate::origin::{Origin, Via};
+use crate::recursion::{Recursion, KIND_UPSTREAM};
 use crate::rrl::Rrl;
-use crate::stats::{QueryPath, WorkerStats};
+use crate::stats::WorkerStats;
 use crate::sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
 use crate::tcp::{ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::xdp::Xsk;
@@ -318,123 +319,142 @@ impl Worker {
             .unwrap_or(-1)
     }
 
-    /// Runs the resolver's timers and events; finished answers go to their clients (UDP:
-    /// from the listening socket the query came in on, queued in `answers` and sent with
-    /// sendmmsg at the end; TCP: the connection, if still open).
+    /// Runs the resolver's timers and events; finished answers leave the way every answer
+    /// does ([`Exit::send`]), then go to their clients (UDP: from the listening socket the
+    /// query came in on, queued in `answers` and sent with sendmmsg at the end; the stream
+    /// transports: the connection or stream, if still open).
     fn drive_recursion(&mut self, now: Instant, answers: &mut SendBatch, stats: &WorkerStats) {
-        let Roles { recursion, tap, .. } = &mut self.roles;
+        let Roles {
+            recursion,
+            tap,
+            rrl,
+        } = &mut self.roles;
         let Some(rec) = recursion.as_mut() else {
             return;
         };
-        let udp = &self.udp;
-        let quic = &mut self.quic;
-        let conns = &mut self.conns;
-        let epoll = &self.epoll;
+        let rrl_now = rrl.as_ref().map_or(0, |r| r.clock(now));
+        let mut exit = Exit {
+            rrl: rrl.as_mut(),
+            rrl_now,
+            stats,
+            log_queries: self.opts.log_queries,
+            tap: tap.as_mut(),
+            now,
+        };
+        let mut to = Late {
+            udp: &self.udp,
+            answers,
+            quic: &mut self.quic,
+            conns: &mut self.conns,
+            epoll: &self.epoll,
+            stats,
+        };
         let policy = self.shared.edns.load();
         rec.drive(
             now,
-            epoll,
+            &self.epoll,
             stats,
             &policy,
-            &mut |client, frame| match client {
-                Client::Udp { socket, peer } => {
-                    if let (Some(t), Some((_, v6))) = (tap.as_mut(), udp.get(socket)) {
-                        let origin = Origin {
-                            path: QueryPath::udp(*v6),
-                            peer: Some(peer),
-                            source: Source::Udp { socket },
-                        };
-                        t.response(&frame[2..], origin, now, stats, true);
-                    }
-                    if answers.is_full() {
-                        flush_answers(udp, answers, stats);
-                    }
-                    // Refused only when longer than `udp_max_response`, which the resolver's
-                    // UDP answers never are.
-                    if !answers.push(socket, peer, &frame[2..]) {
-                        stats.dropped.add(1);
-                    }
-                }
-                Client::Quic { conn, stream } => {
-                    if let Some(q) = quic.as_mut() {
-                        q.deliver(conn, stream, frame, tap.as_mut(), now, stats);
-                    }
-                }
-                Client::Https {
-                    slot,
-                    generation,
-                    stream,
-                } => {
-                    let Some(conn) = conns.get_mut(slot, generation) else {
-                        stats.dropped.add(1);
-                        return;
-                    };
-                    if let Some(t) = tap.as_mut() {
-                        let origin = Origin {
-                            path: QueryPath::https(conn.v6),
-                            peer: conn.peer,
-                            source: Source::Https {
-                                slot,
-                                generation,
-                                stream,
-                            },
-                        };
-                        t.response(&frame[2..], origin, now, stats, true);
-                    }
-                    if https::deliver(conn, stream, &frame[2..]).is_err()
-                        || stream::flush_output(conn).is_err()
-                    {
-                        return;
-                    }
-                    if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
-                        let want = conn.interest | WRITABLE;
-                        if epoll
-                            .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
-                            .is_ok()
-                        {
-                            conn.interest = want;
-                        }
-                    }
-                }
-                Client::Tcp { slot, generation } => {
-                    let Some(conn) = conns.get_mut(slot, generation) else {
-                        stats.dropped.add(1);
-                        return;
-                    };
-                    if let Some(t) = tap.as_mut() {
-                        let path = if conn.tls.is_some() {
-                            QueryPath::tls(conn.v6)
-                        } else {
-                            QueryPath::tcp(conn.v6)
-                        };
-                        let origin = Origin {
-                            path,
-                            peer: conn.peer,
-                            source: Source::Tcp { slot, generation },
-                        };
-                        t.response(&frame[2..], origin, now, stats, true);
-                    }
-                    if queue_output(conn, frame, stats).is_err() {
-                        // The connection is broken; epoll reports it and it is closed then.
-                        return;
-                    }
-                    if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
-                        let want = conn.interest | WRITABLE;
-                        if epoll
-                            .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
-                            .is_ok()
-                        {
-                            conn.interest = want;
-                        }
-                    }
-                }
+            &mut |origin, w, qname, frame| {
+                // The query was logged by dnstap when it came in.
+                let asked = Asked {
+                    qname: Some(QName::Kept(qname)),
+                    query: None,
+                    client: true,
+                };
+                let Some(w) = exit.send::<true>(w, asked, origin, &mut frame[2..]) else {
+                    return;
+                };
+                frame[..2].copy_from_slice(&(w.len as u16).to_be_bytes());
+                to.deliver(origin, &frame[..2 + w.len]);
             },
         );
-        flush_answers(udp, answers, stats);
+        flush_answers(&self.udp, answers, stats);
     }
 }
 
-/// Sends the resolver's queued UDP answers, each from its listening socket.
+/// Where the resolver's later answers go: the worker's sockets and connections.
+struct Late<'a> {
+    udp: &'a [(UdpSocket, bool)],
+    answers: &'a mut SendBatch,
+    quic: &'a mut Option<quic::Quic>,
+    conns: &'a mut ConnTable,
+    epoll: &'a Epoll,
+    stats: &'a WorkerStats,
+}
+
+impl Late<'_> {
+    /// Moves a later answer's bytes (`frame`: with its 2-octet length prefix) to `origin`.
+    fn deliver(&mut self, origin: Origin, frame: &[u8]) {
+        let stats = self.stats;
+        let (slot, generation) = match origin.via {
+            // An AF_XDP query's answer leaves through the socket bound to its address.
+            Via::Udp { socket } | Via::Xdp { socket } => {
+                let Some(peer) = origin.peer else {
+                    stats.dropped.add(1);
+                    return;
+                };
+                if self.answers.is_full() {
+                    flush_answers(self.udp, self.answers, stats);
+                }
+                // Refused only when longer than `udp_max_response`, which the resolver's
+                // UDP answers never are.
+                if !self.answers.push(socket, peer, &frame[2..]) {
+                    stats.dropped.add(1);
+                }
+                return;
+            }
+            Via::Quic { conn, stream } => {
+                if let Some(q) = self.quic.as_mut() {
+                    q.deliver(conn, stream, frame, stats);
+                }
+                return;
+            }
+            Via::Tcp { slot, generation } | Via::Tls { slot, generation } => {
+                let Some(conn) = self.conns.get_mut(slot, generation) else {
+                    stats.dropped.add(1);
+                    return;
+                };
+                if queue_output(conn, frame, stats).is_err() {
+                    // The connection is broken; epoll reports it and it is closed then.
+                    return;
+                }
+                (slot, generation)
+            }
+            Via::Https {
+                slot,
+                generation,
+                stream,
+            } => {
+                let Some(conn) = self.conns.get_mut(slot, generation) else {
+                    stats.dropped.add(1);
+                    return;
+                };
+                if https::deliver(conn, stream, &frame[2..]).is_err()
+                    || stream::flush_output(conn).is_err()
+                {
+                    return;
+                }
+                (slot, generation)
+            }
+        };
+        // A stream connection: wait for room to write the rest.
+        let Some(conn) = self.conns.get_mut(slot, generation) else {
+            return;
+        };
+        if conn.unsent() > 0 && conn.interest & WRITABLE == 0 {
+            let want = conn.interest | WRITABLE;
+            if self
+                .epoll
+                .modify(conn.stream.as_raw_fd(), conn_token(slot, generation), want)
+                .is_ok()
+            {
+                conn.interest = want;
+            }
+        }
+    }
+}
+
 /// Registers `new` listeners with the worker's epoll, each under its index in `listeners`
 /// (TCP, DoT and DoH listeners share that table; the caller notes where each kind starts),
 /// with whether it is IPv6.
@@ -456,6 +476,7 @@ fn add_listeners(
     Ok(())
 }
 
+/// Sends the resolver's queued UDP answers, each from its listening socket.
 fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &WorkerStats) {
     if answers.len() == 0 {
         return;
@@ -486,6 +507,14 @@ impl Roles {
         now: Instant,
     ) -> Dispatcher<'w> {
         let rrl_now = self.rrl.as_ref().map_or(0, |r| r.clock(now));
+        let exit = Exit {
+            rrl: self.rrl.as_mut(),
+            rrl_now,
+            stats,
+            log_queries,
+            tap: self.tap.as_mut(),
+            now,
+        };
         Dispatcher {
             zones,
             transfer_acl: &shared.transfer_acl,
@@ -493,14 +522,9 @@ impl Roles {
             secondary: shared.secondary.as_ref(),
             control: &shared.control,
             recursion: self.recursion.as_mut(),
-            rrl: self.rrl.as_mut(),
-            stats,
-            log_queries,
-            now,
-            rrl_now,
             edns: &shared.edns,
             unix: shared.unix_clock,
-            tap: self.tap.as_mut(),
+            exit,
             recursive: false,
         }
     }

@@ -39,8 +39,9 @@
 //! each datagram in a `BytesMut` and keeps its own state per connection.
 
 use super::{Worker, KIND_QUIC, KIND_SHIFT};
-use crate::dispatch::{Action, Dispatcher, Origin, Source};
-use crate::stats::{QueryPath, WorkerStats, QUIC_ACCEPTED, QUIC_REFUSED, QUIC_RETRIED};
+use crate::dispatch::{Action, Dispatcher};
+use crate::origin::{Origin, Via};
+use crate::stats::{WorkerStats, QUIC_ACCEPTED, QUIC_REFUSED, QUIC_RETRIED};
 use arc_swap::ArcSwap;
 use bytes::{Bytes, BytesMut};
 use quinn_proto::crypto::rustls::QuicServerConfig;
@@ -545,7 +546,13 @@ fn read_stream(
         return;
     };
     let message = &query[2..];
-    stats.queries[path(c) as usize].add(1);
+    let peer = c.conn.remote_address();
+    let via = Via::Quic {
+        conn: ch.0,
+        stream: id.into(),
+    };
+    let origin = Origin::new(via, peer.is_ipv6(), Some(peer));
+    stats.queries[origin.slot()].add(1);
     // RFC 9250 §4.2.1: the Message ID is 0; anything else closes the connection.
     if message.len() >= 2 && message[..2] != [0, 0] {
         stats.malformed.add(1);
@@ -556,14 +563,6 @@ fn read_stream(
         );
         return;
     }
-    let origin = Origin {
-        path: path(c),
-        peer: Some(c.conn.remote_address()),
-        source: Source::Quic {
-            conn: ch.0,
-            stream: id.into(),
-        },
-    };
     let (len_field, out) = q.out.split_at_mut(2);
     match dispatch.handle(message, origin, out) {
         Action::Send(w) => {
@@ -620,30 +619,12 @@ fn respond(c: &mut QuicConn, id: StreamId, response: &[u8], stats: &WorkerStats)
 impl Quic {
     /// A resolver answer (`frame`: length-prefixed) for stream `stream` of connection
     /// `conn`, if both are still there; the connection is driven at the end of the turn.
-    pub(super) fn deliver(
-        &mut self,
-        conn: usize,
-        stream: u64,
-        frame: &[u8],
-        tap: Option<&mut crate::dnstap::Tap>,
-        now: Instant,
-        stats: &WorkerStats,
-    ) {
+    pub(super) fn deliver(&mut self, conn: usize, stream: u64, frame: &[u8], stats: &WorkerStats) {
         let ch = ConnectionHandle(conn);
         let (Some(c), Ok(v)) = (self.conns.get_mut(&ch), VarInt::from_u64(stream)) else {
             stats.dropped.add(1);
             return;
         };
-        if let Some(t) = tap {
-            let origin = Origin {
-                path: path(c),
-                peer: Some(c.conn.remote_address()),
-                source: Source::Quic { conn, stream },
-            };
-            if let Some(message) = frame.get(2..) {
-                t.response(message, origin, now, stats, true);
-            }
-        }
         respond(c, StreamId::from(v), frame, stats);
         self.touched.push(ch);
     }
@@ -723,8 +704,4 @@ fn write_unsent(c: &mut QuicConn, id: StreamId) {
             c.unsent.remove(&id);
         }
     }
-}
-
-fn path(c: &QuicConn) -> QueryPath {
-    QueryPath::quic(c.conn.remote_address().is_ipv6())
 }

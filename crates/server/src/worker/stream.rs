@@ -4,8 +4,9 @@
 //! loop turn and only while the client reads, so a big zone or a slow secondary never
 //! holds the worker.
 
-use crate::dispatch::{unix_now, Action, Dispatcher, OrDash, Origin, Source};
-use crate::stats::{QueryPath, WorkerStats, XFR_ABORTED, XFR_DONE};
+use crate::dispatch::{unix_now, Action, Dispatcher, OrDash};
+use crate::origin::{Origin, Via};
+use crate::stats::{WorkerStats, XFR_ABORTED, XFR_DONE};
 use crate::tcp::{Conn, MAX_FRAME};
 use shardns_zone::xfr::{self, Transfer};
 use std::io::{self, Write};
@@ -29,19 +30,13 @@ pub(super) fn answer_frames(
     // A transfer in progress goes first; queries behind it wait until it has ended, so
     // its messages are never interleaved with other responses.
     let streamed = continue_transfer(conn, staging, stats)?;
-    let path = if conn.tls.is_some() {
-        QueryPath::tls(conn.v6)
+    let (slot, generation) = (ctx.slot, ctx.generation);
+    let via = if conn.tls.is_some() {
+        Via::Tls { slot, generation }
     } else {
-        QueryPath::tcp(conn.v6)
+        Via::Tcp { slot, generation }
     };
-    let origin = Origin {
-        path,
-        peer: conn.peer,
-        source: Source::Tcp {
-            slot: ctx.slot,
-            generation: ctx.generation,
-        },
-    };
+    let origin = Origin::new(via, conn.v6, conn.peer);
     let mut used = 0;
     while conn.transfer.is_none()
         && conn.input.has_frame()
@@ -64,7 +59,7 @@ pub(super) fn answer_frames(
             stats.tcp_query_limit_closed.add(1);
         }
         let query = conn.input.frame(range);
-        stats.queries[path as usize].add(1);
+        stats.queries[origin.slot()].add(1);
         let out = &mut staging[used + 2..used + MAX_FRAME];
         match dispatch.handle(query, origin, out) {
             Action::Send(w) => {

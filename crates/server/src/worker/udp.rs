@@ -3,8 +3,9 @@
 //! batch's zone lookups were started together (`ZoneSet::prefetch`).
 
 use super::{Worker, UDP_ROUNDS};
-use crate::dispatch::{Action, Origin, Source};
-use crate::stats::{QueryPath, WorkerStats};
+use crate::dispatch::Action;
+use crate::origin::{Origin, Via};
+use crate::stats::WorkerStats;
 use crate::sys::{self, UdpBatch};
 use shardns_zone::ZoneSet;
 use std::io;
@@ -25,7 +26,9 @@ impl Worker {
         let Some((fd, v6)) = self.udp.get(index).map(|(s, v6)| (s.as_raw_fd(), *v6)) else {
             return;
         };
-        let path = QueryPath::udp(v6);
+        // Every query of the socket's: only the peer differs.
+        let from = Origin::new(Via::Udp { socket: index }, v6, None);
+        let slot = from.slot();
         // The peer's address is decoded only when something needs it: logs, the resolver's
         // ACL, RRL, a transfer ACL (an allowed IXFR over UDP gets the SOA), or NOTIFY to a
         // secondary (taken from its primaries only).
@@ -53,7 +56,7 @@ impl Worker {
                     break;
                 }
             };
-            stats.queries[path as usize].add(n as u64);
+            stats.queries[slot].add(n as u64);
             if n > 1 && zones.len() > 1 {
                 // With many zones, a query's zone is likely out of the CPU caches: start
                 // every query's lookup before answering any, so their misses overlap.
@@ -75,11 +78,7 @@ impl Worker {
                     stats.dropped.add(1);
                     continue;
                 };
-                let origin = Origin {
-                    path,
-                    peer,
-                    source: Source::Udp { socket: index },
-                };
+                let origin = Origin { peer, ..from };
                 if let Action::Send(w) = dispatch.handle(query, origin, out) {
                     batch.queue(i, w.len);
                 }

@@ -3,8 +3,9 @@
 //! and go back on the TX ring. Only the frame I/O differs from `udp`.
 
 use super::{Worker, UDP_ROUNDS};
-use crate::dispatch::{Action, Origin, Source};
-use crate::stats::{QueryPath, WorkerStats};
+use crate::dispatch::Action;
+use crate::origin::{Origin, Via};
+use crate::stats::WorkerStats;
 use crate::xdp::{self, Xsk};
 use shardns_zone::ZoneSet;
 use std::net::SocketAddr;
@@ -60,8 +61,9 @@ impl Worker {
                     stats.dropped.add(1);
                     return None;
                 };
-                let path = QueryPath::xdp(q.v6);
-                stats.queries[path as usize].add(1);
+                // Counted before the socket is known (the slot does not depend on it).
+                let slot = Origin::new(Via::Xdp { socket: 0 }, q.v6, None).slot();
+                stats.queries[slot].add(1);
                 let local = q.local(frame);
                 let socket = sockets.iter().position(|a| {
                     *a == local
@@ -73,14 +75,10 @@ impl Worker {
                     stats.dropped.add(1);
                     return None;
                 };
+                let origin = Origin::new(Via::Xdp { socket }, q.v6, Some(q.peer(frame)));
                 let query = &mut query[..q.len];
                 query.copy_from_slice(&frame[q.offset..q.offset + q.len]);
                 let cap = udp_max.min(frame.len() - q.offset);
-                let origin = Origin {
-                    path,
-                    peer: Some(q.peer(frame)),
-                    source: Source::Udp { socket },
-                };
                 let out = &mut frame[q.offset..q.offset + cap];
                 match dispatch.handle(query, origin, out) {
                     Action::Send(w) => Some(q.reply(frame, w.len)),

@@ -47,6 +47,10 @@ fn ask_with(zones: &ZoneSet, qname: &str, qtype: RType, q: &Query) -> Message {
     let mut out = vec![0u8; 65535];
     let o = respond_to_message(zones, &query, q.transport, &mut out).expect("a response");
     let m = Message::parse(&out[..o.len]).expect("our response parses");
+    // Where the answer code says its OPT record is: where reading the response finds it.
+    let read = shardns_wire::edns::opt_at_end(&out[..o.len]);
+    assert_eq!(o.opt, read.map_or(OptAt::Absent, |at| OptAt::At(at as u16)));
+    assert_eq!(m.opt().is_some(), read.is_some());
     assert_eq!(m.header.id, 0x1234);
     assert!(m.header.qr() && m.header.rd());
     assert_eq!(m.rcode(), o.rcode);
