@@ -44,6 +44,7 @@ mod dnstap;
 pub mod doh;
 mod extras;
 mod http;
+mod https_conn;
 mod journal;
 mod listen;
 pub mod logging;
