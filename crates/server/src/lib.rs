@@ -47,6 +47,7 @@ mod http;
 mod https_conn;
 mod journal;
 mod listen;
+mod log_filter;
 pub mod logging;
 mod notify;
 mod origin;
