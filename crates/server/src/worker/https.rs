@@ -31,12 +31,12 @@
 use super::stream::FrameCtx;
 use crate::dispatch::{Action, Dispatcher};
 use crate::doh::{self, Head, Reject, MAX_MESSAGE, MEDIA_TYPE};
-use crate::https_conn::{Body, State, DRAIN_MAX};
+use crate::https_conn::{Body, HttpsConn, Io, State, DRAIN_MAX};
 use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, HTTPS_CALM, HTTPS_REJECTED};
 use crate::tcp::Conn;
 use bytes::Bytes;
-use h2::server::SendResponse;
+use h2::server::{Connection, SendResponse};
 use h2::{Reason, RecvStream};
 use http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Request, Response};
@@ -107,97 +107,31 @@ pub(super) fn drive(
             break;
         };
         // New requests (h2 reads and writes the pipe while polled).
-        loop {
-            match c.poll_accept(&mut cx) {
-                Poll::Ready(Some(Ok((req, mut respond)))) => {
-                    if respond.poll_reset(&mut cx).is_ready() {
-                        // Reset by the client before we saw it (rapid reset).
-                        resets += 1;
-                        continue;
-                    }
-                    took += 1;
-                    conn.queries = conn.queries.saturating_add(1);
-                    if conn.queries == ctx.max_queries {
-                        // `limits.tcp_queries_per_connection`: this is the last request the
-                        // connection gets; a GOAWAY tells the client to open another (the
-                        // streams already open are still answered, as over TCP).
-                        c.graceful_shutdown();
-                        stats.tcp_query_limit_closed.add(1);
-                    }
-                    let stream = respond.stream_id().as_u32();
-                    request(
-                        req,
-                        respond,
-                        stream,
-                        &mut h.bodies,
-                        &mut h.pending,
-                        dispatch,
-                        staging,
-                        origin(stream),
-                        stats,
-                    );
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    if e.reason() == Some(Reason::ENHANCE_YOUR_CALM) && e.is_go_away() {
-                        stats.https[HTTPS_CALM].add(1);
-                    }
-                    ended = true;
-                    break;
-                }
-                Poll::Ready(None) => {
-                    ended = true;
-                    break;
-                }
-                Poll::Pending => break,
-            }
-        }
+        ended |= accept_requests(
+            c,
+            &mut cx,
+            conn,
+            &mut h.bodies,
+            &mut h.pending,
+            dispatch,
+            staging,
+            ctx,
+            &origin,
+            stats,
+            &mut took,
+            &mut resets,
+        );
         // Bodies that arrived.
-        let mut i = 0;
-        while i < h.bodies.len() {
-            match poll_body(&mut h.bodies[i], &mut cx, &mut h.body_octets) {
-                BodyState::More => i += 1,
-                BodyState::Reset => {
-                    let b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    resets += 1;
-                }
-                BodyState::Done => {
-                    let mut b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    if b.data.len() < 12 {
-                        reject(&mut b.respond, Reject::BadRequest, stats);
-                    } else {
-                        answer(
-                            &b.data,
-                            b.respond,
-                            b.stream,
-                            &mut h.pending,
-                            dispatch,
-                            staging,
-                            origin(b.stream),
-                            stats,
-                        );
-                    }
-                    took += 1;
-                }
-                BodyState::TooLarge => {
-                    let b = &mut h.bodies[i];
-                    h.body_octets -= b.data.len();
-                    b.data = Vec::new();
-                    reject(&mut b.respond, Reject::TooLarge, stats);
-                    b.drained = Some(0);
-                    took += 1;
-                }
-                BodyState::Drained => {
-                    h.bodies.swap_remove(i);
-                }
-                BodyState::OverBudget => {
-                    let mut b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    b.respond.send_reset(Reason::REFUSED_STREAM);
-                }
-            }
-        }
+        poll_bodies(
+            &mut h,
+            &mut cx,
+            dispatch,
+            staging,
+            &origin,
+            stats,
+            &mut took,
+            &mut resets,
+        );
         // Resolutions whose client gave up: counted as resets.
         h.pending.retain_mut(|(_, r)| {
             let reset = r.poll_reset(&mut cx).is_ready();
@@ -231,6 +165,132 @@ pub(super) fn drive(
         }
     }
     Ok(active)
+}
+
+/// Takes the new requests of `c` (rejected, answered, or their bodies awaited) until `h2`
+/// has no more; counts them in `took` and those reset before we saw them in `resets`. True
+/// if the HTTP/2 connection ended.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn accept_requests(
+    c: &mut Connection<Io, Bytes>,
+    cx: &mut Context<'_>,
+    conn: &mut Conn,
+    bodies: &mut Vec<Body>,
+    pending: &mut Vec<(u32, SendResponse<Bytes>)>,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    ctx: FrameCtx,
+    origin: &impl Fn(u32) -> Origin,
+    stats: &WorkerStats,
+    took: &mut u32,
+    resets: &mut u32,
+) -> bool {
+    loop {
+        match c.poll_accept(cx) {
+            Poll::Ready(Some(Ok((req, mut respond)))) => {
+                if respond.poll_reset(cx).is_ready() {
+                    // Reset by the client before we saw it (rapid reset).
+                    *resets += 1;
+                    continue;
+                }
+                *took += 1;
+                conn.queries = conn.queries.saturating_add(1);
+                if conn.queries == ctx.max_queries {
+                    // `limits.tcp_queries_per_connection`: this is the last request the
+                    // connection gets; a GOAWAY tells the client to open another (the
+                    // streams already open are still answered, as over TCP).
+                    c.graceful_shutdown();
+                    stats.tcp_query_limit_closed.add(1);
+                }
+                let stream = respond.stream_id().as_u32();
+                request(
+                    req,
+                    respond,
+                    stream,
+                    bodies,
+                    pending,
+                    dispatch,
+                    staging,
+                    origin(stream),
+                    stats,
+                );
+            }
+            Poll::Ready(Some(Err(e))) => {
+                if e.reason() == Some(Reason::ENHANCE_YOUR_CALM) && e.is_go_away() {
+                    stats.https[HTTPS_CALM].add(1);
+                }
+                return true;
+            }
+            Poll::Ready(None) => {
+                return true;
+            }
+            Poll::Pending => return false,
+        }
+    }
+}
+
+/// Polls the request bodies still arriving: a whole one answered, one too large or over
+/// the connection's budget refused, one reset counted in `resets`; answered or refused
+/// requests counted in `took`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn poll_bodies(
+    h: &mut HttpsConn,
+    cx: &mut Context<'_>,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    origin: &impl Fn(u32) -> Origin,
+    stats: &WorkerStats,
+    took: &mut u32,
+    resets: &mut u32,
+) {
+    let mut i = 0;
+    while i < h.bodies.len() {
+        match poll_body(&mut h.bodies[i], cx, &mut h.body_octets) {
+            BodyState::More => i += 1,
+            BodyState::Reset => {
+                let b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                *resets += 1;
+            }
+            BodyState::Done => {
+                let mut b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                if b.data.len() < 12 {
+                    reject(&mut b.respond, Reject::BadRequest, stats);
+                } else {
+                    answer(
+                        &b.data,
+                        b.respond,
+                        b.stream,
+                        &mut h.pending,
+                        dispatch,
+                        staging,
+                        origin(b.stream),
+                        stats,
+                    );
+                }
+                *took += 1;
+            }
+            BodyState::TooLarge => {
+                let b = &mut h.bodies[i];
+                h.body_octets -= b.data.len();
+                b.data = Vec::new();
+                reject(&mut b.respond, Reject::TooLarge, stats);
+                b.drained = Some(0);
+                *took += 1;
+            }
+            BodyState::Drained => {
+                h.bodies.swap_remove(i);
+            }
+            BodyState::OverBudget => {
+                let mut b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                b.respond.send_reset(Reason::REFUSED_STREAM);
+            }
+        }
+    }
 }
 
 /// The resolver role's answer `message` for `stream` of `conn`: sent if the stream is
