@@ -11,9 +11,10 @@
 //!                 SIGTERM/SIGINT → shutdown flag, wake and join the workers
 //! ```
 
+mod settings;
+
 use crate::config::Config;
-use crate::cookie::CookieSecrets;
-use crate::extras::{EdnsPolicy, UnixClock, NSID_MAX};
+use crate::extras::{EdnsPolicy, UnixClock};
 use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
@@ -22,9 +23,15 @@ use crate::worker::{QuicConfig, TlsConfig, Worker, WorkerOptions, WorkerSockets}
 use crate::{control, dnstap, http, journal, listen, notify, secondary, transfers, xdp, zones};
 use crate::{io_error, seed, Error, Setup, Shared};
 use arc_swap::ArcSwap;
+use settings::{edns_policy, quic_config, reload_extras, tls_config};
+use shardns_wire::Name;
+use shardns_zone::{ZoneChange, ZoneSet};
+use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -53,29 +60,11 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         warn!("{w}");
     }
 
-    let started = Instant::now();
-    let report = library.load(&specs);
-    library.config_read(config_file.into_iter().chain(zone_list).collect());
-    for w in &report.warnings {
-        warn!("{w}");
-    }
-    // Every zone broken: nothing to serve, and most likely a mistake; say so and stop. Some
-    // broken among many (a hosting provider's customers' files): serve the rest, as Knot
-    // and NSD do, and report each broken one once.
-    if report.loaded == 0 {
-        crate::zone_failures(&report)?;
-    }
-    for f in &report.failures {
-        error!("zone {} failed to load, not served:\n{}", f.name, f.error);
-    }
-    // What the loading threads freed (scan buffers, records before the build) goes back.
-    sys::release_free_memory();
-    info!(
-        "loaded {} zones in {:.3} s ({} failed)",
-        report.loaded,
-        started.elapsed().as_secs_f64(),
-        report.failures.len()
-    );
+    let report = load_zones(
+        &mut library,
+        &specs,
+        config_file.into_iter().chain(zone_list).collect(),
+    )?;
     let recursion = recursion_shared(&config, &setup)?;
     // Secondary zones answer SERVFAIL until their thread has a version for them.
     let (secondary, inbox) = match secondary::prepare(&config) {
@@ -83,8 +72,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         None => (None, None),
     };
     // Zones served from files: no catalog may bring them.
-    let configured: std::collections::HashSet<shardns_wire::Name> =
-        specs.iter().map(|s| s.name.clone()).collect();
+    let configured: HashSet<Name> = specs.iter().map(|s| s.name.clone()).collect();
     let mut producer = crate::catalog::Producer::default();
     let produced = producer.changes(&config, crate::dispatch::unix_now());
     let set = match &secondary {
@@ -109,40 +97,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         config.control_socket_path(),
         config.control_socket_is_default(),
     );
-    let http_listener = match config.stats.http {
-        Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
-            what: format!("statistics HTTP address {addr}"),
-            source,
-        })?),
-        None => None,
-    };
+    let http_listener = bind_stats_http(&config)?;
 
-    let wakers = (0..workers)
-        .map(|_| EventFd::new())
-        .collect::<io::Result<Vec<_>>>()
-        .map_err(io_error("eventfd"))?;
-    let shared = Arc::new(Shared {
-        zones: ArcSwap::from_pointee(set),
-        transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(&config)),
-        shutdown: AtomicBool::new(false),
-        tcp_open: AtomicUsize::new(0),
-        tcp_clients: crate::tcp::ClientCounts::new(
-            config.limits.tcp_connections_per_client,
-            config.limits.tcp_connections,
-            seed::random_u64()?,
-        ),
-        wakers,
-        evictions: (0..workers).map(|_| Default::default()).collect(),
-        stats: (0..workers).map(|_| WorkerStats::default()).collect(),
-        control: ControlStats::default(),
-        started: Instant::now(),
-        secondary: inbox,
-        edns: ArcSwap::from_pointee(edns),
-        unix_clock: UnixClock::new(),
-        tls,
-        journals: Default::default(),
-        quic,
-    });
+    let shared = new_shared(&config, workers, set, inbox, edns, tls, quic)?;
     // The journals of the zones read, as they were when the server last ran.
     journal::record_all(
         &shared.journals,
@@ -154,57 +111,17 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     shared.control.zones.store(library.len() as u64, Relaxed);
     let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
         .map_err(io_error("starting the notify thread"))?;
-    // Secondaries may have missed versions while we were down: tell them what we have.
-    let notify = config.notify_index();
-    if !notify.is_empty() {
-        for zone in shared.zones.load().zones() {
-            let targets = notify.targets(&zone.apex().to_name());
-            if !targets.is_empty() {
-                notifier.announce(notify::Job {
-                    zone: Arc::clone(zone),
-                    targets: targets.to_vec(),
-                });
-            }
-        }
-    }
+    announce_zones(&config, &shared, &notifier);
 
     // Before the secondary thread starts: its first SIGUSR1 may come at once, and without a
     // handler it would end the process.
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGUSR1,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ])
-    .map_err(io_error("installing signal handlers"))?;
+    let mut signals = install_signals()?;
 
     // The secondary thread wakes the main thread with SIGUSR1 to serve what it transferred.
-    let transferred = match secondary {
-        Some(role) => Some(
-            role.start(
-                &config,
-                Arc::clone(&shared),
-                seed::random_u64()?,
-                configured,
-            )
-            .map_err(io_error("starting the secondary thread"))?,
-        ),
-        None => None,
-    };
+    let transferred = start_secondary(secondary, &config, &shared, configured)?;
 
     // The dnstap log: the writer first, then the workers with their taps.
-    let mut dnstap = dnstap::Dnstap::new(&config.dnstap, workers).map_err(|e| Error::Io {
-        what: "dnstap".into(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, e),
-    })?;
-    let dnstap_writer = match dnstap.as_mut() {
-        Some(d) => Some(
-            d.start(Arc::clone(&shared))
-                .map_err(io_error("starting the dnstap thread"))?,
-        ),
-        None => None,
-    };
-    let taps = dnstap.map(|d| d.taps).unwrap_or_default();
+    let (dnstap_writer, taps) = start_dnstap(&config, &shared, workers)?;
     let handles = spawn_workers(&config, &shared, sockets, recursion.as_ref(), taps)?;
 
     let listen = config.listen_addrs();
@@ -232,17 +149,205 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     if let Some(l) = http_listener {
         start_http(l, &shared)?;
     }
-    for a in &listen {
+    log_ready(
+        &reloader.config,
+        &shared,
+        workers,
+        &listen,
+        log_queries,
+        &control_socket,
+    );
+
+    // Serving already: now the slow memory hint for big zones.
+    reloader.library.back_with_huge_pages();
+    serve_signals(
+        &mut signals,
+        &mut reloader,
+        &shared,
+        &requests,
+        transferred.as_ref(),
+    );
+    stop(
+        &shared,
+        handles,
+        dnstap_writer,
+        xdp_program,
+        &mut control_socket,
+    );
+    info!("stopped");
+    Ok(())
+}
+
+/// The dnstap log (`[dnstap]`): its writer thread started, and one tap per worker.
+fn start_dnstap(
+    config: &Config,
+    shared: &Arc<Shared>,
+    workers: usize,
+) -> Result<(Option<dnstap::Writer>, Vec<dnstap::Tap>), Error> {
+    let mut dnstap = dnstap::Dnstap::new(&config.dnstap, workers).map_err(|e| Error::Io {
+        what: "dnstap".into(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, e),
+    })?;
+    let dnstap_writer = match dnstap.as_mut() {
+        Some(d) => Some(
+            d.start(Arc::clone(shared))
+                .map_err(io_error("starting the dnstap thread"))?,
+        ),
+        None => None,
+    };
+    let taps = dnstap.map(|d| d.taps).unwrap_or_default();
+    Ok((dnstap_writer, taps))
+}
+
+/// The statistics HTTP address (`stats.http`) bound, if configured.
+fn bind_stats_http(config: &Config) -> Result<Option<TcpListener>, Error> {
+    let http_listener = match config.stats.http {
+        Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Socket {
+            what: format!("statistics HTTP address {addr}"),
+            source,
+        })?),
+        None => None,
+    };
+    Ok(http_listener)
+}
+
+/// The handlers of SIGHUP, SIGUSR1, SIGTERM and SIGINT, read by [`serve_signals`].
+fn install_signals() -> Result<signal_hook::iterator::Signals, Error> {
+    let signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .map_err(io_error("installing signal handlers"))?;
+    Ok(signals)
+}
+
+/// The secondary role's thread, if there are secondary zones; the receiver of what it
+/// transferred.
+fn start_secondary(
+    secondary: Option<secondary::Role>,
+    config: &Config,
+    shared: &Arc<Shared>,
+    configured: HashSet<Name>,
+) -> Result<Option<Receiver<Vec<ZoneChange>>>, Error> {
+    let transferred = match secondary {
+        Some(role) => Some(
+            role.start(config, Arc::clone(shared), seed::random_u64()?, configured)
+                .map_err(io_error("starting the secondary thread"))?,
+        ),
+        None => None,
+    };
+    Ok(transferred)
+}
+
+/// Loads the zones at startup, then records the configuration files read: an error only
+/// if every zone failed; each broken one is logged.
+fn load_zones(
+    library: &mut zones::ZoneLibrary,
+    specs: &[zones::ZoneSpec],
+    config_files: Vec<(PathBuf, Option<zones::FileStamp>)>,
+) -> Result<zones::LoadReport, Error> {
+    let started = Instant::now();
+    let report = library.load(specs);
+    library.config_read(config_files);
+    for w in &report.warnings {
+        warn!("{w}");
+    }
+    // Every zone broken: nothing to serve, and most likely a mistake; say so and stop. Some
+    // broken among many (a hosting provider's customers' files): serve the rest, as Knot
+    // and NSD do, and report each broken one once.
+    if report.loaded == 0 {
+        crate::zone_failures(&report)?;
+    }
+    for f in &report.failures {
+        error!("zone {} failed to load, not served:\n{}", f.name, f.error);
+    }
+    // What the loading threads freed (scan buffers, records before the build) goes back.
+    sys::release_free_memory();
+    info!(
+        "loaded {} zones in {:.3} s ({} failed)",
+        report.loaded,
+        started.elapsed().as_secs_f64(),
+        report.failures.len()
+    );
+    Ok(report)
+}
+
+/// The state shared by every thread: the zones, the limits and counters, the wakers.
+fn new_shared(
+    config: &Config,
+    workers: usize,
+    set: ZoneSet,
+    inbox: Option<secondary::Inbox>,
+    edns: EdnsPolicy,
+    tls: Option<TlsConfig>,
+    quic: Option<QuicConfig>,
+) -> Result<Arc<Shared>, Error> {
+    let wakers = (0..workers)
+        .map(|_| EventFd::new())
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(io_error("eventfd"))?;
+    Ok(Arc::new(Shared {
+        zones: ArcSwap::from_pointee(set),
+        transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(config)),
+        shutdown: AtomicBool::new(false),
+        tcp_open: AtomicUsize::new(0),
+        tcp_clients: crate::tcp::ClientCounts::new(
+            config.limits.tcp_connections_per_client,
+            config.limits.tcp_connections,
+            seed::random_u64()?,
+        ),
+        wakers,
+        evictions: (0..workers).map(|_| Default::default()).collect(),
+        stats: (0..workers).map(|_| WorkerStats::default()).collect(),
+        control: ControlStats::default(),
+        started: Instant::now(),
+        secondary: inbox,
+        edns: ArcSwap::from_pointee(edns),
+        unix_clock: UnixClock::new(),
+        tls,
+        journals: Default::default(),
+        quic,
+    }))
+}
+
+/// Secondaries may have missed versions while we were down: tell them what we have.
+fn announce_zones(config: &Config, shared: &Shared, notifier: &notify::Notifier) {
+    let notify = config.notify_index();
+    if !notify.is_empty() {
+        for zone in shared.zones.load().zones() {
+            let targets = notify.targets(&zone.apex().to_name());
+            if !targets.is_empty() {
+                notifier.announce(notify::Job {
+                    zone: Arc::clone(zone),
+                    targets: targets.to_vec(),
+                });
+            }
+        }
+    }
+}
+
+/// The addresses listened on, then the line that says the server is ready.
+fn log_ready(
+    config: &Config,
+    shared: &Shared,
+    workers: usize,
+    listen: &[SocketAddr],
+    log_queries: bool,
+    control_socket: &control::ControlSocket,
+) {
+    for a in listen {
         info!("listening on {a} (UDP and TCP)");
     }
-    let tls_listen = sockets_tls_addrs(&reloader.config);
+    let tls_listen = sockets_tls_addrs(config);
     for a in &tls_listen {
         info!("listening on {a} (DNS over TLS)");
     }
-    for a in &reloader.config.server.https_listen {
+    for a in &config.server.https_listen {
         info!("listening on {a} (DNS over HTTPS)");
     }
-    for a in &reloader.config.server.quic_listen {
+    for a in &config.server.quic_listen {
         info!("listening on {a} (DNS over QUIC)");
     }
     info!(
@@ -254,19 +359,27 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             ""
         }
     );
+}
 
-    // Serving already: now the slow memory hint for big zones.
-    reloader.library.back_with_huge_pages();
+/// Serves the signals until SIGTERM or SIGINT: SIGHUP reloads, SIGUSR1 publishes what the
+/// secondary thread transferred.
+fn serve_signals(
+    signals: &mut signal_hook::iterator::Signals,
+    reloader: &mut control::Reloader,
+    shared: &Shared,
+    requests: &Receiver<control::ReloadRequest>,
+    transferred: Option<&Receiver<Vec<ZoneChange>>>,
+) {
     for signal in signals.forever() {
         match signal {
             signal_hook::consts::SIGHUP => {
                 info!("SIGHUP: reloading");
-                control::reload_now(&mut reloader, &shared, &requests);
-                reload_extras(&reloader.config, &shared);
+                control::reload_now(reloader, shared, requests);
+                reload_extras(&reloader.config, shared);
             }
             signal_hook::consts::SIGUSR1 => {
-                if let Some(rx) = &transferred {
-                    secondary::publish(&mut reloader, &shared, rx);
+                if let Some(rx) = transferred {
+                    secondary::publish(reloader, shared, rx);
                 }
             }
             _ => {
@@ -275,6 +388,16 @@ pub fn run(setup: Setup) -> Result<(), Error> {
             }
         }
     }
+}
+
+/// Stops the workers, then the dnstap writer; detaches XDP and removes the control socket.
+fn stop(
+    shared: &Shared,
+    handles: Vec<JoinHandle<()>>,
+    dnstap_writer: Option<dnstap::Writer>,
+    xdp_program: Option<xdp::XdpProgram>,
+    control_socket: &mut control::ControlSocket,
+) {
     shared.shutdown.store(true, Relaxed);
     shared.wake_workers();
     for h in handles {
@@ -288,136 +411,11 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     }
     drop(xdp_program);
     control_socket.close();
-    info!("stopped");
-    Ok(())
 }
 
 /// The bound DNS-over-TLS addresses as configured (port 0 shows as 0).
 fn sockets_tls_addrs(config: &Config) -> Vec<SocketAddr> {
     config.server.tls_listen.clone()
-}
-
-/// DNS over QUIC (`server.quic_listen`): the certificate and key read now; both are needed.
-fn quic_config(config: &Config) -> Result<Option<QuicConfig>, Error> {
-    let s = &config.server;
-    if s.quic_listen.is_empty() {
-        return Ok(None);
-    }
-    let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
-        return Err(Error::Io {
-            what: "server.quic_listen".into(),
-            source: io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
-            ),
-        });
-    };
-    let idle = Duration::from_millis(config.limits.tcp_idle_timeout_ms);
-    QuicConfig::load(cert, key, idle)
-        .map(Some)
-        .map_err(|e| Error::Io {
-            what: "loading the QUIC certificate".into(),
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })
-}
-
-/// DNS over TLS and over HTTPS (`server.tls_listen`, `server.https_listen`): the
-/// certificate and key read now; both are needed.
-fn tls_config(config: &Config) -> Result<Option<TlsConfig>, Error> {
-    let s = &config.server;
-    if s.tls_listen.is_empty() && s.https_listen.is_empty() {
-        return Ok(None);
-    }
-    let (Some(cert), Some(key)) = (&s.tls_certificate, &s.tls_key) else {
-        let what = if s.tls_listen.is_empty() {
-            "server.https_listen"
-        } else {
-            "server.tls_listen"
-        };
-        return Err(Error::Io {
-            what: what.into(),
-            source: io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "needs server.tls_certificate and server.tls_key (--tls-cert, --tls-key)",
-            ),
-        });
-    };
-    TlsConfig::load(cert, key).map(Some).map_err(|e| Error::Io {
-        what: "loading the TLS certificate".into(),
-        source: io::Error::new(io::ErrorKind::InvalidData, e),
-    })
-}
-
-/// NSID and cookie secrets from `[server]`; without configured secrets, `previous`'s (a
-/// reload keeps the random secret made at start), else a new random one.
-fn edns_policy(config: &Config, previous: Option<&EdnsPolicy>) -> Result<EdnsPolicy, Error> {
-    let s = &config.server;
-    if let Some(n) = s
-        .nsid
-        .as_ref()
-        .filter(|n| n.is_empty() || n.len() > NSID_MAX)
-    {
-        return Err(Error::Io {
-            what: "server.nsid (--nsid)".into(),
-            source: io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("an NSID is 1 to {NSID_MAX} octets, got {}", n.len()),
-            ),
-        });
-    }
-    let nsid = s.nsid.as_ref().map(|n| n.as_bytes().into());
-    let cookies = if s.cookies == Some(false) {
-        None
-    } else if s.cookie_secrets.is_empty() {
-        match previous.and_then(|p| p.cookies.clone()) {
-            Some(c) => Some(c),
-            None => {
-                let random = seed::random()?;
-                let secret: [u8; 16] = random[..16].try_into().expect("sixteen bytes");
-                CookieSecrets::new(vec![secret])
-            }
-        }
-    } else {
-        // Checked when the config was read.
-        let secrets = s
-            .cookie_secrets
-            .iter()
-            .filter_map(|h| crate::cookie::parse_secret(h).ok())
-            .collect();
-        CookieSecrets::new(secrets)
-    };
-    Ok(EdnsPolicy { nsid, cookies })
-}
-
-/// At a reload: the TLS certificate and key read again (new connections use them), the
-/// NSID and cookie secrets from the config as it now is.
-fn reload_extras(config: &Config, shared: &Shared) {
-    if let Some(tls) = &shared.tls {
-        let files = config
-            .server
-            .tls_certificate
-            .as_deref()
-            .zip(config.server.tls_key.as_deref());
-        match tls.reload(files) {
-            Ok(()) => info!("TLS certificate reloaded"),
-            Err(e) => error!("TLS certificate not reloaded, the previous one stays: {e}"),
-        }
-    }
-    if let Some(quic) = &shared.quic {
-        let files = config
-            .server
-            .tls_certificate
-            .as_deref()
-            .zip(config.server.tls_key.as_deref());
-        if let Err(e) = quic.reload(files) {
-            error!("QUIC certificate not reloaded, the previous one stays: {e}");
-        }
-    }
-    let previous = shared.edns.load();
-    match edns_policy(config, Some(&previous)) {
-        Ok(p) => shared.edns.store(Arc::new(p)),
-        Err(e) => error!("NSID and cookie settings not reloaded: {e}"),
-    }
 }
 
 /// Warns when the open-file limit cannot hold `limits.tcp_connections` (raised first to

@@ -357,6 +357,6 @@ pub(super) fn cookie_secrets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Stri
 
 pub(super) fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
-    crate::logging::check_filter(&s).map_err(serde::de::Error::custom)?;
+    crate::log_filter::check_filter(&s).map_err(serde::de::Error::custom)?;
     Ok(Some(s))
 }

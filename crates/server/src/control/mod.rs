@@ -30,7 +30,7 @@ pub(crate) use socket::ControlSocket;
 
 use crate::config::Config;
 use crate::notify::{Job, Notifier};
-use crate::zones::{specs, ZoneLibrary};
+use crate::zones::{specs, LoadReport, ZoneLibrary};
 use crate::{Setup, Shared};
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneSet};
@@ -79,52 +79,10 @@ impl Reloader {
             }
             None => {
                 if self.library.config_changed() {
-                    // The config or zone list as they are before they are read.
-                    let config_file = self
-                        .setup
-                        .config_path
-                        .as_ref()
-                        .map(|p| self.library.stamp_config_file(p));
-                    let config = match self.config_for_reload(shared) {
-                        Ok(c) => c,
+                    match self.reload_config(shared) {
+                        Ok((report, config)) => (report, Some(config)),
                         Err(e) => return (false, e),
-                    };
-                    let zone_list = config
-                        .server
-                        .zone_list
-                        .as_ref()
-                        .map(|p| self.library.stamp_config_file(p));
-                    let specs = match specs(&config, self.setup.default_zone) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            error!("reload: {e}");
-                            shared.control.reloads_failed.fetch_add(1, Relaxed);
-                            return (false, format!("{e}\n"));
-                        }
-                    };
-                    // A zone a catalog brought while we ran stays the catalog's: a file for it
-                    // would be overwritten by the next transfer (a restart gives it to the
-                    // file).
-                    let specs: Vec<_> = specs
-                        .into_iter()
-                        .filter(|s| {
-                            let member = shared
-                                .secondary
-                                .as_ref()
-                                .is_some_and(|i| i.is_catalog_member(s.name.as_ref()));
-                            if member {
-                                warn!(
-                                    "reload: zone {} is a member of a catalog; its file is not read while it is (a restart reads it, and the catalog leaves it)",
-                                    s.name
-                                );
-                            }
-                            !member
-                        })
-                        .collect();
-                    let report = self.library.load(&specs);
-                    self.library
-                        .config_read(config_file.into_iter().chain(zone_list).collect());
-                    (report, Some(config))
+                    }
                 } else {
                     // Neither the config nor the zone list changed: only the zones that did
                     // are looked at.
@@ -229,6 +187,54 @@ impl Reloader {
 }
 
 impl Reloader {
+    /// The config file and zone list read again (they changed), then the zones they list
+    /// (but the members of a catalog); on error, the reply text (everything is kept).
+    fn reload_config(&mut self, shared: &Shared) -> Result<(LoadReport, Config), String> {
+        // The config or zone list as they are before they are read.
+        let config_file = self
+            .setup
+            .config_path
+            .as_ref()
+            .map(|p| self.library.stamp_config_file(p));
+        let config = self.config_for_reload(shared)?;
+        let zone_list = config
+            .server
+            .zone_list
+            .as_ref()
+            .map(|p| self.library.stamp_config_file(p));
+        let specs = match specs(&config, self.setup.default_zone) {
+            Ok(s) => s,
+            Err(e) => {
+                error!("reload: {e}");
+                shared.control.reloads_failed.fetch_add(1, Relaxed);
+                return Err(format!("{e}\n"));
+            }
+        };
+        // A zone a catalog brought while we ran stays the catalog's: a file for it
+        // would be overwritten by the next transfer (a restart gives it to the
+        // file).
+        let specs: Vec<_> = specs
+            .into_iter()
+            .filter(|s| {
+                let member = shared
+                    .secondary
+                    .as_ref()
+                    .is_some_and(|i| i.is_catalog_member(s.name.as_ref()));
+                if member {
+                    warn!(
+                        "reload: zone {} is a member of a catalog; its file is not read while it is (a restart reads it, and the catalog leaves it)",
+                        s.name
+                    );
+                }
+                !member
+            })
+            .collect();
+        let report = self.library.load(&specs);
+        self.library
+            .config_read(config_file.into_iter().chain(zone_list).collect());
+        Ok((report, config))
+    }
+
     /// The config file read again, with a warning for what a reload does not apply; on
     /// error, the reply text (everything is kept).
     fn config_for_reload(&self, shared: &Shared) -> Result<Config, String> {

@@ -29,12 +29,32 @@ pub(crate) fn render_prometheus(
 ) -> String {
     let t = Totals::sum(workers.iter().copied());
     let mut s = String::with_capacity(8192);
-    let head = |s: &mut String, name: &str, kind: &str, help: &str| {
-        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
-
+    queries(&mut s, &t);
+    connections(&mut s, &t);
+    protocols(&mut s, &t, control);
+    ratios(&mut s, &t);
+    resolver(&mut s, &t);
+    workers_and_zones(&mut s, workers, control);
+    secondary(&mut s, control);
     head(
         &mut s,
+        "shardns_uptime_seconds",
+        "gauge",
+        "Seconds since the server started.",
+    );
+    let _ = writeln!(&mut s, "shardns_uptime_seconds {uptime_secs:.3}");
+    s
+}
+
+/// The `# HELP` and `# TYPE` lines of a family.
+fn head(s: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Queries by transport and IP version, by question type; responses by RCODE.
+fn queries(s: &mut String, t: &Totals) {
+    head(
+        s,
         "shardns_queries_total",
         "counter",
         "Queries received, by transport and IP version.",
@@ -47,7 +67,7 @@ pub(crate) fn render_prometheus(
         );
     }
     head(
-        &mut s,
+        s,
         "shardns_queries_by_type_total",
         "counter",
         "Answered queries, by question type.",
@@ -60,7 +80,7 @@ pub(crate) fn render_prometheus(
         );
     }
     head(
-        &mut s,
+        s,
         "shardns_responses_total",
         "counter",
         "Responses sent, by RCODE.",
@@ -72,6 +92,10 @@ pub(crate) fn render_prometheus(
             rcode_label(i)
         );
     }
+}
+
+/// Single counters of the request path and the sockets; TCP connections refused and closed, RRL, the AF_XDP kernel counters.
+fn connections(s: &mut String, t: &Totals) {
     let singles: [(&str, &str, u64); 9] = [
         (
             "shardns_truncated_total",
@@ -120,18 +144,18 @@ pub(crate) fn render_prometheus(
         ),
     ];
     for (name, help, v) in singles {
-        head(&mut s, name, "counter", help);
+        head(s, name, "counter", help);
         let _ = writeln!(s, "{name} {v}");
     }
     labelled(
-        &mut s,
+        s,
         "shardns_tcp_connections_refused_total",
         "TCP connections closed at once because of a limit: the connection limits, or the client's own.",
         "reason",
         &[("limit", t.tcp_refused), ("client", t.tcp_refused_client)],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_tcp_connections_closed_total",
         "TCP connections closed by the server, by reason.",
         "reason",
@@ -144,14 +168,14 @@ pub(crate) fn render_prometheus(
         ],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_rrl_limited_total",
         "UDP responses limited by response rate limiting: dropped, or slipped (sent truncated).",
         "action",
         &[("dropped", t.rrl_dropped), ("slipped", t.rrl_slipped)],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_xdp_kernel_total",
         "The kernel's counters of the AF_XDP sockets (server.xdp_interface), read at most once a second: frames dropped, dropped because the RX ring was full, fill ring found empty, invalid TX descriptors.",
         "event",
@@ -162,8 +186,12 @@ pub(crate) fn render_prometheus(
             ("tx_invalid", t.xdp_kernel[3]),
         ],
     );
+}
+
+/// Zone transfers out, TLS handshakes, cookies, dnstap, QUIC, DoH; transfer messages and open TCP connections.
+fn protocols(s: &mut String, t: &Totals, control: &ControlStats) {
     labelled(
-        &mut s,
+        s,
         "shardns_xfr_total",
         "Outgoing zone transfers (AXFR, IXFR): started, done, aborted (connection closed first, or a record too large), and transfer queries refused (NOTAUTH, NOTIMP, REFUSED, FORMERR).",
         "event",
@@ -175,7 +203,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_tls_handshakes_total",
         "DNS-over-TLS handshakes: done, failed (not TLS, nothing in common, an alert), timed out (limits.tls_handshake_timeout_ms).",
         "result",
@@ -186,14 +214,14 @@ pub(crate) fn render_prometheus(
         ],
     );
     head(
-        &mut s,
+        s,
         "shardns_bad_cookies_total",
         "counter",
         "Queries answered BADCOOKIE: a server cookie that is not ours, over UDP (RFC 7873).",
     );
     let _ = writeln!(s, "shardns_bad_cookies_total {}", t.bad_cookies);
     labelled(
-        &mut s,
+        s,
         "shardns_dnstap_frames_total",
         "dnstap frames: sent to the writer thread, dropped by a worker (no free buffer: the writer is behind), lost by the writer (no reader, a failed write).",
         "result",
@@ -204,7 +232,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_quic_connections_total",
         "New DNS-over-QUIC connections: accepted, retried (asked to prove their address first), refused (at the limit).",
         "result",
@@ -215,7 +243,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_https_events_total",
         "DNS over HTTPS: requests answered with an HTTP error (rejected), connections closed with GOAWAY ENHANCE_YOUR_CALM (calm).",
         "event",
@@ -225,20 +253,23 @@ pub(crate) fn render_prometheus(
         ],
     );
     head(
-        &mut s,
+        s,
         "shardns_xfr_messages_total",
         "counter",
         "Messages sent by outgoing zone transfers.",
     );
     let _ = writeln!(s, "shardns_xfr_messages_total {}", t.xfr_messages);
     head(
-        &mut s,
+        s,
         "shardns_tcp_connections_open",
         "gauge",
         "TCP connections open now.",
     );
     let _ = writeln!(s, "shardns_tcp_connections_open {}", t.tcp_open);
+}
 
+/// Gauges per query and per recvmmsg call.
+fn ratios(s: &mut String, t: &Totals) {
     let q = t.queries_total();
     let per_query = |n: u64| if q == 0 { 0.0 } else { n as f64 / q as f64 };
     for (name, help, n) in [
@@ -253,11 +284,11 @@ pub(crate) fn render_prometheus(
             t.request_allocations,
         ),
     ] {
-        head(&mut s, name, "gauge", help);
+        head(s, name, "gauge", help);
         let _ = writeln!(s, "{name} {}", per_query(n));
     }
     head(
-        &mut s,
+        s,
         "shardns_udp_queries_per_recv_call",
         "gauge",
         "UDP datagrams per recvmmsg call (batching).",
@@ -269,7 +300,10 @@ pub(crate) fn render_prometheus(
         udp as f64 / t.udp_recv_calls as f64
     };
     let _ = writeln!(s, "shardns_udp_queries_per_recv_call {per_call}");
+}
 
+/// The resolver role and DNSSEC validation.
+fn resolver(s: &mut String, t: &Totals) {
     let resolver: [(&str, &str, u64); 10] = [
         (
             "shardns_resolver_cache_hits_total",
@@ -323,11 +357,11 @@ pub(crate) fn render_prometheus(
         ),
     ];
     for (name, help, v) in resolver {
-        head(&mut s, name, "counter", help);
+        head(s, name, "counter", help);
         let _ = writeln!(s, "{name} {v}");
     }
     head(
-        &mut s,
+        s,
         "shardns_resolver_cache_locks_per_hit",
         "gauge",
         "Cache shard locks per query answered from the cache.",
@@ -338,9 +372,12 @@ pub(crate) fn render_prometheus(
         t.resolver_cache_locks as f64 / t.resolver_cache_hits as f64
     };
     let _ = writeln!(s, "shardns_resolver_cache_locks_per_hit {per_hit}");
+}
 
+/// Queries per worker, workers, zones, reloads, zone load errors.
+fn workers_and_zones(s: &mut String, workers: &[&WorkerStats], control: &ControlStats) {
     head(
-        &mut s,
+        s,
         "shardns_worker_queries_total",
         "counter",
         "Queries received, by worker.",
@@ -349,12 +386,12 @@ pub(crate) fn render_prometheus(
         let n: u64 = w.queries.iter().map(Counter::get).sum();
         let _ = writeln!(s, "shardns_worker_queries_total{{worker=\"{i}\"}} {n}");
     }
-    head(&mut s, "shardns_workers", "gauge", "Worker threads.");
+    head(s, "shardns_workers", "gauge", "Worker threads.");
     let _ = writeln!(s, "shardns_workers {}", workers.len());
-    head(&mut s, "shardns_zones", "gauge", "Zones being served.");
+    head(s, "shardns_zones", "gauge", "Zones being served.");
     let _ = writeln!(s, "shardns_zones {}", control.zones.load(Relaxed));
     head(
-        &mut s,
+        s,
         "shardns_reloads_total",
         "counter",
         "Reloads, by result (failed: at least one zone kept its previous version).",
@@ -370,7 +407,7 @@ pub(crate) fn render_prometheus(
         control.reloads_failed.load(Relaxed)
     );
     head(
-        &mut s,
+        s,
         "shardns_zone_load_errors_total",
         "counter",
         "Zone loads that failed.",
@@ -380,8 +417,12 @@ pub(crate) fn render_prometheus(
         "shardns_zone_load_errors_total {}",
         control.zone_load_errors.load(Relaxed)
     );
+}
+
+/// NOTIFY, incoming transfers, secondary zones and catalogs (the control plane).
+fn secondary(s: &mut String, control: &ControlStats) {
     labelled(
-        &mut s,
+        s,
         "shardns_notify_total",
         "NOTIFY messages to secondaries: sent (retries included), answered, given up after five tries.",
         "result",
@@ -392,7 +433,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     labelled(
-        &mut s,
+        s,
         "shardns_xfr_in_total",
         "Incoming zone transfers of secondary zones: the whole zone (AXFR, or an IXFR answered in AXFR form), incremental (IXFR differences), failed (the version served is kept).",
         "result",
@@ -403,7 +444,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     head(
-        &mut s,
+        s,
         "shardns_xfr_in_bytes_total",
         "counter",
         "Octets of the messages of incoming zone transfers (failed ones included).",
@@ -414,7 +455,7 @@ pub(crate) fn render_prometheus(
         control.xfr_in_bytes.load(Relaxed)
     );
     labelled(
-        &mut s,
+        s,
         "shardns_notify_in_total",
         "NOTIFY messages received: accepted (from a primary of a secondary zone; a refresh follows), refused.",
         "result",
@@ -424,7 +465,7 @@ pub(crate) fn render_prometheus(
         ],
     );
     head(
-        &mut s,
+        s,
         "shardns_secondary_zones_unavailable",
         "gauge",
         "Secondary zones answered with SERVFAIL now: expired, or never transferred.",
@@ -435,7 +476,7 @@ pub(crate) fn render_prometheus(
         control.secondary_unavailable.load(Relaxed)
     );
     head(
-        &mut s,
+        s,
         "shardns_secondary_expired_total",
         "counter",
         "Times a secondary zone expired (EXPIRE passed without a successful refresh).",
@@ -446,7 +487,7 @@ pub(crate) fn render_prometheus(
         control.secondary_expired.load(Relaxed)
     );
     head(
-        &mut s,
+        s,
         "shardns_catalog_member_zones",
         "gauge",
         "Member zones brought by consumed catalog zones (RFC 9432).",
@@ -457,7 +498,7 @@ pub(crate) fn render_prometheus(
         control.catalog_members.load(Relaxed)
     );
     head(
-        &mut s,
+        s,
         "shardns_catalog_rejected_total",
         "counter",
         "Catalog zone versions not used (bad or missing version, a member listed twice).",
@@ -467,12 +508,4 @@ pub(crate) fn render_prometheus(
         "shardns_catalog_rejected_total {}",
         control.catalog_rejected.load(Relaxed)
     );
-    head(
-        &mut s,
-        "shardns_uptime_seconds",
-        "gauge",
-        "Seconds since the server started.",
-    );
-    let _ = writeln!(s, "shardns_uptime_seconds {uptime_secs:.3}");
-    s
 }

@@ -92,3 +92,79 @@ fn prometheus_text_has_every_family() {
         assert!(families.contains(&name), "{name}");
     }
 }
+
+/// The whole exposition with every counter distinct and non-zero, two workers and every
+/// control-plane number set: byte for byte the text in `prometheus_golden.txt` (written
+/// before `render_prometheus` was split into one helper per family group).
+#[test]
+fn prometheus_text_is_byte_identical() {
+    let workers = [WorkerStats::default(), WorkerStats::default()];
+    let mut n = 0u64;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    for w in &workers {
+        w.queries.iter().for_each(|c| c.add(next()));
+        w.qtypes.iter().for_each(|c| c.add(next()));
+        w.rcodes.iter().for_each(|c| c.add(next()));
+        w.truncated.add(next());
+        w.dropped.add(next());
+        w.malformed.add(next());
+        w.request_locks.add(next());
+        w.request_allocations.add(next());
+        w.udp_recv_calls.add(next());
+        w.udp_send_calls.add(next());
+        w.wakeups.add(next());
+        w.tcp_accepted.add(next());
+        w.tcp_refused.add(next());
+        w.tcp_evicted.add(next());
+        w.tcp_client_evicted.add(next());
+        w.tcp_idle_closed.add(next());
+        w.tcp_open.add(next());
+        w.resolver_cache_hits.add(next());
+        w.resolver_cache_misses.add(next());
+        w.resolver_cache_locks.add(next());
+        w.resolver_upstream_queries.add(next());
+        w.resolver_servfails.add(next());
+        w.resolver_refused.add(next());
+        w.dnssec_secure.add(next());
+        w.dnssec_insecure.add(next());
+        w.dnssec_bogus.add(next());
+        w.resolver_pending_limited.add(next());
+        w.tcp_refused_client.add(next());
+        w.tcp_read_timeout_closed.add(next());
+        w.tcp_query_limit_closed.add(next());
+        w.rrl_dropped.add(next());
+        w.rrl_slipped.add(next());
+        w.xdp_kernel.iter().for_each(|c| c.add(next()));
+        w.xfr.iter().for_each(|c| c.add(next()));
+        w.xfr_messages.add(next());
+        w.tls_handshakes.iter().for_each(|c| c.add(next()));
+        w.bad_cookies.add(next());
+        w.dnstap.iter().for_each(|c| c.add(next()));
+        w.quic_connections.iter().for_each(|c| c.add(next()));
+        w.https.iter().for_each(|c| c.add(next()));
+    }
+    let control = ControlStats::default();
+    control.reloads_ok.store(next(), Relaxed);
+    control.reloads_failed.store(next(), Relaxed);
+    control.zones.store(next(), Relaxed);
+    control.zone_load_errors.store(next(), Relaxed);
+    control.notify_sent.store(next(), Relaxed);
+    control.notify_acked.store(next(), Relaxed);
+    control.notify_failed.store(next(), Relaxed);
+    control.xfr_in_axfr.store(next(), Relaxed);
+    control.xfr_in_ixfr.store(next(), Relaxed);
+    control.xfr_in_failed.store(next(), Relaxed);
+    control.xfr_in_bytes.store(next(), Relaxed);
+    control.notify_in_accepted.store(next(), Relaxed);
+    control.notify_in_refused.store(next(), Relaxed);
+    control.secondary_unavailable.store(next(), Relaxed);
+    control.secondary_expired.store(next(), Relaxed);
+    control.catalog_members.store(next(), Relaxed);
+    control.catalog_rejected.store(next(), Relaxed);
+    control.dnstap_lost.store(next(), Relaxed);
+    let text = render_prometheus(&[&workers[0], &workers[1]], &control, 1234.5678);
+    assert_eq!(text, include_str!("prometheus_golden.txt"));
+}

@@ -161,8 +161,8 @@ pub(crate) struct Conn {
     /// plain TCP).
     pub(crate) tls: Option<Box<rustls::ServerConnection>>,
     /// DNS over HTTPS: the HTTP/2 server between the TLS plaintext and the queries
-    /// (`None`: DoT or plain TCP). Its type is the worker's (`worker::https`).
-    pub(crate) https: Option<Box<crate::worker::HttpsConn>>,
+    /// (`None`: DoT or plain TCP). Its state is `https_conn`'s, driven by `worker::https`.
+    pub(crate) https: Option<Box<crate::https_conn::HttpsConn>>,
     pub(super) last_active: Instant,
     /// When the query being received started (valid while in the partial list).
     pub(super) partial_since: Instant,

@@ -86,7 +86,7 @@ impl Worker {
                 }
             }
             if https {
-                conn.https = Some(Box::new(super::https::HttpsConn::new(
+                conn.https = Some(Box::new(crate::https_conn::HttpsConn::new(
                     self.opts.https_streams,
                     self.opts.https_resets_per_second,
                     now,
@@ -282,7 +282,7 @@ impl Worker {
             }
         }
         // DoH after its GOAWAY: once that is sent, our side is shut down, and the client's
-        // data is read and dropped until it closes (see `https::HttpsConn::closing`).
+        // data is read and dropped until it closes (see `crate::https_conn::HttpsConn::closing`).
         let shut_now = conn
             .https
             .as_ref()

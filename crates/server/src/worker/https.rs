@@ -23,236 +23,35 @@
 //! (SETTINGS_MAX_CONCURRENT_STREAMS); `limits.https_resets_per_second` streams the client
 //! may reset per connection and second before GOAWAY ENHANCE_YOUR_CALM (CVE-2023-44487;
 //! `h2` also closes a connection holding more than 20 reset streams not yet accepted);
-//! header lists of [`MAX_HEADER_LIST`] octets; at most [`BODY_BUDGET`] octets of request
+//! header lists of [`MAX_HEADER_LIST`](crate::https_conn::MAX_HEADER_LIST) octets; at most [`BODY_BUDGET`] octets of request
 //! bodies buffered per connection (a stream past it is reset with REFUSED_STREAM); the
-//! HTTP errors of `crate::doh` for requests without a query we take.
+//! HTTP errors of `crate::doh` for requests without a query we take. The connection's
+//! state is `crate::https_conn`'s.
 
 use super::stream::FrameCtx;
 use crate::dispatch::{Action, Dispatcher};
 use crate::doh::{self, Head, Reject, MAX_MESSAGE, MEDIA_TYPE};
+use crate::https_conn::{Body, HttpsConn, Io, State, DRAIN_MAX};
 use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, HTTPS_CALM, HTTPS_REJECTED};
 use crate::tcp::Conn;
 use bytes::Bytes;
-use h2::server::{Connection, Handshake, SendResponse};
+use h2::server::{Connection, SendResponse};
 use h2::{Reason, RecvStream};
 use http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Request, Response};
 use std::future::Future;
-use std::io::{self, Read};
+use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
-/// Plaintext held for `h2` before it has read it; past this `tls::receive` stops
-/// decrypting until `h2` has taken it (4 rounds of rustls's reads).
-const RX_MAX: usize = 64 * 1024;
-/// The largest header list a request may have (SETTINGS_MAX_HEADER_LIST_SIZE); a DoH GET
-/// of the largest query is under 88 KiB of `:path`, so such queries must use POST.
-pub(crate) const MAX_HEADER_LIST: u32 = 16 * 1024;
 /// Request body octets buffered per connection (POSTs whose body is still arriving).
 pub(crate) const BODY_BUDGET: usize = 128 * 1024;
 /// Rounds of polling the connection per readiness event (a round answers what arrived and
 /// lets `h2` write what that queued).
 const ROUNDS: usize = 8;
-
-/// The in-memory pipe between rustls and `h2`.
-#[derive(Default)]
-struct Pipe {
-    rx: Vec<u8>,
-    rx_pos: usize,
-    tx: Vec<u8>,
-}
-
-/// `h2`'s I/O object: reads the plaintext `tls::receive` put in the pipe, writes into it.
-/// The mutex is never contended: the worker's thread is the only one to touch it (it is
-/// a mutex, not a `RefCell`, because the worker is built before its thread starts).
-#[derive(Clone)]
-struct Io(Arc<Mutex<Pipe>>);
-
-impl Io {
-    fn pipe(&self) -> MutexGuard<'_, Pipe> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl AsyncRead for Io {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let mut p = self.pipe();
-        let avail = p.rx.len() - p.rx_pos;
-        if avail == 0 {
-            // No waker kept: more plaintext comes with a readiness event, and that
-            // polls the connection again.
-            return Poll::Pending;
-        }
-        let n = avail.min(buf.remaining());
-        let start = p.rx_pos;
-        buf.put_slice(&p.rx[start..start + n]);
-        p.rx_pos += n;
-        if p.rx_pos == p.rx.len() {
-            p.rx.clear();
-            p.rx_pos = 0;
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for Io {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.pipe().tx.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// The waker `h2` is polled with: it marks the connection for one more round.
-#[derive(Default)]
-struct Woken(AtomicBool);
-
-impl Wake for Woken {
-    fn wake(self: Arc<Self>) {
-        self.0.store(true, Relaxed);
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.store(true, Relaxed);
-    }
-}
-
-enum State {
-    Handshake(Handshake<Io, Bytes>),
-    Open(Connection<Io, Bytes>),
-    Closed,
-}
-
-/// A POST whose body is still arriving.
-struct Body {
-    stream: u32,
-    recv: RecvStream,
-    respond: SendResponse<Bytes>,
-    data: Vec<u8>,
-    limit: usize,
-    /// Already answered with an HTTP error: the rest of the body is read and dropped (up
-    /// to [`DRAIN_MAX`] octets), so the client sees its response and a stream that ends
-    /// cleanly rather than reset under its upload (curl 7.88 then reports no response).
-    drained: Option<usize>,
-}
-
-/// Octets of a rejected request's body read and dropped before the stream is abandoned
-/// (reset with NO_ERROR).
-const DRAIN_MAX: usize = 128 * 1024;
-
-/// One DoH connection's HTTP/2 side.
-pub(crate) struct HttpsConn {
-    io: Io,
-    state: State,
-    woken: Arc<Woken>,
-    waker: Waker,
-    bodies: Vec<Body>,
-    body_octets: usize,
-    /// Streams waiting for the resolver role's answer.
-    pending: Vec<(u32, SendResponse<Bytes>)>,
-    resets: u32,
-    resets_since: Instant,
-    max_resets: u32,
-    /// The HTTP/2 connection ended (GOAWAY sent, an error, the client's GOAWAY): what the
-    /// client still sends is read and dropped until it closes, so that the kernel does not
-    /// answer unread data with a TCP reset that destroys our GOAWAY before the client reads
-    /// it (a lingering close, bounded by the read timeout).
-    pub(super) closing: bool,
-    /// Our side of the TCP connection is shut down (after the GOAWAY and close_notify).
-    pub(super) shut: bool,
-}
-
-impl std::fmt::Debug for HttpsConn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpsConn")
-            .field("bodies", &self.bodies.len())
-            .field("pending", &self.pending.len())
-            .finish()
-    }
-}
-
-impl HttpsConn {
-    pub(super) fn new(streams: u32, max_resets: u32, now: Instant) -> Self {
-        let io = Io(Arc::default());
-        let handshake = h2::server::Builder::new()
-            .max_concurrent_streams(streams)
-            .max_header_list_size(MAX_HEADER_LIST)
-            .max_send_buffer_size(MAX_MESSAGE + 1)
-            .handshake(io.clone());
-        let woken = Arc::new(Woken::default());
-        Self {
-            io,
-            state: State::Handshake(handshake),
-            waker: Waker::from(Arc::clone(&woken)),
-            woken,
-            bodies: Vec::new(),
-            body_octets: 0,
-            pending: Vec::new(),
-            resets: 0,
-            resets_since: now,
-            max_resets,
-            closing: false,
-            shut: false,
-        }
-    }
-
-    /// True while part of a request body has arrived and the rest has not (the read
-    /// timeout runs).
-    pub(crate) fn receiving(&self) -> bool {
-        !self.bodies.is_empty() || self.closing
-    }
-
-    /// Moves plaintext from rustls into the pipe; `Ok(true)` if the pipe is full and
-    /// rustls may hold more. `Ok(0)` from rustls (close_notify) is returned as is.
-    pub(super) fn fill(&self, reader: &mut impl Read) -> io::Result<(usize, bool)> {
-        let mut p = self.io.pipe();
-        let start = p.rx.len();
-        if start >= RX_MAX {
-            return Ok((0, true));
-        }
-        p.rx.resize(start + 4096, 0);
-        let r = reader.read(&mut p.rx[start..]);
-        let n = *r.as_ref().unwrap_or(&0);
-        p.rx.truncate(start + n);
-        r.map(|n| (n, false))
-    }
-
-    fn count_resets(&mut self, n: u32, now: Instant, stats: &WorkerStats) {
-        if n == 0 {
-            return;
-        }
-        if now.saturating_duration_since(self.resets_since) >= Duration::from_secs(1) {
-            self.resets_since = now;
-            self.resets = 0;
-        }
-        self.resets += n;
-        if self.resets > self.max_resets {
-            if let State::Open(c) = &mut self.state {
-                stats.https[HTTPS_CALM].add(1);
-                c.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
-            }
-        }
-    }
-}
 
 /// Polls `conn`'s HTTP/2 side: the handshake, new requests (answered through `dispatch`,
 /// the answers written into `staging` first), request bodies, and what `h2` has to send
@@ -308,97 +107,31 @@ pub(super) fn drive(
             break;
         };
         // New requests (h2 reads and writes the pipe while polled).
-        loop {
-            match c.poll_accept(&mut cx) {
-                Poll::Ready(Some(Ok((req, mut respond)))) => {
-                    if respond.poll_reset(&mut cx).is_ready() {
-                        // Reset by the client before we saw it (rapid reset).
-                        resets += 1;
-                        continue;
-                    }
-                    took += 1;
-                    conn.queries = conn.queries.saturating_add(1);
-                    if conn.queries == ctx.max_queries {
-                        // `limits.tcp_queries_per_connection`: this is the last request the
-                        // connection gets; a GOAWAY tells the client to open another (the
-                        // streams already open are still answered, as over TCP).
-                        c.graceful_shutdown();
-                        stats.tcp_query_limit_closed.add(1);
-                    }
-                    let stream = respond.stream_id().as_u32();
-                    request(
-                        req,
-                        respond,
-                        stream,
-                        &mut h.bodies,
-                        &mut h.pending,
-                        dispatch,
-                        staging,
-                        origin(stream),
-                        stats,
-                    );
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    if e.reason() == Some(Reason::ENHANCE_YOUR_CALM) && e.is_go_away() {
-                        stats.https[HTTPS_CALM].add(1);
-                    }
-                    ended = true;
-                    break;
-                }
-                Poll::Ready(None) => {
-                    ended = true;
-                    break;
-                }
-                Poll::Pending => break,
-            }
-        }
+        ended |= accept_requests(
+            c,
+            &mut cx,
+            conn,
+            &mut h.bodies,
+            &mut h.pending,
+            dispatch,
+            staging,
+            ctx,
+            &origin,
+            stats,
+            &mut took,
+            &mut resets,
+        );
         // Bodies that arrived.
-        let mut i = 0;
-        while i < h.bodies.len() {
-            match poll_body(&mut h.bodies[i], &mut cx, &mut h.body_octets) {
-                BodyState::More => i += 1,
-                BodyState::Reset => {
-                    let b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    resets += 1;
-                }
-                BodyState::Done => {
-                    let mut b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    if b.data.len() < 12 {
-                        reject(&mut b.respond, Reject::BadRequest, stats);
-                    } else {
-                        answer(
-                            &b.data,
-                            b.respond,
-                            b.stream,
-                            &mut h.pending,
-                            dispatch,
-                            staging,
-                            origin(b.stream),
-                            stats,
-                        );
-                    }
-                    took += 1;
-                }
-                BodyState::TooLarge => {
-                    let b = &mut h.bodies[i];
-                    h.body_octets -= b.data.len();
-                    b.data = Vec::new();
-                    reject(&mut b.respond, Reject::TooLarge, stats);
-                    b.drained = Some(0);
-                    took += 1;
-                }
-                BodyState::Drained => {
-                    h.bodies.swap_remove(i);
-                }
-                BodyState::OverBudget => {
-                    let mut b = h.bodies.swap_remove(i);
-                    h.body_octets -= b.data.len();
-                    b.respond.send_reset(Reason::REFUSED_STREAM);
-                }
-            }
-        }
+        poll_bodies(
+            &mut h,
+            &mut cx,
+            dispatch,
+            staging,
+            &origin,
+            stats,
+            &mut took,
+            &mut resets,
+        );
         // Resolutions whose client gave up: counted as resets.
         h.pending.retain_mut(|(_, r)| {
             let reset = r.poll_reset(&mut cx).is_ready();
@@ -432,6 +165,132 @@ pub(super) fn drive(
         }
     }
     Ok(active)
+}
+
+/// Takes the new requests of `c` (rejected, answered, or their bodies awaited) until `h2`
+/// has no more; counts them in `took` and those reset before we saw them in `resets`. True
+/// if the HTTP/2 connection ended.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn accept_requests(
+    c: &mut Connection<Io, Bytes>,
+    cx: &mut Context<'_>,
+    conn: &mut Conn,
+    bodies: &mut Vec<Body>,
+    pending: &mut Vec<(u32, SendResponse<Bytes>)>,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    ctx: FrameCtx,
+    origin: &impl Fn(u32) -> Origin,
+    stats: &WorkerStats,
+    took: &mut u32,
+    resets: &mut u32,
+) -> bool {
+    loop {
+        match c.poll_accept(cx) {
+            Poll::Ready(Some(Ok((req, mut respond)))) => {
+                if respond.poll_reset(cx).is_ready() {
+                    // Reset by the client before we saw it (rapid reset).
+                    *resets += 1;
+                    continue;
+                }
+                *took += 1;
+                conn.queries = conn.queries.saturating_add(1);
+                if conn.queries == ctx.max_queries {
+                    // `limits.tcp_queries_per_connection`: this is the last request the
+                    // connection gets; a GOAWAY tells the client to open another (the
+                    // streams already open are still answered, as over TCP).
+                    c.graceful_shutdown();
+                    stats.tcp_query_limit_closed.add(1);
+                }
+                let stream = respond.stream_id().as_u32();
+                request(
+                    req,
+                    respond,
+                    stream,
+                    bodies,
+                    pending,
+                    dispatch,
+                    staging,
+                    origin(stream),
+                    stats,
+                );
+            }
+            Poll::Ready(Some(Err(e))) => {
+                if e.reason() == Some(Reason::ENHANCE_YOUR_CALM) && e.is_go_away() {
+                    stats.https[HTTPS_CALM].add(1);
+                }
+                return true;
+            }
+            Poll::Ready(None) => {
+                return true;
+            }
+            Poll::Pending => return false,
+        }
+    }
+}
+
+/// Polls the request bodies still arriving: a whole one answered, one too large or over
+/// the connection's budget refused, one reset counted in `resets`; answered or refused
+/// requests counted in `took`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn poll_bodies(
+    h: &mut HttpsConn,
+    cx: &mut Context<'_>,
+    dispatch: &mut Dispatcher<'_>,
+    staging: &mut [u8],
+    origin: &impl Fn(u32) -> Origin,
+    stats: &WorkerStats,
+    took: &mut u32,
+    resets: &mut u32,
+) {
+    let mut i = 0;
+    while i < h.bodies.len() {
+        match poll_body(&mut h.bodies[i], cx, &mut h.body_octets) {
+            BodyState::More => i += 1,
+            BodyState::Reset => {
+                let b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                *resets += 1;
+            }
+            BodyState::Done => {
+                let mut b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                if b.data.len() < 12 {
+                    reject(&mut b.respond, Reject::BadRequest, stats);
+                } else {
+                    answer(
+                        &b.data,
+                        b.respond,
+                        b.stream,
+                        &mut h.pending,
+                        dispatch,
+                        staging,
+                        origin(b.stream),
+                        stats,
+                    );
+                }
+                *took += 1;
+            }
+            BodyState::TooLarge => {
+                let b = &mut h.bodies[i];
+                h.body_octets -= b.data.len();
+                b.data = Vec::new();
+                reject(&mut b.respond, Reject::TooLarge, stats);
+                b.drained = Some(0);
+                *took += 1;
+            }
+            BodyState::Drained => {
+                h.bodies.swap_remove(i);
+            }
+            BodyState::OverBudget => {
+                let mut b = h.bodies.swap_remove(i);
+                h.body_octets -= b.data.len();
+                b.respond.send_reset(Reason::REFUSED_STREAM);
+            }
+        }
+    }
 }
 
 /// The resolver role's answer `message` for `stream` of `conn`: sent if the stream is

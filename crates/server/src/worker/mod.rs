@@ -55,7 +55,6 @@ mod tls;
 mod udp;
 mod xdp_port;
 
-pub(crate) use https::HttpsConn;
 pub(crate) use quic::QuicConfig;
 pub(crate) use tls::TlsConfig;
 

@@ -38,28 +38,25 @@
 //! `limits.tcp_idle_timeout_ms`. Unlike the UDP path, this one allocates: quinn-proto takes
 //! each datagram in a `BytesMut` and keeps its own state per connection.
 
+mod config;
+mod streams;
+
+pub(crate) use config::QuicConfig;
+use streams::{pump, read_stream, write_unsent};
+
 use super::{Worker, KIND_QUIC, KIND_SHIFT};
-use crate::dispatch::{Action, Dispatcher};
-use crate::origin::{Origin, Via};
+use crate::dispatch::Dispatcher;
 use crate::stats::{WorkerStats, QUIC_ACCEPTED, QUIC_REFUSED, QUIC_RETRIED};
-use arc_swap::ArcSwap;
-use bytes::{Bytes, BytesMut};
-use quinn_proto::crypto::rustls::QuicServerConfig;
-use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, IdleTimeout, ReadError,
-    ServerConfig, StreamEvent, StreamId, TransportConfig, VarInt,
-};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use shardns_zone::xfr::{self, Transfer};
+use bytes::BytesMut;
+use quinn_proto::{ConnectionHandle, DatagramEvent, Dir, Endpoint, Event, StreamEvent, StreamId};
+use shardns_zone::xfr::Transfer;
 use shardns_zone::ZoneSet;
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// RFC 9250 §8.4 error codes.
 const DOQ_PROTOCOL_ERROR: u32 = 0x2;
@@ -83,68 +80,6 @@ const XFR_MESSAGES_PER_TURN: usize = 8;
 const XFR_PER_CONN: usize = 2;
 /// What quinn-proto itself may hold per connection, each way.
 const WINDOW: u32 = 1 << 20;
-
-/// The server's QUIC setup: the certificate (as for DoT, with ALPN "doq") and the endpoint
-/// settings every worker shares.
-pub(crate) struct QuicConfig {
-    current: ArcSwap<ServerConfig>,
-    endpoint: Arc<EndpointConfig>,
-    files: (PathBuf, PathBuf),
-    idle: Duration,
-}
-
-impl QuicConfig {
-    /// Reads the certificate chain and key (PEM); `idle` closes quiet connections.
-    pub(crate) fn load(cert: &Path, key: &Path, idle: Duration) -> Result<Self, String> {
-        Ok(Self {
-            current: ArcSwap::from(server_config(cert, key, idle)?),
-            endpoint: Arc::new(EndpointConfig::default()),
-            files: (cert.to_path_buf(), key.to_path_buf()),
-            idle,
-        })
-    }
-
-    /// Reads the files again (as `TlsConfig::reload`): new connections get the new one.
-    pub(crate) fn reload(&self, files: Option<(&Path, &Path)>) -> Result<(), String> {
-        let (cert, key) = files.unwrap_or((&self.files.0, &self.files.1));
-        self.current.store(server_config(cert, key, self.idle)?);
-        Ok(())
-    }
-}
-
-/// A QUIC server config: TLS 1.3 only (QUIC has no other), rustls with aws-lc-rs, ALPN "doq"
-/// (RFC 9250 §4.1.1), no 0-RTT (replayable queries are not worth it), no migration.
-fn server_config(cert: &Path, key: &Path, idle: Duration) -> Result<Arc<ServerConfig>, String> {
-    let certs = CertificateDer::pem_file_iter(cert)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
-    if certs.is_empty() {
-        return Err(format!("{}: no certificate in it", cert.display()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
-    tls.alpn_protocols = vec![b"doq".to_vec()];
-    tls.max_early_data_size = 0;
-    let crypto = QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
-    let mut transport = TransportConfig::default();
-    transport
-        .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
-        .max_concurrent_uni_streams(VarInt::from_u32(0))
-        .max_idle_timeout(IdleTimeout::try_from(idle).ok())
-        .stream_receive_window(VarInt::from_u32(STREAM_MAX as u32 + 1))
-        .receive_window(VarInt::from_u32(WINDOW))
-        .send_window(WINDOW.into());
-    let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport));
-    config.migration(false);
-    Ok(Arc::new(config))
-}
 
 /// One connection and what its streams hold.
 struct QuicConn {
@@ -464,244 +399,6 @@ fn endpoint_events(q: &mut Quic, ch: ConnectionHandle, c: &mut QuicConn) {
     while let Some(event) = c.conn.poll_endpoint_events() {
         if let Some(back) = q.endpoint.handle_event(ch, event) {
             c.conn.handle_event(back);
-        }
-    }
-}
-
-/// Takes what stream `id` has; a whole query is answered.
-fn read_stream(
-    q: &mut Quic,
-    ch: ConnectionHandle,
-    c: &mut QuicConn,
-    id: StreamId,
-    dispatch: &mut Dispatcher<'_>,
-    now: Instant,
-    stats: &WorkerStats,
-) {
-    let mut fin = false;
-    let mut reset = None;
-    let others = c.buffered_except(id);
-    {
-        let buf = c.partial.entry(id).or_default();
-        let mut recv = c.conn.recv_stream(id);
-        let Ok(mut chunks) = recv.read(true) else {
-            c.partial.remove(&id);
-            return;
-        };
-        loop {
-            match chunks.next(STREAM_MAX) {
-                Ok(Some(chunk)) => {
-                    let total = buf.len() + chunk.bytes.len();
-                    if total > STREAM_MAX {
-                        reset = Some(DOQ_PROTOCOL_ERROR);
-                        break;
-                    }
-                    if others + total > BUFFERED_MAX {
-                        reset = Some(DOQ_EXCESSIVE_LOAD);
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk.bytes);
-                }
-                Ok(None) => {
-                    fin = true;
-                    break;
-                }
-                Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(_)) => {
-                    reset = Some(DOQ_REQUEST_CANCELLED);
-                    break;
-                }
-            }
-        }
-        let _ = chunks.finalize();
-    }
-    let Some(buf) = c.partial.get(&id) else {
-        return;
-    };
-    let want = match buf.get(..2) {
-        Some(l) => 2 + u16::from_be_bytes([l[0], l[1]]) as usize,
-        None => usize::MAX,
-    };
-    let error = match reset {
-        Some(code) => Some(code),
-        // Not one whole message: a stream error.
-        None if buf.len() > want || (fin && buf.len() < want) => Some(DOQ_PROTOCOL_ERROR),
-        None => None,
-    };
-    if let Some(code) = error {
-        c.partial.remove(&id);
-        let _ = c.conn.send_stream(id).reset(VarInt::from_u32(code));
-        let _ = c.conn.recv_stream(id).stop(VarInt::from_u32(code));
-        if code == DOQ_PROTOCOL_ERROR {
-            stats.malformed.add(1);
-        } else {
-            stats.dropped.add(1);
-        }
-        return;
-    }
-    if buf.len() < want {
-        return;
-    }
-    let Some(query) = c.partial.remove(&id) else {
-        return;
-    };
-    let message = &query[2..];
-    let peer = c.conn.remote_address();
-    let via = Via::Quic {
-        conn: ch.0,
-        stream: id.into(),
-    };
-    let origin = Origin::new(via, peer.is_ipv6(), Some(peer));
-    stats.queries[origin.slot()].add(1);
-    // RFC 9250 §4.2.1: the Message ID is 0; anything else closes the connection.
-    if message.len() >= 2 && message[..2] != [0, 0] {
-        stats.malformed.add(1);
-        c.conn.close(
-            now,
-            VarInt::from_u32(DOQ_PROTOCOL_ERROR),
-            Bytes::from_static(b"message ID not 0"),
-        );
-        return;
-    }
-    let (len_field, out) = q.out.split_at_mut(2);
-    match dispatch.handle(message, origin, out) {
-        Action::Send(w) => {
-            len_field.copy_from_slice(&(w.len as u16).to_be_bytes());
-            respond(c, id, &q.out[..2 + w.len], stats);
-        }
-        // The resolver answers later (`Quic::deliver`); the stream waits.
-        Action::Pending => {}
-        // A zone transfer: its messages on this stream, as the client takes them.
-        Action::Stream(t) => {
-            if c.transfers.len() >= XFR_PER_CONN {
-                super::stream::transfer_ended(origin.peer, &t, stats);
-                let _ = c
-                    .conn
-                    .send_stream(id)
-                    .reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
-                return;
-            }
-            c.transfers.insert(id, t);
-            pump(&mut q.out, c, id, stats);
-        }
-        Action::Drop => {
-            let _ = c
-                .conn
-                .send_stream(id)
-                .reset(VarInt::from_u32(DOQ_REQUEST_CANCELLED));
-        }
-    }
-}
-
-/// Writes `response` (length-prefixed) on stream `id` and finishes it; what the stream does
-/// not take now is kept for later while the connection has room.
-fn respond(c: &mut QuicConn, id: StreamId, response: &[u8], stats: &WorkerStats) {
-    let room = BUFFERED_MAX.saturating_sub(c.buffered_except(id));
-    let mut stream = c.conn.send_stream(id);
-    let sent = match stream.write(response) {
-        Ok(n) if n == response.len() => {
-            let _ = stream.finish();
-            return;
-        }
-        Ok(n) => n,
-        Err(quinn_proto::WriteError::Blocked) => 0,
-        Err(_) => return,
-    };
-    // The client does not take what it asked for: kept while there is room.
-    if response.len() - sent <= room {
-        c.unsent.insert(id, (response.to_vec(), sent));
-    } else {
-        let _ = stream.reset(VarInt::from_u32(DOQ_EXCESSIVE_LOAD));
-        stats.dropped.add(1);
-    }
-}
-
-impl Quic {
-    /// A resolver answer (`frame`: length-prefixed) for stream `stream` of connection
-    /// `conn`, if both are still there; the connection is driven at the end of the turn.
-    pub(super) fn deliver(&mut self, conn: usize, stream: u64, frame: &[u8], stats: &WorkerStats) {
-        let ch = ConnectionHandle(conn);
-        let (Some(c), Ok(v)) = (self.conns.get_mut(&ch), VarInt::from_u64(stream)) else {
-            stats.dropped.add(1);
-            return;
-        };
-        respond(c, StreamId::from(v), frame, stats);
-        self.touched.push(ch);
-    }
-}
-
-/// Writes the next messages of stream `id`'s zone transfer, if it has one, while the
-/// stream takes them whole (at most [`XFR_MESSAGES_PER_TURN`]); the stream is finished after
-/// the last one.
-fn pump(out: &mut [u8], c: &mut QuicConn, id: StreamId, stats: &WorkerStats) {
-    if c.unsent.contains_key(&id) {
-        return;
-    }
-    let Some(mut t) = c.transfers.remove(&id) else {
-        return;
-    };
-    t.set_time(crate::dispatch::unix_now());
-    let room = (2 + xfr::MESSAGE_SIZE).min(out.len());
-    let mut broken = false;
-    for _ in 0..XFR_MESSAGES_PER_TURN {
-        let Some(len) = t.next_message(&mut out[2..room]) else {
-            break;
-        };
-        out[..2].copy_from_slice(&(len as u16).to_be_bytes());
-        stats.xfr_messages.add(1);
-        let data = &out[..2 + len];
-        match c.conn.send_stream(id).write(data) {
-            Ok(n) if n == data.len() => {}
-            Ok(n) => {
-                c.unsent.insert(id, (data.to_vec(), n));
-                break;
-            }
-            Err(quinn_proto::WriteError::Blocked) => {
-                c.unsent.insert(id, (data.to_vec(), 0));
-                break;
-            }
-            Err(_) => {
-                broken = true;
-                break;
-            }
-        }
-        if t.is_done() {
-            break;
-        }
-    }
-    if t.is_done() || broken {
-        if !c.unsent.contains_key(&id) && !broken {
-            let _ = c.conn.send_stream(id).finish();
-        }
-        super::stream::transfer_ended(Some(c.conn.remote_address()), &t, stats);
-        return;
-    }
-    if !c.unsent.contains_key(&id) {
-        c.more = true;
-    }
-    c.transfers.insert(id, t);
-}
-
-/// Writes more of a response the stream did not take at once; the stream is finished
-/// when it is all gone, unless a zone transfer has more for it.
-fn write_unsent(c: &mut QuicConn, id: StreamId) {
-    let Some((data, sent)) = c.unsent.get_mut(&id) else {
-        return;
-    };
-    let mut stream = c.conn.send_stream(id);
-    match stream.write(&data[*sent..]) {
-        Ok(n) => {
-            *sent += n;
-            if *sent == data.len() {
-                if !c.transfers.contains_key(&id) {
-                    let _ = stream.finish();
-                }
-                c.unsent.remove(&id);
-            }
-        }
-        Err(quinn_proto::WriteError::Blocked) => {}
-        Err(_) => {
-            c.unsent.remove(&id);
         }
     }
 }

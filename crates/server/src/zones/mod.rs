@@ -30,20 +30,22 @@
 //! call misses the 100 ms goal there. Events make the work of a reload follow what changed
 //! (a few `stat`s) instead of the number of zones.
 
-use crate::config::Config;
-use crate::signing::{self, SignSpec};
-use crate::ZoneConfig;
+use crate::signing::SignSpec;
 use shardns_wire::Name;
-use shardns_zone::scan::{scan_file, scan_text, Diag};
-use shardns_zone::{LoadError, ScanOptions, Zone, ZoneChange, ZoneSet};
+use shardns_zone::scan::Diag;
+use shardns_zone::{LoadError, Zone, ZoneChange, ZoneSet};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use tracing::debug;
 use watch::{Owner, Watch};
 
+mod apply;
+mod load;
+mod specs;
 mod watch;
+
+pub(crate) use specs::specs;
 
 /// Threads one zone file is scanned with.
 const SCAN_THREADS: usize = 2;
@@ -73,136 +75,6 @@ pub(crate) struct ZoneSpec {
     pub(crate) source: ZoneSource,
     /// Signed on load (`dnssec = true`): how.
     pub(crate) signing: Option<Arc<SignSpec>>,
-}
-
-/// The zones `config` asks for (its `[[zone]]` tables, then its `zone_list`); the embedded
-/// zone if it asks for none. A name given twice is loaded once: a `[[zone]]` wins over the
-/// list, a later list line over an earlier one.
-pub(crate) fn specs(
-    config: &Config,
-    fallback: Option<EmbeddedZone>,
-) -> Result<Vec<ZoneSpec>, String> {
-    let listed = match &config.server.zone_list {
-        Some(path) => read_zone_list(path, config.server.key_directory.is_some())?,
-        None => Vec::new(),
-    };
-    if config.zones.is_empty() && listed.is_empty() {
-        if config.resolver.recursion {
-            // A resolver need not serve any zone; the example zone would only shadow names.
-            return Ok(Vec::new());
-        }
-        let e = fallback.ok_or("no zones configured (add a [[zone]] table or --zone NAME=FILE)")?;
-        let name = e
-            .name
-            .parse::<Name>()
-            .map_err(|err| format!("embedded zone name {:?}: {err}", e.name))?;
-        return Ok(vec![ZoneSpec {
-            name,
-            source: ZoneSource::Embedded(e),
-            signing: None,
-        }]);
-    }
-    let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
-    let mut at: HashMap<Name, usize, NameHash> =
-        HashMap::with_capacity_and_hasher(specs.capacity(), NameHash);
-    // Tables come after the list, so that they replace its lines. Secondary zones are the
-    // secondary role's (`crate::secondary`), not read from files here, and replace a list
-    // line of the same name too.
-    let secondaries: HashSet<&Name, NameHash> = config
-        .zones
-        .iter()
-        .filter(|z| z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce))
-        .map(|z| &z.name)
-        .collect();
-    let key_dir = config.server.key_directory.as_deref();
-    let listed = listed
-        .into_iter()
-        .filter(|z| !secondaries.contains(&z.name))
-        .map(|z| {
-            let signing = SignSpec::of(&z, key_dir).map(Arc::new);
-            (z.name, z.file, signing)
-        });
-    // Produced catalogs are made, not read (`crate::catalog`).
-    let made = |z: &&ZoneConfig| {
-        z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce)
-    };
-    let tables = config.zones.iter().filter(|z| !made(z)).map(|z| {
-        let signing = SignSpec::of(z, key_dir).map(Arc::new);
-        (z.name.clone(), z.file.clone(), signing)
-    });
-    for (name, file, signing) in listed.chain(tables) {
-        let spec = ZoneSpec {
-            name,
-            source: ZoneSource::File(file),
-            signing,
-        };
-        match at.get(&spec.name) {
-            Some(&i) => specs[i] = spec,
-            None => {
-                at.insert(spec.name.clone(), specs.len());
-                specs.push(spec);
-            }
-        }
-    }
-    Ok(specs)
-}
-
-/// Reads a zone list: `NAME FILE [FLAG...]` per line, `#` comments, blank lines; FILE
-/// relative to the list's directory. The flags `dnssec`, `nsec3` and `nsec3_opt_out` sign
-/// the zone as the `[[zone]]` keys of those names do (the other signing settings take
-/// their defaults); they need a key directory (`has_key_dir`). Errors name `list:line`.
-fn read_zone_list(path: &Path, has_key_dir: bool) -> Result<Vec<ZoneConfig>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("zone list {}: {e}", path.display()))?;
-    let base = path.parent().unwrap_or(Path::new(""));
-    let mut zones = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), i + 1);
-        let mut words = line.split_whitespace();
-        let (Some(name), Some(file)) = (words.next(), words.next()) else {
-            return Err(format!("{}: expected NAME FILE, got {line:?}", at()));
-        };
-        let (mut dnssec, mut nsec3, mut opt_out) = (false, false, false);
-        for flag in words {
-            match flag {
-                "dnssec" => dnssec = true,
-                "nsec3" => nsec3 = true,
-                "nsec3_opt_out" => opt_out = true,
-                _ => {
-                    return Err(format!(
-                        "{}: unknown flag {flag:?} after NAME FILE (dnssec, nsec3, nsec3_opt_out)",
-                        at()
-                    ))
-                }
-            }
-        }
-        let dnssec = dnssec || nsec3 || opt_out;
-        if dnssec && !has_key_dir {
-            return Err(format!(
-                "{}: signing zone {name} needs server.key_directory (or --key-dir)",
-                at()
-            ));
-        }
-        let name = name
-            .parse::<Name>()
-            .map_err(|e| format!("{}: zone name {name:?}: {e}", at()))?;
-        let file = Path::new(file);
-        let file = if file.is_relative() {
-            base.join(file)
-        } else {
-            file.into()
-        };
-        let mut zone = ZoneConfig::new(name, file);
-        zone.dnssec = dnssec;
-        zone.nsec3 = nsec3;
-        zone.nsec3_opt_out = opt_out;
-        zones.push(zone);
-    }
-    Ok(zones)
 }
 
 /// A zone that failed to load.
@@ -372,14 +244,6 @@ impl std::hash::Hasher for PassThrough {
     }
 }
 
-/// What to do with one configured zone.
-enum Plan {
-    /// Unchanged: keep it.
-    Keep,
-    /// Read it (new, changed, or asked for by name).
-    Load,
-}
-
 /// Which zones a reload is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
@@ -513,221 +377,6 @@ impl ZoneLibrary {
         (self.apply(&specs, Scope::Named), unknown)
     }
 
-    fn apply(&mut self, specs: &[ZoneSpec], scope: Scope) -> LoadReport {
-        let full_pass = match scope {
-            Scope::Named => None,
-            _ => self.watch.full_pass().map(str::to_string),
-        };
-        let checked = AtomicUsize::new(0);
-        let stat = |path: &Path| {
-            checked.fetch_add(1, Relaxed);
-            FileStamp::of(path)
-        };
-        // Decide per zone, on every core: a `stat` for the zones read, and for those
-        // events cannot vouch for.
-        let plans: Vec<(Plan, Option<FileStamp>)> = parallel_map(specs, |spec| {
-            let stamp = || match &spec.source {
-                ZoneSource::File(path) => stat(path),
-                ZoneSource::Embedded(_) => None,
-            };
-            match self.held.get(&spec.name) {
-                _ if scope == Scope::Named => (Plan::Load, stamp()),
-                None => (Plan::Load, stamp()),
-                Some(h) if h.source != spec.source || h.signing != spec.signing => {
-                    (Plan::Load, stamp())
-                }
-                Some(h) if full_pass.is_some() || self.polled.contains(&spec.name) => {
-                    let now = stamp();
-                    let changed =
-                        h.stamp != now || h.includes.iter().any(|(path, was)| stat(path) != *was);
-                    // An embedded zone, or files that have not changed since they were
-                    // read (or last failed to read): nothing to do.
-                    (if changed { Plan::Load } else { Plan::Keep }, now)
-                }
-                Some(_) if self.watch.is_dirty(&spec.name) => (Plan::Load, stamp()),
-                Some(h) => (Plan::Keep, h.stamp),
-            }
-        });
-        if scope != Scope::Named {
-            // The events so far are dealt with by these plans; later ones wait in the queue.
-            self.watch.zones_done();
-        }
-        let to_load: Vec<(&ZoneSpec, Option<FileStamp>)> = specs
-            .iter()
-            .zip(&plans)
-            .filter(|(_, (p, _))| matches!(p, Plan::Load))
-            .map(|(s, (_, stamp))| (s, *stamp))
-            .collect();
-        // The directories of the files about to be read are watched before they are read.
-        if self.watch.watching() {
-            for (spec, _) in &to_load {
-                if let ZoneSource::File(path) = &spec.source {
-                    self.watch.prepare(path);
-                }
-            }
-        }
-        // Named and changed-only reloads leave every other held zone as it is.
-        let considered = if scope == Scope::All {
-            specs.len()
-        } else {
-            self.held.len()
-        };
-        let unchanged = considered.saturating_sub(to_load.len());
-        // Listed zones not held before this reload (specs name each zone once).
-        let new_zones = to_load
-            .iter()
-            .filter(|(s, _)| !self.held.contains_key(&s.name))
-            .count();
-        // Many small zones: one per core, each on one thread; one big zone: both cores on it.
-        let scan_threads = if to_load.len() == 1 { SCAN_THREADS } else { 1 };
-        let results = parallel_map(&to_load, |(spec, _)| load_one(spec, scan_threads));
-
-        let mut changes = Vec::new();
-        let mut added = Vec::new();
-        let mut replaced = Vec::new();
-        let mut failures = Vec::new();
-        let mut warnings = Vec::new();
-        let mut resign = Vec::new();
-        let mut loaded = 0;
-        for ((spec, stamp), result) in to_load.into_iter().zip(results) {
-            let mut new = false;
-            let held = self.held.entry(spec.name.clone()).or_insert_with(|| {
-                new = true;
-                Held {
-                    source: spec.source.clone(),
-                    signing: None,
-                    stamp: None,
-                    includes: Vec::new(),
-                    zone: None,
-                    failed: false,
-                }
-            });
-            let owner = Owner::Zone(spec.name.clone());
-            if self.watch.watching() && !new {
-                for path in held.files() {
-                    self.watch.untrack(&owner, path);
-                }
-            }
-            if held.failed {
-                self.failing -= 1;
-            }
-            held.failed = false;
-            held.source = spec.source.clone();
-            held.signing = spec.signing.clone();
-            // The zone file as it was before it was read (a change while reading shows at
-            // the next reload). A failed read is remembered too, so an unchanged broken
-            // file is reported once.
-            held.stamp = stamp;
-            held.includes.clear();
-            match result {
-                Ok((zone, w, included, refresh_at)) => {
-                    resign.extend(refresh_at.map(|at| (spec.name.clone(), at)));
-                    held.includes = included
-                        .into_iter()
-                        .map(|p| {
-                            let stamp = stat(&p);
-                            (p, stamp)
-                        })
-                        .collect();
-                    let zone = Arc::new(zone);
-                    if zone.arrays().iter().any(|&(_, len)| len >= HUGE_PAGE) {
-                        self.huge_pending.push(Arc::clone(&zone));
-                    }
-                    replaced.extend(held.zone.replace(Arc::clone(&zone)));
-                    added.push(Arc::clone(&zone));
-                    changes.push(ZoneChange::Put(zone));
-                    warnings.extend(w);
-                    loaded += 1;
-                }
-                Err(error) => {
-                    // A signed zone still served is tried again before its signatures
-                    // run out.
-                    if let (Some(s), Some(_)) = (&spec.signing, &held.zone) {
-                        let retry = u64::from(s.policy.refresh / 8).clamp(1, 3600);
-                        resign.push((spec.name.clone(), signing::unix_now() + retry));
-                    }
-                    held.failed = true;
-                    self.failing += 1;
-                    failures.push(ZoneFailure {
-                        name: spec.name.clone(),
-                        error,
-                        kept_previous: held.zone.is_some(),
-                    })
-                }
-            }
-            if self.watch.watching() {
-                // Told of by events only if every file it read is.
-                let mut by_events = true;
-                if let ZoneSource::File(path) = &held.source {
-                    by_events &= self
-                        .watch
-                        .track(&owner, path, held.stamp.as_ref())
-                        .by_events;
-                }
-                for (path, stamp) in &held.includes {
-                    let t = self.watch.track(&owner, path, stamp.as_ref());
-                    by_events &= t.by_events;
-                    if t.new_watch {
-                        // Watched after the read: a change in between shows next time.
-                        self.watch.mark(&spec.name);
-                    }
-                }
-                if by_events {
-                    self.polled.remove(&spec.name);
-                } else if !self.polled.contains(&spec.name) {
-                    self.polled.insert(spec.name.clone());
-                }
-            }
-        }
-        let mut removed = 0;
-        // Every held zone is listed (the usual reload) when as many are held as listed and
-        // none listed is new: then nothing was removed, and no set of names is needed.
-        let all_listed = self.held.len() == specs.len() && new_zones == 0;
-        if scope == Scope::All && !all_listed {
-            let listed: HashSet<&Name, NameHash> = specs.iter().map(|s| &s.name).collect();
-            let gone: Vec<Name> = self
-                .held
-                .keys()
-                .filter(|n| !listed.contains(n))
-                .cloned()
-                .collect();
-            for name in gone {
-                let Some(held) = self.held.remove(&name) else {
-                    continue;
-                };
-                let owner = Owner::Zone(name.clone());
-                for path in held.files() {
-                    self.watch.untrack(&owner, path);
-                }
-                self.polled.remove(&name);
-                if held.failed {
-                    self.failing -= 1;
-                }
-                if let Some(zone) = held.zone {
-                    replaced.push(zone);
-                    removed += 1;
-                }
-                changes.push(ZoneChange::Remove(name));
-            }
-        }
-        self.set = self.set.update(changes);
-        let checked = checked.into_inner() + std::mem::take(&mut self.checked);
-        LoadReport {
-            set: self.set.clone(),
-            loaded,
-            unchanged,
-            removed,
-            still_failing: self.failing,
-            added,
-            replaced,
-            failures,
-            warnings,
-            checked,
-            full_pass,
-            resign,
-        }
-    }
-
     /// Asks the kernel to back the big arrays of the zones read since the last call with
     /// huge pages (fewer TLB misses on lookups; BENCHMARKS, "huge pages"). The kernel copies
     /// the data (~0.1 s for the 1.3M-record zone), so this runs after the zones are served,
@@ -765,105 +414,6 @@ impl ZoneLibrary {
     pub(crate) fn len(&self) -> usize {
         self.set.len()
     }
-}
-
-/// `f` over `items` on every core (in order), for work that is independent per item:
-/// statting and reading zone files.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len());
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    // Items are handed out one at a time, so a big zone does not hold up a chunk of small
-    // ones behind it.
-    let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        out.push((i, f(item)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a zone loading thread panicked"))
-            .collect()
-    });
-    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    for part in &mut parts {
-        for (i, r) in part.drain(..) {
-            slots[i] = Some(r);
-        }
-    }
-    slots
-        .into_iter()
-        .map(|r| r.expect("every item was mapped"))
-        .collect()
-}
-
-/// What [`load_one`] returns: the zone, the warnings, the files it `$INCLUDE`d (and the key
-/// directory of a signed zone), and when a signed zone is to be signed again.
-type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
-
-/// Scans, signs if it is to be signed, and builds one zone.
-fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
-    let opts = ScanOptions {
-        threads,
-        ..ScanOptions::new(spec.name.clone())
-    };
-    let scanned = match &spec.source {
-        // `scan_file` reads only regular files (a FIFO would block the reload in open(), a
-        // device like /dev/zero never end), and says so as `file:0: cannot read: ...`.
-        ZoneSource::File(path) => scan_file(path, &opts)?,
-        ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
-    };
-    let mut included: Vec<PathBuf> = scanned.files.iter().skip(1).cloned().collect();
-    let file = scanned.files.first().cloned().unwrap_or_default();
-    let mut refresh_at = None;
-    let (zone, mut warnings) = match &spec.signing {
-        None => Zone::build(spec.name.clone(), scanned)?,
-        Some(s) => {
-            // Every core for one zone, one each for many (as the scan).
-            let sign_threads = if threads > 1 { 0 } else { 1 };
-            let signed =
-                signing::sign_scanned(&spec.name, scanned, s, signing::unix_now(), sign_threads)?;
-            // New keys in the directory make a reload sign again.
-            included.push(s.key_dir.clone());
-            refresh_at = Some(signed.refresh_at);
-            // Built as the signer's canonical order gives the records, without a second
-            // index of them.
-            Zone::build_sorted(
-                spec.name.clone(),
-                signed.records,
-                signed.files,
-                signed.warnings,
-            )?
-        }
-    };
-    // Signatures past their time are served as they are (an authoritative server does not
-    // validate), with a warning: the operator's signer has stopped.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    warnings.extend(
-        zone.signature_warnings(now)
-            .into_iter()
-            .map(|message| Diag {
-                file: file.clone(),
-                line: 0,
-                message,
-            }),
-    );
-    Ok((zone, warnings, included, refresh_at))
 }
 
 #[cfg(test)]

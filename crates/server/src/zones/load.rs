@@ -1,0 +1,108 @@
+//! zones::load -- reading one zone (scan, sign if asked, build), and the map over every
+//! core that reads many.
+
+use super::{ZoneSource, ZoneSpec};
+use crate::signing;
+use shardns_zone::scan::{scan_file, scan_text, Diag};
+use shardns_zone::{LoadError, ScanOptions, Zone};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// `f` over `items` on every core (in order), for work that is independent per item:
+/// statting and reading zone files.
+pub(super) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    // Items are handed out one at a time, so a big zone does not hold up a chunk of small
+    // ones behind it.
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a zone loading thread panicked"))
+            .collect()
+    });
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for part in &mut parts {
+        for (i, r) in part.drain(..) {
+            slots[i] = Some(r);
+        }
+    }
+    slots
+        .into_iter()
+        .map(|r| r.expect("every item was mapped"))
+        .collect()
+}
+
+/// What [`load_one`] returns: the zone, the warnings, the files it `$INCLUDE`d (and the key
+/// directory of a signed zone), and when a signed zone is to be signed again.
+pub(super) type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
+
+/// Scans, signs if it is to be signed, and builds one zone.
+pub(super) fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
+    let opts = ScanOptions {
+        threads,
+        ..ScanOptions::new(spec.name.clone())
+    };
+    let scanned = match &spec.source {
+        // `scan_file` reads only regular files (a FIFO would block the reload in open(), a
+        // device like /dev/zero never end), and says so as `file:0: cannot read: ...`.
+        ZoneSource::File(path) => scan_file(path, &opts)?,
+        ZoneSource::Embedded(e) => scan_text(e.text.as_bytes(), Path::new(e.label), &opts)?,
+    };
+    let mut included: Vec<PathBuf> = scanned.files.iter().skip(1).cloned().collect();
+    let file = scanned.files.first().cloned().unwrap_or_default();
+    let mut refresh_at = None;
+    let (zone, mut warnings) = match &spec.signing {
+        None => Zone::build(spec.name.clone(), scanned)?,
+        Some(s) => {
+            // Every core for one zone, one each for many (as the scan).
+            let sign_threads = if threads > 1 { 0 } else { 1 };
+            let signed =
+                signing::sign_scanned(&spec.name, scanned, s, signing::unix_now(), sign_threads)?;
+            // New keys in the directory make a reload sign again.
+            included.push(s.key_dir.clone());
+            refresh_at = Some(signed.refresh_at);
+            // Built as the signer's canonical order gives the records, without a second
+            // index of them.
+            Zone::build_sorted(
+                spec.name.clone(),
+                signed.records,
+                signed.files,
+                signed.warnings,
+            )?
+        }
+    };
+    // Signatures past their time are served as they are (an authoritative server does not
+    // validate), with a warning: the operator's signer has stopped.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    warnings.extend(
+        zone.signature_warnings(now)
+            .into_iter()
+            .map(|message| Diag {
+                file: file.clone(),
+                line: 0,
+                message,
+            }),
+    );
+    Ok((zone, warnings, included, refresh_at))
+}
