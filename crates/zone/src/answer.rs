@@ -14,13 +14,11 @@
 //!
 //! Never: allocation, locks, clocks or I/O. Every step is O(labels) hash lookups.
 
-use crate::db::{flags, NodeRef, RRset, Zone, ZoneSet};
-use shardns_wire::message::HEADER_LEN;
-use shardns_wire::name::MAX_NAME_LEN;
+use crate::db::{NodeRef, RRset, Zone, ZoneSet};
 use shardns_wire::writer::Full;
 use shardns_wire::{
-    rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, Query, QueryError, RType, Rcode,
-    Section, Transport,
+    rdata, Class, Header, MessageWriter, NameBuf, NameRef, Opcode, Query, RType, Rcode, Section,
+    Transport,
 };
 
 /// Our EDNS UDP payload size: large enough for most answers, small enough not to fragment
@@ -35,54 +33,6 @@ const MAX_ADDITIONAL: usize = 16;
 /// Most NSEC/NSEC3 records in one answer's proofs: three for a name error, one per
 /// wildcard expansion of a CNAME chain.
 const MAX_PROOFS: usize = 4 + MAX_CHAIN;
-
-/// What was written into the caller's buffer, for statistics, rate limiting and logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Written {
-    /// Response length in `out`.
-    pub len: usize,
-    /// Response code (extended).
-    pub rcode: Rcode,
-    /// The question's type (`None` if there was no readable question).
-    pub qtype: Option<RType>,
-    /// TC was set.
-    pub truncated: bool,
-    /// The query name itself was answered from a wildcard (RFC 4592): the number of labels
-    /// of the wildcard's closest encloser (`*.<encloser>` has one more). A rate limiter keys
-    /// such answers by the wildcard, as BIND's RRL does, so that random names under it
-    /// share one bucket. `None` otherwise, and for names reached through a CNAME.
-    pub wildcard: Option<u8>,
-    /// Where the response's OPT record starts, when it is the last record: where EDNS
-    /// options are appended, without reading the response again.
-    pub opt: OptAt,
-}
-
-/// Where a response's OPT record is, as its writer knows it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OptAt {
-    /// The writer does not say (a transfer's reply, say): [`OptAt::find`] reads the
-    /// response.
-    #[default]
-    Unknown,
-    /// No OPT record is the last record (none was written, or a TSIG follows it).
-    Absent,
-    /// The OPT record, the last record, starts at this offset.
-    At(u16),
-}
-
-impl OptAt {
-    /// The offset of the OPT record ending `response` (our OPT has the root name, so the
-    /// offset is of its owner's one octet), read from `response` only if the writer did
-    /// not say.
-    #[inline]
-    pub fn find(self, response: &[u8]) -> Option<usize> {
-        match self {
-            Self::At(at) => Some(usize::from(at)),
-            Self::Absent => None,
-            Self::Unknown => shardns_wire::edns::opt_at_end(response),
-        }
-    }
-}
 
 /// What the zones make of a query: the one place that decides which role takes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,95 +50,6 @@ pub enum Reply {
     /// A NOTIFY (RFC 1996): nothing is written. A secondary role takes it (and answers with
     /// [`notify_answer`]); without one, [`not_implemented`] answers it.
     Notify,
-}
-
-/// What a name is in a zone.
-#[derive(Debug, Clone, Copy)]
-pub enum Found<'z> {
-    /// The name exists (possibly as an empty non-terminal).
-    Exact(NodeRef<'z>),
-    /// The name does not exist; this wildcard (`*.<closest encloser>`) is the source of
-    /// synthesis (RFC 4592 §3.3.1).
-    Wildcard(NodeRef<'z>),
-    /// The name is at or below this zone cut.
-    Referral(NodeRef<'z>),
-    /// The name is below this node's DNAME (RFC 6672 §2.3).
-    Dname(NodeRef<'z>),
-    /// The name does not exist and no wildcard applies; this node is its closest encloser.
-    NxDomain(NodeRef<'z>),
-}
-
-/// Looks `qname` (at or below the apex) up in `zone`. `qtype` matters only for DS, which is
-/// answered from the parent side of a zone cut (RFC 4035 §3.1.4.1).
-pub fn lookup<'z>(zone: &'z Zone, qname: NameRef<'_>, qtype: RType) -> Found<'z> {
-    // Fast path: the name exists and nothing above it diverts the query.
-    let exact = find_existing(zone, qname);
-    if let Some(n) = exact {
-        let f = n.flags();
-        if f & (flags::BELOW_CUT | flags::BELOW_DNAME) == 0 {
-            if f & flags::DELEGATION != 0 && qtype != RType::DS {
-                return Found::Referral(n);
-            }
-            return Found::Exact(n);
-        }
-    }
-    // Walk down from the apex, one label at a time, stopping at the first cut or DNAME.
-    let wire = qname.as_wire();
-    let mut starts = [0u8; 128];
-    let mut total = 0;
-    let mut pos = 0usize;
-    while wire[pos] != 0 {
-        starts[total] = pos as u8;
-        total += 1;
-        pos += 1 + wire[pos] as usize;
-    }
-    let apex_labels = zone.apex().label_count();
-    if total < apex_labels {
-        return Found::NxDomain(zone.apex_node());
-    }
-    let below = total - apex_labels;
-    let mut cur = zone.apex_node();
-    for depth in 1..=below {
-        if cur.flags() & flags::DNAME != 0 {
-            return Found::Dname(cur);
-        }
-        if depth == below && exact.is_none() {
-            // The query's own name, looked up above: a name error's second lookup of it
-            // (hashing the name, probing the table) is skipped.
-            return wildcard_or_nxdomain(zone, cur);
-        }
-        let name = NameRef::from_wire_prefix(&wire[starts[below - depth] as usize..])
-            .expect("suffix of a valid name")
-            .0;
-        match find_existing(zone, name) {
-            None => return wildcard_or_nxdomain(zone, cur),
-            Some(n) => {
-                if n.flags() & flags::DELEGATION != 0 && !(depth == below && qtype == RType::DS) {
-                    return Found::Referral(n);
-                }
-                cur = n;
-            }
-        }
-    }
-    Found::Exact(cur)
-}
-
-/// A node that exists for lookups: NSEC3 owner names do not (RFC 5155 §7.2.8).
-fn find_existing<'z>(zone: &'z Zone, name: NameRef<'_>) -> Option<NodeRef<'z>> {
-    zone.find(name)
-        .filter(|n| n.flags() & flags::NSEC3_ONLY == 0)
-}
-
-fn wildcard_or_nxdomain<'z>(zone: &'z Zone, encloser: NodeRef<'z>) -> Found<'z> {
-    if encloser.flags() & flags::WILDCARD_CHILD != 0 {
-        let mut star = NameBuf::new();
-        if star.set_concat(&[1, b'*'], encloser.name()).is_ok() {
-            if let Some(w) = zone.find(star.as_ref()) {
-                return Found::Wildcard(w);
-            }
-        }
-    }
-    Found::NxDomain(encloser)
 }
 
 /// Answers `query` from `zones` into `out`, or says which other role takes it. `out` should
@@ -275,68 +136,6 @@ pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &m
             wildcard: a.wildcard,
         }
     }))
-}
-
-/// REFUSED, with the question and our OPT: the answer to a query for a name outside our
-/// zones (or a transfer nobody may take) when no other role takes it.
-pub fn refuse(query: &Query<'_>, transport: Transport, out: &mut [u8]) -> Written {
-    write(query, transport, out, |_| Body {
-        rcode: Rcode::REFUSED,
-        ..Body::default()
-    })
-}
-
-/// The answer to a NOTIFY (RFC 1996 §4.7): the question again, opcode NOTIFY, AA when
-/// `rcode` is NOERROR (the notice was taken), else `rcode` (REFUSED, NOTAUTH).
-pub fn notify_answer(query: &Query<'_>, rcode: Rcode, out: &mut [u8]) -> Written {
-    write(query, Transport::Tcp, out, |_| Body {
-        rcode,
-        aa: rcode == Rcode::NOERROR,
-        ..Body::default()
-    })
-}
-
-/// NOTIMP with a bare header: the answer to an opcode no role of the server takes (a
-/// NOTIFY to a server without secondary zones).
-pub fn not_implemented(query: &Query<'_>, out: &mut [u8]) -> Written {
-    bare(response_header(query.header()), Rcode::NOTIMP, None, out)
-}
-
-/// The answer to bytes that are not a readable query: nothing for a response or a runt
-/// (`None`), else a bare header with NOTIMP (an opcode we do not implement) or FORMERR.
-pub fn reject(error: &QueryError, out: &mut [u8]) -> Option<Written> {
-    let QueryError::Malformed { header, qtype } = error else {
-        return None;
-    };
-    let rcode = if header.opcode() != Opcode::QUERY {
-        Rcode::NOTIMP
-    } else {
-        Rcode::FORMERR
-    };
-    let qtype = if rcode == Rcode::NOTIMP { None } else { *qtype };
-    Some(bare(response_header(header), rcode, qtype, out))
-}
-
-/// The whole answer a server with only the authoritative role gives to `message`: parse,
-/// [`respond`], and [`refuse`] what another role would take. For tests, benches and fuzzing;
-/// a server dispatches [`Reply`] itself.
-pub fn respond_to_message(
-    zones: &ZoneSet,
-    message: &[u8],
-    transport: Transport,
-    out: &mut [u8],
-) -> Option<Written> {
-    // Borrowed, not moved out of the `Result`: the query (with its name) is not copied.
-    let parsed = Query::parse(message);
-    let query = match &parsed {
-        Ok(q) => q,
-        Err(e) => return reject(e, out),
-    };
-    Some(match respond(zones, query, transport, out) {
-        Reply::Answer(w) | Reply::Error(w) => w,
-        Reply::Transfer | Reply::NotOurs => refuse(query, transport, out),
-        Reply::Notify => not_implemented(query, out),
-    })
 }
 
 /// The response header's fixed part: the query's ID, opcode, RD and CD, with QR set.
@@ -429,21 +228,6 @@ pub fn size_limit(query: &Query<'_>, transport: Transport) -> usize {
         (Transport::Tcp, _) => u16::MAX as usize,
         (Transport::Udp, None) => 512,
         (Transport::Udp, Some(e)) => e.udp_size.clamp(512, EDNS_UDP_SIZE) as usize,
-    }
-}
-
-/// A response with only a header (FORMERR, NOTIMP: the question may be unreadable).
-fn bare(mut h: Header, rcode: Rcode, qtype: Option<RType>, out: &mut [u8]) -> Written {
-    h.set_rcode(rcode);
-    let w = MessageWriter::new(out, HEADER_LEN);
-    let len = w.finish(&h).len();
-    Written {
-        len,
-        rcode,
-        qtype,
-        truncated: false,
-        wildcard: None,
-        opt: OptAt::Absent,
     }
 }
 
@@ -541,35 +325,8 @@ impl<'z> Answerer<'z, '_, '_> {
                     break;
                 }
                 Found::Dname(node) => {
-                    let Some(dname) = node.rrset(RType::DNAME) else {
-                        break;
-                    };
-                    self.put_signed(Section::Answer, node.name(), node, dname)?;
-                    let Some(target) = dname
-                        .rdatas()
-                        .next()
-                        .and_then(|d| rdata::target_name(RType::DNAME, d))
-                    else {
-                        break;
-                    };
-                    let prefix = &cur.as_wire()[..cur.len() - node.name().len()];
-                    let next = next.insert(NameBuf::new());
-                    if next.set_concat(prefix, target).is_err() {
-                        // RFC 6672 §2.2: the substituted name is too long.
-                        self.rcode = Rcode::YXDOMAIN;
-                        break;
-                    }
-                    self.w.put_record(
-                        Section::Answer,
-                        cur,
-                        RType::CNAME,
-                        Class::IN,
-                        dname.ttl,
-                        next.as_ref().as_wire(),
-                    )?;
-                    if self.qtype == RType::CNAME {
-                        break;
-                    }
+                    // `next` stays empty where the chain stops.
+                    self.follow_dname(cur, node, &mut next)?;
                 }
                 found @ (Found::Exact(node) | Found::Wildcard(node)) => {
                     let from_wildcard = matches!(found, Found::Wildcard(_));
@@ -634,6 +391,66 @@ impl<'z> Answerer<'z, '_, '_> {
             }
             chain.get_or_insert([const { NameBuf::new() }; MAX_CHAIN])[step + 1] = next;
         }
+        self.put_authority(authority)?;
+        if self.dnssec {
+            self.put_proof(step_name(qname, &chain, last), proof)?;
+            for &(step, star) in &hits[..nhits] {
+                let name = step_name(qname, &chain, step as usize);
+                self.put_wildcard_proof(name, self.zone.node(star))?;
+            }
+        }
+        self.put_additional();
+        Ok(())
+    }
+
+    /// A DNAME at `node` above `cur` (RFC 6672 §2.2): its RRset and the CNAME synthesized
+    /// for `cur`, whose target goes into `next` unless the chain stops here (`next` left
+    /// empty: no DNAME data, a substituted name too long (YXDOMAIN), or a CNAME query).
+    #[inline(always)]
+    fn follow_dname(
+        &mut self,
+        cur: NameRef<'_>,
+        node: NodeRef<'z>,
+        next: &mut Option<NameBuf>,
+    ) -> Result<(), Full> {
+        let Some(dname) = node.rrset(RType::DNAME) else {
+            return Ok(());
+        };
+        self.put_signed(Section::Answer, node.name(), node, dname)?;
+        let Some(target) = dname
+            .rdatas()
+            .next()
+            .and_then(|d| rdata::target_name(RType::DNAME, d))
+        else {
+            return Ok(());
+        };
+        let prefix = &cur.as_wire()[..cur.len() - node.name().len()];
+        let buf = next.insert(NameBuf::new());
+        if buf.set_concat(prefix, target).is_err() {
+            // RFC 6672 §2.2: the substituted name is too long.
+            self.rcode = Rcode::YXDOMAIN;
+            *next = None;
+            return Ok(());
+        }
+        self.w.put_record(
+            Section::Answer,
+            cur,
+            RType::CNAME,
+            Class::IN,
+            dname.ttl,
+            buf.as_ref().as_wire(),
+        )?;
+        if self.qtype == RType::CNAME {
+            *next = None;
+        }
+        Ok(())
+    }
+
+    /// The authority section `run` decided on: the SOA with the negative TTL (RFC 2308
+    /// §3) and its signatures, or a referral's NS RRset (its addresses queued as additional
+    /// data).
+    #[inline(always)]
+    fn put_authority(&mut self, authority: Authority<'z>) -> Result<(), Full> {
         match authority {
             Authority::None => {}
             Authority::Soa => {
@@ -660,14 +477,6 @@ impl<'z> Answerer<'z, '_, '_> {
                 }
             }
         }
-        if self.dnssec {
-            self.put_proof(step_name(qname, &chain, last), proof)?;
-            for &(step, star) in &hits[..nhits] {
-                let name = step_name(qname, &chain, step as usize);
-                self.put_wildcard_proof(name, self.zone.node(star))?;
-            }
-        }
-        self.put_additional();
         Ok(())
     }
 
@@ -736,70 +545,17 @@ impl<'z> Answerer<'z, '_, '_> {
         }
         Ok(())
     }
-
-    /// Remembers in-zone NS/MX/SRV targets whose addresses go in the additional section.
-    /// Glue below a zone cut is used only for referrals.
-    fn queue_additional(&mut self, set: RRset<'_>, referral: bool) {
-        if !matches!(
-            set.rtype,
-            RType::NS | RType::MX | RType::SRV | RType::SVCB | RType::HTTPS
-        ) {
-            return;
-        }
-        for d in set.rdatas() {
-            let target = match set.rtype {
-                // RFC 9460 §4.1: addresses of in-zone TargetNames ("." is the owner itself).
-                RType::SVCB | RType::HTTPS => d
-                    .get(2..)
-                    .and_then(|t| NameRef::from_wire_prefix(t).ok())
-                    .map(|(n, _)| n)
-                    .filter(|n| !n.is_root()),
-                _ => rdata::target_name(set.rtype, d),
-            };
-            let Some(target) = target else { continue };
-            if !target.ends_with(&self.zone.apex()) || target.len() > MAX_NAME_LEN {
-                continue;
-            }
-            let Some(node) = self.zone.find(target) else {
-                continue;
-            };
-            if !referral && node.flags() & flags::BELOW_CUT != 0 {
-                continue;
-            }
-            if self.additional[..self.nadditional].contains(&node.id()) {
-                continue;
-            }
-            if self.nadditional == MAX_ADDITIONAL {
-                return;
-            }
-            self.additional[self.nadditional] = node.id();
-            self.nadditional += 1;
-        }
-    }
-
-    /// Writes queued addresses, each with its signatures in a DNSSEC answer; what does not
-    /// fit is left out without TC (RFC 2181 §9, RFC 4035 §3.1.1).
-    fn put_additional(&mut self) {
-        for i in 0..self.nadditional {
-            let node = self.zone.node(self.additional[i]);
-            for t in [RType::A, RType::AAAA] {
-                if let Some(set) = node.rrset(t) {
-                    let cp = self.w.checkpoint();
-                    if self
-                        .put_signed(Section::Additional, node.name(), node, set)
-                        .is_err()
-                    {
-                        // Never half an RRset, nor an RRset without its signatures.
-                        self.w.rollback(cp);
-                        return;
-                    }
-                }
-            }
-        }
-    }
 }
 
+mod additional;
 mod dnssec;
+mod find;
+mod short;
+mod written;
+pub use find::{lookup, Found};
+use short::bare;
+pub use short::{not_implemented, notify_answer, refuse, reject, respond_to_message};
+pub use written::{OptAt, Written};
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
