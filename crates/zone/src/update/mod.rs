@@ -6,13 +6,15 @@
 //!
 //! The steps are the RFC's, in its order: the message is read (§2, §3.1: `parse` here,
 //! with the record reader of [`crate::xfr::incoming`] and its rdata checks), the
-//! prerequisites are checked against the zone (§2.4, §3.2: `prereq`).
+//! prerequisites are checked against the zone (§2.4, §3.2: `prereq`), and the update section is
+//! prescanned (§3.4.1: `prescan`).
 //! Not yet: applying the update section (§3.4.2).
 //!
 //! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG and an
 //! update ACL, forwarding from a secondary, the journal, re-signing a signed zone).
 
 mod prereq;
+mod prescan;
 
 use crate::db::Zone;
 use crate::xfr::incoming::read_raw;
@@ -55,11 +57,12 @@ pub(crate) struct Rr {
 }
 
 /// Reads the UPDATE message `msg` (already known to have opcode UPDATE) against `zone`,
-/// the zone its zone section must name, and checks its prerequisites: the rcode
+/// the zone its zone section must name, and checks its prerequisites and prescans its updates: the rcode
 /// to answer if one fails.
 pub fn check(msg: &[u8], zone: &Zone) -> Result<(), Refusal> {
-    let (prereqs, _updates) = parse(msg, zone)?;
-    prereq::check(zone, &prereqs)
+    let (prereqs, updates) = parse(msg, zone)?;
+    prereq::check(zone, &prereqs)?;
+    prescan::check(zone, &updates)
 }
 
 /// Reads the message (RFC 2136 §2, §3.1): the zone section, then the prerequisite and

@@ -1,4 +1,4 @@
-//! Tests: the zone section and every prerequisite form.
+//! Tests: the zone section, every prerequisite form, every prescan refusal.
 
 use super::*;
 use crate::scan::{scan_text, ScanOptions};
@@ -48,6 +48,9 @@ type T = (&'static str, RType, Class, u32, Vec<u8>);
 
 fn add(owner: &'static str, rtype: RType, ttl: u32, text: &str) -> T {
     (owner, rtype, Class::IN, ttl, rd(rtype, text))
+}
+fn del_set(owner: &'static str, rtype: RType) -> T {
+    (owner, rtype, Class::ANY, 0, Vec::new())
 }
 
 /// An UPDATE message for `zone`: prerequisites, updates, additional records.
@@ -192,4 +195,85 @@ fn every_prerequisite_form_and_its_rcode() {
         ok(&[any("nothere", RType::ANY), any("x.other.", RType::A)]),
         Rcode::NXDOMAIN
     );
+}
+
+#[test]
+fn every_prescan_refusal() {
+    let z = zone();
+    let one = |u: T| rcode(&z, &msg(&[], &[u]));
+    for t in [
+        RType::ANY,
+        RType::AXFR,
+        RType::IXFR,
+        RType::MAILA,
+        RType::MAILB,
+        RType::OPT,
+        RType::TSIG,
+        RType::TKEY,
+    ] {
+        assert_eq!(
+            one(("www", t, Class::IN, 300, Vec::new())),
+            Rcode::FORMERR,
+            "{t}"
+        );
+        assert_eq!(
+            one(("www", t, Class::NONE, 0, Vec::new())),
+            Rcode::FORMERR,
+            "{t}"
+        );
+        if t != RType::ANY {
+            assert_eq!(
+                one(("www", t, Class::ANY, 0, Vec::new())),
+                Rcode::FORMERR,
+                "{t}"
+            );
+        }
+    }
+    assert_eq!(
+        one(("www", RType::A, Class::ANY, 5, Vec::new())),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(("www", RType::A, Class::ANY, 0, vec![1, 2, 3, 4])),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(("www", RType::A, Class::NONE, 5, vec![1, 2, 3, 4])),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(("www", RType::A, Class::IN, 5, Vec::new())),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(("www", RType::A, Class::NONE, 0, Vec::new())),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(("www", RType::A, Class::CH, 5, vec![1, 2, 3, 4])),
+        Rcode::FORMERR
+    );
+    assert_eq!(
+        one(add("www.other.", RType::A, 5, "192.0.2.1")),
+        Rcode::NOTZONE
+    );
+    assert_eq!(one(del_set("other.", RType::A)), Rcode::NOTZONE);
+    for t in [RType::RRSIG, RType::NSEC, RType::NSEC3] {
+        assert_eq!(one(del_set("www", t)), Rcode::REFUSED, "{t}");
+    }
+    // Nothing applied when a later record fails.
+    let m = msg(
+        &[],
+        &[
+            add("new", RType::A, 5, "192.0.2.1"),
+            del_set("x.other.", RType::A),
+        ],
+    );
+    assert_eq!(rcode(&z, &m), Rcode::NOTZONE);
+    // Prerequisites come before the prescan (RFC 2136 §3.2 then §3.4).
+    let m = msg(
+        &[("nothere", RType::ANY, Class::ANY, 0, Vec::new())],
+        &[del_set("x.other.", RType::A)],
+    );
+    assert_eq!(rcode(&z, &m), Rcode::NXDOMAIN);
 }
