@@ -1,26 +1,35 @@
 //! Dynamic update (RFC 2136), the library half: an UPDATE message read against the current
 //! version of a zone gives either the rcode to answer (and why, for the log) or the change
-//! to apply (that part comes in a later commit: [`check`] does the checks). No I/O, no
-//! TSIG check (the caller verifies the signature and decides who may update before calling
-//! [`check`]).
+//! to apply. No I/O, no clock (the caller passes "now"), no TSIG check (the caller verifies
+//! the signature and decides who may update before calling [`update`]).
 //!
 //! The steps are the RFC's, in its order: the message is read (§2, §3.1: `parse` here,
 //! with the record reader of [`crate::xfr::incoming`] and its rdata checks), the
-//! prerequisites are checked against the zone (§2.4, §3.2: `prereq`), and the update section is
-//! prescanned (§3.4.1: `prescan`).
-//! Not yet: applying the update section (§3.4.2).
+//! prerequisites are checked against the zone (§2.4, §3.2: `prereq`), the update section is
+//! prescanned (§3.4.1: `prescan`), and only then applied (§3.4.2: `apply`) to a copy of
+//! the names it touches, so that a message that fails anywhere changes nothing.
+//!
+//! The result, a [`Change`], is what an IXFR's difference sequence holds: the records
+//! deleted (as the zone stores them), the records added, the old SOA and the new one. It
+//! goes through the same machinery as an incoming IXFR: [`Change::apply`] makes the new
+//! version with `Zone::patch` (a full [`Zone::build`] when the patch cannot be done), and
+//! [`crate::xfr::diff::Diff::compute`] of the two versions is the journal's record of it.
 //!
 //! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG and an
 //! update ACL, forwarding from a secondary, the journal, re-signing a signed zone).
 
+mod apply;
 mod prereq;
 mod prescan;
 
 use crate::db::Zone;
-use crate::xfr::incoming::read_raw;
+use crate::scan::{Diag, LoadError, Records, Scanned};
+use crate::xfr::incoming::{keep, read_raw};
+pub use apply::SerialPolicy;
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, Opcode, RType, Rcode};
 use std::fmt;
+use std::path::PathBuf;
 
 /// Why an update is refused: the rcode to answer and a sentence for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,13 +65,41 @@ pub(crate) struct Rr {
     pub(crate) rdata: Vec<u8>,
 }
 
+/// A record of a [`Change`]: owner, type, TTL, rdata.
+pub type ChangeRecord = (Name, RType, u32, Vec<u8>);
+
+/// What an accepted update changes, in the form of one IXFR difference sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Records deleted, their rdata and TTL as the zone holds them (the apex SOA not
+    /// included: it is `old_soa`).
+    pub deleted: Vec<ChangeRecord>,
+    /// Records added (the apex SOA not included: it is `soa`).
+    pub added: Vec<ChangeRecord>,
+    /// The zone's SOA before (TTL, rdata).
+    pub old_soa: (u32, Vec<u8>),
+    /// The new SOA (TTL, rdata), its serial moved.
+    pub soa: (u32, Vec<u8>),
+}
+
+/// The result of an update that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every change was one the RFC ignores (a duplicate, an SOA with a lower serial, the
+    /// last apex NS, ...): NOERROR, and no new version (the serial does not move).
+    Unchanged,
+    /// The change to make into a new version.
+    Change(Change),
+}
+
 /// Reads the UPDATE message `msg` (already known to have opcode UPDATE) against `zone`,
-/// the zone its zone section must name, and checks its prerequisites and prescans its updates: the rcode
-/// to answer if one fails.
-pub fn check(msg: &[u8], zone: &Zone) -> Result<(), Refusal> {
+/// the zone its zone section must name, and returns the change to make (the serial moved
+/// by `policy` at `now`, seconds since 1970) or the rcode to answer.
+pub fn update(msg: &[u8], zone: &Zone, policy: SerialPolicy, now: u64) -> Result<Outcome, Refusal> {
     let (prereqs, updates) = parse(msg, zone)?;
     prereq::check(zone, &prereqs)?;
-    prescan::check(zone, &updates)
+    prescan::check(zone, &updates)?;
+    Ok(apply::apply(zone, &updates, policy, now))
 }
 
 /// Reads the message (RFC 2136 §2, §3.1): the zone section, then the prerequisite and
@@ -163,6 +200,81 @@ pub(crate) fn canonical(rtype: RType, data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len());
     shardns_dnssec::sign::canonical_rdata(rtype, data, &mut out);
     out
+}
+
+impl Change {
+    /// The new SOA serial.
+    pub fn serial(&self) -> u32 {
+        apply::serial_of(&self.soa.1).unwrap_or(0)
+    }
+
+    /// The new version of `base` (the version the update was read against), as an IXFR
+    /// makes it: `Zone::patch`, or a full build when the patch cannot be done. The
+    /// errors are those of a build (a change the zone's checks refuse; the caller answers
+    /// SERVFAIL and keeps the version it has).
+    pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), LoadError> {
+        let deleted = self
+            .deleted
+            .iter()
+            .map(|(o, t, _, d)| (o.as_ref(), *t, d.as_slice()));
+        let added = self
+            .added
+            .iter()
+            .map(|(o, t, ttl, d)| (o.as_ref(), *t, *ttl, d.as_slice()));
+        if let Some((zone, warnings, _)) =
+            base.patch(deleted, added, (self.soa.0, self.soa.1.as_slice()))?
+        {
+            return Ok((zone, warnings));
+        }
+        let scanned = Scanned {
+            chunks: vec![self.records(base)],
+            files: vec![PathBuf::from(format!("<UPDATE of {}>", base.apex()))],
+            warnings: Vec::new(),
+            text: Vec::new(),
+        };
+        Zone::build(base.apex().to_name(), scanned)
+    }
+
+    /// The records of the new version: `base`'s without those deleted, with those added.
+    pub(crate) fn records(&self, base: &Zone) -> Records {
+        let mut out = Records::default();
+        let mut last = None;
+        keep(
+            &mut out,
+            &mut last,
+            base.apex(),
+            RType::SOA,
+            self.soa.0,
+            &self.soa.1,
+        );
+        let key = |o: NameRef<'_>, t: RType, d: &[u8]| {
+            let mut lower = [0u8; shardns_wire::name::MAX_NAME_LEN];
+            let n = o.lowercase_into(&mut lower);
+            (lower[..n].to_vec(), t, d.to_vec())
+        };
+        let gone: std::collections::HashSet<_> = self
+            .deleted
+            .iter()
+            .map(|(o, t, _, d)| key(o.as_ref(), *t, d))
+            .collect();
+        for id in 0..base.node_count() as u32 {
+            let node = base.node(id);
+            for set in node.rrsets() {
+                if id == 0 && set.rtype == RType::SOA {
+                    continue;
+                }
+                for data in set.rdatas() {
+                    if !gone.contains(&key(node.name(), set.rtype, data)) {
+                        keep(&mut out, &mut last, node.name(), set.rtype, set.ttl, data);
+                    }
+                }
+            }
+        }
+        for (o, t, ttl, d) in &self.added {
+            keep(&mut out, &mut last, o.as_ref(), *t, *ttl, d);
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@ use crate::db::Zone;
 use shardns_wire::{rdata, Class, RType, Rcode};
 
 /// The types an update may neither add nor delete: those a signer keeps (RRSIG, NSEC,
-/// NSEC3). BIND refuses them in a signed zone ("explicit RRSIG/NSEC/NSEC3 updates are not
-/// supported"), Knot refuses DNSSEC records when it signs the zone itself. We refuse them
-/// in every zone: in a signed one they would break the chain and the signatures the signer
-/// keeps (the re-signing of the next step redoes them), and in an unsigned one they would
-/// make it half signed. REFUSED, as BIND answers (it is a policy, not a malformed message).
+/// NSEC3). BIND refuses explicit RRSIG, NSEC and NSEC3 updates in a signed zone; Knot's
+/// update code takes them (its signer then re-signs the zone). Until the server re-signs
+/// after an update (the next step), Knot's way would leave a signed zone's chain and
+/// signatures broken, and an unsigned zone half signed: so BIND's, in every zone, and
+/// REFUSED as BIND answers (a policy, not a malformed message).
 pub(super) fn dnssec_kept(rtype: RType) -> bool {
     matches!(rtype, RType::RRSIG | RType::NSEC | RType::NSEC3)
 }
@@ -37,7 +37,8 @@ pub(super) fn check(zone: &Zone, updates: &[Rr]) -> Result<(), Refusal> {
                     return formerr(&e.to_string());
                 }
             }
-            // Delete an RRset, or all RRsets of a name (type ANY).
+            // Delete an RRset, or all RRsets of a name (type ANY). The TTL must be 0 as
+            // §3.4.1.3 says (Knot does not check it here).
             Class::ANY => {
                 if rr.ttl != 0 {
                     return formerr("TTL not 0");

@@ -1,4 +1,5 @@
-//! Tests: the zone section, every prerequisite form, every prescan refusal.
+//! Tests: every prerequisite form, every prescan refusal, each rule of the apply step, and
+//! a zone after an update against the same records built in full.
 
 use super::*;
 use crate::scan::{scan_text, ScanOptions};
@@ -52,6 +53,9 @@ fn add(owner: &'static str, rtype: RType, ttl: u32, text: &str) -> T {
 fn del_set(owner: &'static str, rtype: RType) -> T {
     (owner, rtype, Class::ANY, 0, Vec::new())
 }
+fn del_rr(owner: &'static str, rtype: RType, text: &str) -> T {
+    (owner, rtype, Class::NONE, 0, rd(rtype, text))
+}
 
 /// An UPDATE message for `zone`: prerequisites, updates, additional records.
 fn msg_for(zone: &str, pre: &[T], upd: &[T], extra: &[T]) -> Vec<u8> {
@@ -82,11 +86,64 @@ fn msg(pre: &[T], upd: &[T]) -> Vec<u8> {
     msg_for(APEX, pre, upd, &[])
 }
 
+fn run(z: &Zone, m: &[u8]) -> Result<Outcome, Refusal> {
+    update(m, z, SerialPolicy::Increment, 0)
+}
+
 fn rcode(z: &Zone, m: &[u8]) -> Rcode {
-    match check(m, z) {
-        Ok(()) => Rcode::NOERROR,
+    match run(z, m) {
+        Ok(_) => Rcode::NOERROR,
         Err(r) => r.rcode,
     }
+}
+
+/// Every record of a zone, sorted, names lower-cased and rdata canonical.
+fn records(z: &Zone) -> Vec<(String, RType, u32, Vec<u8>)> {
+    let mut v: Vec<_> = z
+        .records()
+        .map(|r| {
+            (
+                r.owner.to_string().to_ascii_lowercase(),
+                r.rtype,
+                r.ttl,
+                canonical(r.rtype, &r.rdata),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Applies an accepted update; checks the patched zone against a full build of the
+/// resulting records; returns the new zone.
+fn applied(z: &Zone, m: &[u8]) -> Zone {
+    let Outcome::Change(c) = run(z, m).expect("accepted") else {
+        panic!("no change")
+    };
+    let (patched, _) = c.apply(z).expect("applies");
+    let scanned = Scanned {
+        chunks: vec![c.records(z)],
+        files: vec![PathBuf::from("full")],
+        warnings: Vec::new(),
+        text: Vec::new(),
+    };
+    let (full, _) = Zone::build(z.apex().to_name(), scanned).expect("builds");
+    assert_eq!(records(&patched), records(&full));
+    assert_eq!(patched.serial(), c.serial());
+    patched
+}
+
+fn has(z: &Zone, owner: &str, rtype: RType, text: &str) -> bool {
+    let want = canonical(rtype, &rd(rtype, text));
+    z.find(name(owner).as_ref()).is_some_and(|n| {
+        n.rrsets()
+            .filter(|s| s.rtype == rtype)
+            .any(|s| s.rdatas().any(|d| canonical(rtype, d) == want))
+    })
+}
+
+fn ttl(z: &Zone, owner: &str, rtype: RType) -> Option<u32> {
+    z.find(name(owner).as_ref())?.rrset(rtype).map(|s| s.ttl)
 }
 
 #[test]
@@ -125,6 +182,7 @@ fn the_zone_section_is_checked() {
     );
     let a = add("www", RType::A, 1, "192.0.2.1");
     assert_eq!(rcode(&z, &msg_for(APEX, &[], &[], &[a])), Rcode::FORMERR);
+    assert_eq!(run(&z, &msg(&[], &[])), Ok(Outcome::Unchanged));
 }
 
 #[test]
@@ -276,4 +334,302 @@ fn every_prescan_refusal() {
         &[del_set("x.other.", RType::A)],
     );
     assert_eq!(rcode(&z, &m), Rcode::NXDOMAIN);
+}
+
+#[test]
+fn a_failed_last_prerequisite_changes_nothing() {
+    let z = zone();
+    let m = msg(
+        &[
+            ("www", RType::A, Class::ANY, 0, Vec::new()),
+            ("www", RType::ANY, Class::NONE, 0, Vec::new()),
+        ],
+        &[add("new", RType::A, 5, "192.0.2.1")],
+    );
+    assert_eq!(rcode(&z, &m), Rcode::YXDOMAIN);
+    assert_eq!(z.serial(), 10);
+    assert!(!has(&z, "new", RType::A, "192.0.2.1"));
+}
+
+#[test]
+fn adds_duplicates_and_ttls() {
+    let z = zone();
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                add("new", RType::A, 60, "192.0.2.50"),
+                add("www", RType::A, 300, "192.0.2.12"),
+            ],
+        ),
+    );
+    assert!(has(&n, "new", RType::A, "192.0.2.50"));
+    assert!(has(&n, "www", RType::A, "192.0.2.12"));
+    assert_eq!(n.serial(), 11);
+    // A duplicate (names compared without regard to case) is ignored.
+    let m = msg(&[], &[add("mx", RType::MX, 300, "10 mail.example.test.")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let m = msg(&[], &[add("www", RType::A, 300, "192.0.2.10")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // The new record's TTL becomes the RRset's.
+    let n = applied(&z, &msg(&[], &[add("www", RType::A, 30, "192.0.2.12")]));
+    assert_eq!(ttl(&n, "www", RType::A), Some(30));
+    assert_eq!(
+        n.find(name("www").as_ref())
+            .unwrap()
+            .rrset(RType::A)
+            .unwrap()
+            .len(),
+        3
+    );
+    // A duplicate with another TTL is ignored too (Knot).
+    let m = msg(&[], &[add("www", RType::A, 40, "192.0.2.10")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // A TTL with the top bit set is 0 (RFC 2181 §8).
+    let n = applied(
+        &z,
+        &msg(&[], &[add("big", RType::A, 0x8000_0000, "192.0.2.1")]),
+    );
+    assert_eq!(ttl(&n, "big", RType::A), Some(0));
+}
+
+#[test]
+fn delete_forms() {
+    let z = zone();
+    let n = applied(&z, &msg(&[], &[del_set("www", RType::A)]));
+    assert!(ttl(&n, "www", RType::A).is_none());
+    assert!(has(&n, "www", RType::TXT, "\"hello\""));
+    let n = applied(&z, &msg(&[], &[del_set("www", RType::ANY)]));
+    assert!(n.find(name("www").as_ref()).is_none());
+    let n = applied(&z, &msg(&[], &[del_rr("www", RType::A, "192.0.2.10")]));
+    assert!(!has(&n, "www", RType::A, "192.0.2.10"));
+    assert!(has(&n, "www", RType::A, "192.0.2.11"));
+    let n = applied(
+        &z,
+        &msg(&[], &[del_rr("mx", RType::MX, "10 MAIL.example.test.")]),
+    );
+    assert!(
+        n.find(name("mx").as_ref()).is_none(),
+        "case-insensitive rdata"
+    );
+    // Deleting what is not there changes nothing.
+    let m = msg(
+        &[],
+        &[
+            del_rr("www", RType::A, "192.0.2.99"),
+            del_set("nothere", RType::A),
+        ],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // Delete then add in one message: in order.
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                del_set("www", RType::A),
+                add("www", RType::A, 5, "192.0.2.99"),
+            ],
+        ),
+    );
+    assert!(has(&n, "www", RType::A, "192.0.2.99"));
+    assert!(!has(&n, "www", RType::A, "192.0.2.10"));
+    // A delegation and its glue.
+    let n = applied(&z, &msg(&[], &[del_set("sub", RType::NS)]));
+    assert!(ttl(&n, "sub", RType::NS).is_none());
+    let n = applied(&z, &msg(&[], &[add("new.sub2", RType::NS, 5, "ns")]));
+    assert!(has(&n, "new.sub2", RType::NS, "ns"));
+}
+
+#[test]
+fn apex_soa_and_ns_rules() {
+    let z = zone();
+    let m = msg(&[], &[del_set(APEX, RType::SOA), del_set(APEX, RType::NS)]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let m = msg(
+        &[],
+        &[del_rr(
+            APEX,
+            RType::SOA,
+            "ns hostmaster 10 3600 600 86400 60",
+        )],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // All RRsets of the apex: all but SOA and NS.
+    let z2 = zone_of(&format!("{ZONE}@ TXT apex\n@ MX 1 mx\n"));
+    let n = applied(&z2, &msg(&[], &[del_set(APEX, RType::ANY)]));
+    assert!(ttl(&n, APEX, RType::TXT).is_none() && ttl(&n, APEX, RType::MX).is_none());
+    assert_eq!(n.apex_node().rrset(RType::NS).unwrap().len(), 2);
+    // The last apex NS stays, one record at a time.
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                del_rr(APEX, RType::NS, "ns"),
+                del_rr(APEX, RType::NS, "NS2"),
+            ],
+        ),
+    );
+    assert!(has(&n, APEX, RType::NS, "ns2") && !has(&n, APEX, RType::NS, "ns"));
+    // A non-apex NS set may go entirely.
+    let n = applied(&z, &msg(&[], &[del_rr("sub", RType::NS, "ns.sub")]));
+    assert!(ttl(&n, "sub", RType::NS).is_none());
+    // SOA: a lower serial is ignored, a higher one kept as is (no policy on top).
+    let m = msg(
+        &[],
+        &[add(APEX, RType::SOA, 300, "ns hostmaster 9 1 1 1 1")],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[add(APEX, RType::SOA, 300, "ns hostmaster 50 1 1 1 1")],
+        ),
+    );
+    assert_eq!(n.serial(), 50);
+    // The same serial with other fields: ignored (Knot).
+    let m = msg(
+        &[],
+        &[add(APEX, RType::SOA, 300, "ns hostmaster 10 7 7 7 7")],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // An SOA away from the apex is ignored.
+    let m = msg(
+        &[],
+        &[add("www", RType::SOA, 300, "ns hostmaster 99 1 1 1 1")],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+}
+
+#[test]
+fn cname_and_other_data_never_side_by_side() {
+    let z = zone();
+    // CNAME to a name with other data: ignored; other data at a CNAME: ignored.
+    let m = msg(&[], &[add("www", RType::CNAME, 300, "ns")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let m = msg(&[], &[add("alias", RType::A, 300, "192.0.2.1")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    // A CNAME replaces a CNAME.
+    let n = applied(&z, &msg(&[], &[add("alias", RType::CNAME, 300, "ns")]));
+    assert!(has(&n, "alias", RType::CNAME, "ns") && !has(&n, "alias", RType::CNAME, "www"));
+    // Other data after the CNAME is deleted, in the same message.
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                del_set("alias", RType::CNAME),
+                add("alias", RType::A, 300, "192.0.2.1"),
+            ],
+        ),
+    );
+    assert!(has(&n, "alias", RType::A, "192.0.2.1"));
+    // A DNAME replaces a DNAME (one at most).
+    let z2 = zone_of(&format!("{ZONE}d DNAME one.test.\n"));
+    let n = applied(&z2, &msg(&[], &[add("d", RType::DNAME, 300, "two.test.")]));
+    assert!(has(&n, "d", RType::DNAME, "two.test.") && !has(&n, "d", RType::DNAME, "one.test."));
+    // A DNAME at a name with names below that hold records: ignored (Knot); once they
+    // are deleted in the same message, added.
+    let m = msg(&[], &[add("b.c", RType::DNAME, 300, "elsewhere.test.")]);
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                del_set("a.b.c", RType::ANY),
+                add("b.c", RType::DNAME, 300, "elsewhere.test."),
+            ],
+        ),
+    );
+    assert!(has(&n, "b.c", RType::DNAME, "elsewhere.test."));
+    // Data below a DNAME (of the zone, or added before in the message): ignored.
+    let m = msg(&[], &[add("x.d", RType::A, 300, "192.0.2.1")]);
+    assert_eq!(run(&z2, &m), Ok(Outcome::Unchanged));
+    let m = msg(
+        &[],
+        &[
+            add("e", RType::DNAME, 300, "one.test."),
+            add("x.y.e", RType::CNAME, 300, "www"),
+        ],
+    );
+    let n = applied(&z, &m);
+    assert!(n.find(name("x.y.e").as_ref()).is_none());
+    // A new name: the first wins.
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[
+                add("c", RType::CNAME, 300, "www"),
+                add("c", RType::TXT, 300, "x"),
+            ],
+        ),
+    );
+    assert!(has(&n, "c", RType::CNAME, "www") && ttl(&n, "c", RType::TXT).is_none());
+}
+
+#[test]
+fn serial_policies() {
+    assert_eq!(SerialPolicy::Increment.next(10, 0), 11);
+    assert_eq!(
+        SerialPolicy::Increment.next(u32::MAX, 0),
+        0,
+        "RFC 1982 wrap"
+    );
+    assert_eq!(
+        SerialPolicy::UnixTime.next(10, 1_700_000_000),
+        1_700_000_000
+    );
+    assert_eq!(
+        SerialPolicy::UnixTime.next(1_800_000_000, 1_700_000_000),
+        1_800_000_001
+    );
+    // 2026-11-27 21:00 UTC.
+    let now = 1_795_813_200;
+    assert_eq!(SerialPolicy::DateSerial.next(10, now), 2_026_112_700);
+    assert_eq!(
+        SerialPolicy::DateSerial.next(2_026_112_700, now),
+        2_026_112_701
+    );
+    assert_eq!(
+        SerialPolicy::DateSerial.next(2_026_112_805, now),
+        2_026_112_806
+    );
+    assert_eq!(date_serial_of(0), 1_970_010_100);
+    assert_eq!(date_serial_of(951_782_400), 2_000_022_900, "a leap day");
+    // Through a whole update: the wrap, and an SOA lower by RFC 1982 once wrapped.
+    let z = zone_of(&ZONE.replace(" 10 3600", " 4294967295 3600"));
+    let n = applied(&z, &msg(&[], &[add("new", RType::A, 5, "192.0.2.1")]));
+    assert_eq!(n.serial(), 0);
+    let m = msg(
+        &[],
+        &[add(
+            APEX,
+            RType::SOA,
+            300,
+            "ns hostmaster 4294967200 1 1 1 1",
+        )],
+    );
+    assert_eq!(run(&z, &m), Ok(Outcome::Unchanged));
+    let n = applied(
+        &z,
+        &msg(
+            &[],
+            &[add(APEX, RType::SOA, 300, "ns hostmaster 5 1 1 1 1")],
+        ),
+    );
+    assert_eq!(n.serial(), 5, "5 is after 4294967295");
+    let m = msg(&[], &[add("new", RType::A, 5, "192.0.2.1")]);
+    let Ok(Outcome::Change(c)) = update(&m, &z, SerialPolicy::UnixTime, 1_700_000_000) else {
+        panic!()
+    };
+    assert_eq!(c.serial(), 1_700_000_000);
+}
+
+fn date_serial_of(now: u64) -> u32 {
+    SerialPolicy::DateSerial.next(0, now)
 }
