@@ -633,3 +633,189 @@ fn serial_policies() {
 fn date_serial_of(now: u64) -> u32 {
     SerialPolicy::DateSerial.next(0, now)
 }
+
+/// A response's flags and each section's records as sorted text (order within a section
+/// and compression are free).
+fn summary(response: &[u8]) -> (u16, [Vec<String>; 3]) {
+    let m = shardns_wire::Message::parse(response).expect("a response parses");
+    let sorted = |rs: &[shardns_wire::Record]| {
+        let mut v: Vec<String> = rs.iter().map(|r| r.to_string().to_lowercase()).collect();
+        v.sort();
+        v
+    };
+    (
+        m.header.flags,
+        [
+            sorted(&m.answers),
+            sorted(&m.authority),
+            sorted(&m.additional),
+        ],
+    )
+}
+
+/// `a` and `b` answer every name of either (and of `old`), its parent and a name below it,
+/// for each of a set of types, alike.
+fn answer_alike(old: &Zone, a: Zone, b: Zone) {
+    let mut names = std::collections::BTreeSet::new();
+    for z in [old, &a, &b] {
+        for r in z.records() {
+            let owner = r.owner.to_string().to_ascii_lowercase();
+            names.insert(format!("zz0.{owner}"));
+            if let Some(p) = r.owner.as_ref().parent().filter(|p| p.ends_with(&z.apex())) {
+                names.insert(p.to_string().to_ascii_lowercase());
+            }
+            names.insert(owner);
+        }
+    }
+    let (a, b) = (crate::ZoneSet::new(vec![a]), crate::ZoneSet::new(vec![b]));
+    let (mut out_a, mut out_b) = (vec![0u8; 65535], vec![0u8; 65535]);
+    for n in &names {
+        let qname: Name = n.parse().unwrap();
+        for qtype in [
+            RType::A,
+            RType::NS,
+            RType::SOA,
+            RType::CNAME,
+            RType::MX,
+            RType::TXT,
+            RType::AAAA,
+            RType::DNAME,
+            RType::ANY,
+        ] {
+            let h = Header {
+                id: 1,
+                qdcount: 1,
+                ..Header::default()
+            };
+            let mut q = h.to_bytes().to_vec();
+            q.extend_from_slice(qname.as_wire());
+            q.extend_from_slice(&qtype.0.to_be_bytes());
+            q.extend_from_slice(&[0, 1]);
+            let got = crate::respond_to_message(&a, &q, crate::Transport::Tcp, &mut out_a);
+            let want = crate::respond_to_message(&b, &q, crate::Transport::Tcp, &mut out_b);
+            match (got, want) {
+                (Some(g), Some(w)) => assert_eq!(
+                    summary(&out_a[..g.len]),
+                    summary(&out_b[..w.len]),
+                    "{n} {qtype}: the patched zone answers otherwise than the full build"
+                ),
+                (g, w) => assert_eq!(g.is_some(), w.is_some(), "{n} {qtype}"),
+            }
+        }
+    }
+}
+
+/// An accepted update: the version `Change::apply` makes (the patch, or a full build) and a
+/// full build of its records answer alike; the new version.
+fn applied_and_answered(z: &Zone, m: &[u8]) -> Option<Zone> {
+    let Outcome::Change(c) = run(z, m).ok()? else {
+        return None;
+    };
+    let (patched, _) = c.apply(z).expect("an accepted update applies");
+    let scanned = Scanned {
+        chunks: vec![c.records(z)],
+        files: vec![PathBuf::from("full")],
+        warnings: Vec::new(),
+        text: Vec::new(),
+    };
+    let (full, _) = Zone::build(z.apex().to_name(), scanned).expect("builds");
+    let (again, _) = c.apply(z).expect("applies again");
+    assert_eq!(records(&patched), records(&full));
+    answer_alike(z, patched, full);
+    Some(again)
+}
+
+#[test]
+fn patched_equals_built_for_many_updates() {
+    let z = zone();
+    let cases: Vec<Vec<T>> = vec![
+        vec![add("a.b.c", RType::TXT, 7, "t")],
+        vec![del_set("a.b.c", RType::ANY)],
+        vec![
+            del_set("ns.sub", RType::A),
+            add("deep.new.name", RType::AAAA, 9, "2001:db8::1"),
+        ],
+        vec![
+            add("sub", RType::NS, 300, "ns2"),
+            del_rr("sub", RType::NS, "ns.sub"),
+        ],
+        vec![
+            add("*.w", RType::A, 3, "192.0.2.77"),
+            add("w", RType::TXT, 3, "x"),
+        ],
+        vec![add("DNAME", RType::DNAME, 3, "elsewhere.test.")],
+        vec![
+            add("www", RType::A, 1, "192.0.2.10"),
+            del_rr("www", RType::TXT, "hello"),
+        ],
+        vec![
+            add(APEX, RType::NS, 300, "ns3"),
+            del_rr(APEX, RType::NS, "ns"),
+        ],
+        // A cut made at a name with names below it: the patch cannot, a full build does.
+        vec![add("c", RType::NS, 300, "ns")],
+        vec![
+            del_set("a.b.c", RType::ANY),
+            add("b.c", RType::DNAME, 300, "elsewhere.test."),
+        ],
+    ];
+    for upd in cases {
+        let n = applied_and_answered(&z, &msg(&[], &upd)).expect("a change");
+        assert_eq!(n.serial(), 11);
+        // And a second update on the patched version.
+        applied_and_answered(&n, &msg(&[], &[add("again", RType::A, 5, "192.0.2.5")]))
+            .expect("a change");
+    }
+}
+
+/// Random messages of a few records each, drawn from a small set of names, types and
+/// forms (a fixed xorshift seed): every accepted one, applied to the version before,
+/// answers as the full build of its records does.
+#[test]
+fn any_accepted_update_answers_as_a_full_build() {
+    let names = [
+        APEX, "www", "alias", "mx", "a.b.c", "b.c", "c", "sub", "ns.sub", "new", "x.new", "*.w",
+    ];
+    let types = [
+        RType::A,
+        RType::NS,
+        RType::CNAME,
+        RType::MX,
+        RType::TXT,
+        RType::DNAME,
+    ];
+    let text = |t: RType, i: u64| match t {
+        RType::A => format!("192.0.2.{}", i % 4),
+        RType::NS | RType::CNAME => ["ns", "www", "ns.sub", "new"][i as usize % 4].to_string(),
+        RType::MX => format!("{} mx", i % 3),
+        RType::TXT => format!("t{}", i % 3),
+        _ => ["one.test.", "two.test."][i as usize % 2].to_string(),
+    };
+    let mut state = 0x2136_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut z = zone();
+    let mut accepted = 0;
+    for _ in 0..300 {
+        let mut upd = Vec::new();
+        for _ in 0..1 + next() % 4 {
+            let owner = names[next() as usize % names.len()];
+            let t = types[next() as usize % types.len()];
+            upd.push(match next() % 5 {
+                0 => del_set(owner, t),
+                1 => del_set(owner, RType::ANY),
+                2 => del_rr(owner, t, &text(t, next())),
+                _ => add(owner, t, 60 + (next() % 3) as u32, &text(t, next())),
+            });
+        }
+        if let Some(n) = applied_and_answered(&z, &msg(&[], &upd)) {
+            z = n;
+            accepted += 1;
+        }
+    }
+    assert!(accepted > 100, "{accepted} of 300 accepted with a change");
+}
