@@ -346,6 +346,41 @@ XFR_IN = {
 }
 
 
+# Dynamic updates (update): a selector byte (bit 0 zone nsec.lab., bits 1-2 the serial
+# policy), then the UPDATE message (the target sets its opcode).
+def urr(owner, rtype, rdata=b"", cls=1, ttl=3600):
+    return name_wire(owner) + struct.pack("!HHIH", rtype, cls, ttl, len(rdata)) + rdata
+
+
+def update_input(sel, apex, pre, upd, extra=()):
+    m = struct.pack("!HHHHHH", 0x2136, 5 << 11, 1, len(pre), len(upd), len(extra))
+    m += name_wire(apex) + struct.pack("!HH", 6, 1)
+    return bytes([sel]) + m + b"".join(pre) + b"".join(upd) + b"".join(extra)
+
+
+ANY, NONE = 255, 254
+UPDATES = {
+    "add-a": update_input(0, D, [], [a("new." + D, "192.0.2.99", 60)]),
+    "add-dateserial": update_input(4, D, [], [a("new." + D, "192.0.2.99", 60)]),
+    "prereq-then-replace": update_input(2, D, [urr("www." + D, 1, cls=ANY, ttl=0)], [
+        urr("www." + D, 1, cls=ANY, ttl=0), a("www." + D, "192.0.2.81", 300)]),
+    "prereq-nxdomain": update_input(0, D, [urr("nothere." + D, ANY, cls=ANY, ttl=0)],
+                                    [a("new." + D, "192.0.2.99")]),
+    "delete-name": update_input(0, D, [], [urr("mail." + D, ANY, cls=ANY, ttl=0)]),
+    "delete-rr": update_input(0, D, [], [urr("www." + D, 1, bytes([192, 0, 2, 80]), NONE, 0)]),
+    "apex-ns-and-soa": update_input(0, D, [], [
+        urr(D, 2, name_wire("ns1." + D), NONE, 0), urr(D, 6, cls=ANY, ttl=0),
+        soa(D, NEW + 5)]),
+    "cname-conflict": update_input(0, D, [], [
+        rr("www." + D, 5, name_wire("ns1." + D)), a("cname-new." + D, "192.0.2.7")]),
+    "new-cut": update_input(0, D, [], [rr("deleg2." + D, 2, name_wire("ns1." + D))]),
+    "notzone": update_input(0, D, [], [a("www.outside.example.", "192.0.2.1")]),
+    "formerr-meta": update_input(0, D, [], [urr("www." + D, 252)]),
+    "nsec-add-name": update_input(1, N, [], [a("bz." + N, "192.0.2.9")]),
+    "nsec-refused": update_input(1, N, [], [urr("big." + N, 47, cls=ANY, ttl=0)]),
+}
+
+
 # Journals (journal): a selector byte (odd: then 2 octets of offset and a kind of damage
 # to apply after writing the journal anew), then a journal file of diff.test.
 def no_class(record):
@@ -434,6 +469,8 @@ def main():
         write("tsig", name, data)
     for name, data in XFR_IN.items():
         write("xfr_in", name, data)
+    for name, data in UPDATES.items():
+        write("update", name, data)
     for name, data in JOURNALS.items():
         write("journal", name, data)
     for name, q in CACHE_QUERIES.items():

@@ -12,6 +12,7 @@ mod config;
 mod doh;
 mod journal;
 mod tsig;
+mod update;
 mod xfr_in;
 
 pub use cache::resolver_cache;
@@ -19,6 +20,7 @@ pub use config::config;
 pub use doh::doh_request;
 pub use journal::journal;
 pub use tsig::tsig;
+pub use update::{update, update_run, UpdateEnd};
 pub use xfr_in::{xfr_in, xfr_in_run, XfrInEnd};
 
 use shardns_wire::name::MAX_NAME_LEN;

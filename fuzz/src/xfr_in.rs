@@ -15,9 +15,9 @@ const ID: u16 = 0x5a5a;
 /// At most this many messages are read from one input (one run stays fast).
 const MAX_MESSAGES: usize = 16;
 /// At most this many names are asked (in canonical wire order) when comparing answers.
-const MAX_NAMES: usize = 600;
+pub(crate) const MAX_NAMES: usize = 600;
 /// The types every name is asked for when a patched zone is compared with a full build.
-const QTYPES: [RType; 13] = [
+pub(crate) const QTYPES: [RType; 13] = [
     RType::A,
     RType::NS,
     RType::SOA,
@@ -162,7 +162,7 @@ pub fn xfr_in_run(data: &[u8]) -> XfrInEnd {
 }
 
 /// The bundled zone `apex` as built (once) for `respond`.
-fn base_zone(apex: &str) -> Arc<Zone> {
+pub(crate) fn base_zone(apex: &str) -> Arc<Zone> {
     super::zone_set()
         .zones()
         .find(|z| z.apex().to_string() == apex)
@@ -172,7 +172,7 @@ fn base_zone(apex: &str) -> Arc<Zone> {
 
 /// Every owner of the zones, each one's parent (empty non-terminals) and a name below it
 /// (wildcards, NXDOMAIN proofs), in wire form, inside the zone.
-fn names_to_ask(zones: &[&Zone], apex: &Name) -> BTreeSet<Vec<u8>> {
+pub(crate) fn names_to_ask(zones: &[&Zone], apex: &Name) -> BTreeSet<Vec<u8>> {
     let mut names = BTreeSet::new();
     for z in zones {
         for r in z.records() {
@@ -192,7 +192,7 @@ fn names_to_ask(zones: &[&Zone], apex: &Name) -> BTreeSet<Vec<u8>> {
 }
 
 /// A query for `name` (wire form) and `qtype`, with EDNS and DO.
-fn query(name: &[u8], qtype: RType) -> Vec<u8> {
+pub(crate) fn query(name: &[u8], qtype: RType) -> Vec<u8> {
     let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     q.extend_from_slice(name);
     q.extend_from_slice(&qtype.0.to_be_bytes());
@@ -203,7 +203,7 @@ fn query(name: &[u8], qtype: RType) -> Vec<u8> {
 
 /// A response's flags and each section's records as sorted text (order and compression
 /// are free).
-fn summary(response: &[u8]) -> (u16, [Vec<String>; 3]) {
+pub(crate) fn summary(response: &[u8]) -> (u16, [Vec<String>; 3]) {
     let m = Message::parse(response).expect("a response parses");
     let sorted = |rs: &[shardns_wire::message::Record]| {
         let mut v: Vec<String> = rs.iter().map(|r| r.to_string().to_lowercase()).collect();
@@ -220,7 +220,7 @@ fn summary(response: &[u8]) -> (u16, [Vec<String>; 3]) {
     )
 }
 
-struct NameText<'a>(&'a [u8]);
+pub(crate) struct NameText<'a>(pub(crate) &'a [u8]);
 
 impl std::fmt::Display for NameText<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

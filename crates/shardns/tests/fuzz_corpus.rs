@@ -89,6 +89,40 @@ fn xfr_in_corpus() {
     replay("xfr_in", checks::xfr_in);
 }
 
+#[test]
+fn update_corpus() {
+    replay("update", checks::update);
+}
+
+/// The hand-made update seeds end as their names say: changes compared with the full
+/// build (`diff.test.`, and the NSEC-signed `nsec.lab.`), nothing to change, and refusals.
+#[test]
+fn update_seeds_reach_each_outcome() {
+    use checks::UpdateEnd::*;
+    use shardns_wire::Rcode;
+    for (seed, want) in [
+        ("add-a", Changed),
+        ("add-dateserial", Changed),
+        ("prereq-then-replace", Changed),
+        ("delete-name", Changed),
+        ("delete-rr", Changed),
+        ("apex-ns-and-soa", Changed),
+        ("new-cut", Changed),
+        ("nsec-add-name", Changed),
+        ("cname-conflict", Changed),
+        ("prereq-nxdomain", Refused(Rcode::NXDOMAIN)),
+        ("notzone", Refused(Rcode::NOTZONE)),
+        ("formerr-meta", Refused(Rcode::FORMERR)),
+        ("nsec-refused", Refused(Rcode::REFUSED)),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus/update")
+            .join(seed);
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(checks::update_run(&data), want, "{seed}");
+    }
+}
+
 /// The hand-made seeds reach what they were made for: a patch compared with the full
 /// build (`diff.test.` and the NSEC-signed `nsec.lab.`), a whole zone, an SOA alone, and
 /// the refusals.

@@ -12,6 +12,8 @@
 //! - [`answer`] turns a query into the response RFC 1034 §4.3.2, RFC 2308, RFC 4592 and
 //!   RFC 6672 require. Sans-I/O, no threads, no allocation.
 //! - [`xfr`] writes outgoing AXFR/IXFR responses and NOTIFY messages. Sans-I/O, no threads.
+//! - [`update`] reads an RFC 2136 UPDATE against a zone into the change to make (or the
+//!   rcode to answer). Sans-I/O, no threads, no clock.
 //!
 //! Never, anywhere in the crate: sockets, locks, clocks or `unsafe`. Every thread is scoped
 //! and joined before the call that started it returns.
@@ -22,6 +24,7 @@ pub mod catalog;
 pub mod db;
 pub mod load;
 pub mod scan;
+pub mod update;
 pub mod xfr;
 
 pub use answer::{

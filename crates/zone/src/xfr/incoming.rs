@@ -139,16 +139,17 @@ fn malformed(e: shardns_wire::WireError) -> XfrError {
 }
 
 /// A record as it sits in a message: the owner is read into the caller's buffer.
-struct Raw {
-    rtype: RType,
-    class: Class,
-    ttl: u32,
+pub(crate) struct Raw {
+    pub(crate) rtype: RType,
+    pub(crate) class: Class,
+    pub(crate) ttl: u32,
     /// Where the rdata starts in the message, and its length.
-    rdata: usize,
-    rdlen: usize,
+    pub(crate) rdata: usize,
+    pub(crate) rdlen: usize,
 }
 
-fn read_raw(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Raw, XfrError> {
+/// Reads one record at `r` (also for [`crate::update`]'s sections).
+pub(crate) fn read_raw(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Raw, XfrError> {
     r.name(name).map_err(malformed)?;
     let rtype = RType(r.u16().map_err(malformed)?);
     let class = Class(r.u16().map_err(malformed)?);
@@ -400,7 +401,7 @@ impl Incoming {
 
 /// Appends a record to `out`, its owner shared with the record before when equal
 /// (`last` says where that owner is).
-fn keep(
+pub(crate) fn keep(
     out: &mut Records,
     last: &mut Option<(u32, u16)>,
     owner: NameRef<'_>,
