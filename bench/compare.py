@@ -88,14 +88,21 @@ FLOOR_REPLY_SIZE = 0
 ANCHOR = None
 
 
-def write_nsd_conf(d, port, zone, zonefile):
+def write_nsd_conf(d, port, zone, zonefile, workers=1, tls=None):
+    """d/nsd.conf for NSD serving `zone` on 127.0.0.1@port with `workers` processes (sharing
+    the port with SO_REUSEPORT when more than one), and DNS over TLS too when `tls` is
+    (port, key file, certificate file); returns the command."""
     os.makedirs(d, exist_ok=True)
+    extra = "    reuseport: yes\n" if workers > 1 else ""
+    if tls:
+        extra += (f"    ip-address: 127.0.0.1@{tls[0]}\n    tls-port: {tls[0]}\n"
+                  f"    tls-service-key: \"{tls[1]}\"\n    tls-service-pem: \"{tls[2]}\"\n")
     with open(f"{d}/nsd.conf", "w") as f:
         f.write(f"""server:
     ip-address: 127.0.0.1
     port: {port}
-    server-count: 1
-    username: ""
+    server-count: {workers}
+{extra}    username: ""
     chroot: ""
     zonesdir: "{os.path.dirname(zonefile)}"
     database: ""
@@ -115,8 +122,12 @@ zone:
     return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
 
 
-def write_unbound_conf(d, port, zone, anchor=None):
+def write_unbound_conf(d, port, zone, anchor=None, workers=1, upstream=None):
+    """d/unbound.conf for Unbound on 127.0.0.1@port with `workers` threads, `zone` a stub
+    zone at 127.0.0.1@upstream (default UPSTREAM_PORT), validating from `anchor` if given;
+    returns the command."""
     os.makedirs(d, exist_ok=True)
+    upstream = upstream or UPSTREAM_PORT
     # With a trust anchor (cache-signed): validating, as Unbound is deployed.
     modules = "validator iterator" if anchor else "iterator"
     trust = f'    trust-anchor-file: "{anchor}"\n    val-log-level: 1\n' if anchor else ""
@@ -124,7 +135,8 @@ def write_unbound_conf(d, port, zone, anchor=None):
         f.write(f"""server:
     interface: 127.0.0.1
     port: {port}
-    num-threads: 1
+    num-threads: {workers}
+    so-reuseport: {"yes" if workers > 1 else "no"}
     do-daemonize: no
     username: ""
     chroot: ""
@@ -142,7 +154,7 @@ def write_unbound_conf(d, port, zone, anchor=None):
     control-enable: no
 stub-zone:
     name: "{zone}"
-    stub-addr: 127.0.0.1@{UPSTREAM_PORT}
+    stub-addr: 127.0.0.1@{upstream}
 """)
     return ["unbound", "-d", "-c", f"{d}/unbound.conf"]
 

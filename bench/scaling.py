@@ -33,8 +33,9 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import write_nsd_conf, write_unbound_conf  # noqa: E402
 from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, knot_conf,  # noqa: E402
-                 loopback_root_hints, port_free, terminate, unbound_fence)
+                 loopback_root_hints, port_free, terminate)
 
 PORT = 5651
 TLS_PORT = 5652
@@ -65,67 +66,6 @@ def make_cert(d):
     return key, cert
 
 
-def nsd_cmd(d, w, zone, zonefile, tls=None):
-    os.makedirs(d, exist_ok=True)
-    tls_conf = ""
-    if tls:
-        tls_conf = (f"    ip-address: 127.0.0.1@{TLS_PORT}\n    tls-port: {TLS_PORT}\n"
-                    f"    tls-service-key: \"{tls[0]}\"\n    tls-service-pem: \"{tls[1]}\"\n")
-    with open(f"{d}/nsd.conf", "w") as f:
-        f.write(f"""server:
-    ip-address: 127.0.0.1@{PORT}
-{tls_conf}    server-count: {w}
-    reuseport: yes
-    username: ""
-    chroot: ""
-    zonesdir: "{os.path.dirname(zonefile)}"
-    database: ""
-    pidfile: "{d}/nsd.pid"
-    xfrdfile: "{d}/xfrd.state"
-    zonelistfile: "{d}/zone.list"
-    xfrdir: "{d}"
-    logfile: "{d}/nsd.log"
-    verbosity: 1
-    zonefiles-write: 0
-remote-control:
-    control-enable: no
-zone:
-    name: {zone}
-    zonefile: "{zonefile}"
-""")
-    return ["nsd", "-d", "-c", f"{d}/nsd.conf"]
-
-
-def unbound_cmd(d, w, zone):
-    os.makedirs(d, exist_ok=True)
-    with open(f"{d}/unbound.conf", "w") as f:
-        f.write(f"""server:
-    interface: 127.0.0.1
-    port: {PORT}
-    num-threads: {w}
-    so-reuseport: yes
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{d}"
-    pidfile: "{d}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 1
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
-    module-config: "iterator"
-    local-zone: "test." nodefault
-{unbound_fence()}remote-control:
-    control-enable: no
-stub-zone:
-    name: "{zone}"
-    stub-addr: 127.0.0.1@{UPSTREAM_PORT}
-""")
-    return ["unbound", "-d", "-c", f"{d}/unbound.conf"]
-
-
 def server_cmd(name, workload, w, d, zone, zonefile, shardns_bin, tls):
     if name == "shardns":
         cmd = [shardns_bin, "serve", "--listen", f"127.0.0.1:{PORT}", "--workers", str(w),
@@ -149,9 +89,10 @@ def server_cmd(name, workload, w, d, zone, zonefile, shardns_bin, tls):
             f.write(text)
         return cmd
     if name == "nsd":
-        return nsd_cmd(d, w, zone, zonefile, tls if workload == "dot" else None)
+        return write_nsd_conf(d, PORT, zone, zonefile, workers=w,
+                              tls=(TLS_PORT, tls[0], tls[1]) if workload == "dot" else None)
     if name == "unbound":
-        return unbound_cmd(d, w, zone)
+        return write_unbound_conf(d, PORT, zone, workers=w, upstream=UPSTREAM_PORT)
     raise ValueError(name)
 
 
