@@ -22,12 +22,18 @@ deb=$(scripts/package.sh | tail -1)
 echo "package-test: $deb"
 pid=
 made_run=
+run_before=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   dpkg --purge shardns >/dev/null 2>&1 || true
   # As systemd removes a RuntimeDirectory at stop: left behind, owned by a user the purge
   # deleted, it would be refused as root's default control socket directory.
+  # One that was there before (root's, made by a `shardns serve` run as root) gets its owner
+  # and mode back: taken over by the service's user, it would be refused the same way.
   [ -z "$made_run" ] || rm -rf /run/shardns
+  if [ -n "$run_before" ]; then
+    chown "${run_before% *}" /run/shardns && chmod "${run_before#* }" /run/shardns
+  fi
 }
 trap cleanup EXIT
 DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" >/dev/null
@@ -47,7 +53,7 @@ run_mode=$(sed -n 's/^RuntimeDirectoryMode=//p' "$unit")
   echo "package-test: the unit's StateDirectoryMode/RuntimeDirectoryMode are '$state_mode'/'$run_mode', not 0750" >&2
   exit 1
 }
-[ -e /run/shardns ] || made_run=1
+if [ -e /run/shardns ]; then run_before=$(stat -c '%u:%g %a' /run/shardns); else made_run=1; fi
 install -d -o shardns -g shardns -m "$run_mode" /run/shardns
 as_service=(setpriv --reuid=shardns --regid=shardns --init-groups --inh-caps=+net_bind_service
   --ambient-caps=+net_bind_service)
