@@ -4,12 +4,10 @@
 //! into a new version (`Change::apply`: the patch, or a full build) and checked against a
 //! full build of its records.
 
-use super::xfr_in::{base_zone, names_to_ask, query, summary, NameText, MAX_NAMES, QTYPES};
+use super::xfr_in::{answers_alike, base_zone, full_build};
 use shardns_wire::{Name, Rcode};
 use shardns_zone::update::{self, Outcome, SerialPolicy};
 use shardns_zone::xfr::is_newer;
-use shardns_zone::{load_zone_text, respond_to_message, ScanOptions, Transport, ZoneSet};
-use std::path::Path;
 
 const NOW: u64 = 1_700_000_000;
 
@@ -93,41 +91,7 @@ pub fn update_run(data: &[u8]) -> UpdateEnd {
         );
     }
     let apex = base.apex().to_name();
-    let mut text = String::new();
-    for r in zone.records() {
-        text.push_str(&r.to_string());
-        text.push('\n');
-    }
-    let opts = ScanOptions::new(apex.clone());
-    let full = match load_zone_text(text.as_bytes(), Path::new("update"), &opts) {
-        Ok((z, _)) => z,
-        Err(e) => panic!("an updated zone does not build in full: {e}\n{text}"),
-    };
-    assert_eq!(
-        super::zone_lines_of(&zone),
-        super::zone_lines_of(&full),
-        "the updated zone is not its records' full build"
-    );
-    let names = names_to_ask(&[&base, &zone, &full], &apex);
-    let (patched, full) = (ZoneSet::new(vec![zone]), ZoneSet::new(vec![full]));
-    let mut a = vec![0u8; 65535];
-    let mut b = vec![0u8; 65535];
-    for name in names.iter().take(MAX_NAMES) {
-        for qtype in QTYPES {
-            let q = query(name, qtype);
-            let got = respond_to_message(&patched, &q, Transport::Tcp, &mut a).map(|w| w.len);
-            let want = respond_to_message(&full, &q, Transport::Tcp, &mut b).map(|w| w.len);
-            let (Some(got), Some(want)) = (got, want) else {
-                assert_eq!(got.is_some(), want.is_some(), "one answers, not the other");
-                continue;
-            };
-            assert_eq!(
-                summary(&a[..got]),
-                summary(&b[..want]),
-                "{} {qtype}: the updated zone answers otherwise than the full build",
-                NameText(name)
-            );
-        }
-    }
+    let full = full_build(&zone, &apex, "an updated zone");
+    answers_alike(&base, zone, full, &apex, "the updated zone");
     UpdateEnd::Changed
 }

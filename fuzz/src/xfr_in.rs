@@ -117,25 +117,39 @@ pub fn xfr_in_run(data: &[u8]) -> XfrInEnd {
         Some(Outcome::Zone { zone, patched, .. }) => (zone, patched),
     };
     // A full build of the records the transfer gave.
+    let full = full_build(&zone, &apex, "the zone accepted");
+    if patched.is_none() {
+        return XfrInEnd::Built;
+    }
+    answers_alike(&base, zone, full, &apex, "the patched zone");
+    XfrInEnd::Patched
+}
+
+/// The zone its own records build in full (their text scanned again), checked to hold the
+/// same records as `zone`; `what` names `zone` in the failure.
+pub(crate) fn full_build(zone: &Zone, apex: &Name, what: &str) -> Zone {
     let mut text = String::new();
     for r in zone.records() {
         text.push_str(&r.to_string());
         text.push('\n');
     }
     let opts = ScanOptions::new(apex.clone());
-    let full = match load_zone_text(text.as_bytes(), Path::new("xfr_in"), &opts) {
+    let full = match load_zone_text(text.as_bytes(), Path::new("full build"), &opts) {
         Ok((z, _)) => z,
-        Err(e) => panic!("an accepted zone does not build in full: {e}\n{text}"),
+        Err(e) => panic!("{what} does not build in full: {e}\n{text}"),
     };
     assert_eq!(
-        super::zone_lines_of(&zone),
+        super::zone_lines_of(zone),
         super::zone_lines_of(&full),
-        "the zone accepted is not its records' full build"
+        "{what} is not its records' full build"
     );
-    if patched.is_none() {
-        return XfrInEnd::Built;
-    }
-    let names = names_to_ask(&[&base, &zone, &full], &apex);
+    full
+}
+
+/// Checks that `zone` (made from `base` by a patch) answers every name of the three zones
+/// and their neighbours, for every type of [`QTYPES`], as `full` does.
+pub(crate) fn answers_alike(base: &Zone, zone: Zone, full: Zone, apex: &Name, what: &str) {
+    let names = names_to_ask(&[base, &zone, &full], apex);
     let patched = ZoneSet::new(vec![zone]);
     let full = ZoneSet::new(vec![full]);
     let mut a = vec![0u8; 65535];
@@ -149,16 +163,14 @@ pub fn xfr_in_run(data: &[u8]) -> XfrInEnd {
                 assert_eq!(got.is_some(), want.is_some(), "one answers, not the other");
                 continue;
             };
-            let (got, want) = (summary(&a[..got]), summary(&b[..want]));
             assert_eq!(
-                got,
-                want,
-                "{} {qtype}: the patched zone answers otherwise than the full build",
+                summary(&a[..got]),
+                summary(&b[..want]),
+                "{} {qtype}: {what} answers otherwise than the full build",
                 NameText(name)
             );
         }
     }
-    XfrInEnd::Patched
 }
 
 /// The bundled zone `apex` as built (once) for `respond`.

@@ -8,7 +8,7 @@ use super::*;
 use shardns_wire::Transport;
 use shardns_zone::xfr::{self, Transfer};
 use shardns_zone::{load_zone_text, respond_to_message, ScanOptions, Zone, ZoneSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -162,10 +162,7 @@ fn serve(
     conn.set_nonblocking(false)?;
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
     conn.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut len = [0u8; 2];
-    conn.read_exact(&mut len)?;
-    let mut query = vec![0u8; u16::from_be_bytes(len) as usize];
-    conn.read_exact(&mut query)?;
+    let query = read_frame(&mut conn)?;
     let Ok(q) = shardns_wire::Query::parse(&query) else {
         return Ok(());
     };
