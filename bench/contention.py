@@ -34,7 +34,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (ROOT, build_shardns, family_sum, loopback_root_hints, port_free,  # noqa: E402
                  shardns_stats, terminate)
-from scaling import make_cert, wait_answer  # noqa: E402
+from compare import wait_answer  # noqa: E402
+from scaling import make_cert  # noqa: E402
 
 PORT, TLS_PORT, UPSTREAM_PORT = 5661, 5662, 5663
 

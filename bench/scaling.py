@@ -33,7 +33,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import write_nsd_conf, write_unbound_conf  # noqa: E402
+from compare import wait_answer, write_nsd_conf, write_unbound_conf  # noqa: E402
 from lab import (CLK_TCK, ROOT, build_shardns, children, cpu_ticks, knot_conf,  # noqa: E402
                  loopback_root_hints, port_free, terminate)
 
@@ -94,21 +94,6 @@ def server_cmd(name, workload, w, d, zone, zonefile, shardns_bin, tls):
     if name == "unbound":
         return write_unbound_conf(d, PORT, zone, workers=w, upstream=UPSTREAM_PORT)
     raise ValueError(name)
-
-
-def answers(port, qname):
-    r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), qname, "A", "+short", "+time=1",
-                        "+tries=1"], capture_output=True, text=True)
-    return bool(r.stdout.strip()) and not r.stdout.startswith(";")
-
-
-def wait_answer(port, qname, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if answers(port, qname):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def dnsperf(lg_cores, workload, qfile, seconds):
