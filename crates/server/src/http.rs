@@ -9,8 +9,8 @@
 //! Never touches a worker.
 
 use crate::stats::render_prometheus;
-use crate::sys::{Epoll, Events, READABLE, WRITABLE};
 use crate::Shared;
+use shardns_sys::{Epoll, Events, READABLE, WRITABLE};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;

@@ -27,7 +27,7 @@
 //! epoll loop), `rrl` (each worker's response rate limiter, a fixed table with no lock).
 //! `xdp` steers an interface's UDP queries to AF_XDP sockets, one per worker.
 //!
-//! `sys` and `xdp` hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
+//! `xdp` and the `shardns-sys` crate hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
 //! the bpf() system call, the AF_XDP socket and its shared rings).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
 //! unless query logging is switched on. (DNS over HTTPS is the one exception: the `h2`
@@ -55,11 +55,9 @@ mod recursion;
 mod rrl;
 mod runtime;
 mod secondary;
-mod seed;
 mod signed;
 mod signing;
 mod stats;
-mod sys;
 mod tcp;
 mod transfers;
 mod worker;
@@ -87,6 +85,7 @@ pub mod journal_file {
 }
 
 use arc_swap::ArcSwap;
+use shardns_sys::EventFd;
 use shardns_zone::ZoneSet;
 use stats::{ControlStats, WorkerStats};
 use std::fmt;
@@ -94,7 +93,6 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::Instant;
-use sys::EventFd;
 
 /// Where the configuration comes from: an optional file, command-line values on top, and
 /// the zone to serve when none is configured. Read again at a reload when the config file
@@ -331,4 +329,10 @@ pub(crate) fn resolver_config(
     }
     rc.trust_anchors.negative = r.negative_trust_anchors.clone();
     Ok(rc)
+}
+
+/// A system call's result for the secret random seeds (`shardns_sys::seed`), as the
+/// server's error.
+fn urandom<T>(r: io::Result<T>) -> Result<T, Error> {
+    r.map_err(io_error("reading /dev/urandom"))
 }

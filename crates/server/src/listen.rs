@@ -3,9 +3,9 @@
 //! address is reported at once, with the receive buffer and options DNS service needs.
 
 use crate::config::Config;
-use crate::sys;
 use crate::worker::WorkerSockets;
 use crate::{io_error, Error};
+use shardns_sys as sys;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};

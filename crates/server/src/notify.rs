@@ -86,7 +86,7 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
                     pending
                         .retain(|p| !(p.target == target && p.zone.apex().eq_ci(&job.zone.apex())));
                     counter += 1;
-                    let id = crate::seed::keyed_hash(seed, &[counter]) as u16;
+                    let id = shardns_sys::seed::keyed_hash(seed, &[counter]) as u16;
                     let mut message = vec![0u8; 1024];
                     let mut len = notify(&job.zone, id, &mut message);
                     // Signed with the zone's transfer key, if it has one: a secondary that

@@ -18,12 +18,13 @@ use crate::extras::{EdnsPolicy, UnixClock};
 use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
 use crate::stats::{ControlStats, WorkerStats};
-use crate::sys::{self, EventFd};
 use crate::worker::{QuicConfig, TlsConfig, Worker, WorkerOptions, WorkerSockets};
 use crate::{control, dnstap, http, journal, listen, notify, secondary, transfers, xdp, zones};
-use crate::{io_error, seed, Error, Setup, Shared};
+use crate::{io_error, urandom, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use settings::{edns_policy, quic_config, reload_extras, tls_config};
+use shardns_sys::{self as sys, seed};
+use shardns_sys::{self, EventFd};
 use shardns_wire::Name;
 use shardns_zone::{ZoneChange, ZoneSet};
 use std::collections::HashSet;
@@ -109,7 +110,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         &report.added,
     );
     shared.control.zones.store(library.len() as u64, Relaxed);
-    let notifier = notify::Notifier::start(Arc::clone(&shared), seed::random_u64()?)
+    let notifier = notify::Notifier::start(Arc::clone(&shared), urandom(seed::random_u64())?)
         .map_err(io_error("starting the notify thread"))?;
     announce_zones(&config, &shared, &notifier);
 
@@ -233,8 +234,13 @@ fn start_secondary(
 ) -> Result<Option<Receiver<Vec<ZoneChange>>>, Error> {
     let transferred = match secondary {
         Some(role) => Some(
-            role.start(config, Arc::clone(shared), seed::random_u64()?, configured)
-                .map_err(io_error("starting the secondary thread"))?,
+            role.start(
+                config,
+                Arc::clone(shared),
+                urandom(seed::random_u64())?,
+                configured,
+            )
+            .map_err(io_error("starting the secondary thread"))?,
         ),
         None => None,
     };
@@ -296,7 +302,7 @@ fn new_shared(
         tcp_clients: crate::tcp::ClientCounts::new(
             config.limits.tcp_connections_per_client,
             config.limits.tcp_connections,
-            seed::random_u64()?,
+            urandom(seed::random_u64())?,
         ),
         wakers,
         evictions: (0..workers).map(|_| Default::default()).collect(),
@@ -520,13 +526,17 @@ fn spawn_workers(
         let rec = match recursion {
             Some(r) => Some(Recursion::new(
                 Arc::clone(r),
-                seed::random()?,
+                urandom(seed::random())?,
                 Instant::now(),
             )),
             None => None,
         };
         let rrl = if config.rrl.enabled {
-            Some(Rrl::new(&config.rrl, seed::random_u64()?, Instant::now()))
+            Some(Rrl::new(
+                &config.rrl,
+                urandom(seed::random_u64())?,
+                Instant::now(),
+            ))
         } else {
             None
         };

@@ -26,7 +26,7 @@ pub(super) fn default_dir() -> PathBuf {
     // server makes /run/shardns, in its log).
     let run_is_roots = std::fs::metadata("/run")
         .is_ok_and(|m| m.is_dir() && m.uid() == 0 && m.mode() & 0o200 != 0);
-    choose_dir(xdg, crate::sys::effective_uid(), run_is_roots)
+    choose_dir(xdg, shardns_sys::effective_uid(), run_is_roots)
 }
 
 /// [`default_dir`] from what it looks at: `$XDG_RUNTIME_DIR` if usable, the effective user,

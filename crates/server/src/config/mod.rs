@@ -560,7 +560,7 @@ impl Config {
         }
         let first = self.listen_addrs().first().copied();
         let listen = first.unwrap_or_else(|| default_listen()[0]);
-        let fallback = control_socket::tmp_dir(crate::sys::effective_uid());
+        let fallback = control_socket::tmp_dir(shardns_sys::effective_uid());
         control_socket::default_path(&control_socket::default_dir(), &fallback, listen)
     }
 

@@ -283,7 +283,7 @@ impl Reloader {
         self.retired_zones.retain(|z| Arc::strong_count(z) > 1);
         // The old zones' memory is free now; hand what malloc can of it back to the system,
         // or the resident size keeps the larger of old and new zone after every reload.
-        crate::sys::release_free_memory();
+        shardns_sys::release_free_memory();
         if !self.retired.is_empty() {
             warn!(
                 "{} replaced zone sets are still in use by a worker",

@@ -11,8 +11,8 @@
 
 use super::commands::serve;
 use super::ReloadRequest;
-use crate::sys::{effective_uid, peer_uid};
 use crate::Shared;
+use shardns_sys::{effective_uid, peer_uid};
 use std::fmt;
 use std::fs::{self, DirBuilder};
 use std::io::{self, Read, Write};

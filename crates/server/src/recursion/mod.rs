@@ -24,11 +24,11 @@ use crate::config::AclEntry;
 use crate::extras::{EdnsPolicy, Extras};
 use crate::origin::Origin;
 use crate::stats::WorkerStats;
-use crate::sys::Epoll;
 use shardns_resolver::{
     client_response_limit, finish_client_response, CacheAnswer, Ede, Engine, Event, QueryId,
     Resolution, Resolver, TaskId, OPT_ROOM,
 };
+use shardns_sys::Epoll;
 use shardns_wire::message::Header;
 use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
 use shardns_zone::{OptAt, Written};

@@ -3,7 +3,7 @@
 use super::upstream::upstream_token;
 use super::*;
 use crate::origin::Via;
-use crate::sys::Events;
+use shardns_sys::Events;
 use std::net::SocketAddr;
 use std::net::UdpSocket;
 

@@ -3,8 +3,8 @@
 //! registered in the worker's epoll set, read until the engine takes an answer.
 
 use super::{Recursion, UPSTREAM_ROUNDS};
-use crate::sys::{Epoll, BROKEN, READABLE, WRITABLE};
 use shardns_resolver::QueryId;
+use shardns_sys::{Epoll, BROKEN, READABLE, WRITABLE};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};

@@ -42,8 +42,8 @@ mod classify;
 mod tests;
 
 use crate::config::RrlConfig;
-use crate::seed::keyed_hash;
 use classify::{classify_keyed, slip_response, Class};
+use shardns_sys::seed::keyed_hash;
 use shardns_wire::Rcode;
 use std::net::IpAddr;
 use std::time::Instant;

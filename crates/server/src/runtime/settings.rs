@@ -5,7 +5,8 @@ use crate::config::Config;
 use crate::cookie::CookieSecrets;
 use crate::extras::{EdnsPolicy, NSID_MAX};
 use crate::worker::{QuicConfig, TlsConfig};
-use crate::{seed, Error, Shared};
+use crate::{urandom, Error, Shared};
+use shardns_sys::seed;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,7 +90,7 @@ pub(super) fn edns_policy(
         match previous.and_then(|p| p.cookies.clone()) {
             Some(c) => Some(c),
             None => {
-                let random = seed::random()?;
+                let random = urandom(seed::random())?;
                 let secret: [u8; 16] = random[..16].try_into().expect("sixteen bytes");
                 CookieSecrets::new(vec![secret])
             }

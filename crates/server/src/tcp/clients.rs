@@ -1,7 +1,7 @@
 //! tcp::clients -- open TCP connections per client address over all workers
 //! (`limits.tcp_connections_per_client`), in a fixed table of atomic words.
 
-use crate::seed::keyed_hash;
+use shardns_sys::seed::keyed_hash;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

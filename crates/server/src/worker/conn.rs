@@ -7,8 +7,9 @@ use super::{
     conn_token, Worker, ACCEPT_BURST, BUFFER_POOL_MAX, KIND_LISTENER, KIND_SHIFT, TLS_ROUNDS,
 };
 use crate::stats::{WorkerStats, TLS_TIMEOUT};
-use crate::sys::{self, BROKEN, READABLE, WRITABLE};
 use crate::tcp::{Conn, INPUT_INITIAL};
+use shardns_sys as sys;
+use shardns_sys::{self, BROKEN, READABLE, WRITABLE};
 use shardns_zone::ZoneSet;
 use std::io::{self, Read};
 use std::net::IpAddr;

@@ -23,10 +23,10 @@ use crate::origin::{Origin, Via};
 use crate::recursion::{Recursion, KIND_UPSTREAM};
 use crate::rrl::Rrl;
 use crate::stats::WorkerStats;
-use crate::sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
 use crate::tcp::{ConnTable, INPUT_INITIAL, MAX_FRAME};
 use crate::xdp::Xsk;
 use crate::Shared;
+use shardns_sys::{Epoll, Events, SendBatch, UdpBatch, READABLE, WRITABLE};
 use shardns_zone::ZoneSet;
 use std::io;
 use std::net::{TcpListener, UdpSocket};
@@ -477,7 +477,7 @@ fn add_listeners(
 
 /// Sends the resolver's queued UDP answers, each from its listening socket.
 fn flush_answers(udp: &[(UdpSocket, bool)], answers: &mut SendBatch, stats: &WorkerStats) {
-    if answers.len() == 0 {
+    if answers.is_empty() {
         return;
     }
     let done = answers.flush(|i| udp.get(i).map(|(s, _)| s.as_raw_fd()));

@@ -138,7 +138,7 @@ impl Quic {
     pub(super) fn new(
         sockets: Vec<UdpSocket>,
         config: &QuicConfig,
-        epoll: &crate::sys::Epoll,
+        epoll: &shardns_sys::Epoll,
         max_conns: usize,
     ) -> io::Result<Self> {
         let mut socks = Vec::new();
@@ -146,7 +146,7 @@ impl Quic {
             epoll.add(
                 s.as_raw_fd(),
                 (KIND_QUIC << KIND_SHIFT) | i as u64,
-                crate::sys::READABLE,
+                shardns_sys::READABLE,
             )?;
             let local = s.local_addr()?;
             socks.push((s, local));

@@ -386,7 +386,7 @@ impl ZoneLibrary {
             let huge = zone
                 .arrays()
                 .iter()
-                .filter(|&&(addr, len)| crate::sys::back_with_huge_pages(addr, len))
+                .filter(|&&(addr, len)| shardns_sys::back_with_huge_pages(addr, len))
                 .count();
             if huge > 0 {
                 debug!("zone {}: {huge} arrays on huge pages", zone.apex());

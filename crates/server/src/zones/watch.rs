@@ -23,7 +23,8 @@
 //! its zone is read again at the next reload (once).
 
 use super::{FileStamp, NameHash};
-use crate::sys::{self, Inotify, EVENT_BUFFER};
+use shardns_sys as sys;
+use shardns_sys::{self, Inotify, EVENT_BUFFER};
 use shardns_wire::Name;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};

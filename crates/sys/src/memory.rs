@@ -5,7 +5,7 @@
 /// transparent huge pages, now (MADV_COLLAPSE, Linux 6.1) rather than whenever khugepaged
 /// gets to it; a no-op below 2 MiB and on kernels without it. The data is unchanged: the
 /// kernel copies it into the huge page. Used on a big zone's arrays after it is built.
-pub(crate) fn back_with_huge_pages(addr: usize, len: usize) -> bool {
+pub fn back_with_huge_pages(addr: usize, len: usize) -> bool {
     const HUGE: usize = 2 << 20;
     #[cfg(target_os = "linux")]
     const MADV_COLLAPSE: libc::c_int = 25;
@@ -30,7 +30,7 @@ pub(crate) fn back_with_huge_pages(addr: usize, len: usize) -> bool {
 
 /// Returns free heap memory to the system (glibc's `malloc_trim`): called on the thread
 /// that reloads, after a reload frees a zone set, never on a worker.
-pub(crate) fn release_free_memory() {
+pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own heaps and takes its own locks; it touches
     // no memory of ours and is safe to call from any thread at any time.

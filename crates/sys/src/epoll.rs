@@ -7,20 +7,21 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// Readable interest/readiness.
-pub(crate) const READABLE: u32 = libc::EPOLLIN as u32;
+pub const READABLE: u32 = libc::EPOLLIN as u32;
 /// Writable interest/readiness.
-pub(crate) const WRITABLE: u32 = libc::EPOLLOUT as u32;
+pub const WRITABLE: u32 = libc::EPOLLOUT as u32;
 /// Error or hang-up readiness (always reported, never requested).
-pub(crate) const BROKEN: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+pub const BROKEN: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
 
 /// An epoll instance (level-triggered).
 #[derive(Debug)]
-pub(crate) struct Epoll {
+pub struct Epoll {
     fd: OwnedFd,
 }
 
 impl Epoll {
-    pub(crate) fn new() -> io::Result<Self> {
+    /// A new epoll instance (close-on-exec).
+    pub fn new() -> io::Result<Self> {
         // SAFETY: epoll_create1 takes no pointers; the result is checked before use.
         let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
@@ -39,16 +40,18 @@ impl Epoll {
         Ok(())
     }
 
-    pub(crate) fn add(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
+    /// Watches `fd` for `interest`, reported with `token`.
+    pub fn add(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, token, interest)
     }
 
-    pub(crate) fn modify(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
+    /// Changes what `fd` is watched for.
+    pub fn modify(&self, fd: RawFd, token: u64, interest: u32) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, token, interest)
     }
 
     /// Waits up to `timeout_ms` (-1: forever). An interrupted wait returns no events.
-    pub(crate) fn wait(&self, events: &mut Events, timeout_ms: i32) -> io::Result<()> {
+    pub fn wait(&self, events: &mut Events, timeout_ms: i32) -> io::Result<()> {
         let cap = events.buf.len().min(i32::MAX as usize) as libc::c_int;
         // SAFETY: `events.buf` holds `cap` initialised epoll_event structs and the kernel
         // writes at most `cap` of them.
@@ -70,13 +73,14 @@ impl Epoll {
 }
 
 /// The events one `Epoll::wait` returned.
-pub(crate) struct Events {
+pub struct Events {
     buf: Vec<libc::epoll_event>,
     len: usize,
 }
 
 impl Events {
-    pub(crate) fn with_capacity(n: usize) -> Self {
+    /// Room for `n` events per wait.
+    pub fn with_capacity(n: usize) -> Self {
         Self {
             buf: vec![libc::epoll_event { events: 0, u64: 0 }; n.max(1)],
             len: 0,
@@ -84,7 +88,7 @@ impl Events {
     }
 
     /// `(token, readiness)` pairs.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         // Copy the fields out: epoll_event is packed on x86-64, so no references into it.
         self.buf[..self.len].iter().map(|e| {
             let e = *e;
@@ -95,12 +99,13 @@ impl Events {
 
 /// An eventfd used to wake one worker's epoll loop from another thread.
 #[derive(Debug)]
-pub(crate) struct EventFd {
+pub struct EventFd {
     file: File,
 }
 
 impl EventFd {
-    pub(crate) fn new() -> io::Result<Self> {
+    /// A new non-blocking eventfd.
+    pub fn new() -> io::Result<Self> {
         // SAFETY: eventfd takes no pointers; the result is checked before use.
         let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
         // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
@@ -110,17 +115,18 @@ impl EventFd {
         })
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    /// Its descriptor, to add to an epoll set.
+    pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
     }
 
     /// Makes the descriptor readable (a full counter only means it already is).
-    pub(crate) fn wake(&self) {
+    pub fn wake(&self) {
         let _ = (&self.file).write(&1u64.to_ne_bytes());
     }
 
     /// Resets the descriptor to not readable.
-    pub(crate) fn drain(&self) {
+    pub fn drain(&self) {
         let mut b = [0u8; 8];
         let _ = (&self.file).read(&mut b);
     }

@@ -64,7 +64,7 @@ fn point_header(
 ///
 /// Holds raw pointers into its own buffers while a call runs, so it is neither `Send` nor
 /// `Sync`: each worker builds its own on its own thread.
-pub(crate) struct UdpBatch {
+pub struct UdpBatch {
     cap: usize,
     queries: Box<[u8]>,
     responses: Box<[u8]>,
@@ -81,7 +81,7 @@ pub(crate) struct UdpBatch {
 
 impl UdpBatch {
     /// Buffers for `cap` datagrams each way (at least 1).
-    pub(crate) fn new(cap: usize) -> Self {
+    pub fn new(cap: usize) -> Self {
         let cap = cap.max(1);
         let (peers, recv_iov, recv_msgs) = batch_arrays(cap);
         let (_, send_iov, send_msgs) = batch_arrays(cap);
@@ -100,13 +100,14 @@ impl UdpBatch {
         }
     }
 
-    pub(crate) fn capacity(&self) -> usize {
+    /// How many datagrams one call can take.
+    pub fn capacity(&self) -> usize {
         self.cap
     }
 
     /// Receives up to `capacity()` datagrams without blocking (one recvmmsg). Forgets
     /// queued responses. `WouldBlock` when nothing is waiting.
-    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.received = 0;
         self.queued_len = 0;
         let base = self.queries.as_mut_ptr();
@@ -140,11 +141,7 @@ impl UdpBatch {
 
     /// Datagram `i` of the last `recv` and the buffer for response slot `slot`; the query
     /// is `None` if the datagram was longer than `UDP_QUERY_MAX`.
-    pub(crate) fn query_and_response(
-        &mut self,
-        i: usize,
-        slot: usize,
-    ) -> (Option<&[u8]>, &mut [u8]) {
+    pub fn query_and_response(&mut self, i: usize, slot: usize) -> (Option<&[u8]>, &mut [u8]) {
         assert!(i < self.received && slot < self.cap);
         let h = &self.recv_msgs[i];
         let query = if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
@@ -159,7 +156,7 @@ impl UdpBatch {
 
     /// Datagram `i` of the last `recv`, or `None` if it was longer than `UDP_QUERY_MAX` (or
     /// `i` is past the batch).
-    pub(crate) fn query(&self, i: usize) -> Option<&[u8]> {
+    pub fn query(&self, i: usize) -> Option<&[u8]> {
         let h = self.recv_msgs[..self.received].get(i)?;
         if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
             return None;
@@ -170,33 +167,33 @@ impl UdpBatch {
 
     /// True if datagram `i` of the last `recv` has an additional section (ARCOUNT not
     /// zero: an OPT record, which may carry a cookie).
-    pub(crate) fn has_additional(&self, i: usize) -> bool {
+    pub fn has_additional(&self, i: usize) -> bool {
         let len = self.recv_msgs.get(i).map_or(0, |h| h.msg_len as usize);
         let q = &self.queries[i * UDP_QUERY_MAX..];
         len >= 12 && (q[10] | q[11]) != 0
     }
 
     /// The sender of datagram `i` of the last `recv`.
-    pub(crate) fn peer(&self, i: usize) -> Option<SocketAddr> {
+    pub fn peer(&self, i: usize) -> Option<SocketAddr> {
         let len = self.recv_msgs.get(i)?.msg_hdr.msg_namelen;
         socket_addr(&self.peers[i], len)
     }
 
     /// Queues the response in the next slot (the one `query_and_response` was given) for the
     /// sender of datagram `i`.
-    pub(crate) fn queue(&mut self, i: usize, len: usize) {
+    pub fn queue(&mut self, i: usize, len: usize) {
         assert!(i < self.received && self.queued_len < self.cap && len <= UDP_RESPONSE_MAX);
         self.queued[self.queued_len] = (i as u32, len as u32);
         self.queued_len += 1;
     }
 
     /// Responses queued since the last `recv`.
-    pub(crate) fn queued(&self) -> usize {
+    pub fn queued(&self) -> usize {
         self.queued_len
     }
 
     /// Sends queued responses `from..` (one sendmmsg); returns how many the kernel took.
-    pub(crate) fn send(&mut self, fd: RawFd, from: usize) -> io::Result<usize> {
+    pub fn send(&mut self, fd: RawFd, from: usize) -> io::Result<usize> {
         let count = self.queued_len.saturating_sub(from);
         if count == 0 {
             return Ok(0);
@@ -235,13 +232,13 @@ impl UdpBatch {
 
 /// What one [`SendBatch::flush`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Flushed {
+pub struct Flushed {
     /// sendmmsg calls made.
-    pub(crate) calls: u64,
+    pub calls: u64,
     /// Datagrams the kernel took.
-    pub(crate) sent: u64,
+    pub sent: u64,
     /// Datagrams given up (socket buffer full, unknown socket, send error).
-    pub(crate) dropped: u64,
+    pub dropped: u64,
 }
 
 /// Datagrams queued to go out later with one sendmmsg per socket: each has its own
@@ -250,7 +247,7 @@ pub(crate) struct Flushed {
 /// finished resolutions.
 ///
 /// Preallocated like [`UdpBatch`], and for the same reason neither `Send` nor `Sync`.
-pub(crate) struct SendBatch {
+pub struct SendBatch {
     slot_size: usize,
     data: Box<[u8]>,
     peers: Box<[libc::sockaddr_storage]>,
@@ -266,7 +263,7 @@ impl SendBatch {
     const SENT: u32 = u32::MAX;
 
     /// Room for `cap` datagrams (at least 1) of up to `slot_size` bytes each.
-    pub(crate) fn new(cap: usize, slot_size: usize) -> Self {
+    pub fn new(cap: usize, slot_size: usize) -> Self {
         let cap = cap.max(1);
         let (peers, iov, msgs) = batch_arrays(cap);
         Self {
@@ -281,17 +278,23 @@ impl SendBatch {
     }
 
     /// Datagrams queued.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
     }
 
-    pub(crate) fn is_full(&self) -> bool {
+    /// Whether no datagram is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether no datagram more fits before a flush.
+    pub fn is_full(&self) -> bool {
         self.len == self.queued.len()
     }
 
     /// Copies `datagram` into the batch, to go to `peer` from socket `socket`; false (and
     /// nothing queued) if the batch is full or the datagram longer than a slot.
-    pub(crate) fn push(&mut self, socket: usize, peer: SocketAddr, datagram: &[u8]) -> bool {
+    pub fn push(&mut self, socket: usize, peer: SocketAddr, datagram: &[u8]) -> bool {
         let (Ok(socket), Ok(len)) = (u32::try_from(socket), u32::try_from(datagram.len())) else {
             return false;
         };
@@ -311,7 +314,7 @@ impl SendBatch {
     /// Sends everything queued, grouped by socket (one sendmmsg per socket unless the
     /// kernel takes only part), and empties the batch. `fd_of` gives socket `i`'s
     /// descriptor; a datagram for a socket it does not know is dropped.
-    pub(crate) fn flush(&mut self, fd_of: impl Fn(usize) -> Option<RawFd>) -> Flushed {
+    pub fn flush(&mut self, fd_of: impl Fn(usize) -> Option<RawFd>) -> Flushed {
         let mut done = Flushed::default();
         let base = self.data.as_mut_ptr();
         let mut first = 0;

@@ -12,9 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr;
 
 /// Accepts one connection, already nonblocking and close-on-exec (one system call).
-pub(crate) fn accept_nonblocking(
-    listener: &TcpListener,
-) -> io::Result<(TcpStream, Option<SocketAddr>)> {
+pub fn accept_nonblocking(listener: &TcpListener) -> io::Result<(TcpStream, Option<SocketAddr>)> {
     // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
     let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
     let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -34,7 +32,7 @@ pub(crate) fn accept_nonblocking(
 }
 
 /// Converts a kernel socket address to std's form (`None` for other families).
-pub(super) fn socket_addr(
+pub(crate) fn socket_addr(
     storage: &libc::sockaddr_storage,
     len: libc::socklen_t,
 ) -> Option<SocketAddr> {
@@ -68,7 +66,7 @@ pub(super) fn socket_addr(
 }
 
 /// Sets SO_RCVBUFFORCE (SO_RCVBUF past `net.core.rmem_max`); false when not permitted.
-pub(crate) fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> bool {
+pub fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> bool {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: a valid socket fd, and a pointer to a c_int that outlives the call with its
     // exact size; the kernel only reads it.
@@ -85,7 +83,7 @@ pub(crate) fn force_receive_buffer(socket: &impl AsRawFd, bytes: usize) -> bool 
 
 /// The user ID of the process at the other end of a connected Unix socket (SO_PEERCRED:
 /// the process that called `listen` on it), as the kernel recorded it.
-pub(crate) fn peer_uid(socket: &impl AsRawFd) -> io::Result<u32> {
+pub fn peer_uid(socket: &impl AsRawFd) -> io::Result<u32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,

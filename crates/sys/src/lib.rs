@@ -1,5 +1,6 @@
-//! sys -- the only module with `unsafe` besides `xdp`: thin wrappers over the Linux calls
-//! that std and socket2 do not offer.
+//! shardns-sys: thin wrappers over the Linux calls that std and socket2 do not offer, for
+//! the runtime (`shardns-server`) and the zone control plane (`shardns-control`). With the
+//! server's `xdp`, the only crate with `unsafe`.
 //!
 //! Owns, by room: `epoll` (epoll, eventfd: a worker's event loop and its wake-up),
 //! `mmsg` (recvmmsg/sendmmsg batches: [`UdpBatch`], [`SendBatch`]), `socket` (accept4,
@@ -12,21 +13,22 @@
 //! Every `unsafe` block states why it is sound in a `// SAFETY:` comment. Nothing here knows
 //! about DNS; callers get safe types (`Epoll`, `EventFd`, `UdpBatch`, `SendBatch`,
 //! `Inotify`) and `io::Result`s.
-#![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 mod epoll;
 mod inotify;
 mod memory;
 mod mmsg;
+pub mod seed;
 mod socket;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
-pub(crate) use inotify::{changes_seen_by_inotify, Inotify, EVENT_BUFFER};
-pub(crate) use memory::{back_with_huge_pages, release_free_memory};
-pub(crate) use mmsg::{SendBatch, UdpBatch};
-pub(crate) use socket::{accept_nonblocking, force_receive_buffer, peer_uid};
+pub use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
+pub use inotify::{changes_seen_by_inotify, Inotify, EVENT_BUFFER};
+pub use memory::{back_with_huge_pages, release_free_memory};
+pub use mmsg::{SendBatch, UdpBatch};
+pub use socket::{accept_nonblocking, force_receive_buffer, peer_uid};
 
 use std::io;
 
@@ -34,7 +36,7 @@ use std::io;
 /// it (PREFETCHT0 on x86_64, nothing elsewhere): the hint a worker gives for a batch's zone
 /// lookups (`ZoneSet::prefetch`). `p` need not point at anything.
 #[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
+pub fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache: it reads nothing the program sees, writes
     // nothing, and never faults, whatever the address; SSE is part of the x86_64 baseline.
@@ -46,7 +48,7 @@ pub(crate) fn prefetch(p: *const u8) {
 }
 
 /// Turns a `-1` return into the thread's `errno`.
-pub(super) fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+pub(crate) fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -55,7 +57,7 @@ pub(super) fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// Raises the soft limit on open files to the hard limit; returns the new soft limit.
-pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
+pub fn raise_nofile_limit() -> io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -77,7 +79,7 @@ pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
 }
 
 /// The process's effective user ID (whose files it makes, whose sockets it trusts).
-pub(crate) fn effective_uid() -> u32 {
+pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
     unsafe { libc::geteuid() }
 }

@@ -25,12 +25,13 @@ const DIR_EVENTS: u32 = libc::IN_MODIFY
 
 /// An inotify instance whose watches are directories.
 #[derive(Debug)]
-pub(crate) struct Inotify {
+pub struct Inotify {
     file: File,
 }
 
 impl Inotify {
-    pub(crate) fn new() -> io::Result<Self> {
+    /// A new non-blocking inotify instance.
+    pub fn new() -> io::Result<Self> {
         // SAFETY: inotify_init1 takes no pointers; the result is checked before use.
         let fd = check(unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) })?;
         // SAFETY: `fd` is a descriptor the kernel just created for us and nobody else owns.
@@ -43,7 +44,7 @@ impl Inotify {
     /// Watches the directory `dir` (following a symbolic link to it); returns the watch
     /// descriptor, the same one again for a directory watched already under another name.
     /// ENOSPC: the user's `fs.inotify.max_user_watches` is reached.
-    pub(crate) fn watch_dir(&self, dir: &Path) -> io::Result<i32> {
+    pub fn watch_dir(&self, dir: &Path) -> io::Result<i32> {
         let path = CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
         let mask = DIR_EVENTS | libc::IN_ONLYDIR | libc::IN_EXCL_UNLINK;
@@ -53,7 +54,7 @@ impl Inotify {
     }
 
     /// Stops a watch (an unknown one is an error the caller can ignore).
-    pub(crate) fn unwatch(&self, wd: i32) -> io::Result<()> {
+    pub fn unwatch(&self, wd: i32) -> io::Result<()> {
         // SAFETY: takes no pointers; a stale `wd` is reported as EINVAL.
         check(unsafe { libc::inotify_rm_watch(self.file.as_raw_fd(), wd) })?;
         Ok(())
@@ -61,7 +62,7 @@ impl Inotify {
 
     /// Reads the events queued now into `buf` (at least [`EVENT_BUFFER`] bytes); an empty
     /// list when there are none (the descriptor never blocks).
-    pub(crate) fn read<'b>(&self, buf: &'b mut [u8]) -> io::Result<InotifyEvents<'b>> {
+    pub fn read<'b>(&self, buf: &'b mut [u8]) -> io::Result<InotifyEvents<'b>> {
         match (&self.file).read(buf) {
             Ok(n) => Ok(InotifyEvents { buf: &buf[..n] }),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(InotifyEvents { buf: &[] }),
@@ -72,17 +73,17 @@ impl Inotify {
 }
 
 /// A read buffer that holds at least one event with the longest file name.
-pub(crate) const EVENT_BUFFER: usize = 64 << 10;
+pub const EVENT_BUFFER: usize = 64 << 10;
 
 const HEADER: usize = size_of::<libc::inotify_event>();
 
 /// The events of one read.
-pub(crate) struct InotifyEvents<'b> {
+pub struct InotifyEvents<'b> {
     buf: &'b [u8],
 }
 
 impl InotifyEvents<'_> {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 }
@@ -111,21 +112,21 @@ impl<'b> Iterator for InotifyEvents<'b> {
 /// One event: the watch, what happened, and the name in the directory (empty for the
 /// directory itself and for a queue overflow).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct InotifyEvent<'b> {
-    pub(crate) wd: i32,
+pub struct InotifyEvent<'b> {
+    pub wd: i32,
     mask: u32,
-    pub(crate) name: &'b [u8],
+    pub name: &'b [u8],
 }
 
 impl InotifyEvent<'_> {
     /// The kernel's queue overflowed: events were lost.
-    pub(crate) fn overflow(&self) -> bool {
+    pub fn overflow(&self) -> bool {
         self.mask & libc::IN_Q_OVERFLOW != 0
     }
 
     /// The watched directory went away: deleted, renamed, its file system unmounted, or the
     /// watch removed.
-    pub(crate) fn dir_gone(&self) -> bool {
+    pub fn dir_gone(&self) -> bool {
         self.mask
             & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_UNMOUNT | libc::IN_IGNORED)
             != 0
@@ -136,7 +137,7 @@ impl InotifyEvent<'_> {
 /// reports it: local disk and memory file systems. Network and cluster file systems (NFS,
 /// CIFS, Ceph, FUSE...) change under us without events, and file systems not listed here
 /// are not trusted either.
-pub(crate) fn changes_seen_by_inotify(dir: &Path) -> io::Result<bool> {
+pub fn changes_seen_by_inotify(dir: &Path) -> io::Result<bool> {
     let path = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
     // SAFETY: statfs is plain old data; all zeroes is a valid value.

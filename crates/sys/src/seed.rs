@@ -2,16 +2,15 @@
 //! random bytes for the resolver's query IDs and ports, seeds for the rate limiter's and the
 //! connection table's hashes, and the keyed hash itself.
 
-use crate::{io_error, Error};
 use std::io;
 
 /// 32 secret random bytes for a worker's resolver engine (query IDs, source ports).
-pub(crate) fn random() -> Result<[u8; 32], Error> {
-    read_urandom().map_err(io_error("reading /dev/urandom"))
+pub fn random() -> io::Result<[u8; 32]> {
+    read_urandom()
 }
 
 /// Eight secret random bytes, as a number (hash seeds).
-pub(crate) fn random_u64() -> Result<u64, Error> {
+pub fn random_u64() -> io::Result<u64> {
     Ok(to_u64(&random()?))
 }
 
@@ -31,7 +30,7 @@ fn to_u64(seed: &[u8; 32]) -> u64 {
 /// table indexed by it (not cryptographic: a multiply-rotate per word, then the murmur3
 /// finaliser, so every output bit depends on every input bit).
 #[inline]
-pub(crate) fn keyed_hash(seed: u64, words: &[u64]) -> u64 {
+pub fn keyed_hash(seed: u64, words: &[u64]) -> u64 {
     let mut h = seed;
     for &v in words {
         h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
