@@ -10,7 +10,7 @@
 //! serial before if that is not newer, so consumers see every change and a restart never
 //! moves the serial backwards.
 
-use crate::config::{CatalogRole, Config};
+use shardns_config::{CatalogRole, Config};
 use shardns_wire::Name;
 use shardns_zone::{catalog, load_zone_text, ScanOptions, Zone, ZoneChange};
 use std::collections::HashMap;

@@ -68,22 +68,6 @@ impl CookieSecrets {
     }
 }
 
-/// Parses a secret written as 32 hexadecimal digits.
-pub(crate) fn parse_secret(hex: &str) -> Result<[u8; 16], String> {
-    let hex = hex.trim();
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "a cookie secret is 32 hexadecimal digits (16 octets), got {} characters",
-            hex.len()
-        ));
-    }
-    let mut out = [0u8; 16];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
-    }
-    Ok(out)
-}
-
 fn make(secret: &[u8; 16], client: &[u8; 8], ip: IpAddr, now: u32) -> [u8; 16] {
     let mut cookie = [0u8; 16];
     cookie[0] = 1;
@@ -131,9 +115,10 @@ mod tests {
     /// RFC 9018 Appendix A.1 to A.3 (IPv4 clients, one secret).
     #[test]
     fn rfc9018_appendix_a_vectors() {
-        let secrets = CookieSecrets::new(vec![
-            parse_secret("e5e973e5a6b2a43f48e7dc849e37bfcf").unwrap()
-        ])
+        let secrets = CookieSecrets::new(vec![shardns_config::parse_cookie_secret(
+            "e5e973e5a6b2a43f48e7dc849e37bfcf",
+        )
+        .unwrap()])
         .unwrap();
         let cases = [
             (
@@ -193,9 +178,9 @@ mod tests {
 
     #[test]
     fn secrets_are_32_hex_digits() {
-        assert!(parse_secret("e5e973e5a6b2a43f48e7dc849e37bfcf").is_ok());
-        assert!(parse_secret("e5e973").is_err());
-        assert!(parse_secret("x5e973e5a6b2a43f48e7dc849e37bfcf").is_err());
+        assert!(shardns_config::parse_cookie_secret("e5e973e5a6b2a43f48e7dc849e37bfcf").is_ok());
+        assert!(shardns_config::parse_cookie_secret("e5e973").is_err());
+        assert!(shardns_config::parse_cookie_secret("x5e973e5a6b2a43f48e7dc849e37bfcf").is_err());
         assert!(CookieSecrets::new(Vec::new()).is_none());
     }
 }

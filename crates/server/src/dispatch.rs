@@ -544,8 +544,8 @@ impl<T: fmt::Display> fmt::Display for OrDash<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RrlConfig;
     use crate::origin::Via;
+    use shardns_config::RrlConfig;
     use shardns_wire::RType;
 
     /// A NOERROR response with question `a. A` and no records.
@@ -568,13 +568,8 @@ mod tests {
 
     #[test]
     fn every_answer_takes_the_same_way_out() {
-        let config = RrlConfig {
-            enabled: true,
-            rate: 1,
-            slip: 0,
-            window: 1,
-            ..RrlConfig::default()
-        };
+        let mut config = RrlConfig::default();
+        (config.enabled, config.rate, config.slip, config.window) = (true, 1, 0, 1);
         let now = Instant::now();
         let mut rrl = Rrl::new(&config, 7, now);
         let stats = WorkerStats::default();

@@ -23,8 +23,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 pub(crate) const BADCOOKIE: Rcode = Rcode(23);
 /// RFC 8467 §4.1: responses are padded to a multiple of this many octets.
 pub(crate) const RESPONSE_BLOCK: usize = 468;
-/// Longest NSID payload accepted in the configuration.
-pub(crate) const NSID_MAX: usize = 128;
 
 /// What the server adds to responses, from `[server]`; replaced whole at a reload.
 #[derive(Debug, Default)]

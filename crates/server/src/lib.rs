@@ -36,7 +36,6 @@
 #![warn(missing_docs)]
 
 mod catalog;
-pub mod config;
 pub mod control;
 mod cookie;
 mod dispatch;
@@ -47,7 +46,6 @@ mod http;
 mod https_conn;
 mod journal;
 mod listen;
-mod log_filter;
 pub mod logging;
 mod notify;
 mod origin;
@@ -64,11 +62,11 @@ mod worker;
 pub mod xdp;
 mod zones;
 
-pub use config::{
+pub use runtime::run;
+pub use shardns_config::{
     parse_duration, AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig,
     RrlConfig, SecondaryFlag, ZoneConfig,
 };
-pub use runtime::run;
 pub use shardns_dnssec::Algorithm as SignAlgorithm;
 pub use shardns_wire::tsig::Key as TsigKey;
 pub use shardns_wire::Name;
@@ -143,7 +141,7 @@ impl Setup {
             .config_path
             .clone()
             .unwrap_or_else(|| PathBuf::from("command line"));
-        config::check_signing(&config, &named)?;
+        shardns_config::check_signing(&config, &named)?;
         Ok(config)
     }
 }

@@ -2,9 +2,9 @@
 //! listener per listen address per worker, bound before any worker starts so a busy
 //! address is reported at once, with the receive buffer and options DNS service needs.
 
-use crate::config::Config;
 use crate::worker::WorkerSockets;
 use crate::{io_error, Error};
+use shardns_config::Config;
 use shardns_sys as sys;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;

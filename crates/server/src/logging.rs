@@ -7,8 +7,8 @@
 //! A log line that cannot be written (standard error on a full disk, or a pipe whose
 //! reader has gone) is dropped: logging never stops or crashes the server.
 
-use crate::config::{Config, Overrides};
-use crate::log_filter::parse_filter;
+use shardns_config::log_filter::parse_filter;
+use shardns_config::{Config, Overrides};
 use std::io::{self, IsTerminal, Write};
 
 /// The filter to use: `--log-level`, else `RUST_LOG`, else `[log] level`, else `info`.

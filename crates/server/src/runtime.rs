@@ -13,7 +13,6 @@
 
 mod settings;
 
-use crate::config::Config;
 use crate::extras::{EdnsPolicy, UnixClock};
 use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
@@ -23,6 +22,7 @@ use crate::{control, dnstap, http, journal, listen, notify, secondary, transfers
 use crate::{io_error, urandom, Error, Setup, Shared};
 use arc_swap::ArcSwap;
 use settings::{edns_policy, quic_config, reload_extras, tls_config};
+use shardns_config::Config;
 use shardns_sys::{self as sys, seed};
 use shardns_sys::{self, EventFd};
 use shardns_wire::Name;

@@ -18,9 +18,9 @@
 //! Only queries `shardns_zone::respond` classifies as transfers reach this module (through
 //! `dispatch`), so it costs nothing per ordinary query.
 
-use crate::config::{AclEntry, Config};
 use crate::journal::Journals;
 use crate::signed::tsig_refusal;
+use shardns_config::{AclEntry, Config};
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Name, NameRef, Query, RType, Rcode, Transport};
 use shardns_zone::xfr::{self, Read, Request, Transfer};
@@ -266,13 +266,13 @@ fn reply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use shardns_config::Config;
 
     #[test]
     fn acl_by_zone_with_the_servers_default() {
         let mut c = Config::default();
         c.server.allow_transfer = vec!["10.0.0.0/8".parse().unwrap()];
-        let mut z = crate::config::ZoneConfig::new("a.test".parse().unwrap(), "f".into());
+        let mut z = shardns_config::ZoneConfig::new("a.test".parse().unwrap(), "f".into());
         z.allow_transfer = Some(vec!["127.0.0.2".parse().unwrap()]);
         c.zones.push(z);
         let acl = TransferAcl::new(&c);

@@ -28,10 +28,10 @@ mod socket;
 pub use socket::request;
 pub(crate) use socket::ControlSocket;
 
-use crate::config::Config;
 use crate::notify::{Job, Notifier};
 use crate::zones::{specs, LoadReport, ZoneLibrary};
 use crate::{Setup, Shared};
+use shardns_config::Config;
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneSet};
 use std::fmt::Write as _;

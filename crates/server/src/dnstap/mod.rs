@@ -27,10 +27,10 @@
 mod fstrm;
 mod proto;
 
-use crate::config::DnstapConfig;
 use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT};
 use crate::Shared;
+use shardns_config::DnstapConfig;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
@@ -476,10 +476,9 @@ mod tests {
 
     #[test]
     fn frames_are_dropped_and_counted_when_no_buffer_is_free() {
-        let config = DnstapConfig {
-            file: Some(std::env::temp_dir().join(format!("shardns-dnstap-{}", std::process::id()))),
-            ..DnstapConfig::default()
-        };
+        let mut config = DnstapConfig::default();
+        config.file =
+            Some(std::env::temp_dir().join(format!("shardns-dnstap-{}", std::process::id())));
         let mut d = Dnstap::new(&config, 1).unwrap().unwrap();
         let mut tap = d.taps.pop().unwrap();
         let stats = WorkerStats::default();

@@ -29,7 +29,7 @@
 //! edited while the server was down) is started anew. A serial that goes backwards, or a
 //! diff bigger than the journal may hold, starts it anew too: clients then get AXFR form.
 
-use crate::config::{Config, ZoneConfig};
+use shardns_config::{Config, ZoneConfig};
 use shardns_wire::{Name, NameRef};
 use shardns_zone::xfr::diff::{Diff, History};
 use shardns_zone::xfr::is_newer;

@@ -20,10 +20,10 @@ mod upstream;
 use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
 
-use crate::config::AclEntry;
 use crate::extras::{EdnsPolicy, Extras};
 use crate::origin::Origin;
 use crate::stats::WorkerStats;
+use shardns_config::AclEntry;
 use shardns_resolver::{
     client_response_limit, finish_client_response, CacheAnswer, Ede, Engine, Event, QueryId,
     Resolution, Resolver, TaskId, OPT_ROOM,

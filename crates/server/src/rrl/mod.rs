@@ -41,8 +41,8 @@ mod classify;
 #[cfg(test)]
 mod tests;
 
-use crate::config::RrlConfig;
 use classify::{classify_keyed, slip_response, Class};
+use shardns_config::RrlConfig;
 use shardns_sys::seed::keyed_hash;
 use shardns_wire::Rcode;
 use std::net::IpAddr;

@@ -7,13 +7,9 @@ use shardns_wire::message::Message;
 use shardns_wire::{Class as DnsClass, Header, MessageWriter, Name, RType, Section};
 
 fn config(rate: u32, slip: u32, window: u32) -> RrlConfig {
-    RrlConfig {
-        enabled: true,
-        rate,
-        slip,
-        window,
-        ..RrlConfig::default()
-    }
+    let mut c = RrlConfig::default();
+    (c.enabled, c.rate, c.slip, c.window) = (true, rate, slip, window);
+    c
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! runtime::settings -- what the configuration gives the workers beside zones: the TLS
 //! and QUIC certificates and the EDNS policy (NSID, cookie secrets), at start and at a reload.
 
-use crate::config::Config;
 use crate::cookie::CookieSecrets;
-use crate::extras::{EdnsPolicy, NSID_MAX};
+use crate::extras::EdnsPolicy;
 use crate::worker::{QuicConfig, TlsConfig};
 use crate::{urandom, Error, Shared};
+use shardns_config::Config;
+use shardns_config::NSID_MAX;
 use shardns_sys::seed;
 use std::io;
 use std::sync::Arc;
@@ -100,7 +101,7 @@ pub(super) fn edns_policy(
         let secrets = s
             .cookie_secrets
             .iter()
-            .filter_map(|h| crate::cookie::parse_secret(h).ok())
+            .filter_map(|h| shardns_config::parse_cookie_secret(h).ok())
             .collect();
         CookieSecrets::new(secrets)
     };

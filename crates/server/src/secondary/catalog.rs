@@ -16,7 +16,7 @@
 //! its data, set up by this catalog's templates.
 
 use super::{Flags, SecondaryZone, Slot, Thread};
-use crate::config::{Config, PrimaryTls, ZoneConfig};
+use shardns_config::{Config, PrimaryTls, ZoneConfig};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use shardns_zone::catalog::{self, Member};
@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn templates_take_primary_tls_else_the_catalogs() {
         use super::Consumer;
-        use crate::config::{Config, PrimaryTls};
+        use shardns_config::{Config, PrimaryTls};
         let mut config = Config::from_toml(
             "[[zone]]\nname = \"cat.\"\nprimary = [\"127.0.0.1:853\"]\ncatalog = \"consume\"\n\
              catalog_templates = [\"own\", \"inherits\"]\n\
@@ -410,10 +410,11 @@ mod tests {
             std::path::Path::new("/etc/shardns/shardns.toml"),
         )
         .unwrap();
-        let tls = |name: &str| PrimaryTls {
-            ca_file: Some(PathBuf::from("/ca.pem")),
-            name: Some(name.into()),
-            spki_sha256: Vec::new(),
+        let tls = |name: &str| {
+            let mut t = PrimaryTls::default();
+            t.ca_file = Some(PathBuf::from("/ca.pem"));
+            t.name = Some(name.into());
+            t
         };
         config.zones[0].primary_tls = Some(tls("catalog"));
         config.templates[0].primary_tls = Some(tls("own"));

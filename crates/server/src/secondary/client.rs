@@ -10,7 +10,6 @@
 //! secondary thread.
 
 use super::unix_now;
-use crate::config::{PrimaryTls, TlsCheck};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -18,6 +17,7 @@ use rustls::{
     CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme,
     StreamOwned,
 };
+use shardns_config::{PrimaryTls, TlsCheck};
 use shardns_wire::tsig::Key;
 use shardns_wire::{Name, RType};
 use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};

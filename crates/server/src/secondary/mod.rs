@@ -45,8 +45,8 @@ pub(crate) use publish::{publish, serve_outside};
 use inbox::Flags;
 pub(crate) use inbox::Inbox;
 
-use crate::config::{Config, PrimaryTls};
 use crate::Shared;
+use shardns_config::{Config, PrimaryTls};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use shardns_zone::xfr::incoming::Limits;
@@ -101,7 +101,7 @@ pub(crate) fn zones(config: &Config) -> Vec<SecondaryZone> {
                 file: (!z.file.as_os_str().is_empty()).then(|| z.file.clone()),
                 primaries: z.primary.clone(),
                 tls: z.primary_tls.clone(),
-                catalog: (z.catalog == Some(crate::config::CatalogRole::Consume))
+                catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
             }

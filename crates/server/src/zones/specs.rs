@@ -1,9 +1,9 @@
 //! zones::specs -- the zones to serve: the config's `[[zone]]` tables, then its zone list.
 
 use super::{EmbeddedZone, NameHash, ZoneSource, ZoneSpec};
-use crate::config::Config;
 use crate::signing::SignSpec;
 use crate::ZoneConfig;
+use shardns_config::Config;
 use shardns_wire::Name;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -45,7 +45,7 @@ pub(crate) fn specs(
     let secondaries: HashSet<&Name, NameHash> = config
         .zones
         .iter()
-        .filter(|z| z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce))
+        .filter(|z| z.is_secondary() || z.catalog == Some(shardns_config::CatalogRole::Produce))
         .map(|z| &z.name)
         .collect();
     let key_dir = config.server.key_directory.as_deref();
@@ -58,7 +58,7 @@ pub(crate) fn specs(
         });
     // Produced catalogs are made, not read (`crate::catalog`).
     let made = |z: &&ZoneConfig| {
-        z.is_secondary() || z.catalog == Some(crate::config::CatalogRole::Produce)
+        z.is_secondary() || z.catalog == Some(shardns_config::CatalogRole::Produce)
     };
     let tables = config.zones.iter().filter(|z| !made(z)).map(|z| {
         let signing = SignSpec::of(z, key_dir).map(Arc::new);

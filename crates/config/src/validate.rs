@@ -142,7 +142,7 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
 /// A zone with `dnssec = true` needs a key directory, and signatures that are refreshed
 /// before they expire. Checked after the command line is applied (`--key-dir` may supply
 /// the directory a file's zone needs); `path` names the file, or the command line.
-pub(crate) fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
+pub fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
     for (i, z) in config.zones.iter().enumerate() {
         // A secondary zone is not signed (see `unsigned_secondaries`): it needs no keys.
         if !z.dnssec || z.is_secondary() {
@@ -337,10 +337,10 @@ ranged! {
 
 pub(super) fn nsid<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
-    if s.is_empty() || s.len() > crate::extras::NSID_MAX {
+    if s.is_empty() || s.len() > crate::NSID_MAX {
         return Err(serde::de::Error::custom(format!(
             "an NSID is 1 to {} octets, got {}",
-            crate::extras::NSID_MAX,
+            crate::NSID_MAX,
             s.len()
         )));
     }
@@ -350,7 +350,7 @@ pub(super) fn nsid<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D:
 pub(super) fn cookie_secrets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
     for s in &v {
-        crate::cookie::parse_secret(s).map_err(serde::de::Error::custom)?;
+        parse_cookie_secret(s).map_err(serde::de::Error::custom)?;
     }
     Ok(v)
 }
@@ -359,4 +359,20 @@ pub(super) fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Strin
     let s = String::deserialize(d)?;
     crate::log_filter::check_filter(&s).map_err(serde::de::Error::custom)?;
     Ok(Some(s))
+}
+
+/// Parses a cookie secret written as 32 hexadecimal digits (`[server] cookie_secret`).
+pub fn parse_cookie_secret(hex: &str) -> Result<[u8; 16], String> {
+    let hex = hex.trim();
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "a cookie secret is 32 hexadecimal digits (16 octets), got {} characters",
+            hex.len()
+        ));
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
 }

@@ -1,10 +1,10 @@
 //! log_filter -- the syntax of a log filter (`info`, `warn,shardns::query=info`...):
-//! parsed for `logging`, checked for `config`'s `[log] level`.
+//! parsed for the server's logging, checked for `[log] level`.
 
 use tracing_subscriber::EnvFilter;
 
 /// Checks that `filter` is a valid filter (`info`, `warn,shardns::query=info`...).
-pub(crate) fn check_filter(filter: &str) -> Result<(), String> {
+pub fn check_filter(filter: &str) -> Result<(), String> {
     parse_filter(filter).map(drop)
 }
 
@@ -14,7 +14,7 @@ pub(crate) fn check_filter(filter: &str) -> Result<(), String> {
 /// filter"), and a space before a non-ASCII character panicked (`"\tÚ[=0"` as `[log]
 /// level` stopped `shardns serve` and `check` with a panic; found by the `config` fuzz
 /// target).
-pub(crate) fn parse_filter(filter: &str) -> Result<EnvFilter, String> {
+pub fn parse_filter(filter: &str) -> Result<EnvFilter, String> {
     let trimmed: Vec<&str> = filter.split(',').map(str::trim).collect();
     EnvFilter::try_new(trimmed.join(",")).map_err(|e| format!("bad log filter {filter:?}: {e}"))
 }

@@ -301,7 +301,7 @@ fn resolver_validation_keys() {
 
 #[test]
 fn example_file_shows_the_defaults() {
-    let c = parse(include_str!("../../../../docs/shardns.example.toml")).unwrap();
+    let c = parse(include_str!("../../../docs/shardns.example.toml")).unwrap();
     let d = Config::default();
     assert_eq!(c.limits, d.limits);
     assert_eq!(c.rrl, d.rrl);
