@@ -19,6 +19,9 @@
 //!
 //! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 mod acl;
 mod control_socket;
 mod dnstap;

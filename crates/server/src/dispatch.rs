@@ -21,15 +21,17 @@
 
 use crate::dnstap::Tap;
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
-use crate::journal::Journals;
 use crate::origin::Origin;
 use crate::recursion::{Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
-use crate::secondary::Inbox;
-use crate::signed::tsig_refusal;
 use crate::stats::{ControlStats, WorkerStats, XFR_REFUSED, XFR_STARTED};
-use crate::transfers::{self, TransferAcl, TransferAnswer};
+use crate::transfers::{self, TransferAnswer};
 use arc_swap::ArcSwap;
+use shardns_control::journal::Journals;
+use shardns_control::secondary::Inbox;
+use shardns_control::signed::tsig_refusal;
+use shardns_control::TransferAcl;
+use shardns_sys::unix_now;
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, QueryError, Rcode, Transport};
 use shardns_zone::answer::size_limit;
@@ -498,14 +500,6 @@ impl Exit<'_> {
         }
         Some(w)
     }
-}
-
-/// Seconds since the epoch, for TSIG (a clock read, on the rare paths of transfers, NOTIFY
-/// and signed queries only).
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// One info line per query (only when query logging is on), formatted without allocating.

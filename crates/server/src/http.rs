@@ -58,7 +58,7 @@ fn run(listener: &TcpListener, shared: &Shared) -> io::Result<()> {
     epoll.add(listener.as_raw_fd(), LISTENER, READABLE)?;
     let mut conns: Vec<Option<Conn>> = (0..MAX_CONNECTIONS).map(|_| None).collect();
     let mut events = Events::with_capacity(MAX_CONNECTIONS + 1);
-    while !shared.shutdown.load(Relaxed) {
+    while !shared.plane.shutdown.load(Relaxed) {
         let now = Instant::now();
         for slot in &mut conns {
             if slot.as_ref().is_some_and(|c| c.deadline <= now) {
@@ -195,8 +195,8 @@ fn answer(head: &[u8], shared: &Shared) -> Vec<u8> {
             "200 OK",
             render_prometheus(
                 &shared.worker_stats(),
-                &shared.control,
-                shared.started.elapsed().as_secs_f64(),
+                &shared.plane.stats,
+                shared.plane.started.elapsed().as_secs_f64(),
             ),
         ),
         ("GET", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),

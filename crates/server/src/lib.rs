@@ -1,42 +1,40 @@
 //! The shardns runtime: share-nothing workers serving DNS over UDP, TCP and AF_XDP.
 //!
-//! [`run`] (`runtime`) loads the zones, binds one SO_REUSEPORT UDP socket and one TCP
-//! listener per listen address *per worker* (`listen`; one more TCP listener per
-//! `tls_listen` address for DNS over TLS), and starts the workers. Each worker
-//! (`worker`) is a named unto itself: it reads its own sockets in an epoll loop, hands each
-//! query to `dispatch` (parse once, classify once, answer from the zones, the transfer
-//! policy or the resolver) into its own preallocated buffers, writes the responses, and
-//! counts into its own statistics (`stats`). Workers share only the zone snapshot (an `Arc`
-//! behind an `ArcSwap`, re-read with one atomic load per loop iteration, never locked), the
-//! transfer ACL, the connection counts and the shutdown flag.
+//! [`run`] (`runtime`) has the zone control plane (`shardns-control`) load the zones,
+//! binds one SO_REUSEPORT UDP socket and one TCP listener per listen address *per worker*
+//! (`listen`; one more TCP listener per `tls_listen` address for DNS over TLS), and starts
+//! the workers and the control plane's threads. Each worker (`worker`) is a named unto
+//! itself: it reads its own sockets in an epoll loop, hands each query to `dispatch` (parse
+//! once, classify once, answer from the zones, the transfer policy or the resolver) into its
+//! own preallocated buffers, writes the responses, and counts into its own statistics
+//! (`stats`). Workers share only what the control plane publishes (its `Plane`: the zone
+//! snapshot, an `Arc` behind an `ArcSwap` re-read with one atomic load per loop iteration,
+//! never locked; the transfer ACL; the journals; the shutdown flag) and the connection counts.
 //!
 //! ```text
 //!            SO_REUSEPORT spreads clients
 //!   UDP/TCP ───────────┬──────────────────┐
 //!                 worker 0   ...     worker N-1     recvmmsg → dispatch → sendmmsg
 //!                     └── Arc<ZoneSet> ──┘          (no queue, no lock, no clock per query)
-//!   main thread: SIGHUP / control socket (by SIGHUP) → reload → ArcSwap::store(new ZoneSet)
-//!                → new serials → notify thread → NOTIFY to secondaries (UDP, retried)
+//!   control plane (shardns-control), on threads of its own: reloads, transfers in,
+//!                NOTIFY out, re-signing → ArcSwap::store(new ZoneSet)
 //!   stats: summed over the workers' counters when read (control socket, HTTP)
 //! ```
 //!
-//! The roles beside the zones: `transfers` (who may transfer which zone; the worker streams
-//! it, `worker::stream`), `notify` (NOTIFY to secondaries when a serial changes),
-//! `secondary` (zones transferred from primaries, on a thread of their own; NOTIFY in),
-//! `recursion` (each worker's resolver engine with its own upstream sockets, in the same
-//! epoll loop), `rrl` (each worker's response rate limiter, a fixed table with no lock).
-//! `xdp` steers an interface's UDP queries to AF_XDP sockets, one per worker.
+//! Beside the zones: `transfers` (what a worker answers to AXFR/IXFR; it streams them,
+//! `worker::stream`), `recursion` (each worker's resolver engine with its own upstream
+//! sockets, in the same epoll loop), `rrl` (each worker's response rate limiter, a fixed
+//! table with no lock). `xdp` steers an interface's UDP queries to AF_XDP sockets, one per
+//! worker.
 //!
-//! `xdp` and the `shardns-sys` crate hold the only `unsafe` code (epoll, eventfd, recvmmsg/sendmmsg, accept4;
-//! the bpf() system call, the AF_XDP socket and its shared rings).
+//! `xdp` and the `shardns-sys` crate hold the only `unsafe` code (epoll, eventfd,
+//! recvmmsg/sendmmsg, accept4; the bpf() system call, the AF_XDP socket and its rings).
 //! Never on a worker: locks, allocation per query, clock system calls per query, logging
 //! unless query logging is switched on. (DNS over HTTPS is the one exception: the `h2`
 //! crate allocates per stream and takes its own uncontended mutex; see `worker::https`.)
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod catalog;
-pub mod control;
 mod cookie;
 mod dispatch;
 mod dnstap;
@@ -44,107 +42,43 @@ pub mod doh;
 mod extras;
 mod http;
 mod https_conn;
-mod journal;
 mod listen;
 pub mod logging;
-mod notify;
 mod origin;
 mod recursion;
 mod rrl;
 mod runtime;
-mod secondary;
-mod signed;
-mod signing;
 mod stats;
 mod tcp;
 mod transfers;
 mod worker;
 pub mod xdp;
-mod zones;
 
 pub use runtime::run;
 pub use shardns_config::{
     parse_duration, AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig,
     RrlConfig, SecondaryFlag, ZoneConfig,
 };
+pub use shardns_control::reload::request;
+pub use shardns_control::{EmbeddedZone, Setup};
 pub use shardns_dnssec::Algorithm as SignAlgorithm;
 pub use shardns_wire::tsig::Key as TsigKey;
 pub use shardns_wire::Name;
-pub use signing::tools::{
-    key_ds, key_list, key_rollover, key_submitted, sign_file, Rollover, SignOptions, SignSummary,
-};
-pub use zones::EmbeddedZone;
 
 /// The journal file's format, for the fuzz target `journal` (`fuzz/src/journal.rs`): not
 /// an API.
 #[doc(hidden)]
 pub mod journal_file {
-    pub use crate::journal::{encode, parse, Parsed};
+    pub use shardns_control::journal::{encode, parse, Parsed};
 }
 
 use arc_swap::ArcSwap;
+use shardns_control::{Host, Plane};
 use shardns_sys::EventFd;
-use shardns_zone::ZoneSet;
-use stats::{ControlStats, WorkerStats};
+use stats::WorkerStats;
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::time::Instant;
-
-/// Where the configuration comes from: an optional file, command-line values on top, and
-/// the zone to serve when none is configured. Read again at a reload when the config file
-/// or the zone list changed.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct Setup {
-    /// The TOML config file.
-    pub config_path: Option<PathBuf>,
-    /// Command-line values, applied over the file.
-    pub overrides: Overrides,
-    /// Served when the configuration names no zone (and recursion is off).
-    pub default_zone: Option<EmbeddedZone>,
-    /// Root hints text used when recursion is on and no `root_hints` file is configured
-    /// (the binary bundles the IANA hints; absent: the resolver crate's built-in copy).
-    pub default_root_hints: Option<&'static str>,
-}
-
-impl Setup {
-    /// A setup from a config file (or none), overrides and a default zone.
-    pub fn new(
-        config_path: Option<PathBuf>,
-        overrides: Overrides,
-        default_zone: Option<EmbeddedZone>,
-    ) -> Self {
-        Self {
-            config_path,
-            overrides,
-            default_zone,
-            default_root_hints: None,
-        }
-    }
-
-    /// Sets the root hints used when none are configured.
-    pub fn with_root_hints(mut self, hints: &'static str) -> Self {
-        self.default_root_hints = Some(hints);
-        self
-    }
-
-    /// Reads the config file (if any) and applies the overrides.
-    pub fn config(&self) -> Result<Config, ConfigError> {
-        let mut config = match &self.config_path {
-            Some(p) => Config::from_file(p)?,
-            None => Config::default(),
-        };
-        config.apply(&self.overrides);
-        let named = self
-            .config_path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("command line"));
-        shardns_config::check_signing(&config, &named)?;
-        Ok(config)
-    }
-}
+use std::sync::atomic::AtomicUsize;
 
 /// Why the server could not start.
 #[derive(Debug)]
@@ -194,15 +128,10 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
     move |source| Error::Io { what, source }
 }
 
-/// State shared by the workers and the control plane.
+/// State shared by the workers, and the control plane's [`Plane`] they read from.
 pub(crate) struct Shared {
-    /// The zone snapshot; workers re-read it once per loop iteration.
-    pub(crate) zones: ArcSwap<ZoneSet>,
-    /// Who may transfer which zone; replaced with the zones on reload, read only by
-    /// transfer queries.
-    pub(crate) transfer_acl: ArcSwap<transfers::TransferAcl>,
-    /// Set once, to stop the workers.
-    pub(crate) shutdown: AtomicBool,
+    /// The zones, the transfer ACL, the journals, the NOTIFY inbox, the shutdown flag.
+    pub(crate) plane: Plane,
     /// Open TCP connections over all workers (changed on accept and close only).
     pub(crate) tcp_open: AtomicUsize,
     /// Open TCP connections per client address (changed on accept and close only).
@@ -215,31 +144,43 @@ pub(crate) struct Shared {
     pub(crate) evictions: Vec<std::sync::atomic::AtomicU64>,
     /// One counter block per worker, each written only by its worker.
     pub(crate) stats: Vec<WorkerStats>,
-    pub(crate) control: ControlStats,
-    pub(crate) started: Instant,
-    /// The secondary zones, for NOTIFY (`None`: the server has none).
-    pub(crate) secondary: Option<secondary::Inbox>,
     /// NSID and cookie secrets (`[server]`), replaced at a reload.
     pub(crate) edns: ArcSwap<extras::EdnsPolicy>,
     /// Seconds since the epoch for cookie timestamps, from the workers' loop clocks.
     pub(crate) unix_clock: extras::UnixClock,
     /// DNS over TLS: the certificate and key (`None`: no `server.tls_listen`).
     pub(crate) tls: Option<worker::TlsConfig>,
-    /// The journaled zones' histories, for IXFR.
-    pub(crate) journals: journal::Journals,
     /// DNS over QUIC: the certificate and endpoint settings (`None`: no `server.quic_listen`).
     pub(crate) quic: Option<worker::QuicConfig>,
 }
 
 impl Shared {
-    pub(crate) fn wake_workers(&self) {
+    pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
+        self.stats.iter().collect()
+    }
+}
+
+impl Host for Shared {
+    fn plane(&self) -> &Plane {
+        &self.plane
+    }
+
+    fn wake_workers(&self) {
         for w in &self.wakers {
             w.wake();
         }
     }
 
-    pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
-        self.stats.iter().collect()
+    fn stats_text(&self) -> String {
+        stats::render_prometheus(
+            &self.worker_stats(),
+            &self.plane.stats,
+            self.plane.started.elapsed().as_secs_f64(),
+        )
+    }
+
+    fn workers(&self) -> usize {
+        self.stats.len()
     }
 }
 
@@ -250,9 +191,9 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     if config.resolver.recursion {
         resolver_config(&config, setup)?;
     }
-    let specs = zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
+    let specs = shardns_control::zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     // Read once: nothing to watch.
-    let mut library = zones::ZoneLibrary::new(false);
+    let mut library = shardns_control::zones::ZoneLibrary::new(false);
     let report = library.load(&specs);
     zone_failures(&report)?;
     let mut warnings = config.warnings();
@@ -260,7 +201,7 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     Ok((report.loaded, warnings))
 }
 
-pub(crate) fn zone_failures(report: &zones::LoadReport) -> Result<(), Error> {
+pub(crate) fn zone_failures(report: &shardns_control::zones::LoadReport) -> Result<(), Error> {
     if report.failures.is_empty() {
         return Ok(());
     }

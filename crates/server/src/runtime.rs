@@ -7,7 +7,7 @@
 //!      → Shared → notify thread, secondary thread, control thread, stats HTTP thread
 //!      → one Worker thread per core
 //!      → signals: SIGHUP → control::reload_now (zones rebuilt, ArcSwap::store)
-//!                 SIGUSR1 → secondary::publish (transferred zones, ArcSwap::store)
+//!                 SIGUSR1 → reload::publish (transferred zones, ArcSwap::store)
 //!                 SIGTERM/SIGINT → shutdown flag, wake and join the workers
 //! ```
 
@@ -16,13 +16,14 @@ mod settings;
 use crate::extras::{EdnsPolicy, UnixClock};
 use crate::recursion::{Recursion, RecursionShared};
 use crate::rrl::Rrl;
-use crate::stats::{ControlStats, WorkerStats};
+use crate::stats::WorkerStats;
 use crate::worker::{QuicConfig, TlsConfig, Worker, WorkerOptions, WorkerSockets};
-use crate::{control, dnstap, http, journal, listen, notify, secondary, transfers, xdp, zones};
-use crate::{io_error, urandom, Error, Setup, Shared};
+use crate::{dnstap, http, listen, xdp};
+use crate::{io_error, urandom, Error, Shared};
 use arc_swap::ArcSwap;
 use settings::{edns_policy, quic_config, reload_extras, tls_config};
 use shardns_config::Config;
+use shardns_control::{journal, notify, reload as control, secondary, zones, Host, Plane, Setup};
 use shardns_sys::{self as sys, seed};
 use shardns_sys::{self, EventFd};
 use shardns_wire::Name;
@@ -31,7 +32,7 @@ use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -74,8 +75,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     };
     // Zones served from files: no catalog may bring them.
     let configured: HashSet<Name> = specs.iter().map(|s| s.name.clone()).collect();
-    let mut producer = crate::catalog::Producer::default();
-    let produced = producer.changes(&config, crate::dispatch::unix_now());
+    let mut producer = shardns_control::catalog::Producer::default();
+    let produced = producer.changes(&config, shardns_sys::unix_now());
     let set = match &secondary {
         Some(role) => library.apply_outside(role.stand_ins()),
         None => report.set,
@@ -103,14 +104,18 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     let shared = new_shared(&config, workers, set, inbox, edns, tls, quic)?;
     // The journals of the zones read, as they were when the server last ran.
     journal::record_all(
-        &shared.journals,
+        &shared.plane.journals,
         &config,
         |apex| library.file_of(apex),
         None,
         &report.added,
     );
-    shared.control.zones.store(library.len() as u64, Relaxed);
-    let notifier = notify::Notifier::start(Arc::clone(&shared), urandom(seed::random_u64())?)
+    shared
+        .plane
+        .stats
+        .zones
+        .store(library.len() as u64, Relaxed);
+    let notifier = notify::Notifier::start(host(&shared), urandom(seed::random_u64())?)
         .map_err(io_error("starting the notify thread"))?;
     announce_zones(&config, &shared, &notifier);
 
@@ -129,7 +134,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     let log_queries = config.log.queries;
     let (reloads, requests) = std::sync::mpsc::channel();
     // Signed zones are read again, by name, before their signatures expire.
-    let resigner = crate::signing::Resigner::start(reloads.clone())
+    let resigner = shardns_control::signing::Resigner::start(reloads.clone())
         .map_err(io_error("starting the re-signing thread"))?;
     for (zone, at) in report.resign {
         resigner.schedule(zone, at);
@@ -145,7 +150,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         producer,
     };
     control_socket
-        .start(Arc::clone(&shared), reloads)
+        .start(host(&shared), reloads)
         .map_err(io_error("starting the control thread"))?;
     if let Some(l) = http_listener {
         start_http(l, &shared)?;
@@ -236,7 +241,7 @@ fn start_secondary(
         Some(role) => Some(
             role.start(
                 config,
-                Arc::clone(shared),
+                host(shared),
                 urandom(seed::random_u64())?,
                 configured,
             )
@@ -295,9 +300,7 @@ fn new_shared(
         .collect::<io::Result<Vec<_>>>()
         .map_err(io_error("eventfd"))?;
     Ok(Arc::new(Shared {
-        zones: ArcSwap::from_pointee(set),
-        transfer_acl: ArcSwap::from_pointee(transfers::TransferAcl::new(config)),
-        shutdown: AtomicBool::new(false),
+        plane: Plane::new(config, set, inbox),
         tcp_open: AtomicUsize::new(0),
         tcp_clients: crate::tcp::ClientCounts::new(
             config.limits.tcp_connections_per_client,
@@ -307,22 +310,23 @@ fn new_shared(
         wakers,
         evictions: (0..workers).map(|_| Default::default()).collect(),
         stats: (0..workers).map(|_| WorkerStats::default()).collect(),
-        control: ControlStats::default(),
-        started: Instant::now(),
-        secondary: inbox,
         edns: ArcSwap::from_pointee(edns),
         unix_clock: UnixClock::new(),
         tls,
-        journals: Default::default(),
         quic,
     }))
+}
+
+/// The runtime as the control plane's threads hold it.
+fn host(shared: &Arc<Shared>) -> Arc<dyn Host> {
+    Arc::clone(shared) as Arc<dyn Host>
 }
 
 /// Secondaries may have missed versions while we were down: tell them what we have.
 fn announce_zones(config: &Config, shared: &Shared, notifier: &notify::Notifier) {
     let notify = config.notify_index();
     if !notify.is_empty() {
-        for zone in shared.zones.load().zones() {
+        for zone in shared.plane.zones.load().zones() {
             let targets = notify.targets(&zone.apex().to_name());
             if !targets.is_empty() {
                 notifier.announce(notify::Job {
@@ -358,7 +362,7 @@ fn log_ready(
     }
     info!(
         "shardns ready: {workers} workers, {} zones, {control_socket}{}",
-        shared.control.zones.load(Relaxed),
+        shared.plane.stats.zones.load(Relaxed),
         if log_queries {
             ", query logging on"
         } else {
@@ -385,7 +389,7 @@ fn serve_signals(
             }
             signal_hook::consts::SIGUSR1 => {
                 if let Some(rx) = transferred {
-                    secondary::publish(reloader, shared, rx);
+                    control::publish(reloader, shared, rx);
                 }
             }
             _ => {
@@ -404,7 +408,7 @@ fn stop(
     xdp_program: Option<xdp::XdpProgram>,
     control_socket: &mut control::ControlSocket,
 ) {
-    shared.shutdown.store(true, Relaxed);
+    shared.plane.shutdown.store(true, Relaxed);
     shared.wake_workers();
     for h in handles {
         if h.join().is_err() {

@@ -4,13 +4,14 @@
 
 mod cli;
 mod man;
+mod tools;
 
 use clap::Parser;
 use cli::{Cli, Command, ControlArgs, KeyCommand, ServeArgs, SignArgs, ZoneAction};
-use shardns_server::Rollover;
-use shardns_server::{control, logging, EmbeddedZone};
+use shardns_server::{logging, EmbeddedZone};
 use std::ffi::OsString;
 use std::process::ExitCode;
+use tools::Rollover;
 
 /// The zone served when none is configured.
 const EXAMPLE_ZONE: EmbeddedZone = EmbeddedZone {
@@ -42,20 +43,20 @@ fn main() -> ExitCode {
         }
         Some(Command::Stats(a)) => control_command(&a, "stats"),
         Some(Command::Key(KeyCommand::List(a))) => zone_name(&a.zone)
-            .and_then(|z| shardns_server::key_list(&z, &a.key_dir))
+            .and_then(|z| tools::key_list(&z, &a.key_dir))
             .map(|text| print!("{text}")),
         Some(Command::Key(KeyCommand::Ds(a))) => zone_name(&a.zone)
-            .and_then(|z| shardns_server::key_ds(&z, &a.key_dir))
+            .and_then(|z| tools::key_ds(&z, &a.key_dir))
             .map(|text| print!("{text}")),
         Some(Command::Key(KeyCommand::Rollover(a))) => zone_name(&a.key.zone)
             .and_then(|z| match (a.zsk, a.confirm) {
-                (true, _) => shardns_server::key_rollover(&z, &a.key.key_dir, Rollover::Zsk),
-                (false, false) => shardns_server::key_rollover(&z, &a.key.key_dir, Rollover::Ksk),
-                (false, true) => shardns_server::key_submitted(&z, &a.key.key_dir, None),
+                (true, _) => tools::key_rollover(&z, &a.key.key_dir, Rollover::Zsk),
+                (false, false) => tools::key_rollover(&z, &a.key.key_dir, Rollover::Ksk),
+                (false, true) => tools::key_submitted(&z, &a.key.key_dir, None),
             })
             .map(|text| print!("{text}")),
         Some(Command::Key(KeyCommand::Submitted(a))) => zone_name(&a.key.zone)
-            .and_then(|z| shardns_server::key_submitted(&z, &a.key.key_dir, a.tag))
+            .and_then(|z| tools::key_submitted(&z, &a.key.key_dir, a.tag))
             .map(|text| print!("{text}")),
         Some(Command::Sign(a)) => sign(&a),
         Some(Command::Man { dir }) => man::write_pages(&dir),
@@ -141,7 +142,7 @@ fn zone_name(s: &str) -> Result<shardns_server::Name, String> {
 
 fn sign(a: &SignArgs) -> Result<(), String> {
     let zone = zone_name(&a.zone)?;
-    let mut opts = shardns_server::SignOptions::new(a.key_dir.clone());
+    let mut opts = tools::SignOptions::new(a.key_dir.clone());
     opts.algorithm = shardns_server::SignAlgorithm::from_mnemonic(&a.algorithm)
         .filter(|a| a.can_generate())
         .ok_or_else(|| {
@@ -155,7 +156,7 @@ fn sign(a: &SignArgs) -> Result<(), String> {
     opts.validity = shardns_server::parse_duration(&a.signature_validity)
         .map_err(|e| format!("--signature-validity: {e}"))?;
     opts.threads = a.threads;
-    let s = shardns_server::sign_file(&zone, &a.file, &a.output, &opts)?;
+    let s = tools::sign_file(&zone, &a.file, &a.output, &opts)?;
     println!(
         "signed {zone}: {} records, serial {}, written to {} (read {:.2} s, signed {:.2} s, written {:.2} s)",
         s.records,
@@ -171,7 +172,7 @@ fn sign(a: &SignArgs) -> Result<(), String> {
 fn control_command(args: &ControlArgs, command: &str) -> Result<(), String> {
     let config = args.setup().config().map_err(|e| e.to_string())?;
     let path = config.control_socket_path();
-    let (ok, text) = control::request(&path, command).map_err(|e| e.to_string())?;
+    let (ok, text) = shardns_server::request(&path, command).map_err(|e| e.to_string())?;
     print!("{text}");
     if ok {
         Ok(())

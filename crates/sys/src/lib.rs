@@ -83,3 +83,11 @@ pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Seconds since the epoch, for TSIG and signing (a clock read, on the rare paths of
+/// transfers, NOTIFY, updates and signed queries only, never per plain query).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

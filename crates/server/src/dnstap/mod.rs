@@ -428,7 +428,11 @@ fn write_loop(
                     None => false,
                 };
                 if !written {
-                    shared.control.dnstap_lost.fetch_add(frames.into(), Relaxed);
+                    shared
+                        .plane
+                        .stats
+                        .dnstap_lost
+                        .fetch_add(frames.into(), Relaxed);
                 }
                 buf.clear();
                 if let Some(r) = returns.get(worker) {

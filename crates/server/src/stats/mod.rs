@@ -1,7 +1,8 @@
 //! stats -- per-worker counters, summed only when someone reads them, and their Prometheus
 //! text form.
 //!
-//! Owns the counters themselves ([`Counter`], [`WorkerStats`], [`ControlStats`]) in this
+//! Owns the workers' counters ([`Counter`], [`WorkerStats`]; the control plane's are
+//! [`ControlStats`], in `shardns-control`) in this
 //! file; `slots` maps query types, RCODEs and transports to counter slots and labels;
 //! `totals` adds the workers' counters up; `prometheus` writes the text that
 //! `shardns stats` and the HTTP endpoint serve.
@@ -21,6 +22,7 @@ mod totals;
 pub(crate) use prometheus::render_prometheus;
 
 use crate::origin::SLOTS as QUERY_PATHS;
+pub(crate) use shardns_control::ControlStats;
 use shardns_wire::{RType, Rcode};
 use slots::{qtype_index, rcode_index, QTYPE_SLOTS, RCODE_SLOTS};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -189,38 +191,4 @@ impl WorkerStats {
             self.truncated.add(1);
         }
     }
-}
-
-/// Server-wide numbers kept by the control thread.
-#[derive(Debug, Default)]
-pub(crate) struct ControlStats {
-    pub(crate) reloads_ok: AtomicU64,
-    pub(crate) reloads_failed: AtomicU64,
-    pub(crate) zones: AtomicU64,
-    pub(crate) zone_load_errors: AtomicU64,
-    /// NOTIFY messages sent (retries included), answered, and given up on.
-    pub(crate) notify_sent: AtomicU64,
-    pub(crate) notify_acked: AtomicU64,
-    pub(crate) notify_failed: AtomicU64,
-    /// Incoming transfers (secondary zones): whole zones, incremental (IXFR), failed; the
-    /// octets of their messages.
-    pub(crate) xfr_in_axfr: AtomicU64,
-    pub(crate) xfr_in_ixfr: AtomicU64,
-    pub(crate) xfr_in_failed: AtomicU64,
-    pub(crate) xfr_in_bytes: AtomicU64,
-    /// NOTIFY received: taken (a refresh follows), refused (not from a primary, no key, not
-    /// a secondary zone of ours).
-    pub(crate) notify_in_accepted: AtomicU64,
-    pub(crate) notify_in_refused: AtomicU64,
-    /// Secondary zones answered SERVFAIL now (expired, or never transferred), and how often
-    /// one expired.
-    pub(crate) secondary_unavailable: AtomicU64,
-    pub(crate) secondary_expired: AtomicU64,
-    /// Member zones brought by consumed catalogs now, and catalog versions not used (no or
-    /// another version property, a member listed twice).
-    pub(crate) catalog_members: AtomicU64,
-    pub(crate) catalog_rejected: AtomicU64,
-    /// dnstap frames the writer thread could not deliver (no reader connected, a write
-    /// failed).
-    pub(crate) dnstap_lost: AtomicU64,
 }

@@ -220,7 +220,7 @@ impl Worker {
         let shared = Arc::clone(&self.shared);
         let stats = &shared.stats[self.id];
         let waker = &shared.wakers[self.id];
-        let mut zones = arc_swap::Cache::new(&shared.zones);
+        let mut zones = arc_swap::Cache::new(&shared.plane.zones);
         let mut events = Events::with_capacity(256);
         let mut batch = UdpBatch::new(self.opts.udp_batch);
         // The resolver's finished UDP answers, sent once per loop turn.
@@ -240,7 +240,7 @@ impl Worker {
             }
             now = Instant::now();
             stats.wakeups.add(1);
-            if shared.shutdown.load(Relaxed) {
+            if shared.plane.shutdown.load(Relaxed) {
                 break;
             }
             let zones: &ZoneSet = zones.load();
@@ -516,10 +516,10 @@ impl Roles {
         };
         Dispatcher {
             zones,
-            transfer_acl: &shared.transfer_acl,
-            journals: &shared.journals,
-            secondary: shared.secondary.as_ref(),
-            control: &shared.control,
+            transfer_acl: &shared.plane.transfer_acl,
+            journals: &shared.plane.journals,
+            secondary: shared.plane.secondary.as_ref(),
+            control: &shared.plane.stats,
             recursion: self.recursion.as_mut(),
             edns: &shared.edns,
             unix: shared.unix_clock,

@@ -4,10 +4,11 @@
 //! loop turn and only while the client reads, so a big zone or a slow secondary never
 //! holds the worker.
 
-use crate::dispatch::{unix_now, Action, Dispatcher, OrDash};
+use crate::dispatch::{Action, Dispatcher, OrDash};
 use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, XFR_ABORTED, XFR_DONE};
 use crate::tcp::{Conn, MAX_FRAME};
+use shardns_sys::unix_now;
 use shardns_zone::xfr::{self, Transfer};
 use std::io::{self, Write};
 use std::net::SocketAddr;

@@ -36,8 +36,8 @@ impl Worker {
         let want_peer = self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
-            || self.shared.transfer_acl.load().allows_anyone()
-            || self.shared.secondary.is_some()
+            || self.shared.plane.transfer_acl.load().allows_anyone()
+            || self.shared.plane.secondary.is_some()
             || self.roles.tap.is_some();
         // A cookie is made from the client's address: decoded too for a query with an
         // additional section (one byte test), when cookies are on.

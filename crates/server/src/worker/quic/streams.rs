@@ -191,7 +191,7 @@ pub(super) fn pump(out: &mut [u8], c: &mut QuicConn, id: StreamId, stats: &Worke
     let Some(mut t) = c.transfers.remove(&id) else {
         return;
     };
-    t.set_time(crate::dispatch::unix_now());
+    t.set_time(shardns_sys::unix_now());
     let room = (2 + xfr::MESSAGE_SIZE).min(out.len());
     let mut broken = false;
     for _ in 0..XFR_MESSAGES_PER_TURN {

@@ -68,12 +68,13 @@ pub(super) fn write_atomic(
 /// A signed zone's state in the key directory: `state/<zone>.state`, a line `serial N`,
 /// then the timings of its last signing (`dnskey_ttl N`, `max_ttl N`, `propagation N`,
 /// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`), seconds.
-pub(crate) struct StateFile {
+pub struct StateFile {
     path: PathBuf,
 }
 
 impl StateFile {
-    pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
+    /// The signing state of the zone at `apex` in `key_dir`.
+    pub fn new(key_dir: &Path, apex: &Name) -> Self {
         Self {
             path: state_path(key_dir, apex, "state"),
         }
@@ -88,7 +89,7 @@ impl StateFile {
     }
 
     /// The last serial signed with; `None` if the zone was never signed here.
-    pub(crate) fn read(&self) -> Result<Option<u32>, String> {
+    pub fn read(&self) -> Result<Option<u32>, String> {
         let Some(text) = self.text()? else {
             return Ok(None);
         };
@@ -101,7 +102,7 @@ impl StateFile {
 
     /// The timings of the last signing; `None` if the zone was never signed by this
     /// version.
-    pub(crate) fn timings(&self) -> Result<Option<RollTimings>, String> {
+    pub fn timings(&self) -> Result<Option<RollTimings>, String> {
         let Some(text) = self.text()? else {
             return Ok(None);
         };
@@ -124,7 +125,7 @@ impl StateFile {
     }
 
     /// Records `serial` and the timings, atomically.
-    pub(crate) fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
+    pub fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
         let mut text = format!(
             "serial {serial}\ndnskey_ttl {}\nmax_ttl {}\npropagation {}\nparent_ds_ttl {}\n\
              parent_propagation {}\n",

@@ -2,7 +2,7 @@
 //! `catalog = "produce"` is a catalog generated from the zones that name it in
 //! `catalog_member` (with their `catalog_group`), made on the main thread at start and
 //! after each reload that read the config, and served like a transferred zone (outside the
-//! zone files: `secondary::serve_outside`, so it is journaled, transferred by AXFR/IXFR and
+//! zone files: `reload::serve_outside`, so it is journaled, transferred by AXFR/IXFR and
 //! announced by NOTIFY like any other).
 //!
 //! A catalog is made anew only when its member list changed; its serial is then the
@@ -23,14 +23,14 @@ type Members = Vec<(Name, Option<String>)>;
 
 /// The catalogs made so far: their member lists and serials.
 #[derive(Debug, Default)]
-pub(crate) struct Producer {
+pub struct Producer {
     made: HashMap<Name, (Members, u32)>,
 }
 
 impl Producer {
     /// The catalogs `config` asks for whose member lists changed since last time (made
     /// anew), and those it no longer asks for (removed).
-    pub(crate) fn changes(&mut self, config: &Config, now: u64) -> Vec<ZoneChange> {
+    pub fn changes(&mut self, config: &Config, now: u64) -> Vec<ZoneChange> {
         let mut changes = Vec::new();
         let catalogs: Vec<&Name> = config
             .zones

@@ -15,7 +15,7 @@
 
 use super::{SecondaryZone, SlotStatus};
 use crate::signed::tsig_refusal;
-use crate::stats::ControlStats;
+use crate::ControlStats;
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Class, Name, NameRef, Query, RType, Rcode};
 use shardns_zone::{notify_answer, Written};
@@ -29,20 +29,20 @@ use tracing::warn;
 
 /// Seconds between two log lines about NOTIFY refused for the same zone from the same
 /// address.
-pub(crate) const REFUSAL_LOG_EVERY: u64 = 600;
+pub(super) const REFUSAL_LOG_EVERY: u64 = 600;
 /// Most (zone, address) pairs remembered for that; past it, pairs logged longer ago than
 /// [`REFUSAL_LOG_EVERY`] are forgotten, and new ones go unlogged until there is room.
 const REFUSAL_LOG_MAX: usize = 1024;
 
 /// What the workers and the control socket share with the thread about one zone.
 #[derive(Debug, Default)]
-pub(crate) struct Flags {
+pub struct Flags {
     /// A NOTIFY (or `shardns zone refresh`) came since the thread last looked.
-    pub(crate) pending: AtomicBool,
+    pub pending: AtomicBool,
     /// The operator asked for an AXFR (`shardns zone retransfer`).
-    pub(crate) forced: AtomicBool,
+    pub forced: AtomicBool,
     /// Where it stands, as the thread last wrote it (`shardns zone status`).
-    pub(crate) status: Mutex<SlotStatus>,
+    pub status: Mutex<SlotStatus>,
 }
 
 /// One secondary zone as a NOTIFY is checked against it.
@@ -59,7 +59,7 @@ struct Entry {
 /// zones of a consumed catalog come and go while the server runs: the table is behind a
 /// mutex, which a worker takes only for a NOTIFY (never for a query), and the secondary
 /// thread for each member added, moved or removed.
-pub(crate) struct Inbox {
+pub struct Inbox {
     /// By the apex's case-insensitive hash.
     zones: Mutex<HashMap<u64, Vec<Entry>>>,
     wake: SyncSender<()>,
@@ -69,7 +69,7 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     /// An empty inbox with the wake-up queue (of one) the thread reads.
-    pub(crate) fn new(wake: SyncSender<()>) -> Self {
+    pub fn new(wake: SyncSender<()>) -> Self {
         Self {
             zones: Mutex::new(HashMap::new()),
             wake,
@@ -82,7 +82,7 @@ impl Inbox {
     }
 
     /// True if the zone at `apex` was brought by a catalog.
-    pub(crate) fn is_catalog_member(&self, apex: NameRef<'_>) -> bool {
+    pub fn is_catalog_member(&self, apex: NameRef<'_>) -> bool {
         self.table()
             .get(&apex.hash_ci())
             .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
@@ -92,7 +92,7 @@ impl Inbox {
     /// Takes NOTIFY for `zone` from now on (replacing what it had for the same apex: a
     /// member moved to another template); the flags the thread reads for it.
     /// `member`: brought by a catalog.
-    pub(crate) fn add(&self, zone: &SecondaryZone, flags: Arc<Flags>, member: bool) {
+    pub fn add(&self, zone: &SecondaryZone, flags: Arc<Flags>, member: bool) {
         let entry = Entry {
             apex: zone.name.clone(),
             primaries: zone.primaries.iter().map(|a| a.ip()).collect(),
@@ -107,7 +107,7 @@ impl Inbox {
     }
 
     /// No longer takes NOTIFY for the zone at `apex` (a member removed from its catalog).
-    pub(crate) fn remove(&self, apex: &Name) {
+    pub fn remove(&self, apex: &Name) {
         let mut table = self.table();
         let h = apex.as_ref().hash_ci();
         if let Some(same) = table.get_mut(&h) {
@@ -127,7 +127,7 @@ impl Inbox {
 
     /// Asks the thread to refresh the zone at `apex` now (`axfr`: by AXFR, whatever the
     /// serials say); false if it is not one of our secondary zones.
-    pub(crate) fn request_refresh(&self, apex: NameRef<'_>, axfr: bool) -> bool {
+    pub fn request_refresh(&self, apex: NameRef<'_>, axfr: bool) -> bool {
         let Some(flags) = self.flags(apex) else {
             return false;
         };
@@ -140,7 +140,7 @@ impl Inbox {
     }
 
     /// Where the secondary zone at `apex` stands (`None`: not one of ours).
-    pub(crate) fn status(&self, apex: NameRef<'_>) -> Option<SlotStatus> {
+    pub fn status(&self, apex: NameRef<'_>) -> Option<SlotStatus> {
         let flags = self.flags(apex)?;
         let status = flags.status.lock().unwrap_or_else(|e| e.into_inner());
         Some(status.clone())
@@ -177,7 +177,7 @@ impl Inbox {
 
     /// Answers the NOTIFY `query` from `peer` into `out`, and queues a refresh if it is
     /// taken. `now` (seconds since the epoch) checks and makes TSIG signatures.
-    pub(crate) fn notify(
+    pub fn notify(
         &self,
         query: &Query<'_>,
         peer: Option<IpAddr>,

@@ -10,7 +10,7 @@ use shardns_zone::{OptAt, Written};
 /// transfers and NOTIFY alike: `write` writes the response with the RCODE (FORMERR for a MAC
 /// of a size §5.2.2.1 forbids, else NOTAUTH) into `out`, then the TSIG `failure` asks for
 /// is appended: unsigned (BADKEY, BADSIG) or signed (BADTIME with our time, BADTRUNC).
-pub(crate) fn tsig_refusal(
+pub fn tsig_refusal(
     sig: &tsig::Signature,
     failure: &tsig::Failure<'_>,
     now: u64,

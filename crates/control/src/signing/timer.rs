@@ -6,7 +6,7 @@
 //! NOTIFY; it then tells this thread when each is due next. A zone whose re-signing failed
 //! keeps its previous version and is tried again a little later.
 
-use crate::control::ReloadRequest;
+use crate::request::{MainAction, ReloadRequest};
 use shardns_wire::Name;
 use std::collections::HashMap;
 use std::io;
@@ -16,13 +16,13 @@ use tracing::{debug, info, warn};
 
 /// The handle the control plane schedules re-signing through; the thread ends when it is
 /// dropped.
-pub(crate) struct Resigner {
+pub struct Resigner {
     tx: Sender<(Name, u64)>,
 }
 
 impl Resigner {
     /// Starts the thread; due zones are asked for on `reloads`.
-    pub(crate) fn start(reloads: Sender<ReloadRequest>) -> io::Result<Self> {
+    pub fn start(reloads: Sender<ReloadRequest>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("shardns-resign".into())
@@ -31,7 +31,7 @@ impl Resigner {
     }
 
     /// Sign `zone` again at `at` (seconds since 1970), replacing an earlier schedule.
-    pub(crate) fn schedule(&self, zone: Name, at: u64) {
+    pub fn schedule(&self, zone: Name, at: u64) {
         let _ = self.tx.send((zone, at));
     }
 }
@@ -39,7 +39,7 @@ impl Resigner {
 fn run(rx: &Receiver<(Name, u64)>, reloads: &Sender<ReloadRequest>) {
     let mut due: HashMap<Name, u64> = HashMap::new();
     loop {
-        let now = super::unix_now();
+        let now = shardns_sys::unix_now();
         let wait = due.values().min().map_or(Duration::from_secs(3600), |&at| {
             Duration::from_secs(at.saturating_sub(now))
         });
@@ -52,7 +52,7 @@ fn run(rx: &Receiver<(Name, u64)>, reloads: &Sender<ReloadRequest>) {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        let now = super::unix_now();
+        let now = shardns_sys::unix_now();
         let ready: Vec<Name> = due
             .iter()
             .filter(|&(_, &at)| at <= now)
@@ -77,7 +77,7 @@ fn run(rx: &Receiver<(Name, u64)>, reloads: &Sender<ReloadRequest>) {
         let request = ReloadRequest {
             zones: ready,
             reply,
-            action: crate::control::MainAction::Reload,
+            action: MainAction::Reload,
         };
         if reloads.send(request).is_err() {
             return; // the main thread has stopped

@@ -45,7 +45,7 @@ mod load;
 mod specs;
 mod watch;
 
-pub(crate) use specs::specs;
+pub use specs::specs;
 
 /// Threads one zone file is scanned with.
 const SCAN_THREADS: usize = 2;
@@ -63,64 +63,72 @@ pub struct EmbeddedZone {
 
 /// Where a zone's text comes from.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ZoneSource {
+pub enum ZoneSource {
+    /// A zone file.
     File(PathBuf),
+    /// A zone compiled into the binary.
     Embedded(EmbeddedZone),
 }
 
 /// One zone to load.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ZoneSpec {
-    pub(crate) name: Name,
-    pub(crate) source: ZoneSource,
+pub struct ZoneSpec {
+    /// The zone's apex.
+    pub name: Name,
+    /// Where its records come from.
+    pub source: ZoneSource,
     /// Signed on load (`dnssec = true`): how.
-    pub(crate) signing: Option<Arc<SignSpec>>,
+    pub signing: Option<Arc<SignSpec>>,
 }
 
 /// A zone that failed to load.
 #[derive(Debug, Clone)]
-pub(crate) struct ZoneFailure {
-    pub(crate) name: Name,
-    pub(crate) error: LoadError,
+pub struct ZoneFailure {
+    /// The zone that failed.
+    pub name: Name,
+    /// Why, every diagnostic.
+    pub error: LoadError,
     /// The previous version is still served.
-    pub(crate) kept_previous: bool,
+    pub kept_previous: bool,
 }
 
 /// What a load or reload did.
 #[derive(Debug)]
-pub(crate) struct LoadReport {
+pub struct LoadReport {
     /// The zone set to serve now.
-    pub(crate) set: ZoneSet,
+    pub set: ZoneSet,
     /// Zones read and built.
-    pub(crate) loaded: usize,
+    pub loaded: usize,
     /// Zones whose file had not changed (size, mtime, inode): not read again.
-    pub(crate) unchanged: usize,
+    pub unchanged: usize,
     /// Zones no longer configured, dropped.
-    pub(crate) removed: usize,
+    pub removed: usize,
     /// Zones whose last read failed, now or before (each on its previous version, or not
     /// served): a reload that reads nothing still says how many are broken.
-    pub(crate) still_failing: usize,
+    pub still_failing: usize,
     /// The versions read now, served from now on.
-    pub(crate) added: Vec<Arc<Zone>>,
+    pub added: Vec<Arc<Zone>>,
     /// The versions they replaced and the zones dropped: no longer served, to be freed once
     /// no worker, transfer or NOTIFY holds them.
-    pub(crate) replaced: Vec<Arc<Zone>>,
-    pub(crate) failures: Vec<ZoneFailure>,
-    pub(crate) warnings: Vec<Diag>,
+    pub replaced: Vec<Arc<Zone>>,
+    /// Zones that failed to load.
+    pub failures: Vec<ZoneFailure>,
+    /// What the loads warned about.
+    pub warnings: Vec<Diag>,
     /// Files `stat`ed to find what changed (zone files, included files, watched
     /// directories, the config and zone list).
-    pub(crate) checked: usize,
+    pub checked: usize,
     /// Why every file was `stat`ed (no inotify, events lost), if it was.
-    pub(crate) full_pass: Option<String>,
+    pub full_pass: Option<String>,
     /// Signed zones read now (or that failed to sign, still serving their previous
     /// version), and when to sign each again (seconds since 1970).
-    pub(crate) resign: Vec<(Name, u64)>,
+    pub resign: Vec<(Name, u64)>,
 }
 
 /// What identifies one version of a zone file without reading it: if none of these changed,
 /// neither did the file (as `make` and NSD's and Knot's reloads judge it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FileStamp {
+pub struct FileStamp {
     len: u64,
     mtime: i64,
     mtime_nsec: i64,
@@ -134,7 +142,7 @@ pub(crate) struct FileStamp {
 impl FileStamp {
     /// The file `path` leads to, as it is now (`None`: it cannot be `stat`ed). One system
     /// call (`lstat`), two for a symbolic link.
-    pub(crate) fn of(path: &Path) -> Option<Self> {
+    pub fn of(path: &Path) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
         let l = std::fs::symlink_metadata(path).ok()?;
         let symlink = l.file_type().is_symlink();
@@ -185,7 +193,7 @@ impl Held {
 /// only the files that changed and a zone that fails to reload keeps its previous version.
 /// Which files may have changed comes from inotify ([`watch`]); files it cannot vouch for
 /// are `stat`ed. Files are read on every core.
-pub(crate) struct ZoneLibrary {
+pub struct ZoneLibrary {
     held: HashMap<Name, Held, NameHash>,
     set: ZoneSet,
     /// Held zones whose `failed` is set.
@@ -258,7 +266,7 @@ enum Scope {
 impl ZoneLibrary {
     /// An empty library; with `watch`, changes are told by inotify where it can, else every
     /// reload `stat`s every file.
-    pub(crate) fn new(watch: bool) -> Self {
+    pub fn new(watch: bool) -> Self {
         Self {
             held: HashMap::with_hasher(NameHash),
             set: ZoneSet::default(),
@@ -275,7 +283,7 @@ impl ZoneLibrary {
     /// that are new or whose file changed, keeps the rest as they are, drops the zones no
     /// longer listed. Zones that fail keep their previous version if there is one, and are
     /// left out otherwise.
-    pub(crate) fn load(&mut self, specs: &[ZoneSpec]) -> LoadReport {
+    pub fn load(&mut self, specs: &[ZoneSpec]) -> LoadReport {
         self.take_events();
         self.apply(specs, Scope::All)
     }
@@ -290,7 +298,7 @@ impl ZoneLibrary {
     /// Reads the zones whose files changed, the config being unchanged: those inotify told
     /// of and the polled ones whose files' stamps changed; or, after lost events or without
     /// inotify, every zone whose files' stamps changed.
-    pub(crate) fn refresh(&mut self) -> LoadReport {
+    pub fn refresh(&mut self) -> LoadReport {
         self.take_events();
         let names: Vec<&Name> = if self.watch.full_pass().is_some() {
             self.held.keys().collect()
@@ -315,7 +323,7 @@ impl ZoneLibrary {
 
     /// Whether the config file or the zone list may have changed since they were last read
     /// (an event, events lost, or a `stat` that differs); always after a failed read.
-    pub(crate) fn config_changed(&mut self) -> bool {
+    pub fn config_changed(&mut self) -> bool {
         self.watch.drain();
         if self.watch.config_dirty() {
             return true;
@@ -329,7 +337,7 @@ impl ZoneLibrary {
 
     /// `path` (the config file or the zone list) as it is before it is read: its directory
     /// watched first, then `stat`ed.
-    pub(crate) fn stamp_config_file(&mut self, path: &Path) -> (PathBuf, Option<FileStamp>) {
+    pub fn stamp_config_file(&mut self, path: &Path) -> (PathBuf, Option<FileStamp>) {
         if self.watch.watching() {
             self.watch.prepare(path);
         }
@@ -338,7 +346,7 @@ impl ZoneLibrary {
 
     /// The config and zone list were read from `files` (stamped before the read): a reload
     /// reads them again only when they change.
-    pub(crate) fn config_read(&mut self, files: Vec<(PathBuf, Option<FileStamp>)>) {
+    pub fn config_read(&mut self, files: Vec<(PathBuf, Option<FileStamp>)>) {
         if let Some(old) = self.config_files.take() {
             for (path, _) in &old {
                 self.watch.untrack(&Owner::Config, path);
@@ -356,7 +364,7 @@ impl ZoneLibrary {
     /// Reads again the zones named in `names` from the files they were last read from,
     /// changed or not; leaves every other zone as it is. Also returns the names that are not
     /// zones of ours. Costs what it reads: neither the config nor the other zones are looked at.
-    pub(crate) fn reload_named(&mut self, names: &[Name]) -> (LoadReport, Vec<Name>) {
+    pub fn reload_named(&mut self, names: &[Name]) -> (LoadReport, Vec<Name>) {
         let mut specs = Vec::with_capacity(names.len());
         let mut unknown = Vec::new();
         let mut seen: HashSet<&Name, NameHash> =
@@ -381,7 +389,7 @@ impl ZoneLibrary {
     /// huge pages (fewer TLB misses on lookups; BENCHMARKS, "huge pages"). The kernel copies
     /// the data (~0.1 s for the 1.3M-record zone), so this runs after the zones are served,
     /// not before: readers see the same bytes throughout.
-    pub(crate) fn back_with_huge_pages(&mut self) {
+    pub fn back_with_huge_pages(&mut self) {
         for zone in self.huge_pending.drain(..) {
             let huge = zone
                 .arrays()
@@ -397,13 +405,13 @@ impl ZoneLibrary {
     /// Serves `changes` to zones this library does not read from files (the secondary
     /// role's: transferred versions, stand-ins for zones with nothing to serve) beside the
     /// ones it does; returns the set to publish. A reload leaves such zones as they are.
-    pub(crate) fn apply_outside(&mut self, changes: Vec<ZoneChange>) -> ZoneSet {
+    pub fn apply_outside(&mut self, changes: Vec<ZoneChange>) -> ZoneSet {
         self.set = self.set.update(changes);
         self.set.clone()
     }
 
     /// The file the zone at `apex` is read from (`None`: not ours, or embedded).
-    pub(crate) fn file_of(&self, apex: &Name) -> Option<&Path> {
+    pub fn file_of(&self, apex: &Name) -> Option<&Path> {
         match &self.held.get(apex)?.source {
             ZoneSource::File(path) => Some(path),
             ZoneSource::Embedded(_) => None,
@@ -411,8 +419,13 @@ impl ZoneLibrary {
     }
 
     /// Zones served (loaded now or kept from before).
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.set.len()
+    }
+
+    /// Whether no zone is served.
+    pub fn is_empty(&self) -> bool {
+        self.set.len() == 0
     }
 }
 

@@ -1,8 +1,8 @@
 //! The zone library: regular files only, reading only what changed, zone lists.
 
 use super::*;
-use crate::ZoneConfig;
 use shardns_config::Config;
+use shardns_config::ZoneConfig;
 
 fn spec(path: &Path) -> ZoneSpec {
     ZoneSpec {

@@ -1,13 +1,14 @@
-//! signing::tools -- the operator's commands on a key directory and a zone file, with no
+//! tools -- the operator's commands on a key directory and a zone file, with no
 //! server running: `shardns key list`, `shardns key ds` (the DS records to hand to the
 //! parent), `shardns key rollover` and `shardns key submitted` (rollovers, written as key
 //! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
-use super::{sign_records, to_list, unix_now, RollSpec, SignSpec, StateFile};
+use shardns_control::signing::{sign_records, to_list, RollSpec, SignSpec, StateFile};
 use shardns_dnssec::keys::format_time;
 use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
 use shardns_dnssec::{ds_rdata, Algorithm, DigestType, KeyStore, Nsec3Params, Policy, Role};
 use shardns_dnssec::{Denial, StoredKey};
+use shardns_sys::unix_now;
 use shardns_wire::{rdata, Name, RType};
 use shardns_zone::ScanOptions;
 use std::io::{BufWriter, Write};
@@ -25,7 +26,7 @@ fn time(t: Option<u64>) -> String {
 /// `shardns key list ZONE --key-dir DIR`: one line per key of the zone, oldest first: tag,
 /// role, algorithm, state now, its next event, its times and its file; then the zone's
 /// next key event.
-pub fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
+pub(crate) fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     if keys.is_empty() {
         return Ok(format!(
@@ -92,7 +93,7 @@ pub fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
 /// to have now, in zone-file format: those of the key-signing keys (KSK or CSK) whose CDS
 /// the zone publishes (both keys during a double-DS rollover). A comment says which is new
 /// (to hand the parent, then confirm) and which DS the parent may remove.
-pub fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
+pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     let now = unix_now();
     let mut out = String::new();
@@ -144,7 +145,7 @@ pub fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
 
 /// What `shardns key rollover` rolls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rollover {
+pub(crate) enum Rollover {
     /// The ZSK, by pre-publication.
     Zsk,
     /// The KSK or CSK, by double-DS.
@@ -178,7 +179,7 @@ fn save_changed(
 
 /// `shardns key rollover ZONE --zsk|--ksk --key-dir DIR`: starts a rollover, written as
 /// the keys' times: a new key made, the old key's end set. Says what happens next.
-pub fn key_rollover(zone: &Name, key_dir: &Path, what: Rollover) -> Result<String, String> {
+pub(crate) fn key_rollover(zone: &Name, key_dir: &Path, what: Rollover) -> Result<String, String> {
     let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
     let mut keys = store.load(zone).map_err(|e| e.to_string())?;
     let t = timings(zone, key_dir)?;
@@ -223,7 +224,11 @@ pub fn key_rollover(zone: &Name, key_dir: &Path, what: Rollover) -> Result<Strin
 /// `shardns key submitted ZONE [TAG] --key-dir DIR`: the operator confirms the parent
 /// serves the DS of the new KSK or CSK: it is published now and signs once every cache
 /// holds the new DS; the old key's end is set.
-pub fn key_submitted(zone: &Name, key_dir: &Path, tag: Option<u16>) -> Result<String, String> {
+pub(crate) fn key_submitted(
+    zone: &Name,
+    key_dir: &Path,
+    tag: Option<u16>,
+) -> Result<String, String> {
     let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
     let mut keys = store.load(zone).map_err(|e| e.to_string())?;
     let t = timings(zone, key_dir)?;
@@ -252,7 +257,7 @@ pub fn key_submitted(zone: &Name, key_dir: &Path, tag: Option<u16>) -> Result<St
 /// How `shardns sign` signs.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct SignOptions {
+pub(crate) struct SignOptions {
     /// The key directory (a first key is made in it when the zone has none).
     pub key_dir: PathBuf,
     /// The first key's algorithm.
@@ -269,7 +274,7 @@ pub struct SignOptions {
 
 impl SignOptions {
     /// ECDSA P-256, NSEC, 14 days, every core.
-    pub fn new(key_dir: PathBuf) -> Self {
+    pub(crate) fn new(key_dir: PathBuf) -> Self {
         Self {
             key_dir,
             algorithm: Algorithm::EcdsaP256Sha256,
@@ -284,7 +289,7 @@ impl SignOptions {
 /// What `shardns sign` did.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct SignSummary {
+pub(crate) struct SignSummary {
     /// Records written.
     pub records: usize,
     /// The serial signed with.
@@ -296,7 +301,7 @@ pub struct SignSummary {
 /// `shardns sign ZONE FILE --key-dir DIR -o OUT`: reads the zone file, signs it as the
 /// server would (same keys, same serial rule and state file), writes the signed zone one
 /// record a line.
-pub fn sign_file(
+pub(crate) fn sign_file(
     zone: &Name,
     file: &Path,
     out: &Path,

@@ -9,7 +9,6 @@
 //! transfer also by its deadline. These run on the transfer threads, never on the
 //! secondary thread.
 
-use super::unix_now;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -18,6 +17,7 @@ use rustls::{
     StreamOwned,
 };
 use shardns_config::{PrimaryTls, TlsCheck};
+use shardns_sys::unix_now;
 use shardns_wire::tsig::Key;
 use shardns_wire::{Name, RType};
 use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};
@@ -37,7 +37,7 @@ const TCP_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a refresh from one primary failed.
 #[derive(Debug)]
-pub(crate) enum Failure {
+pub(super) enum Failure {
     /// Sockets: connect, send, receive, or a timeout.
     Io(io::Error),
     /// What the primary sent.
@@ -79,7 +79,7 @@ impl From<XfrError> for Failure {
 }
 
 /// The primary's serial for `apex`: over UDP, again over TCP if the answer is truncated.
-pub(crate) fn soa_serial(
+pub(super) fn soa_serial(
     primary: SocketAddr,
     tls: Option<&PrimaryTls>,
     apex: &Name,
@@ -157,25 +157,25 @@ fn soa_over_tcp(
 }
 
 /// A transfer done: what it gave, and the octets it took.
-pub(crate) struct Transferred {
-    pub(crate) outcome: Outcome,
-    pub(crate) bytes: u64,
-    pub(crate) messages: u32,
-    pub(crate) records: u64,
-    pub(crate) skipped: u64,
+pub(super) struct Transferred {
+    pub outcome: Outcome,
+    pub bytes: u64,
+    pub messages: u32,
+    pub records: u64,
+    pub skipped: u64,
 }
 
 /// How long a transfer may take: all of it, and any one message.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Bounds {
-    pub(crate) deadline: Instant,
-    pub(crate) idle: Duration,
+pub(super) struct Bounds {
+    pub deadline: Instant,
+    pub idle: Duration,
 }
 
 /// Transfers `apex` from `primary` over TCP: IXFR from `base` if given, else AXFR; within
 /// `limits` and `bounds`. The octets read count in `bytes` even when it fails.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn transfer(
+pub(super) fn transfer(
     primary: SocketAddr,
     tls: Option<&PrimaryTls>,
     apex: &Name,

@@ -49,7 +49,7 @@ fn owner(path: &Path) -> Option<Name> {
 }
 
 /// `Err` if the file at `path` is the copy of a zone other than `apex`: it is left alone.
-pub(crate) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
+pub(super) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
     match owner(path) {
         Some(other) if other != *apex => Err(io::Error::other(format!(
             "{} is the copy of zone {other}, not of {apex}: left as it is (two zones given one file?)",
@@ -61,7 +61,7 @@ pub(crate) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
 
 /// Writes `zone` to `path` atomically, unless it holds another zone's copy; `about` goes
 /// in the header comment (where it came from).
-pub(crate) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
+pub(super) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
     check_owner(path, &zone.apex().to_name())?;
     let tmp = temp_path(path);
     let result = write_file(&tmp, zone, about).and_then(|()| fs::rename(&tmp, path));
@@ -105,7 +105,7 @@ fn write_file(tmp: &Path, zone: &Zone, about: &str) -> io::Result<()> {
 
 /// Records that the copy at `path` was found current now (its mtime is the time of the
 /// last successful refresh).
-pub(crate) fn touch(path: &Path) -> io::Result<()> {
+pub(super) fn touch(path: &Path) -> io::Result<()> {
     File::options()
         .append(true)
         .open(path)?
@@ -113,11 +113,11 @@ pub(crate) fn touch(path: &Path) -> io::Result<()> {
 }
 
 /// A copy read back: the zone and its warnings, or why it cannot be read.
-pub(crate) type Copy = Result<(Zone, Vec<Diag>), String>;
+pub(super) type Copy = Result<(Zone, Vec<Diag>), String>;
 
 /// The copy kept at `path`: `None` if there is none; else the zone (or why it cannot be
 /// read) and when it was last refreshed.
-pub(crate) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> {
+pub(super) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> {
     // A temporary file left by a crash mid-write is of no use.
     let _ = fs::remove_file(temp_path(path));
     let modified = fs::metadata(path).ok()?.modified().ok()?;
@@ -135,7 +135,7 @@ pub(crate) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> 
 }
 
 /// The SOA's REFRESH, RETRY and EXPIRE of `zone`, in seconds.
-pub(crate) fn soa_timers(zone: &Zone) -> (u32, u32, u32) {
+pub(super) fn soa_timers(zone: &Zone) -> (u32, u32, u32) {
     let apex = zone.apex_node();
     let Some(rdata) = apex.rrset(RType::SOA).and_then(|s| s.rdatas().next()) else {
         return (0, 0, 0);

@@ -11,7 +11,7 @@
 
 use super::commands::serve;
 use super::ReloadRequest;
-use crate::Shared;
+use crate::Host;
 use shardns_sys::{effective_uid, peer_uid};
 use std::fmt;
 use std::fs::{self, DirBuilder};
@@ -25,7 +25,7 @@ use tracing::{info, warn};
 
 /// The control socket as the server opened it at start: the listener (until the control
 /// thread takes it), or none if it could not be made.
-pub(crate) struct ControlSocket {
+pub struct ControlSocket {
     path: PathBuf,
     listener: Option<UnixListener>,
     /// We made the socket file, so it is ours to remove at shutdown (a failed bind must
@@ -37,7 +37,7 @@ impl ControlSocket {
     /// Binds the control socket at `path`; `default` says it is the default one, whose
     /// directory must be private (made so if missing). If that fails, the server goes on
     /// without one: a warning says why, and that `shardns reload` and `stats` cannot reach it.
-    pub(crate) fn open(path: PathBuf, default: bool) -> Self {
+    pub fn open(path: PathBuf, default: bool) -> Self {
         let made = match path.parent() {
             Some(dir) if default => private_dir(dir).and_then(|()| bind(&path)),
             _ => bind(&path),
@@ -63,9 +63,9 @@ impl ControlSocket {
     }
 
     /// Starts the control thread on the socket (none without a socket).
-    pub(crate) fn start(
+    pub fn start(
         &mut self,
-        shared: Arc<Shared>,
+        shared: Arc<dyn Host>,
         reloads: Sender<ReloadRequest>,
     ) -> io::Result<()> {
         let Some(listener) = self.listener.take() else {
@@ -79,7 +79,7 @@ impl ControlSocket {
 
     /// At shutdown: unblocks the control thread's accept so it sees the shutdown flag, then
     /// removes the socket file, if it is ours.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         if self.bound {
             let _ = UnixStream::connect(&self.path);
             let _ = fs::remove_file(&self.path);

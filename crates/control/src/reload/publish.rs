@@ -1,8 +1,8 @@
-//! secondary::publish -- on the main thread: the versions the secondary thread sent (and
+//! reload::publish -- on the main thread: the versions the secondary thread sent (and
 //! other zones not read from files) swapped into the zone set, journaled, announced.
 
-use crate::control::Reloader;
-use crate::Shared;
+use super::Reloader;
+use crate::Host;
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneChange};
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
 /// own secondaries about new serials (chains), and retires what they replaced.
-pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Vec<ZoneChange>>) {
+pub fn publish(reloader: &mut Reloader, shared: &dyn Host, rx: &Receiver<Vec<ZoneChange>>) {
     let changes: Vec<ZoneChange> = rx.try_iter().flatten().collect();
     if changes.is_empty() {
         return;
@@ -22,7 +22,7 @@ pub(crate) fn publish(reloader: &mut Reloader, shared: &Shared, rx: &Receiver<Ve
 /// Serves `changes` to zones not read from files (transferred, stand-ins, removed members
 /// of a catalog, produced catalogs): swaps the set, records the journals, tells our own
 /// secondaries about new serials, and retires what was replaced.
-pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: Vec<ZoneChange>) {
+pub fn serve_outside(reloader: &mut Reloader, shared: &dyn Host, changes: Vec<ZoneChange>) {
     if changes.is_empty() {
         return;
     }
@@ -41,12 +41,12 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
         })
         .collect();
     let set = reloader.library.apply_outside(changes);
-    let old = shared.zones.swap(Arc::new(set));
+    let old = shared.plane().zones.swap(Arc::new(set));
     shared.wake_workers();
     // Into the journal before our own secondaries are told (chains take IXFR from it).
     let config = &reloader.config;
     crate::journal::record_all(
-        &shared.journals,
+        &shared.plane().journals,
         config,
         |apex| crate::journal::config_file(config, apex),
         Some(&*old),
@@ -55,7 +55,7 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
     // After the journals were recorded: a member added and removed again within one batch
     // keeps no history either.
     for apex in &removed {
-        shared.journals.forget(apex);
+        shared.plane().journals.forget(apex);
     }
     let replaced: Vec<Arc<Zone>> = puts
         .iter()
@@ -80,7 +80,8 @@ pub(crate) fn serve_outside(reloader: &mut Reloader, shared: &Shared, changes: V
     }
     reloader.retire(old, replaced);
     shared
-        .control
+        .plane()
+        .stats
         .zones
         .store(reloader.library.len() as u64, Relaxed);
 }

@@ -2,8 +2,8 @@
 
 use super::{EmbeddedZone, NameHash, ZoneSource, ZoneSpec};
 use crate::signing::SignSpec;
-use crate::ZoneConfig;
 use shardns_config::Config;
+use shardns_config::ZoneConfig;
 use shardns_wire::Name;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -12,10 +12,7 @@ use std::sync::Arc;
 /// The zones `config` asks for (its `[[zone]]` tables, then its `zone_list`); the embedded
 /// zone if it asks for none. A name given twice is loaded once: a `[[zone]]` wins over the
 /// list, a later list line over an earlier one.
-pub(crate) fn specs(
-    config: &Config,
-    fallback: Option<EmbeddedZone>,
-) -> Result<Vec<ZoneSpec>, String> {
+pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<ZoneSpec>, String> {
     let listed = match &config.server.zone_list {
         Some(path) => read_zone_list(path, config.server.key_directory.is_some())?,
         None => Vec::new(),

@@ -23,40 +23,46 @@
 //! (`socket` says how).
 
 mod commands;
+mod publish;
 mod socket;
 
+pub use crate::request::{MainAction, ReloadRequest};
+pub use publish::{publish, serve_outside};
 pub use socket::request;
-pub(crate) use socket::ControlSocket;
+pub use socket::ControlSocket;
 
 use crate::notify::{Job, Notifier};
 use crate::zones::{specs, LoadReport, ZoneLibrary};
-use crate::{Setup, Shared};
+use crate::{Host, Setup};
 use shardns_config::Config;
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneSet};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, error, info, warn};
 
 /// Rebuilds the zone set from the config and swaps it in.
-pub(crate) struct Reloader {
-    pub(crate) setup: Setup,
-    pub(crate) config: Config,
-    pub(crate) library: ZoneLibrary,
+pub struct Reloader {
+    /// Where the configuration comes from.
+    pub setup: Setup,
+    /// The configuration in force.
+    pub config: Config,
+    /// The zones read from files, and what to watch for changes.
+    pub library: ZoneLibrary,
     /// Replaced zone sets some worker still held when we last looked.
-    pub(crate) retired: Vec<Arc<ZoneSet>>,
+    pub retired: Vec<Arc<ZoneSet>>,
     /// Replaced zones a transfer or a NOTIFY still held: freed here once they let go, not
     /// on the worker that finishes the transfer (freeing a big zone there pauses it).
-    pub(crate) retired_zones: Vec<Arc<Zone>>,
+    pub retired_zones: Vec<Arc<Zone>>,
     /// Tells secondaries about new serials.
-    pub(crate) notifier: Notifier,
+    pub notifier: Notifier,
     /// Signs zones again before their signatures expire.
-    pub(crate) resigner: crate::signing::Resigner,
+    pub resigner: crate::signing::Resigner,
     /// Makes the catalogs this server produces (RFC 9432).
-    pub(crate) producer: crate::catalog::Producer,
+    pub producer: crate::catalog::Producer,
 }
 
 impl Reloader {
@@ -65,7 +71,7 @@ impl Reloader {
     /// `only` (changed or not, from the files the server has for them: the config is not
     /// read again, so a named reload costs what it reads), then publishes the new zone set.
     /// Returns a summary, and whether everything read loaded.
-    pub(crate) fn reload(&mut self, shared: &Shared, only: Option<&[Name]>) -> (bool, String) {
+    pub fn reload(&mut self, shared: &dyn Host, only: Option<&[Name]>) -> (bool, String) {
         let mut text = String::new();
         let started = std::time::Instant::now();
         let (report, config) = match only {
@@ -111,16 +117,17 @@ impl Reloader {
         let zones = self.library.len();
         if let Some(config) = &config {
             shared
+                .plane()
                 .transfer_acl
-                .store(Arc::new(crate::transfers::TransferAcl::new(config)));
+                .store(Arc::new(crate::TransferAcl::new(config)));
         }
-        let old = shared.zones.swap(Arc::new(report.set));
+        let old = shared.plane().zones.swap(Arc::new(report.set));
         shared.wake_workers();
         self.library.back_with_huge_pages();
         // Each new version's changes into its zone's journal, before secondaries ask.
         let library = &self.library;
         crate::journal::record_all(
-            &shared.journals,
+            &shared.plane().journals,
             config.as_ref().unwrap_or(&self.config),
             |apex| library.file_of(apex),
             Some(&*old),
@@ -144,16 +151,17 @@ impl Reloader {
             }
         }
         self.retire(old, report.replaced);
-        shared.control.zones.store(zones as u64, Relaxed);
+        shared.plane().stats.zones.store(zones as u64, Relaxed);
         shared
-            .control
+            .plane()
+            .stats
             .zone_load_errors
             .fetch_add(report.failures.len() as u64, Relaxed);
         let ok = report.failures.is_empty();
         if ok {
-            shared.control.reloads_ok.fetch_add(1, Relaxed);
+            shared.plane().stats.reloads_ok.fetch_add(1, Relaxed);
         } else {
-            shared.control.reloads_failed.fetch_add(1, Relaxed);
+            shared.plane().stats.reloads_failed.fetch_add(1, Relaxed);
         }
         let found = match (&report.full_pass, only, &config) {
             (_, Some(_), _) => "named".to_string(),
@@ -176,10 +184,8 @@ impl Reloader {
         if let Some(config) = config {
             self.config = config;
             // A zone added to or removed from a produced catalog, or a catalog added.
-            let made = self
-                .producer
-                .changes(&self.config, crate::dispatch::unix_now());
-            crate::secondary::serve_outside(self, shared, made);
+            let made = self.producer.changes(&self.config, shardns_sys::unix_now());
+            serve_outside(self, shared, made);
         }
         let _ = writeln!(text, "{summary}");
         (ok, text)
@@ -189,7 +195,7 @@ impl Reloader {
 impl Reloader {
     /// The config file and zone list read again (they changed), then the zones they list
     /// (but the members of a catalog); on error, the reply text (everything is kept).
-    fn reload_config(&mut self, shared: &Shared) -> Result<(LoadReport, Config), String> {
+    fn reload_config(&mut self, shared: &dyn Host) -> Result<(LoadReport, Config), String> {
         // The config or zone list as they are before they are read.
         let config_file = self
             .setup
@@ -206,7 +212,7 @@ impl Reloader {
             Ok(s) => s,
             Err(e) => {
                 error!("reload: {e}");
-                shared.control.reloads_failed.fetch_add(1, Relaxed);
+                shared.plane().stats.reloads_failed.fetch_add(1, Relaxed);
                 return Err(format!("{e}\n"));
             }
         };
@@ -217,6 +223,7 @@ impl Reloader {
             .into_iter()
             .filter(|s| {
                 let member = shared
+                    .plane()
                     .secondary
                     .as_ref()
                     .is_some_and(|i| i.is_catalog_member(s.name.as_ref()));
@@ -237,10 +244,10 @@ impl Reloader {
 
     /// The config file read again, with a warning for what a reload does not apply; on
     /// error, the reply text (everything is kept).
-    fn config_for_reload(&self, shared: &Shared) -> Result<Config, String> {
+    fn config_for_reload(&self, shared: &dyn Host) -> Result<Config, String> {
         let mut config = self.setup.config().map_err(|e| {
             error!("reload: {e}; keeping the current configuration and zones");
-            shared.control.reloads_failed.fetch_add(1, Relaxed);
+            shared.plane().stats.reloads_failed.fetch_add(1, Relaxed);
             format!("config: {e}\nkept the current configuration and zones\n")
         })?;
         if config.listen_addrs() != self.config.listen_addrs()
@@ -265,7 +272,7 @@ impl Reloader {
 
     /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
-    pub(crate) fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
+    pub fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
         let started = std::time::Instant::now();
         while Arc::strong_count(&old) > 1 && started.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_micros(200));
@@ -293,32 +300,8 @@ impl Reloader {
     }
 }
 
-/// A reload asked for on the control socket: the outcome goes back on `reply`.
-pub(crate) struct ReloadRequest {
-    /// The zones to read again (empty: every zone whose file changed).
-    pub(crate) zones: Vec<Name>,
-    pub(crate) reply: SyncSender<(bool, String)>,
-    /// What is asked of the main thread (a reload, or a zone command that needs it).
-    pub(crate) action: MainAction,
-}
-
-/// What a control request asks of the main thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MainAction {
-    /// `reload [ZONE...]`.
-    Reload,
-    /// `zone notify ZONE...`: a NOTIFY to the zones' secondaries now.
-    Notify,
-    /// `zone status [ZONE...]`.
-    Status,
-}
-
 /// Reloads once for a SIGHUP and for every socket request queued before it started.
-pub(crate) fn reload_now(
-    reloader: &mut Reloader,
-    shared: &Shared,
-    requests: &Receiver<ReloadRequest>,
-) {
+pub fn reload_now(reloader: &mut Reloader, shared: &dyn Host, requests: &Receiver<ReloadRequest>) {
     let (waiting, zone_commands): (Vec<ReloadRequest>, Vec<ReloadRequest>) = requests
         .try_iter()
         .partition(|r| r.action == MainAction::Reload);

@@ -42,30 +42,37 @@ use tracing::info;
 
 mod state;
 mod timer;
-pub(crate) mod tools;
 
-pub(crate) use state::StateFile;
+pub use state::StateFile;
 use state::{state_path, write_atomic};
-pub(crate) use timer::Resigner;
+pub use timer::Resigner;
 
 /// How one zone is signed: from its `[[zone]]` table and `server.key_directory`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SignSpec {
-    pub(crate) key_dir: PathBuf,
+pub struct SignSpec {
+    /// The key directory.
+    pub key_dir: PathBuf,
     /// The algorithm of a first key, made when the directory has none for the zone.
-    pub(crate) algorithm: Algorithm,
-    pub(crate) denial: Denial,
-    pub(crate) policy: Policy,
-    pub(crate) roll: RollSpec,
+    pub algorithm: Algorithm,
+    /// NSEC or NSEC3 (with its parameters).
+    pub denial: Denial,
+    /// Signature validity and refresh.
+    pub policy: Policy,
+    /// Key lifetimes and the waits of a rollover.
+    pub roll: RollSpec,
 }
 
 /// The rollover settings of a zone (`RollTimings` less the zone's own TTLs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RollSpec {
-    pub(crate) zsk_lifetime: Option<u32>,
-    pub(crate) propagation: u32,
-    pub(crate) parent_ds_ttl: u32,
-    pub(crate) parent_propagation: u32,
+pub struct RollSpec {
+    /// A ZSK's lifetime (absent: rolled only by hand).
+    pub zsk_lifetime: Option<u32>,
+    /// How long a change takes to reach every secondary, in seconds.
+    pub propagation: u32,
+    /// The TTL of the DS records at the parent.
+    pub parent_ds_ttl: u32,
+    /// How long a change at the parent takes to reach its secondaries.
+    pub parent_propagation: u32,
 }
 
 impl Default for RollSpec {
@@ -95,7 +102,7 @@ impl RollSpec {
 impl SignSpec {
     /// The signing of `zone`, if it has `dnssec = true` (the config's check made sure a
     /// key directory is set then).
-    pub(crate) fn of(zone: &crate::ZoneConfig, key_dir: Option<&Path>) -> Option<Self> {
+    pub fn of(zone: &shardns_config::ZoneConfig, key_dir: Option<&Path>) -> Option<Self> {
         if !zone.dnssec {
             return None;
         }
@@ -128,27 +135,23 @@ impl SignSpec {
 }
 
 /// A zone's records after signing.
-pub(crate) struct Signed {
+pub struct Signed {
     /// The signed records in canonical order, for `Zone::build_sorted`.
-    pub(crate) records: RecordList,
+    pub records: RecordList,
     /// The files read (the zone file first) and the scanner's warnings.
-    pub(crate) files: Vec<PathBuf>,
-    pub(crate) warnings: Vec<Diag>,
+    pub files: Vec<PathBuf>,
+    /// What the scan warned about.
+    pub warnings: Vec<Diag>,
     /// When the zone must be signed again (seconds since 1970): `signature_refresh` before
     /// its signatures expire, or its next key event if sooner.
-    pub(crate) refresh_at: u64,
+    pub refresh_at: u64,
 }
 
-/// Seconds since 1970.
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub use shardns_sys::unix_now;
 
 /// Signs the records of the zone at `apex` read from `file` (named in errors) at time `now`
 /// with `threads` threads (0: every core). The error is one diagnostic that says why.
-pub(crate) fn sign_scanned(
+pub fn sign_scanned(
     apex: &Name,
     scanned: Scanned,
     spec: &SignSpec,
@@ -187,7 +190,7 @@ pub(crate) fn sign_scanned(
 /// sign again. When the inputs are those of the signed zone kept and nothing is due, that
 /// zone is returned as it is; otherwise the signatures of the kept zone are reused for the
 /// RRsets that did not change (incremental re-signing), and only the rest is signed.
-pub(crate) fn sign_records(
+pub fn sign_records(
     apex: &Name,
     records: RecordList,
     spec: &SignSpec,
@@ -355,12 +358,12 @@ fn store_error(e: &StoreError) -> String {
 }
 
 /// Serial number arithmetic (RFC 1982 §3.2): `a` is greater than `b`.
-pub(crate) fn serial_gt(a: u32, b: u32) -> bool {
+pub fn serial_gt(a: u32, b: u32) -> bool {
     a != b && (a.wrapping_sub(b) as i32) > 0
 }
 
 /// The serial field of SOA rdata (after the two names).
-pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
+pub fn soa_serial(rdata: &[u8]) -> Option<u32> {
     let (_, a) = shardns_wire::NameRef::from_wire_prefix(rdata).ok()?;
     let (_, b) = shardns_wire::NameRef::from_wire_prefix(rdata.get(a..)?).ok()?;
     let at = a + b;
@@ -369,7 +372,7 @@ pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
 
 /// The scanner's chunks as one compact list for the signer, each chunk freed once copied.
 /// Records that share an owner in a chunk share it in the list.
-pub(crate) fn to_list(chunks: Vec<Records>) -> RecordList {
+pub fn to_list(chunks: Vec<Records>) -> RecordList {
     let items = chunks.iter().map(|c| c.items.len()).sum();
     let bytes = chunks.iter().map(|c| c.bytes.len()).sum();
     let mut out = RecordList::with_capacity(items, bytes);
@@ -405,13 +408,14 @@ const PIECE: usize = 16 << 20;
 /// The last signed version of a zone: `state/<zone>.signed`, a zone file whose first line
 /// says what it was signed from and when it is due: `; shardns-signed fingerprint HEX
 /// serial N due T`.
-pub(crate) struct SignedFile {
+pub struct SignedFile {
     path: PathBuf,
     apex: Name,
 }
 
 impl SignedFile {
-    pub(crate) fn new(key_dir: &Path, apex: &Name) -> Self {
+    /// The signed copy of the zone at `apex` in `key_dir`.
+    pub fn new(key_dir: &Path, apex: &Name) -> Self {
         Self {
             path: state_path(key_dir, apex, "signed"),
             apex: apex.clone(),

@@ -30,7 +30,7 @@ use tracing::{error, info, warn};
 
 /// How the members of one consumed catalog are set up.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Consumer {
+pub struct Consumer {
     /// The first is the default; a member's group picks the one of the same name.
     templates: Vec<Template>,
 }
@@ -48,7 +48,7 @@ struct Template {
 
 /// What a slot brought by a catalog remembers of it.
 #[derive(Debug, Clone)]
-pub(crate) struct MemberOf {
+pub(super) struct MemberOf {
     catalog: Name,
     id: Vec<u8>,
     group: Option<String>,
@@ -58,14 +58,14 @@ pub(crate) struct MemberOf {
 
 impl MemberOf {
     /// The catalog's apex.
-    pub(crate) fn catalog(&self) -> &Name {
+    pub(super) fn catalog(&self) -> &Name {
         &self.catalog
     }
 }
 
 impl Consumer {
     /// The member setup of the catalog zone `zone` (`key`: its primary key).
-    pub(crate) fn new(config: &Config, zone: &ZoneConfig, key: &Option<Key>) -> Self {
+    pub fn new(config: &Config, zone: &ZoneConfig, key: &Option<Key>) -> Self {
         let from_catalog = Template {
             name: String::new(),
             primaries: zone.primary.clone(),
@@ -142,7 +142,11 @@ impl Thread {
             Ok(c) => c,
             Err(e) => {
                 let kept = self.members_of(&cat).len();
-                self.shared.control.catalog_rejected.fetch_add(1, Relaxed);
+                self.shared
+                    .plane()
+                    .stats
+                    .catalog_rejected
+                    .fetch_add(1, Relaxed);
                 error!(
                     "catalog {cat}: serial {} not used, {e}; keeping the {kept} member zones of the version before",
                     zone.serial()
@@ -252,11 +256,13 @@ impl Thread {
             zone.serial()
         );
         self.shared
-            .control
+            .plane()
+            .stats
             .catalog_members
             .fetch_add(added as u64, Relaxed);
         self.shared
-            .control
+            .plane()
+            .stats
             .catalog_members
             .fetch_sub(removed as u64, Relaxed);
         self.send(changes);
@@ -298,7 +304,7 @@ impl Thread {
             catalog: None,
         };
         let flags = Arc::new(Flags::default());
-        if let Some(inbox) = &self.shared.secondary {
+        if let Some(inbox) = &self.shared.plane().secondary {
             inbox.add(&zone, Arc::clone(&flags), true);
         }
         let member = MemberOf {
@@ -352,7 +358,7 @@ impl Thread {
         if let Some(of) = &mut slot.member {
             of.group = m.group.clone();
         }
-        if let Some(inbox) = &self.shared.secondary {
+        if let Some(inbox) = &self.shared.plane().secondary {
             inbox.add(&slot.zone, Arc::clone(&slot.flags), true);
         }
         // The new primaries may have another version.
@@ -366,7 +372,7 @@ impl Thread {
             if let Some(moved) = self.slots.get(at) {
                 self.by_name.insert(moved.zone.name.clone(), at);
             }
-            if let Some(inbox) = &self.shared.secondary {
+            if let Some(inbox) = &self.shared.plane().secondary {
                 inbox.remove(name);
             }
             if let Some(path) = &slot.zone.file {

@@ -14,7 +14,7 @@
 //!          → newer (RFC 1982)? IXFR from our version, else AXFR (client::transfer,
 //!            shardns_zone::xfr::incoming); AXFR again when the IXFR cannot be applied
 //!          → Report::Got(new version) → the copy written (store) → Report::Done
-//!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `publish`):
+//!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `reload::publish`):
 //!            ZoneSet::update, ArcSwap::store, NOTIFY to our own secondaries; timers again;
 //!            a failure: the next primary at once, RETRY when all failed
 //!          → EXPIRE passed without a successful refresh: the stand-in again (SERVFAIL),
@@ -35,17 +35,14 @@
 mod catalog;
 mod client;
 mod inbox;
-mod publish;
 mod refresh;
 mod schedule;
 mod store;
 
-pub(crate) use publish::{publish, serve_outside};
-
 use inbox::Flags;
-pub(crate) use inbox::Inbox;
+pub use inbox::Inbox;
 
-use crate::Shared;
+use crate::Host;
 use shardns_config::{Config, PrimaryTls};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
@@ -62,34 +59,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{error, info, warn};
 
-pub(crate) use crate::dispatch::unix_now;
-
 /// Shortest REFRESH followed, whatever the SOA says.
-pub(crate) const MIN_REFRESH: u32 = 2;
+pub const MIN_REFRESH: u32 = 2;
 /// Shortest RETRY followed.
-pub(crate) const MIN_RETRY: u32 = 1;
+pub const MIN_RETRY: u32 = 1;
 /// Shortest EXPIRE followed.
-pub(crate) const MIN_EXPIRE: u32 = 3;
+pub const MIN_EXPIRE: u32 = 3;
 /// Longest REFRESH and RETRY followed.
 const MAX_INTERVAL: u32 = 86_400;
 
 /// One secondary zone as configured.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SecondaryZone {
-    pub(crate) name: Name,
+pub struct SecondaryZone {
+    /// The zone's apex.
+    pub name: Name,
     /// Where its copy is kept (`None`: in memory only).
-    pub(crate) file: Option<PathBuf>,
-    pub(crate) primaries: Vec<SocketAddr>,
+    pub file: Option<PathBuf>,
+    /// The primaries to transfer from, in order.
+    pub primaries: Vec<SocketAddr>,
     /// XoT: the SOA queries and transfers over TLS to the primaries (RFC 9103).
-    pub(crate) tls: Option<PrimaryTls>,
+    pub tls: Option<PrimaryTls>,
     /// Signs our queries, and must sign a NOTIFY.
-    pub(crate) key: Option<Key>,
+    pub key: Option<Key>,
     /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
-    pub(crate) catalog: Option<Arc<catalog::Consumer>>,
+    pub catalog: Option<Arc<catalog::Consumer>>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
-pub(crate) fn zones(config: &Config) -> Vec<SecondaryZone> {
+pub fn zones(config: &Config) -> Vec<SecondaryZone> {
     config
         .zones
         .iter()
@@ -120,7 +117,7 @@ fn key_named(config: &Config, name: Option<&Name>) -> Option<Key> {
 }
 
 /// Warns when a reload's config changes the secondary zones: they are set up at start.
-pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
+pub fn warn_if_changed(running: &Config, new: &Config) {
     if zones(running) != zones(new) {
         warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates) changed; that takes a restart");
     }
@@ -128,31 +125,32 @@ pub(crate) fn warn_if_changed(running: &Config, new: &Config) {
 
 /// Where one secondary zone stands, for `shardns zone status`.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SlotStatus {
+pub struct SlotStatus {
     /// The serial of the version we have (served or not).
-    pub(crate) serial: Option<u32>,
+    pub serial: Option<u32>,
     /// That version is served (else SERVFAIL: expired, or never transferred).
-    pub(crate) serving: bool,
+    pub serving: bool,
     /// The last successful refresh.
-    pub(crate) last_refresh: Option<SystemTime>,
+    pub last_refresh: Option<SystemTime>,
     /// When the next SOA query is due.
-    pub(crate) next_check: Option<SystemTime>,
+    pub next_check: Option<SystemTime>,
     /// When the version served expires.
-    pub(crate) expire_at: Option<SystemTime>,
+    pub expire_at: Option<SystemTime>,
     /// The primary the version came from or was last confirmed by.
-    pub(crate) source: Option<SocketAddr>,
+    pub source: Option<SocketAddr>,
     /// Refreshes failed in a row, and the last failure.
-    pub(crate) failures: u32,
-    pub(crate) last_error: Option<String>,
+    pub failures: u32,
+    /// Why the last refresh failed.
+    pub last_error: Option<String>,
     /// The primaries asked, in turn.
-    pub(crate) primaries: Vec<SocketAddr>,
+    pub primaries: Vec<SocketAddr>,
     /// The catalog that brought the zone (`None`: configured).
-    pub(crate) catalog: Option<Name>,
+    pub catalog: Option<Name>,
 }
 
 /// The role before it starts: its zones, each with the flags the workers' [`Inbox`]
 /// shares with it.
-pub(crate) struct Role {
+pub struct Role {
     zones: Vec<(SecondaryZone, Arc<Flags>)>,
     wake: Receiver<()>,
     /// The same channel's sender, for the transfer threads' reports.
@@ -161,7 +159,7 @@ pub(crate) struct Role {
 
 /// The role for `config`, and the inbox the workers hand NOTIFY to; `None` without
 /// secondary zones.
-pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
+pub fn prepare(config: &Config) -> Option<(Role, Inbox)> {
     let zones = zones(config);
     if zones.is_empty() {
         return None;
@@ -182,7 +180,7 @@ pub(crate) fn prepare(config: &Config) -> Option<(Role, Inbox)> {
 
 impl Role {
     /// What to serve for each zone until the thread has more: SERVFAIL.
-    pub(crate) fn stand_ins(&self) -> Vec<ZoneChange> {
+    pub fn stand_ins(&self) -> Vec<ZoneChange> {
         self.zones
             .iter()
             .map(|(z, _)| ZoneChange::Put(Arc::new(Zone::unavailable(z.name.clone()))))
@@ -190,12 +188,12 @@ impl Role {
     }
 
     /// Starts the thread. New versions come back on the receiver, each batch with a
-    /// SIGUSR1 to the process: the main thread serves them ([`publish`]). `configured`:
+    /// SIGUSR1 to the process: the main thread serves them (`reload::publish`). `configured`:
     /// the zones served from files, which no catalog may bring.
-    pub(crate) fn start(
+    pub fn start(
         self,
         config: &Config,
-        shared: Arc<Shared>,
+        shared: Arc<dyn Host>,
         seed: u64,
         configured: HashSet<Name>,
     ) -> io::Result<Receiver<Vec<ZoneChange>>> {
@@ -337,7 +335,7 @@ struct Thread {
     configured: HashSet<Name>,
     wake: Receiver<()>,
     publish: Sender<Vec<ZoneChange>>,
-    shared: Arc<Shared>,
+    shared: Arc<dyn Host>,
     /// To the transfer threads, and their reports back.
     jobs: Sender<refresh::Job>,
     reports: Receiver<refresh::Report>,
@@ -367,7 +365,7 @@ impl Thread {
             self.report(i);
         }
         loop {
-            if self.shared.shutdown.load(Relaxed) {
+            if self.shared.plane().shutdown.load(Relaxed) {
                 return;
             }
             let now = Instant::now();
@@ -526,7 +524,11 @@ impl Thread {
             slot.current.as_ref().map_or(0, |z| timers(z).2)
         );
         let stand_in = Arc::new(Zone::unavailable(slot.zone.name.clone()));
-        self.shared.control.secondary_expired.fetch_add(1, Relaxed);
+        self.shared
+            .plane()
+            .stats
+            .secondary_expired
+            .fetch_add(1, Relaxed);
         self.send(vec![ZoneChange::Put(stand_in)]);
         self.count_unavailable();
     }
@@ -534,7 +536,8 @@ impl Thread {
     fn count_unavailable(&self) {
         let n = self.slots.iter().filter(|s| !s.serving).count();
         self.shared
-            .control
+            .plane()
+            .stats
             .secondary_unavailable
             .store(n as u64, Relaxed);
     }

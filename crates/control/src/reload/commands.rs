@@ -4,8 +4,7 @@
 
 use super::{MainAction, ReloadRequest, Reloader};
 use crate::notify::Job;
-use crate::stats::render_prometheus;
-use crate::Shared;
+use crate::Host;
 use shardns_wire::Name;
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -17,19 +16,23 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 /// Serves control connections until shutdown (one at a time; each is short).
-pub(super) fn serve(listener: UnixListener, shared: Arc<Shared>, reloads: Sender<ReloadRequest>) {
+pub(super) fn serve(listener: UnixListener, shared: Arc<dyn Host>, reloads: Sender<ReloadRequest>) {
     for stream in listener.incoming() {
-        if shared.shutdown.load(Relaxed) {
+        if shared.plane().shutdown.load(Relaxed) {
             return;
         }
         let Ok(stream) = stream else { continue };
-        if let Err(e) = handle(stream, &shared, &reloads) {
+        if let Err(e) = handle(stream, &*shared, &reloads) {
             warn!("control socket: {e}");
         }
     }
 }
 
-fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) -> io::Result<()> {
+fn handle(
+    stream: UnixStream,
+    shared: &dyn Host,
+    reloads: &Sender<ReloadRequest>,
+) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
@@ -73,15 +76,8 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
             on_main(zones, MainAction::Reload)
         }
         ("zone", Ok(_)) => zone_command(&args, shared, on_main),
-        ("stats", _) => (
-            true,
-            render_prometheus(
-                &shared.worker_stats(),
-                &shared.control,
-                shared.started.elapsed().as_secs_f64(),
-            ),
-        ),
-        ("status", _) => (true, format!("running, {} workers\n", shared.stats.len())),
+        ("stats", _) => (true, shared.stats_text()),
+        ("status", _) => (true, format!("running, {} workers\n", shared.workers())),
         (other, _) => (
             false,
             format!("unknown command {other:?} (expected reload, stats, status or zone)\n"),
@@ -96,7 +92,7 @@ fn handle(stream: UnixStream, shared: &Shared, reloads: &Sender<ReloadRequest>) 
 /// `zone status|refresh|retransfer|notify [ZONE...]` (`args` after `zone`).
 fn zone_command(
     args: &[&str],
-    shared: &Shared,
+    shared: &dyn Host,
     on_main: impl Fn(Vec<Name>, MainAction) -> (bool, String),
 ) -> (bool, String) {
     let names: Vec<Name> = args
@@ -113,6 +109,7 @@ fn zone_command(
             let mut ok = true;
             for name in &names {
                 let queued = shared
+                    .plane()
                     .secondary
                     .as_ref()
                     .is_some_and(|inbox| inbox.request_refresh(name.as_ref(), axfr));
@@ -147,8 +144,8 @@ fn relative(t: std::time::SystemTime) -> String {
 
 impl Reloader {
     /// `zone notify`: a NOTIFY of each zone's current version to its secondaries now.
-    pub(super) fn notify_zones(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
-        let zones = shared.zones.load();
+    pub(super) fn notify_zones(&self, shared: &dyn Host, names: &[Name]) -> (bool, String) {
+        let zones = shared.plane().zones.load();
         let index = self.config.notify_index();
         let mut text = String::new();
         let mut ok = true;
@@ -182,8 +179,8 @@ impl Reloader {
 
     /// `zone status`: serial, role, refresh times, expiry, source and journal of each zone
     /// named (every zone served, by name, if none is).
-    pub(super) fn zone_status(&self, shared: &Shared, names: &[Name]) -> (bool, String) {
-        let zones = shared.zones.load();
+    pub(super) fn zone_status(&self, shared: &dyn Host, names: &[Name]) -> (bool, String) {
+        let zones = shared.plane().zones.load();
         let mut list: Vec<Name> = if names.is_empty() {
             zones.zones().map(|z| z.apex().to_name()).collect()
         } else {
@@ -202,6 +199,7 @@ impl Reloader {
             };
             let _ = writeln!(text, "zone: {name}");
             let secondary = shared
+                .plane()
                 .secondary
                 .as_ref()
                 .and_then(|i| i.status(name.as_ref()));
@@ -267,7 +265,7 @@ impl Reloader {
                 .file_of(name)
                 .or_else(|| crate::journal::config_file(&self.config, name));
             let journaled = crate::journal::settings(&self.config, name, file).is_some();
-            match shared.journals.history(name.as_ref()) {
+            match shared.plane().journals.history(name.as_ref()) {
                 Some(h) if h.depth() > 0 => {
                     let _ = writeln!(
                         text,

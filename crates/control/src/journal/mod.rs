@@ -48,15 +48,15 @@ use disk::{append, open, reset, rewrite};
 pub use disk::{encode, parse, Parsed};
 
 /// `journal_max_size` when neither the zone nor the server sets one (as Knot DNS).
-pub(crate) const DEFAULT_MAX_SIZE: u64 = 20 << 20;
+pub const DEFAULT_MAX_SIZE: u64 = 20 << 20;
 /// `journal_max_depth` when neither sets one (as Knot DNS).
-pub(crate) const DEFAULT_MAX_DEPTH: u32 = 20;
+pub const DEFAULT_MAX_DEPTH: u32 = 20;
 
 /// The histories of every journaled zone. Locked by the main thread when a version
 /// changes and by a worker when an IXFR asks (for a clone of an `Arc`): never on the
 /// answer path.
 #[derive(Debug, Default)]
-pub(crate) struct Journals {
+pub struct Journals {
     zones: Mutex<HashMap<Name, Arc<History>>>,
 }
 
@@ -70,14 +70,14 @@ impl Journals {
     }
 
     /// The history of the zone at `apex`, if it is journaled and has one.
-    pub(crate) fn history(&self, apex: NameRef<'_>) -> Option<Arc<History>> {
+    pub fn history(&self, apex: NameRef<'_>) -> Option<Arc<History>> {
         let zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
         zones.get(&apex.to_name()).cloned()
     }
 
     /// Drops the history of a zone no longer served (a member removed from its catalog),
     /// so that member churn does not grow this table.
-    pub(crate) fn forget(&self, apex: &Name) {
+    pub fn forget(&self, apex: &Name) {
         let mut zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
         zones.remove(apex);
     }
@@ -95,19 +95,21 @@ impl Journals {
 
 /// How one zone is journaled.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Settings {
+pub struct Settings {
     /// The journal file (`None`: in memory only).
-    pub(crate) path: Option<PathBuf>,
+    pub path: Option<PathBuf>,
     /// The name an older version gave it in `journal_directory`, when that differs: read
     /// (and renamed) if its header says it is this zone's.
-    pub(crate) legacy: Option<PathBuf>,
-    pub(crate) max_size: usize,
-    pub(crate) max_depth: usize,
+    pub legacy: Option<PathBuf>,
+    /// Largest journal file, in octets; older changes are dropped past it.
+    pub max_size: usize,
+    /// Most versions kept.
+    pub max_depth: usize,
 }
 
 /// How the zone at `apex`, read from `file` (or keeping its copy there), is journaled
 /// under `config`; `None`: it is not (nobody may transfer it, or its depth is 0).
-pub(crate) fn settings(config: &Config, apex: &Name, file: Option<&Path>) -> Option<Settings> {
+pub fn settings(config: &Config, apex: &Name, file: Option<&Path>) -> Option<Settings> {
     // A later table for the same apex wins, as for the transfer ACL.
     let zone = config.zones.iter().rev().find(|z| &z.name == apex);
     settings_of(config, zone, apex, file)
@@ -178,7 +180,7 @@ fn legacy_file_name(apex: &Name) -> String {
 
 /// Records the versions in `zones` (just served) against those they replaced in `old`
 /// (`None`: at start). `file_of` says where a zone is read from or keeps its copy.
-pub(crate) fn record_all<'f>(
+pub fn record_all<'f>(
     journals: &Journals,
     config: &Config,
     file_of: impl Fn(&Name) -> Option<&'f Path>,
@@ -211,7 +213,7 @@ pub(crate) fn record_all<'f>(
 }
 
 /// The file a zone of `config` is read from or keeps its copy in: its `[[zone]]` table's.
-pub(crate) fn config_file<'c>(config: &'c Config, apex: &Name) -> Option<&'c Path> {
+pub fn config_file<'c>(config: &'c Config, apex: &Name) -> Option<&'c Path> {
     config
         .zones
         .iter()
@@ -221,12 +223,7 @@ pub(crate) fn config_file<'c>(config: &'c Config, apex: &Name) -> Option<&'c Pat
 }
 
 /// Records that `new` replaces `old` (`None`: no version before, as at start).
-pub(crate) fn record(
-    journals: &Journals,
-    settings: Option<&Settings>,
-    old: Option<&Zone>,
-    new: &Zone,
-) {
+pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zone>, new: &Zone) {
     if new.is_unavailable() {
         return;
     }

@@ -8,7 +8,7 @@
 //! of the same zone replaces a pending announcement to the same target. Results are logged
 //! and counted (`shardns_notify_total{result}`).
 
-use crate::Shared;
+use crate::Host;
 use shardns_zone::xfr::{notify, notify_response};
 use shardns_zone::Zone;
 use std::io;
@@ -25,20 +25,22 @@ const TRIES: u32 = 5;
 const POLL: Duration = Duration::from_millis(20);
 
 /// One zone version to announce to `targets`.
-pub(crate) struct Job {
-    pub(crate) zone: Arc<Zone>,
-    pub(crate) targets: Vec<SocketAddr>,
+pub struct Job {
+    /// The version to announce.
+    pub zone: Arc<Zone>,
+    /// The secondaries to tell.
+    pub targets: Vec<SocketAddr>,
 }
 
 /// The handle the control plane sends announcements through; the thread ends when it is
 /// dropped.
-pub(crate) struct Notifier {
+pub struct Notifier {
     jobs: Sender<Job>,
 }
 
 impl Notifier {
     /// Starts the thread; `seed` makes the message IDs unpredictable.
-    pub(crate) fn start(shared: Arc<Shared>, seed: u64) -> io::Result<Self> {
+    pub fn start(shared: Arc<dyn Host>, seed: u64) -> io::Result<Self> {
         let (jobs, rx) = mpsc::channel();
         let v4 = UdpSocket::bind("0.0.0.0:0")?;
         v4.set_nonblocking(true)?;
@@ -48,12 +50,12 @@ impl Notifier {
             .ok();
         std::thread::Builder::new()
             .name("shardns-notify".into())
-            .spawn(move || run(rx, &v4, v6.as_ref(), &shared, seed))?;
+            .spawn(move || run(rx, &v4, v6.as_ref(), &*shared, seed))?;
         Ok(Self { jobs })
     }
 
     /// Queues an announcement (a no-op for a zone without targets).
-    pub(crate) fn announce(&self, job: Job) {
+    pub fn announce(&self, job: Job) {
         if !job.targets.is_empty() {
             let _ = self.jobs.send(job);
         }
@@ -70,7 +72,7 @@ struct Pending {
     next: Instant,
 }
 
-fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Shared, seed: u64) {
+fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &dyn Host, seed: u64) {
     let mut pending: Vec<Pending> = Vec::new();
     let mut counter = 0u64;
     let mut buf = vec![0u8; 512];
@@ -91,12 +93,12 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
                     let mut len = notify(&job.zone, id, &mut message);
                     // Signed with the zone's transfer key, if it has one: a secondary that
                     // transfers with that key may require it on NOTIFY too (shardns does).
-                    if let Some(key) = shared.transfer_acl.load().key_for(job.zone.apex()) {
+                    if let Some(key) = shared.plane().transfer_acl.load().key_for(job.zone.apex()) {
                         len = shardns_wire::tsig::sign_request(
                             &mut message,
                             len,
                             key,
-                            crate::dispatch::unix_now(),
+                            shardns_sys::unix_now(),
                         );
                     }
                     message.truncate(len);
@@ -124,7 +126,7 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
                     continue; // not ours, or a late copy
                 };
                 let p = pending.swap_remove(i);
-                shared.control.notify_acked.fetch_add(1, Relaxed);
+                shared.plane().stats.notify_acked.fetch_add(1, Relaxed);
                 info!(
                     "notify of {} (serial {}) to {}: answered {rcode}",
                     p.zone.apex(),
@@ -140,7 +142,7 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
                 return true;
             }
             if p.tries == TRIES {
-                shared.control.notify_failed.fetch_add(1, Relaxed);
+                shared.plane().stats.notify_failed.fetch_add(1, Relaxed);
                 warn!(
                     "notify of {} (serial {}) to {}: no answer after {TRIES} tries",
                     p.zone.apex(),
@@ -152,7 +154,7 @@ fn run(jobs: Receiver<Job>, v4: &UdpSocket, v6: Option<&UdpSocket>, shared: &Sha
             let sock = if p.target.is_ipv4() { Some(v4) } else { v6 };
             match sock.map(|s| s.send_to(&p.message, p.target)) {
                 Some(Ok(_)) => {
-                    shared.control.notify_sent.fetch_add(1, Relaxed);
+                    shared.plane().stats.notify_sent.fetch_add(1, Relaxed);
                 }
                 Some(Err(e)) => warn!("notify of {} to {}: {e}", p.zone.apex(), p.target),
                 None => warn!(

@@ -5,7 +5,7 @@
 //! so the secondary thread keeps its timers (EXPIRE above all) whatever a primary does.
 
 use super::{client, store, SecondaryZone};
-use crate::Shared;
+use crate::Host;
 use client::{Bounds, Failure};
 use shardns_wire::RType;
 use shardns_zone::xfr::incoming::{Form, Limits, Outcome};
@@ -57,7 +57,7 @@ pub(super) enum Report {
 
 /// What every transfer thread shares.
 pub(super) struct Pool {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<dyn Host>,
     pub(super) limits: Limits,
     pub(super) timeout: Duration,
     pub(super) idle: Duration,
@@ -146,7 +146,11 @@ impl Pool {
         match self.transfer(job, serial) {
             Ok(new) => Ok(new),
             Err(e) => {
-                self.shared.control.xfr_in_failed.fetch_add(1, Relaxed);
+                self.shared
+                    .plane()
+                    .stats
+                    .xfr_in_failed
+                    .fetch_add(1, Relaxed);
                 error!(
                     "zone {}: transfer from {primary} failed, {}: {e}",
                     zone.name,
@@ -221,7 +225,11 @@ impl Pool {
                 &mut bytes,
             );
         }
-        self.shared.control.xfr_in_bytes.fetch_add(bytes, Relaxed);
+        self.shared
+            .plane()
+            .stats
+            .xfr_in_bytes
+            .fetch_add(bytes, Relaxed);
         let t = result.map_err(|e| e.to_string())?;
         let (new, form, patched) = match t.outcome {
             Outcome::SoaOnly(s) => {
@@ -257,9 +265,11 @@ impl Pool {
         // Counted by what came: differences, or the whole zone (an AXFR, or an IXFR the
         // primary answered in AXFR form).
         let (kind, counter) = match form {
-            Form::Incremental => ("IXFR", &self.shared.control.xfr_in_ixfr),
-            Form::Whole if tried_ixfr => ("IXFR in AXFR form", &self.shared.control.xfr_in_axfr),
-            Form::Whole => ("AXFR", &self.shared.control.xfr_in_axfr),
+            Form::Incremental => ("IXFR", &self.shared.plane().stats.xfr_in_ixfr),
+            Form::Whole if tried_ixfr => {
+                ("IXFR in AXFR form", &self.shared.plane().stats.xfr_in_axfr)
+            }
+            Form::Whole => ("AXFR", &self.shared.plane().stats.xfr_in_axfr),
         };
         counter.fetch_add(1, Relaxed);
         let new = Arc::new(new);
