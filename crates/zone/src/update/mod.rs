@@ -343,3 +343,5 @@ impl Change {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_client;
