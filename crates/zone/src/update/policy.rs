@@ -296,7 +296,9 @@ impl Policy {
     /// `grant|deny WHO MATCH [NAME] TYPE...`: WHO is a key name (absolute: key names are
     /// not the zone's), or an address or address prefix; MATCH is `name`, `subdomain`,
     /// `wildcard` (with a NAME), `self` or `zone` (also `zonesub`); the types are
-    /// mnemonics or `TYPEnnn`, or `ANY` alone. Errors name the line.
+    /// mnemonics or `TYPEnnn`, or `ANY` alone (required: BIND reads a rule without types as
+    /// every type but SOA, NS and RRSIG, an implicit set best written out). A WHO that reads
+    /// as an address is one. Errors name the line.
     pub fn parse(text: &str, apex: NameRef<'_>) -> Result<Self, String> {
         let mut policy = Self::default();
         for (i, line) in text.lines().enumerate() {
