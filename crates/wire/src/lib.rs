@@ -15,6 +15,7 @@ pub mod rdata;
 pub mod text;
 pub mod tsig;
 pub mod types;
+pub mod update;
 pub mod writer;
 
 pub use error::WireError;

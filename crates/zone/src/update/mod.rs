@@ -15,10 +15,15 @@
 //! version with `Zone::patch` (a full [`Zone::build`] when the patch cannot be done), and
 //! [`crate::xfr::diff::Diff::compute`] of the two versions is the journal's record of it.
 //!
-//! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG and an
-//! update ACL, forwarding from a secondary, the journal, re-signing a signed zone).
+//! Who may update what is the zone's [`Policy`] (`policy`): [`update_as`] is [`update`]
+//! with its checks, the one a server calls; [`update`] itself trusts its caller.
+//!
+//! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG, the policy
+//! from the config file and `--update-key`, forwarding from a secondary, the journal,
+//! re-signing a signed zone).
 
 mod apply;
+mod policy;
 mod prereq;
 mod prescan;
 
@@ -26,6 +31,7 @@ use crate::db::Zone;
 use crate::scan::{Diag, LoadError, Records, Scanned};
 use crate::xfr::incoming::{keep, read_raw};
 pub use apply::SerialPolicy;
+pub use policy::{Grant, Limits, Names, Policy, Requester, Types, Who};
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, Opcode, RType, Rcode};
 use std::fmt;
@@ -100,6 +106,64 @@ pub fn update(msg: &[u8], zone: &Zone, policy: SerialPolicy, now: u64) -> Result
     prereq::check(zone, &prereqs)?;
     prescan::check(zone, &updates)?;
     Ok(apply::apply(zone, &updates, policy, now))
+}
+
+/// [`update`] for `who` under the zone's `access` policy. In order: the [`Limits`] (before
+/// the message is read); whether any grant is for `who` at all (if not, REFUSED before the
+/// prerequisites, so that they tell a stranger nothing); the message, the prerequisites
+/// and the prescan as in [`update`]; then each update record against the grants (RFC 2136
+/// §3.3 puts the permission check after the prerequisites, as BIND does it; it comes after
+/// the prescan here, so that the grants judge records known to be in the zone and of a
+/// data type: the rcode differs from BIND's record-by-record loop only for a message both
+/// malformed and unpermitted); and only then the change.
+pub fn update_as(
+    msg: &[u8],
+    zone: &Zone,
+    access: &Policy,
+    who: &Requester<'_>,
+    serial: SerialPolicy,
+    now: u64,
+) -> Result<Outcome, Refusal> {
+    access.check_size(msg)?;
+    if !access.admits(who) {
+        return Err(refuse(
+            Rcode::REFUSED,
+            format!("no grant in {} for {who}", zone.apex()),
+        ));
+    }
+    let (prereqs, updates) = parse(msg, zone)?;
+    prereq::check(zone, &prereqs)?;
+    prescan::check(zone, &updates)?;
+    permitted(zone, access, who, &updates)?;
+    Ok(apply::apply(zone, &updates, serial, now))
+}
+
+/// Checks each update record against the grants. A delete of every RRset of a name (class
+/// and type ANY) is checked for each type it would delete: those the zone holds there but
+/// the DNSSEC types, and at the apex but SOA and NS (see `apply`; BIND's `ssu_checkall`).
+fn permitted(
+    zone: &Zone,
+    access: &Policy,
+    who: &Requester<'_>,
+    updates: &[Rr],
+) -> Result<(), Refusal> {
+    for rr in updates {
+        let owner = rr.owner.as_ref();
+        if rr.class != Class::ANY || rr.rtype != RType::ANY {
+            access.check_record(who, owner, rr.rtype)?;
+            continue;
+        }
+        let apex = owner.eq_ci(&zone.apex());
+        let held = zone.find(owner).into_iter().flat_map(|n| n.rrsets());
+        for set in held {
+            let kept = prescan::dnssec_kept(set.rtype)
+                || (apex && matches!(set.rtype, RType::SOA | RType::NS));
+            if !kept {
+                access.check_record(who, owner, set.rtype)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads the message (RFC 2136 §2, §3.1): the zone section, then the prerequisite and
@@ -279,3 +343,5 @@ impl Change {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_client;
