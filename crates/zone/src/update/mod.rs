@@ -15,12 +15,16 @@
 //! version with `Zone::patch` (a full [`Zone::build`] when the patch cannot be done), and
 //! [`crate::xfr::diff::Diff::compute`] of the two versions is the journal's record of it.
 //!
+//! A signed zone's change is signed by [`sign::sign_change`] (new RRSIGs for what changed,
+//! the NSEC or NSEC3 chain patched) before it is applied.
+//!
 //! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG and an
-//! update ACL, forwarding from a secondary, the journal, re-signing a signed zone).
+//! update ACL, forwarding from a secondary, the journal, calling the signer).
 
 mod apply;
 mod prereq;
 mod prescan;
+pub mod sign;
 
 use crate::db::Zone;
 use crate::scan::{Diag, LoadError, Records, Scanned};
@@ -28,6 +32,7 @@ use crate::xfr::incoming::{keep, read_raw};
 pub use apply::SerialPolicy;
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, Opcode, RType, Rcode};
+pub use sign::{sign_change, ResignError};
 use std::fmt;
 use std::path::PathBuf;
 

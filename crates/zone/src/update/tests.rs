@@ -6,16 +6,16 @@ use crate::scan::{scan_text, ScanOptions};
 use shardns_wire::message::Header;
 use std::path::Path;
 
-const APEX: &str = "example.test.";
-const ZONE: &str = "$TTL 300\n@ SOA ns hostmaster 10 3600 600 86400 60\n@ NS ns\n@ NS ns2\n\
+pub(super) const APEX: &str = "example.test.";
+pub(super) const ZONE: &str = "$TTL 300\n@ SOA ns hostmaster 10 3600 600 86400 60\n@ NS ns\n@ NS ns2\n\
 ns A 192.0.2.1\nns2 A 192.0.2.2\nwww A 192.0.2.10\nwww A 192.0.2.11\nwww TXT \"hello\"\n\
 alias CNAME www\nmx MX 10 Mail.Example.TEST.\na.b.c A 192.0.2.3\nsub NS ns.sub\nns.sub A 192.0.2.4\n";
 
-fn name(s: &str) -> Name {
+pub(super) fn name(s: &str) -> Name {
     Name::from_text(s, Some(APEX.parse::<Name>().unwrap().as_ref())).unwrap()
 }
 
-fn zone_of(text: &str) -> Zone {
+pub(super) fn zone_of(text: &str) -> Zone {
     let origin: Name = APEX.parse().unwrap();
     let scanned = scan_text(
         text.as_bytes(),
@@ -31,7 +31,7 @@ fn zone() -> Zone {
 }
 
 /// The wire rdata of `text` for `rtype` (names relative to the apex).
-fn rd(rtype: RType, text: &str) -> Vec<u8> {
+pub(super) fn rd(rtype: RType, text: &str) -> Vec<u8> {
     let origin: Name = APEX.parse().unwrap();
     let line = format!("x 1 IN {rtype} {text}\n");
     let s = scan_text(
@@ -45,20 +45,20 @@ fn rd(rtype: RType, text: &str) -> Vec<u8> {
 }
 
 /// One record of a test message: owner, type, class, TTL, rdata.
-type T = (&'static str, RType, Class, u32, Vec<u8>);
+pub(super) type T = (&'static str, RType, Class, u32, Vec<u8>);
 
-fn add(owner: &'static str, rtype: RType, ttl: u32, text: &str) -> T {
+pub(super) fn add(owner: &'static str, rtype: RType, ttl: u32, text: &str) -> T {
     (owner, rtype, Class::IN, ttl, rd(rtype, text))
 }
-fn del_set(owner: &'static str, rtype: RType) -> T {
+pub(super) fn del_set(owner: &'static str, rtype: RType) -> T {
     (owner, rtype, Class::ANY, 0, Vec::new())
 }
-fn del_rr(owner: &'static str, rtype: RType, text: &str) -> T {
+pub(super) fn del_rr(owner: &'static str, rtype: RType, text: &str) -> T {
     (owner, rtype, Class::NONE, 0, rd(rtype, text))
 }
 
 /// An UPDATE message for `zone`: prerequisites, updates, additional records.
-fn msg_for(zone: &str, pre: &[T], upd: &[T], extra: &[T]) -> Vec<u8> {
+pub(super) fn msg_for(zone: &str, pre: &[T], upd: &[T], extra: &[T]) -> Vec<u8> {
     let mut h = Header {
         id: 7,
         qdcount: 1,
@@ -82,7 +82,7 @@ fn msg_for(zone: &str, pre: &[T], upd: &[T], extra: &[T]) -> Vec<u8> {
     out
 }
 
-fn msg(pre: &[T], upd: &[T]) -> Vec<u8> {
+pub(super) fn msg(pre: &[T], upd: &[T]) -> Vec<u8> {
     msg_for(APEX, pre, upd, &[])
 }
 
