@@ -361,6 +361,27 @@ fn names_below_a_delegation_change_no_chain() {
 }
 
 #[test]
+fn a_ds_at_a_delegation_is_signed_and_its_ns_is_not() {
+    let keys = Keys::new();
+    let ds = format!("1000 13 2 {}", "ab".repeat(32));
+    for denial in [Denial::Nsec, nsec3(0, &[], false), nsec3(0, &[], true)] {
+        let z = signed_zone(&keys, &denial);
+        let (n, c) = one(&z, &[add("sub", RType::DS, 60, &ds)], &keys, &denial);
+        let sigs = covered(&c.added);
+        assert!(sigs.contains(&("sub.example.test.".into(), RType::DS)));
+        assert!(!sigs.iter().any(|s| s.1 == RType::NS));
+        if denial == nsec3(0, &[], true) {
+            // Opt-out: the delegation joins the chain once it is signed, and leaves it.
+            let owner = hashed("sub", &denial);
+            assert!(owners(&c.added, RType::NSEC3).contains(&owner));
+            let (_, c) = one(&n, &[del_set("sub", RType::DS)], &keys, &denial);
+            assert!(owners(&c.deleted, RType::NSEC3).contains(&owner));
+            assert!(!owners(&c.added, RType::NSEC3).contains(&owner));
+        }
+    }
+}
+
+#[test]
 fn nsec3_empty_non_terminals_come_and_go() {
     let keys = Keys::new();
     for denial in [nsec3(0, &[], false), nsec3(2, &[7], true)] {
