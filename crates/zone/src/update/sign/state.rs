@@ -224,10 +224,13 @@ impl<'z> View<'z> {
                 up = n.parent().filter(|_| !n.eq_ci(&apex));
             }
         }
+        // A sorted list, not a hash set: a few comparisons per node, no hashing.
+        let mut wanted: Vec<NodeId> = wanted.into_iter().collect();
+        wanted.sort_unstable();
         let mut map: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for id in 0..self.zone.node_count() as NodeId {
             if let Some(p) = self.zone.node(id).parent() {
-                if wanted.contains(&p.id()) {
+                if wanted.binary_search(&p.id()).is_ok() {
                     map.entry(p.id()).or_default().push(id);
                 }
             }
