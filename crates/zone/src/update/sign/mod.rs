@@ -20,9 +20,12 @@
 //! its chain neighbours found by a binary search in the zone's denial index (NSEC owners in
 //! canonical order, NSEC3 hashes in order) and steps over the names the change removes.
 //! One exception reads the whole zone, once, without hashing or signing: a pass over the
-//! nodes' parent links when a change needs to know a name's children (a cut or DNAME made
-//! or unmade at an existing name; an NSEC3 empty non-terminal whose names below may all be
-//! gone).
+//! nodes' parent links when a change needs to know whether a name has names below it (a
+//! cut or DNAME made or unmade at an existing name; with NSEC3, a name left with no data,
+//! or an empty non-terminal whose names below may all be gone), since the zone keeps no
+//! list of a node's children. About 15 ns a node (0.3 ms for a 24,000-node zone), against
+//! some 50 µs for the signing of a small change and half a second for the whole zone's
+//! signing (10,000 names, one thread, release build).
 //!
 //! What it refuses ([`ResignError`]; the caller signs the zone whole instead, or answers
 //! SERVFAIL): a zone not signed with `params.denial`; keys other than those the zone was
@@ -105,9 +108,12 @@ impl From<KeyError> for ResignError {
 
 /// Signs `change`, an update read against `zone` (a version signed by the full signer or
 /// by earlier calls of this), with the keys `keys` (as [`shardns_dnssec::sign_list`] takes
-/// them), the denial and signature window of `params` (`params.serial` is not read: the
-/// serial is the change's; nor `threads`: one thread signs). Returns the change with its
-/// signatures and chain records, for [`Change::apply`] on `zone`.
+/// them), the denial and signature window of `params` (`SignParams::new(now, &policy)`
+/// with the zone's denial: the window is that of the time of the update; `params.serial`
+/// is not read, the serial is the change's, nor `threads`: one thread signs). Returns the
+/// change with its signatures and chain records, for [`Change::apply`] on `zone`: its
+/// `deleted` and `added` are the change's (less the signer's own records) followed by the
+/// RRSIGs and NSEC or NSEC3 records deleted and added.
 pub fn sign_change(
     zone: &Zone,
     change: &Change,
