@@ -15,20 +15,30 @@ use std::collections::BTreeMap;
 
 const NOW: u64 = 1_700_000_000;
 
+/// A KSK and a ZSK (ECDSA P-256), or one Ed25519 key as a CSK.
 struct Keys {
     ksk: SigningKey,
-    zsk: SigningKey,
+    zsk: Option<SigningKey>,
 }
 
 impl Keys {
     fn new() -> Self {
         Self {
             ksk: SigningKey::generate(Algorithm::EcdsaP256Sha256, 257).unwrap(),
-            zsk: SigningKey::generate(Algorithm::EcdsaP256Sha256, 256).unwrap(),
+            zsk: Some(SigningKey::generate(Algorithm::EcdsaP256Sha256, 256).unwrap()),
+        }
+    }
+    fn csk() -> Self {
+        Self {
+            ksk: SigningKey::generate(Algorithm::Ed25519, 257).unwrap(),
+            zsk: None,
         }
     }
     fn zone_keys(&self) -> Vec<ZoneKey<'_>> {
-        vec![ZoneKey::ksk(&self.ksk), ZoneKey::zsk(&self.zsk)]
+        match &self.zsk {
+            Some(zsk) => vec![ZoneKey::ksk(&self.ksk), ZoneKey::zsk(zsk)],
+            None => vec![ZoneKey::csk(&self.ksk)],
+        }
     }
 }
 
@@ -532,13 +542,14 @@ fn random_zone(rng: &mut Rng, keys: &Keys, denial: &Denial) -> Zone {
 }
 
 /// Random zones and random updates (a fixed xorshift seed), signed with NSEC, NSEC3
-/// without and with salt and iterations, and NSEC3 opt-out: each accepted update's change
+/// without and with salt and iterations, and NSEC3 opt-out, by a KSK and a ZSK or by one
+/// CSK: each accepted update's change
 /// signed incrementally and applied to the version before, against the full signing of
 /// the new zone (`step`); the next update reads the version so made.
 #[test]
 fn random_updates_sign_as_the_full_signer() {
     let mut rng = Rng(0x2136_4034_u64);
-    let keys = Keys::new();
+    let (split, csk) = (Keys::new(), Keys::csk());
     let (mut signed_inc, mut rounds) = (0, 0);
     let mut refused: BTreeMap<String, usize> = BTreeMap::new();
     for denial in [
@@ -548,16 +559,17 @@ fn random_updates_sign_as_the_full_signer() {
         nsec3(0, &[], true),
     ] {
         for start in 0..3 {
+            let keys = if start == 2 { &csk } else { &split };
             let mut z = match start {
-                0 => signed_zone(&keys, &denial),
-                _ => random_zone(&mut rng, &keys, &denial),
+                0 => signed_zone(keys, &denial),
+                _ => random_zone(&mut rng, keys, &denial),
             };
             for round in 0..60u64 {
                 let records = 1 + rng.next() % 4;
                 let m = msg(&[], &random_update(&mut rng, records, false));
                 rounds += 1;
                 let now = NOW + 60 * round;
-                let Some((n, s)) = step(&z, &m, &keys, &denial, now) else {
+                let Some((n, s)) = step(&z, &m, keys, &denial, now) else {
                     continue;
                 };
                 match s {
