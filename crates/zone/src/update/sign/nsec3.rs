@@ -104,7 +104,7 @@ fn membership(view: &mut View<'_>, names: &[Name], opt_out: bool) -> Vec<Affecte
                 let mut member = with_member.contains(&key(r));
                 if !member {
                     if let Some(node) = zone.find(r) {
-                        view.scan_children(&[node.id()]);
+                        view.scan_children(false);
                         member = view.children(node.id()).iter().any(|&c| {
                             !keys.contains(&key(zone.node(c).name()))
                                 && index(c).is_some_and(|i| i != u32::MAX)

@@ -2,7 +2,6 @@
 //! (apex, authoritative, a zone cut, occluded, empty): read from the touched names' own
 //! RRsets and, for the rest, from the zone, by hash lookups up the names' ancestors.
 
-use super::ResignError;
 use crate::db::{NodeId, NodeRef, Zone};
 use crate::update::ChangeRecord;
 use shardns_wire::name::MAX_NAME_LEN;
@@ -181,10 +180,14 @@ impl<'z> View<'z> {
         }
     }
 
-    /// Refuses a cut or a DNAME made or unmade at a name that has names below it: every
-    /// name below would change (its signatures and its place in the chain).
-    pub(super) fn check_occlusion(&mut self) -> Result<(), ResignError> {
-        let mut suspects = Vec::new();
+    /// A cut or a DNAME made or unmade at an existing name changes every name below it
+    /// (occluded, or no longer): those names are touched too, unchanged, so that their
+    /// signatures and chain records follow what they now are. Finding them takes the
+    /// children of every node (one pass over the zone's parent links); the work then
+    /// follows the names below.
+    pub(super) fn touch_occluded(&mut self) {
+        let zone = self.zone;
+        let mut stack = Vec::new();
         for t in self.touched.values() {
             let (Some(id), name) = (t.node, t.name.as_ref()) else {
                 continue;
@@ -192,28 +195,29 @@ impl<'z> View<'z> {
             let old: Vec<RType> = t.old.keys().copied().collect();
             let new: Vec<RType> = t.new.keys().copied().collect();
             if self.occludes(name, &old) != self.occludes(name, &new) {
-                suspects.push(id);
+                stack.push(id);
             }
         }
-        if suspects.is_empty() {
-            return Ok(());
+        if stack.is_empty() {
+            return;
         }
-        self.scan_children(&suspects);
-        for id in suspects {
-            if !self.children(id).is_empty() {
-                return Err(ResignError::Occlusion(self.zone.node(id).name().to_name()));
+        self.scan_children(true);
+        while let Some(id) = stack.pop() {
+            for &c in self.children(id).to_vec().iter() {
+                self.entry(zone.node(c).name());
+                stack.push(c);
             }
         }
-        Ok(())
     }
 
-    /// Finds the children of `parents` (and of every touched name's node and ancestors) in
-    /// one pass over the zone's nodes, once: a read of each node's parent, no more.
-    pub(super) fn scan_children(&mut self, parents: &[NodeId]) {
+    /// Finds the children of every node (`all`), or of the touched names' nodes and their
+    /// ancestors, in one pass over the zone's nodes, once: a read of each node's parent
+    /// link, no more.
+    pub(super) fn scan_children(&mut self, all: bool) {
         if self.children.is_some() {
             return;
         }
-        let mut wanted: HashSet<NodeId> = parents.iter().copied().collect();
+        let mut wanted: HashSet<NodeId> = HashSet::new();
         let apex = self.zone.apex();
         for t in self.touched.values() {
             let mut up = Some(t.name.as_ref());
@@ -230,7 +234,7 @@ impl<'z> View<'z> {
         let mut map: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for id in 0..self.zone.node_count() as NodeId {
             if let Some(p) = self.zone.node(id).parent() {
-                if wanted.binary_search(&p.id()).is_ok() {
+                if all || wanted.binary_search(&p.id()).is_ok() {
                     map.entry(p.id()).or_default().push(id);
                 }
             }

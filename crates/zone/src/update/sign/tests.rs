@@ -434,19 +434,41 @@ fn nsec3_empty_non_terminals_come_and_go() {
 }
 
 #[test]
+fn a_cut_made_or_unmade_above_names_changes_them_all() {
+    let keys = Keys::new();
+    for denial in [Denial::Nsec, nsec3(0, &[], false), nsec3(0, &[], true)] {
+        let z = signed_zone(&keys, &denial);
+        // c becomes a cut: a.b.c below it becomes glue (no RRSIG, no NSEC).
+        let (n, c) = one(&z, &[add("c", RType::NS, 60, "ns")], &keys, &denial);
+        assert!(covered(&c.deleted).contains(&("a.b.c.example.test.".into(), RType::A)));
+        assert!(!covered(&c.added)
+            .iter()
+            .any(|s| s.0 == "a.b.c.example.test."));
+        // c's own NS is not signed (its NSEC, under NSEC, is).
+        assert!(!covered(&c.added).iter().any(|s| s.1 == RType::NS));
+        if denial == Denial::Nsec {
+            assert!(owners(&c.deleted, RType::NSEC).contains(&"a.b.c.example.test.".into()));
+        }
+        // And back: a.b.c is signed again.
+        let (_, c) = one(&n, &[del_set("c", RType::NS)], &keys, &denial);
+        assert!(covered(&c.added).contains(&("a.b.c.example.test.".into(), RType::A)));
+        // The delegation sub goes, its glue stays and becomes data of the zone.
+        let (_, c) = one(&z, &[del_set("sub", RType::NS)], &keys, &denial);
+        assert!(covered(&c.added).contains(&("ns.sub.example.test.".into(), RType::A)));
+    }
+}
+
+#[test]
 fn refusals() {
     let keys = Keys::new();
     let z = signed_zone(&keys, &Denial::Nsec);
     let m = msg(&[], &[add("new", RType::A, 60, "192.0.2.1")]);
-    // Another denial than the zone's, other keys, a cut made above names.
+    // Another denial than the zone's, other keys.
     let (_, s) = signed(&z, &m, &keys, &nsec3(0, &[], false), NOW).unwrap();
     assert_eq!(s, Err(ResignError::NotSigned));
     let other = Keys::new();
     let (_, s) = signed(&z, &m, &other, &Denial::Nsec, NOW).unwrap();
     assert_eq!(s, Err(ResignError::Keys));
-    let cut = msg(&[], &[add("c", RType::NS, 60, "ns")]);
-    let (_, s) = step(&z, &cut, &keys, &Denial::Nsec, NOW).unwrap();
-    assert_eq!(s, Err(ResignError::Occlusion(name("c"))));
     // An SOA MINIMUM that moves every NSEC's TTL.
     let soa = msg(
         &[],
