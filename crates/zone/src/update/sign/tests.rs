@@ -650,6 +650,10 @@ fn cost_of_one_update_on_a_big_zone() {
             ("add a type", vec![add("h77", RType::TXT, 60, "t")]),
             ("delete a name", vec![del_set("h77", RType::ANY)]),
             ("delete below an ENT", vec![del_set("x.d70", RType::ANY)]),
+            (
+                "make a cut above a name",
+                vec![add("d70", RType::NS, 60, "ns")],
+            ),
         ] {
             let m = msg(&[], &upd);
             let Outcome::Change(c) = update(&m, &z, SerialPolicy::Increment, NOW).unwrap() else {
