@@ -31,7 +31,7 @@ use crate::stats::{ControlStats, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAcl, TransferAnswer};
 use arc_swap::ArcSwap;
 use shardns_wire::tsig::{self, Signer};
-use shardns_wire::{Name, Query, QueryError, Rcode, Transport};
+use shardns_wire::{Name, Query, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
@@ -194,7 +194,7 @@ impl Dispatcher<'_> {
         let transport = origin.transport();
         let Ok(Some(sig)) = tsig::read(query.bytes()) else {
             // A TSIG record that does not read: FORMERR (RFC 8945 §5.1).
-            let error = QueryError::Malformed {
+            let error = shardns_wire::Error::Malformed {
                 header: *query.header(),
                 qtype: Some(query.qtype()),
             };
@@ -249,7 +249,7 @@ impl Dispatcher<'_> {
         let limit = size_limit(query, transport).min(out.len());
         match verdict {
             OptionsVerdict::Malformed => {
-                let error = QueryError::Malformed {
+                let error = shardns_wire::Error::Malformed {
                     header: *query.header(),
                     qtype: Some(query.qtype()),
                 };

@@ -33,7 +33,7 @@
 use crate::signing::SignSpec;
 use shardns_wire::Name;
 use shardns_zone::scan::Diag;
-use shardns_zone::{LoadError, Zone, ZoneChange, ZoneSet};
+use shardns_zone::{Zone, ZoneChange, ZoneSet};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -81,7 +81,7 @@ pub(crate) struct ZoneSpec {
 #[derive(Debug, Clone)]
 pub(crate) struct ZoneFailure {
     pub(crate) name: Name,
-    pub(crate) error: LoadError,
+    pub(crate) error: shardns_zone::Error,
     /// The previous version is still served.
     pub(crate) kept_previous: bool,
 }

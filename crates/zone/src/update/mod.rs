@@ -23,7 +23,8 @@ mod prereq;
 mod prescan;
 
 use crate::db::Zone;
-use crate::scan::{Diag, LoadError, Records, Scanned};
+use crate::error::Error;
+use crate::scan::{Diag, Records, Scanned};
 use crate::xfr::incoming::{keep, read_raw};
 pub use apply::SerialPolicy;
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
@@ -212,7 +213,7 @@ impl Change {
     /// makes it: `Zone::patch`, or a full build when the patch cannot be done. The
     /// errors are those of a build (a change the zone's checks refuse; the caller answers
     /// SERVFAIL and keeps the version it has).
-    pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), LoadError> {
+    pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), Error> {
         let deleted = self
             .deleted
             .iter()
