@@ -13,7 +13,7 @@
 //! its error reported after the MAC checked; BADTIME's Other Data is the server's time); an
 //! unsigned refusal (BADKEY, BADSIG, FORMERR) has no MAC.
 
-use shardns_wire::tsig::{self, Failure, Key, ResponseError, ResponseVerifier, Signer};
+use shardns_wire::tsig::{self, Failure, Key, ResponseVerifier, Signer};
 use shardns_wire::{Query, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::{notify_answer, respond, Reply};
@@ -165,14 +165,14 @@ pub fn tsig(data: &[u8]) {
                 Failure::Signed(key, error) => {
                     let mut v = ResponseVerifier::new(key, &sig.mac);
                     match v.verify(&out[..len], NOW) {
-                        Err(ResponseError::SignedError { error: e, other }) => {
+                        Err(shardns_wire::Error::SignedError { error: e, other }) => {
                             assert_eq!(e, error);
                             let time = if error == tsig::BADTIME {
                                 NOW.to_be_bytes()[2..].to_vec()
                             } else {
                                 Vec::new()
                             };
-                            assert_eq!(other, time);
+                            assert_eq!(*other, *time);
                         }
                         r => panic!("a signed refusal verifies as {r:?}"),
                     }

@@ -27,11 +27,11 @@ mod nsec;
 
 use crate::alg::DigestType;
 use crate::digest::ds_rdata;
-use crate::key::{KeyError, SigningKey};
+use crate::error::Error;
+use crate::key::SigningKey;
 use crate::list::RecordList;
 use crate::nsec3::Nsec3Params;
 use crate::reuse::Previous;
-use core::fmt;
 use jobs::{jobs, sign_jobs};
 pub use nsec::write_bitmap;
 use nsec::{nsec3_chain, nsec_chain};
@@ -185,54 +185,6 @@ impl SignParams {
     }
 }
 
-/// Why a zone could not be signed. The caller keeps serving the previous version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SignError {
-    /// No SOA record at the apex, or more than one.
-    Soa,
-    /// A record whose owner is not at or below the apex.
-    OutOfZone(Name),
-    /// No key signs the key RRsets (`true`) or the rest of the zone (`false`).
-    NoSigningKey {
-        /// Which role is missing: the key RRsets' signer.
-        for_keys: bool,
-    },
-    /// Two names with the same NSEC3 hash: choose another salt (RFC 5155 §7.1).
-    Nsec3Collision(Name, Name),
-    /// An NSEC3 salt longer than 255 octets.
-    Nsec3Salt,
-    /// A key failed to sign.
-    Key(KeyError),
-}
-
-impl fmt::Display for SignError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Soa => f.write_str("the zone needs exactly one SOA record at its apex"),
-            Self::OutOfZone(n) => write!(f, "{n} is not in the zone"),
-            Self::NoSigningKey { for_keys: true } => {
-                f.write_str("no active key signs the DNSKEY RRset (KSK or CSK)")
-            }
-            Self::NoSigningKey { for_keys: false } => {
-                f.write_str("no active key signs the zone (ZSK or CSK)")
-            }
-            Self::Nsec3Collision(a, b) => {
-                write!(f, "{a} and {b} have the same NSEC3 hash: change the salt")
-            }
-            Self::Nsec3Salt => f.write_str("NSEC3 salt longer than 255 octets"),
-            Self::Key(e) => write!(f, "signing failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for SignError {}
-
-impl From<KeyError> for SignError {
-    fn from(e: KeyError) -> Self {
-        Self::Key(e)
-    }
-}
-
 /// A signed zone.
 #[derive(Debug, Clone)]
 pub struct SignedZone {
@@ -314,7 +266,7 @@ pub fn sign_zone(
     records: Vec<Record>,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-) -> Result<SignedZone, SignError> {
+) -> Result<SignedZone, Error> {
     let list = RecordList::from_records(&records);
     drop(records);
     let signed = sign_list(apex, list, keys, params, None)?;
@@ -335,13 +287,13 @@ pub fn sign_list(
     keys: &[ZoneKey<'_>],
     params: &SignParams,
     previous: Option<Previous>,
-) -> Result<SignedList, SignError> {
+) -> Result<SignedList, Error> {
     let apex_ref = apex.as_ref();
     if !keys.iter().any(|k| k.signs_keys) {
-        return Err(SignError::NoSigningKey { for_keys: true });
+        return Err(Error::NoSigningKey { for_keys: true });
     }
     if !keys.iter().any(|k| k.signs_zone) {
-        return Err(SignError::NoSigningKey { for_keys: false });
+        return Err(Error::NoSigningKey { for_keys: false });
     }
     strip(apex_ref, &mut list)?;
 
@@ -414,17 +366,17 @@ fn apex_records(
     list: &mut RecordList,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-) -> Result<(Class, u32), SignError> {
+) -> Result<(Class, u32), Error> {
     // The SOA: exactly one, at the apex; the serial may move.
     let mut soas = list
         .items
         .iter()
         .filter(|r| r.rtype == RType::SOA && list.owner(r).eq_ci(&apex_ref));
-    let soa = *soas.next().ok_or(SignError::Soa)?;
+    let soa = *soas.next().ok_or(Error::Soa)?;
     if soas.next().is_some() {
-        return Err(SignError::Soa);
+        return Err(Error::Soa);
     }
-    let soa_at = soa_serial_at(list.rdata(&soa)).ok_or(SignError::Soa)?;
+    let soa_at = soa_serial_at(list.rdata(&soa)).ok_or(Error::Soa)?;
     if let Some(serial) = params.serial {
         let at = soa.rdata as usize + soa_at;
         list.bytes[at..at + 4].copy_from_slice(&serial.to_be_bytes());
@@ -449,7 +401,7 @@ fn apex_records(
     }
     if let Denial::Nsec3 { params: p, .. } = &params.denial {
         if p.salt.len() > 255 {
-            return Err(SignError::Nsec3Salt);
+            return Err(Error::Nsec3Salt);
         }
         // TTL 0 as BIND gives it: only the primary reads NSEC3PARAM (RFC 5155 §4).
         list.push(at, RType::NSEC3PARAM, class, 0, &p.nsec3param_rdata());
@@ -467,9 +419,9 @@ fn offset(len: usize) -> u32 {
 }
 
 /// Drops what the signer makes anew and checks every owner is in the zone.
-fn strip(apex: NameRef<'_>, list: &mut RecordList) -> Result<(), SignError> {
+fn strip(apex: NameRef<'_>, list: &mut RecordList) -> Result<(), Error> {
     if let Some(r) = list.items.iter().find(|r| !list.owner(r).ends_with(&apex)) {
-        return Err(SignError::OutOfZone(list.owner(r).to_name()));
+        return Err(Error::OutOfZone(list.owner(r).to_name()));
     }
     let mut items = std::mem::take(&mut list.items);
     items.retain(|r| !match r.rtype {

@@ -8,6 +8,7 @@
 
 use crate::alg::Algorithm;
 use crate::digest::key_tag;
+use crate::error::Error;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::signature::{self as sig, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use core::fmt;
@@ -18,30 +19,6 @@ pub const FLAG_ZONE: u16 = 0x0100;
 pub const FLAG_SEP: u16 = 0x0001;
 /// DNSKEY flags: revoked (RFC 5011 §2.1).
 pub const FLAG_REVOKE: u16 = 0x0080;
-
-/// Why a key could not be made, loaded or used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyError {
-    /// The algorithm cannot be used for this (see [`Algorithm::can_sign`]).
-    Unsupported(Algorithm),
-    /// aws-lc-rs rejected the key material (wrong length, not on the curve, public and private
-    /// parts that do not match, an RSA modulus outside 2048..=4096 bits, ...).
-    Rejected(String),
-    /// The system random number generator failed.
-    Random,
-}
-
-impl fmt::Display for KeyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unsupported(a) => write!(f, "algorithm {a} is not supported for signing"),
-            Self::Rejected(why) => write!(f, "key rejected: {why}"),
-            Self::Random => f.write_str("the system random number generator failed"),
-        }
-    }
-}
-
-impl std::error::Error for KeyError {}
 
 /// The private half of a key, in the raw form of BIND's `Private-key-format: v1.3` fields.
 #[derive(Clone, PartialEq, Eq)]
@@ -106,38 +83,37 @@ impl fmt::Debug for SigningKey {
     }
 }
 
-fn ecdsa_alg(a: Algorithm) -> Result<(&'static sig::EcdsaSigningAlgorithm, usize), KeyError> {
+fn ecdsa_alg(a: Algorithm) -> Result<(&'static sig::EcdsaSigningAlgorithm, usize), Error> {
     match a {
         Algorithm::EcdsaP256Sha256 => Ok((&sig::ECDSA_P256_SHA256_FIXED_SIGNING, 32)),
         Algorithm::EcdsaP384Sha384 => Ok((&sig::ECDSA_P384_SHA384_FIXED_SIGNING, 48)),
-        _ => Err(KeyError::Unsupported(a)),
+        _ => Err(Error::Unsupported(a)),
     }
 }
 
 impl SigningKey {
     /// Generates a new key of `algorithm` (ECDSA P-256, P-384 or Ed25519) with the system's
     /// random number generator.
-    pub fn generate(algorithm: Algorithm, flags: u16) -> Result<Self, KeyError> {
+    pub fn generate(algorithm: Algorithm, flags: u16) -> Result<Self, Error> {
         let rng = SystemRandom::new();
         match algorithm {
             Algorithm::Ed25519 => {
                 // RFC 8032 §5.1.5: the private key is 32 random octets.
                 let mut seed = [0u8; 32];
-                rng.fill(&mut seed).map_err(|_| KeyError::Random)?;
+                rng.fill(&mut seed).map_err(|_| Error::Random)?;
                 let pair = Ed25519KeyPair::from_seed_unchecked(&seed)
-                    .map_err(|e| KeyError::Rejected(e.to_string()))?;
+                    .map_err(|e| Error::Rejected(e.to_string()))?;
                 let public = pair.public_key().as_ref().to_vec();
                 Self::from_private(algorithm, flags, PrivateKey::Ed25519(seed), &public)
             }
             Algorithm::EcdsaP256Sha256 | Algorithm::EcdsaP384Sha384 => {
                 let (alg, len) = ecdsa_alg(algorithm)?;
-                let pkcs8 =
-                    EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| KeyError::Random)?;
+                let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| Error::Random)?;
                 let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref())
-                    .map_err(|e| KeyError::Rejected(e.to_string()))?;
+                    .map_err(|e| Error::Rejected(e.to_string()))?;
                 let scalar = der::ec_private_key(pkcs8.as_ref())
                     .filter(|s| s.len() == len)
-                    .ok_or(KeyError::Rejected(
+                    .ok_or(Error::Rejected(
                         "unexpected PKCS #8 document from aws-lc-rs".into(),
                     ))?;
                 // aws-lc-rs gives the uncompressed point 04 | x | y; DNSKEY holds x | y.
@@ -149,7 +125,7 @@ impl SigningKey {
                     &public,
                 )
             }
-            other => Err(KeyError::Unsupported(other)),
+            other => Err(Error::Unsupported(other)),
         }
     }
 
@@ -160,9 +136,9 @@ impl SigningKey {
         flags: u16,
         private: PrivateKey,
         public_key: &[u8],
-    ) -> Result<Self, KeyError> {
+    ) -> Result<Self, Error> {
         let rng = SystemRandom::new();
-        let reject = |e: aws_lc_rs::error::KeyRejected| KeyError::Rejected(e.to_string());
+        let reject = |e: aws_lc_rs::error::KeyRejected| Error::Rejected(e.to_string());
         let pair = match (&private, algorithm) {
             (PrivateKey::Ed25519(seed), Algorithm::Ed25519) => Pair::Ed25519(
                 Ed25519KeyPair::from_seed_and_public_key(seed, public_key).map_err(reject)?,
@@ -195,18 +171,14 @@ impl SigningKey {
                 })
                 .map_err(reject)?;
                 if rsa_public_key(&r.public_exponent, &r.modulus) != public_key {
-                    return Err(KeyError::Rejected(
+                    return Err(Error::Rejected(
                         "the DNSKEY's public key is not this private key's".into(),
                     ));
                 }
                 Pair::Rsa(pair)
             }
-            (_, a) if !a.can_sign() => return Err(KeyError::Unsupported(a)),
-            _ => {
-                return Err(KeyError::Rejected(
-                    "private key of another algorithm".into(),
-                ))
-            }
+            (_, a) if !a.can_sign() => return Err(Error::Unsupported(a)),
+            _ => return Err(Error::Rejected("private key of another algorithm".into())),
         };
         let mut dnskey = Vec::with_capacity(4 + public_key.len());
         dnskey.extend_from_slice(&flags.to_be_bytes());
@@ -225,9 +197,7 @@ impl SigningKey {
         // its DNSKEY says is found now, not in the middle of a zone.
         let probe = key.sign(b"shardns key check")?;
         if !verify(algorithm, key.public_key(), b"shardns key check", &probe) {
-            return Err(KeyError::Rejected(
-                "a test signature does not verify".into(),
-            ));
+            return Err(Error::Rejected("a test signature does not verify".into()));
         }
         Ok(key)
     }
@@ -264,17 +234,17 @@ impl SigningKey {
 
     /// Signs `msg` the way RRSIGs of this algorithm need: r | s for ECDSA (RFC 6605 §4),
     /// the 64-octet signature for Ed25519 (RFC 8080 §4), PKCS #1 v1.5 for RSA (RFC 5702 §3).
-    pub fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, KeyError> {
+    pub fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, Error> {
         match &self.pair {
             Pair::Ecdsa(p) => p
                 .sign(&self.rng, msg)
                 .map(|s| s.as_ref().to_vec())
-                .map_err(|_| KeyError::Random),
+                .map_err(|_| Error::Random),
             Pair::Ed25519(p) => Ok(p.sign(msg).as_ref().to_vec()),
             Pair::Rsa(p) => {
                 let mut out = vec![0u8; p.public_modulus_len()];
                 p.sign(&sig::RSA_PKCS1_SHA256, &self.rng, msg, &mut out)
-                    .map_err(|_| KeyError::Rejected("RSA signing failed".into()))?;
+                    .map_err(|_| Error::Rejected("RSA signing failed".into()))?;
                 Ok(out)
             }
         }

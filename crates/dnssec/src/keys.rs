@@ -17,13 +17,14 @@
 //! reader never sees half a key. Roles: a key without the SEP flag is a ZSK; with it, a KSK,
 //! or a CSK if its `.key` file says so. Loading is strict: a file of the zone that cannot
 //! be read or parsed, or whose DNSKEY belongs to another zone, fails the whole load with a
-//! [`StoreError`] naming the file, so the caller keeps its previous signed version.
+//! [`Error`] naming the file, so the caller keeps its previous signed version.
 //!
 //! This is the crate's only module with I/O (files; no clock: times are passed in).
 
 use crate::alg::Algorithm;
 use crate::chain::ZoneKey;
-use crate::key::{KeyError, PrivateKey, SigningKey, FLAG_SEP, FLAG_ZONE};
+use crate::error::Error;
+use crate::key::{PrivateKey, SigningKey, FLAG_SEP, FLAG_ZONE};
 use core::fmt;
 use shardns_wire::text::write_base64;
 use shardns_wire::{rdata, Name, NameRef, RType};
@@ -154,60 +155,6 @@ pub struct StoredKey {
     pub stem: String,
 }
 
-/// Why the key directory or a key file failed.
-#[derive(Debug)]
-pub enum StoreError {
-    /// The directory does not exist.
-    Missing(PathBuf),
-    /// The path exists but is not a directory.
-    NotADirectory(PathBuf),
-    /// A directory or file that could not be read or written.
-    Io(PathBuf, io::Error),
-    /// A key file that does not parse, or whose parts disagree.
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        what: String,
-    },
-    /// A key file for `zone` whose DNSKEY belongs to `found`.
-    WrongZone {
-        /// The file.
-        path: PathBuf,
-        /// The zone asked for.
-        zone: Name,
-        /// The owner of its DNSKEY.
-        found: Name,
-    },
-    /// Key material aws-lc-rs refused, or an algorithm we cannot use.
-    Key(PathBuf, KeyError),
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Missing(p) => write!(f, "key directory {} does not exist", p.display()),
-            Self::NotADirectory(p) => write!(f, "{} is not a directory", p.display()),
-            Self::Io(p, e) => write!(f, "{}: {e}", p.display()),
-            Self::Corrupt { path, what } => write!(f, "{}: {what}", path.display()),
-            Self::WrongZone { path, zone, found } => {
-                write!(f, "{}: a key for {found}, not for {zone}", path.display())
-            }
-            Self::Key(p, e) => write!(f, "{}: {e}", p.display()),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(_, e) => Some(e),
-            Self::Key(_, e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
 /// A key directory.
 #[derive(Debug, Clone)]
 pub struct KeyStore {
@@ -238,28 +185,28 @@ fn legacy_zone_part(zone: NameRef<'_>) -> String {
 
 impl KeyStore {
     /// Opens an existing key directory (it must be a directory we can list).
-    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let dir = dir.into();
         match fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(StoreError::NotADirectory(dir)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::Missing(dir)),
-            Err(e) => return Err(StoreError::Io(dir, e)),
+            Ok(_) => return Err(Error::NotADirectory(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::Missing(dir)),
+            Err(e) => return Err(Error::Io(dir, e)),
         }
-        fs::read_dir(&dir).map_err(|e| StoreError::Io(dir.clone(), e))?;
+        fs::read_dir(&dir).map_err(|e| Error::Io(dir.clone(), e))?;
         Ok(Self { dir })
     }
 
     /// Creates the directory (mode 0700, parents as needed) if it does not exist, and opens
     /// it.
-    pub fn create(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+    pub fn create(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let dir = dir.into();
         if !dir.exists() {
             fs::DirBuilder::new()
                 .recursive(true)
                 .create(&dir)
                 .and_then(|()| fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)))
-                .map_err(|e| StoreError::Io(dir.clone(), e))?;
+                .map_err(|e| Error::Io(dir.clone(), e))?;
         }
         Self::open(dir)
     }
@@ -271,13 +218,13 @@ impl KeyStore {
 
     /// Every key of `zone` in the directory, oldest first. Files of other zones are left
     /// alone; any key file of this zone that fails makes the whole load fail.
-    pub fn load(&self, zone: &Name) -> Result<Vec<StoredKey>, StoreError> {
+    pub fn load(&self, zone: &Name) -> Result<Vec<StoredKey>, Error> {
         self.take_over_legacy(zone)?;
         let prefix = format!("K{}+", zone_part(zone.as_ref()));
-        let entries = fs::read_dir(&self.dir).map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::Io(self.dir.clone(), e))?;
         let mut keys = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+            let entry = entry.map_err(|e| Error::Io(self.dir.clone(), e))?;
             let file = entry.file_name();
             let Some(file) = file.to_str() else { continue };
             let Some(stem) = file.strip_suffix(".private") else {
@@ -297,15 +244,15 @@ impl KeyStore {
 
     /// Renames the key files an earlier version named `K<zone text>+…` (when that differs
     /// from today's name) to today's name, those whose `.key` says they are `zone`'s.
-    fn take_over_legacy(&self, zone: &Name) -> Result<(), StoreError> {
+    fn take_over_legacy(&self, zone: &Name) -> Result<(), Error> {
         let (old, new) = (legacy_zone_part(zone.as_ref()), zone_part(zone.as_ref()));
         if old == new {
             return Ok(());
         }
         let prefix = format!("K{old}+");
-        let entries = fs::read_dir(&self.dir).map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::Io(self.dir.clone(), e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| StoreError::Io(self.dir.clone(), e))?;
+            let entry = entry.map_err(|e| Error::Io(self.dir.clone(), e))?;
             let file = entry.file_name();
             let Some(rest) = file
                 .to_str()
@@ -326,27 +273,27 @@ impl KeyStore {
             // The .key first, as `save` writes them: a crash between leaves a .private
             // under the old name, taken over next time.
             for ext in ["key", "private"] {
-                fs::rename(from(ext), to(ext)).map_err(|e| StoreError::Io(from(ext), e))?;
+                fs::rename(from(ext), to(ext)).map_err(|e| Error::Io(from(ext), e))?;
             }
         }
         Ok(())
     }
 
     /// Loads one key by its stem (`K<zone>+<alg>+<tag>`), which must be of `zone`.
-    pub fn load_stem(&self, zone: &Name, stem: &str) -> Result<StoredKey, StoreError> {
+    pub fn load_stem(&self, zone: &Name, stem: &str) -> Result<StoredKey, Error> {
         let key_path = self.dir.join(format!("{stem}.key"));
         let private_path = self.dir.join(format!("{stem}.private"));
-        let read = |p: &Path| fs::read_to_string(p).map_err(|e| StoreError::Io(p.to_path_buf(), e));
+        let read = |p: &Path| fs::read_to_string(p).map_err(|e| Error::Io(p.to_path_buf(), e));
         let public = parse_key_file(&key_path, &read(&key_path)?)?;
         if !public.owner.as_ref().eq_ci(&zone.as_ref()) {
-            return Err(StoreError::WrongZone {
+            return Err(Error::WrongZone {
                 path: key_path,
                 zone: zone.clone(),
                 found: public.owner,
             });
         }
         let private = parse_private_file(&private_path, &read(&private_path)?)?;
-        let corrupt = |what: String| StoreError::Corrupt {
+        let corrupt = |what: String| Error::Corrupt {
             path: private_path.clone(),
             what,
         };
@@ -362,7 +309,7 @@ impl KeyStore {
             private.key,
             &public.public_key,
         )
-        .map_err(|e| StoreError::Key(private_path.clone(), e))?;
+        .map_err(|e| e.in_file(private_path.clone()))?;
         let want = self::stem(zone.as_ref(), public.algorithm, key.tag());
         if !want.eq_ignore_ascii_case(stem) {
             return Err(corrupt(format!(
@@ -401,7 +348,7 @@ impl KeyStore {
         algorithm: Algorithm,
         role: Role,
         now: u64,
-    ) -> Result<StoredKey, StoreError> {
+    ) -> Result<StoredKey, Error> {
         let stored = self.make(zone, algorithm, role, now)?;
         self.save_new(&stored)?;
         Ok(stored)
@@ -415,9 +362,9 @@ impl KeyStore {
         algorithm: Algorithm,
         role: Role,
         now: u64,
-    ) -> Result<StoredKey, StoreError> {
+    ) -> Result<StoredKey, Error> {
         let key = SigningKey::generate(algorithm, role.flags())
-            .map_err(|e| StoreError::Key(self.dir.clone(), e))?;
+            .map_err(|e| e.in_file(self.dir.clone()))?;
         Ok(StoredKey {
             meta: KeyMeta {
                 zone: zone.clone(),
@@ -440,11 +387,11 @@ impl KeyStore {
 
     /// Writes the files of a key made by [`Self::make`]; refuses to replace a key with the
     /// same tag.
-    pub fn save_new(&self, stored: &StoredKey) -> Result<(), StoreError> {
+    pub fn save_new(&self, stored: &StoredKey) -> Result<(), Error> {
         let private = self.dir.join(format!("{}.private", stored.stem));
         if private.exists() {
             // A tag collision with a key we have: refuse rather than overwrite it.
-            return Err(StoreError::Io(
+            return Err(Error::Io(
                 private,
                 io::Error::new(io::ErrorKind::AlreadyExists, "a key with this tag exists"),
             ));
@@ -453,7 +400,7 @@ impl KeyStore {
     }
 
     /// Writes a key's two files (mode 0600), replacing them: to record new times.
-    pub fn save(&self, key: &StoredKey) -> Result<(), StoreError> {
+    pub fn save(&self, key: &StoredKey) -> Result<(), Error> {
         let m = &key.meta;
         let zone = m.zone.to_string().to_ascii_lowercase();
         let mut public = format!(
@@ -498,10 +445,10 @@ impl KeyStore {
 
     /// Writes `data` to `name` in the directory: a temporary file of mode 0600, synced,
     /// then renamed over the name.
-    fn write_file(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+    fn write_file(&self, name: &str, data: &[u8]) -> Result<(), Error> {
         let path = self.dir.join(name);
         let tmp = self.dir.join(format!(".{name}.tmp"));
-        let err = |e: io::Error| StoreError::Io(path.clone(), e);
+        let err = |e: io::Error| Error::Io(path.clone(), e);
         let _ = fs::remove_file(&tmp);
         let mut f = fs::OpenOptions::new()
             .write(true)

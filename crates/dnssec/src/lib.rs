@@ -24,6 +24,7 @@
 pub mod alg;
 pub mod chain;
 pub mod digest;
+mod error;
 pub mod key;
 pub mod keys;
 pub mod list;
@@ -37,12 +38,13 @@ mod testutil;
 
 pub use alg::{Algorithm, DigestType};
 pub use chain::{
-    sign_list, sign_zone, Denial, Policy, SignError, SignParams, SignedList, SignedZone, ZoneKey,
+    sign_list, sign_zone, Denial, Policy, SignParams, SignedList, SignedZone, ZoneKey,
 };
 pub use digest::{ds_rdata, key_tag};
-pub use key::{KeyError, PrivateKey, SigningKey};
-pub use keys::{KeyMeta, KeyStore, Role, StoreError, StoredKey};
+pub use error::Error;
+pub use key::{PrivateKey, SigningKey};
+pub use keys::{KeyMeta, KeyStore, Role, StoredKey};
 pub use list::{Adopted, RecordList, Rr, BLOCK};
 pub use nsec3::{nsec3_hash, Nsec3Params};
 pub use reuse::Previous;
-pub use sign::{verify_rrsig, VerifyError};
+pub use sign::verify_rrsig;

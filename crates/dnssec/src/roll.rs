@@ -40,6 +40,8 @@
 //! two key files is repaired at the next signing.
 
 use crate::alg::Algorithm;
+use crate::error::Error;
+pub use crate::error::RollKind;
 use crate::keys::{KeyMeta, Role};
 use core::fmt;
 
@@ -81,15 +83,6 @@ impl RollTimings {
     }
 }
 
-/// Which keys a rollover replaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RollKind {
-    /// The zone-signing key, by pre-publication.
-    Zsk,
-    /// The key-signing key, or the combined signing key, by double-DS.
-    Ksk,
-}
-
 impl RollKind {
     fn has(self, role: Role) -> bool {
         match self {
@@ -98,52 +91,6 @@ impl RollKind {
         }
     }
 }
-
-impl fmt::Display for RollKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Zsk => "ZSK",
-            Self::Ksk => "KSK/CSK",
-        })
-    }
-}
-
-/// Why a rollover cannot start or go on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RollError {
-    /// No active key of the kind to replace (a CSK zone has no ZSK).
-    NoKey(RollKind),
-    /// A rollover of the kind is under way: the key of this tag has events to come.
-    InProgress(RollKind, u16),
-    /// No new key is waiting for its DS at the parent (with this tag, if one was named).
-    NothingToConfirm(Option<u16>),
-}
-
-impl fmt::Display for RollError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoKey(RollKind::Zsk) => {
-                f.write_str("no active ZSK to replace (a zone signed by a CSK rolls it with --ksk)")
-            }
-            Self::NoKey(k) => write!(f, "no active {k} to replace"),
-            Self::InProgress(k, tag) => write!(
-                f,
-                "a {k} rollover is under way (key {tag} has events to come; `shardns key list`)"
-            ),
-            Self::NothingToConfirm(Some(tag)) => {
-                write!(
-                    f,
-                    "key {tag} is not a new key waiting for its DS at the parent"
-                )
-            }
-            Self::NothingToConfirm(None) => {
-                f.write_str("no new key is waiting for its DS at the parent")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RollError {}
 
 /// The key a rollover makes: the caller generates it with this role and algorithm, sets
 /// its times with [`schedule_new`], adds it to the keys and calls [`tick`].
@@ -240,11 +187,11 @@ fn busy(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<&KeyMeta> {
 }
 
 /// Checks that a rollover of `kind` may start at `now`, and says which key to make.
-pub fn start(keys: &[KeyMeta], kind: RollKind, now: u64) -> Result<NewKey, RollError> {
+pub fn start(keys: &[KeyMeta], kind: RollKind, now: u64) -> Result<NewKey, Error> {
     if let Some(k) = busy(keys, kind, now) {
-        return Err(RollError::InProgress(kind, k.tag));
+        return Err(Error::InProgress(kind, k.tag));
     }
-    let old = current(keys, kind, now).ok_or(RollError::NoKey(kind))?;
+    let old = current(keys, kind, now).ok_or(Error::NoKey(kind))?;
     Ok(NewKey {
         kind,
         old,
@@ -283,11 +230,11 @@ pub fn confirm_ds(
     tag: Option<u16>,
     t: &RollTimings,
     now: u64,
-) -> Result<usize, RollError> {
+) -> Result<usize, Error> {
     let i = keys
         .iter()
         .position(|k| is_ds_pending(k) && tag.is_none_or(|tag| k.tag == tag))
-        .ok_or(RollError::NothingToConfirm(tag))?;
+        .ok_or(Error::NothingToConfirm(tag))?;
     let k = &mut keys[i];
     k.ds_publish = Some(now);
     k.publish = Some(now);

@@ -6,8 +6,8 @@
 //! costs no allocation per record.
 
 use crate::alg::Algorithm;
-use crate::key::{verify, KeyError, SigningKey};
-use core::fmt;
+use crate::error::Error;
+use crate::key::{verify, SigningKey};
 use shardns_wire::name::{lower, MAX_NAME_LEN};
 use shardns_wire::{Class, NameRef, RType};
 
@@ -267,7 +267,7 @@ pub fn sign_rrset(
     inception: u32,
     expiration: u32,
     scratch: &mut Scratch,
-) -> Result<Vec<u8>, KeyError> {
+) -> Result<Vec<u8>, Error> {
     let mut rdata = Vec::new();
     sign_rrset_into(
         key, what, signer, inception, expiration, scratch, &mut rdata,
@@ -285,7 +285,7 @@ pub fn sign_rrset_into(
     expiration: u32,
     scratch: &mut Scratch,
     out: &mut Vec<u8>,
-) -> Result<(), KeyError> {
+) -> Result<(), Error> {
     let fields = RrsigFields {
         type_covered: what.rtype,
         algorithm: key.algorithm().number(),
@@ -313,39 +313,6 @@ pub fn sign_rrset_into(
     Ok(())
 }
 
-/// Why an RRSIG did not verify.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VerifyError {
-    /// The RRSIG or DNSKEY rdata is malformed.
-    Malformed,
-    /// The RRSIG covers another type than the RRset's.
-    TypeCovered,
-    /// The DNSKEY's algorithm or key tag is not the RRSIG's, or it is not a zone key
-    /// (RFC 4035 §5.3.1).
-    WrongKey,
-    /// An algorithm this crate cannot verify.
-    Algorithm(u8),
-    /// The Labels field is larger than the owner's label count (RFC 4035 §5.3.1).
-    Labels,
-    /// The signature does not match.
-    Signature,
-}
-
-impl fmt::Display for VerifyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Malformed => f.write_str("malformed RRSIG or DNSKEY"),
-            Self::TypeCovered => f.write_str("RRSIG covers another type"),
-            Self::WrongKey => f.write_str("DNSKEY does not match the RRSIG"),
-            Self::Algorithm(a) => write!(f, "unsupported algorithm {a}"),
-            Self::Labels => f.write_str("RRSIG labels exceed the owner's"),
-            Self::Signature => f.write_str("signature does not verify"),
-        }
-    }
-}
-
-impl std::error::Error for VerifyError {}
-
 /// Checks an RRSIG over an RRset with a DNSKEY (RFC 4035 §5.3, without the time check,
 /// which is [`RrsigFields::valid_at`], and without checking the signer against the zone).
 /// `rdatas` are the RRset's records in any order and case.
@@ -356,16 +323,16 @@ pub fn verify_rrsig<'r>(
     rtype: RType,
     rdatas: impl IntoIterator<Item = &'r [u8]>,
     dnskey_rdata: &[u8],
-) -> Result<(), VerifyError> {
-    let (fields, signature) = RrsigFields::parse(rrsig_rdata).ok_or(VerifyError::Malformed)?;
+) -> Result<(), Error> {
+    let (fields, signature) = RrsigFields::parse(rrsig_rdata).ok_or(Error::MalformedRrsig)?;
     if fields.type_covered != rtype {
-        return Err(VerifyError::TypeCovered);
+        return Err(Error::TypeCovered);
     }
     if usize::from(fields.labels) > owner.label_count() {
-        return Err(VerifyError::Labels);
+        return Err(Error::Labels);
     }
     if dnskey_rdata.len() < 5 {
-        return Err(VerifyError::Malformed);
+        return Err(Error::MalformedRrsig);
     }
     let flags = u16::from_be_bytes([dnskey_rdata[0], dnskey_rdata[1]]);
     if dnskey_rdata[2] != 3
@@ -373,10 +340,10 @@ pub fn verify_rrsig<'r>(
         || flags & crate::key::FLAG_ZONE == 0
         || crate::digest::key_tag(dnskey_rdata) != fields.key_tag
     {
-        return Err(VerifyError::WrongKey);
+        return Err(Error::WrongKey);
     }
-    let alg =
-        Algorithm::from_number(fields.algorithm).ok_or(VerifyError::Algorithm(fields.algorithm))?;
+    let alg = Algorithm::from_number(fields.algorithm)
+        .ok_or(Error::UnknownAlgorithm(fields.algorithm))?;
     let mut rrset = Canonical::new();
     for rdata in rdatas {
         rrset.push(rtype, rdata);
@@ -393,7 +360,7 @@ pub fn verify_rrsig<'r>(
     if verify(alg, &dnskey_rdata[4..], &data, signature) {
         Ok(())
     } else {
-        Err(VerifyError::Signature)
+        Err(Error::BadSignature)
     }
 }
 

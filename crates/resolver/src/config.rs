@@ -3,11 +3,11 @@
 //! Owns: [`Config`] (limits, timeouts, TTL caps, forward and stub zones) and [`Hints`].
 //! Never: file or network I/O; the hints parser takes text the caller has read.
 
-use core::fmt;
 use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{Name, NameRef, RType};
 
+use crate::error::Error;
 use crate::validate::TrustAnchors;
 
 /// Everything a [`crate::Resolver`] can be told. `Config::default()` is a sensible
@@ -209,23 +209,6 @@ m.root-servers.net. A 202.12.27.33
 m.root-servers.net. AAAA 2001:dc3::35
 ";
 
-/// A line of a hints file that could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HintsError {
-    /// 1-based line number.
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for HintsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "hints:{}: {}", self.line, self.message)
-    }
-}
-
-impl std::error::Error for HintsError {}
-
 impl Hints {
     /// The IANA root servers.
     pub fn iana() -> Self {
@@ -236,11 +219,11 @@ impl Hints {
     /// `owner [TTL] [IN] TYPE rdata`, with `;` comments and `$` directives ignored.
     /// `. NS name` lines name the servers; `name A addr` / `name AAAA addr` give addresses.
     /// An address may carry a port as `IP@PORT` (for tests); otherwise port 53.
-    pub fn parse(text: &str) -> Result<Self, HintsError> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         let mut hints = Hints::default();
         let mut addrs: Vec<(Name, SocketAddr)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
-            let err = |message: String| HintsError {
+            let err = |message: String| Error::Hints {
                 line: i + 1,
                 message,
             };
@@ -295,7 +278,7 @@ impl Hints {
             match hints.servers.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, list)) => list.push(addr),
                 None => {
-                    return Err(HintsError {
+                    return Err(Error::Hints {
                         line: 0,
                         message: format!("address for {name}, which is not a root NS"),
                     })
@@ -303,7 +286,7 @@ impl Hints {
             }
         }
         if hints.servers.iter().all(|(_, a)| a.is_empty()) {
-            return Err(HintsError {
+            return Err(Error::Hints {
                 line: 0,
                 message: "no root server with an address".into(),
             });
@@ -368,11 +351,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_hints() {
-        assert_eq!(
-            Hints::parse(". NS a.\na. A 1.2.3.999\n").unwrap_err().line,
-            2
-        );
-        assert_eq!(Hints::parse("x. NS a.\n").unwrap_err().line, 1);
+        assert!(matches!(
+            Hints::parse(". NS a.\na. A 1.2.3.999\n"),
+            Err(Error::Hints { line: 2, .. })
+        ));
+        assert!(matches!(
+            Hints::parse("x. NS a.\n"),
+            Err(Error::Hints { line: 1, .. })
+        ));
         assert!(Hints::parse(". NS a.\na. AAAA 1.2.3.4\n").is_err());
         assert!(Hints::parse(". NS a.\n").is_err());
         assert!(Hints::parse(". NS a.\nb. A 1.2.3.4\n").is_err());

@@ -86,6 +86,7 @@
 mod cache;
 mod config;
 mod engine;
+mod error;
 mod iterate;
 mod msg;
 mod reply;
@@ -96,13 +97,14 @@ mod validate;
 mod tests;
 
 pub use cache::{Cache, CacheAnswer, CacheStats};
-pub use config::{Config, Hints, HintsError, ZoneServers};
+pub use config::{Config, Hints, ZoneServers};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit};
+pub use error::Error;
 pub use reply::{
     client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
 };
-pub use validate::{Security, TrustAnchorError, TrustAnchors};
+pub use validate::{Security, TrustAnchors};
 
 /// The shared part of the resolver: configuration, cache and server knowledge.
 /// `Send + Sync`; one per server, in an `Arc`, used by every worker's [`Engine`].

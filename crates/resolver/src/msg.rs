@@ -10,7 +10,7 @@
 //! Never: I/O, or keeping anything from one response to the next.
 
 use shardns_wire::message::{Reader, HEADER_LEN};
-use shardns_wire::{rdata, Class, Header, NameBuf, NameRef, RType, Rcode, Record, WireError};
+use shardns_wire::{rdata, Class, Header, NameBuf, NameRef, RType, Rcode, Record};
 
 /// One record of a [`Response`], borrowed.
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +86,7 @@ pub(crate) struct Response {
 impl Response {
     /// Parses a whole message into this buffer; rejects trailing bytes (as
     /// [`shardns_wire::Message::parse`]). On error the content is unspecified.
-    pub(crate) fn parse(&mut self, buf: &[u8]) -> Result<(), WireError> {
+    pub(crate) fn parse(&mut self, buf: &[u8]) -> Result<(), shardns_wire::Error> {
         self.header = Header::parse(buf)?;
         self.questions.clear();
         self.records.clear();
@@ -124,7 +124,7 @@ impl Response {
             rdata::decompress(rtype, r.buf(), start, rdlen, &mut self.rdata)?;
             let rdata_len = self.rdata.len() - rdata_at;
             // Uncompressed RDATA can be longer than the 16-bit length it came with.
-            let rdata_len = u16::try_from(rdata_len).map_err(|_| WireError::BadRdata)?;
+            let rdata_len = u16::try_from(rdata_len).map_err(|_| shardns_wire::Error::BadRdata)?;
             let owner = self.push_name(&name);
             self.records.push(Entry {
                 owner,
@@ -137,7 +137,7 @@ impl Response {
             });
         }
         if r.remaining() != 0 {
-            return Err(WireError::TrailingData);
+            return Err(shardns_wire::Error::TrailingData);
         }
         Ok(())
     }
@@ -287,6 +287,6 @@ mod tests {
         assert!(r.parse(&bytes[..bytes.len() - 1]).is_err());
         let mut padded = bytes.clone();
         padded.push(0);
-        assert_eq!(r.parse(&padded), Err(WireError::TrailingData));
+        assert_eq!(r.parse(&padded), Err(shardns_wire::Error::TrailingData));
     }
 }

@@ -35,7 +35,7 @@ use shardns_control::update;
 use shardns_control::TransferAcl;
 use shardns_sys::unix_now;
 use shardns_wire::tsig::{self, Signer};
-use shardns_wire::{Name, Query, QueryError, Rcode, Transport};
+use shardns_wire::{Name, Query, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
@@ -237,7 +237,7 @@ impl Dispatcher<'_> {
         let transport = origin.transport();
         let Ok(Some(sig)) = tsig::read(query.bytes()) else {
             // A TSIG record that does not read: FORMERR (RFC 8945 §5.1).
-            let error = QueryError::Malformed {
+            let error = shardns_wire::Error::Malformed {
                 header: *query.header(),
                 qtype: Some(query.qtype()),
             };
@@ -292,7 +292,7 @@ impl Dispatcher<'_> {
         let limit = size_limit(query, transport).min(out.len());
         match verdict {
             OptionsVerdict::Malformed => {
-                let error = QueryError::Malformed {
+                let error = shardns_wire::Error::Malformed {
                     header: *query.header(),
                     qtype: Some(query.qtype()),
                 };

@@ -3,15 +3,14 @@
 //! [`Header`] and [`read_question`] serve the allocation-free query path; [`Message`] is the
 //! general, owning parse (tests, the bench, the resolver), with rdata decompressed.
 
-use crate::error::WireError;
-use crate::name::{NameBuf, NameError};
+use crate::error::Error;
+use crate::name::{NameBuf, NameKind};
 use crate::rdata;
-use crate::types::{Class, Opcode, RType, Rcode};
+use crate::types::{Class, RType, Rcode};
 use crate::Name;
 use core::fmt;
 
-/// Length of the fixed header.
-pub const HEADER_LEN: usize = 12;
+pub use crate::header::{Header, HEADER_LEN};
 
 /// A bounds-checked cursor over bytes.
 #[derive(Clone)]
@@ -39,39 +38,39 @@ impl<'a> Reader<'a> {
     }
     /// Reads one octet.
     #[inline]
-    pub fn u8(&mut self) -> Result<u8, WireError> {
-        let v = *self.buf.get(self.pos).ok_or(WireError::ShortInput)?;
+    pub fn u8(&mut self) -> Result<u8, Error> {
+        let v = *self.buf.get(self.pos).ok_or(Error::ShortInput)?;
         self.pos += 1;
         Ok(v)
     }
     /// Reads a big-endian u16.
     #[inline]
-    pub fn u16(&mut self) -> Result<u16, WireError> {
+    pub fn u16(&mut self) -> Result<u16, Error> {
         let b = self.bytes(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
     /// Reads a big-endian u32.
     #[inline]
-    pub fn u32(&mut self) -> Result<u32, WireError> {
+    pub fn u32(&mut self) -> Result<u32, Error> {
         let b = self.bytes(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
     /// Reads `n` bytes.
     #[inline]
-    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.pos.checked_add(n).ok_or(WireError::ShortInput)?;
-        let b = self.buf.get(self.pos..end).ok_or(WireError::ShortInput)?;
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let end = self.pos.checked_add(n).ok_or(Error::ShortInput)?;
+        let b = self.buf.get(self.pos..end).ok_or(Error::ShortInput)?;
         self.pos = end;
         Ok(b)
     }
     /// Reads a possibly compressed name into `out`.
     #[inline]
-    pub fn name(&mut self, out: &mut NameBuf) -> Result<(), WireError> {
-        self.pos = out.read_compressed(self.buf, self.pos)?;
+    pub fn name(&mut self, out: &mut NameBuf) -> Result<(), Error> {
+        self.pos = out.read(self.buf, self.pos).map_err(Error::BadName)?;
         Ok(())
     }
     /// Skips a possibly compressed name without following pointers.
-    pub fn skip_name(&mut self) -> Result<(), WireError> {
+    pub fn skip_name(&mut self) -> Result<(), Error> {
         loop {
             let len = self.u8()?;
             match len & 0xc0 {
@@ -83,56 +82,20 @@ impl<'a> Reader<'a> {
                     self.u8()?;
                     return Ok(());
                 }
-                _ => return Err(NameError::BadLabelType.into()),
+                _ => return Err(Error::BadName(NameKind::BadLabelType)),
             }
         }
     }
 }
 
-/// The fixed 12-octet header (RFC 1035 §4.1.1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Header {
-    /// Query identifier.
-    pub id: u16,
-    /// QR, opcode, AA, TC, RD, RA, Z, AD, CD and RCODE bits.
-    pub flags: u16,
-    /// Question count.
-    pub qdcount: u16,
-    /// Answer count.
-    pub ancount: u16,
-    /// Authority count.
-    pub nscount: u16,
-    /// Additional count.
-    pub arcount: u16,
-}
-
-macro_rules! flag {
-    ($get:ident, $set:ident, $bit:expr, $doc:literal) => {
-        #[doc = $doc]
-        #[inline]
-        pub fn $get(&self) -> bool {
-            self.flags & $bit != 0
-        }
-        #[doc = $doc]
-        #[inline]
-        pub fn $set(&mut self, on: bool) {
-            if on {
-                self.flags |= $bit
-            } else {
-                self.flags &= !$bit
-            }
-        }
-    };
-}
-
 impl Header {
     /// Parses the first 12 octets.
     #[inline]
-    pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
+    pub fn parse(buf: &[u8]) -> Result<Self, Error> {
         let b: &[u8; HEADER_LEN] = buf
             .get(..HEADER_LEN)
             .and_then(|b| b.try_into().ok())
-            .ok_or(WireError::ShortInput)?;
+            .ok_or(Error::ShortInput)?;
         let w = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
         Ok(Self {
             id: w(0),
@@ -142,53 +105,6 @@ impl Header {
             nscount: w(8),
             arcount: w(10),
         })
-    }
-
-    /// The wire form.
-    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let mut b = [0u8; HEADER_LEN];
-        for (i, v) in [
-            self.id,
-            self.flags,
-            self.qdcount,
-            self.ancount,
-            self.nscount,
-            self.arcount,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            b[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
-        }
-        b
-    }
-
-    flag!(qr, set_qr, 0x8000, "Response (QR).");
-    flag!(aa, set_aa, 0x0400, "Authoritative answer (AA).");
-    flag!(tc, set_tc, 0x0200, "Truncated (TC).");
-    flag!(rd, set_rd, 0x0100, "Recursion desired (RD).");
-    flag!(ra, set_ra, 0x0080, "Recursion available (RA).");
-    flag!(z, set_z, 0x0040, "The reserved Z bit.");
-    flag!(ad, set_ad, 0x0020, "Authentic data (AD).");
-    flag!(cd, set_cd, 0x0010, "Checking disabled (CD).");
-
-    /// The opcode.
-    #[inline]
-    pub fn opcode(&self) -> Opcode {
-        Opcode(((self.flags >> 11) & 0x0f) as u8)
-    }
-    /// Sets the opcode.
-    pub fn set_opcode(&mut self, op: Opcode) {
-        self.flags = (self.flags & !0x7800) | ((op.0 as u16 & 0x0f) << 11);
-    }
-    /// The header's four RCODE bits (without the EDNS extension).
-    #[inline]
-    pub fn rcode_bits(&self) -> u8 {
-        (self.flags & 0x0f) as u8
-    }
-    /// Sets the header's four RCODE bits from `rcode`.
-    pub fn set_rcode(&mut self, rcode: Rcode) {
-        self.flags = (self.flags & !0x000f) | rcode.header_bits() as u16;
     }
 }
 
@@ -209,7 +125,7 @@ pub fn read_question(
     msg: &[u8],
     pos: usize,
     qname: &mut NameBuf,
-) -> Result<(RType, Class, usize), WireError> {
+) -> Result<(RType, Class, usize), Error> {
     let mut r = Reader::new(msg, pos);
     r.name(qname)?;
     let t = r.u16()?;
@@ -261,7 +177,7 @@ pub struct Message {
 
 impl Message {
     /// Parses a whole message; rejects trailing bytes.
-    pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
+    pub fn parse(buf: &[u8]) -> Result<Self, Error> {
         let header = Header::parse(buf)?;
         let mut r = Reader::new(buf, HEADER_LEN);
         let mut name = NameBuf::new();
@@ -289,7 +205,7 @@ impl Message {
             }
         }
         if r.remaining() != 0 {
-            return Err(WireError::TrailingData);
+            return Err(Error::TrailingData);
         }
         Ok(m)
     }
@@ -311,7 +227,7 @@ impl Message {
 }
 
 /// Reads one resource record, decompressing names inside its rdata.
-pub fn read_record(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Record, WireError> {
+pub fn read_record(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Record, Error> {
     r.name(name)?;
     let rtype = RType(r.u16()?);
     let class = Class(r.u16()?);
@@ -333,6 +249,7 @@ pub fn read_record(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Record, Wir
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Opcode;
 
     #[test]
     fn header_flags() {
@@ -344,15 +261,15 @@ mod tests {
         assert_eq!(h.flags, 0x8000 | 0x0400 | (4 << 11) | 3);
         assert!(h.qr() && h.aa() && !h.tc());
         assert_eq!(Header::parse(&h.to_bytes()).unwrap(), h);
-        assert_eq!(Header::parse(&[0; 11]), Err(WireError::ShortInput));
+        assert_eq!(Header::parse(&[0; 11]), Err(Error::ShortInput));
     }
 
     #[test]
     fn reader_bounds() {
         let mut r = Reader::new(&[1, 2, 3], 0);
         assert_eq!(r.u16().unwrap(), 0x0102);
-        assert_eq!(r.u16(), Err(WireError::ShortInput));
-        assert_eq!(r.bytes(usize::MAX), Err(WireError::ShortInput));
+        assert_eq!(r.u16(), Err(Error::ShortInput));
+        assert_eq!(r.bytes(usize::MAX), Err(Error::ShortInput));
         assert_eq!(r.u8().unwrap(), 3);
     }
 }

@@ -3,11 +3,12 @@
 //! resolver, the query log) reads instead of parsing the bytes again.
 //!
 //! Parsing decides only what the bytes are, not what a server does with them: an opcode the
-//! server does not serve or a class it has no data for still parses. [`QueryError`] says
+//! server does not serve or a class it has no data for still parses. [`Error::NotAQuery`] and [`Error::Malformed`] say
 //! which messages cannot be a query at all (drop them) and which are malformed queries
 //! (answer FORMERR, or NOTIMP for an opcode the server does not implement).
 
-use crate::edns::{read_trailer, Edns};
+use crate::edns::{trailer, Edns};
+use crate::error::Error;
 use crate::message::{read_question, Header, HEADER_LEN};
 use crate::name::{NameBuf, NameRef};
 use crate::types::{Class, RType};
@@ -35,34 +36,17 @@ pub struct Query<'a> {
     tsig: bool,
 }
 
-/// Why bytes are not a readable query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueryError {
-    /// Too short for a header, or a response (QR set): no answer is sent (RFC 1035 §7.3
-    /// has servers ignore what they cannot answer; answering responses invites loops).
-    NotAQuery,
-    /// A query whose question count is not one, or whose question or trailing sections
-    /// cannot be read: a server answers FORMERR with this header (NOTIMP first if it does
-    /// not implement the opcode). `qtype` is the question's type when it could be read.
-    Malformed {
-        /// The query's header.
-        header: Header,
-        /// The question's type, if the question was readable.
-        qtype: Option<RType>,
-    },
-}
-
 impl<'a> Query<'a> {
     /// Parses `bytes` as a query with exactly one question. The sections after the
     /// question are walked only to find the OPT record and to reject trailing garbage
     /// (RFC 6891 §6.1.1).
     #[inline]
-    pub fn parse(bytes: &'a [u8]) -> Result<Self, QueryError> {
-        let header = Header::parse(bytes).map_err(|_| QueryError::NotAQuery)?;
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        let header = Header::parse(bytes).map_err(|_| Error::NotAQuery)?;
         if header.qr() {
-            return Err(QueryError::NotAQuery);
+            return Err(Error::NotAQuery);
         }
-        let malformed = |qtype| QueryError::Malformed { header, qtype };
+        let malformed = |qtype| Error::Malformed { header, qtype };
         if header.qdcount != 1 {
             return Err(malformed(None));
         }
@@ -70,7 +54,7 @@ impl<'a> Query<'a> {
         let (qtype, qclass, question_end) =
             read_question(bytes, HEADER_LEN, &mut qname).map_err(|_| malformed(None))?;
         let trailer =
-            read_trailer(bytes, &header, question_end).map_err(|_| malformed(Some(qtype)))?;
+            trailer(bytes, &header, question_end).ok_or_else(|| malformed(Some(qtype)))?;
         Ok(Self {
             bytes,
             header,
@@ -176,16 +160,16 @@ mod tests {
 
     #[test]
     fn not_a_query_and_malformed() {
-        assert_eq!(Query::parse(&[0; 11]).unwrap_err(), QueryError::NotAQuery);
+        assert_eq!(Query::parse(&[0; 11]).unwrap_err(), Error::NotAQuery);
         let mut response = query(RType::A, false);
         response[2] |= 0x80;
-        assert_eq!(Query::parse(&response).unwrap_err(), QueryError::NotAQuery);
+        assert_eq!(Query::parse(&response).unwrap_err(), Error::NotAQuery);
 
         // Two questions: the header is kept for the FORMERR.
         let mut two = query(RType::A, false);
         two[5] = 2;
         match Query::parse(&two) {
-            Err(QueryError::Malformed { header, qtype }) => {
+            Err(Error::Malformed { header, qtype }) => {
                 assert_eq!(header.id, 7);
                 assert_eq!(qtype, None);
             }
@@ -196,7 +180,7 @@ mod tests {
         trailing.push(0);
         assert_eq!(
             Query::parse(&trailing).unwrap_err(),
-            QueryError::Malformed {
+            Error::Malformed {
                 header: Header::parse(&trailing).unwrap(),
                 qtype: Some(RType::MX)
             }

@@ -21,9 +21,9 @@ mod time;
 /// Writes an RRSIG time (RFC 4034 §3.2) as `YYYYMMDDHHmmSS`.
 pub use time::write as write_rrsig_time;
 
-use crate::error::WireError;
+use crate::error::Error;
 use crate::name::NameRef;
-use crate::text::{number, TextError, Token};
+use crate::text::{number, Token};
 use crate::types::RType;
 use core::fmt;
 
@@ -138,10 +138,10 @@ pub fn decompress(
     start: usize,
     len: usize,
     out: &mut Vec<u8>,
-) -> Result<(), WireError> {
-    let end = start.checked_add(len).ok_or(WireError::ShortInput)?;
+) -> Result<(), Error> {
+    let end = start.checked_add(len).ok_or(Error::ShortInput)?;
     if end > msg.len() {
-        return Err(WireError::ShortInput);
+        return Err(Error::ShortInput);
     }
     let mark = out.len();
     let r = match fields(rtype) {
@@ -159,7 +159,7 @@ pub fn decompress(
 
 /// Checks that uncompressed rdata is well formed for its type: fixed lengths, valid names
 /// without pointers, string lengths, bitmaps, SVCB parameters. Unknown types always pass.
-pub fn validate(rtype: RType, rdata: &[u8]) -> Result<(), WireError> {
+pub fn validate(rtype: RType, rdata: &[u8]) -> Result<(), Error> {
     match fields(rtype) {
         Some(fields) => check::walk(fields, rdata, 0, None).map(drop),
         None => Ok(()),
@@ -177,7 +177,7 @@ pub fn from_text(
     tokens: &[Token<'_>],
     origin: NameRef<'_>,
     out: &mut Vec<u8>,
-) -> Result<(), TextError> {
+) -> Result<(), Error> {
     let mark = out.len();
     let r = match tokens.first() {
         Some(t) if t.text == b"\\#" && !t.quoted => {
@@ -191,14 +191,14 @@ pub fn from_text(
                     "{rtype} text made bad rdata"
                 );
             }),
-            None => Err(TextError::new(format_args!(
+            None => Err(Error::text(format_args!(
                 "{rtype} has no known text form; use \\# LENGTH HEX (RFC 3597)"
             ))),
         },
     };
     let r = r.and_then(|()| {
         if out.len() - mark > usize::from(u16::MAX) {
-            return Err(TextError::new("rdata longer than 65535 octets"));
+            return Err(Error::text("rdata longer than 65535 octets"));
         }
         Ok(())
     });
@@ -214,20 +214,20 @@ fn generic_from_text(
     tokens: &[Token<'_>],
     out: &mut Vec<u8>,
     mark: usize,
-) -> Result<(), TextError> {
+) -> Result<(), Error> {
     let (len, hex) = tokens
         .split_first()
-        .ok_or_else(|| TextError::new("missing length after \\#"))?;
+        .ok_or_else(|| Error::text("missing length after \\#"))?;
     let len: usize = number(len.text, u16::MAX.into(), "\\# length")? as usize;
     crate::text::hex_decode(hex.iter().map(|t| t.text), out)?;
     let got = out.len() - mark;
     if got != len {
-        return Err(TextError::new(format_args!(
+        return Err(Error::text(format_args!(
             "\\# length {len} but {got} octets of data"
         )));
     }
     validate(rtype, &out[mark..])
-        .map_err(|_| TextError::new(format_args!("\\# data is not valid {rtype} rdata")))
+        .map_err(|_| Error::text(format_args!("\\# data is not valid {rtype} rdata")))
 }
 
 /// Formats rdata in presentation format, the way `dig` shows it: names absolute, strings

@@ -7,6 +7,7 @@
 //! write to any [`fmt::Write`]. Never: I/O, allocation beyond the caller's buffer (except
 //! for error messages).
 
+use crate::error::Error;
 use core::fmt;
 
 /// One whitespace-separated token of a record's text, with escapes left in place.
@@ -33,25 +34,6 @@ impl<'a> Token<'a> {
     }
 }
 
-/// Why presentation-format text was rejected; the message is for the operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextError(pub String);
-
-impl TextError {
-    /// Builds an error from anything printable.
-    pub fn new(msg: impl fmt::Display) -> Self {
-        Self(msg.to_string())
-    }
-}
-
-impl fmt::Display for TextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for TextError {}
-
 /// Shows token bytes in an error message: in double quotes, non-UTF-8 replaced.
 pub(crate) struct Shown<'a>(pub(crate) &'a [u8]);
 
@@ -63,8 +45,8 @@ impl fmt::Display for Shown<'_> {
 
 /// Parses a decimal number up to `max`; `what` names it in the error (the rdata fields
 /// and SVCB parameters that are numbers).
-pub(crate) fn number(text: &[u8], max: u64, what: &str) -> Result<u64, TextError> {
-    let bad = || TextError::new(format_args!("bad {what} {}", Shown(text)));
+pub(crate) fn number(text: &[u8], max: u64, what: &str) -> Result<u64, Error> {
+    let bad = || Error::text(format_args!("bad {what} {}", Shown(text)));
     if text.is_empty() || text.len() > 20 || !text.iter().all(u8::is_ascii_digit) {
         return Err(bad());
     }
@@ -77,8 +59,8 @@ pub(crate) fn number(text: &[u8], max: u64, what: &str) -> Result<u64, TextError
 /// Parses a TTL: seconds (`3600`) or numbers with units `s`, `m`, `h`, `d`, `w` in any case
 /// (`1h30m`, `1W`), as BIND and Knot accept. Every number after the first unit needs a unit
 /// too, and the total must fit in 32 bits.
-pub fn parse_ttl(text: &[u8]) -> Result<u32, TextError> {
-    let bad = || TextError::new(format_args!("bad TTL {}", Shown(text)));
+pub fn parse_ttl(text: &[u8]) -> Result<u32, Error> {
+    let bad = || Error::text(format_args!("bad TTL {}", Shown(text)));
     if text.is_empty() {
         return Err(bad());
     }
@@ -124,7 +106,7 @@ pub fn parse_ttl(text: &[u8]) -> Result<u32, TextError> {
 }
 
 /// Decodes `\X` and `\DDD` escapes (RFC 1035 §5.1), appending the octets to `out`.
-pub fn unescape(text: &[u8], out: &mut Vec<u8>) -> Result<(), TextError> {
+pub fn unescape(text: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
     let mut i = 0;
     while i < text.len() {
         let c = text[i];
@@ -133,7 +115,7 @@ pub fn unescape(text: &[u8], out: &mut Vec<u8>) -> Result<(), TextError> {
             out.push(c);
             continue;
         }
-        let bad = || TextError::new(format_args!("bad escape in {}", Shown(text)));
+        let bad = || Error::text(format_args!("bad escape in {}", Shown(text)));
         let e = *text.get(i).ok_or_else(bad)?;
         if e.is_ascii_digit() {
             let d = text.get(i..i + 3).ok_or_else(bad)?;
@@ -195,12 +177,12 @@ fn hex_value(c: u8) -> Option<u8> {
 pub fn hex_decode<'t>(
     parts: impl IntoIterator<Item = &'t [u8]>,
     out: &mut Vec<u8>,
-) -> Result<(), TextError> {
+) -> Result<(), Error> {
     let mut high: Option<u8> = None;
     for part in parts {
         for &c in part {
             let v = hex_value(c)
-                .ok_or_else(|| TextError::new(format_args!("bad hex digit in {}", Shown(part))))?;
+                .ok_or_else(|| Error::text(format_args!("bad hex digit in {}", Shown(part))))?;
             match high.take() {
                 None => high = Some(v),
                 Some(h) => out.push(h << 4 | v),
@@ -208,7 +190,7 @@ pub fn hex_decode<'t>(
         }
     }
     if high.is_some() {
-        return Err(TextError::new("odd number of hex digits"));
+        return Err(Error::text("odd number of hex digits"));
     }
     Ok(())
 }
@@ -240,13 +222,13 @@ fn base64_value(c: u8) -> Option<u32> {
 pub fn base64_decode<'t>(
     parts: impl IntoIterator<Item = &'t [u8]>,
     out: &mut Vec<u8>,
-) -> Result<(), TextError> {
+) -> Result<(), Error> {
     let mut acc: u32 = 0;
     let mut bits = 0u32;
     let mut chars = 0usize;
     let mut pads = 0usize;
     for part in parts {
-        let bad = || TextError::new(format_args!("bad base64 {}", Shown(part)));
+        let bad = || Error::text(format_args!("bad base64 {}", Shown(part)));
         for &c in part {
             if c == b'=' {
                 pads += 1;
@@ -269,14 +251,12 @@ pub fn base64_decode<'t>(
         }
     }
     if (chars + pads) & 3 != 0 {
-        return Err(TextError::new(
+        return Err(Error::text(
             "base64 length is not a multiple of 4 (missing padding?)",
         ));
     }
     if acc != 0 {
-        return Err(TextError::new(
-            "base64 has non-zero bits after its last octet",
-        ));
+        return Err(Error::text("base64 has non-zero bits after its last octet"));
     }
     Ok(())
 }
@@ -313,8 +293,8 @@ const BASE32HEX: &[u8; 32] = b"0123456789ABCDEFGHIJKLMNOPQRSTUV";
 
 /// Decodes base32hex (RFC 4648 §7) without padding, either case, as NSEC3 uses it
 /// (RFC 5155 §3.3). The unused bits of the last character must be zero.
-pub fn base32hex_decode(text: &[u8], out: &mut Vec<u8>) -> Result<(), TextError> {
-    let bad = || TextError::new(format_args!("bad base32hex {}", Shown(text)));
+pub fn base32hex_decode(text: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+    let bad = || Error::text(format_args!("bad base32hex {}", Shown(text)));
     let mut acc: u32 = 0;
     let mut bits = 0u32;
     for &c in text {
@@ -362,7 +342,7 @@ pub fn write_base32hex(bytes: &[u8], f: &mut impl fmt::Write) -> fmt::Result {
 mod tests {
     use super::*;
 
-    fn b64(parts: &[&str]) -> Result<Vec<u8>, TextError> {
+    fn b64(parts: &[&str]) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();
         base64_decode(parts.iter().map(|p| p.as_bytes()), &mut out).map(|()| out)
     }

@@ -11,7 +11,7 @@
 //! Names in the MAC input are in canonical form (lowercase, uncompressed, RFC 8945 §4.3.3).
 //! The clock is the caller's (`now`, seconds since the epoch).
 
-use crate::error::WireError;
+use crate::error::Error;
 use crate::message::{Header, Reader, HEADER_LEN};
 use crate::name::{Name, NameBuf, NameRef};
 use crate::types::RType;
@@ -21,7 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod client;
-pub use client::{ResponseError, ResponseVerifier, MAX_UNSIGNED_RUN};
+pub use client::{ResponseVerifier, MAX_UNSIGNED_RUN};
 
 /// Time a signature is good for either side of its signing time (RFC 8945 §10: 300 s).
 pub const FUDGE: u16 = 300;
@@ -183,7 +183,7 @@ pub struct Signature {
 
 /// The TSIG record of `msg`, if it has one. A TSIG anywhere but last in the additional
 /// section, or one that does not parse, is an error (FORMERR, RFC 8945 §5.1).
-pub fn read(msg: &[u8]) -> Result<Option<Signature>, WireError> {
+pub fn read(msg: &[u8]) -> Result<Option<Signature>, Error> {
     let h = Header::parse(msg)?;
     let mut r = Reader::new(msg, HEADER_LEN);
     for _ in 0..h.qdcount {
@@ -204,7 +204,7 @@ pub fn read(msg: &[u8]) -> Result<Option<Signature>, WireError> {
             continue;
         }
         if i + 1 != total || h.arcount == 0 {
-            return Err(WireError::BadOpt);
+            return Err(Error::BadOpt);
         }
         let key = name.as_ref().to_name();
         let mut alg = NameBuf::new();
@@ -220,7 +220,7 @@ pub fn read(msg: &[u8]) -> Result<Option<Signature>, WireError> {
         let other_len = r.u16()? as usize;
         let other = r.bytes(other_len)?.to_vec();
         if r.pos() != end || r.remaining() != 0 {
-            return Err(WireError::TrailingData);
+            return Err(Error::TrailingData);
         }
         return Ok(Some(Signature {
             key,

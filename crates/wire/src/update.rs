@@ -7,9 +7,10 @@
 
 use crate::message::{Header, Reader, HEADER_LEN};
 use crate::name::{Name, NameBuf, NameRef};
-use crate::tsig::{self, Key, ResponseError, ResponseVerifier};
+use crate::tsig::{self, Key, ResponseVerifier};
 use crate::types::{Class, Opcode, RType, Rcode};
 use crate::writer::{Full, MessageWriter, Section};
+use crate::Error;
 
 /// Largest message: what TCP can carry (RFC 1035 §4.2.2).
 const MAX_MESSAGE: usize = 65535;
@@ -205,7 +206,7 @@ impl Request {
     /// request's answer fails: unsigned or forged (the request stays as it was, so the real
     /// answer may still come), or the server's own TSIG error (`ServerError(BADKEY)` or
     /// `BADSIG` with NOTAUTH, `SignedError` for BADTIME).
-    pub fn response(&mut self, msg: &[u8], now: u64) -> Result<Option<Rcode>, ResponseError> {
+    pub fn response(&mut self, msg: &[u8], now: u64) -> Result<Option<Rcode>, Error> {
         let Ok(h) = Header::parse(msg) else {
             return Ok(None);
         };

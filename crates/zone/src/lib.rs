@@ -23,6 +23,7 @@
 pub mod answer;
 pub mod catalog;
 pub mod db;
+mod error;
 pub mod load;
 pub mod scan;
 pub mod update;
@@ -33,6 +34,7 @@ pub use answer::{
     Written,
 };
 pub use db::{Zone, ZoneChange, ZoneSet};
+pub use error::Error;
 pub use load::{load_zone_file, load_zone_text};
-pub use scan::{LoadError, ScanOptions};
+pub use scan::ScanOptions;
 pub use shardns_wire::Transport;

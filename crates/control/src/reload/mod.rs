@@ -106,7 +106,7 @@ impl Reloader {
                 "not served"
             };
             error!("zone {} failed to load, {what}:", f.name);
-            for d in &f.error.errors {
+            for d in f.error.diagnostics() {
                 error!("{d}");
             }
             let _ = writeln!(text, "zone {} failed to load, {what}:\n{}", f.name, f.error);

@@ -20,7 +20,7 @@ use shardns_config::{PrimaryTls, TlsCheck};
 use shardns_sys::unix_now;
 use shardns_wire::tsig::Key;
 use shardns_wire::{Name, RType};
-use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer, XfrError};
+use shardns_zone::xfr::incoming::{self, Incoming, Limits, Outcome, SoaAnswer};
 use shardns_zone::Zone;
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -41,7 +41,7 @@ pub(super) enum Failure {
     /// Sockets: connect, send, receive, or a timeout.
     Io(io::Error),
     /// What the primary sent.
-    Xfr(XfrError),
+    Xfr(shardns_zone::Error),
     /// The transfer took longer than `limits.transfer_in_timeout_ms`.
     Deadline(Duration),
     /// No whole message within `limits.transfer_in_idle_ms`: no progress.
@@ -72,8 +72,8 @@ impl From<io::Error> for Failure {
     }
 }
 
-impl From<XfrError> for Failure {
-    fn from(e: XfrError) -> Self {
+impl From<shardns_zone::Error> for Failure {
+    fn from(e: shardns_zone::Error) -> Self {
         Self::Xfr(e)
     }
 }
@@ -128,7 +128,7 @@ pub(super) fn soa_serial(
                 Ok(SoaAnswer::Truncated) => {
                     return soa_over_tcp(primary, None, apex, key, id, idle)
                 }
-                Err(e @ XfrError::Malformed(_)) => last = e.into(),
+                Err(e @ shardns_zone::Error::Malformed(_)) => last = e.into(),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -152,7 +152,7 @@ fn soa_over_tcp(
         .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
     match incoming::read_soa(&mut req, &buf[..n], unix_now())? {
         SoaAnswer::Serial(s) => Ok(s),
-        SoaAnswer::Truncated => Err(XfrError::Truncated.into()),
+        SoaAnswer::Truncated => Err(shardns_zone::Error::Truncated.into()),
     }
 }
 

@@ -30,10 +30,10 @@ use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
     keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
-    RecordList, Role, Rr, SignParams, StoreError, StoredKey, BLOCK,
+    RecordList, Role, Rr, SignParams, StoredKey, BLOCK,
 };
 use shardns_wire::{Name, RType};
-use shardns_zone::scan::{Diag, LoadError, Records, Scanned};
+use shardns_zone::scan::{Diag, Records, Scanned};
 use shardns_zone::ScanOptions;
 use std::fs;
 use std::io::{self, Write};
@@ -157,9 +157,9 @@ pub fn sign_scanned(
     spec: &SignSpec,
     now: u64,
     threads: usize,
-) -> Result<Signed, LoadError> {
+) -> Result<Signed, shardns_zone::Error> {
     let file = scanned.files.first().cloned().unwrap_or_default();
-    let fail = |message: String| LoadError {
+    let fail = |message: String| shardns_zone::Error::Invalid {
         errors: vec![Diag {
             file: file.clone(),
             line: 0,
@@ -347,9 +347,9 @@ fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> Str
 }
 
 /// A key directory error as one line; a missing directory says how to make one.
-fn store_error(e: &StoreError) -> String {
+fn store_error(e: &shardns_dnssec::Error) -> String {
     match e {
-        StoreError::Missing(p) => format!(
+        shardns_dnssec::Error::Missing(p) => format!(
             "key directory {} does not exist (create it, mode 0700, or fix key_directory / --key-dir)",
             p.display()
         ),

@@ -4,7 +4,7 @@
 use super::{ZoneSource, ZoneSpec};
 use crate::signing;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
-use shardns_zone::{LoadError, ScanOptions, Zone};
+use shardns_zone::{ScanOptions, Zone};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -56,7 +56,7 @@ pub(super) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + 
 pub(super) type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
 
 /// Scans, signs if it is to be signed, and builds one zone.
-pub(super) fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, LoadError> {
+pub(super) fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, shardns_zone::Error> {
     let opts = ScanOptions {
         threads,
         ..ScanOptions::new(spec.name.clone())

@@ -33,7 +33,7 @@
 use crate::signing::SignSpec;
 use shardns_wire::Name;
 use shardns_zone::scan::Diag;
-use shardns_zone::{LoadError, Zone, ZoneChange, ZoneSet};
+use shardns_zone::{Zone, ZoneChange, ZoneSet};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,7 +87,7 @@ pub struct ZoneFailure {
     /// The zone that failed.
     pub name: Name,
     /// Why, every diagnostic.
-    pub error: LoadError,
+    pub error: shardns_zone::Error,
     /// The previous version is still served.
     pub kept_previous: bool,
 }

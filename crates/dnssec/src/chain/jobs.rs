@@ -2,8 +2,8 @@
 //! all cores ([`sign_jobs`]), each thread into blocks of its own, keeping a previous
 //! version's signatures that still do.
 
-use super::{earliest_of, offset, Kind, Node, SignError, SignParams, ZoneKey};
-use crate::key::KeyError;
+use super::{earliest_of, offset, Kind, Node, SignParams, ZoneKey};
+use crate::error::Error;
 use crate::list::{RecordList, Rr, BLOCK};
 use crate::reuse::Previous;
 use crate::sign::{rrsig_labels, sign_rrset_into, RrsetToSign, RrsigFields, Scratch};
@@ -97,7 +97,7 @@ pub(super) fn sign_jobs(
     keys: &[ZoneKey<'_>],
     params: &SignParams,
     previous: Option<&Previous>,
-) -> Result<Vec<Part>, SignError> {
+) -> Result<Vec<Part>, Error> {
     let threads = if params.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -111,7 +111,7 @@ pub(super) fn sign_jobs(
         .iter()
         .map(|k| previous.is_some_and(|p| p.has_dnskey(apex, k.key.dnskey_rdata())))
         .collect();
-    let run = |part: &[Job<'_>]| -> Result<Part, KeyError> {
+    let run = |part: &[Job<'_>]| -> Result<Part, Error> {
         let mut scratch = Scratch::default();
         let mut old_rrset = crate::sign::Canonical::new();
         let mut olds: Vec<(RrsigFields<'_>, &Rr)> = Vec::new();
@@ -200,9 +200,9 @@ pub(super) fn sign_jobs(
         Ok(out)
     };
     if threads == 1 {
-        return Ok(vec![run(jobs)?]);
+        return Ok(vec![run(jobs).map_err(Error::signing)?]);
     }
-    let results: Vec<Result<Part, KeyError>> = std::thread::scope(|s| {
+    let results: Vec<Result<Part, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .chunks(chunk)
             .map(|part| s.spawn(move || run(part)))
@@ -214,7 +214,7 @@ pub(super) fn sign_jobs(
     });
     let mut out = Vec::with_capacity(results.len());
     for r in results {
-        out.push(r?);
+        out.push(r.map_err(Error::signing)?);
     }
     Ok(out)
 }

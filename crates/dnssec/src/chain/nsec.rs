@@ -2,7 +2,8 @@
 //! NSEC3 chain (RFC 5155 §7.1) with its empty non-terminals, hashed and sorted; their type
 //! bitmaps ([`write_bitmap`]). Names and rdata go into the zone's record list.
 
-use super::{offset, Kind, Node, SignError};
+use super::{offset, Kind, Node};
+use crate::error::Error;
 use crate::list::{RecordList, Rr};
 use crate::nsec3::{hash_label, Nsec3Params, HASH_LEN, LABEL_LEN};
 use shardns_wire::{Class, Name, NameRef, RType};
@@ -73,7 +74,7 @@ pub(super) fn nsec3_chain(
     opt_out: bool,
     class: Class,
     ttl: u32,
-) -> Result<Vec<Rr>, SignError> {
+) -> Result<Vec<Rr>, Error> {
     // Names in the chain (offsets of their owners), with their bitmaps in one buffer.
     let mut names: Vec<(u32, u32, u32)> = Vec::new();
     let mut bitmaps: Vec<u8> = Vec::new();
@@ -133,7 +134,7 @@ pub(super) fn nsec3_chain(
         .collect();
     hashed.sort_unstable();
     if let Some(w) = hashed.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(SignError::Nsec3Collision(
+        return Err(Error::Nsec3Collision(
             owner_at(&list.bytes, names[w[0].1].0).to_name(),
             owner_at(&list.bytes, names[w[1].1].0).to_name(),
         ));
@@ -160,7 +161,7 @@ pub(super) fn nsec3_chain(
         owner.push(LABEL_LEN as u8);
         owner.extend_from_slice(&label);
         owner.extend_from_slice(apex.as_wire());
-        let name = NameRef::from_wire(&owner).map_err(|_| SignError::OutOfZone(apex.clone()))?;
+        let name = NameRef::from_wire(&owner).map_err(|_| Error::OutOfZone(apex.clone()))?;
         let at = out.push_name(name);
         out.push(at, RType::NSEC3, class, ttl, &rdata);
     }

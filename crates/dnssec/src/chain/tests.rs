@@ -358,7 +358,7 @@ fn ksk_and_zsk_roles() {
             &[ZoneKey::zsk(&zsk)],
             &params(Denial::Nsec)
         ),
-        Err(SignError::NoSigningKey { for_keys: true })
+        Err(Error::NoSigningKey { for_keys: true })
     ));
     assert!(matches!(
         sign_zone(
@@ -367,7 +367,7 @@ fn ksk_and_zsk_roles() {
             &[ZoneKey::ksk(&ksk)],
             &params(Denial::Nsec)
         ),
-        Err(SignError::NoSigningKey { for_keys: false })
+        Err(Error::NoSigningKey { for_keys: false })
     ));
 }
 
@@ -437,24 +437,24 @@ fn input_is_cleaned_and_checked() {
 
     let mut out = zone();
     out.push(rec("x 60 A 192.0.2.1", "example.net."));
-    assert_eq!(
+    assert!(matches!(
         sign_zone(&apex, out, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
-        SignError::OutOfZone(name("x.example.net."))
-    );
+        Error::OutOfZone(n) if n == name("x.example.net.")
+    ));
     let no_soa: Vec<Record> = zone()
         .into_iter()
         .filter(|r| r.rtype != RType::SOA)
         .collect();
-    assert_eq!(
+    assert!(matches!(
         sign_zone(&apex, no_soa, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
-        SignError::Soa
-    );
+        Error::Soa
+    ));
     let mut two = zone();
     two.push(rec("@ 3600 SOA a. b. 8 1 1 1 1", "example."));
-    assert_eq!(
+    assert!(matches!(
         sign_zone(&apex, two, &[ZoneKey::csk(&key)], &params(Denial::Nsec)).unwrap_err(),
-        SignError::Soa
-    );
+        Error::Soa
+    ));
     let salty = Denial::Nsec3 {
         params: Nsec3Params {
             iterations: 0,
@@ -462,10 +462,10 @@ fn input_is_cleaned_and_checked() {
         },
         opt_out: false,
     };
-    assert_eq!(
+    assert!(matches!(
         sign_zone(&apex, zone(), &[ZoneKey::csk(&key)], &params(salty)).unwrap_err(),
-        SignError::Nsec3Salt
-    );
+        Error::Nsec3Salt
+    ));
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! comment, the `.private` file's algorithm, key fields and times (BIND's formats).
 
 use super::parse_time;
-use super::{Role, StoreError};
+use super::Role;
 use crate::alg::Algorithm;
-use crate::key::{KeyError, PrivateKey, RsaPrivate, FLAG_ZONE};
+use crate::error::Error;
+use crate::key::{PrivateKey, RsaPrivate, FLAG_ZONE};
 use shardns_wire::text::{base64_decode, Token};
 use shardns_wire::{rdata, Name, NameRef, RType};
 use std::path::Path;
@@ -31,8 +32,8 @@ pub(super) struct PublicFile {
     pub(super) csk: bool,
 }
 
-pub(super) fn parse_key_file(path: &Path, text: &str) -> Result<PublicFile, StoreError> {
-    let corrupt = |what: String| StoreError::Corrupt {
+pub(super) fn parse_key_file(path: &Path, text: &str) -> Result<PublicFile, Error> {
+    let corrupt = |what: String| Error::Corrupt {
         path: path.to_path_buf(),
         what,
     };
@@ -110,8 +111,8 @@ pub(super) struct PrivateFile {
     pub(super) times: [Option<u64>; 8],
 }
 
-pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, StoreError> {
-    let corrupt = |what: String| StoreError::Corrupt {
+pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile, Error> {
+    let corrupt = |what: String| Error::Corrupt {
         path: path.to_path_buf(),
         what,
     };
@@ -144,7 +145,7 @@ pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile,
         .and_then(|n| n.parse().ok())
         .and_then(Algorithm::from_number)
         .ok_or_else(|| corrupt(format!("unknown Algorithm {alg}")))?;
-    let b64 = |k: &str| -> Result<Vec<u8>, StoreError> {
+    let b64 = |k: &str| -> Result<Vec<u8>, Error> {
         let v = get(k).ok_or_else(|| corrupt(format!("no {k}")))?;
         let mut out = Vec::new();
         base64_decode(v.split_ascii_whitespace().map(str::as_bytes), &mut out)
@@ -171,9 +172,9 @@ pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile,
             coefficient: b64("Coefficient")?,
         }),
         other => {
-            return Err(StoreError::Key(
+            return Err(Error::KeyFile(
                 path.to_path_buf(),
-                KeyError::Unsupported(other),
+                Box::new(Error::Unsupported(other)),
             ))
         }
     };

@@ -103,16 +103,13 @@ fn generate_save_and_load() {
 #[test]
 fn errors_name_the_problem() {
     let dir = Dir::new("err");
-    assert!(matches!(
-        KeyStore::open(&dir.0),
-        Err(StoreError::Missing(_))
-    ));
+    assert!(matches!(KeyStore::open(&dir.0), Err(Error::Missing(_))));
     let store = KeyStore::create(&dir.0).unwrap();
     let file = dir.0.join("plain");
     fs::write(&file, "x").unwrap();
     assert!(matches!(
         KeyStore::open(&file),
-        Err(StoreError::NotADirectory(_))
+        Err(Error::NotADirectory(_))
     ));
     let zone = name("example.com.");
     assert!(store.load(&zone).unwrap().is_empty());
@@ -134,7 +131,7 @@ fn errors_name_the_problem() {
     // A key of another zone under this zone's file name.
     let other = good_key.replace("\nexample.com. IN", "\nexample.org. IN");
     let (msg, e) = load_err(&other, &good_private);
-    assert!(matches!(e, StoreError::WrongZone { .. }), "{msg}");
+    assert!(matches!(e, Error::WrongZone { .. }), "{msg}");
     assert!(
         msg.ends_with("a key for example.org., not for example.com."),
         "{msg}"
@@ -172,7 +169,7 @@ fn errors_name_the_problem() {
         ),
     ] {
         let (msg, e) = load_err(k, p);
-        assert!(matches!(e, StoreError::Corrupt { .. }), "{msg}");
+        assert!(matches!(e, Error::Corrupt { .. }), "{msg}");
         assert!(msg.contains(want), "{msg} (want {want})");
         assert!(msg.contains(&key.stem), "{msg} names the file");
     }
@@ -187,7 +184,7 @@ fn errors_name_the_problem() {
         .unwrap();
     let other_private = fs::read_to_string(dir.0.join(format!("{}.private", other.stem))).unwrap();
     let (msg, e) = load_err(&good_key, &other_private);
-    assert!(matches!(e, StoreError::Key(..)), "{msg}");
+    assert!(matches!(e, Error::KeyFile(..)), "{msg}");
     // A file whose tag is not its name's.
     fs::write(&key_path, &good_key).unwrap();
     fs::write(&private_path, &good_private).unwrap();
@@ -198,7 +195,7 @@ fn errors_name_the_problem() {
     assert!(e.to_string().contains("make the file name"), "{e}");
     // A .private without its .key.
     fs::remove_file(&wrong_key).unwrap();
-    assert!(matches!(store.load(&zone), Err(StoreError::Io(..))));
+    assert!(matches!(store.load(&zone), Err(Error::Io(..))));
 }
 
 #[test]

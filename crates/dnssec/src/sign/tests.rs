@@ -142,10 +142,13 @@ fn rfc_signatures_verify() {
         let check = |owner: &shardns_wire::Name, sig: &[u8], a: &[u8], key: &[u8]| {
             verify_rrsig(sig, owner.as_ref(), Class::IN, RType::A, [a], key)
         };
-        assert_eq!(check(&owner, &sig, &a, &key), Ok(()), "{addr}");
-        assert_eq!(check(&upper, &sig, &a, &key), Ok(()), "owner case");
+        assert!(matches!(check(&owner, &sig, &a, &key), Ok(())), "{addr}");
+        assert!(
+            matches!(check(&upper, &sig, &a, &key), Ok(())),
+            "owner case"
+        );
         // Duplicates do not count (RFC 4034 §6.3).
-        assert_eq!(
+        assert!(matches!(
             verify_rrsig(
                 &sig,
                 owner.as_ref(),
@@ -155,45 +158,50 @@ fn rfc_signatures_verify() {
                 &key
             ),
             Ok(())
-        );
+        ));
         let other = rd(RType::A, "192.0.2.2");
-        assert_eq!(
+        assert!(matches!(
             check(&owner, &sig, &other, &key),
-            Err(VerifyError::Signature)
-        );
-        assert_eq!(
+            Err(Error::BadSignature)
+        ));
+        assert!(matches!(
             check(&name("wWw2.example.net."), &sig, &a, &key),
-            Err(VerifyError::Signature)
-        );
+            Err(Error::BadSignature)
+        ));
         let mut bad = sig.clone();
         *bad.last_mut().unwrap() ^= 1;
-        assert_eq!(check(&owner, &bad, &a, &key), Err(VerifyError::Signature));
+        assert!(matches!(
+            check(&owner, &bad, &a, &key),
+            Err(Error::BadSignature)
+        ));
         let mut ttl = sig.clone();
         ttl[7] ^= 1;
-        assert_eq!(check(&owner, &ttl, &a, &key), Err(VerifyError::Signature));
-        assert_eq!(
+        assert!(matches!(
+            check(&owner, &ttl, &a, &key),
+            Err(Error::BadSignature)
+        ));
+        assert!(matches!(
             verify_rrsig(&sig, owner.as_ref(), Class::IN, RType::AAAA, [&a[..]], &key),
-            Err(VerifyError::TypeCovered)
-        );
-        assert_eq!(
+            Err(Error::TypeCovered)
+        ));
+        assert!(matches!(
             verify_rrsig(&sig, owner.as_ref(), Class(3), RType::A, [&a[..]], &key),
-            Err(VerifyError::Signature)
-        );
+            Err(Error::BadSignature)
+        ));
         let mut flags = key.clone();
         flags[1] ^= 1;
-        assert_eq!(
-            check(&owner, &sig, &a, &flags),
-            Err(VerifyError::WrongKey),
+        assert!(
+            matches!(check(&owner, &sig, &a, &flags), Err(Error::WrongKey)),
             "tag"
         );
-        assert_eq!(
+        assert!(matches!(
             check(&name("net."), &sig, &a, &key),
-            Err(VerifyError::Labels)
-        );
-        assert_eq!(
+            Err(Error::Labels)
+        ));
+        assert!(matches!(
             check(&owner, &sig[..10], &a, &key),
-            Err(VerifyError::Malformed)
-        );
+            Err(Error::MalformedRrsig)
+        ));
     }
 }
 
@@ -234,7 +242,7 @@ fn rfc8080_signature_is_reproduced() {
          oL9krJun7xfBOIWcGHi7mag5/hdZrKWw15jPGrHpjQeRAvTdszaPD+QLs3fx8A4M3e23mRZ9VrbpMngwcrqNAg==",
     );
     assert_eq!(got, want);
-    assert_eq!(
+    assert!(matches!(
         verify_rrsig(
             &got,
             apex.as_ref(),
@@ -244,7 +252,7 @@ fn rfc8080_signature_is_reproduced() {
             key.dnskey_rdata()
         ),
         Ok(())
-    );
+    ));
 }
 
 #[test]
@@ -268,20 +276,22 @@ fn wildcard_signatures_verify_for_expansions() {
     assert_eq!(fields.key_tag, key.tag());
     assert_eq!((fields.inception, fields.expiration), (1, 2));
     for owner in ["*.w.example.", "x.w.example.", "a.b.w.example."] {
-        assert_eq!(
-            verify_rrsig(
-                &sig,
-                name(owner).as_ref(),
-                Class::IN,
-                RType::A,
-                [&a[..]],
-                key.dnskey_rdata()
+        assert!(
+            matches!(
+                verify_rrsig(
+                    &sig,
+                    name(owner).as_ref(),
+                    Class::IN,
+                    RType::A,
+                    [&a[..]],
+                    key.dnskey_rdata()
+                ),
+                Ok(())
             ),
-            Ok(()),
             "{owner}"
         );
     }
-    assert_eq!(
+    assert!(matches!(
         verify_rrsig(
             &sig,
             name("x.v.example.").as_ref(),
@@ -290,6 +300,6 @@ fn wildcard_signatures_verify_for_expansions() {
             [&a[..]],
             key.dnskey_rdata()
         ),
-        Err(VerifyError::Signature)
-    );
+        Err(Error::BadSignature)
+    ));
 }

@@ -7,8 +7,7 @@
 //! `$TTL`/`$ORIGIN` lines ignored (owner names must be absolute).
 //! Never: file I/O (the caller reads the file).
 
-use core::fmt;
-
+use crate::error::Error;
 use shardns_wire::text::Token;
 use shardns_wire::{rdata, Name, NameRef, RType};
 
@@ -30,23 +29,6 @@ pub struct TrustAnchors {
     pub negative: Vec<Name>,
 }
 
-/// A line of a trust-anchor file that could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TrustAnchorError {
-    /// 1-based line number (of the record's first line).
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for TrustAnchorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "trust anchor:{}: {}", self.line, self.message)
-    }
-}
-
-impl std::error::Error for TrustAnchorError {}
-
 impl TrustAnchors {
     /// The root's KSKs (key tags 20326 and 38696) as DS records.
     pub fn root() -> Self {
@@ -66,7 +48,7 @@ impl TrustAnchors {
     /// Parses DS and DNSKEY records in zone-file format:
     /// `owner [TTL] [IN] DS|DNSKEY rdata`, absolute owners, `;` comments, records split
     /// over lines with parentheses. At least one record is required.
-    pub fn parse(text: &str) -> Result<Self, TrustAnchorError> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         let mut out = TrustAnchors::default();
         let mut record = String::new();
         let mut first_line = 0;
@@ -90,20 +72,20 @@ impl TrustAnchors {
             record.push(' ');
             if depth == 0 {
                 out.push_record(&record)
-                    .map_err(|message| TrustAnchorError {
+                    .map_err(|message| Error::TrustAnchor {
                         line: first_line,
                         message,
                     })?;
             }
         }
         if depth != 0 {
-            return Err(TrustAnchorError {
+            return Err(Error::TrustAnchor {
                 line: first_line,
                 message: "unbalanced parentheses".into(),
             });
         }
         if out.is_empty() {
-            return Err(TrustAnchorError {
+            return Err(Error::TrustAnchor {
                 line: 0,
                 message: "no DS or DNSKEY record".into(),
             });

@@ -79,7 +79,7 @@ mod rrsig;
 mod tests;
 
 pub(crate) use aggressive::{NsecCache, VerifiedRr};
-pub use anchors::{TrustAnchorError, TrustAnchors};
+pub use anchors::TrustAnchors;
 pub(crate) use denial::{check_denial, check_wildcard, Denial, DenialKind, DenialRr};
 pub(crate) use keys::{KeyCache, KeyEntry};
 pub(crate) use rrsig::verify_rrset;

@@ -1,7 +1,8 @@
 //! [`NameBuf`]: a name in a fixed stack buffer, built from text or decompressed from a
 //! message without allocation.
 
-use super::{NameError, NameRef, MAX_LABEL_LEN, MAX_NAME_LEN};
+use super::{NameKind, NameRef, MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::error::Error;
 use core::fmt;
 
 /// Most pointers followed while reading one compressed name.
@@ -49,10 +50,11 @@ impl NameBuf {
     }
 
     /// Sets this to `prefix_labels` (a wire label sequence without root) followed by `suffix`.
-    pub fn set_concat(&mut self, prefix: &[u8], suffix: NameRef<'_>) -> Result<(), NameError> {
+    #[inline]
+    pub fn set_concat(&mut self, prefix: &[u8], suffix: NameRef<'_>) -> Result<(), Error> {
         let total = prefix.len() + suffix.len();
         if total > MAX_NAME_LEN {
-            return Err(NameError::NameTooLong);
+            return Err(Error::Name(NameKind::NameTooLong));
         }
         self.buf[..prefix.len()].copy_from_slice(prefix);
         self.buf[prefix.len()..total].copy_from_slice(suffix.as_wire());
@@ -65,19 +67,26 @@ impl NameBuf {
     ///
     /// Every pointer must point strictly before the start of the run it ends, so the walk
     /// always terminates; the hop count is bounded too.
-    pub fn read_compressed(&mut self, msg: &[u8], mut pos: usize) -> Result<usize, NameError> {
+    #[inline]
+    pub fn read_compressed(&mut self, msg: &[u8], pos: usize) -> Result<usize, Error> {
+        self.read(msg, pos).map_err(Error::Name)
+    }
+
+    /// [`NameBuf::read_compressed`] with the bare kind, for the message readers (which
+    /// report [`Error::BadName`]); one octet, so the query path returns it in a register.
+    pub(crate) fn read(&mut self, msg: &[u8], mut pos: usize) -> Result<usize, NameKind> {
         let mut out = 0usize;
         let mut end = None;
         let mut run_start = pos;
         let mut hops = 0;
         loop {
-            let len = *msg.get(pos).ok_or(NameError::ShortInput)? as usize;
+            let len = *msg.get(pos).ok_or(NameKind::ShortInput)? as usize;
             match len & 0xc0 {
                 0x00 => {
                     if out + 1 + len > MAX_NAME_LEN {
-                        return Err(NameError::NameTooLong);
+                        return Err(NameKind::NameTooLong);
                     }
-                    let label = msg.get(pos..pos + 1 + len).ok_or(NameError::ShortInput)?;
+                    let label = msg.get(pos..pos + 1 + len).ok_or(NameKind::ShortInput)?;
                     self.buf[out..out + 1 + len].copy_from_slice(label);
                     out += 1 + len;
                     pos += 1 + len;
@@ -87,35 +96,39 @@ impl NameBuf {
                     }
                 }
                 0xc0 => {
-                    let lo = *msg.get(pos + 1).ok_or(NameError::ShortInput)? as usize;
+                    let lo = *msg.get(pos + 1).ok_or(NameKind::ShortInput)? as usize;
                     let target = ((len & 0x3f) << 8) | lo;
                     if end.is_none() {
                         end = Some(pos + 2);
                     }
                     hops += 1;
                     if target >= run_start || hops > MAX_POINTERS {
-                        return Err(NameError::BadPointer);
+                        return Err(NameKind::BadPointer);
                     }
                     pos = target;
                     run_start = target;
                 }
-                _ => return Err(NameError::BadLabelType),
+                _ => return Err(NameKind::BadLabelType),
             }
         }
     }
 
     /// Parses presentation format (see [`Name::from_text`](super::Name::from_text)).
-    pub fn parse_text(
+    pub fn parse_text(&mut self, text: &[u8], origin: Option<NameRef<'_>>) -> Result<(), Error> {
+        self.parse_text_kind(text, origin).map_err(Error::Name)
+    }
+
+    fn parse_text_kind(
         &mut self,
         text: &[u8],
         origin: Option<NameRef<'_>>,
-    ) -> Result<(), NameError> {
+    ) -> Result<(), NameKind> {
         if text == b"." {
             *self = Self::new();
             return Ok(());
         }
         if text.is_empty() {
-            return Err(NameError::EmptyLabel);
+            return Err(NameKind::EmptyLabel);
         }
         let mut out = 0usize;
         let mut i = 0usize;
@@ -129,17 +142,17 @@ impl NameBuf {
                 let mut c = text[i];
                 i += 1;
                 if c == b'\\' {
-                    let e = *text.get(i).ok_or(NameError::BadEscape)?;
+                    let e = *text.get(i).ok_or(NameKind::BadEscape)?;
                     if e.is_ascii_digit() {
-                        let d = text.get(i..i + 3).ok_or(NameError::BadEscape)?;
+                        let d = text.get(i..i + 3).ok_or(NameKind::BadEscape)?;
                         if !d.iter().all(u8::is_ascii_digit) {
-                            return Err(NameError::BadEscape);
+                            return Err(NameKind::BadEscape);
                         }
                         let v = (d[0] - b'0') as u32 * 100
                             + (d[1] - b'0') as u32 * 10
                             + (d[2] - b'0') as u32;
                         if v > 255 {
-                            return Err(NameError::BadEscape);
+                            return Err(NameKind::BadEscape);
                         }
                         c = v as u8;
                         i += 3;
@@ -150,16 +163,16 @@ impl NameBuf {
                 }
                 llen += 1;
                 if llen > MAX_LABEL_LEN {
-                    return Err(NameError::LabelTooLong);
+                    return Err(NameKind::LabelTooLong);
                 }
                 if out >= MAX_NAME_LEN {
-                    return Err(NameError::NameTooLong);
+                    return Err(NameKind::NameTooLong);
                 }
                 self.buf[out] = c;
                 out += 1;
             }
             if llen == 0 {
-                return Err(NameError::EmptyLabel);
+                return Err(NameKind::EmptyLabel);
             }
             self.buf[len_at] = llen as u8;
             if i < text.len() {
@@ -172,14 +185,14 @@ impl NameBuf {
         }
         if absolute {
             if out >= MAX_NAME_LEN {
-                return Err(NameError::NameTooLong);
+                return Err(NameKind::NameTooLong);
             }
             self.buf[out] = 0;
             out += 1;
         } else {
-            let origin = origin.ok_or(NameError::Relative)?;
+            let origin = origin.ok_or(NameKind::Relative)?;
             if out + origin.len() > MAX_NAME_LEN {
-                return Err(NameError::NameTooLong);
+                return Err(NameKind::NameTooLong);
             }
             self.buf[out..out + origin.len()].copy_from_slice(origin.as_wire());
             out += origin.len();

@@ -16,8 +16,11 @@ mod buf;
 mod ci;
 mod file;
 
+pub use crate::error::NameKind;
 pub use buf::NameBuf;
 pub use ci::{eq_ci, hash_ci, lower};
+
+use crate::error::Error;
 
 use core::cmp::Ordering;
 use core::fmt;
@@ -28,62 +31,23 @@ pub const MAX_NAME_LEN: usize = 255;
 /// Longest label (RFC 1035 §2.3.4).
 pub const MAX_LABEL_LEN: usize = 63;
 
-/// Why a name could not be read or built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NameError {
-    /// The name ran past the end of its buffer.
-    ShortInput,
-    /// A label is longer than 63 octets.
-    LabelTooLong,
-    /// The name is longer than 255 octets.
-    NameTooLong,
-    /// A label type other than a plain label or a pointer (RFC 6891 §5 retired the others).
-    BadLabelType,
-    /// A compression pointer that points forward, at itself, or too many times.
-    BadPointer,
-    /// An empty label inside a name in presentation format (`a..b`).
-    EmptyLabel,
-    /// A bad `\` escape in presentation format.
-    BadEscape,
-    /// A relative name where no origin is known.
-    Relative,
-}
-
-impl fmt::Display for NameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ShortInput => "name runs past the end of the data",
-            Self::LabelTooLong => "label longer than 63 octets",
-            Self::NameTooLong => "name longer than 255 octets",
-            Self::BadLabelType => "unknown label type",
-            Self::BadPointer => "bad compression pointer",
-            Self::EmptyLabel => "empty label",
-            Self::BadEscape => "bad escape",
-            Self::Relative => "relative name with no origin",
-        })
-    }
-}
-
-impl std::error::Error for NameError {}
-
 /// Checks that `wire` begins with a complete uncompressed name; returns its length.
-fn check_wire(wire: &[u8]) -> Result<usize, NameError> {
+fn check_wire(wire: &[u8]) -> Result<usize, NameKind> {
     let mut pos = 0;
     loop {
-        let len = *wire.get(pos).ok_or(NameError::ShortInput)? as usize;
+        let len = *wire.get(pos).ok_or(NameKind::ShortInput)? as usize;
         if len & 0xc0 != 0 {
-            return Err(NameError::BadLabelType);
+            return Err(NameKind::BadLabelType);
         }
         pos += 1 + len;
         if pos > MAX_NAME_LEN {
-            return Err(NameError::NameTooLong);
+            return Err(NameKind::NameTooLong);
         }
         if len == 0 {
             return Ok(pos);
         }
         if pos > wire.len() {
-            return Err(NameError::ShortInput);
+            return Err(NameKind::ShortInput);
         }
     }
 }
@@ -99,10 +63,11 @@ impl<'a> NameRef<'a> {
     pub const ROOT: NameRef<'static> = NameRef { wire: &[0] };
 
     /// Validates the exact wire form of one name (no trailing bytes).
-    pub fn from_wire(wire: &'a [u8]) -> Result<Self, NameError> {
-        let n = check_wire(wire)?;
+    #[inline]
+    pub fn from_wire(wire: &'a [u8]) -> Result<Self, Error> {
+        let n = check_wire(wire).map_err(Error::Name)?;
         if n != wire.len() {
-            return Err(NameError::BadLabelType);
+            return Err(Error::Name(NameKind::BadLabelType));
         }
         Ok(Self { wire })
     }
@@ -119,8 +84,9 @@ impl<'a> NameRef<'a> {
     }
 
     /// Reads an uncompressed name at the start of `data`; returns it and its length.
-    pub fn from_wire_prefix(data: &'a [u8]) -> Result<(Self, usize), NameError> {
-        let n = check_wire(data)?;
+    #[inline]
+    pub fn from_wire_prefix(data: &'a [u8]) -> Result<(Self, usize), Error> {
+        let n = check_wire(data).map_err(Error::Name)?;
         Ok((Self { wire: &data[..n] }, n))
     }
 
@@ -368,13 +334,13 @@ impl Name {
     }
 
     /// Validates and copies the exact wire form of one name.
-    pub fn from_wire(wire: &[u8]) -> Result<Self, NameError> {
+    pub fn from_wire(wire: &[u8]) -> Result<Self, Error> {
         Ok(NameRef::from_wire(wire)?.to_name())
     }
 
     /// Parses presentation format. A name without a trailing dot is relative and gets
     /// `origin` appended; `@` is not handled here (it is zone-file syntax).
-    pub fn from_text(text: &str, origin: Option<NameRef<'_>>) -> Result<Self, NameError> {
+    pub fn from_text(text: &str, origin: Option<NameRef<'_>>) -> Result<Self, Error> {
         let mut buf = NameBuf::new();
         buf.parse_text(text.as_bytes(), origin)?;
         Ok(buf.as_ref().to_name())
@@ -425,9 +391,9 @@ impl fmt::Debug for Name {
     }
 }
 impl core::str::FromStr for Name {
-    type Err = NameError;
+    type Err = Error;
     /// Parses an absolute name; a missing trailing dot is taken as relative to the root.
-    fn from_str(s: &str) -> Result<Self, NameError> {
+    fn from_str(s: &str) -> Result<Self, Error> {
         Self::from_text(s, Some(NameRef::ROOT))
     }
 }

@@ -16,9 +16,18 @@ fn text_round_trip_and_escapes() {
     let origin = n("example.com.");
     let rel = Name::from_text("www", Some(origin.as_ref())).unwrap();
     assert_eq!(rel, n("www.example.com."));
-    assert_eq!(Name::from_text("www", None), Err(NameError::Relative));
-    assert_eq!(Name::from_text("a..b.", None), Err(NameError::EmptyLabel));
-    assert_eq!(Name::from_text("a\\256.", None), Err(NameError::BadEscape));
+    assert_eq!(
+        Name::from_text("www", None),
+        Err(Error::Name(NameKind::Relative))
+    );
+    assert_eq!(
+        Name::from_text("a..b.", None),
+        Err(Error::Name(NameKind::EmptyLabel))
+    );
+    assert_eq!(
+        Name::from_text("a\\256.", None),
+        Err(Error::Name(NameKind::BadEscape))
+    );
 }
 
 #[test]
@@ -28,13 +37,13 @@ fn length_limits() {
     assert!(Name::from_text(&format!("{l63}."), None).is_ok());
     assert_eq!(
         Name::from_text(&format!("{l64}."), None),
-        Err(NameError::LabelTooLong)
+        Err(Error::Name(NameKind::LabelTooLong))
     );
     // 4 labels of 63 = 256 octets with length bytes and root: too long.
     let too_long = format!("{l63}.{l63}.{l63}.{l63}.");
     assert_eq!(
         Name::from_text(&too_long, None),
-        Err(NameError::NameTooLong)
+        Err(Error::Name(NameKind::NameTooLong))
     );
     let max = format!("{l63}.{l63}.{l63}.{}.", "a".repeat(61));
     assert_eq!(Name::from_text(&max, None).unwrap().as_wire().len(), 255);
@@ -100,18 +109,27 @@ fn decompression_and_loops() {
     assert_eq!(b.read_compressed(&msg, 13).unwrap(), 19);
     assert_eq!(b.as_ref().to_string(), "www.example.com.");
     // Pointer to itself and forward pointers are rejected.
-    assert_eq!(b.read_compressed(&[0xc0, 0], 0), Err(NameError::BadPointer));
+    assert_eq!(
+        b.read_compressed(&[0xc0, 0], 0),
+        Err(Error::Name(NameKind::BadPointer))
+    );
     assert_eq!(
         b.read_compressed(&[0xc0, 2, 0], 0),
-        Err(NameError::BadPointer)
+        Err(Error::Name(NameKind::BadPointer))
     );
     // Two pointers pointing at each other.
     assert_eq!(
         b.read_compressed(&[0xc0, 2, 0xc0, 0], 2),
-        Err(NameError::BadPointer)
+        Err(Error::Name(NameKind::BadPointer))
     );
-    assert_eq!(b.read_compressed(&[5, b'a'], 0), Err(NameError::ShortInput));
-    assert_eq!(b.read_compressed(&[0x40], 0), Err(NameError::BadLabelType));
+    assert_eq!(
+        b.read_compressed(&[5, b'a'], 0),
+        Err(Error::Name(NameKind::ShortInput))
+    );
+    assert_eq!(
+        b.read_compressed(&[0x40], 0),
+        Err(Error::Name(NameKind::BadLabelType))
+    );
 }
 
 /// A stored name read without the walk is the name `from_wire` reads; bytes that are no

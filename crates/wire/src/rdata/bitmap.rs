@@ -1,7 +1,8 @@
 //! Type bitmaps of NSEC, NSEC3 and CSYNC (RFC 4034 §4.1.2): windows of up to 32 octets,
 //! one bit per type, in increasing window order.
 
-use crate::text::{Shown, TextError, Token};
+use crate::error::Error;
+use crate::text::{Shown, Token};
 use crate::types::RType;
 use core::fmt;
 
@@ -60,13 +61,13 @@ impl Iterator for Types<'_> {
 }
 
 /// Parses type mnemonics and `TYPEnnn` into a bitmap appended to `out`.
-pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), TextError> {
+pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), Error> {
     let mut types = Vec::with_capacity(tokens.len());
     for t in tokens {
         let rtype = core::str::from_utf8(t.text)
             .ok()
             .and_then(RType::from_text)
-            .ok_or_else(|| TextError::new(format_args!("unknown type {}", Shown(t.text))))?;
+            .ok_or_else(|| Error::text(format_args!("unknown type {}", Shown(t.text))))?;
         types.push(rtype.0);
     }
     types.sort_unstable();

@@ -1,7 +1,7 @@
 //! Wire-form checks of rdata against its type's fields, and decompression out of a message.
 
 use super::{bitmap, svcb, Field};
-use crate::error::WireError;
+use crate::error::Error;
 use crate::name::{NameBuf, NameRef};
 
 /// Walks `fields` over `msg[start..]`, which must hold exactly one rdata. With `out`, the
@@ -14,28 +14,26 @@ pub(super) fn walk(
     msg: &[u8],
     start: usize,
     mut out: Option<&mut Vec<u8>>,
-) -> Result<usize, WireError> {
+) -> Result<usize, Error> {
     let mut pos = start;
     let mut last = start;
     for &field in fields {
         last = pos;
-        let data = msg.get(pos..).ok_or(WireError::BadRdata)?;
+        let data = msg.get(pos..).ok_or(Error::BadRdata)?;
         if let (Field::Name(true), Some(out)) = (field, out.as_deref_mut()) {
             let mut name = NameBuf::new();
-            pos = name
-                .read_compressed(msg, pos)
-                .map_err(|_| WireError::BadRdata)?;
+            pos = name.read(msg, pos).map_err(|_| Error::BadRdata)?;
             out.extend_from_slice(name.as_ref().as_wire());
             continue;
         }
-        let n = field_len(field, data).ok_or(WireError::BadRdata)?;
+        let n = field_len(field, data).ok_or(Error::BadRdata)?;
         if let Some(out) = out.as_deref_mut() {
             out.extend_from_slice(&data[..n]);
         }
         pos += n;
     }
     if pos != msg.len() {
-        return Err(WireError::BadRdata);
+        return Err(Error::BadRdata);
     }
     Ok(last)
 }

@@ -1,8 +1,9 @@
 //! Presentation format to wire form, field by field.
 
 use super::{addr, bitmap, svcb, time, Field};
+use crate::error::Error;
 use crate::name::{NameBuf, NameRef};
-use crate::text::{self, number, Shown, TextError, Token};
+use crate::text::{self, number, Shown, Token};
 use crate::types::RType;
 
 /// Parses `tokens` as the fields of `rtype`, appending the wire form to `out`.
@@ -12,12 +13,11 @@ pub(super) fn fields(
     tokens: &[Token<'_>],
     origin: NameRef<'_>,
     out: &mut Vec<u8>,
-) -> Result<(), TextError> {
+) -> Result<(), Error> {
     let mut i = 0;
     for &field in fields {
         let rest = &tokens[i.min(tokens.len())..];
-        let missing =
-            || TextError::new(format_args!("{rtype} rdata is missing its {}", what(field)));
+        let missing = || Error::text(format_args!("{rtype} rdata is missing its {}", what(field)));
         match field {
             // Fields that take every token left.
             Field::CharStrs | Field::Base64 | Field::Hex if rest.is_empty() => {
@@ -42,7 +42,7 @@ pub(super) fn fields(
         i = tokens.len();
     }
     match tokens.get(i) {
-        Some(t) => Err(TextError::new(format_args!(
+        Some(t) => Err(Error::text(format_args!(
             "unexpected {} after the {rtype} rdata",
             Shown(t.text)
         ))),
@@ -95,13 +95,8 @@ const ALGORITHMS: [(&str, u8); 16] = [
 ];
 
 /// Parses a field that takes exactly one token.
-fn one(
-    field: Field,
-    t: &Token<'_>,
-    origin: NameRef<'_>,
-    out: &mut Vec<u8>,
-) -> Result<(), TextError> {
-    let bad = || TextError::new(format_args!("bad {} {}", what(field), Shown(t.text)));
+fn one(field: Field, t: &Token<'_>, origin: NameRef<'_>, out: &mut Vec<u8>) -> Result<(), Error> {
+    let bad = || Error::text(format_args!("bad {} {}", what(field), Shown(t.text)));
     match field {
         Field::U8 => out.push(number(t.text, u8::MAX.into(), what(field))? as u8),
         Field::Alg => match ALGORITHMS
@@ -166,27 +161,27 @@ fn one(
 }
 
 /// Parses a name: `@` is the origin, a name without a trailing dot is relative to it.
-pub(super) fn name(t: &Token<'_>, origin: NameRef<'_>, out: &mut Vec<u8>) -> Result<(), TextError> {
+pub(super) fn name(t: &Token<'_>, origin: NameRef<'_>, out: &mut Vec<u8>) -> Result<(), Error> {
     if t.text == b"@" && !t.quoted {
         out.extend_from_slice(origin.as_wire());
         return Ok(());
     }
     let mut buf = NameBuf::new();
     buf.parse_text(t.text, Some(origin))
-        .map_err(|e| TextError::new(format_args!("bad name {}: {e}", Shown(t.text))))?;
+        .map_err(|e| Error::text(format_args!("bad name {}: {e}", Shown(t.text))))?;
     out.extend_from_slice(buf.as_ref().as_wire());
     Ok(())
 }
 
 /// Parses one `<character-string>`: up to 255 octets once escapes are decoded; empty only
 /// when quoted (an unquoted token is never empty).
-pub(super) fn char_string(t: &Token<'_>, out: &mut Vec<u8>) -> Result<(), TextError> {
+pub(super) fn char_string(t: &Token<'_>, out: &mut Vec<u8>) -> Result<(), Error> {
     let at = out.len();
     out.push(0);
     text::unescape(t.text, out)?;
     let n = out.len() - at - 1;
     out[at] = u8::try_from(n).map_err(|_| {
-        TextError::new(format_args!(
+        Error::text(format_args!(
             "string of {n} octets is longer than 255: {}",
             Shown(t.text)
         ))

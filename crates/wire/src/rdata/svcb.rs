@@ -2,7 +2,8 @@
 //! RFC 9540): `key=value` in text, sorted `key length value` triples on the wire.
 
 use super::addr;
-use crate::text::{self, number, Shown, TextError, Token};
+use crate::error::Error;
+use crate::text::{self, number, Shown, Token};
 use core::fmt;
 
 const MANDATORY: u16 = 0;
@@ -177,8 +178,8 @@ fn write_list_item(item: &[u8], f: &mut impl fmt::Write) -> fmt::Result {
 }
 
 /// Parses a key name or `keyNNNNN` (no leading zeros).
-fn key_from_text(t: &[u8]) -> Result<u16, TextError> {
-    let bad = || TextError::new(format_args!("unknown SVCB parameter {}", Shown(t)));
+fn key_from_text(t: &[u8]) -> Result<u16, Error> {
+    let bad = || Error::text(format_args!("unknown SVCB parameter {}", Shown(t)));
     if let Some(i) = NAMES
         .iter()
         .position(|n| n.as_bytes().eq_ignore_ascii_case(t))
@@ -191,16 +192,13 @@ fn key_from_text(t: &[u8]) -> Result<u16, TextError> {
     }
     let key = number(digits, u16::MAX.into(), "SVCB key").map_err(|_| bad())? as u16;
     if key == INVALID {
-        return Err(TextError::new("SVCB key65535 is reserved as invalid"));
+        return Err(Error::text("SVCB key65535 is reserved as invalid"));
     }
     Ok(key)
 }
 
 /// Splits `value` into the items of a comma-separated list, decoding `\,` and `\\`.
-fn split_list(
-    value: &[u8],
-    mut item: impl FnMut(&[u8]) -> Result<(), TextError>,
-) -> Result<(), TextError> {
+fn split_list(value: &[u8], mut item: impl FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> {
     let mut cur = Vec::new();
     let mut i = 0;
     loop {
@@ -217,7 +215,7 @@ fn split_list(
                 cur.push(
                     *value
                         .get(i)
-                        .ok_or_else(|| TextError::new("SVCB list ends with a lone \\"))?,
+                        .ok_or_else(|| Error::text("SVCB list ends with a lone \\"))?,
                 );
             }
             Some(&c) => cur.push(c),
@@ -231,7 +229,7 @@ fn split_list(
 /// A value may be in the token (`alpn=h2`, or `alpn="h2,h3"` with the quotes kept by the
 /// scanner) or be the quoted token right after `key=`. Escapes are decoded first, then the
 /// list syntax of the key.
-pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), TextError> {
+pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), Error> {
     let mut values = Vec::new();
     // (key, start, end) of each value in `values`.
     let mut params: Vec<(u16, usize, usize)> = Vec::new();
@@ -241,7 +239,7 @@ pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), TextEr
         let t = &tokens[i];
         i += 1;
         if t.quoted {
-            return Err(TextError::new(format_args!(
+            return Err(Error::text(format_args!(
                 "unexpected quoted {} in SVCB parameters",
                 Shown(t.text)
             )));
@@ -279,23 +277,22 @@ pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), TextEr
     }
     // RFC 9460 §7.1.1: without "alpn", "no-default-alpn" leaves no protocol at all.
     if params.iter().any(|p| p.0 == NO_DEFAULT_ALPN) && !params.iter().any(|p| p.0 == ALPN) {
-        return Err(TextError::new("SVCB no-default-alpn needs alpn too"));
+        return Err(Error::text("SVCB no-default-alpn needs alpn too"));
     }
     if let Some(&(_, s, e)) = params.iter().find(|p| p.0 == MANDATORY) {
         for k in values[s..e].chunks_exact(2) {
             let k = u16::from_be_bytes([k[0], k[1]]);
             if !params.iter().any(|p| p.0 == k) {
                 let mut name = String::new();
-                write_key(k, &mut name).map_err(|_| TextError::new("bad key"))?;
-                return Err(TextError::new(format_args!(
+                write_key(k, &mut name).map_err(|_| Error::text("bad key"))?;
+                return Err(Error::text(format_args!(
                     "mandatory SVCB parameter {name} is missing"
                 )));
             }
         }
     }
     for (key, s, e) in params {
-        let len =
-            u16::try_from(e - s).map_err(|_| TextError::new("SVCB parameter value too long"))?;
+        let len = u16::try_from(e - s).map_err(|_| Error::text("SVCB parameter value too long"))?;
         out.extend_from_slice(&key.to_be_bytes());
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(&values[s..e]);
@@ -303,24 +300,24 @@ pub(super) fn scan(tokens: &[Token<'_>], out: &mut Vec<u8>) -> Result<(), TextEr
     Ok(())
 }
 
-fn dup(key: u16) -> TextError {
+fn dup(key: u16) -> Error {
     let mut name = String::new();
     let _ = write_key(key, &mut name);
-    TextError::new(format_args!("duplicate SVCB parameter {name}"))
+    Error::text(format_args!("duplicate SVCB parameter {name}"))
 }
 
 /// Removes the double quotes around a value written `key="..."` inside one token.
-fn strip_quotes(v: &[u8]) -> Result<&[u8], TextError> {
+fn strip_quotes(v: &[u8]) -> Result<&[u8], Error> {
     let Some(inner) = v.strip_prefix(b"\"") else {
         return Ok(v);
     };
     let inner = inner
         .strip_suffix(b"\"")
-        .ok_or_else(|| TextError::new(format_args!("unterminated quotes in {}", Shown(v))))?;
+        .ok_or_else(|| Error::text(format_args!("unterminated quotes in {}", Shown(v))))?;
     // The closing quote must not itself be escaped.
     let backslashes = inner.iter().rev().take_while(|&&c| c == b'\\').count();
     if backslashes % 2 == 1 {
-        return Err(TextError::new(format_args!(
+        return Err(Error::text(format_args!(
             "unterminated quotes in {}",
             Shown(v)
         )));
@@ -329,15 +326,15 @@ fn strip_quotes(v: &[u8]) -> Result<&[u8], TextError> {
 }
 
 /// Encodes the value of one parameter (escapes already decoded) into `out`.
-fn scan_value(key: u16, value: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), TextError> {
+fn scan_value(key: u16, value: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Error> {
     let mut name = String::new();
     let _ = write_key(key, &mut name);
-    let needs = || TextError::new(format_args!("SVCB parameter {name} needs a value"));
-    let bad = |v: &[u8]| TextError::new(format_args!("bad SVCB {name} value {}", Shown(v)));
+    let needs = || Error::text(format_args!("SVCB parameter {name} needs a value"));
+    let bad = |v: &[u8]| Error::text(format_args!("bad SVCB {name} value {}", Shown(v)));
     match key {
         NO_DEFAULT_ALPN | OHTTP => match value {
             None | Some([]) => Ok(()),
-            Some(v) => Err(TextError::new(format_args!(
+            Some(v) => Err(Error::text(format_args!(
                 "SVCB parameter {name} takes no value, not {}",
                 Shown(v)
             ))),
@@ -351,14 +348,14 @@ fn scan_value(key: u16, value: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), T
             split_list(v, |item| {
                 let k = key_from_text(item)?;
                 if k == MANDATORY {
-                    return Err(TextError::new("SVCB mandatory must not list itself"));
+                    return Err(Error::text("SVCB mandatory must not list itself"));
                 }
                 keys.push(k);
                 Ok(())
             })?;
             keys.sort_unstable();
             if keys.windows(2).any(|w| w[0] == w[1]) {
-                return Err(TextError::new(format_args!(
+                return Err(Error::text(format_args!(
                     "duplicate key in SVCB mandatory {}",
                     Shown(v)
                 )));

@@ -1,7 +1,8 @@
 //! RRSIG inception and expiration times (RFC 4034 §3.2): `YYYYMMDDHHmmSS` in UTC, or
 //! seconds since 1970 as a plain number. Pure calendar arithmetic, no clock.
 
-use crate::text::{number, Shown, TextError};
+use crate::error::Error;
+use crate::text::{number, Shown};
 use core::fmt;
 
 /// Days before each month in a common year.
@@ -33,8 +34,8 @@ fn leaps_before(y: u32) -> u32 {
 
 /// Parses a time: exactly 14 digits are a date (1970-01-01 to 2106-02-07 06:28:15, the
 /// range of 32 bits of seconds), fewer are seconds.
-pub(super) fn parse(text: &[u8]) -> Result<u32, TextError> {
-    let bad = || TextError::new(format_args!("bad signature time {}", Shown(text)));
+pub(super) fn parse(text: &[u8]) -> Result<u32, Error> {
+    let bad = || Error::text(format_args!("bad signature time {}", Shown(text)));
     if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
         return Err(bad());
     }

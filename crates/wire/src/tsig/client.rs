@@ -5,72 +5,13 @@
 //! since). The MAC is computed as the messages arrive, so nothing is buffered.
 
 use super::{variables, Algorithm, Key, Signature};
+use crate::error::Error;
 use crate::message::HEADER_LEN;
 use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 use std::fmt;
 
-/// Most unsigned messages in a row between two signed ones (RFC 8945 §5.3.1: "at least
-/// every 100th message").
-pub const MAX_UNSIGNED_RUN: u32 = 99;
-
-/// Why a response does not verify.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResponseError {
-    /// The first response is not signed (RFC 8945 §5.3.1).
-    Unsigned,
-    /// More than [`MAX_UNSIGNED_RUN`] unsigned messages in a row.
-    TooManyUnsigned,
-    /// Signed with another key or algorithm.
-    WrongKey(String),
-    /// The server answered with an unsigned TSIG error (BADSIG, BADKEY).
-    ServerError(u16),
-    /// The server answered with a TSIG error in a response whose MAC verifies (BADTIME,
-    /// with the server's time in `other`; BADTRUNC).
-    SignedError {
-        /// The TSIG error.
-        error: u16,
-        /// Other Data.
-        other: Vec<u8>,
-    },
-    /// The MAC does not verify.
-    BadSig,
-    /// Signed outside the fudge around our clock.
-    BadTime {
-        /// The signature's time.
-        signed: u64,
-        /// Ours.
-        now: u64,
-    },
-    /// The TSIG record is malformed or misplaced.
-    Malformed,
-}
-
-impl fmt::Display for ResponseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unsigned => f.write_str("TSIG: the response is not signed"),
-            Self::TooManyUnsigned => write!(
-                f,
-                "TSIG: more than {MAX_UNSIGNED_RUN} unsigned messages in a row"
-            ),
-            Self::WrongKey(k) => write!(f, "TSIG: signed with another key ({k})"),
-            Self::ServerError(e) => write!(f, "TSIG: the server answered TSIG error {e}"),
-            Self::SignedError { error, .. } => {
-                write!(f, "TSIG: the server answered TSIG error {error} (signed)")
-            }
-            Self::BadSig => f.write_str("TSIG: the MAC does not verify (BADSIG)"),
-            Self::BadTime { signed, now } => write!(
-                f,
-                "TSIG: signed at {signed}, {} s from our clock (BADTIME)",
-                now.abs_diff(*signed)
-            ),
-            Self::Malformed => f.write_str("TSIG: malformed TSIG record"),
-        }
-    }
-}
-
-impl std::error::Error for ResponseError {}
+pub use crate::error::MAX_UNSIGNED_RUN;
 
 /// A MAC being computed, message by message.
 #[derive(Clone)]
@@ -147,15 +88,15 @@ impl ResponseVerifier {
     }
 
     /// Checks the next response `msg` at time `now` (seconds since the epoch).
-    pub fn verify(&mut self, msg: &[u8], now: u64) -> Result<(), ResponseError> {
-        let sig = super::read(msg).map_err(|_| ResponseError::Malformed)?;
+    pub fn verify(&mut self, msg: &[u8], now: u64) -> Result<(), Error> {
+        let sig = super::read(msg).map_err(|_| Error::BadTsig)?;
         let Some(sig) = sig else {
             if self.first {
-                return Err(ResponseError::Unsigned);
+                return Err(Error::Unsigned);
             }
             self.unsigned += 1;
             if self.unsigned > MAX_UNSIGNED_RUN {
-                return Err(ResponseError::TooManyUnsigned);
+                return Err(Error::TooManyUnsigned);
             }
             self.running.update(msg);
             return Ok(());
@@ -169,19 +110,22 @@ impl ResponseVerifier {
         !self.first && self.unsigned == 0
     }
 
-    fn check(&mut self, msg: &[u8], sig: &Signature, now: u64) -> Result<(), ResponseError> {
+    fn check(&mut self, msg: &[u8], sig: &Signature, now: u64) -> Result<(), Error> {
         if !sig.key.as_ref().eq_ci(&self.key.name.as_ref())
             || sig.algorithm != Some(self.key.algorithm)
         {
-            return Err(ResponseError::WrongKey(match sig.algorithm {
-                Some(a) => format!("{} {a}", sig.key),
-                None => format!("{} with an unknown algorithm", sig.key),
-            }));
+            return Err(Error::WrongKey(
+                match sig.algorithm {
+                    Some(a) => format!("{} {a}", sig.key),
+                    None => format!("{} with an unknown algorithm", sig.key),
+                }
+                .into(),
+            ));
         }
         // An unsigned error (BADKEY, BADSIG) has no MAC to check; a signed one (BADTIME,
         // BADTRUNC) is checked first, so that the error is known to come from the server.
         if sig.error != 0 && sig.mac.is_empty() {
-            return Err(ResponseError::ServerError(sig.error));
+            return Err(Error::ServerError(sig.error));
         }
         // The message as signed: ARCOUNT without the TSIG, the original ID.
         let mut head = [0u8; HEADER_LEN];
@@ -202,16 +146,16 @@ impl ResponseVerifier {
         }
         let want = running.finish();
         if sig.mac.len() != want.len() || !super::constant_time_eq(&sig.mac, &want) {
-            return Err(ResponseError::BadSig);
+            return Err(Error::BadSig);
         }
         if sig.error != 0 {
-            return Err(ResponseError::SignedError {
+            return Err(Error::SignedError {
                 error: sig.error,
-                other: sig.other.clone(),
+                other: sig.other.as_slice().into(),
             });
         }
         if now.abs_diff(sig.time) > u64::from(sig.fudge) {
-            return Err(ResponseError::BadTime {
+            return Err(Error::BadTime {
                 signed: sig.time,
                 now,
             });
@@ -293,17 +237,17 @@ mod tests {
         let k = key("xfr.");
         let (mut v, _) = exchange(&k);
         let (r, len) = message(9, true);
-        assert_eq!(v.verify(&r[..len], 1000), Err(ResponseError::Unsigned));
+        assert_eq!(v.verify(&r[..len], 1000), Err(Error::Unsigned));
 
         let (mut v, mut s) = exchange(&k);
         let mut m = signed(&mut s, 0, 1000);
         m[13] ^= 0x20; // the question's case is covered
-        assert_eq!(v.verify(&m, 1000), Err(ResponseError::BadSig));
+        assert_eq!(v.verify(&m, 1000), Err(Error::BadSig));
 
         let (mut v, mut s) = exchange(&k);
         let first = signed(&mut s, 0, 1000);
         let second = signed(&mut s, 1, 1000);
-        assert_eq!(v.verify(&second, 1000), Err(ResponseError::BadSig));
+        assert_eq!(v.verify(&second, 1000), Err(Error::BadSig));
         v.verify(&first, 1000).unwrap();
         v.verify(&second, 1000).unwrap();
 
@@ -311,7 +255,7 @@ mod tests {
         let m = signed(&mut s, 0, 1000);
         assert_eq!(
             v.verify(&m, 1000 + u64::from(FUDGE) + 1),
-            Err(ResponseError::BadTime {
+            Err(Error::BadTime {
                 signed: 1000,
                 now: 1301
             })
@@ -322,14 +266,11 @@ mod tests {
         let (_, mut s) = exchange(&k);
         assert!(matches!(
             v.verify(&signed(&mut s, 0, 1000), 1000),
-            Err(ResponseError::WrongKey(_))
+            Err(Error::WrongKey(_))
         ));
         let mut v = ResponseVerifier::new(&k, &[0; 32]);
         let (_, mut s) = exchange(&k);
-        assert_eq!(
-            v.verify(&signed(&mut s, 0, 1000), 1000),
-            Err(ResponseError::BadSig)
-        );
+        assert_eq!(v.verify(&signed(&mut s, 0, 1000), 1000), Err(Error::BadSig));
     }
 
     /// Signs `msg` as a later message after `unsigned`, chained to `prior` (what a
@@ -376,7 +317,7 @@ mod tests {
         assert!(v.last_was_signed());
         // A MAC that leaves out an unsigned message does not verify.
         sign_after(&k, &prior, &[&a], &mut forged);
-        assert_eq!(v2.verify(&forged, 1000), Err(ResponseError::BadSig));
+        assert_eq!(v2.verify(&forged, 1000), Err(Error::BadSig));
     }
 
     #[test]
@@ -388,9 +329,6 @@ mod tests {
         for _ in 0..MAX_UNSIGNED_RUN {
             v.verify(&m[..len], 1000).unwrap();
         }
-        assert_eq!(
-            v.verify(&m[..len], 1000),
-            Err(ResponseError::TooManyUnsigned)
-        );
+        assert_eq!(v.verify(&m[..len], 1000), Err(Error::TooManyUnsigned));
     }
 }

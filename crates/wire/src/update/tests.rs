@@ -223,10 +223,10 @@ fn answers_are_matched_and_verified() {
     assert_eq!(req.response(&[0; 5], 1000), Ok(None));
     // Unsigned, or forged: an error, and the real answer still verifies after it.
     let unsigned = answer(&req, Rcode::NOERROR, None, 1000);
-    assert_eq!(req.response(&unsigned, 1000), Err(ResponseError::Unsigned));
+    assert_eq!(req.response(&unsigned, 1000), Err(Error::Unsigned));
     let mut forged = answer(&req, Rcode::NOERROR, Some(&k), 1000);
     forged[3] = (forged[3] & 0xf0) | 5; // REFUSED, under the MAC
-    assert_eq!(req.response(&forged, 1000), Err(ResponseError::BadSig));
+    assert_eq!(req.response(&forged, 1000), Err(Error::BadSig));
     let ok = answer(&req, Rcode::NOERROR, Some(&k), 1001);
     assert_eq!(req.response(&ok, 1001), Ok(Some(Rcode::NOERROR)));
 
@@ -244,7 +244,7 @@ fn answers_are_matched_and_verified() {
     notauth.truncate(len);
     assert_eq!(
         req.response(&notauth, 1000),
-        Err(ResponseError::ServerError(BADKEY))
+        Err(Error::ServerError(BADKEY))
     );
 
     // An unsigned request takes an unsigned answer; one without the zone section too.

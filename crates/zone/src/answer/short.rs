@@ -5,7 +5,7 @@
 use super::{respond, response_header, write, Body, OptAt, Reply, Written};
 use crate::db::ZoneSet;
 use shardns_wire::message::HEADER_LEN;
-use shardns_wire::{Header, MessageWriter, Opcode, Query, QueryError, RType, Rcode, Transport};
+use shardns_wire::{Error, Header, MessageWriter, Opcode, Query, RType, Rcode, Transport};
 
 /// REFUSED, with the question and our OPT: the answer to a query for a name outside our
 /// zones (or a transfer nobody may take) when no other role takes it.
@@ -34,11 +34,12 @@ pub fn not_implemented(query: &Query<'_>, out: &mut [u8]) -> Written {
 
 /// The answer to bytes that are not a readable query: nothing for a response or a runt
 /// (`None`), else a bare header with NOTIMP (an opcode we do not implement) or FORMERR.
-pub fn reject(error: &QueryError, out: &mut [u8]) -> Option<Written> {
-    let QueryError::Malformed { header, qtype } = error else {
+pub fn reject(error: &Error, out: &mut [u8]) -> Option<Written> {
+    let Error::Malformed { header, qtype } = error else {
         return None;
     };
-    let rcode = if header.opcode() != Opcode::QUERY {
+    // A malformed UPDATE is FORMERR too (RFC 2136 §3.1.1: ZOCOUNT other than 1, say).
+    let rcode = if header.opcode() != Opcode::QUERY && header.opcode() != Opcode::UPDATE {
         Rcode::NOTIMP
     } else {
         Rcode::FORMERR

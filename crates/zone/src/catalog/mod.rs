@@ -10,10 +10,11 @@
 //! one PTR, a member name that is the root or inside the catalog itself) is left out and
 //! said so in [`Catalog::ignored`], the others are used.
 
+use crate::error::Error;
 use crate::Zone;
 use shardns_wire::{Name, NameRef, RType};
 use std::collections::HashMap;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 
 /// One member zone of a catalog (RFC 9432 §4.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,44 +38,6 @@ pub struct Catalog {
     /// Members and properties left out, each with why (for the log).
     pub ignored: Vec<String>,
 }
-
-/// Why a catalog version cannot be used at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    /// No TXT at `version.<catalog>` (§4.1).
-    NoVersion,
-    /// A version the consumer does not know (only "2" is).
-    BadVersion(String),
-    /// More than one version record.
-    ManyVersions(usize),
-    /// The same member zone under two member IDs (§4.2: a member zone is listed once).
-    Duplicate {
-        /// The member zone.
-        zone: Name,
-        /// The two IDs.
-        ids: [String; 2],
-    },
-    /// The zone is a stand-in (never transferred or expired): nothing to read.
-    Unavailable,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::NoVersion => write!(f, "no version property (TXT at version.<catalog>)"),
-            Error::BadVersion(v) => write!(f, "version {v:?} is not supported (only \"2\")"),
-            Error::ManyVersions(n) => write!(f, "{n} version records (one expected)"),
-            Error::Duplicate { zone, ids } => write!(
-                f,
-                "member zone {zone} is listed twice, as {} and {}",
-                ids[0], ids[1]
-            ),
-            Error::Unavailable => write!(f, "the catalog zone has no version to read"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// The label text of `label` as it appears in a name (escaped).
 fn label_text(label: &[u8]) -> String {

@@ -33,7 +33,8 @@ use super::build::set_key;
 use super::denial::Denial;
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
-use crate::scan::{Diag, LoadError};
+use crate::error::Error;
+use crate::scan::Diag;
 use remove::remove_empty;
 use shardns_wire::name::{hash_ci, MAX_NAME_LEN};
 use shardns_wire::{rdata, NameRef, RType};
@@ -91,7 +92,7 @@ impl Zone {
         deleted: impl IntoIterator<Item = (NameRef<'a>, RType, &'a [u8])>,
         added: impl IntoIterator<Item = (NameRef<'a>, RType, u32, &'a [u8])>,
         soa: (u32, &'a [u8]),
-    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, LoadError> {
+    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, Error> {
         // A signed zone with NSEC keeps its denial index patched too; NSEC3 (an index of
         // hashes over every name) takes the full build.
         let signed = self.denial.is_some();
@@ -201,7 +202,7 @@ impl Zone {
             zone.pack();
             Ok(Some((zone, warnings, work)))
         } else {
-            Err(LoadError { errors })
+            Err(Error::Invalid { errors })
         }
     }
 

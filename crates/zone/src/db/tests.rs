@@ -1,11 +1,12 @@
 //! Tests
 
 use super::*;
-use crate::scan::{scan_text, Diag, LoadError, ScanOptions};
+use crate::error::Error;
+use crate::scan::{scan_text, Diag, ScanOptions};
 use shardns_wire::{Name, RType};
 use std::path::Path;
 
-fn build(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
+fn build(text: &str) -> Result<(Zone, Vec<Diag>), Error> {
     let origin: Name = "example.test.".parse().unwrap();
     let scanned = scan_text(
         text.as_bytes(),
@@ -150,8 +151,8 @@ fn two_thread_build_matches_the_data_and_reports_lines() {
     }
     text.push_str("c1 CNAME h1\nc1 A 192.0.2.1\n");
     let e = build(&text).unwrap_err();
-    assert_eq!(e.errors.len(), 1, "{e}");
-    assert_eq!(e.errors[0].line, 60_005, "{e}");
+    assert_eq!(e.diagnostics().len(), 1, "{e}");
+    assert_eq!(e.diagnostics()[0].line, 60_005, "{e}");
     text.truncate(text.len() - "c1 A 192.0.2.1\n".len());
     text.push_str("h29999 20 A 10.9.9.9\n");
     let (z, w) = build(&text).unwrap();
@@ -422,7 +423,7 @@ fn an_update_copies_only_the_shards_it_changes() {
         .is_none());
 }
 
-fn build_example(text: &str) -> Result<(Zone, Vec<Diag>), LoadError> {
+fn build_example(text: &str) -> Result<(Zone, Vec<Diag>), Error> {
     let origin: Name = "example.".parse().unwrap();
     let scanned = scan_text(
         text.as_bytes(),

@@ -1,6 +1,7 @@
 //! Reading zone files from disk.
 
-use super::{scan_text, Diag, LoadError, ScanOptions, Scanned};
+use super::{scan_text, Diag, ScanOptions, Scanned};
+use crate::error::Error;
 use std::path::Path;
 
 /// A FIFO would block the reader in open() until some writer appears, and a device such as
@@ -20,8 +21,8 @@ fn check_regular(path: &Path) -> std::io::Result<()> {
 }
 
 /// Reads and scans a zone file.
-pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<Scanned, LoadError> {
-    let text = read_file(path, opts.threads).map_err(|e| LoadError {
+pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<Scanned, Error> {
+    let text = read_file(path, opts.threads).map_err(|e| Error::Invalid {
         errors: vec![Diag {
             file: path.into(),
             line: 0,

@@ -31,11 +31,12 @@ mod lex;
 mod parse;
 mod split;
 
+pub use crate::error::Diag;
+use crate::error::Error;
 use file::read_file;
 pub use file::scan_file;
 use parse::{State, Worker};
 use shardns_wire::{Class, Name, NameRef, RType};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// How to read a zone file.
@@ -104,48 +105,6 @@ impl Records {
     }
 }
 
-/// A diagnostic tied to a place in a zone file; prints as `file:line: message`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diag {
-    /// The file.
-    pub file: PathBuf,
-    /// The line (1-based; 0 when the problem is the zone as a whole).
-    pub line: u32,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for Diag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.message)
-        } else {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
-        }
-    }
-}
-
-/// A zone that was rejected, with every error found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    /// The errors, in file order.
-    pub errors: Vec<Diag>,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.errors.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{d}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for LoadError {}
-
 /// What the scanner read.
 #[derive(Debug, Default)]
 pub struct Scanned {
@@ -162,7 +121,7 @@ pub struct Scanned {
 }
 
 /// Scans zone text; `file` names it in diagnostics and anchors relative `$INCLUDE` paths.
-pub fn scan_text(text: &[u8], file: &Path, opts: &ScanOptions) -> Result<Scanned, LoadError> {
+pub fn scan_text(text: &[u8], file: &Path, opts: &ScanOptions) -> Result<Scanned, Error> {
     scan_text_split(text, file, opts, MIN_REGION)
 }
 
@@ -175,7 +134,7 @@ fn scan_text_split(
     file: &Path,
     opts: &ScanOptions,
     min_region: usize,
-) -> Result<Scanned, LoadError> {
+) -> Result<Scanned, Error> {
     // A UTF-8 byte order mark is not part of the zone.
     let start = if text.starts_with(b"\xEF\xBB\xBF") {
         3
@@ -199,7 +158,7 @@ fn result(
     files: Vec<PathBuf>,
     errors: Vec<Diag>,
     warnings: Vec<Diag>,
-) -> Result<Scanned, LoadError> {
+) -> Result<Scanned, Error> {
     if errors.is_empty() {
         Ok(Scanned {
             chunks,
@@ -208,7 +167,7 @@ fn result(
             text: Vec::new(),
         })
     } else {
-        Err(LoadError { errors })
+        Err(Error::Invalid { errors })
     }
 }
 

@@ -32,7 +32,7 @@ fn opts(origin: &str) -> ScanOptions {
     ScanOptions::new(origin.parse().unwrap())
 }
 
-fn scan(text: &str, origin: &str) -> Result<Scanned, LoadError> {
+fn scan(text: &str, origin: &str) -> Result<Scanned, Error> {
     scan_text(text.as_bytes(), Path::new("db.test"), &opts(origin))
 }
 
@@ -46,7 +46,11 @@ fn ok(text: &str, origin: &str) -> Vec<Rec> {
 fn errors(text: &str, origin: &str) -> Vec<(u32, String)> {
     match scan(text, origin) {
         Ok(s) => panic!("no error; records {:?}", flat(&s)),
-        Err(e) => e.errors.into_iter().map(|d| (d.line, d.message)).collect(),
+        Err(e) => e
+            .diagnostics()
+            .iter()
+            .map(|d| (d.line, d.message.clone()))
+            .collect(),
     }
 }
 
@@ -208,9 +212,13 @@ fn ttl_units_defaults_and_class_order() {
         &o,
     )
     .unwrap_err();
-    assert_eq!(e.errors.len(), 1);
-    assert_eq!(e.errors[0].line, 1);
-    assert!(e.errors[0].message.contains("no TTL"), "{}", e.errors[0]);
+    assert_eq!(e.diagnostics().len(), 1);
+    assert_eq!(e.diagnostics()[0].line, 1);
+    assert!(
+        e.diagnostics()[0].message.contains("no TTL"),
+        "{}",
+        e.diagnostics()[0]
+    );
 
     let e = errors(
         "a 2147483648 TYPE65280 \\# 0\nb 2147483647 TYPE65280 \\# 0\nc 9x TYPE65280 \\# 0\n",
@@ -434,10 +442,10 @@ fn include_errors_loop_depth_missing() {
     std::fs::write(dir.join("a"), "a TYPE65280 \\# 0\n$INCLUDE b\n").unwrap();
     std::fs::write(dir.join("b"), "b TYPE65280 \\# 0\n$INCLUDE a\nb2 BAD\n").unwrap();
     let e = scan_file(&dir.join("a"), &opts("example.")).unwrap_err();
-    assert_eq!(e.errors.len(), 2, "{e}");
-    assert!(e.errors[0].file.ends_with("b") && e.errors[0].line == 2);
-    assert!(e.errors[0].message.contains("include loop"), "{e}");
-    assert!(e.errors[1].message.contains("\"BAD\""), "{e}");
+    assert_eq!(e.diagnostics().len(), 2, "{e}");
+    assert!(e.diagnostics()[0].file.ends_with("b") && e.diagnostics()[0].line == 2);
+    assert!(e.diagnostics()[0].message.contains("include loop"), "{e}");
+    assert!(e.diagnostics()[1].message.contains("\"BAD\""), "{e}");
     // A chain of 10 files: the 9th include is too deep.
     for i in 0..10 {
         std::fs::write(
@@ -448,17 +456,17 @@ fn include_errors_loop_depth_missing() {
     }
     std::fs::write(dir.join("n10"), "").unwrap();
     let e = scan_file(&dir.join("n0"), &opts("example.")).unwrap_err();
-    assert_eq!(e.errors.len(), 1, "{e}");
+    assert_eq!(e.diagnostics().len(), 1, "{e}");
     assert!(
-        e.errors[0].file.ends_with("n8") && e.errors[0].message.contains("nested"),
+        e.diagnostics()[0].file.ends_with("n8") && e.diagnostics()[0].message.contains("nested"),
         "{e}"
     );
     let e = scan_file(&dir.join("none"), &opts("example.")).unwrap_err();
-    assert_eq!(e.errors[0].line, 0);
+    assert_eq!(e.diagnostics()[0].line, 0);
     std::fs::write(dir.join("c"), "$INCLUDE missing.inc\n").unwrap();
     let e = scan_file(&dir.join("c"), &opts("example.")).unwrap_err();
     assert!(
-        e.errors[0].message.contains("missing.inc") && e.errors[0].line == 1,
+        e.diagnostics()[0].message.contains("missing.inc") && e.diagnostics()[0].line == 1,
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -538,7 +546,7 @@ fn parallel_errors_match_sequential() {
     let par = scan_text_split(text.as_bytes(), Path::new("db.gen"), &o, 1000).unwrap_err();
     assert_eq!(par, seq);
     // The records before the first explicit TTL, and the two errors.
-    assert!(seq.errors.len() >= 3, "{seq}");
+    assert!(seq.diagnostics().len() >= 3, "{seq}");
 }
 
 #[test]

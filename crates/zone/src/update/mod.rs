@@ -30,13 +30,14 @@ mod prescan;
 pub mod sign;
 
 use crate::db::Zone;
-use crate::scan::{Diag, LoadError, Records, Scanned};
+use crate::error::Error;
+use crate::scan::{Diag, Records, Scanned};
 use crate::xfr::incoming::{keep, read_raw};
 pub use apply::SerialPolicy;
 pub use policy::{Grant, Limits, Names, Policy, Requester, Types, Who};
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, Opcode, RType, Rcode};
-pub use sign::{sign_change, ResignError};
+pub use sign::{sign_change, ResignKind};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -279,7 +280,7 @@ impl Change {
     /// makes it: `Zone::patch`, or a full build when the patch cannot be done. The
     /// errors are those of a build (a change the zone's checks refuse; the caller answers
     /// SERVFAIL and keeps the version it has).
-    pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), LoadError> {
+    pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), Error> {
         let deleted = self
             .deleted
             .iter()

@@ -12,7 +12,7 @@
 //!   the deletions, `SOA(to)`, the additions, and `SOA(new)` again; applied to the version
 //!   the query named as a diff (a deletion of a record that is not there, a step that does
 //!   not start where the last ended, or a first step that does not start at our serial is
-//!   [`XfrError::Inconsistent`], and the caller falls back to AXFR);
+//!   [`Error::Inconsistent`], and the caller falls back to AXFR);
 //! - IXFR answered in AXFR form (RFC 1995 §4), and with our SOA alone (up to date).
 //!
 //! What a transfer may hold is bounded ([`Limits`]: messages, records, octets); only one
@@ -32,9 +32,9 @@ use request::check_header;
 pub use request::{read_soa, request, Request, SoaAnswer};
 
 use crate::db::{PatchWork, Zone};
-use crate::scan::{Diag, Item, LoadError, Records};
+use crate::error::Error;
+use crate::scan::{Diag, Item, Records};
 use shardns_wire::message::Reader;
-use shardns_wire::tsig::ResponseError;
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, RType, Rcode};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -61,81 +61,8 @@ impl Default for Limits {
     }
 }
 
-/// Why a transfer (or an SOA query) failed. The version being served is kept.
-#[derive(Debug)]
-pub enum XfrError {
-    /// Not a DNS message, or not the answer to our query (ID, QR, opcode, question).
-    Malformed(String),
-    /// The primary answered with an error.
-    Rcode(Rcode),
-    /// The answer is not signed as it must be.
-    Tsig(ResponseError),
-    /// The answer is about another zone (its first record is not our apex's SOA).
-    WrongZone(String),
-    /// TC set on an answer over TCP.
-    Truncated,
-    /// The closing SOA's serial differs from the opening one's.
-    SerialMismatch {
-        /// The opening SOA's serial.
-        first: u32,
-        /// The closing one's.
-        last: u32,
-    },
-    /// More than the [`Limits`] allow (what, and the limit).
-    Limit(&'static str, u64),
-    /// An IXFR that does not apply to our version (fall back to AXFR).
-    Inconsistent(String),
-    /// Records after the closing SOA.
-    AfterEnd,
-    /// The answer ended before the closing SOA (the primary stopped mid-transfer).
-    Unfinished,
-    /// The zone transferred fails the checks every zone must pass.
-    Build(LoadError),
-}
-
-impl XfrError {
-    /// True if an AXFR may succeed where this IXFR failed: the primary refused or does not
-    /// implement IXFR, or its answer does not apply to our version (RFC 1995 §4 allows a
-    /// client to fall back to AXFR).
-    pub fn retry_with_axfr(&self) -> bool {
-        matches!(
-            self,
-            Self::Rcode(_) | Self::Inconsistent(_) | Self::WrongZone(_) | Self::Build(_)
-        )
-    }
-}
-
-impl fmt::Display for XfrError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Malformed(m) => write!(f, "malformed answer: {m}"),
-            Self::Rcode(r) => write!(f, "the primary answered {r}"),
-            Self::Tsig(e) => write!(f, "{e}"),
-            Self::WrongZone(m) => write!(f, "wrong zone: {m}"),
-            Self::Truncated => f.write_str("truncated answer (TC) over TCP"),
-            Self::SerialMismatch { first, last } => write!(
-                f,
-                "the closing SOA has serial {last}, the opening one {first}"
-            ),
-            Self::Limit(what, n) => write!(f, "more than {n} {what} (transfer limit)"),
-            Self::Inconsistent(m) => write!(f, "IXFR does not apply: {m}"),
-            Self::AfterEnd => f.write_str("records after the closing SOA"),
-            Self::Unfinished => f.write_str("the transfer ended before the closing SOA"),
-            Self::Build(e) => write!(f, "the zone transferred is not valid:\n{e}"),
-        }
-    }
-}
-
-impl std::error::Error for XfrError {}
-
-impl From<ResponseError> for XfrError {
-    fn from(e: ResponseError) -> Self {
-        Self::Tsig(e)
-    }
-}
-
-fn malformed(e: shardns_wire::WireError) -> XfrError {
-    XfrError::Malformed(e.to_string())
+fn malformed(e: shardns_wire::Error) -> Error {
+    Error::Malformed(e.to_string())
 }
 
 /// A record as it sits in a message: the owner is read into the caller's buffer.
@@ -149,7 +76,7 @@ pub(crate) struct Raw {
 }
 
 /// Reads one record at `r` (also for [`crate::update`]'s sections).
-pub(crate) fn read_raw(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Raw, XfrError> {
+pub(crate) fn read_raw(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Raw, Error> {
     r.name(name).map_err(malformed)?;
     let rtype = RType(r.u16().map_err(malformed)?);
     let class = Class(r.u16().map_err(malformed)?);
@@ -167,10 +94,10 @@ pub(crate) fn read_raw(r: &mut Reader<'_>, name: &mut NameBuf) -> Result<Raw, Xf
 }
 
 /// The serial of an SOA's rdata at `start` in `msg` (names possibly compressed).
-fn soa_serial(msg: &[u8], start: usize, len: usize) -> Result<u32, XfrError> {
+fn soa_serial(msg: &[u8], start: usize, len: usize) -> Result<u32, Error> {
     let mut out = Vec::with_capacity(64);
     rdata::decompress(RType::SOA, msg, start, len, &mut out).map_err(malformed)?;
-    serial_of(&out).ok_or_else(|| XfrError::Malformed("a short SOA".into()))
+    serial_of(&out).ok_or_else(|| Error::Malformed("a short SOA".into()))
 }
 
 /// The serial of an uncompressed SOA rdata.
@@ -338,43 +265,41 @@ impl Incoming {
     }
 
     /// Reads the next message of the answer (at `now`, for its TSIG).
-    pub fn feed(&mut self, msg: &[u8], now: u64) -> Result<Progress, XfrError> {
+    pub fn feed(&mut self, msg: &[u8], now: u64) -> Result<Progress, Error> {
         if self.state == State::Done {
-            return Err(XfrError::AfterEnd);
+            return Err(Error::AfterEnd);
         }
         self.messages += 1;
         self.bytes += msg.len() as u64;
         if self.messages > self.limits.messages {
-            return Err(XfrError::Limit("messages", self.limits.messages.into()));
+            return Err(Error::Limit("messages", self.limits.messages.into()));
         }
         if self.bytes > self.limits.bytes {
-            return Err(XfrError::Limit("octets", self.limits.bytes));
+            return Err(Error::Limit("octets", self.limits.bytes));
         }
         let first = self.messages == 1;
         let (h, mut r) = check_header(&self.req, msg, false)?;
         if h.tc() {
-            return Err(XfrError::Truncated);
+            return Err(Error::Truncated);
         }
         if let Some(v) = self.req.verifier.as_mut() {
             v.verify(msg, now)?;
         }
         let rcode = Rcode(h.rcode_bits().into());
         if rcode != Rcode::NOERROR {
-            return Err(XfrError::Rcode(rcode));
+            return Err(Error::Rcode(rcode));
         }
         if first && h.ancount == 0 {
-            return Err(XfrError::Malformed(
-                "the first message has no records".into(),
-            ));
+            return Err(Error::Malformed("the first message has no records".into()));
         }
         let mut name = NameBuf::new();
         for _ in 0..h.ancount {
             if self.state == State::Done {
-                return Err(XfrError::AfterEnd);
+                return Err(Error::AfterEnd);
             }
             self.records += 1;
             if self.records > self.limits.records {
-                return Err(XfrError::Limit("records", self.limits.records));
+                return Err(Error::Limit("records", self.limits.records));
             }
             let rec = read_raw(&mut r, &mut name)?;
             self.record(name.as_ref(), rec, msg)?;
@@ -389,7 +314,7 @@ impl Incoming {
         }
         let kept = self.whole.bytes.len() as u64 + self.diff_bytes;
         if kept > self.limits.bytes {
-            return Err(XfrError::Limit("octets", self.limits.bytes));
+            return Err(Error::Limit("octets", self.limits.bytes));
         }
         Ok(if self.state == State::Done {
             Progress::Done

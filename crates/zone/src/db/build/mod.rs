@@ -18,7 +18,8 @@ pub use sorted::SortedRecords;
 
 use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
 use super::{flags, NodeId, NONE};
-use crate::scan::{Diag, LoadError, Records, Scanned};
+use crate::error::Error;
+use crate::scan::{Diag, Records, Scanned};
 use shardns_wire::name::hash_ci;
 use shardns_wire::{Name, NameRef, RType};
 use std::path::PathBuf;
@@ -28,7 +29,7 @@ impl Zone {
     /// DNAME rules; and the `check` module: one SOA and some NS at the apex, addresses for
     /// in-zone name servers).
     /// Any error rejects the zone; warnings are returned with it.
-    pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+    pub fn build(apex: Name, scanned: Scanned) -> Result<(Zone, Vec<Diag>), Error> {
         let (zone, warnings) = Builder::new(apex, &scanned).run(scanned)?;
         Ok((zone.packed(), warnings))
     }
@@ -45,7 +46,7 @@ impl Zone {
         mut records: S,
         files: Vec<PathBuf>,
         warnings: Vec<Diag>,
-    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+    ) -> Result<(Zone, Vec<Diag>), Error> {
         let (zone, warnings) =
             Builder::with(apex, records.len(), files, warnings).run_sorted(&mut records)?;
         drop(records);
@@ -192,7 +193,7 @@ impl Builder {
     /// A big zone is built with a thread beside it that frees what the build no longer
     /// needs (the file's text at once, the scanner's records after the RRsets are merged),
     /// a few milliseconds of unmapping each that this thread then does not wait for.
-    fn run(self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), LoadError> {
+    fn run(self, scanned: Scanned) -> Result<(Zone, Vec<Diag>), Error> {
         let records: usize = scanned.chunks.iter().map(|c| c.items.len()).sum();
         if records < PARALLEL_MIN {
             return self.run_with(scanned, None);
@@ -212,7 +213,7 @@ impl Builder {
         mut self,
         mut scanned: Scanned,
         free: Option<&std::sync::mpsc::Sender<Garbage>>,
-    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+    ) -> Result<(Zone, Vec<Diag>), Error> {
         let discard = |g: Garbage| {
             if let Some(tx) = free {
                 let _ = tx.send(g);
@@ -370,11 +371,7 @@ impl Builder {
     }
 
     /// Step 4: the parts' RRsets appended in node order, then [`Builder::finish`].
-    fn assemble(
-        mut self,
-        parts: Vec<Part>,
-        rdata: Vec<u8>,
-    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+    fn assemble(mut self, parts: Vec<Part>, rdata: Vec<u8>) -> Result<(Zone, Vec<Diag>), Error> {
         self.arrays.rdata = rdata;
         let mut next_node = 0usize;
         // Where the next part's rdata goes: where the one before ended.
@@ -415,7 +412,7 @@ impl Builder {
     }
 
     /// Flags, then the zone-wide checks on the zone as it will be served.
-    fn finish(mut self) -> Result<(Zone, Vec<Diag>), LoadError> {
+    fn finish(mut self) -> Result<(Zone, Vec<Diag>), Error> {
         self.set_flags();
         // The checks read the zone as it will be served.
         self.zone.store = Store::Split(Box::new(std::mem::take(&mut self.arrays)));
@@ -427,7 +424,7 @@ impl Builder {
         } else {
             self.diags
                 .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-            Err(LoadError { errors: self.diags })
+            Err(Error::Invalid { errors: self.diags })
         }
     }
 

@@ -5,7 +5,8 @@
 use super::sets::{merge_sets, node_checks, RdataOut};
 use super::{set_key, Builder};
 use crate::db::store::Zone;
-use crate::scan::{Diag, LoadError};
+use crate::error::Error;
+use crate::scan::Diag;
 use shardns_wire::{NameRef, RType};
 
 /// Records grouped by owner, for [`Zone::build_sorted`]: read by index, in order, once.
@@ -38,7 +39,7 @@ impl Builder {
     pub(super) fn run_sorted<S: SortedRecords>(
         mut self,
         src: &mut S,
-    ) -> Result<(Zone, Vec<Diag>), LoadError> {
+    ) -> Result<(Zone, Vec<Diag>), Error> {
         let apex = self.zone.apex.clone();
         self.intern(apex.as_ref());
         let n = src.len();

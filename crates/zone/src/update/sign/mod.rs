@@ -31,7 +31,7 @@
 //! some 50 µs for the signing of a small change and half a second for the whole zone's
 //! signing (10,000 names, one thread, release build).
 //!
-//! What it refuses ([`ResignError`]; the caller signs the zone whole instead, or answers
+//! What it refuses ([`ResignKind`]; the caller signs the zone whole instead, or answers
 //! SERVFAIL): a zone not signed with `params.denial`; keys other than those the zone was
 //! signed with (a rollover is the full signer's); an SOA TTL or MINIMUM that moves the
 //! TTL of every NSEC/NSEC3 record (or of the key RRsets); a change not read against this
@@ -46,60 +46,18 @@ mod state;
 
 use super::{Change, ChangeRecord};
 use crate::db::{NodeRef, Zone};
+pub use crate::error::ResignKind;
+use crate::Error;
 use shardns_dnssec::chain::denial_ttl;
 use shardns_dnssec::sign::{sign_rrset, RrsetToSign, RrsigFields, Scratch};
-use shardns_dnssec::{ds_rdata, Denial, DigestType, KeyError, SignParams, SigningKey, ZoneKey};
+use shardns_dnssec::{ds_rdata, Denial, DigestType, SignParams, SigningKey, ZoneKey};
 use shardns_wire::{Class, Name, RType};
 use state::{same_set, Kind, View};
 use std::collections::BTreeSet;
-use std::fmt;
 
-/// Why a change cannot be signed incrementally.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResignError {
-    /// The zone is not signed, or not with `params.denial` (NSEC or NSEC3, its
-    /// parameters, opt-out): sign it whole.
-    NotSigned,
-    /// The zone's DNSKEY, CDS or CDNSKEY RRsets (records or TTL), or the keys its SOA and
-    /// DNSKEY RRsets are signed with, are not those `keys` and `params` give: sign whole.
-    Keys,
-    /// The new SOA's TTL or MINIMUM moves the TTL of every NSEC or NSEC3 record: sign whole.
-    DenialTtl,
-    /// The change was not read against this version of the zone (another SOA).
-    Stale,
-    /// A new name's NSEC3 hash is another name's (RFC 5155 §7.1: change the salt).
-    Nsec3Collision(Name, Name),
-    /// A key failed to sign.
-    Key(KeyError),
-}
-
-impl ResignError {
-    /// True when signing the new zone whole ([`shardns_dnssec::sign_list`]) will do.
-    pub fn needs_full_signing(&self) -> bool {
-        matches!(self, Self::NotSigned | Self::Keys | Self::DenialTtl)
-    }
-}
-
-impl fmt::Display for ResignError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotSigned => f.write_str("the zone is not signed the way it is to be signed"),
-            Self::Keys => f.write_str("the zone is not signed with these keys"),
-            Self::DenialTtl => f.write_str("the new SOA changes the TTL of the denial chain"),
-            Self::Stale => f.write_str("the change was read against another version"),
-            Self::Nsec3Collision(a, b) => {
-                write!(f, "{a} and {b} have the same NSEC3 hash: change the salt")
-            }
-            Self::Key(e) => write!(f, "signing failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ResignError {}
-
-impl From<KeyError> for ResignError {
-    fn from(e: KeyError) -> Self {
-        Self::Key(e)
+impl From<shardns_dnssec::Error> for ResignKind {
+    fn from(e: shardns_dnssec::Error) -> Self {
+        Self::Key(e.to_string())
     }
 }
 
@@ -116,11 +74,20 @@ pub fn sign_change(
     change: &Change,
     keys: &[ZoneKey<'_>],
     params: &SignParams,
-) -> Result<Change, ResignError> {
+) -> Result<Change, Error> {
+    signed(zone, change, keys, params).map_err(Error::Resign)
+}
+
+fn signed(
+    zone: &Zone,
+    change: &Change,
+    keys: &[ZoneKey<'_>],
+    params: &SignParams,
+) -> Result<Change, ResignKind> {
     let apex = zone.apex_node();
-    let soa = apex.rrset(RType::SOA).ok_or(ResignError::Stale)?;
+    let soa = apex.rrset(RType::SOA).ok_or(ResignKind::Stale)?;
     if soa.ttl != change.old_soa.0 || soa.rdatas().next() != Some(&change.old_soa.1[..]) {
-        return Err(ResignError::Stale);
+        return Err(ResignKind::Stale);
     }
     let ttl = denial_ttl(change.soa.0, &change.soa.1);
     check_denial(zone, params, ttl)?;
@@ -172,34 +139,34 @@ pub fn sign_change(
 }
 
 /// The zone is signed with `params.denial`, its chain's TTL `ttl`.
-fn check_denial(zone: &Zone, params: &SignParams, ttl: u32) -> Result<(), ResignError> {
-    let denial = zone.denial.as_ref().ok_or(ResignError::NotSigned)?;
+fn check_denial(zone: &Zone, params: &SignParams, ttl: u32) -> Result<(), ResignKind> {
+    let denial = zone.denial.as_ref().ok_or(ResignKind::NotSigned)?;
     let apex = zone.apex_node();
     let nsec3param = apex.rrset(RType::NSEC3PARAM);
     let chain_ttl = match &params.denial {
         Denial::Nsec => {
             if denial.nsec3.is_some() || nsec3param.is_some() {
-                return Err(ResignError::NotSigned);
+                return Err(ResignKind::NotSigned);
             }
-            apex.rrset(RType::NSEC).ok_or(ResignError::NotSigned)?.ttl
+            apex.rrset(RType::NSEC).ok_or(ResignKind::NotSigned)?.ttl
         }
         Denial::Nsec3 { params: p, opt_out } => {
-            let chain = denial.nsec3.as_ref().ok_or(ResignError::NotSigned)?;
+            let chain = denial.nsec3.as_ref().ok_or(ResignKind::NotSigned)?;
             let want = p.nsec3param_rdata();
             let same = nsec3param.is_some_and(|s| s.len() == 1 && s.rdatas().eq([&want[..]]));
             let own = chain
                 .matching(0)
                 .and_then(|id| zone.node(id).rrset(RType::NSEC3))
-                .ok_or(ResignError::NotSigned)?;
+                .ok_or(ResignKind::NotSigned)?;
             let flags = own.rdatas().next().and_then(|d| d.get(1).copied());
             if !same || flags != Some(u8::from(*opt_out)) {
-                return Err(ResignError::NotSigned);
+                return Err(ResignKind::NotSigned);
             }
             own.ttl
         }
     };
     if chain_ttl != ttl {
-        return Err(ResignError::DenialTtl);
+        return Err(ResignKind::DenialTtl);
     }
     Ok(())
 }
@@ -211,7 +178,7 @@ fn check_keys(
     keys: &[ZoneKey<'_>],
     params: &SignParams,
     soa_ttl: u32,
-) -> Result<(), ResignError> {
+) -> Result<(), ResignKind> {
     let apex = zone.apex_node();
     let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
     let mut want: [BTreeSet<Vec<u8>>; 3] = Default::default();
@@ -222,7 +189,7 @@ fn check_keys(
         }
         if k.cds {
             want[1].insert(dnskey.to_vec());
-            let ds = ds_rdata(zone.apex(), dnskey, DigestType::Sha256).ok_or(ResignError::Keys)?;
+            let ds = ds_rdata(zone.apex(), dnskey, DigestType::Sha256).ok_or(ResignKind::Keys)?;
             want[2].insert(ds);
         }
     }
@@ -238,7 +205,7 @@ fn check_keys(
             }
         };
         if !same {
-            return Err(ResignError::Keys);
+            return Err(ResignKind::Keys);
         }
     }
     let tags = |pick: fn(&ZoneKey<'_>) -> bool| -> BTreeSet<(u8, u16)> {
@@ -263,7 +230,7 @@ fn check_keys(
         || signed_by(RType::SOA) != zone_keys
         || signed_by(RType::DNSKEY) != tags(|k| k.signs_keys)
     {
-        return Err(ResignError::Keys);
+        return Err(ResignKind::Keys);
     }
     Ok(())
 }
@@ -288,7 +255,7 @@ impl Out<'_> {
         rtype: RType,
         ttl: u32,
         rdatas: &[&[u8]],
-    ) -> Result<(), KeyError> {
+    ) -> Result<(), shardns_dnssec::Error> {
         self.scratch.rrset.clear();
         for d in rdatas {
             self.scratch.rrset.push(rtype, d);
@@ -335,7 +302,7 @@ impl Out<'_> {
         ttl: u32,
         rdata: Vec<u8>,
         old: Option<NodeRef<'_>>,
-    ) -> Result<(), KeyError> {
+    ) -> Result<(), shardns_dnssec::Error> {
         if let Some(node) = old {
             if let Some(set) = node.rrset(rtype) {
                 if set.ttl == ttl && set.len() == 1 && set.rdatas().eq([&rdata[..]]) {
@@ -363,7 +330,7 @@ impl Out<'_> {
 
 /// New RRSIGs for the RRsets the change touched: deleted where the RRset changed or its
 /// name changed what it is (became a cut, ...), made where the new RRset is signed.
-fn sign_rrsets(view: &View<'_>, out: &mut Out<'_>) -> Result<(), ResignError> {
+fn sign_rrsets(view: &View<'_>, out: &mut Out<'_>) -> Result<(), ResignKind> {
     let zone = view.zone;
     for k in &view.order {
         let t = &view.touched[k];

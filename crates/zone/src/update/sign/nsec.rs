@@ -6,7 +6,7 @@
 
 use super::chain::{Edit, Link, Old};
 use super::state::{Kind, View};
-use super::{Out, ResignError};
+use super::{Out, ResignKind};
 use crate::db::NodeId;
 use crate::db::Zone;
 use shardns_dnssec::chain::write_bitmap;
@@ -64,9 +64,9 @@ fn old_bitmap(rdata: &[u8]) -> &[u8] {
 }
 
 /// Adds to `out` the NSEC records (and RRSIGs) the touched names change.
-pub(super) fn patch(view: &View<'_>, out: &mut Out<'_>, ttl: u32) -> Result<(), ResignError> {
+pub(super) fn patch(view: &View<'_>, out: &mut Out<'_>, ttl: u32) -> Result<(), ResignKind> {
     let zone = view.zone;
-    let ids: &[NodeId] = &zone.denial.as_ref().ok_or(ResignError::NotSigned)?.nsec;
+    let ids: &[NodeId] = &zone.denial.as_ref().ok_or(ResignKind::NotSigned)?.nsec;
     let old = Owners { zone, ids };
     // Each touched name: its index in the old chain, its bitmap if in the new one.
     let mut removed = HashSet::new();

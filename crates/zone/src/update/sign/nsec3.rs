@@ -9,7 +9,7 @@
 use super::chain::{Edit, Link, Old};
 use super::nsec::nsec_types;
 use super::state::{key, Kind, View};
-use super::{Out, ResignError};
+use super::{Out, ResignKind};
 use crate::db::NodeId;
 use shardns_dnssec::chain::write_bitmap;
 use shardns_dnssec::nsec3::{hash_label, HASH_LEN, LABEL_LEN, SHA1};
@@ -159,7 +159,7 @@ pub(super) fn patch(
     ttl: u32,
     params: &Nsec3Params,
     opt_out: bool,
-) -> Result<(), ResignError> {
+) -> Result<(), ResignKind> {
     let names = affected_names(view);
     let affected = membership(view, &names, opt_out);
     let zone = view.zone;
@@ -167,7 +167,7 @@ pub(super) fn patch(
         .denial
         .as_ref()
         .and_then(|d| d.nsec3.as_ref())
-        .ok_or(ResignError::NotSigned)?
+        .ok_or(ResignKind::NotSigned)?
         .chain;
     let old = Hashes(chain);
     let mut removed = HashSet::new();
@@ -191,13 +191,13 @@ pub(super) fn patch(
     }
     added.sort_by_key(|a| a.0);
     if let Some(w) = added.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(ResignError::Nsec3Collision(w[0].1.clone(), w[1].1.clone()));
+        return Err(ResignKind::Nsec3Collision(w[0].1.clone(), w[1].1.clone()));
     }
     for (h, name, _) in &added {
         if let Ok(i) = chain.binary_search_by(|e| e.0.cmp(h)) {
             if !removed.contains(&i) {
                 let other = zone.node(chain[i].1).name().to_name();
-                return Err(ResignError::Nsec3Collision(name.clone(), other));
+                return Err(ResignKind::Nsec3Collision(name.clone(), other));
             }
         }
     }

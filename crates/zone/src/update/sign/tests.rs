@@ -178,7 +178,7 @@ fn signed(
     keys: &Keys,
     denial: &Denial,
     now: u64,
-) -> Option<(Change, Result<Change, ResignError>)> {
+) -> Option<(Change, Result<Change, Error>)> {
     let Outcome::Change(c) = update(m, z, SerialPolicy::Increment, now).ok()? else {
         return None;
     };
@@ -195,7 +195,7 @@ fn step(
     keys: &Keys,
     denial: &Denial,
     now: u64,
-) -> Option<(Zone, Result<Change, ResignError>)> {
+) -> Option<(Zone, Result<Change, Error>)> {
     let (c, s) = signed(z, m, keys, denial, now)?;
     let full = sign_whole(&records_of(&c.records(z)), keys, &params(denial, now));
     match &s {
@@ -465,10 +465,10 @@ fn refusals() {
     let m = msg(&[], &[add("new", RType::A, 60, "192.0.2.1")]);
     // Another denial than the zone's, other keys.
     let (_, s) = signed(&z, &m, &keys, &nsec3(0, &[], false), NOW).unwrap();
-    assert_eq!(s, Err(ResignError::NotSigned));
+    assert_eq!(s, Err(Error::Resign(ResignKind::NotSigned)));
     let other = Keys::new();
     let (_, s) = signed(&z, &m, &other, &Denial::Nsec, NOW).unwrap();
-    assert_eq!(s, Err(ResignError::Keys));
+    assert_eq!(s, Err(Error::Resign(ResignKind::Keys)));
     // An SOA MINIMUM that moves every NSEC's TTL.
     let soa = msg(
         &[],
@@ -480,7 +480,7 @@ fn refusals() {
         )],
     );
     let (_, s) = step(&z, &soa, &keys, &Denial::Nsec, NOW).unwrap();
-    assert_eq!(s, Err(ResignError::DenialTtl));
+    assert_eq!(s, Err(Error::Resign(ResignKind::DenialTtl)));
     // A change read against another version.
     let (c, _) = signed(&z, &m, &keys, &Denial::Nsec, NOW).unwrap();
     let (n, _) = one(
@@ -492,7 +492,7 @@ fn refusals() {
     let p = params(&Denial::Nsec, NOW);
     assert_eq!(
         sign_change(&n, &c, &keys.zone_keys(), &p),
-        Err(ResignError::Stale)
+        Err(Error::Resign(ResignKind::Stale))
     );
 }
 

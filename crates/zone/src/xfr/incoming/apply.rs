@@ -2,17 +2,17 @@
 //! or our version patched with an IXFR's diff ([`crate::Zone::patch`]), rebuilt in full
 //! when it cannot be patched.
 
-use super::{keep, Form, Incoming, Outcome, State, XfrError};
+use super::{keep, Form, Incoming, Outcome, State};
 use crate::db::{PatchWork, Zone};
+use crate::error::Error;
 use crate::scan::{Diag, Records, Scanned};
-use shardns_wire::tsig::ResponseError;
 use shardns_wire::{NameRef, RType};
 use std::path::PathBuf;
 
 impl Incoming {
     /// Ends the transfer: builds and checks the new version (an error if the closing SOA
     /// has not come, or if TSIG requires a signed last message and it was not).
-    pub fn finish(self) -> Result<Outcome, XfrError> {
+    pub fn finish(self) -> Result<Outcome, Error> {
         if let (State::Opened, Some(_), Some((serial, _, _))) = (self.state, &self.base, &self.soa)
         {
             // The answer to an IXFR ended after its opening SOA: the primary has nothing
@@ -20,11 +20,11 @@ impl Incoming {
             return Ok(Outcome::SoaOnly(*serial));
         }
         if self.state != State::Done {
-            return Err(XfrError::Unfinished);
+            return Err(Error::Unfinished);
         }
         if let Some(v) = &self.req.verifier {
             if !v.last_was_signed() {
-                return Err(XfrError::Tsig(ResponseError::Unsigned));
+                return Err(Error::Wire(shardns_wire::Error::Unsigned));
             }
         }
         let (serial, soa_ttl, soa) = self.soa.clone().expect("done after an SOA");
@@ -53,7 +53,7 @@ impl Incoming {
             text: Vec::new(),
         };
         let (zone, warnings) =
-            Zone::build(self.req.apex.clone(), scanned).map_err(XfrError::Build)?;
+            Zone::build(self.req.apex.clone(), scanned).map_err(Error::transferred)?;
         Ok(Outcome::Zone {
             zone,
             warnings,
@@ -70,7 +70,7 @@ impl Incoming {
         base: &Zone,
         soa_ttl: u32,
         soa: &[u8],
-    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, XfrError> {
+    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, Error> {
         fn name(wire: &[u8]) -> NameRef<'_> {
             NameRef::from_wire_prefix(wire)
                 .expect("diff keys hold valid names")
@@ -89,7 +89,7 @@ impl Incoming {
                 (owner.as_ref(), *rtype, *ttl, data.as_slice())
             });
         base.patch(deleted, added, (soa_ttl, soa))
-            .map_err(XfrError::Build)
+            .map_err(Error::transferred)
     }
 
     /// IXFR: the records of `base` without those deleted, with those added, and the new

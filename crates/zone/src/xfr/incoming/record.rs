@@ -2,7 +2,8 @@
 //! and the IXFR steps, a whole zone's records kept in compact form, an IXFR's deletions and
 //! additions checked against our version and kept as the diff.
 
-use super::{keep, serial_of, Incoming, Raw, RecordKey, State, XfrError};
+use super::{keep, serial_of, Incoming, Raw, RecordKey, State};
+use crate::error::Error;
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{rdata, Class, NameRef, RType};
 
@@ -13,7 +14,7 @@ impl Incoming {
         owner: NameRef<'_>,
         mut rec: Raw,
         msg: &[u8],
-    ) -> Result<(), XfrError> {
+    ) -> Result<(), Error> {
         if rec.ttl > i32::MAX as u32 {
             // A TTL with the top bit set is read as 0 (RFC 2181 §8), as a zone file could
             // not hold it.
@@ -22,27 +23,24 @@ impl Incoming {
         let apex = self.req.apex.as_ref();
         let in_zone = owner.ends_with(&apex);
         if rec.class != Class::IN {
-            return Err(XfrError::Malformed(format!(
+            return Err(Error::Malformed(format!(
                 "{owner} {} has class {}",
                 rec.rtype, rec.class
             )));
         }
         if rec.rtype.is_meta() {
             // OPT, TSIG and the query types are never zone data (RFC 6895 §3.1).
-            return Err(XfrError::Malformed(format!(
+            return Err(Error::Malformed(format!(
                 "{owner} has type {}, which is not zone data",
                 rec.rtype
             )));
         }
         self.scratch.clear();
         rdata::decompress(rec.rtype, msg, rec.rdata, rec.rdlen, &mut self.scratch)
-            .map_err(|e| XfrError::Malformed(format!("{owner} {}: {e}", rec.rtype)))?;
+            .map_err(|e| Error::Malformed(format!("{owner} {}: {e}", rec.rtype)))?;
         let apex_soa = rec.rtype == RType::SOA && owner.eq_ci(&apex);
         let serial = if apex_soa {
-            Some(
-                serial_of(&self.scratch)
-                    .ok_or_else(|| XfrError::Malformed("a short SOA".into()))?,
-            )
+            Some(serial_of(&self.scratch).ok_or_else(|| Error::Malformed("a short SOA".into()))?)
         } else {
             None
         };
@@ -53,7 +51,7 @@ impl Incoming {
                 return Ok(());
             }
             (State::Start, None) => {
-                return Err(XfrError::WrongZone(format!(
+                return Err(Error::WrongZone(format!(
                     "the first record is {owner} {}, not the SOA of {}",
                     rec.rtype, self.req.apex
                 )))
@@ -62,7 +60,7 @@ impl Incoming {
                 // The incremental form: the first step starts at our serial.
                 let ours = self.base.as_ref().map_or(0, |z| z.serial());
                 if s != ours {
-                    return Err(XfrError::Inconsistent(format!(
+                    return Err(Error::Inconsistent(format!(
                         "the first difference starts at serial {s}, ours is {ours}"
                     )));
                 }
@@ -88,7 +86,7 @@ impl Incoming {
         match (self.state, serial) {
             (State::Whole, Some(last)) => {
                 if last != first {
-                    return Err(XfrError::SerialMismatch { first, last });
+                    return Err(Error::SerialMismatch { first, last });
                 }
                 self.state = State::Done;
             }
@@ -113,7 +111,7 @@ impl Incoming {
                 } else if s == to {
                     self.state = State::Deleting { from: s };
                 } else {
-                    return Err(XfrError::Inconsistent(format!(
+                    return Err(Error::Inconsistent(format!(
                         "a difference starts at serial {s}, the one before ended at {to}"
                     )));
                 }
@@ -167,7 +165,7 @@ impl Incoming {
     }
 
     /// IXFR: deletes a record (one added by an earlier step, else one of the base's).
-    fn delete(&mut self, owner: NameRef<'_>, rtype: RType, from: u32) -> Result<(), XfrError> {
+    fn delete(&mut self, owner: NameRef<'_>, rtype: RType, from: u32) -> Result<(), Error> {
         let key = Self::key(owner, rtype, self.scratch.clone());
         if self.diff.added.remove(&key).is_some() {
             return Ok(());
@@ -175,7 +173,7 @@ impl Incoming {
         let missing = || {
             let mut text = String::new();
             let _ = rdata::fmt_text(rtype, &key.2, &mut text);
-            XfrError::Inconsistent(format!(
+            Error::Inconsistent(format!(
                 "the step from serial {from} deletes {owner} {rtype} {text}, which is not in the zone"
             ))
         };
@@ -192,7 +190,7 @@ impl Incoming {
 
     /// IXFR: adds a record (a base record deleted before comes back; one the base has is
     /// kept once, with the new TTL).
-    fn add(&mut self, owner: NameRef<'_>, rtype: RType, ttl: u32) -> Result<(), XfrError> {
+    fn add(&mut self, owner: NameRef<'_>, rtype: RType, ttl: u32) -> Result<(), Error> {
         if let Some((stored, base_ttl)) = self.in_base(owner, rtype, &self.scratch) {
             let key = Self::key(owner, rtype, stored);
             let deleted = self.diff.deleted.contains(&key);

@@ -2,8 +2,9 @@
 //! TSIG key is given), reading the answer to an SOA query, and the checks every answer
 //! must pass against the query it answers (ID, question).
 
-use super::{malformed, read_raw, soa_serial, XfrError};
+use super::{malformed, read_raw, soa_serial};
 use crate::db::Zone;
+use crate::error::Error;
 use shardns_wire::message::{Reader, HEADER_LEN};
 use shardns_wire::tsig::{self, Key, ResponseVerifier};
 use shardns_wire::{Class, Header, MessageWriter, Name, NameBuf, Opcode, RType, Rcode, Section};
@@ -86,9 +87,9 @@ pub enum SoaAnswer {
 }
 
 /// Reads the answer `msg` to the SOA query `req` (at `now`, for its TSIG). A message that
-/// is not an answer to it (another ID, a query) is [`XfrError::Malformed`]: over UDP, keep
+/// is not an answer to it (another ID, a query) is [`Error::Malformed`]: over UDP, keep
 /// waiting for the real one.
-pub fn read_soa(req: &mut Request, msg: &[u8], now: u64) -> Result<SoaAnswer, XfrError> {
+pub fn read_soa(req: &mut Request, msg: &[u8], now: u64) -> Result<SoaAnswer, Error> {
     let (h, mut r) = check_header(req, msg, true)?;
     if h.tc() {
         return Ok(SoaAnswer::Truncated);
@@ -98,10 +99,10 @@ pub fn read_soa(req: &mut Request, msg: &[u8], now: u64) -> Result<SoaAnswer, Xf
     }
     let rcode = Rcode(h.rcode_bits().into());
     if rcode != Rcode::NOERROR {
-        return Err(XfrError::Rcode(rcode));
+        return Err(Error::Rcode(rcode));
     }
     if !h.aa() {
-        return Err(XfrError::WrongZone(format!(
+        return Err(Error::WrongZone(format!(
             "the primary is not authoritative for {}",
             req.apex
         )));
@@ -113,7 +114,7 @@ pub fn read_soa(req: &mut Request, msg: &[u8], now: u64) -> Result<SoaAnswer, Xf
             return soa_serial(msg, rec.rdata, rec.rdlen).map(SoaAnswer::Serial);
         }
     }
-    Err(XfrError::WrongZone(format!(
+    Err(Error::WrongZone(format!(
         "no SOA for {} in the answer",
         req.apex
     )))
@@ -124,10 +125,10 @@ pub(super) fn check_header<'m>(
     req: &Request,
     msg: &'m [u8],
     question_required: bool,
-) -> Result<(Header, Reader<'m>), XfrError> {
-    let h = Header::parse(msg).map_err(|e| XfrError::Malformed(e.to_string()))?;
+) -> Result<(Header, Reader<'m>), Error> {
+    let h = Header::parse(msg).map_err(|e| Error::Malformed(e.to_string()))?;
     if h.id != req.id || !h.qr() || h.opcode() != Opcode::QUERY {
-        return Err(XfrError::Malformed(format!(
+        return Err(Error::Malformed(format!(
             "not an answer to our query (ID {}, QR {}, opcode {})",
             h.id,
             h.qr(),
@@ -136,16 +137,16 @@ pub(super) fn check_header<'m>(
     }
     let mut r = Reader::new(msg, HEADER_LEN);
     if h.qdcount > 1 || (question_required && h.qdcount == 0 && h.rcode_bits() == 0) {
-        return Err(XfrError::Malformed(format!("{} questions", h.qdcount)));
+        return Err(Error::Malformed(format!("{} questions", h.qdcount)));
     }
     if h.qdcount == 1 {
         let mut name = NameBuf::new();
         r.name(&mut name)
-            .map_err(|e| XfrError::Malformed(e.to_string()))?;
+            .map_err(|e| Error::Malformed(e.to_string()))?;
         let qtype = RType(r.u16().map_err(malformed)?);
         let qclass = Class(r.u16().map_err(malformed)?);
         if !name.as_ref().eq_ci(&req.apex.as_ref()) || qtype != req.qtype || qclass != Class::IN {
-            return Err(XfrError::Malformed(format!(
+            return Err(Error::Malformed(format!(
                 "the question is {} {qtype}, not {} {}",
                 name.as_ref(),
                 req.apex,

@@ -71,7 +71,7 @@ fn serve(z: &Arc<Zone>, req: &Request, size: usize) -> Vec<Vec<u8>> {
 }
 
 /// Feeds `messages`; the progress after each, or the first error.
-fn feed_all(inc: &mut Incoming, messages: &[Vec<u8>]) -> Result<Progress, XfrError> {
+fn feed_all(inc: &mut Incoming, messages: &[Vec<u8>]) -> Result<Progress, Error> {
     let mut p = Progress::More;
     for m in messages {
         p = inc.feed(m, NOW)?;
@@ -79,13 +79,13 @@ fn feed_all(inc: &mut Incoming, messages: &[Vec<u8>]) -> Result<Progress, XfrErr
     Ok(p)
 }
 
-fn run(req: Request, base: Option<Arc<Zone>>, messages: &[Vec<u8>]) -> Result<Outcome, XfrError> {
+fn run(req: Request, base: Option<Arc<Zone>>, messages: &[Vec<u8>]) -> Result<Outcome, Error> {
     let mut inc = Incoming::new(req, base, Limits::default());
     assert_eq!(feed_all(&mut inc, messages)?, Progress::Done);
     inc.finish()
 }
 
-fn new_zone(outcome: Result<Outcome, XfrError>) -> (Zone, Form) {
+fn new_zone(outcome: Result<Outcome, Error>) -> (Zone, Form) {
     match outcome {
         Ok(Outcome::Zone { zone, form, .. }) => (zone, form),
         other => panic!("expected a zone, got {other:?}"),
@@ -116,16 +116,13 @@ fn tsig_failures_and_unsigned_answers_are_errors() {
     let at = messages[mid].len() / 2;
     messages[mid][at] ^= 1;
     let err = run(req, None, &messages).unwrap_err();
-    assert!(
-        matches!(err, XfrError::Tsig(_) | XfrError::Malformed(_)),
-        "{err}"
-    );
+    assert!(matches!(err, Error::Wire(_) | Error::Malformed(_)), "{err}");
     // An unsigned answer to a signed request.
     let req = request(&apex(), RType::AXFR, 1, None, Some(&key()), NOW);
     let unsigned = serve(&z, &request(&apex(), RType::AXFR, 1, None, None, NOW), 1024);
     let err = run(req, None, &unsigned).unwrap_err();
     assert!(
-        matches!(err, XfrError::Tsig(ResponseError::Unsigned)),
+        matches!(err, Error::Wire(shardns_wire::Error::Unsigned)),
         "{err}"
     );
     // Signed with another secret.
@@ -139,7 +136,7 @@ fn tsig_failures_and_unsigned_answers_are_errors() {
     );
     let err = run(req, None, &signed).unwrap_err();
     assert!(
-        matches!(err, XfrError::Tsig(ResponseError::BadSig)),
+        matches!(err, Error::Wire(shardns_wire::Error::BadSig)),
         "{err}"
     );
 }
@@ -273,7 +270,7 @@ fn an_ixfr_that_does_not_apply_says_fall_back_to_axfr() {
         let req = request(&apex(), RType::IXFR, 9, Some(&base), None, NOW);
         let err = run(req, Some(Arc::clone(&base)), &messages).unwrap_err();
         assert!(
-            matches!(err, XfrError::Inconsistent(_)) && err.retry_with_axfr(),
+            matches!(err, Error::Inconsistent(_)) && err.retry_with_axfr(),
             "{what}: {err}"
         );
     }
@@ -282,7 +279,7 @@ fn an_ixfr_that_does_not_apply_says_fall_back_to_axfr() {
     let messages = ixfr_answer(9, 2, &[(1, "@ NS ns\n@ NS ns.other.test.\n", 2, "")], 10);
     let err = run(req, Some(Arc::clone(&base)), &messages).unwrap_err();
     assert!(
-        matches!(err, XfrError::Build(_)) && err.retry_with_axfr(),
+        matches!(err, Error::InvalidTransfer { .. }) && err.retry_with_axfr(),
         "{err}"
     );
 }
@@ -316,38 +313,38 @@ fn hostile_answers_are_errors() {
     let z = zone(&zone_text(7, 50, ""));
     let axfr = || request(&apex(), RType::AXFR, 77, None, None, NOW);
     let good = serve(&z, &axfr(), 512);
-    let feed = |messages: &[Vec<u8>]| -> Result<Outcome, XfrError> {
+    let feed = |messages: &[Vec<u8>]| -> Result<Outcome, Error> {
         let mut inc = Incoming::new(axfr(), None, Limits::default());
         feed_all(&mut inc, messages)?;
         inc.finish()
     };
-    let check = |what: &str, r: Result<Outcome, XfrError>, ok: fn(&XfrError) -> bool| match r {
+    let check = |what: &str, r: Result<Outcome, Error>, ok: fn(&Error) -> bool| match r {
         Err(e) if ok(&e) => {}
         other => panic!("{what}: {other:?}"),
     };
     check("garbage", feed(&[b"\x01\x02garbage".to_vec()]), |e| {
-        matches!(e, XfrError::Malformed(_))
+        matches!(e, Error::Malformed(_))
     });
     let mut other_id = good.clone();
     other_id[0][1] ^= 1;
     check("another ID", feed(&other_id), |e| {
-        matches!(e, XfrError::Malformed(_))
+        matches!(e, Error::Malformed(_))
     });
     check("cut short", feed(&good[..good.len() - 1]), |e| {
-        matches!(e, XfrError::Unfinished)
+        matches!(e, Error::Unfinished)
     });
     let mut extra = good.clone();
     extra.push(good[1].clone());
     check("more after the end", feed(&extra), |e| {
-        matches!(e, XfrError::AfterEnd)
+        matches!(e, Error::AfterEnd)
     });
     let mut truncated = good.clone();
     truncated[1][2] |= 2; // TC
-    check("TC", feed(&truncated), |e| matches!(e, XfrError::Truncated));
+    check("TC", feed(&truncated), |e| matches!(e, Error::Truncated));
     let mut refused = good.clone();
     refused[0][3] = (refused[0][3] & 0xf0) | 5;
     check("REFUSED", feed(&refused), |e| {
-        matches!(e, XfrError::Rcode(Rcode::REFUSED))
+        matches!(e, Error::Rcode(Rcode::REFUSED))
     });
     // Another zone's transfer.
     let other = answer_in(
@@ -358,7 +355,7 @@ fn hostile_answers_are_errors() {
         10,
     );
     check("another zone", feed(&other), |e| {
-        matches!(e, XfrError::WrongZone(_) | XfrError::Malformed(_))
+        matches!(e, Error::WrongZone(_) | Error::Malformed(_))
     });
     // The closing SOA of another serial.
     let mismatch = answer(
@@ -368,7 +365,7 @@ fn hostile_answers_are_errors() {
         10,
     );
     check("SOA mismatch", feed(&mismatch), |e| {
-        matches!(e, XfrError::SerialMismatch { first: 7, last: 8 })
+        matches!(e, Error::SerialMismatch { first: 7, last: 8 })
     });
     // A record of class CH.
     let mut chaos = answer(
@@ -382,7 +379,7 @@ fn hostile_answers_are_errors() {
     assert_eq!(&chaos[0][n - 4..n - 2], &[0, 2]);
     chaos[0][n - 9] = 3;
     check("class CH", feed(&chaos), |e| {
-        matches!(e, XfrError::Malformed(_))
+        matches!(e, Error::Malformed(_))
     });
     // Meta and query types (OPT, TSIG, ANY) in the answer section are not zone data: the
     // fuzz target xfr_in found a TSIG kept as a record of the zone.
@@ -417,7 +414,7 @@ fn hostile_answers_are_errors() {
         let mut m = txt.clone();
         m[0][at..at + 2].copy_from_slice(&meta.to_be_bytes());
         check("a meta type", feed(&m), |e| {
-            matches!(e, XfrError::Malformed(_))
+            matches!(e, Error::Malformed(_))
         });
     }
 }
@@ -463,7 +460,7 @@ fn an_endless_transfer_stops_at_its_limits() {
             }
         }
         match err {
-            Some(XfrError::Limit(w, _)) => assert_eq!(w, what),
+            Some(Error::Limit(w, _)) => assert_eq!(w, what),
             other => panic!("{what}: {other:?}"),
         }
     }
@@ -512,13 +509,13 @@ fn soa_answers() {
             let mut req = request(&apex(), RType::SOA, 11, None, key.as_ref(), NOW);
             assert!(matches!(
                 read_soa(&mut req, &out[..w.len], NOW),
-                Err(XfrError::Tsig(_))
+                Err(Error::Wire(_))
             ));
         }
         let mut req = request(&apex(), RType::SOA, 12, None, None, NOW);
         assert!(matches!(
             read_soa(&mut req, &out[..w.len], NOW),
-            Err(XfrError::Malformed(_))
+            Err(Error::Malformed(_))
         ));
     }
     // TC, and an answer that is not authoritative.
@@ -529,7 +526,7 @@ fn soa_answers() {
     msg[2] &= !(2 | 4);
     assert!(matches!(
         read_soa(&mut req, &msg, NOW),
-        Err(XfrError::WrongZone(_))
+        Err(Error::WrongZone(_))
     ));
 }
 
@@ -917,7 +914,7 @@ fn a_patch_that_breaks_the_zone_is_an_error() {
     let req = request(&apex(), RType::IXFR, 9, Some(&old), None, NOW);
     let messages = ixfr_answer(9, 2, &[(1, "", 2, "www CNAME Mail\n")], 100);
     match run(req, Some(Arc::clone(&old)), &messages) {
-        Err(XfrError::Build(e)) => {
+        Err(e @ Error::InvalidTransfer { .. }) => {
             assert!(e.to_string().contains("CNAME and other data"), "{e}")
         }
         other => panic!("expected a build error, got {other:?}"),
