@@ -55,12 +55,13 @@ pub const NSID_MAX: usize = 128;
 
 use serde::Deserialize;
 use shardns_wire::Name;
+pub use shardns_zone::update::{Policy, SerialPolicy};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
     cookie_secrets, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
-    nsid, positive_opt, sign_algorithm,
+    nsid, positive_opt, serial_policy, sign_algorithm,
 };
 
 /// The port used when no listen address is given.
@@ -309,6 +310,17 @@ pub struct ZoneConfig {
     /// The `group` property this zone gets in that catalog.
     #[serde(default)]
     pub catalog_group: Option<String>,
+    /// Who may change the zone by dynamic update (RFC 2136): one policy line a string
+    /// (`grant|deny WHO MATCH [NAME] TYPE...`, `max-records N`, `max-octets N`; read by
+    /// `shardns_zone::update::Policy::parse`, checked when the config is read). Not empty:
+    /// the zone always has a journal, in memory and on disk, which is replayed over the
+    /// zone file at start (docs/CONFIG.md, "Dynamic update and the journal").
+    #[serde(default)]
+    pub update_policy: Vec<String>,
+    /// How an update moves the serial: `"increment"` (the default), `"unixtime"` or
+    /// `"dateserial"` (Knot's `serial-policy`).
+    #[serde(default, deserialize_with = "serial_policy")]
+    pub serial_policy: SerialPolicy,
 }
 
 fn default_hour() -> u32 {
@@ -364,7 +376,21 @@ impl ZoneConfig {
             catalog_templates: Vec::new(),
             catalog_member: None,
             catalog_group: None,
+            update_policy: Vec::new(),
+            serial_policy: SerialPolicy::default(),
         }
+    }
+
+    /// True if the zone may be changed by dynamic update (its `update_policy` is not
+    /// empty): it always has a journal.
+    pub fn updatable(&self) -> bool {
+        !self.update_policy.is_empty()
+    }
+
+    /// The zone's update policy, its lines read as one text (`Err`: the first bad line,
+    /// numbered within `update_policy`, 1 for its first entry).
+    pub fn policy(&self) -> Result<Policy, String> {
+        Policy::parse(&self.update_policy.join("\n"), self.name.as_ref())
     }
 }
 
