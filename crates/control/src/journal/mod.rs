@@ -112,6 +112,9 @@ pub struct Settings {
     pub max_size: usize,
     /// Most versions kept.
     pub max_depth: usize,
+    /// The zone may be updated: its journal holds changes its file may not have, and a
+    /// version dropped from it is warned about.
+    pub updatable: bool,
 }
 
 /// How the zone at `apex`, read from `file` (or keeping its copy there), is journaled
@@ -171,6 +174,7 @@ fn settings_of(
         legacy,
         max_size: usize::try_from(size).unwrap_or(usize::MAX),
         max_depth: depth as usize,
+        updatable,
     })
 }
 
@@ -313,6 +317,15 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
     let follows = history.last_serial().is_none_or(|s| s == old.serial());
     let (deleted, added, octets) = (diff.deleted(), diff.added(), diff.len());
     let dropped = history.push(Arc::new(diff), settings.max_depth, settings.max_size);
+    if dropped > 0 && settings.updatable {
+        warn!(
+            "zone {apex}: journal full (journal_max_depth {}, journal_max_size {}): its {dropped} oldest versions dropped, back to serial {} now; the zone may be updated, so the changes they held are in no file unless the zone file has them: a restart over a zone file older than serial {} serves that file",
+            settings.max_depth,
+            settings.max_size,
+            history.first_serial().unwrap_or(new.serial()),
+            history.first_serial().unwrap_or(new.serial())
+        );
+    }
     if let Some(p) = path {
         let written = if dropped > 0 || !follows {
             rewrite(p, &apex, &history)

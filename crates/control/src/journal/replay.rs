@@ -8,7 +8,11 @@
 //!   then stays the latest. A zone file that changed since it was read wins, as Knot's
 //!   default `zonefile-load: whole` has it (the journal applied only at a cold start or
 //!   when the file is unchanged): the change from the served version to the file's is
-//!   recorded in the journal as any reload's.
+//!   recorded in the journal as any reload's. But not a changed file whose serial is not
+//!   above the served version's (updates moved the serial on while the operator edited):
+//!   it is refused, the served version kept, as Knot refuses it ("zone file changed, but
+//!   SOA serial decreased", "... without SOA serial update"), so updates are never lost
+//!   to an edit silently.
 //! - **Which changes**: those after the file's serial, if the journal's chain of versions
 //!   holds it (not only ends at it): file at S1 with a journal S1->S2->S3 serves S3, and
 //!   so does a file at S2. A damaged record ends the chain (the records before it are
@@ -31,6 +35,7 @@ use super::disk::{parse, reset};
 use shardns_wire::Name;
 use shardns_zone::update::Change;
 use shardns_zone::xfr::diff::Diff;
+use shardns_zone::xfr::is_newer;
 use shardns_zone::Zone;
 use std::fs;
 use std::io;
@@ -44,17 +49,36 @@ pub enum Read {
     First,
     /// Read again, its file unchanged since it was last read: replayed.
     Unchanged,
-    /// Read again, its file changed: the file wins, nothing replayed.
-    Changed,
+    /// Read again, its file changed: the file wins, nothing replayed, if its serial is
+    /// above `served`, the serial of the version served now.
+    Changed {
+        /// The serial served now.
+        served: u32,
+    },
 }
 
 /// `zone` (just read from its file) with the changes its journal at `path` holds after
 /// the file's serial applied; `signed`: the zone was signed at load (not replayed, see the
-/// module documentation).
-pub fn replay(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
-    if read == Read::Changed || zone.is_unavailable() {
-        return zone;
+/// module documentation). `Err`: a changed file that does not move the serial on, refused
+/// (the message says why).
+pub fn replay(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone, String> {
+    if zone.is_unavailable() {
+        return Ok(zone);
     }
+    if let Read::Changed { served } = read {
+        if !is_newer(zone.serial(), served) {
+            return Err(format!(
+                "the zone file changed, but its serial {} is not above the served version's {served} (the zone may be updated: its journal holds changes the file may not have); not loaded, serial {served} still served: give the file a serial above {served}",
+                zone.serial()
+            ));
+        }
+        return Ok(zone);
+    }
+    Ok(replay_journal(zone, path, signed, read))
+}
+
+/// [`replay`] for a zone read first or unchanged.
+fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
     let apex = zone.apex().to_name();
     let bytes = match fs::read(path) {
         Ok(b) => b,

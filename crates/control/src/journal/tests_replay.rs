@@ -39,6 +39,7 @@ fn settings(path: &Path) -> Settings {
         legacy: None,
         max_size: 1 << 20,
         max_depth: 20,
+        updatable: true,
     }
 }
 
@@ -71,7 +72,7 @@ fn a_file_in_the_chain_is_brought_to_the_journals_end() {
     let path = dir.join("u.zone.journal");
     recorded(&path);
     for file_serial in [1, 2] {
-        let z = replay(version(file_serial), &path, false, Read::First);
+        let z = replay(version(file_serial), &path, false, Read::First).unwrap();
         assert_eq!(z.serial(), 3, "file at S{file_serial}");
         assert_eq!(records(&z), records(&version(3)), "file at S{file_serial}");
         // The journal is kept, and opened at start it is the zone's history.
@@ -81,13 +82,35 @@ fn a_file_in_the_chain_is_brought_to_the_journals_end() {
         assert_eq!((h.first_serial(), h.last_serial()), (Some(1), Some(3)));
     }
     // At its end already: nothing to do, the same version.
-    assert_eq!(replay(version(3), &path, false, Read::First).serial(), 3);
-    // Read again unchanged (a named reload): replayed too; a changed file wins.
     assert_eq!(
-        replay(version(1), &path, false, Read::Unchanged).serial(),
+        replay(version(3), &path, false, Read::First)
+            .unwrap()
+            .serial(),
         3
     );
-    assert_eq!(replay(version(1), &path, false, Read::Changed).serial(), 1);
+    // Read again unchanged (a named reload): replayed too; a changed file wins.
+    assert_eq!(
+        replay(version(1), &path, false, Read::Unchanged)
+            .unwrap()
+            .serial(),
+        3
+    );
+    // A changed file wins when it moves the serial on; one that does not is refused.
+    let changed = |served| Read::Changed { served };
+    assert_eq!(
+        replay(version(9), &path, false, changed(3))
+            .unwrap()
+            .serial(),
+        9
+    );
+    for file_serial in [1, 3] {
+        let e = replay(version(file_serial), &path, false, changed(3)).unwrap_err();
+        assert!(
+            e.contains(&format!("serial {file_serial} is not above")),
+            "{e}"
+        );
+        assert!(e.contains("serial 3 still served"), "{e}");
+    }
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -96,7 +119,7 @@ fn a_file_serial_not_in_the_chain_wins_and_the_journal_starts_anew() {
     let dir = scratch("beyond");
     let path = dir.join("u.zone.journal");
     recorded(&path);
-    let z = replay(version(9), &path, false, Read::First);
+    let z = replay(version(9), &path, false, Read::First).unwrap();
     assert_eq!(z.serial(), 9);
     assert_eq!(records(&z), records(&version(9)));
     assert!(!path.exists(), "the journal starts anew");
@@ -120,7 +143,7 @@ fn a_damaged_tail_replays_up_to_the_last_whole_record() {
     let f = OpenOptions::new().write(true).open(&path).unwrap();
     f.set_len(len - 7).unwrap();
     drop(f);
-    let z = replay(version(1), &path, false, Read::First);
+    let z = replay(version(1), &path, false, Read::First).unwrap();
     assert_eq!(z.serial(), 2);
     assert_eq!(records(&z), records(&version(2)));
     // Opened at start, the journal is cut after its whole record and kept.
@@ -148,7 +171,7 @@ fn a_signed_zone_is_not_replayed_and_its_journal_is_set_aside() {
     let path = dir.join("u.zone.journal");
     recorded(&path);
     let before = fs::read(&path).unwrap();
-    let z = replay(version(1), &path, true, Read::First);
+    let z = replay(version(1), &path, true, Read::First).unwrap();
     assert_eq!(
         z.serial(),
         1,
@@ -161,7 +184,8 @@ fn a_signed_zone_is_not_replayed_and_its_journal_is_set_aside() {
     );
     // A signed zone read again (a reload) leaves its journal alone: it is the history.
     recorded(&path);
-    assert_eq!(replay(version(3), &path, true, Read::Unchanged).serial(), 3);
+    let again = replay(version(3), &path, true, Read::Unchanged).unwrap();
+    assert_eq!(again.serial(), 3);
     assert!(path.exists());
     let _ = fs::remove_dir_all(&dir);
 }

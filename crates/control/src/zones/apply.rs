@@ -190,7 +190,7 @@ impl ZoneLibrary {
                     Some(h) if h.zone.is_some() && h.stamp.is_some() && h.stamp == stamp => {
                         Read::Unchanged
                     }
-                    Some(h) if h.zone.is_some() => Read::Changed,
+                    Some(Held { zone: Some(z), .. }) => Read::Changed { served: z.serial() },
                     _ => Read::First,
                 };
                 (spec, read)

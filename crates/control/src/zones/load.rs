@@ -94,7 +94,17 @@ pub(super) fn load_one(spec: &ZoneSpec, threads: usize, read: Read) -> Result<Lo
         }
     };
     let zone = match &spec.journal {
-        Some(path) => journal::replay(zone, path, spec.signing.is_some(), read),
+        Some(path) => {
+            journal::replay(zone, path, spec.signing.is_some(), read).map_err(|message| {
+                LoadError {
+                    errors: vec![Diag {
+                        file: file.clone(),
+                        line: 0,
+                        message,
+                    }],
+                }
+            })?
+        }
         None => zone,
     };
     // Signatures past their time are served as they are (an authoritative server does not

@@ -580,11 +580,32 @@ fn an_updatable_zones_journal_is_replayed_over_its_file() {
     let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
     assert_eq!(r.loaded, 1);
     assert_eq!(served(&lib), 3, "read again unchanged: replayed");
-    // The operator's edit wins, even at a serial the journal holds (Knot: the journal is
-    // applied at a cold start or over an unchanged file only).
+    // An edit that does not move the serial above the served one is refused: the updates
+    // are not lost to it (Knot: "zone file changed, but SOA serial decreased").
     tick();
     std::fs::write(&file, zone_text(2, "edited A 192.0.2.99\n")).unwrap();
+    let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!(served(&lib), 3, "the served version is kept");
+    let f = &r.failures[0];
+    assert!(f.kept_previous);
+    assert!(
+        f.error.to_string().contains("serial 2 is not above"),
+        "{}",
+        f.error
+    );
+    // One above it wins, as it is (nothing replayed over a changed file).
+    tick();
+    std::fs::write(&file, zone_text(7, "edited A 192.0.2.99\n")).unwrap();
     lib.reload_named(&[specs[0].name.clone()]);
-    assert_eq!(served(&lib), 2, "a changed file wins");
+    assert_eq!(served(&lib), 7, "a changed file with a new serial wins");
+    let z = lib.set.get(specs[0].name.as_ref()).unwrap().clone();
+    let want = shardns_zone::load_zone_text(
+        zone_text(7, "edited A 192.0.2.99\n").as_bytes(),
+        Path::new("t"),
+        &shardns_zone::ScanOptions::new("z.test.".parse().unwrap()),
+    )
+    .unwrap()
+    .0;
+    assert!(shardns_zone::xfr::diff::Diff::compute(&want, &z).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
