@@ -2,7 +2,8 @@
 //! transfer it) is kept on disk beside its zone file and replayed over the file at start,
 //! as BIND rolls a `.jnl` forward: a restart with the file put back at an older serial
 //! the journal's chain holds serves the latest version; a file at a serial the chain does
-//! not hold wins, with a warning that names both serials (Knot's behaviour).
+//! not hold wins, with a warning that names both serials (Knot's behaviour); an edit that
+//! does not move the serial above the served one is refused on reload.
 
 mod common;
 
@@ -76,6 +77,24 @@ fn an_updatable_zones_journal_is_replayed_at_start() {
         "v1 was deleted by 1 -> 2"
     );
     assert!(journal.exists(), "the journal is kept");
+    // An edit of the file that does not move its serial above the served 2 is refused:
+    // serial 2 stays served (the updates are not lost to it).
+    std::fs::write(
+        &zone,
+        zone_version(1).replace("198.51.100.1", "198.51.100.99"),
+    )
+    .unwrap();
+    let out = server.control("reload");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(said.contains("keeping its previous version"), "{said}");
+    assert!(
+        said.contains("serial 1 is not above the served version's 2"),
+        "{said}"
+    );
+    assert_eq!(soa_serial(server.addr4()), 2);
+    assert_eq!(www(server.addr4()), "198.51.100.2");
+    std::fs::write(&zone, zone_version(1)).unwrap();
     stop(server);
 
     // A file at serial 5, which the journal's chain (1 -> 2) does not hold: the file wins,
