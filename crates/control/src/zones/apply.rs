@@ -187,7 +187,13 @@ impl ZoneLibrary {
             .iter()
             .map(|&(spec, stamp)| {
                 let read = match self.held.get(&spec.name) {
-                    Some(h) if h.zone.is_some() && h.stamp.is_some() && h.stamp == stamp => {
+                    // Unchanged since a read that succeeded (a refused file stays refused).
+                    Some(h)
+                        if h.zone.is_some()
+                            && !h.failed
+                            && h.stamp.is_some()
+                            && h.stamp == stamp =>
+                    {
                         Read::Unchanged
                     }
                     Some(Held { zone: Some(z), .. }) => Read::Changed { served: z.serial() },

@@ -593,6 +593,9 @@ fn an_updatable_zones_journal_is_replayed_over_its_file() {
         "{}",
         f.error
     );
+    // Asked for again by name, unchanged: still refused, not replayed over.
+    let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!((r.failures.len(), served(&lib)), (1, 3));
     // One above it wins, as it is (nothing replayed over a changed file).
     tick();
     std::fs::write(&file, zone_text(7, "edited A 192.0.2.99\n")).unwrap();
