@@ -23,6 +23,9 @@
 //!   behaviour (its journal read finds no changeset from the file's serial and the zone
 //!   file is loaded as it is); BIND refuses to load the zone instead ("journal rollforward
 //!   failed: journal out of sync with zone") until the `.jnl` is removed by hand.
+//! - **A file read again unchanged whose serial the chain no longer holds** (the journal
+//!   was trimmed to its limits since), or a change that does not apply: refused, the
+//!   served version kept (reading the file would take the zone back and drop the changes).
 //! - **A signed zone** (`dnssec = true`) is not replayed: it is signed anew from its file
 //!   at load (a new serial, new signatures), while the journal holds the differences
 //!   between signed versions, so its RRSIG deletions would not match and its serials would
@@ -74,29 +77,29 @@ pub fn replay(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone,
         }
         return Ok(zone);
     }
-    Ok(replay_journal(zone, path, signed, read))
+    replay_journal(zone, path, signed, read)
 }
 
 /// [`replay`] for a zone read first or unchanged.
-fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
+fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone, String> {
     let apex = zone.apex().to_name();
     let bytes = match fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return zone,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(zone),
         Err(e) => {
             warn!(
                 "zone {apex}: cannot read its journal {}: {e}; serving the zone file as it is",
                 path.display()
             );
-            return zone;
+            return Ok(zone);
         }
     };
     // Not this zone's journal (or not one): said when the journal is opened at start.
     let Ok((diffs, damage)) = parse(&bytes, &apex) else {
-        return zone;
+        return Ok(zone);
     };
     let (Some(first), Some(last)) = (diffs.first(), diffs.last()) else {
-        return zone;
+        return Ok(zone);
     };
     let (first, last, serial) = (first.from(), last.to(), zone.serial());
     if let Some((at, what)) = &damage {
@@ -110,9 +113,17 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
         if read == Read::First && last != serial {
             set_aside(&apex, path, serial, last);
         }
-        return zone;
+        return Ok(zone);
     }
     let Some(start) = diffs.iter().position(|d| d.from() == serial) else {
+        if last != serial && read == Read::Unchanged {
+            // The served version came from this file and the journal, which no longer
+            // reaches back to the file (trimmed): reading it would lose the changes.
+            return Err(format!(
+                "the zone file's serial {serial} is no longer in the chain of its journal {} (serial {first} to {last}: trimmed to its limits); not read again, serial {last} still served",
+                path.display()
+            ));
+        }
         if last != serial {
             warn!(
                 "zone {apex}: the zone file is at serial {serial}, which the chain of its journal {} (serial {first} to {last}) does not hold (the file was edited or replaced while the server was down?): the file wins; the journal's changes up to serial {last} are dropped and the journal starts anew",
@@ -122,7 +133,7 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
                 reset(Some(path), &apex);
             }
         }
-        return zone;
+        return Ok(zone);
     };
     let mut zone = zone;
     let mut applied = 0;
@@ -132,6 +143,14 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
                 zone = z;
                 applied += 1;
             }
+            Err(e) if read == Read::Unchanged => {
+                return Err(format!(
+                    "its journal {}: the change from serial {} to {} cannot be applied ({e}); not read again, the version served kept",
+                    path.display(),
+                    d.from(),
+                    d.to()
+                ));
+            }
             Err(e) => {
                 error!(
                     "zone {apex}: journal {}: the change from serial {} to {} cannot be applied ({e}): serving serial {}, the journal's later changes are dropped",
@@ -140,7 +159,7 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
                     d.to(),
                     zone.serial()
                 );
-                return zone;
+                return Ok(zone);
             }
         }
     }
@@ -149,7 +168,7 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Zone {
         path.display(),
         zone.serial()
     );
-    zone
+    Ok(zone)
 }
 
 /// The version `diff` makes of `zone` (which must be at its starting serial): patched as

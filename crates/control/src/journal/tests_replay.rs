@@ -95,6 +95,11 @@ fn a_file_in_the_chain_is_brought_to_the_journals_end() {
             .serial(),
         3
     );
+    // Read again unchanged, but the journal no longer reaches back to the file (trimmed):
+    // refused, the version served kept, rather than going back to the file.
+    let e = replay(version(0), &path, false, Read::Unchanged).unwrap_err();
+    assert!(e.contains("serial 0 is no longer in the chain"), "{e}");
+    assert!(path.exists());
     // A changed file wins when it moves the serial on; one that does not is refused.
     let changed = |served| Read::Changed { served };
     assert_eq!(
