@@ -128,6 +128,7 @@ impl Config {
         }
         validate::transfer_keys_exist(&config, path)?;
         validate::secondary_zones(&config, path, text)?;
+        validate::update_policies(&config, path, text)?;
         Ok(config)
     }
 }

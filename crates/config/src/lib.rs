@@ -47,18 +47,6 @@ pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
 pub use tls::{PrimaryTls, TlsCheck};
 
-/// How an update moves a zone's SOA serial (`serial_policy`), as Knot's `serial-policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SerialPolicy {
-    /// Plus one.
-    #[default]
-    Increment,
-    /// Seconds since 1970 (plus one when that is not higher).
-    UnixTime,
-    /// `YYYYMMDDnn` (plus one when that is not higher).
-    DateSerial,
-}
 pub use validate::parse_cookie_secret;
 pub use validate::parse_duration;
 pub use validate::signing as check_signing;
@@ -68,12 +56,13 @@ pub const NSID_MAX: usize = 128;
 
 use serde::Deserialize;
 use shardns_wire::Name;
+pub use shardns_zone::update::{Policy, SerialPolicy};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
     cookie_secrets, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
-    nsid, positive_opt, sign_algorithm,
+    nsid, positive_opt, serial_policy, sign_algorithm,
 };
 
 /// The port used when no listen address is given.
@@ -260,14 +249,6 @@ pub struct ZoneConfig {
     /// certificate is checked so (absent: UDP and TCP).
     #[serde(default)]
     pub primary_tls: Option<PrimaryTls>,
-    /// Dynamic update (RFC 2136): who may change what, one rule a line, first match
-    /// (`"grant upd. zone ANY"`, `"grant acme. wildcard _acme-challenge.* TXT"`; the grammar
-    /// in docs/CONFIG.md). Empty: the zone takes no updates (REFUSED).
-    #[serde(default)]
-    pub update_policy: Vec<String>,
-    /// How an accepted update moves the SOA serial (Knot's `serial-policy`).
-    #[serde(default)]
-    pub serial_policy: SerialPolicy,
     /// Octets this zone's journal may hold (absent: `server.journal_max_size`).
     #[serde(default)]
     pub journal_max_size: Option<u64>,
@@ -330,6 +311,17 @@ pub struct ZoneConfig {
     /// The `group` property this zone gets in that catalog.
     #[serde(default)]
     pub catalog_group: Option<String>,
+    /// Who may change the zone by dynamic update (RFC 2136): one policy line a string
+    /// (`grant|deny WHO MATCH [NAME] TYPE...`, `max-records N`, `max-octets N`; read by
+    /// `shardns_zone::update::Policy::parse`, checked when the config is read). Not empty:
+    /// the zone always has a journal, in memory and on disk, which is replayed over the
+    /// zone file at start (docs/CONFIG.md, "Dynamic update and the journal").
+    #[serde(default)]
+    pub update_policy: Vec<String>,
+    /// How an update moves the serial: `"increment"` (the default), `"unixtime"` or
+    /// `"dateserial"` (Knot's `serial-policy`).
+    #[serde(default, deserialize_with = "serial_policy")]
+    pub serial_policy: SerialPolicy,
 }
 
 fn default_hour() -> u32 {
@@ -369,8 +361,6 @@ impl ZoneConfig {
             primary: Vec::new(),
             primary_key: None,
             primary_tls: None,
-            update_policy: Vec::new(),
-            serial_policy: SerialPolicy::default(),
             dnssec: false,
             nsec3: false,
             nsec3_opt_out: false,
@@ -387,7 +377,21 @@ impl ZoneConfig {
             catalog_templates: Vec::new(),
             catalog_member: None,
             catalog_group: None,
+            update_policy: Vec::new(),
+            serial_policy: SerialPolicy::default(),
         }
+    }
+
+    /// True if the zone may be changed by dynamic update (its `update_policy` is not
+    /// empty): it always has a journal.
+    pub fn updatable(&self) -> bool {
+        !self.update_policy.is_empty()
+    }
+
+    /// The zone's update policy, its lines read as one text (`Err`: the first bad line,
+    /// numbered within `update_policy`, 1 for its first entry).
+    pub fn policy(&self) -> Result<Policy, String> {
+        Policy::parse(&self.update_policy.join("\n"), self.name.as_ref())
     }
 }
 

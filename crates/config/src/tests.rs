@@ -913,3 +913,33 @@ fn primary_tls_is_checked_at_load() {
     assert!(c.zones[0].primary_tls.as_ref().unwrap().check().is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn update_policy_lines_are_checked_where_they_are_written() {
+    let c = parse(
+        "[[zone]]\nname = \"d.test.\"\nfile = \"d.zone\"\n\
+         update_policy = [\n  \"grant acme-key. wildcard _acme-challenge.* TXT\",\n  \"max-records 10\",\n]\n\
+         serial_policy = \"unixtime\"\n\
+         [[zone]]\nname = \"s.test.\"\nfile = \"s.zone\"\n",
+    )
+    .unwrap();
+    assert!(c.zones[0].updatable() && !c.zones[1].updatable());
+    assert_eq!(c.zones[0].serial_policy, SerialPolicy::UnixTime);
+    assert_eq!(c.zones[1].serial_policy, SerialPolicy::Increment);
+    assert!(c.zones[0].policy().is_ok());
+    // A bad line: the error names the file, the line it is on and what is wrong.
+    let e = parse(
+        "[[zone]]\nname = \"s.test.\"\nfile = \"s.zone\"\n\
+         [[zone]]\nname = \"d.test.\"\nfile = \"d.zone\"\n\
+         update_policy = [\n  \"grant k. name x A\",\n  \"grant k. sometimes x A\",\n]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.position, Some((9, 4)), "{e}");
+    assert_eq!(e.key.as_deref(), Some("zone[1].update_policy[1]"));
+    assert!(e.message.contains("sometimes"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("shardns.toml:9"), "{text}");
+    let e =
+        parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\nserial_policy = \"weekly\"\n").unwrap_err();
+    assert!(e.message.contains("dateserial"), "{e}");
+}

@@ -335,6 +335,70 @@ ranged! {
     hold_after: u8 = 1..=100;
 }
 
+/// `serial_policy`: `"increment"`, `"unixtime"` or `"dateserial"` (Knot's names).
+pub(super) fn serial_policy<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<shardns_zone::update::SerialPolicy, D::Error> {
+    use shardns_zone::update::SerialPolicy;
+    match String::deserialize(d)?.as_str() {
+        "increment" => Ok(SerialPolicy::Increment),
+        "unixtime" => Ok(SerialPolicy::UnixTime),
+        "dateserial" => Ok(SerialPolicy::DateSerial),
+        other => Err(serde::de::Error::custom(format!(
+            "{other:?}: expected \"increment\", \"unixtime\" or \"dateserial\""
+        ))),
+    }
+}
+
+/// Each zone's `update_policy` lines read as the policy they make, so a bad line is an
+/// error of the config file at that line (the first line of `text` after the zone's
+/// `[[zone]]` header that holds the bad entry's text; the header's line if none does).
+pub(super) fn update_policies(config: &Config, path: &Path, text: &str) -> Result<(), ConfigError> {
+    let headers: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[zone]]"))
+        .map(|(n, _)| n)
+        .collect();
+    for (i, z) in config.zones.iter().enumerate() {
+        let depth = z.journal_max_depth.or(config.server.journal_max_depth);
+        if z.updatable() && depth == Some(0) {
+            return Err(ConfigError {
+                path: path.into(),
+                position: headers.get(i).map(|&h| (h + 1, 1)),
+                key: Some(format!("zone[{i}].journal_max_depth")),
+                message: "0 (no journal), but the zone has an `update_policy`: the journal \
+                          holds its changes that are not in its zone file"
+                    .into(),
+            });
+        }
+        for (k, line) in z.update_policy.iter().enumerate() {
+            let Err(e) = shardns_zone::update::Policy::parse(line, z.name.as_ref()) else {
+                continue;
+            };
+            let e = e.strip_prefix("line 1: ").unwrap_or(&e);
+            let header = headers.get(i).copied();
+            let wanted = line.trim();
+            let at = header.and_then(|h| {
+                text.lines()
+                    .enumerate()
+                    .skip(h + 1)
+                    .take_while(|(_, l)| !l.trim_start().starts_with('['))
+                    .find(|(_, l)| !wanted.is_empty() && l.contains(wanted))
+                    .map(|(n, l)| (n + 1, l.find(wanted).map_or(1, |c| c + 1)))
+                    .or(Some((h + 1, 1)))
+            });
+            return Err(ConfigError {
+                path: path.into(),
+                position: at,
+                key: Some(format!("zone[{i}].update_policy[{k}]")),
+                message: format!("{wanted:?}: {e}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn nsid<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     if s.is_empty() || s.len() > crate::NSID_MAX {

@@ -20,10 +20,10 @@
 use crate::reload::{serve_outside, Reloader};
 use crate::signed::tsig_refusal;
 use crate::Host;
-use shardns_config::{Config, SerialPolicy as SerialConfig};
+use shardns_config::Config;
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, Rcode};
-use shardns_zone::update::{update_as, Outcome, Policy, Requester, SerialPolicy};
+use shardns_zone::update::{update_as, Outcome, Policy, Requester};
 use shardns_zone::{notify_answer, Zone, ZoneChange, ZoneSet};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -252,14 +252,7 @@ impl Batch<'_> {
             key: key.map(|k| k.as_ref()),
             addr: peer,
         };
-        match update_as(
-            message,
-            &zone,
-            &policy,
-            &who,
-            serial(table.serial_policy),
-            now,
-        ) {
+        match update_as(message, &zone, &policy, &who, table.serial_policy, now) {
             Err(refusal) => self.refuse(&apex, peer, refusal.rcode, &refusal.why),
             Ok(Outcome::Unchanged) => Rcode::NOERROR,
             Ok(Outcome::Change(change)) => match change.apply(&zone) {
@@ -309,13 +302,5 @@ impl Batch<'_> {
                 }
             })
             .clone()
-    }
-}
-
-fn serial(p: SerialConfig) -> SerialPolicy {
-    match p {
-        SerialConfig::Increment => SerialPolicy::Increment,
-        SerialConfig::UnixTime => SerialPolicy::UnixTime,
-        SerialConfig::DateSerial => SerialPolicy::DateSerial,
     }
 }

@@ -2,7 +2,10 @@
 //! with the changes since the client's serial (RFC 1995), not the whole zone.
 //!
 //! Each zone that some client may transfer (`allow_transfer` not empty) and whose
-//! `journal_max_depth` is not 0 has a [`History`] in memory (the latest diffs, within
+//! `journal_max_depth` is not 0, and each zone that may be changed by dynamic update (its
+//! `update_policy` not empty: its journal is then also the record of the changes that are
+//! not in its zone file, replayed over the file when it is read, [`replay`]), has a
+//! [`History`] in memory (the latest diffs, within
 //! `journal_max_depth` versions and `journal_max_size` octets) and, when it has a file or
 //! `server.journal_directory` is set, the same diffs on disk, so they survive a restart.
 //! A new version (a reload of the zone file, a transfer in) is compared with the one it
@@ -41,11 +44,15 @@ use std::time::Instant;
 use tracing::{info, warn};
 
 mod disk;
+mod replay;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_replay;
 
 use disk::{append, open, reset, rewrite};
 pub use disk::{encode, parse, Parsed};
+pub use replay::{apply, replay, Read};
 
 /// `journal_max_size` when neither the zone nor the server sets one (as Knot DNS).
 pub const DEFAULT_MAX_SIZE: u64 = 20 << 20;
@@ -105,10 +112,14 @@ pub struct Settings {
     pub max_size: usize,
     /// Most versions kept.
     pub max_depth: usize,
+    /// The zone may be updated: its journal holds changes its file may not have, and a
+    /// version dropped from it is warned about.
+    pub updatable: bool,
 }
 
 /// How the zone at `apex`, read from `file` (or keeping its copy there), is journaled
-/// under `config`; `None`: it is not (nobody may transfer it, or its depth is 0).
+/// under `config`; `None`: it is not (nobody may transfer it, or its depth is 0, and it
+/// may not be updated).
 pub fn settings(config: &Config, apex: &Name, file: Option<&Path>) -> Option<Settings> {
     // A later table for the same apex wins, as for the transfer ACL.
     let zone = config.zones.iter().rev().find(|z| &z.name == apex);
@@ -125,7 +136,10 @@ fn settings_of(
     let acl = zone
         .and_then(|z| z.allow_transfer.as_ref())
         .unwrap_or(&config.server.allow_transfer);
-    if acl.is_empty() {
+    // An updatable zone always has a journal: it holds what is not in the zone file (the
+    // config refuses a depth of 0 for it).
+    let updatable = zone.is_some_and(ZoneConfig::updatable);
+    if acl.is_empty() && !updatable {
         return None;
     }
     let s = &config.server;
@@ -133,9 +147,10 @@ fn settings_of(
         .and_then(|z| z.journal_max_depth)
         .or(s.journal_max_depth)
         .unwrap_or(DEFAULT_MAX_DEPTH);
-    if depth == 0 {
+    if depth == 0 && !updatable {
         return None;
     }
+    let depth = depth.max(1);
     let size = zone
         .and_then(|z| z.journal_max_size)
         .or(s.journal_max_size)
@@ -159,6 +174,7 @@ fn settings_of(
         legacy,
         max_size: usize::try_from(size).unwrap_or(usize::MAX),
         max_depth: depth as usize,
+        updatable,
     })
 }
 
@@ -187,12 +203,13 @@ pub fn record_all<'f>(
     old: Option<&ZoneSet>,
     zones: &[Arc<Zone>],
 ) {
-    // Nobody may transfer anything: no journal, nothing to look up per zone.
+    // Nobody may transfer anything and nothing may be updated: no journal, nothing to
+    // look up per zone.
     let anyone = !config.server.allow_transfer.is_empty()
         || config
             .zones
             .iter()
-            .any(|z| z.allow_transfer.as_ref().is_some_and(|a| !a.is_empty()));
+            .any(|z| z.updatable() || z.allow_transfer.as_ref().is_some_and(|a| !a.is_empty()));
     if !anyone && journals.is_empty() {
         return;
     }
@@ -300,6 +317,15 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
     let follows = history.last_serial().is_none_or(|s| s == old.serial());
     let (deleted, added, octets) = (diff.deleted(), diff.added(), diff.len());
     let dropped = history.push(Arc::new(diff), settings.max_depth, settings.max_size);
+    if dropped > 0 && settings.updatable {
+        warn!(
+            "zone {apex}: journal full (journal_max_depth {}, journal_max_size {}): its {dropped} oldest versions dropped, back to serial {} now; the zone may be updated, so the changes they held are in no file unless the zone file has them: a restart over a zone file older than serial {} serves that file",
+            settings.max_depth,
+            settings.max_size,
+            history.first_serial().unwrap_or(new.serial()),
+            history.first_serial().unwrap_or(new.serial())
+        );
+    }
     if let Some(p) = path {
         let written = if dropped > 0 || !follows {
             rewrite(p, &apex, &history)

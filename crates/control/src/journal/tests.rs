@@ -32,6 +32,7 @@ fn on_disk(path: &Path) -> Settings {
         legacy: None,
         max_size: 1 << 20,
         max_depth: 3,
+        updatable: false,
     }
 }
 

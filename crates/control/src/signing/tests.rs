@@ -213,6 +213,7 @@ fn a_zone_that_fails_to_sign_keeps_its_previous_version() {
         name: apex(),
         source: ZoneSource::File(file.clone()),
         signing: Some(Arc::new(spec(&keys))),
+        journal: None,
     };
     let mut lib = ZoneLibrary::default();
     let r = lib.load(std::slice::from_ref(&spec));

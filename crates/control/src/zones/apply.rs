@@ -7,6 +7,7 @@ use super::{
     FileStamp, Held, LoadReport, NameHash, Scope, ZoneFailure, ZoneLibrary, ZoneSource, ZoneSpec,
     HUGE_PAGE, SCAN_THREADS,
 };
+use crate::journal::Read;
 use crate::signing;
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneChange};
@@ -67,7 +68,8 @@ impl ZoneLibrary {
             .count();
         // Many small zones: one per core, each on one thread; one big zone: both cores on it.
         let scan_threads = if to_load.len() == 1 { SCAN_THREADS } else { 1 };
-        let results = parallel_map(&to_load, |(spec, _)| load_one(spec, scan_threads));
+        let work = self.reads(&to_load);
+        let results = parallel_map(&work, |&(spec, read)| load_one(spec, scan_threads, read));
 
         let mut changes = Vec::new();
         let mut added = Vec::new();
@@ -83,6 +85,7 @@ impl ZoneLibrary {
                 Held {
                     source: spec.source.clone(),
                     signing: None,
+                    journal: None,
                     stamp: None,
                     includes: Vec::new(),
                     zone: None,
@@ -101,6 +104,7 @@ impl ZoneLibrary {
             held.failed = false;
             held.source = spec.source.clone();
             held.signing = spec.signing.clone();
+            held.journal = spec.journal.clone();
             // The zone file as it was before it was read (a change while reading shows at
             // the next reload). A failed read is remembered too, so an unchanged broken
             // file is reported once.
@@ -172,6 +176,34 @@ impl ZoneLibrary {
         }
     }
 
+    /// Why each zone is read: an updatable zone's journal is replayed over its file when
+    /// the zone is read for the first time or its file is unchanged; a changed file wins
+    /// (as Knot's default, [`crate::journal::replay`]).
+    fn reads<'s>(
+        &self,
+        to_load: &[(&'s ZoneSpec, Option<FileStamp>)],
+    ) -> Vec<(&'s ZoneSpec, Read)> {
+        to_load
+            .iter()
+            .map(|&(spec, stamp)| {
+                let read = match self.held.get(&spec.name) {
+                    // Unchanged since a read that succeeded (a refused file stays refused).
+                    Some(h)
+                        if h.zone.is_some()
+                            && !h.failed
+                            && h.stamp.is_some()
+                            && h.stamp == stamp =>
+                    {
+                        Read::Unchanged
+                    }
+                    Some(Held { zone: Some(z), .. }) => Read::Changed { served: z.serial() },
+                    _ => Read::First,
+                };
+                (spec, read)
+            })
+            .collect()
+    }
+
     /// Decides per zone, on every core: a `stat` for the zones read, and for those events
     /// cannot vouch for.
     fn plan(
@@ -189,7 +221,11 @@ impl ZoneLibrary {
             match self.held.get(&spec.name) {
                 _ if scope == Scope::Named => (Plan::Load, stamp()),
                 None => (Plan::Load, stamp()),
-                Some(h) if h.source != spec.source || h.signing != spec.signing => {
+                Some(h)
+                    if h.source != spec.source
+                        || h.signing != spec.signing
+                        || h.journal != spec.journal =>
+                {
                     (Plan::Load, stamp())
                 }
                 Some(h) if full_pass || self.polled.contains(&spec.name) => {

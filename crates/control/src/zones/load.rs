@@ -2,6 +2,7 @@
 //! core that reads many.
 
 use super::{ZoneSource, ZoneSpec};
+use crate::journal::{self, Read};
 use crate::signing;
 use shardns_zone::scan::{scan_file, scan_text, Diag};
 use shardns_zone::{ScanOptions, Zone};
@@ -55,8 +56,14 @@ pub(super) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + 
 /// directory of a signed zone), and when a signed zone is to be signed again.
 pub(super) type Loaded = (Zone, Vec<Diag>, Vec<PathBuf>, Option<u64>);
 
-/// Scans, signs if it is to be signed, and builds one zone.
-pub(super) fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, shardns_zone::Error> {
+/// Scans, signs if it is to be signed, and builds one zone; a zone that may be updated
+/// then has its journal replayed over it (`read` says whether,
+/// [`crate::journal::replay`]).
+pub(super) fn load_one(
+    spec: &ZoneSpec,
+    threads: usize,
+    read: Read,
+) -> Result<Loaded, shardns_zone::Error> {
     let opts = ScanOptions {
         threads,
         ..ScanOptions::new(spec.name.clone())
@@ -89,6 +96,20 @@ pub(super) fn load_one(spec: &ZoneSpec, threads: usize) -> Result<Loaded, shardn
                 signed.warnings,
             )?
         }
+    };
+    let zone = match &spec.journal {
+        Some(path) => {
+            journal::replay(zone, path, spec.signing.is_some(), read).map_err(|message| {
+                shardns_zone::Error::Invalid {
+                    errors: vec![Diag {
+                        file: file.clone(),
+                        line: 0,
+                        message,
+                    }],
+                }
+            })?
+        }
+        None => zone,
     };
     // Signatures past their time are served as they are (an authoritative server does not
     // validate), with a warning: the operator's signer has stopped.

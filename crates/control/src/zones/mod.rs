@@ -79,6 +79,9 @@ pub struct ZoneSpec {
     pub source: ZoneSource,
     /// Signed on load (`dnssec = true`): how.
     pub signing: Option<Arc<SignSpec>>,
+    /// The journal of a zone that may be updated (`update_policy`): replayed over the
+    /// zone file when it is read ([`crate::journal::replay`]); `None` for the others.
+    pub journal: Option<PathBuf>,
 }
 
 /// A zone that failed to load.
@@ -166,6 +169,7 @@ impl FileStamp {
 struct Held {
     source: ZoneSource,
     signing: Option<Arc<SignSpec>>,
+    journal: Option<PathBuf>,
     /// The zone file as it was when last read (`None`: embedded, or it could not be read).
     stamp: Option<FileStamp>,
     /// The files it `$INCLUDE`d, as they were when read (empty for most zones: no
@@ -315,6 +319,7 @@ impl ZoneLibrary {
                     name: name.clone(),
                     source: held.source.clone(),
                     signing: held.signing.clone(),
+                    journal: held.journal.clone(),
                 })
             })
             .collect();
@@ -378,6 +383,7 @@ impl ZoneLibrary {
                     name: name.clone(),
                     source: h.source.clone(),
                     signing: h.signing.clone(),
+                    journal: h.journal.clone(),
                 }),
                 None => unknown.push(name.clone()),
             }

@@ -31,6 +31,7 @@ pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<Zone
             name,
             source: ZoneSource::Embedded(e),
             signing: None,
+            journal: None,
         }]);
     }
     let mut specs: Vec<ZoneSpec> = Vec::with_capacity(config.zones.len() + listed.len());
@@ -51,7 +52,7 @@ pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<Zone
         .filter(|z| !secondaries.contains(&z.name))
         .map(|z| {
             let signing = SignSpec::of(&z, key_dir).map(Arc::new);
-            (z.name, z.file, signing)
+            (z.name, z.file, signing, None)
         });
     // Produced catalogs are made, not read (`crate::catalog`).
     let made = |z: &&ZoneConfig| {
@@ -59,13 +60,20 @@ pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<Zone
     };
     let tables = config.zones.iter().filter(|z| !made(z)).map(|z| {
         let signing = SignSpec::of(z, key_dir).map(Arc::new);
-        (z.name.clone(), z.file.clone(), signing)
+        // A zone that may be updated: its journal is replayed over its file.
+        let journal = z
+            .updatable()
+            .then(|| crate::journal::settings(config, &z.name, Some(&z.file)))
+            .flatten()
+            .and_then(|s| s.path);
+        (z.name.clone(), z.file.clone(), signing, journal)
     });
-    for (name, file, signing) in listed.chain(tables) {
+    for (name, file, signing, journal) in listed.chain(tables) {
         let spec = ZoneSpec {
             name,
             source: ZoneSource::File(file),
             signing,
+            journal,
         };
         match at.get(&spec.name) {
             Some(&i) => specs[i] = spec,

@@ -9,6 +9,7 @@ fn spec(path: &Path) -> ZoneSpec {
         name: "z.test.".parse().unwrap(),
         source: ZoneSource::File(path.into()),
         signing: None,
+        journal: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn reads_only_what_changed(watch: bool) {
                 name: format!("z{i}.test.").parse().unwrap(),
                 source: ZoneSource::File(path),
                 signing: None,
+                journal: None,
             }
         })
         .collect();
@@ -259,6 +261,7 @@ fn many(dir: &Path, n: usize) -> Vec<ZoneSpec> {
                 name: format!("z{i}.test.").parse().unwrap(),
                 source: ZoneSource::File(path),
                 signing: None,
+                journal: None,
             }
         })
         .collect()
@@ -284,6 +287,7 @@ fn inotify_sees_every_kind_of_change() {
         name: "z1000.test.".parse().unwrap(),
         source: ZoneSource::File(dir.join("z1000.zone")),
         signing: None,
+        journal: None,
     });
     std::fs::write(dir.join("inc.txt"), "www A 192.0.2.7\n").unwrap();
     std::fs::write(dir.join("z7.zone"), zone_text(1, "$INCLUDE inc.txt\n")).unwrap();
@@ -444,6 +448,7 @@ fn what_inotify_cannot_see_is_polled() {
             name: name.parse().unwrap(),
             source: ZoneSource::File(a.join(file)),
             signing: None,
+            journal: None,
         });
     }
     let mut lib = ZoneLibrary::new(true);
@@ -530,4 +535,80 @@ fn the_config_is_read_again_only_when_it_changed() {
         std::fs::rename(scratch.0.join("new.toml"), &conf).unwrap();
         assert!(lib.config_changed(), "watch {watch}");
     }
+}
+
+/// A zone that may be updated: its journal (S1 -> S2 -> S3, changes not in its file) is
+/// replayed when it is read first and when its file is read again unchanged; a changed
+/// file wins. `specs` gives such a zone its journal, beside the file.
+#[test]
+fn an_updatable_zones_journal_is_replayed_over_its_file() {
+    let dir = std::env::temp_dir().join(format!("shardns-zones-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("z.zone");
+    let mut config = Config::default();
+    let mut table = ZoneConfig::new("z.test.".parse().unwrap(), file.clone());
+    table.update_policy = vec!["grant k. zone A".into()];
+    config.zones.push(table);
+    let specs = specs(&config, None).unwrap();
+    let journal = dir.join("z.zone.journal");
+    assert_eq!(specs[0].journal.as_deref(), Some(journal.as_path()));
+
+    // The journal S1 -> S2 -> S3, as updates would make it.
+    let text = |serial: u32| zone_text(serial, &format!("u{serial} A 192.0.2.{serial}\n"));
+    let version = |serial: u32| {
+        let opts = shardns_zone::ScanOptions::new("z.test.".parse().unwrap());
+        shardns_zone::load_zone_text(text(serial).as_bytes(), Path::new("t"), &opts)
+            .unwrap()
+            .0
+    };
+    let settings = crate::journal::settings(&config, &specs[0].name, Some(&file)).unwrap();
+    let j = crate::journal::Journals::default();
+    let v: Vec<Zone> = (1..=3).map(version).collect();
+    crate::journal::record(&j, Some(&settings), None, &v[0]);
+    crate::journal::record(&j, Some(&settings), Some(&v[0]), &v[1]);
+    crate::journal::record(&j, Some(&settings), Some(&v[1]), &v[2]);
+
+    std::fs::write(&file, text(1)).unwrap();
+    let mut lib = ZoneLibrary::new(false);
+    let served = |lib: &ZoneLibrary| lib.set.get(specs[0].name.as_ref()).unwrap().serial();
+    assert_eq!(lib.load(&specs).loaded, 1);
+    assert_eq!(served(&lib), 3, "replayed at the first read");
+    let z = lib.set.get(specs[0].name.as_ref()).unwrap().clone();
+    let d = shardns_zone::xfr::diff::Diff::compute(&v[2], &z);
+    assert!(d.is_empty(), "serves S3's records: {}", d.to_text());
+    let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!(r.loaded, 1);
+    assert_eq!(served(&lib), 3, "read again unchanged: replayed");
+    // An edit that does not move the serial above the served one is refused: the updates
+    // are not lost to it (Knot: "zone file changed, but SOA serial decreased").
+    tick();
+    std::fs::write(&file, zone_text(2, "edited A 192.0.2.99\n")).unwrap();
+    let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!(served(&lib), 3, "the served version is kept");
+    let f = &r.failures[0];
+    assert!(f.kept_previous);
+    assert!(
+        f.error.to_string().contains("serial 2 is not above"),
+        "{}",
+        f.error
+    );
+    // Asked for again by name, unchanged: still refused, not replayed over.
+    let (r, _) = lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!((r.failures.len(), served(&lib)), (1, 3));
+    // One above it wins, as it is (nothing replayed over a changed file).
+    tick();
+    std::fs::write(&file, zone_text(7, "edited A 192.0.2.99\n")).unwrap();
+    lib.reload_named(&[specs[0].name.clone()]);
+    assert_eq!(served(&lib), 7, "a changed file with a new serial wins");
+    let z = lib.set.get(specs[0].name.as_ref()).unwrap().clone();
+    let want = shardns_zone::load_zone_text(
+        zone_text(7, "edited A 192.0.2.99\n").as_bytes(),
+        Path::new("t"),
+        &shardns_zone::ScanOptions::new("z.test.".parse().unwrap()),
+    )
+    .unwrap()
+    .0;
+    assert!(shardns_zone::xfr::diff::Diff::compute(&want, &z).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
