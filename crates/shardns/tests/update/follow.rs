@@ -116,10 +116,21 @@ fn knotd_follows_updates_by_notify_and_ixfr() {
         "knotd did not take the updates by IXFR ({ixfr} finished):\n{}",
         context(&knot)
     );
-    assert!(
-        log.contains("serial 3 -> 4") || log.contains("serial 4"),
-        "{log}"
-    );
+    // "[upd.test.] notify, incoming, remote ..., serial 2", then "refresh, ..., zone
+    // updated, ..., serial 1 -> 2": each version told by NOTIFY, each taken.
+    for serial in 2..=4 {
+        let taken = format!("serial {} -> {serial}", serial - 1);
+        let told = log
+            .lines()
+            .any(|l| l.contains("notify, incoming") && l.ends_with(&format!("serial {serial}")));
+        let updated = log
+            .lines()
+            .any(|l| l.contains("zone updated") && l.contains(&taken));
+        assert!(
+            told && updated,
+            "knotd's log does not show the NOTIFY and refresh to serial {serial}:\n{log}"
+        );
+    }
 
     // Our journal: an IXFR from serial 1 is incremental (SOA 4, SOA 1, the deleted, SOA 4,
     // the added, SOA 4), not the whole zone.
