@@ -2,7 +2,7 @@
 //! SOA query, transfer and NOTIFY signed with the transfer key; each update is journaled,
 //! NOTIFY goes out, and knotd takes the change as a true IXFR (its log says so), serving
 //! the updated records and serial. An IXFR from the first serial (kdig) gets the
-//! incremental answer from the journal.
+//! incremental answer from the journal. Updates survive a restart and a kill.
 
 use super::*;
 use std::path::Path;
@@ -143,4 +143,52 @@ fn knotd_follows_updates_by_notify_and_ixfr() {
     // Deleted: www A .1, alias CNAME; added: n1 A, www A .62, n3 TXT.
     assert_eq!(records.len(), 4 + 2 + 3, "{out}");
     assert!(records[1].contains(" 1 3600 "), "{out}");
+}
+
+/// An accepted update is journaled before it is answered: after a restart (SIGTERM, and
+/// again after SIGKILL right after the answer) the zone still has it, at its serial, with
+/// only `--zone NAME=FILE` given (the journal beside the zone file).
+#[test]
+fn updates_survive_a_restart_and_a_kill() {
+    let zone_dir = TempDir::new("upd-restart-zone");
+    let file = zone_dir.write("upd.test.zone", &zone_text(1));
+    let zone = format!("{APEX}={}", file.display());
+    let key = upd_key();
+    let args = ["--workers", "1", "--zone", &zone, "--update-key", &key];
+    let mut server = Server::start("upd-restart-1", &args);
+    let r = nsupdate(
+        server.addr4(),
+        &["-y", &key],
+        "update add kept.upd.test. 300 A 192.0.2.70\nsend\n",
+    );
+    assert!(r.ok, "{}\n{}", r.text, server.log());
+    server.terminate();
+    let server = Server::start("upd-restart-2", &args);
+    let at = server.addr4();
+    assert_eq!(
+        short(at, "kept.upd.test", "A"),
+        ["192.0.2.70"],
+        "{}",
+        server.log()
+    );
+    assert_eq!(serial_at(at), Some(2));
+
+    // Killed at once after the answer: nothing lost either.
+    let r = nsupdate(
+        at,
+        &["-y", &key],
+        "update add killed.upd.test. 300 A 192.0.2.71\nsend\n",
+    );
+    assert!(r.ok, "{}\n{}", r.text, server.log());
+    drop(server); // SIGKILL
+    let server = Server::start("upd-restart-3", &args);
+    let at = server.addr4();
+    assert_eq!(
+        short(at, "killed.upd.test", "A"),
+        ["192.0.2.71"],
+        "{}",
+        server.log()
+    );
+    assert_eq!(short(at, "kept.upd.test", "A"), ["192.0.2.70"]);
+    assert_eq!(serial_at(at), Some(3));
 }

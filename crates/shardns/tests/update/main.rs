@@ -12,7 +12,7 @@
 //!   knotd serving the same zone with the same key, answer for answer, and the RRsets after
 //!   each; the differences we chose are listed there and in docs/ANSWERS.md.
 //! - `follow`: knotd as a TSIG-signed secondary of a shardns primary follows updates by
-//!   NOTIFY and true IXFR from the journal.
+//!   NOTIFY and true IXFR from the journal; updates survive a restart and a SIGKILL.
 //!
 //! ```sh
 //! cargo test -p shardns --test update -- --nocapture
