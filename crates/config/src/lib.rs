@@ -46,6 +46,19 @@ pub use overrides::{Overrides, SecondaryFlag};
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
 pub use tls::{PrimaryTls, TlsCheck};
+
+/// How an update moves a zone's SOA serial (`serial_policy`), as Knot's `serial-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SerialPolicy {
+    /// Plus one.
+    #[default]
+    Increment,
+    /// Seconds since 1970 (plus one when that is not higher).
+    UnixTime,
+    /// `YYYYMMDDnn` (plus one when that is not higher).
+    DateSerial,
+}
 pub use validate::parse_cookie_secret;
 pub use validate::parse_duration;
 pub use validate::signing as check_signing;
@@ -247,6 +260,14 @@ pub struct ZoneConfig {
     /// certificate is checked so (absent: UDP and TCP).
     #[serde(default)]
     pub primary_tls: Option<PrimaryTls>,
+    /// Dynamic update (RFC 2136): who may change what, one rule a line, first match
+    /// (`"grant upd. zone ANY"`, `"grant acme. wildcard _acme-challenge.* TXT"`; the grammar
+    /// in docs/CONFIG.md). Empty: the zone takes no updates (REFUSED).
+    #[serde(default)]
+    pub update_policy: Vec<String>,
+    /// How an accepted update moves the SOA serial (Knot's `serial-policy`).
+    #[serde(default)]
+    pub serial_policy: SerialPolicy,
     /// Octets this zone's journal may hold (absent: `server.journal_max_size`).
     #[serde(default)]
     pub journal_max_size: Option<u64>,
@@ -348,6 +369,8 @@ impl ZoneConfig {
             primary: Vec::new(),
             primary_key: None,
             primary_tls: None,
+            update_policy: Vec::new(),
+            serial_policy: SerialPolicy::default(),
             dnssec: false,
             nsec3: false,
             nsec3_opt_out: false,

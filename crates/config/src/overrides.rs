@@ -66,6 +66,10 @@ pub struct Overrides {
     /// `--transfer-key ALG:NAME:SECRET`: a key added to `[[key]]` and made
     /// `server.transfer_key`.
     pub transfer_key: Option<Key>,
+    /// `--update-key ALG:NAME:SECRET` (repeatable): a key added to `[[key]]` that may
+    /// update every zone given with `--zone` (a `grant NAME zone ANY` line first in each
+    /// one's `update_policy`).
+    pub update_keys: Vec<Key>,
     /// `--sign`: every `--zone` given is signed (`dnssec = true`).
     pub sign: bool,
     /// `--key-dir`: sets `server.key_directory`.
@@ -126,7 +130,16 @@ impl Config {
             self.zones.retain(|c| c.name != z.name);
             let mut z = z.clone();
             z.dnssec |= o.sign;
+            let grants = o
+                .update_keys
+                .iter()
+                .map(|k| format!("grant {} zone ANY", k.name));
+            z.update_policy.splice(0..0, grants);
             self.zones.push(z);
+        }
+        for k in &o.update_keys {
+            self.keys.retain(|c| c.0.name != k.name);
+            self.keys.push(KeyConfig(k.clone()));
         }
         if o.key_directory.is_some() {
             self.server.key_directory = o.key_directory.clone();

@@ -32,6 +32,7 @@ pub mod secondary;
 pub mod signed;
 pub mod signing;
 pub mod stats;
+pub mod update;
 pub mod zones;
 
 pub use acl::TransferAcl;
@@ -63,11 +64,20 @@ pub struct Plane {
     pub secondary: Option<secondary::Inbox>,
     /// The journaled zones' histories, for IXFR.
     pub journals: journal::Journals,
+    /// Where workers queue the UPDATE messages they read.
+    pub updates: update::Inbox,
 }
 
 impl Plane {
-    /// A plane serving `set`, with the transfer ACL `config` gives.
-    pub fn new(config: &Config, set: ZoneSet, secondary: Option<secondary::Inbox>) -> Self {
+    /// A plane serving `set`, with the transfer ACL `config` gives; `updates` is the queue
+    /// whose receiver the main thread drains (`update::process`).
+    pub fn new(
+        config: &Config,
+        set: ZoneSet,
+        secondary: Option<secondary::Inbox>,
+        updates: update::Inbox,
+    ) -> Self {
+        updates.configure(config);
         Self {
             zones: ArcSwap::from_pointee(set),
             transfer_acl: ArcSwap::from_pointee(TransferAcl::new(config)),
@@ -76,6 +86,7 @@ impl Plane {
             started: Instant::now(),
             secondary,
             journals: Default::default(),
+            updates,
         }
     }
 }

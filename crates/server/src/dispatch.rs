@@ -26,10 +26,12 @@ use crate::recursion::{Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::stats::{ControlStats, WorkerStats, XFR_REFUSED, XFR_STARTED};
 use crate::transfers::{self, TransferAnswer};
+use crate::Shared;
 use arc_swap::ArcSwap;
 use shardns_control::journal::Journals;
 use shardns_control::secondary::Inbox;
 use shardns_control::signed::tsig_refusal;
+use shardns_control::update;
 use shardns_control::TransferAcl;
 use shardns_sys::unix_now;
 use shardns_wire::tsig::{self, Signer};
@@ -38,6 +40,7 @@ use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 use tracing::info;
 
@@ -72,6 +75,16 @@ pub(crate) struct Dispatcher<'w> {
     pub(crate) exit: Exit<'w>,
     /// Set when the resolver role took the last query (dnstap logs it as a client query).
     pub(crate) recursive: bool,
+    /// Dynamic updates go to the control plane, and their answers come back to this worker
+    /// (`Shared::deliver_late`).
+    pub(crate) back: Back<'w>,
+}
+
+/// What a query answered off the worker needs: the shared state and the worker's number.
+#[derive(Clone, Copy)]
+pub(crate) struct Back<'w> {
+    pub(crate) shared: &'w Arc<Shared>,
+    pub(crate) worker: usize,
 }
 
 impl Dispatcher<'_> {
@@ -165,6 +178,7 @@ impl Dispatcher<'_> {
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
+            Reply::Update => self.update(query, origin, out)?,
             Reply::Notify => match self.secondary {
                 Some(inbox) => inbox.notify(
                     query,
@@ -176,6 +190,33 @@ impl Dispatcher<'_> {
                 None => shardns_zone::not_implemented(query, out),
             },
         })
+    }
+
+    /// An UPDATE (RFC 2136): queued for the control plane, which answers it later through
+    /// this worker; REFUSED now when no zone may be updated or the queue is full. The
+    /// control plane checks the TSIG (a signed update that does not verify was answered in
+    /// `answer_signed`).
+    #[inline(never)]
+    fn update(
+        &mut self,
+        query: &Query<'_>,
+        origin: Origin,
+        out: &mut [u8],
+    ) -> Result<Written, Action> {
+        let updates = &self.back.shared.plane.updates;
+        let Some(peer) = origin.peer.filter(|_| updates.enabled()) else {
+            return Ok(shardns_zone::notify_answer(query, Rcode::REFUSED, out));
+        };
+        let (shared, worker) = (Arc::clone(self.back.shared), self.back.worker);
+        let job = update::Job {
+            message: query.bytes().to_vec(),
+            peer: peer.ip(),
+            reply: Box::new(move |answer| shared.deliver_late(worker, origin, answer)),
+        };
+        match updates.submit(job) {
+            Ok(()) => Err(Action::Pending),
+            Err(_) => Ok(shardns_zone::notify_answer(query, Rcode::REFUSED, out)),
+        }
     }
 
     /// A signed query (a secondary's SOA query, say), answered as RFC 8945 §5.3 asks: the

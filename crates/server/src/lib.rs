@@ -128,6 +128,9 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
     move |source| Error::Io { what, source }
 }
 
+/// Answers made off a worker, for it to send: where each goes, and the message.
+pub(crate) type Mailbox = Vec<(origin::Origin, Vec<u8>)>;
+
 /// State shared by the workers, and the control plane's [`Plane`] they read from.
 pub(crate) struct Shared {
     /// The zones, the transfer ACL, the journals, the NOTIFY inbox, the shutdown flag.
@@ -144,6 +147,9 @@ pub(crate) struct Shared {
     pub(crate) evictions: Vec<std::sync::atomic::AtomicU64>,
     /// One counter block per worker, each written only by its worker.
     pub(crate) stats: Vec<WorkerStats>,
+    /// One mailbox per worker: answers made off the worker (a dynamic update's, by the
+    /// control plane) for it to send to the client, with the waker rung. Rare: a lock.
+    pub(crate) late: Vec<std::sync::Mutex<Mailbox>>,
     /// NSID and cookie secrets (`[server]`), replaced at a reload.
     pub(crate) edns: ArcSwap<extras::EdnsPolicy>,
     /// Seconds since the epoch for cookie timestamps, from the workers' loop clocks.
@@ -157,6 +163,17 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
         self.stats.iter().collect()
+    }
+
+    /// Hands `answer` (a whole DNS message) to worker `worker` to send to `origin`.
+    pub(crate) fn deliver_late(&self, worker: usize, origin: origin::Origin, answer: Vec<u8>) {
+        if let Some(mailbox) = self.late.get(worker) {
+            mailbox
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((origin, answer));
+            self.wakers[worker].wake();
+        }
     }
 }
 

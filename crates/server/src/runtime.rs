@@ -101,7 +101,8 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     );
     let http_listener = bind_stats_http(&config)?;
 
-    let shared = new_shared(&config, workers, set, inbox, edns, tls, quic)?;
+    let (updates, update_rx) = shardns_control::update::Inbox::new();
+    let shared = new_shared(&config, workers, set, (inbox, updates), edns, tls, quic)?;
     // The journals of the zones read, as they were when the server last ran.
     journal::record_all(
         &shared.plane.journals,
@@ -172,6 +173,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         &shared,
         &requests,
         transferred.as_ref(),
+        &update_rx,
     );
     stop(
         &shared,
@@ -290,7 +292,7 @@ fn new_shared(
     config: &Config,
     workers: usize,
     set: ZoneSet,
-    inbox: Option<secondary::Inbox>,
+    (inbox, updates): (Option<secondary::Inbox>, shardns_control::update::Inbox),
     edns: EdnsPolicy,
     tls: Option<TlsConfig>,
     quic: Option<QuicConfig>,
@@ -300,7 +302,7 @@ fn new_shared(
         .collect::<io::Result<Vec<_>>>()
         .map_err(io_error("eventfd"))?;
     Ok(Arc::new(Shared {
-        plane: Plane::new(config, set, inbox),
+        plane: Plane::new(config, set, inbox, updates),
         tcp_open: AtomicUsize::new(0),
         tcp_clients: crate::tcp::ClientCounts::new(
             config.limits.tcp_connections_per_client,
@@ -310,6 +312,7 @@ fn new_shared(
         wakers,
         evictions: (0..workers).map(|_| Default::default()).collect(),
         stats: (0..workers).map(|_| WorkerStats::default()).collect(),
+        late: (0..workers).map(|_| Default::default()).collect(),
         edns: ArcSwap::from_pointee(edns),
         unix_clock: UnixClock::new(),
         tls,
@@ -379,6 +382,7 @@ fn serve_signals(
     shared: &Shared,
     requests: &Receiver<control::ReloadRequest>,
     transferred: Option<&Receiver<Vec<ZoneChange>>>,
+    updates: &Receiver<shardns_control::update::Job>,
 ) {
     for signal in signals.forever() {
         match signal {
@@ -391,6 +395,7 @@ fn serve_signals(
                 if let Some(rx) = transferred {
                     control::publish(reloader, shared, rx);
                 }
+                shardns_control::update::process(reloader, shared, updates);
             }
             _ => {
                 info!("shutting down");

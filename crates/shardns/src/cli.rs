@@ -229,6 +229,10 @@ pub(crate) struct ServeArgs {
     /// `kdig -y` takes it (hmac-sha256 or hmac-sha512; sets server.transfer_key).
     #[arg(long, value_name = "ALG:NAME:SECRET")]
     pub(crate) transfer_key: Option<Key>,
+    /// Let this key update (RFC 2136, TSIG-signed) every zone given with --zone, any name
+    /// and type, ALG:NAME:BASE64SECRET as `nsupdate -y` takes it (repeatable).
+    #[arg(long, value_name = "ALG:NAME:SECRET")]
+    pub(crate) update_key: Vec<Key>,
     /// Serve zone NAME as a secondary of the primary ADDR:PORT (AXFR/IXFR, refreshed by its
     /// SOA timers and NOTIFY), e.g. example.com=192.0.2.1:53 (repeatable, also for more
     /// primaries of one zone; with --zone NAME=FILE the copy is kept in FILE, else in memory).
@@ -302,6 +306,7 @@ impl ServeArgs {
         o.allow_transfer = self.allow_transfer.clone();
         o.notify = self.notify.clone();
         o.transfer_key = self.transfer_key.clone();
+        o.update_keys = self.update_key.clone();
         o.secondaries = self.secondary.clone();
         o.sign = self.sign;
         o.key_directory = self.key_dir.clone();

@@ -50,6 +50,9 @@ pub enum Reply {
     /// A NOTIFY (RFC 1996): nothing is written. A secondary role takes it (and answers with
     /// [`notify_answer`]); without one, [`not_implemented`] answers it.
     Notify,
+    /// An UPDATE (RFC 2136): nothing is written. The control plane takes it for a zone that
+    /// may be updated; without one, [`not_implemented`] answers it.
+    Update,
 }
 
 /// Answers `query` from `zones` into `out`, or says which other role takes it. `out` should
@@ -58,6 +61,9 @@ pub fn respond(zones: &ZoneSet, query: &Query<'_>, transport: Transport, out: &m
     if query.header().opcode() != Opcode::QUERY {
         if query.header().opcode() == Opcode::NOTIFY {
             return Reply::Notify;
+        }
+        if query.header().opcode() == Opcode::UPDATE {
+            return Reply::Update;
         }
         return Reply::Error(bare(
             response_header(query.header()),

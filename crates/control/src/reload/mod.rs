@@ -120,6 +120,7 @@ impl Reloader {
                 .plane()
                 .transfer_acl
                 .store(Arc::new(crate::TransferAcl::new(config)));
+            shared.plane().updates.configure(config);
         }
         let old = shared.plane().zones.swap(Arc::new(report.set));
         shared.wake_workers();

@@ -266,7 +266,7 @@ impl Worker {
                 };
                 let mut dispatch =
                     self.roles
-                        .dispatcher(zones, &self.shared, stats, log_queries, now);
+                        .dispatcher(zones, (&self.shared, self.id), stats, log_queries, now);
                 let answered = if conn.https.is_some() {
                     super::https::drive(conn, &mut dispatch, &mut self.staging, ctx, now, stats)
                         .and_then(|a| flush_output(conn).map(|_| a))

@@ -17,7 +17,7 @@
 //! - `https`: DNS over HTTPS, a TLS connection with h2's HTTP/2 server instead of `stream`;
 //! - `quic`: DNS over QUIC, a quinn-proto endpoint over the worker's own UDP sockets.
 //!
-use crate::dispatch::{Asked, Dispatcher, Exit, QName};
+use crate::dispatch::{Asked, Back, Dispatcher, Exit, QName};
 use crate::dnstap::Tap;
 use crate::origin::{Origin, Via};
 use crate::recursion::{Recursion, KIND_UPSTREAM};
@@ -264,6 +264,7 @@ impl Worker {
                     _ => {
                         waker.drain();
                         self.take_eviction(stats);
+                        self.take_late(&mut answers, stats);
                     }
                 }
             }
@@ -368,6 +369,42 @@ impl Worker {
                 to.deliver(origin, &frame[..2 + w.len]);
             },
         );
+        flush_answers(&self.udp, answers, stats);
+    }
+}
+
+impl Worker {
+    /// Sends the answers the control plane made for this worker's clients (dynamic
+    /// updates: `Shared::deliver_late`), as the resolver's later answers go.
+    fn take_late(&mut self, answers: &mut Option<SendBatch>, stats: &WorkerStats) {
+        let mail = std::mem::take(
+            &mut *self.shared.late[self.id]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if mail.is_empty() {
+            return;
+        }
+        let (batch, size) = (self.opts.udp_batch, self.opts.udp_max_response);
+        let answers = answers.get_or_insert_with(|| SendBatch::new(batch, size));
+        let mut to = Late {
+            udp: &self.udp,
+            answers,
+            quic: &mut self.quic,
+            conns: &mut self.conns,
+            epoll: &self.epoll,
+            stats,
+        };
+        let mut frame = Vec::new();
+        for (origin, answer) in mail {
+            let Ok(len) = u16::try_from(answer.len()) else {
+                continue;
+            };
+            frame.clear();
+            frame.extend_from_slice(&len.to_be_bytes());
+            frame.extend_from_slice(&answer);
+            to.deliver(origin, &frame);
+        }
         flush_answers(&self.udp, answers, stats);
     }
 }
@@ -500,7 +537,7 @@ impl Roles {
     fn dispatcher<'w>(
         &'w mut self,
         zones: &'w ZoneSet,
-        shared: &'w Shared,
+        (shared, worker): (&'w Arc<Shared>, usize),
         stats: &'w WorkerStats,
         log_queries: bool,
         now: Instant,
@@ -525,6 +562,7 @@ impl Roles {
             unix: shared.unix_clock,
             exit,
             recursive: false,
+            back: Back { shared, worker },
         }
     }
 }

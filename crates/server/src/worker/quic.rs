@@ -307,9 +307,13 @@ impl Worker {
         if q.touched.is_empty() {
             return;
         }
-        let mut dispatch =
-            self.roles
-                .dispatcher(zones, &self.shared, stats, self.opts.log_queries, now);
+        let mut dispatch = self.roles.dispatcher(
+            zones,
+            (&self.shared, self.id),
+            stats,
+            self.opts.log_queries,
+            now,
+        );
         let mut touched = std::mem::take(&mut q.touched);
         touched.sort_unstable_by_key(|ch| ch.0);
         touched.dedup();

@@ -32,20 +32,25 @@ impl Worker {
         let slot = from.slot();
         // The peer's address is decoded only when something needs it: logs, the resolver's
         // ACL, RRL, a transfer ACL (an allowed IXFR over UDP gets the SOA), or NOTIFY to a
-        // secondary (taken from its primaries only).
+        // secondary (taken from its primaries only), or an UPDATE (answered later).
         let want_peer = self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
             || self.shared.plane.transfer_acl.load().allows_anyone()
             || self.shared.plane.secondary.is_some()
+            || self.shared.plane.updates.enabled()
             || self.roles.tap.is_some();
         // A cookie is made from the client's address: decoded too for a query with an
         // additional section (one byte test), when cookies are on.
         let cookies = self.shared.edns.load().cookies.is_some();
         let udp_max = self.opts.udp_max_response;
-        let mut dispatch =
-            self.roles
-                .dispatcher(zones, &self.shared, stats, self.opts.log_queries, now);
+        let mut dispatch = self.roles.dispatcher(
+            zones,
+            (&self.shared, self.id),
+            stats,
+            self.opts.log_queries,
+            now,
+        );
         for _ in 0..UDP_ROUNDS {
             stats.udp_recv_calls.add(1);
             let n = match batch.recv(fd) {

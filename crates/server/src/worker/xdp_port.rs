@@ -44,9 +44,13 @@ impl Worker {
         };
         let udp_max = self.opts.udp_max_response;
         let batch = self.opts.udp_batch.min(u32::MAX as usize) as u32;
-        let mut dispatch =
-            self.roles
-                .dispatcher(zones, &self.shared, stats, self.opts.log_queries, now);
+        let mut dispatch = self.roles.dispatcher(
+            zones,
+            (&self.shared, self.id),
+            stats,
+            self.opts.log_queries,
+            now,
+        );
         for _ in 0..UDP_ROUNDS {
             let XdpPort {
                 xsk,

@@ -34,6 +34,7 @@ pub(crate) const FORMERR: u16 = 1;
 const NXDOMAIN: u16 = 3;
 pub(crate) const NOTIMP: u16 = 4;
 pub(crate) const REFUSED: u16 = 5;
+pub(crate) const NOTAUTH: u16 = 9;
 pub(crate) const BADVERS: u16 = 16;
 const BADCOOKIE: u16 = 23;
 
@@ -77,6 +78,10 @@ pub(crate) enum Expect {
     FormErr,
     /// An opcode other than QUERY: NOTIMP (FORMERR if the server also finds it malformed).
     NotImp,
+    /// An UPDATE (RFC 2136) to a server that lets nobody update: REFUSED (as BIND, and
+    /// Knot for a zone whose ACL has no update), NOTAUTH (not a zone of ours, RFC 2136
+    /// §3.1.1), FORMERR or NOTIMP.
+    Update,
     /// A well-formed query with an EDNS version other than 0: BADVERS (RFC 6891 §6.1.3).
     BadVers(Question),
     /// A well-formed query. `lenient`: it does something RFCs discourage but a server may
@@ -97,7 +102,7 @@ impl Expect {
     pub(crate) fn must_answer(&self) -> bool {
         match self {
             Expect::Silence | Expect::FormErr => false,
-            Expect::NotImp | Expect::BadVers(_) => true,
+            Expect::NotImp | Expect::Update | Expect::BadVers(_) => true,
             Expect::Query { lenient, .. } => !lenient,
         }
     }
@@ -194,8 +199,10 @@ pub(crate) fn classify(m: &[u8]) -> Expect {
     if m.len() < 12 || m[2] & 0x80 != 0 {
         return Expect::Silence;
     }
-    if (m[2] >> 3) & 0x0f != 0 {
-        return Expect::NotImp;
+    match (m[2] >> 3) & 0x0f {
+        0 => {}
+        5 => return Expect::Update,
+        _ => return Expect::NotImp,
     }
     let count = |i: usize| usize::from(u16::from_be_bytes([m[4 + 2 * i], m[5 + 2 * i]]));
     if count(0) != 1 {
@@ -391,6 +398,10 @@ pub(crate) fn check_response(
         }
         Expect::NotImp => {
             check_rcode(&[NOTIMP, FORMERR])?;
+            no_answers()?;
+        }
+        Expect::Update => {
+            check_rcode(&[REFUSED, NOTAUTH, FORMERR, NOTIMP])?;
             no_answers()?;
         }
         Expect::BadVers(q) => {

@@ -65,7 +65,7 @@ pub fn respond_to_message(
     Some(match respond(zones, query, transport, out) {
         Reply::Answer(w) | Reply::Error(w) => w,
         Reply::Transfer | Reply::NotOurs => refuse(query, transport, out),
-        Reply::Notify => not_implemented(query, out),
+        Reply::Notify | Reply::Update => not_implemented(query, out),
     })
 }
 

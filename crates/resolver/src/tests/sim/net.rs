@@ -142,7 +142,9 @@ impl Net {
                     shardns_zone::refuse(&q, transport, &mut out).len
                 }
                 // The simulated servers have no secondary zones: NOTIMP, as shardns says.
-                shardns_zone::Reply::Notify => shardns_zone::not_implemented(&q, &mut out).len,
+                shardns_zone::Reply::Notify | shardns_zone::Reply::Update => {
+                    shardns_zone::not_implemented(&q, &mut out).len
+                }
             };
             out.truncate(len);
             return Some((server.latency, out));

@@ -1,0 +1,321 @@
+//! update -- dynamic update (RFC 2136) in the control plane: who may change a zone, and the
+//! change made, journaled and announced before the answer goes back.
+//!
+//! A worker that reads an UPDATE hands it over whole ([`Inbox::submit`]: a bounded queue and
+//! a SIGUSR1 to the main thread) with a way back for the answer (the job's `reply`, which
+//! the worker's late-answer path sends, as it sends the resolver's). The main thread, which
+//! alone changes the zone set (reloads, transfers in), takes every queued update at once
+//! ([`process`]): each is checked (the zone is ours and a primary zone; the TSIG against
+//! `[[key]]`; the zone's `update_policy`, prerequisites and the RFC's rules in
+//! `shardns_zone::update::update_as`) and applied to the zone's latest version, so that
+//! updates to one zone in one batch build on each other. Then the new versions are served in
+//! one swap, recorded in the zones' journals (written and synced) and announced to the
+//! secondaries by NOTIFY (`reload::serve_outside`), and only then are the answers sent:
+//! a client told NOERROR finds its change answered by every worker and kept on disk.
+//!
+//! Not yet: signed zones (`dnssec = true`) take no updates (REFUSED, logged) until the
+//! changed RRsets are signed on the way in; a secondary answers REFUSED (no forwarding to
+//! its primary); the zone file is not rewritten.
+
+use crate::reload::{serve_outside, Reloader};
+use crate::signed::tsig_refusal;
+use crate::Host;
+use shardns_config::{Config, SerialPolicy as SerialConfig};
+use shardns_wire::tsig::{self, Signer};
+use shardns_wire::{Name, Query, Rcode};
+use shardns_zone::update::{update_as, Outcome, Policy, Requester, SerialPolicy};
+use shardns_zone::{notify_answer, Zone, ZoneChange, ZoneSet};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use tracing::{debug, info, warn};
+
+/// Updates waiting for the main thread at most; past it an update is refused at once.
+const QUEUE: usize = 4096;
+
+/// Refusals logged at info per batch; the rest at debug.
+const LOG_PER_BATCH: u32 = 10;
+
+/// Room for an answer: the zone section and a TSIG fit in far less.
+const ANSWER_MAX: usize = 1024;
+
+/// One update a worker read: the message, who sent it, and where its answer goes.
+pub struct Job {
+    /// The UPDATE message as received.
+    pub message: Vec<u8>,
+    /// The client's address (the policy may grant by address).
+    pub peer: IpAddr,
+    /// Sends the answer to the client (called once, from the main thread).
+    pub reply: Box<dyn FnOnce(Vec<u8>) + Send>,
+}
+
+/// Where workers queue the updates they read.
+pub struct Inbox {
+    queue: SyncSender<Job>,
+    /// A SIGUSR1 is on its way for what is queued (so one signal serves a burst).
+    woken: AtomicBool,
+    /// Some zone has an update policy (else a worker refuses an update itself).
+    enabled: AtomicBool,
+    /// Updates refused because the queue was full.
+    pub dropped: AtomicU64,
+}
+
+impl Inbox {
+    /// An inbox and the receiver the main thread drains ([`process`]).
+    pub fn new() -> (Self, Receiver<Job>) {
+        let (queue, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let inbox = Self {
+            queue,
+            woken: AtomicBool::new(false),
+            enabled: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+        };
+        (inbox, rx)
+    }
+
+    /// Whether some zone may be updated.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    /// Says whether some zone of `config` may be updated (at start and at every reload).
+    pub fn configure(&self, config: &Config) {
+        let any = config.zones.iter().any(|z| !z.update_policy.is_empty());
+        self.enabled.store(any, Relaxed);
+    }
+
+    /// Queues `job` and wakes the main thread; gives it back when the queue is full.
+    pub fn submit(&self, job: Job) -> Result<(), Job> {
+        match self.queue.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                self.dropped.fetch_add(1, Relaxed);
+                return Err(job);
+            }
+        }
+        if !self.woken.swap(true, Relaxed) {
+            if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGUSR1) {
+                warn!("update: cannot wake the main thread: {e}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The main thread's step: every queued update checked and applied, the new versions served,
+/// journaled and announced, then every answer sent.
+pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
+    let plane = host.plane();
+    // Cleared before draining: a job queued from now on sends a signal of its own.
+    plane.updates.woken.store(false, Relaxed);
+    let jobs: Vec<Job> = rx.try_iter().collect();
+    if jobs.is_empty() {
+        return;
+    }
+    let now = shardns_sys::unix_now();
+    let set = plane.zones.load_full();
+    let mut batch = Batch {
+        config: &reloader.config,
+        set: &set,
+        keys: plane.transfer_acl.load_full(),
+        latest: HashMap::new(),
+        policies: HashMap::new(),
+        catalog_member: &|apex: &Name| {
+            plane
+                .secondary
+                .as_ref()
+                .is_some_and(|i| i.is_catalog_member(apex.as_ref()))
+        },
+        logged: 0,
+    };
+    let mut answers = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let answer = batch.one(&job.message, job.peer, now);
+        answers.push((job.reply, answer));
+    }
+    let changes: Vec<ZoneChange> = batch.latest.into_values().map(ZoneChange::Put).collect();
+    // The set read here is let go first: serving the new one waits until only the
+    // library holds the old one.
+    drop(set);
+    serve_outside(reloader, host, changes);
+    for (reply, answer) in answers {
+        if let Some(answer) = answer {
+            reply(answer);
+        }
+    }
+}
+
+/// One batch of updates on the main thread.
+struct Batch<'a> {
+    config: &'a Config,
+    set: &'a ZoneSet,
+    keys: Arc<crate::TransferAcl>,
+    /// The versions made in this batch, by apex: later updates build on them.
+    latest: HashMap<Name, Arc<Zone>>,
+    /// Each zone's policy, read once per batch (`None`: it does not read).
+    policies: HashMap<Name, Option<Arc<Policy>>>,
+    catalog_member: &'a dyn Fn(&Name) -> bool,
+    /// Refusals logged at info so far.
+    logged: u32,
+}
+
+impl Batch<'_> {
+    /// The answer to one update (`None`: not a message to answer).
+    fn one(&mut self, message: &[u8], peer: IpAddr, now: u64) -> Option<Vec<u8>> {
+        let query = Query::parse(message).ok()?;
+        let mut out = vec![0u8; ANSWER_MAX];
+        let answer = |rcode, out: &mut Vec<u8>| {
+            let w = notify_answer(&query, rcode, out);
+            out.truncate(w.len);
+        };
+        let sig = match tsig::read(message) {
+            Ok(sig) => sig,
+            Err(_) => {
+                answer(Rcode::FORMERR, &mut out);
+                return Some(out);
+            }
+        };
+        let keys = Arc::clone(&self.keys);
+        let key = match &sig {
+            None => None,
+            Some(sig) => match tsig::verify(message, sig, keys.keys(), now) {
+                Ok(key) => Some(key),
+                Err(failure) => {
+                    let w = tsig_refusal(sig, &failure, now, &mut out, |rcode, o| {
+                        notify_answer(&query, rcode, o)
+                    });
+                    let error = match failure.error() {
+                        tsig::BADSIG => "BADSIG",
+                        tsig::BADKEY => "BADKEY",
+                        tsig::BADTIME => "BADTIME",
+                        tsig::BADTRUNC => "BADTRUNC",
+                        _ => "error",
+                    };
+                    info!(
+                        "update of {} from {peer} refused: TSIG {error} (key {})",
+                        query.qname(),
+                        sig.key
+                    );
+                    out.truncate(w.len);
+                    return Some(out);
+                }
+            },
+        };
+        let rcode = self.decide(&query, message, key.map(|k| &k.name), peer, now);
+        let mut w = notify_answer(&query, rcode, &mut out);
+        if let (Some(key), Some(sig)) = (key, &sig) {
+            w.len = Signer::new(key, sig).sign(&mut out, w.len, now);
+        }
+        out.truncate(w.len);
+        Some(out)
+    }
+
+    /// The rcode for an update whose TSIG (if any) verified as `key`; an accepted change is
+    /// applied to the zone's latest version.
+    fn decide(
+        &mut self,
+        query: &Query<'_>,
+        message: &[u8],
+        key: Option<&Name>,
+        peer: IpAddr,
+        now: u64,
+    ) -> Rcode {
+        let apex = query.qname().to_name();
+        let zone = match self
+            .latest
+            .get(&apex)
+            .or_else(|| self.set.get(apex.as_ref()))
+        {
+            Some(z) if !z.is_unavailable() => Arc::clone(z),
+            // Not a zone of ours (RFC 2136 §3.1.1), or a secondary with nothing to serve.
+            _ => return self.refuse(&apex, peer, Rcode::NOTAUTH, "not a zone served here"),
+        };
+        let table = self.config.zones.iter().rev().find(|z| z.name == apex);
+        let Some(table) = table.filter(|t| t.primary.is_empty() && !(self.catalog_member)(&apex))
+        else {
+            return self.refuse(
+                &apex,
+                peer,
+                Rcode::REFUSED,
+                "a secondary zone (no forwarding)",
+            );
+        };
+        let Some(policy) = self.policy(&apex, &table.update_policy) else {
+            return self.refuse(&apex, peer, Rcode::REFUSED, "no update_policy");
+        };
+        if table.dnssec {
+            return self.refuse(&apex, peer, Rcode::REFUSED, "a signed zone (not yet)");
+        }
+        let who = Requester {
+            key: key.map(|k| k.as_ref()),
+            addr: peer,
+        };
+        match update_as(
+            message,
+            &zone,
+            &policy,
+            &who,
+            serial(table.serial_policy),
+            now,
+        ) {
+            Err(refusal) => self.refuse(&apex, peer, refusal.rcode, &refusal.why),
+            Ok(Outcome::Unchanged) => Rcode::NOERROR,
+            Ok(Outcome::Change(change)) => match change.apply(&zone) {
+                Ok((new, _)) => {
+                    info!(
+                        "update of {apex} from {peer}: serial {} -> {}, {} records deleted, {} added",
+                        zone.serial(),
+                        new.serial(),
+                        change.deleted.len(),
+                        change.added.len()
+                    );
+                    self.latest.insert(apex, Arc::new(new));
+                    Rcode::NOERROR
+                }
+                Err(e) => {
+                    warn!("update of {apex} from {peer}: the new version does not build: {e}");
+                    Rcode::SERVFAIL
+                }
+            },
+        }
+    }
+
+    /// Logs why an update was not applied and gives its rcode: at info for the first few
+    /// of a batch, at debug for the rest (a flood of refused updates does not flood the log).
+    fn refuse(&mut self, apex: &Name, peer: IpAddr, rcode: Rcode, why: &str) -> Rcode {
+        if self.logged < LOG_PER_BATCH {
+            self.logged += 1;
+            info!("update of {apex} from {peer}: {rcode}: {why}");
+        } else {
+            debug!("update of {apex} from {peer}: {rcode}: {why}");
+        }
+        rcode
+    }
+
+    /// The zone's policy, parsed once per batch.
+    fn policy(&mut self, apex: &Name, lines: &[String]) -> Option<Arc<Policy>> {
+        if lines.is_empty() {
+            return None;
+        }
+        self.policies
+            .entry(apex.clone())
+            .or_insert_with(|| match Policy::parse(&lines.join("\n"), apex.as_ref()) {
+                Ok(p) => Some(Arc::new(p)),
+                Err(e) => {
+                    warn!("zone {apex}: update_policy: {e}; refusing its updates");
+                    None
+                }
+            })
+            .clone()
+    }
+}
+
+fn serial(p: SerialConfig) -> SerialPolicy {
+    match p {
+        SerialConfig::Increment => SerialPolicy::Increment,
+        SerialConfig::UnixTime => SerialPolicy::UnixTime,
+        SerialConfig::DateSerial => SerialPolicy::DateSerial,
+    }
+}
