@@ -203,12 +203,17 @@ fn knsupdate_adds_changes_deletes_and_is_refused_without_the_key() {
 
 /// The config file: `[[key]]` tables, and per zone `update_policy` lines (first match,
 /// deny before a broad grant, a wildcard grant for ACME, an address grant) and
-/// `serial_policy = "unixtime"`.
+/// `serial_policy = "unixtime"`; a second zone with `serial_policy = "dateserial"` and
+/// `max-records 2`.
 #[test]
-fn config_file_policy_and_unixtime_serial() {
+fn config_file_policy_and_serial_policies() {
     let acme = "hmac-sha256:acme.:YWNtZS1rZXktZm9yLXRoZS1lMmUtdGVzdHMtMDAwMDE=";
     let dir = TempDir::new("upd-policy-zone");
     let file = dir.write("upd.test.zone", &zone_text(1));
+    let date_file = dir.write(
+        "date.test.zone",
+        "$ORIGIN date.test.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\n",
+    );
     let toml = format!(
         "[[key]]\nname = \"{KEY_NAME}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
          [[key]]\nname = \"acme.\"\nalgorithm = \"hmac-sha256\"\n\
@@ -216,8 +221,11 @@ fn config_file_policy_and_unixtime_serial() {
          [[zone]]\nname = \"{APEX}\"\nfile = \"{}\"\nserial_policy = \"unixtime\"\n\
          update_policy = [\n  \"deny upd. name www A\",\n  \"grant upd. zonesub ANY\",\n\
          \x20 \"grant acme. wildcard _acme-challenge.* TXT\",\n\
-         \x20 \"grant 127.0.0.0/8 name open TXT\",\n]\n",
-        file.display()
+         \x20 \"grant 127.0.0.0/8 name open TXT\",\n]\n\
+         [[zone]]\nname = \"date.test.\"\nfile = \"{}\"\nserial_policy = \"dateserial\"\n\
+         update_policy = [\"grant upd. zonesub ANY\", \"max-records 2\"]\n",
+        file.display(),
+        date_file.display()
     );
     let server = Server::start_on(
         "upd-policy",
@@ -250,8 +258,9 @@ fn config_file_policy_and_unixtime_serial() {
     );
     for (what, body) in [
         (
+            // check-names off: nsupdate itself refuses an A at an underscore name.
             "acme A",
-            "update add _acme-challenge.www.upd.test. 60 A 192.0.2.1\nsend\n",
+            "check-names no\nupdate add _acme-challenge.www.upd.test. 60 A 192.0.2.1\nsend\n",
         ),
         (
             "acme elsewhere",
@@ -303,4 +312,32 @@ fn config_file_policy_and_unixtime_serial() {
     assert_eq!(short(at, "open.upd.test", "TXT"), ["\"anyone\""]);
     let r = nsupdate(at, &[], "update add open.upd.test. 300 A 192.0.2.9\nsend\n");
     assert_failed_with("address grant, other type", &r, "update failed: REFUSED");
+
+    // dateserial: YYYYMMDDnn of today (UTC) from serial 1; max-records 2: three are
+    // REFUSED.
+    let r = nsupdate(
+        at,
+        &["-y", &key],
+        "zone date.test.\nupdate add d1.date.test. 300 A 192.0.2.80\nsend\n",
+    );
+    assert_ok("dateserial zone", &r, &server);
+    let today = Command::new("date")
+        .args(["-u", "+%Y%m%d"])
+        .output()
+        .unwrap();
+    let today: u64 = String::from_utf8_lossy(&today.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let soa = short(at, "date.test", "SOA");
+    let serial: u64 = soa[0].split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert_eq!(serial / 100, today, "dateserial: {soa:?}");
+    let r = nsupdate(
+        at,
+        &["-y", &key],
+        "zone date.test.\nupdate add d2.date.test. 300 A 192.0.2.81\n\
+         update add d3.date.test. 300 A 192.0.2.82\nupdate add d4.date.test. 300 A 192.0.2.83\nsend\n",
+    );
+    assert_failed_with("max-records 2", &r, "update failed: REFUSED");
+    assert_eq!(status(at, "d2.date.test", "A"), "NXDOMAIN");
 }
