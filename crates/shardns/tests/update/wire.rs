@@ -16,6 +16,8 @@ pub(crate) const CNAME: u16 = 5;
 pub(crate) const SOA: u16 = 6;
 pub(crate) const TXT: u16 = 16;
 pub(crate) const AAAA: u16 = 28;
+pub(crate) const NSEC: u16 = 47;
+pub(crate) const DNSKEY: u16 = 48;
 pub(crate) const AXFR: u16 = 252;
 pub(crate) const T_ANY: u16 = 255;
 
