@@ -33,6 +33,7 @@ use crate::nsec3::Nsec3Params;
 use crate::reuse::Previous;
 use core::fmt;
 use jobs::{jobs, sign_jobs};
+pub use nsec::write_bitmap;
 use nsec::{nsec3_chain, nsec_chain};
 use shardns_wire::{Class, Name, NameRef, RType, Record};
 

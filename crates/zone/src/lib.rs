@@ -13,7 +13,8 @@
 //!   RFC 6672 require. Sans-I/O, no threads, no allocation.
 //! - [`xfr`] writes outgoing AXFR/IXFR responses and NOTIFY messages. Sans-I/O, no threads.
 //! - [`update`] reads an RFC 2136 UPDATE against a zone into the change to make (or the
-//!   rcode to answer). Sans-I/O, no threads, no clock.
+//!   rcode to answer), and signs a signed zone's change ([`update::sign`]: the changed
+//!   RRsets' RRSIGs, the NSEC or NSEC3 chain patched). Sans-I/O, no threads, no clock.
 //!
 //! Never, anywhere in the crate: sockets, locks, clocks or `unsafe`. Every thread is scoped
 //! and joined before the call that started it returns.

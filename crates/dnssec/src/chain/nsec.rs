@@ -9,7 +9,7 @@ use shardns_wire::{Class, Name, NameRef, RType};
 use std::collections::HashSet;
 
 /// Appends a type bitmap (RFC 4034 §4.1.2) of `types`, sorted and without duplicates.
-pub(crate) fn write_bitmap(types: &[RType], out: &mut Vec<u8>) {
+pub fn write_bitmap(types: &[RType], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < types.len() {
         let window = (types[i].0 >> 8) as u8;

@@ -16,16 +16,18 @@
 //! [`crate::xfr::diff::Diff::compute`] of the two versions is the journal's record of it.
 //!
 //! Who may update what is the zone's [`Policy`] (`policy`): [`update_as`] is [`update`]
-//! with its checks, the one a server calls; [`update`] itself trusts its caller.
+//! with its checks, the one a server calls; [`update`] itself trusts its caller. A signed
+//! zone's change is signed by [`sign::sign_change`] (new RRSIGs for what changed, the NSEC
+//! or NSEC3 chain patched) before it is applied.
 //!
-//! Not yet (the next step): the server's wiring (opcode UPDATE dispatch, TSIG, the policy
-//! from the config file and `--update-key`, forwarding from a secondary, the journal,
-//! re-signing a signed zone).
+//! The server's side (the queue from the workers, TSIG, the policy from the config, the
+//! journal, NOTIFY) is `shardns_control::update`.
 
 mod apply;
 mod policy;
 mod prereq;
 mod prescan;
+pub mod sign;
 
 use crate::db::Zone;
 use crate::scan::{Diag, LoadError, Records, Scanned};
@@ -34,6 +36,7 @@ pub use apply::SerialPolicy;
 pub use policy::{Grant, Limits, Names, Policy, Requester, Types, Who};
 use shardns_wire::message::{read_question, Header, Reader, HEADER_LEN};
 use shardns_wire::{rdata, Class, Name, NameBuf, NameRef, Opcode, RType, Rcode};
+pub use sign::{sign_change, ResignError};
 use std::fmt;
 use std::path::PathBuf;
 

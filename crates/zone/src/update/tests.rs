@@ -7,7 +7,7 @@ use shardns_wire::message::Header;
 use std::path::Path;
 
 pub(super) const APEX: &str = "example.test.";
-const ZONE: &str = "$TTL 300\n@ SOA ns hostmaster 10 3600 600 86400 60\n@ NS ns\n@ NS ns2\n\
+pub(super) const ZONE: &str = "$TTL 300\n@ SOA ns hostmaster 10 3600 600 86400 60\n@ NS ns\n@ NS ns2\n\
 ns A 192.0.2.1\nns2 A 192.0.2.2\nwww A 192.0.2.10\nwww A 192.0.2.11\nwww TXT \"hello\"\n\
 alias CNAME www\nmx MX 10 Mail.Example.TEST.\na.b.c A 192.0.2.3\nsub NS ns.sub\nns.sub A 192.0.2.4\n";
 
