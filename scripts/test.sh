@@ -27,6 +27,12 @@ command -v fstrm_capture >/dev/null 2>&1 || need+=(fstrm-bin)
 # openssl s_client (openssl also makes the TLS tests' certificates).
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# tests/update sends dynamic updates with nsupdate (bind9-dnsutils), knsupdate
+# (knot-dnsutils) and dnspython, run by Debian's /usr/bin/python3.
+command -v nsupdate >/dev/null 2>&1 || need+=(bind9-dnsutils)
+command -v knsupdate >/dev/null 2>&1 || need+=(knot-dnsutils)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import dns.update, dns.tsigkeyring' 2>/dev/null \
+  || need+=(python3-dnspython)
 # tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
 command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
 if ((${#need[@]})); then
