@@ -211,6 +211,7 @@ impl Dispatcher<'_> {
         let job = update::Job {
             message: query.bytes().to_vec(),
             peer: peer.ip(),
+            operator: false,
             reply: Box::new(move |answer| shared.deliver_late(worker, origin, answer)),
         };
         match updates.submit(job) {

@@ -23,7 +23,9 @@ use crate::Host;
 use shardns_config::Config;
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, Rcode};
-use shardns_zone::update::{update_as, Outcome, Policy, Requester};
+use shardns_zone::update::{
+    update_as, Grant, Limits, Names, Outcome, Policy, Requester, Types, Who,
+};
 use shardns_zone::{notify_answer, Zone, ZoneChange, ZoneSet};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -47,6 +49,9 @@ pub struct Job {
     pub message: Vec<u8>,
     /// The client's address (the policy may grant by address).
     pub peer: IpAddr,
+    /// Made by the operator on the control socket (a transaction): no TSIG, no policy; the
+    /// RFC's rules and the prerequisites still apply.
+    pub operator: bool,
     /// Sends the answer to the client (called once, from the main thread).
     pub reply: Box<dyn FnOnce(Vec<u8>) + Send>,
 }
@@ -132,7 +137,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     };
     let mut answers = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let answer = batch.one(&job.message, job.peer, now);
+        let answer = batch.one(&job.message, job.peer, job.operator, now);
         answers.push((job.reply, answer));
     }
     let changes: Vec<ZoneChange> = batch.latest.into_values().map(ZoneChange::Put).collect();
@@ -163,7 +168,7 @@ struct Batch<'a> {
 
 impl Batch<'_> {
     /// The answer to one update (`None`: not a message to answer).
-    fn one(&mut self, message: &[u8], peer: IpAddr, now: u64) -> Option<Vec<u8>> {
+    fn one(&mut self, message: &[u8], peer: IpAddr, operator: bool, now: u64) -> Option<Vec<u8>> {
         let query = Query::parse(message).ok()?;
         let mut out = vec![0u8; ANSWER_MAX];
         let answer = |rcode, out: &mut Vec<u8>| {
@@ -203,7 +208,7 @@ impl Batch<'_> {
                 }
             },
         };
-        let rcode = self.decide(&query, message, key.map(|k| &k.name), peer, now);
+        let rcode = self.decide(&query, message, key.map(|k| &k.name), peer, operator, now);
         let mut w = notify_answer(&query, rcode, &mut out);
         if let (Some(key), Some(sig)) = (key, &sig) {
             w.len = Signer::new(key, sig).sign(&mut out, w.len, now);
@@ -220,6 +225,7 @@ impl Batch<'_> {
         message: &[u8],
         key: Option<&Name>,
         peer: IpAddr,
+        operator: bool,
         now: u64,
     ) -> Rcode {
         let apex = query.qname().to_name();
@@ -242,8 +248,13 @@ impl Batch<'_> {
                 "a secondary zone (no forwarding)",
             );
         };
-        let Some(policy) = self.policy(&apex, &table.update_policy) else {
-            return self.refuse(&apex, peer, Rcode::REFUSED, "no update_policy");
+        let policy = if operator {
+            Arc::new(operator_policy())
+        } else {
+            match self.policy(&apex, &table.update_policy) {
+                Some(p) => p,
+                None => return self.refuse(&apex, peer, Rcode::REFUSED, "no update_policy"),
+            }
         };
         if table.dnssec {
             return self.refuse(&apex, peer, Rcode::REFUSED, "a signed zone (not yet)");
@@ -302,5 +313,26 @@ impl Batch<'_> {
                 }
             })
             .clone()
+    }
+}
+
+/// What the operator may do on the control socket: any name and type of the zone, from
+/// wherever the transaction says it comes (the RFC's rules still hold).
+fn operator_policy() -> Policy {
+    let all = |addr: IpAddr| Grant {
+        deny: false,
+        who: Who::Prefix(addr, 0),
+        names: Names::Zone,
+        types: Types::Any,
+    };
+    Policy {
+        grants: vec![
+            all(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)),
+            all(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)),
+        ],
+        limits: Limits {
+            max_records: usize::MAX,
+            max_octets: usize::MAX,
+        },
     }
 }
