@@ -62,7 +62,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
     cookie_secrets, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
-    nsid, positive_opt, serial_policy, sign_algorithm,
+    nsid, positive_opt, serial_policy, sign_algorithm, zonefile_sync,
 };
 
 /// The port used when no listen address is given.
@@ -322,6 +322,15 @@ pub struct ZoneConfig {
     /// `"dateserial"` (Knot's `serial-policy`).
     #[serde(default, deserialize_with = "serial_policy")]
     pub serial_policy: SerialPolicy,
+    /// Seconds after an update before the zone file is written with it (Knot's
+    /// `zonefile-sync`; `0`: after each batch of updates; `"never"`: only the journal keeps
+    /// updates; default 60 s). Never over a file edited since it was read.
+    #[serde(default = "default_sync", deserialize_with = "zonefile_sync")]
+    pub zonefile_sync: Option<u32>,
+}
+
+fn default_sync() -> Option<u32> {
+    Some(60)
 }
 
 fn default_hour() -> u32 {
@@ -373,6 +382,7 @@ impl ZoneConfig {
             parent_propagation_delay: default_hour(),
             journal_max_size: None,
             journal_max_depth: None,
+            zonefile_sync: default_sync(),
             catalog: None,
             catalog_templates: Vec::new(),
             catalog_member: None,

@@ -943,3 +943,18 @@ fn update_policy_lines_are_checked_where_they_are_written() {
         parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\nserial_policy = \"weekly\"\n").unwrap_err();
     assert!(e.message.contains("dateserial"), "{e}");
 }
+
+#[test]
+fn zonefile_sync_takes_never_zero_and_durations() {
+    let zone = |v: &str| format!("[[zone]]\nname = \"d.\"\nfile = \"d\"\nzonefile_sync = {v}\n");
+    let sync = |v: &str| parse(&zone(v)).unwrap().zones[0].zonefile_sync;
+    assert_eq!(sync("\"never\""), None);
+    assert_eq!(sync("0"), Some(0));
+    assert_eq!(sync("\"0\""), Some(0));
+    assert_eq!(sync("\"5m\""), Some(300));
+    assert_eq!(sync("30"), Some(30));
+    let absent = parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\n").unwrap();
+    assert_eq!(absent.zones[0].zonefile_sync, Some(60));
+    let e = parse(&zone("\"sometimes\"")).unwrap_err();
+    assert!(e.to_string().contains("never"), "{e}");
+}

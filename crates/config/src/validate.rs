@@ -248,6 +248,24 @@ pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error>
     .map_err(serde::de::Error::custom)
 }
 
+/// `zonefile_sync`: `"never"` (`None`), `0`, or a duration.
+pub(super) fn zonefile_sync<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Seconds(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Seconds(0) => Ok(Some(0)),
+        Raw::Text(s) if s == "never" => Ok(None),
+        Raw::Text(s) if s == "0" => Ok(Some(0)),
+        Raw::Seconds(n) => parse_duration(&n.to_string()).map(Some),
+        Raw::Text(s) => parse_duration(&s).map(Some),
+    }
+    .map_err(|e| serde::de::Error::custom(format!("{e} (or \"never\")")))
+}
+
 pub(super) fn duration_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     duration(d).map(Some)
 }

@@ -33,6 +33,7 @@ pub mod signed;
 pub mod signing;
 pub mod stats;
 pub mod update;
+pub mod zonefile;
 pub mod zones;
 
 pub use acl::TransferAcl;

@@ -23,4 +23,6 @@ pub enum MainAction {
     Notify,
     /// `zone status [ZONE...]`.
     Status,
+    /// The zones changed by updates written to their files now (`zonefile::Flusher`).
+    Flush,
 }

@@ -37,7 +37,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 /// Runs the server until SIGTERM or SIGINT. Zones that fail to load at startup are logged
 /// and left out (an error only if every zone fails); a reload, later, keeps a failing
@@ -140,6 +140,9 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for (zone, at) in report.resign {
         resigner.schedule(zone, at);
     }
+    // Zones changed by updates are written back to their files when due.
+    let flusher = shardns_control::zonefile::Flusher::start(reloads.clone())
+        .map_err(io_error("starting the zone-file thread"))?;
     let mut reloader = control::Reloader {
         setup,
         config,
@@ -149,6 +152,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         notifier,
         resigner,
         producer,
+        flusher,
     };
     control_socket
         .start(host(&shared), reloads)
@@ -387,7 +391,7 @@ fn serve_signals(
     for signal in signals.forever() {
         match signal {
             signal_hook::consts::SIGHUP => {
-                info!("SIGHUP: reloading");
+                debug!("SIGHUP: the queued requests, or a reload");
                 control::reload_now(reloader, shared, requests);
                 reload_extras(&reloader.config, shared);
             }

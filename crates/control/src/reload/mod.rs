@@ -63,6 +63,8 @@ pub struct Reloader {
     pub resigner: crate::signing::Resigner,
     /// Makes the catalogs this server produces (RFC 9432).
     pub producer: crate::catalog::Producer,
+    /// Writes zones changed by updates back to their files.
+    pub flusher: crate::zonefile::Flusher,
 }
 
 impl Reloader {
@@ -310,6 +312,7 @@ pub fn reload_now(reloader: &mut Reloader, shared: &dyn Host, requests: &Receive
     for request in zone_commands {
         let outcome = match request.action {
             MainAction::Notify => reloader.notify_zones(shared, &request.zones),
+            MainAction::Flush => reloader.flush_zones(&request.zones),
             _ => reloader.zone_status(shared, &request.zones),
         };
         let _ = request.reply.send(outcome);
@@ -338,5 +341,32 @@ pub fn reload_now(reloader: &mut Reloader, shared: &dyn Host, requests: &Receive
     for request in waiting {
         // The client may have gone (timeout); the reload stands either way.
         let _ = request.reply.send(outcome.clone());
+    }
+}
+
+impl Reloader {
+    /// Writes the zones named to their files (`zonefile::Flusher`, `zone flush`); the
+    /// reply text.
+    pub fn flush_zones(&mut self, zones: &[Name]) -> (bool, String) {
+        let mut ok = true;
+        let mut text = String::new();
+        for apex in zones {
+            self.flusher.written(apex);
+            match self.library.write_back(apex) {
+                Ok(Some(path)) => {
+                    info!("zone {apex}: written to {}", path.display());
+                    let _ = writeln!(text, "zone {apex}: written to {}", path.display());
+                }
+                Ok(None) => {
+                    let _ = writeln!(text, "zone {apex}: its file is up to date");
+                }
+                Err(e) => {
+                    ok = false;
+                    warn!("zone {apex}: {e}");
+                    let _ = writeln!(text, "zone {apex}: {e}");
+                }
+            }
+        }
+        (ok, text)
     }
 }

@@ -10,12 +10,11 @@
 //! `file`, a catalog template's name meeting a configured one) is neither read, written
 //! over nor deleted for this zone.
 
-use shardns_wire::{rdata, Name, RType};
+use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_file, Diag};
 use shardns_zone::{ScanOptions, Zone};
-use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -63,44 +62,8 @@ pub(super) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
 /// in the header comment (where it came from).
 pub(super) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
     check_owner(path, &zone.apex().to_name())?;
-    let tmp = temp_path(path);
-    let result = write_file(&tmp, zone, about).and_then(|()| fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    // The rename reaches the disk with the directory.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    result
-}
-
-fn write_file(tmp: &Path, zone: &Zone, about: &str) -> io::Result<()> {
-    let file = File::create(tmp)?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    writeln!(
-        w,
-        "; {} serial {}{KEPT_BY}: {about}",
-        zone.apex(),
-        zone.serial()
-    )?;
-    let mut line = String::with_capacity(256);
-    for id in 0..zone.node_count() as u32 {
-        let node = zone.node(id);
-        for set in node.rrsets() {
-            for data in set.rdatas() {
-                line.clear();
-                let _ = write!(line, "{}\t{}\tIN\t{}\t", node.name(), set.ttl, set.rtype);
-                let _ = rdata::fmt_text(set.rtype, data, &mut line);
-                line.push('\n');
-                w.write_all(line.as_bytes())?;
-            }
-        }
-    }
-    let file = w.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()
+    let header = format!("{} serial {}{KEPT_BY}: {about}", zone.apex(), zone.serial());
+    crate::zonefile::write_atomic(path, &temp_path(path), zone, &header)
 }
 
 /// Records that the copy at `path` was found current now (its mtime is the time of the

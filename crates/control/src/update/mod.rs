@@ -144,7 +144,27 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     // The set read here is let go first: serving the new one waits until only the
     // library holds the old one.
     drop(set);
+    let changed: Vec<Name> = changes
+        .iter()
+        .filter_map(|c| match c {
+            ZoneChange::Put(z) => Some(z.apex().to_name()),
+            ZoneChange::Remove(_) => None,
+        })
+        .collect();
     serve_outside(reloader, host, changes);
+    // Into the zone files later (`zonefile`): the journal holds the changes until then.
+    for apex in changed {
+        let delay = reloader
+            .config
+            .zones
+            .iter()
+            .rev()
+            .find(|z| z.name == apex)
+            .and_then(|z| z.zonefile_sync);
+        if let Some(delay) = delay {
+            reloader.flusher.changed(&apex, now, delay);
+        }
+    }
     for (reply, answer) in answers {
         if let Some(answer) = answer {
             reply(answer);

@@ -416,6 +416,46 @@ impl ZoneLibrary {
         self.set.clone()
     }
 
+    /// Writes the served version of the zone at `apex` to the file it is read from, when
+    /// that version is not the one read from it (dynamic updates changed it: `zonefile`).
+    /// `Ok(None)`: nothing to write (the file holds it, or the zone has no file); `Err`:
+    /// the file changed on disk since it was read (an operator's edit is never written
+    /// over) or cannot be written.
+    pub fn write_back(&mut self, apex: &Name) -> Result<Option<PathBuf>, String> {
+        let Some(served) = self.set.get(apex.as_ref()).cloned() else {
+            return Ok(None);
+        };
+        let Some(held) = self.held.get_mut(apex) else {
+            return Ok(None);
+        };
+        let ZoneSource::File(path) = &held.source else {
+            return Ok(None);
+        };
+        if held.signing.is_some() {
+            // The file holds the unsigned records; a signed zone's are signed from it.
+            return Ok(None);
+        }
+        if held.zone.as_ref().is_some_and(|z| Arc::ptr_eq(z, &served)) {
+            return Ok(None);
+        }
+        if held.stamp.is_none() || FileStamp::of(path) != held.stamp {
+            return Err(format!(
+                "{} changed on disk since it was read: not written over (a reload reads it; it wins if its serial is above the served {})",
+                path.display(),
+                served.serial()
+            ));
+        }
+        let header = format!(
+            "{apex} serial {}, written by shardns with the changes made by dynamic update",
+            served.serial()
+        );
+        crate::zonefile::write_atomic(path, &crate::zonefile::temp_beside(path), &served, &header)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        held.stamp = FileStamp::of(path);
+        held.zone = Some(served);
+        Ok(Some(path.clone()))
+    }
+
     /// The file the zone at `apex` is read from (`None`: not ours, or embedded).
     pub fn file_of(&self, apex: &Name) -> Option<&Path> {
         match &self.held.get(apex)?.source {
