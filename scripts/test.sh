@@ -33,6 +33,13 @@ command -v nsupdate >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v knsupdate >/dev/null 2>&1 || need+=(knot-dnsutils)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import dns.update, dns.tsigkeyring' 2>/dev/null \
   || need+=(python3-dnspython)
+# tests/acme gets a certificate from pebble (the ACME test server, asking shardns for the
+# DNS-01 challenges) with lego's and certbot's rfc2136 DNS plugins.
+command -v pebble >/dev/null 2>&1 || need+=(pebble)
+command -v lego >/dev/null 2>&1 || need+=(lego)
+command -v certbot >/dev/null 2>&1 || need+=(certbot)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import certbot_dns_rfc2136' 2>/dev/null \
+  || need+=(python3-certbot-dns-rfc2136)
 # tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
 command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
 if ((${#need[@]})); then
