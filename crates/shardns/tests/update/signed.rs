@@ -218,6 +218,22 @@ fn signed_zone_takes_updates(tag: &str, denial: &str) {
         !log.contains("signing the new version whole"),
         "signed incrementally:\n{log}"
     );
+    // A new SOA TTL and MINIMUM move the DNSKEY TTL and the chain's: the new version is
+    // signed whole (on the main thread, before the answer), with the update's serial.
+    let r = nsupdate(
+        at,
+        &y,
+        "update add upd.test. 600 SOA ns.upd.test. hostmaster.upd.test. 100 3600 600 86400 200\nsend\n",
+    );
+    assert!(r.ok, "{}\n{}", r.text, server.log());
+    serial = 100;
+    assert_eq!(serial_at(at), Some(serial));
+    let log = server.log();
+    assert!(
+        log.contains("signing the new version whole"),
+        "signed whole:\n{log}"
+    );
+    check_all(at, &data, &anchors, "soa");
 
     // A restart serves the updated records, signed, with a serial not below.
     server.terminate();
