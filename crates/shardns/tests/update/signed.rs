@@ -234,6 +234,19 @@ fn signed_zone_takes_updates(tag: &str, denial: &str) {
         "signed whole:\n{log}"
     );
     check_all(at, &data, &anchors, "soa");
+    // The last serial signed follows the updates, so a signing whole (here `shardns
+    // reload ZONE`, as the re-signing timer does it) moves the serial on, updates kept.
+    let state = std::fs::read_to_string(keys.join("state/upd.test.state")).unwrap();
+    assert!(state.starts_with(&format!("serial {serial}\n")), "{state}");
+    let out = Command::new(BIN)
+        .args(["reload", APEX, "--control"])
+        .arg(&server.control)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serial += 1;
+    assert_eq!(serial_at(at), Some(serial), "{}", server.log());
+    check_all(at, &data, &anchors, "reloaded");
 
     // A restart serves the updated records, signed, with a serial not below.
     server.terminate();
