@@ -124,7 +124,13 @@ fn kept_changes_read_back_and_apply_over_the_file() {
     assert_eq!(list_serial(&l, &apex()), Some(3));
     assert_eq!(l.items.len(), 5);
     u.finish(pending).unwrap();
-    assert_eq!(u.read().unwrap().unwrap().1.len(), 2, "kept");
+    // Kept as one change, which applies as the two did.
+    let (base, one) = u.read().unwrap().unwrap();
+    assert_eq!((base, one.len()), (1, 1));
+    assert_eq!(one[0].serial(), 3);
+    let (again, _) = u.replay(list(1), None).unwrap();
+    assert_eq!(texts(&again), t);
+    assert_eq!(texts(&apply(list(1), &apex(), &one)), t);
     let _ = fs::remove_dir_all(&d);
 }
 

@@ -19,6 +19,10 @@
 //! again, which would drop the updates, and rewriting the whole signed zone at every update
 //! costs what the zone weighs.
 //!
+//! At every signing that applied them, the changes are written anew as one (their net
+//! effect: each record's last change), so the file follows the difference between the
+//! zone file and the served records, not the number of updates.
+//!
 //! The file names the zone file's serial the changes apply over (written at every signing
 //! from the file): the changes are applied when the zone is read first (start) or its file
 //! is read again unchanged, and the file's serial is that one. A zone file that changed
@@ -59,6 +63,10 @@ pub struct Updates {
 pub struct Pending {
     /// Start the file anew over this zone file serial (the file won, or there was none).
     restart: Option<u32>,
+    /// Write the file anew over this zone file serial with the changes applied made one
+    /// (their net effect), so that it follows the difference from the file, not the
+    /// number of updates.
+    compact: Option<(u32, Change)>,
 }
 
 impl Updates {
@@ -107,12 +115,7 @@ impl Updates {
             .append(true)
             .open(&self.path)
             .map_err(err)?;
-        let payload = encode(&self.apex, change);
-        let mut out = Vec::with_capacity(payload.len() + 8);
-        out.extend_from_slice(RECORD);
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        out.extend_from_slice(&payload);
-        f.write_all(&out).map_err(err)?;
+        f.write_all(&frame(&self.apex, change)).map_err(err)?;
         f.sync_data().map_err(err)
     }
 
@@ -138,12 +141,14 @@ impl Updates {
             .ok_or("the zone needs exactly one SOA record at its apex")?;
         let restart = Pending {
             restart: Some(file_serial),
+            compact: None,
         };
         let (base, changes) = match self.read()? {
             None => return Ok((records, restart)),
             Some((base, changes)) if changes.is_empty() => {
                 let pending = Pending {
                     restart: (base != file_serial).then_some(file_serial),
+                    compact: None,
                 };
                 return Ok((records, pending));
             }
@@ -174,7 +179,10 @@ impl Updates {
                     changes.len(),
                     self.path.display()
                 );
-                let pending = Pending { restart: None };
+                let pending = Pending {
+                    restart: None,
+                    compact: (changes.len() > 1).then(|| (base, net(&changes))),
+                };
                 Ok((apply(records, &self.apex, &changes), pending))
             }
         }
@@ -182,6 +190,15 @@ impl Updates {
 
     /// Does what `pending` says, once the zone is signed.
     pub fn finish(&self, pending: Pending) -> Result<(), String> {
+        if let Some((base, change)) = pending.compact {
+            let record = frame(&self.apex, &change);
+            return write_atomic(&self.path, |w| {
+                w.write_all(MAGIC)?;
+                w.write_all(&1u32.to_be_bytes())?;
+                w.write_all(&base.to_be_bytes())?;
+                w.write_all(&record)
+            });
+        }
         match pending.restart {
             Some(base) => self.restart(base),
             None => Ok(()),
@@ -235,15 +252,7 @@ fn key(owner: NameRef<'_>, rtype: RType, rdata: &[u8]) -> Key {
 /// after the others, in a fixed order (the fingerprint of what is signed is the same for
 /// the same file and changes).
 pub fn apply(records: RecordList, apex: &Name, changes: &[Change]) -> RecordList {
-    let mut last: BTreeMap<Key, Option<(Name, u32)>> = BTreeMap::new();
-    for c in changes {
-        for (o, t, _, d) in &c.deleted {
-            last.insert(key(o.as_ref(), *t, d), None);
-        }
-        for (o, t, ttl, d) in &c.added {
-            last.insert(key(o.as_ref(), *t, d), Some((o.clone(), *ttl)));
-        }
-    }
+    let last = last_changes(changes);
     let soa = changes.last().map(|c| c.soa.clone());
     let mut out = RecordList::with_capacity(records.items.len() + last.len(), 0);
     for r in &records.items {
@@ -259,12 +268,55 @@ pub fn apply(records: RecordList, apex: &Name, changes: &[Change]) -> RecordList
         let at = out.push_name(apex.as_ref());
         out.push(at, RType::SOA, Class::IN, ttl, &rdata);
     }
-    for ((_, t, d), added) in &last {
-        if let Some((owner, ttl)) = added {
+    for ((_, t, d), (owner, added)) in &last {
+        if let Some(ttl) = added {
             let at = out.push_name(owner.as_ref());
             out.push(at, RType(*t), Class::IN, *ttl, d);
         }
     }
+    out
+}
+
+/// Each record's last change in `changes`: its owner, and its TTL if it was added
+/// (`None`: deleted).
+fn last_changes(changes: &[Change]) -> BTreeMap<Key, (Name, Option<u32>)> {
+    let mut last = BTreeMap::new();
+    for c in changes {
+        for (o, t, _, d) in &c.deleted {
+            last.insert(key(o.as_ref(), *t, d), (o.clone(), None));
+        }
+        for (o, t, ttl, d) in &c.added {
+            last.insert(key(o.as_ref(), *t, d), (o.clone(), Some(*ttl)));
+        }
+    }
+    last
+}
+
+/// `changes` made one: what [`apply`] of it does is what [`apply`] of them does.
+fn net(changes: &[Change]) -> Change {
+    let (mut deleted, mut added) = (Vec::new(), Vec::new());
+    for ((_, t, d), (owner, ttl)) in last_changes(changes) {
+        match ttl {
+            Some(ttl) => added.push((owner, RType(t), ttl, d)),
+            None => deleted.push((owner, RType(t), 0, d)),
+        }
+    }
+    let (first, last) = (&changes[0], &changes[changes.len() - 1]);
+    Change {
+        deleted,
+        added,
+        old_soa: first.old_soa.clone(),
+        soa: last.soa.clone(),
+    }
+}
+
+/// One change's record: the mark, the payload's length, the payload.
+fn frame(apex: &Name, change: &Change) -> Vec<u8> {
+    let payload = encode(apex, change);
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(RECORD);
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
     out
 }
 
