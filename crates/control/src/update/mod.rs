@@ -268,16 +268,7 @@ impl Batch<'_> {
         match update_as(message, &zone, &policy, &who, table.serial_policy, now) {
             Err(refusal) => self.refuse(&apex, peer, refusal.rcode, &refusal.why),
             Ok(Outcome::Unchanged) => Rcode::NOERROR,
-            Ok(Outcome::Change(change)) => match if table.dnssec {
-                // Signed before it is answered (`sign`).
-                sign::signed_version(self.config, table, &zone, &change, now)
-                    .map_err(|e| format!("a signed zone: {e}"))
-            } else {
-                change
-                    .apply(&zone)
-                    .map(|(new, _)| new)
-                    .map_err(|e| format!("the new version does not build: {e}"))
-            } {
+            Ok(Outcome::Change(change)) => match self.version(table, &zone, &change, now) {
                 Ok(new) => {
                     info!(
                         "update of {apex} from {peer}: serial {} -> {}, {} records deleted, {} added",
@@ -295,6 +286,24 @@ impl Batch<'_> {
                 }
             },
         }
+    }
+
+    /// The version `change` makes of `zone`: signed first in a signed zone ([`sign`]).
+    fn version(
+        &self,
+        table: &shardns_config::ZoneConfig,
+        zone: &Zone,
+        change: &shardns_zone::update::Change,
+        now: u64,
+    ) -> Result<Zone, String> {
+        if table.dnssec {
+            return sign::signed_version(self.config, table, zone, change, now)
+                .map_err(|e| format!("a signed zone: {e}"));
+        }
+        change
+            .apply(zone)
+            .map(|(new, _)| new)
+            .map_err(|e| format!("the new version does not build: {e}"))
     }
 
     /// Logs why an update was not applied and gives its rcode: at info for the first few
