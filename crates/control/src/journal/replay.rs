@@ -26,23 +26,21 @@
 //! - **A file read again unchanged whose serial the chain no longer holds** (the journal
 //!   was trimmed to its limits since), or a change that does not apply: refused, the
 //!   served version kept (reading the file would take the zone back and drop the changes).
-//! - **A signed zone** (`dnssec = true`) is not replayed: it is signed anew from its file
-//!   at load (a new serial, new signatures), while the journal holds the differences
-//!   between signed versions, so its RRSIG deletions would not match and its serials would
-//!   not follow. Replaying it needs the unsigned changes kept apart and signed again (issue
-//!   28 item 4). Until then a journal that ends elsewhere than the version just signed is
-//!   moved aside to `JOURNAL.unreplayed` (kept for the operator, never lost), and an error
-//!   says its changes are not served.
+//! - **A signed zone** (`dnssec = true`) is not replayed from this journal: it holds the
+//!   differences between signed versions (RRSIGs, the chain), while the zone is signed
+//!   anew from its file at load. The changes updates made are kept unsigned apart
+//!   (`crate::signing::updates`) and applied over the file's records before the signing,
+//!   so the version signed at load has them; this journal goes on serving IXFR (started
+//!   anew when the version signed at load has a serial it does not end at).
 
 use super::disk::{parse, reset};
-use shardns_wire::Name;
 use shardns_zone::update::Change;
 use shardns_zone::xfr::diff::Diff;
 use shardns_zone::xfr::is_newer;
 use shardns_zone::Zone;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tracing::{error, info, warn};
 
 /// Why a zone is being read, which decides whether its journal is replayed over it.
@@ -61,11 +59,13 @@ pub enum Read {
 }
 
 /// `zone` (just read from its file) with the changes its journal at `path` holds after
-/// the file's serial applied; `signed`: the zone was signed at load (not replayed, see the
-/// module documentation). `Err`: a changed file that does not move the serial on, refused
+/// the file's serial applied; `signed`: the zone was signed at load (not replayed: its
+/// updates were signed with its file's records, see the module documentation). `Err`: a changed file that does not move the serial on, refused
 /// (the message says why).
 pub fn replay(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone, String> {
-    if zone.is_unavailable() {
+    // A signed zone's updates were applied before it was signed (the file's serial checked
+    // there too: `crate::signing::updates`).
+    if zone.is_unavailable() || signed {
         return Ok(zone);
     }
     if let Read::Changed { served } = read {
@@ -77,11 +77,11 @@ pub fn replay(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone,
         }
         return Ok(zone);
     }
-    replay_journal(zone, path, signed, read)
+    replay_journal(zone, path, read)
 }
 
 /// [`replay`] for a zone read first or unchanged.
-fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Zone, String> {
+fn replay_journal(zone: Zone, path: &Path, read: Read) -> Result<Zone, String> {
     let apex = zone.apex().to_name();
     let bytes = match fs::read(path) {
         Ok(b) => b,
@@ -108,12 +108,6 @@ fn replay_journal(zone: Zone, path: &Path, signed: bool, read: Read) -> Result<Z
             path.display(),
             diffs.len()
         );
-    }
-    if signed {
-        if read == Read::First && last != serial {
-            set_aside(&apex, path, serial, last);
-        }
-        return Ok(zone);
     }
     let Some(start) = diffs.iter().position(|d| d.from() == serial) else {
         if last != serial && read == Read::Unchanged {
@@ -206,20 +200,4 @@ pub fn apply(diff: &Diff, zone: &Zone) -> Result<Zone, String> {
         ));
     }
     Ok(new)
-}
-
-/// A signed zone's journal that ends elsewhere than the version just signed: moved to
-/// `JOURNAL.unreplayed`, with an error saying what is not served and why.
-fn set_aside(apex: &Name, path: &Path, serial: u32, last: u32) {
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(".unreplayed");
-    let aside = PathBuf::from(aside);
-    let kept = match fs::rename(path, &aside) {
-        Ok(()) => format!("kept as {}", aside.display()),
-        Err(e) => format!("left as it is ({e})"),
-    };
-    error!(
-        "zone {apex}: journal {} ends at serial {last}, the zone was signed at load with serial {serial}: NOT replayed, since replaying the journal of a signed zone (dnssec = true) is not supported yet (the journal holds the differences between signed versions, and the zone is signed anew from its file: the unsigned changes would have to be kept and signed again); changes made by dynamic update since the zone file was written are not served; the journal is {kept} and a new one starts",
-        path.display()
-    );
 }

@@ -165,33 +165,23 @@ fn a_damaged_tail_replays_up_to_the_last_whole_record() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// What is missing for a signed zone: its journal holds the differences between *signed*
-/// versions, and the zone is signed anew from its file at load (new serial, new RRSIGs),
-/// so those differences do not apply to it; replaying needs the unsigned changes kept and
-/// signed again (issue 28 item 4). Until then the zone file's version is served, and the
-/// journal is moved aside whole, not dropped.
+/// A signed zone's journal holds the differences between *signed* versions, and the zone
+/// is signed anew from its file (with its updates, `crate::signing::updates`) at load: it
+/// is not replayed, and left as it is (the history IXFR serves), neither moved aside nor
+/// started anew here.
 #[test]
-fn a_signed_zone_is_not_replayed_and_its_journal_is_set_aside() {
+fn a_signed_zone_is_not_replayed_and_its_journal_is_kept() {
     let dir = scratch("signed");
     let path = dir.join("u.zone.journal");
     recorded(&path);
     let before = fs::read(&path).unwrap();
     let z = replay(version(1), &path, true, Read::First).unwrap();
-    assert_eq!(
-        z.serial(),
-        1,
-        "replay of a signed zone is not supported yet"
-    );
-    assert!(!path.exists());
-    assert_eq!(
-        fs::read(dir.join("u.zone.journal.unreplayed")).unwrap(),
-        before
-    );
-    // A signed zone read again (a reload) leaves its journal alone: it is the history.
-    recorded(&path);
+    assert_eq!(z.serial(), 1, "the version signed at load is served");
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert!(!dir.join("u.zone.journal.unreplayed").exists());
     let again = replay(version(3), &path, true, Read::Unchanged).unwrap();
     assert_eq!(again.serial(), 3);
-    assert!(path.exists());
+    assert_eq!(fs::read(&path).unwrap(), before);
     let _ = fs::remove_dir_all(&dir);
 }
 

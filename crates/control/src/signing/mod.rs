@@ -25,6 +25,10 @@
 //! was signed from (the records read, the keys and their times, the signing settings).
 //! When a zone is read again with the same fingerprint and its signatures and keys are not
 //! due, that version is served as it is: same serial, same signatures.
+//!
+//! A zone that may be updated (`update_policy`) keeps what updates changed, unsigned, in
+//! `KEYDIR/state/<zone>.updates` ([`updates`]), applied over the records read before they
+//! are signed: the updated records are what a restart or a re-signing signs.
 
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
@@ -42,10 +46,12 @@ use tracing::info;
 
 mod state;
 mod timer;
+pub mod updates;
 
 pub use state::StateFile;
 use state::{state_path, write_atomic};
 pub use timer::Resigner;
+pub use updates::Updates;
 
 /// How one zone is signed: from its `[[zone]]` table and `server.key_directory`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +164,20 @@ pub fn sign_scanned(
     now: u64,
     threads: usize,
 ) -> Result<Signed, shardns_zone::Error> {
+    sign_scanned_with(apex, scanned, spec, now, threads, None)
+}
+
+/// [`sign_scanned`] for a zone that may be updated (`updated` is `Some`): the changes
+/// updates made ([`updates`]) applied over the records read first; `Some(Some(served))`:
+/// its file changed since it was read, and `served` is the serial served now.
+pub fn sign_scanned_with(
+    apex: &Name,
+    scanned: Scanned,
+    spec: &SignSpec,
+    now: u64,
+    threads: usize,
+    updated: Option<Option<u32>>,
+) -> Result<Signed, shardns_zone::Error> {
     let file = scanned.files.first().cloned().unwrap_or_default();
     let fail = |message: String| shardns_zone::Error::Invalid {
         errors: vec![Diag {
@@ -174,8 +194,19 @@ pub fn sign_scanned(
     } = scanned;
     drop(text);
     let records = to_list(chunks);
+    let kept = Updates::new(&spec.key_dir, apex);
+    let (records, pending) = match updated {
+        Some(changed) => {
+            let (records, pending) = kept.replay(records, changed).map_err(fail)?;
+            (records, Some(pending))
+        }
+        None => (records, None),
+    };
     let (records, _serial, refresh_at) =
         sign_records(apex, records, spec, now, threads).map_err(fail)?;
+    if let Some(pending) = pending {
+        kept.finish(pending).map_err(fail)?;
+    }
     Ok(Signed {
         records,
         files,

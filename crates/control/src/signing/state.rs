@@ -124,6 +124,19 @@ impl StateFile {
         })())
     }
 
+    /// Records `serial` as the last serial signed with, the timings kept (a dynamic
+    /// update signed incrementally: `crate::update`), atomically.
+    pub fn set_serial(&self, serial: u32) -> Result<(), String> {
+        let mut text = format!("serial {serial}\n");
+        for line in self.text()?.unwrap_or_default().lines() {
+            if !line.starts_with("serial ") {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        write_atomic(&self.path, |w| w.write_all(text.as_bytes()))
+    }
+
     /// Records `serial` and the timings, atomically.
     pub fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
         let mut text = format!(

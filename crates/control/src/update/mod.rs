@@ -13,9 +13,14 @@
 //! secondaries by NOTIFY (`reload::serve_outside`), and only then are the answers sent:
 //! a client told NOERROR finds its change answered by every worker and kept on disk.
 //!
-//! Not yet: signed zones (`dnssec = true`) take no updates (REFUSED, logged) until the
-//! changed RRsets are signed on the way in; a secondary answers REFUSED (no forwarding to
-//! its primary); the zone file is not rewritten.
+//! A signed zone (`dnssec = true`) has each change signed before it is served ([`sign`]:
+//! new RRSIGs for what changed, the NSEC or NSEC3 chain patched), its unsigned part kept
+//! for the signings of the zone whole (`crate::signing::updates`).
+//!
+//! Not yet: a secondary answers REFUSED (no forwarding to its primary); the zone file is
+//! not rewritten.
+
+mod sign;
 
 use crate::reload::{serve_outside, Reloader};
 use crate::signed::tsig_refusal;
@@ -276,9 +281,6 @@ impl Batch<'_> {
                 None => return self.refuse(&apex, peer, Rcode::REFUSED, "no update_policy"),
             }
         };
-        if table.dnssec {
-            return self.refuse(&apex, peer, Rcode::REFUSED, "a signed zone (not yet)");
-        }
         let who = Requester {
             key: key.map(|k| k.as_ref()),
             addr: peer,
@@ -286,8 +288,8 @@ impl Batch<'_> {
         match update_as(message, &zone, &policy, &who, table.serial_policy, now) {
             Err(refusal) => self.refuse(&apex, peer, refusal.rcode, &refusal.why),
             Ok(Outcome::Unchanged) => Rcode::NOERROR,
-            Ok(Outcome::Change(change)) => match change.apply(&zone) {
-                Ok((new, _)) => {
+            Ok(Outcome::Change(change)) => match self.version(table, &zone, &change, now) {
+                Ok(new) => {
                     info!(
                         "update of {apex} from {peer}: serial {} -> {}, {} records deleted, {} added",
                         zone.serial(),
@@ -299,11 +301,29 @@ impl Batch<'_> {
                     Rcode::NOERROR
                 }
                 Err(e) => {
-                    warn!("update of {apex} from {peer}: the new version does not build: {e}");
+                    warn!("update of {apex} from {peer}: SERVFAIL: {e}");
                     Rcode::SERVFAIL
                 }
             },
         }
+    }
+
+    /// The version `change` makes of `zone`: signed first in a signed zone ([`sign`]).
+    fn version(
+        &self,
+        table: &shardns_config::ZoneConfig,
+        zone: &Zone,
+        change: &shardns_zone::update::Change,
+        now: u64,
+    ) -> Result<Zone, String> {
+        if table.dnssec {
+            return sign::signed_version(self.config, table, zone, change, now)
+                .map_err(|e| format!("a signed zone: {e}"));
+        }
+        change
+            .apply(zone)
+            .map(|(new, _)| new)
+            .map_err(|e| format!("the new version does not build: {e}"))
     }
 
     /// Logs why an update was not applied and gives its rcode: at info for the first few

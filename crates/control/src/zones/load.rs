@@ -82,8 +82,15 @@ pub(super) fn load_one(
         Some(s) => {
             // Every core for one zone, one each for many (as the scan).
             let sign_threads = if threads > 1 { 0 } else { 1 };
+            // A zone that may be updated: its updates' changes signed with the file's
+            // records (`signing::updates`).
+            let updated = spec.journal.as_ref().map(|_| match read {
+                Read::Changed { served } => Some(served),
+                Read::First | Read::Unchanged => None,
+            });
+            let now = signing::unix_now();
             let signed =
-                signing::sign_scanned(&spec.name, scanned, s, signing::unix_now(), sign_threads)?;
+                signing::sign_scanned_with(&spec.name, scanned, s, now, sign_threads, updated)?;
             // New keys in the directory make a reload sign again.
             included.push(s.key_dir.clone());
             refresh_at = Some(signed.refresh_at);

@@ -11,6 +11,8 @@
 //!   NOTZONE, the §3.4.2 rules, meta types, classes, signatures) sent to shardns and to
 //!   knotd serving the same zone with the same key, answer for answer, and the RRsets after
 //!   each; the differences we chose are listed there and in docs/ANSWERS.md.
+//! - `signed`: a signed zone (NSEC, NSEC3) updated: the changes signed at once, verified,
+//!   validated by `delv`, and kept over a restart.
 //! - `follow`: knotd as a TSIG-signed secondary of a shardns primary follows updates by
 //!   NOTIFY and true IXFR from the journal; updates survive a restart and a SIGKILL.
 //!
@@ -30,6 +32,7 @@ mod common;
 mod dnspython;
 mod follow;
 mod knot_compare;
+mod signed;
 mod wire;
 
 use common::*;

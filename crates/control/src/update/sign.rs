@@ -1,0 +1,100 @@
+//! update::sign -- an update to a signed zone (`dnssec = true`), signed before it is
+//! answered: the keys that sign the zone now, from the key directory as the signing at load
+//! reads them (`crate::signing`), sign what the change touched (new RRSIGs, the NSEC or
+//! NSEC3 chain patched: `shardns_zone::update::sign_change`); the last serial signed (the
+//! state file) moves to the update's, and the change's unsigned part is kept
+//! (`crate::signing::updates`) so that every later signing of the zone whole has it.
+//!
+//! When the change cannot be signed incrementally but the zone signed whole would do (a
+//! key that started or stopped signing since the zone was signed, a new SOA TTL or
+//! MINIMUM that moves the chain's TTL), the new version's unsigned records are signed
+//! whole, here on the main thread, with the full signer (`signing::sign_records`, which
+//! keeps the signatures of the unchanged RRsets from the last signed version): slower, but
+//! the update is answered signed all the same.
+
+use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
+use shardns_config::{Config, ZoneConfig};
+use shardns_dnssec::keys::zone_keys;
+use shardns_dnssec::{KeyStore, RecordList, SignParams};
+use shardns_wire::{Class, RType};
+use shardns_zone::update::{sign_change, Change};
+use shardns_zone::Zone;
+use tracing::info;
+
+/// `change`, read against `zone` (signed), made into the zone's new signed version; the
+/// signing state and the kept updates written first. `Err`: why not (SERVFAIL; nothing
+/// changed but, at worst, the last serial signed moved on).
+pub(super) fn signed_version(
+    config: &Config,
+    table: &ZoneConfig,
+    zone: &Zone,
+    change: &Change,
+    now: u64,
+) -> Result<Zone, String> {
+    let apex = zone.apex().to_name();
+    let spec = SignSpec::of(table, config.server.key_directory.as_deref())
+        .ok_or("no key directory to sign with")?;
+    let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
+    let keys = store.load(&apex).map_err(|e| e.to_string())?;
+    let zk = zone_keys(&keys, now);
+    let mut params = SignParams::new(now, &spec.policy);
+    params.denial = spec.denial.clone();
+    params.threads = 1;
+    let state = StateFile::new(&spec.key_dir, &apex);
+    let kept = Updates::new(&spec.key_dir, &apex);
+    let new = match sign_change(zone, change, &zk, &params) {
+        Ok(signed) => {
+            let (new, _) = signed
+                .apply(zone)
+                .map_err(|e| format!("the new signed version does not build: {e}"))?;
+            state.set_serial(change.serial())?;
+            new
+        }
+        Err(e) if e.needs_full_signing() => {
+            info!(
+                "update of {apex}: cannot be signed incrementally ({e}): signing the new version whole"
+            );
+            drop(zk);
+            let records = unsigned_records(zone, change);
+            // Serial: the change's, above the last signed (the state file's); the state
+            // file written by the signer.
+            let (list, serial, _) = sign_records(&apex, records, &spec, now, 1)?;
+            if serial != change.serial() {
+                return Err(format!(
+                    "signed whole with serial {serial}, not the update's {}",
+                    change.serial()
+                ));
+            }
+            let files = vec![std::path::PathBuf::from(format!("<UPDATE of {apex}>"))];
+            Zone::build_sorted(apex.clone(), list, files, Vec::new())
+                .map(|(zone, _)| zone)
+                .map_err(|e| format!("the new signed version does not build: {e}"))?
+        }
+        Err(e) => return Err(format!("cannot sign the change: {e}")),
+    };
+    kept.append(change)
+        .map_err(|e| format!("cannot keep the change: {e}"))?;
+    Ok(new)
+}
+
+/// The unsigned records of the version `change` makes of `zone`: the zone's, less the
+/// signer's own, with the change made.
+fn unsigned_records(zone: &Zone, change: &Change) -> RecordList {
+    let apex = zone.apex().to_name();
+    let mut list = RecordList::default();
+    for id in 0..zone.node_count() as u32 {
+        let node = zone.node(id);
+        let owner = node.name().to_name();
+        for set in node.rrsets() {
+            if signing::updates::signer_owned(&apex, &owner, set.rtype) {
+                continue;
+            }
+            let at = list.push_name(node.name());
+            for data in set.rdatas() {
+                list.push(at, set.rtype, Class::IN, set.ttl, data);
+            }
+        }
+    }
+    debug_assert!(list.items.iter().any(|r| r.rtype == RType::SOA));
+    signing::updates::apply(list, &apex, std::slice::from_ref(change))
+}
