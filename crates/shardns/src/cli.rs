@@ -123,6 +123,49 @@ pub(crate) enum ZoneAction {
         #[arg(value_name = "ZONE", required = true)]
         zones: Vec<String>,
     },
+    /// Open a transaction on a primary zone (one per zone: a second is refused), to change
+    /// it without editing its file, as knotc's zone-begin.
+    Begin(ZoneTxn),
+    /// Add a record to the open transaction: OWNER [TTL] TYPE RDATA..., as in a zone file
+    /// (relative names, @), e.g. `www 300 A 192.0.2.1`.
+    Set(ZoneRecord),
+    /// Delete from the open transaction: OWNER (every RRset), OWNER TYPE (the RRset) or
+    /// OWNER TYPE RDATA... (one record).
+    Unset(ZoneRecord),
+    /// Show the open transaction's changes (+ added, - deleted).
+    Diff(ZoneTxn),
+    /// Apply the open transaction as one dynamic update (checked, journaled, NOTIFY sent,
+    /// signed) and wait for the result; a refused one changes nothing and stays open.
+    Commit(ZoneTxn),
+    /// Give up the open transaction.
+    Abort(ZoneTxn),
+}
+
+/// `shardns zone begin|diff|commit|abort ZONE`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ZoneTxn {
+    #[command(flatten)]
+    pub(crate) control: ControlArgs,
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+}
+
+/// `shardns zone set|unset ZONE OWNER ...`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ZoneRecord {
+    #[command(flatten)]
+    pub(crate) control: ControlArgs,
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    #[arg(value_name = "OWNER")]
+    pub(crate) owner: String,
+    /// [TTL] TYPE RDATA... (set), [TYPE [RDATA...]] (unset).
+    #[arg(
+        value_name = "RECORD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub(crate) record: Vec<String>,
 }
 
 /// Flags of `serve` and `check`.

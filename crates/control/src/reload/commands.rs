@@ -15,6 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
+/// The longest command line read.
+const MAX_LINE: u64 = 64 * 1024;
+
 /// Serves control connections until shutdown (one at a time; each is short).
 pub(super) fn serve(listener: UnixListener, shared: Arc<dyn Host>, reloads: Sender<ReloadRequest>) {
     for stream in listener.incoming() {
@@ -36,7 +39,8 @@ fn handle(
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
-    BufReader::new((&stream).take(256)).read_line(&mut line)?;
+    // Room for a record's text (`zone set`: a long TXT, a DNSKEY).
+    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or("");
     let args: Vec<&str> = words.collect();
@@ -69,12 +73,17 @@ fn handle(
             },
         }
     };
+    let txn = (command == "zone")
+        .then(|| shared.plane().zone_transaction(&args))
+        .flatten();
     let (ok, body) = match (command, zones) {
-        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
         ("reload", Ok(zones)) => {
             info!("reload requested on the control socket");
             on_main(zones, MainAction::Reload)
         }
+        // A transaction's command (its words are not all zone names).
+        ("zone", _) if txn.is_some() => txn.unwrap_or_default(),
+        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
         ("zone", Ok(_)) => zone_command(&args, shared, on_main),
         ("stats", _) => (true, shared.stats_text()),
         ("status", _) => (true, format!("running, {} workers\n", shared.workers())),
@@ -128,7 +137,9 @@ fn zone_command(
         }
         _ => (
             false,
-            "expected zone status [ZONE...], or zone refresh|retransfer|notify ZONE...\n".into(),
+            "expected zone status [ZONE...], zone refresh|retransfer|notify ZONE..., or zone \
+             begin|set|unset|diff|commit|abort ZONE ...\n"
+                .into(),
         ),
     }
 }
