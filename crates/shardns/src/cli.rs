@@ -481,6 +481,40 @@ mod tests {
     use clap::{CommandFactory, Parser};
 
     #[test]
+    fn zone_set_takes_the_record_words_as_given() {
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "zone",
+            "set",
+            "--control",
+            "/x",
+            "t.",
+            "www",
+            "300",
+            "TXT",
+            "\"-a b\"",
+            "-1",
+        ])
+        .unwrap();
+        let Some(Command::Zone {
+            action: ZoneAction::Set(r),
+        }) = cli.command
+        else {
+            panic!("not zone set");
+        };
+        assert_eq!((r.zone.as_str(), r.owner.as_str()), ("t.", "www"));
+        assert_eq!(r.record, ["300", "TXT", "\"-a b\"", "-1"]);
+        assert!(r.control.control.is_some());
+        let cli = Cli::try_parse_from(["shardns", "zone", "unset", "t.", "old"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Zone { action: ZoneAction::Unset(ref r) }) if r.record.is_empty()
+        ));
+        assert!(Cli::try_parse_from(["shardns", "zone", "begin"]).is_err());
+        assert!(Cli::try_parse_from(["shardns", "zone", "commit", "t."]).is_ok());
+    }
+
+    #[test]
     fn flag_table_is_consistent() {
         Cli::command().debug_assert();
     }

@@ -1,6 +1,8 @@
 //! control::commands -- the control thread: one connection at a time, one command line
-//! each, answered here (`stats`, `status`, `zone refresh|retransfer`) or on the main thread
-//! (`reload`, `zone status|notify`, through a [`ReloadRequest`] and a SIGHUP).
+//! each, answered here (`stats`, `status`, `zone refresh|retransfer`, the transactions'
+//! `zone begin|set|unset|diff|abort`, `Plane::zone_transaction`) or on the main thread
+//! (`reload`, `zone status|notify`, through a [`ReloadRequest`] and a SIGHUP; a transaction's
+//! `zone commit` through the update queue, whose answer it waits for).
 
 use super::{MainAction, ReloadRequest, Reloader};
 use crate::notify::Job;
