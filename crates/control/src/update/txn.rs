@@ -27,7 +27,6 @@ use crate::Plane;
 use shardns_wire::update::Update;
 use shardns_wire::{rdata, Name, RType, Rcode};
 use shardns_zone::scan::{scan_text, ScanOptions};
-use shardns_zone::update::{update, Outcome, SerialPolicy};
 use shardns_zone::Zone;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -255,7 +254,7 @@ impl Transactions {
             }
         };
         if let Some(zone_now) = served {
-            if let Err(e) = dry_run(zone_now, &ops, request.message(), now) {
+            if let Err(e) = check::dry_run(zone_now, &ops, request.message(), now) {
                 return (
                     false,
                     format!(
@@ -376,74 +375,6 @@ fn message(
     }
     u.finish(None, now)
         .map_err(|_| "the transaction does not fit one UPDATE message (65535 octets)".into())
-}
-
-/// The change tried on the served version: an error names a record set and not undone
-/// by a later `unset` that the RFC's rules would ignore, or the refusal's rcode.
-fn dry_run(zone: &Zone, ops: &[Op], msg: &[u8], now: u64) -> Result<(), String> {
-    let change = match update(msg, zone, SerialPolicy::Increment, now) {
-        Err(refusal) => return Err(refusal.to_string()),
-        Ok(Outcome::Unchanged) => None,
-        Ok(Outcome::Change(c)) => Some(c),
-    };
-    for (i, op) in ops.iter().enumerate() {
-        let Op::Set(r) = op else { continue };
-        if ops[i + 1..].iter().any(|later| undoes(later, r)) {
-            continue;
-        }
-        let same = |(o, t, _, d): &(Name, RType, u32, Vec<u8>)| {
-            *t == r.rtype && o.as_ref().eq_ci(&r.owner.as_ref()) && same_rdata(d, &r.rdata)
-        };
-        let added = change.as_ref().is_some_and(|c| c.added.iter().any(same));
-        let deleted = change.as_ref().is_some_and(|c| c.deleted.iter().any(same));
-        let kept = present(zone, &r.owner, Some(r.rtype))
-            .iter()
-            .any(|p| same_rdata(&p.rdata, &r.rdata));
-        let soa = r.rtype == RType::SOA && change.as_ref().is_some_and(|c| c.soa.1 == r.rdata);
-        if !(added || soa || (kept && !deleted)) {
-            return Err(format!(
-                "{} would be ignored: {}",
-                show_record(r),
-                why_ignored(zone, ops, r)
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `later` deletes the record `r`.
-fn undoes(later: &Op, r: &Rec) -> bool {
-    match later {
-        Op::Set(_) => false,
-        Op::Unset {
-            owner,
-            rtype,
-            rdata,
-        } => {
-            owner.as_ref().eq_ci(&r.owner.as_ref())
-                && rtype.is_none_or(|t| t == r.rtype)
-                && rdata.as_ref().is_none_or(|d| same_rdata(d, &r.rdata))
-        }
-    }
-}
-
-/// The likely RFC 2136 §3.4.2 rule that ignores adding `r`.
-fn why_ignored(zone: &Zone, ops: &[Op], r: &Rec) -> &'static str {
-    let types_at = |t: RType| {
-        !present(zone, &r.owner, Some(t)).is_empty()
-            || ops.iter().any(|op| {
-                matches!(op, Op::Set(o) if o.rtype == t && o.owner.as_ref().eq_ci(&r.owner.as_ref()))
-            })
-    };
-    if r.rtype == RType::SOA {
-        "an SOA is replaced only at the apex and by a higher serial"
-    } else if r.rtype == RType::CNAME {
-        "a CNAME beside other data at the name (RFC 1034 §3.6.2, RFC 2181 §10.1)"
-    } else if types_at(RType::CNAME) {
-        "other data beside a CNAME (RFC 1034 §3.6.2, RFC 2181 §10.1)"
-    } else {
-        "data below a DNAME, or another of RFC 2136 §3.4.2's rules"
-    }
 }
 
 /// The records of `owner` (of `rtype`, or all) in `zone` now.
@@ -591,6 +522,8 @@ fn show(op: &Op) -> String {
         }
     }
 }
+
+mod check;
 
 #[cfg(test)]
 mod tests;

@@ -29,17 +29,19 @@ fn a_burst_over_the_limit_is_refused_and_counted() {
         .collect();
     let answers = tcp_exchange(server.addr, &msgs);
     assert_eq!(answers.len(), 30);
-    let rcodes: Vec<String> = answers
+    let read: Vec<wire::Answer> = answers
         .into_iter()
-        .map(|a| wire::answer_of(Some(a)).rcode)
+        .map(|a| wire::answer_of(Some(a)))
         .collect();
+    // Every answer is signed, the refusals too (the key verified).
+    assert!(read.iter().all(|a| a.signed), "{read:?}");
+    let rcodes: Vec<String> = read.into_iter().map(|a| a.rcode).collect();
     let accepted = rcodes.iter().filter(|r| *r == "NOERROR").count();
     let refused = rcodes.iter().filter(|r| *r == "REFUSED").count();
     assert!(
         (10..=11).contains(&accepted) && accepted + refused == 30,
         "the burst of 10 (and at most one token more): {rcodes:?}"
     );
-    // Every answer is signed, the refusals too (the key verified).
     assert_eq!(
         server.stat("shardns_updates_total{result=\"rate_limited\"}"),
         refused as f64

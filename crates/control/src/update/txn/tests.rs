@@ -2,6 +2,7 @@ use super::*;
 use crate::update::Inbox;
 use shardns_config::Config;
 use shardns_wire::Query;
+use shardns_zone::update::{update, Outcome, SerialPolicy};
 use shardns_zone::{load_zone_text, notify_answer, ZoneChange, ZoneSet};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -222,8 +223,37 @@ fn a_commit_the_rules_would_ignore_or_refuse_changes_nothing_and_stays_open() {
     assert!(run(&plane, "set t. alias 300 TXT \"x\"").0);
     let (ok, text) = run(&plane, "commit t.");
     assert!(!ok && text.contains("other data beside a CNAME"), "{text}");
-    // Mended, it goes through.
+    // The apex NS and SOA are never deleted: said so.
     assert!(run(&plane, "unset t. alias TXT").0);
+    assert!(run(&plane, "unset t. @ NS").0);
+    let (ok, text) = run(&plane, "commit t.");
+    assert!(
+        !ok && text.contains("the apex NS RRset is never emptied"),
+        "{text}"
+    );
+    assert!(run(&plane, "set t. @ NS ns2").0);
+    let (ok, text) = run(&plane, "commit t.");
+    assert!(
+        !ok && text.contains("the apex NS RRset is never emptied"),
+        "{text}"
+    );
+    assert!(run(&plane, "abort t.").0);
+    // Replacing the apex NS is fine, when the new one comes first.
+    assert!(run(&plane, "begin t.").0);
+    assert!(run(&plane, "set t. @ NS ns2").0);
+    assert!(run(&plane, "unset t. @ NS ns").0);
+    assert!(run(&plane, "unset t. @ SOA").0);
+    let (ok, text) = run(&plane, "commit t.");
+    assert!(
+        !ok && text.contains("the apex SOA is never deleted"),
+        "{text}"
+    );
+    assert!(run(&plane, "abort t.").0);
+    assert!(run(&plane, "begin t.").0);
+    assert!(run(&plane, "set t. other 300 A 192.0.2.8").0);
+    // Not there: no error.
+    assert!(run(&plane, "unset t. nothing A").0);
+    // Mended, it goes through.
     let (ok, text) = run(&plane, "commit t.");
     assert!(ok, "{text}");
     assert_eq!(
