@@ -296,6 +296,9 @@ impl Reloader {
                     let _ = writeln!(text, "journal: none");
                 }
             }
+            if let Some(n) = shared.plane().updates.transactions.pending(name) {
+                let _ = writeln!(text, "transaction: open, {n} changes");
+            }
             text.push('\n');
         }
         (ok, text)

@@ -13,6 +13,11 @@
 //! secondaries by NOTIFY (`reload::serve_outside`), and only then are the answers sent:
 //! a client told NOERROR finds its change answered by every worker and kept on disk.
 //!
+//! Beside it: `limit`, the token bucket per key or address prefix that refuses a flood
+//! before an update is read further; `tally`, the batch's answers counted into the stats;
+//! `txn`, the operator's transactions on the control socket, committed as a [`Job`] of
+//! theirs.
+//!
 //! Not yet: signed zones (`dnssec = true`) take no updates (REFUSED, logged) until the
 //! changed RRsets are signed on the way in; a secondary answers REFUSED (no forwarding to
 //! its primary); the zone file is not rewritten.

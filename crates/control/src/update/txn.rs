@@ -155,6 +155,11 @@ impl Transactions {
         self.lock().contains_key(zone)
     }
 
+    /// The changes of `zone`'s open transaction, if it has one (for `zone status`).
+    pub fn pending(&self, zone: &Name) -> Option<usize> {
+        self.lock().get(zone).map(Vec::len)
+    }
+
     /// `set` or `unset`: the change `read` gives, added to the zone's open transaction.
     fn change(&self, zone: &Name, read: impl FnOnce() -> Result<Op, String>) -> (bool, String) {
         let mut open = self.lock();

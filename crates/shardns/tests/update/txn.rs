@@ -92,6 +92,8 @@ fn begin_set_unset_diff_commit_abort() {
     // Abort: nothing changes.
     ok(&server, "begin", &[APEX]);
     ok(&server, "set", &[APEX, "gone", "300", "A", "192.0.2.99"]);
+    let shown = ok(&server, "status", &[APEX]);
+    assert!(shown.contains("transaction: open, 1 changes"), "{shown}");
     let text = ok(&server, "abort", &[APEX]);
     assert!(text.contains("1 changes discarded"), "{text}");
     assert_eq!(status(at, "gone.upd.test", "A"), "NXDOMAIN");
