@@ -76,7 +76,11 @@ fn handle(
         }
     };
     let txn = (command == "zone")
-        .then(|| shared.plane().zone_transaction(&args))
+        .then(|| {
+            shared
+                .plane()
+                .zone_transaction(line.trim_start().strip_prefix("zone").unwrap_or_default())
+        })
         .flatten();
     let (ok, body) = match (command, zones) {
         ("reload", Ok(zones)) => {

@@ -72,9 +72,11 @@ struct Rec {
 }
 
 impl Plane {
-    /// `zone begin|set|unset|diff|commit|abort ZONE ...` (`args` after `zone`): the reply
-    /// (success, text), or `None` if `args` is not one of these.
-    pub fn zone_transaction(&self, args: &[&str]) -> Option<(bool, String)> {
+    /// `zone begin|set|unset|diff|commit|abort ZONE ...` (`line`: the command line after
+    /// `zone`): the reply (success, text), or `None` if `line` is not one of these. A
+    /// record's text is taken as it came (blanks in quoted strings kept).
+    pub fn zone_transaction(&self, line: &str) -> Option<(bool, String)> {
+        let args: Vec<&str> = line.split_whitespace().collect();
         let (&action, rest) = args.split_first()?;
         if !matches!(
             action,
@@ -107,9 +109,13 @@ impl Plane {
             ("abort", []) => txns.abort(&zone),
             ("commit", []) => txns.commit(&self.updates, &zone, served.as_deref()),
             ("set", [owner, rdata @ ..]) if !rdata.is_empty() => {
-                txns.change(&zone, || Ok(Op::Set(record(&zone, owner, rdata)?)))
+                let text = after_words(line, 3);
+                txns.change(&zone, || Ok(Op::Set(record(&zone, owner, text)?)))
             }
-            ("unset", [owner, rest @ ..]) => txns.change(&zone, || unset(&zone, owner, rest)),
+            ("unset", [owner, rest @ ..]) => {
+                let text = after_words(line, 3);
+                txns.change(&zone, || unset(&zone, owner, rest, text))
+            }
             _ => return usage(),
         })
     }
@@ -426,9 +432,9 @@ fn owner_name(zone: &Name, text: &str) -> Result<Name, String> {
 }
 
 /// A record `OWNER [TTL] [IN] TYPE RDATA...`, read by the zone-file scanner.
-fn record(zone: &Name, owner: &str, rest: &[&str]) -> Result<Rec, String> {
+fn record(zone: &Name, owner: &str, rest: &str) -> Result<Rec, String> {
     let owner = owner_name(zone, owner)?;
-    let line = format!("{owner} {}\n", rest.join(" "));
+    let line = format!("{owner} {rest}\n");
     let scanned = scan_text(
         line.as_bytes(),
         Path::new("command line"),
@@ -465,7 +471,8 @@ fn record(zone: &Name, owner: &str, rest: &[&str]) -> Result<Rec, String> {
 }
 
 /// `unset OWNER [TYPE [RDATA...]]`.
-fn unset(zone: &Name, owner: &str, rest: &[&str]) -> Result<Op, String> {
+/// `rest`: the words after the owner, `text` the same as it came.
+fn unset(zone: &Name, owner: &str, rest: &[&str], text: &str) -> Result<Op, String> {
     match rest {
         [] => Ok(Op::Unset {
             owner: owner_name(zone, owner)?,
@@ -485,9 +492,7 @@ fn unset(zone: &Name, owner: &str, rest: &[&str]) -> Result<Op, String> {
         }
         _ => {
             // TTL 0: a TTL the scanner reads, never used.
-            let mut with_ttl = vec!["0"];
-            with_ttl.extend_from_slice(rest);
-            let r = record(zone, owner, &with_ttl)?;
+            let r = record(zone, owner, &format!("0 {text}"))?;
             Ok(Op::Unset {
                 owner: r.owner,
                 rtype: Some(r.rtype),
@@ -495,6 +500,16 @@ fn unset(zone: &Name, owner: &str, rest: &[&str]) -> Result<Op, String> {
             })
         }
     }
+}
+
+/// `line` after its first `n` words and the blanks that follow them.
+fn after_words(line: &str, n: usize) -> &str {
+    let mut rest = line.trim_start();
+    for _ in 0..n {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        rest = rest[end..].trim_start();
+    }
+    rest.trim_end()
 }
 
 /// A record in presentation format: `OWNER TTL IN TYPE RDATA`.

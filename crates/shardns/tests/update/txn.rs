@@ -59,7 +59,7 @@ fn begin_set_unset_diff_commit_abort() {
             "new.upd.test.",
             "300",
             "TXT",
-            "\"made by a transaction\"",
+            "\"made by  a transaction\"",
         ],
     );
     ok(&server, "unset", &[APEX, "www", "TXT"]);
@@ -69,7 +69,7 @@ fn begin_set_unset_diff_commit_abort() {
     assert_eq!(
         diff,
         "+new.upd.test. 300 IN A 192.0.2.50\n\
-         +new.upd.test. 300 IN TXT \"made by a transaction\"\n\
+         +new.upd.test. 300 IN TXT \"made by  a transaction\"\n\
          -www.upd.test. 300 IN TXT \"hello\"\n"
     );
     // Nothing is served before the commit.
@@ -79,7 +79,7 @@ fn begin_set_unset_diff_commit_abort() {
     assert_eq!(short(at, "new.upd.test", "A"), ["192.0.2.50"]);
     assert_eq!(
         short(at, "new.upd.test", "TXT"),
-        ["\"made by a transaction\""]
+        ["\"made by  a transaction\""]
     );
     assert!(short(at, "www.upd.test", "TXT").is_empty());
     assert_eq!(short(at, "www.upd.test", "A"), ["192.0.2.1"]);
