@@ -80,6 +80,13 @@ pub struct Limits {
     /// reset" flood, CVE-2023-44487).
     #[serde(deserialize_with = "positive_u32")]
     pub https_resets_per_second: u32,
+    /// Dynamic updates (RFC 2136) one requester (the TSIG key, else the client's /32 or
+    /// /64) may send per second, on average; past it (and the burst) an update is
+    /// REFUSED. 0 means no limit. The operator's transactions are not limited.
+    pub updates_per_second: u32,
+    /// Updates one requester may send at once after a quiet spell (the token bucket's size).
+    #[serde(deserialize_with = "positive_u32")]
+    pub updates_burst: u32,
 }
 
 impl Default for Limits {
@@ -104,6 +111,8 @@ impl Default for Limits {
             tls_handshake_timeout_ms: 5_000,
             https_streams_per_connection: 100,
             https_resets_per_second: 100,
+            updates_per_second: 100,
+            updates_burst: 200,
         }
     }
 }

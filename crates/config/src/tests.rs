@@ -366,6 +366,22 @@ fn rrl_table() {
 }
 
 #[test]
+fn update_rate_limits() {
+    let c = parse("").unwrap();
+    assert_eq!(
+        (c.limits.updates_per_second, c.limits.updates_burst),
+        (100, 200)
+    );
+    let c = parse("[limits]\nupdates_per_second = 0\nupdates_burst = 5\n").unwrap();
+    assert_eq!(
+        (c.limits.updates_per_second, c.limits.updates_burst),
+        (0, 5)
+    );
+    let e = parse("[limits]\nupdates_burst = 0\n").unwrap_err();
+    assert!(e.to_string().contains("updates_burst"), "{e}");
+}
+
+#[test]
 fn new_limits_and_resolver_bounds() {
     let c = parse("").unwrap();
     let l = &c.limits;

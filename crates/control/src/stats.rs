@@ -40,4 +40,16 @@ pub struct ControlStats {
     /// dnstap frames the writer thread could not deliver (no reader connected, a write
     /// failed).
     pub dnstap_lost: AtomicU64,
+    /// Dynamic updates (RFC 2136) answered: accepted (NOERROR, the operator's transactions
+    /// included), refused for who sent them (REFUSED, NOTAUTH: no grant, no or a bad TSIG,
+    /// not a primary zone here), refused by a prerequisite (YXDOMAIN, YXRRSET, NXDOMAIN,
+    /// NXRRSET), refused for sending too many (`limits.updates_per_second`), the rest
+    /// (FORMERR, NOTZONE, SERVFAIL); and those the full queue refused before the main
+    /// thread saw them (as of the last batch).
+    pub updates_accepted: AtomicU64,
+    pub updates_refused: AtomicU64,
+    pub updates_prerequisite: AtomicU64,
+    pub updates_rate_limited: AtomicU64,
+    pub updates_other: AtomicU64,
+    pub updates_queue_full: AtomicU64,
 }

@@ -123,6 +123,57 @@ pub(crate) enum ZoneAction {
         #[arg(value_name = "ZONE", required = true)]
         zones: Vec<String>,
     },
+    /// Write the zone's served version (changed by dynamic update) to its zone file now,
+    /// unless the file was edited since it was read (Knot's `knotc zone-flush`).
+    Flush {
+        #[command(flatten)]
+        control: ControlArgs,
+        #[arg(value_name = "ZONE", required = true)]
+        zones: Vec<String>,
+    },
+    /// Open a transaction on a primary zone (one per zone: a second is refused), to change
+    /// it without editing its file, as knotc's zone-begin.
+    Begin(ZoneTxn),
+    /// Add a record to the open transaction: OWNER [TTL] TYPE RDATA..., as in a zone file
+    /// (relative names, @), e.g. `www 300 A 192.0.2.1`.
+    Set(ZoneRecord),
+    /// Delete from the open transaction: OWNER (every RRset), OWNER TYPE (the RRset) or
+    /// OWNER TYPE RDATA... (one record).
+    Unset(ZoneRecord),
+    /// Show the open transaction's changes (+ added, - deleted).
+    Diff(ZoneTxn),
+    /// Apply the open transaction as one dynamic update (checked, journaled, NOTIFY sent,
+    /// signed) and wait for the result; a refused one changes nothing and stays open.
+    Commit(ZoneTxn),
+    /// Give up the open transaction.
+    Abort(ZoneTxn),
+}
+
+/// `shardns zone begin|diff|commit|abort ZONE`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ZoneTxn {
+    #[command(flatten)]
+    pub(crate) control: ControlArgs,
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+}
+
+/// `shardns zone set|unset ZONE OWNER ...`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ZoneRecord {
+    #[command(flatten)]
+    pub(crate) control: ControlArgs,
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    #[arg(value_name = "OWNER")]
+    pub(crate) owner: String,
+    /// [TTL] TYPE RDATA... (set), [TYPE [RDATA...]] (unset).
+    #[arg(
+        value_name = "RECORD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub(crate) record: Vec<String>,
 }
 
 /// Flags of `serve` and `check`.
@@ -436,6 +487,40 @@ impl ControlArgs {
 mod tests {
     use super::*;
     use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn zone_set_takes_the_record_words_as_given() {
+        let cli = Cli::try_parse_from([
+            "shardns",
+            "zone",
+            "set",
+            "--control",
+            "/x",
+            "t.",
+            "www",
+            "300",
+            "TXT",
+            "\"-a b\"",
+            "-1",
+        ])
+        .unwrap();
+        let Some(Command::Zone {
+            action: ZoneAction::Set(r),
+        }) = cli.command
+        else {
+            panic!("not zone set");
+        };
+        assert_eq!((r.zone.as_str(), r.owner.as_str()), ("t.", "www"));
+        assert_eq!(r.record, ["300", "TXT", "\"-a b\"", "-1"]);
+        assert!(r.control.control.is_some());
+        let cli = Cli::try_parse_from(["shardns", "zone", "unset", "t.", "old"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Zone { action: ZoneAction::Unset(ref r) }) if r.record.is_empty()
+        ));
+        assert!(Cli::try_parse_from(["shardns", "zone", "begin"]).is_err());
+        assert!(Cli::try_parse_from(["shardns", "zone", "commit", "t."]).is_ok());
+    }
 
     #[test]
     fn flag_table_is_consistent() {

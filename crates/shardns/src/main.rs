@@ -66,7 +66,22 @@ fn main() -> ExitCode {
                 ZoneAction::Refresh { control, zones } => ("refresh", control, zones),
                 ZoneAction::Retransfer { control, zones } => ("retransfer", control, zones),
                 ZoneAction::Notify { control, zones } => ("notify", control, zones),
+                ZoneAction::Flush { control, zones } => ("flush", control, zones),
+                ZoneAction::Begin(t) => ("begin", t.control, vec![t.zone]),
+                ZoneAction::Diff(t) => ("diff", t.control, vec![t.zone]),
+                ZoneAction::Commit(t) => ("commit", t.control, vec![t.zone]),
+                ZoneAction::Abort(t) => ("abort", t.control, vec![t.zone]),
+                ZoneAction::Set(r) => ("set", r.control, record_words(r.zone, r.owner, r.record)),
+                ZoneAction::Unset(r) => {
+                    ("unset", r.control, record_words(r.zone, r.owner, r.record))
+                }
             };
+            if zones.iter().any(|w| w.contains(['\n', '\r'])) {
+                say(format_args!(
+                    "shardns: a line break in an argument (one record at a time)"
+                ));
+                return ExitCode::from(2);
+            }
             let line = ["zone".to_string(), word.to_string()]
                 .into_iter()
                 .chain(zones)
@@ -167,6 +182,12 @@ fn sign(a: &SignArgs) -> Result<(), String> {
         s.seconds[2]
     );
     Ok(())
+}
+
+/// `ZONE OWNER RECORD...` as the words of a control line (the server reads the record's
+/// words as a zone file's, so quotes given on the command line reach it).
+fn record_words(zone: String, owner: String, record: Vec<String>) -> Vec<String> {
+    [zone, owner].into_iter().chain(record).collect()
 }
 
 fn control_command(args: &ControlArgs, command: &str) -> Result<(), String> {

@@ -94,6 +94,19 @@ fn updates_reach_the_zone_file_and_an_edited_file_is_not_written_over() {
     let a = dig(server.addr4(), &["+short", "a.sync.test", "A"]);
     assert_eq!(a.trim(), "192.0.2.10", "{}", server.log());
 
+    // `shardns zone flush` writes at once (here: nothing new since the file was written).
+    let out = Command::new(env!("CARGO_BIN_EXE_shardns"))
+        .args(["zone", "flush", "--control"])
+        .arg(&server.control)
+        .arg("sync.test.")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("up to date"),
+        "{out:?}"
+    );
+
     // An operator edits the file (no serial change yet) while an update waits for the
     // write: the edit is kept, the update stays served (and journaled), a warning says why.
     let edited = std::fs::read_to_string(&zone).unwrap() + "; an operator's edit\n";

@@ -1,6 +1,8 @@
 //! control::commands -- the control thread: one connection at a time, one command line
-//! each, answered here (`stats`, `status`, `zone refresh|retransfer`) or on the main thread
-//! (`reload`, `zone status|notify`, through a [`ReloadRequest`] and a SIGHUP).
+//! each, answered here (`stats`, `status`, `zone refresh|retransfer`, the transactions'
+//! `zone begin|set|unset|diff|abort`, `Plane::zone_transaction`) or on the main thread
+//! (`reload`, `zone status|notify`, through a [`ReloadRequest`] and a SIGHUP; a transaction's
+//! `zone commit` through the update queue, whose answer it waits for).
 
 use super::{MainAction, ReloadRequest, Reloader};
 use crate::notify::Job;
@@ -14,6 +16,9 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
+
+/// The longest command line read.
+const MAX_LINE: u64 = 64 * 1024;
 
 /// Serves control connections until shutdown (one at a time; each is short).
 pub(super) fn serve(listener: UnixListener, shared: Arc<dyn Host>, reloads: Sender<ReloadRequest>) {
@@ -36,7 +41,8 @@ fn handle(
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
-    BufReader::new((&stream).take(256)).read_line(&mut line)?;
+    // Room for a record's text (`zone set`: a long TXT, a DNSKEY).
+    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or("");
     let args: Vec<&str> = words.collect();
@@ -69,12 +75,21 @@ fn handle(
             },
         }
     };
+    let txn = (command == "zone")
+        .then(|| {
+            shared
+                .plane()
+                .zone_transaction(line.trim_start().strip_prefix("zone").unwrap_or_default())
+        })
+        .flatten();
     let (ok, body) = match (command, zones) {
-        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
         ("reload", Ok(zones)) => {
             info!("reload requested on the control socket");
             on_main(zones, MainAction::Reload)
         }
+        // A transaction's command (its words are not all zone names).
+        ("zone", _) if txn.is_some() => txn.unwrap_or_default(),
+        ("reload", Err(e)) | ("zone", Err(e)) => (false, format!("{e}\n")),
         ("zone", Ok(_)) => zone_command(&args, shared, on_main),
         ("stats", _) => (true, shared.stats_text()),
         ("status", _) => (true, format!("running, {} workers\n", shared.workers())),
@@ -89,7 +104,7 @@ fn handle(
     Ok(())
 }
 
-/// `zone status|refresh|retransfer|notify [ZONE...]` (`args` after `zone`).
+/// `zone status|refresh|retransfer|notify|flush [ZONE...]` (`args` after `zone`).
 fn zone_command(
     args: &[&str],
     shared: &dyn Host,
@@ -103,6 +118,7 @@ fn zone_command(
     match args.first().copied() {
         Some("status") => on_main(names, MainAction::Status),
         Some("notify") if !names.is_empty() => on_main(names, MainAction::Notify),
+        Some("flush") if !names.is_empty() => on_main(names, MainAction::Flush),
         Some(action @ ("refresh" | "retransfer")) if !names.is_empty() => {
             let axfr = action == "retransfer";
             let mut text = String::new();
@@ -128,7 +144,9 @@ fn zone_command(
         }
         _ => (
             false,
-            "expected zone status [ZONE...], or zone refresh|retransfer|notify ZONE...\n".into(),
+            "expected zone status [ZONE...], zone refresh|retransfer|notify|flush ZONE..., or zone \
+             begin|set|unset|diff|commit|abort ZONE ...\n"
+                .into(),
         ),
     }
 }
@@ -282,6 +300,9 @@ impl Reloader {
                 _ => {
                     let _ = writeln!(text, "journal: none");
                 }
+            }
+            if let Some(n) = shared.plane().updates.transactions.pending(name) {
+                let _ = writeln!(text, "transaction: open, {n} changes");
             }
             text.push('\n');
         }

@@ -8,7 +8,8 @@
 //! by default is the config's business (`Config::control_socket_path`).
 //!
 //! Protocol: the client connects, writes one command line (`reload`, `stats`, `status`,
-//! `zone status|refresh|retransfer|notify [ZONE...]`) and reads the reply to the end: a first
+//! `zone status|refresh|retransfer|notify|flush [ZONE...]`, the transaction's `zone
+//! begin|set|unset|diff|commit|abort ZONE ...`) and reads the reply to the end: a first
 //! line `ok` or `error`, then text. `zone refresh` and `retransfer` set a flag the secondary
 //! thread reads (as a NOTIFY does); `zone status` and `notify` run on the main thread. Every reload
 //! runs on the main thread, where the zones were first loaded: a socket request is queued
@@ -255,7 +256,7 @@ impl Reloader {
         })?;
         if config.listen_addrs() != self.config.listen_addrs()
             || config.worker_count() != self.config.worker_count()
-            || config.limits != self.config.limits
+            || !same_limits(&config.limits, &self.config.limits)
             || config.stats != self.config.stats
             || config.control_socket_path() != self.config.control_socket_path()
             || config.log != self.config.log
@@ -301,6 +302,14 @@ impl Reloader {
             );
         }
     }
+}
+
+/// Whether `[limits]` is the same but for the update rate (which a reload applies).
+fn same_limits(a: &shardns_config::Limits, b: &shardns_config::Limits) -> bool {
+    let mut a = a.clone();
+    a.updates_per_second = b.updates_per_second;
+    a.updates_burst = b.updates_burst;
+    a == *b
 }
 
 /// Reloads once for a SIGHUP and for every socket request queued before it started.

@@ -15,12 +15,22 @@
 //!
 //! A signed zone (`dnssec = true`) has each change signed before it is served ([`sign`]:
 //! new RRSIGs for what changed, the NSEC or NSEC3 chain patched), its unsigned part kept
-//! for the signings of the zone whole (`crate::signing::updates`).
+//! for the signings of the zone whole (`crate::signing::updates`). Beside it: `limit`, the
+//! token bucket per key or address prefix that refuses a flood before an update is read
+//! further; `tally`, the batch's answers counted into the stats; `txn`, the operator's
+//! transactions on the control socket, committed as a [`Job`] of theirs. An unsigned zone's
+//! file is written back later (`crate::zonefile`).
 //!
-//! Not yet: a secondary answers REFUSED (no forwarding to its primary); the zone file is
-//! not rewritten.
+//! Not yet: a secondary answers REFUSED (no forwarding to its primary).
 
 mod sign;
+
+mod limit;
+mod tally;
+mod txn;
+
+pub use limit::RateLimiter;
+pub use txn::{Transactions, COMMIT_WAIT};
 
 use crate::reload::{serve_outside, Reloader};
 use crate::signed::tsig_refusal;
@@ -36,7 +46,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tracing::{debug, info, warn};
 
 /// Updates waiting for the main thread at most; past it an update is refused at once.
@@ -70,6 +80,10 @@ pub struct Inbox {
     enabled: AtomicBool,
     /// Updates refused because the queue was full.
     pub dropped: AtomicU64,
+    /// The token buckets of `limits.updates_per_second` (`limit`), used on the main thread.
+    pub limiter: Mutex<RateLimiter>,
+    /// The operator's open transactions (`txn`), used on the control thread.
+    pub transactions: Transactions,
 }
 
 impl Inbox {
@@ -81,6 +95,8 @@ impl Inbox {
             woken: AtomicBool::new(false),
             enabled: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
+            limiter: Mutex::default(),
+            transactions: Transactions::default(),
         };
         (inbox, rx)
     }
@@ -94,6 +110,11 @@ impl Inbox {
     pub fn configure(&self, config: &Config) {
         let any = config.zones.iter().any(|z| !z.update_policy.is_empty());
         self.enabled.store(any, Relaxed);
+        self.limiter().configure(config);
+    }
+
+    fn limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        self.limiter.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues `job` and wakes the main thread; gives it back when the queue is full.
@@ -141,10 +162,33 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
         logged: 0,
     };
     let mut answers = Vec::with_capacity(jobs.len());
+    let mut tally = tally::Tally::default();
+    let mut limiter = plane.updates.limiter();
+    let instant = std::time::Instant::now();
     for job in jobs {
-        let answer = batch.one(&job.message, job.peer, job.operator, now);
+        let answer = match limiter.over(&job, &batch.keys, now, instant) {
+            Some(refused) => {
+                tally.rate_limited += 1;
+                let zone = Query::parse(&job.message)
+                    .map_or_else(|_| Name::root(), |q| q.qname().to_name());
+                let _ = batch.refuse(
+                    &zone,
+                    job.peer,
+                    Rcode::REFUSED,
+                    "over limits.updates_per_second",
+                );
+                Some(refused)
+            }
+            None => {
+                let answer = batch.one(&job.message, job.peer, job.operator, now);
+                tally.count(answer.as_deref());
+                answer
+            }
+        };
         answers.push((job.reply, answer));
     }
+    drop(limiter);
+    tally.add_to(&plane.stats, plane.updates.dropped.load(Relaxed));
     let changes: Vec<ZoneChange> = batch.latest.into_values().map(ZoneChange::Put).collect();
     // The set read here is let go first: serving the new one waits until only the
     // library holds the old one.

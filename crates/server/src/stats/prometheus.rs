@@ -36,6 +36,7 @@ pub(crate) fn render_prometheus(
     resolver(&mut s, &t);
     workers_and_zones(&mut s, workers, control);
     secondary(&mut s, control);
+    updates(&mut s, control);
     head(
         &mut s,
         "shardns_uptime_seconds",
@@ -507,5 +508,23 @@ fn secondary(s: &mut String, control: &ControlStats) {
         s,
         "shardns_catalog_rejected_total {}",
         control.catalog_rejected.load(Relaxed)
+    );
+}
+
+/// Dynamic updates (RFC 2136) by outcome.
+fn updates(s: &mut String, control: &ControlStats) {
+    labelled(
+        s,
+        "shardns_updates_total",
+        "Dynamic updates (RFC 2136) answered: accepted (NOERROR), refused (REFUSED or NOTAUTH: no grant, no or a bad TSIG, not a primary zone here), prerequisite (YXDOMAIN, YXRRSET, NXDOMAIN, NXRRSET), rate_limited (over limits.updates_per_second, REFUSED), other (FORMERR, NOTZONE, SERVFAIL), queue_full (REFUSED by a worker: the main thread's queue was full).",
+        "result",
+        &[
+            ("accepted", control.updates_accepted.load(Relaxed)),
+            ("refused", control.updates_refused.load(Relaxed)),
+            ("prerequisite", control.updates_prerequisite.load(Relaxed)),
+            ("rate_limited", control.updates_rate_limited.load(Relaxed)),
+            ("other", control.updates_other.load(Relaxed)),
+            ("queue_full", control.updates_queue_full.load(Relaxed)),
+        ],
     );
 }

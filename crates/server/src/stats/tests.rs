@@ -165,6 +165,12 @@ fn prometheus_text_is_byte_identical() {
     control.catalog_members.store(next(), Relaxed);
     control.catalog_rejected.store(next(), Relaxed);
     control.dnstap_lost.store(next(), Relaxed);
+    control.updates_accepted.store(next(), Relaxed);
+    control.updates_refused.store(next(), Relaxed);
+    control.updates_prerequisite.store(next(), Relaxed);
+    control.updates_rate_limited.store(next(), Relaxed);
+    control.updates_other.store(next(), Relaxed);
+    control.updates_queue_full.store(next(), Relaxed);
     let text = render_prometheus(&[&workers[0], &workers[1]], &control, 1234.5678);
     assert_eq!(text, include_str!("prometheus_golden.txt"));
 }

@@ -15,6 +15,8 @@
 //!   validated by `delv`, and kept over a restart.
 //! - `follow`: knotd as a TSIG-signed secondary of a shardns primary follows updates by
 //!   NOTIFY and true IXFR from the journal; updates survive a restart and a SIGKILL.
+//! - `txn`: the operator's transactions (`shardns zone begin|set|unset|diff|commit|abort`)
+//!   through the real binary, seen by `dig`; `flood`: `limits.updates_per_second`.
 //!
 //! ```sh
 //! cargo test -p shardns --test update -- --nocapture
@@ -30,9 +32,11 @@ mod clients;
 #[path = "../common/mod.rs"]
 mod common;
 mod dnspython;
+mod flood;
 mod follow;
 mod knot_compare;
 mod signed;
+mod txn;
 mod wire;
 
 use common::*;

@@ -1,0 +1,224 @@
+//! update::limit -- an update flood from one requester is cut short: a token bucket per
+//! requester (the TSIG key that signed the update and verified, else the client's /32 for
+//! IPv4 or /64 for IPv6), `limits.updates_per_second` tokens a second up to
+//! `limits.updates_burst`, checked on the main thread before the update is read further
+//! (its TSIG is verified first, so that a forged signature cannot spend a key's tokens: it
+//! spends its address's). An update with no token left is answered REFUSED (signed with the
+//! key, if it verified) and counted (`shardns_updates_total{result="rate_limited"}`).
+//! The operator's transactions are not limited.
+//!
+//! The buckets live as long as the server; full ones are swept out once there are more
+//! than [`SWEEP_AT`] (once a second at most), and past [`MAX_BUCKETS`] new requesters
+//! share one bucket, so a flood from many addresses holds a bounded table.
+
+use super::Job;
+use crate::TransferAcl;
+use shardns_config::Config;
+use shardns_wire::tsig::{self, Signer};
+use shardns_wire::{Name, Query, Rcode};
+use shardns_zone::notify_answer;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// Buckets held before the full ones are swept out.
+const SWEEP_AT: usize = 4096;
+
+/// Buckets at most: past it (after a sweep), a new requester shares one overflow bucket.
+const MAX_BUCKETS: usize = 65_536;
+
+/// Who an update's tokens are taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Requester {
+    Key(Name),
+    /// The address with its host bits cleared (/32, /64).
+    Net(IpAddr),
+    /// Everyone once the table is full.
+    Overflow,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The token buckets.
+#[derive(Debug)]
+pub struct RateLimiter {
+    /// Tokens a second; 0: no limit.
+    rate: f64,
+    burst: f64,
+    buckets: HashMap<Requester, Bucket>,
+    /// The last sweep (at most one a second).
+    swept: Option<Instant>,
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        Self::new(0, 0)
+    }
+}
+
+impl RateLimiter {
+    /// `rate` updates a second per requester, `burst` at once (0: no limit).
+    pub fn new(rate: u32, burst: u32) -> Self {
+        Self {
+            rate: f64::from(rate),
+            burst: f64::from(burst.max(1)),
+            buckets: HashMap::new(),
+            swept: None,
+        }
+    }
+
+    /// Takes the rate from `config.limits` (at start and at every reload; the buckets stay).
+    pub fn configure(&mut self, config: &Config) {
+        self.rate = f64::from(config.limits.updates_per_second);
+        self.burst = f64::from(config.limits.updates_burst.max(1));
+    }
+
+    /// Whether the requester (`key` if the update's TSIG verified, else `peer`) may have
+    /// one more update at `now`; takes its token if so.
+    fn allow(&mut self, key: Option<&Name>, peer: IpAddr, now: Instant) -> bool {
+        if self.rate <= 0.0 {
+            return true;
+        }
+        let mut who = match key {
+            Some(k) => Requester::Key(k.clone()),
+            None => Requester::Net(prefix(peer)),
+        };
+        if self.buckets.len() >= SWEEP_AT && !self.buckets.contains_key(&who) {
+            let due = self
+                .swept
+                .is_none_or(|s| now.saturating_duration_since(s).as_secs() >= 1);
+            if due {
+                self.sweep(now);
+            }
+            if self.buckets.len() >= MAX_BUCKETS {
+                who = Requester::Overflow;
+            }
+        }
+        let (rate, burst) = (self.rate, self.burst);
+        let b = self.buckets.entry(who).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * rate).min(burst);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Drops the buckets that are full again (their requester has been quiet).
+    fn sweep(&mut self, now: Instant) {
+        self.swept = Some(now);
+        let (rate, burst) = (self.rate, self.burst);
+        self.buckets.retain(|_, b| {
+            b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * rate < burst
+        });
+    }
+
+    /// The REFUSED answer to `job` if its requester is over the limit (`None`: go on; so
+    /// for the operator's jobs and for a message that does not read, which the normal path
+    /// answers). `keys` are the `[[key]]`s a TSIG is verified against.
+    pub(super) fn over(
+        &mut self,
+        job: &Job,
+        keys: &TransferAcl,
+        unix_now: u64,
+        now: Instant,
+    ) -> Option<Vec<u8>> {
+        if job.operator || self.rate <= 0.0 {
+            return None;
+        }
+        let query = Query::parse(&job.message).ok()?;
+        let sig = tsig::read(&job.message).ok().flatten();
+        let key = sig
+            .as_ref()
+            .and_then(|s| tsig::verify(&job.message, s, keys.keys(), unix_now).ok());
+        if self.allow(key.map(|k| &k.name), job.peer, now) {
+            return None;
+        }
+        let mut out = vec![0u8; 1024];
+        let mut w = notify_answer(&query, Rcode::REFUSED, &mut out);
+        if let (Some(key), Some(sig)) = (key, &sig) {
+            w.len = Signer::new(key, sig).sign(&mut out, w.len, unix_now);
+        }
+        out.truncate(w.len);
+        Some(out)
+    }
+}
+
+/// The address with its host bits cleared: /32 for IPv4 (and IPv4-mapped), /64 for IPv6.
+fn prefix(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => IpAddr::V4(a),
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(a) & !((1u128 << 64) - 1)).into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_burst_then_the_rate_per_requester() {
+        let mut l = RateLimiter::new(10, 20);
+        let t0 = Instant::now();
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let taken = (0..30).filter(|_| l.allow(None, a, t0)).count();
+        assert_eq!(taken, 20, "the burst, then nothing");
+        // Another address has its own bucket.
+        assert!(l.allow(None, b, t0));
+        // A key has its own too, whatever the address.
+        let key: Name = "upd.".parse().unwrap();
+        assert_eq!((0..25).filter(|_| l.allow(Some(&key), a, t0)).count(), 20);
+        // Half a second later: five more.
+        let t1 = t0 + Duration::from_millis(500);
+        assert_eq!((0..10).filter(|_| l.allow(None, a, t1)).count(), 5);
+        // Refilled up to the burst, not more.
+        let t2 = t1 + Duration::from_secs(100);
+        assert_eq!((0..50).filter(|_| l.allow(None, a, t2)).count(), 20);
+    }
+
+    #[test]
+    fn ipv6_shares_a_slash_64_and_zero_is_no_limit() {
+        let mut l = RateLimiter::new(1, 2);
+        let t = Instant::now();
+        let x: IpAddr = "2001:db8::1".parse().unwrap();
+        let y: IpAddr = "2001:db8::ffff:2".parse().unwrap();
+        let z: IpAddr = "2001:db8:0:1::1".parse().unwrap();
+        assert!(l.allow(None, x, t) && l.allow(None, y, t));
+        assert!(!l.allow(None, x, t), "x and y share 2001:db8::/64");
+        assert!(l.allow(None, z, t), "another /64");
+        let mapped: IpAddr = "::ffff:192.0.2.9".parse().unwrap();
+        assert_eq!(prefix(mapped), "192.0.2.9".parse::<IpAddr>().unwrap());
+        let mut off = RateLimiter::new(0, 0);
+        assert!((0..10_000).all(|_| off.allow(None, x, t)));
+    }
+
+    #[test]
+    fn the_table_stays_bounded() {
+        let mut l = RateLimiter::new(1, 1);
+        let t = Instant::now();
+        for i in 0..(MAX_BUCKETS as u32 + 10_000) {
+            let a = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            l.allow(None, a, t);
+        }
+        assert!(l.buckets.len() <= MAX_BUCKETS + 1, "{}", l.buckets.len());
+        // Later, a sweep drops the full buckets.
+        let later = t + Duration::from_secs(10);
+        l.allow(None, "198.51.100.1".parse().unwrap(), later);
+        assert!(l.buckets.len() < 10, "{}", l.buckets.len());
+    }
+}
