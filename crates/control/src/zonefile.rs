@@ -13,17 +13,15 @@
 //!
 //! Also the writer of a secondary's copy (`secondary::store`).
 
-use crate::request::{MainAction, ReloadRequest};
+use crate::request::{MainAction, ReloadRequest, Timer};
 use shardns_wire::{rdata, Name};
 use shardns_zone::Zone;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
-use tracing::warn;
+use std::sync::mpsc::Sender;
 
 /// Writes `zone` to `path` through `tmp` (written, synced, renamed over `path`, the
 /// directory synced): a crash leaves the old file or the new one, never half of one.
@@ -75,7 +73,7 @@ pub fn temp_beside(path: &Path) -> std::path::PathBuf {
 /// When the zones changed by updates are written to their files: the main thread's side
 /// (which zones wait) and the timer thread that asks for them when due.
 pub struct Flusher {
-    tx: Sender<(Name, u64)>,
+    timer: Timer,
     /// Zones with a write scheduled (a later update does not push it back).
     waiting: HashSet<Name>,
 }
@@ -83,12 +81,9 @@ pub struct Flusher {
 impl Flusher {
     /// Starts the timer thread; due zones are asked for on `reloads`.
     pub fn start(reloads: Sender<ReloadRequest>) -> io::Result<Self> {
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("shardns-zonefile".into())
-            .spawn(move || run(&rx, &reloads))?;
+        let timer = Timer::start("shardns-zonefile", MainAction::Flush, reloads, |_| {})?;
         Ok(Self {
-            tx,
+            timer,
             waiting: HashSet::new(),
         })
     }
@@ -97,57 +92,12 @@ impl Flusher {
     /// write is already due.
     pub fn changed(&mut self, zone: &Name, now: u64, delay: u32) {
         if self.waiting.insert(zone.clone()) {
-            let _ = self.tx.send((zone.clone(), now + u64::from(delay)));
+            self.timer.schedule(zone.clone(), now + u64::from(delay));
         }
     }
 
     /// `zone` was written (or its write given up): a later change schedules a new one.
     pub fn written(&mut self, zone: &Name) {
         self.waiting.remove(zone);
-    }
-}
-
-fn run(rx: &Receiver<(Name, u64)>, reloads: &Sender<ReloadRequest>) {
-    let mut due: HashMap<Name, u64> = HashMap::new();
-    loop {
-        let now = shardns_sys::unix_now();
-        let wait = due.values().min().map_or(Duration::from_secs(3600), |&at| {
-            Duration::from_secs(at.saturating_sub(now))
-        });
-        match rx.recv_timeout(wait) {
-            Ok((zone, at)) => {
-                due.insert(zone, at);
-                continue;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
-        }
-        let now = shardns_sys::unix_now();
-        let ready: Vec<Name> = due
-            .iter()
-            .filter(|&(_, &at)| at <= now)
-            .map(|(z, _)| z.clone())
-            .collect();
-        if ready.is_empty() {
-            continue;
-        }
-        for z in &ready {
-            due.remove(z);
-        }
-        let (reply, outcome) = mpsc::sync_channel(1);
-        let request = ReloadRequest {
-            zones: ready,
-            reply,
-            action: MainAction::Flush,
-        };
-        if reloads.send(request).is_err() {
-            return; // the main thread has stopped
-        }
-        if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGHUP) {
-            warn!("cannot wake the main thread to write zone files: {e}");
-        }
-        if outcome.recv().is_err() {
-            return;
-        }
     }
 }
