@@ -44,3 +44,23 @@ pub fn sorted_lines(s: &str) -> Vec<String> {
     v.sort();
     v
 }
+
+/// `kdig -y KEY APEX IXFR=SERIAL` from `server`: the output, and its records (no comments,
+/// no TSIG), in order.
+pub fn ixfr_records(
+    server: SocketAddr,
+    key: &str,
+    apex: &str,
+    serial: u32,
+) -> (String, Vec<String>) {
+    let out = kdig(
+        server,
+        &["-y", key, apex, &format!("IXFR={serial}"), "+nocomments"],
+    );
+    let records = out
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty() && !l.contains("TSIG"))
+        .map(str::to_string)
+        .collect();
+    (out, records)
+}

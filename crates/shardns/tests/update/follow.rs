@@ -134,12 +134,7 @@ fn knotd_follows_updates_by_notify_and_ixfr() {
 
     // Our journal: an IXFR from serial 1 is incremental (SOA 4, SOA 1, the deleted, SOA 4,
     // the added, SOA 4), not the whole zone.
-    let xfr_key = tsig_kdig();
-    let out = kdig(ours, &["-y", &xfr_key, APEX, "IXFR=1", "+nocomments"]);
-    let records: Vec<&str> = out
-        .lines()
-        .filter(|l| !l.starts_with(';') && !l.trim().is_empty() && !l.contains("TSIG"))
-        .collect();
+    let (out, records) = ixfr_records(ours, &tsig_kdig(), APEX, 1);
     // Deleted: www A .1, alias CNAME; added: n1 A, www A .62, n3 TXT.
     assert_eq!(records.len(), 4 + 2 + 3, "{out}");
     assert!(records[1].contains(" 1 3600 "), "{out}");
