@@ -13,7 +13,7 @@
 //! secondaries by NOTIFY (`reload::serve_outside`), and only then are the answers sent:
 //! a client told NOERROR finds its change answered by every worker and kept on disk.
 //!
-//! A signed zone (`dnssec = true`) has each change signed before it is served ([`sign`]:
+//! A signed zone (`dnssec = true`) has each change signed before it is served (`sign`:
 //! new RRSIGs for what changed, the NSEC or NSEC3 chain patched), its unsigned part kept
 //! for the signings of the zone whole (`crate::signing::updates`). Beside it: `limit`, the
 //! token bucket per key or address prefix that refuses a flood before an update is read

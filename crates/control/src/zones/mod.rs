@@ -8,7 +8,7 @@
 //!
 //! How a reload finds what changed, without looking at every zone:
 //!
-//! - **inotify** ([`watch`]): one watch per directory holding a zone file, an `$INCLUDE`d
+//! - **inotify** (`watch`): one watch per directory holding a zone file, an `$INCLUDE`d
 //!   file, the config or the zone list; each event marks the zones (or the config) that
 //!   read the file it names. A reload `stat`s each watched directory (replaced without an
 //!   event?), then the marked zones' files, and reads those zones. What events cannot vouch
@@ -195,7 +195,7 @@ impl Held {
 
 /// The zones being served, each with what it was loaded from, so that a reload re-reads
 /// only the files that changed and a zone that fails to reload keeps its previous version.
-/// Which files may have changed comes from inotify ([`watch`]); files it cannot vouch for
+/// Which files may have changed comes from inotify (`watch`); files it cannot vouch for
 /// are `stat`ed. Files are read on every core.
 pub struct ZoneLibrary {
     held: HashMap<Name, Held, NameHash>,
