@@ -159,3 +159,100 @@ fn servfail(message: &[u8], keys: &crate::TransferAcl) -> Option<Vec<u8>> {
     out.truncate(len);
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardns_config::ZoneConfig;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// An UPDATE of `d.test.` (zone section only), ID 0x1234.
+    fn update() -> Vec<u8> {
+        let mut m = vec![0x12, 0x34, 5 << 3, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(b"\x01d\x04test\x00\x00\x06\x00\x01");
+        m
+    }
+
+    fn job(peer: &str, operator: bool) -> Job {
+        Job {
+            message: update(),
+            peer: peer.parse().unwrap(),
+            operator,
+            reply: Box::new(|_| {}),
+        }
+    }
+
+    fn config(primary: Vec<SocketAddr>, forwarding: &[&str]) -> Config {
+        let mut zone = ZoneConfig::new("d.test.".parse().unwrap(), "d.zone".into());
+        zone.primary = primary;
+        zone.update_forwarding = forwarding.iter().map(|p| p.parse().unwrap()).collect();
+        let mut config = Config::default();
+        config.zones.push(zone);
+        config
+    }
+
+    /// A port nobody listens on (bound, then let go).
+    fn closed() -> SocketAddr {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    }
+
+    #[test]
+    fn forwarded_only_for_a_secondary_zone_and_the_listed_clients() {
+        let primary = vec!["192.0.2.1:53".parse().unwrap()];
+        let c = config(primary.clone(), &["127.0.0.0/8"]);
+        let to = target(&c, &job("127.0.0.9", false)).expect("forwarded");
+        assert_eq!(to.primaries, primary);
+        assert!(target(&c, &job("192.0.2.9", false)).is_none());
+        assert!(
+            target(&c, &job("127.0.0.9", true)).is_none(),
+            "the operator's"
+        );
+        assert!(target(&config(primary, &[]), &job("127.0.0.9", false)).is_none());
+        // A primary zone (validation refuses the pair; the check does not rely on it).
+        assert!(target(
+            &config(Vec::new(), &["0.0.0.0/0"]),
+            &job("127.0.0.9", false)
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn the_answer_relayed_unchanged_from_the_first_primary_that_connects() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let up = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).unwrap();
+            let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut msg).unwrap();
+            assert_eq!(msg, update(), "the message unchanged");
+            // The answer: QR set, YXDOMAIN (6), and an octet only the primary would add.
+            msg[2] |= 0x80;
+            msg[3] = 6;
+            msg.push(0xee);
+            s.write_all(&(msg.len() as u16).to_be_bytes()).unwrap();
+            s.write_all(&msg).unwrap();
+            msg
+        });
+        let c = config(vec![closed(), up], &["127.0.0.0/8"]);
+        let to = target(&c, &job("127.0.0.1", false)).unwrap();
+        let keys = crate::TransferAcl::new(&c);
+        let counts = Counts::default();
+        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts);
+        assert_eq!(answer, Some(server.join().unwrap()));
+        assert_eq!(counts.answered.load(Relaxed), 1);
+        // Nobody there: SERVFAIL for the same message.
+        let c = config(vec![closed()], &["127.0.0.0/8"]);
+        let to = target(&c, &job("127.0.0.1", false)).unwrap();
+        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts)
+            .expect("an answer");
+        assert_eq!(&answer[..2], &[0x12, 0x34]);
+        assert_eq!(answer[3] & 0x0f, 2, "SERVFAIL");
+        assert_eq!(counts.failed.load(Relaxed), 1);
+    }
+}
