@@ -1,5 +1,5 @@
 //! Updates sent to a shardns secondary (`[[zone]] update_forwarding`): forwarded unchanged
-//! to its primary (shardns, then knotd), whose answer comes back to the client unchanged
+//! to its primary (shardns, over TCP and over TLS with `primary_tls`; knotd), whose answer comes back to the client unchanged
 //! (`nsupdate` checks its TSIG: the secondary does not even know the update key); the
 //! primary serves the change at once, the secondary after the primary's NOTIFY and IXFR.
 //! Without `update_forwarding` (or not for the client's address) REFUSED; with no primary
@@ -7,7 +7,7 @@
 
 use super::wire::{answer_of, Signer, Update, A};
 use super::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The primary's config: the update key allowed to update the zone, the transfer key on
@@ -255,4 +255,94 @@ fn a_secondary_forwards_updates_to_knotd() {
         send(s, 61, "bad.upd.test.", Signer::WrongSecret),
         "NOTAUTH/BADSIG"
     );
+}
+
+/// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key, the SPKI pin in base64).
+fn pinned_cert(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let (cert, key) = (dir.join("primary.crt"), dir.join("primary.key"));
+    let out = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=ns.upd.test", "-addext"])
+        .args(["subjectAltName=DNS:ns.upd.test,IP:127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pin = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -pubkey -noout -in '{}' | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output()
+        .expect("openssl");
+    assert!(
+        pin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pin.stderr)
+    );
+    let pin = String::from_utf8(pin.stdout).unwrap().trim().to_string();
+    (cert, key, pin)
+}
+
+#[test]
+fn a_secondary_forwards_over_tls_with_primary_tls() {
+    let work = TempDir::new("upd-fwd-tls");
+    let file = work.write("upd.test.zone", &zone_text(1));
+    let (cert, key, pin) = pinned_cert(work.path());
+    let (p, p_tls, s) = (local(), local(), local());
+    let tls = format!(
+        "[server]\ntls_listen = [\"{p_tls}\"]\ntls_certificate = \"{}\"\ntls_key = \"{}\"\n",
+        cert.display(),
+        key.display()
+    );
+    // The [server] table of `primary_toml` follows: the DoT lines go into it.
+    let toml = primary_toml(&file, &[s]).replacen("[server]\n", &tls, 1);
+    let primary = start(&work, "upd-fwd-tls-p", p, &toml);
+    let forwarding =
+        format!("update_forwarding = true\nprimary_tls = {{ spki_sha256 = [\"{pin}\"] }}");
+    let sec = start(
+        &work,
+        "upd-fwd-tls-s",
+        s,
+        &secondary_toml(&[p_tls], &forwarding, ""),
+    );
+    let context = || {
+        format!(
+            "--- secondary:\n{}\n--- primary:\n{}",
+            sec.log(),
+            primary.log()
+        )
+    };
+    wait_serial(s, 1, context);
+    let run = nsupdate(
+        s,
+        &["-y", &upd_key()],
+        "update add tls.upd.test. 300 A 192.0.2.55\nsend\n",
+    );
+    assert!(
+        run.ok,
+        "nsupdate via the secondary:\n{}\n{}",
+        run.text,
+        context()
+    );
+    assert_eq!(
+        short(p, "tls.upd.test.", "A"),
+        ["192.0.2.55"],
+        "{}",
+        context()
+    );
+    // To the DoT address, which speaks nothing but TLS.
+    let line = format!("forwarded to {p_tls}: NOERROR");
+    assert!(sec.log().contains(&line), "{}", context());
+    wait_serial(s, 2, context);
+    assert_eq!(short(s, "tls.upd.test.", "A"), ["192.0.2.55"]);
 }

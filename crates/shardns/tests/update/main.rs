@@ -18,7 +18,7 @@
 //! - `txn`: the operator's transactions (`shardns zone begin|set|unset|diff|commit|abort`)
 //!   through the real binary, seen by `dig`; `flood`: `limits.updates_per_second`.
 //! - `forward`: a shardns secondary with `update_forwarding` passes updates on to its
-//!   primary (shardns, knotd) and relays the answer; REFUSED without it, SERVFAIL with no
+//!   primary (shardns over TCP and TLS, knotd) and relays the answer; REFUSED without it, SERVFAIL with no
 //!   primary reachable.
 //!
 //! ```sh
