@@ -1,7 +1,8 @@
 //! Updates sent to a shardns secondary (`[[zone]] update_forwarding`): forwarded unchanged
-//! to its primary (shardns, over TCP and over TLS with `primary_tls`; knotd), whose answer comes back to the client unchanged
-//! (`nsupdate` checks its TSIG: the secondary does not even know the update key); the
-//! primary serves the change at once, the secondary after the primary's NOTIFY and IXFR.
+//! to its primary (shardns, over TCP and over TLS with `primary_tls`; knotd), whose answer
+//! comes back to the client unchanged (`nsupdate` checks its TSIG: the secondary does not
+//! even know the update key); the primary serves the change at once, the secondary after
+//! the primary's NOTIFY and IXFR.
 //! Without `update_forwarding` (or not for the client's address) REFUSED; with no primary
 //! reachable, SERVFAIL (signed when the secondary knows the key).
 
