@@ -56,7 +56,7 @@ const QUEUE: usize = 4096;
 const LOG_PER_BATCH: u32 = 10;
 
 /// Room for an answer: the zone section and a TSIG fit in far less.
-pub(crate) const ANSWER_MAX: usize = 1024;
+const ANSWER_MAX: usize = 1024;
 
 /// One update a worker read: the message, who sent it, and where its answer goes.
 pub struct Job {
