@@ -1,6 +1,7 @@
 //! config::acl -- address prefixes (`ADDR` or `ADDR/LEN`), the entries of the recursion
 //! and transfer ACLs.
 
+use serde::Deserialize;
 use std::net::IpAddr;
 use std::str::FromStr;
 
@@ -53,5 +54,28 @@ impl FromStr for AclEntry {
             None => max,
         };
         Ok(Self { addr, len })
+    }
+}
+
+/// `update_forwarding`: `true` (every address), `false` (none) or a list of prefixes.
+pub(crate) fn forwarding<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<AclEntry>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        All(bool),
+        Some(Vec<String>),
+    }
+    match Raw::deserialize(d)? {
+        Raw::All(false) => Ok(Vec::new()),
+        Raw::All(true) => Ok(["0.0.0.0/0", "::/0"]
+            .iter()
+            .map(|p| p.parse().expect("a prefix"))
+            .collect()),
+        Raw::Some(list) => list
+            .iter()
+            .map(|p| p.parse().map_err(serde::de::Error::custom))
+            .collect(),
     }
 }

@@ -327,6 +327,11 @@ pub struct ZoneConfig {
     /// updates; default 60 s). Never over a file edited since it was read.
     #[serde(default = "default_sync", deserialize_with = "zonefile_sync")]
     pub zonefile_sync: Option<u32>,
+    /// A secondary zone: the clients (address prefixes) whose updates are forwarded to the
+    /// zone's primary, unchanged, the answer relayed back (BIND's `allow-update-forwarding`);
+    /// `true` is everyone, `false` or absent nobody: such updates are REFUSED.
+    #[serde(default, deserialize_with = "acl::forwarding")]
+    pub update_forwarding: Vec<AclEntry>,
 }
 
 fn default_sync() -> Option<u32> {
@@ -388,6 +393,7 @@ impl ZoneConfig {
             catalog_member: None,
             catalog_group: None,
             update_policy: Vec::new(),
+            update_forwarding: Vec::new(),
             serial_policy: SerialPolicy::default(),
         }
     }

@@ -974,3 +974,24 @@ fn zonefile_sync_takes_never_zero_and_durations() {
     let e = parse(&zone("\"sometimes\"")).unwrap_err();
     assert!(e.to_string().contains("never"), "{e}");
 }
+
+#[test]
+fn update_forwarding_takes_a_bool_or_prefixes_on_a_secondary_zone() {
+    let zone = |v: &str| format!("[[zone]]\nname = \"d.\"\nprimary = [\"192.0.2.1:53\"]\n{v}\n");
+    let acl = |v: &str| parse(&zone(v)).unwrap().zones[0].update_forwarding.clone();
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    assert!(acl("").is_empty());
+    assert!(acl("update_forwarding = false").is_empty());
+    let all = acl("update_forwarding = true");
+    assert!(all.iter().any(|p| p.contains(ip("203.0.113.9"))));
+    assert!(all.iter().any(|p| p.contains(ip("2001:db8::1"))));
+    let some = acl("update_forwarding = [\"127.0.0.0/8\", \"::1\"]");
+    assert!(some.iter().any(|p| p.contains(ip("127.0.0.2"))));
+    assert!(some.iter().any(|p| p.contains(ip("::1"))));
+    assert!(!some.iter().any(|p| p.contains(ip("192.0.2.1"))));
+    let e = parse(&zone("update_forwarding = [\"127.0.0.0/33\"]")).unwrap_err();
+    assert!(e.to_string().contains("127.0.0.0/33"), "{e}");
+    // A primary zone has nowhere to forward to.
+    let e = parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\nupdate_forwarding = true\n").unwrap_err();
+    assert!(e.to_string().contains("update_forwarding"), "{e}");
+}

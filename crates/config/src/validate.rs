@@ -135,6 +135,12 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
         if !z.is_secondary() && z.primary_key.is_some() {
             return Err(error("primary_key", "set, but the zone has no `primary`"));
         }
+        if !z.is_secondary() && !z.update_forwarding.is_empty() {
+            return Err(error(
+                "update_forwarding",
+                "set, but the zone has no `primary` to forward updates to",
+            ));
+        }
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! a few writes a second at most, from the control plane's threads (and NOTIFY received
 //! on a worker), read by the runtime's Prometheus text.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
 
 /// Server-wide numbers kept by the control thread. A comment names each group of fields.
 #[derive(Debug, Default)]
@@ -52,4 +53,20 @@ pub struct ControlStats {
     pub updates_rate_limited: AtomicU64,
     pub updates_other: AtomicU64,
     pub updates_queue_full: AtomicU64,
+    /// Updates to a secondary zone forwarded to its primary (`update::forward`), shared
+    /// with the forwarding threads.
+    pub updates_forwarded: Arc<ForwardCounts>,
+}
+
+/// What became of the updates forwarded to a primary.
+#[derive(Debug, Default)]
+pub struct ForwardCounts {
+    /// Forwards waiting for their primary now.
+    pub in_flight: AtomicUsize,
+    /// Updates relayed with the primary's answer.
+    pub answered: AtomicU64,
+    /// Updates no primary answered (SERVFAIL).
+    pub failed: AtomicU64,
+    /// Updates that found too many forwards waiting (SERVFAIL at once).
+    pub overflow: AtomicU64,
 }

@@ -37,7 +37,7 @@ const TCP_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a refresh from one primary failed.
 #[derive(Debug)]
-pub(super) enum Failure {
+pub(crate) enum Failure {
     /// Sockets: connect, send, receive, or a timeout.
     Io(io::Error),
     /// What the primary sent.
@@ -154,6 +154,26 @@ fn soa_over_tcp(
         SoaAnswer::Serial(s) => Ok(s),
         SoaAnswer::Truncated => Err(shardns_zone::Error::Truncated.into()),
     }
+}
+
+/// `msg` sent to `primary` over TCP (TLS with `tls`) and the one message that answers it
+/// read, all by `by`: an update forwarded (`crate::update::forward`). The error says
+/// whether `msg` may have reached the primary (`true`: past the connection and handshake).
+pub(crate) fn exchange(
+    primary: SocketAddr,
+    tls: Option<&PrimaryTls>,
+    msg: &[u8],
+    by: Instant,
+) -> Result<Vec<u8>, (bool, Failure)> {
+    let mut stream = connect(primary, tls, by).map_err(|e| (false, e))?;
+    let sent = |e: io::Error| (true, Failure::Io(e));
+    send(&mut stream, msg).map_err(sent)?;
+    let mut buf = vec![0u8; 65535];
+    let n = read_message(&mut stream, &mut buf, by)
+        .map_err(sent)?
+        .ok_or_else(|| sent(io::ErrorKind::UnexpectedEof.into()))?;
+    buf.truncate(n);
+    Ok(buf)
 }
 
 /// A transfer done: what it gave, and the octets it took.

@@ -33,7 +33,7 @@
 //! A zone that has never had a version is retried after 5 s, doubling up to 5 minutes.
 
 mod catalog;
-mod client;
+pub(crate) mod client;
 mod inbox;
 mod refresh;
 mod schedule;

@@ -18,13 +18,13 @@
 //! for the signings of the zone whole (`crate::signing::updates`). Beside it: `limit`, the
 //! token bucket per key or address prefix that refuses a flood before an update is read
 //! further; `tally`, the batch's answers counted into the stats; `txn`, the operator's
-//! transactions on the control socket, committed as a [`Job`] of theirs. An unsigned zone's
-//! file is written back later (`crate::zonefile`).
-//!
-//! Not yet: a secondary answers REFUSED (no forwarding to its primary).
+//! transactions on the control socket, committed as a [`Job`] of theirs; `forward`, an
+//! update to a secondary zone passed on to its primary (`update_forwarding`, else REFUSED)
+//! off the main thread. An unsigned zone's file is written back later (`crate::zonefile`).
 
 mod sign;
 
+mod forward;
 mod limit;
 mod tally;
 mod txn;
@@ -108,7 +108,10 @@ impl Inbox {
 
     /// Says whether some zone of `config` may be updated (at start and at every reload).
     pub fn configure(&self, config: &Config) {
-        let any = config.zones.iter().any(|z| !z.update_policy.is_empty());
+        let any = config
+            .zones
+            .iter()
+            .any(|z| !z.update_policy.is_empty() || !z.update_forwarding.is_empty());
         self.enabled.store(any, Relaxed);
         self.limiter().configure(config);
     }
@@ -166,7 +169,18 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     let mut limiter = plane.updates.limiter();
     let instant = std::time::Instant::now();
     for job in jobs {
-        let answer = match limiter.over(&job, &batch.keys, now, instant) {
+        let limited = limiter.over(&job, &batch.keys, now, instant);
+        // A secondary zone's update for its primary: off this thread at once.
+        let to = limited
+            .is_none()
+            .then(|| forward::target(batch.config, &job))
+            .flatten();
+        if let Some(to) = to {
+            let keys = Arc::clone(&batch.keys);
+            forward::start(job, to, keys, &plane.stats.updates_forwarded);
+            continue;
+        }
+        let answer = match limited {
             Some(refused) => {
                 tally.rate_limited += 1;
                 let zone = Query::parse(&job.message)
@@ -314,7 +328,7 @@ impl Batch<'_> {
                 &apex,
                 peer,
                 Rcode::REFUSED,
-                "a secondary zone (no forwarding)",
+                "a secondary zone (no update_forwarding for this address)",
             );
         };
         let policy = if operator {

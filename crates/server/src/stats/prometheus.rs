@@ -513,10 +513,11 @@ fn secondary(s: &mut String, control: &ControlStats) {
 
 /// Dynamic updates (RFC 2136) by outcome.
 fn updates(s: &mut String, control: &ControlStats) {
+    let forwarded = &control.updates_forwarded;
     labelled(
         s,
         "shardns_updates_total",
-        "Dynamic updates (RFC 2136) answered: accepted (NOERROR), refused (REFUSED or NOTAUTH: no grant, no or a bad TSIG, not a primary zone here), prerequisite (YXDOMAIN, YXRRSET, NXDOMAIN, NXRRSET), rate_limited (over limits.updates_per_second, REFUSED), other (FORMERR, NOTZONE, SERVFAIL), queue_full (REFUSED by a worker: the main thread's queue was full).",
+        "Dynamic updates (RFC 2136) answered: accepted (NOERROR), refused (REFUSED or NOTAUTH: no grant, no or a bad TSIG, not a primary zone here), prerequisite (YXDOMAIN, YXRRSET, NXDOMAIN, NXRRSET), rate_limited (over limits.updates_per_second, REFUSED), other (FORMERR, NOTZONE, SERVFAIL), queue_full (REFUSED by a worker: the main thread's queue was full), forwarded (a secondary zone's, relayed with its primary's answer), forward_failed (no primary answered, or too many forwards waiting: SERVFAIL).",
         "result",
         &[
             ("accepted", control.updates_accepted.load(Relaxed)),
@@ -525,6 +526,11 @@ fn updates(s: &mut String, control: &ControlStats) {
             ("rate_limited", control.updates_rate_limited.load(Relaxed)),
             ("other", control.updates_other.load(Relaxed)),
             ("queue_full", control.updates_queue_full.load(Relaxed)),
+            ("forwarded", forwarded.answered.load(Relaxed)),
+            (
+                "forward_failed",
+                forwarded.failed.load(Relaxed) + forwarded.overflow.load(Relaxed),
+            ),
         ],
     );
 }

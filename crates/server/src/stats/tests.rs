@@ -171,6 +171,9 @@ fn prometheus_text_is_byte_identical() {
     control.updates_rate_limited.store(next(), Relaxed);
     control.updates_other.store(next(), Relaxed);
     control.updates_queue_full.store(next(), Relaxed);
+    control.updates_forwarded.answered.store(next(), Relaxed);
+    control.updates_forwarded.failed.store(next(), Relaxed);
+    control.updates_forwarded.overflow.store(next(), Relaxed);
     let text = render_prometheus(&[&workers[0], &workers[1]], &control, 1234.5678);
     assert_eq!(text, include_str!("prometheus_golden.txt"));
 }

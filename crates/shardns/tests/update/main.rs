@@ -17,6 +17,9 @@
 //!   NOTIFY and true IXFR from the journal; updates survive a restart and a SIGKILL.
 //! - `txn`: the operator's transactions (`shardns zone begin|set|unset|diff|commit|abort`)
 //!   through the real binary, seen by `dig`; `flood`: `limits.updates_per_second`.
+//! - `forward`: a shardns secondary with `update_forwarding` passes updates on to its
+//!   primary (shardns over TCP and TLS, knotd) and relays the answer; REFUSED without it, SERVFAIL with no
+//!   primary reachable.
 //!
 //! ```sh
 //! cargo test -p shardns --test update -- --nocapture
@@ -34,6 +37,7 @@ mod common;
 mod dnspython;
 mod flood;
 mod follow;
+mod forward;
 mod knot_compare;
 mod signed;
 mod txn;
