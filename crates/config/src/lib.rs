@@ -61,8 +61,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use validate::{
-    cookie_secrets, duration, duration_opt, from_strs, from_strs_opt, log_filter, name, name_opt,
-    nsid, positive_opt, serial_policy, sign_algorithm, zonefile_sync,
+    cds_digest, cds_publish, cookie_secrets, duration, duration_opt, from_strs, from_strs_opt,
+    log_filter, name, name_opt, nsid, positive_opt, serial_policy, sign_algorithm, zonefile_sync,
 };
 
 /// The port used when no listen address is given.
@@ -296,6 +296,15 @@ pub struct ZoneConfig {
     /// How long a DS change takes to reach every server of the parent (default 1 hour).
     #[serde(default = "default_hour", deserialize_with = "duration")]
     pub parent_propagation_delay: u32,
+    /// Which CDS and CDNSKEY records the apex carries for the parent (Knot's
+    /// `cds-cdnskey-publish`): `"rollover"` (the default: during a KSK/CSK rollover only),
+    /// `"none"`, `"always"`, `"double-ds"`, or `"delete-dnssec"` (the RFC 8078 delete
+    /// form: the parent is asked to remove the DS, the first step to go insecure).
+    #[serde(default, deserialize_with = "cds_publish")]
+    pub cds_cdnskey_publish: shardns_dnssec::CdsPublish,
+    /// The CDS digest (Knot's `cds-digest-type`): `"sha256"` (the default) or `"sha384"`.
+    #[serde(default = "default_cds_digest", deserialize_with = "cds_digest")]
+    pub cds_digest_type: shardns_dnssec::DigestType,
     /// `"consume"`: this secondary zone is a catalog whose members become secondary zones;
     /// `"produce"`: this zone is a catalog generated from the zones naming it in
     /// `catalog_member` (no `file`, no `primary`).
@@ -346,6 +355,10 @@ fn default_day() -> u32 {
     86_400
 }
 
+fn default_cds_digest() -> shardns_dnssec::DigestType {
+    shardns_dnssec::DigestType::Sha256
+}
+
 fn default_algorithm() -> shardns_dnssec::Algorithm {
     shardns_dnssec::Algorithm::EcdsaP256Sha256
 }
@@ -385,6 +398,8 @@ impl ZoneConfig {
             propagation_delay: default_hour(),
             parent_ds_ttl: default_day(),
             parent_propagation_delay: default_hour(),
+            cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
+            cds_digest_type: default_cds_digest(),
             journal_max_size: None,
             journal_max_depth: None,
             zonefile_sync: default_sync(),

@@ -728,6 +728,36 @@ fn rollover_settings_and_their_defaults() {
 }
 
 #[test]
+fn cds_settings_and_their_defaults() {
+    use shardns_dnssec::{CdsPublish, DigestType};
+    let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\n").unwrap();
+    assert_eq!(
+        (c.zones[0].cds_cdnskey_publish, c.zones[0].cds_digest_type),
+        (CdsPublish::Rollover, DigestType::Sha256),
+        "Knot's defaults"
+    );
+    for mode in CdsPublish::ALL {
+        let c = parse(&format!(
+            "[[zone]]\nname = \"a.\"\nfile = \"a\"\ncds_cdnskey_publish = \"{mode}\"\n\
+             cds_digest_type = \"sha384\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.zones[0].cds_cdnskey_publish, mode);
+        assert_eq!(c.zones[0].cds_digest_type, DigestType::Sha384);
+    }
+    for bad in [
+        "cds_cdnskey_publish = \"double_ds\"",
+        "cds_cdnskey_publish = \"delete\"",
+        "cds_digest_type = \"sha1\"",
+        "cds_digest_type = 2",
+    ] {
+        let e = parse(&format!("[[zone]]\nname = \"a.\"\nfile = \"a\"\n{bad}\n")).unwrap_err();
+        let key = bad.split(' ').next().unwrap();
+        assert!(e.to_string().contains(key), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn tls_nsid_and_cookie_keys() {
     let c = parse(
         "[server]\ntls_listen = [\"127.0.0.1:853\"]\ntls_certificate = \"c.pem\"\n\

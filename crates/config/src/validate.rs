@@ -217,6 +217,33 @@ pub(super) fn sign_algorithm<'de, D: Deserializer<'de>>(
         })
 }
 
+/// A `cds_cdnskey_publish` mode by its name (Knot's).
+pub(super) fn cds_publish<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<shardns_dnssec::CdsPublish, D::Error> {
+    let s = String::deserialize(d)?;
+    shardns_dnssec::CdsPublish::from_name(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{s:?} is not a cds_cdnskey_publish mode (none, rollover, always, double-ds, \
+             delete-dnssec)"
+        ))
+    })
+}
+
+/// A `cds_digest_type`: `sha256` or `sha384` (SHA-1 is not published, RFC 8624).
+pub(super) fn cds_digest<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<shardns_dnssec::DigestType, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "sha256" => Ok(shardns_dnssec::DigestType::Sha256),
+        "sha384" => Ok(shardns_dnssec::DigestType::Sha384),
+        _ => Err(serde::de::Error::custom(format!(
+            "{s:?} is not a cds_digest_type (sha256, sha384)"
+        ))),
+    }
+}
+
 /// Parses a duration: seconds as an integer, or a number with a unit (`s`, `m`, `h`, `d`,
 /// `w`), as Knot writes them (`14d`).
 pub fn parse_duration(s: &str) -> Result<u32, String> {

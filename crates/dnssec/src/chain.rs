@@ -11,8 +11,9 @@
 //! Keys: a [`ZoneKey`] says whether a key signs the key RRsets (DNSKEY, CDS, CDNSKEY: a
 //! KSK's job), the rest of the zone (a ZSK's), or both (a CSK: one key, one DS). The keys
 //! marked so are published in the DNSKEY RRset (all but a new KSK of a double-DS rollover
-//! whose DS the parent does not have yet); CDS (SHA-256) and CDNSKEY are published for the
-//! keys marked so.
+//! whose DS the parent does not have yet); the keys marked for CDS (in the DNSKEY RRset
+//! too) get CDS and CDNSKEY as the zone's mode says (`cds`: Knot's `cds-cdnskey-publish`,
+//! with SHA-256 or SHA-384 CDS, or the RFC 8078 delete form).
 //!
 //! Input records of types the signer makes are dropped and made anew: RRSIG, NSEC, NSEC3
 //! and NSEC3PARAM anywhere, DNSKEY, CDS and CDNSKEY at the apex. An RRset whose records have
@@ -25,8 +26,7 @@
 mod jobs;
 mod nsec;
 
-use crate::alg::DigestType;
-use crate::digest::ds_rdata;
+use crate::cds::{self, CdsParams};
 use crate::error::Error;
 use crate::key::SigningKey;
 use crate::list::RecordList;
@@ -168,6 +168,8 @@ pub struct SignParams {
     pub serial: Option<u32>,
     /// Signing threads; 0 uses every core.
     pub threads: usize,
+    /// Which CDS and CDNSKEY records, and the CDS digest.
+    pub cds: CdsParams,
 }
 
 impl SignParams {
@@ -181,6 +183,7 @@ impl SignParams {
             dnskey_ttl: None,
             serial: None,
             threads: 0,
+            cds: CdsParams::default(),
         }
     }
 }
@@ -387,17 +390,17 @@ fn apex_records(
     // The apex's key RRsets and NSEC3PARAM.
     let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
     let at = list.push_name(apex_ref);
-    for k in keys {
-        let dnskey = k.key.dnskey_rdata();
-        if k.dnskey {
-            list.push(at, RType::DNSKEY, class, key_ttl, dnskey);
-        }
-        if k.cds {
-            list.push(at, RType::CDNSKEY, class, key_ttl, dnskey);
-            let ds = ds_rdata(apex_ref, dnskey, DigestType::Sha256)
-                .expect("a SigningKey's DNSKEY rdata has its fixed fields");
-            list.push(at, RType::CDS, class, key_ttl, &ds);
-        }
+    for k in keys.iter().filter(|k| k.dnskey) {
+        list.push(at, RType::DNSKEY, class, key_ttl, k.key.dnskey_rdata());
+    }
+    let eligible = keys.iter().filter(|k| k.cds).map(|k| k.key.dnskey_rdata());
+    let (cdnskey, cds) = cds::apex_records(apex_ref, eligible, &params.cds)
+        .expect("a SigningKey's DNSKEY rdata has its fixed fields");
+    for r in &cdnskey {
+        list.push(at, RType::CDNSKEY, class, key_ttl, r);
+    }
+    for r in &cds {
+        list.push(at, RType::CDS, class, key_ttl, r);
     }
     if let Denial::Nsec3 { params: p, .. } = &params.denial {
         if p.salt.len() > 255 {

@@ -118,10 +118,13 @@ impl KeyMeta {
             && self.inactive.is_none_or(|t| t > now)
     }
 
-    /// True if CDS and CDNSKEY are published for the key at `now`: a KSK or CSK, from
-    /// `SyncPublish` (or, without it, while it is active) until `SyncDelete`.
+    /// True if CDS and CDNSKEY are published for the key at `now`: a KSK or CSK whose
+    /// DNSKEY is published (RFC 7344 §4.1: a CDS must match a key of the DNSKEY RRset, so a
+    /// new key waiting for its DS has none), from `SyncPublish` (or, without it, while it
+    /// is active) until `SyncDelete`.
     pub fn has_cds(&self, now: u64) -> bool {
         self.role != Role::Zsk
+            && self.is_published(now)
             && self.sync_delete.is_none_or(|t| t > now)
             && match self.sync_publish {
                 Some(t) => t <= now,
@@ -463,8 +466,8 @@ impl KeyStore {
 
 /// The keys of `keys` to sign with at `now`, and what each does: published keys are in
 /// the DNSKEY RRset, active ones sign by role, CDS and CDNSKEY are published for those in
-/// their sync window ([`KeyMeta::has_cds`]: a new KSK waiting for its DS at the parent
-/// has them before its DNSKEY is published). Where an algorithm has an active KSK but no
+/// their sync window and in the DNSKEY RRset ([`KeyMeta::has_cds`]; which of them the zone
+/// shows is the [`crate::cds::CdsPublish`] mode's choice). Where an algorithm has an active KSK but no
 /// active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
 /// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2).
 pub fn zone_keys(keys: &[StoredKey], now: u64) -> Vec<ZoneKey<'_>> {

@@ -12,6 +12,7 @@
 //! - [`list`] holds records in compact form ([`RecordList`]: one buffer, offsets), what
 //!   [`sign_list`] signs; [`reuse`] keeps the signatures of a previous version for the
 //!   RRsets that did not change (incremental re-signing).
+//! - [`cds`] picks the apex's CDS and CDNSKEY records by the zone's mode (Knot's).
 //! - [`roll`] decides the times of ZSK (pre-publication) and KSK/CSK (double-DS) rollovers.
 //!
 //! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod alg;
+pub mod cds;
 pub mod chain;
 pub mod digest;
 mod error;
@@ -37,6 +39,7 @@ pub mod sign;
 mod testutil;
 
 pub use alg::{Algorithm, DigestType};
+pub use cds::{CdsParams, CdsPublish};
 pub use chain::{
     sign_list, sign_zone, Denial, Policy, SignParams, SignedList, SignedZone, ZoneKey,
 };

@@ -19,11 +19,14 @@
 //! **KSK or CSK, double-DS** (RFC 6781 §4.1.2, RFC 7583 §3.3.2), the parent's part done by
 //! the operator:
 //!
-//! 1. `T0` (by hand): a new key is made; CDS and CDNSKEY are published for the old and the
-//!    new key (`SyncPublish`), the DNSKEY RRset does not change. The operator hands the
-//!    parent the new DS (`shardns key ds` prints both) and waits until the parent serves it.
+//! 1. `T0` (by hand): a new key is made, waiting for its DS (`SyncPublish` set, no
+//!    `Publish`); the zone does not change: no CDS for a key that is not in the DNSKEY
+//!    RRset (RFC 7344 §4.1). The operator hands the parent the new DS (`shardns key ds`
+//!    prints both) and waits until the parent serves it.
 //! 2. `Tc`: the operator confirms (`DSPublish`): the new key is published in the DNSKEY
-//!    RRset (signed by the old key, whose DS every cache has).
+//!    RRset (signed by the old key, whose DS every cache has); its CDS and CDNSKEY follow
+//!    at `Tc + DNSKEY TTL + propagation` (`SyncPublish` moved there: Knot's "ready"), when
+//!    every cache holding the DNSKEY RRset holds the new key.
 //! 3. `Ta = Tc + max(parent DS TTL + parent propagation, DNSKEY TTL + propagation)`: every
 //!    cache holds both DS and the new DNSKEY; the new key signs (the DNSKEY RRset, and the
 //!    zone for a CSK), the old stops but stays published.
@@ -238,6 +241,8 @@ pub fn confirm_ds(
     let k = &mut keys[i];
     k.ds_publish = Some(now);
     k.publish = Some(now);
+    // Its CDS once every cache holding the DNSKEY RRset has it (Knot's "ready").
+    k.sync_publish = Some(now + t.publish_wait());
     k.activate = Some(now + t.ds_wait());
     Ok(i)
 }

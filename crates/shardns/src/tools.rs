@@ -4,9 +4,11 @@
 //! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
 use shardns_control::signing::{sign_records, to_list, RollSpec, SignSpec, StateFile};
-use shardns_dnssec::keys::format_time;
+use shardns_dnssec::keys::{format_time, KeyMeta};
 use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
-use shardns_dnssec::{ds_rdata, Algorithm, DigestType, KeyStore, Nsec3Params, Policy, Role};
+use shardns_dnssec::{
+    ds_rdata, Algorithm, CdsParams, DigestType, KeyStore, Nsec3Params, Policy, Role,
+};
 use shardns_dnssec::{Denial, StoredKey};
 use shardns_sys::unix_now;
 use shardns_wire::{rdata, Name, RType};
@@ -97,7 +99,8 @@ pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     let now = unix_now();
     let mut out = String::new();
-    for k in keys.iter().filter(|k| k.meta.has_cds(now)) {
+    let wanted = |m: &KeyMeta| m.has_cds(now) || roll::key_state(m, now) == KeyState::DsPending;
+    for k in keys.iter().filter(|k| wanted(&k.meta)) {
         let ds = ds_rdata(zone.as_ref(), k.key.dnskey_rdata(), DigestType::Sha256)
             .ok_or("a DNSKEY shorter than its fixed fields")?;
         let mut text = String::new();
@@ -133,7 +136,7 @@ pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
             time(k.meta.sync_delete)
         ));
     }
-    if !keys.iter().any(|k| k.meta.has_cds(now)) {
+    if !keys.iter().any(|k| wanted(&k.meta)) {
         return Err(format!(
             "no published KSK or CSK for {zone} in {} (the server makes one when it first \
              signs the zone; `shardns sign` too)",
@@ -167,7 +170,7 @@ fn timings(zone: &Name, key_dir: &Path) -> Result<RollTimings, String> {
 fn save_changed(
     store: &KeyStore,
     keys: &mut [StoredKey],
-    metas: &[shardns_dnssec::KeyMeta],
+    metas: &[KeyMeta],
     changed: &[usize],
 ) -> Result<(), String> {
     for &i in changed {
@@ -332,6 +335,7 @@ pub(crate) fn sign_file(
             ..Policy::default()
         },
         roll: RollSpec::default(),
+        cds: CdsParams::default(),
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

@@ -231,8 +231,12 @@ fn sign_flag_zone_transfers_verified_and_validated() {
     }
     // The transfer is the signed zone: verified whole by two verifiers we did not write.
     let text = axfr(server.addr4(), "sign.test");
-    for t in [" RRSIG ", " NSEC ", " DNSKEY ", " CDS ", " CDNSKEY "] {
+    for t in [" RRSIG ", " NSEC ", " DNSKEY "] {
         assert!(text.contains(t), "no{t}in the transfer:\n{text}");
+    }
+    // `cds_cdnskey_publish = "rollover"` (the default): no CDS outside a rollover.
+    for t in [" CDS ", " CDNSKEY "] {
+        assert!(!text.contains(t), "{t}in the transfer:\n{text}");
     }
     let signed = dir.write("axfr.zone", &text);
     verify_zone(&signed, "sign.test");
@@ -885,8 +889,10 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
     assert!(list.contains("removed"), "{list}");
 }
 
-/// A CSK rollover by double-DS: CDS for both keys, the operator's confirmation, the new key
-/// signing, the old one withdrawn; each step validated from the DS set the parent has then.
+/// A CSK rollover by double-DS: the operator's confirmation, the new key published, CDS
+/// for both keys once it has been published DNSKEY TTL + propagation (never before: RFC
+/// 7344 §4.1), the new key signing, the old one withdrawn and the CDS with it (mode
+/// `rollover`, the default); each step validated from the DS set the parent has then.
 #[test]
 fn csk_double_ds_rollover_validates_at_every_step() {
     let data = TempDir::new("roll-csk");
@@ -909,13 +915,15 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     ]);
     assert!(!ok && out.contains("no active ZSK"), "{out}");
 
-    // 1. A new CSK, waiting for its DS: CDS for both, DNSKEY unchanged.
+    // 1. A new CSK, waiting for its DS: not in the DNSKEY RRset, so no CDS for it; with
+    //    the mode `rollover` none at all yet (one key may have one).
+    assert!(apex_set(server.addr4(), "CDS").is_empty());
     let out = key_cmd("rollover", &keys, &["--ksk"]);
     assert!(out.contains("double-DS"), "{out}");
     assert!(reload_zone(&server, "sign.test").status.success());
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 1);
-    assert_eq!(apex_set(server.addr4(), "CDS").len(), 2);
-    assert_eq!(apex_set(server.addr4(), "CDNSKEY").len(), 2);
+    assert!(apex_set(server.addr4(), "CDS").is_empty());
+    assert!(apex_set(server.addr4(), "CDNSKEY").is_empty());
     let both = key_cmd("ds", &keys, &[]);
     assert!(both.contains("NEW"), "{both}");
     let new_tag = both
@@ -936,13 +944,26 @@ fn csk_double_ds_rollover_validates_at_every_step() {
         std::fs::create_dir_all(&dir).unwrap();
         anchor_file(&dir, &both)
     };
+    let tc = unix_now();
     let out = key_cmd("submitted", &keys, &[&new_tag]);
     assert!(out.contains("confirmed"), "{out}");
     assert!(reload_zone(&server, "sign.test").status.success());
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 2);
+    // Its CDS only once its DNSKEY has been published 8 s (TTL 2 + propagation 6).
+    let cds = apex_set(server.addr4(), "CDS").len();
+    assert!(cds == 0 || unix_now() >= tc + 8, "CDS at once: {cds}");
     delv_all(server.addr4(), &both_anchor, "sign.test", ROLL_QUESTIONS);
     delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
 
+    wait_until(
+        server.addr4(),
+        &both_anchor,
+        30,
+        "CDS for both keys",
+        || apex_set(server.addr4(), "CDS").len() == 2,
+    );
+    assert_eq!(apex_set(server.addr4(), "CDNSKEY").len(), 2);
+    assert!(unix_now() >= tc + 8, "CDS before the new DNSKEY had spread");
     // 3. The new key signs; 4. the old key, its CDS and CDNSKEY go.
     wait_until(server.addr4(), &both_anchor, 30, "new CSK signing", || {
         www_signer(server.addr4()) == new_tag
@@ -954,7 +975,8 @@ fn csk_double_ds_rollover_validates_at_every_step() {
         "old CSK withdrawn",
         || apex_set(server.addr4(), "DNSKEY").len() == 1,
     );
-    assert_eq!(apex_set(server.addr4(), "CDS").len(), 1);
+    // The rollover is over: no CDS in the mode `rollover`.
+    assert!(apex_set(server.addr4(), "CDS").is_empty());
     // The parent drops the old DS: the new one alone validates.
     let new_ds = key_cmd("ds", &keys, &[]);
     assert!(new_ds.contains("remove its DS"), "{new_ds}");

@@ -33,8 +33,8 @@
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll::{self, RollTimings};
 use shardns_dnssec::{
-    keys::zone_keys, sign_list, Algorithm, Denial, KeyStore, Nsec3Params, Policy, Previous,
-    RecordList, Role, Rr, SignParams, StoredKey, BLOCK,
+    keys::zone_keys, sign_list, Algorithm, CdsParams, Denial, KeyStore, Nsec3Params, Policy,
+    Previous, RecordList, Role, Rr, SignParams, StoredKey, BLOCK,
 };
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Records, Scanned};
@@ -66,6 +66,8 @@ pub struct SignSpec {
     pub policy: Policy,
     /// Key lifetimes and the waits of a rollover.
     pub roll: RollSpec,
+    /// Which CDS and CDNSKEY records, and the CDS digest.
+    pub cds: CdsParams,
 }
 
 /// The rollover settings of a zone (`RollTimings` less the zone's own TTLs).
@@ -135,6 +137,10 @@ impl SignSpec {
                 propagation: zone.propagation_delay,
                 parent_ds_ttl: zone.parent_ds_ttl,
                 parent_propagation: zone.parent_propagation_delay,
+            },
+            cds: CdsParams {
+                publish: zone.cds_cdnskey_publish,
+                digest: zone.cds_digest_type,
             },
         })
     }
@@ -285,6 +291,7 @@ pub fn sign_records(
     params.denial = spec.denial.clone();
     params.serial = Some(serial);
     params.threads = threads;
+    params.cds = spec.cds;
     let zk = zone_keys(&keys, now);
     let started = std::time::Instant::now();
     // The last signed version, whose signatures of unchanged RRsets are kept.
@@ -363,7 +370,8 @@ fn step_rollovers(
 /// settings.
 fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> String {
     let mut f = Fingerprint::default();
-    f.part(format!("{:?} {:?} {:?}", spec.denial, spec.policy, spec.roll).as_bytes());
+    let settings = (&spec.denial, spec.policy, spec.roll, spec.cds);
+    f.part(format!("{settings:?}").as_bytes());
     for k in keys {
         f.part(k.key.dnskey_rdata());
         f.part(format!("{:?}", k.meta.times()).as_bytes());

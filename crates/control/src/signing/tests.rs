@@ -48,6 +48,10 @@ fn spec(key_dir: &Path) -> SignSpec {
         denial: Denial::Nsec,
         policy: Policy::default(),
         roll: RollSpec::default(),
+        cds: CdsParams {
+            publish: shardns_dnssec::CdsPublish::Always,
+            ..CdsParams::default()
+        },
     }
 }
 

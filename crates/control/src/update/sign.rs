@@ -40,6 +40,7 @@ pub(super) fn signed_version(
     let mut params = SignParams::new(now, &spec.policy);
     params.denial = spec.denial.clone();
     params.threads = 1;
+    params.cds = spec.cds;
     let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_change(zone, change, &zk, &params) {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::alg::Algorithm;
+use crate::cds::CdsPublish;
 use crate::key::PrivateKey;
 use crate::list::BLOCK;
 use crate::nsec3::{hash_label, HASH_LEN, LABEL_LEN};
@@ -57,6 +58,10 @@ fn params(denial: Denial) -> SignParams {
         dnskey_ttl: None,
         serial: None,
         threads: 1,
+        cds: CdsParams {
+            publish: CdsPublish::Always,
+            ..CdsParams::default()
+        },
     }
 }
 

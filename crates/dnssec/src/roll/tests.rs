@@ -103,6 +103,8 @@ impl Sim {
             let removed = k.sync_delete.is_some_and(|t| t <= self.now);
             s.parent_ds |= bit * u64::from(in_parent && !removed);
         }
+        // RFC 7344 §4.1: a CDS (CDNSKEY) only for a key of the DNSKEY RRset.
+        assert_eq!(s.cds & !s.dnskey, 0, "CDS without DNSKEY at {}", self.now);
         self.history.push(s);
     }
 
@@ -251,10 +253,10 @@ fn csk_double_ds_step_by_step() {
         Err(Error::NoKey(RollKind::Zsk))
     ));
     let new = sim.roll(RollKind::Ksk);
-    // 1. CDS and CDNSKEY for both keys, the DNSKEY RRset unchanged; nothing happens until
-    //    the operator confirms.
+    // 1. Nothing changes in the zone (no CDS for a key outside the DNSKEY RRset); nothing
+    //    happens until the operator confirms.
     assert_eq!(sim.state(new), KeyState::DsPending);
-    assert_eq!(sim.served().cds, 0b11);
+    assert_eq!(sim.served().cds, 0b01);
     assert_eq!(sim.served().dnskey, 0b01);
     assert_eq!(sim.keys[0].sync_publish, Some(T0));
     assert_eq!(next_event(&sim.keys, &sim.t, sim.now), None);
@@ -282,8 +284,15 @@ fn csk_double_ds_step_by_step() {
         confirm_ds(&mut sim.keys, None, &sim.t, sim.now),
         Err(Error::NothingToConfirm(None))
     ));
+    // Its CDS once its DNSKEY has been published DNSKEY TTL + propagation (12 s).
+    assert_eq!(sim.served().cds, 0b01);
+    assert_eq!(sim.keys[new].sync_publish, Some(tc + 12));
+    sim.advance(11);
+    assert_eq!(sim.served().cds, 0b01);
+    sim.advance(1);
+    assert_eq!(sim.served().cds, 0b11);
     // 3. the new key signs everything, the old one stays published.
-    sim.advance(18);
+    sim.advance(6);
     assert_eq!(
         (sim.state(0), sim.state(new)),
         (KeyState::Retired, KeyState::Active)
@@ -378,5 +387,32 @@ fn states_and_next_events() {
     let mut c = key(Role::Csk, 2, 100);
     schedule_new(&mut c, RollKind::Ksk, &TIMINGS, 100);
     assert_eq!(key_state(&c, 1000), KeyState::DsPending);
-    assert!(c.has_cds(100) && !c.is_published(100));
+    assert!(!c.has_cds(100) && !c.is_published(100));
+}
+
+/// A new KSK in its pre-publication window (waiting for its DS, not in the DNSKEY RRset)
+/// gets no CDS or CDNSKEY: only the old key's are in the zone.
+#[test]
+fn no_cds_before_dnskey() {
+    let mut keys = vec![key(Role::Ksk, 1, 0), key(Role::Zsk, 2, 0)];
+    let mut new = key(Role::Ksk, 3, 100);
+    schedule_new(&mut new, RollKind::Ksk, &TIMINGS, 100);
+    keys.push(new);
+    tick(&mut keys, &TIMINGS, 100);
+    for now in [100, 150, 1000] {
+        let d = duty(&keys[2], keys.iter(), now);
+        assert!(!d.dnskey, "not published before the confirmation");
+        assert!(!d.cds, "a CDS for a key outside the DNSKEY RRset at {now}");
+        assert!(
+            duty(&keys[0], keys.iter(), now).cds,
+            "the old key's CDS stays"
+        );
+    }
+    // Confirmed at 1000: DNSKEY at once, CDS 12 s later (DNSKEY TTL + propagation).
+    confirm_ds(&mut keys, Some(3), &TIMINGS, 1000).unwrap();
+    tick(&mut keys, &TIMINGS, 1000);
+    let d = |now| duty(&keys[2], keys.iter(), now);
+    assert!(d(1000).dnskey && !d(1000).cds);
+    assert!(d(1011).dnskey && !d(1011).cds);
+    assert!(d(1012).dnskey && d(1012).cds);
 }

@@ -48,9 +48,10 @@ use super::{Change, ChangeRecord};
 use crate::db::{NodeRef, Zone};
 pub use crate::error::ResignKind;
 use crate::Error;
+use shardns_dnssec::cds::apex_records;
 use shardns_dnssec::chain::denial_ttl;
 use shardns_dnssec::sign::{sign_rrset, RrsetToSign, RrsigFields, Scratch};
-use shardns_dnssec::{ds_rdata, Denial, DigestType, SignParams, SigningKey, ZoneKey};
+use shardns_dnssec::{Denial, SignParams, SigningKey, ZoneKey};
 use shardns_wire::{Class, Name, RType};
 use state::{same_set, Kind, View};
 use std::collections::BTreeSet;
@@ -182,17 +183,14 @@ fn check_keys(
     let apex = zone.apex_node();
     let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
     let mut want: [BTreeSet<Vec<u8>>; 3] = Default::default();
-    for k in keys {
-        let dnskey = k.key.dnskey_rdata();
-        if k.dnskey {
-            want[0].insert(dnskey.to_vec());
-        }
-        if k.cds {
-            want[1].insert(dnskey.to_vec());
-            let ds = ds_rdata(zone.apex(), dnskey, DigestType::Sha256).ok_or(ResignKind::Keys)?;
-            want[2].insert(ds);
-        }
+    for k in keys.iter().filter(|k| k.dnskey) {
+        want[0].insert(k.key.dnskey_rdata().to_vec());
     }
+    let eligible = keys.iter().filter(|k| k.cds).map(|k| k.key.dnskey_rdata());
+    let (cdnskey, cds) =
+        apex_records(zone.apex(), eligible, &params.cds).ok_or(ResignKind::Keys)?;
+    want[1].extend(cdnskey);
+    want[2].extend(cds);
     for (rtype, want) in [RType::DNSKEY, RType::CDNSKEY, RType::CDS]
         .iter()
         .zip(&want)
