@@ -466,9 +466,9 @@ impl KeyStore {
 
 /// The keys of `keys` to sign with at `now`, and what each does: published keys are in
 /// the DNSKEY RRset, active ones sign by role, CDS and CDNSKEY are published for those in
-/// their sync window and in the DNSKEY RRset ([`KeyMeta::has_cds`]; which of them the zone
-/// shows is the [`crate::cds::CdsPublish`] mode's choice). Where an algorithm has an active KSK but no
-/// active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
+/// their sync window and in the DNSKEY RRset ([`KeyMeta::has_cds`]; which of them the
+/// zone shows is the [`crate::cds::CdsPublish`] mode's choice). Where an algorithm has an
+/// active KSK but no active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
 /// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2).
 pub fn zone_keys(keys: &[StoredKey], now: u64) -> Vec<ZoneKey<'_>> {
     keys.iter()

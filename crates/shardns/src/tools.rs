@@ -92,14 +92,21 @@ pub(crate) fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
 }
 
 /// `shardns key ds ZONE --key-dir DIR`: the DS records (SHA-256, RFC 4509) the parent is
-/// to have now, in zone-file format: those of the key-signing keys (KSK or CSK) whose CDS
-/// the zone publishes (both keys during a double-DS rollover). A comment says which is new
+/// to have now, in zone-file format: those of the key-signing keys (KSK or CSK) in their
+/// CDS window, whatever `cds_cdnskey_publish` shows, and of a new key waiting for its DS or
+/// just confirmed (both keys during a double-DS rollover). A comment says which is new
 /// (to hand the parent, then confirm) and which DS the parent may remove.
 pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let keys = load_keys(zone, key_dir)?;
     let now = unix_now();
     let mut out = String::new();
-    let wanted = |m: &KeyMeta| m.has_cds(now) || roll::key_state(m, now) == KeyState::DsPending;
+    // The keys with a CDS, the new key waiting for its DS, and one whose DS was confirmed
+    // but whose CDS comes later (DNSKEY TTL + propagation after its publication).
+    let wanted = |m: &KeyMeta| {
+        m.has_cds(now)
+            || roll::key_state(m, now) == KeyState::DsPending
+            || (m.is_published(now) && m.ds_publish.is_some_and(|t| t <= now))
+    };
     for k in keys.iter().filter(|k| wanted(&k.meta)) {
         let ds = ds_rdata(zone.as_ref(), k.key.dnskey_rdata(), DigestType::Sha256)
             .ok_or("a DNSKEY shorter than its fixed fields")?;
