@@ -190,7 +190,7 @@ def tcp_client(port, msgs, lat, rcodes, deadline):
 
 def run(name, p, msgs, clients, limit=None):
     port = PORTS[name]
-    pids = [p.pid] + lab.children(p.pid)
+    pids = lab.children(p.pid)  # the pid and its descendants
     share = [msgs[i::clients] for i in range(clients)]
     lat, rcodes = [], {}
     deadline = time.perf_counter() + (limit or 1e9)
@@ -243,7 +243,7 @@ def memory(a, shardns):
     procs = lab.Procs(work)
     try:
         p = start(procs, work, "shardns", shardns)
-        pids = [p.pid] + lab.children(p.pid)
+        pids = lab.children(p.pid)  # the pid and its descendants
         loaded = lab.rss_kib(pids)
         res = run("shardns", p, messages(a.count, "m"), a.clients, a.time_limit)
         time.sleep(2)
@@ -254,7 +254,7 @@ def memory(a, shardns):
         done = res["noerror"]
         p = start(procs, work, "shardns", shardns, added_lines(done, "m"))
         time.sleep(2)
-        fresh = lab.rss_kib([p.pid] + lab.children(p.pid))
+        fresh = lab.rss_kib(lab.children(p.pid))
         procs.stop(p)
     finally:
         procs.stop_all()
