@@ -15,8 +15,20 @@ updates per server CPU-second (utime + stime of all its threads, from /proc), th
 latency (median and p99), and in a last step how long after an update's NOERROR the new record
 is answered over UDP (each of 200 updates followed at once by a UDP query for its record).
 
+`--zone big` serves `big.test.` (1,276,513 records, `gen_zones.py DIR big`, made once into
+`--zone-dir`) and each update adds a TXT record at an existing name of it. `--memory` (with
+`--zone big`, shardns alone) reports the resident size after the updates against a fresh start
+on the same data (the zone file with the added records appended), and the journal's size;
+`--time-limit` bounds the updates' run (the figures then count those answered).
+
+`--baseline BIN` runs a second shardns binary (an older build) as `shardns-base` in the same
+interleaved rounds, for a before/after ratio measured under the same noise.
+
 Usage:
   bench/update_bench.py [--rounds 3] [--count 5000] [--clients 16] [--servers shardns,knotd,named]
+                        [--baseline BIN]
+                        [--zone small|big] [--zone-dir DIR] [--memory] [--time-limit S]
+                        [--shardns PATH]
 Needs: knotd, named (bind9), python3-dnspython (Debian's /usr/bin/python3), a release build of
 shardns (built here).
 """
@@ -28,6 +40,7 @@ import shutil
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -49,9 +62,12 @@ except ImportError:
              "with /usr/bin/python3)")
 
 ZONE = "upd.test."
+BIG = 425502  # names of big.test. (gen_zones.py)
+ZONE_DIR = None  # where big.test.zone is (--zone-dir)
 KEY = "upd."
 SECRET = base64.b64encode(bytes(range(32))).decode()
-PORTS = {"shardns": 5401, "knotd": 5402, "named": 5403}
+PORTS = {"shardns": 5401, "knotd": 5402, "named": 5403, "shardns-base": 5404}
+BINARIES = {}  # "shardns-base": another shardns binary (--baseline), measured beside
 
 
 def zone_text():
@@ -60,17 +76,39 @@ def zone_text():
             f"ns1 A 127.0.0.1\n{names}")
 
 
-def start(procs, work, name, shardns):
+def big_file():
+    """big.test.'s zone file, made once into ZONE_DIR."""
+    zf = os.path.join(ZONE_DIR, "big.test.zone")
+    if not os.path.exists(zf):
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run([sys.executable, os.path.join(here, "gen_zones.py"), ZONE_DIR, "big"],
+                       check=True)
+    return zf
+
+
+def start(procs, work, name, shardns, extra=None):
     d = os.path.join(work, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    zf = os.path.join(d, "upd.test.zone")
-    with open(zf, "w") as f:
-        f.write(zone_text())
+    zf = os.path.join(d, f"{ZONE}zone")
+    if ZONE == "upd.test.":
+        with open(zf, "w") as f:
+            f.write(zone_text())
+    else:
+        shutil.copyfile(big_file(), zf)
+    if extra:
+        with open(zf, "a") as f:
+            f.writelines(extra)
     port = PORTS[name]
-    if name == "shardns":
-        cmd = [shardns, "serve", "--listen", f"127.0.0.1:{port}", "--workers", "1",
-               "--zone", f"{ZONE}={zf}", "--update-key", f"hmac-sha256:{KEY}:{SECRET}"]
+    if name.startswith("shardns"):
+        shardns = BINARIES.get(name, shardns)
+        # The default [limits] updates_per_second (100 per key) would refuse most of them.
+        conf = os.path.join(d, "shardns.toml")
+        with open(conf, "w") as f:
+            f.write("[limits]\nupdates_per_second = 0\n")
+        cmd = [shardns, "serve", "--config", conf, "--listen", f"127.0.0.1:{port}",
+               "--workers", "1", "--zone", f"{ZONE}={zf}",
+               "--update-key", f"hmac-sha256:{KEY}:{SECRET}"]
     elif name == "knotd":
         cmd = lab.knot_conf(d, "127.0.0.1", port, ZONE, zf)
         conf = os.path.join(d, "knot.conf")
@@ -98,8 +136,17 @@ zone "{ZONE}" {{ type primary; file "{zf}"; update-policy {{ grant {KEY} zonesub
 """)
         cmd = ["named", "-g", "-n", "1", "-c", conf]
     p = procs.start(name, ["taskset", "-c", "0"] + cmd)
-    procs.wait_ready(name, p, lambda: lab.probe("127.0.0.1", port, f"h1.{ZONE}"))
+    probe = f"h1.{ZONE}" if ZONE == "upd.test." else f"h000001.{ZONE}"
+    procs.wait_ready(name, p, lambda: lab.probe("127.0.0.1", port, probe), timeout=300)
     return p
+
+
+def owner(tag, i):
+    """The name update i adds its TXT at: a new one in the small zone, an existing one of
+    big.test. (spread over it)."""
+    if ZONE == "upd.test.":
+        return f"u{tag}-{i}"
+    return "h%06d" % (i * 7919 % BIG)
 
 
 def messages(count, tag):
@@ -108,9 +155,14 @@ def messages(count, tag):
     for i in range(count):
         u = dns.update.UpdateMessage(ZONE, keyring=ring, keyname=KEY,
                                      keyalgorithm=dns.tsig.HMAC_SHA256)
-        u.add(f"u{tag}-{i}", 60, "TXT", f'"update {i}"')
+        u.add(owner(tag, i), 60, "TXT", f'"update {tag} {i}"')
         out.append(u.to_wire())
     return out
+
+
+def added_lines(count, tag):
+    """The records `messages(count, tag)` adds, as zone file lines."""
+    return [f'{owner(tag, i)}.{ZONE} 60 IN TXT "update {tag} {i}"\n' for i in range(count)]
 
 
 def recv_exact(s, n):
@@ -123,9 +175,11 @@ def recv_exact(s, n):
     return buf
 
 
-def tcp_client(port, msgs, lat, rcodes):
+def tcp_client(port, msgs, lat, rcodes, deadline):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         for m in msgs:
+            if time.perf_counter() > deadline:
+                break
             t = time.perf_counter()
             s.sendall(struct.pack("!H", len(m)) + m)
             n = struct.unpack("!H", recv_exact(s, 2))[0]
@@ -134,12 +188,14 @@ def tcp_client(port, msgs, lat, rcodes):
             rcodes[a[3] & 0x0F] = rcodes.get(a[3] & 0x0F, 0) + 1
 
 
-def run(name, p, msgs, clients):
+def run(name, p, msgs, clients, limit=None):
     port = PORTS[name]
-    pids = [p.pid] + lab.children(p.pid)
+    pids = lab.children(p.pid)  # the pid and its descendants
     share = [msgs[i::clients] for i in range(clients)]
     lat, rcodes = [], {}
-    threads = [threading.Thread(target=tcp_client, args=(port, s, lat, rcodes)) for s in share]
+    deadline = time.perf_counter() + (limit or 1e9)
+    threads = [threading.Thread(target=tcp_client, args=(port, s, lat, rcodes, deadline))
+               for s in share]
     cpu0, t0 = lab.cpu_ticks(pids), time.perf_counter()
     for t in threads:
         t.start()
@@ -181,14 +237,65 @@ def visible_after(name, count=200):
     return statistics.median(delays), delays[int(len(delays) * 0.99)]
 
 
+def memory(a, shardns):
+    """Resident size after COUNT updates to big.test. against a fresh start on the same data."""
+    work = tempfile.mkdtemp(prefix="update-bench-")
+    procs = lab.Procs(work)
+    try:
+        p = start(procs, work, "shardns", shardns)
+        pids = lab.children(p.pid)  # the pid and its descendants
+        loaded = lab.rss_kib(pids)
+        res = run("shardns", p, messages(a.count, "m"), a.clients, a.time_limit)
+        time.sleep(2)
+        after = lab.rss_kib(pids)
+        journal = os.path.join(work, "shardns", f"{ZONE}zone.journal")
+        jsize = os.path.getsize(journal) if os.path.exists(journal) else 0
+        procs.stop(p)
+        done = res["noerror"]
+        p = start(procs, work, "shardns", shardns, added_lines(done, "m"))
+        time.sleep(2)
+        fresh = lab.rss_kib(lab.children(p.pid))
+        procs.stop(p)
+    finally:
+        procs.stop_all()
+    print(f"\n{done} of {a.count} updates to {ZONE} over {a.clients} TCP connection(s) in "
+          f"{res['total'] / res['ups']:.0f} s ({res['ups']:.0f}/s, {res['per_cpu']:.0f} per CPU-s, "
+          f"p99 {res['p99']:.1f} ms)\n")
+    print("| shardns | RSS MiB |")
+    print("|---|---|")
+    print(f"| loaded, before the updates | {loaded / 1024:.0f} |")
+    print(f"| after the updates | {after / 1024:.0f} |")
+    print(f"| fresh start on the same data | {fresh / 1024:.0f} |")
+    print(f"| after / fresh | {after / max(fresh, 1):.2f} |")
+    print(f"| journal file | {jsize / 1048576:.1f} MiB |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--servers", default="shardns,knotd,named")
+    ap.add_argument("--zone", choices=("small", "big"), default="small")
+    ap.add_argument("--zone-dir", default=None, help="where big.test.zone is or is made")
+    ap.add_argument("--memory", action="store_true")
+    ap.add_argument("--time-limit", type=float, default=None)
+    ap.add_argument("--shardns", default=None, help="a release binary (else built here)")
+    ap.add_argument("--baseline", default=None,
+                    help="another shardns binary, measured as server shardns-base")
     a = ap.parse_args()
-    shardns = lab.build_shardns()
+    if a.baseline:
+        BINARIES["shardns-base"] = a.baseline
+        if "shardns-base" not in a.servers:
+            a.servers = "shardns-base," + a.servers
+    global ZONE, ZONE_DIR
+    if a.zone == "big":
+        ZONE = "big.test."
+        ZONE_DIR = a.zone_dir or tempfile.mkdtemp(prefix="update-bench-zones-")
+    shardns = a.shardns or lab.build_shardns()
+    if a.memory:
+        return memory(a, shardns)
     servers = a.servers.split(",")
     work = tempfile.mkdtemp(prefix="update-bench-")
     procs = lab.Procs(work)
@@ -201,7 +308,7 @@ def main():
                 p = start(procs, work, name, shardns)
                 try:
                     res = run(name, p, msgs, a.clients)
-                    if r == a.rounds - 1:
+                    if r == a.rounds - 1 and a.zone == "small":
                         seen[name] = visible_after(name)
                 finally:
                     procs.stop(p)

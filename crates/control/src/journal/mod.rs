@@ -10,7 +10,9 @@
 //! `server.journal_directory` is set, the same diffs on disk, so they survive a restart.
 //! A new version (a reload of the zone file, a transfer in) is compared with the one it
 //! replaces on the main thread, after the swap and before the NOTIFY to secondaries
-//! ([`shardns_zone::xfr::diff::Diff::compute`]); workers read the histories
+//! ([`shardns_zone::xfr::diff::Diff::compute`]; after dynamic updates only at the names
+//! they changed, [`Diff::compute_at`], so the cost follows the change, not the zone);
+//! workers read the histories
 //! ([`Journals::history`]) when an IXFR comes.
 //!
 //! File format (one file per zone, `FILE.journal` or `DIR/NAME.journal`):
@@ -23,8 +25,11 @@
 //! The file is named by the apex's file stem in `journal_directory` (one per zone), and
 //! its header names the zone: a file that holds another zone's journal, or none, is never
 //! appended to, rewritten or removed for this zone (logged; the zone's history stays in
-//! memory). A record is appended with one `write` and then `fdatasync`ed; a journal trimmed to its
-//! limits is written anew to a temporary file, synced and renamed over the old one. At
+//! memory). A record is appended with one `write` and then `fdatasync`ed (one per batch of
+//! updates: a batch is one version); the versions a trim drops from the history stay in the
+//! file until it holds twice the limits (depth or size), and only then is it written anew
+//! (a temporary file, synced and renamed over the old one), so that a zone updated over and
+//! over appends, and its file stays bounded. At
 //! start a journal is read back and every record checked (checksum, a diff that parses, each
 //! starting where the one before ended): the first bad record and all after it are dropped
 //! with a log line and the file cut there (a crash in the middle of an append leaves
@@ -65,6 +70,11 @@ pub const DEFAULT_MAX_DEPTH: u32 = 20;
 #[derive(Debug, Default)]
 pub struct Journals {
     zones: Mutex<HashMap<Name, Arc<History>>>,
+    /// What each journal file holds (records, octets) when this process wrote it last
+    /// (none known: the next trim rewrites it). A file may hold up to twice its limits:
+    /// versions the history dropped stay in the file until then, so that a zone updated
+    /// over and over appends one record per batch instead of writing its journal anew.
+    files: Mutex<HashMap<Name, (usize, usize)>>,
 }
 
 impl Journals {
@@ -87,6 +97,22 @@ impl Journals {
     pub fn forget(&self, apex: &Name) {
         let mut zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
         zones.remove(apex);
+        self.file_is(apex, None);
+    }
+
+    /// Notes what the journal file of `apex` holds now (`None`: not known).
+    fn file_is(&self, apex: &Name, held: Option<(usize, usize)>) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        match held {
+            Some(h) => files.insert(apex.clone(), h),
+            None => files.remove(apex),
+        };
+    }
+
+    /// What the journal file of `apex` holds, as this process last wrote it.
+    fn file_holds(&self, apex: &Name) -> Option<(usize, usize)> {
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.get(apex).copied()
     }
 
     /// Keeps `history` for `apex`; an empty one is not kept (a zone that has never
@@ -194,6 +220,10 @@ fn legacy_file_name(apex: &Name) -> String {
     format!("{}.journal", text.replace(['/', '\0'], "_"))
 }
 
+/// The owner names a batch of dynamic updates changed, by apex: a zone named here is
+/// diffed at those names alone ([`Diff::compute_at`]), not compared whole.
+pub type Touched = HashMap<Name, Vec<Name>>;
+
 /// Records the versions in `zones` (just served) against those they replaced in `old`
 /// (`None`: at start). `file_of` says where a zone is read from or keeps its copy.
 pub fn record_all<'f>(
@@ -202,6 +232,18 @@ pub fn record_all<'f>(
     file_of: impl Fn(&Name) -> Option<&'f Path>,
     old: Option<&ZoneSet>,
     zones: &[Arc<Zone>],
+) {
+    record_all_touched(journals, config, file_of, old, zones, None);
+}
+
+/// [`record_all`], a zone in `touched` diffed at the names it lists alone.
+pub fn record_all_touched<'f>(
+    journals: &Journals,
+    config: &Config,
+    file_of: impl Fn(&Name) -> Option<&'f Path>,
+    old: Option<&ZoneSet>,
+    zones: &[Arc<Zone>],
+    touched: Option<&Touched>,
 ) {
     // Nobody may transfer anything and nothing may be updated: no journal, nothing to
     // look up per zone.
@@ -225,7 +267,8 @@ pub fn record_all<'f>(
         };
         let settings = settings_of(config, table, &apex, file_of(&apex));
         let was = old.and_then(|o| o.get(zone.apex()));
-        record(journals, settings.as_ref(), was.map(|z| &**z), zone);
+        let owners = touched.and_then(|t| t.get(&apex)).map(Vec::as_slice);
+        record_at(journals, settings.as_ref(), was.map(|z| &**z), zone, owners);
     }
 }
 
@@ -241,6 +284,21 @@ pub fn config_file<'c>(config: &'c Config, apex: &Name) -> Option<&'c Path> {
 
 /// Records that `new` replaces `old` (`None`: no version before, as at start).
 pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zone>, new: &Zone) {
+    record_at(journals, settings, old, new, None);
+}
+
+/// [`record`] when only the names `owners` differ between `old` and `new` (`None`: any may).
+pub fn record_at(
+    journals: &Journals,
+    settings: Option<&Settings>,
+    old: Option<&Zone>,
+    new: &Zone,
+    owners: Option<&[Name]>,
+) {
+    let diff_of = |old: &Zone, new: &Zone| match owners {
+        Some(names) => Diff::compute_at(old, new, names.iter().map(Name::as_ref)),
+        None => Diff::compute(old, new),
+    };
     if new.is_unavailable() {
         return;
     }
@@ -276,6 +334,7 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
                 new.serial()
             );
             reset(path, &apex);
+            journals.file_is(&apex, None);
             history = History::new();
         }
         journals.set(apex, Some(history));
@@ -283,7 +342,7 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
     };
     let started = Instant::now();
     if old.serial() == new.serial() {
-        if !Diff::compute(old, new).is_empty() {
+        if !diff_of(old, new).is_empty() {
             warn!(
                 "zone {apex}: changed without a new serial (still {}): secondaries will not see the change, and the journal keeps no diff for it",
                 new.serial()
@@ -298,10 +357,11 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
             new.serial()
         );
         reset(path, &apex);
+        journals.file_is(&apex, None);
         journals.set(apex, Some(History::new()));
         return;
     }
-    let diff = Diff::compute(old, new);
+    let diff = diff_of(old, new);
     if diff.len() > settings.max_size {
         info!(
             "zone {apex}: journal: the changes from serial {} to {} ({} octets) exceed journal_max_size ({}); journal started anew",
@@ -311,6 +371,7 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
             settings.max_size
         );
         reset(path, &apex);
+        journals.file_is(&apex, None);
         journals.set(apex, Some(History::new()));
         return;
     }
@@ -327,13 +388,29 @@ pub fn record(journals: &Journals, settings: Option<&Settings>, old: Option<&Zon
         );
     }
     if let Some(p) = path {
-        let written = if dropped > 0 || !follows {
-            rewrite(p, &apex, &history)
+        // Versions the history dropped may stay in the file up to twice its limits (one
+        // rewrite per so many appends, not one per change); past that, or when the file
+        // is not known to hold the chain, it is written anew with the history.
+        let last = history.diffs().last().map(|d| d.len() + 16);
+        let appended = journals
+            .file_holds(&apex)
+            .filter(|_| dropped == 0 || follows)
+            .and_then(|(records, octets)| Some((records + 1, octets + last?)))
+            .filter(|&(records, octets)| {
+                records <= 2 * settings.max_depth && octets <= settings.max_size.saturating_mul(2)
+            });
+        let written = if (dropped > 0 && appended.is_none()) || !follows {
+            let r = rewrite(p, &apex, &history);
+            let held = history.diffs().map(|d| d.len() + 16).sum();
+            journals.file_is(&apex, r.is_ok().then_some((history.depth(), held)));
+            r
         } else {
-            history
+            let r = history
                 .diffs()
                 .last()
-                .map_or(Ok(()), |d| append(p, &apex, d))
+                .map_or(Ok(()), |d| append(p, &apex, d));
+            journals.file_is(&apex, appended.filter(|_| r.is_ok()));
+            r
         };
         if let Err(e) = written {
             warn!(

@@ -37,6 +37,44 @@ fn on_disk(path: &Path) -> Settings {
 }
 
 #[test]
+fn a_zone_changed_over_and_over_appends_its_file_bounded_to_twice_the_depth() {
+    let dir = scratch("bounded");
+    let path = dir.join("j.test.zone.journal");
+    let s = on_disk(&path);
+    let apex: Name = "j.test.".parse().unwrap();
+    let j = Journals::default();
+    let versions: Vec<Zone> = (1..=20)
+        .map(|i| zone(i, &format!("h{i} A 192.0.2.{i}\n")))
+        .collect();
+    record(&j, Some(&s), None, &versions[0]);
+    let mut most = 0;
+    let mut rewrites = 0;
+    for w in versions.windows(2) {
+        let before = fs::metadata(&path).map_or(0, |m| m.len());
+        record(&j, Some(&s), Some(&w[0]), &w[1]);
+        let (diffs, damage) = parse(&fs::read(&path).unwrap(), &apex).unwrap();
+        assert!(damage.is_none());
+        assert_eq!(diffs.last().map(|d| d.to()), Some(w[1].serial()));
+        most = most.max(diffs.len());
+        rewrites += usize::from(fs::metadata(&path).unwrap().len() < before);
+    }
+    // Past the depth, most changes appended; the file never above twice the depth.
+    assert_eq!(most, 2 * s.max_depth);
+    assert!(rewrites <= 19 / s.max_depth, "{rewrites} rewrites");
+    let h = j.history(apex.as_ref()).unwrap();
+    assert_eq!((h.depth(), h.last_serial()), (3, Some(20)));
+    // Read back at start: the history within its limits, ending at the zone's serial.
+    let again = Journals::default();
+    record(&again, Some(&s), None, &versions[19]);
+    let h2 = again.history(apex.as_ref()).unwrap();
+    assert_eq!(
+        (h2.depth(), h2.first_serial(), h2.last_serial()),
+        (3, Some(17), Some(20))
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn appended_read_back_trimmed_and_a_cut_tail_dropped() {
     let dir = scratch("trim");
     let path = dir.join("j.test.zone.journal");

@@ -28,7 +28,7 @@ mod publish;
 mod socket;
 
 pub use crate::request::{MainAction, ReloadRequest};
-pub use publish::{publish, serve_outside};
+pub use publish::{publish, serve_outside, serve_touched};
 pub use socket::request;
 pub use socket::ControlSocket;
 

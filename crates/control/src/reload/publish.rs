@@ -23,6 +23,17 @@ pub fn publish(reloader: &mut Reloader, shared: &dyn Host, rx: &Receiver<Vec<Zon
 /// of a catalog, produced catalogs): swaps the set, records the journals, tells our own
 /// secondaries about new serials, and retires what was replaced.
 pub fn serve_outside(reloader: &mut Reloader, shared: &dyn Host, changes: Vec<ZoneChange>) {
+    serve_touched(reloader, shared, changes, None);
+}
+
+/// [`serve_outside`] for versions whose changes are known by owner name (dynamic updates):
+/// a zone in `touched` has its journal's diff made at those names alone.
+pub fn serve_touched(
+    reloader: &mut Reloader,
+    shared: &dyn Host,
+    changes: Vec<ZoneChange>,
+    touched: Option<&crate::journal::Touched>,
+) {
     if changes.is_empty() {
         return;
     }
@@ -45,12 +56,13 @@ pub fn serve_outside(reloader: &mut Reloader, shared: &dyn Host, changes: Vec<Zo
     shared.wake_workers();
     // Into the journal before our own secondaries are told (chains take IXFR from it).
     let config = &reloader.config;
-    crate::journal::record_all(
+    crate::journal::record_all_touched(
         &shared.plane().journals,
         config,
         |apex| crate::journal::config_file(config, apex),
         Some(&*old),
         &puts,
+        touched,
     );
     // After the journals were recorded: a member added and removed again within one batch
     // keeps no history either.

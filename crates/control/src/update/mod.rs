@@ -32,7 +32,7 @@ mod txn;
 pub use limit::RateLimiter;
 pub use txn::{Transactions, COMMIT_WAIT};
 
-use crate::reload::{serve_outside, Reloader};
+use crate::reload::{serve_touched, Reloader};
 use crate::signed::tsig_refusal;
 use crate::Host;
 use shardns_config::Config;
@@ -155,6 +155,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
         set: &set,
         keys: plane.transfer_acl.load_full(),
         latest: HashMap::new(),
+        touched: HashMap::new(),
         policies: HashMap::new(),
         catalog_member: &|apex: &Name| {
             plane
@@ -203,7 +204,24 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     }
     drop(limiter);
     tally.add_to(&plane.stats, plane.updates.dropped.load(Relaxed));
-    let changes: Vec<ZoneChange> = batch.latest.into_values().map(ZoneChange::Put).collect();
+    let changes: Vec<ZoneChange> = batch
+        .latest
+        .into_values()
+        .map(|mut zone| {
+            // Only this batch holds its versions: the last is packed (if small) once here,
+            // not after every update.
+            if let Some(z) = Arc::get_mut(&mut zone) {
+                z.pack_small();
+            }
+            ZoneChange::Put(zone)
+        })
+        .collect();
+    // The journal diffs each zone at the names its updates changed, not the zone whole.
+    let touched: crate::journal::Touched = batch
+        .touched
+        .into_iter()
+        .filter_map(|(apex, names)| Some((apex, names?)))
+        .collect();
     // The set read here is let go first: serving the new one waits until only the
     // library holds the old one.
     drop(set);
@@ -214,7 +232,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
             ZoneChange::Remove(_) => None,
         })
         .collect();
-    serve_outside(reloader, host, changes);
+    serve_touched(reloader, host, changes, Some(&touched));
     // Into the zone files later (`zonefile`): the journal holds the changes until then.
     for apex in changed {
         let delay = reloader
@@ -242,6 +260,9 @@ struct Batch<'a> {
     keys: Arc<crate::TransferAcl>,
     /// The versions made in this batch, by apex: later updates build on them.
     latest: HashMap<Name, Arc<Zone>>,
+    /// The owner names this batch changed, by apex (`None`: not known, as when signing
+    /// changed others too: the journal compares the zone whole).
+    touched: HashMap<Name, Option<Vec<Name>>>,
     /// Each zone's policy, read once per batch (`None`: it does not read).
     policies: HashMap<Name, Option<Arc<Policy>>>,
     catalog_member: &'a dyn Fn(&Name) -> bool,
@@ -355,6 +376,17 @@ impl Batch<'_> {
                         change.deleted.len(),
                         change.added.len()
                     );
+                    let names = self.touched.entry(apex.clone()).or_insert(Some(Vec::new()));
+                    match names {
+                        Some(names) if !table.dnssec => names.extend(
+                            change
+                                .deleted
+                                .iter()
+                                .chain(&change.added)
+                                .map(|r| r.0.clone()),
+                        ),
+                        _ => *names = None,
+                    }
                     self.latest.insert(apex, Arc::new(new));
                     Rcode::NOERROR
                 }
@@ -378,8 +410,10 @@ impl Batch<'_> {
             return sign::signed_version(self.config, table, zone, change, now)
                 .map_err(|e| format!("a signed zone: {e}"));
         }
+        // Left split: the batch's next update to this zone patches it again; `process`
+        // packs the last version of each zone.
         change
-            .apply(zone)
+            .apply_split(zone)
             .map(|(new, _)| new)
             .map_err(|e| format!("the new version does not build: {e}"))
     }

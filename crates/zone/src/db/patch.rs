@@ -93,6 +93,20 @@ impl Zone {
         added: impl IntoIterator<Item = (NameRef<'a>, RType, u32, &'a [u8])>,
         soa: (u32, &'a [u8]),
     ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, Error> {
+        self.patch_with(deleted, added, soa, true)
+    }
+
+    /// [`Zone::patch`], the result left split when `pack` is false (a version patched again
+    /// at once, as the next update of a batch does, is not packed only to be unpacked:
+    /// [`Zone::pack_small`] packs the last).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn patch_with<'a>(
+        &'a self,
+        deleted: impl IntoIterator<Item = (NameRef<'a>, RType, &'a [u8])>,
+        added: impl IntoIterator<Item = (NameRef<'a>, RType, u32, &'a [u8])>,
+        soa: (u32, &'a [u8]),
+        pack: bool,
+    ) -> Result<Option<(Zone, Vec<Diag>, PatchWork)>, Error> {
         // A signed zone with NSEC keeps its denial index patched too; NSEC3 (an index of
         // hashes over every name) takes the full build.
         let signed = self.denial.is_some();
@@ -199,7 +213,9 @@ impl Zone {
         apex_checks(&mut zone, &diag, &mut errors);
         if errors.is_empty() {
             // A small zone is served packed, as a full build would leave it.
-            zone.pack();
+            if pack {
+                zone.pack();
+            }
             Ok(Some((zone, warnings, work)))
         } else {
             Err(Error::Invalid { errors })

@@ -281,6 +281,16 @@ impl Change {
     /// errors are those of a build (a change the zone's checks refuse; the caller answers
     /// SERVFAIL and keeps the version it has).
     pub fn apply(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), Error> {
+        self.apply_with(base, true)
+    }
+
+    /// [`Change::apply`], a small zone's new version left split, not packed: for a version
+    /// the next update of a batch patches again ([`Zone::pack_small`] packs the last one).
+    pub fn apply_split(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), Error> {
+        self.apply_with(base, false)
+    }
+
+    fn apply_with(&self, base: &Zone, pack: bool) -> Result<(Zone, Vec<Diag>), Error> {
         let deleted = self
             .deleted
             .iter()
@@ -290,7 +300,7 @@ impl Change {
             .iter()
             .map(|(o, t, ttl, d)| (o.as_ref(), *t, *ttl, d.as_slice()));
         if let Some((zone, warnings, _)) =
-            base.patch(deleted, added, (self.soa.0, self.soa.1.as_slice()))?
+            base.patch_with(deleted, added, (self.soa.0, self.soa.1.as_slice()), pack)?
         {
             return Ok((zone, warnings));
         }

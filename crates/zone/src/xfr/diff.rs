@@ -174,106 +174,130 @@ fn zone_soa(zone: &Zone) -> DiffRecord<'_> {
     }
 }
 
-impl Diff {
-    /// The differences from `old` to `new` (two versions of the same zone). The apex SOA
-    /// is not among the records deleted and added: it is the diff's two ends.
-    pub fn compute(old: &Zone, new: &Zone) -> Diff {
-        let mut b = Builder::new();
-        let mut old_sets = Vec::new();
-        let mut new_sets = Vec::new();
-        let mut old_data: Vec<&[u8]> = Vec::new();
-        let mut new_data: Vec<&[u8]> = Vec::new();
-        for id in 0..new.node_count() as u32 {
-            let node = new.node(id);
-            let owner = node.name();
-            let keyed = |set: &crate::db::RRset<'_>| {
-                set_key(set.rtype, set.rdatas().next().unwrap_or_default())
-            };
-            new_sets.clear();
+/// The per-owner step of [`Diff::compute`], its buffers kept from one name to the next.
+#[derive(Default)]
+struct Scratch<'z> {
+    old_sets: Vec<(u32, crate::db::RRset<'z>)>,
+    new_sets: Vec<(u32, crate::db::RRset<'z>)>,
+    old_data: Vec<&'z [u8]>,
+    new_data: Vec<&'z [u8]>,
+}
+
+impl<'z> Scratch<'z> {
+    /// The records deleted and added at `owner`, which the old version holds as `was` and
+    /// the new one as `now` (the apex SOA left out: it is the diff's two ends).
+    fn owner(
+        &mut self,
+        b: &mut Builder,
+        owner: NameRef<'_>,
+        was: Option<crate::db::NodeRef<'z>>,
+        now: Option<crate::db::NodeRef<'z>>,
+    ) {
+        let keyed = |set: &crate::db::RRset<'_>| {
+            set_key(set.rtype, set.rdatas().next().unwrap_or_default())
+        };
+        let (old_sets, new_sets) = (&mut self.old_sets, &mut self.new_sets);
+        new_sets.clear();
+        if let Some(node) = now {
+            let apex = node.id() == 0;
             new_sets.extend(
                 node.rrsets()
-                    .filter(|s| !(id == 0 && s.rtype == RType::SOA))
+                    .filter(|s| !(apex && s.rtype == RType::SOA))
                     .map(|s| (keyed(&s), s)),
             );
-            old_sets.clear();
-            if let Some(was) = old.find(owner) {
-                let apex = was.id() == 0;
-                old_sets.extend(
-                    was.rrsets()
-                        .filter(|s| !(apex && s.rtype == RType::SOA))
-                        .map(|s| (keyed(&s), s)),
-                );
-            }
-            let (mut i, mut j) = (0, 0);
-            while i < old_sets.len() || j < new_sets.len() {
-                let order = match (old_sets.get(i), new_sets.get(j)) {
-                    (Some(a), Some(n)) => a.0.cmp(&n.0),
-                    (Some(_), None) => Ordering::Less,
-                    _ => Ordering::Greater,
-                };
-                match order {
-                    Ordering::Less => {
-                        let s = old_sets[i].1;
-                        for d in s.rdatas() {
-                            b.delete(owner, s.rtype, s.ttl, d);
-                        }
-                        i += 1;
+        }
+        old_sets.clear();
+        if let Some(was) = was {
+            let apex = was.id() == 0;
+            old_sets.extend(
+                was.rrsets()
+                    .filter(|s| !(apex && s.rtype == RType::SOA))
+                    .map(|s| (keyed(&s), s)),
+            );
+        }
+        let (old_data, new_data) = (&mut self.old_data, &mut self.new_data);
+        let (mut i, mut j) = (0, 0);
+        while i < old_sets.len() || j < new_sets.len() {
+            let order = match (old_sets.get(i), new_sets.get(j)) {
+                (Some(a), Some(n)) => a.0.cmp(&n.0),
+                (Some(_), None) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+            match order {
+                Ordering::Less => {
+                    let s = old_sets[i].1;
+                    for d in s.rdatas() {
+                        b.delete(owner, s.rtype, s.ttl, d);
                     }
-                    Ordering::Greater => {
-                        let s = new_sets[j].1;
-                        for d in s.rdatas() {
-                            b.add(owner, s.rtype, s.ttl, d);
-                        }
-                        j += 1;
+                    i += 1;
+                }
+                Ordering::Greater => {
+                    let s = new_sets[j].1;
+                    for d in s.rdatas() {
+                        b.add(owner, s.rtype, s.ttl, d);
                     }
-                    Ordering::Equal => {
-                        let (a, n) = (old_sets[i].1, new_sets[j].1);
-                        i += 1;
-                        j += 1;
-                        if a.ttl == n.ttl && a.len() == n.len() && a.rdatas().eq(n.rdatas()) {
-                            continue;
+                    j += 1;
+                }
+                Ordering::Equal => {
+                    let (a, n) = (old_sets[i].1, new_sets[j].1);
+                    i += 1;
+                    j += 1;
+                    if a.ttl == n.ttl && a.len() == n.len() && a.rdatas().eq(n.rdatas()) {
+                        continue;
+                    }
+                    if a.ttl != n.ttl {
+                        // A new TTL: the whole RRset goes and comes back.
+                        for d in a.rdatas() {
+                            b.delete(owner, a.rtype, a.ttl, d);
                         }
-                        if a.ttl != n.ttl {
-                            // A new TTL: the whole RRset goes and comes back.
-                            for d in a.rdatas() {
-                                b.delete(owner, a.rtype, a.ttl, d);
-                            }
-                            for d in n.rdatas() {
-                                b.add(owner, n.rtype, n.ttl, d);
-                            }
-                            continue;
+                        for d in n.rdatas() {
+                            b.add(owner, n.rtype, n.ttl, d);
                         }
-                        old_data.clear();
-                        old_data.extend(a.rdatas());
-                        old_data.sort_unstable();
-                        new_data.clear();
-                        new_data.extend(n.rdatas());
-                        new_data.sort_unstable();
-                        let (mut x, mut y) = (0, 0);
-                        while x < old_data.len() || y < new_data.len() {
-                            let o = match (old_data.get(x), new_data.get(y)) {
-                                (Some(p), Some(q)) => p.cmp(q),
-                                (Some(_), None) => Ordering::Less,
-                                _ => Ordering::Greater,
-                            };
-                            match o {
-                                Ordering::Less => {
-                                    b.delete(owner, a.rtype, a.ttl, old_data[x]);
-                                    x += 1;
-                                }
-                                Ordering::Greater => {
-                                    b.add(owner, n.rtype, n.ttl, new_data[y]);
-                                    y += 1;
-                                }
-                                Ordering::Equal => {
-                                    x += 1;
-                                    y += 1;
-                                }
+                        continue;
+                    }
+                    old_data.clear();
+                    old_data.extend(a.rdatas());
+                    old_data.sort_unstable();
+                    new_data.clear();
+                    new_data.extend(n.rdatas());
+                    new_data.sort_unstable();
+                    let (mut x, mut y) = (0, 0);
+                    while x < old_data.len() || y < new_data.len() {
+                        let o = match (old_data.get(x), new_data.get(y)) {
+                            (Some(p), Some(q)) => p.cmp(q),
+                            (Some(_), None) => Ordering::Less,
+                            _ => Ordering::Greater,
+                        };
+                        match o {
+                            Ordering::Less => {
+                                b.delete(owner, a.rtype, a.ttl, old_data[x]);
+                                x += 1;
+                            }
+                            Ordering::Greater => {
+                                b.add(owner, n.rtype, n.ttl, new_data[y]);
+                                y += 1;
+                            }
+                            Ordering::Equal => {
+                                x += 1;
+                                y += 1;
                             }
                         }
                     }
                 }
             }
+        }
+    }
+}
+
+impl Diff {
+    /// The differences from `old` to `new` (two versions of the same zone). The apex SOA
+    /// is not among the records deleted and added: it is the diff's two ends.
+    pub fn compute(old: &Zone, new: &Zone) -> Diff {
+        let mut b = Builder::new();
+        let mut scratch = Scratch::default();
+        for id in 0..new.node_count() as u32 {
+            let node = new.node(id);
+            scratch.owner(&mut b, node.name(), old.find(node.name()), Some(node));
         }
         // Names the new version no longer has.
         for id in 0..old.node_count() as u32 {
@@ -281,11 +305,34 @@ impl Diff {
             if node.is_empty() || new.find(node.name()).is_some() {
                 continue;
             }
-            for s in node.rrsets() {
-                for d in s.rdatas() {
-                    b.delete(node.name(), s.rtype, s.ttl, d);
-                }
+            scratch.owner(&mut b, node.name(), Some(node), None);
+        }
+        b.finish(zone_soa(old), zone_soa(new))
+    }
+
+    /// [`Diff::compute`] when only the names `owners` (in either version) may differ, as
+    /// after a dynamic update: the work follows the change, not the zone. The same records
+    /// as `compute` (a name given twice, in any case, is compared once).
+    pub fn compute_at<'n>(
+        old: &Zone,
+        new: &Zone,
+        owners: impl IntoIterator<Item = NameRef<'n>>,
+    ) -> Diff {
+        let mut b = Builder::new();
+        let mut scratch = Scratch::default();
+        let mut seen = std::collections::HashSet::new();
+        for owner in owners {
+            if !seen.insert(owner.to_name().as_wire().to_ascii_lowercase()) {
+                continue;
             }
+            let (was, now) = (old.find(owner), new.find(owner));
+            // The owner as the version that has it spells it.
+            let name = match (&now, &was) {
+                (Some(n), _) => n.name(),
+                (None, Some(w)) => w.name(),
+                (None, None) => continue,
+            };
+            scratch.owner(&mut b, name, was, now);
         }
         b.finish(zone_soa(old), zone_soa(new))
     }
@@ -583,6 +630,36 @@ mod tests {
         // Nothing changed but the serial.
         let same = Diff::compute(&old, &zone(&with_serial(BASE, 3)));
         assert!(same.is_empty());
+    }
+
+    #[test]
+    fn compute_at_the_changed_names_equals_compute() {
+        let old = zone(BASE);
+        let new = zone(
+            &with_serial(BASE, 2)
+                .replace("www A 192.0.2.3\n", "www A 192.0.2.4\n")
+                .replace("old TXT gone\n", "new TXT here\na.b.c TXT deep\n")
+                .replace("mail MX 10 mx\n", "mail 600 MX 10 mx\n"),
+        );
+        let names: Vec<shardns_wire::Name> = ["WWW", "old", "new", "mail", "www", "a.b.c"]
+            .iter()
+            .map(|n| format!("{n}.example.test.").parse().unwrap())
+            .collect();
+        let at = Diff::compute_at(&old, &new, names.iter().map(|n| n.as_ref()));
+        let whole = Diff::compute(&old, &new);
+        let sorted = |d: &Diff| {
+            let mut lines: Vec<String> = d.to_text().lines().map(str::to_string).collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(sorted(&at), sorted(&whole));
+        assert_eq!((at.deleted(), at.added(), at.len()), (3, 4, whole.len()));
+        // Names that did not change, or that neither version has, add nothing.
+        let none: Vec<shardns_wire::Name> = ["ns.example.test.", "nowhere.example.test."]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert!(Diff::compute_at(&old, &new, none.iter().map(|n| n.as_ref())).is_empty());
     }
 
     #[test]

@@ -159,6 +159,12 @@ impl Zone {
         self.store = Store::Split(Box::new(a));
     }
 
+    /// Packs a small zone left split (by [`crate::update::Change::apply_split`]) into one
+    /// allocation, as a build or a patch leaves it; a big or packed zone is left as it is.
+    pub fn pack_small(&mut self) {
+        self.pack();
+    }
+
     /// True if the zone is packed into one allocation (a small zone).
     pub fn is_packed(&self) -> bool {
         matches!(self.store, Store::Packed(_))
