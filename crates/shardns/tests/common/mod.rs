@@ -18,6 +18,7 @@ mod certs;
 mod daemon;
 mod dig;
 mod dns;
+mod judges;
 mod knot;
 mod net;
 mod ports;
@@ -28,6 +29,6 @@ mod temp_dir;
 // One item, so that one attribute covers it: a test binary need not use every module.
 #[allow(unused_imports)]
 pub use self::{
-    certs::*, daemon::*, dig::*, dns::*, knot::*, net::*, ports::*, primaries::*, server::*,
-    temp_dir::*,
+    certs::*, daemon::*, dig::*, dns::*, judges::*, knot::*, net::*, ports::*, primaries::*,
+    server::*, temp_dir::*,
 };
