@@ -11,14 +11,19 @@
 //!   received, catalog consumers), `catalog` the catalogs we produce (RFC 9432);
 //! - `journal`: each zone's history for IXFR, on disk; `notify`: NOTIFY sent to
 //!   secondaries; `signing`: automatic DNSSEC signing, keys and the re-signing timer;
+//! - `update`: dynamic update (RFC 2136: the queue from the workers, TSIG, policies, signed
+//!   zones, forwarding, transactions, the flood limit); `zonefile`: zones changed by updates
+//!   written back to their files; `request`: what the control socket and the timers ask
+//!   of the main thread;
 //! - `acl`: who may transfer which zone; `stats`: the control plane's counters;
 //!   `signed`: the signed refusal of a request whose TSIG failed.
 //!
 //! The dependency runs one way: the runtime holds a [`Plane`] (the zone set behind an
-//! `ArcSwap`, the transfer ACL, the journals, the NOTIFY inbox) and gives the control
+//! `ArcSwap`, the transfer ACL, the journals, the NOTIFY and UPDATE inboxes) and gives the control
 //! plane a [`Host`] for the little it needs back (wake the workers, the statistics text).
-//! Nothing here imports a worker, and nothing here runs on one but `secondary::Inbox::notify`
-//! and the journals' reads, which a worker calls for NOTIFY and IXFR.
+//! Nothing here imports a worker, and nothing here runs on one but `secondary::Inbox::notify`,
+//! `update::Inbox::submit` and the journals' reads, which a worker calls for NOTIFY, UPDATE
+//! and IXFR.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
