@@ -22,27 +22,43 @@ pub fn start_knot(
     listen: SocketAddr,
     zones: &[(&str, &Path)],
 ) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).expect("create knot-db");
-    let mut conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
+    let mut rest = format!(
+        "template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
          \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
          zone:\n",
         w = work.display(),
-        ip = listen.ip(),
-        port = listen.port(),
     );
     for (apex, file) in zones {
         let _ = write!(
-            conf,
+            rest,
             "  - domain: {apex}\n    file: \"{}\"\n",
             file.display()
         );
     }
+    spawn_knot(knotd, work, listen, "info", &rest)
+}
+
+/// Starts `knotd` on `listen` with its database, control socket, pid file and log (at
+/// `log_level`) in `work`, one worker of each kind, and `rest` (its keys, remotes, ACLs,
+/// templates and zones) after that.
+pub fn spawn_knot(
+    knotd: &Path,
+    work: &Path,
+    listen: SocketAddr,
+    log_level: &str,
+    rest: &str,
+) -> Daemon {
+    std::fs::create_dir_all(work.join("knot-db")).expect("create knot-db");
+    let conf = format!(
+        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
+         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
+         control:\n    listen: \"{w}/knot.sock\"\n\
+         log:\n  - target: stderr\n    any: {log_level}\n\
+         database:\n    storage: \"{w}/knot-db\"\n{rest}",
+        w = work.display(),
+        ip = listen.ip(),
+        port = listen.port(),
+    );
     let path = work.join("knot.conf");
     std::fs::write(&path, conf).expect("write knot.conf");
     let mut cmd = Command::new(knotd);

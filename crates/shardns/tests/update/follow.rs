@@ -10,29 +10,17 @@ use std::time::{Duration, Instant};
 
 /// knotd as a secondary of `primary` for the zone, TSIG on everything.
 fn knot_secondary(knotd: &Path, work: &Path, listen: SocketAddr, primary: SocketAddr) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).unwrap();
-    let conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         key:\n  - id: {TSIG_NAME}\n    algorithm: hmac-sha256\n    secret: {TSIG_SECRET}\n\
+    let rest = format!(
+        "key:\n  - id: {TSIG_NAME}\n    algorithm: hmac-sha256\n    secret: {TSIG_SECRET}\n\
          remote:\n  - id: primary\n    address: {pip}@{pport}\n    key: {TSIG_NAME}\n\
          acl:\n  - id: notify\n    address: 127.0.0.1\n    key: {TSIG_NAME}\n    action: notify\n\
          zone:\n  - domain: {APEX}\n    master: primary\n    acl: notify\n\
          \x20   storage: \"{w}\"\n    file: \"{w}/knot-copy.zone\"\n    zonefile-sync: -1\n",
         w = work.display(),
-        ip = listen.ip(),
-        port = listen.port(),
         pip = primary.ip(),
         pport = primary.port(),
     );
-    let path = work.join("knot.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut cmd = Command::new(knotd);
-    cmd.arg("-c").arg(&path);
-    Daemon::spawn("knotd", cmd, work.join("knotd.log"))
+    spawn_knot(knotd, work, listen, "info", &rest)
 }
 
 /// Waits until `at` answers `serial` for the zone; panics after `limit` with `context()`.

@@ -193,14 +193,8 @@ fn no_primary_reachable_is_servfail() {
 /// knotd serving the zone, the update key allowed to update it, transfers to the transfer
 /// key, NOTIFY to `secondary`.
 fn knot_primary(work: &Path, listen: SocketAddr, file: &Path, secondary: SocketAddr) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).unwrap();
-    let conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+    let rest = format!(
+        "key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
          \x20 - id: {TSIG_NAME}\n    algorithm: hmac-sha256\n    secret: {TSIG_SECRET}\n\
          remote:\n  - id: secondary\n    address: {sip}@{sport}\n    key: {TSIG_NAME}\n\
          acl:\n  - id: upd\n    key: {KEY_NAME}\n    action: update\n\
@@ -209,17 +203,11 @@ fn knot_primary(work: &Path, listen: SocketAddr, file: &Path, secondary: SocketA
          \x20   zonefile-sync: -1\n    journal-content: changes\n    serial-policy: increment\n\
          \x20   acl: [upd, xfr]\n    notify: secondary\n",
         w = work.display(),
-        ip = listen.ip(),
-        port = listen.port(),
         sip = secondary.ip(),
         sport = secondary.port(),
         f = file.display(),
     );
-    let path = work.join("knot.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut cmd = Command::new(knotd());
-    cmd.arg("-c").arg(&path);
-    Daemon::spawn("knotd", cmd, work.join("knotd.log"))
+    spawn_knot(&knotd(), work, listen, "info", &rest)
 }
 
 #[test]

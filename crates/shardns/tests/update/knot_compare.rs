@@ -290,29 +290,17 @@ fn nsec() -> Vec<u8> {
 
 /// knotd serving the zone from `file`, the update key allowed to update it.
 fn start_knot_updatable(knotd: &Path, work: &Path, listen: SocketAddr, file: &Path) -> Daemon {
-    std::fs::create_dir_all(work.join("knot-db")).unwrap();
-    let conf = format!(
-        "server:\n    rundir: \"{w}\"\n    pidfile: \"{w}/knot.pid\"\n    listen: {ip}@{port}\n\
-         \x20   udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-         control:\n    listen: \"{w}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: debug\n\
-         database:\n    storage: \"{w}/knot-db\"\n\
-         key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+    let rest = format!(
+        "key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
          acl:\n  - id: upd\n    key: {KEY_NAME}\n    action: update\n\
          template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
          \x20   zonefile-load: whole\n    journal-content: changes\n    dnssec-signing: off\n\
          \x20   serial-policy: increment\n    acl: upd\n\
          zone:\n  - domain: {APEX}\n    file: \"{f}\"\n",
         w = work.display(),
-        ip = listen.ip(),
-        port = listen.port(),
         f = file.display(),
     );
-    let path = work.join("knot.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut cmd = Command::new(knotd);
-    cmd.arg("-c").arg(&path);
-    Daemon::spawn("knotd", cmd, work.join("knotd.log"))
+    spawn_knot(knotd, work, listen, "debug", &rest)
 }
 
 /// What `server` answers for (owner, type): rcode and records, sorted.
