@@ -18,9 +18,7 @@ use super::Job;
 use crate::secondary::client;
 use crate::stats::ForwardCounts as Counts;
 use shardns_config::{Config, PrimaryTls};
-use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, Rcode};
-use shardns_zone::notify_answer;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -142,22 +140,7 @@ fn forward(
 /// SERVFAIL for `message`, signed with its key if this server knows it (else unsigned: the
 /// signature was for the primary to check).
 fn servfail(message: &[u8], keys: &crate::TransferAcl) -> Option<Vec<u8>> {
-    let query = Query::parse(message).ok()?;
-    let mut out = vec![0u8; super::ANSWER_MAX];
-    let now = shardns_sys::unix_now();
-    let len = match tsig::read(message) {
-        Ok(Some(sig)) => match tsig::verify(message, &sig, keys.keys(), now) {
-            Ok(key) => {
-                let w = notify_answer(&query, Rcode::SERVFAIL, &mut out);
-                Signer::new(key, &sig).sign(&mut out, w.len, now)
-            }
-            // Unknown here, or not verified: the primary would have judged it.
-            Err(_) => notify_answer(&query, Rcode::SERVFAIL, &mut out).len,
-        },
-        _ => notify_answer(&query, Rcode::SERVFAIL, &mut out).len,
-    };
-    out.truncate(len);
-    Some(out)
+    super::answer_signed_if_known(message, keys, Rcode::SERVFAIL, shardns_sys::unix_now())
 }
 
 #[cfg(test)]

@@ -14,9 +14,8 @@
 use super::Job;
 use crate::TransferAcl;
 use shardns_config::Config;
-use shardns_wire::tsig::{self, Signer};
+use shardns_wire::tsig;
 use shardns_wire::{Name, Query, Rcode};
-use shardns_zone::notify_answer;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -136,7 +135,7 @@ impl RateLimiter {
         if job.operator || self.rate <= 0.0 {
             return None;
         }
-        let query = Query::parse(&job.message).ok()?;
+        Query::parse(&job.message).ok()?;
         let sig = tsig::read(&job.message).ok().flatten();
         let key = sig
             .as_ref()
@@ -144,13 +143,7 @@ impl RateLimiter {
         if self.allow(key.map(|k| &k.name), job.peer, now) {
             return None;
         }
-        let mut out = vec![0u8; 1024];
-        let mut w = notify_answer(&query, Rcode::REFUSED, &mut out);
-        if let (Some(key), Some(sig)) = (key, &sig) {
-            w.len = Signer::new(key, sig).sign(&mut out, w.len, unix_now);
-        }
-        out.truncate(w.len);
-        Some(out)
+        super::answer_signed_if_known(&job.message, keys, Rcode::REFUSED, unix_now)
     }
 }
 

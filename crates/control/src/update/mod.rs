@@ -471,3 +471,25 @@ fn operator_policy() -> Policy {
         },
     }
 }
+
+/// The answer `rcode` to `message` (its zone section echoed), signed with its key when its
+/// TSIG verifies against `keys` at `now`, unsigned otherwise: the answers made beside the
+/// update's own checks (the flood limit's REFUSED, a forward's SERVFAIL). `None`: not a
+/// message to answer.
+fn answer_signed_if_known(
+    message: &[u8],
+    keys: &crate::TransferAcl,
+    rcode: Rcode,
+    now: u64,
+) -> Option<Vec<u8>> {
+    let query = Query::parse(message).ok()?;
+    let mut out = vec![0u8; ANSWER_MAX];
+    let mut w = notify_answer(&query, rcode, &mut out);
+    if let Ok(Some(sig)) = tsig::read(message) {
+        if let Ok(key) = tsig::verify(message, &sig, keys.keys(), now) {
+            w.len = Signer::new(key, &sig).sign(&mut out, w.len, now);
+        }
+    }
+    out.truncate(w.len);
+    Some(out)
+}
