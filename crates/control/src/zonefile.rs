@@ -23,13 +23,14 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::mpsc::Sender;
 
-/// Writes `zone` to `path` through `tmp` (written, synced, renamed over `path`, the
-/// directory synced): a crash leaves the old file or the new one, never half of one.
-/// `header` is the first line's comment.
-pub fn write_atomic(path: &Path, tmp: &Path, zone: &Zone, header: &str) -> io::Result<()> {
-    let result = write_file(tmp, zone, header).and_then(|()| fs::rename(tmp, path));
+/// Writes `zone` to `path` through `temp_beside(path)` (written, synced, renamed over
+/// `path`, the directory synced): a crash leaves the old file or the new one, never half of
+/// one. `header` is the first line's comment.
+pub fn write_atomic(path: &Path, zone: &Zone, header: &str) -> io::Result<()> {
+    let tmp = temp_beside(path);
+    let result = write_file(&tmp, zone, header).and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
-        let _ = fs::remove_file(tmp);
+        let _ = fs::remove_file(&tmp);
     }
     // The rename reaches the disk with the directory.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -61,13 +62,14 @@ fn write_file(tmp: &Path, zone: &Zone, header: &str) -> io::Result<()> {
     file.sync_all()
 }
 
-/// The temporary file beside a zone file that a new version is written to.
+/// The temporary file beside a zone file that a new version is written to
+/// (`.NAME.shardns-tmp`); one left by a crash is of no use.
 pub fn temp_beside(path: &Path) -> std::path::PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.shardns-sync"))
+    path.with_file_name(format!(".{name}.shardns-tmp"))
 }
 
 /// When the zones changed by updates are written to their files: the main thread's side

@@ -15,17 +15,8 @@ use shardns_zone::scan::{scan_file, Diag};
 use shardns_zone::{ScanOptions, Zone};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
-
-/// The temporary file a new copy is written to before it replaces `path`.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.shardns-tmp"))
-}
 
 /// What the first line of a copy says after the zone's name.
 const KEPT_BY: &str = ", kept by shardns as a secondary";
@@ -63,7 +54,7 @@ pub(super) fn check_owner(path: &Path, apex: &Name) -> io::Result<()> {
 pub(super) fn write_copy(path: &Path, zone: &Zone, about: &str) -> io::Result<()> {
     check_owner(path, &zone.apex().to_name())?;
     let header = format!("{} serial {}{KEPT_BY}: {about}", zone.apex(), zone.serial());
-    crate::zonefile::write_atomic(path, &temp_path(path), zone, &header)
+    crate::zonefile::write_atomic(path, zone, &header)
 }
 
 /// Records that the copy at `path` was found current now (its mtime is the time of the
@@ -82,7 +73,7 @@ pub(super) type Copy = Result<(Zone, Vec<Diag>), String>;
 /// read) and when it was last refreshed.
 pub(super) fn read_copy(path: &Path, apex: &Name) -> Option<(Copy, SystemTime)> {
     // A temporary file left by a crash mid-write is of no use.
-    let _ = fs::remove_file(temp_path(path));
+    let _ = fs::remove_file(crate::zonefile::temp_beside(path));
     let modified = fs::metadata(path).ok()?.modified().ok()?;
     if let Err(e) = check_owner(path, apex) {
         return Some((Err(e.to_string()), modified));
@@ -140,7 +131,7 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let path = dir.join("copy.test.zone");
         write_copy(&path, &zone, "from a test").unwrap();
-        assert!(!temp_path(&path).exists());
+        assert!(!crate::zonefile::temp_beside(&path).exists());
         let (back, _) = read_copy(&path, &apex).unwrap();
         let (back, _) = back.unwrap();
         let lines = |z: &Zone| {

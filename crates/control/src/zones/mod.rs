@@ -449,7 +449,7 @@ impl ZoneLibrary {
             "{apex} serial {}, written by shardns with the changes made by dynamic update",
             served.serial()
         );
-        crate::zonefile::write_atomic(path, &crate::zonefile::temp_beside(path), &served, &header)
+        crate::zonefile::write_atomic(path, &served, &header)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         held.stamp = FileStamp::of(path);
         held.zone = Some(served);
