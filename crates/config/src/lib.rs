@@ -472,6 +472,12 @@ impl Config {
         self.zones.iter().find(|z| &z.name == apex)
     }
 
+    /// The `[[zone]]` table of the zone at `apex`: the last one, when several name it (a
+    /// later table for the same apex wins, as for the transfer ACL and the journal).
+    pub fn zone_table(&self, apex: &Name) -> Option<&ZoneConfig> {
+        self.zones.iter().rev().find(|z| &z.name == apex)
+    }
+
     /// The TSIG key transfers of the zone at `apex` must carry: its own, else the server's.
     pub fn transfer_key(&self, apex: &Name) -> Option<&Name> {
         self.zone(apex)

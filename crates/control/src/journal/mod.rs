@@ -148,7 +148,7 @@ pub struct Settings {
 /// may not be updated).
 pub fn settings(config: &Config, apex: &Name, file: Option<&Path>) -> Option<Settings> {
     // A later table for the same apex wins, as for the transfer ACL.
-    let zone = config.zones.iter().rev().find(|z| &z.name == apex);
+    let zone = config.zone_table(apex);
     settings_of(config, zone, apex, file)
 }
 
@@ -263,7 +263,7 @@ pub fn record_all_touched<'f>(
         let apex = zone.apex().to_name();
         let table = match &tables {
             Some(t) => t.get(&apex).copied(),
-            None => config.zones.iter().rev().find(|z| z.name == apex),
+            None => config.zone_table(&apex),
         };
         let settings = settings_of(config, table, &apex, file_of(&apex));
         let was = old.and_then(|o| o.get(zone.apex()));
@@ -274,12 +274,7 @@ pub fn record_all_touched<'f>(
 
 /// The file a zone of `config` is read from or keeps its copy in: its `[[zone]]` table's.
 pub fn config_file<'c>(config: &'c Config, apex: &Name) -> Option<&'c Path> {
-    config
-        .zones
-        .iter()
-        .rev()
-        .find(|z| &z.name == apex)
-        .map(|z| z.file.as_path())
+    config.zone_table(apex).map(|z| z.file.as_path())
 }
 
 /// Records that `new` replaces `old` (`None`: no version before, as at start).

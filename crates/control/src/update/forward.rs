@@ -46,7 +46,7 @@ pub(super) fn target(config: &Config, job: &Job) -> Option<Target> {
     }
     let query = Query::parse(&job.message).ok()?;
     let apex = query.qname().to_name();
-    let table = config.zones.iter().rev().find(|z| z.name == apex)?;
+    let table = config.zone_table(&apex)?;
     if table.primary.is_empty() || !table.update_forwarding.iter().any(|p| p.contains(job.peer)) {
         return None;
     }

@@ -240,10 +240,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     for apex in changed {
         let delay = reloader
             .config
-            .zones
-            .iter()
-            .rev()
-            .find(|z| z.name == apex)
+            .zone_table(&apex)
             .and_then(|z| z.zonefile_sync);
         if let Some(delay) = delay {
             reloader.flusher.changed(&apex, now, delay);
@@ -345,7 +342,7 @@ impl Batch<'_> {
             // Not a zone of ours (RFC 2136 §3.1.1), or a secondary with nothing to serve.
             _ => return self.refuse(&apex, peer, Rcode::NOTAUTH, "not a zone served here"),
         };
-        let table = self.config.zones.iter().rev().find(|z| z.name == apex);
+        let table = self.config.zone_table(&apex);
         let Some(table) = table.filter(|t| t.primary.is_empty() && !(self.catalog_member)(&apex))
         else {
             return self.refuse(
