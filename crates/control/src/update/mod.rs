@@ -35,7 +35,7 @@ pub use txn::{Transactions, COMMIT_WAIT};
 use crate::reload::{serve_touched, Reloader};
 use crate::signed::tsig_refusal;
 use crate::Host;
-use shardns_config::Config;
+use shardns_config::{Config, ZoneConfig};
 use shardns_wire::tsig::{self, Signer};
 use shardns_wire::{Name, Query, Rcode};
 use shardns_zone::update::{
@@ -114,7 +114,7 @@ impl Inbox {
         let any = config
             .zones
             .iter()
-            .any(|z| !z.update_policy.is_empty() || !z.update_forwarding.is_empty());
+            .any(|z| z.updatable() || !z.update_forwarding.is_empty());
         self.enabled.store(any, Relaxed);
         self.limiter().configure(config);
     }
@@ -355,7 +355,7 @@ impl Batch<'_> {
         let policy = if operator {
             Arc::new(operator_policy())
         } else {
-            match self.policy(&apex, &table.update_policy) {
+            match self.policy(table) {
                 Some(p) => p,
                 None => return self.refuse(&apex, peer, Rcode::REFUSED, "no update_policy"),
             }
@@ -401,7 +401,7 @@ impl Batch<'_> {
     /// The version `change` makes of `zone`: signed first in a signed zone ([`sign`]).
     fn version(
         &self,
-        table: &shardns_config::ZoneConfig,
+        table: &ZoneConfig,
         zone: &Zone,
         change: &shardns_zone::update::Change,
         now: u64,
@@ -430,17 +430,20 @@ impl Batch<'_> {
         rcode
     }
 
-    /// The zone's policy, parsed once per batch.
-    fn policy(&mut self, apex: &Name, lines: &[String]) -> Option<Arc<Policy>> {
-        if lines.is_empty() {
+    /// The zone's policy (`ZoneConfig::policy`), parsed once per batch.
+    fn policy(&mut self, table: &ZoneConfig) -> Option<Arc<Policy>> {
+        if !table.updatable() {
             return None;
         }
         self.policies
-            .entry(apex.clone())
-            .or_insert_with(|| match Policy::parse(&lines.join("\n"), apex.as_ref()) {
+            .entry(table.name.clone())
+            .or_insert_with(|| match table.policy() {
                 Ok(p) => Some(Arc::new(p)),
                 Err(e) => {
-                    warn!("zone {apex}: update_policy: {e}; refusing its updates");
+                    warn!(
+                        "zone {}: update_policy: {e}; refusing its updates",
+                        table.name
+                    );
                     None
                 }
             })
