@@ -42,7 +42,7 @@ use shardns_wire::{Name, NameRef};
 use shardns_zone::xfr::diff::{Diff, History};
 use shardns_zone::xfr::is_newer;
 use shardns_zone::{Zone, ZoneSet};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -75,6 +75,9 @@ pub struct Journals {
     /// versions the history dropped stay in the file until then, so that a zone updated
     /// over and over appends one record per batch instead of writing its journal anew.
     files: Mutex<HashMap<Name, (usize, usize)>>,
+    /// Updatable zones whose journal went past its limits: it drops nothing until their
+    /// zone file holds the served version ([`Journals::take_full`], [`trim`]).
+    full: Mutex<HashSet<Name>>,
 }
 
 impl Journals {
@@ -113,6 +116,13 @@ impl Journals {
     fn file_holds(&self, apex: &Name) -> Option<(usize, usize)> {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         files.get(apex).copied()
+    }
+
+    /// The updatable zones whose journal went past its limits since the last call: each
+    /// wants its zone file written, then [`trim`].
+    pub fn take_full(&self) -> Vec<Name> {
+        let mut full = self.full.lock().unwrap_or_else(|e| e.into_inner());
+        full.drain().collect()
     }
 
     /// Keeps `history` for `apex`; an empty one is not kept (a zone that has never
@@ -169,10 +179,16 @@ fn settings_of(
         return None;
     }
     let s = &config.server;
+    // An updatable zone's journal is bounded by its size alone unless a depth is set (as
+    // Knot's): each time it fills, the zone file is written.
     let depth = zone
         .and_then(|z| z.journal_max_depth)
         .or(s.journal_max_depth)
-        .unwrap_or(DEFAULT_MAX_DEPTH);
+        .unwrap_or(if updatable {
+            u32::MAX
+        } else {
+            DEFAULT_MAX_DEPTH
+        });
     if depth == 0 && !updatable {
         return None;
     }
@@ -218,6 +234,35 @@ fn legacy_file_name(apex: &Name) -> String {
     let text = text.trim_end_matches('.');
     let text = if text.is_empty() { "root" } else { text };
     format!("{}.journal", text.replace(['/', '\0'], "_"))
+}
+
+/// Drops the oldest versions of an updatable zone's journal past its limits, once its zone
+/// file holds the served version (so that every version dropped is in the file), and
+/// writes the journal file anew.
+pub fn trim(journals: &Journals, apex: &Name, settings: &Settings) {
+    let Some(history) = journals.history(apex.as_ref()) else {
+        return;
+    };
+    let mut history = (*history).clone();
+    let dropped = history.trim(settings.max_depth, settings.max_size);
+    if dropped == 0 {
+        return;
+    }
+    if let Some(p) = settings.path.as_deref() {
+        let r = rewrite(p, apex, &history);
+        let held = history.diffs().map(|d| d.len() + 16).sum();
+        journals.file_is(apex, r.is_ok().then_some((history.depth(), held)));
+        if let Err(e) = r {
+            warn!("zone {apex}: cannot write its journal {}: {e}", p.display());
+        }
+    }
+    info!(
+        "zone {apex}: journal past its limits (journal_max_depth {}, journal_max_size {}) and the zone file written: its {dropped} oldest versions dropped, back to serial {}",
+        settings.max_depth,
+        settings.max_size,
+        history.first_serial().unwrap_or_default()
+    );
+    journals.set(apex.clone(), Some(history));
 }
 
 /// The owner names a batch of dynamic updates changed, by apex: a zone named here is
@@ -372,16 +417,18 @@ pub fn record_at(
     }
     let follows = history.last_serial().is_none_or(|s| s == old.serial());
     let (deleted, added, octets) = (diff.deleted(), diff.added(), diff.len());
-    let dropped = history.push(Arc::new(diff), settings.max_depth, settings.max_size);
-    if dropped > 0 && settings.updatable {
-        warn!(
-            "zone {apex}: journal full (journal_max_depth {}, journal_max_size {}): its {dropped} oldest versions dropped, back to serial {} now; the zone may be updated, so the changes they held are in no file unless the zone file has them: a restart over a zone file older than serial {} serves that file",
-            settings.max_depth,
-            settings.max_size,
-            history.first_serial().unwrap_or(new.serial()),
-            history.first_serial().unwrap_or(new.serial())
-        );
-    }
+    // An updatable zone's journal holds changes its file may not have: it drops none until
+    // the file is written (`trim`, after the version is served).
+    let dropped = if settings.updatable {
+        let dropped = history.push(Arc::new(diff), usize::MAX, usize::MAX);
+        if history.depth() > settings.max_depth || history.bytes() > settings.max_size {
+            let mut full = journals.full.lock().unwrap_or_else(|e| e.into_inner());
+            full.insert(apex.clone());
+        }
+        dropped
+    } else {
+        history.push(Arc::new(diff), settings.max_depth, settings.max_size)
+    };
     if let Some(p) = path {
         // Versions the history dropped may stay in the file up to twice its limits (one
         // rewrite per so many appends, not one per change); past that, or when the file

@@ -137,6 +137,7 @@ impl Reloader {
             Some(&*old),
             &report.added,
         );
+        publish::flush_full_journals(self, shared);
         // Only the zones read now can have a new serial.
         let notify = config.as_ref().unwrap_or(&self.config).notify_index();
         if !notify.is_empty() {

@@ -8,6 +8,7 @@ use shardns_zone::{Zone, ZoneChange};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
+use tracing::{info, warn};
 
 /// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
 /// own secondaries about new serials (chains), and retires what they replaced.
@@ -64,6 +65,7 @@ pub fn serve_touched(
         &puts,
         touched,
     );
+    flush_full_journals(reloader, shared);
     // After the journals were recorded: a member added and removed again within one batch
     // keeps no history either.
     for apex in &removed {
@@ -96,4 +98,39 @@ pub fn serve_touched(
         .stats
         .zones
         .store(reloader.library.len() as u64, Relaxed);
+}
+
+/// The updatable zones whose journal went past its limits (`journal::Journals::take_full`):
+/// each zone file written with the served version, then the journal trimmed, so that no
+/// version leaves the journal before it is in the file. With `zonefile_sync = "never"`, or
+/// a file an operator changed, the journal keeps them (past its limits) and says so.
+pub(super) fn flush_full_journals(reloader: &mut Reloader, shared: &dyn Host) {
+    let journals = &shared.plane().journals;
+    for apex in journals.take_full() {
+        let file = crate::journal::config_file(&reloader.config, &apex);
+        let Some(settings) = crate::journal::settings(&reloader.config, &apex, file) else {
+            continue;
+        };
+        let never = reloader
+            .config
+            .zone_table(&apex)
+            .is_some_and(|z| z.zonefile_sync.is_none());
+        if never {
+            warn!(
+                "zone {apex}: journal past its limits (journal_max_size {}), but zonefile_sync = \"never\": it keeps every change until `shardns zone flush {apex}` writes the zone file",
+                settings.max_size
+            );
+            continue;
+        }
+        reloader.flusher.written(&apex);
+        match reloader.library.write_back(&apex) {
+            Ok(Some(path)) => info!("zone {apex}: written to {} (journal full)", path.display()),
+            Ok(None) => {}
+            Err(e) => {
+                warn!("zone {apex}: {e}; its journal keeps every change past its limits");
+                continue;
+            }
+        }
+        crate::journal::trim(journals, &apex, &settings);
+    }
 }

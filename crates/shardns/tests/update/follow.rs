@@ -175,3 +175,56 @@ fn updates_survive_a_restart_and_a_kill() {
     assert_eq!(short(at, "kept.upd.test", "A"), ["192.0.2.70"]);
     assert_eq!(serial_at(at), Some(3));
 }
+
+/// A journal past its limits drops no version its zone file lacks: the file is written
+/// first. With `journal_max_depth = 4`, 24 updates (each its own version), then a SIGKILL
+/// right after the last answer: every update is still there, at its serial; the journal
+/// file stays near its limit and the zone file has caught up.
+#[test]
+fn updates_past_the_journal_limit_survive_a_kill() {
+    let zone_dir = TempDir::new("upd-jfull-zone");
+    let file = zone_dir.write("upd.test.zone", &zone_text(1));
+    let config = zone_dir.write("shardns.toml", "[server]\njournal_max_depth = 4\n");
+    let zone = format!("{APEX}={}", file.display());
+    let key = upd_key();
+    let config_arg = config.display().to_string();
+    let args = [
+        "--workers",
+        "1",
+        "--config",
+        &config_arg,
+        "--zone",
+        &zone,
+        "--update-key",
+        &key,
+    ];
+    let server = Server::start("upd-jfull-1", &args);
+    for i in 0..24 {
+        let r = nsupdate(
+            server.addr4(),
+            &["-y", &key],
+            &format!("update add n{i}.upd.test. 300 A 192.0.2.{i}\nsend\n"),
+        );
+        assert!(r.ok, "{}\n{}", r.text, server.log());
+    }
+    let log = server.log();
+    drop(server); // SIGKILL
+    let journal = std::fs::metadata(format!("{}.journal", file.display())).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let server = Server::start("upd-jfull-2", &args);
+    let at = server.addr4();
+    for i in 0..24 {
+        let name = format!("n{i}.upd.test");
+        assert_eq!(
+            short(at, &name, "A"),
+            [format!("192.0.2.{i}")],
+            "{}",
+            server.log()
+        );
+    }
+    assert_eq!(serial_at(at), Some(25));
+    assert!(log.contains("(journal full)"), "{log}");
+    // Four versions of one record each (and the SOA), twice over at most.
+    assert!(journal.len() < 4096, "journal of {} octets", journal.len());
+    assert!(text.contains("n10.upd.test."), "{text}");
+}

@@ -31,7 +31,7 @@ mod remove;
 use super::build::node_checks;
 use super::build::set_key;
 use super::denial::Denial;
-use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
+use super::store::{Node, Paged, RRsetEntry, Split, Store, Zone, SET_SIZE};
 use super::{flags, NodeId, NONE};
 use crate::error::Error;
 use crate::scan::Diag;
@@ -58,6 +58,9 @@ pub struct PatchWork {
     /// A name was left with no records: one pass over every node's parent to count the
     /// names below it (a read, O(zone); nothing is merged or built).
     pub parents_scanned: bool,
+    /// What patches left unused was copied out (O(zone) copies, once every sixteenth of
+    /// the zone's size in changes).
+    pub compacted: bool,
 }
 
 /// The changes at one owner name.
@@ -116,15 +119,6 @@ impl Zone {
         {
             return Ok(None);
         }
-        // The RRsets earlier patches replaced are still in the arrays: past half as many
-        // again as those in use, a full build compacts them (and so bounds what a long run
-        // of IXFRs adds to the zone's memory).
-        let live: usize = (0..self.node_count() as NodeId)
-            .map(|id| usize::from(self.node_at(id).nrrsets))
-            .sum();
-        if self.set_count() - live > live / 2 {
-            return Ok(None);
-        }
         let label = PathBuf::from(format!("<IXFR of {}>", self.apex));
         let diag = |message: String| Diag {
             file: label.clone(),
@@ -140,19 +134,18 @@ impl Zone {
         // 2. Each changed name's new RRsets, as `Builder` merges them.
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
-        let (changes, extra) = self.merge_changes(&owners, &diag, &mut errors, &mut warnings);
-        let [extra_names, extra_nodes, extra_sets, extra_rdata] = extra;
+        let (changes, extra_nodes) = self.merge_changes(&owners, &diag, &mut errors, &mut warnings);
 
-        // 3. The arrays: the old ones copied into room for what comes (a packed zone's
-        //    unpacked; the result is packed again if small, see the end).
+        // 3. The arrays: the old version's pages shared, each copied when first written (a
+        //    packed zone's copied; the result is packed again if small, see the end).
         let mut work = PatchWork::default();
-        let mut a = self.copy_arrays([extra_names, extra_nodes, extra_sets, extra_rdata]);
+        let mut a = self.to_split();
         if (a.nodes.len() + extra_nodes) * 2 > a.table.len() {
             let mut size = a.table.len().max(16);
             while (a.nodes.len() + extra_nodes) * 2 > size {
                 size *= 2;
             }
-            a.table = vec![0; size];
+            a.table = Paged::from_vec(vec![0; size]);
             for id in 0..a.nodes.len() as NodeId {
                 let h = hash_ci(a.name_wire(id));
                 a.insert_slot(h, id);
@@ -212,6 +205,13 @@ impl Zone {
         // 6. The apex: one SOA (its TTL and MINIMUM for negative answers), some NS.
         apex_checks(&mut zone, &diag, &mut errors);
         if errors.is_empty() {
+            // What patches left unused is copied out once it is a sixteenth of the zone,
+            // which bounds what a long run of updates adds to its memory.
+            let a = zone.split_mut();
+            if a.dead > a.size() / 16 {
+                *a = a.compacted();
+                work.compacted = true;
+            }
             // A small zone is served packed, as a full build would leave it.
             if pack {
                 zone.pack();
@@ -277,8 +277,7 @@ impl Zone {
 
     /// Step 2 of [`Zone::patch`]: each changed name's new RRsets, as `Builder` merges them:
     /// by set key, the records in order (the old version's first), the first record's TTL;
-    /// parents before children. Also the room they take: names' octets, nodes, RRsets and
-    /// rdata octets.
+    /// parents before children. Also how many names they add.
     #[inline]
     fn merge_changes<'a>(
         &'a self,
@@ -286,11 +285,8 @@ impl Zone {
         diag: &impl Fn(String) -> Diag,
         errors: &mut Vec<Diag>,
         warnings: &mut Vec<Diag>,
-    ) -> (Vec<Change<'a>>, [usize; 4]) {
+    ) -> (Vec<Change<'a>>, usize) {
         let mut changes: Vec<Change<'a>> = Vec::new();
-        let mut extra_sets = 0usize;
-        let mut extra_rdata = 0usize;
-        let mut extra_names = 0usize;
         let mut extra_nodes = 0usize;
         let mut recs: Vec<(u32, u32, &'a [u8])> = Vec::new();
         for owner in owners.values() {
@@ -352,21 +348,14 @@ impl Zone {
                 let mut name = owner.name;
                 while self.find(name).is_none() {
                     extra_nodes += 1;
-                    extra_names += name.len();
                     name = name.parent().expect("the apex exists");
                 }
             }
-            extra_sets += sets.len();
-            extra_rdata += sets
-                .iter()
-                .flat_map(|s| &s.2)
-                .map(|d| 2 + d.len())
-                .sum::<usize>();
             changes.push((node.map(|n| n.id()), owner.name, sets));
         }
         // Parents before children, so that a new node finds its parent's flags set.
         changes.sort_by_key(|c| (c.1.label_count(), c.0));
-        (changes, [extra_names, extra_nodes, extra_sets, extra_rdata])
+        (changes, extra_nodes)
     }
 
     /// Step 4 of [`Zone::patch`]: the changed names' RRsets appended to `a`, their nodes
@@ -376,7 +365,7 @@ impl Zone {
     #[inline]
     fn write_changes(
         &self,
-        a: &mut Arrays,
+        a: &mut Split,
         changes: &[Change<'_>],
         first_new: NodeId,
         diag: &impl Fn(String) -> Diag,
@@ -385,6 +374,7 @@ impl Zone {
     ) -> Option<Vec<(NodeId, bool, bool)>> {
         // (node, had an NSEC, has one), for the denial index.
         let mut nsec_changes: Vec<(NodeId, bool, bool)> = Vec::new();
+        let mut scratch = Vec::new();
         for (id, name, sets) in changes {
             let had_nsec = id.is_some_and(|id| self.node(id).rrset(RType::NSEC).is_some());
             let has_nsec = sets.iter().any(|s| s.0 == set_key(RType::NSEC, &[]));
@@ -398,26 +388,32 @@ impl Zone {
             if had_nsec != has_nsec {
                 nsec_changes.push((id, had_nsec, has_nsec));
             }
+            let mut node = a.nodes.get(id as usize);
+            // The RRsets replaced stay in the arrays, unread.
+            for i in node.rrsets..node.rrsets + u32::from(node.nrrsets) {
+                a.dead += SET_SIZE + a.set_len(i);
+            }
             let start = a.rrsets.len();
+            let mut entries = Vec::with_capacity(sets.len());
             for (key, ttl, records) in sets {
-                let at = a.rdata.len() as u32;
+                scratch.clear();
                 for d in records {
-                    a.rdata.extend_from_slice(&(d.len() as u16).to_be_bytes());
-                    a.rdata.extend_from_slice(d);
+                    scratch.extend_from_slice(&(d.len() as u16).to_be_bytes());
+                    scratch.extend_from_slice(d);
                 }
-                a.rrsets.push(RRsetEntry {
+                entries.push(RRsetEntry {
                     rtype: key_type(*key),
                     count: records.len() as u16,
                     ttl: *ttl,
-                    rdata: at,
+                    rdata: a.rdata.push_item(&scratch),
                 });
             }
+            entries.iter().for_each(|&e| a.rrsets.push(e));
             work.rrsets_written += sets.len() as u32;
-            let (f, problems) = node_checks(&a.rrsets[start..], id == 0);
+            let (f, problems) = node_checks(&entries, id == 0);
             for p in problems.into_iter().flatten() {
                 errors.push(diag(format!("{name}: {p}")));
             }
-            let node = &mut a.nodes[id as usize];
             if id < first_new && (node.flags ^ f) & (flags::DELEGATION | flags::DNAME) != 0 {
                 // A cut or a DNAME made or unmade above existing names.
                 return None;
@@ -425,6 +421,7 @@ impl Zone {
             node.rrsets = start as u32;
             node.nrrsets = sets.len() as u16;
             node.flags = node.flags & !OWN | f;
+            a.nodes.set(id as usize, node);
         }
         Some(nsec_changes)
     }
@@ -434,22 +431,22 @@ impl Zone {
 /// flags, parents first (a node is interned after its parent), and their parents' wildcard
 /// flag.
 #[inline]
-fn inherit_flags(a: &mut Arrays, first_new: NodeId) {
+fn inherit_flags(a: &mut Split, first_new: NodeId) {
     for id in first_new as usize..a.nodes.len() {
-        let node = a.nodes[id];
-        let p = a.nodes[node.parent as usize];
-        let mut f = 0;
+        let mut node = a.nodes.get(id);
+        let mut p = a.nodes.get(node.parent as usize);
         if p.flags & (flags::DELEGATION | flags::BELOW_CUT) != 0 {
-            f |= flags::BELOW_CUT;
+            node.flags |= flags::BELOW_CUT;
         }
         if p.flags & (flags::DNAME | flags::BELOW_DNAME) != 0 {
-            f |= flags::BELOW_DNAME;
+            node.flags |= flags::BELOW_DNAME;
         }
-        a.nodes[id].flags |= f;
-        a.nodes[node.parent as usize].flags &= !flags::NSEC3_ONLY;
+        a.nodes.set(id, node);
+        p.flags &= !flags::NSEC3_ONLY;
         if is_wildcard(a.name_wire(id as NodeId)) {
-            a.nodes[node.parent as usize].flags |= flags::WILDCARD_CHILD;
+            p.flags |= flags::WILDCARD_CHILD;
         }
+        a.nodes.set(node.parent as usize, p);
     }
 }
 
@@ -494,7 +491,7 @@ fn is_wildcard(wire: &[u8]) -> bool {
 
 /// The node for `name`, added with its missing ancestors (the apex, `apex_len` octets long,
 /// always exists).
-fn intern(zone: &mut Arrays, apex_len: usize, name: NameRef<'_>) -> NodeId {
+fn intern(zone: &mut Split, apex_len: usize, name: NameRef<'_>) -> NodeId {
     let h = name.hash_ci();
     if let Some(id) = zone.find_hashed(name, h) {
         return id;
@@ -505,7 +502,7 @@ fn intern(zone: &mut Arrays, apex_len: usize, name: NameRef<'_>) -> NodeId {
     };
     let id = zone.nodes.len() as NodeId;
     zone.nodes.push(Node {
-        name: zone.names.len() as u32,
+        name: zone.names.push_item(name.as_wire()),
         rrsets: zone.rrsets.len() as u32,
         parent,
         hash: (h >> 32) as u32,
@@ -513,7 +510,6 @@ fn intern(zone: &mut Arrays, apex_len: usize, name: NameRef<'_>) -> NodeId {
         name_len: name.len() as u8,
         flags: 0,
     });
-    zone.names.extend_from_slice(name.as_wire());
     zone.insert_slot(h, id);
     id
 }

@@ -16,7 +16,7 @@ pub(super) use sets::node_checks;
 use sets::{Part, SetInputs};
 pub use sorted::SortedRecords;
 
-use super::store::{Arrays, Node, RRsetEntry, Store, Zone};
+use super::store::{Arrays, Node, RRsetEntry, Split, Store, Zone};
 use super::{flags, NodeId, NONE};
 use crate::error::Error;
 use crate::scan::{Diag, Records, Scanned};
@@ -53,15 +53,9 @@ impl Zone {
         Ok((zone.packed(), warnings))
     }
 
-    /// Packed if small, else its arrays trimmed to their length.
+    /// Packed if small (else paged, as [`Builder::finish`] left it).
     fn packed(mut self) -> Zone {
         self.pack();
-        if let Store::Split(a) = &mut self.store {
-            a.names.shrink_to_fit();
-            a.nodes.shrink_to_fit();
-            a.rrsets.shrink_to_fit();
-            a.rdata.shrink_to_fit();
-        }
         self
     }
 }
@@ -415,7 +409,8 @@ impl Builder {
     fn finish(mut self) -> Result<(Zone, Vec<Diag>), Error> {
         self.set_flags();
         // The checks read the zone as it will be served.
-        self.zone.store = Store::Split(Box::new(std::mem::take(&mut self.arrays)));
+        let arrays = std::mem::take(&mut self.arrays);
+        self.zone.store = Store::Split(Box::new(Split::from_arrays(arrays, 0)));
         self.check_zone();
         self.zone.denial = self.zone.denial_index().map(Box::new);
         self.check_dnssec();

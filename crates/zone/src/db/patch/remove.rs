@@ -3,7 +3,7 @@
 //! hole, which keeps every node after its parent).
 
 use super::{is_wildcard, PatchWork};
-use crate::db::store::Arrays;
+use crate::db::store::Split;
 use crate::db::{flags, NodeId};
 use shardns_wire::name::hash_ci;
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 /// (from, to), in order; `None` if a removal cannot keep every node after its parent (the
 /// caller builds the zone in full).
 pub(super) fn remove_empty(
-    zone: &mut Arrays,
+    zone: &mut Split,
     emptied: &[NodeId],
     work: &mut PatchWork,
 ) -> Option<Vec<(NodeId, NodeId)>> {
@@ -22,16 +22,16 @@ pub(super) fn remove_empty(
     let mut children: HashMap<NodeId, u32> = HashMap::new();
     for &id in emptied {
         let mut id = id;
-        while id != 0 && zone.nodes[id as usize].nrrsets == 0 {
+        while id != 0 && zone.nodes.get(id as usize).nrrsets == 0 {
             if children.insert(id, 0).is_some() {
                 break;
             }
-            id = zone.nodes[id as usize].parent;
+            id = zone.nodes.get(id as usize).parent;
         }
     }
     work.parents_scanned = true;
-    for n in &zone.nodes {
-        if let Some(c) = children.get_mut(&n.parent) {
+    for i in 0..zone.nodes.len() {
+        if let Some(c) = children.get_mut(&zone.nodes.get(i).parent) {
             *c += 1;
         }
     }
@@ -45,14 +45,16 @@ pub(super) fn remove_empty(
     let mut gone = Vec::new();
     while let Some(id) = todo.pop() {
         gone.push(id);
-        let node = zone.nodes[id as usize];
+        let node = zone.nodes.get(id as usize);
         let parent = node.parent;
         if is_wildcard(zone.name_wire(id)) {
-            zone.nodes[parent as usize].flags &= !flags::WILDCARD_CHILD;
+            let mut p = zone.nodes.get(parent as usize);
+            p.flags &= !flags::WILDCARD_CHILD;
+            zone.nodes.set(parent as usize, p);
         }
         if let Some(c) = children.get_mut(&parent) {
             *c -= 1;
-            if *c == 0 && parent != 0 && zone.nodes[parent as usize].nrrsets == 0 {
+            if *c == 0 && parent != 0 && zone.nodes.get(parent as usize).nrrsets == 0 {
                 todo.push(parent);
             }
         }
@@ -63,14 +65,16 @@ pub(super) fn remove_empty(
     let mut moved = Vec::new();
     for id in gone {
         let last = zone.nodes.len() as NodeId - 1;
-        if id != last && zone.nodes[last as usize].parent >= id {
+        if id != last && zone.nodes.get(last as usize).parent >= id {
             return None;
         }
         table_remove(zone, id);
+        // Its name stays in the array, unread.
+        zone.dead += usize::from(zone.nodes.get(id as usize).name_len);
         if id != last {
             let slot = table_slot(zone, last);
-            zone.table[slot] = id + 1;
-            zone.nodes[id as usize] = zone.nodes[last as usize];
+            zone.table.set(slot, id + 1);
+            zone.nodes.set(id as usize, zone.nodes.get(last as usize));
             moved.push((last, id));
         }
         zone.nodes.pop();
@@ -79,16 +83,16 @@ pub(super) fn remove_empty(
     Some(moved)
 }
 
-fn node_hash(zone: &Arrays, id: NodeId) -> u64 {
+fn node_hash(zone: &Split, id: NodeId) -> u64 {
     hash_ci(zone.name_wire(id))
 }
 
 /// The table slot that holds node `id`.
-fn table_slot(zone: &Arrays, id: NodeId) -> usize {
+fn table_slot(zone: &Split, id: NodeId) -> usize {
     let mask = zone.table.len() - 1;
     let mut i = node_hash(zone, id) as usize & mask;
-    while zone.table[i] != id + 1 {
-        debug_assert!(zone.table[i] != 0, "node {id} is in the table");
+    while zone.table.get(i) != id + 1 {
+        debug_assert!(zone.table.get(i) != 0, "node {id} is in the table");
         i = (i + 1) & mask;
     }
     i
@@ -96,14 +100,14 @@ fn table_slot(zone: &Arrays, id: NodeId) -> usize {
 
 /// Takes node `id` out of the table: linear probing's deletion, moving back each entry
 /// after it that its probe would otherwise no longer reach.
-fn table_remove(zone: &mut Arrays, id: NodeId) {
+fn table_remove(zone: &mut Split, id: NodeId) {
     let mask = zone.table.len() - 1;
     let mut hole = table_slot(zone, id);
-    zone.table[hole] = 0;
+    zone.table.set(hole, 0);
     let mut j = hole;
     loop {
         j = (j + 1) & mask;
-        let slot = zone.table[j];
+        let slot = zone.table.get(j);
         if slot == 0 {
             return;
         }
@@ -115,8 +119,8 @@ fn table_remove(zone: &mut Arrays, id: NodeId) {
             home > hole || home <= j
         };
         if !reachable {
-            zone.table[hole] = slot;
-            zone.table[j] = 0;
+            zone.table.set(hole, slot);
+            zone.table.set(j, 0);
             hole = j;
         }
     }

@@ -1,13 +1,17 @@
 //! The zone's storage and the lookups on it: [`Zone`] (names, nodes, a hash table over the
-//! nodes, RRsets and rdata: five arrays while it is built and for a big zone, one allocation
-//! for a small one, see [`Store`]), [`NodeRef`] and [`RRset`], borrowed views of a node and
-//! of one of its RRsets. Read-only once built: [`super::build`] fills five arrays of its own
-//! ([`Arrays`]) and packs them at the end if small; [`super::patch`] works on a split copy
-//! of either form and packs its result the same way; `pack` moves a zone between the two
-//! forms. Also the searches that read the zone's names for its denial index
+//! nodes, RRsets and rdata: five arrays while it is built, the same five in copy-on-write
+//! pages for a big zone, one allocation for a small one, see [`Store`]), [`NodeRef`] and
+//! [`RRset`], borrowed views of a node and of one of its RRsets. Read-only once built:
+//! [`super::build`] fills five arrays of its own ([`Arrays`]) and packs them at the end if
+//! small, pages them ([`Split`], `paged`) if not; [`super::patch`] works on a paged copy of
+//! either form (sharing the pages it does not change) and packs its result the same way;
+//! `pack` moves a zone between the two forms. Also the searches that read the zone's names for its denial index
 //! ([`Zone::is_signed`], [`Denial::nsec_covering`]).
 
 mod pack;
+mod paged;
+
+pub(in crate::db) use paged::{Paged, Split};
 
 use super::denial::Denial;
 use super::{NodeId, NONE};
@@ -100,7 +104,7 @@ impl<'a> Iterator for RdataIter<'a> {
 /// Bytes of a [`Node`] in a packed zone.
 const NODE_SIZE: usize = 20;
 /// Bytes of an [`RRsetEntry`] in a packed zone.
-const SET_SIZE: usize = 12;
+pub(in crate::db) const SET_SIZE: usize = 12;
 /// A packed zone of at most this many bytes is read whole ([`Zone::warm`]) once its apex
 /// hash matches a query's: 16 cache lines, a zone of a dozen records or two.
 const WARM_MAX: usize = 1024;
@@ -139,9 +143,9 @@ impl RRsetEntry {
     }
 }
 
-/// A zone's five arrays, each its own allocation: the form a zone is built in, and the one
-/// a big zone is served from (a lookup in it misses the caches anyway, and packing it would
-/// copy tens of megabytes at load time).
+/// A zone's five arrays, each its own allocation: the form a zone is built in (a big zone is
+/// then served from them paged, [`Split`]: a lookup in it misses the caches anyway, and
+/// packing it would copy tens of megabytes at load time).
 #[derive(Debug, Default)]
 pub(super) struct Arrays {
     pub(super) names: Vec<u8>,
@@ -215,7 +219,7 @@ pub(super) struct Packed {
 /// Where a zone's data lives.
 #[derive(Debug)]
 pub(super) enum Store {
-    Split(Box<Arrays>),
+    Split(Box<Split>),
     Packed(Packed),
 }
 
@@ -286,7 +290,7 @@ impl Zone {
     #[inline]
     pub(super) fn node_at(&self, id: NodeId) -> Node {
         match &self.store {
-            Store::Split(a) => a.nodes[id as usize],
+            Store::Split(a) => a.nodes.get(id as usize),
             Store::Packed(p) => {
                 assert!(id < p.node_count, "node index out of range");
                 Node::decode(&p.mem[p.nodes_at as usize + id as usize * NODE_SIZE..])
@@ -297,24 +301,16 @@ impl Zone {
     #[inline]
     fn name_wire(&self, n: &Node) -> &[u8] {
         let (names, at) = match &self.store {
-            Store::Split(a) => (&a.names[..], 0),
+            Store::Split(a) => return a.names.slice(n.name as usize, n.name_len as usize),
             Store::Packed(p) => (&p.mem[..p.rdata_at as usize], p.names_at as usize),
         };
         &names[at + n.name as usize..at + n.name as usize + n.name_len as usize]
     }
 
     #[inline]
-    pub(super) fn set_count(&self) -> usize {
-        match &self.store {
-            Store::Split(a) => a.rrsets.len(),
-            Store::Packed(p) => p.set_count as usize,
-        }
-    }
-
-    #[inline]
     pub(super) fn set_at(&self, i: u32) -> RRsetEntry {
         match &self.store {
-            Store::Split(a) => a.rrsets[i as usize],
+            Store::Split(a) => a.rrsets.get(i as usize),
             Store::Packed(p) => {
                 assert!(i < p.set_count, "RRset index out of range");
                 RRsetEntry::decode(&p.mem[p.sets_at as usize + i as usize * SET_SIZE..])
@@ -325,20 +321,12 @@ impl Zone {
     #[inline]
     fn set_type(&self, i: u32) -> RType {
         match &self.store {
-            Store::Split(a) => a.rrsets[i as usize].rtype,
+            Store::Split(a) => a.rrsets.get(i as usize).rtype,
             Store::Packed(p) => {
                 assert!(i < p.set_count, "RRset index out of range");
                 let at = p.sets_at as usize + i as usize * SET_SIZE;
                 RType(u16::from_le_bytes([p.mem[at], p.mem[at + 1]]))
             }
-        }
-    }
-
-    #[inline]
-    fn rdata(&self) -> &[u8] {
-        match &self.store {
-            Store::Split(a) => &a.rdata,
-            Store::Packed(p) => &p.mem[p.rdata_at as usize..],
         }
     }
 }
@@ -491,18 +479,17 @@ impl Zone {
 
     fn rrset(&self, i: u32) -> RRset<'_> {
         let s = self.set_at(i);
-        let rdata = self.rdata();
-        let end = if (i as usize) + 1 < self.set_count() {
-            self.set_at(i + 1).rdata as usize
-        } else {
-            rdata.len()
+        // The records run from the set's offset; the count says where they end.
+        let data = match &self.store {
+            Store::Split(a) => a.rdata.tail(s.rdata as usize),
+            Store::Packed(p) => &p.mem[p.rdata_at as usize + s.rdata as usize..],
         };
         RRset {
             rtype: s.rtype,
             ttl: s.ttl,
             count: s.count,
             index: i,
-            data: &rdata[s.rdata as usize..end],
+            data,
         }
     }
 

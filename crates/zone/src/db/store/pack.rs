@@ -1,9 +1,10 @@
 //! The two forms of a zone's storage and the moves between them: [`Zone::pack`] puts a
-//! small zone's five arrays into one allocation ([`Packed`]), [`Zone::copy_arrays`] copies
-//! either form back into arrays of its own (what a patch starts from); the encoding of
-//! nodes and RRsets in the packed form. Reading either form is the parent module's.
+//! small zone's five arrays into one allocation ([`Packed`]), [`Zone::to_split`] gives
+//! either form as paged arrays (what a patch starts from: a paged zone's pages shared, a
+//! packed one's copied); the encoding of nodes and RRsets in the packed form. Reading
+//! either form is the parent module's.
 
-use super::{u32_at, Arrays, Node, Packed, RRsetEntry, Store, Zone, NODE_SIZE, SET_SIZE};
+use super::{u32_at, Arrays, Node, Packed, RRsetEntry, Split, Store, Zone, NODE_SIZE, SET_SIZE};
 
 /// A zone whose arrays take at most this many bytes is packed into one allocation when built
 /// (see [`Store`]); a bigger one keeps its five arrays, so building it copies nothing more.
@@ -37,18 +38,21 @@ impl Zone {
     /// zone's data is read through [`Zone::find`] and [`NodeRef`](super::NodeRef), never
     /// through it.
     pub fn arrays(&self) -> [(usize, usize); 5] {
-        fn span<T>(v: &[T]) -> (usize, usize) {
-            (v.as_ptr() as usize, size_of_val(v))
-        }
         match &self.store {
             Store::Split(a) => [
-                span(&a.names),
-                span(&a.nodes),
-                span(&a.table),
-                span(&a.rrsets),
-                span(&a.rdata),
+                a.names.span(),
+                a.nodes.span(),
+                a.table.span(),
+                a.rrsets.span(),
+                a.rdata.span(),
             ],
-            Store::Packed(p) => [span(&p.mem), (0, 0), (0, 0), (0, 0), (0, 0)],
+            Store::Packed(p) => [
+                (p.mem.as_ptr() as usize, p.mem.len()),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+            ],
         }
     }
 
@@ -67,6 +71,13 @@ impl Zone {
         if size > PACK_MAX {
             return;
         }
+        let a = Arrays {
+            names: a.names.to_vec(),
+            nodes: a.nodes.to_vec(),
+            table: Vec::new(),
+            rrsets: a.rrsets.to_vec(),
+            rdata: a.rdata.to_vec(),
+        };
         let mut table = vec![0u32; table_len];
         let mask = table_len - 1;
         for (id, n) in a.nodes.iter().enumerate() {
@@ -104,44 +115,40 @@ impl Zone {
         });
     }
 
-    /// The zone's arrays as vectors of their own, each with room for `extra` more entries
-    /// (names' bytes, nodes, RRsets, rdata bytes), the hash table as it is: what
-    /// [`Zone::patch`] starts from, whichever form this zone is in.
-    pub(in crate::db) fn copy_arrays(&self, extra: [usize; 4]) -> Arrays {
-        fn copy<T: Copy>(old: &[T], extra: usize) -> Vec<T> {
-            let mut v = Vec::with_capacity(old.len() + extra);
-            v.extend_from_slice(old);
-            v
-        }
+    /// The zone's arrays paged: a paged zone's pages shared (nothing copied until written),
+    /// a packed zone's arrays copied, with the octets its patches left unused counted (a
+    /// small zone: one pass over its nodes). What [`Zone::patch`] starts from.
+    pub(in crate::db) fn to_split(&self) -> Split {
         match &self.store {
-            Store::Split(a) => Arrays {
-                names: copy(&a.names, extra[0]),
-                nodes: copy(&a.nodes, extra[1]),
-                table: a.table.clone(),
-                rrsets: copy(&a.rrsets, extra[2]),
-                rdata: copy(&a.rdata, extra[3]),
-            },
+            Store::Split(a) => (**a).clone(),
             Store::Packed(p) => {
-                let mut nodes = Vec::with_capacity(p.node_count as usize + extra[1]);
-                nodes.extend((0..p.node_count).map(|i| self.node_at(i)));
-                let mut rrsets = Vec::with_capacity(p.set_count as usize + extra[2]);
-                rrsets.extend((0..p.set_count).map(|i| self.set_at(i)));
-                Arrays {
-                    names: copy(&p.mem[p.names_at as usize..p.rdata_at as usize], extra[0]),
+                let nodes: Vec<Node> = (0..p.node_count).map(|i| self.node_at(i)).collect();
+                let live: usize = nodes
+                    .iter()
+                    .map(|n| n.name_len as usize + usize::from(n.nrrsets) * SET_SIZE)
+                    .sum::<usize>()
+                    + (0..p.node_count)
+                        .flat_map(|id| self.node(id).rrsets())
+                        .map(|s| s.rdatas().map(|d| 2 + d.len()).sum::<usize>())
+                        .sum::<usize>();
+                let a = Arrays {
+                    names: p.mem[p.names_at as usize..p.rdata_at as usize].to_vec(),
                     nodes,
                     table: (0..p.table_len as usize)
                         .map(|i| u32_at(&p.mem, i * 4))
                         .collect(),
-                    rrsets,
-                    rdata: copy(self.rdata(), extra[3]),
-                }
+                    rrsets: (0..p.set_count).map(|i| self.set_at(i)).collect(),
+                    rdata: p.mem[p.rdata_at as usize..].to_vec(),
+                };
+                let all = a.names.len() + a.rrsets.len() * SET_SIZE + a.rdata.len();
+                Split::from_arrays(a, all.saturating_sub(live))
             }
         }
     }
 
     /// The arrays of a zone being patched. Panics if the zone is packed: only
     /// [`Zone::patch`] calls this, on the split copy it makes, before it packs the result.
-    pub(in crate::db) fn split_mut(&mut self) -> &mut Arrays {
+    pub(in crate::db) fn split_mut(&mut self) -> &mut Split {
         match &mut self.store {
             Store::Split(a) => a,
             Store::Packed(_) => unreachable!("a packed zone is never changed"),
@@ -155,7 +162,7 @@ impl Zone {
         if !self.is_packed() {
             return;
         }
-        let a = self.copy_arrays([0; 4]);
+        let a = self.to_split();
         self.store = Store::Split(Box::new(a));
     }
 
@@ -163,6 +170,13 @@ impl Zone {
     /// allocation, as a build or a patch leaves it; a big or packed zone is left as it is.
     pub fn pack_small(&mut self) {
         self.pack();
+    }
+
+    /// The octets patches left unread in the zone's arrays, and the octets of the arrays.
+    #[cfg(test)]
+    pub(crate) fn unused_octets(&self) -> (usize, usize) {
+        let a = self.to_split();
+        (a.dead, a.size())
     }
 
     /// True if the zone is packed into one allocation (a small zone).
