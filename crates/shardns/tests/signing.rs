@@ -982,8 +982,8 @@ fn apex_signers(server: SocketAddr, qtype: &str) -> Vec<String> {
     tags
 }
 
-/// A policy like the peers': a KSK and a ZSK made by us (ECDSA, then RSA with a 3072-bit
-/// KSK), the DNSKEY TTL configured, signature expirations spread by the jitter. The
+/// A policy like the peers': a KSK and a ZSK made by us (ECDSA, RSA/SHA-256 with a
+/// 3072-bit KSK, RSA/SHA-512 with a 4096-bit ZSK), the DNSKEY TTL configured, signature expirations spread by the jitter. The
 /// transfer passes ldns-verify-zone and dnssec-verify (without `-z`: the KSK flag counts),
 /// the key RRsets are signed by the KSK alone and everything else by the ZSK alone, and
 /// answers validate from the KSK's DS.
@@ -995,6 +995,11 @@ fn ksk_and_zsk_made_here_verify_and_split_the_signing() {
             "rsa",
             "algorithm = \"rsasha256\"\nksk_size = 3072\n",
             "RSASHA256",
+        ),
+        (
+            "rsa512",
+            "algorithm = \"rsasha512\"\nzsk_size = 4096\n",
+            "RSASHA512",
         ),
     ] {
         let data = TempDir::new(&format!("kpol-{tag}"));
