@@ -30,6 +30,7 @@ mod keys;
 mod limits;
 pub mod log_filter;
 mod overrides;
+mod policy;
 mod resolver;
 mod rrl;
 #[cfg(test)]
@@ -268,24 +269,49 @@ pub struct ZoneConfig {
     /// `nsec3`).
     #[serde(default)]
     pub nsec3_opt_out: bool,
-    /// The algorithm of the first key made for the zone (`ecdsap256sha256`, the default,
-    /// `ecdsap384sha384` or `ed25519`). Keys already in the key directory are used as they
-    /// are, whatever their algorithm (RSA keys made by `dnssec-keygen` too).
-    #[serde(default = "default_algorithm", deserialize_with = "sign_algorithm")]
+    /// The algorithm of the keys made for the zone (`ecdsap256sha256`, the default,
+    /// `ecdsap384sha384`, `ed25519`, `rsasha256` or `rsasha512`). Keys already in the key
+    /// directory are used as they are, whatever their algorithm.
+    #[serde(
+        default = "policy::default_algorithm",
+        deserialize_with = "sign_algorithm"
+    )]
     pub algorithm: shardns_dnssec::Algorithm,
     /// Seconds a signature is valid for (`"14d"`, `"36h"`, `"90m"`, `"30s"` or an integer;
     /// default 14 days, as Knot).
-    #[serde(default = "default_validity", deserialize_with = "duration")]
+    #[serde(default = "policy::default_validity", deserialize_with = "duration")]
     pub signature_validity: u32,
     /// Signatures are made anew this long before the earliest one expires (default 7 days,
     /// as Knot; less than `signature_validity`).
-    #[serde(default = "default_refresh", deserialize_with = "duration")]
+    #[serde(default = "policy::default_refresh", deserialize_with = "duration")]
     pub signature_refresh: u32,
     /// A ZSK is replaced by a new one (pre-publication rollover) this long after it became
     /// active; absent: only by hand (`shardns key rollover ZONE --zsk`). A zone signed by
     /// a CSK has no ZSK: this does not apply.
     #[serde(default, deserialize_with = "duration_opt")]
     pub zsk_lifetime: Option<u32>,
+    /// The keys made here: one CSK (`true`, the default) or a KSK and a ZSK (Knot's
+    /// `single-type-signing`, whose default is `false`).
+    #[serde(default = "policy::yes")]
+    pub single_type_signing: bool,
+    /// A KSK (or CSK) rollover starts this long after the key became active; absent: only
+    /// by hand. The parent's DS is still confirmed by hand (`shardns key submitted`).
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub ksk_lifetime: Option<u32>,
+    /// Bits of a KSK or CSK, and of a ZSK, made here with an RSA `algorithm` (2048, 3072
+    /// or 4096; absent: 2048).
+    #[serde(default)]
+    pub ksk_size: Option<u32>,
+    /// Bits of a ZSK made here with an RSA `algorithm` (as `ksk_size`).
+    #[serde(default)]
+    pub zsk_size: Option<u32>,
+    /// Each signature expires up to this long before `signature_validity` ends (random
+    /// per RRset, BIND's `signatures-jitter`; default 0).
+    #[serde(default, deserialize_with = "policy::duration_or_zero")]
+    pub signature_jitter: u32,
+    /// The TTL of DNSKEY, CDS and CDNSKEY, which rollovers wait on (absent: the SOA's).
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub dnskey_ttl: Option<u32>,
     /// How long a new version of the zone takes to reach every server of the zone
     /// (secondaries included); rollovers wait for it (default 1 hour).
     #[serde(default = "default_hour", deserialize_with = "duration")]
@@ -303,7 +329,10 @@ pub struct ZoneConfig {
     #[serde(default, deserialize_with = "cds_publish")]
     pub cds_cdnskey_publish: shardns_dnssec::CdsPublish,
     /// The CDS digest (Knot's `cds-digest-type`): `"sha256"` (the default) or `"sha384"`.
-    #[serde(default = "default_cds_digest", deserialize_with = "cds_digest")]
+    #[serde(
+        default = "policy::default_cds_digest",
+        deserialize_with = "cds_digest"
+    )]
     pub cds_digest_type: shardns_dnssec::DigestType,
     /// `"consume"`: this secondary zone is a catalog whose members become secondary zones;
     /// `"produce"`: this zone is a catalog generated from the zones naming it in
@@ -355,22 +384,6 @@ fn default_day() -> u32 {
     86_400
 }
 
-fn default_cds_digest() -> shardns_dnssec::DigestType {
-    shardns_dnssec::DigestType::Sha256
-}
-
-fn default_algorithm() -> shardns_dnssec::Algorithm {
-    shardns_dnssec::Algorithm::EcdsaP256Sha256
-}
-
-fn default_validity() -> u32 {
-    shardns_dnssec::Policy::default().validity
-}
-
-fn default_refresh() -> u32 {
-    shardns_dnssec::Policy::default().refresh
-}
-
 impl ZoneConfig {
     /// True for a secondary zone (one with primaries).
     pub fn is_secondary(&self) -> bool {
@@ -391,15 +404,21 @@ impl ZoneConfig {
             dnssec: false,
             nsec3: false,
             nsec3_opt_out: false,
-            algorithm: default_algorithm(),
-            signature_validity: default_validity(),
-            signature_refresh: default_refresh(),
+            algorithm: policy::default_algorithm(),
+            signature_validity: policy::default_validity(),
+            signature_refresh: policy::default_refresh(),
             zsk_lifetime: None,
+            single_type_signing: true,
+            ksk_lifetime: None,
+            ksk_size: None,
+            zsk_size: None,
+            signature_jitter: 0,
+            dnskey_ttl: None,
             propagation_delay: default_hour(),
             parent_ds_ttl: default_day(),
             parent_propagation_delay: default_hour(),
             cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
-            cds_digest_type: default_cds_digest(),
+            cds_digest_type: policy::default_cds_digest(),
             journal_max_size: None,
             journal_max_depth: None,
             zonefile_sync: default_sync(),
@@ -547,7 +566,9 @@ impl Config {
     /// What the server will not do as configured, though it serves (one line each, for
     /// `shardns check` and the log at start and reload).
     pub fn warnings(&self) -> Vec<String> {
-        validate::unsigned_secondaries(self)
+        let mut out = validate::unsigned_secondaries(self);
+        out.extend(policy::warnings(self));
+        out
     }
 
     /// Whether the control socket is the default one, in a directory the server makes

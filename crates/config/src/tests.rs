@@ -615,7 +615,7 @@ fn signing_keys_and_their_defaults() {
     check_signing(&c, Path::new("x")).unwrap();
 
     for (bad, key) in [
-        ("algorithm = \"rsasha256\"", "zone[0].algorithm"),
+        ("algorithm = \"rsasha1\"", "zone[0].algorithm"),
         ("algorithm = \"nope\"", "zone[0].algorithm"),
         ("signature_validity = \"14x\"", "zone[0].signature_validity"),
         ("signature_validity = 0", "zone[0].signature_validity"),
@@ -624,6 +624,91 @@ fn signing_keys_and_their_defaults() {
         let e = parse(&format!("[[zone]]\nname = \"a.\"\nfile = \"a\"\n{bad}\n")).unwrap_err();
         assert!(e.to_string().contains(key), "{bad}: {e}");
     }
+}
+
+#[test]
+fn key_policy_defaults_values_and_bad_combinations() {
+    let zone = |extra: &str| {
+        format!(
+            "[server]\nkey_directory = \"/k\"\n[[zone]]\nname = \"a.\"\nfile = \"a\"\n\
+             dnssec = true\n{extra}\n"
+        )
+    };
+    let c = parse(&zone("")).unwrap();
+    let a = &c.zones[0];
+    assert!(a.single_type_signing, "one CSK by default, as before");
+    assert_eq!(
+        (a.ksk_lifetime, a.zsk_lifetime, a.ksk_size, a.zsk_size),
+        (None, None, None, None)
+    );
+    assert_eq!((a.signature_jitter, a.dnskey_ttl), (0, None));
+    // ZoneConfig::new (--zone, zone_list) has the same defaults as a table.
+    let mut made = ZoneConfig::new(a.name.clone(), a.file.clone());
+    made.dnssec = true;
+    assert_eq!(a, &made);
+    assert!(c.warnings().is_empty());
+    let c = parse(&zone(
+        "single_type_signing = false\nksk_lifetime = \"365d\"\nzsk_lifetime = \"30d\"\n\
+         algorithm = \"RSASHA512\"\nksk_size = 4096\nzsk_size = 2048\n\
+         signature_jitter = \"12h\"\ndnskey_ttl = \"1h\"\n",
+    ))
+    .unwrap();
+    let a = &c.zones[0];
+    assert!(!a.single_type_signing);
+    assert_eq!(a.algorithm, shardns_dnssec::Algorithm::RsaSha512);
+    assert_eq!(
+        (a.ksk_lifetime, a.zsk_lifetime, a.ksk_size, a.zsk_size),
+        (
+            Some(365 * 86_400),
+            Some(30 * 86_400),
+            Some(4096),
+            Some(2048)
+        )
+    );
+    assert_eq!((a.signature_jitter, a.dnskey_ttl), (12 * 3600, Some(3600)));
+    check_signing(&c, Path::new("c.toml")).unwrap();
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+
+    // A CSK's lifetime is ksk_lifetime; ZSK settings with a CSK are said to do nothing.
+    let c = parse(&zone("ksk_lifetime = \"90d\"\nzsk_lifetime = \"30d\"\n")).unwrap();
+    check_signing(&c, Path::new("c.toml")).unwrap();
+    let w = c.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("zone a.: zsk_lifetime is ignored") && w[0].contains("CSK"),
+        "{w:?}"
+    );
+
+    for (extra, key, says) in [
+        (
+            "signature_validity = \"10d\"\nsignature_refresh = \"4d\"\nsignature_jitter = \"6d\"",
+            "zone[0].signature_jitter",
+            "signature_jitter (518400 s) must be less than signature_validity less signature_refresh (518400 s)",
+        ),
+        ("signature_validity = \"1d\"\nsignature_refresh = \"1d\"", "zone[0].signature_refresh", "must be less than"),
+        ("ksk_size = 2048", "zone[0].ksk_size", "applies to RSA keys only, and algorithm is ecdsap256sha256"),
+        ("algorithm = \"rsasha256\"\nzsk_size = 1024", "zone[0].zsk_size", "2048, 3072 or 4096"),
+    ] {
+        let c = parse(&zone(extra)).unwrap();
+        let e = check_signing(&c, Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(says), "{extra}: {e}");
+    }
+    for (extra, key) in [
+        (
+            "single_type_signing = \"no\"",
+            "zone[0].single_type_signing",
+        ),
+        ("dnskey_ttl = 0", "zone[0].dnskey_ttl"),
+        ("ksk_lifetime = \"0d\"", "zone[0].ksk_lifetime"),
+        ("signature_jitter = \"1x\"", "zone[0].signature_jitter"),
+    ] {
+        let e = parse(&zone(extra)).unwrap_err();
+        assert!(e.to_string().contains(key), "{extra}: {e}");
+    }
+    assert_eq!(
+        parse(&zone("signature_jitter = 0")).unwrap().zones[0].signature_jitter,
+        0
+    );
 }
 
 #[test]

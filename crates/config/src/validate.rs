@@ -180,6 +180,7 @@ pub fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
                 ),
             ));
         }
+        crate::policy::check(z).map_err(|(key, message)| error(key, message))?;
     }
     Ok(())
 }
@@ -212,7 +213,7 @@ pub(super) fn sign_algorithm<'de, D: Deserializer<'de>>(
         .ok_or_else(|| {
             serde::de::Error::custom(format!(
                 "{s:?} is not an algorithm keys are made with here (ecdsap256sha256, \
-                 ecdsap384sha384, ed25519)"
+                 ecdsap384sha384, ed25519, rsasha256, rsasha512)"
             ))
         })
 }

@@ -3,11 +3,12 @@
 
 use core::fmt;
 
-/// A DNSKEY/RRSIG algorithm this crate knows. Signing is offered for [`RsaSha256`],
-/// [`EcdsaP256Sha256`], [`EcdsaP384Sha384`] and [`Ed25519`]; the others are for verification
-/// only (a validator meets them in the wild).
+/// A DNSKEY/RRSIG algorithm this crate knows. Signing (and key generation) is offered for
+/// [`RsaSha256`], [`RsaSha512`], [`EcdsaP256Sha256`], [`EcdsaP384Sha384`] and [`Ed25519`];
+/// the others are for verification only (a validator meets them in the wild).
 ///
 /// [`RsaSha256`]: Algorithm::RsaSha256
+/// [`RsaSha512`]: Algorithm::RsaSha512
 /// [`EcdsaP256Sha256`]: Algorithm::EcdsaP256Sha256
 /// [`EcdsaP384Sha384`]: Algorithm::EcdsaP384Sha384
 /// [`Ed25519`]: Algorithm::Ed25519
@@ -17,9 +18,9 @@ pub enum Algorithm {
     RsaSha1,
     /// 7, RSASHA1-NSEC3-SHA1 (RFC 5155): verification only.
     RsaSha1Nsec3Sha1,
-    /// 8, RSASHA256 (RFC 5702): signing with a loaded key of 2048 to 4096 bits.
+    /// 8, RSASHA256 (RFC 5702): keys of 2048 to 4096 bits.
     RsaSha256,
-    /// 10, RSASHA512 (RFC 5702): verification only.
+    /// 10, RSASHA512 (RFC 5702): keys of 2048 to 4096 bits.
     RsaSha512,
     /// 13, ECDSAP256SHA256 (RFC 6605): the default for new keys.
     EcdsaP256Sha256,
@@ -89,15 +90,25 @@ impl Algorithm {
     pub fn can_sign(self) -> bool {
         matches!(
             self,
-            Self::RsaSha256 | Self::EcdsaP256Sha256 | Self::EcdsaP384Sha384 | Self::Ed25519
+            Self::RsaSha256
+                | Self::RsaSha512
+                | Self::EcdsaP256Sha256
+                | Self::EcdsaP384Sha384
+                | Self::Ed25519
         )
     }
 
-    /// True if this crate can generate keys of this algorithm (we generate no RSA keys).
+    /// True if this crate can generate keys of this algorithm (all it signs with: RSA
+    /// through aws-lc-rs's RSA key generation).
     pub fn can_generate(self) -> bool {
+        self.can_sign()
+    }
+
+    /// True for the RSA algorithms, whose keys have a size to choose.
+    pub fn is_rsa(self) -> bool {
         matches!(
             self,
-            Self::EcdsaP256Sha256 | Self::EcdsaP384Sha384 | Self::Ed25519
+            Self::RsaSha1 | Self::RsaSha1Nsec3Sha1 | Self::RsaSha256 | Self::RsaSha512
         )
     }
 }
@@ -170,8 +181,9 @@ mod tests {
         assert_eq!(Algorithm::from_number(13), Some(Algorithm::EcdsaP256Sha256));
         assert_eq!(Algorithm::from_number(16), None, "Ed448: not supported");
         assert_eq!(Algorithm::from_mnemonic("DSA"), None);
-        assert!(Algorithm::RsaSha256.can_sign() && !Algorithm::RsaSha256.can_generate());
-        assert!(!Algorithm::RsaSha1.can_sign());
+        assert!(Algorithm::RsaSha256.can_generate() && Algorithm::RsaSha512.can_generate());
+        assert!(Algorithm::RsaSha512.is_rsa() && !Algorithm::Ed25519.is_rsa());
+        assert!(!Algorithm::RsaSha1.can_sign() && !Algorithm::RsaSha1.can_generate());
         assert!(Algorithm::Ed25519.can_generate());
     }
 }

@@ -54,7 +54,7 @@ pub enum Denial {
 }
 
 /// Signature timing, Knot's defaults: signatures valid 14 days, made again 7 days before
-/// they expire, inception an hour in the past for clocks that are behind.
+/// they expire, inception an hour in the past for clocks that are behind, no jitter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// Seconds from now to expiration.
@@ -63,6 +63,9 @@ pub struct Policy {
     pub refresh: u32,
     /// Inception this many seconds before now.
     pub backdate: u32,
+    /// Each RRSIG expires up to this many seconds before `validity` ends (BIND's
+    /// `signatures-jitter`), so that they do not all fall due, and get made again, at once.
+    pub jitter: u32,
 }
 
 impl Default for Policy {
@@ -71,6 +74,7 @@ impl Default for Policy {
             validity: 14 * 86_400,
             refresh: 7 * 86_400,
             backdate: 3600,
+            jitter: 0,
         }
     }
 }
@@ -170,12 +174,32 @@ pub struct SignParams {
     pub threads: usize,
     /// Which CDS and CDNSKEY records, and the CDS digest.
     pub cds: CdsParams,
+    /// How much earlier than `expiration` an RRSIG may expire, and the seed that picks how
+    /// much for each RRset ([`SignParams::expiration_of`]).
+    pub jitter: Jitter,
+}
+
+/// The spread of RRSIG expirations: each RRset's signatures expire `expiration` less a
+/// pseudo-random amount in `0..=spread` picked by a hash of `seed`, owner and type (a new
+/// random seed at every signing; a fixed one in tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Jitter {
+    /// The largest amount, seconds (0: every signature expires at `expiration`).
+    pub spread: u32,
+    /// The hash's seed.
+    pub seed: u64,
 }
 
 impl SignParams {
-    /// NSEC, the SOA's serial and TTLs, every core, and the policy's window from `now`.
+    /// NSEC, the SOA's serial and TTLs, every core, and the policy's window and jitter
+    /// (with a random seed) from `now`.
     pub fn new(now: u64, policy: &Policy) -> Self {
         let (inception, expiration) = policy.window(now);
+        let mut seed = [0u8; 8];
+        if policy.jitter > 0 {
+            // A failed generator leaves seed 0: still a spread, only a predictable one.
+            let _ = aws_lc_rs::rand::fill(&mut seed);
+        }
         Self {
             denial: Denial::Nsec,
             inception,
@@ -184,7 +208,29 @@ impl SignParams {
             serial: None,
             threads: 0,
             cds: CdsParams::default(),
+            jitter: Jitter {
+                spread: policy.jitter,
+                seed: u64::from_le_bytes(seed),
+            },
         }
+    }
+
+    /// The expiration of the RRSIGs of the RRset `owner`/`rtype`: `expiration`, less the
+    /// jitter's amount for it.
+    pub fn expiration_of(&self, owner: NameRef<'_>, rtype: RType) -> u32 {
+        if self.jitter.spread == 0 {
+            return self.expiration;
+        }
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same amount for the same seed, whatever the thread.
+        let mut h = std::hash::DefaultHasher::new();
+        self.jitter.seed.hash(&mut h);
+        for b in owner.as_wire() {
+            h.write_u8(b.to_ascii_lowercase());
+        }
+        rtype.0.hash(&mut h);
+        let back = h.finish() % (u64::from(self.jitter.spread) + 1);
+        self.expiration.wrapping_sub(back as u32)
     }
 }
 

@@ -27,7 +27,7 @@ pub enum PrivateKey {
     Ecdsa(Vec<u8>),
     /// Ed25519 (algorithm 15): the 32-octet seed (RFC 8032 §5.1.5's private key).
     Ed25519([u8; 32]),
-    /// RSA (algorithm 8): the PKCS #1 components, big-endian.
+    /// RSA (algorithms 8 and 10): the PKCS #1 components, big-endian.
     Rsa(RsaPrivate),
 }
 
@@ -91,12 +91,51 @@ fn ecdsa_alg(a: Algorithm) -> Result<(&'static sig::EcdsaSigningAlgorithm, usize
     }
 }
 
+/// RSA key size when none is given: 2048 bits, BIND's and Knot's default.
+pub const RSA_DEFAULT_BITS: u32 = 2048;
+
+/// The RSA key sizes keys are made with (aws-lc-rs's sizes up to RFC 3110's 4096 bits).
+pub const RSA_BITS: [u32; 3] = [2048, 3072, 4096];
+
 impl SigningKey {
-    /// Generates a new key of `algorithm` (ECDSA P-256, P-384 or Ed25519) with the system's
-    /// random number generator.
+    /// Generates a new key of `algorithm` with the system's random number generator; an
+    /// RSA key has [`RSA_DEFAULT_BITS`].
     pub fn generate(algorithm: Algorithm, flags: u16) -> Result<Self, Error> {
+        Self::generate_sized(algorithm, flags, None)
+    }
+
+    /// [`generate`](Self::generate) with an RSA key size (one of [`RSA_BITS`]; `None`: the
+    /// default); the size is ignored for the other algorithms, whose keys have one size.
+    pub fn generate_sized(
+        algorithm: Algorithm,
+        flags: u16,
+        rsa_bits: Option<u32>,
+    ) -> Result<Self, Error> {
         let rng = SystemRandom::new();
         match algorithm {
+            Algorithm::RsaSha256 | Algorithm::RsaSha512 => {
+                let size = match rsa_bits.unwrap_or(RSA_DEFAULT_BITS) {
+                    2048 => aws_lc_rs::rsa::KeySize::Rsa2048,
+                    3072 => aws_lc_rs::rsa::KeySize::Rsa3072,
+                    4096 => aws_lc_rs::rsa::KeySize::Rsa4096,
+                    bits => {
+                        return Err(Error::Rejected(format!(
+                            "RSA keys are made with 2048, 3072 or 4096 bits, not {bits}"
+                        )))
+                    }
+                };
+                let pair = RsaKeyPair::generate(size).map_err(|_| Error::Random)?;
+                let pkcs8 =
+                    aws_lc_rs::encoding::AsDer::<aws_lc_rs::encoding::Pkcs8V1Der<'_>>::as_der(
+                        &pair,
+                    )
+                    .map_err(|_| Error::Random)?;
+                let rsa = der::rsa_private_key(pkcs8.as_ref()).ok_or(Error::Rejected(
+                    "unexpected PKCS #8 document from aws-lc-rs".into(),
+                ))?;
+                let public = rsa_public_key(&rsa.public_exponent, &rsa.modulus);
+                Self::from_private(algorithm, flags, PrivateKey::Rsa(rsa), &public)
+            }
             Algorithm::Ed25519 => {
                 // RFC 8032 §5.1.5: the private key is 32 random octets.
                 let mut seed = [0u8; 32];
@@ -156,7 +195,7 @@ impl SigningKey {
                         .map_err(reject)?,
                 )
             }
-            (PrivateKey::Rsa(r), Algorithm::RsaSha256) => {
+            (PrivateKey::Rsa(r), Algorithm::RsaSha256 | Algorithm::RsaSha512) => {
                 let pair = RsaKeyPair::from_components(&aws_lc_rs::rsa::KeyPairComponents {
                     public_key: aws_lc_rs::rsa::PublicKeyComponents {
                         n: &r.modulus,
@@ -243,7 +282,12 @@ impl SigningKey {
             Pair::Ed25519(p) => Ok(p.sign(msg).as_ref().to_vec()),
             Pair::Rsa(p) => {
                 let mut out = vec![0u8; p.public_modulus_len()];
-                p.sign(&sig::RSA_PKCS1_SHA256, &self.rng, msg, &mut out)
+                let encoding = if self.algorithm == Algorithm::RsaSha512 {
+                    &sig::RSA_PKCS1_SHA512
+                } else {
+                    &sig::RSA_PKCS1_SHA256
+                };
+                p.sign(encoding, &self.rng, msg, &mut out)
                     .map_err(|_| Error::Rejected("RSA signing failed".into()))?;
                 Ok(out)
             }
@@ -318,9 +362,10 @@ pub fn verify(algorithm: Algorithm, public_key: &[u8], msg: &[u8], signature: &[
     }
 }
 
-/// Just enough DER to take the private scalar out of the PKCS #8 document aws-lc-rs generates
-/// for an ECDSA key (RFC 5208 PrivateKeyInfo holding an RFC 5915 ECPrivateKey). Parsing,
-/// not cryptography: aws-lc-rs made and checked the document.
+/// Just enough DER to take the private key out of the PKCS #8 document aws-lc-rs generates
+/// for an ECDSA key (RFC 5208 PrivateKeyInfo holding an RFC 5915 ECPrivateKey) or an RSA
+/// key (holding an RFC 8017 RSAPrivateKey). Parsing, not cryptography: aws-lc-rs made and
+/// checked the document.
 mod der {
     /// Reads one TLV at the start of `data`: its tag, contents and the rest.
     fn tlv(data: &[u8]) -> Option<(u8, &[u8], &[u8])> {
@@ -369,6 +414,46 @@ mod der {
             return None;
         };
         Some(scalar)
+    }
+
+    /// PrivateKeyInfo { version, algorithm, privateKey OCTET STRING { RSAPrivateKey {
+    /// version 0, n, e, d, p, q, dP, dQ, qInv } } } (RFC 8017 A.1.2) -> its integers,
+    /// leading zero octets dropped.
+    pub(super) fn rsa_private_key(pkcs8: &[u8]) -> Option<super::RsaPrivate> {
+        let (SEQUENCE, info, _) = tlv(pkcs8)? else {
+            return None;
+        };
+        let (INTEGER, _, rest) = tlv(info)? else {
+            return None;
+        };
+        let (SEQUENCE, _, rest) = tlv(rest)? else {
+            return None;
+        };
+        let (OCTET_STRING, key, _) = tlv(rest)? else {
+            return None;
+        };
+        let (SEQUENCE, mut rest, _) = tlv(key)? else {
+            return None;
+        };
+        let mut ints: Vec<Vec<u8>> = Vec::with_capacity(9);
+        while !rest.is_empty() && ints.len() < 9 {
+            let (INTEGER, value, next) = tlv(rest)? else {
+                return None;
+            };
+            ints.push(value.iter().copied().skip_while(|&b| b == 0).collect());
+            rest = next;
+        }
+        let [version, n, e, d, p, q, dp, dq, qinv]: [Vec<u8>; 9] = ints.try_into().ok()?;
+        version.is_empty().then_some(super::RsaPrivate {
+            modulus: n,
+            public_exponent: e,
+            private_exponent: d,
+            prime1: p,
+            prime2: q,
+            exponent1: dp,
+            exponent2: dq,
+            coefficient: qinv,
+        })
     }
 
     #[cfg(test)]

@@ -366,7 +366,20 @@ impl KeyStore {
         role: Role,
         now: u64,
     ) -> Result<StoredKey, Error> {
-        let key = SigningKey::generate(algorithm, role.flags())
+        self.make_sized(zone, algorithm, role, None, now)
+    }
+
+    /// [`Self::make`] with an RSA key size in bits (`None`: 2048; not used for the
+    /// other algorithms).
+    pub fn make_sized(
+        &self,
+        zone: &Name,
+        algorithm: Algorithm,
+        role: Role,
+        rsa_bits: Option<u32>,
+        now: u64,
+    ) -> Result<StoredKey, Error> {
+        let key = SigningKey::generate_sized(algorithm, role.flags(), rsa_bits)
             .map_err(|e| e.in_file(self.dir.clone()))?;
         Ok(StoredKey {
             meta: KeyMeta {

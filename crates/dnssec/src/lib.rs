@@ -3,7 +3,7 @@
 //! - [`nsec3`] hashes owner names (RFC 5155 §5) into caller buffers; [`digest`] computes key
 //!   tags and DS digests.
 //! - [`key`] holds a [`SigningKey`] for every algorithm we sign with (ECDSA P-256, the
-//!   default, and P-384, Ed25519, RSA/SHA-256 from a loaded key) and verifies signatures.
+//!   default, and P-384, Ed25519, RSA/SHA-256 and RSA/SHA-512) and verifies signatures.
 //! - [`sign`] puts an RRset in canonical form (RFC 4034 §6) and makes or checks its RRSIG.
 //! - [`chain`] builds the NSEC or NSEC3 chain of a zone and signs every authoritative RRset
 //!   on all cores ([`sign_zone`]).
@@ -41,7 +41,7 @@ mod testutil;
 pub use alg::{Algorithm, DigestType};
 pub use cds::{CdsParams, CdsPublish};
 pub use chain::{
-    sign_list, sign_zone, Denial, Policy, SignParams, SignedList, SignedZone, ZoneKey,
+    sign_list, sign_zone, Denial, Jitter, Policy, SignParams, SignedList, SignedZone, ZoneKey,
 };
 pub use digest::{ds_rdata, key_tag};
 pub use error::Error;

@@ -19,7 +19,8 @@
 //! **KSK or CSK, double-DS** (RFC 6781 §4.1.2, RFC 7583 §3.3.2), the parent's part done by
 //! the operator:
 //!
-//! 1. `T0` (by hand): a new key is made, waiting for its DS (`SyncPublish` set, no
+//! 1. `T0` (by hand, or when the active KSK or CSK has lived `ksk_lifetime`): a new key
+//!    is made, waiting for its DS (`SyncPublish` set, no
 //!    `Publish`); the zone does not change: no CDS for a key that is not in the DNSKEY
 //!    RRset (RFC 7344 §4.1). The operator hands the parent the new DS (`shardns key ds`
 //!    prints both) and waits until the parent serves it.
@@ -63,6 +64,9 @@ pub struct RollTimings {
     pub parent_propagation: u64,
     /// A ZSK is replaced this long after it became active; `None`: only by hand.
     pub zsk_lifetime: Option<u64>,
+    /// A KSK or CSK rollover starts this long after the key became active; `None`: only
+    /// by hand.
+    pub ksk_lifetime: Option<u64>,
 }
 
 impl RollTimings {
@@ -252,13 +256,14 @@ pub fn confirm_ds(
 pub struct Tick {
     /// Indexes of keys whose times changed: save them.
     pub changed: Vec<usize>,
-    /// A ZSK whose lifetime is up: make this key, [`schedule_new`] it, add it, tick again.
+    /// A ZSK, KSK or CSK whose lifetime is up: make this key, [`schedule_new`] it, add it,
+    /// tick again.
     pub new_key: Option<NewKey>,
 }
 
 /// Brings the times of a rollover under way into line (the old key's end from the new
-/// key's start), and says when a ZSK's lifetime calls for a new key. Idempotent: run it at
-/// every signing.
+/// key's start), and says when a key's lifetime (`zsk_lifetime`, `ksk_lifetime`) calls for a
+/// new key. Idempotent: run it at every signing.
 pub fn tick(keys: &mut [KeyMeta], t: &RollTimings, now: u64) -> Tick {
     let mut out = Tick::default();
     for new in 0..keys.len() {
@@ -296,36 +301,55 @@ pub fn tick(keys: &mut [KeyMeta], t: &RollTimings, now: u64) -> Tick {
             out.changed.push(old);
         }
     }
-    if let (Some(life), None) = (t.zsk_lifetime, busy(keys, RollKind::Zsk, now)) {
-        if let Some(old) = current(keys, RollKind::Zsk, now) {
-            let since = keys[old].activate.unwrap_or(keys[old].created);
-            if since + life <= now + t.publish_wait() {
-                out.new_key = Some(NewKey {
-                    kind: RollKind::Zsk,
-                    old,
-                    role: Role::Zsk,
-                    algorithm: keys[old].algorithm,
-                });
-            }
+    // One new key at a time: the ZSK's first, the KSK's at the next tick.
+    out.new_key = [RollKind::Zsk, RollKind::Ksk].into_iter().find_map(|kind| {
+        match lifetime_end(keys, t, kind, now) {
+            Some((old, at)) if at <= now => Some(NewKey {
+                kind,
+                old,
+                role: keys[old].role,
+                algorithm: keys[old].algorithm,
+            }),
+            _ => None,
         }
-    }
+    });
     out.changed.sort_unstable();
     out.changed.dedup();
     out
 }
 
+/// When a rollover of `kind` is to start on the current key's lifetime, and that key's
+/// index; `None` without a lifetime, a current key, or with a rollover of the kind under
+/// way. A ZSK's starts the publication wait early, so that its successor signs when the
+/// lifetime ends; a KSK's or CSK's starts when it ends (the parent's DS, which the
+/// operator confirms, decides how long the rest takes).
+fn lifetime_end(
+    keys: &[KeyMeta],
+    t: &RollTimings,
+    kind: RollKind,
+    now: u64,
+) -> Option<(usize, u64)> {
+    let (life, lead) = match kind {
+        RollKind::Zsk => (t.zsk_lifetime?, t.publish_wait()),
+        RollKind::Ksk => (t.ksk_lifetime?, 0),
+    };
+    if busy(keys, kind, now).is_some() {
+        return None;
+    }
+    let old = current(keys, kind, now)?;
+    let since = keys[old].activate.unwrap_or(keys[old].created);
+    Some((old, (since + life).saturating_sub(lead)))
+}
+
 /// The next moment after `now` the keys call for a signing: a time of a key, or the start
-/// of a ZSK rollover on its lifetime.
+/// of a rollover on a key's lifetime.
 pub fn next_event(keys: &[KeyMeta], t: &RollTimings, now: u64) -> Option<u64> {
     let times = keys.iter().filter_map(|k| key_next_event(k, now));
-    let lifetime = match (t.zsk_lifetime, busy(keys, RollKind::Zsk, now)) {
-        (Some(life), None) => current(keys, RollKind::Zsk, now).map(|i| {
-            let since = keys[i].activate.unwrap_or(keys[i].created);
-            (since + life).saturating_sub(t.publish_wait()).max(now + 1)
-        }),
-        _ => None,
-    };
-    times.chain(lifetime).min()
+    let lifetimes = [RollKind::Zsk, RollKind::Ksk]
+        .into_iter()
+        .filter_map(|kind| lifetime_end(keys, t, kind, now))
+        .map(|(_, at)| at.max(now + 1));
+    times.chain(lifetimes).min()
 }
 
 #[cfg(test)]

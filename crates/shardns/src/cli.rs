@@ -447,7 +447,8 @@ pub(crate) struct SignArgs {
     /// NSEC3 with opt-out for unsigned delegations.
     #[arg(long)]
     pub(crate) nsec3_opt_out: bool,
-    /// Algorithm of a first key: ecdsap256sha256 (default), ecdsap384sha384, ed25519.
+    /// Algorithm of a first key: ecdsap256sha256 (default), ecdsap384sha384, ed25519,
+    /// rsasha256, rsasha512 (2048 bits).
     #[arg(long, value_name = "ALG", default_value = "ecdsap256sha256")]
     pub(crate) algorithm: String,
     /// Signature validity: seconds or 14d, 36h, 90m (default 14d).

@@ -162,7 +162,7 @@ fn sign(a: &SignArgs) -> Result<(), String> {
         .filter(|a| a.can_generate())
         .ok_or_else(|| {
             format!(
-                "--algorithm {:?}: expected ecdsap256sha256, ecdsap384sha384 or ed25519",
+                "--algorithm {:?}: expected ecdsap256sha256, ecdsap384sha384, ed25519, rsasha256 or rsasha512",
                 a.algorithm
             )
         })?;

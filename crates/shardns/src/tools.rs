@@ -343,6 +343,8 @@ pub(crate) fn sign_file(
         },
         roll: RollSpec::default(),
         cds: CdsParams::default(),
+        keys: Default::default(),
+        dnskey_ttl: None,
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

@@ -680,6 +680,11 @@ fn key_time(keys: &Path, stem: &str, field: &str) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{field}: ")))?
         .trim();
+    Some(time_secs(t))
+}
+
+/// A `YYYYMMDDHHMMSS` time (UTC: key files, RRSIGs) as seconds since 1970.
+fn time_secs(t: &str) -> u64 {
     let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
     let (y, m, d) = (n(0..4), n(4..6), n(6..8));
     // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -688,7 +693,7 @@ fn key_time(keys: &Path, stem: &str, field: &str) -> Option<u64> {
     let yoe = y - era * 400;
     let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
     let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    Some((days * 86_400 + n(8..10) * 3600 + n(10..12) * 60 + n(12..14)) as u64)
+    (days * 86_400 + n(8..10) * 3600 + n(10..12) * 60 + n(12..14)) as u64
 }
 
 fn unix_now() -> u64 {
@@ -946,6 +951,252 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     // The parent drops the old DS: the new one alone validates.
     let new_ds = key_cmd("ds", &keys, &[]);
     assert!(new_ds.contains("remove its DS"), "{new_ds}");
+    let new_anchor = {
+        let dir = data.path().join("new");
+        std::fs::create_dir_all(&dir).unwrap();
+        anchor_file(&dir, &new_ds)
+    };
+    delv_all(server.addr4(), &new_anchor, "sign.test", ROLL_QUESTIONS);
+}
+
+/// The tags of the zone's keys of `role` (`KSK`, `ZSK`, `CSK`), as `shardns key list` says.
+fn tags_of(keys: &Path, role: &str) -> Vec<String> {
+    key_cmd("list", keys, &[])
+        .lines()
+        .skip(1)
+        .filter(|l| l.split_whitespace().nth(1) == Some(role))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+/// The tags of the RRSIGs over the apex's `qtype`.
+fn apex_signers(server: SocketAddr, qtype: &str) -> Vec<String> {
+    let out = dig(server, &["+dnssec", "+short", "sign.test", qtype]);
+    let mut tags: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with(&format!("{qtype} ")))
+        .map(|l| l.split_whitespace().nth(6).unwrap().to_string())
+        .collect();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// A policy like the peers': a KSK and a ZSK made by us (ECDSA, RSA/SHA-256 with a
+/// 3072-bit KSK, RSA/SHA-512 with a 4096-bit ZSK), the DNSKEY TTL configured, signature expirations spread by the jitter. The
+/// transfer passes ldns-verify-zone and dnssec-verify (without `-z`: the KSK flag counts),
+/// the key RRsets are signed by the KSK alone and everything else by the ZSK alone, and
+/// answers validate from the KSK's DS.
+#[test]
+fn ksk_and_zsk_made_here_verify_and_split_the_signing() {
+    for (tag, extra, algorithm) in [
+        ("ecdsa", "", "ECDSAP256SHA256"),
+        (
+            "rsa",
+            "algorithm = \"rsasha256\"\nksk_size = 3072\n",
+            "RSASHA256",
+        ),
+        (
+            "rsa512",
+            "algorithm = \"rsasha512\"\nzsk_size = 4096\n",
+            "RSASHA512",
+        ),
+    ] {
+        let data = TempDir::new(&format!("kpol-{tag}"));
+        let hosts: String = (0..40).map(|i| format!("h{i} A 192.0.2.{i}\n")).collect();
+        data.write("sign.test.zone", &format!("{ZONE}{hosts}"));
+        std::fs::create_dir_all(data.path().join("keys")).unwrap();
+        let config = data.write(
+            "shardns.toml",
+            &format!(
+                "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.1\"]\n\
+                 [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+                 single_type_signing = false\ndnskey_ttl = 600\nsignature_jitter = \"2d\"\n\
+                 cds_cdnskey_publish = \"always\"\n{extra}"
+            ),
+        );
+        let started = unix_now();
+        let server = Server::start(
+            &format!("kpol-{tag}-srv"),
+            &["--workers", "1", "--config", config.to_str().unwrap()],
+        );
+        let keys = data.path().join("keys");
+        let (ksk, zsk) = (tags_of(&keys, "KSK"), tags_of(&keys, "ZSK"));
+        assert_eq!(
+            (ksk.len(), zsk.len()),
+            (1, 1),
+            "{}",
+            key_cmd("list", &keys, &[])
+        );
+        assert!(tags_of(&keys, "CSK").is_empty());
+        let list = key_cmd("list", &keys, &[]);
+        assert!(list.contains(algorithm), "{list}");
+
+        let text = axfr_text(server.addr4(), "sign.test", 10);
+        let file = data.write("axfr.zone", &text);
+        let (ok, out) = run_judge(Command::new(judge("ldns-verify-zone")).arg(&file));
+        assert!(ok, "{tag}: ldns-verify-zone:\n{out}");
+        let (ok, out) = run_judge(
+            Command::new(judge("dnssec-verify"))
+                .args(["-o", "sign.test"])
+                .arg(&file),
+        );
+        assert!(ok, "{tag}: dnssec-verify:\n{out}");
+        // dnssec-verify counts the keys by role: one KSK and one ZSK.
+        assert!(
+            out.contains("KSKs: 1 active") && out.contains("ZSKs: 1 active"),
+            "{out}"
+        );
+
+        // Who signs what, and when each signature expires.
+        let mut expirations = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f[3] == "DNSKEY" || f[3] == "CDS" || f[3] == "CDNSKEY" {
+                assert_eq!(f[1], "600", "{tag}: the DNSKEY TTL configured: {line}");
+            }
+            if f[3] != "RRSIG" {
+                continue;
+            }
+            let keyset = matches!(f[4], "DNSKEY" | "CDS" | "CDNSKEY");
+            let want = if keyset { &ksk[0] } else { &zsk[0] };
+            assert_eq!(f[10], want, "{tag}: {line}");
+            expirations.push(time_secs(f[8]));
+        }
+        assert!(expirations.len() > 90, "{text}");
+        // Spread over the two days of jitter before the 14 days of validity.
+        let end = started + 14 * 86_400;
+        assert!(
+            expirations
+                .iter()
+                .all(|&e| e + 2 * 86_400 + 60 >= end && e <= end + 60),
+            "{expirations:?}"
+        );
+        let mut distinct = expirations.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(
+            distinct.len() * 2 > expirations.len()
+                && distinct[distinct.len() - 1] - distinct[0] > 3600,
+            "{tag}: no spread: {expirations:?}"
+        );
+        let dnskey = dig(
+            server.addr4(),
+            &["+noall", "+answer", "sign.test", "DNSKEY"],
+        );
+        assert!(
+            dnskey.lines().count() == 2
+                && dnskey
+                    .lines()
+                    .all(|l| l.split_whitespace().nth(1) == Some("600")),
+            "{dnskey}"
+        );
+        let anchors = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+        delv_all(server.addr4(), &anchors, "sign.test", QUESTIONS);
+    }
+}
+
+/// `ksk_lifetime` starts a KSK rollover by itself (KSK+ZSK made here): the new KSK waits
+/// for its DS; once the operator confirms it (`shardns key submitted`) it is published,
+/// signs the DNSKEY RRset after the waits computed from the configured DNSKEY TTL, and the
+/// old KSK goes; every step validates from the DS the parent has then.
+#[test]
+fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
+    let data = TempDir::new("kpol-ksk-life");
+    data.write("sign.test.zone", ROLL_ZONE);
+    std::fs::create_dir_all(data.path().join("keys")).unwrap();
+    // DNSKEY TTL 4 (SOA TTL 2): a new key is seen everywhere 4 + 1 s after publication,
+    // longer than the parent's DS wait (2 + 1 s).
+    let config = data.write(
+        "shardns.toml",
+        "[server]\nkey_directory = \"keys\"\n\
+         [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+         single_type_signing = false\nksk_lifetime = 8\ndnskey_ttl = 4\n\
+         propagation_delay = 1\nparent_ds_ttl = 2\nparent_propagation_delay = 1\n",
+    );
+    let keys = data.path().join("keys");
+    let mut server = Server::start(
+        "kpol-ksk-life-srv",
+        &["--workers", "1", "--config", config.to_str().unwrap()],
+    );
+    let old_ksk = tags_of(&keys, "KSK");
+    let zsk = tags_of(&keys, "ZSK");
+    assert_eq!((old_ksk.len(), zsk.len()), (1, 1));
+    let old_anchor = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+    assert_eq!(apex_signers(server.addr4(), "DNSKEY"), old_ksk);
+
+    // 1. The lifetime ends: the server makes the new KSK on its own timer; the zone does
+    //    not change (the key waits for its DS).
+    server.wait_for_log("the lifetime of KSK", Duration::from_secs(30));
+    let both = key_cmd("ds", &keys, &[]);
+    let new_tag = both
+        .lines()
+        .find(|l| l.contains("NEW"))
+        .and_then(|l| l.split("tag ").nth(1))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or_else(|| panic!("no new KSK: {both}"))
+        .to_string();
+    assert!(tags_of(&keys, "KSK").contains(&new_tag));
+    assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 2);
+    assert_eq!(apex_signers(server.addr4(), "DNSKEY"), old_ksk);
+    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+
+    // 2. The parent has both DS: confirmed, published.
+    let both_anchor = {
+        let dir = data.path().join("both");
+        std::fs::create_dir_all(&dir).unwrap();
+        anchor_file(&dir, &both)
+    };
+    let out = key_cmd("submitted", &keys, &[&new_tag]);
+    assert!(out.contains("confirmed"), "{out}");
+    assert!(reload_zone(&server, "sign.test").status.success());
+    assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 3);
+    let stem = key_stems(&keys)
+        .into_iter()
+        .find(|s| s.ends_with(&format!("{:0>5}", new_tag)))
+        .unwrap();
+    let confirmed = key_time(&keys, &stem, "DSPublish").unwrap();
+    assert_eq!(
+        key_time(&keys, &stem, "Activate").unwrap(),
+        confirmed + 5,
+        "the DNSKEY TTL configured (4) + propagation (1) is the longer wait"
+    );
+    delv_all(server.addr4(), &both_anchor, "sign.test", ROLL_QUESTIONS);
+
+    // 3. The new KSK signs the DNSKEY RRset (alone: the ZSK signs the rest); 4. the old
+    //    one goes.
+    wait_until(server.addr4(), &both_anchor, 30, "new KSK signing", || {
+        apex_signers(server.addr4(), "DNSKEY") == [new_tag.clone()]
+    });
+    assert_eq!(www_signer(server.addr4()), zsk[0]);
+    wait_until(
+        server.addr4(),
+        &both_anchor,
+        30,
+        "old KSK withdrawn",
+        || apex_set(server.addr4(), "DNSKEY").len() == 2,
+    );
+    let list = key_cmd("list", &keys, &[]);
+    let state = |tag: &str| {
+        list.lines()
+            .find(|l| l.split_whitespace().next() == Some(tag))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(state(&new_tag), "active", "{list}");
+    assert_eq!(state(&old_ksk[0]), "removed", "{list}");
+    // The parent drops the old DS: the new KSK's alone validates.
+    let new_ds: String = {
+        let ds = key_cmd("ds", &keys, &[]);
+        let lines: Vec<&str> = ds.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(';') && l.contains(&format!("tag {new_tag}")))
+            .unwrap_or_else(|| panic!("{ds}"));
+        lines[at..at + 2].join("\n")
+    };
     let new_anchor = {
         let dir = data.path().join("new");
         std::fs::create_dir_all(&dir).unwrap();

@@ -15,10 +15,11 @@
 //! `KEYDIR/state/<zone>.state`, written atomically (a temporary file, synced, renamed),
 //! with the timings rollovers wait for (so `shardns key rollover` knows them).
 //!
-//! Rollovers (`shardns_dnssec::roll`) are times in the key files: at every signing the
-//! times of a rollover under way are brought into line and a ZSK whose `zsk_lifetime` is
-//! up gets its successor; the zone is signed again at the next key event as well as
-//! before its signatures expire.
+//! The zone's policy (key shape, sizes, lifetimes, DNSKEY TTL, signature jitter: [`SignSpec`])
+//! and the keys it makes are in `policy`. Rollovers (`shardns_dnssec::roll`) are times in
+//! the key files: at every signing the times of a rollover under way are brought into line
+//! and a key whose `zsk_lifetime` or `ksk_lifetime` is up gets its successor; the zone is
+//! signed again at the next key event as well as before its signatures expire.
 //!
 //! Signatures survive a restart: the signed zone is kept in `KEYDIR/state/<zone>.signed`
 //! (a zone file, written atomically after each signing) under a fingerprint of what it
@@ -31,10 +32,9 @@
 //! are signed: the updated records are what a restart or a re-signing signs.
 
 use shardns_dnssec::digest::Fingerprint;
-use shardns_dnssec::roll::{self, RollTimings};
+use shardns_dnssec::roll;
 use shardns_dnssec::{
-    keys::zone_keys, sign_list, Algorithm, CdsParams, Denial, KeyStore, Nsec3Params, Policy,
-    Previous, RecordList, Role, Rr, SignParams, StoredKey, BLOCK,
+    keys::zone_keys, sign_list, KeyStore, Previous, RecordList, Rr, StoredKey, BLOCK,
 };
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Records, Scanned};
@@ -44,107 +44,16 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod policy;
 mod state;
 mod timer;
 pub mod updates;
 
+pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
 use state::{state_path, write_atomic};
 pub use timer::Resigner;
 pub use updates::Updates;
-
-/// How one zone is signed: from its `[[zone]]` table and `server.key_directory`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignSpec {
-    /// The key directory.
-    pub key_dir: PathBuf,
-    /// The algorithm of a first key, made when the directory has none for the zone.
-    pub algorithm: Algorithm,
-    /// NSEC or NSEC3 (with its parameters).
-    pub denial: Denial,
-    /// Signature validity and refresh.
-    pub policy: Policy,
-    /// Key lifetimes and the waits of a rollover.
-    pub roll: RollSpec,
-    /// Which CDS and CDNSKEY records, and the CDS digest.
-    pub cds: CdsParams,
-}
-
-/// The rollover settings of a zone (`RollTimings` less the zone's own TTLs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RollSpec {
-    /// A ZSK's lifetime (absent: rolled only by hand).
-    pub zsk_lifetime: Option<u32>,
-    /// How long a change takes to reach every secondary, in seconds.
-    pub propagation: u32,
-    /// The TTL of the DS records at the parent.
-    pub parent_ds_ttl: u32,
-    /// How long a change at the parent takes to reach its secondaries.
-    pub parent_propagation: u32,
-}
-
-impl Default for RollSpec {
-    fn default() -> Self {
-        Self {
-            zsk_lifetime: None,
-            propagation: 3600,
-            parent_ds_ttl: 86_400,
-            parent_propagation: 3600,
-        }
-    }
-}
-
-impl RollSpec {
-    fn timings(&self, dnskey_ttl: u32, max_ttl: u32) -> RollTimings {
-        RollTimings {
-            dnskey_ttl: u64::from(dnskey_ttl),
-            max_ttl: u64::from(max_ttl),
-            propagation: u64::from(self.propagation),
-            parent_ds_ttl: u64::from(self.parent_ds_ttl),
-            parent_propagation: u64::from(self.parent_propagation),
-            zsk_lifetime: self.zsk_lifetime.map(u64::from),
-        }
-    }
-}
-
-impl SignSpec {
-    /// The signing of `zone`, if it has `dnssec = true` (the config's check made sure a
-    /// key directory is set then).
-    pub fn of(zone: &shardns_config::ZoneConfig, key_dir: Option<&Path>) -> Option<Self> {
-        if !zone.dnssec {
-            return None;
-        }
-        let key_dir = key_dir?.to_path_buf();
-        let denial = if zone.nsec3 || zone.nsec3_opt_out {
-            Denial::Nsec3 {
-                params: Nsec3Params::default(),
-                opt_out: zone.nsec3_opt_out,
-            }
-        } else {
-            Denial::Nsec
-        };
-        Some(Self {
-            key_dir,
-            algorithm: zone.algorithm,
-            denial,
-            policy: Policy {
-                validity: zone.signature_validity,
-                refresh: zone.signature_refresh,
-                ..Policy::default()
-            },
-            roll: RollSpec {
-                zsk_lifetime: zone.zsk_lifetime,
-                propagation: zone.propagation_delay,
-                parent_ds_ttl: zone.parent_ds_ttl,
-                parent_propagation: zone.parent_propagation_delay,
-            },
-            cds: CdsParams {
-                publish: zone.cds_cdnskey_publish,
-                digest: zone.cds_digest_type,
-            },
-        })
-    }
-}
 
 /// A zone's records after signing.
 pub struct Signed {
@@ -237,18 +146,7 @@ pub fn sign_records(
     let store = KeyStore::open(&spec.key_dir).map_err(|e| store_error(&e))?;
     let mut keys = store.load(apex).map_err(|e| store_error(&e))?;
     if keys.is_empty() {
-        let key = store
-            .generate(apex, spec.algorithm, Role::Csk, now)
-            .map_err(|e| store_error(&e))?;
-        info!(
-            "zone {apex}: no key in {}, made {} ({} {}, tag {})",
-            spec.key_dir.display(),
-            key.stem,
-            key.meta.role,
-            key.meta.algorithm,
-            key.meta.tag
-        );
-        keys.push(key);
+        keys = policy::first_keys(apex, &store, spec, now)?;
     }
     let soa = records
         .items
@@ -256,8 +154,8 @@ pub fn sign_records(
         .find(|r| r.rtype == RType::SOA && records.owner(r).eq_ci(&apex.as_ref()))
         .ok_or("the zone needs exactly one SOA record at its apex")?;
     let file_serial = soa_serial(records.rdata(soa)).ok_or("a SOA record with bad rdata")?;
-    // The DNSKEY TTL is the SOA's (SignParams::dnskey_ttl None).
-    let dnskey_ttl = soa.ttl;
+    // The DNSKEY TTL: configured, else the SOA's (as SignParams::dnskey_ttl None gives).
+    let dnskey_ttl = spec.dnskey_ttl.unwrap_or(soa.ttl);
     let max_ttl = records
         .items
         .iter()
@@ -266,7 +164,7 @@ pub fn sign_records(
         .unwrap_or(0)
         .max(dnskey_ttl);
     let timings = spec.roll.timings(dnskey_ttl, max_ttl);
-    step_rollovers(apex, &store, &mut keys, &timings, now)?;
+    policy::step_rollovers(apex, &store, &mut keys, spec, &timings, now)?;
     let state = StateFile::new(&spec.key_dir, apex);
     let last = state.read()?;
 
@@ -287,11 +185,9 @@ pub fn sign_records(
         Some(last) if !serial_gt(file_serial, last) => last.wrapping_add(1),
         _ => file_serial,
     };
-    let mut params = SignParams::new(now, &spec.policy);
-    params.denial = spec.denial.clone();
+    let mut params = spec.sign_params(now);
     params.serial = Some(serial);
     params.threads = threads;
-    params.cds = spec.cds;
     let zk = zone_keys(&keys, now);
     let started = std::time::Instant::now();
     // The last signed version, whose signatures of unchanged RRsets are kept.
@@ -321,56 +217,17 @@ pub fn sign_records(
     Ok((signed.list, serial, refresh_at))
 }
 
-/// Moves the rollovers under way on at `now` ([`roll::tick`]): the old key's end set from
-/// its successor's start, a new ZSK made when the lifetime of the active one is up. Changed
-/// keys are written (a new key first).
-fn step_rollovers(
-    apex: &Name,
-    store: &KeyStore,
-    keys: &mut Vec<StoredKey>,
-    timings: &RollTimings,
-    now: u64,
-) -> Result<(), String> {
-    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
-    let mut tick = roll::tick(&mut metas, timings, now);
-    if let Some(new) = tick.new_key.take() {
-        let mut key = store
-            .make(apex, new.algorithm, new.role, now)
-            .map_err(|e| store_error(&e))?;
-        roll::schedule_new(&mut key.meta, new.kind, timings, now);
-        store.save_new(&key).map_err(|e| store_error(&e))?;
-        info!(
-            "zone {apex}: the lifetime of ZSK {} is up: made ZSK {} ({}), published now, signing from {}",
-            metas[new.old].tag,
-            key.meta.tag,
-            key.stem,
-            shardns_dnssec::keys::format_time(key.meta.activate.unwrap_or(now))
-        );
-        metas.push(key.meta.clone());
-        keys.push(key);
-        tick = roll::tick(&mut metas, timings, now);
-    }
-    for i in tick.changed {
-        keys[i].meta = metas[i].clone();
-        store.save(&keys[i]).map_err(|e| store_error(&e))?;
-        let m = &keys[i].meta;
-        let time = |t: Option<u64>| t.map_or("-".into(), shardns_dnssec::keys::format_time);
-        info!(
-            "zone {apex}: {} {} rolled over: signs until {}, withdrawn at {}",
-            m.role,
-            m.tag,
-            time(m.inactive),
-            time(m.delete)
-        );
-    }
-    Ok(())
-}
-
 /// What a signed zone was made from: its records, its keys with their times, the signing
 /// settings.
 fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> String {
     let mut f = Fingerprint::default();
-    let settings = (&spec.denial, spec.policy, spec.roll, spec.cds);
+    let settings = (
+        &spec.denial,
+        spec.policy,
+        spec.roll,
+        spec.cds,
+        spec.dnskey_ttl,
+    );
     f.part(format!("{settings:?}").as_bytes());
     for k in keys {
         f.part(k.key.dnskey_rdata());

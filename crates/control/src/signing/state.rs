@@ -67,7 +67,8 @@ pub(super) fn write_atomic(
 
 /// A signed zone's state in the key directory: `state/<zone>.state`, a line `serial N`,
 /// then the timings of its last signing (`dnskey_ttl N`, `max_ttl N`, `propagation N`,
-/// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`), seconds.
+/// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`, `ksk_lifetime N`),
+/// seconds.
 pub struct StateFile {
     path: PathBuf,
 }
@@ -120,6 +121,7 @@ impl StateFile {
                 parent_ds_ttl: get("parent_ds_ttl")?,
                 parent_propagation: get("parent_propagation")?,
                 zsk_lifetime: get("zsk_lifetime"),
+                ksk_lifetime: get("ksk_lifetime"),
             })
         })())
     }
@@ -146,6 +148,9 @@ impl StateFile {
         );
         if let Some(life) = t.zsk_lifetime {
             text.push_str(&format!("zsk_lifetime {life}\n"));
+        }
+        if let Some(life) = t.ksk_lifetime {
+            text.push_str(&format!("ksk_lifetime {life}\n"));
         }
         write_atomic(&self.path, |w| w.write_all(text.as_bytes()))
     }

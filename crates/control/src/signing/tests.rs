@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::zones::{ZoneLibrary, ZoneSource, ZoneSpec};
+use shardns_dnssec::{Algorithm, CdsParams, Denial, Nsec3Params, Policy, Role};
 use shardns_wire::{RType, Record};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
@@ -52,6 +53,8 @@ fn spec(key_dir: &Path) -> SignSpec {
             publish: shardns_dnssec::CdsPublish::Always,
             ..CdsParams::default()
         },
+        keys: KeyPolicy::default(),
+        dnskey_ttl: None,
     }
 }
 
@@ -325,6 +328,7 @@ fn a_zsk_rollover_is_carried_out_by_the_signings() {
     let mut s = spec(&dir.0);
     s.roll = RollSpec {
         zsk_lifetime: Some(1000),
+        ksk_lifetime: None,
         propagation: 5,
         parent_ds_ttl: 60,
         parent_propagation: 5,

@@ -15,7 +15,7 @@
 use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
 use shardns_config::{Config, ZoneConfig};
 use shardns_dnssec::keys::zone_keys;
-use shardns_dnssec::{KeyStore, RecordList, SignParams};
+use shardns_dnssec::{KeyStore, RecordList};
 use shardns_wire::{Class, RType};
 use shardns_zone::update::{sign_change, Change};
 use shardns_zone::Zone;
@@ -37,10 +37,8 @@ pub(super) fn signed_version(
     let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
     let keys = store.load(&apex).map_err(|e| e.to_string())?;
     let zk = zone_keys(&keys, now);
-    let mut params = SignParams::new(now, &spec.policy);
-    params.denial = spec.denial.clone();
+    let mut params = spec.sign_params(now);
     params.threads = 1;
-    params.cds = spec.cds;
     let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_change(zone, change, &zk, &params) {

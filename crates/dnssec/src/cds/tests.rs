@@ -11,6 +11,7 @@ const TIMINGS: RollTimings = RollTimings {
     parent_ds_ttl: 15,
     parent_propagation: 3,
     zsk_lifetime: None,
+    ksk_lifetime: None,
 };
 
 fn meta(role: Role, tag: u16) -> KeyMeta {

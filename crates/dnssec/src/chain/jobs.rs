@@ -151,6 +151,7 @@ pub(super) fn sign_jobs(
                 }
             }
             let labels = rrsig_labels(owner);
+            let expiration = params.expiration_of(owner, first.rtype);
             for (k, &reusable) in keys.iter().zip(&reusable) {
                 if !((job.keys && k.signs_keys) || (!job.keys && k.signs_zone)) {
                     continue;
@@ -181,11 +182,14 @@ pub(super) fn sign_jobs(
                     what,
                     apex,
                     params.inception,
-                    params.expiration,
+                    expiration,
                     &mut scratch,
                     &mut bytes,
                 )?;
                 out.made += 1;
+                if earliest_of(params.inception, expiration, out.earliest) {
+                    out.earliest = expiration;
+                }
                 items.push(Rr {
                     owner: first.owner,
                     rdata: at,

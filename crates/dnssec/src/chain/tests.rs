@@ -58,6 +58,7 @@ fn params(denial: Denial) -> SignParams {
         dnskey_ttl: None,
         serial: None,
         threads: 1,
+        jitter: Default::default(),
         cds: CdsParams {
             publish: CdsPublish::Always,
             ..CdsParams::default()
@@ -471,6 +472,59 @@ fn input_is_cleaned_and_checked() {
         sign_zone(&apex, zone(), &[ZoneKey::csk(&key)], &params(salty)).unwrap_err(),
         Error::Nsec3Salt
     ));
+}
+
+#[test]
+fn jitter_spreads_expirations_within_its_window() {
+    let key = ed25519();
+    let apex = name("example.");
+    let mut records = zone();
+    for i in 0..300 {
+        records.push(rec(&format!("h{i} 60 A 192.0.2.{}", i % 250), "example."));
+    }
+    let expirations = |spread: u32, seed: u64, threads: usize| {
+        let mut p = params(Denial::Nsec);
+        p.jitter = Jitter { spread, seed };
+        p.threads = threads;
+        let list = RecordList::from_records(&records);
+        let signed = sign_list(&apex, list, &[ZoneKey::csk(&key)], &p, None).unwrap();
+        let zone = signed.list.to_records();
+        assert!(verify_all(&zone) > 300);
+        let exp: Vec<u32> = zone
+            .iter()
+            .filter(|r| r.rtype == RType::RRSIG)
+            .map(|r| RrsigFields::parse(&r.rdata).unwrap().0.expiration)
+            .collect();
+        (exp, signed.earliest_expiration, p.expiration)
+    };
+    let (flat, earliest, end) = expirations(0, 7, 1);
+    assert!(flat.iter().all(|&e| e == end));
+    assert_eq!(earliest, end);
+    let (spread, earliest, end) = expirations(86_400, 7, 1);
+    assert!(spread.iter().all(|&e| e <= end && e >= end - 86_400));
+    let distinct: HashSet<u32> = spread.iter().copied().collect();
+    assert!(
+        distinct.len() > 250,
+        "{} distinct of {}",
+        distinct.len(),
+        spread.len()
+    );
+    // Over the whole window: some in each quarter of it.
+    for q in 0..4 {
+        let (lo, hi) = (end - 86_400 + q * 21_600, end - 86_400 + (q + 1) * 21_600);
+        assert!(
+            spread.iter().any(|&e| e >= lo && e <= hi),
+            "none in quarter {q}"
+        );
+    }
+    assert_eq!(
+        earliest,
+        *spread.iter().min().unwrap(),
+        "the refresh follows the earliest"
+    );
+    // The same seed gives the same spread on any number of threads; another seed another.
+    assert_eq!(expirations(86_400, 7, 4).0, spread);
+    assert_ne!(expirations(86_400, 8, 1).0, spread);
 }
 
 #[test]

@@ -51,9 +51,44 @@ fn generated_keys_sign_and_verify() {
         );
     }
     assert!(matches!(
-        SigningKey::generate(Algorithm::RsaSha256, 256).unwrap_err(),
-        Error::Unsupported(Algorithm::RsaSha256)
+        SigningKey::generate(Algorithm::RsaSha1, 256).unwrap_err(),
+        Error::Unsupported(Algorithm::RsaSha1)
     ));
+}
+
+#[test]
+fn generated_rsa_keys_have_their_size_and_sign() {
+    for (alg, bits) in [
+        (Algorithm::RsaSha256, None),
+        (Algorithm::RsaSha512, Some(3072)),
+    ] {
+        let key = SigningKey::generate_sized(alg, 257, bits).unwrap();
+        let (e, n) = rsa_split(key.public_key()).unwrap();
+        assert_eq!(
+            n.len() * 8,
+            bits.unwrap_or(RSA_DEFAULT_BITS) as usize,
+            "{alg}"
+        );
+        assert_eq!(e, [1, 0, 1], "{alg}: aws-lc-rs's exponent 65537");
+        assert_eq!(key.dnskey_rdata()[3], alg.number());
+        let sig = key.sign(b"hello").unwrap();
+        assert_eq!(sig.len(), n.len());
+        assert!(verify(alg, key.public_key(), b"hello", &sig));
+        assert!(!verify(alg, key.public_key(), b"hellO", &sig));
+        // Signed with its own hash: the other RSA algorithm does not verify it.
+        let other = if alg == Algorithm::RsaSha256 {
+            Algorithm::RsaSha512
+        } else {
+            Algorithm::RsaSha256
+        };
+        assert!(!verify(other, key.public_key(), b"hello", &sig));
+        // The private components taken from aws-lc-rs's PKCS #8 rebuild the same key.
+        let again =
+            SigningKey::from_private(alg, 257, key.private().clone(), key.public_key()).unwrap();
+        assert_eq!(again.tag(), key.tag());
+    }
+    let err = SigningKey::generate_sized(Algorithm::RsaSha256, 257, Some(1024)).unwrap_err();
+    assert!(err.to_string().contains("2048, 3072 or 4096"), "{err}");
 }
 
 #[test]

@@ -161,7 +161,7 @@ pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile,
                 .try_into()
                 .map_err(|_| corrupt("Ed25519 PrivateKey is not 32 octets".into()))?,
         ),
-        Algorithm::RsaSha256 => PrivateKey::Rsa(RsaPrivate {
+        Algorithm::RsaSha256 | Algorithm::RsaSha512 => PrivateKey::Rsa(RsaPrivate {
             modulus: b64("Modulus")?,
             public_exponent: b64("PublicExponent")?,
             private_exponent: b64("PrivateExponent")?,

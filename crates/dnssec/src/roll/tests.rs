@@ -14,6 +14,7 @@ const TIMINGS: RollTimings = RollTimings {
     parent_ds_ttl: 15,
     parent_propagation: 3,
     zsk_lifetime: None,
+    ksk_lifetime: None,
 };
 
 fn key(role: Role, tag: u16, now: u64) -> KeyMeta {
@@ -241,6 +242,42 @@ fn zsk_rolls_on_its_lifetime_again_and_again() {
         .filter(|&i| sim.state(i) == KeyState::Active)
         .collect();
     assert_eq!(active.len(), 2, "the KSK and one ZSK");
+}
+
+#[test]
+fn ksk_and_csk_roll_on_their_lifetime_up_to_the_parent_step() {
+    for roles in [&[Role::Ksk, Role::Zsk][..], &[Role::Csk][..]] {
+        let t = RollTimings {
+            ksk_lifetime: Some(100),
+            ..TIMINGS
+        };
+        let mut sim = Sim::new(roles, t);
+        let old_role = roles[0];
+        // Started when the lifetime ends (not earlier: the parent's part takes as long as
+        // it takes).
+        assert_eq!(next_event(&sim.keys, &sim.t, sim.now), Some(T0 + 100));
+        sim.advance(99);
+        assert_eq!(sim.keys.len(), roles.len());
+        sim.advance(1);
+        let new = roles.len();
+        assert_eq!(sim.keys.len(), new + 1, "{roles:?}");
+        assert_eq!(sim.keys[new].role, old_role);
+        assert_eq!(sim.state(new), KeyState::DsPending);
+        // Nothing more until the operator confirms the DS: no second new key.
+        assert_eq!(next_event(&sim.keys, &sim.t, sim.now), None);
+        sim.advance(50);
+        assert_eq!(sim.keys.len(), new + 1);
+        let tc = sim.now;
+        confirm_ds(&mut sim.keys, None, &sim.t, sim.now).unwrap();
+        sim.sign_again();
+        sim.advance(60);
+        assert_eq!(sim.state(0), KeyState::Removed);
+        assert_eq!(sim.state(new), KeyState::Active);
+        // The new key's own lifetime counts from its activation.
+        let ta = sim.keys[new].activate.unwrap();
+        assert_eq!(ta, tc + 18);
+        assert_eq!(next_event(&sim.keys, &sim.t, sim.now), Some(ta + 100));
+    }
 }
 
 #[test]

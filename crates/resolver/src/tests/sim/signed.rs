@@ -50,6 +50,7 @@ fn params(denial: Denial, inception: u32, expiration: u32) -> SignParams {
         dnskey_ttl: None,
         serial: None,
         threads: 1,
+        jitter: Default::default(),
         cds: shardns_dnssec::CdsParams::default(),
     }
 }

@@ -1,0 +1,263 @@
+//! signing::policy -- a zone's DNSSEC policy ([`SignSpec`], from its `[[zone]]` table: the
+//! keys BIND's `dnssec-policy` and Knot's `policy` have), the keys it makes (the first ones,
+//! one CSK or a KSK and a ZSK; a successor when a key's lifetime is up) and the rollovers it
+//! moves on at every signing.
+
+use super::store_error;
+use shardns_dnssec::roll::{self, RollKind, RollTimings};
+use shardns_dnssec::{
+    Algorithm, CdsParams, Denial, KeyStore, Nsec3Params, Policy, Role, SignParams, StoredKey,
+};
+use shardns_wire::Name;
+use std::path::{Path, PathBuf};
+use tracing::{info, warn};
+
+/// How one zone is signed: from its `[[zone]]` table and `server.key_directory`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignSpec {
+    /// The key directory.
+    pub key_dir: PathBuf,
+    /// The algorithm of the keys made when the directory has none for the zone.
+    pub algorithm: Algorithm,
+    /// NSEC or NSEC3 (with its parameters).
+    pub denial: Denial,
+    /// Signature validity, refresh and jitter.
+    pub policy: Policy,
+    /// Key lifetimes and the waits of a rollover.
+    pub roll: RollSpec,
+    /// Which CDS and CDNSKEY records, and the CDS digest.
+    pub cds: CdsParams,
+    /// The shape and sizes of the keys made here.
+    pub keys: KeyPolicy,
+    /// The TTL of DNSKEY, CDS and CDNSKEY (absent: the SOA's).
+    pub dnskey_ttl: Option<u32>,
+}
+
+/// The keys made for a zone: their shape and, for RSA, their sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPolicy {
+    /// One CSK (`single_type_signing = true`, the default) or a KSK and a ZSK.
+    pub single_type: bool,
+    /// Bits of a KSK or CSK with an RSA algorithm (absent: 2048).
+    pub ksk_bits: Option<u32>,
+    /// Bits of a ZSK with an RSA algorithm (absent: 2048).
+    pub zsk_bits: Option<u32>,
+}
+
+impl Default for KeyPolicy {
+    fn default() -> Self {
+        Self {
+            single_type: true,
+            ksk_bits: None,
+            zsk_bits: None,
+        }
+    }
+}
+
+impl KeyPolicy {
+    /// The roles of the first keys of a zone.
+    fn first_roles(&self) -> &'static [Role] {
+        if self.single_type {
+            &[Role::Csk]
+        } else {
+            &[Role::Ksk, Role::Zsk]
+        }
+    }
+
+    /// The RSA size of a key of `role`.
+    fn bits(&self, role: Role) -> Option<u32> {
+        match role {
+            Role::Zsk => self.zsk_bits,
+            Role::Ksk | Role::Csk => self.ksk_bits,
+        }
+    }
+}
+
+/// The rollover settings of a zone (`RollTimings` less the zone's own TTLs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollSpec {
+    /// A ZSK's lifetime (absent: rolled only by hand).
+    pub zsk_lifetime: Option<u32>,
+    /// A KSK's or CSK's lifetime (absent: rolled only by hand).
+    pub ksk_lifetime: Option<u32>,
+    /// How long a change takes to reach every secondary, in seconds.
+    pub propagation: u32,
+    /// The TTL of the DS records at the parent.
+    pub parent_ds_ttl: u32,
+    /// How long a change at the parent takes to reach its secondaries.
+    pub parent_propagation: u32,
+}
+
+impl Default for RollSpec {
+    fn default() -> Self {
+        Self {
+            zsk_lifetime: None,
+            ksk_lifetime: None,
+            propagation: 3600,
+            parent_ds_ttl: 86_400,
+            parent_propagation: 3600,
+        }
+    }
+}
+
+impl RollSpec {
+    pub(super) fn timings(&self, dnskey_ttl: u32, max_ttl: u32) -> RollTimings {
+        RollTimings {
+            dnskey_ttl: u64::from(dnskey_ttl),
+            max_ttl: u64::from(max_ttl),
+            propagation: u64::from(self.propagation),
+            parent_ds_ttl: u64::from(self.parent_ds_ttl),
+            parent_propagation: u64::from(self.parent_propagation),
+            zsk_lifetime: self.zsk_lifetime.map(u64::from),
+            ksk_lifetime: self.ksk_lifetime.map(u64::from),
+        }
+    }
+}
+
+impl SignSpec {
+    /// The signing of `zone`, if it has `dnssec = true` (the config's check made sure a
+    /// key directory is set then).
+    pub fn of(zone: &shardns_config::ZoneConfig, key_dir: Option<&Path>) -> Option<Self> {
+        if !zone.dnssec {
+            return None;
+        }
+        let key_dir = key_dir?.to_path_buf();
+        let denial = if zone.nsec3 || zone.nsec3_opt_out {
+            Denial::Nsec3 {
+                params: Nsec3Params::default(),
+                opt_out: zone.nsec3_opt_out,
+            }
+        } else {
+            Denial::Nsec
+        };
+        Some(Self {
+            key_dir,
+            algorithm: zone.algorithm,
+            denial,
+            policy: Policy {
+                validity: zone.signature_validity,
+                refresh: zone.signature_refresh,
+                jitter: zone.signature_jitter,
+                ..Policy::default()
+            },
+            roll: RollSpec {
+                zsk_lifetime: zone.zsk_lifetime,
+                ksk_lifetime: zone.ksk_lifetime,
+                propagation: zone.propagation_delay,
+                parent_ds_ttl: zone.parent_ds_ttl,
+                parent_propagation: zone.parent_propagation_delay,
+            },
+            cds: CdsParams {
+                publish: zone.cds_cdnskey_publish,
+                digest: zone.cds_digest_type,
+            },
+            keys: KeyPolicy {
+                single_type: zone.single_type_signing,
+                ksk_bits: zone.ksk_size,
+                zsk_bits: zone.zsk_size,
+            },
+            dnskey_ttl: zone.dnskey_ttl,
+        })
+    }
+
+    /// The signer's parameters at `now`: the policy's window and jitter (a random seed),
+    /// the denial, the DNSKEY TTL, the CDS; the SOA's serial, every core.
+    pub fn sign_params(&self, now: u64) -> SignParams {
+        let mut params = SignParams::new(now, &self.policy);
+        params.denial = self.denial.clone();
+        params.cds = self.cds;
+        params.dnskey_ttl = self.dnskey_ttl;
+        params
+    }
+}
+
+/// Makes and writes the first keys of a zone whose key directory has none: one CSK, or a
+/// KSK and a ZSK, of the zone's algorithm (and size), published and active from `now`.
+pub(super) fn first_keys(
+    apex: &Name,
+    store: &KeyStore,
+    spec: &SignSpec,
+    now: u64,
+) -> Result<Vec<StoredKey>, String> {
+    let mut keys = Vec::new();
+    for &role in spec.keys.first_roles() {
+        let key = store
+            .make_sized(apex, spec.algorithm, role, spec.keys.bits(role), now)
+            .map_err(|e| store_error(&e))?;
+        store.save_new(&key).map_err(|e| store_error(&e))?;
+        info!(
+            "zone {apex}: no key in {}, made {} ({} {}, tag {})",
+            spec.key_dir.display(),
+            key.stem,
+            key.meta.role,
+            key.meta.algorithm,
+            key.meta.tag
+        );
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// Moves the rollovers under way on at `now` ([`roll::tick`]): the old key's end set from
+/// its successor's start, a new key made when the lifetime of the active one is up (a ZSK
+/// published at once; a KSK or CSK waiting for its DS, which the operator confirms).
+/// Changed keys are written (a new key first).
+pub(super) fn step_rollovers(
+    apex: &Name,
+    store: &KeyStore,
+    keys: &mut Vec<StoredKey>,
+    spec: &SignSpec,
+    timings: &RollTimings,
+    now: u64,
+) -> Result<(), String> {
+    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    let mut tick = roll::tick(&mut metas, timings, now);
+    // At most one new key of each kind: a kind with a rollover under way makes none.
+    while let Some(new) = tick.new_key.take() {
+        let bits = spec.keys.bits(new.role);
+        let mut key = store
+            .make_sized(apex, new.algorithm, new.role, bits, now)
+            .map_err(|e| store_error(&e))?;
+        roll::schedule_new(&mut key.meta, new.kind, timings, now);
+        store.save_new(&key).map_err(|e| store_error(&e))?;
+        let (old, tag) = (&metas[new.old], key.meta.tag);
+        match new.kind {
+            RollKind::Zsk => info!(
+                "zone {apex}: the lifetime of ZSK {} is up: made ZSK {tag} ({}), published now, signing from {}",
+                old.tag,
+                key.stem,
+                shardns_dnssec::keys::format_time(key.meta.activate.unwrap_or(now))
+            ),
+            // The parent's part is the operator's: said loudly, as it waits for them.
+            RollKind::Ksk => warn!(
+                "zone {apex}: the lifetime of {} {} is up: made {} {tag} ({}), waiting for its DS at the parent: \
+                 give the parent the DS that `shardns key ds {apex}` prints, then run `shardns key submitted {apex} {tag}` \
+                 and reload the zone",
+                old.role,
+                old.tag,
+                key.meta.role,
+                key.stem
+            ),
+        }
+        metas.push(key.meta.clone());
+        keys.push(key);
+        tick = roll::tick(&mut metas, timings, now);
+    }
+    for i in tick.changed {
+        keys[i].meta = metas[i].clone();
+        store.save(&keys[i]).map_err(|e| store_error(&e))?;
+        let m = &keys[i].meta;
+        let time = |t: Option<u64>| t.map_or("-".into(), shardns_dnssec::keys::format_time);
+        info!(
+            "zone {apex}: {} {} rolled over: signs until {}, withdrawn at {}",
+            m.role,
+            m.tag,
+            time(m.inactive),
+            time(m.delete)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

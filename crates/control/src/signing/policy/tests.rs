@@ -1,0 +1,184 @@
+//! The zone's policy at signing: the key shape and sizes made, the DNSKEY TTL, the spread
+//! of signature expirations, and a KSK rollover started by its lifetime.
+
+use super::*;
+use crate::signing::{sign_scanned, StateFile};
+use shardns_dnssec::key::rsa_split;
+use shardns_dnssec::roll::{key_state, KeyState};
+use shardns_dnssec::sign::RrsigFields;
+use shardns_wire::{RType, Record};
+use shardns_zone::scan::Scanned;
+use shardns_zone::ScanOptions;
+
+const NOW: u64 = 1_750_000_000;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "shardns-policy-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn apex() -> Name {
+    "z.test.".parse().unwrap()
+}
+
+fn scan() -> Scanned {
+    let mut text = String::from(
+        "$TTL 300\n@ SOA ns.z.test. admin.z.test. 1 3600 600 86400 300\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.2\n",
+    );
+    for i in 0..100 {
+        text.push_str(&format!("h{i} A 192.0.2.{}\n", i + 1));
+    }
+    let opts = ScanOptions::new(apex());
+    shardns_zone::scan::scan_text(text.as_bytes(), Path::new("z.zone"), &opts).unwrap()
+}
+
+fn spec(dir: &Path) -> SignSpec {
+    SignSpec {
+        key_dir: dir.to_path_buf(),
+        algorithm: Algorithm::EcdsaP256Sha256,
+        denial: Denial::Nsec,
+        policy: Policy::default(),
+        roll: RollSpec::default(),
+        cds: CdsParams {
+            publish: shardns_dnssec::CdsPublish::Always,
+            ..CdsParams::default()
+        },
+        keys: KeyPolicy::default(),
+        dnskey_ttl: None,
+    }
+}
+
+/// (covered type, key tag, expiration) of every RRSIG.
+fn rrsigs(records: &[Record]) -> Vec<(RType, u16, u32)> {
+    records
+        .iter()
+        .filter(|r| r.rtype == RType::RRSIG)
+        .map(|r| {
+            let (f, _) = RrsigFields::parse(&r.rdata).unwrap();
+            (f.type_covered, f.key_tag, f.expiration)
+        })
+        .collect()
+}
+
+#[test]
+fn ksk_and_zsk_made_here_split_the_work_and_dnskey_ttl_applies() {
+    let dir = Dir::new("split");
+    let mut s = spec(&dir.0);
+    s.keys.single_type = false;
+    s.dnskey_ttl = Some(3600);
+    let signed = sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    let keys = KeyStore::open(&dir.0).unwrap().load(&apex()).unwrap();
+    assert_eq!(keys.len(), 2);
+    let tag = |role| keys.iter().find(|k| k.meta.role == role).unwrap().meta.tag;
+    let (ksk, zsk) = (tag(Role::Ksk), tag(Role::Zsk));
+    let records = signed.records.to_records();
+    for (t, ttl) in [(RType::DNSKEY, 3600), (RType::CDS, 3600), (RType::SOA, 300)] {
+        let set: Vec<_> = records.iter().filter(|r| r.rtype == t).collect();
+        assert!(!set.is_empty() && set.iter().all(|r| r.ttl == ttl), "{t}");
+    }
+    let sigs = rrsigs(&records);
+    for (covered, tag, _) in &sigs {
+        let keyset = matches!(*covered, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
+        assert_eq!(*tag, if keyset { ksk } else { zsk }, "RRSIG {covered}");
+    }
+    assert_eq!(
+        sigs.iter().filter(|s| s.1 == ksk).count(),
+        3,
+        "DNSKEY, CDS, CDNSKEY"
+    );
+    // The rollovers wait on the DNSKEY TTL configured, not the SOA's.
+    let t = StateFile::new(&dir.0, &apex()).timings().unwrap().unwrap();
+    assert_eq!(t.dnskey_ttl, 3600);
+}
+
+#[test]
+fn rsa_keys_are_made_with_their_sizes() {
+    let dir = Dir::new("rsa");
+    let mut s = spec(&dir.0);
+    s.algorithm = Algorithm::RsaSha256;
+    s.keys = KeyPolicy {
+        single_type: false,
+        ksk_bits: Some(3072),
+        zsk_bits: None,
+    };
+    sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    let keys = KeyStore::open(&dir.0).unwrap().load(&apex()).unwrap();
+    let mut bits: Vec<(Role, usize)> = keys
+        .iter()
+        .map(|k| {
+            assert_eq!(k.meta.algorithm, Algorithm::RsaSha256);
+            (
+                k.meta.role,
+                rsa_split(k.key.public_key()).unwrap().1.len() * 8,
+            )
+        })
+        .collect();
+    bits.sort_by_key(|b| b.1);
+    assert_eq!(bits, [(Role::Zsk, 2048), (Role::Ksk, 3072)]);
+}
+
+#[test]
+fn jitter_spreads_expirations_and_the_refresh_follows_the_earliest() {
+    let dir = Dir::new("jitter");
+    let mut s = spec(&dir.0);
+    s.policy.jitter = 2 * 86_400;
+    let signed = sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    let exp: Vec<u32> = rrsigs(&signed.records.to_records())
+        .iter()
+        .map(|s| s.2)
+        .collect();
+    let end = (NOW + 14 * 86_400) as u32;
+    assert!(exp.iter().all(|&e| e <= end && e >= end - 2 * 86_400));
+    let distinct: std::collections::BTreeSet<u32> = exp.iter().copied().collect();
+    assert!(distinct.len() > exp.len() / 2, "{distinct:?}");
+    let earliest = u64::from(*distinct.first().unwrap());
+    assert_eq!(signed.refresh_at, earliest - 7 * 86_400);
+    assert!(signed.refresh_at < NOW + 7 * 86_400);
+}
+
+#[test]
+fn a_csk_lifetime_starts_a_double_ds_rollover_once() {
+    let dir = Dir::new("ksk-life");
+    let mut s = spec(&dir.0);
+    s.roll.ksk_lifetime = Some(1000);
+    let signed = sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    assert_eq!(signed.refresh_at, NOW + 1000, "due when the lifetime ends");
+    let store = KeyStore::open(&dir.0).unwrap();
+    assert_eq!(store.load(&apex()).unwrap().len(), 1);
+    for now in [NOW + 1000, NOW + 1001] {
+        let signed = sign_scanned(&apex(), scan(), &s, now, 1).unwrap();
+        let keys = store.load(&apex()).unwrap();
+        assert_eq!(keys.len(), 2, "one successor, made once");
+        assert_eq!(keys[1].meta.role, Role::Csk);
+        assert_eq!(key_state(&keys[1].meta, now), KeyState::DsPending);
+        // Not in the zone until the operator confirms its DS.
+        let dnskeys = signed
+            .records
+            .to_records()
+            .iter()
+            .filter(|r| r.rtype == RType::DNSKEY)
+            .count();
+        assert_eq!(dnskeys, 1);
+    }
+    let t = StateFile::new(&dir.0, &apex()).timings().unwrap().unwrap();
+    assert_eq!(t.ksk_lifetime, Some(1000));
+}
