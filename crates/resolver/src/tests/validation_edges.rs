@@ -2,6 +2,9 @@
 //! SHA-1 algorithms (5 and 7, signed by BIND), anchors and DS sets with nothing we can
 //! validate, RRSIG as the question type, and a wall clock stepped under a running engine.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use shardns_wire::{RType, Rcode};
 
 use super::sim::*;
@@ -185,5 +188,48 @@ fn rrsig_questions_get_the_signatures_without_ad() {
     secure(
         &sim.resolve("nothere.secure.test.", RType::RRSIG),
         Rcode::NXDOMAIN,
+    );
+}
+
+/// A bad boot clock: a year before the world was signed (every signature not yet valid).
+const BOOT_CLOCK_MS: u64 = (SIGNED_AT as u64 - 365 * 86_400) * 1000;
+
+#[test]
+fn a_stepped_wall_clock_forgets_verdicts_judged_against_the_old_time() {
+    let mut sim = sim();
+    sim.engine.set_unix_time(sim.now, BOOT_CLOCK_MS);
+    bogus(
+        &sim.resolve("www.secure.test.", RType::A),
+        Ede::SIGNATURE_NOT_YET_VALID,
+    );
+    // NTP steps the clock a second later (well within the bogus TTL): the driver says so.
+    sim.advance(sim.now + 1000);
+    sim.engine
+        .set_unix_time(sim.now, u64::from(SIGNED_AT) * 1000);
+    secure(&sim.resolve("www.nsec3.test.", RType::A), Rcode::NOERROR);
+    secure(&sim.resolve("www.secure.test.", RType::A), Rcode::NOERROR);
+}
+
+#[test]
+fn signatures_are_judged_against_the_wall_clock_at_validation() {
+    let mut sim = sim();
+    let wall = Arc::new(AtomicU64::new(BOOT_CLOCK_MS));
+    let w = Arc::clone(&wall);
+    sim.engine
+        .set_wall_clock(Box::new(move || w.load(Ordering::Relaxed)));
+    bogus(
+        &sim.resolve("www.secure.test.", RType::A),
+        Ede::SIGNATURE_NOT_YET_VALID,
+    );
+    // NTP steps the clock; nobody tells the engine, which reads the clock when it validates.
+    wall.store(u64::from(SIGNED_AT) * 1000, Ordering::Relaxed);
+    secure(&sim.resolve("www.nsec3.test.", RType::A), Rcode::NOERROR);
+    secure(&sim.resolve("www.secure.test.", RType::A), Rcode::NOERROR);
+    // Forty days on (the world's signatures were good for thirty): expired, not judged
+    // against the time the engine started at.
+    wall.store(u64::from(SIGNED_AT + 40 * 86_400) * 1000, Ordering::Relaxed);
+    bogus(
+        &sim.resolve("www.badnsec3.test.", RType::A),
+        Ede::SIGNATURE_EXPIRED,
     );
 }
