@@ -87,6 +87,56 @@ fn a_denial_with_a_bogus_soa_signature_is_bogus() {
 }
 
 #[test]
+fn a_proof_with_one_bogus_record_is_bogus() {
+    let mut sim = sim();
+    // alias.secure.test.'s NSEC and its RRSIGs, unchecked (CD).
+    let id = sim
+        .engine
+        .resolve_cd(n("alias.secure.test.").as_ref(), RType::NSEC, true, sim.now);
+    sim.run();
+    let (_, a) = sim.done.iter().find(|(t, _)| *t == id).unwrap();
+    assert_eq!(a.answers.len(), 1, "{a:?}");
+    let mut extra: Vec<_> = a.answers.clone();
+    extra.extend(a.dnssec_answer.iter().cloned().map(|mut sig| {
+        let last = sig.rdata.len() - 1;
+        sig.rdata[last] ^= 0x01;
+        sig
+    }));
+    assert_eq!(extra.len(), 2, "{a:?}");
+    // Every answer of the zones' server now carries that NSEC, its signature spoiled, in
+    // its authority section: not needed for the denials below, but part of them.
+    sim.net
+        .servers
+        .get_mut(&addr("10.0.3.1"))
+        .unwrap()
+        .behaviour
+        .inject = extra
+        .into_iter()
+        .map(|r| (shardns_wire::Section::Authority, r))
+        .collect();
+    bogus(
+        &sim.resolve("www.secure.test.", RType::TXT),
+        Ede::DNSSEC_BOGUS,
+    );
+    // (Not `nothere`: the NSEC that proves it is alias's own, which then has one good
+    // RRSIG beside the spoiled one, and one that verifies is enough.)
+    bogus(
+        &sim.resolve("xyz.secure.test.", RType::A),
+        Ede::DNSSEC_BOGUS,
+    );
+    secure(
+        &sim.resolve("nothere.secure.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+    // Data is not judged by the authority section; another zone's denial ignores it.
+    secure(&sim.resolve("www.secure.test.", RType::A), Rcode::NOERROR);
+    secure(
+        &sim.resolve("nothere.nsec3.test.", RType::A),
+        Rcode::NXDOMAIN,
+    );
+}
+
+#[test]
 fn rsasha1_and_rsasha1_nsec3_sha1_are_validated() {
     let mut sim = sim();
     for zone in ["rsasha1", "nsec3rsasha1"] {
