@@ -98,7 +98,7 @@ mod tests;
 
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
-pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit};
+pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
 pub use error::Error;
 pub use reply::{
     client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
@@ -153,5 +153,16 @@ impl Resolver {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The wall clock stepped (an engine saw it): what validation judged against the old
+    /// time is forgotten, so that a bad boot clock corrected by NTP does not leave bogus
+    /// verdicts (signatures "not yet valid" or "expired") behind for `bogus_ttl`. Bogus
+    /// records and keys are dropped and the kept NSEC ranges cleared; secure data stays
+    /// (its lifetime is bounded by its TTL).
+    pub(crate) fn forget_clock_verdicts(&self) {
+        self.cache.forget_bogus();
+        self.keys.forget_bogus();
+        self.nsec.clear();
     }
 }

@@ -84,6 +84,14 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Milliseconds since the epoch, for the resolver's DNSSEC signature validity: read when a
+/// validating resolution steps (a vDSO clock read), so that a stepped clock is seen at once.
+pub fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Seconds since the epoch, for TSIG and signing (a clock read, on the rare paths of
 /// transfers, NOTIFY, updates and signed queries only, never per plain query).
 pub fn unix_now() -> u64 {

@@ -162,6 +162,18 @@ impl Cache {
         self.stats().lock_acquisitions
     }
 
+    /// Drops every name holding a bogus set. After the wall clock stepped, a bogus verdict
+    /// may have been the old clock's (signatures not yet valid, or expired).
+    pub(crate) fn forget_bogus(&self) {
+        for shard in self.shards.iter() {
+            shard
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .forget_bogus();
+        }
+    }
+
     /// Drops every entry.
     pub fn clear(&self) {
         for shard in self.shards.iter() {

@@ -13,6 +13,7 @@ use shardns_wire::name::{eq_ci, lower};
 use super::negative::NXDOMAIN_TYPE;
 use super::set::{Set, ALLOC_OVERHEAD};
 use super::{HashedName, Rank};
+use crate::validate::Security;
 
 /// Bytes charged per slot for its place in the hash index (4-byte index + control byte,
 /// at hashbrown's 7/8 load factor, rounded up).
@@ -137,6 +138,18 @@ impl ShardInner {
             self.remove(i);
         }
         stored
+    }
+
+    /// Drops every name with a bogus set (see [`super::Cache::forget_bogus`]).
+    pub(super) fn forget_bogus(&mut self) {
+        for i in 0..self.slots.len() {
+            let bogus = self.slots[i]
+                .as_ref()
+                .is_some_and(|s| s.sets.iter().any(|set| set.sec == Security::Bogus));
+            if bogus {
+                self.remove(i);
+            }
+        }
     }
 
     fn remove(&mut self, i: usize) {

@@ -9,7 +9,9 @@
 //! task: TC (re-send over TCP) and EDNS fallback (FORMERR/NOTIMP without OPT to an EDNS
 //! query: re-send without EDNS, remember the server). The outstanding upstream queries
 //! themselves are in `upstream`.
-//! Never: sockets, clocks, threads; the driver moves bytes and time in and out.
+//! Never: sockets, threads, clocks of its own; the driver moves bytes and time in and out
+//! (the monotonic `now` of every call, and the wall clock for signature validity, as a
+//! time or as a clock to read: [`Engine::set_unix_time`], [`Engine::set_wall_clock`]).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -158,9 +160,19 @@ pub struct Engine {
     stats: EngineStats,
     /// Reused for every response (see `msg`).
     response: Response,
-    /// Unix time in milliseconds at the engine's clock 0 (for RRSIG validity).
-    unix_offset_ms: u64,
+    /// Unix time in milliseconds at the engine's clock 0 (for RRSIG validity), once known.
+    unix_offset_ms: Option<i64>,
+    /// Where the wall clock is read when a validating task steps, if the driver gave one.
+    wall_clock: Option<WallClock>,
 }
+
+/// Reads the wall clock: milliseconds since 1970 (the driver's `SystemTime::now`, or a test's
+/// clock). See [`Engine::set_wall_clock`].
+pub type WallClock = Box<dyn Fn() -> u64 + Send>;
+
+/// A change of the wall clock against the engine's clock larger than this is a step (NTP
+/// correcting a bad clock, a resume from suspend), not drift.
+const CLOCK_STEP_MS: u64 = 60_000;
 
 impl Engine {
     /// An engine for one worker. `seed` must be secret and unpredictable (e.g. from
@@ -180,20 +192,51 @@ impl Engine {
             events: VecDeque::new(),
             stats: EngineStats::default(),
             response: Response::default(),
-            unix_offset_ms: 0,
+            unix_offset_ms: None,
+            wall_clock: None,
         }
     }
 
     /// Tells the engine the wall-clock time: `unix_ms` (milliseconds since 1970) is `now`
-    /// on the driver's clock. DNSSEC validation checks signature validity against it; call
-    /// it once at start (and again if the wall clock is stepped).
+    /// on the driver's clock. DNSSEC validation checks signature validity against it (the
+    /// engine's clock counting on from there) unless a wall clock is given
+    /// ([`Engine::set_wall_clock`]). A time that moved more than a minute against the
+    /// engine's clock since it was last told is a step: the bogus verdicts judged against
+    /// the old time are forgotten (for every engine of the resolver).
     pub fn set_unix_time(&mut self, now: u64, unix_ms: u64) {
-        self.unix_offset_ms = unix_ms.saturating_sub(now);
+        let offset = (unix_ms as i64).wrapping_sub(now as i64);
+        if let Some(old) = self.unix_offset_ms {
+            if old.abs_diff(offset) > CLOCK_STEP_MS {
+                self.resolver.forget_clock_verdicts();
+            }
+        }
+        self.unix_offset_ms = Some(offset);
     }
 
-    fn unix_now(&self, now: u64) -> u32 {
-        // RRSIG times are seconds modulo 2^32 (RFC 4034 §3.1.5).
-        ((self.unix_offset_ms + now) / 1000) as u32
+    /// Gives the engine the wall clock itself: it is read each time a validating task
+    /// steps, so that signatures are judged against the time of validation, and a step
+    /// (an NTP correction of a bad boot clock) is seen at once (as by
+    /// [`Engine::set_unix_time`]). A server passes `SystemTime::now`; tests a fake clock.
+    pub fn set_wall_clock(&mut self, clock: WallClock) {
+        self.wall_clock = Some(clock);
+    }
+
+    /// The unix time (seconds) for validation at `now` on the engine's clock.
+    fn unix_now(&mut self, now: u64) -> u32 {
+        if !self.resolver.config.validation {
+            return 0;
+        }
+        if let Some(clock) = &self.wall_clock {
+            let wall = clock();
+            self.set_unix_time(now, wall);
+        }
+        let ms = self
+            .unix_offset_ms
+            .unwrap_or(0)
+            .wrapping_add(now as i64)
+            .max(0);
+        // RRSIG times are seconds modulo 2^32 (RFC 4034 §3.1.5): the truncation is meant.
+        (ms / 1000) as u32
     }
 
     /// The shared resolver (cache, configuration).

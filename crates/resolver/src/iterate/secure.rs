@@ -13,6 +13,7 @@ pub(super) use learn::learn;
 use std::sync::Arc;
 
 use shardns_dnssec::digest::ds_digest;
+use shardns_dnssec::sign::RrsigFields;
 use shardns_dnssec::{key_tag, DigestType};
 use shardns_wire::{NameBuf, NameRef, RType, Record};
 
@@ -85,6 +86,9 @@ fn key_status(res: &Resolver, zone: NameRef<'_>, now: u64) -> KeyStatus {
     let Some(anchor) = anchors.closest(zone) else {
         return KeyStatus::Insecure;
     };
+    if !anchors.usable(anchor) {
+        return KeyStatus::Insecure;
+    }
     match res.keys.get(zone, now) {
         Some(KeyEntry::Keys(k)) => KeyStatus::Keys(k),
         Some(KeyEntry::Ds(d)) => KeyStatus::Ds(d),
@@ -106,7 +110,7 @@ fn zone_of<'f>(
 ) -> NameRef<'f> {
     sigs.iter()
         .filter(|s| s.owner.as_ref().eq_ci(&owner) && covered(&s.rdata) == Some(rtype))
-        .filter_map(|s| shardns_dnssec::sign::RrsigFields::parse(&s.rdata))
+        .filter_map(|s| RrsigFields::parse(&s.rdata))
         .map(|(f, _)| f.signer)
         .find(|signer| owner.ends_with(signer))
         .unwrap_or(asked)
@@ -165,7 +169,7 @@ fn negative_zone<'f>(f: &'f Frame, soa: Option<&'f Record>) -> NameRef<'f> {
     f.ev.proof
         .iter()
         .filter(|r| r.rtype == RType::RRSIG)
-        .filter_map(|s| shardns_dnssec::sign::RrsigFields::parse(&s.rdata))
+        .filter_map(|s| RrsigFields::parse(&s.rdata))
         .map(|(f, _)| f.signer)
         .find(|signer| qname.ends_with(signer))
         .or(soa.map(|s| s.owner.as_ref()))
@@ -203,6 +207,9 @@ pub(super) fn judge(
     // First every key needed, so that nothing is verified twice.
     for note in f.ev.notes.iter().filter(|n| n.cached.is_none() && !n.synth) {
         let (owner, rtype) = note.owner(&f.chain);
+        if rtype == RType::RRSIG {
+            continue;
+        }
         let zone = match data_zone(res, owner, rtype, &f.ev.sigs, note.zone.as_ref(), now) {
             Ok(zone) => zone,
             Err(cand) => return Judged::Need(name_buf(cand), RType::DS),
@@ -231,6 +238,13 @@ pub(super) fn judge(
         if note.synth {
             continue;
         }
+        if note.owner(&f.chain).1 == RType::RRSIG {
+            // RRSIGs are not signed themselves: an answer to an RRSIG question cannot be
+            // validated, so it goes out as it came, without AD (as Unbound does). A denial
+            // for the type is validated like any other.
+            v = v.and(Security::Insecure, 0);
+            continue;
+        }
         let (sec, ede) = judge_rrset(res, f, note, limits, budget, now);
         v = v.and(sec, ede);
     }
@@ -251,15 +265,19 @@ pub(super) fn judge(
     Judged::Verdict(v)
 }
 
-/// The verified NSEC/NSEC3 RRsets of the frame's proof in `zone`, with `keys`.
+/// The NSEC/NSEC3 records of the frame's proof in `zone`, each RRset verified with `keys`,
+/// and the longest they may be kept (their signatures' validity). Every one of them must
+/// verify: a proof holding a bogus record is bogus, even if the others would do (as
+/// Unbound has it for the authority section), so `Err` is the failing RRset's EDE code.
 fn verified_proof<'f>(
     f: &'f Frame,
     zone: NameRef<'_>,
     keys: &[Vec<u8>],
     limits: &Limits,
     budget: &mut Budget,
-) -> Vec<DenialRr<'f>> {
+) -> Result<(Vec<DenialRr<'f>>, u32), u16> {
     let mut out: Vec<DenialRr<'f>> = Vec::new();
+    let mut ttl_cap = u32::MAX;
     for r in &f.ev.proof {
         if !matches!(r.rtype, RType::NSEC | RType::NSEC3) || !r.owner.as_ref().ends_with(&zone) {
             continue;
@@ -277,20 +295,40 @@ fn verified_proof<'f>(
                 .filter(|x| x.rtype == r.rtype && x.owner.as_ref().eq_ci(&owner))
                 .map(|x| &x.rdata[..])
                 .collect();
-        let sigs =
-            f.ev.proof
-                .iter()
-                .filter(|x| x.rtype == RType::RRSIG && x.owner.as_ref().eq_ci(&owner))
-                .map(|x| &x.rdata[..]);
-        if verify_rrset(owner, r.rtype, &rdatas, sigs, zone, keys, limits, budget).is_ok() {
-            out.extend(rdatas.iter().map(|rd| DenialRr {
-                owner,
-                rtype: r.rtype,
-                rdata: rd,
-            }));
+        // Signed by a zone below (the proof of a wildcard CNAME in a child, kept before
+        // the chain led here): another zone's record, not part of this proof.
+        let elsewhere =
+            |sig: &[u8]| RrsigFields::parse(sig).is_some_and(|(s, _)| !s.signer.eq_ci(&zone));
+        let mut sigs = proof_sigs(f, owner, r.rtype).peekable();
+        if sigs.peek().is_some() && proof_sigs(f, owner, r.rtype).all(elsewhere) {
+            continue;
         }
+        let v = verify_rrset(owner, r.rtype, &rdatas, sigs, zone, keys, limits, budget)
+            .map_err(|e| e.0)?;
+        ttl_cap = ttl_cap.min(v.ttl_cap);
+        out.extend(rdatas.iter().map(|rd| DenialRr {
+            owner,
+            rtype: r.rtype,
+            rdata: rd,
+        }));
     }
-    out
+    Ok((out, ttl_cap))
+}
+
+/// The RRSIGs among the frame's proof records at `owner` covering `rtype`.
+fn proof_sigs<'f>(
+    f: &'f Frame,
+    owner: NameRef<'f>,
+    rtype: RType,
+) -> impl Iterator<Item = &'f [u8]> {
+    f.ev.proof
+        .iter()
+        .filter(move |x| {
+            x.rtype == RType::RRSIG
+                && x.owner.as_ref().eq_ci(&owner)
+                && covered(&x.rdata) == Some(rtype)
+        })
+        .map(|x| &x.rdata[..])
 }
 
 fn denial_verdict(d: Denial) -> (Security, u16) {
@@ -320,28 +358,51 @@ fn judge_denial(
         KeyStatus::NoCut => return (Security::Bogus, Ede::DNSSEC_BOGUS, false),
         _ => return (Security::Bogus, Ede::DNSKEY_MISSING, false),
     };
-    let proof = verified_proof(f, zone, &keys, limits, budget);
+    // The SOA that comes with the denial is part of it (its negative TTL is what the answer
+    // is cached for): it must verify like the NSEC/NSEC3 records (RFC 4035 §5.4).
+    let soa_cap = match soa {
+        Some(s) => {
+            let owner = s.owner.as_ref();
+            let sigs = proof_sigs(f, owner, RType::SOA);
+            match verify_rrset(
+                owner,
+                RType::SOA,
+                &[&s.rdata[..]],
+                sigs,
+                zone,
+                &keys,
+                limits,
+                budget,
+            ) {
+                Ok(v) => v.ttl_cap,
+                Err(e) => return (Security::Bogus, e.0, false),
+            }
+        }
+        None => u32::MAX,
+    };
+    let (proof, proof_cap) = match verified_proof(f, zone, &keys, limits, budget) {
+        Ok(p) => p,
+        Err(code) => return (Security::Bogus, code, false),
+    };
     let d = check_denial(&proof, f.qname.as_ref(), kind, zone, limits, budget);
     if matches!(d, Denial::Proven { .. }) && res.config.aggressive_nsec {
-        keep_ranges(res, f, zone, soa, &keys, &proof, limits, budget, now);
+        keep_ranges(res, f, zone, soa, &proof, soa_cap.min(proof_cap), now);
     }
     let delegation = matches!(d, Denial::Proven { delegation: true } | Denial::OptOut);
     let (sec, ede) = denial_verdict(d);
     (sec, ede, delegation)
 }
 
-/// After a secure NSEC denial in `zone`: keeps its verified NSEC records, with the zone's
-/// SOA once its signature checks out too, for aggressive use (RFC 8198).
-#[allow(clippy::too_many_arguments)]
+/// After a secure NSEC denial in `zone` (its SOA and every record of the proof verified):
+/// keeps the NSEC records and the SOA for aggressive use (RFC 8198), no longer than
+/// `ttl_cap` (their signatures' validity).
 fn keep_ranges(
     res: &Resolver,
     f: &Frame,
     zone: NameRef<'_>,
     soa: Option<&Record>,
-    keys: &[Vec<u8>],
     proof: &[DenialRr<'_>],
-    limits: &Limits,
-    budget: &mut Budget,
+    ttl_cap: u32,
     now: u64,
 ) {
     let Some(soa) = soa.filter(|s| s.owner.as_ref().eq_ci(&zone)) else {
@@ -361,12 +422,6 @@ fn keep_ranges(
             .map(|r| r.rdata.clone())
             .collect()
     };
-    let soa_sigs = sigs_at(zone, RType::SOA);
-    let rdatas = [&soa.rdata[..]];
-    let sigs = soa_sigs.iter().map(|s| &s[..]);
-    if verify_rrset(zone, RType::SOA, &rdatas, sigs, zone, keys, limits, budget).is_err() {
-        return;
-    }
     let mut nsecs: Vec<VerifiedRr<'_>> = Vec::new();
     for r in proof.iter().filter(|r| r.rtype == RType::NSEC) {
         if nsecs.iter().any(|n| n.owner.eq_ci(&r.owner)) {
@@ -382,15 +437,15 @@ fn keep_ranges(
         nsecs.push(VerifiedRr {
             owner: r.owner,
             rdata: r.rdata,
-            ttl,
+            ttl: ttl.min(ttl_cap),
             sigs: sigs_at(r.owner, RType::NSEC),
         });
     }
     let soa = VerifiedRr {
         owner: zone,
         rdata: &soa.rdata,
-        ttl: soa.ttl,
-        sigs: soa_sigs,
+        ttl: soa.ttl.min(ttl_cap),
+        sigs: sigs_at(zone, RType::SOA),
     };
     res.nsec
         .put(zone, soa, nsecs, res.config.max_negative_ttl, now);
@@ -445,7 +500,10 @@ fn judge_rrset(
         Ok(v) => {
             if usize::from(v.labels) < owner.label_count() {
                 // A wildcard expansion: the name itself must not exist.
-                let proof = verified_proof(f, zone, &keys, limits, budget);
+                let proof = match verified_proof(f, zone, &keys, limits, budget) {
+                    Ok((proof, _)) => proof,
+                    Err(code) => return (Security::Bogus, code),
+                };
                 let d = check_wildcard(&proof, owner, v.labels, zone, limits, budget);
                 return denial_verdict(d);
             }

@@ -10,3 +10,4 @@ mod qmin;
 mod spoofing;
 mod upstream;
 mod validation;
+mod validation_edges;

@@ -176,6 +176,16 @@ impl NsecCache {
         }
     }
 
+    /// Forgets every kept range: their lifetimes were capped by signature validity as the
+    /// wall clock read before it stepped.
+    pub(crate) fn clear(&self) {
+        for shard in &self.shards {
+            let mut g = shard.lock().unwrap_or_else(|e| e.into_inner());
+            g.zones.clear();
+            g.nsecs = 0;
+        }
+    }
+
     /// The closest zone above `qname` (above its parent for a DS question, which the
     /// parent answers) with kept ranges, and what they prove about (`qname`, `qtype`).
     pub(crate) fn synthesize(

@@ -7,6 +7,7 @@
 //! `$TTL`/`$ORIGIN` lines ignored (owner names must be absolute).
 //! Never: file I/O (the caller reads the file).
 
+use super::{algorithm_supported, digest_supported};
 use crate::error::Error;
 use shardns_wire::text::Token;
 use shardns_wire::{rdata, Name, NameRef, RType};
@@ -136,6 +137,17 @@ impl TrustAnchors {
             .map(Name::as_ref)
             .filter(|z| name.ends_with(z))
             .max_by_key(|z| z.len())
+    }
+
+    /// True if some anchor of `zone` can start validation: a DS of an algorithm and digest
+    /// we validate, or a DNSKEY of such an algorithm. Without one the zone is insecure, not
+    /// bogus (RFC 4035 §5.2, RFC 6840 §5.2).
+    pub(crate) fn usable(&self, zone: NameRef<'_>) -> bool {
+        self.ds_of(zone)
+            .any(|d| d.len() > 4 && algorithm_supported(d[2]) && digest_supported(d[3]))
+            || self
+                .dnskey_of(zone)
+                .any(|k| k.len() > 4 && algorithm_supported(k[3]))
     }
 
     /// True if `name` is at or below a negative trust anchor.

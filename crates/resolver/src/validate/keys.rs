@@ -61,6 +61,15 @@ impl KeyCache {
         (*expires > now).then(|| entry.clone())
     }
 
+    /// Drops every bogus entry (the wall clock stepped: the verdict may have been the old
+    /// clock's).
+    pub(crate) fn forget_bogus(&self) {
+        for shard in &self.shards {
+            let mut g = shard.lock().unwrap_or_else(|e| e.into_inner());
+            g.retain(|_, (entry, _)| !matches!(entry, KeyEntry::Bogus(_)));
+        }
+    }
+
     /// Remembers `entry` for `zone` for `ttl` seconds.
     pub(crate) fn put(&self, zone: NameRef<'_>, entry: KeyEntry, ttl: u32, now: u64) {
         let key = lower(zone);

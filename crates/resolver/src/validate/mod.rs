@@ -45,9 +45,10 @@
 //! Over a limit the answer is bogus. Validation frames count against `max_queries` and
 //! a depth bound of their own.
 //!
-//! Algorithms 8, 10, 13, 14, 15 are validated; a zone whose DS records name only others
-//! (or only unknown digest types; SHA-1, SHA-256 and SHA-384 are known) is insecure
-//! (RFC 6840 §5.2). Not done yet: aggressive use of NSEC3 ranges, trust anchor updates
+//! Algorithms 5, 7, 8, 10, 13, 14, 15 are validated; a zone whose DS records name only
+//! others (or only unknown digest types; SHA-1, SHA-256 and SHA-384 are known) is insecure
+//! (RFC 6840 §5.2), and so is everything below a trust anchor with no usable record
+//! (RFC 4035 §5.2). Not done yet: aggressive use of NSEC3 ranges, trust anchor updates
 //! (RFC 5011). Logging bogus answers is the server's job (the EDE says why).
 //!
 //! **Aggressive NSEC (RFC 8198, `aggressive`).** After a secure NSEC denial, the verified
@@ -154,9 +155,11 @@ pub(crate) struct Limits {
     pub(crate) max_nsec3_iterations: u16,
 }
 
-/// DNSSEC algorithms validated (RFC 8624 §3.1 MUST/RECOMMENDED, less the SHA-1 ones).
+/// DNSSEC algorithms validated: RFC 8624 §3.1's MUST and RECOMMENDED for validation,
+/// the SHA-1 ones (5, 7) included (a validator MUST validate them), Ed448 (16) not
+/// (aws-lc-rs has no Ed448).
 pub(crate) fn algorithm_supported(alg: u8) -> bool {
-    matches!(alg, 8 | 10 | 13 | 14 | 15)
+    matches!(alg, 5 | 7 | 8 | 10 | 13 | 14 | 15)
 }
 
 /// DS digest types understood: SHA-1 (accepted), SHA-256, SHA-384.

@@ -179,12 +179,9 @@ pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Origin, Written, &Name, &mut [u8
 impl Recursion {
     pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
         let mut engine = Engine::new(Arc::clone(&shared.resolver), seed);
-        // The wall clock at `base` (the engine's 0), for DNSSEC signature validity.
-        let unix_now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let since_base = Instant::now().saturating_duration_since(base).as_millis() as u64;
-        engine.set_unix_time(0, unix_now.saturating_sub(since_base));
+        // DNSSEC signature validity is judged against the wall clock as it reads when a
+        // resolution is validated, not as it read at start: NTP may step a bad boot clock.
+        engine.set_wall_clock(Box::new(shardns_sys::unix_now_ms));
         let validating = shared.resolver.config().validation;
         Self {
             validating,

@@ -1,13 +1,27 @@
 //! The questions: every zone of the hierarchy times a set of names and types (positive
 //! answers, NXDOMAIN, NODATA, wildcard expansion and wildcard NODATA, a CNAME, an empty
-//! non-terminal, DS and DNSKEY), each asked three ways: DO, plain, and DO with CD.
+//! non-terminal, DS and DNSKEY, RRSIG), each asked three ways: DO, plain, and DO with CD.
 
-use crate::wire::{A, AAAA, DNSKEY, DS, MX, NS, SOA, SRV, TXT};
+use crate::wire::{A, AAAA, DNSKEY, DS, MX, NS, RRSIG, SOA, SRV, TXT};
 
 /// The zones below `val.`, as served (see `make-zones.sh` for what each one is).
 pub(crate) const LEAVES: &[&str] = &[
-    "nsec", "nsec3", "optout", "iter", "unsigned", "expired", "future", "badds", "nosig", "forged",
-    "badnsec3", "alg253", "keytrap",
+    "nsec",
+    "nsec3",
+    "optout",
+    "iter",
+    "unsigned",
+    "expired",
+    "future",
+    "badds",
+    "nosig",
+    "forged",
+    "badnsec3",
+    "alg253",
+    "keytrap",
+    "rsasha1",
+    "nsec3rsasha1",
+    "badsoa",
 ];
 
 /// How a question is asked.
@@ -50,6 +64,7 @@ const LEAF_QUESTIONS: &[(&str, u16)] = &[
     ("www", AAAA),
     ("www", TXT),
     ("www", MX),
+    ("www", RRSIG),
     ("nothere", A),
     ("host.wild", A),
     ("host.wild", AAAA),

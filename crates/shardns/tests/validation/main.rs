@@ -4,9 +4,10 @@
 //! The hierarchy is `tests/data/validation/` (written by `make-zones.sh` beside this file,
 //! which says what each zone is): a root `.` signed with RSASHA256, the TLD `val.` with
 //! NSEC3, and below it secure zones (NSEC, NSEC3, NSEC3 Opt-Out with an unsigned child,
-//! NSEC3 with 150 iterations), an unsigned one, and bogus ones (expired and not yet valid
-//! signatures, a DS matching no key, a missing RRSIG, a forged A record, a broken NSEC3
-//! chain), one whose DS names an unsupported algorithm (insecure), and a KeyTrap-style one
+//! NSEC3 with 150 iterations, RSASHA1 and RSASHA1-NSEC3-SHA1), an unsigned one, and bogus
+//! ones (expired and not yet valid signatures, a DS matching no key, a missing RRSIG, a
+//! forged A record, a broken NSEC3 chain, an SOA whose signature fails, under every denial
+//! of its zone), one whose DS names an unsupported algorithm (insecure), and a KeyTrap-style one
 //! (24 DNSKEYs with one key tag, 12 RRSIGs of that tag on one RRset, none valid). Each
 //! instance on port 53 of its own address:
 //!
@@ -61,7 +62,7 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-use wire::{rcode_name, type_name, A, DNSKEY, DS, SOA};
+use wire::{rcode_name, type_name, A, DNSKEY, DS, MX, RRSIG, SOA};
 
 const ROOT: &str = "127.0.0.80";
 const TLD: &str = "127.0.0.81";
@@ -162,6 +163,14 @@ const SPOT: &[(&str, u16, How, u16, bool)] = &[
     ("www.insec.optout.val.", A, How::Do, 0, false),
     ("www.unsigned.val.", A, How::Do, 0, false),
     ("www.alg253.val.", A, How::Do, 0, false),
+    ("www.rsasha1.val.", A, How::Do, 0, true),
+    ("nothere.rsasha1.val.", A, How::Do, 3, true),
+    ("www.nsec3rsasha1.val.", A, How::Do, 0, true),
+    ("nothere.nsec3rsasha1.val.", A, How::Do, 3, true),
+    ("www.badsoa.val.", A, How::Do, 0, true),
+    ("www.badsoa.val.", MX, How::Do, 2, false),
+    ("nothere.badsoa.val.", A, How::Do, 2, false),
+    ("www.nsec.val.", RRSIG, How::Do, 0, false),
     ("www.expired.val.", A, How::Do, 2, false),
     ("www.future.val.", A, How::Do, 2, false),
     ("www.badds.val.", A, How::Do, 2, false),

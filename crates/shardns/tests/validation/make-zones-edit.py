@@ -116,6 +116,15 @@ def edit(work: str) -> None:
 
     rewrite("keytrap.val.", trap)
 
+    # badsoa: the SOA's serial changed, its RRSIG kept.
+    def bad_soa(ls):
+        return [
+            l.replace(" 2026010101 ", " 2026010102 ") if is_rr(l, "badsoa.val.", "SOA") else l
+            for l in ls
+        ]
+
+    rewrite("badsoa.val.", bad_soa)
+
 
 if __name__ == "__main__":
     if sys.argv[1] == "collide":

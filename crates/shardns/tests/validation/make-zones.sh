@@ -22,6 +22,10 @@
 #   keytrap.val.      KeyTrap-style: 24 DNSKEYs with the ZSK's key tag and algorithm (the
 #                     ZSK's public key with octets swapped), and www.keytrap.val. A carries
 #                     12 RRSIGs of that tag, none valid
+#   rsasha1.val.      secure, RSASHA1 (algorithm 5), NSEC
+#   nsec3rsasha1.val. secure, RSASHA1-NSEC3-SHA1 (algorithm 7), NSEC3
+#   badsoa.val.       NSEC; the SOA's serial changed after signing (its RRSIG kept), so
+#                     every denial in the zone rests on a bogus SOA
 #
 # Every zone's name server is on 127.0.0.x port 53 (glue): the root on .80, val. on .81,
 # the others on .82 (see main.rs).
@@ -44,7 +48,7 @@ rm -f "$out"/*.zone "$out"/*.ds
 root_ip=127.0.0.80
 tld_ip=127.0.0.81
 leaf_ip=127.0.0.82
-signed_zones="nsec nsec3 optout iter expired future badds nosig forged badnsec3 alg253 keytrap"
+signed_zones="nsec nsec3 optout iter expired future badds nosig forged badnsec3 alg253 keytrap rsasha1 nsec3rsasha1 badsoa"
 
 # A leaf zone for apex $1 (the same records in every one).
 leaf() {
@@ -125,6 +129,8 @@ for z in $signed_zones; do
   esac
   case $z in
     nsec3|badnsec3) sign "$apex" ECDSAP256SHA256 "${valid[@]}" -3 - -H 0 ;;
+    rsasha1) sign "$apex" RSASHA1 "${valid[@]}" ;;
+    nsec3rsasha1) sign "$apex" NSEC3RSASHA1 "${valid[@]}" -3 - -H 0 ;;
     optout) sign "$apex" ECDSAP256SHA256 "${valid[@]}" -3 - -H 0 -A ;;
     iter) sign "$apex" ECDSAP256SHA256 "${valid[@]}" -3 - -H 150 ;;
     # dnssec-signzone checks its own signatures against the clock: ldns-signzone does not.

@@ -147,6 +147,9 @@ impl Net {
                 }
             };
             out.truncate(len);
+            if !b.inject.is_empty() {
+                out = with_records(&out, &b.inject)?;
+            }
             return Some((server.latency, out));
         }
         let q = Message::parse(query).ok()?;
@@ -215,6 +218,29 @@ impl Net {
         let bytes = w.finish(&h).to_vec();
         Some((server.latency, bytes))
     }
+}
+
+/// `msg` with `extra` records added to their sections.
+fn with_records(msg: &[u8], extra: &[(Section, Record)]) -> Option<Vec<u8>> {
+    let m = Message::parse(msg).ok()?;
+    let mut buf = vec![0u8; 65535];
+    let mut w = MessageWriter::new(&mut buf, 65535);
+    for q in &m.questions {
+        w.put_question(q.qname.as_ref(), q.qtype, q.qclass).ok()?;
+    }
+    let sections = [
+        (Section::Answer, &m.answers),
+        (Section::Authority, &m.authority),
+        (Section::Additional, &m.additional),
+    ];
+    for (section, records) in sections {
+        let added = extra.iter().filter(|(s, _)| *s == section).map(|(_, r)| r);
+        for r in records.iter().chain(added) {
+            w.put_record(section, r.owner.as_ref(), r.rtype, r.class, r.ttl, &r.rdata)
+                .ok()?;
+        }
+    }
+    Some(w.finish(&m.header).to_vec())
 }
 
 #[derive(Default)]

@@ -17,6 +17,12 @@
 //! | `badnsec3.test.` | 10.0.3.1 | NSEC3, the record covering `nothere` removed |
 //! | `unknownalg.test.` | 10.0.3.1 | the DS names algorithm 16 only (unsupported: insecure) |
 //! | `keytrap.test.` | 10.0.3.1 | 30 extra DNSKEYs with the CSK's tag; `www` A with 12 bad RRSIGs of that tag |
+//! | `rsasha1.test.` | 10.0.3.1 | RSASHA1 (5), NSEC, signed by BIND (`tests/data`); the RRSIG of `alias` spoiled |
+//! | `nsec3rsasha1.test.` | 10.0.3.1 | RSASHA1-NSEC3-SHA1 (7), NSEC3, signed by BIND; its DS is SHA-1 |
+//! | `badsoa.test.` | 10.0.3.1 | NSEC; the SOA changed after signing (its RRSIG kept) |
+//! | `badsoa3.test.` | 10.0.3.1 | NSEC3; the SOA changed after signing (its RRSIG kept) |
+//! | `alg253.test.` | 10.0.3.1 | the DS names algorithm 253 (PRIVATEOID) only: insecure |
+//! | `digest99.test.` | 10.0.3.1 | the DS has digest type 99 (unassigned) only: insecure |
 
 use std::path::Path;
 
@@ -224,12 +230,59 @@ fn break_nsec3_chain(recs: &mut Vec<Record>, name: &str) {
     });
 }
 
+/// A zone signed by another signer (`tests/data`, BIND's `-O full` output), as records.
+fn fixture(text: &str) -> Vec<Record> {
+    let lines: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with(';') && !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    records(&lines)
+}
+
+/// The DS (digest `dt`) of the zone key in `zone`'s records.
+fn fixture_ds(apex: &str, zone: &[Record], dt: DigestType) -> String {
+    let key = zone
+        .iter()
+        .find(|r| r.rtype == RType::DNSKEY)
+        .expect("a DNSKEY");
+    let rd = ds_rdata(n(apex).as_ref(), &key.rdata, dt).unwrap();
+    Record {
+        owner: n(apex),
+        rtype: RType::DS,
+        class: Class::IN,
+        ttl: 86_400,
+        rdata: rd,
+    }
+    .to_string()
+}
+
+/// Changes the SOA serial after signing: the SOA's RRSIG no longer verifies.
+fn break_soa(recs: &mut [Record]) {
+    for r in recs.iter_mut().filter(|r| r.rtype == RType::SOA) {
+        let at = r.rdata.len() - 20;
+        r.rdata[at + 3] ^= 0x40;
+    }
+}
+
 /// The signed world (see the module documentation) and its trust anchor (the root's DS).
 pub(crate) fn signed_world() -> (Net, String) {
     let now = SIGNED_AT;
     let valid = (now - DAY, now + 30 * DAY);
-    let [root_k, test_k, secure_k, nsec3_k, optout_k, expired_k, wrongds_k, other_k, nosig_k, forged_k, badnsec3_k, alg_k, keytrap_k] =
+    let [root_k, test_k, secure_k, nsec3_k, optout_k, expired_k, wrongds_k, other_k, nosig_k, forged_k, badnsec3_k, alg_k, keytrap_k, badsoa_k, badsoa3_k, alg253_k, digest_k] =
         core::array::from_fn(|_| key());
+    let mut rsasha1 = fixture(include_str!("../data/rsasha1.zone"));
+    // One signature spoiled: RSASHA1 signatures are checked, not taken on trust.
+    for r in &mut rsasha1 {
+        if r.rtype == RType::RRSIG
+            && r.owner == n("alias.rsasha1.test.")
+            && r.rdata[..2] == RType::CNAME.0.to_be_bytes()
+        {
+            let last = r.rdata.len() - 1;
+            r.rdata[last] ^= 0x01;
+        }
+    }
+    let nsec3rsasha1 = fixture(include_str!("../data/nsec3rsasha1.zone"));
 
     let children = [
         "secure",
@@ -243,6 +296,12 @@ pub(crate) fn signed_world() -> (Net, String) {
         "badnsec3",
         "unknownalg",
         "keytrap",
+        "rsasha1",
+        "nsec3rsasha1",
+        "badsoa",
+        "badsoa3",
+        "alg253",
+        "digest99",
     ];
     let mut test_text = String::from(
         "test. 86400 NS ns1.nic.test.\nns1.nic.test. 86400 A 10.0.1.1\na.root.test. 86400 A 10.0.0.1\n",
@@ -262,10 +321,31 @@ pub(crate) fn signed_world() -> (Net, String) {
         ("forged", &forged_k),
         ("badnsec3", &badnsec3_k),
         ("keytrap", &keytrap_k),
+        ("badsoa", &badsoa_k),
+        ("badsoa3", &badsoa3_k),
     ] {
         test_text.push_str(&ds_line(&format!("{c}.test."), k));
         test_text.push('\n');
     }
+    test_text.push_str(&fixture_ds("rsasha1.test.", &rsasha1, DigestType::Sha256));
+    test_text.push('\n');
+    test_text.push_str(&fixture_ds(
+        "nsec3rsasha1.test.",
+        &nsec3rsasha1,
+        DigestType::Sha1,
+    ));
+    test_text.push('\n');
+    // Algorithm 253 (PRIVATEOID) and digest type 99 (unassigned): nothing to validate with.
+    test_text.push_str(&format!(
+        "alg253.test. 86400 DS {} 253 2 {}\n",
+        alg253_k.tag(),
+        "CD".repeat(32)
+    ));
+    let digest99 = ds_line("digest99.test.", &digest_k);
+    let mut f: Vec<&str> = digest99.split_whitespace().collect();
+    let at = f.iter().position(|t| *t == "DS").unwrap() + 3;
+    f[at] = "99";
+    test_text.push_str(&format!("{}\n", f.join(" ")));
     // Algorithm 16 (Ed448), which aws-lc-rs has not: the zone counts as unsigned.
     test_text.push_str(&format!(
         "unknownalg.test. 86400 DS {} 16 2 {}\n",
@@ -353,6 +433,36 @@ pub(crate) fn signed_world() -> (Net, String) {
         valid,
     );
     let keytrap = keytrap(&z("keytrap"), &keytrap_k, valid);
+    let mut badsoa = sign(
+        &z("badsoa"),
+        &leaf("badsoa"),
+        &badsoa_k,
+        Denial::Nsec,
+        valid,
+    );
+    break_soa(&mut badsoa);
+    let mut badsoa3 = sign(
+        &z("badsoa3"),
+        &leaf("badsoa3"),
+        &badsoa3_k,
+        nsec3_ok(),
+        valid,
+    );
+    break_soa(&mut badsoa3);
+    let alg253 = sign(
+        &z("alg253"),
+        &leaf("alg253"),
+        &alg253_k,
+        Denial::Nsec,
+        valid,
+    );
+    let digest99 = sign(
+        &z("digest99"),
+        &leaf("digest99"),
+        &digest_k,
+        Denial::Nsec,
+        valid,
+    );
     let unsigned_child = unsigned(
         "unsigned.optout.test.",
         "unsigned.optout.test. 3600 NS ns.unsigned.optout.test.\nns.unsigned.optout.test. 3600 A 10.0.3.2\n\
@@ -374,6 +484,12 @@ pub(crate) fn signed_world() -> (Net, String) {
         ("badnsec3.test.", &badnsec3),
         ("unknownalg.test.", &unknownalg),
         ("keytrap.test.", &keytrap),
+        ("rsasha1.test.", &rsasha1),
+        ("nsec3rsasha1.test.", &nsec3rsasha1),
+        ("badsoa.test.", &badsoa),
+        ("badsoa3.test.", &badsoa3),
+        ("alg253.test.", &alg253),
+        ("digest99.test.", &digest99),
     ]));
     net.add("10.0.3.2", vec![]).auth =
         Some(zone_set(&[("unsigned.optout.test.", &unsigned_child)]));
