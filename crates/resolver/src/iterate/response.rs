@@ -87,6 +87,13 @@ impl Frame {
         if let Some(cut) = find_referral(msg, zone.as_ref(), self.qname.as_ref()) {
             return self.take_referral(res, budget, msg, cut, now);
         }
+        if soa.is_none() && !moved && stray_referral(msg, zone.as_ref()) {
+            // A referral up, or beside the way down (RFC 1034 §5.3.3, Unbound's "lame"
+            // response type): AA or not, the server does not serve the name.
+            self.lame += 1;
+            self.mark_dead(server);
+            return Ok(());
+        }
         if soa.is_some() || (aa && !moved) {
             self.take_negative(res, msg, zone.as_ref(), soa, false, rank, now);
             return Ok(());
@@ -348,6 +355,13 @@ pub(super) fn find_referral<'m>(
         })
         .max_by_key(|r| r.owner.len())
         .map(|r| r.owner)
+}
+
+/// True if the authority section has an NS RRset other than `zone`'s own: after
+/// [`find_referral`] found no way down, a referral upwards or sideways.
+pub(super) fn stray_referral(msg: &Response, zone: NameRef<'_>) -> bool {
+    msg.authority()
+        .any(|r| r.rtype == RType::NS && r.owner != zone)
 }
 
 /// The SOA in the authority section of a negative answer, if it belongs: its owner lies
