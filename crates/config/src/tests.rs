@@ -300,6 +300,16 @@ fn resolver_validation_keys() {
 }
 
 #[test]
+fn resolver_minimisation_keys() {
+    let d = parse("").unwrap().resolver;
+    assert!(d.qname_minimisation && !d.qname_minimisation_strict);
+    let r = parse("[resolver]\nqname_minimisation = false\nqname_minimisation_strict = true\n")
+        .unwrap()
+        .resolver;
+    assert!(!r.qname_minimisation && r.qname_minimisation_strict);
+}
+
+#[test]
 fn example_file_shows_the_defaults() {
     let c = parse(include_str!("../../../docs/shardns.example.toml")).unwrap();
     let d = Config::default();

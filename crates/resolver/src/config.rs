@@ -21,9 +21,16 @@ pub struct Config {
     pub forward_zones: Vec<ZoneServers>,
     /// Zones whose authoritative servers are given here; iteration goes on below them.
     pub stub_zones: Vec<ZoneServers>,
-    /// QNAME minimisation (RFC 9156), relaxed: a minimised query that gets NXDOMAIN is
-    /// asked again with the full name (some servers answer NXDOMAIN for empty non-terminals).
+    /// QNAME minimisation (RFC 9156): zone servers are asked for one label more than the
+    /// zone cut, type A, until the name is found below a cut. On by default (Unbound's
+    /// `qname-minimisation: yes`).
     pub qname_minimisation: bool,
+    /// Strict minimisation (Unbound's `qname-minimisation-strict`): an NXDOMAIN to a
+    /// minimised question ends the resolution (RFC 8020), any other unusable answer (an
+    /// error rcode, NOERROR without AA, a referral upwards) makes the server lame. Off by
+    /// default: such answers make the zone's servers be asked the full name instead (RFC
+    /// 9156 §2.3), since some servers answer empty non-terminals or their own cuts wrongly.
+    pub qname_minimisation_strict: bool,
     /// Most minimised queries per zone cut before the full name is sent (RFC 9156 §2.3).
     pub qname_minimisation_steps: u8,
     /// Send EDNS(0) to upstream servers (falling back to plain DNS per server on FORMERR/NOTIMP).
@@ -108,6 +115,7 @@ impl Default for Config {
             forward_zones: Vec::new(),
             stub_zones: Vec::new(),
             qname_minimisation: true,
+            qname_minimisation_strict: false,
             qname_minimisation_steps: 10,
             edns: true,
             edns_udp_size: 1232,

@@ -33,10 +33,18 @@ impl Frame {
             return Ok(());
         };
         self.state = FrameState::Select;
+        let minimised = !self.forward
+            && (sent.qname.as_ref() != self.qname.as_ref() || sent.qtype != self.qtype);
         let rcode = msg.rcode();
         if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
-            self.lame += 1;
-            self.mark_dead(server);
+            if minimised {
+                // Relaxed, the fallback to the full name is not held against the server.
+                self.answered(server);
+                self.minimised_unusable(res, server, msg, now);
+            } else {
+                self.lame += 1;
+                self.mark_dead(server);
+            }
             return Ok(());
         }
         // The server answered: that try is not held against it. Without this, QNAME
@@ -46,7 +54,7 @@ impl Frame {
         if self.forward {
             return self.forward_response(res, msg, now);
         }
-        if sent.qname.as_ref() != self.qname.as_ref() || sent.qtype != self.qtype {
+        if minimised {
             return self.minimised_response(res, budget, server, &sent, msg, now);
         }
         self.full_response(res, budget, server, msg, now)
@@ -498,7 +506,7 @@ impl Frame {
     /// A name error (`nxdomain`) or no data for the frame's name: cached with its SOA and
     /// proof, the proof kept to show a DO client and to validate, and the frame's outcome.
     #[allow(clippy::too_many_arguments)]
-    fn take_negative(
+    pub(super) fn take_negative(
         &mut self,
         res: &Resolver,
         msg: &Response,
