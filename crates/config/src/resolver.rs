@@ -79,6 +79,11 @@ pub struct ResolverConfig {
     /// Strict QNAME minimisation (Unbound's `qname-minimisation-strict`, off by default):
     /// no fallback to the full name when a minimised question gets a bad answer.
     pub qname_minimisation_strict: bool,
+    /// Send queries to loopback and unspecified addresses learned from referrals, glue
+    /// and name-server lookups (off by default, as Unbound's `do-not-query-localhost:
+    /// yes`); for lab hierarchies on 127.0.0.0/8. Configured addresses (root hints,
+    /// `forward`) are always used.
+    pub allow_loopback_upstreams: bool,
 }
 
 impl Default for ResolverConfig {
@@ -110,6 +115,7 @@ impl Default for ResolverConfig {
             aggressive_nsec: true,
             qname_minimisation: true,
             qname_minimisation_strict: false,
+            allow_loopback_upstreams: false,
         }
     }
 }

@@ -277,6 +277,7 @@ pub(crate) fn resolver_config(
     rc.aggressive_nsec = r.aggressive_nsec;
     rc.qname_minimisation = r.qname_minimisation;
     rc.qname_minimisation_strict = r.qname_minimisation_strict;
+    rc.allow_loopback_upstreams = r.allow_loopback_upstreams;
     if let Some(path) = &r.trust_anchor {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
             what: format!("reading trust anchor {}", path.display()),

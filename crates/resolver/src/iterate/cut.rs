@@ -153,12 +153,16 @@ impl Frame {
         }
     }
 
-    /// Adds the addresses of `servers[i]` the cache holds (glue included).
+    /// Adds the addresses of `servers[i]` the cache holds (glue included): learned from
+    /// DNS data, so not loopback ones unless allowed. A server with an address refused so
+    /// is not looked up (either type): the lookup would go through the very zone that has
+    /// no usable server, in a loop of referrals, for a name the data puts on loopback.
     fn add_cached_addrs(&mut self, i: usize, res: &Resolver, now: u64) {
         let cfg = &res.config;
         let ns = i as u16;
         let addrs = &mut self.addrs;
         let mut found = 0;
+        let mut refused = false;
         res.cache.visit(
             self.servers[i].name.as_ref(),
             &[RType::A, RType::AAAA],
@@ -167,13 +171,18 @@ impl Frame {
             |t, _, rd| {
                 if let Some(ip) = ip_of(t, rd) {
                     let addr = SocketAddr::new(ip, cfg.upstream_port);
-                    if cfg.family_ok(&addr) {
+                    if cfg.learned_ok(&addr) {
                         addrs.push(Addr { ns, addr });
                         found += 1;
+                    } else if cfg.family_ok(&addr) {
+                        refused = true;
                     }
                 }
             },
         );
         self.servers[i].addrs += found;
+        if refused && found == 0 {
+            self.servers[i].to_resolve = 0;
+        }
     }
 }

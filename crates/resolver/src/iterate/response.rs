@@ -338,7 +338,7 @@ impl Frame {
                 }
                 if let Some(ip) = ip_of(g.rtype, g.rdata) {
                     let a = SocketAddr::new(ip, res.config.upstream_port);
-                    if res.config.family_ok(&a) {
+                    if res.config.learned_ok(&a) {
                         self.add_addr(i, a);
                     }
                 }

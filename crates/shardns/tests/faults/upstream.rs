@@ -47,6 +47,7 @@ fn start_resolver(dir: &TempDir, port: u16) -> Resolver {
             "--workers",
             "2",
             "--recursion",
+            "--allow-loopback-upstreams",
             "--no-validation",
             "--root-hints",
         ])

@@ -106,6 +106,8 @@ fn shardns_resolver_matches_unbound() {
             "--workers",
             "2",
             "--recursion",
+            // The hierarchy is on loopback (Unbound: do-not-query-localhost: no).
+            "--allow-loopback-upstreams",
             // The interop zones are unsigned and Unbound runs without its validator.
             "--no-validation",
             "--root-hints",
