@@ -1,7 +1,7 @@
 //! Reading a response to a frame's question (one to a minimised question goes on to `qmin`).
 //!
 //! Owns: what a response means for the frame that asked (answer, CNAME and DNAME chains,
-//! referral, NXDOMAIN, NODATA, lame), what of it is cached and at which rank (only records
+//! referral, NXDOMAIN, NODATA, lame: referrals upwards or sideways too), what of it is cached and at which rank (only records
 //! inside the queried zone's bailiwick; a forwarder's answers whole), and following a
 //! referral with in-bailiwick glue only (glue outside the zone could be a poisoning attempt).
 
