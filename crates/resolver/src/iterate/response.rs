@@ -1,9 +1,10 @@
 //! Reading a response to a frame's question (one to a minimised question goes on to `qmin`).
 //!
 //! Owns: what a response means for the frame that asked (answer, CNAME and DNAME chains,
-//! referral, NXDOMAIN, NODATA, lame: referrals upwards or sideways too), what of it is cached and at which rank (only records
-//! inside the queried zone's bailiwick; a forwarder's answers whole), and following a
-//! referral with in-bailiwick glue only (glue outside the zone could be a poisoning attempt).
+//! referral, NXDOMAIN, NODATA, lame, referrals upwards or sideways being lame too), what of
+//! it is cached and at which rank (only records inside the queried zone's bailiwick; a
+//! forwarder's answers whole), and following a referral with in-bailiwick glue only (glue
+//! outside the zone could be a poisoning attempt).
 
 use std::net::SocketAddr;
 
