@@ -3,8 +3,8 @@
 //! Owns: choosing the closest zone cut (a forward zone, a cached NS RRset, a stub zone or
 //! the root hints, whichever is deepest; a forward zone always wins), entering a zone with
 //! its name servers and the addresses the cache holds for them (glue included; loopback
-//! ones refused unless `allow_loopback_upstreams`), and
-//! remembering a cut given up earlier in the resolution so its servers stay given up.
+//! ones refused unless `allow_loopback_upstreams`), and remembering a cut given up earlier
+//! in the resolution so its servers stay given up.
 
 use std::net::SocketAddr;
 

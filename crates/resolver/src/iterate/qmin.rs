@@ -1,5 +1,5 @@
-//! QNAME minimisation (RFC 9156, relaxed by default): which name a frame asks its zone's servers,
-//! and what the answers to minimised questions mean.
+//! QNAME minimisation (RFC 9156, relaxed by default): which name a frame asks its zone's
+//! servers, and what the answers to minimised questions mean.
 //!
 //! Owns: the minimisation state of a frame (labels asked so far, steps taken), steps the
 //! cache already answers, and reading a response to a minimised question (a referral moves
