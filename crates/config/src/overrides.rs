@@ -55,6 +55,8 @@ pub struct Overrides {
     pub allow: Vec<AclEntry>,
     /// `--upstream-port`.
     pub upstream_port: Option<u16>,
+    /// `--allow-loopback-upstreams`: sets `resolver.allow_loopback_upstreams`.
+    pub allow_loopback_upstreams: bool,
     /// `--xdp`: sets `server.xdp_interface`.
     pub xdp_interface: Option<String>,
     /// `--zone-list`: sets `server.zone_list`.
@@ -198,6 +200,9 @@ impl Config {
         }
         if let Some(p) = o.upstream_port {
             self.resolver.upstream_port = p;
+        }
+        if o.allow_loopback_upstreams {
+            self.resolver.allow_loopback_upstreams = true;
         }
         if o.zone_list.is_some() {
             self.server.zone_list = o.zone_list.clone();

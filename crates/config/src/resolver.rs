@@ -74,6 +74,16 @@ pub struct ResolverConfig {
     /// range already proven are answered without asking (on by default, as Unbound's
     /// `aggressive-nsec`).
     pub aggressive_nsec: bool,
+    /// QNAME minimisation (RFC 9156; Unbound's `qname-minimisation`, on by default).
+    pub qname_minimisation: bool,
+    /// Strict QNAME minimisation (Unbound's `qname-minimisation-strict`, off by default):
+    /// no fallback to the full name when a minimised question gets a bad answer.
+    pub qname_minimisation_strict: bool,
+    /// Send queries to loopback and unspecified addresses learned from referrals, glue
+    /// and name-server lookups (off by default, as Unbound's `do-not-query-localhost:
+    /// yes`); for lab hierarchies on 127.0.0.0/8. Configured addresses (root hints,
+    /// `forward`) are always used.
+    pub allow_loopback_upstreams: bool,
 }
 
 impl Default for ResolverConfig {
@@ -103,6 +113,9 @@ impl Default for ResolverConfig {
             trust_anchor: None,
             negative_trust_anchors: Vec::new(),
             aggressive_nsec: true,
+            qname_minimisation: true,
+            qname_minimisation_strict: false,
+            allow_loopback_upstreams: false,
         }
     }
 }

@@ -300,6 +300,27 @@ fn resolver_validation_keys() {
 }
 
 #[test]
+fn resolver_minimisation_and_loopback_keys() {
+    let d = parse("").unwrap().resolver;
+    assert!(d.qname_minimisation && !d.qname_minimisation_strict);
+    assert!(!d.allow_loopback_upstreams);
+    let r = parse(
+        "[resolver]\nqname_minimisation = false\nqname_minimisation_strict = true\n\
+         allow_loopback_upstreams = true\n",
+    )
+    .unwrap()
+    .resolver;
+    assert!(!r.qname_minimisation && r.qname_minimisation_strict);
+    assert!(r.allow_loopback_upstreams);
+    let mut c = parse("").unwrap();
+    c.apply(&Overrides {
+        allow_loopback_upstreams: true,
+        ..Overrides::default()
+    });
+    assert!(c.resolver.allow_loopback_upstreams);
+}
+
+#[test]
 fn example_file_shows_the_defaults() {
     let c = parse(include_str!("../../../docs/shardns.example.toml")).unwrap();
     let d = Config::default();

@@ -21,9 +21,16 @@ pub struct Config {
     pub forward_zones: Vec<ZoneServers>,
     /// Zones whose authoritative servers are given here; iteration goes on below them.
     pub stub_zones: Vec<ZoneServers>,
-    /// QNAME minimisation (RFC 9156), relaxed: a minimised query that gets NXDOMAIN is
-    /// asked again with the full name (some servers answer NXDOMAIN for empty non-terminals).
+    /// QNAME minimisation (RFC 9156): zone servers are asked for one label more than the
+    /// zone cut, type A, until the name is found below a cut. On by default (Unbound's
+    /// `qname-minimisation: yes`).
     pub qname_minimisation: bool,
+    /// Strict minimisation (Unbound's `qname-minimisation-strict`): an NXDOMAIN to a
+    /// minimised question ends the resolution (RFC 8020), any other unusable answer (an
+    /// error rcode, NOERROR without AA, a referral upwards) makes the server lame. Off by
+    /// default: such answers make the zone's servers be asked the full name instead (RFC
+    /// 9156 §2.3), since some servers answer empty non-terminals or their own cuts wrongly.
+    pub qname_minimisation_strict: bool,
     /// Most minimised queries per zone cut before the full name is sent (RFC 9156 §2.3).
     pub qname_minimisation_steps: u8,
     /// Send EDNS(0) to upstream servers (falling back to plain DNS per server on FORMERR/NOTIMP).
@@ -36,6 +43,12 @@ pub struct Config {
     pub ipv6: bool,
     /// Port used for server addresses learned from NS/A/AAAA data (53 outside tests).
     pub upstream_port: u16,
+    /// Ask loopback and unspecified addresses (127.0.0.0/8, ::1, 0.0.0.0/8, ::) learned
+    /// from referrals, glue and name-server lookups. Off by default, as Unbound's
+    /// `do-not-query-localhost: yes`: a referral must not make the resolver query the
+    /// host's own services. For lab hierarchies on loopback. Addresses configured here
+    /// (hints, forward and stub zones) are used whatever this says.
+    pub allow_loopback_upstreams: bool,
     /// Cached TTLs are raised to at least this many seconds.
     pub min_ttl: u32,
     /// Cached TTLs are cut to at most this many seconds.
@@ -108,12 +121,14 @@ impl Default for Config {
             forward_zones: Vec::new(),
             stub_zones: Vec::new(),
             qname_minimisation: true,
+            qname_minimisation_strict: false,
             qname_minimisation_steps: 10,
             edns: true,
             edns_udp_size: 1232,
             ipv4: true,
             ipv6: true,
             upstream_port: 53,
+            allow_loopback_upstreams: false,
             min_ttl: 0,
             max_ttl: 86_400,
             max_negative_ttl: 3_600,
@@ -314,6 +329,12 @@ impl Config {
         }
     }
 
+    /// True if an address learned from DNS data (not configured) may be asked: its family
+    /// is in use, and it is not the host itself unless `allow_loopback_upstreams`.
+    pub(crate) fn learned_ok(&self, addr: &SocketAddr) -> bool {
+        self.family_ok(addr) && (self.allow_loopback_upstreams || !is_local(addr.ip()))
+    }
+
     /// The deepest forward or stub zone at or above `name`: (zone, servers, forward?).
     pub(crate) fn zone_servers_for(&self, name: NameRef<'_>) -> Option<(&ZoneServers, bool)> {
         let forwards = self.forward_zones.iter().map(|z| (z, true));
@@ -323,6 +344,19 @@ impl Config {
             .chain(stubs)
             .filter(|(z, _)| name.ends_with(&z.zone.as_ref()))
             .max_by_key(|(z, _)| z.zone.as_ref().len())
+    }
+}
+
+/// Loopback or unspecified (0.0.0.0/8 is "this host on this network", RFC 6890), also as
+/// an IPv4-mapped IPv6 address.
+fn is_local(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.octets()[0] == 0,
+        IpAddr::V6(v6) => v6.is_loopback() || v6.is_unspecified(),
     }
 }
 
@@ -363,6 +397,31 @@ mod tests {
         assert!(Hints::parse(". NS a.\n").is_err());
         assert!(Hints::parse(". NS a.\nb. A 1.2.3.4\n").is_err());
         assert!(Hints::parse(". NS a.\na. A 1.2.3.4@x\n").is_err());
+    }
+
+    #[test]
+    fn learned_loopback_addresses_are_refused_unless_allowed() {
+        let mut cfg = Config::default();
+        let sa = |s: &str| SocketAddr::new(s.parse().unwrap(), 53);
+        for local in [
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.255.255.254",
+            "0.0.0.0",
+            "0.1.2.3",
+            "::1",
+            "::",
+            "::ffff:127.0.0.2",
+        ] {
+            assert!(!cfg.learned_ok(&sa(local)), "{local}");
+        }
+        for remote in ["192.0.2.1", "10.0.0.1", "128.0.0.1", "2001:db8::1", "::2"] {
+            assert!(cfg.learned_ok(&sa(remote)), "{remote}");
+        }
+        cfg.allow_loopback_upstreams = true;
+        assert!(cfg.learned_ok(&sa("127.0.0.2")) && cfg.learned_ok(&sa("::1")));
+        cfg.ipv6 = false;
+        assert!(!cfg.learned_ok(&sa("::1")));
     }
 
     #[test]

@@ -275,6 +275,9 @@ pub(crate) fn resolver_config(
     rc.server_hold_max_ms = r.server_hold_max_ms.max(r.server_hold_ms);
     rc.validation = r.validation;
     rc.aggressive_nsec = r.aggressive_nsec;
+    rc.qname_minimisation = r.qname_minimisation;
+    rc.qname_minimisation_strict = r.qname_minimisation_strict;
+    rc.allow_loopback_upstreams = r.allow_loopback_upstreams;
     if let Some(path) = &r.trust_anchor {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
             what: format!("reading trust anchor {}", path.display()),

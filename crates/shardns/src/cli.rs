@@ -264,6 +264,12 @@ pub(crate) struct ServeArgs {
     /// Port of name servers learned from referrals and glue (default 53; for tests).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) upstream_port: Option<u16>,
+    /// Send queries to loopback addresses (127.0.0.0/8, ::1) learned from referrals, glue
+    /// and name-server lookups, for lab hierarchies on loopback (sets
+    /// resolver.allow_loopback_upstreams; by default they are not asked, as Unbound's
+    /// do-not-query-localhost).
+    #[arg(long)]
+    pub(crate) allow_loopback_upstreams: bool,
     /// Read the UDP queries to the listen addresses that arrive on interface IFACE (e.g.
     /// lo) with AF_XDP, bypassing the kernel's UDP sockets (needs root; see docs/CONFIG.md).
     #[arg(long, value_name = "IFACE")]
@@ -353,6 +359,7 @@ impl ServeArgs {
         o.forward = self.forward.clone();
         o.allow = self.allow_recursion.clone();
         o.upstream_port = self.upstream_port;
+        o.allow_loopback_upstreams = self.allow_loopback_upstreams;
         o.xdp_interface = self.xdp.clone();
         o.allow_transfer = self.allow_transfer.clone();
         o.notify = self.notify.clone();
@@ -574,6 +581,7 @@ mod tests {
             "::1",
             "--upstream-port",
             "5301",
+            "--allow-loopback-upstreams",
             "--allow-transfer",
             "127.0.0.2",
             "--allow-transfer",
@@ -589,6 +597,7 @@ mod tests {
         assert_eq!(a.forward.len(), 2);
         assert_eq!(a.allow_recursion.len(), 1);
         assert_eq!(a.upstream_port, Some(5301));
+        assert!(a.allow_loopback_upstreams);
         assert_eq!(a.allow_transfer.len(), 2);
         assert_eq!(a.notify, ["127.0.0.1:5300".parse().unwrap()]);
         assert!(Cli::try_parse_from(["shardns", "serve", "--forward", "corp."]).is_err());

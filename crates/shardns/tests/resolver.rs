@@ -99,8 +99,17 @@ fn authorities(tag: &str) -> Authorities {
 }
 
 impl Authorities {
-    /// A resolver instance on `ip` using our root, plus `args`.
+    /// A resolver instance on `ip` using our root, plus `args`; it may ask the loopback
+    /// addresses our referrals give.
     fn resolver(&self, name: &str, ip: &str, args: &[&str]) -> Server {
+        let mut all = vec!["--allow-loopback-upstreams"];
+        all.extend_from_slice(args);
+        self.resolver_as_deployed(name, ip, &all)
+    }
+
+    /// A resolver instance on `ip` using our root, plus `args`, without
+    /// `--allow-loopback-upstreams`.
+    fn resolver_as_deployed(&self, name: &str, ip: &str, args: &[&str]) -> Server {
         let addr: SocketAddr = format!("{ip}:{}", free_port()).parse().unwrap();
         let port = self.tld.addr.port().to_string();
         let hints = self.hints.display().to_string();
@@ -232,6 +241,27 @@ fn forwards_a_zone_to_another_resolver() {
         1.0
     );
     assert_eq!(upstream.stat("shardns_resolver_cache_misses_total"), 1.0);
+}
+
+/// Issue 30, defect 4: a referral to a loopback address (our root's glue, `ns.test. A
+/// 127.0.0.2`) used to be followed. Without `--allow-loopback-upstreams` the root, given in
+/// the hints, is asked, the TLD on 127.0.0.2 is not, and the client gets SERVFAIL with EDE
+/// 22; with the switch the name resolves (the other tests).
+#[test]
+fn referrals_to_loopback_are_not_followed_by_default() {
+    let auth = authorities("resolver-loopback");
+    let res = auth.resolver_as_deployed("deployed", "127.0.0.3", &[]);
+    let tld_queries = auth.tld.stat("shardns_queries_total");
+    let m = ask(res.addr, 1, "www.test.", RecordType::A);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    let out = dig(res.addr, &["www.other", "A"]);
+    assert!(out.contains("SERVFAIL") && out.contains("EDE: 22"), "{out}");
+    assert!(res.stat("shardns_resolver_upstream_queries_total") >= 2.0);
+    assert_eq!(auth.tld.stat("shardns_queries_total"), tld_queries);
+    let lab = auth.resolver("lab", "127.0.0.4", &[]);
+    let m = ask(lab.addr, 1, "www.test.", RecordType::A);
+    assert_eq!(rdatas(&m), ["www.test. A 192.0.2.1"]);
+    assert!(auth.tld.stat("shardns_queries_total") > tld_queries);
 }
 
 #[test]

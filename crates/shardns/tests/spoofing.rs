@@ -73,6 +73,8 @@ fn forged_answers_are_rejected_and_never_cached() {
             "--workers",
             "1",
             "--recursion",
+            // The fake hierarchy is on loopback.
+            "--allow-loopback-upstreams",
             "--trust-anchor",
             &anchor,
             "--root-hints",

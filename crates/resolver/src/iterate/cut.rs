@@ -2,8 +2,9 @@
 //!
 //! Owns: choosing the closest zone cut (a forward zone, a cached NS RRset, a stub zone or
 //! the root hints, whichever is deepest; a forward zone always wins), entering a zone with
-//! its name servers and the addresses the cache holds for them (glue included), and
-//! remembering a cut given up earlier in the resolution so its servers stay given up.
+//! its name servers and the addresses the cache holds for them (glue included; loopback
+//! ones refused unless `allow_loopback_upstreams`), and remembering a cut given up earlier
+//! in the resolution so its servers stay given up.
 
 use std::net::SocketAddr;
 
@@ -153,12 +154,16 @@ impl Frame {
         }
     }
 
-    /// Adds the addresses of `servers[i]` the cache holds (glue included).
+    /// Adds the addresses of `servers[i]` the cache holds (glue included): learned from
+    /// DNS data, so not loopback ones unless allowed. A server with an address refused so
+    /// is not looked up (either type): the lookup would go through the very zone that has
+    /// no usable server, in a loop of referrals, for a name the data puts on loopback.
     fn add_cached_addrs(&mut self, i: usize, res: &Resolver, now: u64) {
         let cfg = &res.config;
         let ns = i as u16;
         let addrs = &mut self.addrs;
         let mut found = 0;
+        let mut refused = false;
         res.cache.visit(
             self.servers[i].name.as_ref(),
             &[RType::A, RType::AAAA],
@@ -167,13 +172,18 @@ impl Frame {
             |t, _, rd| {
                 if let Some(ip) = ip_of(t, rd) {
                     let addr = SocketAddr::new(ip, cfg.upstream_port);
-                    if cfg.family_ok(&addr) {
+                    if cfg.learned_ok(&addr) {
                         addrs.push(Addr { ns, addr });
                         found += 1;
+                    } else if cfg.family_ok(&addr) {
+                        refused = true;
                     }
                 }
             },
         );
         self.servers[i].addrs += found;
+        if refused && found == 0 {
+            self.servers[i].to_resolve = 0;
+        }
     }
 }

@@ -3,11 +3,13 @@
 //!
 //! Owns: [`Task`], a stack of frames (the client's question at the bottom, name-server
 //! address sub-resolutions above it), and the rules for reading a response: answer, CNAME
-//! and DNAME chains, referrals with in-bailiwick glue, NXDOMAIN and NODATA, lame servers,
-//! QNAME minimisation (RFC 9156, relaxed), forward and stub zones, server selection by SRTT
-//! (skipping servers held down as unresponsive), giving up a zone cut (going back to the
-//! parent only when the cut's servers were lame, never twice to the same servers), and the
-//! limits (chain length, referrals, queries, sub-resolution depth, loops).
+//! and DNAME chains, referrals with in-bailiwick glue, NXDOMAIN and NODATA, lame servers
+//! (upward and sideways referrals included), QNAME minimisation (RFC 9156, relaxed unless
+//! strict), forward and stub zones, no loopback server address learned from DNS data unless
+//! allowed, server selection by SRTT (skipping servers held down as unresponsive), giving up
+//! a zone cut (going back to the parent only when the cut's servers were lame, never twice
+//! to the same servers), and the limits (chain length, referrals, queries, sub-resolution
+//! depth, loops).
 //! The [`crate::Engine`] validates responses (source, ID, question), handles TC and EDNS
 //! fallback, and coalesces identical queries before anything reaches a task.
 //! Never: sockets, clocks, randomness of its own (a per-task salt comes from the engine).

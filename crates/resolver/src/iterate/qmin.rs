@@ -1,15 +1,18 @@
-//! QNAME minimisation (RFC 9156, relaxed): which name a frame asks its zone's servers,
-//! and what the answers to minimised questions mean.
+//! QNAME minimisation (RFC 9156, relaxed by default): which name a frame asks its zone's
+//! servers, and what the answers to minimised questions mean.
 //!
 //! Owns: the minimisation state of a frame (labels asked so far, steps taken), steps the
 //! cache already answers, and reading a response to a minimised question (a referral moves
-//! down, NXDOMAIN sends the full name, an authoritative NOERROR adds a label).
+//! down, an authoritative NOERROR adds a label, anything else sends the full name, or in
+//! strict mode ends in NXDOMAIN or a lame server).
 
 use std::net::SocketAddr;
 
 use shardns_wire::{NameBuf, RType, Rcode};
 
-use super::response::{cache_rrset_dnssec, find_referral, find_soa, proof_rrs, sig_rrs};
+use super::response::{
+    cache_rrset_dnssec, find_referral, find_soa, proof_rrs, sig_rrs, stray_referral,
+};
 use super::{name_buf, Budget, Frame, Sent};
 use crate::cache::{Probe, Rank, Soa};
 use crate::msg::Response;
@@ -67,9 +70,9 @@ impl Frame {
         )
     }
 
-    /// A response to a minimised query (RFC 9156): a referral moves down; NXDOMAIN makes us
-    /// ask the full name (relaxed mode, for servers that deny empty non-terminals); any
-    /// other authoritative NOERROR means no cut here, so one more label is added.
+    /// A response to a minimised query (RFC 9156): a referral moves down; an authoritative
+    /// NOERROR (no referral up or sideways) means no cut here, so one more label is added.
+    /// Anything else is [`Frame::minimised_unusable`].
     pub(super) fn minimised_response(
         &mut self,
         res: &Resolver,
@@ -79,16 +82,16 @@ impl Frame {
         msg: &Response,
         now: u64,
     ) -> Result<(), Ede> {
-        if let Some(cut) = find_referral(msg, self.zone.as_ref(), sent.qname.as_ref()) {
-            return self.take_referral(res, budget, msg, cut, now);
+        if msg.rcode() == Rcode::NOERROR {
+            if let Some(cut) = find_referral(msg, self.zone.as_ref(), sent.qname.as_ref()) {
+                return self.take_referral(res, budget, msg, cut, now);
+            }
         }
-        if msg.rcode() == Rcode::NXDOMAIN {
-            self.qmin_labels = 0;
-            return Ok(());
-        }
-        if !msg.header.aa() {
-            self.lame += 1;
-            self.mark_dead(server);
+        let zone = self.zone.clone();
+        let soa = find_soa(msg, zone.as_ref(), sent.qname.as_ref());
+        let stray = soa.is_none() && msg.answers_empty() && stray_referral(msg, zone.as_ref());
+        if msg.rcode() != Rcode::NOERROR || !msg.header.aa() || stray {
+            self.minimised_unusable(res, server, msg, now);
             return Ok(());
         }
         // The name exists in this zone: cache what answers the minimised question (the
@@ -98,7 +101,6 @@ impl Frame {
             .filter(|r| r.owner == sent.qname.as_ref() && r.rtype == sent.qtype);
         if rrset.clone().next().is_none() {
             if msg.answers_empty() {
-                let soa = find_soa(msg, self.zone.as_ref(), sent.qname.as_ref());
                 res.cache.insert_negative(
                     sent.qname.as_ref(),
                     Some(sent.qtype),
@@ -115,5 +117,38 @@ impl Frame {
         }
         self.qmin_step_done(res);
         Ok(())
+    }
+
+    /// A minimised question got no usable answer: an error rcode, NXDOMAIN, NOERROR
+    /// without AA (a parent answering from its own data), or a referral upwards. Relaxed
+    /// (the default, as Unbound's `qname-minimisation-strict: no` and RFC 9156 §2.3): the
+    /// zone's servers are asked the full name, so that servers broken only for empty
+    /// non-terminals or their own cuts do not make the name unresolvable; a server that
+    /// answers the full name badly too is lame then. Strict: NXDOMAIN means nothing below
+    /// exists (RFC 8020), anything else makes the server lame.
+    pub(super) fn minimised_unusable(
+        &mut self,
+        res: &Resolver,
+        server: SocketAddr,
+        msg: &Response,
+        now: u64,
+    ) {
+        if !res.config.qname_minimisation_strict {
+            self.qmin_labels = 0;
+            return;
+        }
+        if msg.rcode() == Rcode::NXDOMAIN {
+            let zone = self.zone.clone();
+            let soa = find_soa(msg, zone.as_ref(), self.qname.as_ref());
+            let rank = if msg.header.aa() {
+                Rank::AuthAnswer
+            } else {
+                Rank::Answer
+            };
+            self.take_negative(res, msg, zone.as_ref(), soa, true, rank, now);
+            return;
+        }
+        self.lame += 1;
+        self.mark_dead(server);
     }
 }

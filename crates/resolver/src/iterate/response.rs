@@ -1,9 +1,10 @@
 //! Reading a response to a frame's question (one to a minimised question goes on to `qmin`).
 //!
 //! Owns: what a response means for the frame that asked (answer, CNAME and DNAME chains,
-//! referral, NXDOMAIN, NODATA, lame), what of it is cached and at which rank (only records
-//! inside the queried zone's bailiwick; a forwarder's answers whole), and following a
-//! referral with in-bailiwick glue only (glue outside the zone could be a poisoning attempt).
+//! referral, NXDOMAIN, NODATA, lame, referrals upwards or sideways being lame too), what of
+//! it is cached and at which rank (only records inside the queried zone's bailiwick; a
+//! forwarder's answers whole), and following a referral with in-bailiwick glue only (glue
+//! outside the zone could be a poisoning attempt).
 
 use std::net::SocketAddr;
 
@@ -33,10 +34,18 @@ impl Frame {
             return Ok(());
         };
         self.state = FrameState::Select;
+        let minimised = !self.forward
+            && (sent.qname.as_ref() != self.qname.as_ref() || sent.qtype != self.qtype);
         let rcode = msg.rcode();
         if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
-            self.lame += 1;
-            self.mark_dead(server);
+            if minimised {
+                // Relaxed, the fallback to the full name is not held against the server.
+                self.answered(server);
+                self.minimised_unusable(res, server, msg, now);
+            } else {
+                self.lame += 1;
+                self.mark_dead(server);
+            }
             return Ok(());
         }
         // The server answered: that try is not held against it. Without this, QNAME
@@ -46,7 +55,7 @@ impl Frame {
         if self.forward {
             return self.forward_response(res, msg, now);
         }
-        if sent.qname.as_ref() != self.qname.as_ref() || sent.qtype != self.qtype {
+        if minimised {
             return self.minimised_response(res, budget, server, &sent, msg, now);
         }
         self.full_response(res, budget, server, msg, now)
@@ -86,6 +95,13 @@ impl Frame {
         }
         if let Some(cut) = find_referral(msg, zone.as_ref(), self.qname.as_ref()) {
             return self.take_referral(res, budget, msg, cut, now);
+        }
+        if soa.is_none() && !moved && stray_referral(msg, zone.as_ref()) {
+            // A referral up, or beside the way down (RFC 1034 §5.3.3, Unbound's "lame"
+            // response type): AA or not, the server does not serve the name.
+            self.lame += 1;
+            self.mark_dead(server);
+            return Ok(());
         }
         if soa.is_some() || (aa && !moved) {
             self.take_negative(res, msg, zone.as_ref(), soa, false, rank, now);
@@ -323,7 +339,7 @@ impl Frame {
                 }
                 if let Some(ip) = ip_of(g.rtype, g.rdata) {
                     let a = SocketAddr::new(ip, res.config.upstream_port);
-                    if res.config.family_ok(&a) {
+                    if res.config.learned_ok(&a) {
                         self.add_addr(i, a);
                     }
                 }
@@ -348,6 +364,13 @@ pub(super) fn find_referral<'m>(
         })
         .max_by_key(|r| r.owner.len())
         .map(|r| r.owner)
+}
+
+/// True if the authority section has an NS RRset other than `zone`'s own: after
+/// [`find_referral`] found no way down, a referral upwards or sideways.
+pub(super) fn stray_referral(msg: &Response, zone: NameRef<'_>) -> bool {
+    msg.authority()
+        .any(|r| r.rtype == RType::NS && r.owner != zone)
 }
 
 /// The SOA in the authority section of a negative answer, if it belongs: its owner lies
@@ -484,7 +507,7 @@ impl Frame {
     /// A name error (`nxdomain`) or no data for the frame's name: cached with its SOA and
     /// proof, the proof kept to show a DO client and to validate, and the frame's outcome.
     #[allow(clippy::too_many_arguments)]
-    fn take_negative(
+    pub(super) fn take_negative(
         &mut self,
         res: &Resolver,
         msg: &Response,

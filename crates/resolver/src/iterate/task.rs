@@ -198,7 +198,7 @@ impl Task {
                             }
                             if let Some(ip) = ip_of(r.rtype, &r.rdata) {
                                 let a = SocketAddr::new(ip, cfg.upstream_port);
-                                if cfg.family_ok(&a) {
+                                if cfg.learned_ok(&a) {
                                     parent.add_addr(i, a);
                                 }
                             }

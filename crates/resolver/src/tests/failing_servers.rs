@@ -249,3 +249,70 @@ fn referral_back_to_an_abandoned_cut_is_not_followed_again() {
         ]
     );
 }
+
+/// Issue 30, defect 6: a referral that does not lead down towards the name (the root's or
+/// the parent's NS, a sibling zone's, a zone beside the cut) is a lame answer, with or
+/// without AA. It used to be taken for NODATA when AA was set (NOERROR, no data).
+#[test]
+fn upward_and_sideways_referrals_are_lame_with_or_without_aa() {
+    let cases = [
+        ". 86400 NS a.root.test.",
+        "test. 86400 NS ns1.nic.test.",
+        "org. 86400 NS ns.org.",
+        "example.test. 86400 NS ns1.example.test.",
+        "other.up.test. 86400 NS ns.other.up.test.",
+    ];
+    for referral in cases {
+        for aa in [false, true] {
+            let mut net = world();
+            let up = &mut net.servers.get_mut(&addr("10.0.9.7")).unwrap().behaviour;
+            up.refer_up = Some(records(referral).remove(0));
+            up.refer_aa = aa;
+            let mut sim = Sim::new(net, config());
+            let a = sim.resolve("www.up.test.", RType::AAAA);
+            let case = format!("{referral} aa={aa}");
+            assert_eq!(a.rcode, Rcode::SERVFAIL, "{case}: {a:?}");
+            assert_eq!(
+                a.ede,
+                Some(Ede::new(
+                    Ede::NO_REACHABLE_AUTHORITY,
+                    "all servers failed or are lame"
+                )),
+                "{case}"
+            );
+            assert_eq!(sim.count_to(0, "10.0.9.7"), 1, "{case}");
+        }
+    }
+}
+
+/// The zone's other server answers when one gives an upward referral with AA.
+#[test]
+fn upward_referral_moves_to_the_next_server() {
+    let mut net = world();
+    net.servers
+        .get_mut(&addr("10.0.1.1"))
+        .unwrap()
+        .zones
+        .first_mut()
+        .unwrap()
+        .records
+        .extend(records(
+            "up.test. 86400 NS ns2.up.test.\nns2.up.test. 86400 A 10.0.9.6",
+        ));
+    net.add(
+        "10.0.9.6",
+        vec![zone("up.test.", "www.up.test. 300 A 192.0.2.170")],
+    )
+    .latency = 200;
+    let up = &mut net.servers.get_mut(&addr("10.0.9.7")).unwrap().behaviour;
+    up.refer_up = Some(records(". 86400 NS a.root.test.").remove(0));
+    up.refer_aa = true;
+    let mut sim = Sim::new(net, config());
+    // The lame server is the faster: once its time is known it is asked first each time.
+    for name in ["www.up.test.", "www.up.test.", "www.up.test."] {
+        sim.engine.resolver().cache.clear();
+        let a = sim.resolve(name, RType::A);
+        assert_eq!(rdata_a(&a), [[192, 0, 2, 170]], "{a:?}");
+    }
+    assert!(sim.count_to(0, "10.0.9.7") >= 2);
+}

@@ -6,6 +6,7 @@ mod caching;
 mod failing_servers;
 mod iteration;
 mod limits;
+mod loopback;
 mod qmin;
 mod spoofing;
 mod upstream;

@@ -157,3 +157,128 @@ fn minimisation_steps_answered_from_the_cache() {
     assert_eq!(asked_cut, 1, "{:?}", sim.queries_since(mark));
     assert_eq!(sim.log.len() - mark, 201);
 }
+
+/// The issue's example (issue 30, defect 1): the root answers the minimised `au. A` with
+/// NOERROR, its SOA and no AA, as from its own data. The name used never to resolve (the
+/// root was taken for lame: SERVFAIL, EDE 22); now the full name is asked (RFC 9156 §2.3).
+#[test]
+fn minimised_question_answered_without_aa_falls_back_to_the_full_name() {
+    let mut net = Net::default();
+    net.add(
+        "10.0.0.1",
+        vec![zone(
+            ".",
+            ". 86400 NS a.root.test.
+             au. 172800 NS ns.au.
+             ns.au. 172800 A 10.0.7.1",
+        )],
+    )
+    .behaviour
+    .qmin_broken = Some(Rcode::NOERROR);
+    net.add(
+        "10.0.7.1",
+        vec![zone(
+            "au.",
+            "au. 86400 NS ns.au.
+             ns.au. 86400 A 10.0.7.1
+             ingdirect.com.au. 86400 NS ns.ingdirect.com.au.
+             ns.ingdirect.com.au. 86400 A 10.0.7.2",
+        )],
+    );
+    net.add(
+        "10.0.7.2",
+        vec![zone(
+            "ingdirect.com.au.",
+            "www.ingdirect.com.au. 300 A 192.0.2.200",
+        )],
+    );
+    let mut sim = Sim::new(net, config());
+    let a = sim.resolve("www.ingdirect.com.au.", RType::A);
+    assert_eq!(rdata_a(&a), [[192, 0, 2, 200]], "{a:?}");
+    let asked: Vec<String> = sim.queries_since(0).into_iter().map(|q| q.1).collect();
+    assert_eq!(
+        asked,
+        [
+            "au.",
+            "www.ingdirect.com.au.",
+            "com.au.",
+            "ingdirect.com.au.",
+            "www.ingdirect.com.au."
+        ]
+    );
+}
+
+/// Each bad answer to a minimised question (non-AA NOERROR, SERVFAIL, REFUSED, NXDOMAIN for
+/// a name that exists), from the root or from a TLD: by default the full name is asked and
+/// the name resolves; in strict mode the server is lame (SERVFAIL, EDE 22), or the NXDOMAIN
+/// stands (RFC 8020); with minimisation off no minimised question is sent at all.
+#[test]
+fn bad_answers_to_minimised_questions() {
+    let broken = [
+        Rcode::NOERROR,
+        Rcode::SERVFAIL,
+        Rcode::REFUSED,
+        Rcode::NXDOMAIN,
+    ];
+    for server in ["10.0.0.1", "10.0.1.1"] {
+        for rcode in broken {
+            let case = format!("{server} {rcode:?}");
+            let net = || {
+                let mut net = world();
+                net.servers
+                    .get_mut(&addr(server))
+                    .unwrap()
+                    .behaviour
+                    .qmin_broken = Some(rcode);
+                net
+            };
+            let mut sim = Sim::new(net(), config());
+            let a = sim.resolve("www.example.test.", RType::A);
+            assert_eq!(rdata_a(&a), [[192, 0, 2, 80]], "{case}: {a:?}");
+
+            let strict = Config {
+                qname_minimisation_strict: true,
+                ..config()
+            };
+            let mut sim = Sim::new(net(), strict);
+            let a = sim.resolve("www.example.test.", RType::A);
+            if rcode == Rcode::NXDOMAIN {
+                assert_eq!(a.rcode, Rcode::NXDOMAIN, "{case}: {a:?}");
+            } else {
+                assert_eq!(a.rcode, Rcode::SERVFAIL, "{case}: {a:?}");
+                assert_eq!(a.ede.unwrap().code, crate::Ede::NO_REACHABLE_AUTHORITY);
+            }
+
+            let off = Config {
+                qname_minimisation: false,
+                ..config()
+            };
+            let mut sim = Sim::new(net(), off);
+            let a = sim.resolve("www.example.test.", RType::A);
+            assert_eq!(rdata_a(&a), [[192, 0, 2, 80]], "{case}: {a:?}");
+            assert!(sim.log.iter().all(|s| s.qname == n("www.example.test.")));
+        }
+    }
+}
+
+/// A minimised question answered by an upward referral with AA is not a step down (it
+/// used to be taken for the name existing without data, and the next label was asked, and
+/// the next). Now the full name is asked at once, and the server, referring upwards again,
+/// is lame.
+#[test]
+fn upward_referral_to_a_minimised_question_is_not_a_step() {
+    let mut net = world();
+    let up = &mut net.servers.get_mut(&addr("10.0.9.7")).unwrap().behaviour;
+    up.refer_up = Some(records(". 86400 NS a.root.test.").remove(0));
+    up.refer_aa = true;
+    let mut sim = Sim::new(net, config());
+    let a = sim.resolve("a.b.c.up.test.", RType::A);
+    assert_eq!(a.rcode, Rcode::SERVFAIL, "{a:?}");
+    let asked: Vec<String> = sim
+        .log
+        .iter()
+        .filter(|s| s.server == addr("10.0.9.7"))
+        .map(|s| s.qname.to_string())
+        .collect();
+    assert_eq!(asked, ["c.up.test.", "a.b.c.up.test."]);
+}

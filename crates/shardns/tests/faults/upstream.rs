@@ -3,7 +3,7 @@
 //! the resolution deadline, while good names and the resolver's own zone are answered at once.
 
 use crate::common::*;
-use crate::upstream_fakes::{fake_port, start_fakes, GARBAGE_KINDS};
+use crate::upstream_fakes::{fake_port, start_fakes, GARBAGE_KINDS, QMIN_KINDS};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -47,6 +47,7 @@ fn start_resolver(dir: &TempDir, port: u16) -> Resolver {
             "--workers",
             "2",
             "--recursion",
+            "--allow-loopback-upstreams",
             "--no-validation",
             "--root-hints",
         ])
@@ -188,4 +189,35 @@ fn upstream_garbage_slowness_and_silence_give_servfail_in_bounded_time() {
     assert!(!res.log.lock().unwrap().contains("panicked"));
     let _ =
         TcpStream::connect_timeout(&res.addr, Duration::from_secs(1)).expect("TCP still accepted");
+}
+
+/// Issue 30, defects 1 and 6, against real sockets: a server that answers the minimised
+/// question `<kind>.garbage. A` with NOERROR without AA, SERVFAIL, REFUSED or NXDOMAIN is
+/// asked the full name, which resolves (all but NXDOMAIN used to be SERVFAIL, EDE 22); an
+/// upward referral with AA is a lame answer, SERVFAIL with EDE 22 (it used to be NOERROR
+/// with no data).
+#[test]
+fn bad_answers_to_minimised_questions_and_upward_referrals() {
+    let port = fake_port();
+    let _fakes = start_fakes(port);
+    let dir = TempDir::new("faults-qmin");
+    let res = start_resolver(&dir, port);
+    let ask = |id: u16, name: &str| {
+        let mut q = query(id, name, 1, Some(1232));
+        q[2] |= 0x01;
+        udp_exchange(&udp_client(res.addr), &q).unwrap_or_else(|| panic!("{name} unanswered"))
+    };
+    for (i, kind) in QMIN_KINDS.iter().enumerate() {
+        let name = format!("www.{kind}.garbage.");
+        let r = ask(10 + i as u16, &name);
+        assert_eq!(answers(&parse(&r)), ["A 192.0.2.44"], "{name}");
+    }
+    let r = ask(20, "www.upwardaa.garbage.");
+    let m = parse(&r);
+    assert_eq!(
+        m.metadata.response_code,
+        hickory_proto::op::ResponseCode::ServFail,
+        "{m:?}"
+    );
+    assert_eq!(ede(&r).map(|e| e.0), Some(22));
 }

@@ -239,9 +239,29 @@ fn garbage_answers(kind: &str, q: &Q, raw: &[u8], seed: u64) -> Vec<Vec<u8>> {
                 &[rr("a.root.", 1, &[127, 0, 0, 30])],
             ],
         )],
+        "upwardaa" => vec![response(
+            q,
+            raw,
+            true,
+            0,
+            [&[], &[rr(".", 2, &wire_name("a.root."))], &[]],
+        )],
+        // Bad answers to the minimised question `<kind>.garbage. A` only (a server broken
+        // for its own empty non-terminals); the full name gets the good answer.
+        _ if q.labels.len() == 2 && q.qtype == 1 => match kind {
+            "qminnoaa" => vec![response(q, raw, false, 0, [&[], &[soa("garbage.")], &[]])],
+            "qminservfail" => vec![response(q, raw, false, 2, [&[], &[], &[]])],
+            "qminrefused" => vec![response(q, raw, false, 5, [&[], &[], &[]])],
+            "qminnxdomain" => vec![response(q, raw, true, 3, [&[], &[soa("garbage.")], &[]])],
+            _ => vec![good],
+        },
         _ => vec![good],
     }
 }
+
+/// Kinds whose minimised question is answered badly and whose full name resolves.
+pub(crate) const QMIN_KINDS: [&str; 4] =
+    ["qminnoaa", "qminservfail", "qminrefused", "qminnxdomain"];
 
 pub(crate) const GARBAGE_KINDS: [&str; 14] = [
     "random", "idonly", "short", "cut", "wrongid", "wrongq", "counts", "loop", "flood", "tc",

@@ -2,7 +2,7 @@
 //! resolvers are right and the test that recognises it.
 
 use crate::ask::Reply;
-use crate::corpus::{silent, Query, Zone};
+use crate::corpus::{silent, under, Query, Zone};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 
@@ -60,6 +60,23 @@ pub(crate) const ALLOWED: &[Allowed] = &[
                 && u.answers
                     .iter()
                     .all(|a| matches!(a.1, RecordType::CNAME | RecordType::DNAME))
+        },
+    },
+    Allowed {
+        name: "dname-cname-query-lame-target",
+        why: "as dname-cname-query, where the synthesised CNAME's target is in upref.test., \
+              whose only server answers everything with an upward referral: shardns answers \
+              the DNAME and the CNAME asked for (RFC 1034 §3.6.2), Unbound goes on at the \
+              target, finds only lame servers there and answers SERVFAIL.",
+        applies: |_, q, s, u| {
+            q.qtype == RecordType::CNAME
+                && s.rcode == Some(ResponseCode::NoError)
+                && u.rcode == Some(ResponseCode::ServFail)
+                && s.answers.iter().any(|a| a.1 == RecordType::DNAME)
+                && s.answers
+                    .iter()
+                    .filter(|a| a.1 == RecordType::CNAME)
+                    .all(|a| a.0 == q.name && under(&a.2.to_ascii_lowercase(), "upref.test."))
         },
     },
 ];

@@ -1,5 +1,7 @@
-//! The fake servers run by the test itself: a silent one that reads and never answers, and a
-//! front that answers every UDP query with TC and relays TCP to a real server.
+//! The fake servers run by the test itself: a silent one that reads and never answers, a
+//! front that answers every UDP query with TC and relays TCP to a real server, and a front
+//! that relays UDP to a real server and spoils some answers (bad answers to minimised
+//! questions, upward referrals).
 
 use crate::common;
 use std::io::Write;
@@ -158,4 +160,124 @@ fn relay(mut conn: TcpStream, backend: SocketAddr) {
             return;
         }
     }
+}
+
+/// Relays UDP queries to `backend` port 53 and spoils the answers by the zone below `test.`
+/// the question is in: `noaa`, `servfail`, `refused` turn a NODATA answer to a type A
+/// question (what a minimised question for an empty non-terminal gets) into NOERROR without
+/// AA, SERVFAIL or REFUSED; `upref` answers everything with the root's NS and AA (an upward
+/// referral). Its TCP port is bound and never accepts (both resolvers use UDP here).
+pub(crate) struct Mangler {
+    stop: Arc<AtomicBool>,
+    pub(crate) seen: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+    _tcp: TcpListener,
+}
+
+impl Mangler {
+    pub(crate) fn start(ip: &str, backend: &str) -> Self {
+        let addr: SocketAddr = format!("{ip}:53").parse().unwrap();
+        let backend: SocketAddr = format!("{backend}:53").parse().unwrap();
+        let udp = UdpSocket::bind(addr).unwrap();
+        udp.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let tcp = TcpListener::bind(addr).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicU64::new(0));
+        let (s, n) = (Arc::clone(&stop), Arc::clone(&seen));
+        let thread = std::thread::spawn(move || {
+            let up = UdpSocket::bind("127.0.0.49:0").unwrap();
+            up.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut buf = [0u8; 4096];
+            while !s.load(Ordering::Relaxed) {
+                let Ok((len, peer)) = udp.recv_from(&mut buf) else {
+                    continue;
+                };
+                n.fetch_add(1, Ordering::Relaxed);
+                // One query at a time: the backend answers at once.
+                if up.send_to(&buf[..len], backend).is_err() {
+                    continue;
+                }
+                let mut reply = [0u8; 4096];
+                let Ok(rlen) = up.recv(&mut reply) else {
+                    continue;
+                };
+                if let Some(out) = spoil(&reply[..rlen]) {
+                    let _ = udp.send_to(&out, peer);
+                }
+            }
+        });
+        Self {
+            stop,
+            seen,
+            thread: Some(thread),
+            _tcp: tcp,
+        }
+    }
+}
+
+impl Drop for Mangler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The backend's `reply` as the mangling front sends it on.
+fn spoil(reply: &[u8]) -> Option<Vec<u8>> {
+    let (labels, end) = question(reply)?;
+    let qtype = u16::from_be_bytes([reply[end - 4], reply[end - 3]]);
+    let zone = labels.iter().rev().nth(1).map(String::as_str);
+    let rcode = reply[3] & 0x0f;
+    let ancount = u16::from_be_bytes([reply[6], reply[7]]);
+    let aa = reply[2] & 0x04 != 0;
+    // The header and question alone, with `rcode` and AA as given, then `rest`.
+    let rewrite = |aa: bool, rcode: u8, counts: [u16; 3], rest: &[u8]| {
+        let mut m = reply[..end].to_vec();
+        m[2] = (reply[2] & !0x04) | if aa { 0x04 } else { 0 };
+        m[3] = (reply[3] & 0xf0) | rcode;
+        for (i, c) in counts.iter().enumerate() {
+            m[6 + 2 * i..8 + 2 * i].copy_from_slice(&c.to_be_bytes());
+        }
+        m.extend_from_slice(rest);
+        m
+    };
+    let nodata_a = qtype == 1 && rcode == 0 && ancount == 0 && aa;
+    Some(match zone {
+        Some("upref") => {
+            let ns = common::record(&[0], 2, &common::wire_name("a.root-servers.net."));
+            rewrite(true, 0, [0, 1, 0], &ns)
+        }
+        Some("noaa") if nodata_a => {
+            let mut m = reply.to_vec();
+            m[2] &= !0x04;
+            m
+        }
+        Some("servfail") if nodata_a => rewrite(false, 2, [0, 0, 0], &[]),
+        Some("refused") if nodata_a => rewrite(false, 5, [0, 0, 0], &[]),
+        _ => reply.to_vec(),
+    })
+}
+
+/// The question's lower-case labels and the offset after it, of a message with one question
+/// and no compression in it.
+fn question(m: &[u8]) -> Option<(Vec<String>, usize)> {
+    if m.len() < 12 || u16::from_be_bytes([m[4], m[5]]) != 1 {
+        return None;
+    }
+    let mut pos = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = usize::from(*m.get(pos)?);
+        if len == 0 {
+            break;
+        }
+        let label = m.get(pos + 1..pos + 1 + len)?;
+        labels.push(String::from_utf8_lossy(label).to_ascii_lowercase());
+        pos += 1 + len;
+    }
+    let end = pos + 5;
+    (m.len() >= end).then_some((labels, end))
 }

@@ -14,13 +14,16 @@
 //! | 127.0.0.46 | a socket of this test that reads and never answers (timeouts) |
 //! | 127.0.0.47 | a front of this test that answers every UDP query with TC and passes TCP on |
 //! | 127.0.0.48 | shardns, `tcp.test.`, reached only through the front |
+//! | 127.0.0.49 | a front of this test that relays UDP to 127.0.0.52 and spoils answers: NODATA to type A questions (what minimised questions get) becomes NOERROR without AA, SERVFAIL or REFUSED in `noaa.test.`, `servfail.test.`, `refused.test.`; every answer in `upref.test.` becomes an upward referral with AA |
+//! | 127.0.0.52 | shardns, the zones behind that front |
 //! | 127.0.0.50 | shardns `--recursion`, root hints pointing at 127.0.0.40 |
 //! | 127.0.0.51 | Unbound, same hints, QNAME minimisation on, no DNSSEC module |
 //!
 //! The zones are `tests/interop/*.zone`: delegations with glue in and out of bailiwick, name
 //! servers whose names need their own resolution, CNAMEs across zones, DNAMEs, wildcards,
 //! empty non-terminals, a child whose NS RRset differs from its parent's, an RRset too big for
-//! UDP, lame and silent servers. The query corpus is generated from the zone data (every
+//! UDP, lame and silent servers, servers that answer minimised questions badly and one that
+//! refers upwards. The query corpus is generated from the zone data (every
 //! owner, empty non-terminal, missing child, wildcard expansion, DNAME rewrite and RDATA
 //! target, times a set of types), sent to both resolvers over UDP (TCP when truncated) and
 //! compared: RCODE, the answer section as a multiset of (owner, type, RDATA), the owner of the
@@ -55,7 +58,7 @@ use ask::run_corpus;
 use common::TempDir;
 use compare::differences;
 use corpus::{corpus, load_zones, Query};
-use fakes::{Silent, TcFront};
+use fakes::{Mangler, Silent, TcFront};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use processes::{find_unbound, Proc};
@@ -93,6 +96,7 @@ fn shardns_resolver_matches_unbound() {
     }
     let silent = Silent::start(SILENT);
     let front = TcFront::start(TC_FRONT, TC_BACKEND);
+    let mangler = Mangler::start(MANGLER, MANGLED_BACKEND);
 
     let hints = dir.write(
         "root.hints",
@@ -106,6 +110,8 @@ fn shardns_resolver_matches_unbound() {
             "--workers",
             "2",
             "--recursion",
+            // The hierarchy is on loopback (Unbound: do-not-query-localhost: no).
+            "--allow-loopback-upstreams",
             // The interop zones are unsigned and Unbound runs without its validator.
             "--no-validation",
             "--root-hints",
@@ -193,6 +199,15 @@ fn shardns_resolver_matches_unbound() {
         ok("split.test.", RecordType::NS, ResponseCode::NoError, 2);
         ok("nxalias.test.", RecordType::A, ResponseCode::NXDomain, 1);
         ok("www.lame.test.", RecordType::A, ResponseCode::ServFail, 0);
+        // Bad answers to the minimised questions: the full name is asked (issue 30).
+        for name in [
+            "www.a.b.noaa.test.",
+            "www.a.b.servfail.test.",
+            "www.a.b.refused.test.",
+        ] {
+            ok(name, RecordType::A, ResponseCode::NoError, 1);
+        }
+        ok("www.upref.test.", RecordType::A, ResponseCode::ServFail, 0);
         let dead = get("www.dead.test.", RecordType::A);
         assert!(
             dead.rcode == Some(ResponseCode::ServFail) || (pick == 1 && dead.rcode.is_none()),
@@ -210,6 +225,7 @@ fn shardns_resolver_matches_unbound() {
     );
     assert!(front.udp.load(Ordering::Relaxed) > 0 && front.tcp.load(Ordering::Relaxed) > 0);
     assert!(silent.seen.load(Ordering::Relaxed) > 0);
+    assert!(mangler.seen.load(Ordering::Relaxed) > 0);
 
     println!(
         "resolver_unbound: {} queries in {:.1} s: {identical} identical, {} allowed, {} unexplained",

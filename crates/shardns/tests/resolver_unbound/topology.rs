@@ -9,6 +9,8 @@ pub(crate) const ROOT: &str = "127.0.0.40";
 pub(crate) const SILENT: &str = "127.0.0.46";
 pub(crate) const TC_FRONT: &str = "127.0.0.47";
 pub(crate) const TC_BACKEND: &str = "127.0.0.48";
+pub(crate) const MANGLER: &str = "127.0.0.49";
+pub(crate) const MANGLED_BACKEND: &str = "127.0.0.52";
 pub(crate) const SHARDNS: &str = "127.0.0.50";
 pub(crate) const UNBOUND: &str = "127.0.0.51";
 
@@ -42,13 +44,22 @@ pub(crate) const AUTHS: &[(&str, &[(&str, &str)])] = &[
     ),
     ("127.0.0.45", &[("unrelated.", "unrelated.zone")]),
     (TC_BACKEND, &[("tcp.test.", "tcp.test.zone")]),
+    (
+        MANGLED_BACKEND,
+        &[
+            ("noaa.test.", "noaa.test.zone"),
+            ("servfail.test.", "servfail.test.zone"),
+            ("refused.test.", "refused.test.zone"),
+            ("upref.test.", "upref.test.zone"),
+        ],
+    ),
 ];
 
 /// Every address this test binds must have port 53 free (UDP and TCP). Not being allowed to
 /// bind it (not root) skips the test; a port in use fails it.
 pub(crate) fn addresses_free() -> Result<(), String> {
     let mut ips: Vec<&str> = AUTHS.iter().map(|(ip, _)| *ip).collect();
-    ips.extend([SILENT, TC_FRONT, SHARDNS, UNBOUND]);
+    ips.extend([SILENT, TC_FRONT, MANGLER, SHARDNS, UNBOUND]);
     for ip in ips {
         let addr: SocketAddr = format!("{ip}:53").parse().unwrap();
         let probe = UdpSocket::bind(addr)

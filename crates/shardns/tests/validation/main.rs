@@ -259,6 +259,8 @@ fn validation_matches_unbound() {
             "--workers".to_string(),
             "2".into(),
             "--recursion".into(),
+            // The signed hierarchy is on loopback.
+            "--allow-loopback-upstreams".into(),
             "--root-hints".into(),
             hints.display().to_string(),
             "--trust-anchor".into(),

@@ -21,7 +21,7 @@ pub(crate) fn n(s: &str) -> Name {
 }
 
 pub(crate) fn addr(s: &str) -> SocketAddr {
-    format!("{s}:53").parse().unwrap()
+    SocketAddr::new(s.parse().unwrap(), 53)
 }
 
 /// The test world's configuration: validation on, but no trust anchor (the unsigned

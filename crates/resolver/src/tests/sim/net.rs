@@ -74,8 +74,14 @@ pub(crate) struct Behaviour {
     pub(crate) nxdomain_for_ent: bool,
     /// Behaves as a recursive server: answers without AA, RD required.
     pub(crate) recursive: bool,
-    /// Answers everything with this referral (to a zone above its own).
+    /// Answers everything with this referral (to a zone above its own, or beside it).
     pub(crate) refer_up: Option<Record>,
+    /// Sets AA on the `refer_up` answers.
+    pub(crate) refer_aa: bool,
+    /// Answers a name with no data of its own (a zone cut or an empty non-terminal: what a
+    /// minimised query asks) with this rcode instead; NOERROR comes without AA and with
+    /// the zone's SOA, as from a parent answering from its own data.
+    pub(crate) qmin_broken: Option<Rcode>,
     /// Records added to every answer (out-of-bailiwick poisoning attempts).
     pub(crate) inject: Vec<(Section, Record)>,
 }
@@ -172,7 +178,20 @@ impl Net {
             Rcode::REFUSED
         } else if let Some(ns) = &b.refer_up {
             out.push(Section::Authority, ns.clone());
+            h.set_aa(b.refer_aa);
             Rcode::NOERROR
+        } else if let Some(rcode) = b.qmin_broken.filter(|_| no_own_data(server, &question)) {
+            if rcode == Rcode::NOERROR {
+                let apex = closest_zone(server, question.qname.as_ref()).map(|z| &z.apex);
+                let soa = server
+                    .zones
+                    .iter()
+                    .flat_map(|z| &z.records)
+                    .find(|r| r.rtype == RType::SOA && apex.is_some_and(|a| r.owner == *a));
+                out.records
+                    .extend(soa.map(|r| (Section::Authority, r.clone())));
+            }
+            rcode
         } else {
             answer(
                 server,
@@ -254,6 +273,31 @@ impl Out {
     }
 }
 
+/// The zone of `server` closest to `qname`.
+fn closest_zone<'s>(server: &'s Server, qname: NameRef<'_>) -> Option<&'s Zone> {
+    server
+        .zones
+        .iter()
+        .filter(|z| qname.ends_with(&z.apex.as_ref()))
+        .max_by_key(|z| z.apex.as_ref().len())
+}
+
+/// True if the question's name is below its zone's apex and has no records of its own but
+/// NS (a cut) while names exist at or below it: what a minimised question asks.
+fn no_own_data(server: &Server, q: &shardns_wire::Question) -> bool {
+    let name = q.qname.as_ref();
+    let Some(zone) = closest_zone(server, name) else {
+        return false;
+    };
+    let recs = &zone.records;
+    name != zone.apex.as_ref()
+        && q.qtype == RType::A
+        && !recs
+            .iter()
+            .any(|r| r.owner.as_ref() == name && r.rtype != RType::NS)
+        && recs.iter().any(|r| r.owner.as_ref().ends_with(&name))
+}
+
 /// A small authoritative answering routine (RFC 1034 §4.3.2, no wildcards).
 pub(crate) fn answer(
     server: &Server,
@@ -265,12 +309,7 @@ pub(crate) fn answer(
     if server.behaviour.recursive {
         return recursive_answer(server, qname, qtype, out);
     }
-    let Some(zone) = server
-        .zones
-        .iter()
-        .filter(|z| qname.ends_with(&z.apex.as_ref()))
-        .max_by_key(|z| z.apex.as_ref().len())
-    else {
+    let Some(zone) = closest_zone(server, qname) else {
         return Rcode::REFUSED;
     };
     let at = |name: NameRef<'_>, t: RType| -> Vec<Record> {
