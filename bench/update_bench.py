@@ -267,7 +267,7 @@ def memory(a, shardns):
     print(f"| after the updates | {after / 1024:.0f} |")
     print(f"| fresh start on the same data | {fresh / 1024:.0f} |")
     print(f"| after / fresh | {after / max(fresh, 1):.2f} |")
-    print(f"| journal file | {jsize / 1048576:.1f} MiB |")
+    print(f"| journal file | {jsize / 1024:.0f} KiB |")
     shutil.rmtree(work, ignore_errors=True)
 
 
