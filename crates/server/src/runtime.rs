@@ -43,6 +43,7 @@ use tracing::{debug, error, info, warn};
 /// and left out (an error only if every zone fails); a reload, later, keeps a failing
 /// zone's previous version.
 pub fn run(setup: Setup) -> Result<(), Error> {
+    sys::map_big_allocations();
     // Watching the directories (inotify) starts before anything is read, so that a reload
     // finds what changed since without looking at every file.
     let mut library = zones::ZoneLibrary::new(true);

@@ -145,7 +145,7 @@ impl Zone {
             while (a.nodes.len() + extra_nodes) * 2 > size {
                 size *= 2;
             }
-            a.table = Paged::from_vec(vec![0; size]);
+            a.table = Paged::from_vec(vec![0; size], true);
             for id in 0..a.nodes.len() as NodeId {
                 let h = hash_ci(a.name_wire(id));
                 a.insert_slot(h, id);

@@ -35,6 +35,9 @@ impl<T> Clone for Page<T> {
 pub(in crate::db) struct Paged<T, const BITS: u32> {
     pages: Vec<Page<T>>,
     len: usize,
+    /// Written anywhere (nodes, the hash table), not only at its end: its first write gives
+    /// every page an allocation of its own (see [`Paged::page_mut`]).
+    scattered: bool,
 }
 
 impl<T, const BITS: u32> Default for Paged<T, BITS> {
@@ -42,6 +45,7 @@ impl<T, const BITS: u32> Default for Paged<T, BITS> {
         Paged {
             pages: Vec::new(),
             len: 0,
+            scattered: false,
         }
     }
 }
@@ -50,8 +54,9 @@ impl<T: Copy, const BITS: u32> Paged<T, BITS> {
     const SIZE: usize = 1 << BITS;
     const MASK: usize = Self::SIZE - 1;
 
-    /// The elements of `v` in one allocation, every page a window on it.
-    pub(in crate::db) fn from_vec(v: Vec<T>) -> Self {
+    /// The elements of `v` in one allocation, every page a window on it; `scattered` for
+    /// an array written anywhere, not only at its end.
+    pub(in crate::db) fn from_vec(v: Vec<T>, scattered: bool) -> Self {
         let len = v.len();
         let mem: Arc<[T]> = Arc::from(v);
         let pages = (0..len.div_ceil(Self::SIZE))
@@ -60,7 +65,11 @@ impl<T: Copy, const BITS: u32> Paged<T, BITS> {
                 base: (j * Self::SIZE) as u32,
             })
             .collect();
-        Paged { pages, len }
+        Paged {
+            pages,
+            len,
+            scattered,
+        }
     }
 
     #[inline]
@@ -115,21 +124,41 @@ impl<T: Copy, const BITS: u32> Paged<T, BITS> {
 
     /// Page `j` as an allocation of its own, a full page long (copied first if shared or a
     /// window on a bigger one; `fill` pads a copy past the old page's end).
+    ///
+    /// A scattered array's first write copies every window page: a window copied alone
+    /// leaves its whole allocation alive for the others, so that after writes all over the
+    /// array (updates to names everywhere) it would be held twice. An array written only at
+    /// its end copies its last page alone.
     fn page_mut(&mut self, j: usize, fill: T) -> &mut [T] {
+        if self.scattered && !Self::own(&self.pages[j]) {
+            for k in 0..self.pages.len() {
+                if !Self::own(&self.pages[k]) {
+                    Self::copy_page(&mut self.pages[k], fill);
+                }
+            }
+        }
         let p = &mut self.pages[j];
-        let own = p.base == 0 && p.mem.len() == Self::SIZE;
-        if !own || Arc::get_mut(&mut p.mem).is_none() {
-            let from = p.base as usize;
-            let old = &p.mem[from..(from + Self::SIZE).min(p.mem.len())];
-            let mut v = Vec::with_capacity(Self::SIZE);
-            v.extend_from_slice(old);
-            v.resize(Self::SIZE, fill);
-            *p = Page {
-                mem: v.into(),
-                base: 0,
-            };
+        if !Self::own(p) || Arc::get_mut(&mut p.mem).is_none() {
+            Self::copy_page(p, fill);
         }
         Arc::get_mut(&mut p.mem).expect("the page was just made")
+    }
+
+    /// True if the page is an allocation of its own (maybe shared with another version).
+    fn own(p: &Page<T>) -> bool {
+        p.base == 0 && p.mem.len() == Self::SIZE
+    }
+
+    fn copy_page(p: &mut Page<T>, fill: T) {
+        let from = p.base as usize;
+        let old = &p.mem[from..(from + Self::SIZE).min(p.mem.len())];
+        let mut v = Vec::with_capacity(Self::SIZE);
+        v.extend_from_slice(old);
+        v.resize(Self::SIZE, fill);
+        *p = Page {
+            mem: v.into(),
+            base: 0,
+        };
     }
 
     /// Every element in order, in a vector of its own.
@@ -207,11 +236,11 @@ impl Split {
     /// A built zone's arrays, each moved into one allocation.
     pub(in crate::db) fn from_arrays(a: Arrays, dead: usize) -> Split {
         Split {
-            names: Paged::from_vec(a.names),
-            nodes: Paged::from_vec(a.nodes),
-            table: Paged::from_vec(a.table),
-            rrsets: Paged::from_vec(a.rrsets),
-            rdata: Paged::from_vec(a.rdata),
+            names: Paged::from_vec(a.names, false),
+            nodes: Paged::from_vec(a.nodes, true),
+            table: Paged::from_vec(a.table, true),
+            rrsets: Paged::from_vec(a.rrsets, false),
+            rdata: Paged::from_vec(a.rdata, false),
             dead,
         }
     }
@@ -330,7 +359,7 @@ mod tests {
     /// A write after a clone changes the writer's copy only, and copies one page.
     #[test]
     fn a_clone_shares_pages_until_written() {
-        let mut a: Paged<u32, 4> = Paged::from_vec((0..100).collect());
+        let mut a: Paged<u32, 4> = Paged::from_vec((0..100).collect(), false);
         let b = a.clone();
         a.set(37, 1000);
         a.push(100);
@@ -349,11 +378,29 @@ mod tests {
         assert_eq!(a.to_vec()[..37], want[..37]);
     }
 
+    /// A scattered array's first write gives every page its own allocation, so that the
+    /// one they were windows on is freed with the version that still reads it.
+    #[test]
+    fn a_scattered_array_leaves_its_allocation_at_the_first_write() {
+        let mut a: Paged<u32, 4> = Paged::from_vec((0..100).collect(), true);
+        let b = a.clone();
+        let whole = Arc::clone(&b.pages[0].mem);
+        a.set(37, 1000);
+        assert!(a.pages.iter().all(|p| !Arc::ptr_eq(&p.mem, &whole)));
+        drop(b);
+        assert_eq!(Arc::strong_count(&whole), 1);
+        a.set(90, 7);
+        let mut want: Vec<u32> = (0..100).collect();
+        want[37] = 1000;
+        want[90] = 7;
+        assert_eq!(a.to_vec(), want);
+    }
+
     /// Items stay whole: one that does not fit in the last page starts the next, one longer
     /// than a page gets pages of its own; each reads back from where it was put.
     #[test]
     fn byte_items_are_never_split() {
-        let mut a: Paged<u8, 4> = Paged::from_vec(vec![7; 13]);
+        let mut a: Paged<u8, 4> = Paged::from_vec(vec![7; 13], false);
         let items: Vec<Vec<u8>> = [3usize, 5, 16, 40, 1, 0, 15]
             .iter()
             .enumerate()
