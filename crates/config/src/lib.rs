@@ -297,7 +297,8 @@ pub struct ZoneConfig {
     #[serde(default = "policy::yes")]
     pub single_type_signing: bool,
     /// A KSK (or CSK) rollover starts this long after the key became active; absent: only
-    /// by hand. The parent's DS is still confirmed by hand (`shardns key submitted`).
+    /// by hand. The parent's DS is confirmed by hand (`shardns key submitted`), or by the
+    /// DS check (`parent_agents`, `ds_push`).
     #[serde(default, deserialize_with = "duration_opt")]
     pub ksk_lifetime: Option<u32>,
     /// Bits of a KSK or CSK, and of a ZSK, made here with an RSA `algorithm` (2048, 3072

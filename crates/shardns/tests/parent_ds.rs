@@ -355,7 +355,8 @@ fn stays_pending(lab: &Lab, tag: &str, secs: u64) {
 #[test]
 fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
     let Some(mut lab) = Lab::start("parent-check", &|knot| {
-        format!("parent_agents = [\"{knot}\"]")
+        // The queries TSIG-signed: knotd signs its answers, which are checked.
+        format!("parent_agents = [\"{knot}\"]\nparent_agents_key = \"ds-key\"")
     }) else {
         return;
     };
@@ -396,7 +397,10 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
     child_config(
         &lab.data,
         lab.parent,
-        &format!("parent_agents = [\"{}\"]", lab.parent),
+        &format!(
+            "parent_agents = [\"{}\"]\nparent_agents_key = \"ds-key\"",
+            lab.parent
+        ),
         "cds_cdnskey_publish = \"delete-dnssec\"\n",
     );
     let out = lab.child.control("reload");
