@@ -354,10 +354,17 @@ fn stays_pending(lab: &Lab, tag: &str, secs: u64) {
 /// never before; then the old DS's removal and the delete-dnssec end are checked too.
 #[test]
 fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
-    let Some(mut lab) = Lab::start("parent-check", &|knot| {
+    // A second server of the parent that never answers (a closed port on loopback).
+    let dead = {
+        let sock = std::net::UdpSocket::bind("127.0.0.11:0").unwrap();
+        sock.local_addr().unwrap()
+    };
+    let agents = move |knot: SocketAddr, dead: Option<SocketAddr>| {
+        let dead = dead.map_or(String::new(), |d| format!(", \"{d}\""));
         // The queries TSIG-signed: knotd signs its answers, which are checked.
-        format!("parent_agents = [\"{knot}\"]\nparent_agents_key = \"ds-key\"")
-    }) else {
+        format!("parent_agents = [\"{knot}\"{dead}]\nparent_agents_key = \"ds-key\"")
+    };
+    let Some(mut lab) = Lab::start("parent-check", &|knot| agents(knot, Some(dead))) else {
         return;
     };
     lab.validated("fully validated", 30);
@@ -373,8 +380,25 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
         "the log says what the parent answered:\n{}",
         lab.child.log()
     );
-    // Both DS at the parent, added by hand: confirmed without `shardns key submitted`.
+    // Both DS at knotd, added by hand; the other server still says nothing: it waits.
     lab.knsupdate(&[format!("update add {new}").replace(" IN DS ", " 2 IN DS ")]);
+    stays_pending(&lab, &tag, 4);
+    let log = lab.child.log();
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("waiting for the DS of the new key"))
+        .unwrap();
+    assert!(
+        line.contains("WARN")
+            && line.contains(&dead.to_string())
+            && line.contains(&rdata(&new)[..6]),
+        "the last check names each server's answer: {line}"
+    );
+    // Only knotd asked: confirmed without `shardns key submitted`.
+    child_config(&lab.data, lab.parent, &agents(lab.parent, None), "");
+    let out = lab.child.control("reload");
+    assert!(out.status.success(), "{out:?}");
     lab.log_until("confirmed, as `shardns key submitted` does", 20);
     lab.validated("fully validated", 30);
     let end = Instant::now() + Duration::from_secs(30);
@@ -397,10 +421,7 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
     child_config(
         &lab.data,
         lab.parent,
-        &format!(
-            "parent_agents = [\"{}\"]\nparent_agents_key = \"ds-key\"",
-            lab.parent
-        ),
+        &agents(lab.parent, None),
         "cds_cdnskey_publish = \"delete-dnssec\"\n",
     );
     let out = lab.child.control("reload");

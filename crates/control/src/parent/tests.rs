@@ -272,3 +272,133 @@ fn ds_query_over_udp_then_tcp_on_truncation() {
     drop(closed);
     assert!(query::ds_set(addr, &apex(), 1, None).is_err());
 }
+
+/// The push: the parent zone found by the SOA above ours, then one UPDATE of it over TCP
+/// that deletes our DS RRset and adds the set, TTL as given; NOERROR is success, another
+/// rcode an error that says it.
+#[test]
+fn push_sends_one_update_replacing_the_ds_rrset() {
+    use shardns_wire::{Class, Opcode, RType, Section};
+    use std::io::{Read, Write};
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let tcp = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let k = key(4, 1000);
+    let set = vec![ds(&k, DigestType::Sha256), ds(&k, DigestType::Sha384)];
+    let server = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for rcode in [0u8, 5] {
+            let mut buf = [0u8; 1500];
+            let (n, from) = udp.recv_from(&mut buf).unwrap();
+            let q = shardns_wire::Message::parse(&buf[..n]).unwrap();
+            assert_eq!(q.questions[0].qtype, RType::SOA);
+            // The SOA of `test.`, our parent, in the answer.
+            let mut out = vec![0u8; 512];
+            let mut w = MessageWriter::new(&mut out, 512);
+            let qn = &q.questions[0];
+            w.put_question(qn.qname.as_ref(), RType::SOA, Class::IN)
+                .unwrap();
+            let mut soa = vec![0, 0];
+            soa.extend([0u8; 20]);
+            w.put_record(
+                Section::Answer,
+                qn.qname.as_ref(),
+                RType::SOA,
+                Class::IN,
+                60,
+                &soa,
+            )
+            .unwrap();
+            let mut h = shardns_wire::Header {
+                id: q.header.id,
+                ..Default::default()
+            };
+            h.set_qr(true);
+            h.set_aa(true);
+            let a = w.finish(&h).to_vec();
+            udp.send_to(&a, from).unwrap();
+            let (mut s, _) = tcp.accept().unwrap();
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).unwrap();
+            let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut msg).unwrap();
+            seen.push(raw_update(&msg));
+            // The answer: the header (QR, the rcode) and the zone section.
+            let zone_end = 12 + b"\x04test\x00".len() + 4;
+            let mut a = msg[..zone_end].to_vec();
+            a[2] |= 0x80;
+            a[3] = rcode;
+            a[6..12].fill(0);
+            s.write_all(&(a.len() as u16).to_be_bytes()).unwrap();
+            s.write_all(&a).unwrap();
+        }
+        seen
+    });
+    let to = ([127, 0, 0, 1], port).into();
+    let zone = push::push(to, None, &apex(), &set, 300, [1, 2]).unwrap();
+    assert_eq!(zone.to_string(), "test.");
+    let e = push::push(to, None, &apex(), &[], 300, [3, 4]).unwrap_err();
+    assert!(e.contains("REFUSED"), "{e}");
+    let seen = server.join().unwrap();
+    let u = &seen[0];
+    assert!(u.header.opcode() == Opcode::UPDATE);
+    assert_eq!(u.questions[0].qname.to_string(), "test.");
+    assert_eq!(u.header.ancount, 0, "no prerequisite");
+    let a = apex();
+    let first = &u.authority[0];
+    assert_eq!(
+        (first.rtype, first.class, first.rdata.len()),
+        (RType::DS, Class::ANY, 0),
+        "the DS RRset deleted first"
+    );
+    assert!(first.owner.as_ref().eq_ci(&a.as_ref()));
+    let added: Vec<_> = u.authority[1..]
+        .iter()
+        .map(|r| (r.rtype, r.class, r.ttl, r.rdata.clone()))
+        .collect();
+    let want: Vec<_> = set
+        .iter()
+        .map(|d| (RType::DS, Class::IN, 300, d.clone()))
+        .collect();
+    assert_eq!(added, want);
+    // An empty set: the RRset deleted, nothing added (going insecure).
+    assert_eq!(seen[1].authority.len(), 1);
+}
+
+/// An UPDATE read without its rdata parsed (a deletion's is empty, which fits no type).
+fn raw_update(msg: &[u8]) -> shardns_wire::Message {
+    use shardns_wire::message::Reader;
+    use shardns_wire::{Class, NameBuf, Question, RType, Record};
+    let header = shardns_wire::Header::parse(msg).unwrap();
+    let mut r = Reader::new(msg, 12);
+    let mut name = NameBuf::new();
+    r.name(&mut name).unwrap();
+    let (qtype, qclass) = (RType(r.u16().unwrap()), Class(r.u16().unwrap()));
+    let mut m = shardns_wire::Message {
+        header,
+        questions: vec![Question {
+            qname: name.as_ref().to_name(),
+            qtype,
+            qclass,
+        }],
+        ..Default::default()
+    };
+    for _ in 0..header.ancount + header.nscount {
+        r.name(&mut name).unwrap();
+        let (rtype, class, ttl) = (
+            RType(r.u16().unwrap()),
+            Class(r.u16().unwrap()),
+            r.u32().unwrap(),
+        );
+        let len = usize::from(r.u16().unwrap());
+        let rdata = r.bytes(len).unwrap().to_vec();
+        m.authority.push(Record {
+            owner: name.as_ref().to_name(),
+            rtype,
+            class,
+            ttl,
+            rdata,
+        });
+    }
+    m
+}
