@@ -432,6 +432,31 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
     lab.knsupdate(&["update del sign.test. DS".to_string()]);
     lab.log_until("insecure at the parent", 20);
     lab.validated("unsigned answer", 30);
+    let state = lab.keys.join("state");
+    let noted = || {
+        let dir = &state;
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parent"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect::<String>()
+    };
+    assert!(noted().contains("insecure"), "{}", noted());
+
+    // And back: the mode as before, the kept key's DS given to the parent.
+    child_config(&lab.data, lab.parent, &agents(lab.parent, None), "");
+    let out = lab.child.control("reload");
+    assert!(out.status.success(), "{out:?}");
+    assert!(lab.apex("CDS").is_empty(), "mode rollover, no rollover");
+    lab.knsupdate(&[format!("update add {new}").replace(" IN DS ", " 2 IN DS ")]);
+    lab.validated("fully validated", 30);
+    // The next check forgets the insecure state, so a later delete is checked anew.
+    let end = Instant::now() + Duration::from_secs(10);
+    while noted().contains("insecure") {
+        assert!(Instant::now() < end, "still noted insecure: {}", noted());
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// The push: shardns sends knotd the DS set by a TSIG-signed update at each step, and the
