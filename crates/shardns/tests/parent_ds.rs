@@ -463,13 +463,27 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
 /// check (asking the same server) confirms it; nothing by hand at the parent.
 #[test]
 fn ds_push_carries_a_ksk_rollover_through_without_the_operator() {
-    let Some(mut lab) = Lab::start("parent-push", &|knot| {
-        format!("ds_push = \"{knot}\"\nds_push_key = \"ds-key\"")
-    }) else {
+    // First with a key knotd does not know (a [[key]] after the zone's table).
+    let push = |knot: SocketAddr, key: &str| {
+        format!(
+            "ds_push = \"{knot}\"\nds_push_key = \"{key}\"\n[[key]]\nname = \"bad-key\"\n\
+             algorithm = \"hmac-sha256\"\nsecret = \"c29tZSBvdGhlciBrZXk=\"\n"
+        )
+    };
+    let Some(mut lab) = Lab::start("parent-push", &|knot| push(knot, "bad-key")) else {
         return;
     };
     lab.validated("fully validated", 30);
     let (tag, new, old) = lab.roll();
+    // Refused: tried again and again, the rollover waiting the while.
+    lab.log_until("failed (2 in a row)", 20);
+    stays_pending(&lab, &tag, 3);
+    assert!(!lab.child.log().contains("DS set pushed to"));
+    assert_eq!(lab.parent_ds(), vec![rdata(&old)]);
+    // The key the parent knows: pushed, confirmed, and on to the end by itself.
+    child_config(&lab.data, lab.parent, &push(lab.parent, "ds-key"), "");
+    let out = lab.child.control("reload");
+    assert!(out.status.success(), "{out:?}");
     lab.log_until("DS set pushed to", 20);
     lab.log_until("confirmed, as `shardns key submitted` does", 20);
     let mut both = vec![rdata(&new), rdata(&old)];

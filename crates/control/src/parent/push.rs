@@ -35,7 +35,7 @@ pub(super) fn push(
         Ok(Some(Rcode::NOERROR)) => Ok(zone),
         Ok(Some(rcode)) => Err(format!("{zone}: answered {rcode}")),
         Ok(None) => Err(format!("{zone}: an answer to another message")),
-        Err(e) => Err(format!("{zone}: TSIG: {e}")),
+        Err(e) => Err(format!("{zone}: {e}")),
     }
 }
 

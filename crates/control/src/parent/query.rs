@@ -5,7 +5,7 @@
 
 use shardns_sys::unix_now;
 use shardns_wire::tsig::{self, Key, ResponseVerifier};
-use shardns_wire::{Class, Header, Message, MessageWriter, Name, Opcode, RType, Rcode};
+use shardns_wire::{Class, Error, Header, Message, MessageWriter, Name, Opcode, RType, Rcode};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
@@ -82,6 +82,8 @@ pub(super) fn ask(
     let sock = UdpSocket::bind(any).map_err(|e| e.to_string())?;
     sock.connect(server).map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; 65535];
+    // A datagram whose TSIG fails may be forged: the real answer may still come.
+    let mut failed = None;
     for _ in 0..UDP_TRIES {
         sock.send(&query).map_err(|e| e.to_string())?;
         let end = Instant::now() + UDP_WAIT;
@@ -110,14 +112,18 @@ pub(super) fn ask(
             if m.header.tc() {
                 return ask_tcp(server, qname, qtype, id, key);
             }
-            if let Some(v) = &mut verifier {
-                v.verify(&buf[..n], unix_now())
-                    .map_err(|e| format!("TSIG: {e}"))?;
+            let checked = verifier.as_mut().map(|v| v.verify(&buf[..n], unix_now()));
+            match checked {
+                // The server's own TSIG error (BADKEY...): its answer.
+                Some(Err(e @ (Error::ServerError(_) | Error::SignedError { .. }))) => {
+                    return Err(e.to_string())
+                }
+                Some(Err(e)) => failed = Some(e.to_string()),
+                Some(Ok(())) | None => return Ok(m),
             }
-            return Ok(m);
         }
     }
-    Err("no answer in time".into())
+    Err(failed.unwrap_or_else(|| "no answer in time".into()))
 }
 
 /// [`ask`] over TCP.
@@ -132,8 +138,7 @@ fn ask_tcp(
     let answer = exchange_tcp(server, &query).map_err(|(_, e)| e)?;
     let m = answer_to(&answer, id, qname, qtype).ok_or("an answer to another query over TCP")?;
     if let Some(mut v) = verifier {
-        v.verify(&answer, unix_now())
-            .map_err(|e| format!("TSIG: {e}"))?;
+        v.verify(&answer, unix_now()).map_err(|e| e.to_string())?;
     }
     Ok(m)
 }
