@@ -75,7 +75,11 @@ fn child_config(data: &TempDir, knot: SocketAddr, parent: &str, extra: &str) -> 
 impl Lab {
     /// Starts the child (its first key made), then knotd with the parent zone holding
     /// that key's DS, signed by knotd, and the child as a secondary zone.
-    fn start(tag: &str, parent_lines: &dyn Fn(SocketAddr) -> String) -> Option<Self> {
+    fn start(
+        tag: &str,
+        parent_lines: &dyn Fn(SocketAddr) -> String,
+        with_ds: bool,
+    ) -> Option<Self> {
         let (knotd, delv, knsupdate) = tools()?;
         let data = TempDir::new(tag);
         data.write("sign.test.zone", CHILD);
@@ -93,7 +97,7 @@ impl Lab {
         let zone = format!(
             "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
              sign NS ns.sign\nns.sign A 127.0.0.1\n{}\n",
-            ds[0]
+            if with_ds { ds[0].as_str() } else { "" }
         );
         let file = knot_dir.write("test.zone", &zone);
         let w = knot_dir.path().display();
@@ -364,7 +368,7 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
         // The queries TSIG-signed: knotd signs its answers, which are checked.
         format!("parent_agents = [\"{knot}\"{dead}]\nparent_agents_key = \"ds-key\"")
     };
-    let Some(mut lab) = Lab::start("parent-check", &|knot| agents(knot, Some(dead))) else {
+    let Some(mut lab) = Lab::start("parent-check", &|knot| agents(knot, Some(dead)), true) else {
         return;
     };
     lab.validated("fully validated", 30);
@@ -463,28 +467,38 @@ fn ksk_rollover_goes_on_once_the_parent_serves_the_new_ds() {
 /// check (asking the same server) confirms it; nothing by hand at the parent.
 #[test]
 fn ds_push_carries_a_ksk_rollover_through_without_the_operator() {
-    // First with a key knotd does not know (a [[key]] after the zone's table).
+    // A key knotd does not know, `bad-key`, is a [[key]] after the zone's table.
     let push = |knot: SocketAddr, key: &str| {
         format!(
             "ds_push = \"{knot}\"\nds_push_key = \"{key}\"\n[[key]]\nname = \"bad-key\"\n\
              algorithm = \"hmac-sha256\"\nsecret = \"c29tZSBvdGhlciBrZXk=\"\n"
         )
     };
-    let Some(mut lab) = Lab::start("parent-push", &|knot| push(knot, "bad-key")) else {
+    // The parent starts without our DS: the first one is pushed.
+    let Some(mut lab) = Lab::start("parent-push", &|knot| push(knot, "ds-key"), false) else {
         return;
     };
+    lab.log_until("DS set pushed to", 20);
     lab.validated("fully validated", 30);
+    // Now with a key knotd does not know.
+    child_config(&lab.data, lab.parent, &push(lab.parent, "bad-key"), "");
+    let out = lab.child.control("reload");
+    assert!(out.status.success(), "{out:?}");
     let (tag, new, old) = lab.roll();
     // Refused: tried again and again, the rollover waiting the while.
     lab.log_until("failed (2 in a row)", 20);
     stays_pending(&lab, &tag, 3);
-    assert!(!lab.child.log().contains("DS set pushed to"));
+    assert_eq!(lab.child.log().matches("DS set pushed to").count(), 1);
     assert_eq!(lab.parent_ds(), vec![rdata(&old)]);
     // The key the parent knows: pushed, confirmed, and on to the end by itself.
     child_config(&lab.data, lab.parent, &push(lab.parent, "ds-key"), "");
     let out = lab.child.control("reload");
     assert!(out.status.success(), "{out:?}");
-    lab.log_until("DS set pushed to", 20);
+    let end = Instant::now() + Duration::from_secs(20);
+    while lab.child.log().matches("DS set pushed to").count() < 2 {
+        assert!(Instant::now() < end, "no second push:\n{}", lab.child.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
     lab.log_until("confirmed, as `shardns key submitted` does", 20);
     let mut both = vec![rdata(&new), rdata(&old)];
     both.sort();

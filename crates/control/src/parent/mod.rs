@@ -240,12 +240,18 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
             return next;
         }
     };
-    let Some(want) = task::want(apex, &keys, spec.mode, spec.digest, &done, now) else {
-        // Out of delete-dnssec (signed again): a later delete is checked anew.
-        if done.insecure && spec.mode != CdsPublish::DeleteDnssec {
-            done.insecure = false;
-            done_file.write(&done);
-        }
+    // Out of delete-dnssec (signed again): a later delete is checked anew.
+    if done.insecure && spec.mode != CdsPublish::DeleteDnssec {
+        done.insecure = false;
+        done_file.write(&done);
+    }
+    let wanted = task::want(apex, &keys, spec.mode, spec.digest, &done, now);
+    // With a push, the parent is also kept holding a DS of the current key.
+    let wanted = wanted.or_else(|| {
+        spec.push
+            .and_then(|_| task::present(apex, &keys, spec.digest, now))
+    });
+    let Some(want) = wanted else {
         debug!("zone {apex}: nothing to check at the parent");
         return next;
     };
@@ -271,6 +277,12 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
         })
         .collect::<Vec<_>>()
         .join("; ");
+    if all && matches!(want.goal, Goal::Present { .. }) {
+        // The steady state: said only when debugging, not once per check.
+        debug!("zone {apex}: the parent serves a DS of the current key ({said})");
+        w.push_failures = 0;
+        return next;
+    }
     if all {
         confirmed(apex, spec, &want, &mut done, &done_file, &said, reload);
         w.push_failures = 0;
@@ -341,6 +353,7 @@ fn confirmed(
                     .join(" ")
             );
         }
+        Goal::Present { .. } => {}
         Goal::Insecure => {
             done.insecure = true;
             done_file.write(done);

@@ -29,6 +29,9 @@ pub(super) enum Goal {
     },
     /// No DS at all (RFC 8078: the zone goes insecure).
     Insecure,
+    /// A DS of one of the keys in `current`, nothing else asked (with a push only: the
+    /// first DS of a zone, or one given back after going insecure).
+    Present { current: Vec<Vec<u8>> },
 }
 
 /// A check to make: its goal, and the DS set (rdata) the parent is to hold.
@@ -110,6 +113,23 @@ pub(super) fn want(
     })
 }
 
+/// With a push and nothing else to wait for: the parent is to serve a DS of a key it is to
+/// hold, pushed if it does not (`None` without such a key).
+pub(super) fn present(apex: &Name, keys: &[KeyView], digest: DigestType, now: u64) -> Option<Want> {
+    let current: Vec<&KeyView> = keys.iter().filter(|k| at_parent(&k.meta, now)).collect();
+    let mut ds: Vec<Vec<u8>> = current
+        .iter()
+        .filter_map(|k| ds_rdata(apex.as_ref(), &k.dnskey, digest))
+        .collect();
+    ds.sort();
+    (!current.is_empty()).then(|| Want {
+        goal: Goal::Present {
+            current: current.iter().map(|k| k.dnskey.clone()).collect(),
+        },
+        ds,
+    })
+}
+
 /// True if the DS `ds` (rdata) is of the key `dnskey` (rdata) of `apex`: its digest,
 /// of the type it names, is the key's.
 pub(super) fn ds_matches(apex: &Name, ds: &[u8], dnskey: &[u8]) -> bool {
@@ -131,6 +151,7 @@ pub(super) fn meets(apex: &Name, goal: &Goal, set: &[Vec<u8>]) -> bool {
             current.iter().any(|k| has(k)) && !gone.iter().any(|(_, k)| has(k))
         }
         Goal::Insecure => set.is_empty(),
+        Goal::Present { current } => current.iter().any(|k| has(k)),
     }
 }
 
@@ -166,6 +187,7 @@ impl Goal {
                     .join(" ")
             ),
             Self::Insecure => "no DS at all (delete-dnssec)".into(),
+            Self::Present { .. } => "a DS of the current key".into(),
         }
     }
 }

@@ -144,6 +144,24 @@ fn a_double_ds_rollover_asks_for_the_new_ds_then_the_old_ones_absence() {
     assert_eq!(want(&keys, &noted, end + 100), None);
 }
 
+/// With a push and nothing under way: a DS of the current key, pushed if missing.
+#[test]
+fn a_push_keeps_a_ds_of_the_current_key_at_the_parent() {
+    let keys = vec![key(5, 1000)];
+    let k = ds(&keys[0], DigestType::Sha256);
+    let w = task::present(&apex(), &keys, DigestType::Sha256, 2000).expect("a check");
+    assert_eq!(w.ds, vec![k.clone()]);
+    assert!(task::meets(&apex(), &w.goal, std::slice::from_ref(&k)));
+    assert!(!task::meets(&apex(), &w.goal, &[]), "no DS: pushed");
+    let other = ds(&key(6, 1000), DigestType::Sha256);
+    assert!(!task::meets(&apex(), &w.goal, std::slice::from_ref(&other)));
+    assert!(
+        task::meets(&apex(), &w.goal, &[other, k]),
+        "another signer's DS kept"
+    );
+    assert_eq!(task::present(&apex(), &[], DigestType::Sha256, 2000), None);
+}
+
 #[test]
 fn delete_dnssec_asks_for_no_ds_until_seen() {
     let keys = vec![key(1, 1000)];
