@@ -204,6 +204,24 @@ impl Lab {
         v
     }
 
+    /// Waits (at most 20 s) until knotd serves a DS for `sign.test.`; returns the set.
+    fn parent_ds_until_nonempty(&mut self) -> Vec<String> {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ds = self.parent_ds();
+            if !ds.is_empty() {
+                return ds;
+            }
+            self.knot.check_alive();
+            assert!(
+                Instant::now() < end,
+                "no DS at knotd:\n{}",
+                self.child.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Changes the parent's DS with knsupdate (`update add|del ...` lines), TSIG-signed.
     fn knsupdate(&self, lines: &[String]) {
         let mut script = format!(
@@ -521,5 +539,49 @@ fn ds_push_carries_a_ksk_rollover_through_without_the_operator() {
     }
     assert_eq!(lab.state_of(&tag), "active");
     assert_eq!(lab.parent_ds(), vec![rdata(&new)], "the old DS pushed away");
+    lab.validated("fully validated", 30);
+}
+
+/// No hands at all: `ksk_lifetime` starts the rollover, `ds_push` gives knotd the DS (the
+/// first one too), the check confirms each step; every answer validates from the parent's
+/// key on the way.
+#[test]
+fn ksk_lifetime_and_ds_push_roll_with_no_hands() {
+    let Some(mut lab) = Lab::start(
+        "parent-auto",
+        &|knot| format!("ds_push = \"{knot}\"\nds_push_key = \"ds-key\"\nksk_lifetime = \"8s\""),
+        false,
+    ) else {
+        return;
+    };
+    let first = lab.parent_ds_until_nonempty();
+    lab.validated("fully validated", 30);
+    let end = Instant::now() + Duration::from_secs(60);
+    while !lab
+        .child
+        .log()
+        .contains("the rollover is over at the parent")
+    {
+        assert!(
+            Instant::now() < end,
+            "no rollover over after 60 s: {}\n{}",
+            key_cmd(&lab.keys, "list", &[]),
+            lab.child.log()
+        );
+        lab.validated("fully validated", 10);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = lab.child.log();
+    assert!(
+        log.contains("the lifetime of CSK"),
+        "started by ksk_lifetime: {log}"
+    );
+    assert!(
+        log.contains("confirmed, as `shardns key submitted` does"),
+        "{log}"
+    );
+    let now = lab.parent_ds();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, first, "the parent holds the new key's DS alone");
     lab.validated("fully validated", 30);
 }
