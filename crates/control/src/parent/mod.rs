@@ -17,7 +17,9 @@
 //!
 //! With `ds_push`, while the parent does not show what is wanted, the DS set the parent is
 //! to hold is pushed to that server by a TSIG-signed UPDATE ([`push`]) unless it already
-//! serves exactly that set; failures are retried with a growing delay.
+//! serves exactly that set; failures are retried with a growing delay. With nothing else
+//! to wait for, a push also keeps a DS of the current key at the parent
+//! ([`task::present`]: a new zone's first DS, or one given back after going insecure).
 
 mod push;
 mod query;
@@ -130,11 +132,14 @@ impl DsChecker {
 
     /// Watches the zones of `config` that name a parent server (and no others).
     pub fn configure(&self, config: &Config) {
-        let specs = config
-            .zones
-            .iter()
-            .filter_map(|z| Some((z.name.clone(), ParentSpec::of(config, z)?)))
-            .collect();
+        let mut specs = HashMap::new();
+        // A later table for the same zone wins, as everywhere in the config.
+        for z in &config.zones {
+            match ParentSpec::of(config, z) {
+                Some(spec) => specs.insert(z.name.clone(), spec),
+                None => specs.remove(&z.name),
+            };
+        }
         let _ = self.tx.send(Msg::Configure(specs));
     }
 

@@ -420,3 +420,31 @@ fn raw_update(msg: &[u8]) -> shardns_wire::Message {
     }
     m
 }
+
+/// Which zones are watched, and with what: the push server asked when no agents are named
+/// (with the push key), nothing for an unsigned zone or without a parent server.
+#[test]
+fn parent_specs_from_the_config() {
+    let text = "[server]\nkey_directory = \"/k\"\n\
+        [[key]]\nname = \"q\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAA\"\n\
+        [[key]]\nname = \"p\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAB\"\n\
+        [[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n\
+        parent_agents = [\"127.0.0.10\"]\nparent_agents_key = \"q\"\nds_push = \"127.0.0.11:5300\"\n\
+        ds_push_key = \"p\"\n\
+        [[zone]]\nname = \"b.\"\nfile = \"b\"\ndnssec = true\nds_push = \"127.0.0.11\"\nds_push_key = \"p\"\n\
+        [[zone]]\nname = \"c.\"\nfile = \"c\"\nds_push = \"127.0.0.11\"\n\
+        [[zone]]\nname = \"d.\"\nfile = \"d\"\ndnssec = true\n";
+    let config = Config::from_toml(text, Path::new("/etc/shardns.toml")).unwrap();
+    let spec = |i: usize| ParentSpec::of(&config, &config.zones[i]);
+    let a = spec(0).unwrap();
+    assert_eq!(a.agents, vec!["127.0.0.10:53".parse().unwrap()]);
+    assert_eq!(a.agents_key.as_ref().unwrap().name.to_string(), "q.");
+    assert_eq!(a.push, Some("127.0.0.11:5300".parse().unwrap()));
+    assert_eq!(a.push_key.as_ref().unwrap().name.to_string(), "p.");
+    assert_eq!((a.interval, a.ds_ttl), (3600, 86_400));
+    let b = spec(1).unwrap();
+    assert_eq!(b.agents, vec!["127.0.0.11:53".parse().unwrap()]);
+    assert_eq!(b.agents_key.as_ref().unwrap().name.to_string(), "p.");
+    assert_eq!(spec(2), None, "not signed");
+    assert_eq!(spec(3), None, "no parent server");
+}
