@@ -29,6 +29,7 @@ mod file;
 mod keys;
 mod limits;
 pub mod log_filter;
+mod notify_index;
 mod overrides;
 mod policy;
 mod resolver;
@@ -43,6 +44,7 @@ pub use dnstap::DnstapConfig;
 pub use file::ConfigError;
 pub use keys::KeyConfig;
 pub use limits::Limits;
+pub use notify_index::NotifyIndex;
 pub use overrides::{Overrides, SecondaryFlag};
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
@@ -295,7 +297,8 @@ pub struct ZoneConfig {
     #[serde(default = "policy::yes")]
     pub single_type_signing: bool,
     /// A KSK (or CSK) rollover starts this long after the key became active; absent: only
-    /// by hand. The parent's DS is still confirmed by hand (`shardns key submitted`).
+    /// by hand. The parent's DS is confirmed by hand (`shardns key submitted`), or by the
+    /// DS check (`parent_agents`, `ds_push`).
     #[serde(default, deserialize_with = "duration_opt")]
     pub ksk_lifetime: Option<u32>,
     /// Bits of a KSK or CSK, and of a ZSK, made here with an RSA `algorithm` (2048, 3072
@@ -334,6 +337,25 @@ pub struct ZoneConfig {
         deserialize_with = "cds_digest"
     )]
     pub cds_digest_type: shardns_dnssec::DigestType,
+    /// The parent's servers asked for the zone's DS while a KSK or CSK rollover waits for
+    /// it (`"ADDR:PORT"`, or `"ADDR"` for port 53; Knot's `parent`, BIND's
+    /// `parental-agents`): once all serve it, the rollover goes on by itself. Empty: none
+    /// (`shardns key submitted`), or `ds_push`'s server if set.
+    #[serde(default, deserialize_with = "validate::agents")]
+    pub parent_agents: Vec<SocketAddr>,
+    /// The `[[key]]` that signs the DS queries to `parent_agents` (absent: unsigned).
+    #[serde(default, deserialize_with = "name_opt")]
+    pub parent_agents_key: Option<Name>,
+    /// How often the parent's servers are asked (Knot's `check-interval`; default 1 h).
+    #[serde(default = "default_hour", deserialize_with = "duration")]
+    pub ds_check_interval: u32,
+    /// The parent's primary the DS set is pushed to by dynamic update (RFC 2136, Knot's
+    /// `ds-push`; `"ADDR:PORT"` or `"ADDR"`), signed with `ds_push_key` (absent: no push).
+    #[serde(default, deserialize_with = "validate::agent_opt")]
+    pub ds_push: Option<SocketAddr>,
+    /// The `[[key]]` that signs the DS push.
+    #[serde(default, deserialize_with = "name_opt")]
+    pub ds_push_key: Option<Name>,
     /// `"consume"`: this secondary zone is a catalog whose members become secondary zones;
     /// `"produce"`: this zone is a catalog generated from the zones naming it in
     /// `catalog_member` (no `file`, no `primary`).
@@ -419,6 +441,11 @@ impl ZoneConfig {
             parent_propagation_delay: default_hour(),
             cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
             cds_digest_type: policy::default_cds_digest(),
+            parent_agents: Vec::new(),
+            parent_agents_key: None,
+            ds_check_interval: default_hour(),
+            ds_push: None,
+            ds_push_key: None,
             journal_max_size: None,
             journal_max_depth: None,
             zonefile_sync: default_sync(),
@@ -504,19 +531,6 @@ impl Config {
             .or(self.server.transfer_key.as_ref())
     }
 
-    /// Whom to NOTIFY about each zone, for many zones at once: a hash lookup per zone
-    /// instead of [`Config::notify_targets`]' scan of the zone list.
-    pub fn notify_index(&self) -> NotifyIndex<'_> {
-        NotifyIndex {
-            zones: self
-                .zones
-                .iter()
-                .filter_map(|z| Some((&z.name, z.notify.as_deref()?)))
-                .collect(),
-            default: &self.server.notify,
-        }
-    }
-
     /// Whom to NOTIFY about the zone at `apex`: its own `notify`, else the server's.
     pub fn notify_targets(&self, apex: &Name) -> &[SocketAddr] {
         self.zone(apex)
@@ -575,24 +589,5 @@ impl Config {
     /// private or checks is (not one the configuration names).
     pub fn control_socket_is_default(&self) -> bool {
         self.server.control_socket.is_none()
-    }
-}
-
-/// Whom to NOTIFY about each zone ([`Config::notify_index`]).
-#[derive(Debug)]
-pub struct NotifyIndex<'c> {
-    zones: std::collections::HashMap<&'c Name, &'c [SocketAddr]>,
-    default: &'c [SocketAddr],
-}
-
-impl NotifyIndex<'_> {
-    /// The zone's own `notify`, else the server's.
-    pub fn targets(&self, apex: &Name) -> &[SocketAddr] {
-        self.zones.get(apex).copied().unwrap_or(self.default)
-    }
-
-    /// True if no zone has anyone to notify (then nothing need be looked up at all).
-    pub fn is_empty(&self) -> bool {
-        self.default.is_empty() && self.zones.values().all(|t| t.is_empty())
     }
 }

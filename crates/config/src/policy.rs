@@ -88,6 +88,19 @@ pub(crate) fn warnings(config: &Config) -> Vec<String> {
             ));
         }
     }
+    // The parent is asked about the DS of keys this server makes: nothing to ask without.
+    for z in config
+        .zones
+        .iter()
+        .filter(|z| !z.dnssec || z.is_secondary())
+    {
+        if !z.parent_agents.is_empty() || z.ds_push.is_some() {
+            out.push(format!(
+                "zone {}: parent_agents and ds_push are ignored: the zone is not signed here",
+                z.name
+            ));
+        }
+    }
     out
 }
 

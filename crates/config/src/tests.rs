@@ -864,6 +864,56 @@ fn cds_settings_and_their_defaults() {
 }
 
 #[test]
+fn parent_ds_check_and_push_settings() {
+    let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\n").unwrap();
+    let z = &c.zones[0];
+    assert!(z.parent_agents.is_empty() && z.ds_push.is_none());
+    assert_eq!(z.ds_check_interval, 3600, "Knot's check-interval");
+    let keys = "[[key]]\nname = \"p\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAA\"\n";
+    let c = parse(&format!(
+        "[server]\nkey_directory = \"k\"\n{keys}[[zone]]\nname = \"a.\"\nfile = \"a\"\n\
+         dnssec = true\nparent_agents = [\"127.0.0.10:5300\", \"::1\"]\n\
+         parent_agents_key = \"p\"\nds_check_interval = \"2s\"\n\
+         ds_push = \"127.0.0.10\"\nds_push_key = \"p\"\n"
+    ))
+    .unwrap();
+    let z = &c.zones[0];
+    assert_eq!(
+        z.parent_agents,
+        vec![
+            "127.0.0.10:5300".parse().unwrap(),
+            "[::1]:53".parse().unwrap()
+        ]
+    );
+    assert_eq!(z.ds_check_interval, 2);
+    assert_eq!(z.ds_push, Some("127.0.0.10:53".parse().unwrap()));
+    assert_eq!(
+        z.ds_push_key.as_ref().map(ToString::to_string),
+        Some("p.".into())
+    );
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    for bad in [
+        "parent_agents = [\"parent.example\"]",
+        "parent_agents = \"127.0.0.1\"",
+        "ds_push = \"127.0.0.1:x\"",
+        "ds_check_interval = 0",
+        "parent_agents_key = \"nokey\"",
+        "ds_push_key = \"nokey\"",
+    ] {
+        let e = parse(&format!("[[zone]]\nname = \"a.\"\nfile = \"a\"\n{bad}\n")).unwrap_err();
+        let key = bad.split(' ').next().unwrap();
+        assert!(e.to_string().contains(key), "{bad}: {e}");
+    }
+    // On a zone not signed here: said to do nothing.
+    let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\nds_push = \"127.0.0.1\"\n").unwrap();
+    assert!(
+        c.warnings().iter().any(|w| w.contains("ds_push")),
+        "{:?}",
+        c.warnings()
+    );
+}
+
+#[test]
 fn tls_nsid_and_cookie_keys() {
     let c = parse(
         "[server]\ntls_listen = [\"127.0.0.1:853\"]\ntls_certificate = \"c.pem\"\n\

@@ -16,9 +16,16 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
     );
     let zone_keys = config.zones.iter().enumerate();
     let primary_keys = config.zones.iter().enumerate();
+    let parent_keys = config.zones.iter().enumerate().flat_map(|(i, z)| {
+        [
+            (format!("zone[{i}].parent_agents_key"), &z.parent_agents_key),
+            (format!("zone[{i}].ds_push_key"), &z.ds_push_key),
+        ]
+    });
     let named = std::iter::once(server_key)
         .chain(zone_keys.map(|(i, z)| (format!("zone[{i}].transfer_key"), &z.transfer_key)))
         .chain(primary_keys.map(|(i, z)| (format!("zone[{i}].primary_key"), &z.primary_key)))
+        .chain(parent_keys)
         .chain(
             config
                 .templates
@@ -298,6 +305,33 @@ pub(super) fn zonefile_sync<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u3
         Raw::Text(s) => parse_duration(&s).map(Some),
     }
     .map_err(|e| serde::de::Error::custom(format!("{e} (or \"never\")")))
+}
+
+/// A server of the parent: `"ADDR:PORT"`, or `"ADDR"` for port 53.
+fn parse_agent(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| (ip, 53).into()))
+        .map_err(|_| format!("{s:?} is not ADDR:PORT or ADDR"))
+}
+
+/// `parent_agents`: servers of the parent, each `"ADDR:PORT"` or `"ADDR"` (port 53).
+pub(super) fn agents<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<std::net::SocketAddr>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| parse_agent(s))
+        .collect::<Result<_, _>>()
+        .map_err(serde::de::Error::custom)
+}
+
+/// `ds_push`: one server of the parent, as in `parent_agents`.
+pub(super) fn agent_opt<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::net::SocketAddr>, D::Error> {
+    parse_agent(&String::deserialize(d)?)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 pub(super) fn duration_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {

@@ -11,6 +11,7 @@
 //!   received, catalog consumers), `catalog` the catalogs we produce (RFC 9432);
 //! - `journal`: each zone's history for IXFR, on disk; `notify`: NOTIFY sent to
 //!   secondaries; `signing`: automatic DNSSEC signing, keys and the re-signing timer;
+//!   `parent`: the parent's DS checked (and pushed) while a KSK rollover waits for it;
 //! - `update`: dynamic update (RFC 2136: the queue from the workers, TSIG, policies, signed
 //!   zones, forwarding, transactions, the flood limit); `zonefile`: zones changed by updates
 //!   written back to their files; `request`: what the control socket and the timers ask
@@ -31,6 +32,7 @@ pub mod acl;
 pub mod catalog;
 pub mod journal;
 pub mod notify;
+pub mod parent;
 pub mod reload;
 pub mod request;
 pub mod secondary;

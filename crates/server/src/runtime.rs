@@ -141,6 +141,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     for (zone, at) in report.resign {
         resigner.schedule(zone, at);
     }
+    let parent = start_parent_check(&reloads, &config)?;
     // Zones changed by updates are written back to their files when due.
     let flusher = shardns_control::zonefile::Flusher::start(reloads.clone())
         .map_err(io_error("starting the zone-file thread"))?;
@@ -152,6 +153,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         retired_zones: Vec::new(),
         notifier,
         resigner,
+        parent,
         producer,
         flusher,
     };
@@ -189,6 +191,17 @@ pub fn run(setup: Setup) -> Result<(), Error> {
     );
     info!("stopped");
     Ok(())
+}
+
+/// The thread that checks (and pushes) the DS of `config`'s zones at their parents.
+fn start_parent_check(
+    reloads: &std::sync::mpsc::Sender<shardns_control::request::ReloadRequest>,
+    config: &Config,
+) -> Result<shardns_control::parent::DsChecker, Error> {
+    let parent = shardns_control::parent::DsChecker::start(reloads.clone())
+        .map_err(io_error("starting the parent DS check thread"))?;
+    parent.configure(config);
+    Ok(parent)
 }
 
 /// The dnstap log (`[dnstap]`): its writer thread started, and one tap per worker.

@@ -239,19 +239,8 @@ pub(crate) fn key_submitted(
     key_dir: &Path,
     tag: Option<u16>,
 ) -> Result<String, String> {
-    let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
-    let mut keys = store.load(zone).map_err(|e| e.to_string())?;
-    let t = timings(zone, key_dir)?;
-    let now = unix_now();
-    let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
-    let new = roll::confirm_ds(&mut metas, tag, &t, now).map_err(|e| format!("{zone}: {e}"))?;
-    // The new key first: a crash before the old key's end is written is repaired by
-    // the next signing (roll::tick).
-    save_changed(&store, &mut keys, &metas, &[new])?;
-    let tick = roll::tick(&mut metas, &t, now);
-    save_changed(&store, &mut keys, &metas, &tick.changed)?;
-    let n = &metas[new];
-    let old = tick.changed.first().map(|&i| &metas[i]);
+    let done = shardns_control::signing::confirm_submitted(zone, key_dir, tag, unix_now())?;
+    let (n, old) = (&done.new, done.old.as_ref());
     Ok(format!(
         "{zone}: DS of {} {} confirmed at the parent: it is published now and signs from {}; \
          {} stops signing then and is withdrawn at {}; remove its DS from the parent from then on.\n\

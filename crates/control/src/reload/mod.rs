@@ -62,6 +62,8 @@ pub struct Reloader {
     pub notifier: Notifier,
     /// Signs zones again before their signatures expire.
     pub resigner: crate::signing::Resigner,
+    /// Checks (and pushes) the parent's DS while a rollover waits for it.
+    pub parent: crate::parent::DsChecker,
     /// Makes the catalogs this server produces (RFC 9432).
     pub producer: crate::catalog::Producer,
     /// Writes zones changed by updates back to their files.
@@ -116,6 +118,7 @@ impl Reloader {
         }
         for (zone, at) in &report.resign {
             self.resigner.schedule(zone.clone(), *at);
+            self.parent.signed(zone);
         }
         let zones = self.library.len();
         if let Some(config) = &config {
@@ -124,6 +127,7 @@ impl Reloader {
                 .transfer_acl
                 .store(Arc::new(crate::TransferAcl::new(config)));
             shared.plane().updates.configure(config);
+            self.parent.configure(config);
         }
         let old = shared.plane().zones.swap(Arc::new(report.set));
         shared.wake_workers();

@@ -44,14 +44,16 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod confirm;
 mod policy;
 mod state;
 mod timer;
 pub mod updates;
 
+pub use confirm::{confirm_submitted, Confirmed};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
-use state::{state_path, write_atomic};
+pub(crate) use state::{state_path, write_atomic};
 pub use timer::Resigner;
 pub use updates::Updates;
 

@@ -232,7 +232,7 @@ pub(super) fn step_rollovers(
             RollKind::Ksk => warn!(
                 "zone {apex}: the lifetime of {} {} is up: made {} {tag} ({}), waiting for its DS at the parent: \
                  give the parent the DS that `shardns key ds {apex}` prints, then run `shardns key submitted {apex} {tag}` \
-                 and reload the zone",
+                 and reload the zone (with parent_agents or ds_push, the server does it once the parent serves it)",
                 old.role,
                 old.tag,
                 key.meta.role,

@@ -14,7 +14,7 @@ use tracing::info;
 /// [`shardns_wire::NameRef::file_stem`]). A file an earlier version named by the zone's
 /// text (lowercase, no final dot) is renamed to it; not for `root.`, whose old name was
 /// the root's.
-pub(super) fn state_path(key_dir: &Path, apex: &Name, ext: &str) -> PathBuf {
+pub(crate) fn state_path(key_dir: &Path, apex: &Name, ext: &str) -> PathBuf {
     let dir = key_dir.join("state");
     let path = dir.join(format!("{}.{ext}", apex.as_ref().file_stem()));
     let text = apex.to_string().to_ascii_lowercase();
@@ -34,7 +34,7 @@ pub(super) fn state_path(key_dir: &Path, apex: &Name, ext: &str) -> PathBuf {
 
 /// Writes `data` to `path` atomically: the directory made (mode 0700) if need be, a
 /// temporary file (mode 0600) written by `fill`, synced, renamed over the path.
-pub(super) fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut io::BufWriter<&fs::File>) -> io::Result<()>,
 ) -> Result<(), String> {

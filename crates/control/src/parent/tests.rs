@@ -1,0 +1,450 @@
+//! Tests of the parent DS check: the goals a rollover's keys give at each step, what meets
+//! them, the push's backoff, the confirmations kept, and a DS query answered over UDP and
+//! (truncated) again over TCP by a server of the test's own on loopback.
+
+use super::task::{self, Confirmed, Goal, KeyView};
+use super::*;
+use shardns_dnssec::roll::{self, RollKind, RollTimings};
+use shardns_dnssec::{ds_rdata, key_tag, Algorithm, KeyMeta, Role};
+
+const T: RollTimings = RollTimings {
+    dnskey_ttl: 10,
+    max_ttl: 10,
+    propagation: 5,
+    parent_ds_ttl: 20,
+    parent_propagation: 5,
+    zsk_lifetime: None,
+    ksk_lifetime: None,
+};
+
+fn apex() -> Name {
+    "child.test.".parse().unwrap()
+}
+
+/// A CSK whose DNSKEY has `byte` as its public key's octets.
+fn key(byte: u8, created: u64) -> KeyView {
+    let mut dnskey = vec![1, 1, 3, 13];
+    dnskey.extend([byte; 64]);
+    let meta = KeyMeta {
+        zone: apex(),
+        role: Role::Csk,
+        algorithm: Algorithm::EcdsaP256Sha256,
+        tag: key_tag(&dnskey),
+        created,
+        publish: Some(created),
+        activate: Some(created),
+        inactive: None,
+        delete: None,
+        sync_publish: None,
+        sync_delete: None,
+        ds_publish: None,
+    };
+    KeyView { meta, dnskey }
+}
+
+fn ds(k: &KeyView, digest: DigestType) -> Vec<u8> {
+    ds_rdata(apex().as_ref(), &k.dnskey, digest).unwrap()
+}
+
+fn want(keys: &[KeyView], done: &Confirmed, now: u64) -> Option<Want> {
+    task::want(
+        &apex(),
+        keys,
+        CdsPublish::Rollover,
+        DigestType::Sha256,
+        done,
+        now,
+    )
+}
+
+fn metas(keys: &[KeyView]) -> Vec<KeyMeta> {
+    keys.iter().map(|k| k.meta.clone()).collect()
+}
+
+fn set_metas(keys: &mut [KeyView], metas: &[KeyMeta]) {
+    for (k, m) in keys.iter_mut().zip(metas) {
+        k.meta = m.clone();
+    }
+}
+
+/// Through a double-DS rollover: nothing before it, the new DS while it waits (met by a
+/// parent with both DS or the new alone, never by the old alone or none), nothing while it
+/// runs, the old DS to be gone once the old key is withdrawn, nothing once that is noted.
+#[test]
+fn a_double_ds_rollover_asks_for_the_new_ds_then_the_old_ones_absence() {
+    let mut keys = vec![key(1, 1000)];
+    let done = Confirmed::default();
+    assert_eq!(want(&keys, &done, 2000), None, "one key, no rollover");
+    let (old_ds, old_ds1) = (
+        ds(&keys[0], DigestType::Sha256),
+        ds(&keys[0], DigestType::Sha1),
+    );
+
+    // 1. A new key waits for its DS.
+    let mut new = key(2, 2000);
+    roll::schedule_new(&mut new.meta, RollKind::Ksk, &T, 2000);
+    keys.push(new);
+    let mut m = metas(&keys);
+    roll::tick(&mut m, &T, 2000);
+    set_metas(&mut keys, &m);
+    let w = want(&keys, &done, 2001).expect("a check");
+    let new_ds = ds(&keys[1], DigestType::Sha256);
+    assert_eq!(
+        w.goal,
+        Goal::Submit {
+            tag: keys[1].meta.tag,
+            dnskey: keys[1].dnskey.clone()
+        }
+    );
+    let mut both = vec![old_ds.clone(), new_ds.clone()];
+    both.sort();
+    assert_eq!(w.ds, both, "the push: old and new DS");
+    let a = apex();
+    assert!(task::meets(&a, &w.goal, &both));
+    assert!(task::meets(&a, &w.goal, std::slice::from_ref(&new_ds)));
+    assert!(task::meets(
+        &a,
+        &w.goal,
+        &[old_ds1.clone(), ds(&keys[1], DigestType::Sha384)]
+    ));
+    assert!(!task::meets(&a, &w.goal, std::slice::from_ref(&old_ds)));
+    assert!(!task::meets(&a, &w.goal, &[]));
+    // A DS with the new key's tag and a wrong digest does not count.
+    let mut forged = new_ds.clone();
+    *forged.last_mut().unwrap() ^= 1;
+    assert!(!task::meets(&a, &w.goal, &[forged]));
+
+    // 2. Confirmed: nothing to wait for until the old key is withdrawn.
+    let mut m = metas(&keys);
+    roll::confirm_ds(&mut m, None, &T, 2010).unwrap();
+    roll::tick(&mut m, &T, 2010);
+    set_metas(&mut keys, &m);
+    let end = keys[0].meta.sync_delete.expect("the old key's end");
+    assert_eq!(want(&keys, &done, 2011), None);
+    assert_eq!(want(&keys, &done, end - 1), None);
+
+    // 4. Withdrawn: the parent is to drop the old DS and keep the new.
+    let w = want(&keys, &done, end).expect("a check");
+    assert!(matches!(&w.goal, Goal::Withdraw { gone, .. } if gone.len() == 1));
+    assert_eq!(w.ds, vec![new_ds.clone()], "the push: the new DS alone");
+    assert!(task::meets(&a, &w.goal, std::slice::from_ref(&new_ds)));
+    assert!(!task::meets(&a, &w.goal, &both));
+    assert!(
+        !task::meets(&a, &w.goal, &[old_ds1]),
+        "SHA-1 DS of the old key"
+    );
+    assert!(
+        !task::meets(&a, &w.goal, &[]),
+        "no DS at all breaks the chain"
+    );
+    let noted = Confirmed {
+        withdrawn: [keys[0].meta.tag].into(),
+        insecure: false,
+    };
+    assert_eq!(want(&keys, &noted, end + 100), None);
+}
+
+/// With a push and nothing under way: a DS of the current key, pushed if missing.
+#[test]
+fn a_push_keeps_a_ds_of_the_current_key_at_the_parent() {
+    let keys = vec![key(5, 1000)];
+    let k = ds(&keys[0], DigestType::Sha256);
+    let w = task::present(&apex(), &keys, DigestType::Sha256, 2000).expect("a check");
+    assert_eq!(w.ds, vec![k.clone()]);
+    assert!(task::meets(&apex(), &w.goal, std::slice::from_ref(&k)));
+    assert!(!task::meets(&apex(), &w.goal, &[]), "no DS: pushed");
+    let other = ds(&key(6, 1000), DigestType::Sha256);
+    assert!(!task::meets(&apex(), &w.goal, std::slice::from_ref(&other)));
+    assert!(
+        task::meets(&apex(), &w.goal, &[other, k]),
+        "another signer's DS kept"
+    );
+    assert_eq!(task::present(&apex(), &[], DigestType::Sha256, 2000), None);
+}
+
+#[test]
+fn delete_dnssec_asks_for_no_ds_until_seen() {
+    let keys = vec![key(1, 1000)];
+    let k = ds(&keys[0], DigestType::Sha256);
+    let w = task::want(
+        &apex(),
+        &keys,
+        CdsPublish::DeleteDnssec,
+        DigestType::Sha256,
+        &Confirmed::default(),
+        2000,
+    )
+    .expect("a check");
+    assert_eq!(w.goal, Goal::Insecure);
+    assert!(w.ds.is_empty(), "the push deletes the DS RRset");
+    assert!(task::meets(&apex(), &w.goal, &[]));
+    assert!(!task::meets(&apex(), &w.goal, &[k]));
+    let seen = Confirmed {
+        insecure: true,
+        ..Confirmed::default()
+    };
+    let again = task::want(
+        &apex(),
+        &keys,
+        CdsPublish::DeleteDnssec,
+        DigestType::Sha256,
+        &seen,
+        2000,
+    );
+    assert_eq!(again, None);
+}
+
+#[test]
+fn push_backoff_grows_to_the_interval() {
+    assert_eq!(push::backoff(1, 3600), 120);
+    assert_eq!(push::backoff(2, 3600), 240);
+    assert_eq!(push::backoff(5, 3600), 1920);
+    assert_eq!(push::backoff(6, 3600), 3600);
+    assert_eq!(push::backoff(60, 3600), 3600);
+    assert_eq!(push::backoff(1, 2), 1);
+    assert_eq!(push::backoff(3, 2), 2);
+}
+
+#[test]
+fn confirmations_survive_in_the_state_file() {
+    let dir = std::env::temp_dir().join(format!("shardns-parent-{}", std::process::id()));
+    let f = DoneFile::new(&dir, &apex());
+    assert_eq!(f.read(), Confirmed::default());
+    let done = Confirmed {
+        withdrawn: [7, 40000].into(),
+        insecure: true,
+    };
+    f.write(&done);
+    assert_eq!(f.read(), done);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A DNS answer to `query` (its ID and question) with the DS records `ds` of the question's
+/// name, AA set, TC if asked.
+fn answer(query: &[u8], ds: &[Vec<u8>], tc: bool) -> Vec<u8> {
+    let q = shardns_wire::Message::parse(query).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut w = MessageWriter::new(&mut buf, 4096);
+    let qn = &q.questions[0];
+    w.put_question(qn.qname.as_ref(), qn.qtype, shardns_wire::Class::IN)
+        .unwrap();
+    if !tc {
+        for rdata in ds {
+            w.put_record(
+                shardns_wire::Section::Answer,
+                qn.qname.as_ref(),
+                shardns_wire::RType::DS,
+                shardns_wire::Class::IN,
+                60,
+                rdata,
+            )
+            .unwrap();
+        }
+    }
+    let mut h = shardns_wire::Header {
+        id: q.header.id,
+        ..Default::default()
+    };
+    h.set_qr(true);
+    h.set_aa(true);
+    h.set_tc(tc);
+    w.finish(&h).to_vec()
+}
+
+use shardns_wire::MessageWriter;
+
+/// The query over UDP is answered truncated: asked again over TCP, whose answer counts.
+/// A stray datagram with another ID first is ignored.
+#[test]
+fn ds_query_over_udp_then_tcp_on_truncation() {
+    use std::io::{Read, Write};
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let tcp = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let k = key(3, 1000);
+    let set = vec![ds(&k, DigestType::Sha256)];
+    let served = set.clone();
+    let server = std::thread::spawn(move || {
+        let mut buf = [0u8; 1500];
+        let (n, from) = udp.recv_from(&mut buf).unwrap();
+        let mut stray = answer(&buf[..n], &served, false);
+        stray[0] ^= 0xff;
+        udp.send_to(&stray, from).unwrap();
+        udp.send_to(&answer(&buf[..n], &served, true), from)
+            .unwrap();
+        let (mut s, _) = tcp.accept().unwrap();
+        let mut len = [0u8; 2];
+        s.read_exact(&mut len).unwrap();
+        let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        s.read_exact(&mut q).unwrap();
+        let a = answer(&q, &served, false);
+        s.write_all(&(a.len() as u16).to_be_bytes()).unwrap();
+        s.write_all(&a).unwrap();
+    });
+    let got = query::ds_set(([127, 0, 0, 1], port).into(), &apex(), 0x4242, None).unwrap();
+    server.join().unwrap();
+    assert_eq!(got, set);
+    // Nobody there: an error, not an empty set.
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    assert!(query::ds_set(addr, &apex(), 1, None).is_err());
+}
+
+/// The push: the parent zone found by the SOA above ours, then one UPDATE of it over TCP
+/// that deletes our DS RRset and adds the set, TTL as given; NOERROR is success, another
+/// rcode an error that says it.
+#[test]
+fn push_sends_one_update_replacing_the_ds_rrset() {
+    use shardns_wire::{Class, Opcode, RType, Section};
+    use std::io::{Read, Write};
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let tcp = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let k = key(4, 1000);
+    let set = vec![ds(&k, DigestType::Sha256), ds(&k, DigestType::Sha384)];
+    let server = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for rcode in [0u8, 5] {
+            let mut buf = [0u8; 1500];
+            let (n, from) = udp.recv_from(&mut buf).unwrap();
+            let q = shardns_wire::Message::parse(&buf[..n]).unwrap();
+            assert_eq!(q.questions[0].qtype, RType::SOA);
+            // The SOA of `test.`, our parent, in the answer.
+            let mut out = vec![0u8; 512];
+            let mut w = MessageWriter::new(&mut out, 512);
+            let qn = &q.questions[0];
+            w.put_question(qn.qname.as_ref(), RType::SOA, Class::IN)
+                .unwrap();
+            let mut soa = vec![0, 0];
+            soa.extend([0u8; 20]);
+            w.put_record(
+                Section::Answer,
+                qn.qname.as_ref(),
+                RType::SOA,
+                Class::IN,
+                60,
+                &soa,
+            )
+            .unwrap();
+            let mut h = shardns_wire::Header {
+                id: q.header.id,
+                ..Default::default()
+            };
+            h.set_qr(true);
+            h.set_aa(true);
+            let a = w.finish(&h).to_vec();
+            udp.send_to(&a, from).unwrap();
+            let (mut s, _) = tcp.accept().unwrap();
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).unwrap();
+            let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut msg).unwrap();
+            seen.push(raw_update(&msg));
+            // The answer: the header (QR, the rcode) and the zone section.
+            let zone_end = 12 + b"\x04test\x00".len() + 4;
+            let mut a = msg[..zone_end].to_vec();
+            a[2] |= 0x80;
+            a[3] = rcode;
+            a[6..12].fill(0);
+            s.write_all(&(a.len() as u16).to_be_bytes()).unwrap();
+            s.write_all(&a).unwrap();
+        }
+        seen
+    });
+    let to = ([127, 0, 0, 1], port).into();
+    let zone = push::push(to, None, &apex(), &set, 300, [1, 2]).unwrap();
+    assert_eq!(zone.to_string(), "test.");
+    let e = push::push(to, None, &apex(), &[], 300, [3, 4]).unwrap_err();
+    assert!(e.contains("REFUSED"), "{e}");
+    let seen = server.join().unwrap();
+    let u = &seen[0];
+    assert!(u.header.opcode() == Opcode::UPDATE);
+    assert_eq!(u.questions[0].qname.to_string(), "test.");
+    assert_eq!(u.header.ancount, 0, "no prerequisite");
+    let a = apex();
+    let first = &u.authority[0];
+    assert_eq!(
+        (first.rtype, first.class, first.rdata.len()),
+        (RType::DS, Class::ANY, 0),
+        "the DS RRset deleted first"
+    );
+    assert!(first.owner.as_ref().eq_ci(&a.as_ref()));
+    let added: Vec<_> = u.authority[1..]
+        .iter()
+        .map(|r| (r.rtype, r.class, r.ttl, r.rdata.clone()))
+        .collect();
+    let want: Vec<_> = set
+        .iter()
+        .map(|d| (RType::DS, Class::IN, 300, d.clone()))
+        .collect();
+    assert_eq!(added, want);
+    // An empty set: the RRset deleted, nothing added (going insecure).
+    assert_eq!(seen[1].authority.len(), 1);
+}
+
+/// An UPDATE read without its rdata parsed (a deletion's is empty, which fits no type).
+fn raw_update(msg: &[u8]) -> shardns_wire::Message {
+    use shardns_wire::message::Reader;
+    use shardns_wire::{Class, NameBuf, Question, RType, Record};
+    let header = shardns_wire::Header::parse(msg).unwrap();
+    let mut r = Reader::new(msg, 12);
+    let mut name = NameBuf::new();
+    r.name(&mut name).unwrap();
+    let (qtype, qclass) = (RType(r.u16().unwrap()), Class(r.u16().unwrap()));
+    let mut m = shardns_wire::Message {
+        header,
+        questions: vec![Question {
+            qname: name.as_ref().to_name(),
+            qtype,
+            qclass,
+        }],
+        ..Default::default()
+    };
+    for _ in 0..header.ancount + header.nscount {
+        r.name(&mut name).unwrap();
+        let (rtype, class, ttl) = (
+            RType(r.u16().unwrap()),
+            Class(r.u16().unwrap()),
+            r.u32().unwrap(),
+        );
+        let len = usize::from(r.u16().unwrap());
+        let rdata = r.bytes(len).unwrap().to_vec();
+        m.authority.push(Record {
+            owner: name.as_ref().to_name(),
+            rtype,
+            class,
+            ttl,
+            rdata,
+        });
+    }
+    m
+}
+
+/// Which zones are watched, and with what: the push server asked when no agents are named
+/// (with the push key), nothing for an unsigned zone or without a parent server.
+#[test]
+fn parent_specs_from_the_config() {
+    let text = "[server]\nkey_directory = \"/k\"\n\
+        [[key]]\nname = \"q\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAA\"\n\
+        [[key]]\nname = \"p\"\nalgorithm = \"hmac-sha256\"\nsecret = \"AAAB\"\n\
+        [[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n\
+        parent_agents = [\"127.0.0.10\"]\nparent_agents_key = \"q\"\nds_push = \"127.0.0.11:5300\"\n\
+        ds_push_key = \"p\"\n\
+        [[zone]]\nname = \"b.\"\nfile = \"b\"\ndnssec = true\nds_push = \"127.0.0.11\"\nds_push_key = \"p\"\n\
+        [[zone]]\nname = \"c.\"\nfile = \"c\"\nds_push = \"127.0.0.11\"\n\
+        [[zone]]\nname = \"d.\"\nfile = \"d\"\ndnssec = true\n";
+    let config = Config::from_toml(text, Path::new("/etc/shardns.toml")).unwrap();
+    let spec = |i: usize| ParentSpec::of(&config, &config.zones[i]);
+    let a = spec(0).unwrap();
+    assert_eq!(a.agents, vec!["127.0.0.10:53".parse().unwrap()]);
+    assert_eq!(a.agents_key.as_ref().unwrap().name.to_string(), "q.");
+    assert_eq!(a.push, Some("127.0.0.11:5300".parse().unwrap()));
+    assert_eq!(a.push_key.as_ref().unwrap().name.to_string(), "p.");
+    assert_eq!((a.interval, a.ds_ttl), (3600, 86_400));
+    let b = spec(1).unwrap();
+    assert_eq!(b.agents, vec!["127.0.0.11:53".parse().unwrap()]);
+    assert_eq!(b.agents_key.as_ref().unwrap().name.to_string(), "p.");
+    assert_eq!(spec(2), None, "not signed");
+    assert_eq!(spec(3), None, "no parent server");
+}
