@@ -37,10 +37,12 @@ pub(crate) mod client;
 mod inbox;
 mod refresh;
 mod schedule;
+mod signer;
 mod store;
 
 use inbox::Flags;
 pub use inbox::Inbox;
+use store::timers;
 
 use crate::Host;
 use shardns_config::{Config, PrimaryTls};
@@ -83,6 +85,8 @@ pub struct SecondaryZone {
     pub key: Option<Key>,
     /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
     pub catalog: Option<Arc<catalog::Consumer>>,
+    /// `dnssec = true`: signed as it arrives and served signed ([`signer`]).
+    pub sign: Option<Arc<crate::signing::SignSpec>>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
@@ -101,6 +105,8 @@ pub fn zones(config: &Config) -> Vec<SecondaryZone> {
                 catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
+                sign: crate::signing::SignSpec::of(z, config.server.key_directory.as_deref())
+                    .map(Arc::new),
             }
         })
         .collect()
@@ -119,7 +125,7 @@ fn key_named(config: &Config, name: Option<&Name>) -> Option<Key> {
 /// Warns when a reload's config changes the secondary zones: they are set up at start.
 pub fn warn_if_changed(running: &Config, new: &Config) {
     if zones(running) != zones(new) {
-        warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates) changed; that takes a restart");
+        warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates, dnssec) changed; that takes a restart");
     }
 }
 
@@ -255,8 +261,12 @@ struct Slot {
     flags: Arc<Flags>,
     /// Brought by a catalog (`None`: configured).
     member: Option<catalog::MemberOf>,
-    /// The version we have (not a stand-in); the base of the next IXFR.
+    /// The version we have (not a stand-in), as transferred (unsigned for a signed zone);
+    /// the base of the next IXFR.
     current: Option<Arc<Zone>>,
+    /// A zone signed as it arrives: the version signed from `current`, the one served
+    /// (always there when `current` is).
+    signed: Option<signer::SignedVersion>,
     /// `current` is served (else the stand-in is: expired, or never had a version).
     serving: bool,
     next_check: Instant,
@@ -301,6 +311,7 @@ impl Slot {
             flags,
             member,
             current: None,
+            signed: None,
             serving: false,
             next_check: Instant::now(),
             expire_at: None,
@@ -316,6 +327,21 @@ impl Slot {
             forced_job: false,
             generation: GENERATION.fetch_add(1, Relaxed),
             applied: None,
+        }
+    }
+
+    /// When the signed version is due to be signed again (`None`: not a signed zone).
+    fn resign_at(&self, now: Instant) -> Option<Instant> {
+        let due = self.signed.as_ref()?.due;
+        let wait = due.saturating_sub(crate::signing::unix_now());
+        Some(now + Duration::from_secs(wait))
+    }
+
+    /// The version to serve: the signed one of a signed zone, else the one transferred.
+    fn served(&self) -> Option<Arc<Zone>> {
+        match &self.signed {
+            Some(s) => Some(Arc::clone(&s.zone)),
+            None => self.current.clone().filter(|_| self.zone.sign.is_none()),
         }
     }
 
@@ -400,6 +426,7 @@ impl Thread {
                     self.report(i);
                 }
             }
+            self.dispatch_resign(now);
             self.dispatch(now);
             // Zones due but held back by the limits wait for a report (which wakes us).
             let next = self
@@ -409,6 +436,7 @@ impl Thread {
                     [
                         Some(s.next_check).filter(|t| !s.in_flight && *t > now),
                         s.expire_at.filter(|_| s.serving),
+                        s.resign_at(now).filter(|t| !s.in_flight && *t > now),
                     ]
                 })
                 .flatten()
@@ -429,7 +457,7 @@ impl Thread {
     fn load_kept_copies(&mut self) {
         let mut puts = Vec::new();
         for slot in &mut self.slots {
-            puts.extend(load_kept_copy(slot));
+            puts.extend(store::load_kept_copy(slot));
         }
         self.send(puts);
     }
@@ -489,7 +517,8 @@ impl Thread {
     /// A refresh succeeded: the timers start again from the SOA of our version, and a zone
     /// that had expired is served again.
     fn refreshed(&mut self, i: usize) {
-        let Some(current) = self.slots[i].current.clone() else {
+        let (Some(current), Some(served)) = (self.slots[i].current.clone(), self.slots[i].served())
+        else {
             return;
         };
         let (refresh, _, expire) = timers(&current);
@@ -508,7 +537,7 @@ impl Thread {
                 slot.zone.name,
                 current.serial()
             );
-            self.send(vec![ZoneChange::Put(current)]);
+            self.send(vec![ZoneChange::Put(served)]);
         }
         self.count_unavailable();
     }
@@ -541,60 +570,4 @@ impl Thread {
             .secondary_unavailable
             .store(n as u64, Relaxed);
     }
-}
-
-/// The copy kept on disk for `slot`, served at once if it has not expired (else only the
-/// base of the next IXFR).
-fn load_kept_copy(slot: &mut Slot) -> Option<ZoneChange> {
-    let wall = SystemTime::now();
-    let path = slot.zone.file.as_ref()?;
-    let name = &slot.zone.name;
-    let Some((zone, refreshed)) = store::read_copy(path, name) else {
-        info!("zone {name}: no copy in {} yet", path.display());
-        return None;
-    };
-    let zone = match zone {
-        Ok((zone, _)) => zone,
-        Err(e) => {
-            warn!(
-                "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
-                path.display()
-            );
-            return None;
-        }
-    };
-    let (_, _, expire) = timers(&zone);
-    let age = wall.duration_since(refreshed).unwrap_or_default();
-    let zone = Arc::new(zone);
-    if age >= Duration::from_secs(expire.into()) {
-        warn!(
-                "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
-                path.display(),
-                zone.serial(),
-                (age - Duration::from_secs(expire.into())).as_secs()
-            );
-        // Still the base of an IXFR.
-        slot.current = Some(zone);
-        return None;
-    }
-    info!(
-        "zone {name}: serving the copy in {} (serial {}, refreshed {} s ago)",
-        path.display(),
-        zone.serial(),
-        age.as_secs()
-    );
-    slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
-    slot.serving = true;
-    slot.current = Some(Arc::clone(&zone));
-    Some(ZoneChange::Put(zone))
-}
-
-/// REFRESH, RETRY and EXPIRE of a version, within our bounds (seconds).
-fn timers(zone: &Zone) -> (u32, u32, u32) {
-    let (refresh, retry, expire) = store::soa_timers(zone);
-    (
-        refresh.clamp(MIN_REFRESH, MAX_INTERVAL),
-        retry.clamp(MIN_RETRY, MAX_INTERVAL),
-        expire.max(MIN_EXPIRE),
-    )
 }

@@ -4,6 +4,7 @@
 //! then the copy written), and reports back. All the waiting on the network happens here,
 //! so the secondary thread keeps its timers (EXPIRE above all) whatever a primary does.
 
+use super::signer::{self, How, SignedVersion};
 use super::{client, store, SecondaryZone};
 use crate::Host;
 use client::{Bounds, Failure};
@@ -34,6 +35,11 @@ pub(super) struct Job {
     pub(super) primary: SocketAddr,
     /// The version we have: compared with the primary's serial, the base of an IXFR.
     pub(super) current: Option<Arc<Zone>>,
+    /// The version signed from `current` (a zone signed as it arrives): the base of an
+    /// incremental signing.
+    pub(super) signed: Option<SignedVersion>,
+    /// Not a refresh: sign `current` again (its signatures are due; no primary is asked).
+    pub(super) resign: bool,
     /// The version we have is served (for the log).
     pub(super) serving: bool,
     /// AXFR whatever the serials say (`shardns zone retransfer`).
@@ -44,8 +50,11 @@ pub(super) struct Job {
 
 /// What a job says back, on the channel the secondary thread reads.
 pub(super) enum Report {
-    /// A new version, to serve now; the job goes on to write the copy.
-    Got(SlotId, Arc<Zone>),
+    /// A new version, to serve now (the one signed from it, for a zone signed as it
+    /// arrives); the job goes on to write the copy.
+    Got(SlotId, Arc<Zone>, Option<SignedVersion>),
+    /// A re-signing job is over: the version signed again, or why not.
+    Resigned(SlotId, Result<SignedVersion, String>),
     /// The job is over: the primary has our serial (`Ok(false)`), a version was
     /// transferred (`Ok(true)`, after `Got`), or it failed (why).
     Done {
@@ -94,6 +103,11 @@ impl Pool {
 
     fn run(&self, job: Job) {
         let (slot, primary) = (job.slot.clone(), job.primary);
+        if job.resign {
+            let result = resign(&job);
+            self.report(Report::Resigned(slot, result));
+            return;
+        }
         let result = self.refresh(&job);
         self.report(Report::Done {
             slot,
@@ -296,9 +310,30 @@ impl Pool {
                 None => String::new(),
             }
         );
-        // Served first, the copy written after (the thread waits for the disk, not the
+        // A zone signed as it arrives: the signed version or nothing (the one served stays).
+        let signed = match &zone.sign {
+            None => None,
+            Some(spec) => {
+                let from = match (form, &base, &job.signed) {
+                    (Form::Incremental, Some(b), Some(s)) => Some((&**b, s)),
+                    _ => None,
+                };
+                let signed = signer::sign_arrival(zone, spec, &new, from).map_err(|e| {
+                    format!(
+                        "serial {} cannot be signed ({e}); the signed version served stays",
+                        new.serial()
+                    )
+                })?;
+                Some(signed)
+            }
+        };
+        // Served first, the copies written after (the thread waits for the disk, not the
         // answers).
-        self.report(Report::Got(job.slot.clone(), Arc::clone(&new)));
+        self.report(Report::Got(
+            job.slot.clone(),
+            Arc::clone(&new),
+            signed.as_ref().map(|s| s.0.clone()),
+        ));
         if let Some(path) = &zone.file {
             let written = Instant::now();
             match store::write_copy(path, &new, &format!("from {primary}")) {
@@ -315,8 +350,31 @@ impl Pool {
                 ),
             }
         }
+        if let (Some((version, How::Incremental)), Some(spec)) = (&signed, &zone.sign) {
+            let written = Instant::now();
+            match signer::keep(&new, version, spec) {
+                Ok(()) => info!(
+                    "zone {}: signed version {} kept in the key directory in {:.3} s",
+                    zone.name,
+                    version.zone.serial(),
+                    written.elapsed().as_secs_f64()
+                ),
+                Err(e) => warn!(
+                    "zone {}: cannot keep the signed version (a restart signs it anew): {e}",
+                    zone.name
+                ),
+            }
+        }
         Ok(true)
     }
+}
+
+/// A re-signing job: the version we have signed again (fresh signatures, a new serial).
+fn resign(job: &Job) -> Result<SignedVersion, String> {
+    let (Some(spec), Some(current)) = (&job.zone.sign, &job.current) else {
+        return Err("no version to sign".into());
+    };
+    signer::sign_whole(current, spec, crate::signing::unix_now())
 }
 
 /// Records on the kept copy that the zone was found current now (its mtime).

@@ -44,6 +44,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+pub mod incremental;
 mod state;
 mod timer;
 pub mod updates;
