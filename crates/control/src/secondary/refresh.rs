@@ -311,22 +311,11 @@ impl Pool {
             }
         );
         // A zone signed as it arrives: the signed version or nothing (the one served stays).
-        let signed = match &zone.sign {
-            None => None,
-            Some(spec) => {
-                let from = match (form, &base, &job.signed) {
-                    (Form::Incremental, Some(b), Some(s)) => Some((&**b, s)),
-                    _ => None,
-                };
-                let signed = signer::sign_arrival(zone, spec, &new, from).map_err(|e| {
-                    format!(
-                        "serial {} cannot be signed ({e}); the signed version served stays",
-                        new.serial()
-                    )
-                })?;
-                Some(signed)
-            }
+        let from = match (form, &base, &job.signed) {
+            (Form::Incremental, Some(b), Some(s)) => Some((&**b, s)),
+            _ => None,
         };
+        let signed = signer::sign_transferred(zone, &new, from)?;
         // Served first, the copies written after (the thread waits for the disk, not the
         // answers).
         self.report(Report::Got(
@@ -334,38 +323,49 @@ impl Pool {
             Arc::clone(&new),
             signed.as_ref().map(|s| s.0.clone()),
         ));
-        if let Some(path) = &zone.file {
-            let written = Instant::now();
-            match store::write_copy(path, &new, &format!("from {primary}")) {
-                Ok(()) => info!(
-                    "zone {}: copy written to {} in {:.3} s",
-                    zone.name,
-                    path.display(),
-                    written.elapsed().as_secs_f64()
-                ),
-                Err(e) => warn!(
-                    "zone {}: cannot keep its copy in {}: {e}",
-                    zone.name,
-                    path.display()
-                ),
-            }
-        }
-        if let (Some((version, How::Incremental)), Some(spec)) = (&signed, &zone.sign) {
-            let written = Instant::now();
-            match signer::keep(&new, version, spec) {
-                Ok(()) => info!(
-                    "zone {}: signed version {} kept in the key directory in {:.3} s",
-                    zone.name,
-                    version.zone.serial(),
-                    written.elapsed().as_secs_f64()
-                ),
-                Err(e) => warn!(
-                    "zone {}: cannot keep the signed version (a restart signs it anew): {e}",
-                    zone.name
-                ),
-            }
-        }
+        keep_copies(zone, primary, &new, signed.as_ref());
         Ok(true)
+    }
+}
+
+/// Writes the copy of `new` (from `primary`) kept in the zone's `file`, and the version
+/// signed incrementally from it in the key directory.
+fn keep_copies(
+    zone: &SecondaryZone,
+    primary: SocketAddr,
+    new: &Zone,
+    signed: Option<&(SignedVersion, How)>,
+) {
+    if let Some(path) = &zone.file {
+        let written = Instant::now();
+        match store::write_copy(path, new, &format!("from {primary}")) {
+            Ok(()) => info!(
+                "zone {}: copy written to {} in {:.3} s",
+                zone.name,
+                path.display(),
+                written.elapsed().as_secs_f64()
+            ),
+            Err(e) => warn!(
+                "zone {}: cannot keep its copy in {}: {e}",
+                zone.name,
+                path.display()
+            ),
+        }
+    }
+    if let (Some((version, How::Incremental)), Some(spec)) = (signed, &zone.sign) {
+        let written = Instant::now();
+        match signer::keep(new, version, spec) {
+            Ok(()) => info!(
+                "zone {}: signed version {} kept in the key directory in {:.3} s",
+                zone.name,
+                version.zone.serial(),
+                written.elapsed().as_secs_f64()
+            ),
+            Err(e) => warn!(
+                "zone {}: cannot keep the signed version (a restart signs it anew): {e}",
+                zone.name
+            ),
+        }
     }
 }
 

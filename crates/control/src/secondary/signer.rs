@@ -231,6 +231,24 @@ pub(super) fn sign_arrival(
     }
 }
 
+/// [`sign_arrival`] for a zone signed as it arrives (`None` for the others), its error
+/// made the transfer's.
+pub(super) fn sign_transferred(
+    zone: &SecondaryZone,
+    new: &Zone,
+    base: Option<(&Zone, &SignedVersion)>,
+) -> Result<Option<(SignedVersion, How)>, String> {
+    let Some(spec) = &zone.sign else {
+        return Ok(None);
+    };
+    sign_arrival(zone, spec, new, base).map(Some).map_err(|e| {
+        format!(
+            "serial {} cannot be signed ({e}); the signed version served stays",
+            new.serial()
+        )
+    })
+}
+
 /// Keeps the version signed incrementally from `unsigned` as the zone's last signed
 /// version (`KEYDIR/state/<zone>.signed`), so that a restart serves it as it is.
 pub(super) fn keep(unsigned: &Zone, signed: &SignedVersion, spec: &SignSpec) -> Result<(), String> {
