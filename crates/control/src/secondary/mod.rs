@@ -152,6 +152,9 @@ pub struct SlotStatus {
     pub primaries: Vec<SocketAddr>,
     /// The catalog that brought the zone (`None`: configured).
     pub catalog: Option<Name>,
+    /// A zone signed as it arrives: the serial of the signed version (the one served), and
+    /// when its signatures are refreshed.
+    pub signed: Option<(u32, SystemTime)>,
 }
 
 /// The role before it starts: its zones, each with the flags the workers' [`Inbox`]
@@ -478,6 +481,10 @@ impl Thread {
             last_error: slot.last_error.clone(),
             primaries: slot.zone.primaries.clone(),
             catalog: slot.member.as_ref().map(|m| m.catalog().clone()),
+            signed: slot.signed.as_ref().map(|v| {
+                let due = SystemTime::UNIX_EPOCH + Duration::from_secs(v.due);
+                (v.zone.serial(), due)
+            }),
         };
         *slot.flags.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
     }

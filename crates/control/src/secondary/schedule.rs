@@ -198,7 +198,7 @@ impl Thread {
     }
 
     /// A re-signing of slot `i` is over: the new version served (if the zone is), or
-    /// tried again in a minute, the version served kept.
+    /// tried again later, the version served kept.
     fn resigned(&mut self, i: usize, result: Result<signer::SignedVersion, String>) {
         let slot = &mut self.slots[i];
         slot.in_flight = false;
@@ -211,12 +211,15 @@ impl Thread {
                 }
             }
             Err(e) => {
+                // As for a zone read from its file: an eighth of `signature_refresh`.
+                let refresh = slot.zone.sign.as_ref().map_or(0, |s| s.policy.refresh);
+                let retry = u64::from(refresh / 8).clamp(1, 3600);
                 error!(
-                    "zone {}: cannot sign it again, keeping the signed version served; trying again in 60 s: {e}",
+                    "zone {}: cannot sign it again, keeping the signed version served; trying again in {retry} s: {e}",
                     slot.zone.name
                 );
                 if let Some(s) = &mut slot.signed {
-                    s.due = crate::signing::unix_now() + 60;
+                    s.due = crate::signing::unix_now() + retry;
                 }
             }
         }

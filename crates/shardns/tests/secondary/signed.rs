@@ -256,6 +256,13 @@ fn signatures_are_refreshed_and_a_version_that_cannot_be_signed_is_not_served() 
     wait_serial(ours, APEX, 3, Duration::from_secs(15), || server.log());
     assert_eq!(serial_at(top, APEX), Some(1));
     verified(ours, &work, "refreshed");
+    // The status tells the two serials apart.
+    let (ok, status) = control::zone_cmd(&server, &["status", APEX]);
+    assert!(ok, "{status}");
+    assert!(
+        status.contains("serial: 1 (serving)") && status.contains("signed: serial "),
+        "{status}"
+    );
 
     // The keys go away, the primary changes: transferred, not signed, not served.
     let away = work.path().join("keys-away");
