@@ -13,7 +13,10 @@
 //!  transfer thread (refresh): SOA query to the primary (client::soa_serial)
 //!          → newer (RFC 1982)? IXFR from our version, else AXFR (client::transfer,
 //!            shardns_zone::xfr::incoming); AXFR again when the IXFR cannot be applied
+//!          → `dnssec = true`: the new version signed (signer: whole after an AXFR, the
+//!            change after an IXFR); a version that does not sign fails the refresh
 //!          → Report::Got(new version) → the copy written (store) → Report::Done
+//!  secondary thread: a signed zone's signatures due → a Job that signs it again
 //!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `reload::publish`):
 //!            ZoneSet::update, ArcSwap::store, NOTIFY to our own secondaries; timers again;
 //!            a failure: the next primary at once, RETRY when all failed

@@ -1,8 +1,10 @@
 //! secondary::refresh -- the transfer threads (`shardns-xfr-in`, `limits.transfers_in` of
 //! them): each takes one [`Job`] at a time from the secondary thread, a refresh of one zone
 //! from one primary (the SOA query, then IXFR or AXFR if the primary has a newer serial,
-//! then the copy written), and reports back. All the waiting on the network happens here,
-//! so the secondary thread keeps its timers (EXPIRE above all) whatever a primary does.
+//! then, for a zone with `dnssec = true`, the new version signed (`signer`), then the copy
+//! written), or a signing again of a signed zone whose signatures are due, and reports
+//! back. All the waiting on the network (and the signing) happens here, so the secondary
+//! thread keeps its timers (EXPIRE above all) whatever a primary does.
 
 use super::signer::{self, How, SignedVersion};
 use super::{client, store, SecondaryZone};

@@ -7,7 +7,7 @@ use shardns_zone::ZoneChange;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 impl Thread {
     /// Hands the zones that are due to the transfer threads, longest due first, within
@@ -180,6 +180,10 @@ impl Thread {
             self.in_flight += 1;
             let s = &mut self.slots[i];
             s.in_flight = true;
+            info!(
+                "zone {}: signatures due for refresh: signing again",
+                s.zone.name
+            );
             let job = refresh::Job {
                 slot: s.id(),
                 zone: s.zone.clone(),
