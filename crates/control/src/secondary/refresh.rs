@@ -247,7 +247,7 @@ impl Pool {
             .xfr_in_bytes
             .fetch_add(bytes, Relaxed);
         let t = result.map_err(|e| e.to_string())?;
-        let (new, form, patched) = match t.outcome {
+        let (new, form, patched, changed) = match t.outcome {
             Outcome::SoaOnly(s) => {
                 // Up to date after all (the SOA query and the transfer crossed a change).
                 if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
@@ -261,11 +261,12 @@ impl Pool {
                 warnings,
                 form,
                 patched,
+                changed,
             } => {
                 for w in warnings.iter().take(10) {
                     warn!("zone {}: {w}", zone.apex());
                 }
-                (zone, form, patched)
+                (zone, form, patched, changed)
             }
         };
         if let Some(b) = base
@@ -314,7 +315,11 @@ impl Pool {
         );
         // A zone signed as it arrives: the signed version or nothing (the one served stays).
         let from = match (form, &base, &job.signed) {
-            (Form::Incremental, Some(b), Some(s)) => Some((&**b, s)),
+            (Form::Incremental, Some(b), Some(s)) => Some(signer::Base {
+                unsigned: b,
+                signed: s,
+                changed: changed.as_deref(),
+            }),
             _ => None,
         };
         let signed = signer::sign_transferred(zone, &new, from)?;

@@ -37,7 +37,7 @@ use super::SecondaryZone;
 use crate::signing::incremental::{keep_signed, sign_incrementally, Incremental};
 use crate::signing::{self, serial_gt, SignSpec, StateFile};
 use shardns_dnssec::RecordList;
-use shardns_wire::{Class, RType};
+use shardns_wire::{Class, Name, RType};
 use shardns_zone::update::Change;
 use shardns_zone::xfr::diff::Diff;
 use shardns_zone::Zone;
@@ -53,6 +53,14 @@ pub(crate) struct SignedVersion {
     pub(crate) zone: Arc<Zone>,
     /// When it must be signed again (seconds since 1970).
     pub(crate) due: u64,
+}
+
+/// What an IXFR was applied to: the unsigned version, the one signed from it, and the
+/// names the IXFR changed (if known: the difference is made at them alone).
+pub(super) struct Base<'a> {
+    pub(super) unsigned: &'a Zone,
+    pub(super) signed: &'a SignedVersion,
+    pub(super) changed: Option<&'a [Name]>,
 }
 
 /// How a version was signed.
@@ -131,10 +139,20 @@ fn soa_of(zone: &Zone) -> Option<(u32, Vec<u8>)> {
     Some((set.ttl, set.rdatas().next()?.to_vec()))
 }
 
-/// The change from `old` to `new` (two unsigned versions) as a change of `signed` (the
-/// version signed from `old`), its new SOA `new`'s with the serial `serial`.
-pub(super) fn change_of(old: &Zone, new: &Zone, signed: &Zone, serial: u32) -> Option<Change> {
-    let diff = Diff::compute(old, new);
+/// The change from `old` to `new` (two unsigned versions; `changed`, if known, the names
+/// at which they differ) as a change of `signed` (the version signed from `old`), its new
+/// SOA `new`'s with the serial `serial`.
+pub(super) fn change_of(
+    old: &Zone,
+    new: &Zone,
+    changed: Option<&[Name]>,
+    signed: &Zone,
+    serial: u32,
+) -> Option<Change> {
+    let diff = match changed {
+        Some(names) => Diff::compute_at(old, new, names.iter().map(Name::as_ref)),
+        None => Diff::compute(old, new),
+    };
     let (ttl, soa) = soa_of(new)?;
     let ndel = diff.deleted() as usize;
     let (mut deleted, mut added) = (Vec::with_capacity(ndel), Vec::new());
@@ -158,15 +176,19 @@ pub(super) fn change_of(old: &Zone, new: &Zone, signed: &Zone, serial: u32) -> O
     })
 }
 
-/// `new`, transferred by IXFR onto `old` (the version `signed` was signed from), signed
-/// at `now`: the change alone if it can be, else the zone whole.
+/// `new`, transferred by IXFR onto `base`, signed at `now`: the change alone if it can
+/// be, else the zone whole.
 pub(super) fn sign_ixfr(
-    old: &Zone,
+    base: Base<'_>,
     new: &Zone,
-    signed: &SignedVersion,
     spec: &SignSpec,
     now: u64,
 ) -> Result<(SignedVersion, How), String> {
+    let Base {
+        unsigned: old,
+        signed,
+        changed,
+    } = base;
     let started = Instant::now();
     let apex = new.apex().to_name();
     let state = StateFile::new(&spec.key_dir, &apex);
@@ -179,7 +201,8 @@ pub(super) fn sign_ixfr(
         }
     });
     let serial = next_serial(new.serial(), Some(last));
-    let change = change_of(old, new, &signed.zone, serial).ok_or("a version without an SOA")?;
+    let change =
+        change_of(old, new, changed, &signed.zone, serial).ok_or("a version without an SOA")?;
     match sign_incrementally(&signed.zone, &change, spec, now)? {
         Incremental::Signed(zone) => {
             state.set_serial(serial)?;
@@ -204,18 +227,17 @@ pub(super) fn sign_ixfr(
     }
 }
 
-/// Signs the version `new` a transfer brought for `zone` (`base`: the unsigned version it
-/// was patched onto by IXFR, and `signed` the one signed from that: then the change alone
-/// is signed; else the whole).
+/// Signs the version `new` a transfer brought for `zone` (`base`: what an IXFR was
+/// applied to: then the change alone is signed; else the whole).
 pub(super) fn sign_arrival(
     zone: &SecondaryZone,
     spec: &SignSpec,
     new: &Zone,
-    base: Option<(&Zone, &SignedVersion)>,
+    base: Option<Base<'_>>,
 ) -> Result<(SignedVersion, How), String> {
     let now = signing::unix_now();
     match base {
-        Some((old, signed)) => sign_ixfr(old, new, signed, spec, now),
+        Some(base) => sign_ixfr(base, new, spec, now),
         None => {
             let started = Instant::now();
             let version = sign_whole(new, spec, now)?;
@@ -236,7 +258,7 @@ pub(super) fn sign_arrival(
 pub(super) fn sign_transferred(
     zone: &SecondaryZone,
     new: &Zone,
-    base: Option<(&Zone, &SignedVersion)>,
+    base: Option<Base<'_>>,
 ) -> Result<Option<(SignedVersion, How)>, String> {
     let Some(spec) = &zone.sign else {
         return Ok(None);

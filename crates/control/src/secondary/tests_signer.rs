@@ -123,8 +123,32 @@ fn an_ixfr_signed_incrementally_matches_the_zone_signed_whole() {
         let new = unsigned(101, 5..45, "www TXT \"two\"\nnew.deep A 192.0.2.9\n");
         let signed = sign_whole(&old, &spec(&a.0, denial.clone()), NOW).unwrap();
         assert_eq!(signed.zone.serial(), 100);
-        let (incr, how) =
-            sign_ixfr(&old, &new, &signed, &spec(&a.0, denial.clone()), NOW + 60).unwrap();
+        // The names an IXFR of this change names (those it deletes or adds records at).
+        let changed: Vec<Name> = ["www", "new.deep"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..5).chain(40..45).map(|h| format!("h{h}")))
+            .map(|n| format!("{n}.bump.test.").parse().unwrap())
+            .collect();
+        let at_names = sign_ixfr(
+            base(&old, &signed, Some(&changed)),
+            &new,
+            &spec(&a.0, denial.clone()),
+            NOW + 60,
+        )
+        .unwrap();
+        assert!(matches!(at_names.1, How::Incremental));
+        let state = StateFile::new(&a.0, &apex());
+        // The same change from the whole difference, from the same state.
+        state.set_serial(100).unwrap();
+        let (incr, how) = sign_ixfr(
+            base(&old, &signed, None),
+            &new,
+            &spec(&a.0, denial.clone()),
+            NOW + 60,
+        )
+        .unwrap();
+        assert_eq!(shape(&at_names.0.zone), shape(&incr.zone), "{denial:?}");
         assert!(matches!(how, How::Incremental), "{denial:?}");
         assert_eq!(incr.zone.serial(), 101);
         assert_eq!(incr.due, signed.due);
@@ -163,7 +187,7 @@ fn a_resigning_moves_the_signed_serial_though_the_primarys_stays() {
     assert_ne!(rrsigs(&again.zone), rrsigs(&first.zone));
     // The primary goes to 6, which we have signed already: 7.
     let v2 = unsigned(6, 0..4, "");
-    let (next, _) = sign_ixfr(&v1, &v2, &again, &s, first.due + 1).unwrap();
+    let (next, _) = sign_ixfr(base(&v1, &again, None), &v2, &s, first.due + 1).unwrap();
     assert_eq!(next.zone.serial(), 7);
     assert!(next
         .zone
@@ -182,10 +206,22 @@ fn a_zone_that_cannot_be_signed_is_an_error() {
     let good = spec(&dir.0, Denial::Nsec);
     let signed = sign_whole(&v1, &good, NOW).unwrap();
     let v2 = unsigned(6, 0..4, "");
-    let e = sign_ixfr(&v1, &v2, &signed, &s, NOW)
+    let e = sign_ixfr(base(&v1, &signed, None), &v2, &s, NOW)
         .err()
         .expect("no key directory");
     assert!(e.contains("missing"), "{e}");
+}
+
+fn base<'a>(
+    unsigned: &'a Zone,
+    signed: &'a SignedVersion,
+    changed: Option<&'a [Name]>,
+) -> Base<'a> {
+    Base {
+        unsigned,
+        signed,
+        changed,
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
