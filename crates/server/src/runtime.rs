@@ -27,7 +27,7 @@ use shardns_control::{journal, notify, reload as control, secondary, zones, Host
 use shardns_sys::{self as sys, seed};
 use shardns_sys::{self, EventFd};
 use shardns_wire::Name;
-use shardns_zone::{ZoneChange, ZoneSet};
+use shardns_zone::ZoneSet;
 use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -242,7 +242,7 @@ fn start_secondary(
     config: &Config,
     shared: &Arc<Shared>,
     configured: HashSet<Name>,
-) -> Result<Option<Receiver<Vec<ZoneChange>>>, Error> {
+) -> Result<Option<Receiver<secondary::Transferred>>, Error> {
     let transferred = match secondary {
         Some(role) => Some(
             role.start(
@@ -385,7 +385,7 @@ fn serve_signals(
     reloader: &mut control::Reloader,
     shared: &Shared,
     requests: &Receiver<control::ReloadRequest>,
-    transferred: Option<&Receiver<Vec<ZoneChange>>>,
+    transferred: Option<&Receiver<secondary::Transferred>>,
     updates: &Receiver<shardns_control::update::Job>,
 ) {
     for signal in signals.forever() {

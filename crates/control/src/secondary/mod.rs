@@ -73,6 +73,11 @@ pub const MIN_EXPIRE: u32 = 3;
 /// Longest REFRESH and RETRY followed.
 const MAX_INTERVAL: u32 = 86_400;
 
+/// What the secondary thread hands the main thread: new versions to serve, and for some of
+/// them (a signed zone's version signed incrementally) the names at which each differs
+/// from the version before, so that its journal's diff is made at them alone.
+pub type Transferred = (Vec<ZoneChange>, crate::journal::Touched);
+
 /// One secondary zone as configured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecondaryZone {
@@ -208,7 +213,7 @@ impl Role {
         shared: Arc<dyn Host>,
         seed: u64,
         configured: HashSet<Name>,
-    ) -> io::Result<Receiver<Vec<ZoneChange>>> {
+    ) -> io::Result<Receiver<Transferred>> {
         let (tx, rx) = mpsc::channel();
         let l = &config.limits;
         let (jobs, queue) = mpsc::channel();
@@ -366,7 +371,7 @@ struct Thread {
     /// Zones a catalog may not bring: those served from files, and configured secondaries.
     configured: HashSet<Name>,
     wake: Receiver<()>,
-    publish: Sender<Vec<ZoneChange>>,
+    publish: Sender<Transferred>,
     shared: Arc<dyn Host>,
     /// To the transfer threads, and their reports back.
     jobs: Sender<refresh::Job>,
@@ -494,10 +499,15 @@ impl Thread {
 
     /// Hands changes to the main thread and wakes it.
     fn send(&self, changes: Vec<ZoneChange>) {
+        self.send_touched(changes, crate::journal::Touched::new());
+    }
+
+    /// [`Thread::send`], with the names at which some versions differ from the ones before.
+    fn send_touched(&self, changes: Vec<ZoneChange>, touched: crate::journal::Touched) {
         if changes.is_empty() {
             return;
         }
-        if self.publish.send(changes).is_ok() {
+        if self.publish.send((changes, touched)).is_ok() {
             if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGUSR1) {
                 error!("cannot wake the main thread to serve a transferred zone: {e}");
             }

@@ -53,8 +53,14 @@ pub(super) struct Job {
 /// What a job says back, on the channel the secondary thread reads.
 pub(super) enum Report {
     /// A new version, to serve now (the one signed from it, for a zone signed as it
-    /// arrives); the job goes on to write the copy.
-    Got(SlotId, Arc<Zone>, Option<SignedVersion>),
+    /// arrives; signed incrementally, the names at which it differs from the signed
+    /// version before); the job goes on to write the copy.
+    Got(
+        SlotId,
+        Arc<Zone>,
+        Option<SignedVersion>,
+        Option<Vec<shardns_wire::Name>>,
+    ),
     /// A re-signing job is over: the version signed again, or why not.
     Resigned(SlotId, Result<SignedVersion, String>),
     /// The job is over: the primary has our serial (`Ok(false)`), a version was
@@ -313,8 +319,7 @@ impl Pool {
                 None => String::new(),
             }
         );
-        // A zone signed as it arrives: the signed version or nothing (the one served stays).
-        let from = match (form, &base, &job.signed) {
+        let base = match (form, &base, &job.signed) {
             (Form::Incremental, Some(b), Some(s)) => Some(signer::Base {
                 unsigned: b,
                 signed: s,
@@ -322,16 +327,33 @@ impl Pool {
             }),
             _ => None,
         };
-        let signed = signer::sign_transferred(zone, &new, from)?;
-        // Served first, the copies written after (the thread waits for the disk, not the
-        // answers).
+        self.serve(job, new, base)?;
+        Ok(true)
+    }
+
+    /// Serves `new`, transferred onto `base` (IXFR) or whole: a zone signed as it arrives
+    /// is signed first, and is not served if that fails (the version served stays). Then
+    /// the copies are written (the thread waits for the disk, not the answers).
+    fn serve(
+        &self,
+        job: &Job,
+        new: Arc<Zone>,
+        base: Option<signer::Base<'_>>,
+    ) -> Result<(), String> {
+        let zone = &job.zone;
+        let signed = signer::sign_transferred(zone, &new, base)?;
+        let touched = match &signed {
+            Some((_, How::Incremental(names))) => Some(names.clone()),
+            _ => None,
+        };
         self.report(Report::Got(
             job.slot.clone(),
             Arc::clone(&new),
             signed.as_ref().map(|s| s.0.clone()),
+            touched,
         ));
-        keep_copies(zone, primary, &new, signed.as_ref());
-        Ok(true)
+        keep_copies(zone, job.primary, &new, signed.as_ref());
+        Ok(())
     }
 }
 
@@ -359,7 +381,7 @@ fn keep_copies(
             ),
         }
     }
-    if let (Some((version, How::Incremental)), Some(spec)) = (signed, &zone.sign) {
+    if let (Some((version, How::Incremental(_))), Some(spec)) = (signed, &zone.sign) {
         let written = Instant::now();
         match signer::keep(new, version, spec) {
             Ok(()) => info!(

@@ -60,7 +60,7 @@ impl Thread {
     /// A report of a transfer thread: a new version served, or a refresh over.
     pub(super) fn take(&mut self, r: refresh::Report) {
         match r {
-            refresh::Report::Got(id, zone, signed) => {
+            refresh::Report::Got(id, zone, signed, changed) => {
                 // Served even if the zone expired while the transfer ran.
                 let Some(i) = self.slot_of(&id) else { return };
                 let slot = &mut self.slots[i];
@@ -68,7 +68,11 @@ impl Thread {
                 slot.signed = signed;
                 slot.serving = true;
                 let Some(served) = slot.served() else { return };
-                self.send(vec![ZoneChange::Put(served)]);
+                let touched = changed
+                    .map(|names| (slot.zone.name.clone(), names))
+                    .into_iter()
+                    .collect();
+                self.send_touched(vec![ZoneChange::Put(served)], touched);
                 self.refreshed(i);
                 self.report(i);
             }

@@ -67,8 +67,10 @@ pub(super) struct Base<'a> {
 pub(super) enum How {
     /// Signed whole (the signer kept the signed version itself).
     Whole,
-    /// Signed incrementally: its kept copy (`.signed`) is to be written, after it is served.
-    Incremental,
+    /// Signed incrementally: its kept copy (`.signed`) is to be written after it is served;
+    /// the names at which it differs from the signed version before (the owners of the
+    /// signed change: the journal's diff is made at them alone).
+    Incremental(Vec<Name>),
 }
 
 /// The unsigned records of `zone` (the signer's own left out: they are made anew), in
@@ -204,21 +206,26 @@ pub(super) fn sign_ixfr(
     let change =
         change_of(old, new, changed, &signed.zone, serial).ok_or("a version without an SOA")?;
     match sign_incrementally(&signed.zone, &change, spec, now)? {
-        Incremental::Signed(zone) => {
+        Incremental::Signed(zone, signed_change) => {
             state.set_serial(serial)?;
             info!(
                 "zone {apex}: serial {} from the primary signed incrementally as serial {serial} in {:.3} s: {} records deleted, {} added with their signatures and chain",
                 new.serial(),
                 started.elapsed().as_secs_f64(),
-                change.deleted.len(),
-                change.added.len()
+                signed_change.deleted.len(),
+                signed_change.added.len()
             );
             // The new signatures expire after the old ones: the refresh stays when it was.
             let version = SignedVersion {
                 zone: Arc::new(zone),
                 due: signed.due,
             };
-            Ok((version, How::Incremental))
+            let records = signed_change.deleted.iter().chain(&signed_change.added);
+            // The apex too: its SOA changed (not among the records).
+            let touched = std::iter::once(apex)
+                .chain(records.map(|r| r.0.clone()))
+                .collect();
+            Ok((version, How::Incremental(touched)))
         }
         Incremental::Whole(why) => {
             info!("zone {apex}: the IXFR cannot be signed incrementally ({why}): signing the zone whole");

@@ -14,8 +14,9 @@ use shardns_zone::Zone;
 
 /// What [`sign_incrementally`] gives when it does not fail.
 pub enum Incremental {
-    /// The new signed version.
-    Signed(Zone),
+    /// The new signed version, and the signed change it was made with (the records it
+    /// deleted and added, RRSIGs and chain records among them).
+    Signed(Zone, Change),
     /// The change cannot be signed by itself (a key that started or stopped signing since
     /// the zone was signed, a new SOA TTL or MINIMUM that moves the chain's TTL): why;
     /// the caller signs the new version whole.
@@ -43,7 +44,7 @@ pub fn sign_incrementally(
             let (new, _) = signed
                 .apply(zone)
                 .map_err(|e| format!("the new signed version does not build: {e}"))?;
-            Ok(Incremental::Signed(new))
+            Ok(Incremental::Signed(new, signed))
         }
         Err(e) if e.needs_full_signing() => Ok(Incremental::Whole(e.to_string())),
         Err(e) => Err(format!("cannot sign the change: {e}")),

@@ -37,7 +37,7 @@ pub(super) fn signed_version(
     let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_incrementally(zone, change, &spec, now)? {
-        Incremental::Signed(new) => {
+        Incremental::Signed(new, _) => {
             state.set_serial(change.serial())?;
             new
         }
