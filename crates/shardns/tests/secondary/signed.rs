@@ -3,8 +3,9 @@
 //! zone unsigned, shardns transfers it, signs it and serves it signed, to queries and to a
 //! shardns tertiary that follows it by IXFR. The signed zone is judged by
 //! `ldns-verify-zone` and `dnssec-verify` on its AXFR, after the first transfer (AXFR,
-//! signed whole) and after a change (IXFR, signed incrementally); its serial is its own,
-//! moved by a change of the primary and by a signature refresh alike.
+//! signed whole) and after a change (IXFR, signed incrementally), with NSEC and with NSEC3;
+//! its serial is its own, moved by a change of the primary and by a signature refresh
+//! alike.
 
 use super::*;
 
@@ -220,7 +221,7 @@ fn knotd_unsigned_zone_served_signed_by_axfr_then_ixfr_and_followed_by_ixfr() {
     verified(ours, &work, "v3");
 }
 
-/// A shardns primary; signatures valid 12 s, refreshed 9 s before they expire: the signed
+/// A shardns primary; NSEC3; signatures valid 12 s, refreshed 9 s before they expire: the signed
 /// serial moves on every 3 s though the primary's stays. A transfer that cannot be signed
 /// (the key directory gone) is not taken: the signed version served stays, and the log
 /// says why; with the keys back, the change is signed and served.
@@ -248,7 +249,7 @@ fn signatures_are_refreshed_and_a_version_that_cannot_be_signed_is_not_served() 
         &keys,
         &copy,
         nobody,
-        "signature_validity = 12\nsignature_refresh = \"9s\"\n",
+        "signature_validity = 12\nsignature_refresh = \"9s\"\nnsec3 = true\n",
     );
     let server = start_secondary("bump-r", ours, &work, &toml);
     wait_serial(ours, APEX, 1, Duration::from_secs(20), || server.log());
@@ -294,5 +295,17 @@ fn signatures_are_refreshed_and_a_version_that_cannot_be_signed_is_not_served() 
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(serial_at(ours, APEX).unwrap() > held);
-    verified(ours, &work, "after");
+    let after = verified(ours, &work, "after");
+    assert!(
+        after.contains(" NSEC3PARAM ") && after.contains(" NSEC3 "),
+        "{after}"
+    );
+    // Signed by itself, NSEC3 chain patched.
+    assert!(
+        server
+            .log()
+            .contains("serial 2 from the primary signed incrementally"),
+        "{}",
+        server.log()
+    );
 }
