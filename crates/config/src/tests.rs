@@ -754,23 +754,26 @@ fn a_signed_zone_needs_a_key_directory() {
 }
 
 #[test]
-fn dnssec_on_a_secondary_zone_is_a_warning_not_a_silence() {
+fn dnssec_on_a_secondary_zone_is_signed_so_it_needs_keys() {
     let c = parse(
         "[[zone]]\nname = \"sec.example.\"\nprimary = [\"127.0.0.1:53\"]\ndnssec = true\n\
          [[zone]]\nname = \"plain.example.\"\nprimary = [\"127.0.0.1:53\"]\n",
     )
     .unwrap();
-    assert_eq!(
-        c.warnings(),
-        ["zone sec.example.: dnssec = true on a secondary zone (it has primary) is ignored: the \
-          zone is served unsigned, as transferred (signing transferred zones is not supported \
-          yet)"]
+    // Signed as it arrives: no warning that it is ignored, but a key directory is needed.
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    let e = check_signing(&c, Path::new("c.toml")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("zone[0].dnssec: zone sec.example. is to be signed but no key directory"),
+        "{e}"
     );
-    // Not signed, so it needs no key directory.
+    let c = parse(
+        "[server]\nkey_directory = \"k\"\n[[zone]]\nname = \"sec.example.\"\n\
+         primary = [\"127.0.0.1:53\"]\ndnssec = true\n",
+    )
+    .unwrap();
     check_signing(&c, Path::new("c.toml")).unwrap();
-    // A primary zone with dnssec = true is signed: no warning.
-    let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n").unwrap();
-    assert!(c.warnings().is_empty());
 }
 
 #[test]

@@ -157,8 +157,8 @@ pub(super) fn secondary_zones(config: &Config, path: &Path, text: &str) -> Resul
 /// the directory a file's zone needs); `path` names the file, or the command line.
 pub fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
     for (i, z) in config.zones.iter().enumerate() {
-        // A secondary zone is not signed (see `unsigned_secondaries`): it needs no keys.
-        if !z.dnssec || z.is_secondary() {
+        // Secondary zones too: they are signed as they arrive (bump in the wire).
+        if !z.dnssec {
             continue;
         }
         let error = |key: &str, message: String| ConfigError {
@@ -190,24 +190,6 @@ pub fn signing(config: &Config, path: &Path) -> Result<(), ConfigError> {
         crate::policy::check(z).map_err(|(key, message)| error(key, message))?;
     }
     Ok(())
-}
-
-/// Warnings for what the config asks and the server does not do, though it serves: a
-/// secondary zone with `dnssec = true` is served as transferred, unsigned.
-pub(crate) fn unsigned_secondaries(config: &Config) -> Vec<String> {
-    config
-        .zones
-        .iter()
-        .filter(|z| z.dnssec && z.is_secondary())
-        .map(|z| {
-            format!(
-                "zone {}: dnssec = true on a secondary zone (it has primary) is ignored: the \
-                 zone is served unsigned, as transferred (signing transferred zones is not \
-                 supported yet)",
-                z.name
-            )
-        })
-        .collect()
 }
 
 /// A signing algorithm we can make keys of, by its mnemonic in any case.

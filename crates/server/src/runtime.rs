@@ -27,7 +27,7 @@ use shardns_control::{journal, notify, reload as control, secondary, zones, Host
 use shardns_sys::{self as sys, seed};
 use shardns_sys::{self, EventFd};
 use shardns_wire::Name;
-use shardns_zone::{ZoneChange, ZoneSet};
+use shardns_zone::ZoneSet;
 use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -43,7 +43,6 @@ use tracing::{debug, error, info, warn};
 /// and left out (an error only if every zone fails); a reload, later, keeps a failing
 /// zone's previous version.
 pub fn run(setup: Setup) -> Result<(), Error> {
-    sys::map_big_allocations();
     // Watching the directories (inotify) starts before anything is read, so that a reload
     // finds what changed since without looking at every file.
     let mut library = zones::ZoneLibrary::new(true);
@@ -256,7 +255,7 @@ fn start_secondary(
     config: &Config,
     shared: &Arc<Shared>,
     configured: HashSet<Name>,
-) -> Result<Option<Receiver<Vec<ZoneChange>>>, Error> {
+) -> Result<Option<Receiver<secondary::Transferred>>, Error> {
     let transferred = match secondary {
         Some(role) => Some(
             role.start(
@@ -399,7 +398,7 @@ fn serve_signals(
     reloader: &mut control::Reloader,
     shared: &Shared,
     requests: &Receiver<control::ReloadRequest>,
-    transferred: Option<&Receiver<Vec<ZoneChange>>>,
+    transferred: Option<&Receiver<secondary::Transferred>>,
     updates: &Receiver<shardns_control::update::Job>,
 ) {
     for signal in signals.forever() {

@@ -251,6 +251,13 @@ impl Reloader {
                         .map(|p| p.to_string())
                         .collect::<Vec<_>>()
                         .join(", ");
+                    if let Some((serial, due)) = s.signed {
+                        let _ = writeln!(
+                            text,
+                            "signed: serial {serial} (the serial above is the primary's), signed again {}",
+                            relative(due)
+                        );
+                    }
                     if let Some(cat) = &s.catalog {
                         let _ = writeln!(text, "catalog: {cat}");
                     }

@@ -2,9 +2,12 @@
 //! other zones not read from files) swapped into the zone set, journaled, announced.
 
 use super::Reloader;
+use crate::journal::Touched;
+use crate::secondary::Transferred;
 use crate::Host;
 use shardns_wire::Name;
 use shardns_zone::{Zone, ZoneChange};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -12,12 +15,40 @@ use tracing::{info, warn};
 
 /// On the main thread (SIGUSR1): serves the versions the secondary thread sent, tells our
 /// own secondaries about new serials (chains), and retires what they replaced.
-pub fn publish(reloader: &mut Reloader, shared: &dyn Host, rx: &Receiver<Vec<ZoneChange>>) {
-    let changes: Vec<ZoneChange> = rx.try_iter().flatten().collect();
+pub fn publish(reloader: &mut Reloader, shared: &dyn Host, rx: &Receiver<Transferred>) {
+    let (changes, touched) = merge(rx.try_iter());
     if changes.is_empty() {
         return;
     }
-    serve_outside(reloader, shared, changes);
+    serve_touched(reloader, shared, changes, Some(&touched));
+}
+
+/// The batches the secondary thread sent, in order, as one: their changes, and the names
+/// each zone's last version may differ at from the version served before the first (the
+/// union of the batches' names; a zone any batch changed without names is left out:
+/// diffed whole).
+fn merge(batches: impl Iterator<Item = Transferred>) -> (Vec<ZoneChange>, Touched) {
+    let (mut changes, mut touched) = (Vec::new(), Touched::new());
+    let mut whole = HashSet::new();
+    for (batch, names) in batches {
+        for change in &batch {
+            let apex = match change {
+                ZoneChange::Put(z) => z.apex().to_name(),
+                ZoneChange::Remove(n) => n.clone(),
+            };
+            match names.get(&apex) {
+                Some(n) if !whole.contains(&apex) => {
+                    touched.entry(apex).or_default().extend(n.iter().cloned());
+                }
+                _ => {
+                    touched.remove(&apex);
+                    whole.insert(apex);
+                }
+            }
+        }
+        changes.extend(batch);
+    }
+    (changes, touched)
 }
 
 /// Serves `changes` to zones not read from files (transferred, stand-ins, removed members
@@ -33,7 +64,7 @@ pub fn serve_touched(
     reloader: &mut Reloader,
     shared: &dyn Host,
     changes: Vec<ZoneChange>,
-    touched: Option<&crate::journal::Touched>,
+    touched: Option<&Touched>,
 ) {
     if changes.is_empty() {
         return;
@@ -132,5 +163,43 @@ pub(super) fn flush_full_journals(reloader: &mut Reloader, shared: &dyn Host) {
             }
         }
         crate::journal::trim(journals, &apex, &settings);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(apex: &str) -> ZoneChange {
+        ZoneChange::Put(Arc::new(Zone::unavailable(apex.parse().unwrap())))
+    }
+
+    fn names(apex: &str, names: &[&str]) -> Touched {
+        let names = names.iter().map(|n| n.parse().unwrap()).collect();
+        [(apex.parse().unwrap(), names)].into_iter().collect()
+    }
+
+    /// Versions of a zone signed incrementally, one after the other: the union of their
+    /// names. A version in the run without names (signed whole, an expiry, a removal)
+    /// leaves the zone to the whole diff, whatever comes after it.
+    #[test]
+    fn batches_merge_their_names_and_a_version_without_leaves_the_zone_whole() {
+        let batches = vec![
+            (vec![put("a.")], names("a.", &["x.a."])),
+            (vec![put("b.")], Touched::new()),
+            (vec![put("a.")], names("a.", &["y.a."])),
+            (vec![put("b.")], names("b.", &["x.b."])),
+            (vec![put("c.")], names("c.", &["x.c."])),
+            (
+                vec![ZoneChange::Remove("c.".parse().unwrap())],
+                Touched::new(),
+            ),
+        ];
+        let (changes, touched) = merge(batches.into_iter());
+        assert_eq!(changes.len(), 6);
+        let a: Name = "a.".parse().unwrap();
+        let want: Vec<Name> = vec!["x.a.".parse().unwrap(), "y.a.".parse().unwrap()];
+        assert_eq!(touched.get(&a), Some(&want));
+        assert_eq!(touched.len(), 1, "{touched:?}");
     }
 }

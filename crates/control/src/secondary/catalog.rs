@@ -302,6 +302,8 @@ impl Thread {
             tls: t.tls.clone(),
             key: t.key.clone(),
             catalog: None,
+            // Templates do not sign: members are served as transferred.
+            sign: None,
         };
         let flags = Arc::new(Flags::default());
         if let Some(inbox) = &self.shared.plane().secondary {
@@ -314,7 +316,7 @@ impl Thread {
             coo: m.coo.clone(),
         };
         let mut slot = Slot::new(zone, flags, Some(member));
-        let change = super::load_kept_copy(&mut slot)
+        let change = super::store::load_kept_copy(&mut slot)
             .unwrap_or_else(|| ZoneChange::Put(Arc::new(Zone::unavailable(m.zone.clone()))));
         self.by_name.insert(m.zone.clone(), self.slots.len());
         self.slots.push(slot);

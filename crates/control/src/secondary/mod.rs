@@ -13,7 +13,10 @@
 //!  transfer thread (refresh): SOA query to the primary (client::soa_serial)
 //!          → newer (RFC 1982)? IXFR from our version, else AXFR (client::transfer,
 //!            shardns_zone::xfr::incoming); AXFR again when the IXFR cannot be applied
+//!          → `dnssec = true`: the new version signed (signer: whole after an AXFR, the
+//!            change after an IXFR); a version that does not sign fails the refresh
 //!          → Report::Got(new version) → the copy written (store) → Report::Done
+//!  secondary thread: a signed zone's signatures due → a Job that signs it again
 //!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `reload::publish`):
 //!            ZoneSet::update, ArcSwap::store, NOTIFY to our own secondaries; timers again;
 //!            a failure: the next primary at once, RETRY when all failed
@@ -37,10 +40,12 @@ pub(crate) mod client;
 mod inbox;
 mod refresh;
 mod schedule;
+mod signer;
 mod store;
 
 use inbox::Flags;
 pub use inbox::Inbox;
+use store::timers;
 
 use crate::Host;
 use shardns_config::{Config, PrimaryTls};
@@ -68,6 +73,11 @@ pub const MIN_EXPIRE: u32 = 3;
 /// Longest REFRESH and RETRY followed.
 const MAX_INTERVAL: u32 = 86_400;
 
+/// What the secondary thread hands the main thread: new versions to serve, and for some of
+/// them (a signed zone's version signed incrementally) the names at which each differs
+/// from the version before, so that its journal's diff is made at them alone.
+pub type Transferred = (Vec<ZoneChange>, crate::journal::Touched);
+
 /// One secondary zone as configured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecondaryZone {
@@ -83,6 +93,8 @@ pub struct SecondaryZone {
     pub key: Option<Key>,
     /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
     pub catalog: Option<Arc<catalog::Consumer>>,
+    /// `dnssec = true`: signed as it arrives and served signed ([`signer`]).
+    pub sign: Option<Arc<crate::signing::SignSpec>>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
@@ -101,6 +113,8 @@ pub fn zones(config: &Config) -> Vec<SecondaryZone> {
                 catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
+                sign: crate::signing::SignSpec::of(z, config.server.key_directory.as_deref())
+                    .map(Arc::new),
             }
         })
         .collect()
@@ -119,7 +133,7 @@ fn key_named(config: &Config, name: Option<&Name>) -> Option<Key> {
 /// Warns when a reload's config changes the secondary zones: they are set up at start.
 pub fn warn_if_changed(running: &Config, new: &Config) {
     if zones(running) != zones(new) {
-        warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates) changed; that takes a restart");
+        warn!("reload: the secondary zones (primary, primary_key, primary_tls, file, catalog, templates, dnssec) changed; that takes a restart");
     }
 }
 
@@ -146,6 +160,9 @@ pub struct SlotStatus {
     pub primaries: Vec<SocketAddr>,
     /// The catalog that brought the zone (`None`: configured).
     pub catalog: Option<Name>,
+    /// A zone signed as it arrives: the serial of the signed version (the one served), and
+    /// when its signatures are refreshed.
+    pub signed: Option<(u32, SystemTime)>,
 }
 
 /// The role before it starts: its zones, each with the flags the workers' [`Inbox`]
@@ -196,7 +213,7 @@ impl Role {
         shared: Arc<dyn Host>,
         seed: u64,
         configured: HashSet<Name>,
-    ) -> io::Result<Receiver<Vec<ZoneChange>>> {
+    ) -> io::Result<Receiver<Transferred>> {
         let (tx, rx) = mpsc::channel();
         let l = &config.limits;
         let (jobs, queue) = mpsc::channel();
@@ -255,8 +272,12 @@ struct Slot {
     flags: Arc<Flags>,
     /// Brought by a catalog (`None`: configured).
     member: Option<catalog::MemberOf>,
-    /// The version we have (not a stand-in); the base of the next IXFR.
+    /// The version we have (not a stand-in), as transferred (unsigned for a signed zone);
+    /// the base of the next IXFR.
     current: Option<Arc<Zone>>,
+    /// A zone signed as it arrives: the version signed from `current`, the one served
+    /// (always there when `current` is).
+    signed: Option<signer::SignedVersion>,
     /// `current` is served (else the stand-in is: expired, or never had a version).
     serving: bool,
     next_check: Instant,
@@ -301,6 +322,7 @@ impl Slot {
             flags,
             member,
             current: None,
+            signed: None,
             serving: false,
             next_check: Instant::now(),
             expire_at: None,
@@ -319,6 +341,21 @@ impl Slot {
         }
     }
 
+    /// When the signed version is due to be signed again (`None`: not a signed zone).
+    fn resign_at(&self, now: Instant) -> Option<Instant> {
+        let due = self.signed.as_ref()?.due;
+        let wait = due.saturating_sub(crate::signing::unix_now());
+        Some(now + Duration::from_secs(wait))
+    }
+
+    /// The version to serve: the signed one of a signed zone, else the one transferred.
+    fn served(&self) -> Option<Arc<Zone>> {
+        match &self.signed {
+            Some(s) => Some(Arc::clone(&s.zone)),
+            None => self.current.clone().filter(|_| self.zone.sign.is_none()),
+        }
+    }
+
     fn id(&self) -> refresh::SlotId {
         refresh::SlotId {
             name: self.zone.name.clone(),
@@ -334,7 +371,7 @@ struct Thread {
     /// Zones a catalog may not bring: those served from files, and configured secondaries.
     configured: HashSet<Name>,
     wake: Receiver<()>,
-    publish: Sender<Vec<ZoneChange>>,
+    publish: Sender<Transferred>,
     shared: Arc<dyn Host>,
     /// To the transfer threads, and their reports back.
     jobs: Sender<refresh::Job>,
@@ -400,6 +437,7 @@ impl Thread {
                     self.report(i);
                 }
             }
+            self.dispatch_resign(now);
             self.dispatch(now);
             // Zones due but held back by the limits wait for a report (which wakes us).
             let next = self
@@ -409,6 +447,7 @@ impl Thread {
                     [
                         Some(s.next_check).filter(|t| !s.in_flight && *t > now),
                         s.expire_at.filter(|_| s.serving),
+                        s.resign_at(now).filter(|t| !s.in_flight && *t > now),
                     ]
                 })
                 .flatten()
@@ -429,7 +468,7 @@ impl Thread {
     fn load_kept_copies(&mut self) {
         let mut puts = Vec::new();
         for slot in &mut self.slots {
-            puts.extend(load_kept_copy(slot));
+            puts.extend(store::load_kept_copy(slot));
         }
         self.send(puts);
     }
@@ -450,16 +489,25 @@ impl Thread {
             last_error: slot.last_error.clone(),
             primaries: slot.zone.primaries.clone(),
             catalog: slot.member.as_ref().map(|m| m.catalog().clone()),
+            signed: slot.signed.as_ref().map(|v| {
+                let due = SystemTime::UNIX_EPOCH + Duration::from_secs(v.due);
+                (v.zone.serial(), due)
+            }),
         };
         *slot.flags.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
     }
 
     /// Hands changes to the main thread and wakes it.
     fn send(&self, changes: Vec<ZoneChange>) {
+        self.send_touched(changes, crate::journal::Touched::new());
+    }
+
+    /// [`Thread::send`], with the names at which some versions differ from the ones before.
+    fn send_touched(&self, changes: Vec<ZoneChange>, touched: crate::journal::Touched) {
         if changes.is_empty() {
             return;
         }
-        if self.publish.send(changes).is_ok() {
+        if self.publish.send((changes, touched)).is_ok() {
             if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGUSR1) {
                 error!("cannot wake the main thread to serve a transferred zone: {e}");
             }
@@ -489,7 +537,8 @@ impl Thread {
     /// A refresh succeeded: the timers start again from the SOA of our version, and a zone
     /// that had expired is served again.
     fn refreshed(&mut self, i: usize) {
-        let Some(current) = self.slots[i].current.clone() else {
+        let (Some(current), Some(served)) = (self.slots[i].current.clone(), self.slots[i].served())
+        else {
             return;
         };
         let (refresh, _, expire) = timers(&current);
@@ -508,7 +557,7 @@ impl Thread {
                 slot.zone.name,
                 current.serial()
             );
-            self.send(vec![ZoneChange::Put(current)]);
+            self.send(vec![ZoneChange::Put(served)]);
         }
         self.count_unavailable();
     }
@@ -541,60 +590,4 @@ impl Thread {
             .secondary_unavailable
             .store(n as u64, Relaxed);
     }
-}
-
-/// The copy kept on disk for `slot`, served at once if it has not expired (else only the
-/// base of the next IXFR).
-fn load_kept_copy(slot: &mut Slot) -> Option<ZoneChange> {
-    let wall = SystemTime::now();
-    let path = slot.zone.file.as_ref()?;
-    let name = &slot.zone.name;
-    let Some((zone, refreshed)) = store::read_copy(path, name) else {
-        info!("zone {name}: no copy in {} yet", path.display());
-        return None;
-    };
-    let zone = match zone {
-        Ok((zone, _)) => zone,
-        Err(e) => {
-            warn!(
-                "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
-                path.display()
-            );
-            return None;
-        }
-    };
-    let (_, _, expire) = timers(&zone);
-    let age = wall.duration_since(refreshed).unwrap_or_default();
-    let zone = Arc::new(zone);
-    if age >= Duration::from_secs(expire.into()) {
-        warn!(
-                "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
-                path.display(),
-                zone.serial(),
-                (age - Duration::from_secs(expire.into())).as_secs()
-            );
-        // Still the base of an IXFR.
-        slot.current = Some(zone);
-        return None;
-    }
-    info!(
-        "zone {name}: serving the copy in {} (serial {}, refreshed {} s ago)",
-        path.display(),
-        zone.serial(),
-        age.as_secs()
-    );
-    slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
-    slot.serving = true;
-    slot.current = Some(Arc::clone(&zone));
-    Some(ZoneChange::Put(zone))
-}
-
-/// REFRESH, RETRY and EXPIRE of a version, within our bounds (seconds).
-fn timers(zone: &Zone) -> (u32, u32, u32) {
-    let (refresh, retry, expire) = store::soa_timers(zone);
-    (
-        refresh.clamp(MIN_REFRESH, MAX_INTERVAL),
-        retry.clamp(MIN_RETRY, MAX_INTERVAL),
-        expire.max(MIN_EXPIRE),
-    )
 }

@@ -1,9 +1,12 @@
 //! secondary::refresh -- the transfer threads (`shardns-xfr-in`, `limits.transfers_in` of
 //! them): each takes one [`Job`] at a time from the secondary thread, a refresh of one zone
 //! from one primary (the SOA query, then IXFR or AXFR if the primary has a newer serial,
-//! then the copy written), and reports back. All the waiting on the network happens here,
-//! so the secondary thread keeps its timers (EXPIRE above all) whatever a primary does.
+//! then, for a zone with `dnssec = true`, the new version signed (`signer`), then the copy
+//! written), or a signing again of a signed zone whose signatures are due, and reports
+//! back. All the waiting on the network (and the signing) happens here, so the secondary
+//! thread keeps its timers (EXPIRE above all) whatever a primary does.
 
+use super::signer::{self, How, SignedVersion};
 use super::{client, store, SecondaryZone};
 use crate::Host;
 use client::{Bounds, Failure};
@@ -34,6 +37,11 @@ pub(super) struct Job {
     pub(super) primary: SocketAddr,
     /// The version we have: compared with the primary's serial, the base of an IXFR.
     pub(super) current: Option<Arc<Zone>>,
+    /// The version signed from `current` (a zone signed as it arrives): the base of an
+    /// incremental signing.
+    pub(super) signed: Option<SignedVersion>,
+    /// Not a refresh: sign `current` again (its signatures are due; no primary is asked).
+    pub(super) resign: bool,
     /// The version we have is served (for the log).
     pub(super) serving: bool,
     /// AXFR whatever the serials say (`shardns zone retransfer`).
@@ -44,8 +52,17 @@ pub(super) struct Job {
 
 /// What a job says back, on the channel the secondary thread reads.
 pub(super) enum Report {
-    /// A new version, to serve now; the job goes on to write the copy.
-    Got(SlotId, Arc<Zone>),
+    /// A new version, to serve now (the one signed from it, for a zone signed as it
+    /// arrives; signed incrementally, the names at which it differs from the signed
+    /// version before); the job goes on to write the copy.
+    Got(
+        SlotId,
+        Arc<Zone>,
+        Option<SignedVersion>,
+        Option<Vec<shardns_wire::Name>>,
+    ),
+    /// A re-signing job is over: the version signed again, or why not.
+    Resigned(SlotId, Result<SignedVersion, String>),
     /// The job is over: the primary has our serial (`Ok(false)`), a version was
     /// transferred (`Ok(true)`, after `Got`), or it failed (why).
     Done {
@@ -94,6 +111,11 @@ impl Pool {
 
     fn run(&self, job: Job) {
         let (slot, primary) = (job.slot.clone(), job.primary);
+        if job.resign {
+            let result = resign(&job);
+            self.report(Report::Resigned(slot, result));
+            return;
+        }
         let result = self.refresh(&job);
         self.report(Report::Done {
             slot,
@@ -231,7 +253,7 @@ impl Pool {
             .xfr_in_bytes
             .fetch_add(bytes, Relaxed);
         let t = result.map_err(|e| e.to_string())?;
-        let (new, form, patched) = match t.outcome {
+        let (new, form, patched, changed) = match t.outcome {
             Outcome::SoaOnly(s) => {
                 // Up to date after all (the SOA query and the transfer crossed a change).
                 if base.as_ref().is_some_and(|b| !is_newer(s, b.serial())) {
@@ -245,11 +267,12 @@ impl Pool {
                 warnings,
                 form,
                 patched,
+                changed,
             } => {
                 for w in warnings.iter().take(10) {
                     warn!("zone {}: {w}", zone.apex());
                 }
-                (zone, form, patched)
+                (zone, form, patched, changed)
             }
         };
         if let Some(b) = base
@@ -296,27 +319,91 @@ impl Pool {
                 None => String::new(),
             }
         );
-        // Served first, the copy written after (the thread waits for the disk, not the
-        // answers).
-        self.report(Report::Got(job.slot.clone(), Arc::clone(&new)));
-        if let Some(path) = &zone.file {
-            let written = Instant::now();
-            match store::write_copy(path, &new, &format!("from {primary}")) {
-                Ok(()) => info!(
-                    "zone {}: copy written to {} in {:.3} s",
-                    zone.name,
-                    path.display(),
-                    written.elapsed().as_secs_f64()
-                ),
-                Err(e) => warn!(
-                    "zone {}: cannot keep its copy in {}: {e}",
-                    zone.name,
-                    path.display()
-                ),
-            }
-        }
+        let base = match (form, &base, &job.signed) {
+            (Form::Incremental, Some(b), Some(s)) => Some(signer::Base {
+                unsigned: b,
+                signed: s,
+                changed: changed.as_deref(),
+            }),
+            _ => None,
+        };
+        self.serve(job, new, base)?;
         Ok(true)
     }
+
+    /// Serves `new`, transferred onto `base` (IXFR) or whole: a zone signed as it arrives
+    /// is signed first, and is not served if that fails (the version served stays). Then
+    /// the copies are written (the thread waits for the disk, not the answers).
+    fn serve(
+        &self,
+        job: &Job,
+        new: Arc<Zone>,
+        base: Option<signer::Base<'_>>,
+    ) -> Result<(), String> {
+        let zone = &job.zone;
+        let signed = signer::sign_transferred(zone, &new, base)?;
+        let touched = match &signed {
+            Some((_, How::Incremental(names))) => Some(names.clone()),
+            _ => None,
+        };
+        self.report(Report::Got(
+            job.slot.clone(),
+            Arc::clone(&new),
+            signed.as_ref().map(|s| s.0.clone()),
+            touched,
+        ));
+        keep_copies(zone, job.primary, &new, signed.as_ref());
+        Ok(())
+    }
+}
+
+/// Writes the copy of `new` (from `primary`) kept in the zone's `file`, and the version
+/// signed incrementally from it in the key directory.
+fn keep_copies(
+    zone: &SecondaryZone,
+    primary: SocketAddr,
+    new: &Zone,
+    signed: Option<&(SignedVersion, How)>,
+) {
+    if let Some(path) = &zone.file {
+        let written = Instant::now();
+        match store::write_copy(path, new, &format!("from {primary}")) {
+            Ok(()) => info!(
+                "zone {}: copy written to {} in {:.3} s",
+                zone.name,
+                path.display(),
+                written.elapsed().as_secs_f64()
+            ),
+            Err(e) => warn!(
+                "zone {}: cannot keep its copy in {}: {e}",
+                zone.name,
+                path.display()
+            ),
+        }
+    }
+    if let (Some((version, How::Incremental(_))), Some(spec)) = (signed, &zone.sign) {
+        let written = Instant::now();
+        match signer::keep(new, version, spec) {
+            Ok(()) => info!(
+                "zone {}: signed version {} kept in the key directory in {:.3} s",
+                zone.name,
+                version.zone.serial(),
+                written.elapsed().as_secs_f64()
+            ),
+            Err(e) => warn!(
+                "zone {}: cannot keep the signed version (a restart signs it anew): {e}",
+                zone.name
+            ),
+        }
+    }
+}
+
+/// A re-signing job: the version we have signed again (fresh signatures, a new serial).
+fn resign(job: &Job) -> Result<SignedVersion, String> {
+    let (Some(spec), Some(current)) = (&job.zone.sign, &job.current) else {
+        return Err("no version to sign".into());
+    };
+    signer::sign_whole(current, spec, crate::signing::unix_now())
 }
 
 /// Records on the kept copy that the zone was found current now (its mtime).

@@ -2,12 +2,12 @@
 //! zones get a refresh now (within `limits.transfers_in` and
 //! `limits.transfers_in_per_primary`), and what a report changes.
 
-use super::{refresh, timers, Thread};
+use super::{refresh, signer, timers, Thread};
 use shardns_zone::ZoneChange;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 impl Thread {
     /// Hands the zones that are due to the transfer threads, longest due first, within
@@ -45,6 +45,8 @@ impl Thread {
                 zone: s.zone.clone(),
                 primary,
                 current: s.current.clone(),
+                signed: s.signed.clone(),
+                resign: false,
                 serving: s.serving,
                 force_axfr: s.force_axfr,
                 ids,
@@ -58,15 +60,27 @@ impl Thread {
     /// A report of a transfer thread: a new version served, or a refresh over.
     pub(super) fn take(&mut self, r: refresh::Report) {
         match r {
-            refresh::Report::Got(id, zone) => {
+            refresh::Report::Got(id, zone, signed, changed) => {
                 // Served even if the zone expired while the transfer ran.
                 let Some(i) = self.slot_of(&id) else { return };
                 let slot = &mut self.slots[i];
-                slot.current = Some(Arc::clone(&zone));
+                slot.current = Some(zone);
+                slot.signed = signed;
                 slot.serving = true;
-                self.send(vec![ZoneChange::Put(zone)]);
+                let Some(served) = slot.served() else { return };
+                let touched = changed
+                    .map(|names| (slot.zone.name.clone(), names))
+                    .into_iter()
+                    .collect();
+                self.send_touched(vec![ZoneChange::Put(served)], touched);
                 self.refreshed(i);
                 self.report(i);
+            }
+            refresh::Report::Resigned(id, result) => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                if let Some(i) = self.slot_of(&id) {
+                    self.resigned(i, result);
+                }
             }
             refresh::Report::Done {
                 slot,
@@ -150,5 +164,76 @@ impl Thread {
             slot.failures,
             wait.as_secs_f64()
         );
+    }
+
+    /// Hands the signed zones whose signatures are due (and that no refresh holds) to the
+    /// transfer threads to be signed again, within `limits.transfers_in` at once. No
+    /// primary is asked: signatures are refreshed whatever the primaries do.
+    pub(super) fn dispatch_resign(&mut self, now: Instant) {
+        for i in 0..self.slots.len() {
+            if self.in_flight >= self.max_in {
+                return;
+            }
+            let s = &self.slots[i];
+            let Some(&primary) = s.zone.primaries.first() else {
+                continue;
+            };
+            if s.in_flight || s.resign_at(now).is_none_or(|t| t > now) {
+                continue;
+            }
+            self.in_flight += 1;
+            let s = &mut self.slots[i];
+            s.in_flight = true;
+            info!(
+                "zone {}: signatures due for refresh: signing again",
+                s.zone.name
+            );
+            let job = refresh::Job {
+                slot: s.id(),
+                zone: s.zone.clone(),
+                primary,
+                current: s.current.clone(),
+                signed: s.signed.clone(),
+                resign: true,
+                serving: s.serving,
+                force_axfr: false,
+                ids: [0; 3],
+            };
+            if self.jobs.send(job).is_err() {
+                error!("the transfer threads are gone; zone refreshes stop");
+            }
+        }
+    }
+
+    /// A re-signing of slot `i` is over: the new version served (if the zone is), or
+    /// tried again later, the version served kept.
+    fn resigned(&mut self, i: usize, result: Result<signer::SignedVersion, String>) {
+        let slot = &mut self.slots[i];
+        slot.in_flight = false;
+        match result {
+            Ok(version) => {
+                let zone = Arc::clone(&version.zone);
+                slot.signed = Some(version);
+                if slot.serving {
+                    self.send(vec![ZoneChange::Put(zone)]);
+                }
+            }
+            Err(e) => {
+                // As for a zone read from its file: an eighth of `signature_refresh`.
+                let refresh = slot.zone.sign.as_ref().map_or(0, |s| s.policy.refresh);
+                let retry = u64::from(refresh / 8).clamp(1, 3600);
+                error!(
+                    "zone {}: cannot sign it again, keeping the signed version served; trying again in {retry} s: {e}",
+                    slot.zone.name
+                );
+                if let Some(s) = &mut slot.signed {
+                    s.due = crate::signing::unix_now() + retry;
+                }
+            }
+        }
+        if std::mem::take(&mut self.slots[i].again) {
+            self.slots[i].next_check = Instant::now();
+        }
+        self.report(i);
     }
 }

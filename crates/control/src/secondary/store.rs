@@ -10,13 +10,16 @@
 //! `file`, a catalog template's name meeting a configured one) is neither read, written
 //! over nor deleted for this zone.
 
+use super::{signer, Slot, MAX_INTERVAL, MIN_EXPIRE, MIN_REFRESH, MIN_RETRY};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_file, Diag};
-use shardns_zone::{ScanOptions, Zone};
+use shardns_zone::{ScanOptions, Zone, ZoneChange};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tracing::{error, info, warn};
 
 /// What the first line of a copy says after the zone's name.
 const KEPT_BY: &str = ", kept by shardns as a secondary";
@@ -107,6 +110,82 @@ pub(super) fn soa_timers(zone: &Zone) -> (u32, u32, u32) {
             .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     };
     (field(1), field(2), field(3))
+}
+
+/// The copy kept on disk for `slot`, served at once if it has not expired (else only the
+/// base of the next IXFR). A zone signed as it arrives is signed now (its last signed
+/// version served as it is when nothing is due); if that fails, the copy is not taken at
+/// all and the zone is transferred anew.
+pub(super) fn load_kept_copy(slot: &mut Slot) -> Option<ZoneChange> {
+    let wall = SystemTime::now();
+    let path = slot.zone.file.as_ref()?;
+    let name = &slot.zone.name;
+    let Some((zone, refreshed)) = read_copy(path, name) else {
+        info!("zone {name}: no copy in {} yet", path.display());
+        return None;
+    };
+    let zone = match zone {
+        Ok((zone, _)) => zone,
+        Err(e) => {
+            warn!(
+                "zone {name}: the copy in {} cannot be read, transferring anew:\n{e}",
+                path.display()
+            );
+            return None;
+        }
+    };
+    if let Some(spec) = &slot.zone.sign {
+        match signer::sign_whole(&zone, spec, crate::signing::unix_now()) {
+            Ok(signed) => slot.signed = Some(signed),
+            Err(e) => {
+                error!(
+                    "zone {name}: the copy in {} (serial {}) cannot be signed, transferring anew: {e}",
+                    path.display(),
+                    zone.serial()
+                );
+                return None;
+            }
+        }
+    }
+    let (_, _, expire) = timers(&zone);
+    let age = wall.duration_since(refreshed).unwrap_or_default();
+    let zone = Arc::new(zone);
+    // Still the base of an IXFR, served or not.
+    slot.current = Some(Arc::clone(&zone));
+    if age >= Duration::from_secs(expire.into()) {
+        warn!(
+            "zone {name}: the copy in {} (serial {}) expired {} s ago; not served until a transfer succeeds",
+            path.display(),
+            zone.serial(),
+            (age - Duration::from_secs(expire.into())).as_secs()
+        );
+        return None;
+    }
+    let served = slot.served()?;
+    info!(
+        "zone {name}: serving the copy in {} (serial {}{}, refreshed {} s ago)",
+        path.display(),
+        zone.serial(),
+        if served.serial() != zone.serial() {
+            format!(", signed as serial {}", served.serial())
+        } else {
+            String::new()
+        },
+        age.as_secs()
+    );
+    slot.expire_at = Some(Instant::now() + (Duration::from_secs(expire.into()) - age));
+    slot.serving = true;
+    Some(ZoneChange::Put(served))
+}
+
+/// REFRESH, RETRY and EXPIRE of a version, within our bounds (seconds).
+pub(super) fn timers(zone: &Zone) -> (u32, u32, u32) {
+    let (refresh, retry, expire) = soa_timers(zone);
+    (
+        refresh.clamp(MIN_REFRESH, MAX_INTERVAL),
+        retry.clamp(MIN_RETRY, MAX_INTERVAL),
+        expire.max(MIN_EXPIRE),
+    )
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use tracing::info;
 
 mod confirm;
+pub mod incremental;
 mod policy;
 mod state;
 mod timer;

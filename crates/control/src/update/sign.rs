@@ -12,12 +12,12 @@
 //! keeps the signatures of the unchanged RRsets from the last signed version): slower, but
 //! the update is answered signed all the same.
 
+use crate::signing::incremental::{sign_incrementally, Incremental};
 use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
 use shardns_config::{Config, ZoneConfig};
-use shardns_dnssec::keys::zone_keys;
-use shardns_dnssec::{KeyStore, RecordList};
+use shardns_dnssec::RecordList;
 use shardns_wire::{Class, RType};
-use shardns_zone::update::{sign_change, Change};
+use shardns_zone::update::Change;
 use shardns_zone::Zone;
 use tracing::info;
 
@@ -34,26 +34,17 @@ pub(super) fn signed_version(
     let apex = zone.apex().to_name();
     let spec = SignSpec::of(table, config.server.key_directory.as_deref())
         .ok_or("no key directory to sign with")?;
-    let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
-    let keys = store.load(&apex).map_err(|e| e.to_string())?;
-    let zk = zone_keys(&keys, now);
-    let mut params = spec.sign_params(now);
-    params.threads = 1;
     let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
-    let new = match sign_change(zone, change, &zk, &params) {
-        Ok(signed) => {
-            let (new, _) = signed
-                .apply(zone)
-                .map_err(|e| format!("the new signed version does not build: {e}"))?;
+    let new = match sign_incrementally(zone, change, &spec, now)? {
+        Incremental::Signed(new, _) => {
             state.set_serial(change.serial())?;
             new
         }
-        Err(e) if e.needs_full_signing() => {
+        Incremental::Whole(why) => {
             info!(
-                "update of {apex}: cannot be signed incrementally ({e}): signing the new version whole"
+                "update of {apex}: cannot be signed incrementally ({why}): signing the new version whole"
             );
-            drop(zk);
             let records = unsigned_records(zone, change);
             // Serial: the change's, above the last signed (the state file's); the state
             // file written by the signer.
@@ -69,7 +60,6 @@ pub(super) fn signed_version(
                 .map(|(zone, _)| zone)
                 .map_err(|e| format!("the new signed version does not build: {e}"))?
         }
-        Err(e) => return Err(format!("cannot sign the change: {e}")),
     };
     kept.append(change)
         .map_err(|e| format!("cannot keep the change: {e}"))?;

@@ -19,6 +19,10 @@
 //! - `control`: `shardns zone status|refresh|retransfer|notify`.
 //! - `names`: `a/b.example.` and `a_b.example.`, once one journal file name, each keep
 //!   their history over a restart.
+//! - `signed`: a secondary zone with `dnssec = true` (bump in the wire): knotd's unsigned
+//!   zone served signed, judged by ldns-verify-zone and dnssec-verify after an AXFR and an
+//!   IXFR (signed incrementally), followed by a shardns tertiary by IXFR; its own serial,
+//!   moved by signature refreshes; a version that cannot be signed is not served.
 //! - `slow`: a primary of our own making that sends a message every 2 s, or trickles one:
 //!   other primaries' zones are served and expire on time meanwhile, at most two transfers
 //!   ask it at once, and a transfer that makes no progress is ended and retried.
@@ -42,6 +46,7 @@ mod hostile;
 mod names;
 mod outgoing;
 mod peers;
+mod signed;
 mod slow;
 
 use common::*;

@@ -136,6 +136,11 @@ pub enum Outcome {
         /// For an IXFR applied to our version without building the zone again, what the
         /// patch did; `None` when the zone was built in full.
         patched: Option<Box<PatchWork>>,
+        /// For an IXFR (incremental form), the owners of the records it deleted or added
+        /// (a name may come more than once): every name at which the new version differs
+        /// from ours, but the apex SOA, so that the difference can be made at them alone
+        /// (`diff::Diff::compute_at`). `None` for the whole zone.
+        changed: Option<Vec<Name>>,
     },
 }
 

@@ -6,7 +6,7 @@ use super::{keep, Form, Incoming, Outcome, State};
 use crate::db::{PatchWork, Zone};
 use crate::error::Error;
 use crate::scan::{Diag, Records, Scanned};
-use shardns_wire::{NameRef, RType};
+use shardns_wire::{Name, NameRef, RType};
 use std::path::PathBuf;
 
 impl Incoming {
@@ -39,9 +39,11 @@ impl Incoming {
                     warnings,
                     form: Form::Incremental,
                     patched: Some(Box::new(work)),
+                    changed: Some(self.changed()),
                 });
             }
         }
+        let changed = (self.base.is_some() && self.whole.items.is_empty()).then(|| self.changed());
         let (records, form) = match (&self.base, self.whole.items.is_empty()) {
             (Some(base), true) => (self.rebuild(base, soa_ttl, &soa), Form::Incremental),
             _ => (self.whole, Form::Whole),
@@ -59,7 +61,20 @@ impl Incoming {
             warnings,
             form,
             patched: None,
+            changed,
         })
+    }
+
+    /// IXFR: the owners of the records deleted and added.
+    fn changed(&self) -> Vec<Name> {
+        let deleted = self.diff.deleted.iter().map(|(owner, _, _)| {
+            NameRef::from_wire_prefix(owner)
+                .expect("diff keys hold valid names")
+                .0
+                .to_name()
+        });
+        let added = self.diff.added.values().map(|(owner, _)| owner.clone());
+        deleted.chain(added).collect()
     }
 
     /// IXFR: our version patched with the differences ([`Zone::patch`]), or `None` when

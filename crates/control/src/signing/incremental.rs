@@ -1,0 +1,68 @@
+//! signing::incremental -- a change to a signed zone signed by itself, not the zone whole:
+//! the keys that sign the zone at `now`, read from the key directory as a full signing
+//! reads them, sign what the change touched (`shardns_zone::update::sign_change`: new
+//! RRSIGs, the NSEC or NSEC3 chain patched) and the new version is made from the signed
+//! change. The one hand-off for both callers: dynamic updates (`crate::update::sign`) and
+//! IXFR into a signed secondary zone (`crate::secondary::signer`).
+
+use super::SignSpec;
+use shardns_dnssec::keys::zone_keys;
+use shardns_dnssec::{KeyStore, RecordList};
+use shardns_wire::Name;
+use shardns_zone::update::{sign_change, Change};
+use shardns_zone::Zone;
+
+/// What [`sign_incrementally`] gives when it does not fail.
+pub enum Incremental {
+    /// The new signed version, and the signed change it was made with (the records it
+    /// deleted and added, RRSIGs and chain records among them).
+    Signed(Zone, Change),
+    /// The change cannot be signed by itself (a key that started or stopped signing since
+    /// the zone was signed, a new SOA TTL or MINIMUM that moves the chain's TTL): why;
+    /// the caller signs the new version whole.
+    Whole(String),
+}
+
+/// `change`, read against `zone` (signed as `spec` says), signed and applied at `now`. The
+/// state file is the caller's to write (the serial is the change's new SOA's).
+pub fn sign_incrementally(
+    zone: &Zone,
+    change: &Change,
+    spec: &SignSpec,
+    now: u64,
+) -> Result<Incremental, String> {
+    let apex = zone.apex().to_name();
+    let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
+    let keys = store.load(&apex).map_err(|e| e.to_string())?;
+    let zk = zone_keys(&keys, now);
+    let mut params = spec.sign_params(now);
+    params.threads = 1;
+    match sign_change(zone, change, &zk, &params) {
+        Ok(signed) => {
+            let (new, _) = signed
+                .apply(zone)
+                .map_err(|e| format!("the new signed version does not build: {e}"))?;
+            Ok(Incremental::Signed(new, signed))
+        }
+        Err(e) if e.needs_full_signing() => Ok(Incremental::Whole(e.to_string())),
+        Err(e) => Err(format!("cannot sign the change: {e}")),
+    }
+}
+
+/// Keeps `signed` (the zone at `apex` signed from `unsigned`, with `serial`, due at `due`;
+/// both lists in canonical order) as its last signed version (`state/<zone>.signed`) under
+/// the fingerprint a full signing of `unsigned` would find: after an incremental signing,
+/// a restart that reads the same records serves this version as it is.
+pub fn keep_signed(
+    apex: &Name,
+    unsigned: &RecordList,
+    signed: &RecordList,
+    spec: &SignSpec,
+    serial: u32,
+    due: u64,
+) -> Result<(), String> {
+    let store = KeyStore::open(&spec.key_dir).map_err(|e| super::store_error(&e))?;
+    let keys = store.load(apex).map_err(|e| super::store_error(&e))?;
+    let fingerprint = super::fingerprint(unsigned, &keys, spec);
+    super::SignedFile::new(&spec.key_dir, apex).write(&fingerprint, serial, due, signed)
+}
