@@ -62,7 +62,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         warn!("{w}");
     }
 
-    let report = load_zones(
+    let mut report = load_zones(
         &mut library,
         &specs,
         config_file.into_iter().chain(zone_list).collect(),
@@ -103,13 +103,13 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 
     let (updates, update_rx) = shardns_control::update::Inbox::new();
     let shared = new_shared(&config, workers, set, (inbox, updates), edns, tls, quic)?;
-    // The journals of the zones read, as they were when the server last ran.
+    // The journals as the last run left them; the list goes (kept, it pins the first versions).
     journal::record_all(
         &shared.plane.journals,
         &config,
         |apex| library.file_of(apex),
         None,
-        &report.added,
+        &std::mem::take(&mut report.added),
     );
     shared
         .plane

@@ -82,15 +82,7 @@ impl ZoneLibrary {
             let mut new = false;
             let held = self.held.entry(spec.name.clone()).or_insert_with(|| {
                 new = true;
-                Held {
-                    source: spec.source.clone(),
-                    signing: None,
-                    journal: None,
-                    stamp: None,
-                    includes: Vec::new(),
-                    zone: None,
-                    failed: false,
-                }
+                Held::new(spec.source.clone())
             });
             let owner = Owner::Zone(spec.name.clone());
             if self.watch.watching() && !new {
@@ -125,6 +117,7 @@ impl ZoneLibrary {
                         self.huge_pending.push(Arc::clone(&zone));
                     }
                     replaced.extend(held.zone.replace(Arc::clone(&zone)));
+                    held.unwritten = false;
                     added.push(Arc::clone(&zone));
                     changes.push(ZoneChange::Put(zone));
                     warnings.extend(w);

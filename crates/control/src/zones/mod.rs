@@ -175,13 +175,30 @@ struct Held {
     /// The files it `$INCLUDE`d, as they were when read (empty for most zones: no
     /// allocation).
     includes: Vec<(PathBuf, Option<FileStamp>)>,
-    /// The version served (`None`: it has never loaded).
+    /// The version served (`None`: it has never loaded): the one read from the file, or
+    /// the last one dynamic updates made of it (the one read is not kept beside it).
     zone: Option<Arc<Zone>>,
+    /// `zone` has changes its file lacks (dynamic updates not written back yet).
+    unwritten: bool,
     /// The last read failed.
     failed: bool,
 }
 
 impl Held {
+    /// A zone not read yet, from `source`.
+    fn new(source: ZoneSource) -> Self {
+        Self {
+            source,
+            signing: None,
+            journal: None,
+            stamp: None,
+            includes: Vec::new(),
+            zone: None,
+            unwritten: false,
+            failed: false,
+        }
+    }
+
     /// The files it was read from: its zone file, then those it `$INCLUDE`d.
     fn files(&self) -> impl Iterator<Item = &Path> {
         let file = match &self.source {
@@ -412,6 +429,19 @@ impl ZoneLibrary {
     /// role's: transferred versions, stand-ins for zones with nothing to serve) beside the
     /// ones it does; returns the set to publish. A reload leaves such zones as they are.
     pub fn apply_outside(&mut self, changes: Vec<ZoneChange>) -> ZoneSet {
+        // A zone read from a file and changed by updates: the new version is the one held,
+        // so that the version read is freed with the last reader of it.
+        for change in &changes {
+            if let ZoneChange::Put(zone) = change {
+                let held = self.held.get_mut(&zone.apex().to_name());
+                if let Some(h) = held.filter(|h| h.zone.is_some()) {
+                    if matches!(h.source, ZoneSource::File(_)) {
+                        h.zone = Some(Arc::clone(zone));
+                        h.unwritten = true;
+                    }
+                }
+            }
+        }
         self.set = self.set.update(changes);
         self.set.clone()
     }
@@ -435,7 +465,7 @@ impl ZoneLibrary {
             // The file holds the unsigned records; a signed zone's are signed from it.
             return Ok(None);
         }
-        if held.zone.as_ref().is_some_and(|z| Arc::ptr_eq(z, &served)) {
+        if !held.unwritten {
             return Ok(None);
         }
         if held.stamp.is_none() || FileStamp::of(path) != held.stamp {
@@ -453,6 +483,7 @@ impl ZoneLibrary {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         held.stamp = FileStamp::of(path);
         held.zone = Some(served);
+        held.unwritten = false;
         Ok(Some(path.clone()))
     }
 
