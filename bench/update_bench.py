@@ -21,13 +21,16 @@ is answered over UDP (each of 200 updates followed at once by a UDP query for it
 on the same data (the zone file with the added records appended), and the journal's size;
 `--time-limit` bounds the updates' run (the figures then count those answered).
 
+`--signed` signs the zone (shardns `--sign`, knotd `dnssec-signing: on`, both one ECDSA
+P-256 CSK), so each update's changes are signed before the answer (named is left out).
+
 `--baseline BIN` runs a second shardns binary (an older build) as `shardns-base` in the same
 interleaved rounds, for a before/after ratio measured under the same noise.
 
 Usage:
   bench/update_bench.py [--rounds 3] [--count 5000] [--clients 16] [--servers shardns,knotd,named]
                         [--baseline BIN]
-                        [--zone small|big] [--zone-dir DIR] [--memory] [--time-limit S]
+                        [--zone small|big] [--zone-dir DIR] [--memory] [--time-limit S] [--signed]
                         [--shardns PATH]
 Needs: knotd, named (bind9), python3-dnspython (Debian's /usr/bin/python3), a release build of
 shardns (built here).
@@ -68,6 +71,7 @@ KEY = "upd."
 SECRET = base64.b64encode(bytes(range(32))).decode()
 PORTS = {"shardns": 5401, "knotd": 5402, "named": 5403, "shardns-base": 5404}
 BINARIES = {}  # "shardns-base": another shardns binary (--baseline), measured beside
+SIGNED = False  # --signed: the zone signed (ECDSA P-256, one CSK) and each update signed
 
 
 def zone_text():
@@ -86,19 +90,22 @@ def big_file():
     return zf
 
 
-def start(procs, work, name, shardns, extra=None):
+def start(procs, work, name, shardns, extra=None, keep=False):
+    """Starts `name` on its zone made anew (with `extra` lines), or on the files it left
+    (`keep`)."""
     d = os.path.join(work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
     zf = os.path.join(d, f"{ZONE}zone")
-    if ZONE == "upd.test.":
-        with open(zf, "w") as f:
-            f.write(zone_text())
-    else:
-        shutil.copyfile(big_file(), zf)
-    if extra:
-        with open(zf, "a") as f:
-            f.writelines(extra)
+    if not keep:
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if ZONE == "upd.test.":
+            with open(zf, "w") as f:
+                f.write(zone_text())
+        else:
+            shutil.copyfile(big_file(), zf)
+        if extra:
+            with open(zf, "a") as f:
+                f.writelines(extra)
     port = PORTS[name]
     if name.startswith("shardns"):
         shardns = BINARIES.get(name, shardns)
@@ -109,6 +116,9 @@ def start(procs, work, name, shardns, extra=None):
         cmd = [shardns, "serve", "--config", conf, "--listen", f"127.0.0.1:{port}",
                "--workers", "1", "--zone", f"{ZONE}={zf}",
                "--update-key", f"hmac-sha256:{KEY}:{SECRET}"]
+        if SIGNED:
+            # Every --zone signed; a CSK of the default algorithm (ECDSA P-256) made at start.
+            cmd += ["--sign", "--key-dir", os.path.join(d, "keys")]
     elif name == "knotd":
         cmd = lab.knot_conf(d, "127.0.0.1", port, ZONE, zf)
         conf = os.path.join(d, "knot.conf")
@@ -118,6 +128,11 @@ def start(procs, work, name, shardns, extra=None):
                             f"    secret: {SECRET}\nacl:\n  - id: upd\n    key: {KEY}\n"
                             "    action: update\nzone:\n", 1)
         text += "    acl: upd\n"
+        if SIGNED:
+            # knotd signs as we do: one CSK, ECDSA P-256, each update's changes signed.
+            text = text.replace("zone:\n", "policy:\n  - id: bench\n    algorithm: "
+                                "ecdsap256sha256\n    single-type-signing: on\nzone:\n", 1)
+            text += "    dnssec-signing: on\n    dnssec-policy: bench\n"
         with open(conf, "w") as f:
             f.write(text)
     else:
@@ -252,6 +267,12 @@ def memory(a, shardns):
         jsize = os.path.getsize(journal) if os.path.exists(journal) else 0
         procs.stop(p)
         done = res["noerror"]
+        # The same server started again on its own files: the zone file (as it last wrote
+        # it) and the journal replayed over it, whose history it then keeps in memory too.
+        p = start(procs, work, "shardns", shardns, keep=True)
+        time.sleep(2)
+        again = lab.rss_kib(lab.children(p.pid))
+        procs.stop(p)
         p = start(procs, work, "shardns", shardns, added_lines(done, "m"))
         time.sleep(2)
         fresh = lab.rss_kib(lab.children(p.pid))
@@ -265,7 +286,9 @@ def memory(a, shardns):
     print("|---|---|")
     print(f"| loaded, before the updates | {loaded / 1024:.0f} |")
     print(f"| after the updates | {after / 1024:.0f} |")
-    print(f"| fresh start on the same data | {fresh / 1024:.0f} |")
+    print(f"| fresh start on the same data (the zone file with the records added, no journal) "
+          f"| {fresh / 1024:.0f} |")
+    print(f"| restart on its own files (zone file and journal) | {again / 1024:.0f} |")
     print(f"| after / fresh | {after / max(fresh, 1):.2f} |")
     print(f"| journal file | {jsize / 1024:.0f} KiB |")
     shutil.rmtree(work, ignore_errors=True)
@@ -278,6 +301,8 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--servers", default="shardns,knotd,named")
     ap.add_argument("--zone", choices=("small", "big"), default="small")
+    ap.add_argument("--signed", action="store_true",
+                    help="the zone signed (ECDSA P-256 CSK) by shardns and knotd (not named)")
     ap.add_argument("--zone-dir", default=None, help="where big.test.zone is or is made")
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--time-limit", type=float, default=None)
@@ -289,7 +314,10 @@ def main():
         BINARIES["shardns-base"] = a.baseline
         if "shardns-base" not in a.servers:
             a.servers = "shardns-base," + a.servers
-    global ZONE, ZONE_DIR
+    global ZONE, ZONE_DIR, SIGNED
+    SIGNED = a.signed
+    if SIGNED and "named" in a.servers.split(","):
+        sys.exit("--signed: named is not set up to sign (--servers shardns,knotd)")
     if a.zone == "big":
         ZONE = "big.test."
         ZONE_DIR = a.zone_dir or tempfile.mkdtemp(prefix="update-bench-zones-")
