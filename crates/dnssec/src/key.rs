@@ -9,9 +9,11 @@
 use crate::alg::Algorithm;
 use crate::digest::key_tag;
 use crate::error::Error;
+use crate::pkcs11::{Token, TokenKey};
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::signature::{self as sig, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use core::fmt;
+use std::sync::Arc;
 
 /// DNSKEY flags: Zone Key (RFC 4034 §2.1.1).
 pub const FLAG_ZONE: u16 = 0x0100;
@@ -29,6 +31,8 @@ pub enum PrivateKey {
     Ed25519([u8; 32]),
     /// RSA (algorithms 8 and 10): the PKCS #1 components, big-endian.
     Rsa(RsaPrivate),
+    /// On a PKCS#11 token, which it never leaves: the `CKA_ID` of its objects there.
+    Token(Vec<u8>),
 }
 
 /// Hides the secret octets from `{:?}`.
@@ -38,6 +42,7 @@ impl fmt::Debug for PrivateKey {
             Self::Ecdsa(_) => "PrivateKey::Ecdsa(..)",
             Self::Ed25519(_) => "PrivateKey::Ed25519(..)",
             Self::Rsa(_) => "PrivateKey::Rsa(..)",
+            Self::Token(_) => "PrivateKey::Token(..)",
         })
     }
 }
@@ -60,6 +65,7 @@ enum Pair {
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
     Rsa(RsaKeyPair),
+    Token(TokenKey),
 }
 
 /// A key pair that signs, with its algorithm and DNSKEY flags. `Sync`: the zone signer
@@ -217,8 +223,82 @@ impl SigningKey {
                 Pair::Rsa(pair)
             }
             (_, a) if !a.can_sign() => return Err(Error::Unsupported(a)),
+            (PrivateKey::Token(_), _) => {
+                return Err(Error::Rejected(
+                    "a key on a token is opened on the token".into(),
+                ))
+            }
             _ => return Err(Error::Rejected("private key of another algorithm".into())),
         };
+        Self::assemble(algorithm, flags, private, pair, public_key, rng)
+    }
+
+    /// Makes a key pair of `algorithm` on `token` (RSA: `rsa_bits`, absent: the default),
+    /// labelled `label`: its private key stays there.
+    pub fn generate_on(
+        token: &Arc<Token>,
+        algorithm: Algorithm,
+        flags: u16,
+        rsa_bits: Option<u32>,
+        label: &str,
+    ) -> Result<Self, Error> {
+        let bits = rsa_bits.unwrap_or(RSA_DEFAULT_BITS);
+        if algorithm.is_rsa() && !RSA_BITS.contains(&bits) {
+            return Err(Error::Rejected(format!(
+                "RSA keys are made with 2048, 3072 or 4096 bits, not {bits}"
+            )));
+        }
+        let (key, public) = token.generate(algorithm, bits, label)?;
+        let public = public_field(public);
+        let id = key.id().to_vec();
+        let rng = SystemRandom::new();
+        Self::assemble(
+            algorithm,
+            flags,
+            PrivateKey::Token(id),
+            Pair::Token(key),
+            &public,
+            rng,
+        )
+    }
+
+    /// The key of `token` whose `CKA_ID` is `id`; with `public_key` (the DNSKEY's, from a
+    /// `.key` file) the token's public key must be that one.
+    pub fn from_token(
+        token: &Arc<Token>,
+        algorithm: Algorithm,
+        flags: u16,
+        id: &[u8],
+        public_key: Option<&[u8]>,
+    ) -> Result<Self, Error> {
+        let (key, public) = token.find(algorithm, id)?;
+        let public = public_field(public);
+        if public_key.is_some_and(|p| p != public) {
+            return Err(Error::Rejected(format!(
+                "the public key of {}'s key is not the DNSKEY's",
+                token.name()
+            )));
+        }
+        let rng = SystemRandom::new();
+        Self::assemble(
+            algorithm,
+            flags,
+            PrivateKey::Token(id.to_vec()),
+            Pair::Token(key),
+            &public,
+            rng,
+        )
+    }
+
+    /// The key with its DNSKEY, checked by one signature.
+    fn assemble(
+        algorithm: Algorithm,
+        flags: u16,
+        private: PrivateKey,
+        pair: Pair,
+        public_key: &[u8],
+        rng: SystemRandom,
+    ) -> Result<Self, Error> {
         let mut dnskey = Vec::with_capacity(4 + public_key.len());
         dnskey.extend_from_slice(&flags.to_be_bytes());
         dnskey.push(3);
@@ -291,7 +371,16 @@ impl SigningKey {
                     .map_err(|_| Error::Rejected("RSA signing failed".into()))?;
                 Ok(out)
             }
+            Pair::Token(k) => k.sign(msg),
         }
+    }
+}
+
+/// The DNSKEY public key field of a key on a token.
+fn public_field(public: crate::pkcs11::PublicKey) -> Vec<u8> {
+    match public {
+        crate::pkcs11::PublicKey::Field(v) => v,
+        crate::pkcs11::PublicKey::Rsa(e, n) => rsa_public_key(&e, &n),
     }
 }
 
