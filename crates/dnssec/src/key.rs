@@ -66,6 +66,9 @@ enum Pair {
     Ed25519(Ed25519KeyPair),
     Rsa(RsaKeyPair),
     Token(TokenKey),
+    /// On a token not open here: the DNSKEY and times serve (`shardns key list`, `ds`);
+    /// signing fails.
+    Detached,
 }
 
 /// A key pair that signs, with its algorithm and DNSKEY flags. `Sync`: the zone signer
@@ -290,6 +293,28 @@ impl SigningKey {
         )
     }
 
+    /// A key on a token that is not open: its DNSKEY (from its `.key` file) and where it
+    /// is, to read and write its times; it cannot sign.
+    pub fn detached(algorithm: Algorithm, flags: u16, id: &[u8], public_key: &[u8]) -> Self {
+        let mut dnskey = Vec::with_capacity(4 + public_key.len());
+        dnskey.extend_from_slice(&flags.to_be_bytes());
+        dnskey.extend_from_slice(&[3, algorithm.number()]);
+        dnskey.extend_from_slice(public_key);
+        Self {
+            algorithm,
+            tag: key_tag(&dnskey),
+            dnskey,
+            private: PrivateKey::Token(id.to_vec()),
+            pair: Pair::Detached,
+            rng: SystemRandom::new(),
+        }
+    }
+
+    /// True for a key on a token not open here ([`Self::detached`]).
+    pub fn is_detached(&self) -> bool {
+        matches!(self.pair, Pair::Detached)
+    }
+
     /// The key with its DNSKEY, checked by one signature.
     fn assemble(
         algorithm: Algorithm,
@@ -372,6 +397,10 @@ impl SigningKey {
                 Ok(out)
             }
             Pair::Token(k) => k.sign(msg),
+            Pair::Detached => Err(Error::Token(format!(
+                "key {} is on a PKCS#11 token and no keystore is open for it",
+                self.tag
+            ))),
         }
     }
 }

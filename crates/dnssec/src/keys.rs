@@ -208,8 +208,8 @@ impl KeyStore {
         Ok(Self { dir, token: None })
     }
 
-    /// The store with `token`: new keys are made on it, and keys on it can be loaded (a
-    /// `.pkcs11` file without a token fails the load).
+    /// The store with `token`: new keys are made on it, and its keys load ready to sign
+    /// (without a token, a `.pkcs11` file loads [`SigningKey::detached`]).
     pub fn with_token(mut self, token: Option<Arc<Token>>) -> Self {
         self.token = token;
         self
@@ -333,8 +333,13 @@ impl KeyStore {
                 let (alg, flags, pk) = (public.algorithm, public.flags, &public.public_key);
                 SigningKey::from_token(token, alg, flags, &id, Some(pk))
             }
-            (PrivateKey::Token(_), None) => Err(Error::Token(
-                "the key is on a PKCS#11 token and the zone has no keystore".into(),
+            // Its times can be read and written without the token (`shardns key`); the
+            // signer refuses a detached key.
+            (PrivateKey::Token(id), None) => Ok(SigningKey::detached(
+                public.algorithm,
+                public.flags,
+                &id,
+                &public.public_key,
             )),
             (key, _) => {
                 SigningKey::from_private(public.algorithm, public.flags, key, &public.public_key)

@@ -33,9 +33,7 @@
 
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll;
-use shardns_dnssec::{
-    keys::zone_keys, sign_list, KeyStore, Previous, RecordList, Rr, StoredKey, BLOCK,
-};
+use shardns_dnssec::{keys::zone_keys, sign_list, Previous, RecordList, Rr, StoredKey, BLOCK};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Records, Scanned};
 use shardns_zone::ScanOptions;
@@ -44,11 +42,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod keystore;
 mod policy;
 mod state;
 mod timer;
 pub mod updates;
 
+pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
 use state::{state_path, write_atomic};
@@ -143,8 +143,13 @@ pub fn sign_records(
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
-    let store = KeyStore::open(&spec.key_dir).map_err(|e| store_error(&e))?;
-    let mut keys = store.load(apex).map_err(|e| store_error(&e))?;
+    let (store, mut keys) = match keystore::load(apex, spec) {
+        Ok(loaded) => loaded,
+        Err((e, detached)) => {
+            let keys = detached.unwrap_or_default();
+            return keystore::kept_without_token(apex, &records, &keys, spec, now, &e).ok_or(e);
+        }
+    };
     if keys.is_empty() {
         keys = policy::first_keys(apex, &store, spec, now)?;
     }

@@ -15,7 +15,7 @@
 use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
 use shardns_config::{Config, ZoneConfig};
 use shardns_dnssec::keys::zone_keys;
-use shardns_dnssec::{KeyStore, RecordList};
+use shardns_dnssec::RecordList;
 use shardns_wire::{Class, RType};
 use shardns_zone::update::{sign_change, Change};
 use shardns_zone::Zone;
@@ -32,10 +32,13 @@ pub(super) fn signed_version(
     now: u64,
 ) -> Result<Zone, String> {
     let apex = zone.apex().to_name();
-    let spec = SignSpec::of(table, config.server.key_directory.as_deref())
-        .ok_or("no key directory to sign with")?;
-    let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
-    let keys = store.load(&apex).map_err(|e| e.to_string())?;
+    let spec = SignSpec::of(
+        table,
+        config.server.key_directory.as_deref(),
+        &config.keystores,
+    )
+    .ok_or("no key directory to sign with")?;
+    let keys = signing::load_keys(&apex, &spec)?;
     let zk = zone_keys(&keys, now);
     let mut params = spec.sign_params(now);
     params.threads = 1;
