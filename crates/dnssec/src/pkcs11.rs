@@ -64,6 +64,17 @@ impl core::fmt::Debug for Token {
 /// The modules loaded, and the tokens opened, by this process.
 static MODULES: Mutex<Vec<(PathBuf, Pkcs11)>> = Mutex::new(Vec::new());
 static TOKENS: Mutex<Vec<(PathBuf, String, Arc<Token>)>> = Mutex::new(Vec::new());
+/// The logins a token refused for a wrong PIN: module, URI and a digest of the PIN. Not
+/// tried again with the same PIN (a token may lock its PIN after a few failed logins, and
+/// a zone's signing is retried): a new PIN in the config or the PIN file is tried.
+static WRONG_PINS: Mutex<Vec<(PathBuf, String, Vec<u8>)>> = Mutex::new(Vec::new());
+
+fn pin_digest(pin: Option<&str>) -> Vec<u8> {
+    let pin = pin.unwrap_or_default().as_bytes();
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, pin)
+        .as_ref()
+        .to_vec()
+}
 
 fn ck(what: &str) -> impl Fn(CkError) -> Error + '_ {
     move |e| Error::Token(format!("{what}: {e}"))
@@ -109,18 +120,62 @@ impl Token {
             }
             tokens.swap_remove(i);
         }
-        let token = Arc::new(Self::login(module_path, &TokenUri::parse(uri)?)?);
+        let parsed = TokenUri::parse(uri)?;
+        let pin = parsed.pin()?;
+        let refused = (
+            module_path.to_path_buf(),
+            uri.to_string(),
+            pin_digest(pin.as_deref()),
+        );
+        let mut wrong = WRONG_PINS.lock().unwrap_or_else(PoisonError::into_inner);
+        if wrong.contains(&refused) {
+            return Err(Error::Token(format!(
+                "{} in {}: wrong PIN (refused before; not tried again with the same PIN, which \
+                 the token may lock: correct the PIN)",
+                parsed.describe(),
+                module_path.display()
+            )));
+        }
+        let token = match Self::login(module_path, &parsed, pin) {
+            Ok(t) => Arc::new(t),
+            Err((e, wrong_pin)) => {
+                if wrong_pin {
+                    wrong.push(refused);
+                }
+                return Err(e);
+            }
+        };
         tokens.push((module_path.to_path_buf(), uri.to_string(), token.clone()));
         Ok(token)
     }
 
-    fn login(module_path: &Path, uri: &TokenUri) -> Result<Self, Error> {
+    /// Opens the token and logs in; `Err` says, besides why, if the PIN was refused.
+    fn login(
+        module_path: &Path,
+        uri: &TokenUri,
+        pin: Option<String>,
+    ) -> Result<Self, (Error, bool)> {
+        Self::login_inner(module_path, uri, pin).map_err(|e| {
+            let wrong = matches!(&e, Error::Token(m) if m.ends_with(": wrong PIN"));
+            (e, wrong)
+        })
+    }
+
+    fn login_inner(module_path: &Path, uri: &TokenUri, pin: Option<String>) -> Result<Self, Error> {
         let ctx = module(module_path)?;
         let name = format!("{} in {}", uri.describe(), module_path.display());
         let slots = ctx.get_slots_with_initialized_token().map_err(ck(&name))?;
         let mut found = None;
+        // A token that cannot be read (another's, busy) is passed over, said if none is ours.
+        let mut unreadable = String::new();
         for slot in slots {
-            let info = ctx.get_token_info(slot).map_err(ck(&name))?;
+            let info = match ctx.get_token_info(slot) {
+                Ok(info) => info,
+                Err(e) => {
+                    unreadable = format!(" (slot {} unreadable: {e})", slot.id());
+                    continue;
+                }
+            };
             let matches = uri.token.as_deref().is_none_or(|t| info.label() == t)
                 && uri
                     .serial
@@ -132,9 +187,9 @@ impl Token {
                 break;
             }
         }
-        let slot = found.ok_or_else(|| Error::Token(format!("{name}: no such token")))?;
+        let slot =
+            found.ok_or_else(|| Error::Token(format!("{name}: no such token{unreadable}")))?;
         let session = ctx.open_rw_session(slot).map_err(ck(&name))?;
-        let pin = uri.pin()?;
         let pin = pin.map(cryptoki::types::AuthPin::from);
         match session.login(UserType::User, pin.as_ref()) {
             Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => {}

@@ -94,20 +94,32 @@ fn softhsm() -> Option<&'static (PathBuf, PathBuf)> {
             )
             .unwrap();
             std::env::set_var("SOFTHSM2_CONF", &conf);
+            // Every test's token made here, before any server starts: softhsm2-util runs
+            // beside each other, or beside a server reading the directory, race.
+            for label in LABELS {
+                let out = Command::new("softhsm2-util")
+                    .args(["--init-token", "--free", "--label", label])
+                    .args(["--pin", "1234", "--so-pin", "5678"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "softhsm2-util: {out:?}");
+            }
             Some((module, tokens))
         })
         .as_ref()
 }
 
-/// A new token labelled `label`, user PIN 1234; returns the token directory.
+/// The tokens of the tests, one each (user PIN 1234).
+const LABELS: [&str; 5] = ["p256", "p384", "ed25519", "ksk-zsk", "faults"];
+
+/// One test at a time: SoftHSM2 processes sharing a token directory may read another's
+/// token while it is written (CKR_GENERAL_ERROR from C_GetTokenInfo).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The token `label` (one of [`LABELS`]): the module and the token directory.
 fn init_token(label: &str) -> Option<(&'static Path, &'static Path)> {
+    assert!(LABELS.contains(&label), "{label} is not made in softhsm()");
     let (module, tokens) = softhsm()?;
-    let out = Command::new("softhsm2-util")
-        .args(["--init-token", "--free", "--label", label])
-        .args(["--pin", "1234", "--so-pin", "5678"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "softhsm2-util: {out:?}");
     Some((module.as_path(), tokens.as_path()))
 }
 
@@ -206,6 +218,7 @@ fn serial(server: SocketAddr, zone: &str) -> String {
 
 #[test]
 fn keys_made_on_the_token_sign_and_survive_a_restart() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for (label, extra, alg) in [
         ("p256", "", " 13 "),
         ("p384", "algorithm = \"ecdsap384sha384\"\n", " 14 "),
@@ -269,6 +282,7 @@ fn keys_made_on_the_token_sign_and_survive_a_restart() {
 
 #[test]
 fn a_token_that_fails_keeps_what_is_served() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some((module, tokens)) = init_token("faults") else {
         return;
     };

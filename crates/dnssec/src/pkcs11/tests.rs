@@ -78,7 +78,13 @@ fn signs_from_many_threads() {
 fn a_wrong_pin_or_token_is_said() {
     let Some((module, _)) = softhsm() else { return };
     let e = Token::open(&module, "pkcs11:token=pin;pin-value=0000").unwrap_err();
-    assert!(e.to_string().contains("wrong PIN"), "{e}");
+    assert!(e.to_string().ends_with("wrong PIN"), "{e}");
+    // Not tried again with the same PIN; another PIN is.
+    let e = Token::open(&module, "pkcs11:token=pin;pin-value=0000").unwrap_err();
+    assert!(e.to_string().contains("not tried again"), "{e}");
+    let e = Token::open(&module, "pkcs11:token=pin;pin-value=0001").unwrap_err();
+    assert!(e.to_string().ends_with("wrong PIN"), "{e}");
+    Token::open(&module, "pkcs11:token=pin;pin-value=1234").unwrap();
     let e = Token::open(&module, "pkcs11:token=nosuch;pin-value=1234").unwrap_err();
     assert!(e.to_string().contains("no such token"), "{e}");
     let e = Token::open(Path::new("/nonexistent/libpkcs11.so"), "pkcs11:token=unit").unwrap_err();
