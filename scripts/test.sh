@@ -2,7 +2,8 @@
 # Runs every test of the workspace. The integration tests query the real binary with dig and
 # kdig and compare it with knotd and unbound, and check signed zones with ldns-verify-zone
 # (tests/dnssec, crates/dnssec) and BIND's dnssec-verify/dnssec-signzone (crates/dnssec), so
-# this installs those from Debian's packages when missing.
+# this installs those from Debian's packages when missing (and SoftHSM2, the PKCS#11 token the
+# HSM tests keep keys on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -40,6 +41,8 @@ command -v lego >/dev/null 2>&1 || need+=(lego)
 command -v certbot >/dev/null 2>&1 || need+=(certbot)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import certbot_dns_rfc2136' 2>/dev/null \
   || need+=(python3-certbot-dns-rfc2136)
+# crates/dnssec and tests/hsm make, keep and use keys on a SoftHSM2 token (PKCS#11).
+command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
 # tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
 command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
 if ((${#need[@]})); then

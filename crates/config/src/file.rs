@@ -129,6 +129,7 @@ impl Config {
         validate::transfer_keys_exist(&config, path)?;
         validate::secondary_zones(&config, path, text)?;
         validate::update_policies(&config, path, text)?;
+        crate::keystore::check(&config, path)?;
         Ok(config)
     }
 }

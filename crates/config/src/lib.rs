@@ -14,8 +14,9 @@
 //! - `control_socket`: where the control socket is when none is configured
 //!   (`shardns-ADDR-PORT.ctl`, named after the first listen address);
 //! - `overrides`: command-line values ([`Overrides`]) and how they apply over the file;
-//! - `resolver`, `rrl`, `keys`, `acl`: the `[resolver]`, `[rrl]` and `[[key]]` tables and
-//!   the address prefixes of the ACLs.
+//! - `resolver`, `rrl`, `keys`, `keystore`, `acl`: the `[resolver]`, `[rrl]`, `[[key]]` and
+//!   `[[keystore]]` tables and the address prefixes of the ACLs; `catalog`: a zone's
+//!   catalog role.
 //!
 //! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
@@ -23,10 +24,12 @@
 #![warn(missing_docs)]
 
 mod acl;
+mod catalog;
 mod control_socket;
 mod dnstap;
 mod file;
 mod keys;
+pub mod keystore;
 mod limits;
 pub mod log_filter;
 mod notify_index;
@@ -40,6 +43,7 @@ mod tls;
 mod validate;
 
 pub use acl::AclEntry;
+pub use catalog::CatalogRole;
 pub use dnstap::DnstapConfig;
 pub use file::ConfigError;
 pub use keys::KeyConfig;
@@ -107,6 +111,9 @@ pub struct Config {
     /// `[[template]]` tables: how the member zones of a consumed catalog are set up.
     #[serde(rename = "template")]
     pub templates: Vec<TemplateConfig>,
+    /// `[[keystore]]` tables: PKCS#11 tokens that zones keep their DNSSEC keys on.
+    #[serde(rename = "keystore")]
+    pub keystores: Vec<keystore::KeystoreConfig>,
 }
 
 /// One `[[template]]`: the settings of the member zones a catalog zone (RFC 9432) brings,
@@ -131,16 +138,6 @@ pub struct TemplateConfig {
     /// the final dot (absent: in memory only).
     #[serde(default)]
     pub file: Option<String>,
-}
-
-/// What a zone is to catalog zones (RFC 9432).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CatalogRole {
-    /// A secondary zone read as a catalog: its members become secondary zones.
-    Consume,
-    /// A catalog made by this server of the zones that name it in `catalog_member`.
-    Produce,
 }
 
 /// `[server]`.
@@ -263,6 +260,9 @@ pub struct ZoneConfig {
     /// with the keys in `server.key_directory`. The keys below apply only with it.
     #[serde(default)]
     pub dnssec: bool,
+    /// The `[[keystore]]` the zone's keys are made on and used from (absent: key files).
+    #[serde(default)]
+    pub keystore: Option<String>,
     /// Deny existence with NSEC3 (RFC 5155; RFC 9276's 0 extra iterations and no salt)
     /// instead of NSEC.
     #[serde(default)]
@@ -424,6 +424,7 @@ impl ZoneConfig {
             primary_key: None,
             primary_tls: None,
             dnssec: false,
+            keystore: None,
             nsec3: false,
             nsec3_opt_out: false,
             algorithm: policy::default_algorithm(),

@@ -40,6 +40,9 @@ pub enum Error {
     Rejected(String),
     /// The system random number generator failed.
     Random,
+    /// A PKCS#11 module or token that failed (cannot load, no such token, wrong PIN, a key
+    /// not there, a signature refused): what and why.
+    Token(String),
 
     // Signing a zone (`chain`).
     /// No SOA record at the apex, or more than one.
@@ -131,6 +134,7 @@ impl fmt::Display for Error {
             Self::Unsupported(a) => write!(f, "algorithm {a} is not supported for signing"),
             Self::Rejected(why) => write!(f, "key rejected: {why}"),
             Self::Random => f.write_str("the system random number generator failed"),
+            Self::Token(why) => f.write_str(why),
             Self::Soa => f.write_str("the zone needs exactly one SOA record at its apex"),
             Self::OutOfZone(n) => write!(f, "{n} is not in the zone"),
             Self::NoSigningKey { for_keys: true } => {

@@ -9,6 +9,7 @@
 use crate::alg::Algorithm;
 use crate::digest::key_tag;
 use crate::error::Error;
+use crate::pkcs11::TokenKey;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::signature::{self as sig, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair};
 use core::fmt;
@@ -29,6 +30,8 @@ pub enum PrivateKey {
     Ed25519([u8; 32]),
     /// RSA (algorithms 8 and 10): the PKCS #1 components, big-endian.
     Rsa(RsaPrivate),
+    /// On a PKCS#11 token, which it never leaves: the `CKA_ID` of its objects there.
+    Token(Vec<u8>),
 }
 
 /// Hides the secret octets from `{:?}`.
@@ -38,6 +41,7 @@ impl fmt::Debug for PrivateKey {
             Self::Ecdsa(_) => "PrivateKey::Ecdsa(..)",
             Self::Ed25519(_) => "PrivateKey::Ed25519(..)",
             Self::Rsa(_) => "PrivateKey::Rsa(..)",
+            Self::Token(_) => "PrivateKey::Token(..)",
         })
     }
 }
@@ -60,6 +64,10 @@ enum Pair {
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
     Rsa(RsaKeyPair),
+    Token(TokenKey),
+    /// On a token not open here: the DNSKEY and times serve (`shardns key list`, `ds`);
+    /// signing fails.
+    Detached,
 }
 
 /// A key pair that signs, with its algorithm and DNSKEY flags. `Sync`: the zone signer
@@ -217,8 +225,25 @@ impl SigningKey {
                 Pair::Rsa(pair)
             }
             (_, a) if !a.can_sign() => return Err(Error::Unsupported(a)),
+            (PrivateKey::Token(_), _) => {
+                return Err(Error::Rejected(
+                    "a key on a token is opened on the token".into(),
+                ))
+            }
             _ => return Err(Error::Rejected("private key of another algorithm".into())),
         };
+        Self::assemble(algorithm, flags, private, pair, public_key, rng)
+    }
+
+    /// The key with its DNSKEY, checked by one signature.
+    fn assemble(
+        algorithm: Algorithm,
+        flags: u16,
+        private: PrivateKey,
+        pair: Pair,
+        public_key: &[u8],
+        rng: SystemRandom,
+    ) -> Result<Self, Error> {
         let mut dnskey = Vec::with_capacity(4 + public_key.len());
         dnskey.extend_from_slice(&flags.to_be_bytes());
         dnskey.push(3);
@@ -291,6 +316,11 @@ impl SigningKey {
                     .map_err(|_| Error::Rejected("RSA signing failed".into()))?;
                 Ok(out)
             }
+            Pair::Token(k) => k.sign(msg),
+            Pair::Detached => Err(Error::Token(format!(
+                "key {} is on a PKCS#11 token and no keystore is open for it",
+                self.tag
+            ))),
         }
     }
 }
@@ -479,6 +509,8 @@ mod der {
         assert_eq!(ec_private_key(&doc), Some(&[0x0a, 0x0b][..]));
     }
 }
+
+mod token;
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@ use crate::alg::Algorithm;
 use crate::chain::ZoneKey;
 use crate::error::Error;
 use crate::key::{PrivateKey, SigningKey, FLAG_SEP, FLAG_ZONE};
+use crate::pkcs11::Token;
 use core::fmt;
 use shardns_wire::text::write_base64;
 use shardns_wire::{rdata, Name, NameRef, RType};
@@ -32,6 +33,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,11 +160,17 @@ pub struct StoredKey {
     pub stem: String,
 }
 
-/// A key directory.
+/// A key directory, and the PKCS#11 token its new keys are made on (if any): a key on a
+/// token has a `K<zone>+<alg>+<tag>.pkcs11` file where a key file has its `.private`, the
+/// same fields less the key, plus `Pkcs11Id:` (the objects' `CKA_ID`, hexadecimal).
 #[derive(Debug, Clone)]
 pub struct KeyStore {
     dir: PathBuf,
+    token: Option<Arc<Token>>,
 }
+
+/// The file that says where a key's private half is: in the file, or on a token.
+const PRIVATE_EXTS: [&str; 2] = ["private", "pkcs11"];
 
 /// The file stem of a key: `K<zone>+<alg>+<tag>` (BIND's names).
 fn stem(zone: NameRef<'_>, alg: Algorithm, tag: u16) -> String {
@@ -197,7 +205,14 @@ impl KeyStore {
             Err(e) => return Err(Error::Io(dir, e)),
         }
         fs::read_dir(&dir).map_err(|e| Error::Io(dir.clone(), e))?;
-        Ok(Self { dir })
+        Ok(Self { dir, token: None })
+    }
+
+    /// The store with `token`: new keys are made on it, and its keys load ready to sign
+    /// (without a token, a `.pkcs11` file loads [`SigningKey::detached`]).
+    pub fn with_token(mut self, token: Option<Arc<Token>>) -> Self {
+        self.token = token;
+        self
     }
 
     /// Creates the directory (mode 0700, parents as needed) if it does not exist, and opens
@@ -230,7 +245,10 @@ impl KeyStore {
             let entry = entry.map_err(|e| Error::Io(self.dir.clone(), e))?;
             let file = entry.file_name();
             let Some(file) = file.to_str() else { continue };
-            let Some(stem) = file.strip_suffix(".private") else {
+            let Some(stem) = PRIVATE_EXTS
+                .iter()
+                .find_map(|ext| file.strip_suffix(ext)?.strip_suffix('.'))
+            else {
                 continue;
             };
             if stem.len() < prefix.len()
@@ -285,7 +303,11 @@ impl KeyStore {
     /// Loads one key by its stem (`K<zone>+<alg>+<tag>`), which must be of `zone`.
     pub fn load_stem(&self, zone: &Name, stem: &str) -> Result<StoredKey, Error> {
         let key_path = self.dir.join(format!("{stem}.key"));
-        let private_path = self.dir.join(format!("{stem}.private"));
+        let private_path = PRIVATE_EXTS
+            .iter()
+            .map(|ext| self.dir.join(format!("{stem}.{ext}")))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| self.dir.join(format!("{stem}.private")));
         let read = |p: &Path| fs::read_to_string(p).map_err(|e| Error::Io(p.to_path_buf(), e));
         let public = parse_key_file(&key_path, &read(&key_path)?)?;
         if !public.owner.as_ref().eq_ci(&zone.as_ref()) {
@@ -306,12 +328,23 @@ impl KeyStore {
                 private.algorithm, public.algorithm
             )));
         }
-        let key = SigningKey::from_private(
-            public.algorithm,
-            public.flags,
-            private.key,
-            &public.public_key,
-        )
+        let key = match (private.key, &self.token) {
+            (PrivateKey::Token(id), Some(token)) => {
+                let (alg, flags, pk) = (public.algorithm, public.flags, &public.public_key);
+                SigningKey::from_token(token, alg, flags, &id, Some(pk))
+            }
+            // Its times can be read and written without the token (`shardns key`); the
+            // signer refuses a detached key.
+            (PrivateKey::Token(id), None) => Ok(SigningKey::detached(
+                public.algorithm,
+                public.flags,
+                &id,
+                &public.public_key,
+            )),
+            (key, _) => {
+                SigningKey::from_private(public.algorithm, public.flags, key, &public.public_key)
+            }
+        }
         .map_err(|e| e.in_file(private_path.clone()))?;
         let want = self::stem(zone.as_ref(), public.algorithm, key.tag());
         if !want.eq_ignore_ascii_case(stem) {
@@ -379,8 +412,15 @@ impl KeyStore {
         rsa_bits: Option<u32>,
         now: u64,
     ) -> Result<StoredKey, Error> {
-        let key = SigningKey::generate_sized(algorithm, role.flags(), rsa_bits)
-            .map_err(|e| e.in_file(self.dir.clone()))?;
+        let key = match &self.token {
+            // The label names the key for the token's tools (p11tool, pkcs11-tool).
+            Some(token) => {
+                let label = format!("{} {role} {now}", zone_part(zone.as_ref()));
+                SigningKey::generate_on(token, algorithm, role.flags(), rsa_bits, &label)
+            }
+            None => SigningKey::generate_sized(algorithm, role.flags(), rsa_bits),
+        }
+        .map_err(|e| e.in_file(self.dir.clone()))?;
         Ok(StoredKey {
             meta: KeyMeta {
                 zone: zone.clone(),
@@ -404,8 +444,11 @@ impl KeyStore {
     /// Writes the files of a key made by [`Self::make`]; refuses to replace a key with the
     /// same tag.
     pub fn save_new(&self, stored: &StoredKey) -> Result<(), Error> {
-        let private = self.dir.join(format!("{}.private", stored.stem));
-        if private.exists() {
+        let exists = PRIVATE_EXTS
+            .iter()
+            .map(|ext| self.dir.join(format!("{}.{ext}", stored.stem)))
+            .find(|p| p.exists());
+        if let Some(private) = exists {
             // A tag collision with a key we have: refuse rather than overwrite it.
             return Err(Error::Io(
                 private,
@@ -442,7 +485,16 @@ impl KeyStore {
                     private.push_str(&format!("{field}: {}\n", b64(v)));
                 }
             }
+            PrivateKey::Token(id) => {
+                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                private.insert_str(0, "; The private key is on a PKCS#11 token: not here\n");
+                private.push_str(&format!("Pkcs11Id: {hex}\n"));
+            }
         }
+        let ext = match key.key.private() {
+            PrivateKey::Token(_) => "pkcs11",
+            _ => "private",
+        };
         for (field, t) in m.times() {
             if let Some(t) = t {
                 private.push_str(&format!("{field}: {}\n", format_time(t)));
@@ -456,7 +508,7 @@ impl KeyStore {
         // The .key first: a key is loaded by its .private, so a crash in between leaves no
         // half key behind, only a .key that nothing reads.
         self.write_file(&format!("{}.key", key.stem), public.as_bytes())?;
-        self.write_file(&format!("{}.private", key.stem), private.as_bytes())
+        self.write_file(&format!("{}.{ext}", key.stem), private.as_bytes())
     }
 
     /// Writes `data` to `name` in the directory: a temporary file of mode 0600, synced,

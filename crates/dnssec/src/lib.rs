@@ -13,9 +13,11 @@
 //!   [`sign_list`] signs; [`reuse`] keeps the signatures of a previous version for the
 //!   RRsets that did not change (incremental re-signing).
 //! - [`cds`] picks the apex's CDS and CDNSKEY records by the zone's mode (Knot's).
+//! - [`pkcs11`] keeps keys on a PKCS#11 token (an HSM): made, kept and used there.
 //! - [`roll`] decides the times of ZSK (pre-publication) and KSK/CSK (double-DS) rollovers.
 //!
-//! Sans-I/O except [`keys`], which reads and writes key files: no sockets, no clocks (times
+//! Sans-I/O except [`keys`], which reads and writes key files, and [`pkcs11`], which talks
+//! to a token: no sockets, no clocks (times
 //! are passed in), no logging; the signer's threads are scoped and joined before
 //! [`sign_zone`] returns. No cryptography of our own:
 //! aws-lc-rs signs, verifies, hashes and generates keys.
@@ -31,6 +33,7 @@ pub mod key;
 pub mod keys;
 pub mod list;
 pub mod nsec3;
+pub mod pkcs11;
 pub mod reuse;
 pub mod roll;
 pub mod sign;

@@ -334,6 +334,7 @@ pub(crate) fn sign_file(
         cds: CdsParams::default(),
         keys: Default::default(),
         dnskey_ttl: None,
+        keystore: None,
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

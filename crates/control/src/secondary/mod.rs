@@ -113,8 +113,12 @@ pub fn zones(config: &Config) -> Vec<SecondaryZone> {
                 catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
-                sign: crate::signing::SignSpec::of(z, config.server.key_directory.as_deref())
-                    .map(Arc::new),
+                sign: crate::signing::SignSpec::of(
+                    z,
+                    config.server.key_directory.as_deref(),
+                    &config.keystores,
+                )
+                .map(Arc::new),
             }
         })
         .collect()

@@ -44,6 +44,7 @@ fn spec(key_dir: &Path, denial: Denial) -> SignSpec {
         cds: CdsParams::default(),
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
+        keystore: None,
     }
 }
 

@@ -32,8 +32,8 @@ pub fn sign_incrementally(
     now: u64,
 ) -> Result<Incremental, String> {
     let apex = zone.apex().to_name();
-    let store = KeyStore::open(&spec.key_dir).map_err(|e| e.to_string())?;
-    let keys = store.load(&apex).map_err(|e| e.to_string())?;
+    // Key files or a token's keys (`keystore`), as a full signing reads them.
+    let keys = super::load_keys(&apex, spec)?;
     let zk = zone_keys(&keys, now);
     let mut params = spec.sign_params(now);
     params.threads = 1;

@@ -33,9 +33,7 @@
 
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll;
-use shardns_dnssec::{
-    keys::zone_keys, sign_list, KeyStore, Previous, RecordList, Rr, StoredKey, BLOCK,
-};
+use shardns_dnssec::{keys::zone_keys, sign_list, Previous, RecordList, Rr, StoredKey, BLOCK};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Records, Scanned};
 use shardns_zone::ScanOptions;
@@ -46,12 +44,14 @@ use tracing::info;
 
 mod confirm;
 pub mod incremental;
+mod keystore;
 mod policy;
 mod state;
 mod timer;
 pub mod updates;
 
 pub use confirm::{confirm_submitted, Confirmed};
+pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
 pub(crate) use state::{state_path, write_atomic};
@@ -146,8 +146,13 @@ pub fn sign_records(
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
-    let store = KeyStore::open(&spec.key_dir).map_err(|e| store_error(&e))?;
-    let mut keys = store.load(apex).map_err(|e| store_error(&e))?;
+    let (store, mut keys) = match keystore::load(apex, spec) {
+        Ok(loaded) => loaded,
+        Err((e, detached)) => {
+            let keys = detached.unwrap_or_default();
+            return keystore::kept_without_token(apex, &records, &keys, spec, now, &e).ok_or(e);
+        }
+    };
     if keys.is_empty() {
         keys = policy::first_keys(apex, &store, spec, now)?;
     }
@@ -199,6 +204,7 @@ pub fn sign_records(
         .map(|list| Previous::new(list, now, spec.policy.refresh));
     let read = started.elapsed().as_secs_f64();
     let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
+    let signing = started.elapsed();
     state.write(serial, &timings)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
@@ -208,8 +214,9 @@ pub fn sign_records(
         .min(key_event.unwrap_or(u64::MAX));
     kept.write(&fingerprint, serial, refresh_at, &signed.list)?;
     info!(
-        "zone {apex}: signed with serial {serial} in {:.3} s ({read:.3} s reading the last signed version): {} RRsets, {} new signatures, {} kept, {} keys; signed again in {} s{}",
+        "zone {apex}: signed with serial {serial} in {:.3} s ({read:.3} s reading the last signed version, {:.3} s keeping this one): {} RRsets, {} new signatures, {} kept, {} keys; signed again in {} s{}",
         started.elapsed().as_secs_f64(),
+        (started.elapsed() - signing).as_secs_f64(),
         signed.rrsets_signed,
         signed.signatures,
         signed.kept,

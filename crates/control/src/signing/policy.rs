@@ -31,6 +31,8 @@ pub struct SignSpec {
     pub keys: KeyPolicy,
     /// The TTL of DNSKEY, CDS and CDNSKEY (absent: the SOA's).
     pub dnskey_ttl: Option<u32>,
+    /// The PKCS#11 token the keys are made on and used from (absent: key files).
+    pub keystore: Option<super::Keystore>,
 }
 
 /// The keys made for a zone: their shape and, for RSA, their sizes.
@@ -116,8 +118,12 @@ impl RollSpec {
 
 impl SignSpec {
     /// The signing of `zone`, if it has `dnssec = true` (the config's check made sure a
-    /// key directory is set then).
-    pub fn of(zone: &shardns_config::ZoneConfig, key_dir: Option<&Path>) -> Option<Self> {
+    /// key directory is set then), its `keystore` one of `keystores`.
+    pub fn of(
+        zone: &shardns_config::ZoneConfig,
+        key_dir: Option<&Path>,
+        keystores: &[shardns_config::keystore::KeystoreConfig],
+    ) -> Option<Self> {
         if !zone.dnssec {
             return None;
         }
@@ -157,6 +163,10 @@ impl SignSpec {
                 zsk_bits: zone.zsk_size,
             },
             dnskey_ttl: zone.dnskey_ttl,
+            keystore: zone
+                .keystore
+                .as_deref()
+                .map(|k| super::Keystore::of(k, keystores)),
         })
     }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::zones::{ZoneLibrary, ZoneSource, ZoneSpec};
-use shardns_dnssec::{Algorithm, CdsParams, Denial, Nsec3Params, Policy, Role};
+use shardns_dnssec::{Algorithm, CdsParams, Denial, KeyStore, Nsec3Params, Policy, Role};
 use shardns_wire::{RType, Record};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
@@ -55,6 +55,7 @@ fn spec(key_dir: &Path) -> SignSpec {
         },
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
+        keystore: None,
     }
 }
 

@@ -32,8 +32,12 @@ pub(super) fn signed_version(
     now: u64,
 ) -> Result<Zone, String> {
     let apex = zone.apex().to_name();
-    let spec = SignSpec::of(table, config.server.key_directory.as_deref())
-        .ok_or("no key directory to sign with")?;
+    let spec = SignSpec::of(
+        table,
+        config.server.key_directory.as_deref(),
+        &config.keystores,
+    )
+    .ok_or("no key directory to sign with")?;
     let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_incrementally(zone, change, &spec, now)? {

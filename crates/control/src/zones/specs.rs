@@ -51,7 +51,7 @@ pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<Zone
         .into_iter()
         .filter(|z| !secondaries.contains(&z.name))
         .map(|z| {
-            let signing = SignSpec::of(&z, key_dir).map(Arc::new);
+            let signing = SignSpec::of(&z, key_dir, &config.keystores).map(Arc::new);
             (z.name, z.file, signing, None)
         });
     // Produced catalogs are made, not read (`crate::catalog`).
@@ -59,7 +59,7 @@ pub fn specs(config: &Config, fallback: Option<EmbeddedZone>) -> Result<Vec<Zone
         z.is_secondary() || z.catalog == Some(shardns_config::CatalogRole::Produce)
     };
     let tables = config.zones.iter().filter(|z| !made(z)).map(|z| {
-        let signing = SignSpec::of(z, key_dir).map(Arc::new);
+        let signing = SignSpec::of(z, key_dir, &config.keystores).map(Arc::new);
         // A zone that may be updated: its journal is replayed over its file.
         let journal = z
             .updatable()

@@ -153,6 +153,17 @@ pub(super) fn parse_private_file(path: &Path, text: &str) -> Result<PrivateFile,
         Ok(out)
     };
     let key = match algorithm {
+        // A key on a PKCS#11 token (a `.pkcs11` file): where it is, not what it is.
+        _ if get("Pkcs11Id").is_some() => {
+            let v = get("Pkcs11Id").unwrap_or_default();
+            let id = (0..v.len())
+                .step_by(2)
+                .map(|i| v.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| corrupt(format!("bad Pkcs11Id {v:?}")))?;
+            PrivateKey::Token(id)
+        }
         Algorithm::EcdsaP256Sha256 | Algorithm::EcdsaP384Sha384 => {
             PrivateKey::Ecdsa(b64("PrivateKey")?)
         }

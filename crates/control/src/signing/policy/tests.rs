@@ -64,6 +64,7 @@ fn spec(dir: &Path) -> SignSpec {
         },
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
+        keystore: None,
     }
 }
 

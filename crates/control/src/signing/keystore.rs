@@ -1,0 +1,115 @@
+//! signing::keystore -- where a zone's keys are: key files in the key directory, or a
+//! PKCS#11 token (`[[keystore]]`, `shardns_dnssec::pkcs11`) with the key directory keeping
+//! their times. The token is opened (and logged in) once per process and kept.
+//!
+//! A token that cannot be opened (module missing, no such token, wrong PIN) or that lost a
+//! key fails the signing with one message that says so; the zone keeps the version it
+//! serves. At start, with no version served yet, the signed zone kept in the key
+//! directory is served if it was signed from the same records and keys and is not due
+//! (the DNSKEY and times of the keys are readable without the token); otherwise the zone
+//! is refused until the token answers.
+
+use super::{fingerprint, store_error, SignSpec, SignedFile, StateFile};
+use shardns_dnssec::pkcs11::Token;
+use shardns_dnssec::{KeyStore, RecordList, StoredKey};
+use shardns_wire::Name;
+use std::path::PathBuf;
+use tracing::warn;
+
+/// A `[[keystore]]` a zone's keys are made on and used from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Keystore {
+    /// Its name in the config.
+    pub name: String,
+    /// The PKCS#11 module.
+    pub module: PathBuf,
+    /// The token's PKCS#11 URI (with its PIN).
+    pub uri: String,
+}
+
+/// Never prints the URI, which may hold the PIN.
+impl std::fmt::Debug for Keystore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Keystore({:?}, {})", self.name, self.module.display())
+    }
+}
+
+impl Keystore {
+    /// The keystore `name` of the config's `[[keystore]]` tables (the config's check made
+    /// sure it is there; if not, opening it says so).
+    pub fn of(name: &str, tables: &[shardns_config::keystore::KeystoreConfig]) -> Self {
+        let found = tables.iter().find(|k| k.name == name);
+        Self {
+            name: name.to_string(),
+            module: found.map(|k| k.module.clone()).unwrap_or_default(),
+            uri: found.map(|k| k.pkcs11_uri.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The token, open and logged in.
+    pub fn open(&self) -> Result<std::sync::Arc<Token>, String> {
+        if self.module.as_os_str().is_empty() {
+            return Err(format!("no [[keystore]] named {:?}", self.name));
+        }
+        Token::open(&self.module, &self.uri).map_err(|e| format!("keystore {:?}: {e}", self.name))
+    }
+}
+
+/// Why a zone's keys cannot sign, and the keys loaded without the token if the token was
+/// the trouble (to serve the kept signed zone: [`kept_without_token`]).
+pub(super) type LoadError = (String, Option<Vec<StoredKey>>);
+
+/// The zone's key store and keys: with the zone's token if it has a keystore.
+pub(super) fn load(apex: &Name, spec: &SignSpec) -> Result<(KeyStore, Vec<StoredKey>), LoadError> {
+    let store = KeyStore::open(&spec.key_dir).map_err(|e| (store_error(&e), None))?;
+    let Some(keystore) = &spec.keystore else {
+        let keys = store.load(apex).map_err(|e| (store_error(&e), None))?;
+        if let Some(k) = keys.iter().find(|k| k.key.is_detached()) {
+            return Err((
+                format!(
+                    "key {} ({}.pkcs11) is on a PKCS#11 token and the zone has no keystore",
+                    k.meta.tag, k.stem
+                ),
+                None,
+            ));
+        }
+        return Ok((store, keys));
+    };
+    let token = keystore.open().and_then(|t| {
+        let store = store.clone().with_token(Some(t));
+        let keys = store.load(apex).map_err(|e| store_error(&e))?;
+        Ok((store, keys))
+    });
+    token.map_err(|e| (e, store.load(apex).ok()))
+}
+
+/// The keys of the zone at `apex`, from its key files or its token, ready to sign.
+pub fn load_keys(apex: &Name, spec: &SignSpec) -> Result<Vec<StoredKey>, String> {
+    load(apex, spec).map(|(_, keys)| keys).map_err(|(e, _)| e)
+}
+
+/// The signed zone kept in the key directory, when the token cannot be used: served if it
+/// was signed from these records and `keys` (loaded without the token) and is not due.
+pub(super) fn kept_without_token(
+    apex: &Name,
+    records: &RecordList,
+    keys: &[StoredKey],
+    spec: &SignSpec,
+    now: u64,
+    error: &str,
+) -> Option<(RecordList, u32, u64)> {
+    if keys.is_empty() {
+        return None;
+    }
+    let last = StateFile::new(&spec.key_dir, apex).read().ok()?;
+    let kept = SignedFile::new(&spec.key_dir, apex);
+    let found = kept.read_if(&fingerprint(records, keys, spec), last, now)?;
+    warn!(
+        "zone {apex}: cannot sign ({error}): serving the signed zone kept in {} (serial {}) \
+         until the token answers; it is due in {} s",
+        kept.path.display(),
+        found.1,
+        found.2.saturating_sub(now)
+    );
+    Some(found)
+}

@@ -1,0 +1,357 @@
+//! Keys in an HSM (issue 29 item 5), end to end with the real binary and SoftHSM2: a zone
+//! with `dnssec = true` and a PKCS#11 `[[keystore]]` is signed with keys made on the
+//! token; its transfer passes `ldns-verify-zone` and `dnssec-verify`, `delv` validates its
+//! answers from its own DNSKEY, the key directory holds no private key, a restart signs
+//! with the same token keys; a wrong PIN or a key gone from the token keeps the version
+//! served (the zone refused if it was never signed), and the server serves its other zones.
+//!
+//! SoftHSM2's tokens live in a directory of this test process (`SOFTHSM2_CONF`, which the
+//! servers started here inherit); `scripts/test.sh` installs softhsm2. Without it the tests
+//! skip, except under CI (`CI` set), where they fail.
+
+mod common;
+
+use common::*;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const ZONE: &str = "\
+$TTL 300
+@       SOA ns.hsm.test. admin.hsm.test. 1 3600 600 86400 300
+@       NS  ns
+ns      A   127.0.0.1
+www     A   192.0.2.2
+        TXT \"on a token\"
+*.wild  A   192.0.2.3
+deep.a.b A  192.0.2.4
+plain   NS  ns.plain
+ns.plain A  192.0.2.5
+";
+
+const PLAIN: &str = "\
+$TTL 300
+@       SOA ns.plain.test. admin.plain.test. 1 3600 600 86400 300
+@       NS  ns
+ns      A   127.0.0.1
+";
+
+const QUESTIONS: &[(&str, &str)] = &[
+    ("www.hsm.test", "A"),
+    ("www.hsm.test", "TXT"),
+    ("www.hsm.test", "AAAA"),
+    ("nothere.hsm.test", "A"),
+    ("x.wild.hsm.test", "A"),
+    ("a.hsm.test", "A"),
+    ("hsm.test", "DNSKEY"),
+    ("plain.hsm.test", "DS"),
+];
+
+const MODULES: [&str; 2] = [
+    "/usr/lib/softhsm/libsofthsm2.so",
+    "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+];
+
+/// SoftHSM2's module and the token directory of this process, `SOFTHSM2_CONF` set; `None`
+/// (the test skips) if SoftHSM2 is not installed, a failure under CI.
+fn softhsm() -> Option<&'static (PathBuf, PathBuf)> {
+    static SETUP: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
+    SETUP
+        .get_or_init(|| {
+            let module = MODULES.iter().map(PathBuf::from).find(|p| p.exists());
+            let util = find_program("softhsm2-util", "SOFTHSM2_UTIL");
+            let (Some(module), Some(_)) = (module, util) else {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "softhsm2 is not installed (scripts/test.sh installs it)"
+                );
+                println!("hsm: SKIPPED softhsm2 is not installed (apt-get install softhsm2)");
+                return None;
+            };
+            // Kept for the whole process (the servers read it when they start); under the
+            // system's temporary directory, named by pid, removed by the next run.
+            let base = std::env::temp_dir();
+            for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("shardns-e2e-softhsm-") {
+                    if !Path::new("/proc").join(pid).exists() {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            let dir = base.join(format!("shardns-e2e-softhsm-{}", std::process::id()));
+            let tokens = dir.join("tokens");
+            std::fs::create_dir_all(&tokens).unwrap();
+            let conf = dir.join("softhsm2.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n",
+                    tokens.display()
+                ),
+            )
+            .unwrap();
+            std::env::set_var("SOFTHSM2_CONF", &conf);
+            // Every test's token made here, before any server starts: softhsm2-util runs
+            // beside each other, or beside a server reading the directory, race.
+            for label in LABELS {
+                let out = Command::new("softhsm2-util")
+                    .args(["--init-token", "--free", "--label", label])
+                    .args(["--pin", "1234", "--so-pin", "5678"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "softhsm2-util: {out:?}");
+            }
+            Some((module, tokens))
+        })
+        .as_ref()
+}
+
+/// The tokens of the tests, one each (user PIN 1234).
+const LABELS: [&str; 5] = ["p256", "p384", "ed25519", "ksk-zsk", "faults"];
+
+/// One test at a time: SoftHSM2 processes sharing a token directory may read another's
+/// token while it is written (CKR_GENERAL_ERROR from C_GetTokenInfo).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The token `label` (one of [`LABELS`]): the module and the token directory.
+fn init_token(label: &str) -> Option<(&'static Path, &'static Path)> {
+    assert!(LABELS.contains(&label), "{label} is not made in softhsm()");
+    let (module, tokens) = softhsm()?;
+    Some((module.as_path(), tokens.as_path()))
+}
+
+/// A config with hsm.test signed on the token `label` (PIN `pin`) and plain.test unsigned.
+fn config(data: &TempDir, module: &Path, label: &str, pin: &str, extra: &str) -> PathBuf {
+    data.write("hsm.test.zone", ZONE);
+    data.write("plain.test.zone", PLAIN);
+    std::fs::create_dir_all(data.path().join("keys")).unwrap();
+    data.write(
+        "shardns.toml",
+        &format!(
+            "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.1\"]\n\
+             [[keystore]]\nname = \"hsm\"\npkcs11_uri = \"pkcs11:token={label};pin-value={pin}\"\n\
+             module = \"{}\"\n\
+             [[zone]]\nname = \"hsm.test\"\nfile = \"hsm.test.zone\"\ndnssec = true\n\
+             keystore = \"hsm\"\n{extra}\
+             [[zone]]\nname = \"plain.test\"\nfile = \"plain.test.zone\"\n",
+            module.display()
+        ),
+    )
+}
+
+fn start(tag: &str, config: &Path) -> Server {
+    Server::start(
+        tag,
+        &["--workers", "1", "--config", config.to_str().unwrap()],
+    )
+}
+
+/// The files of the key directory, sorted.
+fn key_files(data: &TempDir) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(data.path().join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.starts_with('K'))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The DNSKEY records of a transfer, as `flags protocol algorithm key`.
+fn dnskeys(axfr: &str) -> Vec<String> {
+    let mut keys: Vec<String> = axfr
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(3) == Some(&"DNSKEY")).then(|| f[4..].join(" "))
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// delv validates every question with the zone's DNSKEY records as its trust anchors.
+fn delv_from_dnskeys(dir: &Path, server: SocketAddr, keys: &[String]) {
+    let Some(delv) = find_program("delv", "DELV") else {
+        println!("hsm: SKIPPED delv: not installed (bind9-dnsutils)");
+        return;
+    };
+    let mut anchors = String::from("trust-anchors {\n");
+    for k in keys {
+        let f: Vec<&str> = k.split_whitespace().collect();
+        let key = f[3..].join("");
+        anchors.push_str(&format!(
+            "  hsm.test. static-key {} {} {} \"{key}\";\n",
+            f[0], f[1], f[2]
+        ));
+    }
+    anchors.push_str("};\n");
+    let file = dir.join("anchors.conf");
+    std::fs::write(&file, anchors).unwrap();
+    for (name, qtype) in QUESTIONS {
+        let out = Command::new(&delv)
+            .arg(format!("@{}", server.ip()))
+            .args(["-p", &server.port().to_string(), "-a"])
+            .arg(&file)
+            .args(["+root=hsm.test", name, qtype])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("fully validated"),
+            "delv does not validate {name} {qtype}:\n{text}"
+        );
+    }
+}
+
+fn serial(server: SocketAddr, zone: &str) -> String {
+    dig(server, &["+short", zone, "SOA"])
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn keys_made_on_the_token_sign_and_survive_a_restart() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for (label, extra, alg) in [
+        ("p256", "", " 13 "),
+        ("p384", "algorithm = \"ecdsap384sha384\"\n", " 14 "),
+        ("ed25519", "algorithm = \"ed25519\"\n", " 15 "),
+        ("ksk-zsk", "single_type_signing = false\n", " 13 "),
+    ] {
+        let Some((module, _)) = init_token(label) else {
+            return;
+        };
+        let data = TempDir::new(&format!("hsm-{label}"));
+        let config = config(&data, module, label, "1234", extra);
+        let server = start(&format!("hsm-{label}-srv"), &config);
+        let text = axfr_text(server.addr4(), "hsm.test", 10);
+        let signed = data.write("axfr.zone", &text);
+        verify_zone_file(&signed, "hsm.test").unwrap_or_else(|e| panic!("{label}: {e}"));
+        let keys = dnskeys(&text);
+        let shape = if label == "ksk-zsk" { 2 } else { 1 };
+        assert_eq!(keys.len(), shape, "{label}: {keys:?}");
+        assert!(keys.iter().all(|k| k.contains(alg)), "{label}: {keys:?}");
+        delv_from_dnskeys(data.path(), server.addr4(), &keys);
+        // The key directory says where each key is; no private key is there.
+        let files = key_files(&data);
+        assert_eq!(files.len(), 2 * shape, "{label}: {files:?}");
+        assert!(
+            files
+                .iter()
+                .all(|f| f.ends_with(".key") || f.ends_with(".pkcs11")),
+            "{label}: {files:?}"
+        );
+        for f in &files {
+            let body = std::fs::read_to_string(data.path().join("keys").join(f)).unwrap();
+            assert!(
+                !body.contains("PrivateKey:") && !body.contains("PrivateExponent"),
+                "{f}"
+            );
+        }
+        // `shardns key ds` reads the keys without the token.
+        let ds = Command::new(BIN)
+            .args(["key", "ds", "hsm.test", "--key-dir"])
+            .arg(data.path().join("keys"))
+            .output()
+            .unwrap();
+        assert!(ds.status.success(), "{ds:?}");
+        drop(server);
+
+        // A restart signs with the same keys, found on the token again.
+        std::fs::remove_dir_all(data.path().join("keys/state")).unwrap();
+        let server = start(&format!("hsm-{label}-again"), &config);
+        let again = axfr_text(server.addr4(), "hsm.test", 10);
+        assert_eq!(dnskeys(&again), keys, "{label}: other keys after a restart");
+        assert_eq!(key_files(&data), files, "{label}");
+        let signed = data.write("axfr2.zone", &again);
+        verify_zone_file(&signed, "hsm.test").unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert!(
+            server.log().contains("signed with serial"),
+            "{}",
+            server.log()
+        );
+    }
+}
+
+#[test]
+fn a_token_that_fails_keeps_what_is_served() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((module, tokens)) = init_token("faults") else {
+        return;
+    };
+    // A wrong PIN at the first start: the zone is refused (never signed), said in the log;
+    // the other zone is served.
+    let data = TempDir::new("hsm-faults");
+    let bad = config(&data, module, "faults", "0000", "");
+    let server = start("hsm-faults-badpin", &bad);
+    assert_eq!(serial(server.addr4(), "plain.test"), "1");
+    let soa = dig(server.addr4(), &["hsm.test", "SOA"]);
+    assert!(soa.contains("REFUSED"), "{soa}");
+    assert!(server.log().contains("wrong PIN"), "{}", server.log());
+    assert!(key_files(&data).is_empty());
+    drop(server);
+
+    // With the right PIN it is signed; then a restart with a wrong PIN serves the signed
+    // zone kept, as it was.
+    let good = config(&data, module, "faults", "1234", "");
+    let server = start("hsm-faults-good", &good);
+    let first = axfr_text(server.addr4(), "hsm.test", 10);
+    drop(server);
+    let bad = config(&data, module, "faults", "0000", "");
+    let mut server = start("hsm-faults-kept", &bad);
+    server.wait_for_log("until the token answers", Duration::from_secs(5));
+    assert_eq!(axfr_text(server.addr4(), "hsm.test", 10), first);
+    drop(server);
+
+    // A key that disappears from the token while the zone is served: the new version
+    // cannot be signed, the log says so, and the signed version served stays.
+    let good = config(&data, module, "faults", "1234", "");
+    let mut server = start("hsm-faults-gone", &good);
+    let before = axfr_text(server.addr4(), "hsm.test", 10);
+    let mut removed = 0;
+    for dir in std::fs::read_dir(tokens).unwrap().flatten() {
+        // Only this test's token (its label is in its token.object).
+        let token = std::fs::read(dir.path().join("token.object")).unwrap_or_default();
+        if !contains(&token, b"faults") {
+            continue;
+        }
+        for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let ours = std::fs::read(f.path()).unwrap_or_default();
+            // This token's key objects (SoftHSM2 keeps one file per object).
+            if name.ends_with(".object") && contains(&ours, b"hsm.test.") {
+                std::fs::remove_file(f.path()).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    assert!(
+        removed >= 1,
+        "no key object of the token found in {}",
+        tokens.display()
+    );
+    data.write("hsm.test.zone", &ZONE.replace(" 1 3600 ", " 2 3600 "));
+    let out = Command::new(BIN)
+        .args(["reload", "hsm.test", "--control"])
+        .arg(&server.control)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() || server.log().contains("cannot sign"),
+        "{out:?}"
+    );
+    server.wait_for_log("cannot sign the zone", Duration::from_secs(10));
+    assert_eq!(axfr_text(server.addr4(), "hsm.test", 10), before);
+    assert_eq!(serial(server.addr4(), "plain.test"), "1");
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
