@@ -18,10 +18,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Every TTL 2 s, so each step of the roll takes seconds.
+/// Every TTL 4 s, so each step of the roll takes seconds (5 with the propagation delay),
+/// several samples long.
 const CHILD: &str = "\
-$TTL 2
-@       SOA ns admin 1 3600 600 86400 2
+$TTL 4
+@       SOA ns admin 1 3600 600 86400 4
 @       NS  ns
 ns      A   127.0.0.1
 www     A   192.0.2.2
@@ -49,7 +50,7 @@ fn write_config(
              [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
              algorithm = \"{algorithm}\"\nsingle_type_signing = {single}\n\
              cds_cdnskey_publish = \"{cds}\"\n\
-             propagation_delay = 1\nparent_ds_ttl = 2\nparent_propagation_delay = 1\n\
+             propagation_delay = 1\nparent_ds_ttl = 4\nparent_propagation_delay = 1\n\
              notify = [\"{knot}\"]\nds_check_interval = 1\n\
              ds_push = \"{knot}\"\nds_push_key = \"ds-key\"\n"
         ),
@@ -255,6 +256,9 @@ fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
     let (mut at, mut seen, mut restarted) = (0usize, vec![false; want.len()], false);
     seen[0] = true;
     let mut cds_seen = vec![first.cds.clone()];
+    // When each phase was first and last seen.
+    let mut first_at = vec![None; want.len()];
+    let mut last_at = vec![Instant::now(); want.len()];
     let end = Instant::now() + Duration::from_secs(120);
     for n in 1.. {
         let (s, axfr) = lab.judged(n);
@@ -268,6 +272,8 @@ fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
         );
         at = phase;
         seen[phase] = true;
+        first_at[phase].get_or_insert(Instant::now());
+        last_at[phase] = Instant::now();
         if cds_seen.last() != Some(&s.cds) {
             cds_seen.push(s.cds.clone());
         }
@@ -283,9 +289,19 @@ fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
             break;
         }
         assert!(Instant::now() < end, "not over after 120 s at phase {at}");
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(seen, vec![true; want.len()], "a phase skipped");
+    // Each step lasts its wait, 5 s (largest TTL, DNSKEY TTL, parent DS TTL, each + 1 s of
+    // propagation): at least 4 s between the samples around it, the wait counted from a
+    // whole second.
+    for p in 1..want.len() - 1 {
+        let around = first_at[p + 1].unwrap() - last_at[p - 1];
+        assert!(
+            around >= Duration::from_secs(4),
+            "phase {p} lasted at most {around:?}"
+        );
+    }
     assert!(restarted);
     // The CDS: the new key's beside the old one's (double-DS), then the new key's alone
     // (`always`); in the `rollover` mode only while both are there.
