@@ -257,11 +257,11 @@ pub fn confirm_ds(
         })
         .ok_or(Error::NothingToConfirm(tag))?;
     let k = &mut keys[i];
-    if algorithm::ds_pending(k, now) {
-        k.ds_publish = Some(now);
+    let algorithm_roll = algorithm::ds_pending(k, now);
+    k.ds_publish = Some(now);
+    if algorithm_roll {
         return Ok(i);
     }
-    k.ds_publish = Some(now);
     k.publish = Some(now);
     // Its CDS once every cache holding the DNSKEY RRset has it (Knot's "ready").
     k.sync_publish = Some(now + t.publish_wait());
