@@ -3,7 +3,8 @@
 //! ED25519 (a CSK, and a KSK with a ZSK), and a KSK with a ZSK from RSASHA256 to
 //! ECDSAP256SHA256, with the parent `test.` served and signed by
 //! knotd, which takes the new DS by our TSIG-signed push and serves `sign.test.` as our
-//! secondary. Sampled all along: the AXFR passes `ldns-verify-zone`, `delv` from the
+//! secondary. Sampled all along: the AXFR passes `ldns-verify-zone` and `dnssec-verify`,
+//! `delv` from the
 //! parent's key alone fully validates the zone through knotd, and the algorithms of the
 //! DNSKEYs and RRSIGs go through the conservative order's phases, none skipped, never
 //! back. The server is restarted in the middle; the roll goes on from the key directory.
@@ -201,13 +202,14 @@ impl Lab {
         )
     }
 
-    /// Judges the zone now: ldns-verify-zone on its AXFR, delv through knotd; returns the
-    /// sample and the AXFR.
+    /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through
+    /// knotd; returns the sample and the AXFR.
     fn judged(&mut self, n: usize) -> (Sample, String) {
         let axfr = axfr_text(self.listen, "sign.test", 5);
         let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
-        let (ok, out) = run_judge(Command::new(judge("ldns-verify-zone")).arg(&file));
-        assert!(ok, "sample {n}: ldns-verify-zone:\n{out}\n{axfr}");
+        if let Err(e) = verify_zone_file(&file, "sign.test") {
+            panic!("sample {n}: {e}\n{axfr}");
+        }
         for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
             let v = self.delv(name, qtype);
             self.knot.check_alive();
