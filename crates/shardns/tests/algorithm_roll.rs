@@ -1,14 +1,13 @@
 //! Algorithm rollover (issue 29 item 3, RFC 6781 §4.1.4), end to end on loopback: the
 //! zone's `algorithm` changed in the config rolls `sign.test.` from ECDSAP256SHA256 to
 //! ED25519 (a CSK, and a KSK with a ZSK), and a KSK with a ZSK from RSASHA256 to
-//! ECDSAP256SHA256, with the parent `test.` served and signed by
-//! knotd, which takes the new DS by our TSIG-signed push and serves `sign.test.` as our
-//! secondary. Sampled all along: the AXFR passes `ldns-verify-zone` and `dnssec-verify`,
-//! `delv` from the
-//! parent's key alone fully validates the zone through knotd, and the algorithms of the
-//! DNSKEYs and RRSIGs go through the conservative order's phases, none skipped, never
-//! back. The server is restarted in the middle; the roll goes on from the key directory.
-//! Missing tools skip the test with a message; `scripts/test.sh` installs them.
+//! ECDSAP256SHA256, with the parent `test.` served and signed by knotd, which takes the new
+//! DS by our TSIG-signed push and serves `sign.test.` as our secondary. Sampled all along:
+//! the AXFR passes `ldns-verify-zone` and `dnssec-verify`, `delv` from the parent's key
+//! alone fully validates the zone through knotd, and the algorithms of the DNSKEYs and
+//! RRSIGs go through the conservative order's phases, none skipped, never back, each
+//! lasting its wait. The server is restarted in the middle; the roll goes on from the key
+//! directory. Missing tools skip the test with a message; `scripts/test.sh` installs them.
 
 mod common;
 

@@ -274,6 +274,13 @@ fn start_algorithm_rollover(
     now: u64,
 ) -> Result<(), String> {
     if !roll::algorithm::due(metas, spec.algorithm, now) {
+        if roll::algorithm::wanted(metas, spec.algorithm, now) {
+            info!(
+                "zone {apex}: algorithm {} configured, the keys sign with another: the \
+                 algorithm rollover starts once the rollover under way ends",
+                spec.algorithm
+            );
+        }
         return Ok(());
     }
     let old: Vec<String> = metas

@@ -48,11 +48,20 @@ pub fn ds_pending(k: &KeyMeta, now: u64) -> bool {
 /// another algorithm, none signs with `want` (a zone signed with two algorithms on purpose
 /// is left alone), and no rollover is under way.
 pub fn due(keys: &[KeyMeta], want: Algorithm, now: u64) -> bool {
+    wanted(keys, want, now) && !waiting(keys, now)
+}
+
+/// True if the keys call for an algorithm rollover to `want` (some key signs with another
+/// algorithm, none with `want`), due or not.
+pub fn wanted(keys: &[KeyMeta], want: Algorithm, now: u64) -> bool {
     let signing = |k: &&KeyMeta| k.signs(now) && k.inactive.is_none();
     keys.iter().filter(signing).any(|k| k.algorithm != want)
         && !keys.iter().filter(signing).any(|k| k.algorithm == want)
-        && busy(keys, RollKind::Zsk, now).is_none()
-        && busy(keys, RollKind::Ksk, now).is_none()
+}
+
+/// True if a rollover under way keeps an algorithm rollover waiting.
+fn waiting(keys: &[KeyMeta], now: u64) -> bool {
+    busy(keys, RollKind::Zsk, now).is_some() || busy(keys, RollKind::Ksk, now).is_some()
 }
 
 /// Sets the times of a key made for an algorithm rollover starting at `now` (`created`

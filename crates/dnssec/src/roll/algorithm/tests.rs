@@ -218,7 +218,8 @@ fn not_started_while_another_rollover_runs_nor_on_two_algorithms() {
     let mut keys = vec![key(Role::Csk, OLD, 1), key(Role::Zsk, OLD, 2)];
     keys[1].publish = Some(T0 + 5);
     keys[1].activate = Some(T0 + 10);
-    assert!(!due(&keys, NEW, T0));
+    assert!(!due(&keys, NEW, T0) && wanted(&keys, NEW, T0));
+    assert!(due(&keys, NEW, T0 + 10));
     let keys = vec![key(Role::Csk, OLD, 1), key(Role::Csk, NEW, 2)];
     assert!(!due(&keys, NEW, T0) && !due(&keys, OLD, T0));
 }
