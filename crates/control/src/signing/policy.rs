@@ -288,7 +288,7 @@ fn start_algorithm_rollover(
         .filter(|m| m.signs(now) && m.algorithm != spec.algorithm)
         .map(|m| format!("{} {} ({})", m.role, m.tag, m.algorithm))
         .collect();
-    let mut made = Vec::new();
+    let (mut made, mut sep) = (Vec::new(), 0);
     for &role in spec.keys.first_roles() {
         let mut key = store
             .make_sized(apex, spec.algorithm, role, spec.keys.bits(role), now)
@@ -296,6 +296,9 @@ fn start_algorithm_rollover(
         roll::algorithm::schedule_new(&mut key.meta, timings, now);
         store.save_new(&key).map_err(|e| store_error(&e))?;
         made.push(format!("{} {}", key.meta.role, key.meta.tag));
+        if role != Role::Zsk {
+            sep = key.meta.tag;
+        }
         metas.push(key.meta.clone());
         keys.push(key);
     }
@@ -304,7 +307,9 @@ fn start_algorithm_rollover(
     info!(
         "zone {apex}: algorithm {} configured, the keys sign with another: algorithm rollover \
          started (RFC 6781 §4.1.4): made {} signing now, their DNSKEYs published at {}, \
-         their DS wanted at the parent from {}; then {} go",
+         their DS wanted at the parent from {} (then `shardns key ds {apex}` prints it; \
+         confirm it with `shardns key submitted {apex} {sep}`, or let parent_agents or \
+         ds_push do it); then {} go",
         spec.algorithm,
         made.join(", "),
         time(published),
