@@ -230,3 +230,21 @@ fn a_withdrawn_key_without_inactive_does_not_sign() {
     k.delete = Some(T0);
     assert!(!k.signs(T0) && k.signs(T0 - 1));
 }
+
+#[test]
+fn a_crash_after_the_confirmation_is_repaired_at_the_next_tick() {
+    let (_, mut keys) = run(&[Role::Ksk, Role::Zsk], u64::MAX);
+    let c = T0 + 400;
+    // The new KSK's file written, the old keys' not: as read back after a crash.
+    confirm_ds(&mut keys, None, &T, c).unwrap();
+    assert!(keys[..2].iter().all(|k| k.delete.is_none()));
+    let later = c + 3;
+    let changed = tick(&mut keys, &T, later).changed;
+    assert_eq!(changed, [0, 1], "both old keys");
+    for k in &keys[..2] {
+        assert_eq!(k.delete, Some(c + 18), "counted from the confirmation");
+        assert_eq!(k.inactive, Some(c + 30));
+    }
+    assert_eq!(keys[0].sync_delete, Some(c + 18));
+    assert_eq!(keys[1].sync_delete, None, "a ZSK has no CDS");
+}
