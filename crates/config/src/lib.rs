@@ -272,8 +272,8 @@ pub struct ZoneConfig {
     #[serde(default)]
     pub nsec3_opt_out: bool,
     /// The algorithm of the keys made for the zone (`ecdsap256sha256`, the default,
-    /// `ecdsap384sha384`, `ed25519`, `rsasha256` or `rsasha512`). Keys already in the key
-    /// directory are used as they are, whatever their algorithm.
+    /// `ecdsap384sha384`, `ed25519`, `rsasha256` or `rsasha512`). Changed on a zone whose
+    /// keys sign with another algorithm, it starts an algorithm rollover (RFC 6781 §4.1.4).
     #[serde(
         default = "policy::default_algorithm",
         deserialize_with = "sign_algorithm"

@@ -120,6 +120,19 @@ impl KeyMeta {
             && self.inactive.is_none_or(|t| t > now)
     }
 
+    /// True if the key signs at `now`: active, or signing while its DNSKEY is not in the
+    /// zone as an algorithm rollover does (RFC 6781 §4.1.4): before its `Publish` (the new
+    /// algorithm's signatures first), or after its `Delete` until its later `Inactive`
+    /// (the old algorithm's signatures last). A key withdrawn without an `Inactive` after
+    /// its `Delete` does not sign.
+    pub fn signs(&self, now: u64) -> bool {
+        let window =
+            self.activate.is_some_and(|t| t <= now) && self.inactive.is_none_or(|t| t > now);
+        let before = self.publish.is_some_and(|p| p > now);
+        let after = matches!((self.delete, self.inactive), (Some(d), Some(i)) if d < i);
+        window && (self.is_published(now) || before || after)
+    }
+
     /// True if CDS and CDNSKEY are published for the key at `now`: a KSK or CSK whose
     /// DNSKEY is published (RFC 7344 §4.1: a CDS must match a key of the DNSKEY RRset, so a
     /// new key waiting for its DS has none), from `SyncPublish` (or, without it, while it
@@ -534,12 +547,14 @@ impl KeyStore {
 /// their sync window and in the DNSKEY RRset ([`KeyMeta::has_cds`]; which of them the
 /// zone shows is the [`crate::cds::CdsPublish`] mode's choice). Where an algorithm has an
 /// active KSK but no active ZSK or CSK, its KSKs sign the whole zone, as `dnssec-signzone` does with KSKs
-/// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2).
+/// only, so that every RRset has a signature of each algorithm (RFC 4035 §2.2). A key that
+/// signs while its DNSKEY is not published ([`KeyMeta::signs`]: an algorithm rollover)
+/// signs as an active one.
 pub fn zone_keys(keys: &[StoredKey], now: u64) -> Vec<ZoneKey<'_>> {
     keys.iter()
         .filter_map(|k| {
             let d = duty(&k.meta, keys.iter().map(|k| &k.meta), now);
-            (d.dnskey || d.cds).then_some(ZoneKey {
+            (d.dnskey || d.cds || d.signs_keys || d.signs_zone).then_some(ZoneKey {
                 key: &k.key,
                 dnskey: d.dnskey,
                 signs_keys: d.signs_keys,
@@ -565,12 +580,11 @@ pub struct Duty {
 
 /// What `k`, one of the zone's keys `all`, does at `now` (the rules of [`zone_keys`]).
 pub fn duty<'a>(k: &KeyMeta, all: impl Iterator<Item = &'a KeyMeta>, now: u64) -> Duty {
-    let active = k.is_active(now);
+    let active = k.signs(now);
     let mut zsk_active = false;
     if active && k.role == Role::Ksk {
         let mut all = all;
-        zsk_active =
-            all.any(|o| o.algorithm == k.algorithm && o.is_active(now) && o.role != Role::Ksk);
+        zsk_active = all.any(|o| o.algorithm == k.algorithm && o.signs(now) && o.role != Role::Ksk);
     }
     Duty {
         dnskey: k.is_published(now),

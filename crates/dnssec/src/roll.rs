@@ -39,6 +39,9 @@
 //! that matches a key signing the DNSKEY RRset it holds, and that RRset holds a key of every
 //! signature it may have cached (the tests check this second by second).
 //!
+//! **Algorithm** (RFC 6781 §4.1.4): the new algorithm's signatures first, then its keys,
+//! then the DS, then the old keys go, then their signatures ([`algorithm`]).
+//!
 //! Pairing: a rollover's old and new keys are not linked by a field but by their times
 //! ([`tick`] sets the old key's from the new key's), so a crash between the writes of the
 //! two key files is repaired at the next signing.
@@ -122,6 +125,9 @@ pub enum KeyState {
     DsPending,
     /// In the DNSKEY RRset, not signing yet.
     Published,
+    /// Signing while its DNSKEY is not in the zone: a key of an algorithm rollover, new
+    /// (before its DNSKEY) or old (after it).
+    Unpublished,
     /// Signing.
     Active,
     /// No longer signing, still in the DNSKEY RRset.
@@ -136,6 +142,7 @@ impl fmt::Display for KeyState {
             Self::Future => "future",
             Self::DsPending => "ds-pending",
             Self::Published => "published",
+            Self::Unpublished => "signing-unpublished",
             Self::Active => "active",
             Self::Retired => "retired",
             Self::Removed => "removed",
@@ -145,7 +152,9 @@ impl fmt::Display for KeyState {
 
 /// Where `k` is at `now`.
 pub fn key_state(k: &KeyMeta, now: u64) -> KeyState {
-    if k.is_active(now) {
+    if algorithm::ds_pending(k, now) {
+        KeyState::DsPending
+    } else if k.is_active(now) {
         KeyState::Active
     } else if k.is_published(now) {
         if k.inactive.is_some_and(|t| t <= now) {
@@ -153,6 +162,8 @@ pub fn key_state(k: &KeyMeta, now: u64) -> KeyState {
         } else {
             KeyState::Published
         }
+    } else if k.signs(now) {
+        KeyState::Unpublished
     } else if k.delete.is_some_and(|t| t <= now) {
         KeyState::Removed
     } else if is_ds_pending(k) {
@@ -188,9 +199,9 @@ fn current(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<usize> {
 
 /// A key of `kind` with something still to happen: a rollover under way.
 fn busy(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<&KeyMeta> {
-    keys.iter()
-        .filter(|k| kind.has(k.role))
-        .find(|k| is_ds_pending(k) || key_next_event(k, now).is_some())
+    keys.iter().filter(|k| kind.has(k.role)).find(|k| {
+        is_ds_pending(k) || algorithm::ds_pending(k, now) || key_next_event(k, now).is_some()
+    })
 }
 
 /// Checks that a rollover of `kind` may start at `now`, and says which key to make.
@@ -230,8 +241,9 @@ pub fn schedule_new(new: &mut KeyMeta, kind: RollKind, t: &RollTimings, now: u64
 }
 
 /// The operator confirms the parent serves the DS of the new key (of `tag`, or the only
-/// one waiting): it is published now and signs after [`RollTimings::ds_wait`]. Returns its
-/// index; call [`tick`] next, which schedules the old key's end.
+/// one waiting): it is published now and signs after [`RollTimings::ds_wait`] (the new key
+/// of an algorithm rollover, published and signing already, only records the
+/// confirmation). Returns its index; call [`tick`] next, which schedules the old key's end.
 pub fn confirm_ds(
     keys: &mut [KeyMeta],
     tag: Option<u16>,
@@ -240,10 +252,16 @@ pub fn confirm_ds(
 ) -> Result<usize, Error> {
     let i = keys
         .iter()
-        .position(|k| is_ds_pending(k) && tag.is_none_or(|tag| k.tag == tag))
+        .position(|k| {
+            (is_ds_pending(k) || algorithm::ds_pending(k, now)) && tag.is_none_or(|t| k.tag == t)
+        })
         .ok_or(Error::NothingToConfirm(tag))?;
     let k = &mut keys[i];
+    let algorithm_roll = algorithm::ds_pending(k, now);
     k.ds_publish = Some(now);
+    if algorithm_roll {
+        return Ok(i);
+    }
     k.publish = Some(now);
     // Its CDS once every cache holding the DNSKEY RRset has it (Knot's "ready").
     k.sync_publish = Some(now + t.publish_wait());
@@ -301,6 +319,7 @@ pub fn tick(keys: &mut [KeyMeta], t: &RollTimings, now: u64) -> Tick {
             out.changed.push(old);
         }
     }
+    algorithm::tick(keys, t, now, &mut out.changed);
     // One new key at a time: the ZSK's first, the KSK's at the next tick.
     out.new_key = [RollKind::Zsk, RollKind::Ksk].into_iter().find_map(|kind| {
         match lifetime_end(keys, t, kind, now) {
@@ -351,6 +370,8 @@ pub fn next_event(keys: &[KeyMeta], t: &RollTimings, now: u64) -> Option<u64> {
         .map(|(_, at)| at.max(now + 1));
     times.chain(lifetimes).min()
 }
+
+pub mod algorithm;
 
 #[cfg(test)]
 mod tests;

@@ -221,6 +221,7 @@ pub(super) fn step_rollovers(
     now: u64,
 ) -> Result<(), String> {
     let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    start_algorithm_rollover(apex, store, keys, &mut metas, spec, timings, now)?;
     let mut tick = roll::tick(&mut metas, timings, now);
     // At most one new key of each kind: a kind with a rollover under way makes none.
     while let Some(new) = tick.new_key.take() {
@@ -266,6 +267,65 @@ pub(super) fn step_rollovers(
             time(m.delete)
         );
     }
+    Ok(())
+}
+
+/// Starts an algorithm rollover when the zone's `algorithm` is not its signing keys'
+/// ([`roll::algorithm`], as Knot does): new keys of the policy's shape and the new algorithm,
+/// signing now and published later; the KSK or CSK written first, so that a crash between
+/// the files leaves a key that signs the whole zone by itself.
+fn start_algorithm_rollover(
+    apex: &Name,
+    store: &KeyStore,
+    keys: &mut Vec<StoredKey>,
+    metas: &mut Vec<shardns_dnssec::KeyMeta>,
+    spec: &SignSpec,
+    timings: &RollTimings,
+    now: u64,
+) -> Result<(), String> {
+    if !roll::algorithm::due(metas, spec.algorithm, now) {
+        if roll::algorithm::wanted(metas, spec.algorithm, now) {
+            info!(
+                "zone {apex}: algorithm {} configured, the keys sign with another: the \
+                 algorithm rollover starts once the rollover under way ends",
+                spec.algorithm
+            );
+        }
+        return Ok(());
+    }
+    let old: Vec<String> = metas
+        .iter()
+        .filter(|m| m.signs(now) && m.algorithm != spec.algorithm)
+        .map(|m| format!("{} {} ({})", m.role, m.tag, m.algorithm))
+        .collect();
+    let (mut made, mut sep) = (Vec::new(), 0);
+    for &role in spec.keys.first_roles() {
+        let mut key = store
+            .make_sized(apex, spec.algorithm, role, spec.keys.bits(role), now)
+            .map_err(|e| store_error(&e))?;
+        roll::algorithm::schedule_new(&mut key.meta, timings, now);
+        store.save_new(&key).map_err(|e| store_error(&e))?;
+        made.push(format!("{} {}", key.meta.role, key.meta.tag));
+        if role != Role::Zsk {
+            sep = key.meta.tag;
+        }
+        metas.push(key.meta.clone());
+        keys.push(key);
+    }
+    let time = shardns_dnssec::keys::format_time;
+    let published = now + timings.retire_wait(Role::Zsk).max(1);
+    info!(
+        "zone {apex}: algorithm {} configured, the keys sign with another: algorithm rollover \
+         started (RFC 6781 §4.1.4): made {} signing now, their DNSKEYs published at {}, \
+         their DS wanted at the parent from {} (then `shardns key ds {apex}` prints it; \
+         confirm it with `shardns key submitted {apex} {sep}`, or let parent_agents or \
+         ds_push do it); then {} go",
+        spec.algorithm,
+        made.join(", "),
+        time(published),
+        time(published + timings.publish_wait()),
+        old.join(", ")
+    );
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! The zone's policy at signing: the key shape and sizes made, the DNSKEY TTL, the spread
-//! of signature expirations, and a KSK rollover started by its lifetime.
+//! of signature expirations, a KSK rollover started by its lifetime, and an algorithm
+//! rollover started by a changed `algorithm`.
 
 use super::*;
 use crate::signing::{sign_scanned, StateFile};
@@ -182,4 +183,105 @@ fn a_csk_lifetime_starts_a_double_ds_rollover_once() {
     }
     let t = StateFile::new(&dir.0, &apex()).timings().unwrap().unwrap();
     assert_eq!(t.ksk_lifetime, Some(1000));
+}
+
+/// The algorithms of the zone's DNSKEYs, and of the RRSIGs of each type covered.
+fn algorithms(records: &[Record]) -> (Vec<u8>, Vec<(RType, Vec<u8>)>) {
+    let mut keys: Vec<u8> = records
+        .iter()
+        .filter(|r| r.rtype == RType::DNSKEY)
+        .map(|r| r.rdata[3])
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut sigs: Vec<(RType, Vec<u8>)> = Vec::new();
+    for r in records.iter().filter(|r| r.rtype == RType::RRSIG) {
+        let (f, _) = RrsigFields::parse(&r.rdata).unwrap();
+        match sigs.iter_mut().find(|(t, _)| *t == f.type_covered) {
+            Some((_, a)) if !a.contains(&f.algorithm) => a.push(f.algorithm),
+            Some(_) => {}
+            None => sigs.push((f.type_covered, vec![f.algorithm])),
+        }
+    }
+    for (_, a) in &mut sigs {
+        a.sort_unstable();
+    }
+    (keys, sigs)
+}
+
+#[test]
+fn a_changed_algorithm_rolls_signatures_first_then_keys_then_ds() {
+    let dir = Dir::new("alg");
+    let mut s = spec(&dir.0);
+    s.keys.single_type = false;
+    sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    let store = KeyStore::open(&dir.0).unwrap();
+    s.algorithm = Algorithm::Ed25519;
+    let t0 = NOW + 10;
+    let (old, new) = (13u8, 15u8);
+    let all_signed_by = |records: &[Record], want: &[u8]| {
+        let (_, sigs) = algorithms(records);
+        assert!(sigs.len() > 3, "{sigs:?}");
+        for (t, a) in sigs {
+            assert_eq!(a, want, "RRSIG {t}");
+        }
+    };
+    // 1: both algorithms sign, the new keys are not published; made once.
+    for now in [t0, t0 + 1] {
+        let signed = sign_scanned(&apex(), scan(), &s, now, 1).unwrap();
+        let records = signed.records.to_records();
+        assert_eq!(algorithms(&records).0, [old]);
+        all_signed_by(&records, &[old, new]);
+        let keys = store.load(&apex()).unwrap();
+        assert_eq!(keys.len(), 4);
+        for k in keys
+            .iter()
+            .filter(|k| k.meta.algorithm == Algorithm::Ed25519)
+        {
+            assert_eq!(key_state(&k.meta, now), KeyState::Unpublished);
+        }
+        // Signed again when the new keys are to be published: max TTL + propagation.
+        assert_eq!(signed.refresh_at, t0 + 300 + 3600);
+    }
+    // 2: both algorithms' keys published; the DS awaited a DNSKEY TTL + propagation later.
+    let t1 = t0 + 3900;
+    let signed = sign_scanned(&apex(), scan(), &s, t1, 1).unwrap();
+    assert_eq!(algorithms(&signed.records.to_records()).0, [old, new]);
+    assert_eq!(signed.refresh_at, t1 + 3900);
+    let t2 = t1 + 3900;
+    assert!(crate::signing::confirm_submitted(&apex(), &dir.0, None, t2 - 1).is_err());
+    let signed = sign_scanned(&apex(), scan(), &s, t2, 1).unwrap();
+    let keys = store.load(&apex()).unwrap();
+    let ksk = keys
+        .iter()
+        .find(|k| k.meta.role == Role::Ksk && k.meta.algorithm == Algorithm::Ed25519)
+        .unwrap();
+    assert_eq!(key_state(&ksk.meta, t2), KeyState::DsPending);
+    let cds: Vec<u8> = signed
+        .records
+        .to_records()
+        .iter()
+        .filter(|r| r.rtype == RType::CDS)
+        .map(|r| r.rdata[2])
+        .collect();
+    assert_eq!(cds.len(), 2, "the old key's CDS and the new one's");
+    // 3: the operator confirms the DS; the old keys go after the parent's DS TTL.
+    let c = crate::signing::confirm_submitted(&apex(), &dir.0, Some(ksk.meta.tag), t2 + 5).unwrap();
+    let t3 = t2 + 5 + 86_400 + 3600;
+    assert_eq!(c.old.map(|o| o.delete), Some(Some(t3)));
+    // 4: the old DNSKEYs withdrawn, their signatures kept a DNSKEY TTL + propagation.
+    let records = sign_scanned(&apex(), scan(), &s, t3, 1)
+        .unwrap()
+        .records
+        .to_records();
+    assert_eq!(algorithms(&records).0, [new]);
+    all_signed_by(&records, &[old, new]);
+    // 5: the old signatures go; nothing starts again.
+    let records = sign_scanned(&apex(), scan(), &s, t3 + 3900, 1)
+        .unwrap()
+        .records
+        .to_records();
+    assert_eq!(algorithms(&records).0, [new]);
+    all_signed_by(&records, &[new]);
+    assert_eq!(store.load(&apex()).unwrap().len(), 4);
 }

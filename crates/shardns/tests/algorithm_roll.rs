@@ -1,0 +1,365 @@
+//! Algorithm rollover (issue 29 item 3, RFC 6781 §4.1.4), end to end on loopback: the
+//! zone's `algorithm` changed in the config rolls `sign.test.` from ECDSAP256SHA256 to
+//! ED25519 (a CSK, and a KSK with a ZSK), and a KSK with a ZSK from RSASHA256 to
+//! ECDSAP256SHA256, with the parent `test.` served and signed by knotd, which takes the new
+//! DS by our TSIG-signed push and serves `sign.test.` as our secondary. Sampled all along:
+//! the AXFR passes `ldns-verify-zone` and `dnssec-verify`, `delv` from the parent's key
+//! alone fully validates the zone through knotd, and the algorithms of the DNSKEYs and
+//! RRSIGs go through the conservative order's phases, none skipped, never back, each
+//! lasting its wait. The server is restarted in the middle; the roll goes on from the key
+//! directory. Missing tools skip the test with a message; `scripts/test.sh` installs them.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Every TTL 4 s, so each step of the roll takes seconds (5 with the propagation delay),
+/// several samples long.
+const CHILD: &str = "\
+$TTL 4
+@       SOA ns admin 1 3600 600 86400 4
+@       NS  ns
+ns      A   127.0.0.1
+www     A   192.0.2.2
+";
+
+const SECRET: &str = "YWxnb3JpdGhtLXJvbGwta2V5LWZvci10ZXN0cy0wMQ==";
+
+fn tool(name: &str) -> Option<PathBuf> {
+    find_program(name, &name.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// The child's config; `cds`: `cds_cdnskey_publish`.
+fn write_config(
+    data: &TempDir,
+    knot: SocketAddr,
+    algorithm: &str,
+    single: bool,
+    cds: &str,
+) -> PathBuf {
+    data.write(
+        "shardns.toml",
+        &format!(
+            "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.0/8\"]\n\
+             [[key]]\nname = \"ds-key\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
+             [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+             algorithm = \"{algorithm}\"\nsingle_type_signing = {single}\n\
+             cds_cdnskey_publish = \"{cds}\"\n\
+             propagation_delay = 1\nparent_ds_ttl = 4\nparent_propagation_delay = 1\n\
+             notify = [\"{knot}\"]\nds_check_interval = 1\n\
+             ds_push = \"{knot}\"\nds_push_key = \"ds-key\"\n"
+        ),
+    )
+}
+
+/// One sample of the zone: the algorithms of its DNSKEYs, of its RRSIGs, of its CDS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sample {
+    dnskey: BTreeSet<u8>,
+    rrsig: BTreeSet<u8>,
+    cds: BTreeSet<u8>,
+}
+
+fn sample(axfr: &str) -> Sample {
+    let mut s = Sample {
+        dnskey: BTreeSet::new(),
+        rrsig: BTreeSet::new(),
+        cds: BTreeSet::new(),
+    };
+    for line in axfr.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.get(3).copied() {
+            Some("DNSKEY") => s.dnskey.insert(f[6].parse().unwrap()),
+            Some("RRSIG") => s.rrsig.insert(f[5].parse().unwrap()),
+            Some("CDS") => s.cds.insert(f[5].parse().unwrap()),
+            _ => false,
+        };
+    }
+    s
+}
+
+/// The phases of the conservative order, old algorithm `o`, new `n`: (DNSKEY, RRSIG).
+fn phases(o: u8, n: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (mut both, only_o, only_n) = (vec![o, n], vec![o], vec![n]);
+    both.sort();
+    vec![
+        (only_o.clone(), only_o.clone()),
+        (only_o, both.clone()),
+        (both.clone(), both.clone()),
+        (only_n.clone(), both),
+        (only_n.clone(), only_n),
+    ]
+}
+
+struct Lab {
+    data: TempDir,
+    listen: SocketAddr,
+    child: Option<Server>,
+    knot: Daemon,
+    _knot_dir: TempDir,
+    parent: SocketAddr,
+    delv: PathBuf,
+    anchor: PathBuf,
+}
+
+impl Lab {
+    fn start(tag: &str, single: bool, algorithm: &str, cds: &str) -> Option<Self> {
+        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
+        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
+            println!("algorithm_roll: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+            return None;
+        };
+        let data = TempDir::new(tag);
+        data.write("sign.test.zone", CHILD);
+        std::fs::create_dir_all(data.path().join("keys")).unwrap();
+        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
+        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
+        write_config(&data, parent, algorithm, single, cds);
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let knot_dir = TempDir::new(&format!("{tag}-knot"));
+        let zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
+                    sign NS ns.sign\nns.sign A 127.0.0.1\n";
+        let file = knot_dir.write("test.zone", zone);
+        let w = knot_dir.path().display();
+        let rest = format!(
+            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+             remote:\n  - id: child\n    address: {listen}\n\
+             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
+             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
+             \x20   update-owner-name: sign.test.\n\
+             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
+             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
+             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
+             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
+             \x20   dnssec-policy: parent\n    acl: ds-update\n\
+             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
+             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
+            listen = listen.to_string().replace(':', "@"),
+            file = file.display(),
+        );
+        let knot = spawn_knot(&knotd, knot_dir.path(), parent, "info", &rest);
+        let mut lab = Self {
+            data,
+            listen,
+            child: None,
+            knot,
+            _knot_dir: knot_dir,
+            parent,
+            delv,
+            anchor: PathBuf::new(),
+        };
+        lab.start_child(tag);
+        wait_authoritative(parent, "test.", &mut lab.knot);
+        wait_authoritative(parent, "sign.test.", &mut lab.knot);
+        let out = dig(parent, &["+short", "+nosplit", "test.", "DNSKEY"]);
+        let ksk: Vec<&str> = out.lines().filter(|l| l.starts_with("257 ")).collect();
+        assert_eq!(ksk.len(), 1, "the parent's KSK: {out}");
+        let f: Vec<&str> = ksk[0].split_whitespace().collect();
+        let text = format!(
+            "trust-anchors {{\n  test. static-key {} {} {} \"{}\";\n}};\n",
+            f[0],
+            f[1],
+            f[2],
+            f[3..].concat()
+        );
+        lab.anchor = lab.data.write("anchor.conf", &text);
+        Some(lab)
+    }
+
+    fn start_child(&mut self, tag: &str) {
+        let config = self.data.path().join("shardns.toml");
+        let args = ["--workers", "1", "--config", config.to_str().unwrap()];
+        self.child = Some(Server::start_at(
+            &format!("{tag}-child"),
+            &[self.listen],
+            &args,
+        ));
+    }
+
+    fn child(&mut self) -> &mut Server {
+        self.child.as_mut().unwrap()
+    }
+
+    fn delv(&self, name: &str, qtype: &str) -> String {
+        let out = Command::new(&self.delv)
+            .arg(format!("@{}", self.parent.ip()))
+            .args(["-p", &self.parent.port().to_string(), "-a"])
+            .arg(&self.anchor)
+            .args(["+root=test", name, qtype])
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through
+    /// knotd; returns the sample and the AXFR.
+    fn judged(&mut self, n: usize) -> (Sample, String) {
+        let axfr = axfr_text(self.listen, "sign.test", 5);
+        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
+        if let Err(e) = verify_zone_file(&file, "sign.test") {
+            panic!("sample {n}: {e}\n{axfr}");
+        }
+        for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
+            let v = self.delv(name, qtype);
+            self.knot.check_alive();
+            assert!(
+                v.contains("fully validated"),
+                "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
+                self.knot.log()
+            );
+        }
+        (sample(&axfr), axfr)
+    }
+
+    fn parent_ds_algs(&self) -> BTreeSet<u8> {
+        dig(self.parent, &["+short", "+norec", "sign.test.", "DS"])
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect()
+    }
+}
+
+/// Waits until knotd serves a DS of algorithm `alg` for the child.
+fn wait_parent_ds(lab: &mut Lab, alg: u8) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !lab.parent_ds_algs().contains(&alg) {
+        lab.knot.check_alive();
+        assert!(Instant::now() < end, "no DS of {alg} at knotd");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
+    let Some(mut lab) = Lab::start(tag, single, from.0, cds) else {
+        return;
+    };
+    wait_parent_ds(&mut lab, from.1);
+    let (first, _) = lab.judged(0);
+    assert_eq!(first.dnskey, BTreeSet::from([from.1]));
+    assert_eq!(first.rrsig, BTreeSet::from([from.1]));
+    // The config's algorithm changes: the roll starts at the reload.
+    write_config(&lab.data, lab.parent, to.0, single, cds);
+    let out = lab.child().control("reload");
+    assert!(out.status.success(), "{out:?}");
+    lab.child()
+        .wait_for_log("algorithm rollover started", Duration::from_secs(20));
+    let want = phases(from.1, to.1);
+    let (mut at, mut seen, mut restarted) = (0usize, vec![false; want.len()], false);
+    seen[0] = true;
+    let mut cds_seen = vec![first.cds.clone()];
+    // When each phase was first and last seen.
+    let mut first_at = vec![None; want.len()];
+    let mut last_at = vec![Instant::now(); want.len()];
+    let end = Instant::now() + Duration::from_secs(120);
+    for n in 1.. {
+        let (s, axfr) = lab.judged(n);
+        let phase = want
+            .iter()
+            .position(|(k, r)| s.dnskey.iter().eq(k) && s.rrsig.iter().eq(r))
+            .unwrap_or_else(|| panic!("sample {n}: not a phase of the order: {s:?}\n{axfr}"));
+        assert!(
+            phase >= at,
+            "sample {n}: back from phase {at} to {phase}: {s:?}"
+        );
+        at = phase;
+        seen[phase] = true;
+        first_at[phase].get_or_insert(Instant::now());
+        last_at[phase] = Instant::now();
+        if cds_seen.last() != Some(&s.cds) {
+            cds_seen.push(s.cds.clone());
+        }
+        // No CDS names a key the DNSKEY RRset lacks.
+        assert!(s.cds.is_subset(&s.dnskey), "sample {n}: {s:?}");
+        if phase == 2 && !restarted {
+            // A restart in the middle: the roll goes on from the key directory.
+            restarted = true;
+            lab.child().terminate();
+            lab.start_child(&format!("{tag}-again"));
+        }
+        if phase == want.len() - 1 {
+            break;
+        }
+        assert!(Instant::now() < end, "not over after 120 s at phase {at}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(seen, vec![true; want.len()], "a phase skipped");
+    // Each step lasts its wait, 5 s (largest TTL, DNSKEY TTL, parent DS TTL, each + 1 s of
+    // propagation): at least 4 s between the samples around it, the wait counted from a
+    // whole second.
+    for p in 1..want.len() - 1 {
+        let around = first_at[p + 1].unwrap() - last_at[p - 1];
+        assert!(
+            around >= Duration::from_secs(4),
+            "phase {p} lasted at most {around:?}"
+        );
+    }
+    assert!(restarted);
+    // The CDS: the new key's beside the old one's (double-DS), then the new key's alone
+    // (`always`); in the `rollover` mode only while both are there.
+    let (o, n) = (BTreeSet::from([from.1]), BTreeSet::from([to.1]));
+    let want_cds = match cds {
+        "always" => vec![o, BTreeSet::from([from.1, to.1]), n],
+        _ => vec![
+            BTreeSet::new(),
+            BTreeSet::from([from.1, to.1]),
+            BTreeSet::new(),
+        ],
+    };
+    assert_eq!(cds_seen, want_cds);
+    wait_parent_ds(&mut lab, to.1);
+    let end = Instant::now() + Duration::from_secs(20);
+    while lab.parent_ds_algs() != BTreeSet::from([to.1]) {
+        assert!(Instant::now() < end, "the old DS stays at knotd");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (last, _) = lab.judged(9999);
+    assert_eq!(last.rrsig, BTreeSet::from([to.1]));
+    let log = lab.child().log();
+    assert!(
+        !log.contains("algorithm rollover started"),
+        "started again:\n{log}"
+    );
+}
+
+#[test]
+fn csk_ecdsa_to_ed25519() {
+    roll(
+        "algroll-csk",
+        true,
+        "always",
+        ("ecdsap256sha256", 13),
+        ("ed25519", 15),
+    );
+}
+
+#[test]
+fn ksk_zsk_ecdsa_to_ed25519() {
+    roll(
+        "algroll-kz",
+        false,
+        "rollover",
+        ("ecdsap256sha256", 13),
+        ("ed25519", 15),
+    );
+}
+
+#[test]
+fn ksk_zsk_rsasha256_to_ecdsa() {
+    roll(
+        "algroll-rsa",
+        false,
+        "always",
+        ("rsasha256", 8),
+        ("ecdsap256sha256", 13),
+    );
+}
