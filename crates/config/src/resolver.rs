@@ -84,6 +84,29 @@ pub struct ResolverConfig {
     /// yes`); for lab hierarchies on 127.0.0.0/8. Configured addresses (root hints,
     /// `forward`) are always used.
     pub allow_loopback_upstreams: bool,
+    /// Serve-stale (RFC 8767; Unbound's `serve-expired`, BIND's `stale-answer-enable`, off
+    /// by default): expired answers given (EDE 3, 19 for NXDOMAIN) when resolution fails
+    /// or takes longer than `serve_stale_client_timeout_ms`.
+    pub serve_stale: bool,
+    /// Seconds past expiry an answer may be served stale (Unbound's `serve-expired-ttl`,
+    /// BIND's `max-stale-ttl`; RFC 8767 suggests 1 to 3 days).
+    #[serde(deserialize_with = "positive_u32")]
+    pub serve_stale_max: u32,
+    /// TTL of stale records in answers (Unbound's `serve-expired-reply-ttl`, BIND's
+    /// `stale-answer-ttl`; RFC 8767: 30).
+    #[serde(deserialize_with = "positive_u32")]
+    pub serve_stale_reply_ttl: u32,
+    /// Milliseconds a client waits for a running resolution before it gets stale data
+    /// (Unbound's `serve-expired-client-timeout`, BIND's `stale-answer-client-timeout`;
+    /// RFC 8767: 1800).
+    #[serde(deserialize_with = "positive_u64")]
+    pub serve_stale_client_timeout_ms: u64,
+    /// Milliseconds a question that failed is answered stale without asking (RFC 8767
+    /// failure-recheck timer, 30 s; BIND's `stale-refresh-time`).
+    pub serve_stale_recheck_ms: u64,
+    /// Refresh a cached answer asked for in the last tenth of its TTL in the background
+    /// (Unbound's `prefetch`, BIND's `prefetch`; off by default).
+    pub prefetch: bool,
 }
 
 impl Default for ResolverConfig {
@@ -116,6 +139,12 @@ impl Default for ResolverConfig {
             qname_minimisation: true,
             qname_minimisation_strict: false,
             allow_loopback_upstreams: false,
+            serve_stale: false,
+            serve_stale_max: 86_400,
+            serve_stale_reply_ttl: 30,
+            serve_stale_client_timeout_ms: 1_800,
+            serve_stale_recheck_ms: 30_000,
+            prefetch: false,
         }
     }
 }

@@ -112,6 +112,29 @@ pub struct Config {
     /// asking (NSEC only, like Unbound's `aggressive-nsec`). On by default; needs
     /// `validation`.
     pub aggressive_nsec: bool,
+    /// Serve-stale (RFC 8767): expired answers are kept up to [`Config::serve_stale_max`]
+    /// past their TTL and given (EDE 3, or 19 for NXDOMAIN) when a resolution fails or is
+    /// still running after [`Config::serve_stale_client_timeout_ms`]. Off by default, as
+    /// Unbound's `serve-expired` and BIND's `stale-answer-enable`.
+    pub serve_stale: bool,
+    /// Seconds past expiry that a record may still be served stale (RFC 8767 §5 suggests
+    /// 1 to 3 days; Unbound's `serve-expired-ttl`, BIND's `max-stale-ttl`).
+    pub serve_stale_max: u32,
+    /// TTL of a stale record in an answer (RFC 8767 §4: 30 s; Unbound's
+    /// `serve-expired-reply-ttl`, BIND's `stale-answer-ttl`).
+    pub serve_stale_reply_ttl: u32,
+    /// A resolution still running this long after the client asked is answered from
+    /// stale data, and goes on to refresh the cache (RFC 8767 §5: 1.8 s; Unbound's
+    /// `serve-expired-client-timeout`, BIND's `stale-answer-client-timeout`).
+    pub serve_stale_client_timeout_ms: u64,
+    /// After a failed resolution was answered stale, the name is answered stale without
+    /// asking for this long (RFC 8767 §4 failure-recheck timer: 30 s; BIND's
+    /// `stale-refresh-time`).
+    pub serve_stale_recheck_ms: u64,
+    /// Prefetch: a cached answer asked for in the last tenth of its TTL is refreshed in the
+    /// background while the client gets the cached one (Unbound's `prefetch`, BIND's
+    /// `prefetch`). Off by default, as Unbound's.
+    pub prefetch: bool,
 }
 
 impl Default for Config {
@@ -161,6 +184,12 @@ impl Default for Config {
             bogus_ttl: 60,
             // Unbound's aggressive-nsec (yes by default since 1.15).
             aggressive_nsec: true,
+            serve_stale: false,
+            serve_stale_max: 86_400,
+            serve_stale_reply_ttl: 30,
+            serve_stale_client_timeout_ms: 1_800,
+            serve_stale_recheck_ms: 30_000,
+            prefetch: false,
         }
     }
 }

@@ -96,6 +96,11 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use shardns_wire::{NameRef, RType};
+
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
@@ -105,6 +110,11 @@ pub use reply::{
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
 };
 pub use validate::{Security, TrustAnchors};
+
+fn recheck_key(name: NameRef<'_>, qtype: RType) -> (Box<[u8]>, u16) {
+    let wire = name.as_wire().iter().map(u8::to_ascii_lowercase).collect();
+    (wire, qtype.0)
+}
 
 /// The shared part of the resolver: configuration, cache and server knowledge.
 /// `Send + Sync`; one per server, in an `Arc`, used by every worker's [`Engine`].
@@ -116,7 +126,13 @@ pub struct Resolver {
     keys: validate::KeyCache,
     /// Validated NSEC ranges, for aggressive use (RFC 8198).
     nsec: validate::NsecCache,
+    /// Serve-stale's failure-recheck timers: (lower-cased name, type) -> until when the
+    /// question is answered stale without asking. Touched only on cache misses.
+    stale_recheck: Mutex<HashMap<(Box<[u8]>, u16), u64>>,
 }
+
+/// Most failure-recheck timers kept; past it the expired ones go, then all.
+const MAX_RECHECKS: usize = 16_384;
 
 impl Resolver {
     /// A resolver with an empty cache.
@@ -128,6 +144,10 @@ impl Resolver {
             config.max_negative_ttl,
         );
         cache.validating = config.validation;
+        if config.serve_stale {
+            cache.stale_keep_ms = u64::from(config.serve_stale_max) * 1000;
+        }
+        cache.prefetch = config.prefetch;
         let servers = servers::ServerTable::new(
             config.srtt_half_life_ms,
             servers::HoldPolicy {
@@ -142,7 +162,27 @@ impl Resolver {
             servers,
             keys: validate::KeyCache::default(),
             nsec: validate::NsecCache::default(),
+            stale_recheck: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Serve-stale: (`name`, `qtype`) failed; answer it stale without asking until `until`.
+    pub(crate) fn note_failure(&self, name: NameRef<'_>, qtype: RType, until: u64) {
+        let mut m = self.stale_recheck.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= MAX_RECHECKS {
+            let now = until.saturating_sub(self.config.serve_stale_recheck_ms);
+            m.retain(|_, &mut t| t > now);
+            if m.len() >= MAX_RECHECKS {
+                m.clear();
+            }
+        }
+        m.insert(recheck_key(name, qtype), until);
+    }
+
+    /// Serve-stale: (`name`, `qtype`) failed less than the failure-recheck time ago.
+    pub(crate) fn rechecking(&self, name: NameRef<'_>, qtype: RType, now: u64) -> bool {
+        let m = self.stale_recheck.lock().unwrap_or_else(|e| e.into_inner());
+        !m.is_empty() && m.get(&recheck_key(name, qtype)).is_some_and(|&t| t > now)
     }
 
     /// The shared cache (the hit path is [`Cache::answer`]).

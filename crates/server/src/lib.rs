@@ -275,6 +275,12 @@ pub(crate) fn resolver_config(
     rc.server_hold_max_ms = r.server_hold_max_ms.max(r.server_hold_ms);
     rc.validation = r.validation;
     rc.aggressive_nsec = r.aggressive_nsec;
+    rc.serve_stale = r.serve_stale;
+    rc.serve_stale_max = r.serve_stale_max;
+    rc.serve_stale_reply_ttl = r.serve_stale_reply_ttl;
+    rc.serve_stale_client_timeout_ms = r.serve_stale_client_timeout_ms;
+    rc.serve_stale_recheck_ms = r.serve_stale_recheck_ms;
+    rc.prefetch = r.prefetch;
     rc.qname_minimisation = r.qname_minimisation;
     rc.qname_minimisation_strict = r.qname_minimisation_strict;
     rc.allow_loopback_upstreams = r.allow_loopback_upstreams;

@@ -27,6 +27,7 @@ use crate::msg::Response;
 use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
+mod stale;
 mod upstream;
 
 use upstream::{CoalesceKey, OutstandingQuery};
@@ -129,18 +130,27 @@ pub struct EngineStats {
     pub secure: u64,
     /// Resolutions whose answer was bogus (SERVFAIL with a DNSSEC EDE).
     pub bogus: u64,
+    /// Clients answered from expired data (serve-stale, RFC 8767).
+    pub stale_answers: u64,
+    /// Background refreshes started (prefetch).
+    pub prefetches: u64,
 }
 
 struct TaskSlot {
     generation: u32,
     task: Task,
     waiting: Option<QueryId>,
+    /// The client has its answer already (stale, or none wanted: a prefetch); the task
+    /// goes on only to refresh the cache, and ends without [`Event::Done`].
+    answered: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum TimerKind {
     Query,
     Task,
+    /// Serve-stale's client-response timer (RFC 8767 §5).
+    Stale,
 }
 
 /// One worker's resolution engine. See the crate documentation for the driver loop.
@@ -254,6 +264,16 @@ impl Engine {
     /// [`Engine::resolve`] for a client query whose CD bit is `cd`: with CD set nothing is
     /// validated (RFC 4035 §3.2.2) and the data is returned as it came.
     pub fn resolve_cd(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
+        let id = self.start(qname, qtype, cd, now);
+        if self.resolver.config.serve_stale && self.stale_instead(id, now) {
+            return id;
+        }
+        self.run(id, now);
+        id
+    }
+
+    /// Makes a task (not run yet) with its deadline.
+    fn start(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
         self.stats.tasks += 1;
         let generation = self.generation();
         let salt = self.rng.next_u64();
@@ -269,6 +289,7 @@ impl Engine {
             generation,
             task,
             waiting: None,
+            answered: false,
         };
         let index = match self.free_tasks.pop() {
             Some(i) => {
@@ -284,7 +305,6 @@ impl Engine {
         let deadline = now + self.resolver.config.max_resolution_ms;
         self.timers
             .push(Reverse((deadline, TimerKind::Task, index, generation)));
-        self.run(id, now);
         id
     }
 
@@ -334,8 +354,10 @@ impl Engine {
                             Ede::NO_REACHABLE_AUTHORITY,
                             "resolution timed out",
                         )),
+                        now,
                     );
                 }
+                TimerKind::Stale => self.client_timeout(TaskId { index, generation }, now),
             }
         }
     }
@@ -484,7 +506,7 @@ impl Engine {
     fn timer_live(&self, kind: TimerKind, index: u32, generation: u32) -> bool {
         match kind {
             TimerKind::Query => self.query(QueryId { index, generation }).is_some(),
-            TimerKind::Task => self
+            TimerKind::Task | TimerKind::Stale => self
                 .tasks
                 .get(index as usize)
                 .and_then(Option::as_ref)
@@ -522,7 +544,7 @@ impl Engine {
                     slot.task.sent_to(asked, q.1);
                 }
             }
-            Step::Done(answer) => self.finish_task(id, answer),
+            Step::Done(answer) => self.finish_task(id, answer, now),
         }
     }
 
@@ -539,11 +561,16 @@ impl Engine {
         }
     }
 
-    fn finish_task(&mut self, id: TaskId, answer: Resolution) {
-        if self.task_mut(id).is_none() {
+    fn finish_task(&mut self, id: TaskId, answer: Resolution, now: u64) {
+        let Some(slot) = self.task_mut(id) else {
+            return;
+        };
+        let answered = slot.answered;
+        let answer = self.stale_on_failure(id, answer, now);
+        self.release_task(id.index);
+        if answered {
             return;
         }
-        self.release_task(id.index);
         if answer.rcode == Rcode::SERVFAIL {
             self.stats.servfails += 1;
             if answer.ede.is_some_and(|e| (1..=12).contains(&e.code)) {

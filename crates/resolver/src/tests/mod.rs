@@ -9,6 +9,7 @@ mod limits;
 mod loopback;
 mod qmin;
 mod spoofing;
+mod stale;
 mod upstream;
 mod validation;
 mod validation_edges;

@@ -260,8 +260,13 @@ impl Recursion {
                 locks,
                 secure,
                 ede,
+                prefetch,
             } => {
                 stats.resolver_cache_hits.add(1);
+                if prefetch {
+                    // The client gets the cached answer; the refresh has no client.
+                    self.engine.prefetch(qname, qtype, clock);
+                }
                 if self.validating && !qh.cd() {
                     count_verdict(stats, rcode, secure, ede.as_ref().map(|e| e.code));
                 }
