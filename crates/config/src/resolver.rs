@@ -107,6 +107,15 @@ pub struct ResolverConfig {
     /// Refresh a cached answer asked for in the last tenth of its TTL in the background
     /// (Unbound's `prefetch`, BIND's `prefetch`; off by default).
     pub prefetch: bool,
+    /// DNS64 (RFC 6147; off by default): AAAA synthesized from A records under
+    /// `dns64_prefix`, PTR under the prefix's reverse zone, `ipv4only.arpa.` (RFC 8880).
+    pub dns64: bool,
+    /// The NAT64 prefix, `ADDR/LEN` with LEN 32, 40, 48, 56, 64 or 96 (RFC 6052); Unbound's
+    /// `dns64-prefix`, BIND's `dns64 PREFIX`.
+    pub dns64_prefix: String,
+    /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; BIND's
+    /// `exclude`); absent: `["::ffff:0:0/96"]`.
+    pub dns64_exclude: Option<Vec<String>>,
 }
 
 impl Default for ResolverConfig {
@@ -145,6 +154,9 @@ impl Default for ResolverConfig {
             serve_stale_client_timeout_ms: 1_800,
             serve_stale_recheck_ms: 30_000,
             prefetch: false,
+            dns64: false,
+            dns64_prefix: "64:ff9b::/96".into(),
+            dns64_exclude: None,
         }
     }
 }

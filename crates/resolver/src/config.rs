@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{Name, NameRef, RType};
 
+use crate::dns64::{Dns64Prefix, Ipv6Range};
 use crate::error::Error;
 use crate::validate::TrustAnchors;
 
@@ -135,6 +136,18 @@ pub struct Config {
     /// background while the client gets the cached one (Unbound's `prefetch`, BIND's
     /// `prefetch`). Off by default, as Unbound's.
     pub prefetch: bool,
+    /// DNS64 (RFC 6147): AAAA records synthesized from A records under
+    /// [`Config::dns64_prefix`] for names without AAAA records, PTR questions for the
+    /// prefix's reverse names answered from in-addr.arpa, and `ipv4only.arpa.` answered
+    /// locally (RFC 8880). Off by default (Unbound's `module-config: "dns64 ..."`, BIND's
+    /// `dns64`).
+    pub dns64: bool,
+    /// The NAT64 prefix (Unbound's `dns64-prefix`; `64:ff9b::/96` by default).
+    pub dns64_prefix: Dns64Prefix,
+    /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; Unbound's
+    /// `dns64-ignore-aaaa` is by name, BIND's `exclude` by range). `::ffff:0:0/96` by
+    /// default.
+    pub dns64_exclude: Vec<Ipv6Range>,
 }
 
 impl Default for Config {
@@ -190,6 +203,9 @@ impl Default for Config {
             serve_stale_client_timeout_ms: 1_800,
             serve_stale_recheck_ms: 30_000,
             prefetch: false,
+            dns64: false,
+            dns64_prefix: Dns64Prefix::WELL_KNOWN,
+            dns64_exclude: crate::dns64::default_exclusions(),
         }
     }
 }

@@ -85,6 +85,7 @@
 
 mod cache;
 mod config;
+mod dns64;
 mod engine;
 mod error;
 mod iterate;
@@ -103,6 +104,7 @@ use shardns_wire::{NameRef, RType};
 
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
+pub use dns64::{Dns64Prefix, Ipv6Range};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
 pub use error::Error;
 pub use reply::{
@@ -193,6 +195,13 @@ impl Resolver {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// DNS64 is on and may change the answer to a `qtype` question (AAAA synthesis, PTR
+    /// under the prefix): the server sends such questions to the engine, not to the
+    /// cache-hit path, which knows nothing of DNS64.
+    pub fn dns64_owns(&self, qtype: RType) -> bool {
+        self.config.dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
     }
 
     /// The wall clock stepped (an engine saw it): what validation judged against the old

@@ -178,6 +178,19 @@ pub struct Resolution {
 }
 
 impl Resolution {
+    /// An answer with `rcode` and no records.
+    pub(crate) fn empty(rcode: Rcode) -> Self {
+        Self {
+            rcode,
+            answers: Vec::new(),
+            authority: Vec::new(),
+            dnssec_answer: Vec::new(),
+            dnssec_authority: Vec::new(),
+            ede: None,
+            secure: false,
+        }
+    }
+
     pub(crate) fn servfail(ede: Ede) -> Self {
         Self {
             rcode: Rcode::SERVFAIL,

@@ -281,6 +281,18 @@ pub(crate) fn resolver_config(
     rc.serve_stale_client_timeout_ms = r.serve_stale_client_timeout_ms;
     rc.serve_stale_recheck_ms = r.serve_stale_recheck_ms;
     rc.prefetch = r.prefetch;
+    rc.dns64 = r.dns64;
+    rc.dns64_prefix = r
+        .dns64_prefix
+        .parse()
+        .map_err(|e| Error::Zones(format!("resolver.dns64_prefix: {e}")))?;
+    if let Some(x) = &r.dns64_exclude {
+        rc.dns64_exclude = x
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, String>>()
+            .map_err(|e| Error::Zones(format!("resolver.dns64_exclude: {e}")))?;
+    }
     rc.qname_minimisation = r.qname_minimisation;
     rc.qname_minimisation_strict = r.qname_minimisation_strict;
     rc.allow_loopback_upstreams = r.allow_loopback_upstreams;

@@ -27,6 +27,7 @@ use crate::msg::Response;
 use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
+mod dns64;
 mod stale;
 mod upstream;
 
@@ -143,6 +144,8 @@ struct TaskSlot {
     /// The client has its answer already (stale, or none wanted: a prefetch); the task
     /// goes on only to refresh the cache, and ends without [`Event::Done`].
     answered: bool,
+    /// The client set CD.
+    cd: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -174,6 +177,8 @@ pub struct Engine {
     unix_offset_ms: Option<i64>,
     /// Where the wall clock is read when a validating task steps, if the driver gave one.
     wall_clock: Option<WallClock>,
+    /// DNS64 follow-up tasks and the client tasks they complete.
+    dns64: HashMap<TaskId, dns64::Waiting>,
 }
 
 /// Reads the wall clock: milliseconds since 1970 (the driver's `SystemTime::now`, or a test's
@@ -204,6 +209,7 @@ impl Engine {
             response: Response::default(),
             unix_offset_ms: None,
             wall_clock: None,
+            dns64: HashMap::new(),
         }
     }
 
@@ -265,6 +271,9 @@ impl Engine {
     /// validated (RFC 4035 §3.2.2) and the data is returned as it came.
     pub fn resolve_cd(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
         let id = self.start(qname, qtype, cd, now);
+        if self.resolver.config.dns64 && self.dns64_start(id, cd, now) {
+            return id;
+        }
         if self.resolver.config.serve_stale && self.stale_instead(id, now) {
             return id;
         }
@@ -290,6 +299,7 @@ impl Engine {
             task,
             waiting: None,
             answered: false,
+            cd,
         };
         let index = match self.free_tasks.pop() {
             Some(i) => {
@@ -567,10 +577,18 @@ impl Engine {
         };
         let answered = slot.answered;
         let answer = self.stale_on_failure(id, answer, now);
+        let aaaa = self.dns64_question(id);
         self.release_task(id.index);
         if answered {
             return;
         }
+        if let Some((id, answer)) = self.dns64_finish(id, aaaa, answer, now) {
+            self.emit_done(id, answer);
+        }
+    }
+
+    /// Counts and hands over a client's answer.
+    fn emit_done(&mut self, id: TaskId, answer: Resolution) {
         if answer.rcode == Rcode::SERVFAIL {
             self.stats.servfails += 1;
             if answer.ede.is_some_and(|e| (1..=12).contains(&e.code)) {

@@ -3,6 +3,7 @@
 mod sim;
 
 mod caching;
+mod dns64;
 mod failing_servers;
 mod iteration;
 mod limits;

@@ -246,14 +246,16 @@ impl Recursion {
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
-        match self.shared.resolver.cache().answer_query(
-            qname,
-            qtype,
-            clock,
-            qh.cd(),
-            dnssec_ok,
-            &mut w,
-        ) {
+        let resolver = &self.shared.resolver;
+        let cached = if resolver.dns64_owns(qtype) {
+            // DNS64 may synthesize: the engine answers (from the cache where it can).
+            CacheAnswer::Miss { locks: 0 }
+        } else {
+            resolver
+                .cache()
+                .answer_query(qname, qtype, clock, qh.cd(), dnssec_ok, &mut w)
+        };
+        match cached {
             CacheAnswer::Hit {
                 rcode,
                 truncated,
