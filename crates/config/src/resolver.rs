@@ -31,6 +31,9 @@ pub struct ResolverConfig {
     pub min_ttl: u32,
     /// Cached TTLs are cut to at most this many seconds.
     pub max_ttl: u32,
+    /// Negative answers (NXDOMAIN, NODATA) are cached at most this many seconds (Unbound's
+    /// `cache-max-negative-ttl`, BIND's `max-ncache-ttl`).
+    pub max_negative_ttl: u32,
     /// Port for server addresses learned from NS/glue data (53; other values are for tests).
     pub upstream_port: u16,
     /// Deepest nesting of name-server address sub-resolutions (the recursion depth).
@@ -131,6 +134,7 @@ impl Default for ResolverConfig {
             cache_size: 64 << 20,
             min_ttl: 0,
             max_ttl: 86_400,
+            max_negative_ttl: 3_600,
             upstream_port: 53,
             max_depth: 4,
             max_upstream_queries: 64,

@@ -72,9 +72,14 @@
 //! proof), written only for clients that set DO ([`Cache::answer_query`]); validated NSEC
 //! ranges answer NXDOMAIN/NODATA without asking (RFC 8198, [`Config::aggressive_nsec`]).
 //!
+//! Serve-stale (RFC 8767, [`Config::serve_stale`]: expired sets kept and answered from when
+//! resolution fails or is slow), prefetch ([`Config::prefetch`]: the hit path reports sets
+//! in the last tenth of their TTL, [`Engine::prefetch`] refreshes them) and DNS64 (RFC 6147,
+//! [`Config::dns64`]) are off by default.
+//!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
-//! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use, serve-stale,
-//! prefetch, TCP connection reuse. Coalescing is per engine (worker); across workers the
+//! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
+//! TCP connection reuse. Coalescing is per engine (worker); across workers the
 //! shared cache absorbs repeats once the first answer is in.
 //!
 //! Only class IN is resolved; the server answers other classes itself. Lock acquisitions
@@ -113,7 +118,10 @@ pub use reply::{
 };
 pub use validate::{Security, TrustAnchors};
 
-fn recheck_key(name: NameRef<'_>, qtype: RType) -> (Box<[u8]>, u16) {
+/// A question under serve-stale's failure-recheck timer: lower-cased name, type.
+type RecheckKey = (Box<[u8]>, u16);
+
+fn recheck_key(name: NameRef<'_>, qtype: RType) -> RecheckKey {
     let wire = name.as_wire().iter().map(u8::to_ascii_lowercase).collect();
     (wire, qtype.0)
 }
@@ -130,7 +138,7 @@ pub struct Resolver {
     nsec: validate::NsecCache,
     /// Serve-stale's failure-recheck timers: (lower-cased name, type) -> until when the
     /// question is answered stale without asking. Touched only on cache misses.
-    stale_recheck: Mutex<HashMap<(Box<[u8]>, u16), u64>>,
+    stale_recheck: Mutex<HashMap<RecheckKey, u64>>,
 }
 
 /// Most failure-recheck timers kept; past it the expired ones go, then all.

@@ -264,6 +264,7 @@ pub(crate) fn resolver_config(
     rc.cache_bytes = r.cache_size;
     rc.min_ttl = r.min_ttl;
     rc.max_ttl = r.max_ttl.max(r.min_ttl);
+    rc.max_negative_ttl = r.max_negative_ttl;
     rc.upstream_port = r.upstream_port;
     rc.max_depth = r.max_depth;
     rc.max_queries = r.max_upstream_queries;

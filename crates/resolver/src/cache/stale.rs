@@ -80,8 +80,7 @@ impl Cache {
                     break;
                 }
                 Lookup::Cname(rs) => {
-                    let target = rs.last().and_then(|r| NameRef::from_wire(&r.rdata).ok());
-                    let Some(target) = target else { return None };
+                    let target = rs.last().and_then(|r| NameRef::from_wire(&r.rdata).ok())?;
                     let mut next = NameBuf::new();
                     next.set(target);
                     out.answers.extend(rs);

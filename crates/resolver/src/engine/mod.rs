@@ -28,6 +28,7 @@ use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
 mod dns64;
+mod finish;
 mod stale;
 mod upstream;
 
@@ -569,35 +570,5 @@ impl Engine {
                 self.spare_tasks.push(task);
             }
         }
-    }
-
-    fn finish_task(&mut self, id: TaskId, answer: Resolution, now: u64) {
-        let Some(slot) = self.task_mut(id) else {
-            return;
-        };
-        let answered = slot.answered;
-        let answer = self.stale_on_failure(id, answer, now);
-        let aaaa = self.dns64_question(id);
-        self.release_task(id.index);
-        if answered {
-            return;
-        }
-        if let Some((id, answer)) = self.dns64_finish(id, aaaa, answer, now) {
-            self.emit_done(id, answer);
-        }
-    }
-
-    /// Counts and hands over a client's answer.
-    fn emit_done(&mut self, id: TaskId, answer: Resolution) {
-        if answer.rcode == Rcode::SERVFAIL {
-            self.stats.servfails += 1;
-            if answer.ede.is_some_and(|e| (1..=12).contains(&e.code)) {
-                self.stats.bogus += 1;
-            }
-        }
-        if answer.secure {
-            self.stats.secure += 1;
-        }
-        self.events.push_back(Event::Done(id, answer));
     }
 }
