@@ -377,3 +377,46 @@ fn dns64_synthesizes_aaaa() {
     let plain = resolver_with(&auth, "nodns64", "127.0.0.8", "");
     assert_eq!(dig(plain.addr, &["+short", "www.test", "AAAA"]).trim(), "");
 }
+
+/// Prefetch against the real binary: TTLs cut to 20 s (a prefetch window of 2 s); a hit
+/// with 10 s left asks nobody, a hit in the last 2 s is answered from the cache and makes the
+/// resolver refresh the name in the background, so the next hit has a whole TTL again.
+#[test]
+fn prefetch_refreshes_a_name_in_the_last_tenth_of_its_ttl() {
+    let auth = authorities("resolver-prefetch");
+    let res = resolver_with(
+        &auth,
+        "prefetch",
+        "127.0.0.9",
+        "prefetch = true\nmax_ttl = 20\n",
+    );
+    let start = std::time::Instant::now();
+    assert_eq!(
+        rdatas(&ask(res.addr, 1, "www.test.", RecordType::A)),
+        ["www.test. A 192.0.2.1"]
+    );
+    let upstream = res.stat("shardns_resolver_upstream_queries_total");
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(start.elapsed()));
+    let m = ask(res.addr, 2, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl >= 8, "{}", m.answers[0].ttl);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        res.stat("shardns_resolver_upstream_queries_total"),
+        upstream
+    );
+    std::thread::sleep(Duration::from_millis(18_600).saturating_sub(start.elapsed()));
+    let m = ask(res.addr, 3, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl <= 1, "{}", m.answers[0].ttl);
+    let mut refreshed = false;
+    for _ in 0..50 {
+        if res.stat("shardns_resolver_upstream_queries_total") > upstream {
+            refreshed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(refreshed, "the prefetch asked upstream");
+    let m = ask(res.addr, 4, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl >= 18, "refreshed: {}", m.answers[0].ttl);
+    assert_eq!(res.stat("shardns_resolver_cache_hits_total"), 3.0);
+}
