@@ -236,3 +236,20 @@ fn no_prefetch_when_off() {
     assert_eq!(prefetch_due(&sim, t0 + 290_000), Some(false));
     assert_eq!(prefetch_due(&sim, t0 + 299_500), Some(false));
 }
+
+#[test]
+fn a_stale_chain_mixes_expired_and_fresh_sets() {
+    let mut sim = Sim::new(world(), stale_config());
+    let a = sim.resolve("alias.example.test.", RType::A);
+    assert_eq!(rdata_a(&a), [[192, 0, 2, 100]]);
+    // The CNAME (300 s) has expired, its target's A (600 s) has not.
+    sim.now += 400_000;
+    refuse(&mut sim);
+    let a = sim.resolve("alias.example.test.", RType::A);
+    assert_eq!(ede(&a), Some(Ede::STALE_ANSWER));
+    assert_eq!(a.answers[0].rtype, RType::CNAME);
+    assert_eq!(a.answers[0].ttl, 30, "expired: the stale TTL");
+    assert_eq!(rdata_a(&a), [[192, 0, 2, 100]]);
+    let ttl = a.answers[1].ttl;
+    assert!((195..=200).contains(&ttl), "fresh: its own TTL, {ttl}");
+}
