@@ -31,6 +31,9 @@ pub struct ResolverConfig {
     pub min_ttl: u32,
     /// Cached TTLs are cut to at most this many seconds.
     pub max_ttl: u32,
+    /// Negative answers (NXDOMAIN, NODATA) are cached at most this many seconds (Unbound's
+    /// `cache-max-negative-ttl`, BIND's `max-ncache-ttl`).
+    pub max_negative_ttl: u32,
     /// Port for server addresses learned from NS/glue data (53; other values are for tests).
     pub upstream_port: u16,
     /// Deepest nesting of name-server address sub-resolutions (the recursion depth).
@@ -84,6 +87,38 @@ pub struct ResolverConfig {
     /// yes`); for lab hierarchies on 127.0.0.0/8. Configured addresses (root hints,
     /// `forward`) are always used.
     pub allow_loopback_upstreams: bool,
+    /// Serve-stale (RFC 8767; Unbound's `serve-expired`, BIND's `stale-answer-enable`, off
+    /// by default): expired answers given (EDE 3, 19 for NXDOMAIN) when resolution fails
+    /// or takes longer than `serve_stale_client_timeout_ms`.
+    pub serve_stale: bool,
+    /// Seconds past expiry an answer may be served stale (Unbound's `serve-expired-ttl`,
+    /// BIND's `max-stale-ttl`; RFC 8767 suggests 1 to 3 days).
+    #[serde(deserialize_with = "positive_u32")]
+    pub serve_stale_max: u32,
+    /// TTL of stale records in answers (Unbound's `serve-expired-reply-ttl`, BIND's
+    /// `stale-answer-ttl`; RFC 8767: 30).
+    #[serde(deserialize_with = "positive_u32")]
+    pub serve_stale_reply_ttl: u32,
+    /// Milliseconds a client waits for a running resolution before it gets stale data
+    /// (Unbound's `serve-expired-client-timeout`, BIND's `stale-answer-client-timeout`;
+    /// RFC 8767: 1800).
+    #[serde(deserialize_with = "positive_u64")]
+    pub serve_stale_client_timeout_ms: u64,
+    /// Milliseconds a question that failed is answered stale without asking (RFC 8767
+    /// failure-recheck timer, 30 s; BIND's `stale-refresh-time`).
+    pub serve_stale_recheck_ms: u64,
+    /// Refresh a cached answer asked for in the last tenth of its TTL in the background
+    /// (Unbound's `prefetch`, BIND's `prefetch`; off by default).
+    pub prefetch: bool,
+    /// DNS64 (RFC 6147; off by default): AAAA synthesized from A records under
+    /// `dns64_prefix`, PTR under the prefix's reverse zone, `ipv4only.arpa.` (RFC 8880).
+    pub dns64: bool,
+    /// The NAT64 prefix, `ADDR/LEN` with LEN 32, 40, 48, 56, 64 or 96 (RFC 6052); Unbound's
+    /// `dns64-prefix`, BIND's `dns64 PREFIX`.
+    pub dns64_prefix: String,
+    /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; BIND's
+    /// `exclude`); absent: `["::ffff:0:0/96"]`.
+    pub dns64_exclude: Option<Vec<String>>,
 }
 
 impl Default for ResolverConfig {
@@ -99,6 +134,7 @@ impl Default for ResolverConfig {
             cache_size: 64 << 20,
             min_ttl: 0,
             max_ttl: 86_400,
+            max_negative_ttl: 3_600,
             upstream_port: 53,
             max_depth: 4,
             max_upstream_queries: 64,
@@ -116,6 +152,15 @@ impl Default for ResolverConfig {
             qname_minimisation: true,
             qname_minimisation_strict: false,
             allow_loopback_upstreams: false,
+            serve_stale: false,
+            serve_stale_max: 86_400,
+            serve_stale_reply_ttl: 30,
+            serve_stale_client_timeout_ms: 1_800,
+            serve_stale_recheck_ms: 30_000,
+            prefetch: false,
+            dns64: false,
+            dns64_prefix: "64:ff9b::/96".into(),
+            dns64_exclude: None,
         }
     }
 }

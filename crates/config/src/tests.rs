@@ -427,6 +427,31 @@ fn new_limits_and_resolver_bounds() {
     assert_eq!(r.server_hold_after, d.server_hold_after);
     assert_eq!(r.server_hold_ms, d.server_hold_ms);
     assert_eq!(r.server_hold_max_ms, d.server_hold_max_ms);
+    assert_eq!(
+        (r.serve_stale, r.serve_stale_max, r.serve_stale_reply_ttl),
+        (d.serve_stale, d.serve_stale_max, d.serve_stale_reply_ttl)
+    );
+    assert_eq!(
+        (r.serve_stale_client_timeout_ms, r.serve_stale_recheck_ms),
+        (d.serve_stale_client_timeout_ms, d.serve_stale_recheck_ms)
+    );
+    assert_eq!((r.prefetch, r.dns64), (d.prefetch, d.dns64));
+    assert_eq!(r.max_negative_ttl, d.max_negative_ttl);
+    let prefix: shardns_resolver::Dns64Prefix = r.dns64_prefix.parse().unwrap();
+    assert_eq!(prefix, d.dns64_prefix);
+    let r = parse(
+        "[resolver]\nserve_stale = true\nserve_stale_max = 3600\nprefetch = true\n\
+         dns64 = true\ndns64_prefix = \"2001:db8::/32\"\ndns64_exclude = [\"2001:db8::/32\"]\n",
+    )
+    .unwrap()
+    .resolver;
+    assert!(r.serve_stale && r.prefetch && r.dns64);
+    assert_eq!(r.serve_stale_max, 3600);
+    assert_eq!(
+        r.dns64_exclude.as_deref(),
+        Some(&["2001:db8::/32".to_string()][..])
+    );
+    assert!(parse("[resolver]\nserve_stale_max = 0\n").is_err());
     let c = parse(
         "[limits]\nudp_max_response = 512\ntcp_connections_per_client = 0\n\
          tcp_read_timeout_ms = 250\ntcp_queries_per_connection = 7\n\

@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{Name, NameRef, RType};
 
+use crate::dns64::{Dns64Prefix, Ipv6Range};
 use crate::error::Error;
 use crate::validate::TrustAnchors;
 
@@ -112,6 +113,41 @@ pub struct Config {
     /// asking (NSEC only, like Unbound's `aggressive-nsec`). On by default; needs
     /// `validation`.
     pub aggressive_nsec: bool,
+    /// Serve-stale (RFC 8767): expired answers are kept up to [`Config::serve_stale_max`]
+    /// past their TTL and given (EDE 3, or 19 for NXDOMAIN) when a resolution fails or is
+    /// still running after [`Config::serve_stale_client_timeout_ms`]. Off by default, as
+    /// Unbound's `serve-expired` and BIND's `stale-answer-enable`.
+    pub serve_stale: bool,
+    /// Seconds past expiry that a record may still be served stale (RFC 8767 §5 suggests
+    /// 1 to 3 days; Unbound's `serve-expired-ttl`, BIND's `max-stale-ttl`).
+    pub serve_stale_max: u32,
+    /// TTL of a stale record in an answer (RFC 8767 §4: 30 s; Unbound's
+    /// `serve-expired-reply-ttl`, BIND's `stale-answer-ttl`).
+    pub serve_stale_reply_ttl: u32,
+    /// A resolution still running this long after the client asked is answered from
+    /// stale data, and goes on to refresh the cache (RFC 8767 §5: 1.8 s; Unbound's
+    /// `serve-expired-client-timeout`, BIND's `stale-answer-client-timeout`).
+    pub serve_stale_client_timeout_ms: u64,
+    /// After a failed resolution was answered stale, the name is answered stale without
+    /// asking for this long (RFC 8767 §4 failure-recheck timer: 30 s; BIND's
+    /// `stale-refresh-time`).
+    pub serve_stale_recheck_ms: u64,
+    /// Prefetch: a cached answer asked for in the last tenth of its TTL is refreshed in the
+    /// background while the client gets the cached one (Unbound's `prefetch`, BIND's
+    /// `prefetch`). Off by default, as Unbound's.
+    pub prefetch: bool,
+    /// DNS64 (RFC 6147): AAAA records synthesized from A records under
+    /// [`Config::dns64_prefix`] for names without AAAA records, PTR questions for the
+    /// prefix's reverse names answered from in-addr.arpa, and `ipv4only.arpa.` answered
+    /// locally (RFC 8880). Off by default (Unbound's `module-config: "dns64 ..."`, BIND's
+    /// `dns64`).
+    pub dns64: bool,
+    /// The NAT64 prefix (Unbound's `dns64-prefix`; `64:ff9b::/96` by default).
+    pub dns64_prefix: Dns64Prefix,
+    /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; Unbound's
+    /// `dns64-ignore-aaaa` is by name, BIND's `exclude` by range). `::ffff:0:0/96` by
+    /// default.
+    pub dns64_exclude: Vec<Ipv6Range>,
 }
 
 impl Default for Config {
@@ -161,6 +197,15 @@ impl Default for Config {
             bogus_ttl: 60,
             // Unbound's aggressive-nsec (yes by default since 1.15).
             aggressive_nsec: true,
+            serve_stale: false,
+            serve_stale_max: 86_400,
+            serve_stale_reply_ttl: 30,
+            serve_stale_client_timeout_ms: 1_800,
+            serve_stale_recheck_ms: 30_000,
+            prefetch: false,
+            dns64: false,
+            dns64_prefix: Dns64Prefix::WELL_KNOWN,
+            dns64_exclude: crate::dns64::default_exclusions(),
         }
     }
 }

@@ -72,9 +72,14 @@
 //! proof), written only for clients that set DO ([`Cache::answer_query`]); validated NSEC
 //! ranges answer NXDOMAIN/NODATA without asking (RFC 8198, [`Config::aggressive_nsec`]).
 //!
+//! Serve-stale (RFC 8767, [`Config::serve_stale`]: expired sets kept and answered from when
+//! resolution fails or is slow), prefetch ([`Config::prefetch`]: the hit path reports sets
+//! in the last tenth of their TTL, [`Engine::prefetch`] refreshes them) and DNS64 (RFC 6147,
+//! [`Config::dns64`]) are off by default.
+//!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
-//! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use, serve-stale,
-//! prefetch, TCP connection reuse. Coalescing is per engine (worker); across workers the
+//! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
+//! TCP connection reuse. Coalescing is per engine (worker); across workers the
 //! shared cache absorbs repeats once the first answer is in.
 //!
 //! Only class IN is resolved; the server answers other classes itself. Lock acquisitions
@@ -85,6 +90,7 @@
 
 mod cache;
 mod config;
+mod dns64;
 mod engine;
 mod error;
 mod iterate;
@@ -96,8 +102,14 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use shardns_wire::{NameRef, RType};
+
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
+pub use dns64::{Dns64Prefix, Ipv6Range};
 pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
 pub use error::Error;
 pub use reply::{
@@ -105,6 +117,14 @@ pub use reply::{
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
 };
 pub use validate::{Security, TrustAnchors};
+
+/// A question under serve-stale's failure-recheck timer: lower-cased name, type.
+type RecheckKey = (Box<[u8]>, u16);
+
+fn recheck_key(name: NameRef<'_>, qtype: RType) -> RecheckKey {
+    let wire = name.as_wire().iter().map(u8::to_ascii_lowercase).collect();
+    (wire, qtype.0)
+}
 
 /// The shared part of the resolver: configuration, cache and server knowledge.
 /// `Send + Sync`; one per server, in an `Arc`, used by every worker's [`Engine`].
@@ -116,7 +136,13 @@ pub struct Resolver {
     keys: validate::KeyCache,
     /// Validated NSEC ranges, for aggressive use (RFC 8198).
     nsec: validate::NsecCache,
+    /// Serve-stale's failure-recheck timers: (lower-cased name, type) -> until when the
+    /// question is answered stale without asking. Touched only on cache misses.
+    stale_recheck: Mutex<HashMap<RecheckKey, u64>>,
 }
+
+/// Most failure-recheck timers kept; past it the expired ones go, then all.
+const MAX_RECHECKS: usize = 16_384;
 
 impl Resolver {
     /// A resolver with an empty cache.
@@ -128,6 +154,10 @@ impl Resolver {
             config.max_negative_ttl,
         );
         cache.validating = config.validation;
+        if config.serve_stale {
+            cache.stale_keep_ms = u64::from(config.serve_stale_max) * 1000;
+        }
+        cache.prefetch = config.prefetch;
         let servers = servers::ServerTable::new(
             config.srtt_half_life_ms,
             servers::HoldPolicy {
@@ -142,7 +172,27 @@ impl Resolver {
             servers,
             keys: validate::KeyCache::default(),
             nsec: validate::NsecCache::default(),
+            stale_recheck: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Serve-stale: (`name`, `qtype`) failed; answer it stale without asking until `until`.
+    pub(crate) fn note_failure(&self, name: NameRef<'_>, qtype: RType, until: u64) {
+        let mut m = self.stale_recheck.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= MAX_RECHECKS {
+            let now = until.saturating_sub(self.config.serve_stale_recheck_ms);
+            m.retain(|_, &mut t| t > now);
+            if m.len() >= MAX_RECHECKS {
+                m.clear();
+            }
+        }
+        m.insert(recheck_key(name, qtype), until);
+    }
+
+    /// Serve-stale: (`name`, `qtype`) failed less than the failure-recheck time ago.
+    pub(crate) fn rechecking(&self, name: NameRef<'_>, qtype: RType, now: u64) -> bool {
+        let m = self.stale_recheck.lock().unwrap_or_else(|e| e.into_inner());
+        !m.is_empty() && m.get(&recheck_key(name, qtype)).is_some_and(|&t| t > now)
     }
 
     /// The shared cache (the hit path is [`Cache::answer`]).
@@ -153,6 +203,13 @@ impl Resolver {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// DNS64 is on and may change the answer to a `qtype` question (AAAA synthesis, PTR
+    /// under the prefix): the server sends such questions to the engine, not to the
+    /// cache-hit path, which knows nothing of DNS64.
+    pub fn dns64_owns(&self, qtype: RType) -> bool {
+        self.config.dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
     }
 
     /// The wall clock stepped (an engine saw it): what validation judged against the old

@@ -33,6 +33,10 @@ pub struct Ede {
 }
 
 impl Ede {
+    /// 3, Stale Answer: served from expired cached data (RFC 8767).
+    pub const STALE_ANSWER: u16 = 3;
+    /// 19, Stale NXDOMAIN Answer: an expired cached NXDOMAIN (RFC 8767).
+    pub const STALE_NXDOMAIN: u16 = 19;
     /// 0, Other Error.
     pub const OTHER: u16 = 0;
     /// 22, No Reachable Authority: every server of a zone timed out or failed.
@@ -166,7 +170,7 @@ pub struct Resolution {
     /// For a client that set DO: the proof of a denial or of a wildcard expansion (NSEC or
     /// NSEC3 records and their RRSIGs, the SOA's RRSIGs), in the authority section.
     pub dnssec_authority: Vec<Record>,
-    /// Why resolution failed, for a SERVFAIL.
+    /// Why resolution failed, for a SERVFAIL; for a stale answer (RFC 8767), EDE 3 or 19.
     pub ede: Option<Ede>,
     /// DNSSEC validation found every RRset of the answer (and the proof of a denial)
     /// secure: the server sets AD if the client set DO or AD (RFC 6840 §5.8).
@@ -174,6 +178,19 @@ pub struct Resolution {
 }
 
 impl Resolution {
+    /// An answer with `rcode` and no records.
+    pub(crate) fn empty(rcode: Rcode) -> Self {
+        Self {
+            rcode,
+            answers: Vec::new(),
+            authority: Vec::new(),
+            dnssec_answer: Vec::new(),
+            dnssec_authority: Vec::new(),
+            ede: None,
+            secure: false,
+        }
+    }
+
     pub(crate) fn servfail(ede: Ede) -> Self {
         Self {
             rcode: Rcode::SERVFAIL,

@@ -264,6 +264,7 @@ pub(crate) fn resolver_config(
     rc.cache_bytes = r.cache_size;
     rc.min_ttl = r.min_ttl;
     rc.max_ttl = r.max_ttl.max(r.min_ttl);
+    rc.max_negative_ttl = r.max_negative_ttl;
     rc.upstream_port = r.upstream_port;
     rc.max_depth = r.max_depth;
     rc.max_queries = r.max_upstream_queries;
@@ -275,6 +276,24 @@ pub(crate) fn resolver_config(
     rc.server_hold_max_ms = r.server_hold_max_ms.max(r.server_hold_ms);
     rc.validation = r.validation;
     rc.aggressive_nsec = r.aggressive_nsec;
+    rc.serve_stale = r.serve_stale;
+    rc.serve_stale_max = r.serve_stale_max;
+    rc.serve_stale_reply_ttl = r.serve_stale_reply_ttl;
+    rc.serve_stale_client_timeout_ms = r.serve_stale_client_timeout_ms;
+    rc.serve_stale_recheck_ms = r.serve_stale_recheck_ms;
+    rc.prefetch = r.prefetch;
+    rc.dns64 = r.dns64;
+    rc.dns64_prefix = r
+        .dns64_prefix
+        .parse()
+        .map_err(|e| Error::Zones(format!("resolver.dns64_prefix: {e}")))?;
+    if let Some(x) = &r.dns64_exclude {
+        rc.dns64_exclude = x
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, String>>()
+            .map_err(|e| Error::Zones(format!("resolver.dns64_exclude: {e}")))?;
+    }
     rc.qname_minimisation = r.qname_minimisation;
     rc.qname_minimisation_strict = r.qname_minimisation_strict;
     rc.allow_loopback_upstreams = r.allow_loopback_upstreams;

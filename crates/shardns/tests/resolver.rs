@@ -294,3 +294,129 @@ fn unreachable_root_gives_servfail_with_ede() {
     assert!(out.contains("SERVFAIL") && out.contains("EDE"), "{out}");
     assert_eq!(res.stat("shardns_resolver_servfails_total"), 2.0);
 }
+
+/// A resolver from a config file with `extra` in `[resolver]`, over our root and TLD.
+fn resolver_with(auth: &Authorities, name: &str, ip: &str, extra: &str) -> Server {
+    let config = auth.dir.write(
+        &format!("{name}.toml"),
+        &format!(
+            "[resolver]\nrecursion = true\nvalidation = false\nallow_loopback_upstreams = true\n\
+             root_hints = {:?}\nupstream_port = {}\n{extra}",
+            auth.hints.display().to_string(),
+            auth.tld.addr.port()
+        ),
+    );
+    let addr: SocketAddr = format!("{ip}:{}", free_port()).parse().unwrap();
+    instance(name, addr, &["-c", &config.display().to_string()])
+}
+
+/// Serve-stale (RFC 8767) against the real binary: TTLs cut to 1 s, the TLD's server
+/// stopped, the expired answers still given (TTL 30, EDE 3; EDE 19 for the NXDOMAIN), as
+/// dig shows them; and not without `serve_stale`.
+#[test]
+fn serve_stale_when_the_authoritative_server_is_stopped() {
+    let auth = authorities("resolver-stale");
+    let ttls = "max_ttl = 1\nmax_negative_ttl = 1\n";
+    let res = resolver_with(
+        &auth,
+        "stale",
+        "127.0.0.5",
+        &format!("serve_stale = true\n{ttls}"),
+    );
+    let plain = resolver_with(&auth, "nostale", "127.0.0.6", ttls);
+    for r in [&res, &plain] {
+        assert_eq!(
+            rdatas(&ask(r.addr, 1, "www.test.", RecordType::A)),
+            ["www.test. A 192.0.2.1"]
+        );
+        let m = ask(r.addr, 2, "nope.test.", RecordType::A);
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    }
+    let Authorities { tld, .. } = auth;
+    drop(tld);
+    std::thread::sleep(Duration::from_millis(2_500));
+
+    let out = dig(
+        res.addr,
+        &["+noall", "+answer", "+comments", "www.test", "A"],
+    );
+    assert!(out.contains("status: NOERROR"), "{out}");
+    assert!(out.contains("EDE: 3 (Stale Answer)"), "{out}");
+    let answer: Vec<&str> = out.lines().filter(|l| l.starts_with("www.test.")).collect();
+    assert_eq!(answer.len(), 1, "{out}");
+    assert!(answer[0]
+        .split_whitespace()
+        .eq(["www.test.", "30", "IN", "A", "192.0.2.1"]));
+    let out = dig(res.addr, &["+noall", "+comments", "nope.test", "A"]);
+    assert!(out.contains("status: NXDOMAIN"), "{out}");
+    assert!(out.contains("EDE: 19 (Stale NXDOMAIN Answer)"), "{out}");
+
+    let out = dig(plain.addr, &["+noall", "+comments", "www.test", "A"]);
+    assert!(out.contains("status: SERVFAIL"), "{out}");
+    assert!(!out.contains("Stale"), "{out}");
+}
+
+/// DNS64 (RFC 6147) against the real binary: AAAA synthesized under the well-known prefix
+/// for a name with only an A record, `ipv4only.arpa.` answered locally.
+#[test]
+fn dns64_synthesizes_aaaa() {
+    let auth = authorities("resolver-dns64");
+    let res = resolver_with(&auth, "dns64", "127.0.0.7", "dns64 = true\n");
+    let out = dig(res.addr, &["+short", "www.test", "AAAA"]);
+    assert_eq!(out.trim(), "64:ff9b::c000:201");
+    // Twice: the second from the cache, still synthesized.
+    let out = dig(res.addr, &["+short", "www.test", "AAAA"]);
+    assert_eq!(out.trim(), "64:ff9b::c000:201");
+    let out = dig(res.addr, &["+short", "ipv4only.arpa", "AAAA"]);
+    assert_eq!(
+        common::sorted_lines(&out),
+        ["64:ff9b::c000:aa", "64:ff9b::c000:ab"]
+    );
+    let out = dig(res.addr, &["+short", "-x", "64:ff9b::c000:201"]);
+    assert!(out.contains("1.2.0.192.in-addr.arpa."), "{out}");
+    let plain = resolver_with(&auth, "nodns64", "127.0.0.8", "");
+    assert_eq!(dig(plain.addr, &["+short", "www.test", "AAAA"]).trim(), "");
+}
+
+/// Prefetch against the real binary: TTLs cut to 20 s (a prefetch window of 2 s); a hit
+/// with 10 s left asks nobody, a hit in the last 2 s is answered from the cache and makes the
+/// resolver refresh the name in the background, so the next hit has a whole TTL again.
+#[test]
+fn prefetch_refreshes_a_name_in_the_last_tenth_of_its_ttl() {
+    let auth = authorities("resolver-prefetch");
+    let res = resolver_with(
+        &auth,
+        "prefetch",
+        "127.0.0.9",
+        "prefetch = true\nmax_ttl = 20\n",
+    );
+    let start = std::time::Instant::now();
+    assert_eq!(
+        rdatas(&ask(res.addr, 1, "www.test.", RecordType::A)),
+        ["www.test. A 192.0.2.1"]
+    );
+    let upstream = res.stat("shardns_resolver_upstream_queries_total");
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(start.elapsed()));
+    let m = ask(res.addr, 2, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl >= 8, "{}", m.answers[0].ttl);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        res.stat("shardns_resolver_upstream_queries_total"),
+        upstream
+    );
+    std::thread::sleep(Duration::from_millis(18_600).saturating_sub(start.elapsed()));
+    let m = ask(res.addr, 3, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl <= 1, "{}", m.answers[0].ttl);
+    let mut refreshed = false;
+    for _ in 0..50 {
+        if res.stat("shardns_resolver_upstream_queries_total") > upstream {
+            refreshed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(refreshed, "the prefetch asked upstream");
+    let m = ask(res.addr, 4, "www.test.", RecordType::A);
+    assert!(m.answers[0].ttl >= 18, "refreshed: {}", m.answers[0].ttl);
+    assert_eq!(res.stat("shardns_resolver_cache_hits_total"), 3.0);
+}

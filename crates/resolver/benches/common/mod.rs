@@ -41,6 +41,9 @@ pub(crate) fn warm() -> Arc<Resolver> {
     config.hints = Hints::parse(". NS a.root.\na.root. A 127.0.0.1@5300\n").unwrap();
     config.qname_minimisation = false;
     config.ipv6 = false;
+    // SHARDNS_BENCH_PREFETCH=1: the hit path with its prefetch check on (no set comes
+    // due: TTLs of a day).
+    config.prefetch = std::env::var_os("SHARDNS_BENCH_PREFETCH").is_some();
     let resolver = Arc::new(Resolver::new(config));
     let mut engine = Engine::new(Arc::clone(&resolver), [3; 32]);
     for i in 0..NAMES {

@@ -9,7 +9,7 @@ use shardns_wire::{NameRef, RType};
 
 use super::set::{dnssec_len, push_dnssec, push_rdata, DnssecRr, Kind, Set};
 use super::{Cache, HashedName, Rank};
-use crate::validate::Stamp;
+use crate::validate::{Security, Stamp};
 
 impl Cache {
     /// Caches an RRset, with its DNSSEC records (`dnssec`: its RRSIGs, and the proof of a
@@ -118,18 +118,22 @@ impl Cache {
             push_dnssec(&mut data, rr);
         }
         let key = HashedName::new(owner);
-        let new = Set {
+        let mut new = Set {
             rtype,
             kind,
             rank,
             sec: stamp.sec,
             ede: u8::try_from(stamp.ede).unwrap_or(u8::MAX),
             dnssec_at,
-            expires: now + u64::from(ttl) * 1000,
+            expiry: Set::pack_expiry(now, ttl),
             data: data.into_boxed_slice(),
         };
+        if stamp.sec == Security::Bogus {
+            // A bogus verdict is not worth refreshing early.
+            new.clear_prefetch();
+        }
         let mut g = self.lock(&key);
-        let stored = g.insert(&key, new, now);
+        let stored = g.insert(&key, new, now, self.stale_keep_ms);
         if g.bytes > self.shard_budget {
             g.evict(self.shard_budget);
         }

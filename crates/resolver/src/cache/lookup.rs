@@ -140,7 +140,7 @@ impl Cache {
             if set.kind == Kind::Positive
                 && types.contains(&set.rtype)
                 && set.rank >= min_rank
-                && set.expires > now
+                && set.expires() > now
             {
                 for rd in Rdatas(set.rdata()) {
                     f(set.rtype, set.remaining_ttl(now), rd);
@@ -153,7 +153,13 @@ impl Cache {
 }
 
 /// Copies out what `set` (picked by [`classify`]) answers.
-fn lookup_set(set: &Set, found: SetMatch, name: NameRef<'_>, qtype: RType, now: u64) -> Lookup {
+pub(super) fn lookup_set(
+    set: &Set,
+    found: SetMatch,
+    name: NameRef<'_>,
+    qtype: RType,
+    now: u64,
+) -> Lookup {
     let ttl = set.remaining_ttl(now);
     match found {
         SetMatch::Positive => Lookup::Positive(
@@ -195,13 +201,26 @@ pub(super) enum SetMatch {
 
 /// Picks the set that answers `qtype` at a name: the RRset or NODATA of that type, else a
 /// CNAME, else NXDOMAIN.
+#[inline]
 pub(super) fn classify(
     slot: &Slot,
     qtype: RType,
     min_rank: Rank,
     now: u64,
 ) -> Option<(&Set, SetMatch)> {
-    let live = |s: &&Set| s.expires > now && s.rank >= min_rank;
+    classify_within(slot, qtype, min_rank, now, 0)
+}
+
+/// [`classify`], counting sets less than `grace` ms past expiry as live (serve-stale).
+#[inline(always)]
+pub(super) fn classify_within(
+    slot: &Slot,
+    qtype: RType,
+    min_rank: Rank,
+    now: u64,
+    grace: u64,
+) -> Option<(&Set, SetMatch)> {
+    let live = |s: &&Set| s.expires().saturating_add(grace) > now && s.rank >= min_rank;
     let mut cname = None;
     let mut nx = None;
     for set in slot.sets.iter().filter(live) {

@@ -35,6 +35,7 @@ mod negative;
 mod render;
 mod set;
 mod shard;
+mod stale;
 
 #[cfg(test)]
 mod tests;
@@ -92,6 +93,10 @@ pub struct Cache {
     /// insecure), answers bogus ones with SERVFAIL, and leaves unchecked ones to the
     /// resolver (unless the client set CD).
     pub(crate) validating: bool,
+    /// How long past expiry sets are kept to be served stale (0: serve-stale off).
+    pub(crate) stale_keep_ms: u64,
+    /// Prefetch on: the hit path reports sets in the last tenth of their TTL.
+    pub(crate) prefetch: bool,
 }
 
 /// A name as it was spelled, with its case-insensitive hash: what finds a slot. Nothing
@@ -128,6 +133,8 @@ impl Cache {
             max_ttl: max_ttl.max(min_ttl),
             max_negative_ttl,
             validating: false,
+            stale_keep_ms: 0,
+            prefetch: false,
         }
     }
 

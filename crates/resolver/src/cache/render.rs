@@ -35,6 +35,10 @@ pub enum CacheAnswer {
         secure: bool,
         /// Why a bogus answer is SERVFAIL (RFC 8914).
         ede: Option<Ede>,
+        /// Prefetch is on and a set of the answer is in the last tenth of its TTL: the
+        /// caller should refresh the question in the background ([`crate::Engine::prefetch`]).
+        /// Reported once per set.
+        prefetch: bool,
     },
     /// Nothing usable cached (or only part of a CNAME chain); nothing was written.
     Miss {
@@ -91,6 +95,7 @@ impl Cache {
         let mut locks = 0u32;
         let checking = self.validating && !cd;
         let mut secure = self.validating;
+        let mut prefetch = false;
         // The current CNAME target, once the chain has moved (the question's name is used
         // as it is, so the first owner is written as the question spelled it).
         let mut target = NameBuf::new();
@@ -117,6 +122,7 @@ impl Cache {
                                 locks,
                                 secure: false,
                                 ede: Some(Ede::bogus(u16::from(set.ede))),
+                                prefetch: false,
                             };
                         }
                         return CacheAnswer::Miss { locks };
@@ -141,9 +147,17 @@ impl Cache {
                         r => r,
                     };
                     truncated = r.is_err();
-                    found
+                    (found, self.prefetch && set.prefetch_due(now), set.rtype)
                 }
             };
+            let (outcome, due, rtype) = outcome;
+            if due {
+                // Asked for once: the refresh replaces the set.
+                if let Some(s) = slot.sets.iter_mut().find(|s| s.rtype == rtype) {
+                    s.clear_prefetch();
+                }
+                prefetch = true;
+            }
             drop(g);
             match outcome {
                 // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
@@ -157,6 +171,7 @@ impl Cache {
                         locks,
                         secure,
                         ede: None,
+                        prefetch,
                     }
                 }
                 _ => {
@@ -166,6 +181,7 @@ impl Cache {
                         locks,
                         secure,
                         ede: None,
+                        prefetch,
                     }
                 }
             }

@@ -11,6 +11,8 @@ use shardns_wire::{NameRef, RType};
 use super::Rank;
 use crate::validate::Security;
 
+const EXPIRY_MASK: u64 = (1 << 48) - 1;
+
 /// Bytes charged per heap allocation on top of its size (allocator header and rounding).
 pub(super) const ALLOC_OVERHEAD: usize = 16;
 
@@ -38,8 +40,10 @@ pub(super) struct Set {
     pub(super) ede: u8,
     /// Where the DNSSEC records ([`DnssecRrs`]) start in `data`; `data.len()` if none.
     pub(super) dnssec_at: u16,
-    /// Absolute expiry, milliseconds on the driver's clock.
-    pub(super) expires: u64,
+    /// Absolute expiry, milliseconds on the driver's clock, in the low 48 bits (8,900
+    /// years); the high 16 bits are the prefetch window in seconds (a tenth of the TTL,
+    /// 0: none, or already prefetched). Packed so that `Set` stays 32 bytes.
+    pub(super) expiry: u64,
     /// The set's own data (as [`Kind`] says), then its DNSSEC records.
     pub(super) data: Box<[u8]>,
 }
@@ -48,8 +52,29 @@ impl Set {
     pub(super) fn cost(&self) -> usize {
         self.data.len() + ALLOC_OVERHEAD
     }
+    /// The set's expiry and prefetch window (a tenth of `ttl`, as Unbound's prefetch).
+    pub(super) fn pack_expiry(now: u64, ttl: u32) -> u64 {
+        let expires = (now + u64::from(ttl) * 1000) & EXPIRY_MASK;
+        let window = u64::from((ttl / 10).min(u32::from(u16::MAX)));
+        expires | window << 48
+    }
+    /// Absolute expiry, milliseconds on the driver's clock.
+    #[inline]
+    pub(super) fn expires(&self) -> u64 {
+        self.expiry & EXPIRY_MASK
+    }
+    /// True once `now` is inside the prefetch window and the set was not prefetched yet.
+    #[inline]
+    pub(super) fn prefetch_due(&self, now: u64) -> bool {
+        let window_ms = (self.expiry >> 48) * 1000;
+        window_ms != 0 && now + window_ms >= self.expires()
+    }
+    /// Marks the set as prefetched: it does not ask again (the refresh replaces it).
+    pub(super) fn clear_prefetch(&mut self) {
+        self.expiry &= EXPIRY_MASK;
+    }
     pub(super) fn remaining_ttl(&self, now: u64) -> u32 {
-        (self.expires.saturating_sub(now) / 1000) as u32
+        (self.expires().saturating_sub(now) / 1000) as u32
     }
     pub(super) fn records(&self) -> usize {
         match self.kind {

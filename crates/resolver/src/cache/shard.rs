@@ -87,7 +87,9 @@ impl ShardInner {
         self.slots[i as usize].as_mut()
     }
 
-    pub(super) fn insert(&mut self, key: &HashedName<'_>, new: Set, now: u64) -> bool {
+    /// Stores `new` at its name. Expired sets of the name are dropped, unless they are
+    /// less than `keep` ms past expiry (kept for serve-stale).
+    pub(super) fn insert(&mut self, key: &HashedName<'_>, new: Set, now: u64, keep: u64) -> bool {
         let slots = &self.slots;
         let mut created = false;
         let i = match self
@@ -127,7 +129,7 @@ impl ShardInner {
         } else {
             (slot.cost(), slot.records(), slot.sets.len())
         };
-        let stored = update_sets(&mut slot.sets, new, now);
+        let stored = update_sets(&mut slot.sets, new, now, keep);
         slot.referenced = true;
         let after = (slot.cost(), slot.records(), slot.sets.len());
         let empty = slot.sets.is_empty();
@@ -206,21 +208,23 @@ fn slot_hash(slots: &[Option<Slot>], i: u32) -> u64 {
     slots[i as usize].as_ref().map_or(0, |s| s.hash)
 }
 
-/// Puts `new` among a name's sets under the trust rules; drops expired sets on the way.
-fn update_sets(sets: &mut Vec<Set>, new: Set, now: u64) -> bool {
-    sets.retain(|s| s.expires > now);
+/// Puts `new` among a name's sets under the trust rules; drops expired sets on the way
+/// (but those less than `keep` ms past expiry, kept to be served stale). An expired set
+/// never outranks fresh data.
+fn update_sets(sets: &mut Vec<Set>, new: Set, now: u64, keep: u64) -> bool {
+    sets.retain(|s| s.expires().saturating_add(keep) > now);
     if let Some(old) = sets.iter().position(|s| s.rtype == new.rtype) {
-        if sets[old].rank > new.rank {
+        if sets[old].rank > new.rank && sets[old].expires() > now {
             return false;
         }
         sets.swap_remove(old);
     }
     if new.rtype == NXDOMAIN_TYPE {
-        // The name is gone: nothing less trusted than this stays.
-        sets.retain(|s| s.rank > new.rank);
+        // The name is gone: nothing less trusted than this stays, nothing stale either.
+        sets.retain(|s| s.rank > new.rank && s.expires() > now);
     } else if new.rank >= Rank::Answer {
         // Data at the name from an answer this good means it exists.
-        sets.retain(|s| !(s.rtype == NXDOMAIN_TYPE && s.rank <= new.rank));
+        sets.retain(|s| !(s.rtype == NXDOMAIN_TYPE && (s.rank <= new.rank || s.expires() <= now)));
     }
     sets.push(new);
     sets.shrink_to_fit();

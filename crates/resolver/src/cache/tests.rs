@@ -89,6 +89,7 @@ fn hit_decrements_ttl_and_takes_one_lock() {
             locks: 1,
             secure: false,
             ede: None,
+            prefetch: false,
         }
     );
     assert_eq!(m.answers.len(), 2);
@@ -138,6 +139,7 @@ fn cname_chain_and_partial_chain_miss() {
             locks: 2,
             secure: false,
             ede: None,
+            prefetch: false,
         }
     );
     assert_eq!(m.answers.len(), 2);

@@ -27,6 +27,9 @@ use crate::msg::Response;
 use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
+mod dns64;
+mod finish;
+mod stale;
 mod upstream;
 
 use upstream::{CoalesceKey, OutstandingQuery};
@@ -129,18 +132,29 @@ pub struct EngineStats {
     pub secure: u64,
     /// Resolutions whose answer was bogus (SERVFAIL with a DNSSEC EDE).
     pub bogus: u64,
+    /// Clients answered from expired data (serve-stale, RFC 8767).
+    pub stale_answers: u64,
+    /// Background refreshes started (prefetch).
+    pub prefetches: u64,
 }
 
 struct TaskSlot {
     generation: u32,
     task: Task,
     waiting: Option<QueryId>,
+    /// The client has its answer already (stale, or none wanted: a prefetch); the task
+    /// goes on only to refresh the cache, and ends without [`Event::Done`].
+    answered: bool,
+    /// The client set CD.
+    cd: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum TimerKind {
     Query,
     Task,
+    /// Serve-stale's client-response timer (RFC 8767 §5).
+    Stale,
 }
 
 /// One worker's resolution engine. See the crate documentation for the driver loop.
@@ -164,6 +178,8 @@ pub struct Engine {
     unix_offset_ms: Option<i64>,
     /// Where the wall clock is read when a validating task steps, if the driver gave one.
     wall_clock: Option<WallClock>,
+    /// DNS64 follow-up tasks and the client tasks they complete.
+    dns64: HashMap<TaskId, dns64::Waiting>,
 }
 
 /// Reads the wall clock: milliseconds since 1970 (the driver's `SystemTime::now`, or a test's
@@ -194,6 +210,7 @@ impl Engine {
             response: Response::default(),
             unix_offset_ms: None,
             wall_clock: None,
+            dns64: HashMap::new(),
         }
     }
 
@@ -254,6 +271,19 @@ impl Engine {
     /// [`Engine::resolve`] for a client query whose CD bit is `cd`: with CD set nothing is
     /// validated (RFC 4035 §3.2.2) and the data is returned as it came.
     pub fn resolve_cd(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
+        let id = self.start(qname, qtype, cd, now);
+        if self.resolver.config.dns64 && self.dns64_start(id, cd, now) {
+            return id;
+        }
+        if self.resolver.config.serve_stale && self.stale_instead(id, now) {
+            return id;
+        }
+        self.run(id, now);
+        id
+    }
+
+    /// Makes a task (not run yet) with its deadline.
+    fn start(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
         self.stats.tasks += 1;
         let generation = self.generation();
         let salt = self.rng.next_u64();
@@ -269,6 +299,8 @@ impl Engine {
             generation,
             task,
             waiting: None,
+            answered: false,
+            cd,
         };
         let index = match self.free_tasks.pop() {
             Some(i) => {
@@ -284,7 +316,6 @@ impl Engine {
         let deadline = now + self.resolver.config.max_resolution_ms;
         self.timers
             .push(Reverse((deadline, TimerKind::Task, index, generation)));
-        self.run(id, now);
         id
     }
 
@@ -334,8 +365,10 @@ impl Engine {
                             Ede::NO_REACHABLE_AUTHORITY,
                             "resolution timed out",
                         )),
+                        now,
                     );
                 }
+                TimerKind::Stale => self.client_timeout(TaskId { index, generation }, now),
             }
         }
     }
@@ -484,7 +517,7 @@ impl Engine {
     fn timer_live(&self, kind: TimerKind, index: u32, generation: u32) -> bool {
         match kind {
             TimerKind::Query => self.query(QueryId { index, generation }).is_some(),
-            TimerKind::Task => self
+            TimerKind::Task | TimerKind::Stale => self
                 .tasks
                 .get(index as usize)
                 .and_then(Option::as_ref)
@@ -522,7 +555,7 @@ impl Engine {
                     slot.task.sent_to(asked, q.1);
                 }
             }
-            Step::Done(answer) => self.finish_task(id, answer),
+            Step::Done(answer) => self.finish_task(id, answer, now),
         }
     }
 
@@ -537,22 +570,5 @@ impl Engine {
                 self.spare_tasks.push(task);
             }
         }
-    }
-
-    fn finish_task(&mut self, id: TaskId, answer: Resolution) {
-        if self.task_mut(id).is_none() {
-            return;
-        }
-        self.release_task(id.index);
-        if answer.rcode == Rcode::SERVFAIL {
-            self.stats.servfails += 1;
-            if answer.ede.is_some_and(|e| (1..=12).contains(&e.code)) {
-                self.stats.bogus += 1;
-            }
-        }
-        if answer.secure {
-            self.stats.secure += 1;
-        }
-        self.events.push_back(Event::Done(id, answer));
     }
 }

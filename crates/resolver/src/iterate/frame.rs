@@ -54,6 +54,7 @@ impl Frame {
             sent: None,
             from_cached_cut: false,
             ceiling: usize::MAX,
+            refresh: false,
         }
     }
 
@@ -86,6 +87,7 @@ impl Frame {
         self.sent = None;
         self.from_cached_cut = false;
         self.ceiling = usize::MAX;
+        self.refresh = false;
     }
 
     pub(super) fn advance(&mut self, res: &Resolver, salt: u64, now: u64) -> Advance {
@@ -96,12 +98,15 @@ impl Frame {
             }
             match self.state {
                 FrameState::Start => {
-                    if let Err(ede) = self.try_cache(res, now) {
+                    let refresh = core::mem::take(&mut self.refresh);
+                    if refresh {
+                        // Straight to iteration (a prefetch).
+                    } else if let Err(ede) = self.try_cache(res, now) {
                         self.outcome = Some(FrameOutcome::Fail(ede));
                         continue;
                     }
                     if self.outcome.is_none() && self.state == FrameState::Start {
-                        if self.try_aggressive(res, now) {
+                        if !refresh && self.try_aggressive(res, now) {
                             continue;
                         }
                         self.find_cut(res, now);
@@ -315,6 +320,7 @@ impl Frame {
     pub(super) fn restart(&mut self) {
         self.state = FrameState::Start;
         self.ceiling = usize::MAX;
+        self.refresh = false;
     }
 
     /// The client answer for this (bottom) frame.

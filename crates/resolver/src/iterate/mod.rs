@@ -238,6 +238,9 @@ struct Frame {
     from_cached_cut: bool,
     /// Only cached cuts with a shorter wire name than this are used.
     ceiling: usize,
+    /// A prefetch: the cached answer to the question itself is not used (it is what is
+    /// being refreshed); cached cuts and CNAME targets are.
+    refresh: bool,
 }
 
 /// A name in an inline buffer.

@@ -61,6 +61,18 @@ impl Task {
         self.frames[0].validating = validate;
     }
 
+    /// Makes the task a prefetch: the cached answer to its question is not used.
+    pub(crate) fn refresh(&mut self) {
+        self.frames[0].refresh = true;
+    }
+
+    /// The client's question, and whether its answer is validated (validation on, CD
+    /// clear).
+    pub(crate) fn question(&self) -> (NameRef<'_>, RType, bool) {
+        let f = &self.frames[0];
+        (f.origin.as_ref(), f.qtype, f.validating)
+    }
+
     /// Drops the records a finished task still holds (kept buffers stay allocated).
     pub(crate) fn recycle(&mut self) {
         self.depth = 0;

@@ -3,12 +3,14 @@
 mod sim;
 
 mod caching;
+mod dns64;
 mod failing_servers;
 mod iteration;
 mod limits;
 mod loopback;
 mod qmin;
 mod spoofing;
+mod stale;
 mod upstream;
 mod validation;
 mod validation_edges;

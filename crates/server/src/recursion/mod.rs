@@ -246,22 +246,29 @@ impl Recursion {
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
-        match self.shared.resolver.cache().answer_query(
-            qname,
-            qtype,
-            clock,
-            qh.cd(),
-            dnssec_ok,
-            &mut w,
-        ) {
+        let resolver = &self.shared.resolver;
+        let cached = if resolver.dns64_owns(qtype) {
+            // DNS64 may synthesize: the engine answers (from the cache where it can).
+            CacheAnswer::Miss { locks: 0 }
+        } else {
+            resolver
+                .cache()
+                .answer_query(qname, qtype, clock, qh.cd(), dnssec_ok, &mut w)
+        };
+        match cached {
             CacheAnswer::Hit {
                 rcode,
                 truncated,
                 locks,
                 secure,
                 ede,
+                prefetch,
             } => {
                 stats.resolver_cache_hits.add(1);
+                if prefetch {
+                    // The client gets the cached answer; the refresh has no client.
+                    self.engine.prefetch(qname, qtype, clock);
+                }
                 if self.validating && !qh.cd() {
                     count_verdict(stats, rcode, secure, ede.as_ref().map(|e| e.code));
                 }
