@@ -4,10 +4,10 @@
 //! A thread of the control plane ([`DsChecker`]) keeps the zones whose `[[zone]]` names
 //! `parent_agents` or `ds_push`. At every `ds_check_interval`, and as soon as such a zone
 //! is signed (a rollover may have started), it reads the zone's keys and looks for
-//! something to wait for at the parent ([`task::want`]): the DS of a new KSK or CSK
+//! something to wait for at the parent (`task::want`): the DS of a new KSK or CSK
 //! (`ds-pending`), the DS of a withdrawn key to be gone, or no DS at all with
 //! `cds_cdnskey_publish = "delete-dnssec"`. Then it asks every server of the parent for the
-//! zone's DS ([`query`]: UDP, TCP on TC, TSIG with `parent_agents_key`), and only when all
+//! zone's DS (`query`: UDP, TCP on TC, TSIG with `parent_agents_key`), and only when all
 //! of them answer and all meet the goal does it act: a new key's DS is confirmed exactly as
 //! `shardns key submitted` does ([`crate::signing::confirm_submitted`]) and the zone is read
 //! again (a queued reload, as the re-signing timer asks); the others are noted in
@@ -16,10 +16,10 @@
 //! an early confirmation.
 //!
 //! With `ds_push`, while the parent does not show what is wanted, the DS set the parent is
-//! to hold is pushed to that server by a TSIG-signed UPDATE ([`push`]) unless it already
+//! to hold is pushed to that server by a TSIG-signed UPDATE (`push`) unless it already
 //! serves exactly that set; failures are retried with a growing delay. With nothing else
 //! to wait for, a push also keeps a DS of the current key at the parent
-//! ([`task::present`]: a new zone's first DS, or one given back after going insecure).
+//! (`task::present`: a new zone's first DS, or one given back after going insecure).
 
 mod push;
 mod query;

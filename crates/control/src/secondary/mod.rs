@@ -93,7 +93,7 @@ pub struct SecondaryZone {
     pub key: Option<Key>,
     /// A catalog zone (RFC 9432) whose members become secondary zones: how they are set up.
     pub catalog: Option<Arc<catalog::Consumer>>,
-    /// `dnssec = true`: signed as it arrives and served signed ([`signer`]).
+    /// `dnssec = true`: signed as it arrives and served signed (`signer`).
     pub sign: Option<Arc<crate::signing::SignSpec>>,
 }
 

@@ -22,7 +22,7 @@
 //!
 //! The new KSK or CSK is known by its times: it signs before it is published, which no
 //! other rollover writes; its old keys are the signing keys of another algorithm with no
-//! end set. [`tick`] sets their times from the new key's, so a crash between key files is
+//! end set. `tick` sets their times from the new key's, so a crash between key files is
 //! repaired at the next signing, and a restart resumes the roll from the files.
 
 use super::{busy, RollKind, RollTimings};
