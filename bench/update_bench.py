@@ -118,6 +118,7 @@ def start(procs, work, name, shardns, extra=None, keep=False):
                "--update-key", f"hmac-sha256:{KEY}:{SECRET}"]
         if SIGNED:
             # Every --zone signed; a CSK of the default algorithm (ECDSA P-256) made at start.
+            os.makedirs(os.path.join(d, "keys"), mode=0o700, exist_ok=True)
             cmd += ["--sign", "--key-dir", os.path.join(d, "keys")]
     elif name == "knotd":
         cmd = lab.knot_conf(d, "127.0.0.1", port, ZONE, zf)

@@ -206,7 +206,8 @@ pub(super) fn sign_ixfr(
     let change =
         change_of(old, new, changed, &signed.zone, serial).ok_or("a version without an SOA")?;
     match sign_incrementally(&signed.zone, &change, spec, now)? {
-        Incremental::Signed(zone, signed_change) => {
+        Incremental::Signed(mut zone, signed_change) => {
+            zone.pack_small();
             state.set_serial(serial)?;
             info!(
                 "zone {apex}: serial {} from the primary signed incrementally as serial {serial} in {:.3} s: {} records deleted, {} added with their signatures and chain",

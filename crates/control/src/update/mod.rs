@@ -167,6 +167,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
                 .is_some_and(|i| i.is_catalog_member(apex.as_ref()))
         },
         logged: 0,
+        signed: Default::default(),
     };
     let mut answers = Vec::with_capacity(jobs.len());
     let mut tally = tally::Tally::default();
@@ -207,6 +208,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     }
     drop(limiter);
     tally.add_to(&plane.stats, plane.updates.dropped.load(Relaxed));
+    sign::write_serials(batch.signed.take());
     let changes: Vec<ZoneChange> = batch
         .latest
         .into_values()
@@ -268,6 +270,9 @@ struct Batch<'a> {
     catalog_member: &'a dyn Fn(&Name) -> bool,
     /// Refusals logged at info so far.
     logged: u32,
+    /// Signed zones' last serial signed in this batch, for their state files: written once
+    /// at the batch's end, before any answer goes out (`sign::signed_version`).
+    signed: std::cell::RefCell<HashMap<Name, sign::Signed>>,
 }
 
 impl Batch<'_> {
@@ -407,7 +412,7 @@ impl Batch<'_> {
         now: u64,
     ) -> Result<Zone, String> {
         if table.dnssec {
-            return sign::signed_version(self.config, table, zone, change, now)
+            return sign::signed_version(self.config, table, zone, change, now, &self.signed)
                 .map_err(|e| format!("a signed zone: {e}"));
         }
         // Left split: the batch's next update to this zone patches it again; `process`

@@ -16,13 +16,38 @@ use crate::signing::incremental::{sign_incrementally, Incremental};
 use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
 use shardns_config::{Config, ZoneConfig};
 use shardns_dnssec::RecordList;
+use shardns_wire::Name;
 use shardns_wire::{Class, RType};
 use shardns_zone::update::Change;
 use shardns_zone::Zone;
-use tracing::info;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use tracing::{error, info};
+
+/// A signed zone's last serial signed in a batch: its state file's, written at the batch's
+/// end ([`write_serials`]).
+pub(super) struct Signed {
+    key_dir: PathBuf,
+    serial: u32,
+}
+
+/// Writes each signed zone's last serial signed to its state file, once per batch and
+/// before any of its answers goes out (a restart then signs above it). A failure is logged:
+/// the updates are kept (`state/<zone>.updates`) and the next signing moves the serial on.
+pub(super) fn write_serials(serials: HashMap<Name, Signed>) {
+    for (apex, s) in serials {
+        if let Err(e) = StateFile::new(&s.key_dir, &apex).set_serial(s.serial) {
+            error!(
+                "zone {apex}: cannot write the serial signed ({}): {e}",
+                s.serial
+            );
+        }
+    }
+}
 
 /// `change`, read against `zone` (signed), made into the zone's new signed version; the
-/// signing state and the kept updates written first. `Err`: why not (SERVFAIL; nothing
+/// kept updates written first (the serial signed at the batch's end, `write_serials`). `Err`: why not (SERVFAIL; nothing
 /// changed but, at worst, the last serial signed moved on).
 pub(super) fn signed_version(
     config: &Config,
@@ -30,6 +55,7 @@ pub(super) fn signed_version(
     zone: &Zone,
     change: &Change,
     now: u64,
+    serials: &RefCell<HashMap<Name, Signed>>,
 ) -> Result<Zone, String> {
     let apex = zone.apex().to_name();
     let spec = SignSpec::of(
@@ -38,17 +64,24 @@ pub(super) fn signed_version(
         &config.keystores,
     )
     .ok_or("no key directory to sign with")?;
-    let state = StateFile::new(&spec.key_dir, &apex);
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_incrementally(zone, change, &spec, now)? {
         Incremental::Signed(new, _) => {
-            state.set_serial(change.serial())?;
+            // The state file's serial once per batch, before the answers (`write_serials`).
+            let key_dir = spec.key_dir.clone();
+            let serial = change.serial();
+            serials
+                .borrow_mut()
+                .insert(apex.clone(), Signed { key_dir, serial });
             new
         }
         Incremental::Whole(why) => {
             info!(
                 "update of {apex}: cannot be signed incrementally ({why}): signing the new version whole"
             );
+            // The signer writes the state file's serial: none pending of this batch's may
+            // come after it.
+            serials.borrow_mut().remove(&apex);
             let records = unsigned_records(zone, change);
             // Serial: the change's, above the last signed (the state file's); the state
             // file written by the signer.
@@ -59,7 +92,7 @@ pub(super) fn signed_version(
                     change.serial()
                 ));
             }
-            let files = vec![std::path::PathBuf::from(format!("<UPDATE of {apex}>"))];
+            let files = vec![PathBuf::from(format!("<UPDATE of {apex}>"))];
             Zone::build_sorted(apex.clone(), list, files, Vec::new())
                 .map(|(zone, _)| zone)
                 .map_err(|e| format!("the new signed version does not build: {e}"))?
