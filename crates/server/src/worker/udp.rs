@@ -2,6 +2,7 @@
 //! each query answered in place in the batch's response slot by `dispatch`, after the
 //! batch's zone lookups were started together (`ZoneSet::prefetch`).
 
+use super::proxy::{self, is_proxy};
 use super::{Worker, UDP_ROUNDS};
 use crate::dispatch::Action;
 use crate::origin::{Origin, Via};
@@ -33,7 +34,10 @@ impl Worker {
         // The peer's address is decoded only when something needs it: logs, the resolver's
         // ACL, RRL, a transfer ACL (an allowed IXFR over UDP gets the SOA), or NOTIFY to a
         // secondary (taken from its primaries only), or an UPDATE (answered later).
-        let want_peer = self.opts.log_queries
+        // PROXY protocol: every datagram's peer is needed, to tell the proxies' apart.
+        let proxy_from = &self.opts.proxy_from[..];
+        let want_peer = !proxy_from.is_empty()
+            || self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
             || self.shared.plane.transfer_acl.load().allows_anyone()
@@ -84,7 +88,17 @@ impl Worker {
                     stats.dropped.add(1);
                     continue;
                 };
-                let origin = Origin { peer, ..from };
+                let mut origin = Origin { peer, ..from };
+                let mut query = query;
+                if let Some(p) =
+                    peer.filter(|p| !proxy_from.is_empty() && is_proxy(proxy_from, p.ip()))
+                {
+                    let Some((q, o)) = proxy::datagram(query, index, v6, p, stats) else {
+                        stats.dropped.add(1);
+                        continue;
+                    };
+                    (query, origin) = (q, o);
+                }
                 if let Action::Send(w) = dispatch.handle(query, origin, out) {
                     batch.queue(i, w.len);
                 }
