@@ -490,7 +490,7 @@ fn attach_xdp(
     sockets: &mut [WorkerSockets],
     workers: usize,
 ) -> Option<xdp::XdpProgram> {
-    let iface = config.server.xdp_interface.as_ref()?;
+    let iface = xdp::interface(config)?;
     let endpoints: Vec<SocketAddr> = sockets[0]
         .udp
         .iter()
