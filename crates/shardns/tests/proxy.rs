@@ -4,7 +4,8 @@
 //! 127.0.0.1 are logged as 127.0.0.2, and a transfer ACL that allows only 127.0.0.2 lets
 //! them through. Headers written by hand (from the spec's layout, not with our parser) check
 //! the cases the proxies do not send: LOCAL, a header cut in two, malformed ones, and a
-//! listed proxy's query without a header.
+//! listed proxy's query without a header; and the per-client decisions behind one proxy:
+//! the resolver's `allow` (with a later answer that must still go to the proxy) and RRL.
 //!
 //! Never: any address outside loopback, unbounded waits, processes left running.
 
@@ -24,16 +25,23 @@ const ZONE: &str = "$TTL 300\n@ SOA ns hostmaster 1 7200 3600 1209600 60\n@ NS n
 /// shardns on 127.0.0.1 with zone `proxy.test.`, 127.0.0.1 as its proxy, transfers allowed
 /// to 127.0.0.2 only, every query logged; `extra` flags added.
 fn start(tag: &str, extra: &[&str]) -> (Server, TempDir) {
+    start_with(tag, "", extra)
+}
+
+/// As [`start`], with `more` appended to the config file.
+fn start_with(tag: &str, more: &str, extra: &[&str]) -> (Server, TempDir) {
     let zones = TempDir::new(&format!("{tag}-zone"));
     let zone = format!(
         "proxy.test.={}",
         zones.write("proxy.test.zone", ZONE).display()
     );
-    let config = "[server]\nproxy_protocol_from = [\"127.0.0.1/32\", \"::1\"]\n\
-                  allow_transfer = [\"127.0.0.2\"]\n";
+    let config = format!(
+        "[server]\nproxy_protocol_from = [\"127.0.0.1/32\", \"::1\"]\n\
+         allow_transfer = [\"127.0.0.2\"]\n{more}"
+    );
     let mut args = vec!["--workers", "1", "--zone", &zone, "--log-queries"];
     args.extend_from_slice(extra);
-    let server = Server::start_on(tag, Ipv4Addr::LOCALHOST, Some(config), &args);
+    let server = Server::start_on(tag, Ipv4Addr::LOCALHOST, Some(&config), &args);
     (server, zones)
 }
 
@@ -391,4 +399,60 @@ fn haproxy_passes_the_client_over_tls_and_https() {
         Duration::from_secs(3),
     );
     haproxy.check_alive();
+}
+
+#[test]
+fn the_resolver_decides_by_the_proxied_client() {
+    let (_auth, forward) = other_test_upstream("proxy-resolver");
+    let (server, _zones) = start(
+        "proxy-resolver",
+        &[
+            "--recursion",
+            "--no-validation",
+            "--forward",
+            &forward,
+            "--allow-recursion",
+            "127.0.0.9",
+        ],
+    );
+    let mut q = query(0x5151, "www.other.test", 1, Some(1232));
+    q[2] |= 0x01; // RD
+    let sock = udp_from(Ipv4Addr::LOCALHOST, server.addr);
+    let ask = |client: [u8; 4]| {
+        let mut d = v2_header(1, 2, SocketAddr::from((client, 40000)), server.addr);
+        d.extend_from_slice(&q);
+        exchange(&sock, &d, 0x5151).expect("an answer to the proxy")
+    };
+    // 127.0.0.9 may recurse: a cache miss, answered later, still to the proxy's socket.
+    let m = parse(&ask([127, 0, 0, 9]));
+    assert_eq!(answers(&m), vec!["A 192.0.2.77"], "{m:?}");
+    assert_eq!(server.stat("shardns_resolver_cache_misses_total"), 1.0);
+    // 127.0.0.8 may not, though the proxy (127.0.0.1) sent both.
+    let m = parse(&ask([127, 0, 0, 8]));
+    assert_eq!(u16::from(m.metadata.response_code), 5, "{m:?}");
+    assert_eq!(server.stat("shardns_resolver_refused_total"), 1.0);
+}
+
+#[test]
+fn rate_limiting_tells_proxied_clients_apart() {
+    let (server, _zones) = start_with(
+        "proxy-rrl",
+        "[rrl]\nwindow = 1\nipv4_prefix = 32\n",
+        &["--rrl-rate", "2", "--rrl-slip", "0"],
+    );
+    let www = query(0x6161, "www.proxy.test", 1, None);
+    let sock = udp_from(Ipv4Addr::LOCALHOST, server.addr);
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let ask = |client: [u8; 4]| {
+        let mut d = v2_header(1, 2, SocketAddr::from((client, 40000)), server.addr);
+        d.extend_from_slice(&www);
+        exchange(&sock, &d, 0x6161).is_some()
+    };
+    // 127.0.0.9 floods: limited to about the rate (the rest dropped, no slip).
+    let answered = (0..12).filter(|_| ask([127, 0, 0, 9])).count();
+    assert!(answered < 12, "{answered} of 12 answered: not limited");
+    assert!(server.stat("shardns_rrl_limited_total{action=\"dropped\"}") > 0.0);
+    // 127.0.0.10, through the same proxy in the same second, is another client.
+    assert!(ask([127, 0, 0, 10]), "127.0.0.10 limited with 127.0.0.9");
 }
