@@ -13,7 +13,7 @@ use crate::tcp::Conn;
 use shardns_config::AclEntry;
 use shardns_wire::proxy::{self, Proxied, ProxyError, FIXED, MAX_HEADER};
 use std::io::{self, Read};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 /// True if `ip` is one of the configured proxies.
 #[inline]
@@ -21,20 +21,28 @@ pub(super) fn is_proxy(list: &[AclEntry], ip: IpAddr) -> bool {
     list.iter().any(|e| e.contains(ip))
 }
 
-/// A datagram from proxy `peer`: the DNS message after the header and the query's origin
-/// (the client as its peer), or `None` (counted) to drop it.
+/// A datagram that came on UDP socket `origin` (with its peer decoded): unchanged unless
+/// its peer is in `list`; then the DNS message after the header, with the client as the
+/// peer and the proxy kept for the way back, or `None` (counted) to drop it.
 #[cold]
+#[inline(never)]
 pub(super) fn datagram<'a>(
     bytes: &'a [u8],
-    socket: usize,
-    v6: bool,
-    peer: SocketAddr,
+    origin: Origin,
+    list: &[AclEntry],
     stats: &WorkerStats,
 ) -> Option<(&'a [u8], Origin)> {
+    let (Some(peer), Via::Udp { socket }) = (origin.peer, origin.via) else {
+        return Some((bytes, origin));
+    };
+    if !is_proxy(list, peer.ip()) {
+        return Some((bytes, origin));
+    }
     let (proxied, len) = match proxy::parse(bytes, false) {
         Ok(x) => x,
         Err(e) => {
             stats.proxy_errors[e.index()].add(1);
+            stats.dropped.add(1);
             return None;
         }
     };
@@ -43,10 +51,13 @@ pub(super) fn datagram<'a>(
         Proxied::Local => peer,
     };
     let via = Via::UdpProxied {
-        socket: u16::try_from(socket).ok()?,
+        socket: u16::try_from(socket).ok().or_else(|| {
+            stats.dropped.add(1);
+            None
+        })?,
         proxy: ProxyAddr::new(peer),
     };
-    Some((&bytes[len..], Origin::new(via, v6, Some(client))))
+    Some((&bytes[len..], Origin::new(via, origin.v6, Some(client))))
 }
 
 /// Reads a connection's PROXY header (into its empty input buffer, never past the header's
@@ -96,6 +107,7 @@ pub(super) fn read_header(conn: &mut Conn, stats: &WorkerStats) -> io::Result<bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
 
     #[test]
     fn proxy_addresses_come_back_in_the_socket_family() {
@@ -125,7 +137,9 @@ mod tests {
         let mut d = b"\r\n\r\n\0\r\nQUIT\n\x21\x12\x00\x0c".to_vec();
         d.extend_from_slice(&[127, 0, 0, 2, 127, 0, 0, 1, 0x30, 0x39, 0, 53]);
         d.extend_from_slice(b"query");
-        let (q, o) = datagram(&d, 3, false, proxy, &stats).unwrap();
+        let list: Vec<AclEntry> = vec!["127.0.0.1".parse().unwrap()];
+        let udp = |peer| Origin::new(Via::Udp { socket: 3 }, false, Some(peer));
+        let (q, o) = datagram(&d, udp(proxy), &list, &stats).unwrap();
         assert_eq!(q, b"query");
         assert_eq!(o.peer, Some("127.0.0.2:12345".parse().unwrap()));
         assert_eq!(
@@ -137,7 +151,15 @@ mod tests {
         );
         assert_eq!(o.name(), "udp");
         // No header from a listed proxy: dropped, counted.
-        assert!(datagram(b"\x12\x34\x01\x00", 0, false, proxy, &stats).is_none());
+        assert!(datagram(b"\x12\x34\x01\x00", udp(proxy), &list, &stats).is_none());
         assert_eq!(stats.proxy_errors[ProxyError::Signature.index()].get(), 1);
+        assert_eq!(stats.dropped.get(), 1);
+        // Not a listed proxy: the bytes are DNS, the peer its own.
+        let other: SocketAddr = "127.0.0.2:4000".parse().unwrap();
+        let (q, o) = datagram(&d, udp(other), &list, &stats).unwrap();
+        assert_eq!(
+            (q, o.peer, o.via),
+            (&d[..], Some(other), Via::Udp { socket: 3 })
+        );
     }
 }

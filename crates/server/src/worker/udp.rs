@@ -2,7 +2,7 @@
 //! each query answered in place in the batch's response slot by `dispatch`, after the
 //! batch's zone lookups were started together (`ZoneSet::prefetch`).
 
-use super::proxy::{self, is_proxy};
+use super::proxy;
 use super::{Worker, UDP_ROUNDS};
 use crate::dispatch::Action;
 use crate::origin::{Origin, Via};
@@ -36,7 +36,8 @@ impl Worker {
         // secondary (taken from its primaries only), or an UPDATE (answered later).
         // PROXY protocol: every datagram's peer is needed, to tell the proxies' apart.
         let proxy_from = &self.opts.proxy_from[..];
-        let want_peer = !proxy_from.is_empty()
+        let proxied = !proxy_from.is_empty();
+        let want_peer = proxied
             || self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
@@ -88,17 +89,16 @@ impl Worker {
                     stats.dropped.add(1);
                     continue;
                 };
-                let mut origin = Origin { peer, ..from };
-                let mut query = query;
-                if let Some(p) =
-                    peer.filter(|p| !proxy_from.is_empty() && is_proxy(proxy_from, p.ip()))
-                {
-                    let Some((q, o)) = proxy::datagram(query, index, v6, p, stats) else {
-                        stats.dropped.add(1);
-                        continue;
-                    };
-                    (query, origin) = (q, o);
-                }
+                let origin = Origin { peer, ..from };
+                // One test of a flag unless proxies are configured: the rest is out of line.
+                let (query, origin) = if proxied {
+                    match proxy::datagram(query, origin, proxy_from, stats) {
+                        Some(x) => x,
+                        None => continue,
+                    }
+                } else {
+                    (query, origin)
+                };
                 if let Action::Send(w) = dispatch.handle(query, origin, out) {
                     batch.queue(i, w.len);
                 }
