@@ -422,6 +422,28 @@ JOURNALS = {
 }
 
 
+# proxy_header: a mode byte (bit 0: stream; bit 1: the signature is prepended), then a PROXY
+# protocol v2 header laid out as the spec says, and the message after it (fuzz/src/proxy.rs).
+def _proxy(cmd, fam, body, mode=0):
+    sig = b"\r\n\r\n\x00\r\nQUIT\n"
+    return bytes([mode]) + sig + bytes([0x20 | cmd, fam]) + struct.pack("!H", len(body)) + body
+
+
+_V4 = bytes([192, 0, 2, 7, 198, 51, 100, 1]) + struct.pack("!HH", 5300, 53)
+_V6 = bytes(range(16)) + bytes(range(16, 32)) + struct.pack("!HH", 50000, 53)
+PROXY_SEEDS = {
+    "v4-dgram": _proxy(1, 0x12, _V4) + b"\x12\x34\x01\x00\x00\x01",
+    "v4-stream": _proxy(1, 0x11, _V4, mode=1),
+    "v6-tlvs": _proxy(1, 0x21, _V6 + b"\x01\x00\x03dot\x04\x00\x00", mode=1),
+    "local": _proxy(0, 0x00, b""),
+    "unspec-tlv": _proxy(1, 0x00, b"\x04\x00\x01\x09"),
+    "unix": _proxy(1, 0x31, bytes(216), mode=1),
+    "tlv-overflow": _proxy(1, 0x12, _V4 + b"\x04\x00\x09\x01"),
+    "short-length": _proxy(1, 0x22, _V4),
+    "no-signature": b"\x02" + bytes([0x21, 0x12, 0, 12]) + _V4,
+}
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -457,6 +479,8 @@ def main():
                 write("name_from_wire", "r-" + name, struct.pack("!H", 12) + r)
     for name, text in DOH_REQUESTS.items():
         write("doh_request", name, text.encode())
+    for name, data in PROXY_SEEDS.items():
+        write("proxy_header", name, data)
     for name, text in CONFIGS.items():
         write("config", name, text.encode())
     example = os.path.join(HERE, "..", "docs", "shardns.example.toml")

@@ -45,6 +45,10 @@ command -v certbot >/dev/null 2>&1 || need+=(certbot)
 command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
 # tests/doh loads DoH with dnsperf (many streams in flight on reused connections).
 command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
+# tests/proxy puts dnsdist (UDP, TCP) and HAProxy (DoT, DoH) in front of shardns with the
+# PROXY protocol v2.
+command -v dnsdist >/dev/null 2>&1 || need+=(dnsdist)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     # Keep the packages' init scripts from starting daemons on port 53.

@@ -160,6 +160,11 @@ pub struct ServerConfig {
     /// no `allow_transfer` of its own, the embedded zone included. Empty: none.
     #[serde(deserialize_with = "from_strs")]
     pub allow_transfer: Vec<AclEntry>,
+    /// Proxies (`ADDR` or `ADDR/LEN`) whose UDP datagrams and TCP, TLS and HTTPS connections
+    /// start with a PROXY protocol v2 header naming the real client (dnsdist's
+    /// `useProxyProtocol`, HAProxy's `send-proxy-v2`). Empty: none.
+    #[serde(deserialize_with = "from_strs")]
+    pub proxy_protocol_from: Vec<AclEntry>,
     /// Secondaries (`"ADDR:PORT"`) told by NOTIFY (RFC 1996) when a zone that has no
     /// `notify` of its own gets a new serial, and at startup. Empty: none.
     pub notify: Vec<SocketAddr>,

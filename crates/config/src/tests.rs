@@ -157,6 +157,20 @@ fn transfer_acls_per_zone_over_the_servers() {
 }
 
 #[test]
+fn proxy_protocol_from_takes_prefixes() {
+    let c = parse("[server]\nproxy_protocol_from = [\"127.0.0.1/32\", \"::1\", \"10.0.0.0/8\"]\n")
+        .unwrap();
+    let p = &c.server.proxy_protocol_from;
+    assert_eq!(p.len(), 3);
+    assert!(p[2].contains("10.1.2.3".parse().unwrap()));
+    assert!(!p[0].contains("127.0.0.2".parse().unwrap()));
+    assert!(parse("").unwrap().server.proxy_protocol_from.is_empty());
+    let e = parse("[server]\nproxy_protocol_from = [\"127.0.0.1/40\"]\n").unwrap_err();
+    assert!(e.to_string().contains("proxy_protocol_from"), "{e}");
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+}
+
+#[test]
 fn tsig_keys_and_transfer_keys() {
     let c = parse(
         "[server]\ntransfer_key = \"k1\"\n\

@@ -13,7 +13,7 @@
 //! Small and `Copy` (no allocation, nothing dropped): it is made for every query.
 
 use shardns_wire::Transport;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 /// Where a query came from: the transport with its handle on the client, the address family
 /// and the client's address.
@@ -24,7 +24,7 @@ pub(crate) struct Origin {
     /// Over IPv6 (the statistics' and dnstap's family).
     pub(crate) v6: bool,
     /// The client's address, when the transport decoded it (UDP decodes it only when
-    /// something needs it).
+    /// something needs it); behind a PROXY protocol proxy, the client its header named.
     pub(crate) peer: Option<SocketAddr>,
 }
 
@@ -33,6 +33,9 @@ pub(crate) struct Origin {
 pub(crate) enum Via {
     /// Listening UDP socket `socket` of the worker.
     Udp { socket: usize },
+    /// Listening UDP socket `socket`, through a PROXY protocol proxy (`server.proxy_protocol_from`):
+    /// the answer goes to `proxy`, the peer is the client the header named.
+    UdpProxied { socket: u16, proxy: ProxyAddr },
     /// An AF_XDP frame for the address of UDP socket `socket`: answered in place in the
     /// frame; a later (resolver) answer leaves through that socket.
     Xdp { socket: usize },
@@ -50,6 +53,33 @@ pub(crate) enum Via {
         generation: u32,
         stream: u32,
     },
+}
+
+/// A proxy's address, kept small enough for an [`Origin`] (the way back of a later UDP
+/// answer; the client's address is the origin's peer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProxyAddr {
+    ip: [u8; 16],
+    port: u16,
+}
+
+impl ProxyAddr {
+    pub(crate) fn new(a: SocketAddr) -> Self {
+        let ip = match a.ip() {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+            IpAddr::V6(v6) => v6.octets(),
+        };
+        Self { ip, port: a.port() }
+    }
+
+    /// The address again, in the family of the socket the datagram came on (`v6`).
+    pub(crate) fn addr(&self, v6: bool) -> SocketAddr {
+        let ip = Ipv6Addr::from(self.ip);
+        match ip.to_ipv4_mapped() {
+            Some(v4) if !v6 => SocketAddr::new(v4.into(), self.port),
+            _ => SocketAddr::new(ip.into(), self.port),
+        }
+    }
 }
 
 /// Statistics slots: one per transport and address family.
@@ -82,7 +112,7 @@ impl Origin {
     #[inline]
     pub(crate) fn transport(&self) -> Transport {
         match self.via {
-            Via::Udp { .. } | Via::Xdp { .. } => Transport::Udp,
+            Via::Udp { .. } | Via::UdpProxied { .. } | Via::Xdp { .. } => Transport::Udp,
             Via::Tcp { .. } | Via::Tls { .. } | Via::Quic { .. } | Via::Https { .. } => {
                 Transport::Tcp
             }
@@ -108,7 +138,7 @@ impl Origin {
     #[inline]
     pub(crate) fn slot(&self) -> usize {
         let kind = match self.via {
-            Via::Udp { .. } => 0,
+            Via::Udp { .. } | Via::UdpProxied { .. } => 0,
             Via::Tcp { .. } => 1,
             Via::Xdp { .. } => 2,
             Via::Tls { .. } => 3,

@@ -490,7 +490,7 @@ fn attach_xdp(
     sockets: &mut [WorkerSockets],
     workers: usize,
 ) -> Option<xdp::XdpProgram> {
-    let iface = config.server.xdp_interface.as_ref()?;
+    let iface = xdp::interface(config)?;
     let endpoints: Vec<SocketAddr> = sockets[0]
         .udp
         .iter()
@@ -530,15 +530,15 @@ fn spawn_workers(
         tcp_total: config.limits.tcp_connections,
         tcp_idle_timeout: Duration::from_millis(config.limits.tcp_idle_timeout_ms),
         tcp_read_timeout: Duration::from_millis(config.limits.tcp_read_timeout_ms),
-        tcp_max_queries: match config.limits.tcp_queries_per_connection {
-            0 => u32::MAX,
-            n => n,
-        },
+        tcp_max_queries: Some(config.limits.tcp_queries_per_connection)
+            .filter(|&n| n != 0)
+            .unwrap_or(u32::MAX),
         udp_max_response: config.limits.udp_max_response,
         log_queries: config.log.queries,
         tls_handshake_timeout: Duration::from_millis(config.limits.tls_handshake_timeout_ms),
         https_streams: config.limits.https_streams_per_connection,
         https_resets_per_second: config.limits.https_resets_per_second,
+        proxy_from: config.server.proxy_protocol_from.clone(),
     };
     if config.rrl.enabled {
         let r = &config.rrl;

@@ -55,6 +55,11 @@ fn parse_message_corpus() {
 }
 
 #[test]
+fn proxy_header_corpus() {
+    replay("proxy_header", checks::proxy_header);
+}
+
+#[test]
 fn name_from_wire_corpus() {
     replay("name_from_wire", checks::name_from_wire);
 }

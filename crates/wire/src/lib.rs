@@ -14,6 +14,7 @@ mod error;
 mod header;
 pub mod message;
 pub mod name;
+pub mod proxy;
 pub mod query;
 pub mod rdata;
 pub mod text;

@@ -98,13 +98,15 @@ impl Origin {
     /// dnstap's `SocketProtocol` and `SocketFamily` of the transport (AF_XDP carries UDP).
     fn dnstap(&self) -> (u8, u8) {
         let protocol = match self.via {
-            Via::Udp { .. } | Via::Xdp { .. } => proto::UDP,
+            Via::Udp { .. } | Via::UdpProxied { .. } | Via::Xdp { .. } => proto::UDP,
             Via::Tcp { .. } => proto::TCP,
             Via::Tls { .. } => proto::DOT,
             Via::Quic { .. } => proto::DOQ,
             Via::Https { .. } => proto::DOH,
         };
-        let family = if self.v6 { proto::INET6 } else { proto::INET };
+        // The client's family (a proxied one may differ from the socket's).
+        let v6 = self.peer.map_or(self.v6, |p| p.is_ipv6());
+        let family = if v6 { proto::INET6 } else { proto::INET };
         (protocol, family)
     }
 }

@@ -150,7 +150,13 @@ pub(crate) struct WorkerStats {
     /// type, size or `dns` parameter), and connections closed with GOAWAY
     /// ENHANCE_YOUR_CALM (too many streams reset, or another HTTP/2 flood h2 caught).
     pub(crate) https: [Counter; 2],
+    /// PROXY protocol headers refused, from a `server.proxy_protocol_from` address (the
+    /// datagram or connection dropped), by `shardns_wire::proxy::ProxyError::index`.
+    pub(crate) proxy_errors: [Counter; PROXY_REASONS],
 }
+
+/// Reasons of [`WorkerStats::proxy_errors`].
+pub(crate) const PROXY_REASONS: usize = shardns_wire::proxy::ProxyError::ALL.len();
 
 /// Indices of [`WorkerStats::https`].
 pub(crate) const HTTPS_REJECTED: usize = 0;

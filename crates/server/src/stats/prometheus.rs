@@ -9,6 +9,7 @@ use super::{
     XFR_DONE, XFR_REFUSED, XFR_STARTED,
 };
 use crate::origin::SLOT_LABELS as QUERY_PATH_LABELS;
+use shardns_wire::proxy::ProxyError;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -252,6 +253,14 @@ fn protocols(s: &mut String, t: &Totals, control: &ControlStats) {
             ("rejected", t.https[HTTPS_REJECTED]),
             ("calm", t.https[HTTPS_CALM]),
         ],
+    );
+    let reasons = ProxyError::ALL.map(|e| (e.reason(), t.proxy_errors[e.index()]));
+    labelled(
+        s,
+        "shardns_proxy_errors_total",
+        "PROXY protocol headers refused from server.proxy_protocol_from addresses (the datagram or connection dropped), by reason.",
+        "reason",
+        &reasons,
     );
     head(
         s,

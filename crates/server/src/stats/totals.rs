@@ -47,6 +47,7 @@ pub(crate) struct Totals {
     pub(crate) dnstap: [u64; 2],
     pub(crate) quic_connections: [u64; 3],
     pub(crate) https: [u64; 2],
+    pub(crate) proxy_errors: [u64; super::PROXY_REASONS],
 }
 
 fn sum_into<const N: usize>(acc: &mut [u64; N], c: &[Counter; N]) {
@@ -98,6 +99,7 @@ impl Totals {
         sum_into(&mut self.dnstap, &w.dnstap);
         sum_into(&mut self.quic_connections, &w.quic_connections);
         sum_into(&mut self.https, &w.https);
+        sum_into(&mut self.proxy_errors, &w.proxy_errors);
     }
 
     /// Sums every worker's counters.

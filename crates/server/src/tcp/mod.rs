@@ -108,6 +108,23 @@ impl FrameBuf {
         (&mut self.buf[self.end..], grew)
     }
 
+    /// The bytes received and not taken as frames (a PROXY header being read).
+    pub(crate) fn unread(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// The room after the received bytes, never grown: a PROXY header is read into a
+    /// fresh buffer, which holds the longest one accepted.
+    pub(crate) fn room(&mut self) -> &mut [u8] {
+        &mut self.buf[self.end..]
+    }
+
+    /// Drops every received byte (the PROXY header, once read).
+    pub(crate) fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
     /// Records that `n` bytes were read into [`FrameBuf::spare`].
     pub(crate) fn filled(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.len());
@@ -153,6 +170,9 @@ pub(crate) struct Conn {
     pub(crate) peer_closed: bool,
     /// Queries taken from this connection.
     pub(crate) queries: u32,
+    /// From a `server.proxy_protocol_from` address, whose PROXY header is still to come:
+    /// nothing else is read until it has (`worker::proxy`).
+    pub(crate) proxy_header: bool,
     /// This client's slot in [`ClientCounts`] ([`UNTRACKED`] if none).
     pub(crate) client_slot: u32,
     /// An outgoing zone transfer being streamed; further queries wait until it ends.
@@ -188,6 +208,7 @@ impl Conn {
             interest: 0,
             peer_closed: false,
             queries: 0,
+            proxy_header: false,
             client_slot: UNTRACKED,
             transfer: None,
             tls: None,

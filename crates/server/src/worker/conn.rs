@@ -2,6 +2,7 @@
 //! per-client limits checked there), readiness, the idle and read timeouts, eviction and
 //! close. What is read and written on a connection is `stream`'s.
 
+use super::proxy::is_proxy;
 use super::stream::{answer_frames, flush_output, transfer_ended, FrameCtx, OUTPUT_HIGH_WATER};
 use super::{
     conn_token, Worker, ACCEPT_BURST, BUFFER_POOL_MAX, KIND_LISTENER, KIND_SHIFT, TLS_ROUNDS,
@@ -77,6 +78,7 @@ impl Worker {
             let fd = stream.as_raw_fd();
             let mut conn = Conn::new(stream, peer, v6, input, now);
             conn.client_slot = client_slot;
+            conn.proxy_header = peer.is_some_and(|p| is_proxy(&self.opts.proxy_from, p.ip()));
             if tls {
                 match self.shared.tls.as_ref().map(|t| t.accept(https)) {
                     Some(Ok(server)) => conn.tls = Some(Box::new(server)),
@@ -200,6 +202,9 @@ impl Worker {
         now: Instant,
         stats: &WorkerStats,
     ) {
+        if !self.proxy_header_read(slot, generation, ready, stats) {
+            return;
+        }
         let log_queries = self.opts.log_queries;
         let max_queries = self.opts.tcp_max_queries;
         let Some(conn) = self.conns.get_mut(slot, generation) else {
@@ -336,6 +341,37 @@ impl Worker {
         }
         if active {
             self.conns.touch(slot, now);
+        }
+    }
+
+    /// A connection from a proxy reads nothing else before its PROXY header (TLS comes after
+    /// it): false while the header is still coming, or when it was bad (the connection
+    /// closed).
+    fn proxy_header_read(
+        &mut self,
+        slot: u32,
+        generation: u32,
+        ready: u32,
+        stats: &WorkerStats,
+    ) -> bool {
+        let Some(conn) = self.conns.get_mut(slot, generation) else {
+            return true;
+        };
+        if !conn.proxy_header {
+            return true;
+        }
+        if ready & READABLE == 0 {
+            if ready & BROKEN != 0 {
+                self.close(slot, stats);
+            }
+            return false;
+        }
+        match super::proxy::read_header(conn, stats) {
+            Ok(done) => done,
+            Err(_) => {
+                self.close(slot, stats);
+                false
+            }
         }
     }
 

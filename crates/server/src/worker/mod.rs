@@ -49,6 +49,7 @@ macro_rules! request_log {
 
 mod conn;
 mod https;
+mod proxy;
 mod quic;
 mod stream;
 mod tls;
@@ -79,6 +80,9 @@ pub(crate) struct WorkerOptions {
     pub(crate) https_streams: u32,
     /// DNS over HTTPS: streams a client may reset per connection and second.
     pub(crate) https_resets_per_second: u32,
+    /// `server.proxy_protocol_from`: whose datagrams and connections start with a PROXY
+    /// protocol v2 header.
+    pub(crate) proxy_from: Vec<shardns_config::AclEntry>,
 }
 
 /// The sockets a worker owns: a UDP socket and a TCP listener per listen address, each
@@ -420,6 +424,17 @@ struct Late<'a> {
 }
 
 impl Late<'_> {
+    fn push_udp(&mut self, socket: usize, to: std::net::SocketAddr, frame: &[u8]) {
+        if self.answers.is_full() {
+            flush_answers(self.udp, self.answers, self.stats);
+        }
+        // Refused only when longer than `udp_max_response`, which the resolver's UDP
+        // answers never are.
+        if !self.answers.push(socket, to, &frame[2..]) {
+            self.stats.dropped.add(1);
+        }
+    }
+
     /// Moves a later answer's bytes (`frame`: with its 2-octet length prefix) to `origin`.
     fn deliver(&mut self, origin: Origin, frame: &[u8]) {
         let stats = self.stats;
@@ -430,14 +445,12 @@ impl Late<'_> {
                     stats.dropped.add(1);
                     return;
                 };
-                if self.answers.is_full() {
-                    flush_answers(self.udp, self.answers, stats);
-                }
-                // Refused only when longer than `udp_max_response`, which the resolver's
-                // UDP answers never are.
-                if !self.answers.push(socket, peer, &frame[2..]) {
-                    stats.dropped.add(1);
-                }
+                self.push_udp(socket, peer, frame);
+                return;
+            }
+            // Back to the proxy, not to the client the header named.
+            Via::UdpProxied { socket, proxy } => {
+                self.push_udp(socket.into(), proxy.addr(origin.v6), frame);
                 return;
             }
             Via::Quic { conn, stream } => {

@@ -2,6 +2,7 @@
 //! each query answered in place in the batch's response slot by `dispatch`, after the
 //! batch's zone lookups were started together (`ZoneSet::prefetch`).
 
+use super::proxy;
 use super::{Worker, UDP_ROUNDS};
 use crate::dispatch::Action;
 use crate::origin::{Origin, Via};
@@ -33,7 +34,11 @@ impl Worker {
         // The peer's address is decoded only when something needs it: logs, the resolver's
         // ACL, RRL, a transfer ACL (an allowed IXFR over UDP gets the SOA), or NOTIFY to a
         // secondary (taken from its primaries only), or an UPDATE (answered later).
-        let want_peer = self.opts.log_queries
+        // PROXY protocol: every datagram's peer is needed, to tell the proxies' apart.
+        let proxy_from = &self.opts.proxy_from[..];
+        let proxied = !proxy_from.is_empty();
+        let want_peer = proxied
+            || self.opts.log_queries
             || self.roles.recursion.is_some()
             || self.roles.rrl.is_some()
             || self.shared.plane.transfer_acl.load().allows_anyone()
@@ -85,6 +90,15 @@ impl Worker {
                     continue;
                 };
                 let origin = Origin { peer, ..from };
+                // One test of a flag unless proxies are configured: the rest is out of line.
+                let (query, origin) = if proxied {
+                    match proxy::datagram(query, origin, proxy_from, stats) {
+                        Some(x) => x,
+                        None => continue,
+                    }
+                } else {
+                    (query, origin)
+                };
                 if let Action::Send(w) = dispatch.handle(query, origin, out) {
                     batch.queue(i, w.len);
                 }

@@ -52,6 +52,20 @@ pub fn rx_queues(name: &str) -> u32 {
         .max(1)
 }
 
+/// The interface of `server.xdp_interface`, unless PROXY protocol proxies are configured:
+/// frames answered in place never see their header, so then sockets serve UDP.
+pub(crate) fn interface(config: &shardns_config::Config) -> Option<&String> {
+    let iface = config.server.xdp_interface.as_ref()?;
+    if !config.server.proxy_protocol_from.is_empty() {
+        tracing::error!(
+            "XDP on {iface} is off, UDP is served by sockets: server.proxy_protocol_from is set \
+             (PROXY protocol headers are read on sockets only)"
+        );
+        return None;
+    }
+    Some(iface)
+}
+
 /// The server's XDP mode: attaches the program for `endpoints` (the UDP sockets' local
 /// addresses) to interface `iface` and binds one AF_XDP socket per receive queue, at most
 /// `workers`; socket i is for worker i. Keep the program alive while the sockets serve.
