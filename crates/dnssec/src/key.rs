@@ -419,9 +419,9 @@ mod der {
     const INTEGER: u8 = 0x02;
     const OCTET_STRING: u8 = 0x04;
 
-    /// PrivateKeyInfo { version, algorithm, privateKey OCTET STRING { ECPrivateKey {
-    /// version 1, privateKey OCTET STRING, ... } } } -> the inner privateKey octets.
-    pub(super) fn ec_private_key(pkcs8: &[u8]) -> Option<&[u8]> {
+    /// PrivateKeyInfo { version, algorithm, privateKey OCTET STRING } -> the privateKey
+    /// octets (RFC 5208 §5).
+    fn private_key(pkcs8: &[u8]) -> Option<&[u8]> {
         let (SEQUENCE, info, _) = tlv(pkcs8)? else {
             return None;
         };
@@ -431,10 +431,16 @@ mod der {
         let (SEQUENCE, _, rest) = tlv(rest)? else {
             return None;
         };
-        let (OCTET_STRING, ec, _) = tlv(rest)? else {
+        let (OCTET_STRING, key, _) = tlv(rest)? else {
             return None;
         };
-        let (SEQUENCE, ec, _) = tlv(ec)? else {
+        Some(key)
+    }
+
+    /// PrivateKeyInfo { version, algorithm, privateKey OCTET STRING { ECPrivateKey {
+    /// version 1, privateKey OCTET STRING, ... } } } -> the inner privateKey octets.
+    pub(super) fn ec_private_key(pkcs8: &[u8]) -> Option<&[u8]> {
+        let (SEQUENCE, ec, _) = tlv(private_key(pkcs8)?)? else {
             return None;
         };
         let (INTEGER, [1], rest) = tlv(ec)? else {
@@ -450,19 +456,7 @@ mod der {
     /// version 0, n, e, d, p, q, dP, dQ, qInv } } } (RFC 8017 A.1.2) -> its integers,
     /// leading zero octets dropped.
     pub(super) fn rsa_private_key(pkcs8: &[u8]) -> Option<super::RsaPrivate> {
-        let (SEQUENCE, info, _) = tlv(pkcs8)? else {
-            return None;
-        };
-        let (INTEGER, _, rest) = tlv(info)? else {
-            return None;
-        };
-        let (SEQUENCE, _, rest) = tlv(rest)? else {
-            return None;
-        };
-        let (OCTET_STRING, key, _) = tlv(rest)? else {
-            return None;
-        };
-        let (SEQUENCE, mut rest, _) = tlv(key)? else {
+        let (SEQUENCE, mut rest, _) = tlv(private_key(pkcs8)?)? else {
             return None;
         };
         let mut ints: Vec<Vec<u8>> = Vec::with_capacity(9);

@@ -6,25 +6,25 @@ use shardns_wire::{RType, Rcode};
 use super::sim::*;
 use crate::{CacheAnswer, Config, Ede, Resolution, TrustAnchors};
 
-fn signed_config(anchor: &str) -> Config {
+pub(super) fn signed_config(anchor: &str) -> Config {
     Config {
         trust_anchors: TrustAnchors::parse(anchor).unwrap(),
         ..config()
     }
 }
 
-fn sim() -> Sim {
+pub(super) fn sim() -> Sim {
     let (net, anchor) = signed_world();
     Sim::new(net, signed_config(&anchor))
 }
 
 #[track_caller]
-fn secure(a: &Resolution, rcode: Rcode) {
+pub(super) fn secure(a: &Resolution, rcode: Rcode) {
     assert_eq!((a.rcode, a.secure, a.ede), (rcode, true, None), "{a:?}");
 }
 
 #[track_caller]
-fn insecure(a: &Resolution, rcode: Rcode) {
+pub(super) fn insecure(a: &Resolution, rcode: Rcode) {
     assert_eq!((a.rcode, a.secure, a.ede), (rcode, false, None), "{a:?}");
 }
 

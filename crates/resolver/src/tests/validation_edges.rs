@@ -8,29 +8,9 @@ use std::sync::Arc;
 use shardns_wire::{RType, Rcode};
 
 use super::sim::*;
-use crate::{Config, Ede, Resolution, TrustAnchors};
-
-fn signed_config(anchor: &str) -> Config {
-    Config {
-        trust_anchors: TrustAnchors::parse(anchor).unwrap(),
-        ..config()
-    }
-}
-
-fn sim() -> Sim {
-    let (net, anchor) = signed_world();
-    Sim::new(net, signed_config(&anchor))
-}
-
-#[track_caller]
-fn secure(a: &Resolution, rcode: Rcode) {
-    assert_eq!((a.rcode, a.secure, a.ede), (rcode, true, None), "{a:?}");
-}
-
-#[track_caller]
-fn insecure(a: &Resolution, rcode: Rcode) {
-    assert_eq!((a.rcode, a.secure, a.ede), (rcode, false, None), "{a:?}");
-}
+// The signed world's set-up and verdicts, shared with the other validation tests.
+use super::validation::{insecure, secure, signed_config, sim};
+use crate::{Ede, Resolution};
 
 #[track_caller]
 fn bogus(a: &Resolution, code: u16) {
