@@ -373,7 +373,7 @@ impl Batch<'_> {
             Err(refusal) => self.refuse(&apex, peer, refusal.rcode, &refusal.why),
             Ok(Outcome::Unchanged) => Rcode::NOERROR,
             Ok(Outcome::Change(change)) => match self.version(table, &zone, &change, now) {
-                Ok(new) => {
+                Ok((new, changed)) => {
                     info!(
                         "update of {apex} from {peer}: serial {} -> {}, {} records deleted, {} added",
                         zone.serial(),
@@ -381,16 +381,11 @@ impl Batch<'_> {
                         change.deleted.len(),
                         change.added.len()
                     );
+                    // The names the journal diffs this zone at (`None`: the zone whole).
                     let names = self.touched.entry(apex.clone()).or_insert(Some(Vec::new()));
-                    match names {
-                        Some(names) if !table.dnssec => names.extend(
-                            change
-                                .deleted
-                                .iter()
-                                .chain(&change.added)
-                                .map(|r| r.0.clone()),
-                        ),
-                        _ => *names = None,
+                    match (names, changed) {
+                        (Some(names), Some(changed)) => names.extend(changed),
+                        (names, _) => *names = None,
                     }
                     self.latest.insert(apex, Arc::new(new));
                     Rcode::NOERROR
@@ -410,16 +405,18 @@ impl Batch<'_> {
         zone: &Zone,
         change: &shardns_zone::update::Change,
         now: u64,
-    ) -> Result<Zone, String> {
+    ) -> Result<(Zone, Option<Vec<Name>>), String> {
         if table.dnssec {
             return sign::signed_version(self.config, table, zone, change, now, &self.signed)
                 .map_err(|e| format!("a signed zone: {e}"));
         }
         // Left split: the batch's next update to this zone patches it again; `process`
         // packs the last version of each zone.
+        let names = change.deleted.iter().chain(&change.added);
+        let names = names.map(|r| r.0.clone()).collect();
         change
             .apply_split(zone)
-            .map(|(new, _)| new)
+            .map(|(new, _)| (new, Some(names)))
             .map_err(|e| format!("the new version does not build: {e}"))
     }
 

@@ -56,7 +56,7 @@ pub(super) fn signed_version(
     change: &Change,
     now: u64,
     serials: &RefCell<HashMap<Name, Signed>>,
-) -> Result<Zone, String> {
+) -> Result<(Zone, Option<Vec<Name>>), String> {
     let apex = zone.apex().to_name();
     let spec = SignSpec::of(
         table,
@@ -66,14 +66,17 @@ pub(super) fn signed_version(
     .ok_or("no key directory to sign with")?;
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_incrementally(zone, change, &spec, now)? {
-        Incremental::Signed(new, _) => {
+        Incremental::Signed(new, signed) => {
             // The state file's serial once per batch, before the answers (`write_serials`).
             let key_dir = spec.key_dir.clone();
             let serial = change.serial();
             serials
                 .borrow_mut()
                 .insert(apex.clone(), Signed { key_dir, serial });
-            new
+            // The signed change's owners (signatures and chain records among them): the
+            // journal diffs the zone at those names alone.
+            let names = signed.deleted.iter().chain(&signed.added);
+            (new, Some(names.map(|r| r.0.clone()).collect()))
         }
         Incremental::Whole(why) => {
             info!(
@@ -93,9 +96,11 @@ pub(super) fn signed_version(
                 ));
             }
             let files = vec![PathBuf::from(format!("<UPDATE of {apex}>"))];
-            Zone::build_sorted(apex.clone(), list, files, Vec::new())
+            let zone = Zone::build_sorted(apex.clone(), list, files, Vec::new())
                 .map(|(zone, _)| zone)
-                .map_err(|e| format!("the new signed version does not build: {e}"))?
+                .map_err(|e| format!("the new signed version does not build: {e}"))?;
+            // Signed whole: the journal compares the zone whole.
+            (zone, None)
         }
     };
     kept.append(change)

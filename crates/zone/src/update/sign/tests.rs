@@ -202,6 +202,17 @@ fn step(
         Ok(sc) => {
             let (inc, _) = sc.apply(z).expect("the signed change applies");
             same_signed(&inc, &full);
+            // The journal diffs a signed update at the signed change's owners alone: that
+            // must be the whole difference.
+            let names = sc.deleted.iter().chain(&sc.added).map(|r| r.0.as_ref());
+            let at = crate::xfr::diff::Diff::compute_at(z, &inc, names);
+            let whole = crate::xfr::diff::Diff::compute(z, &inc);
+            // The same records (in the names' order, not the zone's).
+            assert_eq!(
+                (at.deleted(), at.added(), at.len()),
+                (whole.deleted(), whole.added(), whole.len()),
+                "the signed change's names miss a difference"
+            );
             Some((inc, s))
         }
         Err(_) => Some((full, s)),
