@@ -138,8 +138,6 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let setup = args.setup(EXAMPLE_ZONE).with_root_hints(ROOT_HINTS);
     let config = setup.config().map_err(|e| e.to_string())?;
     logging::init(&logging::filter_for(&setup.overrides, Some(&config)))?;
-    // Big zones' arrays given back when freed (sys::map_big_allocations).
-    shardns_sys::map_big_allocations();
     shardns_server::run(setup).map_err(|e| e.to_string())
 }
 

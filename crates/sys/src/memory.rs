@@ -28,21 +28,6 @@ pub fn back_with_huge_pages(addr: usize, len: usize) -> bool {
     false
 }
 
-/// Makes every allocation of 1 MiB or more its own mapping, given back to the system when
-/// freed (glibc's `M_MMAP_THRESHOLD`, set once at start). Left to itself, glibc raises that
-/// threshold to the size of each big block freed (up to 32 MiB), so a zone's arrays made
-/// anew (a reload, a compaction after updates) come from the heap, and the old ones freed
-/// stay in it: measured, 100,000 updates into a 1.3M-record zone left ~30 MiB of such
-/// holes (BENCHMARKS, "Dynamic update"). Nothing on the answer path allocates that much.
-pub fn map_big_allocations() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a glibc tuning value (a fixed threshold also turns off its
-    // adjustment); called at start, and safe to call from any thread at any time.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
 /// Returns free heap memory to the system (glibc's `malloc_trim`): called on the thread
 /// that reloads, after a reload frees a zone set, never on a worker.
 pub fn release_free_memory() {
