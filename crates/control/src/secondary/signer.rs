@@ -221,10 +221,9 @@ pub(super) fn sign_ixfr(
                 zone: Arc::new(zone),
                 due: signed.due,
             };
-            let records = signed_change.deleted.iter().chain(&signed_change.added);
             // The apex too: its SOA changed (not among the records).
             let touched = std::iter::once(apex)
-                .chain(records.map(|r| r.0.clone()))
+                .chain(signed_change.owners().cloned())
                 .collect();
             Ok((version, How::Incremental(touched)))
         }

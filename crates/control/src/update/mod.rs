@@ -412,8 +412,7 @@ impl Batch<'_> {
         }
         // Left split: the batch's next update to this zone patches it again; `process`
         // packs the last version of each zone.
-        let names = change.deleted.iter().chain(&change.added);
-        let names = names.map(|r| r.0.clone()).collect();
+        let names = change.owners().cloned().collect();
         change
             .apply_split(zone)
             .map(|(new, _)| (new, Some(names)))

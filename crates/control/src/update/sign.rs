@@ -75,8 +75,7 @@ pub(super) fn signed_version(
                 .insert(apex.clone(), Signed { key_dir, serial });
             // The signed change's owners (signatures and chain records among them): the
             // journal diffs the zone at those names alone.
-            let names = signed.deleted.iter().chain(&signed.added);
-            (new, Some(names.map(|r| r.0.clone()).collect()))
+            (new, Some(signed.owners().cloned().collect()))
         }
         Incremental::Whole(why) => {
             info!(

@@ -271,6 +271,12 @@ pub(crate) fn canonical(rtype: RType, data: &[u8]) -> Vec<u8> {
 }
 
 impl Change {
+    /// The owner names of the records deleted and added (the apex's SOA, kept apart, is
+    /// not among them): where the zone's versions before and after it differ.
+    pub fn owners(&self) -> impl Iterator<Item = &Name> {
+        self.deleted.iter().chain(&self.added).map(|r| &r.0)
+    }
+
     /// The new SOA serial.
     pub fn serial(&self) -> u32 {
         apply::serial_of(&self.soa.1).unwrap_or(0)

@@ -10,7 +10,7 @@
 //! kept inside one allocation: an item that does not fit in what is left of the last page
 //! starts the next one, one longer than a page gets an allocation of several pages.
 
-use super::{Arrays, Node, RRsetEntry};
+use super::{Arrays, Node, RRsetEntry, RdataIter};
 use crate::db::NodeId;
 use std::sync::Arc;
 
@@ -270,13 +270,11 @@ impl Split {
 
     /// Octets RRset `i`'s records take (each a 2-octet length and the data).
     pub(in crate::db) fn set_len(&self, i: u32) -> usize {
-        let s = self.rrsets.get(i as usize);
-        let data = self.set_data(i);
-        let mut at = 0;
-        for _ in 0..s.count {
-            at += 2 + usize::from(u16::from_be_bytes([data[at], data[at + 1]]));
-        }
-        at
+        let records = RdataIter {
+            data: self.set_data(i),
+            left: self.rrsets.get(i as usize).count,
+        };
+        records.map(|d| 2 + d.len()).sum()
     }
 
     /// The node named `name` (whose [`NameRef::hash_ci`] is `h`).

@@ -10,7 +10,7 @@ use crate::update::{update, Outcome, SerialPolicy};
 use shardns_dnssec::{
     sign_list, verify_rrsig, Algorithm, Nsec3Params, Policy, RecordList, SigningKey,
 };
-use shardns_wire::{NameRef, Record};
+use shardns_wire::{Name, NameRef, Record};
 use std::collections::BTreeMap;
 
 const NOW: u64 = 1_700_000_000;
@@ -204,7 +204,7 @@ fn step(
             same_signed(&inc, &full);
             // The journal diffs a signed update at the signed change's owners alone: that
             // must be the whole difference.
-            let names = sc.deleted.iter().chain(&sc.added).map(|r| r.0.as_ref());
+            let names = sc.owners().map(Name::as_ref);
             let at = crate::xfr::diff::Diff::compute_at(z, &inc, names);
             let whole = crate::xfr::diff::Diff::compute(z, &inc);
             // The same records (in the names' order, not the zone's).
