@@ -547,6 +547,9 @@ pub use duty::{duty, zone_keys, Duty};
 mod files;
 use files::{parse_key_file, parse_private_file, rsa_fields};
 
+mod stamp;
+pub use stamp::KeyFilesStamp;
+
 mod time;
 pub use time::{format_time, parse_time};
 

@@ -28,6 +28,25 @@ pub fn back_with_huge_pages(addr: usize, len: usize) -> bool {
     false
 }
 
+/// [`release_free_memory`] when the free heap is worth it: over 4 MiB and over a
+/// sixteenth of what is in use (glibc's `mallinfo2`, which walks the free lists without a
+/// system call). For a caller that frees a little often and allocates it again soon, as
+/// an update batch frees the pages its versions copied: trimming after each gave them back
+/// only to fault them in again. Big frees (a compaction's old arrays, a replaced zone)
+/// still go back at once, which bounds the resident size to the heap in use plus a
+/// sixteenth.
+pub fn release_free_memory_if_worth_it() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads glibc's own heap statistics under its own locks.
+        let info = unsafe { libc::mallinfo2() };
+        if info.fordblks < 4 << 20 || info.fordblks < info.uordblks / 16 {
+            return;
+        }
+    }
+    release_free_memory();
+}
+
 /// Returns free heap memory to the system (glibc's `malloc_trim`): called on the thread
 /// that reloads, after a reload frees a zone set, never on a worker.
 pub fn release_free_memory() {

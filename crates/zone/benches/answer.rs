@@ -4,6 +4,7 @@
 use shardns_testkit::{query, Edns};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_text, ScanOptions};
+use shardns_zone::update::Change;
 use shardns_zone::{respond_to_message, Transport, Zone, ZoneSet};
 use std::path::Path;
 
@@ -16,6 +17,10 @@ fn main() {
 
 /// The peers' benchmark zone shape: 1,000 hosts plus the usual apex records.
 fn bench_zone(hosts: usize) -> ZoneSet {
+    ZoneSet::new(vec![bench_zone_alone(hosts)])
+}
+
+fn bench_zone_alone(hosts: usize) -> Zone {
     let mut text = String::from(
         "$TTL 86400\n@ SOA ns1 hostmaster 1 3600 600 864000 300\n@ NS ns1\n@ NS ns2\n@ MX 10 mail\n\
          ns1 A 192.0.2.1\nns2 A 192.0.2.2\nmail A 192.0.2.3\nmail AAAA 2001:db8::3\nwww CNAME host0001\n\
@@ -36,7 +41,7 @@ fn bench_zone(hosts: usize) -> ZoneSet {
         &ScanOptions::new(origin.clone()),
     )
     .unwrap();
-    ZoneSet::new(vec![Zone::build(origin, scanned).unwrap().0])
+    Zone::build(origin, scanned).unwrap().0
 }
 
 const EDNS: Option<Edns> = Some(Edns {
@@ -46,20 +51,40 @@ const EDNS: Option<Edns> = Some(Edns {
 });
 
 fn run(bencher: divan::Bencher<'_, '_>, queries: Vec<Vec<u8>>) {
-    let zones = bench_zone(1000);
-    let mut out = vec![0u8; 65535];
-    let mut i = 0usize;
-    bencher
-        .counter(divan::counter::ItemsCount::new(1usize))
-        .bench_local(|| {
-            i = (i + 1) % queries.len();
-            divan::black_box(respond_to_message(
-                &zones,
-                divan::black_box(&queries[i]),
-                Transport::Udp,
-                &mut out,
-            ));
-        });
+    run_on(bencher, &bench_zone(1000), queries);
+}
+
+/// [`bench_zone`] after one dynamic update (a TXT added at the apex): the version an
+/// update leaves, in paged arrays, not packed into one allocation.
+fn updated_zone(hosts: usize) -> ZoneSet {
+    let base = &bench_zone_alone(hosts);
+    let apex = base.apex().to_name();
+    let soa = base.apex_node().rrset(RType::SOA).unwrap();
+    let old: Vec<u8> = soa.rdatas().next().unwrap().to_vec();
+    let mut new = old.clone();
+    let at = new.len() - 20;
+    new[at..at + 4].copy_from_slice(&2u32.to_be_bytes());
+    let change = Change {
+        deleted: Vec::new(),
+        added: vec![(apex, RType::TXT, 300, b"\x05hello".to_vec())],
+        old_soa: (soa.ttl, old),
+        soa: (soa.ttl, new),
+    };
+    let (zone, _) = change.apply_split(base).unwrap();
+    assert!(!zone.is_packed());
+    ZoneSet::new(vec![zone])
+}
+
+/// [`a_1000_names`] on the zone an update left split ([`updated_zone`]).
+#[divan::bench]
+fn a_1000_names_split(bencher: divan::Bencher<'_, '_>) {
+    run_on(
+        bencher,
+        &updated_zone(1000),
+        (0..1000)
+            .map(|i| query(1, &format!("host{i:04}.bench.test."), RType::A, None))
+            .collect(),
+    );
 }
 
 /// The documents' workload: A queries cycling over 1,000 existing names.

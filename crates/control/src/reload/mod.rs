@@ -282,6 +282,24 @@ impl Reloader {
     /// Frees a replaced zone set here, on the main thread, once every worker has moved
     /// to the new one: freeing a large zone on a worker would pause its queries.
     pub fn retire(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
+        self.let_go(old, replaced);
+        // The old zones' memory is free now; hand what malloc can of it back to the system,
+        // or the resident size keeps the larger of old and new zone after every reload.
+        shardns_sys::release_free_memory();
+    }
+
+    /// [`Reloader::retire`] for the versions an update batch or a transfer replaced: their
+    /// memory handed back when there is enough of it (`release_free_memory_if_worth_it`).
+    /// A batch frees the pages its versions copied, which the next batch allocates again:
+    /// trimming after each one gave them back only to fault them in again (a signed zone's
+    /// updates spent 7 % of their CPU in `malloc_trim` and more in page faults, BENCHMARKS
+    /// "Dynamic update").
+    pub fn retire_touched(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
+        self.let_go(old, replaced);
+        shardns_sys::release_free_memory_if_worth_it();
+    }
+
+    fn let_go(&mut self, old: Arc<ZoneSet>, replaced: Vec<Arc<Zone>>) {
         let started = std::time::Instant::now();
         while Arc::strong_count(&old) > 1 && started.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_micros(200));
@@ -297,9 +315,6 @@ impl Reloader {
         // With the old set dropped, a replaced zone is held by this list and by whatever
         // transfer or NOTIFY still reads it: one only this list holds is freed here.
         self.retired_zones.retain(|z| Arc::strong_count(z) > 1);
-        // The old zones' memory is free now; hand what malloc can of it back to the system,
-        // or the resident size keeps the larger of old and new zone after every reload.
-        shardns_sys::release_free_memory();
         if !self.retired.is_empty() {
             warn!(
                 "{} replaced zone sets are still in use by a worker",

@@ -123,7 +123,7 @@ pub fn serve_touched(
             }
         }
     }
-    reloader.retire(old, replaced);
+    reloader.retire_touched(old, replaced);
     shared
         .plane()
         .stats

@@ -39,8 +39,8 @@ pub fn sign_incrementally(
     params.threads = 1;
     match sign_change(zone, change, &zk, &params) {
         Ok(signed) => {
-            // Left split: a batch's next update patches it again; the caller packs the
-            // version it serves (`Zone::pack_small`).
+            // Left split: a batch's next update patches it again (an update batch serves
+            // it so; the secondary's signer packs it, `Zone::pack_small`).
             let (new, _) = signed
                 .apply_split(zone)
                 .map_err(|e| format!("the new signed version does not build: {e}"))?;

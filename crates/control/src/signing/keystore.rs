@@ -9,11 +9,14 @@
 //! (the DNSKEY and times of the keys are readable without the token); otherwise the zone
 //! is refused until the token answers.
 
-use super::{fingerprint, store_error, SignSpec, SignedFile, StateFile};
+use super::{fingerprint, store_error, SignSpec, SignedFile};
+use shardns_dnssec::keys::KeyFilesStamp;
 use shardns_dnssec::pkcs11::Token;
 use shardns_dnssec::{KeyStore, RecordList, StoredKey};
 use shardns_wire::Name;
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex};
 use tracing::warn;
 
 /// A `[[keystore]]` a zone's keys are made on and used from.
@@ -47,7 +50,7 @@ impl Keystore {
     }
 
     /// The token, open and logged in.
-    pub fn open(&self) -> Result<std::sync::Arc<Token>, String> {
+    pub fn open(&self) -> Result<Arc<Token>, String> {
         if self.module.as_os_str().is_empty() {
             return Err(format!("no [[keystore]] named {:?}", self.name));
         }
@@ -84,9 +87,44 @@ pub(super) fn load(apex: &Name, spec: &SignSpec) -> Result<(KeyStore, Vec<Stored
 }
 
 /// The keys of the zone at `apex`, from its key files or its token, ready to sign.
-pub fn load_keys(apex: &Name, spec: &SignSpec) -> Result<Vec<StoredKey>, String> {
-    load(apex, spec).map(|(_, keys)| keys).map_err(|(e, _)| e)
+///
+/// Key files are read again only when they changed (their [`KeyFilesStamp`]: a listing
+/// and a `stat` each): an update to a signed zone signs with them, and parsing them for
+/// each one cost a tenth of its CPU (EC private keys are checked against their public
+/// half, a point multiplication). A key file gone, unreadable or rewritten changes the
+/// stamp, so such a fault shows as it did. A token's keys are handles, looked up each time.
+pub fn load_keys(apex: &Name, spec: &SignSpec) -> Result<Arc<Vec<StoredKey>>, String> {
+    if spec.keystore.is_some() {
+        return load(apex, spec)
+            .map(|(_, keys)| Arc::new(keys))
+            .map_err(|(e, _)| e);
+    }
+    let store = KeyStore::open(&spec.key_dir).map_err(|e| store_error(&e))?;
+    let stamp = store.stamp(apex).map_err(|e| store_error(&e))?;
+    let at = (spec.key_dir.clone(), apex.clone());
+    let mut cache = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((s, keys)) = cache.get(&at) {
+        if *s == stamp {
+            return Ok(Arc::clone(keys));
+        }
+    }
+    let keys = Arc::new(load(apex, spec).map(|(_, keys)| keys).map_err(|(e, _)| e)?);
+    // Loading may rename legacy files (a new stamp): the one kept is what it read.
+    let stamp = store.stamp(apex).map_err(|e| store_error(&e))?;
+    if cache.len() >= LOADED_MAX {
+        cache.clear();
+    }
+    cache.insert(at, (stamp, Arc::clone(&keys)));
+    Ok(keys)
 }
+
+/// Zones whose loaded keys [`load_keys`] keeps at most (past it, it starts over).
+const LOADED_MAX: usize = 4096;
+
+type Loaded = HashMap<(PathBuf, Name), (KeyFilesStamp, Arc<Vec<StoredKey>>)>;
+
+/// The keys [`load_keys`] read last, by key directory and zone, with their files' stamp.
+static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(Mutex::default);
 
 /// The signed zone kept in the key directory, when the token cannot be used: served if it
 /// was signed from these records and `keys` (loaded without the token) and is not due.
@@ -101,7 +139,7 @@ pub(super) fn kept_without_token(
     if keys.is_empty() {
         return None;
     }
-    let last = StateFile::new(&spec.key_dir, apex).read().ok()?;
+    let last = super::last_signed(&spec.key_dir, apex).ok()?;
     let kept = SignedFile::new(&spec.key_dir, apex);
     let found = kept.read_if(&fingerprint(records, keys, spec), last, now)?;
     warn!(

@@ -133,6 +133,20 @@ pub fn sign_scanned_with(
     })
 }
 
+/// The last serial the zone at `apex` was signed with: its state file's, or the last
+/// change kept for it (`state/<zone>.updates`) if that is above. An update batch moves the
+/// serial on without writing the state file (its kept changes, synced before the answers,
+/// name the serials they signed), so every reader of the last serial looks at both.
+pub(crate) fn last_signed(key_dir: &Path, apex: &Name) -> Result<Option<u32>, String> {
+    let state = StateFile::new(key_dir, apex).read()?;
+    let kept = Updates::new(key_dir, apex).last_serial()?;
+    Ok(match (state, kept) {
+        (Some(s), Some(k)) if serial_gt(k, s) => Some(k),
+        (None, k) => k,
+        (s, _) => s,
+    })
+}
+
 /// Signs `records` (the zone's, DNSSEC records among them are dropped and made anew):
 /// loads or makes the keys, moves rollovers on, picks the serial, signs, records the
 /// serial and keeps the signed zone. Returns the signed records, the serial and when to
@@ -174,7 +188,7 @@ pub fn sign_records(
     let timings = spec.roll.timings(dnskey_ttl, max_ttl);
     policy::step_rollovers(apex, &store, &mut keys, spec, &timings, now)?;
     let state = StateFile::new(&spec.key_dir, apex);
-    let last = state.read()?;
+    let last = last_signed(&spec.key_dir, apex)?;
 
     let fingerprint = fingerprint(&records, &keys, spec);
     let kept = SignedFile::new(&spec.key_dir, apex);

@@ -108,15 +108,38 @@ impl Updates {
         Ok(Some((base, changes)))
     }
 
+    /// The serial of the last change kept; `None` if there is none (or no file).
+    pub fn last_serial(&self) -> Result<Option<u32>, String> {
+        Ok(self
+            .read()?
+            .and_then(|(_, changes)| changes.last().map(Change::serial)))
+    }
+
     /// Appends `change` (its signer's records left out) and syncs it.
     pub fn append(&self, change: &Change) -> Result<(), String> {
+        self.append_unsynced(change)?;
+        self.sync()
+    }
+
+    /// Appends `change` (its signer's records left out), not yet synced: an update batch
+    /// appends each of its changes so and syncs the file once ([`Updates::sync`]) before
+    /// any of its answers goes out. A crash before the sync leaves at worst a record cut
+    /// short, which ends the list when it is read.
+    pub fn append_unsynced(&self, change: &Change) -> Result<(), String> {
         let err = |e: io::Error| format!("{}: {e}", self.path.display());
         let mut f = fs::OpenOptions::new()
             .append(true)
             .open(&self.path)
             .map_err(err)?;
-        f.write_all(&frame(&self.apex, change)).map_err(err)?;
-        f.sync_data().map_err(err)
+        f.write_all(&frame(&self.apex, change)).map_err(err)
+    }
+
+    /// Syncs what was appended to the file (through any descriptor of it) to the disk.
+    pub fn sync(&self) -> Result<(), String> {
+        let err = |e: io::Error| format!("{}: {e}", self.path.display());
+        fs::File::open(&self.path)
+            .and_then(|f| f.sync_data())
+            .map_err(err)
     }
 
     /// Starts the file anew (no changes) over the zone file serial `base`.

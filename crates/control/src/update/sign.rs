@@ -13,7 +13,7 @@
 //! the update is answered signed all the same.
 
 use crate::signing::incremental::{sign_incrementally, Incremental};
-use crate::signing::{self, sign_records, SignSpec, StateFile, Updates};
+use crate::signing::{self, sign_records, SignSpec, Updates};
 use shardns_config::{Config, ZoneConfig};
 use shardns_dnssec::RecordList;
 use shardns_wire::Name;
@@ -25,37 +25,36 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use tracing::{error, info};
 
-/// A signed zone's last serial signed in a batch: its state file's, written at the batch's
-/// end ([`write_serials`]).
+/// A signed zone changed in a batch: its kept changes are synced at the batch's end
+/// ([`finish_batch`]).
 pub(super) struct Signed {
     key_dir: PathBuf,
-    serial: u32,
 }
 
-/// Writes each signed zone's last serial signed to its state file, once per batch and
-/// before any of its answers goes out (a restart then signs above it). A failure is logged:
-/// the updates are kept (`state/<zone>.updates`) and the next signing moves the serial on.
-pub(super) fn write_serials(serials: HashMap<Name, Signed>) {
-    for (apex, s) in serials {
-        if let Err(e) = StateFile::new(&s.key_dir, &apex).set_serial(s.serial) {
-            error!(
-                "zone {apex}: cannot write the serial signed ({}): {e}",
-                s.serial
-            );
+/// Once per batch, before any of its answers goes out: each signed zone's kept changes
+/// (`state/<zone>.updates`, appended unsynced by each update) synced. They also name the
+/// serials signed, so the state file is not written per batch: every reader of the last
+/// serial signed looks at both (`signing::last_signed`), and a restart signs above them.
+/// A failure is logged, as the journal's is: the versions are served.
+pub(super) fn finish_batch(signed: HashMap<Name, Signed>) {
+    for (apex, s) in signed {
+        if let Err(e) = Updates::new(&s.key_dir, &apex).sync() {
+            error!("zone {apex}: cannot sync the changes kept for its signings: {e}");
         }
     }
 }
 
 /// `change`, read against `zone` (signed), made into the zone's new signed version; the
-/// kept updates written first (the serial signed at the batch's end, `write_serials`). `Err`: why not (SERVFAIL; nothing
-/// changed but, at worst, the last serial signed moved on).
+/// change kept for later signings (synced at the batch's end: `finish_batch`), its serial
+/// the last signed. `Err`: why not (SERVFAIL; nothing changed but, at worst, the last
+/// serial signed moved on).
 pub(super) fn signed_version(
     config: &Config,
     table: &ZoneConfig,
     zone: &Zone,
     change: &Change,
     now: u64,
-    serials: &RefCell<HashMap<Name, Signed>>,
+    changed: &RefCell<HashMap<Name, Signed>>,
 ) -> Result<(Zone, Option<Vec<Name>>), String> {
     let apex = zone.apex().to_name();
     let spec = SignSpec::of(
@@ -67,12 +66,6 @@ pub(super) fn signed_version(
     let kept = Updates::new(&spec.key_dir, &apex);
     let new = match sign_incrementally(zone, change, &spec, now)? {
         Incremental::Signed(new, signed) => {
-            // The state file's serial once per batch, before the answers (`write_serials`).
-            let key_dir = spec.key_dir.clone();
-            let serial = change.serial();
-            serials
-                .borrow_mut()
-                .insert(apex.clone(), Signed { key_dir, serial });
             // The signed change's owners (signatures and chain records among them): the
             // journal diffs the zone at those names alone.
             (new, Some(signed.owners().cloned().collect()))
@@ -81,9 +74,6 @@ pub(super) fn signed_version(
             info!(
                 "update of {apex}: cannot be signed incrementally ({why}): signing the new version whole"
             );
-            // The signer writes the state file's serial: none pending of this batch's may
-            // come after it.
-            serials.borrow_mut().remove(&apex);
             let records = unsigned_records(zone, change);
             // Serial: the change's, above the last signed (the state file's); the state
             // file written by the signer.
@@ -102,8 +92,11 @@ pub(super) fn signed_version(
             (zone, None)
         }
     };
-    kept.append(change)
+    // Synced with the batch's others at its end (`finish_batch`).
+    kept.append_unsynced(change)
         .map_err(|e| format!("cannot keep the change: {e}"))?;
+    let key_dir = spec.key_dir.clone();
+    changed.borrow_mut().insert(apex, Signed { key_dir });
     Ok(new)
 }
 

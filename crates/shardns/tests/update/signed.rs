@@ -253,8 +253,10 @@ fn signed_zone_takes_updates(tag: &str, denial: &str) {
     let at = server.addr4();
     assert_signed(at, "again.upd.test.", "TXT");
     check_all(at, &data, &anchors, "killed");
+    // Signed anew at load above the last update's serial (after + 1), which only the kept
+    // changes name (an update batch does not write the state file).
     let killed = serial_at(at).unwrap();
-    assert!(killed > after, "{}", server.log());
+    assert!(killed > after + 1, "{}", server.log());
     // Nothing new since: the next start serves the signed zone kept, same serial.
     drop(server);
     let server = Server::start(&format!("upd-signed-{tag}-4"), &args);

@@ -100,8 +100,8 @@ impl Zone {
     }
 
     /// [`Zone::patch`], the result left split when `pack` is false (a version patched again
-    /// at once, as the next update of a batch does, is not packed only to be unpacked:
-    /// [`Zone::pack_small`] packs the last).
+    /// soon, as dynamic updates do, is not packed only to be unpacked:
+    /// [`Zone::pack_small`] packs it).
     #[allow(clippy::type_complexity)]
     pub(crate) fn patch_with<'a>(
         &'a self,

@@ -291,7 +291,7 @@ impl Change {
     }
 
     /// [`Change::apply`], a small zone's new version left split, not packed: for a version
-    /// the next update of a batch patches again ([`Zone::pack_small`] packs the last one).
+    /// patched again soon, as dynamic updates do ([`Zone::pack_small`] packs it).
     pub fn apply_split(&self, base: &Zone) -> Result<(Zone, Vec<Diag>), Error> {
         self.apply_with(base, false)
     }

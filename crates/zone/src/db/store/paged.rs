@@ -221,12 +221,12 @@ impl<const BITS: u32> Paged<u8, BITS> {
 /// unused.
 #[derive(Debug, Clone, Default)]
 pub(in crate::db) struct Split {
-    pub(in crate::db) names: Paged<u8, 16>,
-    pub(in crate::db) nodes: Paged<Node, 12>,
+    pub(in crate::db) names: Paged<u8, 14>,
+    pub(in crate::db) nodes: Paged<Node, 10>,
     /// Open-addressing table: node index + 1, 0 = empty. Size is a power of two.
-    pub(in crate::db) table: Paged<u32, 14>,
-    pub(in crate::db) rrsets: Paged<RRsetEntry, 12>,
-    pub(in crate::db) rdata: Paged<u8, 16>,
+    pub(in crate::db) table: Paged<u32, 12>,
+    pub(in crate::db) rrsets: Paged<RRsetEntry, 10>,
+    pub(in crate::db) rdata: Paged<u8, 14>,
     /// Octets no node reads any more (RRsets and rdata a patch replaced, names it removed):
     /// past a sixteenth of the whole, a patch compacts the zone ([`Split::compacted`]).
     pub(in crate::db) dead: usize,
