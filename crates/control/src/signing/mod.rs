@@ -172,8 +172,9 @@ pub fn sign_records(
         .unwrap_or(0)
         .max(dnskey_ttl);
     let timings = spec.roll.timings(dnskey_ttl, max_ttl);
-    policy::step_rollovers(apex, &store, &mut keys, spec, &timings, now)?;
     let state = StateFile::new(&spec.key_dir, apex);
+    let served = state.signed_at()?;
+    policy::step_rollovers(apex, &store, &mut keys, spec, &timings, (served, now))?;
     let last = state.read()?;
 
     let fingerprint = fingerprint(&records, &keys, spec);
@@ -205,7 +206,7 @@ pub fn sign_records(
     let read = started.elapsed().as_secs_f64();
     let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
     let signing = started.elapsed();
-    state.write(serial, &timings)?;
+    state.write(serial, &timings, now)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
     let refresh_at = spec
