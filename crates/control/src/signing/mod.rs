@@ -146,6 +146,10 @@ pub fn sign_records(
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
+    // A lost private key file fails the signing before the loader, which would skip it.
+    if let Some(lost) = keystore::lost_private(&spec.key_dir, apex) {
+        return keystore::kept_while_lost(apex, spec, now, &lost).ok_or(lost);
+    }
     let (store, mut keys) = match keystore::load(apex, spec) {
         Ok(loaded) => loaded,
         Err((e, detached)) => {
@@ -179,7 +183,7 @@ pub fn sign_records(
 
     let fingerprint = fingerprint(&records, &keys, spec);
     let kept = SignedFile::new(&spec.key_dir, apex);
-    if let Some(found) = kept.read_if(&fingerprint, last, now) {
+    if let Some(found) = kept.read_if(Some(&fingerprint), last, now) {
         info!(
             "zone {apex}: serving the signed zone kept in {} (serial {}, signed from the same \
              records and keys; signed again in {} s)",
@@ -330,11 +334,13 @@ impl SignedFile {
     }
 
     /// The kept zone, its serial and when it is due, if it was signed from `fingerprint`,
-    /// with the last serial recorded, and is not due at `now`. Anything else (no file, a
-    /// file that does not read): `None`, and the zone is signed anew.
+    /// with the last serial recorded, and is not due at `now`; with `fingerprint` `None`,
+    /// the last signed version whatever it was signed from and whether due or not (the
+    /// caller checks its signatures). Anything else (no file, a file that does not read):
+    /// `None`, and the zone is signed anew.
     fn read_if(
         &self,
-        fingerprint: &str,
+        fingerprint: Option<&str>,
         last: Option<u32>,
         now: u64,
     ) -> Option<(RecordList, u32, u64)> {
@@ -349,7 +355,8 @@ impl SignedFile {
         };
         let (fp, serial, due) = (field("fingerprint")?, field("serial")?, field("due")?);
         let (serial, due): (u32, u64) = (serial.parse().ok()?, due.parse().ok()?);
-        if fp != fingerprint || Some(serial) != last || now >= due {
+        let fresh = fingerprint.is_none_or(|f| f == fp && now < due);
+        if !fresh || Some(serial) != last {
             return None;
         }
         // Served as it is, built in the order it is read: only a file in canonical order
