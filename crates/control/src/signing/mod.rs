@@ -42,6 +42,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod clock;
 mod confirm;
 pub mod incremental;
 mod keystore;
@@ -50,6 +51,7 @@ mod state;
 mod timer;
 pub mod updates;
 
+pub use clock::signer_now;
 pub use confirm::{confirm_submitted, Confirmed};
 pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};

@@ -451,3 +451,27 @@ fn state_files_are_one_per_zone_and_old_names_taken_over() {
         Some(4)
     );
 }
+
+#[test]
+fn the_signer_clock_neither_leaps_nor_goes_back() {
+    let dir = Dir::new("clock");
+    let spec = spec(&dir.0);
+    // First seen: the wall clock.
+    assert_eq!(signer_now(&apex(), &spec, NOW), NOW);
+    // Two hours forward at once (the monotonic clock moved less than a second): not
+    // followed; later moves of the wall clock are, from there.
+    let after = signer_now(&apex(), &spec, NOW + 7200);
+    assert!(after <= NOW + 1, "{after}");
+    assert_eq!(signer_now(&apex(), &spec, NOW + 7201), after + 1);
+    // Back before the last signing recorded (a restart: another key directory's zone
+    // is new to this process): never before it.
+    let other = Dir::new("clock-back");
+    let spec = SignSpec {
+        key_dir: other.0.clone(),
+        ..spec
+    };
+    StateFile::new(&other.0, &apex())
+        .write(3, &spec.roll.timings(300, 300), NOW)
+        .unwrap();
+    assert_eq!(signer_now(&apex(), &spec, NOW - 7200), NOW);
+}
