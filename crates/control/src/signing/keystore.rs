@@ -10,7 +10,7 @@
 //! is refused until the token answers.
 //!
 //! A key whose `.key` file is there without its private file (`.private`, or `.pkcs11` for
-//! a token's key) is a lost key, not a key that is gone: the loader would skip it and the
+//! a token's key), or with one that cannot be read, is a lost key, not a key that is gone: the loader would skip it and the
 //! signer would carry a rollover on without it (an incoming key dropped from the DNSKEY
 //! RRset whose signatures caches hold, or the outgoing one retired with no successor), or
 //! make new keys when every private file is lost. So nothing is signed then
@@ -123,7 +123,7 @@ pub(super) fn kept_without_token(
 }
 
 /// Why the zone at `apex` cannot be signed when a key of it in `dir` has its `.key` file
-/// but neither private file: one line naming the files. `None` when every key is whole
+/// but no private file it can read: one line naming the files. `None` when every key is whole
 /// (or the directory does not list: the loader says why).
 pub(super) fn lost_private(dir: &Path, apex: &Name) -> Option<String> {
     // The stems `shardns_dnssec::keys` writes: `K<zone file stem>.+<alg>+<tag>`.
@@ -141,10 +141,12 @@ pub(super) fn lost_private(dir: &Path, apex: &Name) -> Option<String> {
                 && stem.is_char_boundary(prefix.len())
                 && stem[..prefix.len()].eq_ignore_ascii_case(&prefix)
         })
+        // Opened, not only looked for: an unreadable file (its mode, a dying disk) is as
+        // lost, and kept apart from a corrupt one, which the loader reports.
         .filter(|stem| {
             !["private", "pkcs11"]
                 .iter()
-                .any(|ext| dir.join(format!("{stem}.{ext}")).exists())
+                .any(|ext| std::fs::File::open(dir.join(format!("{stem}.{ext}"))).is_ok())
         })
         .collect();
     if lost.is_empty() {
@@ -152,8 +154,8 @@ pub(super) fn lost_private(dir: &Path, apex: &Name) -> Option<String> {
     }
     lost.sort();
     Some(format!(
-        "the private key file of {} is missing from {} (neither .private nor .pkcs11 beside \
-         the .key): not signing without it, so no rollover step is taken on part of the keys; \
+        "the private key file of {} is missing or unreadable in {} (no readable .private or \
+         .pkcs11 beside the .key): not signing without it, so no rollover step is taken on part of the keys; \
          put it back (or remove the .key file to drop the key)",
         lost.join(", "),
         dir.display()
