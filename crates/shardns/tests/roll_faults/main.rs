@@ -86,6 +86,14 @@ fn zsk_roll_survives_kills_and_a_lost_key_file() {
     std::fs::rename(&lost, &file).unwrap();
     let (ok, out) = lab.reload();
     assert!(ok, "{out}");
+    // Its Activate passed unserved: the old key's withdrawal waits from now, said so.
+    assert!(
+        lab.child()
+            .log()
+            .contains("next step waits its time from now"),
+        "{}",
+        lab.child().log()
+    );
     lab.run_until(40, true, "old ZSK withdrawn", |s| {
         s.keys.len() == 2 && !s.keys.contains(&old) && www_signer(s) == Some(new)
     });
