@@ -1,7 +1,8 @@
 //! The lab: `sign.test.` signed by a shardns that the test kills (SIGKILL) and starts again
-//! at will, on a fresh port each time; optionally its parent `test.`, served by a second
-//! shardns from a zone file the test rewrites (the DS set it serves); and the sampler's
-//! record of both.
+//! at will (on the same port); optionally its parent `test.`, signed and served by a second
+//! shardns from a zone file the test rewrites (the DS set it serves), which also serves
+//! `sign.test.` as a secondary of the child, so that delv validates the child from the
+//! parent's key alone; and the sampler's record of both.
 
 use super::common::*;
 use super::sampler::{self, DsChange, Sample, State};
@@ -84,6 +85,8 @@ pub(crate) struct Lab {
     pub(crate) keys: PathBuf,
     config: PathBuf,
     agents: String,
+    /// The child's port, the same across restarts (the parent transfers from it).
+    port: u16,
     pub(crate) child: Option<Server>,
     parent: Option<(Server, PathBuf)>,
     /// The DS records the parent serves (or, without a parent, the trust anchor).
@@ -105,18 +108,26 @@ impl Lab {
         data.write("sign.test.zone", CHILD);
         let keys = data.path().join("keys");
         std::fs::create_dir_all(&keys).unwrap();
+        let port = free_port();
         let parent = parent.then(|| {
             let file = data.write("test.zone", &parent_zone(&[]));
-            let arg = format!("test={}", file.display());
-            let srv = Server::start(
-                &format!("{tag}-parent"),
-                &["--workers", "1", "--zone", &arg],
+            std::fs::create_dir_all(data.path().join("pkeys")).unwrap();
+            let config = data.write(
+                "parent.toml",
+                &format!(
+                    "[server]\nkey_directory = \"pkeys\"\n\
+                     [[zone]]\nname = \"test\"\nfile = \"test.zone\"\ndnssec = true\n\
+                     [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.copy\"\n\
+                     primary = [\"127.0.0.1:{port}\"]\n"
+                ),
             );
+            let args = ["--workers", "1", "--config", config.to_str().unwrap()];
+            let srv = Server::start(&format!("{tag}-parent"), &args);
             (srv, file)
         });
         let agents = parent.as_ref().map_or(String::new(), |(p, _)| {
             format!(
-                "parent_agents = [\"{}\"]\nds_check_interval = 1\n",
+                "parent_agents = [\"{0}\"]\nds_check_interval = 1\nnotify = [\"{0}\"]\n",
                 p.addr4()
             )
         });
@@ -127,6 +138,7 @@ impl Lab {
             keys,
             config,
             agents,
+            port,
             child: None,
             parent,
             ds: Vec::new(),
@@ -160,7 +172,7 @@ impl Lab {
     }
 
     fn spawn(&self) -> Server {
-        let listen = [SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()))];
+        let listen = [SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))];
         let args = ["--workers", "1", "--config", self.config.to_str().unwrap()];
         let skew = self.data.path().join("clock-skew");
         let env = [("SHARDNS_TEST_CLOCK_SKEW", skew.as_path())];
@@ -249,7 +261,9 @@ impl Lab {
         self.judge(&format!("after restart {}", self.restarts));
     }
 
-    /// ldns-verify-zone and dnssec-verify on the AXFR, delv from the parent's DS.
+    /// ldns-verify-zone and dnssec-verify on the AXFR; delv from the parent's key through
+    /// the parent's copy of the zone once it has caught up (without a parent, from the DS
+    /// set the test holds as the parent's).
     pub(crate) fn judge(&self, when: &str) {
         let addr = self.child().addr4();
         let text = axfr_text(addr, "sign.test", 4);
@@ -257,9 +271,38 @@ impl Lab {
         if let Err(e) = verify_zone_file(&file, "sign.test") {
             panic!("{}: {when}: {e}\n{}", self.tag, self.child().log());
         }
+        let (server, root, ds) = match &self.parent {
+            Some((parent, _)) => {
+                let serial = |at| dig(at, &["+short", "sign.test", "SOA"]);
+                let end = Instant::now() + Duration::from_secs(10);
+                while serial(parent.addr4()) != serial(addr) {
+                    assert!(
+                        Instant::now() < end,
+                        "{}: {when}: the parent's copy does not catch up:\n{}",
+                        self.tag,
+                        parent.log()
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let out = Command::new(BIN)
+                    .args(["key", "ds", "test", "--key-dir"])
+                    .arg(self.data.path().join("pkeys"))
+                    .output()
+                    .unwrap();
+                let ds = String::from_utf8_lossy(&out.stdout).into_owned();
+                (parent.addr4(), "test", ds)
+            }
+            None => {
+                let ds = self.ds.iter().map(|(_, l)| format!("{l}\n")).collect();
+                (addr, "sign.test", ds)
+            }
+        };
         let anchors = self.data.path().join("anchors.conf");
         let mut text = String::from("trust-anchors {\n");
-        for (_, line) in &self.ds {
+        for line in ds
+            .lines()
+            .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        {
             let f: Vec<&str> = line.split_whitespace().collect();
             text.push_str(&format!(
                 "  {} static-ds {} {} {} \"{}\";\n",
@@ -274,14 +317,15 @@ impl Lab {
         for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
             let (_, out) = run_judge(
                 Command::new(tool("delv").unwrap())
-                    .arg(format!("@{}", addr.ip()))
-                    .args(["-p", &addr.port().to_string(), "-a"])
+                    .arg(format!("@{}", server.ip()))
+                    .args(["-p", &server.port().to_string(), "-a"])
                     .arg(&anchors)
-                    .args(["+root=sign.test", name, qtype]),
+                    .arg(format!("+root={root}"))
+                    .args([name, qtype]),
             );
             assert!(
                 out.contains("fully validated"),
-                "{}: {when}: delv {name} {qtype}:\n{out}",
+                "{}: {when}: delv {name} {qtype} from the {root}. anchor:\n{out}",
                 self.tag
             );
         }

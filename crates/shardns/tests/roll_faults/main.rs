@@ -1,12 +1,14 @@
 //! Faults during key rollovers (issue 29 item 7), end to end on loopback: a ZSK, a KSK
-//! (its DS checked at a parent served by a second shardns) and an algorithm rollover of
+//! (its DS checked at a parent `test.` signed and served by a second shardns, which serves
+//! `sign.test.` too as the child's secondary) and an algorithm rollover of
 //! `sign.test.`, the server killed with SIGKILL and started again at every step of each;
 //! the incoming key's file lost in the middle of a roll and given back; a parent that does
 //! not show the new DS. Through all of it the RFC 7583 sampler (`sampler`) looks at the
 //! zone every 300 ms and fails the test on any DNSKEY/DS/RRSIG combination a cache may hold
 //! within the TTLs that would not validate, or any signature served outside its validity;
 //! after every restart the AXFR must pass ldns-verify-zone and dnssec-verify and delv must
-//! validate from the parent's DS; and each roll must finish.
+//! validate it (from the parent's key through the parent where there is one, else from the
+//! DS the test holds as the parent's); and each roll must finish.
 //!
 //! Never: any address outside 127.0.0.0/8, unbounded waits, processes left running (the
 //! servers are killed on drop). Missing tools skip the tests (fail them under CI).
