@@ -372,6 +372,8 @@ pub fn next_event(keys: &[KeyMeta], t: &RollTimings, now: u64) -> Option<u64> {
 }
 
 pub mod algorithm;
+mod hold;
+pub use hold::hold;
 
 #[cfg(test)]
 mod tests;

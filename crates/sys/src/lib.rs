@@ -93,9 +93,28 @@ pub fn unix_now_ms() -> u64 {
 }
 
 /// Seconds since the epoch, for TSIG and signing (a clock read, on the rare paths of
-/// transfers, NOTIFY, updates and signed queries only, never per plain query).
+/// transfers, NOTIFY, updates and signed queries only, never per plain query); moved by
+/// [`TEST_CLOCK_SKEW`] when that is set.
 pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| d.as_secs());
+    now.saturating_add_signed(test_skew())
+}
+
+/// **For tests only**: the environment variable naming a file whose content, a signed
+/// number of seconds, is added to [`unix_now`] at every call, so that an end-to-end test can
+/// step the server's wall clock forward and back while it runs (the tests of rollovers
+/// under clock jumps). Unset, as in any real deployment, it costs one look-up per process.
+pub const TEST_CLOCK_SKEW: &str = "SHARDNS_TEST_CLOCK_SKEW";
+
+fn test_skew() -> i64 {
+    static FILE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let Some(file) = FILE.get_or_init(|| std::env::var_os(TEST_CLOCK_SKEW).map(Into::into)) else {
+        return 0;
+    };
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
 }

@@ -8,6 +8,14 @@
 //! directory is served if it was signed from the same records and keys and is not due
 //! (the DNSKEY and times of the keys are readable without the token); otherwise the zone
 //! is refused until the token answers.
+//!
+//! A key whose `.key` file is there without its private file (`.private`, or `.pkcs11` for
+//! a token's key), or with one that cannot be read, is a lost key, not a key that is gone: the loader would skip it and the
+//! signer would carry a rollover on without it (an incoming key dropped from the DNSKEY
+//! RRset whose signatures caches hold, or the outgoing one retired with no successor), or
+//! make new keys when every private file is lost. So nothing is signed then
+//! ([`lost_private`]): the version served stays, the log says which file is missing, and
+//! the roll resumes from the key times once the file is back.
 
 use super::{fingerprint, store_error, SignSpec, SignedFile};
 use shardns_dnssec::keys::KeyFilesStamp;
@@ -15,7 +23,7 @@ use shardns_dnssec::pkcs11::Token;
 use shardns_dnssec::{KeyStore, RecordList, StoredKey};
 use shardns_wire::Name;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use tracing::warn;
 
@@ -141,7 +149,7 @@ pub(super) fn kept_without_token(
     }
     let last = super::last_signed(&spec.key_dir, apex).ok()?;
     let kept = SignedFile::new(&spec.key_dir, apex);
-    let found = kept.read_if(&fingerprint(records, keys, spec), last, now)?;
+    let found = kept.read_if(Some(&fingerprint(records, keys, spec)), last, now)?;
     warn!(
         "zone {apex}: cannot sign ({error}): serving the signed zone kept in {} (serial {}) \
          until the token answers; it is due in {} s",
@@ -150,4 +158,85 @@ pub(super) fn kept_without_token(
         found.2.saturating_sub(now)
     );
     Some(found)
+}
+
+/// Why the zone at `apex` cannot be signed when a key of it in `dir` has its `.key` file
+/// but no private file it can read: one line naming the files. `None` when every key is whole
+/// (or the directory does not list: the loader says why).
+pub(super) fn lost_private(dir: &Path, apex: &Name) -> Option<String> {
+    // The stems `shardns_dnssec::keys` writes: `K<zone file stem>.+<alg>+<tag>`.
+    let prefix = if apex.as_ref().is_root() {
+        "K.+".to_string()
+    } else {
+        format!("K{}.+", apex.as_ref().file_stem())
+    };
+    let mut lost: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|f| f.strip_suffix(".key").map(str::to_string))
+        .filter(|stem| {
+            stem.len() > prefix.len()
+                && stem.is_char_boundary(prefix.len())
+                && stem[..prefix.len()].eq_ignore_ascii_case(&prefix)
+        })
+        // Opened, not only looked for: an unreadable file (its mode, a dying disk) is as
+        // lost, and kept apart from a corrupt one, which the loader reports.
+        .filter(|stem| {
+            !["private", "pkcs11"]
+                .iter()
+                .any(|ext| std::fs::File::open(dir.join(format!("{stem}.{ext}"))).is_ok())
+        })
+        .collect();
+    if lost.is_empty() {
+        return None;
+    }
+    lost.sort();
+    Some(format!(
+        "the private key file of {} is missing or unreadable in {} (no readable .private or \
+         .pkcs11 beside the .key): not signing without it, so no rollover step is taken on part of the keys; \
+         put it back (or remove the .key file to drop the key)",
+        lost.join(", "),
+        dir.display()
+    ))
+}
+
+/// How often a zone served from its kept copy while a key is lost is tried again.
+const LOST_RETRY: u64 = 60;
+
+/// The signed zone kept in the key directory while a key's private file is lost
+/// ([`lost_private`]): served as it is, whatever the records read now, if it is the last
+/// one signed and every signature in it is still valid (due or not: a rollover step it
+/// waited for is not taken, which is what keeps the zone whole), so a restart serves what
+/// was served; tried again every minute, or before a signature expires. `None` otherwise
+/// (the zone keeps its version, or is refused at start).
+pub(super) fn kept_while_lost(
+    apex: &Name,
+    spec: &SignSpec,
+    now: u64,
+    error: &str,
+) -> Option<(RecordList, u32, u64)> {
+    let last = super::last_signed(&spec.key_dir, apex).ok()?;
+    let kept = SignedFile::new(&spec.key_dir, apex);
+    let (list, serial, _) = kept.read_if(None, last, now)?;
+    // The earliest expiration of its signatures (RRSIG rdata: type, algorithm, labels,
+    // original TTL, then the expiration).
+    let expires = list
+        .items
+        .iter()
+        .filter(|r| r.rtype == shardns_wire::RType::RRSIG)
+        .filter_map(|r| list.rdata(r).get(8..12))
+        .map(|b| u64::from(u32::from_be_bytes(b.try_into().unwrap())))
+        .min()?;
+    if expires <= now {
+        return None;
+    }
+    let again = (now + LOST_RETRY).min(expires);
+    warn!(
+        "zone {apex}: cannot sign ({error}): serving the signed zone kept in {} (serial \
+         {serial}, as signed before the fault; its rollover and any change to its records \
+         wait), tried again in {} s",
+        kept.path.display(),
+        again - now
+    );
+    Some((list, serial, again))
 }

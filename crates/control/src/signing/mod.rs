@@ -42,6 +42,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::info;
 
+mod clock;
 mod confirm;
 pub mod incremental;
 mod keystore;
@@ -50,6 +51,7 @@ mod state;
 mod timer;
 pub mod updates;
 
+pub use clock::signer_now;
 pub use confirm::{confirm_submitted, Confirmed};
 pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
@@ -160,6 +162,10 @@ pub fn sign_records(
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
+    // A lost private key file fails the signing before the loader, which would skip it.
+    if let Some(lost) = keystore::lost_private(&spec.key_dir, apex) {
+        return keystore::kept_while_lost(apex, spec, now, &lost).ok_or(lost);
+    }
     let (store, mut keys) = match keystore::load(apex, spec) {
         Ok(loaded) => loaded,
         Err((e, detached)) => {
@@ -186,13 +192,14 @@ pub fn sign_records(
         .unwrap_or(0)
         .max(dnskey_ttl);
     let timings = spec.roll.timings(dnskey_ttl, max_ttl);
-    policy::step_rollovers(apex, &store, &mut keys, spec, &timings, now)?;
     let state = StateFile::new(&spec.key_dir, apex);
+    let served = state.signed_at()?;
+    policy::step_rollovers(apex, &store, &mut keys, spec, &timings, (served, now))?;
     let last = last_signed(&spec.key_dir, apex)?;
 
     let fingerprint = fingerprint(&records, &keys, spec);
     let kept = SignedFile::new(&spec.key_dir, apex);
-    if let Some(found) = kept.read_if(&fingerprint, last, now) {
+    if let Some(found) = kept.read_if(Some(&fingerprint), last, now) {
         info!(
             "zone {apex}: serving the signed zone kept in {} (serial {}, signed from the same \
              records and keys; signed again in {} s)",
@@ -219,7 +226,7 @@ pub fn sign_records(
     let read = started.elapsed().as_secs_f64();
     let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
     let signing = started.elapsed();
-    state.write(serial, &timings)?;
+    state.write(serial, &timings, now)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let key_event = roll::next_event(&metas, &timings, now);
     let refresh_at = spec
@@ -343,11 +350,13 @@ impl SignedFile {
     }
 
     /// The kept zone, its serial and when it is due, if it was signed from `fingerprint`,
-    /// with the last serial recorded, and is not due at `now`. Anything else (no file, a
-    /// file that does not read): `None`, and the zone is signed anew.
+    /// with the last serial recorded, and is not due at `now`; with `fingerprint` `None`,
+    /// the last signed version whatever it was signed from and whether due or not (the
+    /// caller checks its signatures). Anything else (no file, a file that does not read):
+    /// `None`, and the zone is signed anew.
     fn read_if(
         &self,
-        fingerprint: &str,
+        fingerprint: Option<&str>,
         last: Option<u32>,
         now: u64,
     ) -> Option<(RecordList, u32, u64)> {
@@ -362,7 +371,8 @@ impl SignedFile {
         };
         let (fp, serial, due) = (field("fingerprint")?, field("serial")?, field("due")?);
         let (serial, due): (u32, u64) = (serial.parse().ok()?, due.parse().ok()?);
-        if fp != fingerprint || Some(serial) != last || now >= due {
+        let fresh = fingerprint.is_none_or(|f| f == fp && now < due);
+        if !fresh || Some(serial) != last {
             return None;
         }
         // Served as it is, built in the order it is read: only a file in canonical order

@@ -211,6 +211,8 @@ pub(super) fn first_keys(
 /// Moves the rollovers under way on at `now` ([`roll::tick`]): the old key's end set from
 /// its successor's start, a new key made when the lifetime of the active one is up (a ZSK
 /// published at once; a KSK or CSK waiting for its DS, which the operator confirms).
+/// Steps that come due together after a pause since the last signing at `served`
+/// (the server down, a signing failing) are held apart by [`roll::hold`] first.
 /// Changed keys are written (a new key first).
 pub(super) fn step_rollovers(
     apex: &Name,
@@ -218,9 +220,12 @@ pub(super) fn step_rollovers(
     keys: &mut Vec<StoredKey>,
     spec: &SignSpec,
     timings: &RollTimings,
-    now: u64,
+    (served, now): (Option<u64>, u64),
 ) -> Result<(), String> {
     let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
+    if let Some(served) = served {
+        hold_unserved(apex, store, keys, &mut metas, timings, (served, now))?;
+    }
     start_algorithm_rollover(apex, store, keys, &mut metas, spec, timings, now)?;
     let mut tick = roll::tick(&mut metas, timings, now);
     // At most one new key of each kind: a kind with a rollover under way makes none.
@@ -268,6 +273,60 @@ pub(super) fn step_rollovers(
         );
     }
     Ok(())
+}
+
+/// [`roll::hold`], the keys it moves written and logged: a step due while its preceding
+/// one was never served (signed last at `served`) waits its time from `now`.
+fn hold_unserved(
+    apex: &Name,
+    store: &KeyStore,
+    keys: &mut [StoredKey],
+    metas: &mut [shardns_dnssec::KeyMeta],
+    timings: &RollTimings,
+    (served, now): (u64, u64),
+) -> Result<(), String> {
+    for i in roll::hold(metas, timings, served, now) {
+        let late = now.saturating_sub(served);
+        let before = keys[i].meta.clone();
+        keys[i].meta = metas[i].clone();
+        store.save(&keys[i]).map_err(|e| store_error(&e))?;
+        let time = |t: Option<u64>| t.map_or("-".into(), shardns_dnssec::keys::format_time);
+        let m = &keys[i].meta;
+        // How far its times moved: a second or two when the timer woke a moment after a
+        // key event (info), a wait's worth when a pause skipped one (a warning).
+        let moved = m
+            .times()
+            .iter()
+            .zip(before.times())
+            .filter_map(|((_, a), (_, b))| Some(a.as_ref()?.saturating_sub(b?)))
+            .max()
+            .unwrap_or(0);
+        let say = if moved > 2 { warn_line } else { info_line };
+        say(format!(
+            "zone {apex}: last signed {late} s ago, so the rollover's next step waits its \
+             time from now (RFC 7583), {moved} s later: {} {} publishes {}, signs {} to {}, \
+             withdrawn at {} (was {} / {} / {} / {})",
+            m.role,
+            m.tag,
+            time(m.publish),
+            time(m.activate),
+            time(m.inactive),
+            time(m.delete),
+            time(before.publish),
+            time(before.activate),
+            time(before.inactive),
+            time(before.delete),
+        ));
+    }
+    Ok(())
+}
+
+fn warn_line(line: String) {
+    warn!("{line}");
+}
+
+fn info_line(line: String) {
+    info!("{line}");
 }
 
 /// Starts an algorithm rollover when the zone's `algorithm` is not its signing keys'

@@ -68,7 +68,8 @@ pub(crate) fn write_atomic(
 /// A signed zone's state in the key directory: `state/<zone>.state`, a line `serial N`,
 /// then the timings of its last signing (`dnskey_ttl N`, `max_ttl N`, `propagation N`,
 /// `parent_ds_ttl N`, `parent_propagation N`, `zsk_lifetime N`, `ksk_lifetime N`),
-/// seconds.
+/// seconds, and when it was (`signed_at N`, seconds since 1970: the rollover steps served
+/// so far, `shardns_dnssec::roll::hold`).
 pub struct StateFile {
     path: PathBuf,
 }
@@ -139,11 +140,21 @@ impl StateFile {
         write_atomic(&self.path, |w| w.write_all(text.as_bytes()))
     }
 
-    /// Records `serial` and the timings, atomically.
-    pub fn write(&self, serial: u32, t: &RollTimings) -> Result<(), String> {
+    /// When the zone was last signed (and that version served); `None` if never, or by
+    /// a version that did not record it.
+    pub fn signed_at(&self) -> Result<Option<u64>, String> {
+        Ok(self.text()?.and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("signed_at "))
+                .and_then(|v| v.trim().parse().ok())
+        }))
+    }
+
+    /// Records `serial`, the timings and the time signed (`now`), atomically.
+    pub fn write(&self, serial: u32, t: &RollTimings, now: u64) -> Result<(), String> {
         let mut text = format!(
             "serial {serial}\ndnskey_ttl {}\nmax_ttl {}\npropagation {}\nparent_ds_ttl {}\n\
-             parent_propagation {}\n",
+             parent_propagation {}\nsigned_at {now}\n",
             t.dnskey_ttl, t.max_ttl, t.propagation, t.parent_ds_ttl, t.parent_propagation
         );
         if let Some(life) = t.zsk_lifetime {

@@ -451,3 +451,70 @@ fn state_files_are_one_per_zone_and_old_names_taken_over() {
         Some(4)
     );
 }
+
+#[test]
+fn the_signer_clock_neither_leaps_nor_goes_back() {
+    let dir = Dir::new("clock");
+    let spec = spec(&dir.0);
+    // First seen: the wall clock.
+    assert_eq!(signer_now(&apex(), &spec, NOW), NOW);
+    // Two hours forward at once (the monotonic clock moved less than a second): not
+    // followed; later moves of the wall clock are, from there.
+    let after = signer_now(&apex(), &spec, NOW + 7200);
+    assert!(after <= NOW + 1, "{after}");
+    assert_eq!(signer_now(&apex(), &spec, NOW + 7201), after + 1);
+    // Back before the last signing recorded (a restart: another key directory's zone
+    // is new to this process): never before it.
+    let other = Dir::new("clock-back");
+    let spec = SignSpec {
+        key_dir: other.0.clone(),
+        ..spec
+    };
+    StateFile::new(&other.0, &apex())
+        .write(3, &spec.roll.timings(300, 300), NOW)
+        .unwrap();
+    assert_eq!(signer_now(&apex(), &spec, NOW - 7200), NOW);
+}
+
+#[test]
+fn a_lost_private_key_file_stops_the_signing_and_the_kept_zone_is_served() {
+    let dir = Dir::new("lost");
+    let spec = spec(&dir.0);
+    let first = sign_scanned(&apex(), scan(&zone_text(1)), &spec, NOW, 1).unwrap();
+    let stem = fs::read_dir(&dir.0)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .find_map(|f| f.strip_suffix(".private").map(str::to_string))
+        .unwrap();
+    let private = dir.0.join(format!("{stem}.private"));
+    let lost = dir.0.join("lost");
+    fs::rename(&private, &lost).unwrap();
+    // Another zone's lost key is not this zone's concern.
+    fs::write(dir.0.join("Kother.test.+013+00001.key"), "").unwrap();
+    // A changed zone file, due: the kept version is served as it is (same serial, same
+    // records), not a zone signed without the key nor with new keys made.
+    let later = NOW + 8 * 86_400;
+    let kept = sign_scanned(&apex(), scan(&zone_text(5)), &spec, later, 1).unwrap();
+    assert_eq!(kept.records.to_records(), first.records.to_records());
+    assert_eq!(kept.refresh_at, later + 60);
+    let keys = fs::read_dir(&dir.0)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("key".as_ref()))
+        .count();
+    assert_eq!(keys, 2, "no key made");
+    // Its signatures expired: the signing fails, naming the file.
+    let e = sign_scanned(&apex(), scan(&zone_text(5)), &spec, NOW + 15 * 86_400, 1)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "private key file of {stem} is missing or unreadable"
+        )),
+        "{e}"
+    );
+    // Back: signed anew.
+    fs::rename(&lost, &private).unwrap();
+    let back = sign_scanned(&apex(), scan(&zone_text(5)), &spec, later, 1).unwrap();
+    assert_ne!(back.records.to_records(), first.records.to_records());
+}

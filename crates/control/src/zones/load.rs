@@ -88,12 +88,15 @@ pub(super) fn load_one(
                 Read::Changed { served } => Some(served),
                 Read::First | Read::Unchanged => None,
             });
-            let now = signing::unix_now();
+            // The signer's time: never before the last signing, not following a leap of
+            // the wall clock (`signing::clock`); the time to sign again on the wall clock.
+            let wall = signing::unix_now();
+            let now = signing::signer_now(&spec.name, s, wall);
             let signed =
                 signing::sign_scanned_with(&spec.name, scanned, s, now, sign_threads, updated)?;
             // New keys in the directory make a reload sign again.
             included.push(s.key_dir.clone());
-            refresh_at = Some(signed.refresh_at);
+            refresh_at = Some((signed.refresh_at + wall).saturating_sub(now));
             // Built as the signer's canonical order gives the records, without a second
             // index of them.
             Zone::build_sorted(

@@ -57,7 +57,28 @@ impl Server {
         Self::spawn(TempDir::new(tag), listen, None, args)
     }
 
+    /// As [`Server::start_at`], with environment variables `env` set for the server (e.g.
+    /// the test clock skew of `shardns_sys::TEST_CLOCK_SKEW`).
+    pub fn start_at_env(
+        tag: &str,
+        listen: &[SocketAddr],
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Self {
+        Self::spawn_env(TempDir::new(tag), listen, None, args, env)
+    }
+
     fn spawn(dir: TempDir, listen: &[SocketAddr], config: Option<&Path>, args: &[&str]) -> Self {
+        Self::spawn_env(dir, listen, config, args, &[])
+    }
+
+    fn spawn_env(
+        dir: TempDir,
+        listen: &[SocketAddr],
+        config: Option<&Path>,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Self {
         let control = dir.path().join("ctl");
         let mut cmd = Command::new(BIN);
         cmd.arg("serve");
@@ -69,6 +90,7 @@ impl Server {
             cmd.arg("--config").arg(path);
         }
         cmd.args(args)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
