@@ -45,6 +45,7 @@ use tracing::info;
 mod confirm;
 pub mod incremental;
 mod keystore;
+pub mod offline;
 mod policy;
 mod state;
 mod timer;
@@ -146,6 +147,9 @@ pub fn sign_records(
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
+    if spec.offline_ksk {
+        return offline::sign::sign_records(apex, records, spec, now, threads);
+    }
     let (store, mut keys) = match keystore::load(apex, spec) {
         Ok(loaded) => loaded,
         Err((e, detached)) => {

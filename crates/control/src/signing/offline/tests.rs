@@ -1,0 +1,214 @@
+//! The offline KSK's round trip in one process: ZSKs pregenerated, a KSR, an SKR signed
+//! with a KSK of another directory, imported, served by the signer; the refusals.
+
+use super::*;
+use crate::signing::{sign_records, to_list, KeyPolicy, RollSpec, SignSpec};
+use shardns_dnssec::sign::{verify_rrsig, RrsigFields};
+use shardns_dnssec::{CdsParams, Denial, Policy, RecordList};
+use shardns_wire::Class;
+use std::path::PathBuf;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "shardns-offline-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const T0: u64 = 1_750_000_000;
+
+fn apex() -> Name {
+    "z.test.".parse().unwrap()
+}
+
+fn timings() -> RollTimings {
+    RollTimings {
+        dnskey_ttl: 60,
+        max_ttl: 300,
+        propagation: 60,
+        parent_ds_ttl: 60,
+        parent_propagation: 60,
+        zsk_lifetime: Some(1000),
+        ksk_lifetime: None,
+    }
+}
+
+fn spec(key_dir: &Path) -> SignSpec {
+    SignSpec {
+        key_dir: key_dir.to_path_buf(),
+        algorithm: Algorithm::EcdsaP256Sha256,
+        denial: Denial::Nsec,
+        policy: Policy::default(),
+        roll: RollSpec::default(),
+        cds: CdsParams::default(),
+        keys: KeyPolicy::default(),
+        dnskey_ttl: Some(60),
+        keystore: None,
+        offline_ksk: true,
+    }
+}
+
+fn records() -> RecordList {
+    let text =
+        "$TTL 300\n@ SOA ns.z.test. admin.z.test. 1 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n";
+    let opts = ScanOptions::new(apex());
+    to_list(
+        shardns_zone::scan::scan_text(text.as_bytes(), Path::new("z"), &opts)
+            .unwrap()
+            .chunks,
+    )
+}
+
+/// ZSKs in `zsk`, a KSK in `ksk`, the SKR text over [T0, T0 + 3000).
+fn skr(zsk: &Path, ksk: &Path) -> String {
+    let made = pregenerate(
+        &apex(),
+        zsk,
+        Algorithm::EcdsaP256Sha256,
+        &timings(),
+        T0,
+        T0 + 3000,
+    )
+    .unwrap();
+    assert!(
+        made.lines().count() >= 3,
+        "a first ZSK and two successors:\n{made}"
+    );
+    let store = KeyStore::open(ksk).unwrap();
+    let key = store
+        .make(&apex(), Algorithm::EcdsaP256Sha256, Role::Ksk, T0 - 10)
+        .unwrap();
+    store.save_new(&key).unwrap();
+    let ksr = make_ksr(&apex(), zsk, T0, T0 + 3000, 60).unwrap();
+    let how = SignKsr {
+        cds: CdsParams {
+            publish: shardns_dnssec::CdsPublish::Always,
+            ..CdsParams::default()
+        },
+        backdate: 3600,
+        overlap: 600,
+    };
+    sign_ksr(&ksr, Path::new("ksr"), ksk, &how).unwrap()
+}
+
+#[test]
+fn pregenerated_zsks_signed_offline_are_served_across_a_rollover() {
+    let (zsk, ksk) = (Dir::new("zsk"), Dir::new("ksk"));
+    let text = skr(&zsk.0, &ksk.0);
+    let said = import_skr(&apex(), &zsk.0, &text, Path::new("skr"), T0).unwrap();
+    assert!(said.contains("SKR imported"), "{said}");
+    let spec = spec(&zsk.0);
+    let mut tags = Vec::new();
+    for at in [T0 + 10, T0 + 1500, T0 + 2900] {
+        let (list, _, refresh) = sign_records(&apex(), records(), &spec, at, 1).unwrap();
+        assert!(refresh > at && refresh <= T0 + 3000, "{refresh}");
+        let all = list.to_records();
+        let set = |t: RType| {
+            all.iter()
+                .filter(move |r| r.rtype == t && r.owner == apex())
+        };
+        let dnskeys: Vec<&[u8]> = set(RType::DNSKEY).map(|r| r.rdata.as_slice()).collect();
+        assert!(set(RType::CDS).count() == 1 && set(RType::CDNSKEY).count() == 1);
+        // The DNSKEY RRset carries one signature, the KSK's, which verifies.
+        let sigs: Vec<_> = all
+            .iter()
+            .filter(|r| r.rtype == RType::RRSIG)
+            .filter(|r| RrsigFields::parse(&r.rdata).unwrap().0.type_covered == RType::DNSKEY)
+            .collect();
+        assert_eq!(sigs.len(), 1);
+        let ksk = dnskeys.iter().find(|k| k[1] & 1 == 1).unwrap();
+        verify_rrsig(
+            &sigs[0].rdata,
+            apex().as_ref(),
+            Class::IN,
+            RType::DNSKEY,
+            dnskeys.clone(),
+            ksk,
+        )
+        .unwrap();
+        // The A record's signature is a ZSK's.
+        let a_sig = all
+            .iter()
+            .find(|r| {
+                r.rtype == RType::RRSIG
+                    && RrsigFields::parse(&r.rdata).unwrap().0.type_covered == RType::A
+            })
+            .unwrap();
+        tags.push(RrsigFields::parse(&a_sig.rdata).unwrap().0.key_tag);
+    }
+    assert!(tags[0] != tags[2], "the ZSK rolled: {tags:?}");
+
+    // Past the SKR's end: refused, the caller keeps what it serves.
+    let e = sign_records(&apex(), records(), &spec, T0 + 3000, 1).unwrap_err();
+    assert!(e.contains("not now"), "{e}");
+}
+
+#[test]
+fn tampered_foreign_or_cut_skrs_are_refused() {
+    let (zsk, ksk) = (Dir::new("zsk2"), Dir::new("ksk2"));
+    let text = skr(&zsk.0, &ksk.0);
+    // A signature changed: the last RRSIG line's base64 altered.
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let i = lines.iter().rposition(|l| l.contains("RRSIG")).unwrap();
+    let at = lines[i].len() - 10;
+    let flipped = if &lines[i][at..=at] == "A" { "B" } else { "A" };
+    lines[i].replace_range(at..=at, flipped);
+    let e = import_skr(
+        &apex(),
+        &zsk.0,
+        &(lines.join("\n") + "\n"),
+        Path::new("s"),
+        T0,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("refused") && e.contains("does not verify"),
+        "{e}"
+    );
+    // Cut short.
+    let cut = &text[..text.len() - 8];
+    let e = import_skr(&apex(), &zsk.0, cut, Path::new("s"), T0).unwrap_err();
+    assert!(e.contains("cut short"), "{e}");
+    // Another zone's key directory (other ZSKs).
+    let other = Dir::new("other");
+    pregenerate(
+        &apex(),
+        &other.0,
+        Algorithm::EcdsaP256Sha256,
+        &timings(),
+        T0,
+        T0 + 3000,
+    )
+    .unwrap();
+    let e = import_skr(&apex(), &other.0, &text, Path::new("s"), T0).unwrap_err();
+    assert!(e.contains("not those the key directory publishes"), "{e}");
+    // Already over.
+    let e = import_skr(&apex(), &zsk.0, &text, Path::new("s"), T0 + 5000).unwrap_err();
+    assert!(e.contains("ended"), "{e}");
+    // Nothing was imported: the signer says so.
+    let e = sign_records(&apex(), records(), &spec(&zsk.0), T0 + 10, 1).unwrap_err();
+    assert!(e.contains("no SKR imported"), "{e}");
+    // A malformed KSR.
+    let e = parse_ksr(
+        ";; shardns-ksr z.test.\n;; period 2025 2026\n;; end\n",
+        Path::new("k"),
+    )
+    .unwrap_err();
+    assert!(e.contains("YYYYMMDDHHMMSS") || e.contains("ttl"), "{e}");
+}
