@@ -1,0 +1,211 @@
+//! offline -- `shardns key pregenerate`, `ksr`, `sign-ksr` and `import-skr`: an offline
+//! KSK (Knot's `keymgr` commands of the same names), the steps around
+//! `shardns_control::signing::offline`. See docs/DNSSEC.md.
+
+use shardns_control::signing::offline;
+use shardns_dnssec::keys::parse_time;
+use shardns_dnssec::offline::SignKsr;
+use shardns_dnssec::roll::RollTimings;
+use shardns_dnssec::{Algorithm, CdsParams, CdsPublish, DigestType};
+use shardns_server::parse_duration;
+use shardns_sys::unix_now;
+use std::path::PathBuf;
+
+/// Flags of `key pregenerate`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PregenerateArgs {
+    /// The zone, e.g. example.com.
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    /// The server's key directory (ZSKs only).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+    /// Start: YYYYMMDDHHMMSS (UTC), seconds since 1970, `now` or `+DURATION`.
+    #[arg(long, value_name = "TIME", default_value = "now")]
+    pub(crate) from: String,
+    /// End, as --from.
+    #[arg(long, value_name = "TIME")]
+    pub(crate) to: String,
+    /// The zone's zsk_lifetime.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) zsk_lifetime: String,
+    /// The zone's dnskey_ttl (the SOA's TTL if it sets none).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) dnskey_ttl: String,
+    /// The largest TTL of the zone (default: the DNSKEY TTL).
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) max_ttl: Option<String>,
+    /// The zone's propagation_delay.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) propagation: String,
+    /// The algorithm of a first ZSK.
+    #[arg(long, value_name = "ALG", default_value = "ecdsap256sha256")]
+    pub(crate) algorithm: String,
+}
+
+/// Flags of `key ksr`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct KsrArgs {
+    /// The zone, e.g. example.com.
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    /// The server's key directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+    /// Start, as for pregenerate.
+    #[arg(long, value_name = "TIME", default_value = "now")]
+    pub(crate) from: String,
+    /// End.
+    #[arg(long, value_name = "TIME")]
+    pub(crate) to: String,
+    /// The TTL the zone serves its DNSKEY RRset with (its dnskey_ttl).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) ttl: String,
+}
+
+/// Flags of `key sign-ksr`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SignKsrArgs {
+    /// The KSR file.
+    #[arg(value_name = "KSR")]
+    pub(crate) ksr: PathBuf,
+    /// The KSK's key directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+    /// Where to write the SKR (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// How long each period's RRSIGs stay valid past its end (at least the DNSKEY TTL).
+    #[arg(long, value_name = "DURATION", default_value = "1d")]
+    pub(crate) overlap: String,
+    /// How long before each period its RRSIGs' inception is.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) backdate: String,
+    /// CDS/CDNSKEY: none, rollover, always (the default), double-ds, delete-dnssec.
+    #[arg(long, value_name = "MODE", default_value = "always")]
+    pub(crate) cds_cdnskey_publish: String,
+    /// The CDS digest: sha256 (the default) or sha384.
+    #[arg(long, value_name = "DIGEST", default_value = "sha256")]
+    pub(crate) cds_digest_type: String,
+}
+
+/// Flags of `key import-skr`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ImportSkrArgs {
+    /// The zone, e.g. example.com.
+    #[arg(value_name = "ZONE")]
+    pub(crate) zone: String,
+    /// The SKR file.
+    #[arg(value_name = "SKR")]
+    pub(crate) skr: PathBuf,
+    /// The server's key directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_dir: PathBuf,
+}
+
+fn duration(flag: &str, s: &str) -> Result<u32, String> {
+    parse_duration(s).map_err(|e| format!("--{flag}: {e}"))
+}
+
+/// A time flag: `now`, `+DURATION`, YYYYMMDDHHMMSS (UTC) or seconds since 1970.
+fn time(flag: &str, s: &str, now: u64) -> Result<u64, String> {
+    if s == "now" {
+        return Ok(now);
+    }
+    if let Some(d) = s.strip_prefix('+') {
+        return Ok(now + u64::from(duration(flag, d)?));
+    }
+    parse_time(s)
+        .or_else(|| s.parse().ok().filter(|_| s.len() != 14))
+        .ok_or_else(|| {
+            format!("--{flag} {s:?}: expected now, +DURATION, YYYYMMDDHHMMSS or seconds")
+        })
+}
+
+fn zone(s: &str) -> Result<shardns_server::Name, String> {
+    s.parse().map_err(|e| format!("zone {s:?}: {e}"))
+}
+
+/// `shardns key pregenerate`.
+pub(crate) fn pregenerate(a: &PregenerateArgs) -> Result<String, String> {
+    let now = unix_now();
+    let algorithm = Algorithm::from_mnemonic(&a.algorithm)
+        .filter(|a| a.can_generate())
+        .ok_or_else(|| format!("--algorithm {:?}: not one we make keys of", a.algorithm))?;
+    let dnskey_ttl = duration("dnskey-ttl", &a.dnskey_ttl)?;
+    let max_ttl = match &a.max_ttl {
+        Some(t) => duration("max-ttl", t)?,
+        None => dnskey_ttl,
+    };
+    let propagation = u64::from(duration("propagation", &a.propagation)?);
+    let timings = RollTimings {
+        dnskey_ttl: u64::from(dnskey_ttl),
+        max_ttl: u64::from(max_ttl.max(dnskey_ttl)),
+        propagation,
+        // A KSK's waits: not used, the KSK is not here.
+        parent_ds_ttl: 0,
+        parent_propagation: 0,
+        zsk_lifetime: Some(u64::from(duration("zsk-lifetime", &a.zsk_lifetime)?)),
+        ksk_lifetime: None,
+    };
+    let (from, to) = (time("from", &a.from, now)?, time("to", &a.to, now)?);
+    if from >= to {
+        return Err("--from must be before --to".into());
+    }
+    let z = zone(&a.zone)?;
+    offline::pregenerate(&z, &a.key_dir, algorithm, &timings, from, to)
+}
+
+/// `shardns key ksr`: the KSR text.
+pub(crate) fn ksr(a: &KsrArgs) -> Result<String, String> {
+    let now = unix_now();
+    let (from, to) = (time("from", &a.from, now)?, time("to", &a.to, now)?);
+    offline::make_ksr(
+        &zone(&a.zone)?,
+        &a.key_dir,
+        from,
+        to,
+        duration("ttl", &a.ttl)?,
+    )
+}
+
+/// `shardns key sign-ksr`: the SKR, to the output file or as the text returned.
+pub(crate) fn sign_ksr(a: &SignKsrArgs) -> Result<String, String> {
+    let text = std::fs::read_to_string(&a.ksr).map_err(|e| format!("{}: {e}", a.ksr.display()))?;
+    let how = SignKsr {
+        cds: CdsParams {
+            publish: CdsPublish::from_name(&a.cds_cdnskey_publish).ok_or_else(|| {
+                format!(
+                    "--cds-cdnskey-publish {:?}: unknown mode",
+                    a.cds_cdnskey_publish
+                )
+            })?,
+            digest: match a.cds_digest_type.as_str() {
+                "sha256" => DigestType::Sha256,
+                "sha384" => DigestType::Sha384,
+                d => return Err(format!("--cds-digest-type {d:?}: sha256 or sha384")),
+            },
+        },
+        backdate: duration("backdate", &a.backdate)?,
+        overlap: duration("overlap", &a.overlap)?,
+    };
+    let skr = offline::sign_ksr(&text, &a.ksr, &a.key_dir, &how)?;
+    match &a.output {
+        None => Ok(skr),
+        Some(out) => {
+            std::fs::write(out, &skr).map_err(|e| format!("{}: {e}", out.display()))?;
+            Ok(format!(
+                "SKR written to {} ({} periods)\n",
+                out.display(),
+                skr.matches(";; period ").count()
+            ))
+        }
+    }
+}
+
+/// `shardns key import-skr`.
+pub(crate) fn import_skr(a: &ImportSkrArgs) -> Result<String, String> {
+    let text = std::fs::read_to_string(&a.skr).map_err(|e| format!("{}: {e}", a.skr.display()))?;
+    let now = unix_now();
+    offline::import_skr(&zone(&a.zone)?, &a.key_dir, &text, &a.skr, now)
+}
