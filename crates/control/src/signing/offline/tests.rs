@@ -212,3 +212,39 @@ fn tampered_foreign_or_cut_skrs_are_refused() {
     .unwrap_err();
     assert!(e.contains("YYYYMMDDHHMMSS") || e.contains("ttl"), "{e}");
 }
+
+/// A change (a dynamic update, an IXFR into a signed secondary) is not signed by itself:
+/// the whole zone is, by the offline signer, so the key RRsets stay the SKR's.
+#[test]
+fn changes_to_an_offline_zone_are_signed_whole() {
+    use crate::signing::incremental::{sign_incrementally, Incremental};
+    let (zsk, ksk) = (Dir::new("zsk3"), Dir::new("ksk3"));
+    let text = skr(&zsk.0, &ksk.0);
+    import_skr(&apex(), &zsk.0, &text, Path::new("skr"), T0).unwrap();
+    let spec = spec(&zsk.0);
+    let (list, _, _) = sign_records(&apex(), records(), &spec, T0 + 10, 1).unwrap();
+    let (zone, _) = shardns_zone::Zone::build_sorted(apex(), list, vec![], vec![]).unwrap();
+    let soa = |serial: u32| {
+        let l = records();
+        let r = l.items.iter().find(|r| r.rtype == RType::SOA).unwrap();
+        let mut rdata = l.rdata(r).to_vec();
+        let at = rdata.len() - 20;
+        rdata[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+        (r.ttl, rdata)
+    };
+    let change = shardns_zone::update::Change {
+        deleted: vec![],
+        added: vec![(
+            "new.z.test.".parse().unwrap(),
+            RType::A,
+            60,
+            vec![192, 0, 2, 9],
+        )],
+        old_soa: soa(1),
+        soa: soa(2),
+    };
+    match sign_incrementally(&zone, &change, &spec, T0 + 11).unwrap() {
+        Incremental::Whole(why) => assert!(why.contains("offline KSK"), "{why}"),
+        Incremental::Signed(..) => panic!("an offline zone's change signed by itself"),
+    }
+}
