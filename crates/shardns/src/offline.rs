@@ -32,9 +32,10 @@ pub(crate) struct PregenerateArgs {
     /// The zone's dnskey_ttl (the SOA's TTL if it sets none).
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub(crate) dnskey_ttl: String,
-    /// The largest TTL of the zone (default: the DNSKEY TTL).
+    /// The largest TTL the zone will have (Knot's zone-max-ttl, required with an offline
+    /// KSK): a retired ZSK stays published this long after its last signature.
     #[arg(long, value_name = "DURATION")]
-    pub(crate) max_ttl: Option<String>,
+    pub(crate) max_ttl: String,
     /// The zone's propagation_delay.
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub(crate) propagation: String,
@@ -133,10 +134,7 @@ pub(crate) fn pregenerate(a: &PregenerateArgs) -> Result<String, String> {
         .filter(|a| a.can_generate())
         .ok_or_else(|| format!("--algorithm {:?}: not one we make keys of", a.algorithm))?;
     let dnskey_ttl = duration("dnskey-ttl", &a.dnskey_ttl)?;
-    let max_ttl = match &a.max_ttl {
-        Some(t) => duration("max-ttl", t)?,
-        None => dnskey_ttl,
-    };
+    let max_ttl = duration("max-ttl", &a.max_ttl)?;
     let propagation = u64::from(duration("propagation", &a.propagation)?);
     let timings = RollTimings {
         dnskey_ttl: u64::from(dnskey_ttl),

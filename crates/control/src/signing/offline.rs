@@ -333,15 +333,58 @@ pub fn import_skr(
             format_time(response.end())
         ));
     }
-    write_atomic(&skr_path(key_dir, apex), |w| {
-        std::io::Write::write_all(w, write_skr(&response).as_bytes())
+    let path = skr_path(key_dir, apex);
+    let merged = merge(&path, response, now)?;
+    write_atomic(&path, |w| {
+        std::io::Write::write_all(w, write_skr(&merged.0).as_bytes())
     })?;
     Ok(format!(
-        "zone {apex}: SKR imported: {} periods from {} to {}; run `shardns reload {apex}`\n",
-        response.periods.len(),
-        format_time(from),
-        format_time(response.end())
+        "zone {apex}: SKR imported: {} periods from {} to {}{}; run `shardns reload {apex}`\n",
+        merged.0.periods.len(),
+        format_time(merged.0.periods.first().map_or(from, |p| p.from)),
+        format_time(merged.0.end()),
+        merged.1
     ))
+}
+
+/// The SKR kept at `path` (if any) with `new` over it, as Knot's `import-skr` does: the
+/// kept periods from `new`'s start on are replaced, those before it kept (the one that
+/// straddles it cut there; those over by `now` dropped), so the next SKR can be imported
+/// while the current one still serves. A gap between what is kept and `new` is refused.
+/// Also says, as a clause, what was kept.
+fn merge(path: &Path, mut new: Response, now: u64) -> Result<(Response, String), String> {
+    let start = new.periods.first().map_or(0, |p| p.from);
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => parse_skr(&text, path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((new, String::new())),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut kept: Vec<ResponsePeriod> = old
+        .periods
+        .into_iter()
+        .filter(|p| p.to > now && p.from < start)
+        .collect();
+    if let Some(last) = kept.last_mut() {
+        last.to = last.to.min(start);
+        if last.to < start {
+            return Err(format!(
+                "refused: the SKR imported before ends at {}, this one starts at {}: no key \
+                 RRsets in between",
+                format_time(last.to),
+                format_time(start)
+            ));
+        }
+    }
+    let said = match kept.first() {
+        Some(p) => format!(
+            " (the one imported before kept from {})",
+            format_time(p.from)
+        ),
+        None => String::new(),
+    };
+    kept.append(&mut new.periods);
+    new.periods = kept;
+    Ok((new, said))
 }
 
 #[cfg(test)]

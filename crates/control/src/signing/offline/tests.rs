@@ -77,25 +77,30 @@ fn records() -> RecordList {
 
 /// ZSKs in `zsk`, a KSK in `ksk`, the SKR text over [T0, T0 + 3000).
 fn skr(zsk: &Path, ksk: &Path) -> String {
+    skr_span(zsk, ksk, T0, T0 + 3000)
+}
+
+/// ZSKs in `zsk` up to `to`, a KSK in `ksk` (made the first time), the SKR text over
+/// [from, to).
+fn skr_span(zsk: &Path, ksk: &Path, from: u64, to: u64) -> String {
     let made = pregenerate(
         &apex(),
         zsk,
         Algorithm::EcdsaP256Sha256,
         &timings(),
-        T0,
-        T0 + 3000,
+        from,
+        to,
     )
     .unwrap();
-    assert!(
-        made.lines().count() >= 3,
-        "a first ZSK and two successors:\n{made}"
-    );
+    assert!(!made.is_empty());
     let store = KeyStore::open(ksk).unwrap();
-    let key = store
-        .make(&apex(), Algorithm::EcdsaP256Sha256, Role::Ksk, T0 - 10)
-        .unwrap();
-    store.save_new(&key).unwrap();
-    let ksr = make_ksr(&apex(), zsk, T0, T0 + 3000, 60).unwrap();
+    if store.load(&apex()).unwrap().is_empty() {
+        let key = store
+            .make(&apex(), Algorithm::EcdsaP256Sha256, Role::Ksk, T0 - 10)
+            .unwrap();
+        store.save_new(&key).unwrap();
+    }
+    let ksr = make_ksr(&apex(), zsk, from, to, 60).unwrap();
     let how = SignKsr {
         cds: CdsParams {
             publish: shardns_dnssec::CdsPublish::Always,
@@ -105,6 +110,27 @@ fn skr(zsk: &Path, ksk: &Path) -> String {
         overlap: 600,
     };
     sign_ksr(&ksr, Path::new("ksr"), ksk, &how).unwrap()
+}
+
+/// The next SKR imported while the current one serves: both kept, each serving its
+/// span; one that leaves a gap is refused.
+#[test]
+fn the_next_skr_is_imported_beside_the_current_one() {
+    let (zsk, ksk) = (Dir::new("zsk4"), Dir::new("ksk4"));
+    import_skr(&apex(), &zsk.0, &skr(&zsk.0, &ksk.0), Path::new("a"), T0).unwrap();
+    let next = skr_span(&zsk.0, &ksk.0, T0 + 2000, T0 + 5000);
+    let said = import_skr(&apex(), &zsk.0, &next, Path::new("b"), T0 + 100).unwrap();
+    assert!(said.contains("kept from"), "{said}");
+    let spec = spec(&zsk.0);
+    for at in [T0 + 1500, T0 + 2500, T0 + 4900] {
+        sign_records(&apex(), records(), &spec, at, 1).unwrap();
+    }
+    assert!(sign_records(&apex(), records(), &spec, T0 + 5000, 1).is_err());
+    let gap = skr_span(&zsk.0, &ksk.0, T0 + 6000, T0 + 7000);
+    let e = import_skr(&apex(), &zsk.0, &gap, Path::new("c"), T0 + 200).unwrap_err();
+    assert!(e.contains("no key RRsets in between"), "{e}");
+    // Still the two imported before.
+    sign_records(&apex(), records(), &spec, T0 + 4000, 1).unwrap();
 }
 
 #[test]
