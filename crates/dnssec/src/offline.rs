@@ -411,6 +411,17 @@ fn check_period(zone: &Name, p: &ResponsePeriod, expected: &[RequestPeriod]) -> 
     if seps.is_empty() {
         return Err(offline("no KSK in the DNSKEY RRset"));
     }
+    // CDNSKEY and CDS go together, and a CDNSKEY is a key of the RRset (RFC 7344 §4.1) or
+    // the delete form (RFC 8078 §4).
+    let (cdnskeys, cds) = (p.rdatas(RType::CDNSKEY), p.rdatas(RType::CDS));
+    if cdnskeys.is_empty() != cds.is_empty() {
+        return Err(offline("CDNSKEY without CDS, or CDS without CDNSKEY"));
+    }
+    let dnskeys = p.rdatas(RType::DNSKEY);
+    let delete = cdnskeys == [&cds::CDNSKEY_DELETE[..]];
+    if !delete && cdnskeys.iter().any(|k| !dnskeys.contains(k)) {
+        return Err(offline("a CDNSKEY that is not a key of the DNSKEY RRset"));
+    }
     let (from, to) = (p.from as u32, p.to as u32);
     for rtype in [RType::DNSKEY, RType::CDNSKEY, RType::CDS] {
         let set: Vec<&Record> = p.records.iter().filter(|r| r.rtype == rtype).collect();

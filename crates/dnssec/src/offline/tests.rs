@@ -102,6 +102,23 @@ fn a_signed_response_checks_and_any_tampering_is_refused() {
     let e = check_response(&bad, &periods).unwrap_err().to_string();
     assert!(e.contains("does not verify"), "{e}");
 
+    // A CDNSKEY of a key not in the DNSKEY RRset.
+    let mut bad = response.clone();
+    let other = key(Role::Ksk, 0, 0, None, None);
+    let cdnskey = bad.periods[0]
+        .records
+        .iter_mut()
+        .find(|r| r.rtype == RType::CDNSKEY)
+        .unwrap();
+    cdnskey.rdata = other.key.dnskey_rdata().to_vec();
+    let e = check_response(&bad, &periods).unwrap_err().to_string();
+    assert!(e.contains("not a key of the DNSKEY RRset"), "{e}");
+    // CDS without CDNSKEY.
+    let mut bad = response.clone();
+    bad.periods[0].records.retain(|r| r.rtype != RType::CDNSKEY);
+    let e = check_response(&bad, &periods).unwrap_err().to_string();
+    assert!(e.contains("CDS without CDNSKEY"), "{e}");
+
     // A ZSK the key directory does not have.
     let other = zsks();
     let e = check_response(&response, &zsk_periods(&other, 50, 400).unwrap())

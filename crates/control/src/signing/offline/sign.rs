@@ -136,12 +136,13 @@ fn sign_inner(
         .read_any()
         .map(|list| Previous::new(list, now, spec.policy.refresh));
     let signed = sign_list(apex, records, &zk, &params, previous).map_err(|e| e.to_string())?;
+    let (expires, signatures) = (signed.expires(now), signed.signatures);
     let list = replace_key_rrsets(apex, signed.list, period)?;
     state.write(serial, &timings)?;
     let metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let refresh_at = spec
         .policy
-        .refresh_at(signed_expires(&signed.earliest_expiration, now))
+        .refresh_at(expires)
         .min(roll::next_event(&metas, &timings, now).unwrap_or(u64::MAX))
         .min(period.to);
     kept.write(&fingerprint, serial, refresh_at, &list)?;
@@ -150,15 +151,10 @@ fn sign_inner(
          {} to {}); {} new signatures; signed again in {} s",
         format_time(period.from),
         format_time(period.to),
-        signed.signatures,
+        signatures,
         refresh_at.saturating_sub(now)
     );
     Ok((list, serial, refresh_at))
-}
-
-/// When the earliest of the signatures made expires (as `SignedList::expires`).
-fn signed_expires(earliest: &u32, now: u64) -> u64 {
-    now + u64::from((earliest.wrapping_sub(now as u32) as i32).max(0) as u32)
 }
 
 /// The period's KSKs (SEP keys of its DNSKEY RRset), public halves only.
@@ -204,6 +200,16 @@ fn replace_key_rrsets(
             format_time(period.from),
             format_time(period.to)
         ));
+    }
+    // The apex's NSEC or NSEC3 bitmap was made for the signer's types: the SKR's must match.
+    for t in [RType::CDS, RType::CDNSKEY] {
+        let made = list.items.iter().any(|r| r.rtype == t && at_apex(&list, r));
+        if made == period.rdatas(t).is_empty() {
+            return Err(format!(
+                "the SKR's {t} records for {} do not fit its DNSKEY RRset",
+                format_time(period.from)
+            ));
+        }
     }
     let is_key = |t: RType| matches!(t, RType::DNSKEY | RType::CDS | RType::CDNSKEY);
     let keep: Vec<bool> = list
