@@ -53,9 +53,9 @@ pub(crate) struct KsrArgs {
     /// The server's key directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) key_dir: PathBuf,
-    /// Start, as for pregenerate.
-    #[arg(long, value_name = "TIME", default_value = "now")]
-    pub(crate) from: String,
+    /// Start, as for pregenerate (default: the end of the SKR imported, or now).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) from: Option<String>,
     /// End.
     #[arg(long, value_name = "TIME")]
     pub(crate) to: String,
@@ -157,14 +157,13 @@ pub(crate) fn pregenerate(a: &PregenerateArgs) -> Result<String, String> {
 /// `shardns key ksr`: the KSR text.
 pub(crate) fn ksr(a: &KsrArgs) -> Result<String, String> {
     let now = unix_now();
-    let (from, to) = (time("from", &a.from, now)?, time("to", &a.to, now)?);
-    offline::make_ksr(
-        &zone(&a.zone)?,
-        &a.key_dir,
-        from,
-        to,
-        duration("ttl", &a.ttl)?,
-    )
+    let z = zone(&a.zone)?;
+    let from = match &a.from {
+        Some(t) => time("from", t, now)?,
+        None => offline::next_ksr_start(&z, &a.key_dir, now),
+    };
+    let to = time("to", &a.to, now)?;
+    offline::make_ksr(&z, &a.key_dir, from, to, duration("ttl", &a.ttl)?)
 }
 
 /// `shardns key sign-ksr`: the SKR, to the output file or as the text returned.

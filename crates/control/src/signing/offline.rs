@@ -296,6 +296,17 @@ pub fn parse_skr(text: &str, file: &Path) -> Result<Response, String> {
     })
 }
 
+/// Where the next KSR starts by default (as Knot's `generate-ksr` without a start): the end
+/// of the SKR imported, if that is after `now`; else `now`.
+pub fn next_ksr_start(apex: &Name, key_dir: &Path, now: u64) -> u64 {
+    let path = skr_path(key_dir, apex);
+    let end = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| parse_skr(&text, &path).ok())
+        .map_or(0, |skr| skr.end());
+    end.max(now)
+}
+
 /// The imported SKR of `apex`: `KEYDIR/state/<zone>.skr`.
 pub(super) fn skr_path(key_dir: &Path, apex: &Name) -> std::path::PathBuf {
     super::state_path(key_dir, apex, "skr")
