@@ -106,7 +106,8 @@ pub(crate) fn warnings(config: &Config) -> Vec<String> {
 }
 
 /// What an offline KSK's zone sets that the server does not do: it makes and rolls no key
-/// (`shardns key pregenerate` makes the ZSKs; the KSK and its DS are the other machine's).
+/// (`shardns key pregenerate` makes the ZSKs, with the zone's `zsk_lifetime`; the KSK and
+/// its DS are the other machine's).
 fn offline_ksk(z: &ZoneConfig) -> Vec<String> {
     if !z.offline_ksk {
         return Vec::new();
@@ -117,8 +118,8 @@ fn offline_ksk(z: &ZoneConfig) -> Vec<String> {
             z.name
         )];
     }
+    // zsk_lifetime is `shardns key pregenerate --config`'s, not ignored.
     let set = [
-        ("zsk_lifetime", z.zsk_lifetime.is_some()),
         ("ksk_lifetime", z.ksk_lifetime.is_some()),
         ("parent_agents", !z.parent_agents.is_empty()),
         ("ds_push", z.ds_push.is_some()),
@@ -127,8 +128,8 @@ fn offline_ksk(z: &ZoneConfig) -> Vec<String> {
         .filter(|(_, on)| *on)
         .map(|(key, _)| {
             format!(
-                "zone {}: {key} is ignored with offline_ksk: the ZSKs are made ahead by \
-                 `shardns key pregenerate`, the KSK and its DS are the KSK side's",
+                "zone {}: {key} is ignored with offline_ksk: the KSK and its DS are the KSK \
+                 side's",
                 z.name
             )
         })

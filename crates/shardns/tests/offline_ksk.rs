@@ -155,6 +155,14 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         .unwrap();
     assert!(out.status.success(), "{out:?}");
 
+    // The server's config: its zone's zsk_lifetime, dnskey_ttl and propagation_delay
+    // are the first pregenerate's and ksr's (`--config`).
+    let config = data.write(
+        "shardns.toml",
+        "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.0/8\"]\n\
+         [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+         offline_ksk = true\ndnskey_ttl = 1\npropagation_delay = 1\nzsk_lifetime = 4\n",
+    );
     // ZSKs for [t0, t0 + 9): lifetime 4 s, DNSKEY TTL 1 s, propagation 1 s: ZSK 2
     // published at t0 + 2, signing from t0 + 4, ZSK 1 withdrawn at t0 + 7.
     let t0 = now();
@@ -163,20 +171,14 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         "key",
         "pregenerate",
         "sign.test",
-        "--key-dir",
-        zsks,
+        "--config",
+        config.to_str().unwrap(),
         "--from",
         &from,
         "--to",
         &to,
-        "--zsk-lifetime",
-        "4",
-        "--dnskey-ttl",
-        "1",
         "--max-ttl",
         "2",
-        "--propagation",
-        "1",
     ]);
     assert!(
         made.lines().count() >= 2,
@@ -186,16 +188,15 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         "key",
         "ksr",
         "sign.test",
-        "--key-dir",
-        zsks,
+        "--config",
+        config.to_str().unwrap(),
         "--from",
         &from,
         "--to",
         &to,
-        "--ttl",
-        "1",
     ]);
     assert!(ksr.matches(";; period ").count() >= 3, "{ksr}");
+    assert!(ksr.contains(";; ttl 1\n"), "the zone's dnskey_ttl: {ksr}");
     let ksr_file = data.write("sign.test.ksr", &ksr);
     let skr_file = data.path().join("sign.test.skr");
     ok(&[
@@ -243,8 +244,8 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         "import-skr",
         "sign.test",
         skr_file.to_str().unwrap(),
-        "--key-dir",
-        zsks,
+        "--config",
+        config.to_str().unwrap(),
     ]);
     assert!(said.contains("SKR imported"), "{said}");
     // The server's directory: ZSKs only (flags 256), no private KSK.
@@ -255,12 +256,6 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
             assert!(text.contains(" DNSKEY 256 3 13 "), "{name}: {text}");
         }
     }
-    let config = data.write(
-        "shardns.toml",
-        "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.0/8\"]\n\
-         [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
-         offline_ksk = true\ndnskey_ttl = 1\npropagation_delay = 1\n",
-    );
     let args = ["--workers", "1", "--config", config.to_str().unwrap()];
     let mut server = Server::start("offline-ksk-srv", &args);
     let addr = server.addr4();

@@ -88,7 +88,11 @@ fn sign_inner(
         .max()
         .unwrap_or(0)
         .max(key_ttl);
-    let timings = spec.roll.timings(key_ttl, max_ttl);
+    let mut timings = spec.roll.timings(key_ttl, max_ttl);
+    // No key is made here: a lifetime that is up must not call for a signing (the next
+    // ZSK comes from `pregenerate`, with its times in its file).
+    timings.zsk_lifetime = None;
+    timings.ksk_lifetime = None;
     let state = StateFile::new(&spec.key_dir, apex);
     let last = state.read()?;
 

@@ -277,3 +277,33 @@ fn changes_to_an_offline_zone_are_signed_whole() {
         Incremental::Signed(..) => panic!("an offline zone's change signed by itself"),
     }
 }
+
+/// A `zsk_lifetime` in the config that is up calls for no signing of its own (no key is
+/// made here; before, it asked for one every second): a ZSK without successor signs until
+/// the period's end, the next signing.
+#[test]
+fn a_lifetime_that_is_up_does_not_call_for_signings() {
+    let (zsk, ksk) = (Dir::new("zsk5"), Dir::new("ksk5"));
+    let store = KeyStore::open(&zsk.0).unwrap();
+    let key = store
+        .make(&apex(), Algorithm::EcdsaP256Sha256, Role::Zsk, T0)
+        .unwrap();
+    store.save_new(&key).unwrap();
+    let ksk_store = KeyStore::open(&ksk.0).unwrap();
+    let k = ksk_store
+        .make(&apex(), Algorithm::EcdsaP256Sha256, Role::Ksk, T0)
+        .unwrap();
+    ksk_store.save_new(&k).unwrap();
+    let ksr = make_ksr(&apex(), &zsk.0, T0, T0 + 3000, 60).unwrap();
+    let how = SignKsr {
+        cds: CdsParams::default(),
+        backdate: 3600,
+        overlap: 600,
+    };
+    let text = sign_ksr(&ksr, Path::new("ksr"), &ksk.0, &how).unwrap();
+    import_skr(&apex(), &zsk.0, &text, Path::new("skr"), T0).unwrap();
+    let mut spec = spec(&zsk.0);
+    spec.roll.zsk_lifetime = Some(100);
+    let (_, _, refresh) = sign_records(&apex(), records(), &spec, T0 + 500, 1).unwrap();
+    assert_eq!(refresh, T0 + 3000);
+}
