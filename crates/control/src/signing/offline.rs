@@ -108,7 +108,48 @@ pub fn pregenerate(
     if out.is_empty() {
         out = format!("zone {apex}: the ZSKs reach {} already\n", format_time(to));
     }
+    let text = format!(
+        "dnskey_ttl {}\nmax_ttl {}\npropagation {}\n",
+        timings.dnskey_ttl, timings.max_ttl, timings.propagation
+    );
+    write_atomic(&super::state_path(key_dir, apex, "pregenerated"), |w| {
+        std::io::Write::write_all(w, text.as_bytes())
+    })?;
     Ok(out)
+}
+
+/// What the zone's TTLs, as signed now, break of the waits the ZSKs were pregenerated
+/// with (`state/<zone>.pregenerated`): a DNSKEY TTL above theirs (a new ZSK would sign
+/// before every cache has it), a largest TTL above theirs (an old ZSK would go while
+/// caches hold its signatures). One line each, for the log; nothing if they fit or the
+/// ZSKs were not pregenerated here.
+pub(super) fn timing_warnings(
+    apex: &Name,
+    key_dir: &Path,
+    key_ttl: u32,
+    max_ttl: u32,
+) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(super::state_path(key_dir, apex, "pregenerated")) else {
+        return Vec::new();
+    };
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+    };
+    let mut out = Vec::new();
+    for (what, flag, served, planned) in [
+        ("DNSKEY TTL", "--dnskey-ttl", key_ttl, get("dnskey_ttl ")),
+        ("largest TTL", "--max-ttl", max_ttl, get("max_ttl ")),
+    ] {
+        if let Some(planned) = planned.filter(|&p| u64::from(served) > p) {
+            out.push(format!(
+                "zone {apex}: its {what} is {served} s, the ZSKs were pregenerated for \
+                 {planned} s: their rollovers wait too little; pregenerate with {flag} {served} \
+                 (for the ZSKs not made yet) or lower the TTL"
+            ));
+        }
+    }
+    out
 }
 
 /// The KSR of the zone's ZSKs in `key_dir` from `from` to `to`, the key RRsets' TTL

@@ -20,7 +20,7 @@ use shardns_dnssec::{
     roll, sign_list, Algorithm, CdsPublish, Previous, RecordList, SigningKey, ZoneKey,
 };
 use shardns_wire::{Name, RType};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// [`super::super::sign_records`] with an offline KSK (same arguments and result).
 pub(in crate::signing) fn sign_records(
@@ -88,6 +88,9 @@ fn sign_inner(
         .max()
         .unwrap_or(0)
         .max(key_ttl);
+    for w in super::timing_warnings(apex, &spec.key_dir, key_ttl, max_ttl) {
+        warn!("{w}");
+    }
     let mut timings = spec.roll.timings(key_ttl, max_ttl);
     // No key is made here: a lifetime that is up must not call for a signing (the next
     // ZSK comes from `pregenerate`, with its times in its file).

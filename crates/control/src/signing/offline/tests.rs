@@ -183,6 +183,12 @@ fn pregenerated_zsks_signed_offline_are_served_across_a_rollover() {
     }
     assert!(tags[0] != tags[2], "the ZSK rolled: {tags:?}");
 
+    // The zone's TTLs within those pregenerate waited for (max 300, DNSKEY 60): no word;
+    // above them, said.
+    assert!(timing_warnings(&apex(), &zsk.0, 60, 300).is_empty());
+    let w = timing_warnings(&apex(), &zsk.0, 120, 900);
+    assert!(w.len() == 2 && w[1].contains("--max-ttl 900"), "{w:?}");
+
     // Past the SKR's end: refused, the caller keeps what it serves.
     let e = sign_records(&apex(), records(), &spec, T0 + 3000, 1).unwrap_err();
     assert!(e.contains("not now"), "{e}");
