@@ -389,19 +389,22 @@ fn check_period(zone: &Name, p: &ResponsePeriod, expected: &[RequestPeriod]) -> 
         .iter()
         .find(|e| e.from <= p.from && p.to <= e.to)
         .ok_or_else(|| offline("not within one period of the ZSK timeline of the key directory"))?;
-    if p.zsks() != want.zsks {
-        return Err(offline(
-            "its ZSKs are not those the key directory publishes then (another KSR, or keys \
-             changed since it was made)",
-        ));
-    }
-    for r in &p.records {
+    for (i, r) in p.records.iter().enumerate() {
+        if p.records[..i].contains(r) {
+            return Err(offline(format!("a record given twice: {r}")));
+        }
         if !r.owner.as_ref().eq_ci(&zone.as_ref()) {
             return Err(offline(format!("a record of {} outside the apex", r.owner)));
         }
         if ![RType::DNSKEY, RType::CDNSKEY, RType::CDS, RType::RRSIG].contains(&r.rtype) {
             return Err(offline(format!("a {} record", r.rtype)));
         }
+    }
+    if p.zsks() != want.zsks {
+        return Err(offline(
+            "its ZSKs are not those the key directory publishes then (another KSR, or keys \
+             changed since it was made)",
+        ));
     }
     let seps: Vec<&[u8]> = p
         .rdatas(RType::DNSKEY)

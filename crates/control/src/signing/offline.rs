@@ -222,7 +222,14 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
         };
         let scanned = shardns_zone::scan::scan_text(body.as_bytes(), file, &opts)
             .map_err(|e| e.to_string())?;
-        last.2 = super::to_list(scanned.chunks).to_records();
+        // A record given twice is one (RFC 2181 §5), as the signer's RRsets have it.
+        let mut records: Vec<Record> = Vec::new();
+        for r in super::to_list(scanned.chunks).to_records() {
+            if !records.contains(&r) {
+                records.push(r);
+            }
+        }
+        last.2 = records;
         body.clear();
         Ok::<(), String>(())
     };

@@ -113,6 +113,12 @@ fn a_signed_response_checks_and_any_tampering_is_refused() {
     cdnskey.rdata = other.key.dnskey_rdata().to_vec();
     let e = check_response(&bad, &periods).unwrap_err().to_string();
     assert!(e.contains("not a key of the DNSKEY RRset"), "{e}");
+    // A record twice (the signer's RRsets would not be these).
+    let mut bad = response.clone();
+    let dnskey = bad.periods[0].records[0].clone();
+    bad.periods[0].records.push(dnskey);
+    let e = check_response(&bad, &periods).unwrap_err().to_string();
+    assert!(e.contains("given twice"), "{e}");
     // CDS without CDNSKEY.
     let mut bad = response.clone();
     bad.periods[0].records.retain(|r| r.rtype != RType::CDNSKEY);

@@ -313,3 +313,60 @@ fn a_lifetime_that_is_up_does_not_call_for_signings() {
     let (_, _, refresh) = sign_records(&apex(), records(), &spec, T0 + 500, 1).unwrap();
     assert_eq!(refresh, T0 + 3000);
 }
+
+/// Damaged SKRs (bytes changed, lines cut or repeated) never panic the import: each is
+/// taken or refused with a reason, and one taken still verifies (the damage was in a
+/// comment, or in whitespace).
+#[test]
+fn damaged_skrs_are_refused_or_harmless() {
+    let (zsk, ksk) = (Dir::new("zsk6"), Dir::new("ksk6"));
+    let text = skr(&zsk.0, &ksk.0);
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let alphabet = b" \t\n;.0123456789ABCDEFabcdef+/=-(){}\\\"RRSIGDNSKEYperiod";
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..200 {
+        let mut bytes = text.clone().into_bytes();
+        match round % 3 {
+            0 => {
+                let at = next() as usize % bytes.len();
+                bytes[at] = alphabet[next() as usize % alphabet.len()];
+            }
+            1 => {
+                let at = next() as usize % bytes.len();
+                bytes.truncate(at);
+            }
+            _ => {
+                let lines: Vec<&str> = text.lines().collect();
+                let i = next() as usize % lines.len();
+                let mut l = lines.clone();
+                l.insert(i, lines[next() as usize % lines.len()]);
+                bytes = (l.join("\n") + "\n").into_bytes();
+            }
+        }
+        let damaged = String::from_utf8_lossy(&bytes).into_owned();
+        let dir = Dir::new("zsk6-copy");
+        for e in std::fs::read_dir(&zsk.0).unwrap().flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), dir.0.join(e.file_name())).unwrap();
+            }
+        }
+        match import_skr(&apex(), &dir.0, &damaged, Path::new("d"), T0) {
+            Ok(_) => {
+                taken += 1;
+                sign_records(&apex(), records(), &spec(&dir.0), T0 + 10, 1)
+                    .unwrap_or_else(|e| panic!("round {round}: {e}\n{damaged}"));
+            }
+            Err(e) => {
+                assert!(!e.is_empty());
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 100, "{taken} taken, {refused} refused");
+}
