@@ -370,3 +370,60 @@ fn damaged_skrs_are_refused_or_harmless() {
     }
     assert!(refused > 100, "{taken} taken, {refused} refused");
 }
+
+/// Damaged KSRs never panic the KSK side: each is refused with a reason, or signed (a
+/// changed key still of the right shape can be: the KSK side cannot know), and the server
+/// then takes the response exactly when the request's ZSKs are its own.
+#[test]
+fn damaged_ksrs_are_refused_or_harmless() {
+    let (zsk, ksk) = (Dir::new("zsk7"), Dir::new("ksk7"));
+    skr(&zsk.0, &ksk.0);
+    let ksr = make_ksr(&apex(), &zsk.0, T0, T0 + 3000, 60).unwrap();
+    let how = SignKsr {
+        cds: CdsParams::default(),
+        backdate: 3600,
+        overlap: 600,
+    };
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed as usize
+    };
+    let alphabet = b" \t\n;.0123456789ABCDEFabcdef+/=-DNSKEYttlperiod";
+    let original = parse_ksr(&ksr, Path::new("k")).unwrap();
+    let mut refused = 0;
+    for round in 0..200 {
+        let mut bytes = ksr.clone().into_bytes();
+        if round % 2 == 0 {
+            let at = next() % bytes.len();
+            bytes[at] = alphabet[next() % alphabet.len()];
+        } else {
+            bytes.truncate(next() % bytes.len());
+        }
+        let damaged = String::from_utf8_lossy(&bytes).into_owned();
+        match sign_ksr(&damaged, Path::new("k"), &ksk.0, &how) {
+            Ok(text) => {
+                let response = parse_skr(&text, Path::new("s")).unwrap();
+                let from = response.periods[0].from;
+                let keys = KeyStore::open(&zsk.0).unwrap().load(&apex()).unwrap();
+                let expected = offline::zsk_periods(&keys, from, response.end()).unwrap();
+                let asked = parse_ksr(&damaged, Path::new("k")).unwrap();
+                let ours = asked.periods.iter().all(|p| {
+                    original
+                        .periods
+                        .iter()
+                        .any(|o| o.from <= p.from && p.to <= o.to && o.zsks == p.zsks)
+                });
+                let taken = offline::check_response(&response, &expected);
+                assert_eq!(taken.is_ok(), ours, "round {round}: {taken:?}\n{damaged}");
+            }
+            Err(e) => {
+                assert!(!e.is_empty());
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 100, "{refused} refused");
+}
