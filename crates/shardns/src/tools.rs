@@ -88,6 +88,9 @@ pub(crate) fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
             None => out.push_str("next key event: none\n"),
         }
     }
+    out.push_str(&shardns_control::signing::offline::skr_summary(
+        zone, key_dir, now,
+    ));
     Ok(out)
 }
 

@@ -248,6 +248,8 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         config.to_str().unwrap(),
     ]);
     assert!(said.contains("SKR imported"), "{said}");
+    let list = ok(&["key", "list", "sign.test", "--key-dir", zsks]);
+    assert!(list.contains("offline KSK: SKR imported from"), "{list}");
     // The server's directory: ZSKs only (flags 256), no private KSK.
     for e in std::fs::read_dir(&zsk_dir).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

@@ -355,6 +355,31 @@ pub fn next_ksr_start(apex: &Name, key_dir: &Path, now: u64) -> u64 {
     end.max(now)
 }
 
+/// A line for `shardns key list`: the span of the SKR imported and how long it has left
+/// (empty without one).
+pub fn skr_summary(apex: &Name, key_dir: &Path, now: u64) -> String {
+    let path = skr_path(key_dir, apex);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return String::new();
+    };
+    match parse_skr(&text, &path) {
+        Ok(skr) if skr.end() > now => format!(
+            "offline KSK: SKR imported from {} to {} ({} periods; ends in {} s: import the \
+             next one before)\n",
+            format_time(skr.periods.first().map_or(0, |p| p.from)),
+            format_time(skr.end()),
+            skr.periods.len(),
+            skr.end() - now
+        ),
+        Ok(skr) => format!(
+            "offline KSK: the SKR imported ended at {}: the zone is not signed again until \
+             a new one is imported\n",
+            format_time(skr.end())
+        ),
+        Err(e) => format!("offline KSK: {e}\n"),
+    }
+}
+
 /// The imported SKR of `apex`: `KEYDIR/state/<zone>.skr`.
 pub(super) fn skr_path(key_dir: &Path, apex: &Name) -> std::path::PathBuf {
     super::state_path(key_dir, apex, "skr")

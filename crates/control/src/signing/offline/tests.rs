@@ -118,6 +118,9 @@ fn skr_span(zsk: &Path, ksk: &Path, from: u64, to: u64) -> String {
 fn the_next_skr_is_imported_beside_the_current_one() {
     let (zsk, ksk) = (Dir::new("zsk4"), Dir::new("ksk4"));
     import_skr(&apex(), &zsk.0, &skr(&zsk.0, &ksk.0), Path::new("a"), T0).unwrap();
+    let said = skr_summary(&apex(), &zsk.0, T0 + 100);
+    assert!(said.contains("ends in 2900 s"), "{said}");
+    assert!(skr_summary(&apex(), &zsk.0, T0 + 3000).contains("ended at"));
     // The next KSR starts where the imported SKR ends (now, once it is over).
     assert_eq!(next_ksr_start(&apex(), &zsk.0, T0 + 100), T0 + 3000);
     assert_eq!(next_ksr_start(&apex(), &zsk.0, T0 + 3500), T0 + 3500);
