@@ -226,8 +226,7 @@ pub struct ZoneConfig {
     /// The apex, e.g. `example.com.` (a missing final dot is implied).
     #[serde(deserialize_with = "name")]
     pub name: Name,
-    /// The zone file; for a secondary zone, where it keeps its copy (absent: in memory
-    /// only).
+    /// The zone file; for a secondary zone, where it keeps its copy (absent: in memory only).
     #[serde(default)]
     pub file: PathBuf,
     /// Clients allowed to transfer this zone, replacing `server.allow_transfer` for it
@@ -342,6 +341,9 @@ pub struct ZoneConfig {
         deserialize_with = "cds_digest"
     )]
     pub cds_digest_type: shardns_dnssec::DigestType,
+    /// The KSK is offline (Knot's `offline-ksk`): ZSKs only here, key RRsets from the SKR.
+    #[serde(default)]
+    pub offline_ksk: bool,
     /// The parent's servers asked for the zone's DS while a KSK or CSK rollover waits for
     /// it (`"ADDR:PORT"`, or `"ADDR"` for port 53; Knot's `parent`, BIND's
     /// `parental-agents`): once all serve it, the rollover goes on by itself. Empty: none
@@ -447,6 +449,7 @@ impl ZoneConfig {
             parent_propagation_delay: default_hour(),
             cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
             cds_digest_type: policy::default_cds_digest(),
+            offline_ksk: false,
             parent_agents: Vec::new(),
             parent_agents_key: None,
             ds_check_interval: default_hour(),

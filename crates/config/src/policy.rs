@@ -73,7 +73,7 @@ pub(crate) fn warnings(config: &Config) -> Vec<String> {
     for z in config
         .zones
         .iter()
-        .filter(|z| z.dnssec && z.single_type_signing)
+        .filter(|z| z.dnssec && z.single_type_signing && !z.offline_ksk)
     {
         let set = [
             ("zsk_lifetime", z.zsk_lifetime.is_some()),
@@ -88,6 +88,7 @@ pub(crate) fn warnings(config: &Config) -> Vec<String> {
             ));
         }
     }
+    out.extend(config.zones.iter().flat_map(offline_ksk));
     // The parent is asked about the DS of keys this server makes: nothing to ask without.
     for z in config
         .zones
@@ -102,6 +103,37 @@ pub(crate) fn warnings(config: &Config) -> Vec<String> {
         }
     }
     out
+}
+
+/// What an offline KSK's zone sets that the server does not do: it makes and rolls no key
+/// (`shardns key pregenerate` makes the ZSKs, with the zone's `zsk_lifetime`; the KSK and
+/// its DS are the other machine's).
+fn offline_ksk(z: &ZoneConfig) -> Vec<String> {
+    if !z.offline_ksk {
+        return Vec::new();
+    }
+    if !z.dnssec {
+        return vec![format!(
+            "zone {}: offline_ksk is ignored: the zone is not signed here (dnssec = false)",
+            z.name
+        )];
+    }
+    // zsk_lifetime is `shardns key pregenerate --config`'s, not ignored.
+    let set = [
+        ("ksk_lifetime", z.ksk_lifetime.is_some()),
+        ("parent_agents", !z.parent_agents.is_empty()),
+        ("ds_push", z.ds_push.is_some()),
+    ];
+    set.into_iter()
+        .filter(|(_, on)| *on)
+        .map(|(key, _)| {
+            format!(
+                "zone {}: {key} is ignored with offline_ksk: the KSK and its DS are the KSK \
+                 side's",
+                z.name
+            )
+        })
+        .collect()
 }
 
 /// A duration that may be 0 (`signature_jitter`: none).

@@ -1223,3 +1223,30 @@ fn update_forwarding_takes_a_bool_or_prefixes_on_a_secondary_zone() {
     let e = parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\nupdate_forwarding = true\n").unwrap_err();
     assert!(e.to_string().contains("update_forwarding"), "{e}");
 }
+
+#[test]
+fn offline_ksk_says_what_it_ignores() {
+    let zone = |extra: &str| {
+        format!(
+            "[server]\nkey_directory = \"/k\"\n[[zone]]\nname = \"a.\"\nfile = \"a\"\n{extra}\n"
+        )
+    };
+    let c = parse(&zone("dnssec = true\noffline_ksk = true\n")).unwrap();
+    assert!(c.zones[0].offline_ksk);
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    assert!(!parse(&zone("dnssec = true")).unwrap().zones[0].offline_ksk);
+    // Rollover settings: the server makes no key; not the CSK warning either.
+    let c = parse(&zone(
+        "dnssec = true\noffline_ksk = true\nzsk_lifetime = \"30d\"\nksk_lifetime = \"365d\"\n",
+    ))
+    .unwrap();
+    // zsk_lifetime is pregenerate's: only ksk_lifetime is said to do nothing.
+    let w = c.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("ksk_lifetime is ignored with offline_ksk"),
+        "{w:?}"
+    );
+    let w = parse(&zone("offline_ksk = true")).unwrap().warnings();
+    assert!(w.len() == 1 && w[0].contains("not signed here"), "{w:?}");
+}

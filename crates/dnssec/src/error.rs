@@ -114,6 +114,10 @@ pub enum Error {
 
     /// Wire data or presentation-format text that could not be read.
     Wire(shardns_wire::Error),
+
+    // An offline KSK's requests and responses (`offline`).
+    /// A KSR or SKR that is malformed, does not match the keys, or does not verify: why.
+    Offline(String),
 }
 
 impl Error {
@@ -180,6 +184,7 @@ impl fmt::Display for Error {
             Self::Labels => f.write_str("RRSIG labels exceed the owner's"),
             Self::BadSignature => f.write_str("signature does not verify"),
             Self::Wire(e) => write!(f, "{e}"),
+            Self::Offline(why) => f.write_str(why),
         }
     }
 }

@@ -14,6 +14,8 @@
 //!   RRsets that did not change (incremental re-signing).
 //! - [`cds`] picks the apex's CDS and CDNSKEY records by the zone's mode (Knot's).
 //! - [`pkcs11`] keeps keys on a PKCS#11 token (an HSM): made, kept and used there.
+//! - [`offline`] is an offline KSK (Knot's KSR/SKR): the ZSK timeline asked for, the
+//!   DNSKEY RRsets signed by the KSK elsewhere, and their checks.
 //! - [`roll`] decides the times of ZSK (pre-publication) and KSK/CSK (double-DS) rollovers.
 //!
 //! Sans-I/O except [`keys`], which reads and writes key files, and [`pkcs11`], which talks
@@ -33,6 +35,7 @@ pub mod key;
 pub mod keys;
 pub mod list;
 pub mod nsec3;
+pub mod offline;
 pub mod pkcs11;
 pub mod reuse;
 pub mod roll;

@@ -394,6 +394,14 @@ pub(crate) enum KeyCommand {
     /// Confirm the parent serves the DS of the new KSK or CSK of a double-DS rollover (the
     /// key of TAG, or the only one waiting). Then `shardns reload ZONE`.
     Submitted(SubmittedArgs),
+    /// Offline KSK: make the zone's ZSKs ahead, rolled as zsk_lifetime says.
+    Pregenerate(crate::offline::PregenerateArgs),
+    /// Offline KSK: the key signing request (the ZSKs of each period), to standard output.
+    Ksr(crate::offline::KsrArgs),
+    /// Offline KSK, on the KSK's machine: sign a KSR with the KSK(s) of --key-dir (the SKR).
+    SignKsr(crate::offline::SignKsrArgs),
+    /// Offline KSK: check an SKR against the ZSKs and keep it. Then `shardns reload ZONE`.
+    ImportSkr(crate::offline::ImportSkrArgs),
 }
 
 /// Flags of `key rollover`.

@@ -4,6 +4,7 @@
 
 mod cli;
 mod man;
+mod offline;
 mod tools;
 
 use clap::Parser;
@@ -58,6 +59,14 @@ fn main() -> ExitCode {
         Some(Command::Key(KeyCommand::Submitted(a))) => zone_name(&a.key.zone)
             .and_then(|z| tools::key_submitted(&z, &a.key.key_dir, a.tag))
             .map(|text| print!("{text}")),
+        Some(Command::Key(KeyCommand::Pregenerate(a))) => {
+            offline::pregenerate(&a).map(|t| print!("{t}"))
+        }
+        Some(Command::Key(KeyCommand::Ksr(a))) => offline::ksr(&a).map(|t| print!("{t}")),
+        Some(Command::Key(KeyCommand::SignKsr(a))) => offline::sign_ksr(&a).map(|t| print!("{t}")),
+        Some(Command::Key(KeyCommand::ImportSkr(a))) => {
+            offline::import_skr(&a).map(|t| print!("{t}"))
+        }
         Some(Command::Sign(a)) => sign(&a),
         Some(Command::Man { dir }) => man::write_pages(&dir),
         Some(Command::Zone { action }) => {

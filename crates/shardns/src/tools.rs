@@ -88,6 +88,9 @@ pub(crate) fn key_list(zone: &Name, key_dir: &Path) -> Result<String, String> {
             None => out.push_str("next key event: none\n"),
         }
     }
+    out.push_str(&shardns_control::signing::offline::skr_summary(
+        zone, key_dir, now,
+    ));
     Ok(out)
 }
 
@@ -335,6 +338,7 @@ pub(crate) fn sign_file(
         keys: Default::default(),
         dnskey_ttl: None,
         keystore: None,
+        offline_ksk: false,
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

@@ -31,6 +31,12 @@ pub fn sign_incrementally(
     spec: &SignSpec,
     now: u64,
 ) -> Result<Incremental, String> {
+    if spec.offline_ksk {
+        // The key RRsets come from the SKR's period: `signing::offline` signs whole.
+        return Ok(Incremental::Whole(
+            "an offline KSK's zone is signed whole".into(),
+        ));
+    }
     let apex = zone.apex().to_name();
     // Key files or a token's keys (`keystore`), as a full signing reads them.
     let keys = super::load_keys(&apex, spec)?;

@@ -46,6 +46,7 @@ mod clock;
 mod confirm;
 pub mod incremental;
 mod keystore;
+pub mod offline;
 mod policy;
 mod state;
 mod timer;
@@ -165,6 +166,9 @@ pub fn sign_records(
     // A lost private key file fails the signing before the loader, which would skip it.
     if let Some(lost) = keystore::lost_private(&spec.key_dir, apex) {
         return keystore::kept_while_lost(apex, spec, now, &lost).ok_or(lost);
+    }
+    if spec.offline_ksk {
+        return offline::sign::sign_records(apex, records, spec, now, threads);
     }
     let (store, mut keys) = match keystore::load(apex, spec) {
         Ok(loaded) => loaded,

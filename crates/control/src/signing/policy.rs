@@ -33,6 +33,9 @@ pub struct SignSpec {
     pub dnskey_ttl: Option<u32>,
     /// The PKCS#11 token the keys are made on and used from (absent: key files).
     pub keystore: Option<super::Keystore>,
+    /// The KSK is offline: ZSKs only here, the key RRsets from the imported SKR
+    /// (`super::offline`).
+    pub offline_ksk: bool,
 }
 
 /// The keys made for a zone: their shape and, for RSA, their sizes.
@@ -167,6 +170,7 @@ impl SignSpec {
                 .keystore
                 .as_deref()
                 .map(|k| super::Keystore::of(k, keystores)),
+            offline_ksk: zone.offline_ksk,
         })
     }
 
