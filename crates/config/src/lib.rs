@@ -54,9 +54,8 @@ pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
 pub use tls::{PrimaryTls, TlsCheck};
 
-pub use validate::parse_cookie_secret;
-pub use validate::parse_duration;
 pub use validate::signing as check_signing;
+pub use validate::{parse_cookie_secret, parse_duration};
 
 /// Longest NSID payload accepted in the configuration.
 pub const NSID_MAX: usize = 128;
@@ -342,6 +341,9 @@ pub struct ZoneConfig {
         deserialize_with = "cds_digest"
     )]
     pub cds_digest_type: shardns_dnssec::DigestType,
+    /// Knot's `dnskey-management`: `"full"` (default) or `"incremental"` (multi-signer).
+    #[serde(default, deserialize_with = "validate::dnskey_management")]
+    pub dnskey_management: shardns_dnssec::DnskeyManagement,
     /// The parent's servers asked for the zone's DS while a KSK or CSK rollover waits for
     /// it (`"ADDR:PORT"`, or `"ADDR"` for port 53; Knot's `parent`, BIND's
     /// `parental-agents`): once all serve it, the rollover goes on by itself. Empty: none
@@ -447,6 +449,7 @@ impl ZoneConfig {
             parent_propagation_delay: default_hour(),
             cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
             cds_digest_type: policy::default_cds_digest(),
+            dnskey_management: Default::default(),
             parent_agents: Vec::new(),
             parent_agents_key: None,
             ds_check_interval: default_hour(),

@@ -1223,3 +1223,16 @@ fn update_forwarding_takes_a_bool_or_prefixes_on_a_secondary_zone() {
     let e = parse("[[zone]]\nname = \"d.\"\nfile = \"d\"\nupdate_forwarding = true\n").unwrap_err();
     assert!(e.to_string().contains("update_forwarding"), "{e}");
 }
+
+#[test]
+fn dnskey_management_and_its_default() {
+    use shardns_dnssec::DnskeyManagement;
+    let zone = "[[zone]]\nname = \"a.\"\nfile = \"a\"\n";
+    let c = parse(zone).unwrap();
+    assert_eq!(c.zones[0].dnskey_management, DnskeyManagement::Full);
+    let c = parse(&format!("{zone}dnskey_management = \"incremental\"\n")).unwrap();
+    assert_eq!(c.zones[0].dnskey_management, DnskeyManagement::Incremental);
+    let e = parse(&format!("{zone}dnskey_management = \"merge\"\n")).unwrap_err();
+    assert!(e.to_string().contains("dnskey_management"), "{e}");
+    assert!(e.to_string().contains("full, incremental"), "{e}");
+}

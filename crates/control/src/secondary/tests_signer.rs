@@ -45,6 +45,7 @@ fn spec(key_dir: &Path, denial: Denial) -> SignSpec {
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
         keystore: None,
+        dnskey_management: Default::default(),
     }
 }
 

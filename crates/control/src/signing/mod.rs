@@ -30,6 +30,9 @@
 //! A zone that may be updated (`update_policy`) keeps what updates changed, unsigned, in
 //! `KEYDIR/state/<zone>.updates` ([`updates`]), applied over the records read before they
 //! are signed: the updated records are what a restart or a re-signing signs.
+//!
+//! A multi-signer zone (`dnskey_management = "incremental"`) keeps the other providers'
+//! DNSKEY, CDS and CDNSKEY records of its data beside ours ([`multi`]).
 
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll;
@@ -45,6 +48,7 @@ use tracing::info;
 mod confirm;
 pub mod incremental;
 mod keystore;
+pub mod multi;
 mod policy;
 mod state;
 mod timer;
@@ -141,7 +145,7 @@ pub fn sign_scanned_with(
 /// RRsets that did not change (incremental re-signing), and only the rest is signed.
 pub fn sign_records(
     apex: &Name,
-    records: RecordList,
+    mut records: RecordList,
     spec: &SignSpec,
     now: u64,
     threads: usize,
@@ -196,6 +200,7 @@ pub fn sign_records(
     let mut params = spec.sign_params(now);
     params.serial = Some(serial);
     params.threads = threads;
+    params.foreign = multi::take_foreign(spec, apex, &mut records, &keys);
     let zk = zone_keys(&keys, now);
     let started = std::time::Instant::now();
     // The last signed version, whose signatures of unchanged RRsets are kept.
@@ -239,6 +244,7 @@ fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> Str
         spec.dnskey_ttl,
     );
     f.part(format!("{settings:?}").as_bytes());
+    multi::fingerprint(spec, &mut f);
     for k in keys {
         f.part(k.key.dnskey_rdata());
         f.part(format!("{:?}", k.meta.times()).as_bytes());

@@ -33,6 +33,8 @@ pub struct SignSpec {
     pub dnskey_ttl: Option<u32>,
     /// The PKCS#11 token the keys are made on and used from (absent: key files).
     pub keystore: Option<super::Keystore>,
+    /// Whether the zone's own DNSKEY, CDS and CDNSKEY records are kept (multi-signer).
+    pub dnskey_management: shardns_dnssec::DnskeyManagement,
 }
 
 /// The keys made for a zone: their shape and, for RSA, their sizes.
@@ -167,6 +169,7 @@ impl SignSpec {
                 .keystore
                 .as_deref()
                 .map(|k| super::Keystore::of(k, keystores)),
+            dnskey_management: zone.dnskey_management,
         })
     }
 

@@ -56,6 +56,7 @@ fn spec(key_dir: &Path) -> SignSpec {
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
         keystore: None,
+        dnskey_management: Default::default(),
     }
 }
 

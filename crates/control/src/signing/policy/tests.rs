@@ -66,6 +66,7 @@ fn spec(dir: &Path) -> SignSpec {
         keys: KeyPolicy::default(),
         dnskey_ttl: None,
         keystore: None,
+        dnskey_management: Default::default(),
     }
 }
 
