@@ -15,6 +15,7 @@ use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::{ds_rdata, DigestType, DnskeyManagement, Foreign, RecordList, StoredKey};
 use shardns_wire::{Name, RType};
 use shardns_zone::update::Change;
+use shardns_zone::Zone;
 
 /// True if the zone keeps the key records of its data (multi-signer).
 pub fn keeps_keys(spec: &SignSpec) -> bool {
@@ -100,6 +101,23 @@ pub fn take_foreign(
     });
     records.items = items;
     foreign
+}
+
+/// The foreign key records `zone` (a version signed by us) publishes at its apex, for the
+/// incremental signer, which then finds the zone's key RRsets as it would make them.
+pub fn foreign_of(spec: &SignSpec, zone: &Zone, keys: &[StoredKey]) -> Foreign {
+    if !keeps_keys(spec) {
+        return Foreign::default();
+    }
+    let apex = zone.apex_node();
+    let mut records = RecordList::default();
+    let at = records.push_name(zone.apex());
+    for set in apex.rrsets().filter(|s| key_type(s.rtype)) {
+        for data in set.rdatas() {
+            records.push(at, set.rtype, shardns_wire::Class::IN, set.ttl, data);
+        }
+    }
+    take_foreign(spec, &zone.apex().to_name(), &mut records, keys)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use shardns_dnssec::sign::RrsigFields;
 use shardns_dnssec::{key_tag, Algorithm, CdsParams, CdsPublish, Denial, Policy, SigningKey};
 use shardns_wire::{rdata, Record};
 use shardns_zone::scan::Scanned;
-use shardns_zone::ScanOptions;
+use shardns_zone::{ScanOptions, Zone};
 use std::path::Path;
 
 const NOW: u64 = 1_750_000_000;
@@ -234,4 +234,51 @@ fn a_change_of_the_key_records_is_signed_whole_in_a_multi_signer_zone() {
     assert!(signer_owned(&full, &a, &a, RType::CDS));
     assert!(signer_owned(&inc, &a, &a, RType::RRSIG));
     assert!(!signer_owned(&inc, &a, &s, RType::A));
+}
+
+/// The SOA rdata of `zone` with the serial moved on by one.
+fn next_soa(zone: &Zone) -> ((u32, Vec<u8>), (u32, Vec<u8>)) {
+    let soa = zone.apex_node().rrset(RType::SOA).unwrap();
+    let old = soa.rdatas().next().unwrap().to_vec();
+    let mut new = old.clone();
+    let at = new.len() - 20;
+    let serial = u32::from_be_bytes(new[at..at + 4].try_into().unwrap()) + 1;
+    new[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+    ((soa.ttl, old), (soa.ttl, new))
+}
+
+/// An update of other records in a zone that publishes foreign keys is still signed
+/// incrementally (the foreign records are what the zone has), and keeps them.
+#[test]
+fn other_changes_stay_incremental_beside_foreign_keys() {
+    use crate::signing::incremental::{sign_incrementally, Incremental};
+    let d = dir("incremental");
+    let inc = spec(&d.0, DnskeyManagement::Incremental);
+    let other = Other::new();
+    let signed = sign_scanned(&apex(), scan(&other.lines()), &inc, NOW, 1).unwrap();
+    let (zone, _) = Zone::build_sorted(apex(), signed.records, vec![], vec![]).unwrap();
+    let (old_soa, soa) = next_soa(&zone);
+    let new_a = (
+        "new.z.test.".parse().unwrap(),
+        RType::A,
+        300,
+        vec![192, 0, 2, 9],
+    );
+    let change = Change {
+        deleted: vec![],
+        added: vec![new_a],
+        old_soa,
+        soa,
+    };
+    assert!(needs_whole(&inc, &apex(), &change).is_none());
+    let zone = match sign_incrementally(&zone, &change, &inc, NOW + 5).unwrap() {
+        Incremental::Signed(zone, _) => zone,
+        Incremental::Whole(why) => panic!("signed whole: {why}"),
+    };
+    let apex_node = zone.apex_node();
+    let keys = apex_node.rrset(RType::DNSKEY).unwrap();
+    assert_eq!(keys.len(), 3);
+    assert!(keys.rdatas().any(|d| d == other.zsk.dnskey_rdata()));
+    assert_eq!(apex_node.rrset(RType::CDS).unwrap().len(), 2);
+    assert!(zone.node_count() > 0);
 }
