@@ -10,9 +10,9 @@
 //! Judges: `delv` asking each provider, the parent's key the only trust anchor;
 //! `ldns-verify-zone` and `dnssec-verify` on each provider's zone; dnspython
 //! (tests/data/multi_signer_mix.py) validating an answer signed by one provider with the
-//! DNSKEY RRset of the other, both ways. Then a provider is removed (its ZSK and CDS
-//! deleted by update) and the zone validates at the other; an update that deletes our own
-//! DNSKEY leaves it. A missing tool skips the test with a message (a failure under CI=1);
+//! DNSKEY RRset of the other, both ways. shardns restarted keeps the records the updates
+//! brought; an update that deletes our own DNSKEY leaves it; then a provider is removed
+//! (its ZSK, CDS and CDNSKEY deleted by update) and the zone validates at the other. A missing tool skips the test with a message (a failure under CI=1);
 //! `scripts/test.sh` installs them.
 
 mod common;
@@ -250,6 +250,20 @@ fn mix(t: &Tools, anchor: &str, keys: SocketAddr, answers: SocketAddr) -> String
     out
 }
 
+/// Copies the regular files under `from` to `to` (the control socket left behind).
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (kind, target) = (e.file_type().unwrap(), to.join(e.file_name()));
+        if kind.is_dir() {
+            copy_files(&e.path(), &target);
+        } else if kind.is_file() {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
 #[test]
 fn two_providers_sign_one_zone_and_validate_crosswise() {
     let Some(t) = tools() else { return };
@@ -318,7 +332,7 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     assert_eq!(parent_keys.len(), 1, "the parent's CSK: {parent_keys:?}");
     let anchor = parent_keys[0].clone();
     let f: Vec<&str> = anchor.splitn(4, ' ').collect();
-    let anchors = a_server.dir.write(
+    let anchors = knot_dir.write(
         "anchors.conf",
         &format!(
             "trust-anchors {{\n  test. static-key {} {} {} \"{}\";\n}};\n",
@@ -348,6 +362,18 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     for (keys, answers) in [(a, b), (b, a)] {
         println!("multi_signer: {}", mix(&t, &anchor, keys, answers).trim());
     }
+
+    // A restart keeps what the updates brought (state/ms.test.updates), signed anew.
+    let copy = TempDir::new("multi-signer-a2");
+    copy_files(a_server.dir.path(), copy.path());
+    drop(a_server);
+    let config = copy.path().join("shardns.toml").display().to_string();
+    let a_server = Server::start_in(copy, &["--workers", "1", "--config", &config]);
+    let a = a_server.addr4();
+    assert_eq!(rrset(a, "ms.test", "DNSKEY"), a_set, "after a restart");
+    assert_eq!(rrset(a, "ms.test", "CDS"), cds, "after a restart");
+    let out = delv(&t.delv, a, &anchors, "www.ms.test", "A");
+    assert!(out.contains("fully validated"), "after a restart:\n{out}");
 
     // Ours stay whatever an update says: deleting our ZSK changes nothing.
     update(&t.nsupdate, a, &lines("delete", "DNSKEY", &a_zsk));
