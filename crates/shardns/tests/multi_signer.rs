@@ -3,7 +3,7 @@
 //! (`dnskey_management = "incremental"`) on 127.0.0.1 and knotd 3.2
 //! (`dnskey-management: incremental`) on 127.0.0.13. Each provider's ZSK, CDS and CDNSKEY
 //! are handed to the other by a TSIG-signed dynamic update (`nsupdate` to shardns,
-//! `knsupdate` to knotd), as RFC 8901 §9 has providers exchange them. The parent `test.`,
+//! `knsupdate` to knotd), the way providers exchange them. The parent `test.`,
 //! signed by shardns and transferred to knotd, holds the DS of both KSKs, taken from the
 //! CDS set (which must be the same at both providers, §8).
 //!
@@ -300,7 +300,7 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     );
     assert_eq!((a_cds.len(), b_cds.len()), (1, 1), "{a_cds:?} {b_cds:?}");
 
-    // The exchange (RFC 8901 §9): each gets the other's ZSK, CDS and CDNSKEY.
+    // The exchange: each gets the other's ZSK, CDS and CDNSKEY.
     let give = |zsk: &[String], cds: &[String], cdnskey: &[String]| {
         lines("add", "DNSKEY", zsk) + &lines("add", "CDS", cds) + &lines("add", "CDNSKEY", cdnskey)
     };
