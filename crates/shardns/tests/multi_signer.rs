@@ -125,6 +125,13 @@ fn with_flags(keys: &[String], flags: &str) -> Vec<String> {
 
 /// Runs `program` (nsupdate or knsupdate) with the TSIG key on `script`; panics on failure.
 fn update(program: &Path, server: SocketAddr, body: &str) {
+    let (ok, out) = try_update(program, server, body);
+    assert!(ok, "{}: {out}", program.display());
+}
+
+/// Runs `program` with the TSIG key on `script`: whether it succeeded, its output and the
+/// script.
+fn try_update(program: &Path, server: SocketAddr, body: &str) -> (bool, String) {
     let script = format!(
         "server {} {}\nzone ms.test.\n{body}send\nquit\n",
         server.ip(),
@@ -146,13 +153,12 @@ fn update(program: &Path, server: SocketAddr, body: &str) {
         .write_all(script.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}{}\n{script}",
-        program.display(),
+    let text = format!(
+        "{}{}\n{script}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    (out.status.success(), text)
 }
 
 /// `update add|delete` lines for `records` (rdata lines) of type `rtype` at the apex.
@@ -460,6 +466,17 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     update(&t.nsupdate, a, &lines("delete", "DNSKEY", &a_zsk));
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(rrset(a, "ms.test", "DNSKEY"), a_set, "{}", a_server.log());
+    // A key of an algorithm we do not sign with (Ed25519) would break validation: the
+    // update fails (SERVFAIL), the zone stays as it was and is served.
+    let ed25519 = vec!["256 3 15 BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".to_string()];
+    let (ok, out) = try_update(&t.nsupdate, a, &lines("add", "DNSKEY", &ed25519));
+    assert!(!ok && out.contains("SERVFAIL"), "{out}");
+    assert_eq!(rrset(a, "ms.test", "DNSKEY"), a_set);
+    assert!(
+        a_server.log().contains("algorithm 15"),
+        "{}",
+        a_server.log()
+    );
 
     // knotd leaves the group: its ZSK, CDS and CDNSKEY go from shardns's zone, which
     // validates alone from the DS set.

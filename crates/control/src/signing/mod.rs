@@ -202,6 +202,7 @@ pub fn sign_records(
     params.threads = threads;
     params.foreign = multi::take_foreign(spec, apex, &mut records, &keys);
     let zk = zone_keys(&keys, now);
+    multi::check_algorithms(&params.foreign, &zk)?;
     let started = std::time::Instant::now();
     // The last signed version, whose signatures of unchanged RRsets are kept.
     let previous = kept

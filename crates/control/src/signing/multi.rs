@@ -12,7 +12,9 @@
 use super::SignSpec;
 use shardns_dnssec::cds::{CDNSKEY_DELETE, CDS_DELETE};
 use shardns_dnssec::digest::Fingerprint;
-use shardns_dnssec::{ds_rdata, DigestType, DnskeyManagement, Foreign, RecordList, StoredKey};
+use shardns_dnssec::{
+    ds_rdata, key_tag, DigestType, DnskeyManagement, Foreign, RecordList, StoredKey, ZoneKey,
+};
 use shardns_wire::{Name, RType};
 use shardns_zone::update::Change;
 use shardns_zone::Zone;
@@ -101,6 +103,31 @@ pub fn take_foreign(
     });
     records.items = items;
     foreign
+}
+
+/// Every foreign DNSKEY is of an algorithm one of our keys signs the zone with at this
+/// signing (`keys`): a validator wants a signature of every algorithm of the DNSKEY RRset
+/// (RFC 4035 §2.2), so the providers sign with the same algorithms (RFC 8901 §4). The
+/// error says which key; the zone is not signed (its previous version kept, an update
+/// answered SERVFAIL).
+pub fn check_algorithms(foreign: &Foreign, keys: &[ZoneKey<'_>]) -> Result<(), String> {
+    let ours: Vec<u8> = keys
+        .iter()
+        .filter(|k| k.signs_zone)
+        .map(|k| k.key.algorithm().number())
+        .collect();
+    for k in &foreign.dnskey {
+        let alg = k.get(3).copied().unwrap_or(0);
+        if !ours.contains(&alg) {
+            return Err(format!(
+                "the DNSKEY of another signer with tag {} is of algorithm {alg}, which none \
+                 of our keys signs the zone with ({ours:?}): the zone would not validate \
+                 (every signer of a multi-signer zone signs with the same algorithms)",
+                key_tag(k)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The foreign key records `zone` (a version signed by us) publishes at its apex, for the

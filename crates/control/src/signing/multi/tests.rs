@@ -282,3 +282,20 @@ fn other_changes_stay_incremental_beside_foreign_keys() {
     assert_eq!(apex_node.rrset(RType::CDS).unwrap().len(), 2);
     assert!(zone.node_count() > 0);
 }
+
+/// A foreign DNSKEY of an algorithm we do not sign with fails the signing with a message
+/// that names it; the same zone with a key of our algorithm signs.
+#[test]
+fn a_foreign_key_of_another_algorithm_is_an_error() {
+    let d = dir("algorithm");
+    let inc = spec(&d.0, DnskeyManagement::Incremental);
+    let ed = SigningKey::generate(Algorithm::Ed25519, 256).unwrap();
+    let line = format!("DNSKEY {}", text(RType::DNSKEY, ed.dnskey_rdata()));
+    let e = sign_scanned(&apex(), scan(&[line]), &inc, NOW, 1)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&format!("tag {}", ed.tag())), "{e}");
+    assert!(e.contains("algorithm 15"), "{e}");
+    assert!(sign_scanned(&apex(), scan(&Other::new().lines()), &inc, NOW, 1).is_ok());
+}
