@@ -54,9 +54,8 @@ pub use resolver::{ForwardZone, ResolverConfig};
 pub use rrl::RrlConfig;
 pub use tls::{PrimaryTls, TlsCheck};
 
-pub use validate::parse_cookie_secret;
-pub use validate::parse_duration;
 pub use validate::signing as check_signing;
+pub use validate::{parse_cookie_secret, parse_duration};
 
 /// Longest NSID payload accepted in the configuration.
 pub const NSID_MAX: usize = 128;
@@ -321,13 +320,13 @@ pub struct ZoneConfig {
     pub dnskey_ttl: Option<u32>,
     /// How long a new version of the zone takes to reach every server of the zone
     /// (secondaries included); rollovers wait for it (default 1 hour).
-    #[serde(default = "default_hour", deserialize_with = "duration")]
+    #[serde(default = "policy::default_hour", deserialize_with = "duration")]
     pub propagation_delay: u32,
     /// The TTL of the zone's DS RRset at the parent (default 1 day).
-    #[serde(default = "default_day", deserialize_with = "duration")]
+    #[serde(default = "policy::default_day", deserialize_with = "duration")]
     pub parent_ds_ttl: u32,
     /// How long a DS change takes to reach every server of the parent (default 1 hour).
-    #[serde(default = "default_hour", deserialize_with = "duration")]
+    #[serde(default = "policy::default_hour", deserialize_with = "duration")]
     pub parent_propagation_delay: u32,
     /// Which CDS and CDNSKEY records the apex carries for the parent (Knot's
     /// `cds-cdnskey-publish`): `"rollover"` (the default: during a KSK/CSK rollover only),
@@ -344,6 +343,9 @@ pub struct ZoneConfig {
     /// The KSK is offline (Knot's `offline-ksk`): ZSKs only here, key RRsets from the SKR.
     #[serde(default)]
     pub offline_ksk: bool,
+    /// Knot's `dnskey-management`: `"full"` (default) or `"incremental"` (multi-signer).
+    #[serde(default, deserialize_with = "validate::dnskey_management")]
+    pub dnskey_management: shardns_dnssec::DnskeyManagement,
     /// The parent's servers asked for the zone's DS while a KSK or CSK rollover waits for
     /// it (`"ADDR:PORT"`, or `"ADDR"` for port 53; Knot's `parent`, BIND's
     /// `parental-agents`): once all serve it, the rollover goes on by itself. Empty: none
@@ -354,7 +356,7 @@ pub struct ZoneConfig {
     #[serde(default, deserialize_with = "name_opt")]
     pub parent_agents_key: Option<Name>,
     /// How often the parent's servers are asked (Knot's `check-interval`; default 1 h).
-    #[serde(default = "default_hour", deserialize_with = "duration")]
+    #[serde(default = "policy::default_hour", deserialize_with = "duration")]
     pub ds_check_interval: u32,
     /// The parent's primary the DS set is pushed to by dynamic update (RFC 2136, Knot's
     /// `ds-push`; `"ADDR:PORT"` or `"ADDR"`), signed with `ds_push_key` (absent: no push).
@@ -392,25 +394,13 @@ pub struct ZoneConfig {
     /// Seconds after an update before the zone file is written with it (Knot's
     /// `zonefile-sync`; `0`: after each batch of updates; `"never"`: only the journal keeps
     /// updates; default 60 s). Never over a file edited since it was read.
-    #[serde(default = "default_sync", deserialize_with = "zonefile_sync")]
+    #[serde(default = "policy::default_sync", deserialize_with = "zonefile_sync")]
     pub zonefile_sync: Option<u32>,
     /// A secondary zone: the clients (address prefixes) whose updates are forwarded to the
     /// zone's primary, unchanged, the answer relayed back (BIND's `allow-update-forwarding`);
     /// `true` is everyone, `false` or absent nobody: such updates are REFUSED.
     #[serde(default, deserialize_with = "acl::forwarding")]
     pub update_forwarding: Vec<AclEntry>,
-}
-
-fn default_sync() -> Option<u32> {
-    Some(60)
-}
-
-fn default_hour() -> u32 {
-    3600
-}
-
-fn default_day() -> u32 {
-    86_400
 }
 
 impl ZoneConfig {
@@ -444,20 +434,21 @@ impl ZoneConfig {
             zsk_size: None,
             signature_jitter: 0,
             dnskey_ttl: None,
-            propagation_delay: default_hour(),
-            parent_ds_ttl: default_day(),
-            parent_propagation_delay: default_hour(),
+            propagation_delay: policy::default_hour(),
+            parent_ds_ttl: policy::default_day(),
+            parent_propagation_delay: policy::default_hour(),
             cds_cdnskey_publish: shardns_dnssec::CdsPublish::default(),
             cds_digest_type: policy::default_cds_digest(),
             offline_ksk: false,
+            dnskey_management: Default::default(),
             parent_agents: Vec::new(),
             parent_agents_key: None,
-            ds_check_interval: default_hour(),
+            ds_check_interval: policy::default_hour(),
             ds_push: None,
             ds_push_key: None,
             journal_max_size: None,
             journal_max_depth: None,
-            zonefile_sync: default_sync(),
+            zonefile_sync: policy::default_sync(),
             catalog: None,
             catalog_templates: Vec::new(),
             catalog_member: None,

@@ -152,3 +152,18 @@ pub(crate) fn duration_or_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result
     }
     .map_err(serde::de::Error::custom)
 }
+
+/// A zone's `zonefile_sync` when not given: 60 s.
+pub(crate) fn default_sync() -> Option<u32> {
+    Some(60)
+}
+
+/// One hour: the default propagation delays and DS check interval.
+pub(crate) fn default_hour() -> u32 {
+    3600
+}
+
+/// One day: the parent's DS TTL assumed when not given.
+pub(crate) fn default_day() -> u32 {
+    86_400
+}

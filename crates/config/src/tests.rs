@@ -1250,3 +1250,16 @@ fn offline_ksk_says_what_it_ignores() {
     let w = parse(&zone("offline_ksk = true")).unwrap().warnings();
     assert!(w.len() == 1 && w[0].contains("not signed here"), "{w:?}");
 }
+
+#[test]
+fn dnskey_management_and_its_default() {
+    use shardns_dnssec::DnskeyManagement;
+    let zone = "[[zone]]\nname = \"a.\"\nfile = \"a\"\n";
+    let c = parse(zone).unwrap();
+    assert_eq!(c.zones[0].dnskey_management, DnskeyManagement::Full);
+    let c = parse(&format!("{zone}dnskey_management = \"incremental\"\n")).unwrap();
+    assert_eq!(c.zones[0].dnskey_management, DnskeyManagement::Incremental);
+    let e = parse(&format!("{zone}dnskey_management = \"merge\"\n")).unwrap_err();
+    assert!(e.to_string().contains("dnskey_management"), "{e}");
+    assert!(e.to_string().contains("full, incremental"), "{e}");
+}

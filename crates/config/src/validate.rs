@@ -220,6 +220,18 @@ pub(super) fn cds_publish<'de, D: Deserializer<'de>>(
     })
 }
 
+/// A `dnskey_management` setting by its name (Knot's).
+pub(super) fn dnskey_management<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<shardns_dnssec::DnskeyManagement, D::Error> {
+    let s = String::deserialize(d)?;
+    shardns_dnssec::DnskeyManagement::from_name(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{s:?} is not a dnskey_management setting (full, incremental)"
+        ))
+    })
+}
+
 /// A `cds_digest_type`: `sha256` or `sha384` (SHA-1 is not published, RFC 8624).
 pub(super) fn cds_digest<'de, D: Deserializer<'de>>(
     d: D,

@@ -18,6 +18,8 @@
 //! Input records of types the signer makes are dropped and made anew: RRSIG, NSEC, NSEC3
 //! and NSEC3PARAM anywhere, DNSKEY, CDS and CDNSKEY at the apex. An RRset whose records have
 //! different TTLs gets the lowest for all (RFC 2181 §5.2), since one RRSIG covers them.
+//! Other signers' key records (`SignParams::foreign`, [`crate::multi`]) are published
+//! beside ours.
 //!
 //! This file holds the parameters, the steps of [`sign_list`] and the classification of
 //! names; `nsec` makes the NSEC or NSEC3 chain, `jobs` lists the RRsets to sign and signs
@@ -30,6 +32,7 @@ use crate::cds::{self, CdsParams};
 use crate::error::Error;
 use crate::key::SigningKey;
 use crate::list::RecordList;
+use crate::multi::Foreign;
 use crate::nsec3::Nsec3Params;
 use crate::reuse::Previous;
 use jobs::{jobs, sign_jobs};
@@ -177,6 +180,9 @@ pub struct SignParams {
     /// How much earlier than `expiration` an RRSIG may expire, and the seed that picks how
     /// much for each RRset ([`SignParams::expiration_of`]).
     pub jitter: Jitter,
+    /// The other signers' DNSKEY, CDS and CDNSKEY records (multi-signer), published
+    /// beside ours; empty by default.
+    pub foreign: Foreign,
 }
 
 /// The spread of RRSIG expirations: each RRset's signatures expire `expiration` less a
@@ -208,6 +214,7 @@ impl SignParams {
             serial: None,
             threads: 0,
             cds: CdsParams::default(),
+            foreign: Foreign::default(),
             jitter: Jitter {
                 spread: policy.jitter,
                 seed: u64::from_le_bytes(seed),
@@ -436,12 +443,17 @@ fn apex_records(
     // The apex's key RRsets and NSEC3PARAM.
     let key_ttl = params.dnskey_ttl.unwrap_or(soa_ttl);
     let at = list.push_name(apex_ref);
-    for k in keys.iter().filter(|k| k.dnskey) {
-        list.push(at, RType::DNSKEY, class, key_ttl, k.key.dnskey_rdata());
+    let ours = keys
+        .iter()
+        .filter(|k| k.dnskey)
+        .map(|k| k.key.dnskey_rdata());
+    for r in ours.chain(params.foreign.dnskey.iter().map(|r| &r[..])) {
+        list.push(at, RType::DNSKEY, class, key_ttl, r);
     }
     let eligible = keys.iter().filter(|k| k.cds).map(|k| k.key.dnskey_rdata());
     let (cdnskey, cds) = cds::apex_records(apex_ref, eligible, &params.cds)
         .expect("a SigningKey's DNSKEY rdata has its fixed fields");
+    let (cdnskey, cds) = params.foreign.merge_cds(cdnskey, cds);
     for r in &cdnskey {
         list.push(at, RType::CDNSKEY, class, key_ttl, r);
     }

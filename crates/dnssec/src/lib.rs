@@ -12,7 +12,8 @@
 //! - [`list`] holds records in compact form ([`RecordList`]: one buffer, offsets), what
 //!   [`sign_list`] signs; [`reuse`] keeps the signatures of a previous version for the
 //!   RRsets that did not change (incremental re-signing).
-//! - [`cds`] picks the apex's CDS and CDNSKEY records by the zone's mode (Knot's).
+//! - [`cds`] picks the apex's CDS and CDNSKEY records by the zone's mode (Knot's); [`multi`]
+//!   adds the other signers' key records of a multi-signer zone (RFC 8901).
 //! - [`pkcs11`] keeps keys on a PKCS#11 token (an HSM): made, kept and used there.
 //! - [`offline`] is an offline KSK (Knot's KSR/SKR): the ZSK timeline asked for, the
 //!   DNSKEY RRsets signed by the KSK elsewhere, and their checks.
@@ -34,6 +35,7 @@ mod error;
 pub mod key;
 pub mod keys;
 pub mod list;
+pub mod multi;
 pub mod nsec3;
 pub mod offline;
 pub mod pkcs11;
@@ -54,6 +56,7 @@ pub use error::Error;
 pub use key::{PrivateKey, SigningKey};
 pub use keys::{KeyMeta, KeyStore, Role, StoredKey};
 pub use list::{Adopted, RecordList, Rr, BLOCK};
+pub use multi::{DnskeyManagement, Foreign};
 pub use nsec3::{nsec3_hash, Nsec3Params};
 pub use reuse::Previous;
 pub use sign::verify_rrsig;

@@ -339,6 +339,7 @@ pub(crate) fn sign_file(
         dnskey_ttl: None,
         keystore: None,
         offline_ksk: false,
+        dnskey_management: Default::default(),
     };
     let (signed, serial, _) = sign_records(zone, records, &spec, unix_now(), opts.threads)
         .map_err(|e| format!("{}: cannot sign the zone: {e}", file.display()))?;

@@ -75,15 +75,16 @@ pub(super) enum How {
 
 /// The unsigned records of `zone` (the signer's own left out: they are made anew), in
 /// canonical order, so that the same records give the same list (and fingerprint)
-/// however the version was made (AXFR, IXFR patch, the copy read at start).
-pub(super) fn unsigned_list(zone: &Zone) -> RecordList {
+/// however the version was made (AXFR, IXFR patch, the copy read at start). A multi-signer
+/// zone keeps the apex key records of the primary's data (`signing::multi`).
+pub(super) fn unsigned_list(zone: &Zone, spec: &SignSpec) -> RecordList {
     let apex = zone.apex().to_name();
     let mut list = RecordList::with_capacity(zone.record_count(), 0);
     for id in 0..zone.node_count() as u32 {
         let node = zone.node(id);
         let owner = node.name().to_name();
         for set in node.rrsets() {
-            if signing::updates::signer_owned(&apex, &owner, set.rtype) {
+            if signing::multi::signer_owned(spec, &apex, &owner, set.rtype) {
                 continue;
             }
             let at = list.push_name(node.name());
@@ -103,7 +104,7 @@ pub(super) fn sign_whole(
     now: u64,
 ) -> Result<SignedVersion, String> {
     let apex = unsigned.apex().to_name();
-    let (list, _, due) = signing::sign_records(&apex, unsigned_list(unsigned), spec, now, 0)?;
+    let (list, _, due) = signing::sign_records(&apex, unsigned_list(unsigned, spec), spec, now, 0)?;
     let files = vec![PathBuf::from(format!("<{apex} signed as transferred>"))];
     let (zone, _) = Zone::build_sorted(apex, list, files, Vec::new())
         .map_err(|e| format!("the signed version does not build: {e}"))?;
@@ -205,7 +206,12 @@ pub(super) fn sign_ixfr(
     let serial = next_serial(new.serial(), Some(last));
     let change =
         change_of(old, new, changed, &signed.zone, serial).ok_or("a version without an SOA")?;
-    match sign_incrementally(&signed.zone, &change, spec, now)? {
+    // A multi-signer zone's key records changed: the full signer merges them with ours.
+    let attempt = match signing::multi::needs_whole(spec, &apex, &change) {
+        Some(why) => Incremental::Whole(why),
+        None => sign_incrementally(&signed.zone, &change, spec, now)?,
+    };
+    match attempt {
         Incremental::Signed(mut zone, signed_change) => {
             zone.pack_small();
             state.set_serial(serial)?;
@@ -296,7 +302,7 @@ pub(super) fn keep(unsigned: &Zone, signed: &SignedVersion, spec: &SignSpec) -> 
     records.sort();
     keep_signed(
         &unsigned.apex().to_name(),
-        &unsigned_list(unsigned),
+        &unsigned_list(unsigned, spec),
         &records,
         spec,
         z.serial(),

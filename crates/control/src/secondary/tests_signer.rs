@@ -46,6 +46,7 @@ fn spec(key_dir: &Path, denial: Denial) -> SignSpec {
         dnskey_ttl: None,
         keystore: None,
         offline_ksk: false,
+        dnskey_management: Default::default(),
     }
 }
 
@@ -257,4 +258,44 @@ fn copy_dir(from: &Path, to: &Path) {
             fs::copy(e.path(), target).unwrap();
         }
     }
+}
+
+/// A multi-signer zone signed as transferred (`dnskey_management = "incremental"`): the
+/// other provider's DNSKEY in the primary's data is published beside ours; an IXFR that
+/// changes it is signed whole, one that changes other records incrementally, and both
+/// keep it.
+#[test]
+fn a_multi_signer_zone_keeps_the_primarys_key_records() {
+    let d = Dir::new("multi");
+    let spec = SignSpec {
+        dnskey_management: shardns_dnssec::DnskeyManagement::Incremental,
+        ..spec(&d.0, Denial::Nsec)
+    };
+    let key = |flags| {
+        let k = shardns_dnssec::SigningKey::generate(Algorithm::EcdsaP256Sha256, flags).unwrap();
+        let mut text = String::new();
+        shardns_wire::rdata::fmt_text(RType::DNSKEY, k.dnskey_rdata(), &mut text).unwrap();
+        (k.dnskey_rdata().to_vec(), format!("@ DNSKEY {text}\n"))
+    };
+    let ((first, first_line), (second, second_line)) = (key(256), key(256));
+    let has = |z: &Zone, want: &[&Vec<u8>], len: usize| {
+        let keys = z.apex_node().rrset(RType::DNSKEY).unwrap();
+        assert_eq!(keys.len(), len);
+        for w in want {
+            assert!(keys.rdatas().any(|d| d == &w[..]));
+        }
+    };
+    let v1 = unsigned(100, 0..5, &first_line);
+    let signed = sign_whole(&v1, &spec, NOW).unwrap();
+    has(&signed.zone, &[&first], 2);
+    // The other provider's second key: signed whole.
+    let v2 = unsigned(101, 0..5, &format!("{first_line}{second_line}"));
+    let (signed2, how) = sign_ixfr(base(&v1, &signed, None), &v2, &spec, NOW + 10).unwrap();
+    assert!(matches!(how, How::Whole));
+    has(&signed2.zone, &[&first, &second], 3);
+    // Other records: incrementally, the keys kept.
+    let v3 = unsigned(102, 0..7, &format!("{first_line}{second_line}"));
+    let (signed3, how) = sign_ixfr(base(&v2, &signed2, None), &v3, &spec, NOW + 20).unwrap();
+    assert!(matches!(how, How::Incremental(_)));
+    has(&signed3.zone, &[&first, &second], 3);
 }

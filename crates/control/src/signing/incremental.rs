@@ -43,6 +43,8 @@ pub fn sign_incrementally(
     let zk = zone_keys(&keys, now);
     let mut params = spec.sign_params(now);
     params.threads = 1;
+    // A multi-signer zone's foreign key records, as the version signed publishes them.
+    params.foreign = super::multi::foreign_of(spec, zone, &keys);
     match sign_change(zone, change, &zk, &params) {
         Ok(signed) => {
             // Left split: a batch's next update patches it again (an update batch serves

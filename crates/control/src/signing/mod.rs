@@ -30,6 +30,9 @@
 //! A zone that may be updated (`update_policy`) keeps what updates changed, unsigned, in
 //! `KEYDIR/state/<zone>.updates` ([`updates`]), applied over the records read before they
 //! are signed: the updated records are what a restart or a re-signing signs.
+//!
+//! A multi-signer zone (`dnskey_management = "incremental"`) keeps the other providers'
+//! DNSKEY, CDS and CDNSKEY records of its data beside ours ([`multi`]).
 
 use shardns_dnssec::digest::Fingerprint;
 use shardns_dnssec::roll;
@@ -46,6 +49,7 @@ mod clock;
 mod confirm;
 pub mod incremental;
 mod keystore;
+pub mod multi;
 pub mod offline;
 mod policy;
 mod state;
@@ -158,7 +162,7 @@ pub(crate) fn last_signed(key_dir: &Path, apex: &Name) -> Result<Option<u32>, St
 /// RRsets that did not change (incremental re-signing), and only the rest is signed.
 pub fn sign_records(
     apex: &Name,
-    records: RecordList,
+    mut records: RecordList,
     spec: &SignSpec,
     now: u64,
     threads: usize,
@@ -221,7 +225,9 @@ pub fn sign_records(
     let mut params = spec.sign_params(now);
     params.serial = Some(serial);
     params.threads = threads;
+    params.foreign = multi::take_foreign(spec, apex, &mut records, &keys);
     let zk = zone_keys(&keys, now);
+    multi::check_algorithms(&params.foreign, &zk)?;
     let started = std::time::Instant::now();
     // The last signed version, whose signatures of unchanged RRsets are kept.
     let previous = kept
@@ -264,6 +270,7 @@ fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> Str
         spec.dnskey_ttl,
     );
     f.part(format!("{settings:?}").as_bytes());
+    multi::fingerprint(spec, &mut f);
     for k in keys {
         f.part(k.key.dnskey_rdata());
         f.part(format!("{:?}", k.meta.times()).as_bytes());

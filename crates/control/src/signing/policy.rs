@@ -36,6 +36,8 @@ pub struct SignSpec {
     /// The KSK is offline: ZSKs only here, the key RRsets from the imported SKR
     /// (`super::offline`).
     pub offline_ksk: bool,
+    /// Whether the zone's own DNSKEY, CDS and CDNSKEY records are kept (multi-signer).
+    pub dnskey_management: shardns_dnssec::DnskeyManagement,
 }
 
 /// The keys made for a zone: their shape and, for RSA, their sizes.
@@ -171,6 +173,7 @@ impl SignSpec {
                 .as_deref()
                 .map(|k| super::Keystore::of(k, keystores)),
             offline_ksk: zone.offline_ksk,
+            dnskey_management: zone.dnskey_management,
         })
     }
 

@@ -57,6 +57,7 @@ fn spec(key_dir: &Path) -> SignSpec {
         dnskey_ttl: None,
         keystore: None,
         offline_ksk: false,
+        dnskey_management: Default::default(),
     }
 }
 

@@ -162,3 +162,34 @@ fn a_changed_file_wins_or_is_refused() {
     assert_eq!(u.read().unwrap(), Some((9, vec![])));
     let _ = fs::remove_dir_all(&d);
 }
+
+/// The apex DNSKEY, CDS and CDNSKEY an update adds are kept (a multi-signer zone publishes
+/// them after a restart; the full signer drops them from any other zone); RRSIGs are not.
+#[test]
+fn apex_key_records_are_kept() {
+    let d = dir("keys");
+    let u = Updates::new(&d, &apex());
+    let (_, pending) = u.replay(list(1), None).unwrap();
+    u.finish(pending).unwrap();
+    let dnskey = vec![1, 0, 3, 13, 9, 9, 9];
+    let change = Change {
+        deleted: vec![],
+        added: vec![
+            (apex(), RType::DNSKEY, 300, dnskey.clone()),
+            (apex(), RType::CDS, 300, vec![1, 2, 13, 2, 7]),
+            (apex(), RType::RRSIG, 300, vec![1, 2, 3]),
+        ],
+        old_soa: soa(1),
+        soa: soa(2),
+    };
+    u.append(&change).unwrap();
+    let (l, _) = u.replay(list(1), None).unwrap();
+    let kept: Vec<RType> = l.items.iter().map(|r| r.rtype).collect();
+    assert!(
+        kept.contains(&RType::DNSKEY) && kept.contains(&RType::CDS),
+        "{kept:?}"
+    );
+    assert!(!kept.contains(&RType::RRSIG), "{kept:?}");
+    assert!(l.items.iter().any(|r| l.rdata(r) == &dnskey[..]));
+    let _ = fs::remove_dir_all(&d);
+}

@@ -5,8 +5,8 @@
 //!
 //! An update to a signed zone is signed on the main thread before it is answered
 //! (`crate::update`: new RRSIGs, the chain patched), and its unsigned part (the records it
-//! deleted and added, less the signer's own: RRSIG, NSEC, NSEC3, NSEC3PARAM, and the apex
-//! DNSKEY, CDS, CDNSKEY; and the new SOA) is appended here, in
+//! deleted and added, less the signer's own: RRSIG, NSEC, NSEC3, NSEC3PARAM; and the new
+//! SOA) is appended here, in
 //! `KEYDIR/state/<zone>.updates`, and synced, before the answer goes back. Whenever the
 //! zone is read from its file and signed ([`super::sign_scanned_with`]), these changes are
 //! applied to the records read, in order, before the signing: a restart serves the updated
@@ -261,6 +261,11 @@ pub fn signer_owned(apex: &Name, owner: &Name, rtype: RType) -> bool {
     }
 }
 
+/// An apex key record type, which the signer makes but a multi-signer zone's data adds to.
+fn is_key_record(rtype: RType) -> bool {
+    matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY)
+}
+
 /// What identifies a record whatever its TTL: the owner in lowercase, type, rdata.
 type Key = (Vec<u8>, u16, Vec<u8>);
 
@@ -351,11 +356,11 @@ fn encode(apex: &Name, c: &Change) -> Vec<u8> {
         out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         out.extend_from_slice(rdata);
     }
+    // The apex's DNSKEY, CDS and CDNSKEY are kept: a multi-signer zone publishes those
+    // updates add (`super::multi`); the full signer drops them from any other zone.
+    let made = |r: &ChangeRecord| signer_owned(apex, &r.0, r.1) && !is_key_record(r.1);
     let keep = |list: &[ChangeRecord]| -> Vec<ChangeRecord> {
-        list.iter()
-            .filter(|r| !signer_owned(apex, &r.0, r.1))
-            .cloned()
-            .collect()
+        list.iter().filter(|r| !made(r)).cloned().collect()
     };
     let (deleted, added) = (keep(&c.deleted), keep(&c.added));
     out.extend_from_slice(&(deleted.len() as u32).to_be_bytes());

@@ -64,7 +64,12 @@ pub(super) fn signed_version(
     )
     .ok_or("no key directory to sign with")?;
     let kept = Updates::new(&spec.key_dir, &apex);
-    let new = match sign_incrementally(zone, change, &spec, now)? {
+    // A multi-signer zone's key records changed: the full signer merges them with ours.
+    let attempt = match signing::multi::needs_whole(&spec, &apex, change) {
+        Some(why) => Incremental::Whole(why),
+        None => sign_incrementally(zone, change, &spec, now)?,
+    };
+    let new = match attempt {
         Incremental::Signed(new, signed) => {
             // The signed change's owners (signatures and chain records among them): the
             // journal diffs the zone at those names alone.
@@ -74,7 +79,7 @@ pub(super) fn signed_version(
             info!(
                 "update of {apex}: cannot be signed incrementally ({why}): signing the new version whole"
             );
-            let records = unsigned_records(zone, change);
+            let records = unsigned_records(zone, change, &spec);
             // Serial: the change's, above the last signed (the state file's); the state
             // file written by the signer.
             let (list, serial, _) = sign_records(&apex, records, &spec, now, 1)?;
@@ -102,14 +107,14 @@ pub(super) fn signed_version(
 
 /// The unsigned records of the version `change` makes of `zone`: the zone's, less the
 /// signer's own, with the change made.
-fn unsigned_records(zone: &Zone, change: &Change) -> RecordList {
+fn unsigned_records(zone: &Zone, change: &Change, spec: &SignSpec) -> RecordList {
     let apex = zone.apex().to_name();
     let mut list = RecordList::default();
     for id in 0..zone.node_count() as u32 {
         let node = zone.node(id);
         let owner = node.name().to_name();
         for set in node.rrsets() {
-            if signing::updates::signer_owned(&apex, &owner, set.rtype) {
+            if signing::multi::signer_owned(spec, &apex, &owner, set.rtype) {
                 continue;
             }
             let at = list.push_name(node.name());

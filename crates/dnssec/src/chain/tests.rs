@@ -59,6 +59,7 @@ fn params(denial: Denial) -> SignParams {
         serial: None,
         threads: 1,
         jitter: Default::default(),
+        foreign: Default::default(),
         cds: CdsParams {
             publish: CdsPublish::Always,
             ..CdsParams::default()

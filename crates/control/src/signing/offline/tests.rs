@@ -61,6 +61,7 @@ fn spec(key_dir: &Path) -> SignSpec {
         dnskey_ttl: Some(60),
         keystore: None,
         offline_ksk: true,
+        dnskey_management: Default::default(),
     }
 }
 

@@ -67,6 +67,7 @@ fn spec(dir: &Path) -> SignSpec {
         dnskey_ttl: None,
         keystore: None,
         offline_ksk: false,
+        dnskey_management: Default::default(),
     }
 }
 

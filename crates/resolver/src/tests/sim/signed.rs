@@ -57,6 +57,7 @@ fn params(denial: Denial, inception: u32, expiration: u32) -> SignParams {
         serial: None,
         threads: 1,
         jitter: Default::default(),
+        foreign: Default::default(),
         cds: shardns_dnssec::CdsParams::default(),
     }
 }

@@ -172,8 +172,8 @@ fn check_denial(zone: &Zone, params: &SignParams, ttl: u32) -> Result<(), Resign
     Ok(())
 }
 
-/// The zone's key RRsets are those `keys` give (at the TTL `params` and the new SOA TTL
-/// give), and its SOA and DNSKEY RRsets are signed by the keys that sign them.
+/// The zone's key RRsets are those `keys` and `params.foreign` give (at the TTL `params`
+/// and the new SOA TTL give), and its SOA and DNSKEY RRsets are signed by the keys that sign them.
 fn check_keys(
     zone: &Zone,
     keys: &[ZoneKey<'_>],
@@ -186,9 +186,12 @@ fn check_keys(
     for k in keys.iter().filter(|k| k.dnskey) {
         want[0].insert(k.key.dnskey_rdata().to_vec());
     }
+    // A multi-signer zone's other providers' records, as the full signer adds them.
+    want[0].extend(params.foreign.dnskey.iter().cloned());
     let eligible = keys.iter().filter(|k| k.cds).map(|k| k.key.dnskey_rdata());
     let (cdnskey, cds) =
         apex_records(zone.apex(), eligible, &params.cds).ok_or(ResignKind::Keys)?;
+    let (cdnskey, cds) = params.foreign.merge_cds(cdnskey, cds);
     want[1].extend(cdnskey);
     want[2].extend(cds);
     for (rtype, want) in [RType::DNSKEY, RType::CDNSKEY, RType::CDS]
