@@ -12,8 +12,8 @@
 
 mod common;
 
-use common::{find_program, free_port, Daemon, Server, TempDir};
-use std::net::SocketAddr;
+use common::{answers, find_program, free_port, parse, query, udp_from, Daemon, Server, TempDir};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -352,4 +352,66 @@ fn local_zones_access_and_views_answer_as_unbound() {
     }
     println!("{} questions, {} differ", QUESTIONS.len(), differ.len());
     assert!(differ.is_empty(), "answers differ:\n{}", differ.join("\n"));
+}
+
+/// A PROXY protocol v2 header (PROXY command, UDP over IPv4) from `source` to `dest`.
+fn proxy_v2(source: SocketAddr, dest: SocketAddr) -> Vec<u8> {
+    let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    h.extend_from_slice(&[0x21, 0x12, 0, 12]);
+    for a in [source, dest] {
+        let SocketAddr::V4(a) = a else {
+            panic!("IPv4 only")
+        };
+        h.extend_from_slice(&a.ip().octets());
+    }
+    h.extend_from_slice(&source.port().to_be_bytes());
+    h.extend_from_slice(&dest.port().to_be_bytes());
+    h
+}
+
+#[test]
+fn views_and_access_follow_the_proxied_client() {
+    let config = "[server]
+proxy_protocol_from = [\"127.0.0.1/32\"]
+
+[resolver]
+recursion = true
+validation = false
+local_zone_defaults = false
+local_data = [\"www.lan. 300 IN A 192.0.2.1\"]
+access_control = [\"127.0.0.20/32 deny\", \"127.0.0.21/32 refuse\"]
+access_control_view = [\"127.0.0.30/32 inside\"]
+
+[[resolver.view]]
+name = \"inside\"
+local_data = [\"www.lan. 300 IN A 10.0.0.1\"]
+";
+    let server = Server::start_on("local-proxy", Ipv4Addr::LOCALHOST, Some(config), &[]);
+    // The proxy is 127.0.0.1; the clients are only in the headers.
+    let sock = udp_from(Ipv4Addr::LOCALHOST, server.addr);
+    sock.set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let ask = |client: [u8; 4]| {
+        let mut d = proxy_v2(SocketAddr::from((client, 40000)), server.addr);
+        let mut q = query(0x4c4c, "www.lan", 1, Some(1232));
+        q[2] |= 0x01; // RD
+        d.extend_from_slice(&q);
+        sock.send(&d).unwrap();
+        let mut buf = [0u8; 1500];
+        sock.recv(&mut buf).ok().map(|n| parse(&buf[..n]))
+    };
+    let m = ask([127, 0, 0, 30]).expect("the view's answer");
+    assert_eq!(answers(&m), vec!["A 10.0.0.1"]);
+    assert!(m.metadata.authoritative);
+    let m = ask([127, 0, 0, 5]).expect("the global answer");
+    assert_eq!(answers(&m), vec!["A 192.0.2.1"]);
+    assert!(
+        ask([127, 0, 0, 20]).is_none(),
+        "a denied client is answered"
+    );
+    let m = ask([127, 0, 0, 21]).expect("REFUSED");
+    assert_eq!(u16::from(m.metadata.response_code), 5);
+    assert_eq!(server.stat("shardns_resolver_dropped_total"), 1.0);
+    assert_eq!(server.stat("shardns_resolver_refused_total"), 1.0);
+    assert_eq!(server.stat("shardns_resolver_local_total"), 2.0);
 }
