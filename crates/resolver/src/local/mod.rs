@@ -9,9 +9,10 @@
 //! Never: I/O, logging (an `inform` zone's match is returned for the caller to log),
 //! parsing of record text (the configuration crate does it).
 //!
-//! A lookup walks the query name from its top label down, one hash lookup per label, and
-//! stops at the first label that is neither a zone nor above one: a name outside every
-//! local zone costs one lookup of its top-level label.
+//! A lookup first compares the query name's top label with the zones' (a scan of a few
+//! short slices), then walks the name from its top label down, one hash lookup per label,
+//! and stops at the first name that is neither a zone nor above one: a name outside every
+//! local zone costs the scan alone (20 ns with the default zones, `benches/cache_hit.rs`).
 
 mod access;
 mod answer;

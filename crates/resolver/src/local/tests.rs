@@ -384,3 +384,34 @@ fn truncation_rolls_back_to_the_question() {
     );
     assert_eq!(w.len(), before);
 }
+
+#[test]
+fn many_top_labels_and_a_root_zone() {
+    // Few top labels: the scan; more than MAX_TOPS: the hash walk. Both find the same zones.
+    for n in [3usize, 40] {
+        let zones: Vec<(String, &str)> = (0..n).map(|i| (format!("z.tld{i}."), "static")).collect();
+        let mut refs: Vec<(&str, &str)> = zones.iter().map(|(z, k)| (z.as_str(), *k)).collect();
+        refs.push((".", "refuse"));
+        let l = local(&refs, &["ok. 60 A 192.0.2.1"]);
+        let last = format!("x.z.tld{}.", n - 1);
+        assert_eq!(
+            rcode(ask(&l, C, &last, RType::A).0),
+            Some(Rcode::NXDOMAIN),
+            "{n}"
+        );
+        assert_eq!(
+            rcode(ask(&l, C, "X.Z.TLD0.", RType::A).0),
+            Some(Rcode::NXDOMAIN)
+        );
+        // Under no zone but the root's: the root zone's answer.
+        assert_eq!(
+            ask(&l, C, "www.example.", RType::A).0,
+            Verdict::Refuse,
+            "{n}"
+        );
+        assert_eq!(ask(&l, C, "y.tld0.", RType::A).0, Verdict::Refuse, "{n}");
+        assert_eq!(ask(&l, C, ".", RType::A).0, Verdict::Refuse, "{n}");
+        // Local data without a zone under the root zone: the root zone holds it.
+        assert_eq!(rcode(ask(&l, C, "ok.", RType::A).0), Some(Rcode::NOERROR));
+    }
+}

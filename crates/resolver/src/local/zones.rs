@@ -1,6 +1,7 @@
 //! One set of local zones and their data, and the lookup of the closest enclosing zone.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use shardns_wire::{Name, NameRef, RType};
 
@@ -34,11 +35,42 @@ struct Entry {
     sets: Option<Vec<Set>>,
 }
 
+/// FNV-1a: the keys are a few dozen octets at most and come from the configuration, so
+/// SipHash's protection buys nothing here and costs most of a lookup.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Most distinct top-level labels checked by a scan before the hash lookup.
+const MAX_TOPS: usize = 16;
+
 /// Zones and data, keyed by lower-cased wire name.
 #[derive(Debug, Default)]
 pub(crate) struct LocalZones {
     zones: Vec<Zone>,
-    names: HashMap<Box<[u8]>, Entry>,
+    names: HashMap<Box<[u8]>, Entry, BuildHasherDefault<Fnv>>,
+    /// The top-level labels (lower case, with their length octet) of every zone, if few: a
+    /// name whose top label is none of them is under no zone but the root's, found by a
+    /// scan of a few short slices instead of lower-casing and hashing the name.
+    tops: Option<Vec<Box<[u8]>>>,
+    /// The root zone, if one is configured.
+    root: Option<u32>,
 }
 
 fn key(name: NameRef<'_>) -> Box<[u8]> {
@@ -77,7 +109,23 @@ impl LocalZones {
         for r in &data {
             out.add_record(r)?;
         }
+        out.index_tops();
         Ok(out)
+    }
+
+    fn index_tops(&mut self) {
+        let mut tops: Vec<Box<[u8]>> = Vec::new();
+        for z in &self.zones {
+            let wire = key(z.apex.as_ref());
+            let Some(at) = top_label(&wire) else {
+                continue; // the root zone
+            };
+            if !tops.iter().any(|t| **t == wire[at..wire.len() - 1]) {
+                tops.push(wire[at..wire.len() - 1].into());
+            }
+        }
+        self.tops = (tops.len() <= MAX_TOPS).then_some(tops);
+        self.root = self.names.get(&[0u8][..]).and_then(|e| e.zone);
     }
 
     pub(crate) fn zone_count(&self) -> usize {
@@ -162,6 +210,17 @@ impl LocalZones {
         if self.zones.is_empty() {
             return None;
         }
+        if let Some(tops) = &self.tops {
+            let wire = qname.as_wire();
+            let top = top_label(wire).map(|at| &wire[at..wire.len() - 1]);
+            let known = |t: &[u8]| {
+                tops.iter()
+                    .any(|k| k.len() == t.len() && k.eq_ignore_ascii_case(t))
+            };
+            if !top.is_some_and(known) {
+                return self.root.map(|i| &self.zones[i as usize]);
+            }
+        }
         let mut lower = [0u8; 255];
         let len = qname.lowercase_into(&mut lower);
         let wire = &lower[..len];
@@ -196,6 +255,17 @@ impl LocalZones {
         let len = name.lowercase_into(&mut lower);
         self.names.get(&lower[..len])?.sets.as_deref()
     }
+}
+
+/// Where the last label before the root starts in a wire name; `None` for the root.
+fn top_label(wire: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    let mut last = None;
+    while let Some(&len) = wire.get(at).filter(|&&l| l != 0) {
+        last = Some(at);
+        at += 1 + usize::from(len);
+    }
+    last
 }
 
 /// The MINIMUM field of SOA rdata (its last four octets).
