@@ -16,7 +16,7 @@ use super::validate::from_strs;
 use super::{AclEntry, Config, ConfigError};
 
 /// Unbound's local zone types we serve (`local_zone = ["NAME TYPE"]`).
-pub const LOCAL_ZONE_TYPES: [&str; 16] = [
+pub const LOCAL_ZONE_TYPES: [&str; 17] = [
     "deny",
     "refuse",
     "static",
@@ -31,6 +31,7 @@ pub const LOCAL_ZONE_TYPES: [&str; 16] = [
     "always_nxdomain",
     "always_nodata",
     "always_deny",
+    "always_null",
     "noview",
     "nodefault",
 ];

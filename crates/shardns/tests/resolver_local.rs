@@ -31,7 +31,7 @@ www.static  A    203.0.113.1
 ";
 
 /// `local-zone` lines: (name, type).
-const ZONES: [(&str, &str); 8] = [
+const ZONES: [(&str, &str); 10] = [
     ("static.lan.", "static"),
     ("tt.lan.", "typetransparent"),
     ("tr.lan.", "transparent"),
@@ -40,10 +40,12 @@ const ZONES: [(&str, &str); 8] = [
     ("redir.lan.", "redirect"),
     ("nx.lan.", "always_nxdomain"),
     ("ar.lan.", "always_refuse"),
+    ("null.lan.", "always_null"),
+    ("an.lan.", "always_nodata"),
 ];
 
 /// `local-data` lines.
-const DATA: [&str; 11] = [
+const DATA: [&str; 15] = [
     "static.lan. 300 IN SOA ns.static.lan. admin.static.lan. 1 3600 600 86400 60",
     "www.static.lan. 300 IN A 192.0.2.1",
     "a.b.static.lan. 300 IN A 192.0.2.2",
@@ -55,6 +57,10 @@ const DATA: [&str; 11] = [
     "redir.lan. 300 IN A 127.0.0.99",
     "ok.nx.lan. 300 IN A 192.0.2.7",
     "host.free.lan. 300 IN A 192.0.2.8",
+    "x.null.lan. 300 IN A 192.0.2.9",
+    "an.lan. 300 IN SOA ns.an.lan. admin.an.lan. 1 3600 600 86400 120",
+    "alias.static.lan. 300 IN CNAME www.static.lan.",
+    "alias.tr.lan. 300 IN CNAME other.tr.lan.",
 ];
 
 /// `access-control` lines besides 127.0.0.0/8 allow.
@@ -100,6 +106,14 @@ const QUESTIONS: &[(&str, &str, &str, &str)] = &[
     ("127.0.0.1", "x.10.in-addr.arpa", "PTR", ""),
     ("127.0.0.1", "www.test", "A", ""),
     ("127.0.0.1", "onion", "SOA", ""),
+    ("127.0.0.1", "y.null.lan", "A", ""),
+    ("127.0.0.1", "null.lan", "AAAA", ""),
+    ("127.0.0.1", "x.null.lan", "A", ""),
+    ("127.0.0.1", "y.null.lan", "MX", ""),
+    ("127.0.0.1", "q.an.lan", "A", ""),
+    ("127.0.0.1", "alias.static.lan", "A", ""),
+    ("127.0.0.1", "alias.static.lan", "CNAME", ""),
+    ("127.0.0.1", "alias.tr.lan", "A", ""),
     ("127.0.0.1", "www.static.lan", "A", "+nordflag"),
     ("127.0.0.1", "other.tt.lan", "A", "+nordflag"),
     ("127.0.0.20", "www.static.lan", "A", ""),

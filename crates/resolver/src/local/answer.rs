@@ -47,6 +47,7 @@ impl LocalZones {
                 };
                 write_negative(w, zone, rcode)
             }
+            ZoneKind::AlwaysNull => write_null(w, zone, qname, qtype),
             ZoneKind::TypeTransparent | ZoneKind::AlwaysTransparent => Verdict::Resolve,
             // transparent, inform: a local name without the type is NODATA.
             _ if node.is_some_and(|s| !s.is_empty()) => write_negative(w, zone, Rcode::NOERROR),
@@ -79,6 +80,23 @@ fn write_set(w: &mut MessageWriter<'_>, qname: NameRef<'_>, set: &Set) -> Verdic
     Verdict::Answered {
         rcode: Rcode::NOERROR,
         truncated: false,
+    }
+}
+
+/// `always_null`: the unspecified address for A and AAAA (TTL 3600, as Unbound), NODATA
+/// for other types.
+fn write_null(w: &mut MessageWriter<'_>, zone: &Zone, qname: NameRef<'_>, qtype: RType) -> Verdict {
+    let rdata: &[u8] = match qtype {
+        RType::A => &[0; 4],
+        RType::AAAA => &[0; 16],
+        _ => return write_negative(w, zone, Rcode::NOERROR),
+    };
+    let truncated = w
+        .put_record(Section::Answer, qname, qtype, Class::IN, 3600, rdata)
+        .is_err();
+    Verdict::Answered {
+        rcode: Rcode::NOERROR,
+        truncated,
     }
 }
 

@@ -64,6 +64,9 @@ pub enum ZoneKind {
     AlwaysNodata,
     /// `always_deny`: local data ignored, dropped.
     AlwaysDeny,
+    /// `always_null`: local data answered, every other A question 0.0.0.0 and AAAA
+    /// question ::, other types NODATA.
+    AlwaysNull,
     /// `noview`: in a view, the name is looked up in the global zones instead.
     NoView,
     /// `nodefault`: no zone; only turns off the default zone of that name.
@@ -71,7 +74,7 @@ pub enum ZoneKind {
 }
 
 impl ZoneKind {
-    const NAMES: [(&'static str, ZoneKind); 16] = [
+    const NAMES: [(&'static str, ZoneKind); 17] = [
         ("deny", ZoneKind::Deny),
         ("refuse", ZoneKind::Refuse),
         ("static", ZoneKind::Static),
@@ -86,6 +89,7 @@ impl ZoneKind {
         ("always_nxdomain", ZoneKind::AlwaysNxdomain),
         ("always_nodata", ZoneKind::AlwaysNodata),
         ("always_deny", ZoneKind::AlwaysDeny),
+        ("always_null", ZoneKind::AlwaysNull),
         ("noview", ZoneKind::NoView),
         ("nodefault", ZoneKind::NoDefault),
     ];

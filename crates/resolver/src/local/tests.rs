@@ -224,6 +224,27 @@ fn deny_refuse_and_the_always_types() {
 }
 
 #[test]
+fn always_null_answers_the_unspecified_address() {
+    let l = local(
+        &[("null.lan.", "always_null")],
+        &["x.null.lan. 300 A 192.0.2.1"],
+    );
+    let (_, m) = ask(&l, C, "y.null.lan.", RType::A);
+    let m = m.unwrap();
+    assert_eq!(
+        (m.answers[0].ttl, &m.answers[0].rdata[..]),
+        (3600, &[0u8; 4][..])
+    );
+    let (_, m) = ask(&l, C, "null.lan.", RType::AAAA);
+    assert_eq!(m.unwrap().answers[0].rdata, vec![0u8; 16]);
+    let (_, m) = ask(&l, C, "x.null.lan.", RType::A);
+    assert_eq!(m.unwrap().answers[0].rdata, vec![192, 0, 2, 1]);
+    let (v, m) = ask(&l, C, "y.null.lan.", RType::MX);
+    assert_eq!(rcode(v), Some(Rcode::NOERROR));
+    assert!(m.unwrap().answers.is_empty());
+}
+
+#[test]
 fn unbound_defaults_and_nodefault() {
     let l = local(&[], &[]);
     let (v, m) = ask(&l, C, "foo.localhost.", RType::A);
