@@ -123,6 +123,7 @@ const QUESTIONS: &[(&str, &str, &str, &str)] = &[
     ("127.0.0.23", "www.static.lan", "A", ""),
     ("127.0.0.23", "other.tt.lan", "A", ""),
     ("127.0.0.24", "other.tt.lan", "A", "+nordflag"),
+    ("127.0.0.24", "never.tt.lan", "A", "+nordflag"),
     ("127.0.0.25", "other.tr.lan", "A", "+nordflag"),
     ("127.0.0.30", "www.static.lan", "A", ""),
     ("127.0.0.30", "www.static.lan", "AAAA", ""),
