@@ -430,3 +430,38 @@ local_data = [\"www.lan. 300 IN A 10.0.0.1\"]
     assert_eq!(server.stat("shardns_resolver_refused_total"), 1.0);
     assert_eq!(server.stat("shardns_resolver_local_total"), 2.0);
 }
+
+#[test]
+fn check_reports_bad_local_configuration() {
+    let dir = TempDir::new("local-check");
+    for (text, want) in [
+        (
+            "local_data = [\"a.lan. CNAME b.lan.\", \"a.lan. A 192.0.2.1\"]",
+            "CNAME beside other data",
+        ),
+        (
+            "local_zone = [\"r.lan. redirect\"]\nlocal_data = [\"x.r.lan. A 192.0.2.1\"]",
+            "below redirect zone",
+        ),
+        (
+            "local_zone = [\"r.lan. stattic\"]",
+            "unknown local zone type",
+        ),
+        (
+            "access_control_view = [\"127.0.0.2 nope\"]",
+            "no [[resolver.view]]",
+        ),
+    ] {
+        let config = dir.write(
+            "shardns.toml",
+            &format!("[resolver]\nrecursion = true\n{text}\n"),
+        );
+        let out = Command::new(common::BIN)
+            .args(["check", "-c", &config.display().to_string()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}: accepted");
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}
