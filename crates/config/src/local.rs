@@ -102,7 +102,8 @@ pub struct LocalData {
 impl FromStr for LocalData {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        if s.contains(['\n', '$', '(']) {
+        // One line, no directive: `$INCLUDE` would read a file.
+        if s.contains(['\n', '\r']) || s.trim_start().starts_with('$') {
             return Err(format!("one record on one line expected, got {s:?}"));
         }
         let opts = ScanOptions::new(Name::root());
@@ -297,6 +298,8 @@ view_first = true
         assert_eq!(r.local_data[1].ttl, 3600);
         assert_eq!(r.local_data[1].rdata, b"\x09two words");
         assert_eq!(r.local_data[2].owner, "ads.example.".parse().unwrap());
+        let odd: LocalData = "t.lan. TXT \"$5 (or so); really\"".parse().unwrap();
+        assert_eq!(odd.rdata, b"\x12$5 (or so); really");
         assert_eq!(
             r.local_data_ptr[0].0.owner,
             "1.2.0.192.in-addr.arpa.".parse().unwrap()
@@ -328,6 +331,10 @@ view_first = true
                 "one record",
             ),
             ("local_data = [\"a. CH TXT x\"]", "only IN"),
+            (
+                "local_data = [\"$INCLUDE /etc/passwd\"]",
+                "one record on one line",
+            ),
             ("local_data_ptr = [\"192.0.2.300 x.\"]", "bad address"),
             (
                 "access_control = [\"10.0.0.0/8 permit\"]",
