@@ -128,6 +128,8 @@ const QUESTIONS: &[(&str, &str, &str, &str)] = &[
     ("127.0.0.30", "www.static.lan", "A", ""),
     ("127.0.0.30", "www.static.lan", "AAAA", ""),
     ("127.0.0.30", "other.tt.lan", "A", ""),
+    ("127.0.0.30", "localhost", "A", ""),
+    ("127.0.0.30", "nope.deny.lan", "A", ""),
     ("127.0.0.31", "x.v.lan", "A", ""),
     ("127.0.0.31", "www.static.lan", "A", ""),
 ];

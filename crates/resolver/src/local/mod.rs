@@ -161,7 +161,8 @@ pub struct ZoneSetConfig {
     /// `local_data` (and `local_data_ptr`, already turned into PTR records).
     pub data: Vec<LocalRecord>,
     /// Add Unbound's default zones (localhost, the loopback reverse zones, the RFC 6761
-    /// and RFC 6303 names) that no zone here names (the global set only).
+    /// and RFC 6303 names) that no zone here names (a view with zones of its own gets them
+    /// too, as in Unbound).
     pub defaults: bool,
 }
 
@@ -170,7 +171,7 @@ pub struct ZoneSetConfig {
 pub struct ViewConfig {
     /// The view's name (`access_control_view` refers to it).
     pub name: String,
-    /// Its zones and data (defaults never added).
+    /// Its zones and data.
     pub zones: ZoneSetConfig,
     /// A name matching no zone of the view is looked up in the global zones (Unbound's
     /// `view-first`).

@@ -336,11 +336,15 @@ fn access_longest_prefix_wins() {
 fn views_by_client_prefix_with_view_first_and_noview() {
     let view = |name: &str, zones, data, first| ViewConfig {
         name: name.into(),
-        zones: set(zones, data, false),
+        zones: set(zones, data, true),
         view_first: first,
     };
     let l = Local::new(&LocalConfig {
-        global: set(&[], &["www.lan. 60 A 192.0.2.1"], true),
+        global: set(
+            &[],
+            &["www.lan. 60 A 192.0.2.1", "host.glob. 60 A 192.0.2.7"],
+            true,
+        ),
         views: vec![
             view(
                 "inside",
@@ -367,10 +371,18 @@ fn views_by_client_prefix_with_view_first_and_noview() {
     assert_eq!(a("127.0.0.2"), Some(vec![10, 0, 0, 1]));
     assert_eq!(a("127.0.0.3"), Some(vec![192, 0, 2, 1]));
     assert_eq!(a("127.0.0.4"), Some(vec![192, 0, 2, 1]));
-    // A view without view_first does not see the global (or default) zones.
+    // A view without view_first does not see the global zones, but has the default ones.
     assert_eq!(
-        ask(&l, "127.0.0.2", "localhost.", RType::A).0,
+        rcode(ask(&l, "127.0.0.2", "localhost.", RType::A).0),
+        Some(Rcode::NOERROR)
+    );
+    assert_eq!(
+        ask(&l, "127.0.0.2", "host.glob.", RType::A).0,
         Verdict::Resolve
+    );
+    assert_eq!(
+        rcode(ask(&l, "127.0.0.1", "host.glob.", RType::A).0),
+        Some(Rcode::NOERROR)
     );
     assert_eq!(
         rcode(ask(&l, "127.0.0.3", "x.other.", RType::A).0),

@@ -60,7 +60,14 @@ pub(crate) fn build(r: &ResolverConfig) -> Result<Option<Arc<Local>>, String> {
     for v in &r.view {
         views.push(ViewConfig {
             name: v.name.clone(),
-            zones: zone_set(&v.local_zone, &v.local_data, &v.local_data_ptr, false)?,
+            // As Unbound, a view's zones include the default ones (its own nodefault lines
+            // and zones of the same name replace them; the global ones do not).
+            zones: zone_set(
+                &v.local_zone,
+                &v.local_data,
+                &v.local_data_ptr,
+                r.local_zone_defaults,
+            )?,
             view_first: v.view_first,
         });
     }
