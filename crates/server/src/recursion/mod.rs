@@ -7,7 +7,10 @@
 //! the ACL), in an `Arc`.
 //!
 //! The order for a client query: `dispatch` asks the zones first; only a query for a name
-//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. A query with RD from an allowed client is answered from the cache straight into the
+//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. With local zones, access
+//! rules or views configured (`resolver.local_zone` and the rest), `local` applies them
+//! first: the query may be dropped, refused or answered from local data there. A query with
+//! RD from an allowed client is answered from the cache straight into the
 //! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
 //! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
