@@ -395,7 +395,8 @@ proxy_protocol_from = [\"127.0.0.1/32\"]
 recursion = true
 validation = false
 local_zone_defaults = false
-local_data = [\"www.lan. 300 IN A 192.0.2.1\"]
+local_zone = [\"inf.lan. inform\"]
+local_data = [\"www.lan. 300 IN A 192.0.2.1\", \"www.inf.lan. 300 IN A 192.0.2.2\"]
 access_control = [\"127.0.0.20/32 deny\", \"127.0.0.21/32 refuse\"]
 access_control_view = [\"127.0.0.30/32 inside\"]
 
@@ -408,15 +409,16 @@ local_data = [\"www.lan. 300 IN A 10.0.0.1\"]
     let sock = udp_from(Ipv4Addr::LOCALHOST, server.addr);
     sock.set_read_timeout(Some(Duration::from_millis(700)))
         .unwrap();
-    let ask = |client: [u8; 4]| {
+    let ask_name = |client: [u8; 4], name: &str| {
         let mut d = proxy_v2(SocketAddr::from((client, 40000)), server.addr);
-        let mut q = query(0x4c4c, "www.lan", 1, Some(1232));
+        let mut q = query(0x4c4c, name, 1, Some(1232));
         q[2] |= 0x01; // RD
         d.extend_from_slice(&q);
         sock.send(&d).unwrap();
         let mut buf = [0u8; 1500];
         sock.recv(&mut buf).ok().map(|n| parse(&buf[..n]))
     };
+    let ask = |client: [u8; 4]| ask_name(client, "www.lan");
     let m = ask([127, 0, 0, 30]).expect("the view's answer");
     assert_eq!(answers(&m), vec!["A 10.0.0.1"]);
     assert!(m.metadata.authoritative);
@@ -428,9 +430,17 @@ local_data = [\"www.lan. 300 IN A 10.0.0.1\"]
     );
     let m = ask([127, 0, 0, 21]).expect("REFUSED");
     assert_eq!(u16::from(m.metadata.response_code), 5);
+    // An inform zone logs the proxied client.
+    let m = ask_name([127, 0, 0, 6], "www.inf.lan").expect("the inform zone's data");
+    assert_eq!(answers(&m), vec!["A 192.0.2.2"]);
+    let mut server = server;
+    server.wait_for_log(
+        "local zone inf.lan. inform: 127.0.0.6 asked www.inf.lan. A",
+        Duration::from_secs(5),
+    );
     assert_eq!(server.stat("shardns_resolver_dropped_total"), 1.0);
     assert_eq!(server.stat("shardns_resolver_refused_total"), 1.0);
-    assert_eq!(server.stat("shardns_resolver_local_total"), 2.0);
+    assert_eq!(server.stat("shardns_resolver_local_total"), 3.0);
 }
 
 #[test]
