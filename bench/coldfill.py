@@ -251,7 +251,7 @@ def shardns_resolver_cmd(bin_, d, signed=False):
     # Signed: validating from the root's DS, as Unbound does.
     validation = ["--trust-anchor", os.path.join(d, "root.ds")] if signed else ["--no-validation"]
     return ["taskset", "-c", str(CORE_RESOLVER), bin_, "serve", "--listen", f"{RES_IP}:{PORT}",
-            "--recursion", "--allow-loopback-upstreams"] + validation + ["--root-hints", os.path.join(d, "root.hints"), "--workers", "1",
+            "--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams"] + validation + ["--root-hints", os.path.join(d, "root.hints"), "--workers", "1",
             "--control", os.path.join(d, "resolver.ctl"), "--log-level", "warn"]
 
 

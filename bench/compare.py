@@ -180,7 +180,7 @@ def server_cmd(name, work, zone, zonefile, shardns_bin, cache=False):
             validation = ["--no-validation"]
         # Root hints naming the upstream only: nothing outside the forward zone leaves loopback.
         hints = loopback_root_hints(os.path.join(d, "root.hints"), "127.0.0.1", UPSTREAM_PORT)
-        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--allow-loopback-upstreams"] + validation + [
+        return [shardns_bin, "serve", "--listen", f"127.0.0.1:{port}", "--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams"] + validation + [
                 "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--root-hints", hints, "--workers", "1",
                 "--log-level", "warn"] + xdp
     if name == "unbound":

@@ -72,7 +72,7 @@ def main():
             cmd = [bin_, "serve", "--listen", f"127.0.0.1:{PORT}", "--workers", str(args.workers),
                    "--log-level", "warn", "--control", control]
             if wl in ("cache", "hot"):
-                cmd += ["--recursion", "--allow-loopback-upstreams", "--no-validation", "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}",
+                cmd += ["--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams", "--no-validation", "--forward", f"{zone}=127.0.0.1:{UPSTREAM_PORT}",
                         "--root-hints", hints]
             else:
                 cmd += ["--zone", f"{zone}={zonefile}"]

@@ -171,7 +171,7 @@ def resolver_cmd(kind, bin_, d, anchor):
         # Anything outside the forward zones would go to the authoritative server (which
         # refuses it and counts it), never off this machine.
         hints = lab.loopback_root_hints(os.path.join(d, "root.hints"), ADDR, UPSTREAM)
-        cmd = [bin_, "serve", "--listen", f"{ADDR}:{port}", "--recursion", "--allow-loopback-upstreams", "--trust-anchor", anchor,
+        cmd = [bin_, "serve", "--listen", f"{ADDR}:{port}", "--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams", "--trust-anchor", anchor,
                "--root-hints", hints, "--workers", "1", "--log-level", "warn"]
         for z in ZONES:
             cmd += ["--forward", f"{z.rstrip('.')}={ADDR}:{UPSTREAM}"]

@@ -72,7 +72,7 @@ def server_cmd(name, workload, w, d, zone, zonefile, shardns_bin, tls):
                "--log-level", "warn"]
         if workload == "cache":
             hints = loopback_root_hints(os.path.join(d, "root.hints"), "127.0.0.1", UPSTREAM_PORT)
-            return cmd + ["--recursion", "--allow-loopback-upstreams", "--no-validation", "--forward",
+            return cmd + ["--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams", "--no-validation", "--forward",
                           f"{zone}=127.0.0.1:{UPSTREAM_PORT}", "--root-hints", hints]
         cmd += ["--zone", f"{zone}={zonefile}"]
         if workload == "dot":

@@ -283,7 +283,7 @@ def main():
         if args.recursive == "shardns":
             res = procs.start("resolver", shardns_cmd(
                 bin_, [f"{RES_IP}:{port}", f"[{RES_IP6}]:{port}"],
-                ["--recursion", "--allow-loopback-upstreams", "--no-validation", "--root-hints", hints, "--upstream-port", str(port)],
+                ["--recursion", "--local-zone", "test. nodefault", "--allow-loopback-upstreams", "--no-validation", "--root-hints", hints, "--upstream-port", str(port)],
                 work, "resolver", args.workers))
             desc = (f"shardns --recursion --root-hints ({ROOT_IP}@{port}) --upstream-port {port}, "
                     f"{args.workers} worker(s), on {RES_IP} and [{RES_IP6}]")

@@ -130,6 +130,7 @@ impl Config {
         validate::secondary_zones(&config, path, text)?;
         validate::update_policies(&config, path, text)?;
         crate::keystore::check(&config, path)?;
+        crate::local::check(&config, path)?;
         Ok(config)
     }
 }

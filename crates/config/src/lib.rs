@@ -31,6 +31,7 @@ mod file;
 mod keys;
 pub mod keystore;
 mod limits;
+pub mod local;
 pub mod log_filter;
 mod notify_index;
 mod overrides;

@@ -55,6 +55,8 @@ pub struct Overrides {
     pub allow: Vec<AclEntry>,
     /// `--upstream-port`.
     pub upstream_port: Option<u16>,
+    /// `--local-zone`: added to `resolver.local_zone`.
+    pub local_zone: Vec<crate::local::LocalZone>,
     /// `--allow-loopback-upstreams`: sets `resolver.allow_loopback_upstreams`.
     pub allow_loopback_upstreams: bool,
     /// `--xdp`: sets `server.xdp_interface`.
@@ -201,6 +203,9 @@ impl Config {
         if let Some(p) = o.upstream_port {
             self.resolver.upstream_port = p;
         }
+        self.resolver
+            .local_zone
+            .extend(o.local_zone.iter().cloned());
         if o.allow_loopback_upstreams {
             self.resolver.allow_loopback_upstreams = true;
         }

@@ -1,6 +1,7 @@
 //! config::resolver -- the `[resolver]` table (the recursive resolver role) and its
 //! forward zones.
 
+use super::local::{AccessRule, AccessView, LocalData, LocalDataPtr, LocalZone, ViewConfig};
 use super::validate::{chain, depth, from_strs, hold_after, positive, positive_u32, positive_u64};
 use super::AclEntry;
 use serde::Deserialize;
@@ -119,6 +120,27 @@ pub struct ResolverConfig {
     /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; BIND's
     /// `exclude`); absent: `["::ffff:0:0/96"]`.
     pub dns64_exclude: Option<Vec<String>>,
+    /// Local zones, `"NAME TYPE"` (Unbound's `local-zone`; see `config::local`).
+    #[serde(deserialize_with = "from_strs")]
+    pub local_zone: Vec<LocalZone>,
+    /// Local records in zone-file form (Unbound's `local-data`).
+    #[serde(deserialize_with = "from_strs")]
+    pub local_data: Vec<LocalData>,
+    /// `"ADDR NAME"` PTR records (Unbound's `local-data-ptr`).
+    #[serde(deserialize_with = "from_strs")]
+    pub local_data_ptr: Vec<LocalDataPtr>,
+    /// Unbound's default local zones (localhost, the loopback reverse zones, RFC 6761 and
+    /// RFC 6303 names; on by default); `local_zone = ["NAME nodefault"]` turns off one.
+    pub local_zone_defaults: bool,
+    /// `"PREFIX ACTION"` client access rules, longest prefix wins (Unbound's
+    /// `access-control`); `allow` entries count as `"PREFIX allow"` rules.
+    #[serde(deserialize_with = "from_strs")]
+    pub access_control: Vec<AccessRule>,
+    /// `"PREFIX VIEW"`: the view a client uses (Unbound's `access-control-view`).
+    #[serde(deserialize_with = "from_strs")]
+    pub access_control_view: Vec<AccessView>,
+    /// `[[resolver.view]]` tables (Unbound's `view:`).
+    pub view: Vec<ViewConfig>,
 }
 
 impl Default for ResolverConfig {
@@ -161,6 +183,13 @@ impl Default for ResolverConfig {
             dns64: false,
             dns64_prefix: "64:ff9b::/96".into(),
             dns64_exclude: None,
+            local_zone: Vec::new(),
+            local_data: Vec::new(),
+            local_data_ptr: Vec::new(),
+            local_zone_defaults: true,
+            access_control: Vec::new(),
+            access_control_view: Vec::new(),
+            view: Vec::new(),
         }
     }
 }

@@ -148,6 +148,9 @@ pub struct Config {
     /// `dns64-ignore-aaaa` is by name, BIND's `exclude` by range). `::ffff:0:0/96` by
     /// default.
     pub dns64_exclude: Vec<Ipv6Range>,
+    /// Local zones and data, client access and views ([`crate::local`]); `None`: none of
+    /// them, and the caller's own recursion ACL decides.
+    pub local: Option<std::sync::Arc<crate::local::Local>>,
 }
 
 impl Default for Config {
@@ -206,6 +209,7 @@ impl Default for Config {
             dns64: false,
             dns64_prefix: Dns64Prefix::WELL_KNOWN,
             dns64_exclude: crate::dns64::default_exclusions(),
+            local: None,
         }
     }
 }

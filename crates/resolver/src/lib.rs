@@ -94,6 +94,7 @@ mod dns64;
 mod engine;
 mod error;
 mod iterate;
+pub mod local;
 mod msg;
 mod reply;
 mod servers;

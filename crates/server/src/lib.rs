@@ -55,6 +55,7 @@ mod worker;
 pub mod xdp;
 
 pub use runtime::run;
+pub use shardns_config::local::LocalZone;
 pub use shardns_config::{
     parse_duration, AclEntry, Config, ConfigError, ForwardZone, Limits, Overrides, ResolverConfig,
     RrlConfig, SecondaryFlag, ZoneConfig,
@@ -306,6 +307,7 @@ pub(crate) fn resolver_config(
             .map_err(|e| Error::Zones(format!("{}: {e}", path.display())))?;
     }
     rc.trust_anchors.negative = r.negative_trust_anchors.clone();
+    rc.local = recursion::build_local(r).map_err(|e| Error::Zones(format!("resolver: {e}")))?;
     Ok(rc)
 }
 

@@ -3,7 +3,9 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 use shardns_server::TsigKey as Key;
-use shardns_server::{AclEntry, ForwardZone, Overrides, SecondaryFlag, Setup, ZoneConfig};
+use shardns_server::{
+    AclEntry, ForwardZone, LocalZone, Overrides, SecondaryFlag, Setup, ZoneConfig,
+};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -264,6 +266,10 @@ pub(crate) struct ServeArgs {
     /// Port of name servers learned from referrals and glue (default 53; for tests).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) upstream_port: Option<u16>,
+    /// A resolver local zone, "NAME TYPE" with Unbound's types (repeatable; added to
+    /// resolver.local_zone; "test. nodefault" turns off the default zone test.).
+    #[arg(long, value_name = "NAME TYPE")]
+    pub(crate) local_zone: Vec<LocalZone>,
     /// Send queries to loopback addresses (127.0.0.0/8, ::1) learned from referrals, glue
     /// and name-server lookups, for lab hierarchies on loopback (sets
     /// resolver.allow_loopback_upstreams; by default they are not asked, as Unbound's
@@ -359,6 +365,7 @@ impl ServeArgs {
         o.forward = self.forward.clone();
         o.allow = self.allow_recursion.clone();
         o.upstream_port = self.upstream_port;
+        o.local_zone = self.local_zone.clone();
         o.allow_loopback_upstreams = self.allow_loopback_upstreams;
         o.xdp_interface = self.xdp.clone();
         o.allow_transfer = self.allow_transfer.clone();

@@ -227,6 +227,9 @@ fn the_resolver_answers_over_quic() {
         "doq-resolver",
         &[
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             "--no-validation",
             "--forward",
             &forward,

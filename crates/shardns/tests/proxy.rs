@@ -408,6 +408,9 @@ fn the_resolver_decides_by_the_proxied_client() {
         "proxy-resolver",
         &[
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             "--no-validation",
             "--forward",
             &forward,

@@ -115,6 +115,9 @@ impl Authorities {
         let hints = self.hints.display().to_string();
         let mut all = vec![
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             "--no-validation",
             "--root-hints",
             &hints,
@@ -212,7 +215,8 @@ fn recursion_acl_refuses_other_clients() {
     let config = auth.dir.write(
         "resolver.toml",
         &format!(
-            "[resolver]\nrecursion = true\nroot_hints = {:?}\nupstream_port = {}\nallow = [\"::1\"]\n",
+            "[resolver]\nrecursion = true\nroot_hints = {:?}\nupstream_port = {}\nallow = [\"::1\"]\n\
+             local_zone = [\"test. nodefault\"]\n",
             auth.hints.display().to_string(),
             auth.tld.addr.port()
         ),
@@ -281,6 +285,9 @@ fn unreachable_root_gives_servfail_with_ede() {
         addr,
         &[
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             "--no-validation",
             "--root-hints",
             &hints.display().to_string(),
@@ -301,7 +308,7 @@ fn resolver_with(auth: &Authorities, name: &str, ip: &str, extra: &str) -> Serve
         &format!("{name}.toml"),
         &format!(
             "[resolver]\nrecursion = true\nvalidation = false\nallow_loopback_upstreams = true\n\
-             root_hints = {:?}\nupstream_port = {}\n{extra}",
+             local_zone = [\"test. nodefault\"]\nroot_hints = {:?}\nupstream_port = {}\n{extra}",
             auth.hints.display().to_string(),
             auth.tld.addr.port()
         ),

@@ -7,7 +7,10 @@
 //! the ACL), in an `Arc`.
 //!
 //! The order for a client query: `dispatch` asks the zones first; only a query for a name
-//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. A query with RD from an allowed client is answered from the cache straight into the
+//! outside them (`Reply::NotOurs`) reaches [`Recursion::query`]. With local zones, access
+//! rules or views configured (`resolver.local_zone` and the rest), `local` applies them
+//! first: the query may be dropped, refused or answered from local data there. A query with
+//! RD from an allowed client is answered from the cache straight into the
 //! worker's output buffer (no allocation, one shard lock per name) or becomes a resolution;
 //! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
@@ -15,7 +18,11 @@
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
+mod local;
 mod upstream;
+
+pub(crate) use local::build as build_local;
+use local::Step;
 
 use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
@@ -62,12 +69,15 @@ impl RecursionShared {
 
 /// What [`Recursion::query`] did with a query for a name outside our zones.
 pub(crate) enum Handling {
-    /// Not for recursion (no RD, client not allowed, not class IN): refuse it.
+    /// Not for recursion (no RD, client not allowed, not class IN, a `refuse` local zone):
+    /// refuse it.
     Refused,
     /// Answered from the cache: the response is in the output buffer.
     Written(Written),
     /// Resolving; the answer follows later.
     Pending,
+    /// Send nothing (client access `deny`, a `deny` local zone).
+    Dropped,
 }
 
 /// A client waiting for a resolution.
@@ -223,17 +233,17 @@ impl Recursion {
         stats: &WorkerStats,
         extras: Extras,
     ) -> Handling {
-        let qh = query.header();
         let qtype = query.qtype();
         let qname = query.qname();
-        if !qh.rd() || query.qclass() != Class::IN {
+        if query.qclass() != Class::IN {
             return Handling::Refused;
         }
         // A UDP query's peer is decoded whenever recursion is on: no peer, no answer.
-        if !origin.peer.is_some_and(|p| self.shared.allowed(p.ip())) {
+        let Some(client) = origin.peer.map(|p| p.ip()) else {
             stats.resolver_refused.add(1);
             return Handling::Refused;
-        }
+        };
+        let mut qh = *query.header();
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let wants_ad = qh.ad() || dnssec_ok;
@@ -246,6 +256,37 @@ impl Recursion {
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
+        let mut snoop = false;
+        match self.shared.resolver.config().local.as_deref() {
+            None if !qh.rd() => return Handling::Refused,
+            None if !self.shared.allowed(client) => {
+                stats.resolver_refused.add(1);
+                return Handling::Refused;
+            }
+            None => {}
+            Some(l) => match local::step(l, client, qh.rd(), qname, qtype, &mut w, stats) {
+                Step::Go { rd, snoop: s } => {
+                    qh.set_rd(rd);
+                    snoop = s;
+                }
+                Step::Refuse => return Handling::Refused,
+                Step::Drop => return Handling::Dropped,
+                Step::Answered {
+                    rcode,
+                    truncated,
+                    aa,
+                } => {
+                    if truncated {
+                        w.rollback(after_question);
+                    }
+                    let (len, opt) = finish(w, &qh, rcode, truncated, limit, edns, None);
+                    // Local data is ours: authoritative, as Unbound marks it.
+                    out[2] |= u8::from(aa) << 2;
+                    return Handling::Written(written(len, rcode, qtype, truncated, opt));
+                }
+            },
+        }
+        let qh = &qh;
         let resolver = &self.shared.resolver;
         let cached = if resolver.dns64_owns(qtype) {
             // DNS64 may synthesize: the engine answers (from the cache where it can).
@@ -293,19 +334,13 @@ impl Recursion {
             CacheAnswer::Miss { locks } => {
                 stats.resolver_cache_misses.add(1);
                 stats.request_locks.add(u64::from(locks));
-                if self.pending.len() >= self.shared.max_pending {
+                // A non-recursive query (allow_snoop) is answered from the cache only.
+                if snoop || self.pending.len() >= self.shared.max_pending {
                     // Overloaded: fail fast rather than queue without bound.
-                    stats.resolver_pending_limited.add(1);
+                    stats.resolver_pending_limited.add(u64::from(!snoop));
                     w.rollback(after_question);
                     let (len, opt) = finish(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
-                    return Handling::Written(Written {
-                        len,
-                        rcode: Rcode::SERVFAIL,
-                        qtype: Some(qtype),
-                        truncated: false,
-                        wildcard: None,
-                        opt,
-                    });
+                    return Handling::Written(written(len, Rcode::SERVFAIL, qtype, false, opt));
                 }
                 let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
                 self.pending.insert(
@@ -442,6 +477,18 @@ fn write_answer(
         written.len = p.extras.apply(buf, &written, full, policy);
     }
     written
+}
+
+/// What was written of an answer made at once.
+fn written(len: usize, rcode: Rcode, qtype: RType, truncated: bool, opt: OptAt) -> Written {
+    Written {
+        len,
+        rcode,
+        qtype: Some(qtype),
+        truncated,
+        wildcard: None,
+        opt,
+    }
 }
 
 /// [`finish_client_response`], saying where the OPT record went: where the writer was.

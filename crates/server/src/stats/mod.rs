@@ -101,7 +101,8 @@ pub(crate) struct WorkerStats {
     pub(crate) resolver_upstream_queries: Counter,
     /// Resolutions that ended in SERVFAIL.
     pub(crate) resolver_servfails: Counter,
-    /// Recursive queries refused because the client is not in `resolver.allow`.
+    /// Recursive queries refused by the client access rules (`resolver.allow`,
+    /// `resolver.access_control`).
     pub(crate) resolver_refused: Counter,
     /// Recursive answers (cache hits and resolutions, CD clear, validation on) whose
     /// every RRset DNSSEC validation found secure.
@@ -113,6 +114,11 @@ pub(crate) struct WorkerStats {
     /// Cache misses answered SERVFAIL because `resolver.max_pending` resolutions were in
     /// flight on the worker.
     pub(crate) resolver_pending_limited: Counter,
+    /// Resolver queries dropped unanswered: `access_control` `deny` or `deny_non_local`,
+    /// or a `deny` local zone.
+    pub(crate) resolver_dropped: Counter,
+    /// Resolver queries answered from local zones and data.
+    pub(crate) resolver_local: Counter,
     /// TCP connections closed at once because their client had
     /// `limits.tcp_connections_per_client` open.
     pub(crate) tcp_refused_client: Counter,

@@ -314,7 +314,7 @@ fn ratios(s: &mut String, t: &Totals) {
 
 /// The resolver role and DNSSEC validation.
 fn resolver(s: &mut String, t: &Totals) {
-    let resolver: [(&str, &str, u64); 10] = [
+    let resolver: [(&str, &str, u64); 12] = [
         (
             "shardns_resolver_cache_hits_total",
             "Recursive queries answered from the cache.",
@@ -357,13 +357,23 @@ fn resolver(s: &mut String, t: &Totals) {
         ),
         (
             "shardns_resolver_refused_total",
-            "Recursive queries refused by the recursion ACL.",
+            "Recursive queries refused by the client access rules (resolver.allow, resolver.access_control).",
             t.resolver_refused,
         ),
         (
             "shardns_resolver_pending_limited_total",
             "Cache misses answered SERVFAIL because the worker had resolver.max_pending resolutions in flight.",
             t.resolver_pending_limited,
+        ),
+        (
+            "shardns_resolver_dropped_total",
+            "Resolver queries dropped unanswered by resolver.access_control or a deny local zone.",
+            t.resolver_dropped,
+        ),
+        (
+            "shardns_resolver_local_total",
+            "Resolver queries answered from local zones and data.",
+            t.resolver_local,
         ),
     ];
     for (name, help, v) in resolver {

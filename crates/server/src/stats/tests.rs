@@ -149,6 +149,8 @@ fn prometheus_text_is_byte_identical() {
         for (i, c) in w.proxy_errors.iter().enumerate() {
             c.add(10 * (i as u64 + 1));
         }
+        w.resolver_dropped.add(7);
+        w.resolver_local.add(9);
     }
     let control = ControlStats::default();
     control.reloads_ok.store(next(), Relaxed);

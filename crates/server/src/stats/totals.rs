@@ -34,6 +34,8 @@ pub(crate) struct Totals {
     pub(crate) dnssec_insecure: u64,
     pub(crate) dnssec_bogus: u64,
     pub(crate) resolver_pending_limited: u64,
+    pub(crate) resolver_dropped: u64,
+    pub(crate) resolver_local: u64,
     pub(crate) tcp_refused_client: u64,
     pub(crate) tcp_read_timeout_closed: u64,
     pub(crate) tcp_query_limit_closed: u64,
@@ -86,6 +88,8 @@ impl Totals {
         self.dnssec_insecure += w.dnssec_insecure.get();
         self.dnssec_bogus += w.dnssec_bogus.get();
         self.resolver_pending_limited += w.resolver_pending_limited.get();
+        self.resolver_dropped += w.resolver_dropped.get();
+        self.resolver_local += w.resolver_local.get();
         self.tcp_refused_client += w.tcp_refused_client.get();
         self.tcp_read_timeout_closed += w.tcp_read_timeout_closed.get();
         self.tcp_query_limit_closed += w.tcp_query_limit_closed.get();

@@ -47,6 +47,9 @@ fn start_resolver(dir: &TempDir, port: u16) -> Resolver {
             "--workers",
             "2",
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             "--allow-loopback-upstreams",
             "--no-validation",
             "--root-hints",

@@ -110,6 +110,9 @@ fn shardns_resolver_matches_unbound() {
             "--workers",
             "2",
             "--recursion",
+            // The default local zone test. (RFC 6761, as Unbound) would answer the names.
+            "--local-zone",
+            "test. nodefault",
             // The hierarchy is on loopback (Unbound: do-not-query-localhost: no).
             "--allow-loopback-upstreams",
             // The interop zones are unsigned and Unbound runs without its validator.
