@@ -126,6 +126,11 @@ impl Config {
                 *t = base.join(&*t);
             }
         }
+        for z in &mut config.resolver.rpz {
+            if z.file.is_relative() {
+                z.file = base.join(&z.file);
+            }
+        }
         validate::transfer_keys_exist(&config, path)?;
         validate::secondary_zones(&config, path, text)?;
         validate::update_policies(&config, path, text)?;

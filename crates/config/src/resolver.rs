@@ -3,6 +3,7 @@
 
 use super::validate::{chain, depth, from_strs, hold_after, positive, positive_u32, positive_u64};
 use super::AclEntry;
+use crate::rpz::RpzConfig;
 use serde::Deserialize;
 use shardns_wire::Name;
 use std::net::SocketAddr;
@@ -119,6 +120,8 @@ pub struct ResolverConfig {
     /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; BIND's
     /// `exclude`); absent: `["::ffff:0:0/96"]`.
     pub dns64_exclude: Option<Vec<String>>,
+    /// Response policy zones (`[[resolver.rpz]]`), checked in this order.
+    pub rpz: Vec<RpzConfig>,
 }
 
 impl Default for ResolverConfig {
@@ -161,6 +164,7 @@ impl Default for ResolverConfig {
             dns64: false,
             dns64_prefix: "64:ff9b::/96".into(),
             dns64_exclude: None,
+            rpz: Vec::new(),
         }
     }
 }

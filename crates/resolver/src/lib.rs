@@ -96,6 +96,7 @@ mod error;
 mod iterate;
 mod msg;
 mod reply;
+mod rpz;
 mod servers;
 mod validate;
 
@@ -115,6 +116,10 @@ pub use error::Error;
 pub use reply::{
     client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
+};
+pub use rpz::{
+    Action as PolicyAction, Hit as PolicyHit, LocalData, Override as PolicyOverride, PolicyZone,
+    PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger, ACTION_LABELS as POLICY_ACTION_LABELS,
 };
 pub use validate::{Security, TrustAnchors};
 
@@ -210,6 +215,13 @@ impl Resolver {
     /// cache-hit path, which knows nothing of DNS64.
     pub fn dns64_owns(&self, qtype: RType) -> bool {
         self.config.dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
+    }
+
+    /// The response policy zones, if any are configured: the server checks a client's
+    /// query against them before the cache ([`Rpz::check`]).
+    #[inline]
+    pub fn rpz(&self) -> Option<&Rpz> {
+        self.config.rpz.as_deref()
     }
 
     /// The wall clock stepped (an engine saw it): what validation judged against the old
