@@ -77,6 +77,10 @@
 //! in the last tenth of their TTL, [`Engine::prefetch`] refreshes them) and DNS64 (RFC 6147,
 //! [`Config::dns64`]) are off by default.
 //!
+//! Response policy zones ([`Rpz`], [`Config::rpz`]; none by default) are checked by the
+//! server before the cache ([`Resolver::rpz`], [`Rpz::check`]): QNAME and client-IP
+//! triggers, BIND's actions and precedence; the zone's records come from the caller.
+//!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
 //! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
 //! TCP connection reuse. Coalescing is per engine (worker); across workers the

@@ -410,6 +410,7 @@ impl Dispatcher<'_> {
             match rec.query(query, origin, out, now, stats, extras) {
                 Handling::Refused => {}
                 Handling::Pending => return Err(Action::Pending),
+                Handling::Dropped => return Err(Action::Drop),
                 Handling::Written(w) => return Ok(w),
             }
         }

@@ -158,11 +158,25 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<worker::TlsConfig>,
     /// DNS over QUIC: the certificate and endpoint settings (`None`: no `server.quic_listen`).
     pub(crate) quic: Option<worker::QuicConfig>,
+    /// The resolver role, once the workers are started (for its policy zones' counters).
+    pub(crate) recursion: std::sync::OnceLock<std::sync::Arc<recursion::RecursionShared>>,
 }
 
 impl Shared {
     pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
         self.stats.iter().collect()
+    }
+
+    /// The Prometheus text: the workers' and control plane's counters, then the policy
+    /// zones' (`/metrics` and `shardns stats`).
+    pub(crate) fn metrics_text(&self) -> String {
+        let mut s = stats::render_prometheus(
+            &self.worker_stats(),
+            &self.plane.stats,
+            self.plane.started.elapsed().as_secs_f64(),
+        );
+        recursion::rpz::render_counters(&mut s, self.recursion.get().map(|r| &**r));
+        s
     }
 
     /// Hands `answer` (a whole DNS message) to worker `worker` to send to `origin`.
@@ -189,11 +203,7 @@ impl Host for Shared {
     }
 
     fn stats_text(&self) -> String {
-        stats::render_prometheus(
-            &self.worker_stats(),
-            &self.plane.stats,
-            self.plane.started.elapsed().as_secs_f64(),
-        )
+        self.metrics_text()
     }
 
     fn workers(&self) -> usize {
@@ -306,6 +316,7 @@ pub(crate) fn resolver_config(
             .map_err(|e| Error::Zones(format!("{}: {e}", path.display())))?;
     }
     rc.trust_anchors.negative = r.negative_trust_anchors.clone();
+    rc.rpz = recursion::rpz::load(&r.rpz)?;
     Ok(rc)
 }
 

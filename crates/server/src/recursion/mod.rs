@@ -12,11 +12,15 @@
 //! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
 //! SERVFAIL at once (and counted).
+//! With response policy zones configured, `rpz` checks the query before the cache and
+//! writes the policy's answer (a policy CNAME's target is then answered as a query).
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
+pub(crate) mod rpz;
 mod upstream;
 
+use rpz::{Policy, PolicyLog};
 use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
 
@@ -30,7 +34,7 @@ use shardns_resolver::{
 };
 use shardns_sys::Epoll;
 use shardns_wire::message::Header;
-use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
+use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Section};
 use shardns_zone::{OptAt, Written};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -60,6 +64,31 @@ impl RecursionShared {
     }
 }
 
+/// The resolver role every worker shares (`[resolver] recursion = true`), else `None`:
+/// the resolver's configuration (policy zones read), the ACL and the per-worker limits.
+pub(crate) fn shared(
+    config: &shardns_config::Config,
+    setup: &shardns_control::Setup,
+) -> Result<Option<Arc<RecursionShared>>, crate::Error> {
+    if !config.resolver.recursion {
+        return Ok(None);
+    }
+    let rc = crate::resolver_config(config, setup)?;
+    tracing::info!(
+        "recursion on: {} root servers, {} forward zones, {} ACL entries, {} policy zones",
+        rc.hints.servers.len(),
+        rc.forward_zones.len(),
+        config.resolver.allow.len(),
+        rc.rpz.as_ref().map_or(0, |r| r.zones().len())
+    );
+    Ok(Some(Arc::new(RecursionShared {
+        resolver: Arc::new(Resolver::new(rc)),
+        allow: config.resolver.allow.clone(),
+        max_pending: config.resolver.max_pending,
+        udp_max: config.limits.udp_max_response,
+    })))
+}
+
 /// What [`Recursion::query`] did with a query for a name outside our zones.
 pub(crate) enum Handling {
     /// Not for recursion (no RD, client not allowed, not class IN): refuse it.
@@ -68,6 +97,8 @@ pub(crate) enum Handling {
     Written(Written),
     /// Resolving; the answer follows later.
     Pending,
+    /// A response policy says: no answer.
+    Dropped,
 }
 
 /// A client waiting for a resolution.
@@ -85,6 +116,9 @@ struct Pending {
     wants_ad: bool,
     /// The EDNS options its answer carries (NSID, cookie, padding).
     extras: Extras,
+    /// A response policy's CNAME from `qname` (target, TTL): the resolution is of the
+    /// target, the answer starts with this CNAME.
+    rewrite: Option<(Name, u32)>,
 }
 
 /// One worker's resolver driver.
@@ -102,6 +136,7 @@ pub(crate) struct Recursion {
     /// DNSSEC validation is on (the `shardns_dnssec_*` counters count).
     validating: bool,
     bogus_log: BogusLog,
+    policy_log: PolicyLog,
 }
 
 /// Seconds during which a bogus (name, EDE code) is logged once.
@@ -186,6 +221,7 @@ impl Recursion {
         Self {
             validating,
             bogus_log: BogusLog::default(),
+            policy_log: PolicyLog::default(),
             shared,
             engine,
             base,
@@ -246,6 +282,32 @@ impl Recursion {
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
+        // Response policy zones, when configured: before the cache (one branch when not).
+        let mut rewrite = None;
+        if self.shared.resolver.rpz().is_some() {
+            let client = origin.peer.map(|p| p.ip());
+            match self.policy((qname, qtype), client, origin.is_stream(), &mut w, clock) {
+                Policy::None => {}
+                Policy::Drop => return Handling::Dropped,
+                Policy::Answer(rcode, truncated) => {
+                    if truncated {
+                        w.rollback(after_question);
+                    }
+                    let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, None);
+                    return Handling::Written(Written {
+                        len,
+                        rcode,
+                        qtype: Some(qtype),
+                        truncated,
+                        wildcard: None,
+                        opt,
+                    });
+                }
+                Policy::Cname(target, ttl) => rewrite = Some((target, ttl)),
+            }
+        }
+        // A policy's CNAME target is what the cache and the engine answer.
+        let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
         let cached = if resolver.dns64_owns(qtype) {
             // DNS64 may synthesize: the engine answers (from the cache where it can).
@@ -253,7 +315,7 @@ impl Recursion {
         } else {
             resolver
                 .cache()
-                .answer_query(qname, qtype, clock, qh.cd(), dnssec_ok, &mut w)
+                .answer_query(name, qtype, clock, qh.cd(), dnssec_ok, &mut w)
         };
         match cached {
             CacheAnswer::Hit {
@@ -278,7 +340,8 @@ impl Recursion {
                     w.rollback(after_question);
                 }
                 let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, ede.as_ref());
-                if secure && wants_ad {
+                // A policy's rewrite is not the zone owner's data: no AD.
+                if secure && wants_ad && rewrite.is_none() {
                     set_ad(out);
                 }
                 Handling::Written(Written {
@@ -307,7 +370,7 @@ impl Recursion {
                         opt,
                     });
                 }
-                let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
+                let task = self.engine.resolve_cd(name, qtype, qh.cd(), clock);
                 self.pending.insert(
                     task,
                     Pending {
@@ -320,6 +383,7 @@ impl Recursion {
                         edns,
                         wants_ad,
                         extras,
+                        rewrite: rewrite.map(|(t, ttl)| (t.as_ref().to_name(), ttl)),
                     },
                 );
                 Handling::Pending
@@ -408,7 +472,11 @@ fn write_answer(
         w.set_limit(limit.saturating_sub(OPT_ROOM));
     }
     let dnssec_ok = p.edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
-    let truncated = answer.write(&mut w, dnssec_ok).is_err();
+    let cname = p.rewrite.as_ref().map_or(Ok(()), |(target, ttl)| {
+        let (owner, rdata) = (p.qname.as_ref(), target.as_wire());
+        w.put_record(Section::Answer, owner, RType::CNAME, Class::IN, *ttl, rdata)
+    });
+    let truncated = cname.is_err() || answer.write(&mut w, dnssec_ok).is_err();
     if truncated {
         w.rollback(after_question);
     }
@@ -427,7 +495,7 @@ fn write_answer(
         p.edns,
         answer.ede.as_ref(),
     );
-    if answer.secure && p.wants_ad {
+    if answer.secure && p.wants_ad && p.rewrite.is_none() {
         set_ad(buf);
     }
     let mut written = Written {

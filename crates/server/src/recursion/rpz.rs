@@ -1,0 +1,230 @@
+//! recursion::rpz -- the worker's side of response policy zones: the policy files read at
+//! start, a client query checked against them before the cache, the policy's answer
+//! written, and the hits logged without flooding.
+//!
+//! The policy decisions themselves (triggers, precedence, overrides, counters) are
+//! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
+
+use super::{Recursion, RecursionShared};
+use crate::Error;
+use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
+use shardns_resolver::{PolicyAction, PolicyHit, PolicyOverride, PolicyZoneBuilder, Rpz};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Section};
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// What the policies decided for a query.
+// The target is built in place: a hit allocates nothing. One value per hit, never stored.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Policy {
+    /// No policy applies (or PASSTHRU): answer as usual.
+    None,
+    /// The answer is written (after the question): its RCODE, and whether it is a TC
+    /// answer.
+    Answer(Rcode, bool),
+    /// Send nothing.
+    Drop,
+    /// A CNAME from the query name to this target is written; the target is answered
+    /// next (from the cache or by resolution), with this TTL for the CNAME.
+    Cname(NameBuf, u32),
+}
+
+/// Reads the `[[resolver.rpz]]` zone files, in order. `None` when there are none, so that
+/// the answer path pays nothing.
+pub(crate) fn load(zones: &[RpzConfig]) -> Result<Option<Arc<Rpz>>, Error> {
+    if zones.is_empty() {
+        return Ok(None);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut loaded = Vec::with_capacity(zones.len());
+    for z in zones {
+        let mut opts = shardns_zone::ScanOptions::new(z.name.clone());
+        opts.threads = threads;
+        let what = |e: &dyn std::fmt::Display| {
+            Error::Zones(format!(
+                "policy zone {} ({}): {e}",
+                z.name,
+                z.file.display()
+            ))
+        };
+        let scanned = shardns_zone::scan::scan_file(&z.file, &opts).map_err(|e| what(&e))?;
+        let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+        for chunk in &scanned.chunks {
+            for item in &chunk.items {
+                let (owner, rdata) = (chunk.owner(item), chunk.rdata(item));
+                b.add(owner, item.rtype, item.ttl, rdata, item.line as usize)
+                    .map_err(|e| what(&e))?;
+            }
+        }
+        drop(scanned);
+        let zone = b.finish();
+        let (names, wildcards, clients) = zone.triggers();
+        tracing::info!(
+            "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
+             prefixes, {} KiB{}",
+            zone.name(),
+            zone.serial(),
+            zone.memory() >> 10,
+            match zone.unsupported() {
+                0 => String::new(),
+                n =>
+                    format!("; {n} records of IP, NSDNAME or NSIP triggers skipped (not done yet)"),
+            }
+        );
+        loaded.push(zone);
+    }
+    Ok(Some(Arc::new(Rpz::new(loaded))))
+}
+
+fn policy(p: &ConfigOverride) -> PolicyOverride {
+    match p {
+        ConfigOverride::Disabled => PolicyOverride::Disabled,
+        ConfigOverride::Passthru => PolicyOverride::Passthru,
+        ConfigOverride::Nxdomain => PolicyOverride::Nxdomain,
+        ConfigOverride::Nodata => PolicyOverride::Nodata,
+        ConfigOverride::Drop => PolicyOverride::Drop,
+        ConfigOverride::TcpOnly => PolicyOverride::TcpOnly,
+        ConfigOverride::Cname(n) => PolicyOverride::Cname(n.clone()),
+        _ => PolicyOverride::Given,
+    }
+}
+
+/// The per-zone hit counters in the Prometheus text format, appended to `s`.
+pub(crate) fn render_counters(s: &mut String, shared: Option<&RecursionShared>) {
+    let Some(rpz) = shared.and_then(|r| r.resolver.rpz()) else {
+        return;
+    };
+    let name = "shardns_rpz_hits_total";
+    let _ = writeln!(
+        s,
+        "# HELP {name} Response policy zone hits, by zone and action (disabled: a hit in a \
+         zone with policy disabled, not applied).\n# TYPE {name} counter"
+    );
+    for z in rpz.zones() {
+        for (label, n) in shardns_resolver::POLICY_ACTION_LABELS.iter().zip(z.hits()) {
+            let _ = writeln!(s, "{name}{{zone=\"{}\",action=\"{label}\"}} {n}", z.name());
+        }
+    }
+}
+
+/// Seconds during which a (zone, name) hit is logged once per worker.
+const LOG_INTERVAL_MS: u64 = 60_000;
+/// Most hits logged per worker per interval; the rest are counted, the count logged.
+const LOG_MAX: usize = 64;
+
+/// Logs policy hits: once per (zone, query name) per interval and worker, at most
+/// [`LOG_MAX`] lines per interval, so that a blocked name queried hard cannot flood the
+/// log (the counters count every hit).
+#[derive(Default)]
+pub(super) struct PolicyLog {
+    since_ms: u64,
+    seen: HashSet<(usize, Name)>,
+    suppressed: u64,
+}
+
+impl PolicyLog {
+    fn note(
+        &mut self,
+        rpz: &Rpz,
+        hit: &PolicyHit<'_>,
+        q: (NameRef<'_>, RType),
+        client: Option<IpAddr>,
+        now_ms: u64,
+    ) {
+        let zone = &rpz.zones()[hit.zone];
+        if !zone.log() {
+            return;
+        }
+        if now_ms.saturating_sub(self.since_ms) >= LOG_INTERVAL_MS {
+            if self.suppressed > 0 {
+                tracing::info!(
+                    "rpz: {} more policy hits in the last {} s not logged",
+                    self.suppressed,
+                    LOG_INTERVAL_MS / 1000
+                );
+            }
+            self.since_ms = now_ms;
+            self.seen.clear();
+            self.suppressed = 0;
+        }
+        let key = (hit.zone, q.0.to_name());
+        if self.seen.contains(&key) {
+            return;
+        }
+        if self.seen.len() >= LOG_MAX {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::info!(
+            "rpz: client {} {} {}: {} trigger in {}: {}{}",
+            client.map_or_else(|| "-".to_string(), |c| c.to_string()),
+            q.0,
+            q.1,
+            hit.trigger.label(),
+            zone.name(),
+            hit.action.label(),
+            if hit.applied {
+                ""
+            } else {
+                " (policy disabled: not applied)"
+            }
+        );
+        self.seen.insert(key);
+    }
+}
+
+impl Recursion {
+    /// Checks a query against the policy zones (configured: the caller checked) and writes
+    /// the policy's answer after the question in `w`, if one applies. `stream`: the query
+    /// came over TCP (or another stream), where TCP-only is PASSTHRU.
+    pub(super) fn policy(
+        &mut self,
+        q: (NameRef<'_>, RType),
+        client: Option<IpAddr>,
+        stream: bool,
+        w: &mut MessageWriter<'_>,
+        clock: u64,
+    ) -> Policy {
+        let Some(rpz) = self.shared.resolver.rpz() else {
+            return Policy::None;
+        };
+        let log = &mut self.policy_log;
+        let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
+            return Policy::None;
+        };
+        let (qname, qtype) = q;
+        match hit.action {
+            PolicyAction::Passthru => Policy::None,
+            PolicyAction::TcpOnly if stream => Policy::None,
+            PolicyAction::TcpOnly => Policy::Answer(Rcode::NOERROR, true),
+            PolicyAction::Drop => Policy::Drop,
+            PolicyAction::Nxdomain => Policy::Answer(Rcode::NXDOMAIN, false),
+            PolicyAction::Nodata => Policy::Answer(Rcode::NOERROR, false),
+            PolicyAction::Data(data) => {
+                let truncated = data.write(qname, qtype, w).is_err();
+                Policy::Answer(Rcode::NOERROR, truncated)
+            }
+            PolicyAction::Cname(target, ttl) => {
+                let rdata = target.as_ref();
+                if w.put_record(
+                    Section::Answer,
+                    qname,
+                    RType::CNAME,
+                    Class::IN,
+                    ttl,
+                    rdata.as_wire(),
+                )
+                .is_err()
+                {
+                    return Policy::Answer(Rcode::NOERROR, true);
+                }
+                if qtype == RType::CNAME || qtype == RType::ANY {
+                    return Policy::Answer(Rcode::NOERROR, false);
+                }
+                Policy::Cname(target, ttl)
+            }
+        }
+    }
+}
