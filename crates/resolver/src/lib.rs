@@ -228,6 +228,15 @@ impl Resolver {
         self.config.rpz.as_deref()
     }
 
+    /// Policy zones with IP-answer triggers are configured and a `qtype` answer may hold
+    /// addresses: the server sends such questions to the engine, so that the addresses of
+    /// the answer are checked ([`Rpz::check_answer`]) before it goes out.
+    #[inline]
+    pub fn rpz_answer_owns(&self, qtype: RType) -> bool {
+        self.rpz().is_some_and(Rpz::has_answer_triggers)
+            && matches!(qtype, RType::A | RType::AAAA | RType::ANY)
+    }
+
     /// The wall clock stepped (an engine saw it): what validation judged against the old
     /// time is forgotten, so that a bad boot clock corrected by NTP does not leave bogus
     /// verdicts (signatures "not yet valid" or "expired") behind for `bogus_ttl`. Bogus

@@ -37,9 +37,14 @@ a.wild   A   192.0.2.10
 exact.wild A 192.0.2.11
 redirect A   192.0.2.12
 garden   A   192.0.2.99
+ipblocked A  192.0.2.66
+ipalias  CNAME ipblocked
+ipdata   A   192.0.2.67
+ipredir  A   192.0.2.68
 ";
 
-/// The first policy zone: every action, exact and wildcard owners, a client-IP trigger.
+/// The first policy zone: every action, exact and wildcard owners, client-IP and
+/// IP-answer triggers.
 const FIRST_RPZ: &str = "\
 $TTL 60
 @ SOA localhost. admin.localhost. 3 3600 600 86400 60
@@ -55,6 +60,9 @@ ld.test TXT \"policy\"
 exact.wild.test CNAME rpz-passthru.
 redirect.test CNAME garden.test.
 32.6.0.0.127.rpz-client-ip CNAME .
+32.66.2.0.192.rpz-ip CNAME .
+32.67.2.0.192.rpz-ip A 192.0.2.200
+32.68.2.0.192.rpz-ip CNAME garden.test.
 ";
 
 /// The second: checked after the first (its `pass.test` is shadowed by the first's
@@ -88,6 +96,12 @@ const QUESTIONS: &[(Ipv4Addr, &str, u16, bool)] = &[
     (Ipv4Addr::LOCALHOST, "www2.test.", 1, false),
     (Ipv4Addr::new(127, 0, 0, 6), "www.test.", 1, false),
     (Ipv4Addr::new(127, 0, 0, 6), "nx.test.", 1, false),
+    (Ipv4Addr::LOCALHOST, "ipblocked.test.", 1, false),
+    (Ipv4Addr::LOCALHOST, "ipblocked.test.", 1, false),
+    (Ipv4Addr::LOCALHOST, "ipblocked.test.", 16, false),
+    (Ipv4Addr::LOCALHOST, "ipalias.test.", 1, false),
+    (Ipv4Addr::LOCALHOST, "ipdata.test.", 1, false),
+    (Ipv4Addr::LOCALHOST, "ipredir.test.", 1, false),
 ];
 
 /// What a resolver answered: RCODE, TC, and the answer section sorted; `None`: no answer.
@@ -195,6 +209,20 @@ fn policies_rewrite_answers_and_match_unbound() {
         Some((0, false, vec![])),
         Some((3, false, vec![])),
         Some((3, false, vec![])),
+        Some((3, false, vec![])),
+        Some((3, false, vec![])),
+        Some((0, false, vec![])),
+        // The policy applies at the addresses' owner; the CNAME to it stays (BIND, Unbound).
+        Some((3, false, vec!["ipalias.test. CNAME ipblocked.test.".into()])),
+        answer("ipdata.test.", "192.0.2.200"),
+        Some((
+            0,
+            false,
+            vec![
+                "garden.test. A 192.0.2.99".into(),
+                "ipredir.test. CNAME garden.test.".into(),
+            ],
+        )),
     ];
     for ((q, got), want) in QUESTIONS.iter().zip(&ours).zip(&expected) {
         assert_eq!(got, want, "{q:?}");
@@ -209,10 +237,11 @@ fn policies_rewrite_answers_and_match_unbound() {
             "shardns_rpz_hits_total{{zone=\"{zone}\",action=\"{action}\"}}"
         ))
     };
-    assert_eq!(hits("first.rpz.", "nxdomain"), 5.0);
+    assert_eq!(hits("first.rpz.", "nxdomain"), 8.0);
+    assert_eq!(hits("first.rpz.", "local-data"), 4.0);
     assert_eq!(hits("first.rpz.", "passthru"), 2.0);
     assert_eq!(hits("first.rpz.", "tcp-only"), 2.0);
-    assert_eq!(hits("first.rpz.", "cname"), 3.0);
+    assert_eq!(hits("first.rpz.", "cname"), 4.0);
     assert_eq!(hits("second.rpz.", "nodata"), 1.0);
     assert_eq!(hits("second.rpz.", "nxdomain"), 0.0);
     let log = res.log();
@@ -224,6 +253,10 @@ fn policies_rewrite_answers_and_match_unbound() {
         log.contains(
             "rpz: client 127.0.0.6 www.test. A: client-ip trigger in first.rpz.: nxdomain"
         ),
+        "{log}"
+    );
+    assert!(
+        log.contains("rpz: client 127.0.0.1 ipalias.test. A: ip trigger in first.rpz.: nxdomain"),
         "{log}"
     );
     // Three hits on one name: logged once per worker (two) a minute at most.

@@ -16,8 +16,10 @@ pub struct PolicyZoneBuilder {
 
 /// The label under the zone that makes an owner a client-IP trigger.
 const CLIENT_IP: &[u8] = b"rpz-client-ip";
-/// Labels of the triggers not done yet (IP answer, NSDNAME, NSIP).
-const UNSUPPORTED: [&[u8]; 3] = [b"rpz-ip", b"rpz-nsdname", b"rpz-nsip"];
+/// The label that makes an owner an IP-answer trigger.
+const ANSWER_IP: &[u8] = b"rpz-ip";
+/// Labels of the triggers not done yet (NSDNAME, NSIP).
+const UNSUPPORTED: [&[u8]; 2] = [b"rpz-nsdname", b"rpz-nsip"];
 
 impl PolicyZoneBuilder {
     /// An empty policy zone `name`, with its `policy` override; `log`: its hits are
@@ -32,6 +34,7 @@ impl PolicyZoneBuilder {
                 qnames: NameTable::default(),
                 wildcards: NameTable::default(),
                 clients: IpTable::default(),
+                answer_ips: IpTable::default(),
                 local: Vec::new(),
                 unsupported: 0,
                 hits: Default::default(),
@@ -70,9 +73,15 @@ impl PolicyZoneBuilder {
         let rel_wire = &owner.as_wire()[..owner.len() - origin.len()];
         let top = owner.suffix(origin.label_count() + 1).first_label();
         let stored = self.stored_action(rtype, ttl, rdata).map_err(err)?;
-        if top.eq_ignore_ascii_case(CLIENT_IP) {
-            let (ip, len) = client_prefix(owner, rel - 1).map_err(err)?;
-            let old = self.zone.clients.insert(ip, len, stored);
+        let client = top.eq_ignore_ascii_case(CLIENT_IP);
+        if client || top.eq_ignore_ascii_case(ANSWER_IP) {
+            let (ip, len) = ip_prefix(owner, rel - 1).map_err(err)?;
+            let table = if client {
+                &mut self.zone.clients
+            } else {
+                &mut self.zone.answer_ips
+            };
+            let old = table.insert(ip, len, stored);
             return self.merge(old, stored, rtype, ttl, rdata).map_err(err);
         }
         if UNSUPPORTED.iter().any(|l| top.eq_ignore_ascii_case(l)) {
@@ -175,12 +184,12 @@ impl PolicyZoneBuilder {
     }
 }
 
-/// The prefix of a client-IP trigger whose first `n` labels are `LEN.ADDR...` (the
+/// The prefix of a client-IP or IP-answer trigger whose first `n` labels are `LEN.ADDR...` (the
 /// address's parts least significant first; IPv6 words in hex, `zz` for a run of
 /// zeros): the address and the length in IPv6 terms.
-pub(super) fn client_prefix(owner: NameRef<'_>, n: usize) -> Result<(IpAddr, u8), String> {
+pub(super) fn ip_prefix(owner: NameRef<'_>, n: usize) -> Result<(IpAddr, u8), String> {
     let labels: Vec<&[u8]> = owner.labels().take(n).collect();
-    let bad = || format!("bad rpz-client-ip trigger {owner}");
+    let bad = || format!("bad address trigger {owner}");
     let text = |l: &[u8]| std::str::from_utf8(l).map(str::to_owned).map_err(|_| bad());
     let (first, parts) = labels.split_first().ok_or_else(bad)?;
     let len: u8 = text(first)?.parse().map_err(|_| bad())?;

@@ -4,18 +4,19 @@
 //! Owns: [`Rpz`] (the policy zones, in the order they are checked) and each
 //! [`PolicyZone`]'s triggers and actions, built from a zone's records (`build`), the
 //! per-zone hit counters, and [`LocalData::write`], the records of a local-data answer.
-//! Triggers done: QNAME (exact names and `*.name` wildcards) and client IP
-//! (`rpz-client-ip`). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
+//! Triggers done: QNAME (exact names and `*.name` wildcards), client IP
+//! (`rpz-client-ip`) and the addresses of an answer (`rpz-ip`, [`Rpz::check_answer`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
 //! (`CNAME rpz-passthru.`), DROP (`CNAME rpz-drop.`), TCP-only (`CNAME rpz-tcp-only.`),
 //! and local data (any other records; a CNAME to another name, which the caller resolves;
 //! `CNAME *.suffix` puts the query name in front of `suffix`).
-//! Not done yet: the IP-answer (`rpz-ip`), NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`)
-//! triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
+//! Not done yet: the NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`) triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
 //! skipped), policy zones updated by transfer.
 //!
 //! Precedence (BIND's): zones in order, the first zone with a match decides; within a
 //! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
-//! exact QNAME before a wildcard, and the wildcard closest to the name first.
+//! exact QNAME before a wildcard, and the wildcard closest to the name first. IP-answer
+//! triggers are checked after resolution, when no QNAME or client-IP trigger applied
+//! (BIND's `qname-wait-recurse no`): the longest prefix holding any address of the answer.
 //!
 //! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
 //! lookup of the query name, then one per ancestor only if the zone has wildcards, and
@@ -35,7 +36,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use shardns_wire::writer::Full;
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Section};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
 
 pub use build::PolicyZoneBuilder;
 use table::{IpTable, NameTable};
@@ -74,6 +75,8 @@ pub enum Trigger {
     ClientIp,
     /// The query name (exact or wildcard owner).
     Qname,
+    /// An address in the answer (`rpz-ip`).
+    Ip,
 }
 
 impl Trigger {
@@ -82,6 +85,7 @@ impl Trigger {
         match self {
             Self::ClientIp => "client-ip",
             Self::Qname => "qname",
+            Self::Ip => "ip",
         }
     }
 }
@@ -174,6 +178,21 @@ impl LocalData {
         Ok(n)
     }
 
+    /// The records of type `qtype` (all for ANY) as records owned by `owner`.
+    pub fn records(&self, owner: NameRef<'_>, qtype: RType) -> Vec<Record> {
+        self.records
+            .iter()
+            .filter(|r| r.rtype == qtype || qtype == RType::ANY)
+            .map(|r| Record {
+                owner: owner.to_name(),
+                rtype: r.rtype,
+                class: Class::IN,
+                ttl: r.ttl,
+                rdata: r.rdata.to_vec(),
+            })
+            .collect()
+    }
+
     /// The CNAME target and TTL, if this is a CNAME.
     fn cname(&self) -> Option<(NameRef<'_>, u32)> {
         let r = self.records.first()?;
@@ -206,6 +225,7 @@ pub struct PolicyZone {
     qnames: NameTable,
     wildcards: NameTable,
     clients: IpTable,
+    answer_ips: IpTable,
     local: Vec<LocalData>,
     unsupported: u64,
     hits: [AtomicU64; ACTION_LABELS.len()],
@@ -220,6 +240,7 @@ impl core::fmt::Debug for PolicyZone {
             .field("qnames", &self.qnames.len())
             .field("wildcards", &self.wildcards.len())
             .field("client_ips", &self.clients.len())
+            .field("answer_ips", &self.answer_ips.len())
             .finish()
     }
 }
@@ -240,13 +261,17 @@ impl PolicyZone {
         self.serial
     }
 
-    /// Triggers: QNAME (exact, wildcard) and client IP.
-    pub fn triggers(&self) -> (usize, usize, usize) {
-        (self.qnames.len(), self.wildcards.len(), self.clients.len())
+    /// Triggers: QNAME (exact, wildcard), client IP and answer IP.
+    pub fn triggers(&self) -> (usize, usize, usize, usize) {
+        (
+            self.qnames.len(),
+            self.wildcards.len(),
+            self.clients.len(),
+            self.answer_ips.len(),
+        )
     }
 
-    /// Records of triggers not supported yet (`rpz-ip`, `rpz-nsdname`, `rpz-nsip`),
-    /// skipped.
+    /// Records of triggers not supported yet (`rpz-nsdname`, `rpz-nsip`), skipped.
     pub fn unsupported(&self) -> u64 {
         self.unsupported
     }
@@ -269,13 +294,17 @@ impl PolicyZone {
                         .sum::<usize>()
             })
             .sum();
-        self.qnames.memory() + self.wildcards.memory() + self.clients.memory() + local
+        self.qnames.memory()
+            + self.wildcards.memory()
+            + self.clients.memory()
+            + self.answer_ips.memory()
+            + local
     }
 
     /// The trigger matching this query, if any: client IP first, then QNAME.
     fn find(&self, qname: NameRef<'_>, client: Option<IpAddr>) -> Option<(Trigger, Stored)> {
         if let Some(ip) = client.filter(|_| !self.clients.is_empty()) {
-            if let Some(a) = self.clients.longest(ip) {
+            if let Some((_, a)) = self.clients.longest(ip) {
                 return Some((Trigger::ClientIp, a));
             }
         }
@@ -359,12 +388,25 @@ pub struct Hit<'a> {
 #[derive(Debug, Default)]
 pub struct Rpz {
     zones: Vec<PolicyZone>,
+    /// Some zone has IP-answer triggers: answers must be checked after resolution.
+    answer_triggers: bool,
 }
 
 impl Rpz {
     /// Policy zones checked in this order.
     pub fn new(zones: Vec<PolicyZone>) -> Self {
-        Self { zones }
+        let answer_triggers = zones.iter().any(|z| !z.answer_ips.is_empty());
+        Self {
+            zones,
+            answer_triggers,
+        }
+    }
+
+    /// Whether some zone has IP-answer (`rpz-ip`) triggers: then the addresses of an
+    /// answer are checked ([`Rpz::check_answer`]) before it goes to the client.
+    #[inline]
+    pub fn has_answer_triggers(&self) -> bool {
+        self.answer_triggers
     }
 
     /// The zones.
@@ -381,8 +423,36 @@ impl Rpz {
         client: Option<IpAddr>,
         each: &mut dyn FnMut(&Hit<'a>),
     ) -> Option<Hit<'a>> {
+        self.first(qname, each, |z| z.find(qname, client))
+    }
+
+    /// The policies an answer for `qname` with these A/AAAA addresses meets (IP-answer
+    /// triggers): in each zone the longest prefix holding any of them. As
+    /// [`Rpz::check`] otherwise.
+    pub fn check_answer<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        addresses: &[IpAddr],
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        self.first(qname, each, |z| {
+            addresses
+                .iter()
+                .filter_map(|&ip| z.answer_ips.longest(ip))
+                .max_by_key(|&(len, _)| len)
+                .map(|(_, a)| (Trigger::Ip, a))
+        })
+    }
+
+    /// The first zone's hit that applies, after `find` in each zone in order.
+    fn first<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        each: &mut dyn FnMut(&Hit<'a>),
+        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored)>,
+    ) -> Option<Hit<'a>> {
         for (i, z) in self.zones.iter().enumerate() {
-            let Some((trigger, stored)) = z.find(qname, client) else {
+            let Some((trigger, stored)) = find(z) else {
                 continue;
             };
             let action = z.action(stored, qname);

@@ -140,11 +140,11 @@ impl IpTable {
         None
     }
 
-    /// The action of the longest prefix holding `ip`.
-    pub(super) fn longest(&self, ip: IpAddr) -> Option<Stored> {
+    /// The longest prefix holding `ip`: its length and action.
+    pub(super) fn longest(&self, ip: IpAddr) -> Option<(u8, Stored)> {
         let key = Self::key(ip);
         self.by_len
             .iter()
-            .find_map(|(len, m)| m.get(&(key & Self::mask(*len))).copied().map(Stored))
+            .find_map(|(len, m)| m.get(&(key & Self::mask(*len))).map(|&a| (*len, Stored(a))))
     }
 }

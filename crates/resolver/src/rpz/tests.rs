@@ -59,7 +59,7 @@ fn special_cnames_are_actions_and_apex_is_not_policy() {
     );
     let z = &rpz.zones()[0];
     assert_eq!(z.serial(), 7);
-    assert_eq!(z.triggers(), (5, 0, 0));
+    assert_eq!(z.triggers(), (5, 0, 0, 0));
     for (q, label) in [
         ("nx.example.", "nxdomain"),
         ("NX.Example.", "nxdomain"),
@@ -135,7 +135,7 @@ fn client_ip_triggers_longest_prefix_and_before_qname() {
          48.zz.db8.2001.rpz-client-ip CNAME rpz-drop.\n128.1.zz.rpz-client-ip CNAME *.\n\
          blocked.example CNAME rpz-tcp-only.\n",
     );
-    assert_eq!(rpz.zones()[0].triggers(), (1, 0, 4));
+    assert_eq!(rpz.zones()[0].triggers(), (1, 0, 4, 0));
     let c = |ip| check(&rpz, "blocked.example.", Some(ip)).map(|h| (h.0, h.1));
     assert_eq!(c("192.0.2.1"), Some(("nxdomain", Trigger::ClientIp)));
     assert_eq!(c("::ffff:192.0.2.1"), Some(("nxdomain", Trigger::ClientIp)));
@@ -149,7 +149,10 @@ fn client_ip_triggers_longest_prefix_and_before_qname() {
 #[test]
 fn bad_triggers_and_conflicts_are_errors_with_lines() {
     for (text, want) in [
-        ("24.0.2.0.300.rpz-client-ip CNAME .\n", "bad rpz-client-ip"),
+        (
+            "24.0.2.0.300.rpz-client-ip CNAME .\n",
+            "bad address trigger",
+        ),
         ("24.1.2.0.192.rpz-client-ip CNAME .\n", "past the prefix"),
         (
             "x.example CNAME .\nx.example A 192.0.2.1\n",
@@ -198,9 +201,55 @@ fn zones_in_order_overrides_and_counters() {
 
 #[test]
 fn unsupported_triggers_are_counted_and_skipped() {
-    let rpz = one("32.1.2.0.192.rpz-ip CNAME .\nns.example.rpz-nsdname CNAME .\n");
+    let rpz = one("ns.example.rpz-nsdname CNAME .\n32.1.2.0.192.rpz-nsip CNAME .\n");
     assert_eq!(rpz.zones()[0].unsupported(), 2);
-    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0));
+    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 0));
+}
+
+fn by_answer(rpz: &Rpz, addrs: &[&str]) -> Option<(&'static str, Trigger, usize)> {
+    let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
+    rpz.check_answer(n("q.example.").as_ref(), &addrs, &mut |_| {})
+        .map(|h| (h.action.label(), h.trigger, h.zone))
+}
+
+#[test]
+fn answer_ip_triggers_take_the_longest_prefix_of_any_address() {
+    let first = zone(
+        "one.test.",
+        Override::Given,
+        &format!(
+            "{APEX}24.0.2.0.192.rpz-ip CNAME .\n32.9.2.0.192.rpz-ip CNAME *.\n\
+             64.zz.db8.2001.rpz-ip A 192.0.2.200\n"
+        ),
+    )
+    .unwrap();
+    let second = zone(
+        "two.test.",
+        Override::Given,
+        &format!("{APEX}8.0.0.0.198.rpz-ip CNAME rpz-drop.\n"),
+    )
+    .unwrap();
+    let rpz = Rpz::new(vec![first, second]);
+    assert!(rpz.has_answer_triggers());
+    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 3));
+    assert_eq!(
+        by_answer(&rpz, &["192.0.2.1"]),
+        Some(("nxdomain", Trigger::Ip, 0))
+    );
+    // Of two addresses, the one under the longer prefix decides.
+    assert_eq!(
+        by_answer(&rpz, &["192.0.2.1", "192.0.2.9"]).unwrap().0,
+        "nodata"
+    );
+    assert_eq!(by_answer(&rpz, &["2001:db8::7"]).unwrap().0, "local-data");
+    // The first zone's match wins over the second's, whatever the order of the addresses.
+    assert_eq!(
+        by_answer(&rpz, &["198.51.100.1", "192.0.2.1"]),
+        Some(("nxdomain", Trigger::Ip, 0))
+    );
+    assert_eq!(by_answer(&rpz, &["198.51.100.1"]).unwrap().1, Trigger::Ip);
+    assert!(by_answer(&rpz, &["203.0.113.1"]).is_none());
+    assert!(!one("x.example CNAME .\n").has_answer_triggers());
 }
 
 #[test]

@@ -34,7 +34,7 @@ use shardns_resolver::{
 };
 use shardns_sys::Epoll;
 use shardns_wire::message::Header;
-use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Section};
+use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Record, Section};
 use shardns_zone::{OptAt, Written};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -116,9 +116,9 @@ struct Pending {
     wants_ad: bool,
     /// The EDNS options its answer carries (NSID, cookie, padding).
     extras: Extras,
-    /// A response policy's CNAME from `qname` (target, TTL): the resolution is of the
-    /// target, the answer starts with this CNAME.
-    rewrite: Option<(Name, u32)>,
+    /// A response policy's rewrite: the records the answer starts with (a CNAME chain
+    /// ending in the policy's CNAME), whose last target is what is being resolved.
+    rewrite: Option<Vec<Record>>,
 }
 
 /// One worker's resolver driver.
@@ -309,8 +309,9 @@ impl Recursion {
         // A policy's CNAME target is what the cache and the engine answer.
         let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
-        let cached = if resolver.dns64_owns(qtype) {
-            // DNS64 may synthesize: the engine answers (from the cache where it can).
+        let cached = if resolver.dns64_owns(qtype) || resolver.rpz_answer_owns(qtype) {
+            // DNS64 may synthesize, a policy may rewrite by address: the engine answers
+            // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }
         } else {
             resolver
@@ -383,7 +384,7 @@ impl Recursion {
                         edns,
                         wants_ad,
                         extras,
-                        rewrite: rewrite.map(|(t, ttl)| (t.as_ref().to_name(), ttl)),
+                        rewrite: rewrite.map(|(t, ttl)| vec![rpz::cname(qname, t.as_ref(), ttl)]),
                     },
                 );
                 Handling::Pending
@@ -429,6 +430,10 @@ impl Recursion {
                     let Some(p) = self.pending.remove(&task) else {
                         continue;
                     };
+                    // IP-answer policies: the answer may be replaced, dropped or redirected.
+                    let Some((p, answer, tc)) = self.answer_policy(p, answer, clock) else {
+                        continue;
+                    };
                     if answer.rcode == Rcode::SERVFAIL {
                         stats.resolver_servfails.add(1);
                     }
@@ -446,7 +451,8 @@ impl Recursion {
                     } else {
                         (2 + self.shared.udp_max).min(self.write_buf.len())
                     };
-                    let w = write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
+                    let buf = &mut self.write_buf[2..end];
+                    let w = write_answer(buf, &p, &answer, (tcp, tc), policy);
                     deliver(p.origin, w, &p.qname, &mut self.write_buf[..]);
                 }
             }
@@ -455,11 +461,13 @@ impl Recursion {
 }
 
 /// Writes a finished resolution's response for its client.
+/// `(tcp, tc)`: the client's transport is a stream; the answer is an empty one with TC (a
+/// TCP-only policy over UDP).
 fn write_answer(
     buf: &mut [u8],
     p: &Pending,
     answer: &Resolution,
-    tcp: bool,
+    (tcp, tc): (bool, bool),
     policy: &EdnsPolicy,
 ) -> Written {
     let full = client_response_limit(tcp, p.edns, buf.len());
@@ -472,11 +480,11 @@ fn write_answer(
         w.set_limit(limit.saturating_sub(OPT_ROOM));
     }
     let dnssec_ok = p.edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
-    let cname = p.rewrite.as_ref().map_or(Ok(()), |(target, ttl)| {
-        let (owner, rdata) = (p.qname.as_ref(), target.as_wire());
-        w.put_record(Section::Answer, owner, RType::CNAME, Class::IN, *ttl, rdata)
+    let cname = p.rewrite.iter().flatten().try_for_each(|r| {
+        let owner = r.owner.as_ref();
+        w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)
     });
-    let truncated = cname.is_err() || answer.write(&mut w, dnssec_ok).is_err();
+    let truncated = tc || cname.is_err() || answer.write(&mut w, dnssec_ok).is_err();
     if truncated {
         w.rollback(after_question);
     }

@@ -5,11 +5,13 @@
 //! The policy decisions themselves (triggers, precedence, overrides, counters) are
 //! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
 
-use super::{Recursion, RecursionShared};
+use super::{Pending, Recursion, RecursionShared};
 use crate::Error;
 use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
-use shardns_resolver::{PolicyAction, PolicyHit, PolicyOverride, PolicyZoneBuilder, Rpz};
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Section};
+use shardns_resolver::{
+    PolicyAction, PolicyHit, PolicyOverride, PolicyZoneBuilder, Resolution, Rpz,
+};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Record, Section};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -60,10 +62,10 @@ pub(crate) fn load(zones: &[RpzConfig]) -> Result<Option<Arc<Rpz>>, Error> {
         }
         drop(scanned);
         let zone = b.finish();
-        let (names, wildcards, clients) = zone.triggers();
+        let (names, wildcards, clients, ips) = zone.triggers();
         tracing::info!(
             "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
-             prefixes, {} KiB{}",
+             prefixes, {ips} answer prefixes, {} KiB{}",
             zone.name(),
             zone.serial(),
             zone.memory() >> 10,
@@ -226,5 +228,112 @@ impl Recursion {
                 Policy::Cname(target, ttl)
             }
         }
+    }
+}
+
+/// An answer with `rcode` and no records.
+fn empty(rcode: Rcode) -> Resolution {
+    Resolution {
+        rcode,
+        answers: Vec::new(),
+        authority: Vec::new(),
+        dnssec_answer: Vec::new(),
+        dnssec_authority: Vec::new(),
+        ede: None,
+        secure: false,
+    }
+}
+
+/// A CNAME record from `owner` to `target`.
+pub(super) fn cname(owner: NameRef<'_>, target: NameRef<'_>, ttl: u32) -> Record {
+    Record {
+        owner: owner.to_name(),
+        rtype: RType::CNAME,
+        class: Class::IN,
+        ttl,
+        rdata: target.as_wire().to_vec(),
+    }
+}
+
+/// The A and AAAA addresses of an answer section, and the name that owns them (the end of
+/// the CNAME chain).
+fn addresses(answers: &[Record]) -> (Vec<IpAddr>, Option<&Name>) {
+    let mut owner = None;
+    let addrs = answers
+        .iter()
+        .filter_map(|r| {
+            let ip = match (r.rtype, r.rdata.len()) {
+                (RType::A, 4) => <[u8; 4]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
+                (RType::AAAA, 16) => <[u8; 16]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
+                _ => None,
+            };
+            owner = owner.or(ip.map(|_| &r.owner));
+            ip
+        })
+        .collect();
+    (addrs, owner)
+}
+
+impl Recursion {
+    /// IP-answer policies (`rpz-ip`) on a finished resolution, when some zone has them and
+    /// no policy rewrote the query already: the answer to send (and whether it is an empty
+    /// one with TC), or `None` when the client gets nothing now (dropped, or a policy's
+    /// CNAME target being resolved: the client is pending again). As in BIND and Unbound
+    /// the policy applies at the name that owns the addresses: the CNAMEs that led there
+    /// stay in the answer, and local data or a policy CNAME is owned by that name.
+    pub(super) fn answer_policy(
+        &mut self,
+        mut p: Pending,
+        answer: Resolution,
+        clock: u64,
+    ) -> Option<(Pending, Resolution, bool)> {
+        let rpz = match self.shared.resolver.rpz() {
+            Some(r) if r.has_answer_triggers() && p.rewrite.is_none() => r,
+            _ => return Some((p, answer, false)),
+        };
+        let (addrs, Some(owner)) = addresses(&answer.answers) else {
+            return Some((p, answer, false));
+        };
+        let (qname, qtype) = (p.qname.as_ref(), p.qtype);
+        let client = p.origin.peer.map(|a| a.ip());
+        let log = &mut self.policy_log;
+        let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, (qname, qtype), client, clock);
+        let Some(hit) = rpz.check_answer(owner.as_ref(), &addrs, note) else {
+            return Some((p, answer, false));
+        };
+        // The chain to the addresses' owner.
+        let chain = || -> Vec<Record> {
+            let chain = answer.answers.iter().filter(|r| r.owner != *owner);
+            chain.cloned().collect()
+        };
+        let with = |rcode, answers| Resolution {
+            answers,
+            ..empty(rcode)
+        };
+        let replaced = match hit.action {
+            PolicyAction::Passthru => return Some((p, answer, false)),
+            PolicyAction::TcpOnly if p.origin.is_stream() => return Some((p, answer, false)),
+            PolicyAction::TcpOnly => return Some((p, empty(Rcode::NOERROR), true)),
+            PolicyAction::Drop => return None,
+            PolicyAction::Nxdomain => with(Rcode::NXDOMAIN, chain()),
+            PolicyAction::Nodata => with(Rcode::NOERROR, chain()),
+            PolicyAction::Data(data) => {
+                let mut records = chain();
+                records.extend(data.records(owner.as_ref(), qtype));
+                with(Rcode::NOERROR, records)
+            }
+            PolicyAction::Cname(target, ttl) => {
+                let mut records = chain();
+                records.push(cname(owner.as_ref(), target.as_ref(), ttl));
+                if qtype == RType::CNAME || qtype == RType::ANY {
+                    return Some((p, with(Rcode::NOERROR, records), false));
+                }
+                let task = self.engine.resolve_cd(target.as_ref(), qtype, p.cd, clock);
+                p.rewrite = Some(records);
+                self.pending.insert(task, p);
+                return None;
+            }
+        };
+        Some((p, replaced, false))
     }
 }
