@@ -19,7 +19,8 @@
 //! (BIND's `qname-wait-recurse no`): the longest prefix holding any address of the answer.
 //!
 //! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
-//! lookup of the query name, then one per ancestor only if the zone has wildcards, and
+//! lookup of the query name, then one per ancestor only if the zone has wildcards (each
+//! only for a label count some trigger of the zone has), and
 //! per distinct client prefix length one masked lookup only if the zone has client-IP
 //! triggers. Triggers are kept compactly (names back to back in one buffer, a hash table of
 //! 8-octet entries), so a million-entry zone costs tens of megabytes, not hundreds.
@@ -308,14 +309,21 @@ impl PolicyZone {
                 return Some((Trigger::ClientIp, a));
             }
         }
-        if let Some(a) = self.qnames.get(qname) {
-            return Some((Trigger::Qname, a));
+        // Only the label counts some trigger has are looked up.
+        let mut labels = qname.label_count();
+        if self.qnames.may_hold(labels) {
+            if let Some(a) = self.qnames.get(qname) {
+                return Some((Trigger::Qname, a));
+            }
         }
         if !self.wildcards.is_empty() {
             let mut up = qname.parent();
             while let Some(n) = up {
-                if let Some(a) = self.wildcards.get(n) {
-                    return Some((Trigger::Qname, a));
+                labels -= 1;
+                if self.wildcards.may_hold(labels) {
+                    if let Some(a) = self.wildcards.get(n) {
+                        return Some((Trigger::Qname, a));
+                    }
                 }
                 up = n.parent();
             }

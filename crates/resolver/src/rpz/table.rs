@@ -16,6 +16,9 @@ use super::Stored;
 pub(super) struct NameTable {
     names: Vec<u8>,
     index: HashTable<(u32, u32)>,
+    /// The label counts of the names, one bit each (a name has at most 127 labels): a
+    /// name whose count has no bit is not looked up.
+    label_counts: u128,
 }
 
 impl NameTable {
@@ -41,6 +44,12 @@ impl NameTable {
         hash_ci(wire)
     }
 
+    /// Whether a name of `labels` labels may be in the table.
+    #[inline]
+    pub(super) fn may_hold(&self, labels: usize) -> bool {
+        labels < 128 && self.label_counts & (1u128 << labels) != 0
+    }
+
     /// The action of `name`, if it is in the table.
     #[inline]
     pub(super) fn get(&self, name: NameRef<'_>) -> Option<Stored> {
@@ -57,6 +66,7 @@ impl NameTable {
         if let Some(a) = self.get(name) {
             return Some(a);
         }
+        self.label_counts |= 1u128 << name.label_count();
         let off = self.names.len() as u32;
         let wire = name.as_wire();
         self.names.push(wire.len() as u8);
