@@ -148,9 +148,6 @@ pub struct Config {
     /// `dns64-ignore-aaaa` is by name, BIND's `exclude` by range). `::ffff:0:0/96` by
     /// default.
     pub dns64_exclude: Vec<Ipv6Range>,
-    /// Response policy zones, checked in order before the cache (none by default; BIND's
-    /// `response-policy`, Unbound's `rpz:`).
-    pub rpz: Option<std::sync::Arc<crate::Rpz>>,
 }
 
 impl Default for Config {
@@ -209,7 +206,6 @@ impl Default for Config {
             dns64: false,
             dns64_prefix: Dns64Prefix::WELL_KNOWN,
             dns64_exclude: crate::dns64::default_exclusions(),
-            rpz: None,
         }
     }
 }

@@ -77,9 +77,10 @@
 //! in the last tenth of their TTL, [`Engine::prefetch`] refreshes them) and DNS64 (RFC 6147,
 //! [`Config::dns64`]) are off by default.
 //!
-//! Response policy zones ([`Rpz`], [`Config::rpz`]; none by default) are checked by the
-//! server before the cache ([`Resolver::rpz`], [`Rpz::check`]): QNAME and client-IP
-//! triggers, BIND's actions and precedence; the zone's records come from the caller.
+//! Response policy zones ([`Rpz`]) are the server's to hold and swap; it checks a query
+//! before the cache ([`Rpz::check`]) and an answer's addresses after resolution
+//! ([`Rpz::check_answer`]): QNAME, client-IP and IP-answer triggers, BIND's actions and
+//! precedence; the zones' records come from the caller.
 //!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
 //! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
@@ -219,22 +220,6 @@ impl Resolver {
     /// cache-hit path, which knows nothing of DNS64.
     pub fn dns64_owns(&self, qtype: RType) -> bool {
         self.config.dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
-    }
-
-    /// The response policy zones, if any are configured: the server checks a client's
-    /// query against them before the cache ([`Rpz::check`]).
-    #[inline]
-    pub fn rpz(&self) -> Option<&Rpz> {
-        self.config.rpz.as_deref()
-    }
-
-    /// Policy zones with IP-answer triggers are configured and a `qtype` answer may hold
-    /// addresses: the server sends such questions to the engine, so that the addresses of
-    /// the answer are checked ([`Rpz::check_answer`]) before it goes out.
-    #[inline]
-    pub fn rpz_answer_owns(&self, qtype: RType) -> bool {
-        self.rpz().is_some_and(Rpz::has_answer_triggers)
-            && matches!(qtype, RType::A | RType::AAAA | RType::ANY)
     }
 
     /// The wall clock stepped (an engine saw it): what validation judged against the old

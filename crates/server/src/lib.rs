@@ -217,6 +217,7 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     let config = setup.config()?;
     if config.resolver.recursion {
         resolver_config(&config, setup)?;
+        recursion::rpz::load(&config.resolver.rpz)?;
     }
     let specs = shardns_control::zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     // Read once: nothing to watch.
@@ -316,7 +317,6 @@ pub(crate) fn resolver_config(
             .map_err(|e| Error::Zones(format!("{}: {e}", path.display())))?;
     }
     rc.trust_anchors.negative = r.negative_trust_anchors.clone();
-    rc.rpz = recursion::rpz::load(&r.rpz)?;
     Ok(rc)
 }
 

@@ -417,3 +417,88 @@ fn a_bad_policy_zone_is_an_error_naming_file_and_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_changed_policy_zone_is_swapped_in_at_a_reload_while_queries_run() {
+    let dir = TempDir::new("rpz-reload");
+    let zone = dir.write("test.zone", TEST_ZONE);
+    let head = "$TTL 60\n@ SOA localhost. admin.localhost. 1 3600 600 86400 60\n@ NS localhost.\n";
+    let policy = dir.write("p.rpz", &format!("{head}nx.test CNAME .\n"));
+    let auth = Server::start_on(
+        "rpz-reload-auth",
+        Ipv4Addr::LOCALHOST,
+        None,
+        &[
+            "--zone",
+            &format!("test.={}", zone.display()),
+            "--workers",
+            "1",
+        ],
+    );
+    let conf = format!(
+        "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
+         [[resolver.rpz]]\nname = \"p.rpz.\"\nfile = \"{}\"\n",
+        auth.addr,
+        policy.display()
+    );
+    let mut res = Server::start_on(
+        "rpz-reload-res",
+        Ipv4Addr::new(127, 0, 0, 5),
+        Some(&conf),
+        &["--workers", "2"],
+    );
+    let addr = res.addr;
+    let q = |name: &str| ask(addr, (Ipv4Addr::LOCALHOST, name, 1, false));
+    let nx = Some((3, false, vec![]));
+    assert_eq!(q("nx.test."), nx);
+    assert_eq!(
+        q("www.test."),
+        Some((0, false, vec!["www.test. A 192.0.2.1".into()]))
+    );
+
+    // Queries run on while the zone is read again and swapped: every one is answered, and
+    // nx.test. stays blocked throughout.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hammer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut n = 0;
+            let end = Instant::now() + Duration::from_secs(10);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                assert_eq!(
+                    ask(addr, (Ipv4Addr::LOCALHOST, "nx.test.", 1, false)),
+                    Some((3, false, vec![]))
+                );
+                n += 1;
+            }
+            n
+        })
+    };
+    // A broken version: refused, the previous set stays.
+    std::fs::write(
+        &policy,
+        format!("{head}nx.test CNAME .\nbad.test CNAME .\nbad.test A 192.0.2.1\n"),
+    )
+    .unwrap();
+    res.sighup();
+    res.wait_for_log(
+        "policy zones not reloaded, the previous ones stay",
+        Duration::from_secs(10),
+    );
+    assert_eq!(q("www.test.").unwrap().0, 0);
+    // The fixed one: www.test. blocked too.
+    std::fs::write(
+        &policy,
+        format!("{head}nx.test CNAME .\nwww.test CNAME .\n"),
+    )
+    .unwrap();
+    res.sighup();
+    res.wait_for_log("policy zones reloaded: 1 zones", Duration::from_secs(10));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let answered = hammer.join().unwrap();
+    assert!(answered > 0);
+    assert_eq!(q("www.test."), nx);
+    // The counter went on from the previous version's count.
+    let hits = res.stat("shardns_rpz_hits_total{zone=\"p.rpz.\",action=\"nxdomain\"}");
+    assert_eq!(hits, answered as f64 + 2.0);
+}

@@ -35,6 +35,7 @@ mod tests;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 use shardns_wire::writer::Full;
 use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
@@ -282,6 +283,14 @@ impl PolicyZone {
         core::array::from_fn(|i| self.hits[i].load(Relaxed))
     }
 
+    /// Takes over the hit counts of `old` (the version this one replaces), so that the
+    /// counters do not go back at a reload.
+    pub fn carry_hits(&self, old: &PolicyZone) {
+        for (new, old) in self.hits.iter().zip(&old.hits) {
+            new.fetch_add(old.load(Relaxed), Relaxed);
+        }
+    }
+
     /// Octets held by the triggers and actions (for the memory figures).
     pub fn memory(&self) -> usize {
         let local: usize = self
@@ -395,14 +404,15 @@ pub struct Hit<'a> {
 /// The policy zones, in the order they are checked.
 #[derive(Debug, Default)]
 pub struct Rpz {
-    zones: Vec<PolicyZone>,
+    zones: Vec<Arc<PolicyZone>>,
     /// Some zone has IP-answer triggers: answers must be checked after resolution.
     answer_triggers: bool,
 }
 
 impl Rpz {
     /// Policy zones checked in this order.
-    pub fn new(zones: Vec<PolicyZone>) -> Self {
+    /// (Shared: a zone that did not change is kept from one set to the next.)
+    pub fn new(zones: Vec<Arc<PolicyZone>>) -> Self {
         let answer_triggers = zones.iter().any(|z| !z.answer_ips.is_empty());
         Self {
             zones,
@@ -418,7 +428,7 @@ impl Rpz {
     }
 
     /// The zones.
-    pub fn zones(&self) -> &[PolicyZone] {
+    pub fn zones(&self) -> &[Arc<PolicyZone>] {
         &self.zones
     }
 

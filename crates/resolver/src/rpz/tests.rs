@@ -1,5 +1,6 @@
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{scan_text, ScanOptions};
@@ -43,12 +44,9 @@ fn check(rpz: &Rpz, qname: &str, client: Option<&str>) -> Option<(&'static str, 
 }
 
 fn one(text: &str) -> Rpz {
-    Rpz::new(vec![zone(
-        "rpz.test.",
-        Override::Given,
-        &format!("{APEX}{text}"),
-    )
-    .unwrap()])
+    Rpz::new(vec![Arc::new(
+        zone("rpz.test.", Override::Given, &format!("{APEX}{text}")).unwrap(),
+    )])
 }
 
 #[test]
@@ -183,7 +181,7 @@ fn zones_in_order_overrides_and_counters() {
         &format!("{APEX}c.example CNAME rpz-drop.\n"),
     )
     .unwrap();
-    let rpz = Rpz::new(vec![first, second, third]);
+    let rpz = Rpz::new(vec![Arc::new(first), Arc::new(second), Arc::new(third)]);
     let mut seen = Vec::new();
     let hit = rpz
         .check(n("a.example.").as_ref(), None, &mut |h| {
@@ -229,7 +227,7 @@ fn answer_ip_triggers_take_the_longest_prefix_of_any_address() {
         &format!("{APEX}8.0.0.0.198.rpz-ip CNAME rpz-drop.\n"),
     )
     .unwrap();
-    let rpz = Rpz::new(vec![first, second]);
+    let rpz = Rpz::new(vec![Arc::new(first), Arc::new(second)]);
     assert!(rpz.has_answer_triggers());
     assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 3));
     assert_eq!(
@@ -266,7 +264,7 @@ fn a_big_zone_stays_compact() {
     assert_eq!(z.triggers().0, 100_000);
     // About 24 octets of name and 9 of index per trigger.
     assert!(z.memory() < 100_000 * 48, "{}", z.memory());
-    let rpz = Rpz::new(vec![z]);
+    let rpz = Rpz::new(vec![Arc::new(z)]);
     assert!(check(&rpz, "host99999.example99.", None).is_some());
     assert!(check(&rpz, "host99999.example98.", None).is_none());
 }

@@ -50,6 +50,8 @@ const UPSTREAM_ROUNDS: usize = 8;
 /// the per-worker limits.
 pub(crate) struct RecursionShared {
     pub(crate) resolver: Arc<Resolver>,
+    /// The response policy zones (`None`: none configured at start).
+    pub(crate) rpz: Option<rpz::Policies>,
     pub(crate) allow: Vec<AclEntry>,
     /// Client queries waiting for a resolution, per worker (`resolver.max_pending`).
     pub(crate) max_pending: usize,
@@ -74,15 +76,17 @@ pub(crate) fn shared(
         return Ok(None);
     }
     let rc = crate::resolver_config(config, setup)?;
+    let rpz = rpz::load(&config.resolver.rpz)?;
     tracing::info!(
         "recursion on: {} root servers, {} forward zones, {} ACL entries, {} policy zones",
         rc.hints.servers.len(),
         rc.forward_zones.len(),
         config.resolver.allow.len(),
-        rc.rpz.as_ref().map_or(0, |r| r.zones().len())
+        config.resolver.rpz.len()
     );
     Ok(Some(Arc::new(RecursionShared {
         resolver: Arc::new(Resolver::new(rc)),
+        rpz,
         allow: config.resolver.allow.clone(),
         max_pending: config.resolver.max_pending,
         udp_max: config.limits.udp_max_response,
@@ -283,10 +287,13 @@ impl Recursion {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
         // Response policy zones, when configured: before the cache (one branch when not).
-        let mut rewrite = None;
-        if self.shared.resolver.rpz().is_some() {
+        let (mut rewrite, mut by_address) = (None, false);
+        if self.shared.rpz.is_some() {
             let client = origin.peer.map(|p| p.ip());
-            match self.policy((qname, qtype), client, origin.is_stream(), &mut w, clock) {
+            let q = (qname, qtype);
+            let (policy, check_answer) = self.policy(q, client, origin.is_stream(), &mut w, clock);
+            by_address = check_answer;
+            match policy {
                 Policy::None => {}
                 Policy::Drop => return Handling::Dropped,
                 Policy::Answer(rcode, truncated) => {
@@ -309,7 +316,7 @@ impl Recursion {
         // A policy's CNAME target is what the cache and the engine answer.
         let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
-        let cached = if resolver.dns64_owns(qtype) || resolver.rpz_answer_owns(qtype) {
+        let cached = if resolver.dns64_owns(qtype) || by_address {
             // DNS64 may synthesize, a policy may rewrite by address: the engine answers
             // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }

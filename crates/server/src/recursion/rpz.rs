@@ -1,21 +1,25 @@
-//! recursion::rpz -- the worker's side of response policy zones: the policy files read at
-//! start, a client query checked against them before the cache, the policy's answer
-//! written, and the hits logged without flooding.
+//! recursion::rpz -- the server's side of response policy zones: the policy files read at
+//! start and read again at a reload when they changed ([`Policies`], swapped whole), a
+//! client query checked against them before the cache and an answer's addresses after
+//! resolution, the policy's answer written, and the hits logged without flooding.
 //!
 //! The policy decisions themselves (triggers, precedence, overrides, counters) are
 //! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
 
 use super::{Pending, Recursion, RecursionShared};
 use crate::Error;
+use arc_swap::ArcSwap;
 use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
 use shardns_resolver::{
-    PolicyAction, PolicyHit, PolicyOverride, PolicyZoneBuilder, Resolution, Rpz,
+    PolicyAction, PolicyHit, PolicyOverride, PolicyZone, PolicyZoneBuilder, Resolution, Rpz,
 };
 use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Record, Section};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 /// What the policies decided for a query.
 // The target is built in place: a hit allocates nothing. One value per hit, never stored.
@@ -33,51 +37,137 @@ pub(super) enum Policy {
     Cname(NameBuf, u32),
 }
 
+/// A policy file's modification time and length when it was read.
+type Stamp = (SystemTime, u64);
+/// A policy zone's table and its file's stamp when it was read.
+type Read = (RpzConfig, Option<Stamp>);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// The policy zones every worker reads, swapped whole at a reload (an `ArcSwap`: a
+/// worker's read takes no lock), and what each was read from.
+pub(crate) struct Policies {
+    pub(super) set: ArcSwap<Rpz>,
+    /// Per zone, in order: its table and its file's stamp when read. The main thread's.
+    read: Mutex<Vec<Read>>,
+}
+
+/// Reads one policy zone's file.
+fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
+    let mut opts = shardns_zone::ScanOptions::new(z.name.clone());
+    opts.threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let what = |e: &dyn std::fmt::Display| {
+        Error::Zones(format!(
+            "policy zone {} ({}): {e}",
+            z.name,
+            z.file.display()
+        ))
+    };
+    let scanned = shardns_zone::scan::scan_file(&z.file, &opts).map_err(|e| what(&e))?;
+    let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    for chunk in &scanned.chunks {
+        for item in &chunk.items {
+            let (owner, rdata) = (chunk.owner(item), chunk.rdata(item));
+            b.add(owner, item.rtype, item.ttl, rdata, item.line as usize)
+                .map_err(|e| what(&e))?;
+        }
+    }
+    drop(scanned);
+    let zone = b.finish();
+    let (names, wildcards, clients, ips) = zone.triggers();
+    tracing::info!(
+        "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
+         prefixes, {ips} answer prefixes, {} KiB{}",
+        zone.name(),
+        zone.serial(),
+        zone.memory() >> 10,
+        match zone.unsupported() {
+            0 => String::new(),
+            n => format!("; {n} records of NSDNAME or NSIP triggers skipped (not done yet)"),
+        }
+    );
+    Ok(zone)
+}
+
+/// The policy zones of `zones`, in order, with what each was read from; a zone of `old`
+/// whose table is the same and whose file has the same stamp is kept, not read again, and
+/// a zone read again takes over its previous version's counters.
+fn build(zones: &[RpzConfig], old: Option<(&Rpz, &[Read])>) -> Result<(Rpz, Vec<Read>), Error> {
+    let mut set = Vec::with_capacity(zones.len());
+    let mut read = Vec::with_capacity(zones.len());
+    for z in zones {
+        let now = stamp(&z.file);
+        let before = old.and_then(|(rpz, read)| {
+            let i = read.iter().position(|(c, _)| c.name == z.name)?;
+            Some((&rpz.zones()[i], &read[i]))
+        });
+        let zone = match before {
+            Some((zone, (c, Some(was)))) if c == z && now == Some(*was) => Arc::clone(zone),
+            _ => {
+                let zone = load_one(z)?;
+                if let Some((previous, _)) = before {
+                    zone.carry_hits(previous);
+                }
+                Arc::new(zone)
+            }
+        };
+        set.push(zone);
+        read.push((z.clone(), now));
+    }
+    Ok((Rpz::new(set), read))
+}
+
 /// Reads the `[[resolver.rpz]]` zone files, in order. `None` when there are none, so that
 /// the answer path pays nothing.
-pub(crate) fn load(zones: &[RpzConfig]) -> Result<Option<Arc<Rpz>>, Error> {
+pub(crate) fn load(zones: &[RpzConfig]) -> Result<Option<Policies>, Error> {
     if zones.is_empty() {
         return Ok(None);
     }
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut loaded = Vec::with_capacity(zones.len());
-    for z in zones {
-        let mut opts = shardns_zone::ScanOptions::new(z.name.clone());
-        opts.threads = threads;
-        let what = |e: &dyn std::fmt::Display| {
-            Error::Zones(format!(
-                "policy zone {} ({}): {e}",
-                z.name,
-                z.file.display()
-            ))
-        };
-        let scanned = shardns_zone::scan::scan_file(&z.file, &opts).map_err(|e| what(&e))?;
-        let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
-        for chunk in &scanned.chunks {
-            for item in &chunk.items {
-                let (owner, rdata) = (chunk.owner(item), chunk.rdata(item));
-                b.add(owner, item.rtype, item.ttl, rdata, item.line as usize)
-                    .map_err(|e| what(&e))?;
-            }
+    let (set, read) = build(zones, None)?;
+    Ok(Some(Policies {
+        set: ArcSwap::from_pointee(set),
+        read: Mutex::new(read),
+    }))
+}
+
+/// At a reload (SIGHUP, `shardns reload`), on the main thread: the policy zones whose
+/// table or file changed are read again and the set swapped in whole while the workers
+/// answer from the previous one; if one fails to load, the previous set stays. The old
+/// and the new version of a changed zone are both held while it is read.
+pub(crate) fn reload(zones: &[RpzConfig], shared: &crate::Shared) {
+    let Some(rec) = shared.recursion.get() else {
+        return;
+    };
+    let Some(p) = &rec.rpz else {
+        if !zones.is_empty() {
+            tracing::warn!("policy zones configured after the start are read at the next start");
         }
-        drop(scanned);
-        let zone = b.finish();
-        let (names, wildcards, clients, ips) = zone.triggers();
-        tracing::info!(
-            "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
-             prefixes, {ips} answer prefixes, {} KiB{}",
-            zone.name(),
-            zone.serial(),
-            zone.memory() >> 10,
-            match zone.unsupported() {
-                0 => String::new(),
-                n =>
-                    format!("; {n} records of IP, NSDNAME or NSIP triggers skipped (not done yet)"),
+        return;
+    };
+    let mut read = p
+        .read
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let old = p.set.load_full();
+    match build(zones, Some((&old, &read))) {
+        Ok((set, now)) => {
+            let kept = set
+                .zones()
+                .iter()
+                .zip(old.zones())
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+            if kept && set.zones().len() == old.zones().len() {
+                return;
             }
-        );
-        loaded.push(zone);
+            tracing::info!("policy zones reloaded: {} zones", set.zones().len());
+            p.set.store(Arc::new(set));
+            *read = now;
+        }
+        Err(e) => tracing::error!("policy zones not reloaded, the previous ones stay: {e}"),
     }
-    Ok(Some(Arc::new(Rpz::new(loaded))))
 }
 
 fn policy(p: &ConfigOverride) -> PolicyOverride {
@@ -95,9 +185,10 @@ fn policy(p: &ConfigOverride) -> PolicyOverride {
 
 /// The per-zone hit counters in the Prometheus text format, appended to `s`.
 pub(crate) fn render_counters(s: &mut String, shared: Option<&RecursionShared>) {
-    let Some(rpz) = shared.and_then(|r| r.resolver.rpz()) else {
+    let Some(p) = shared.and_then(|r| r.rpz.as_ref()) else {
         return;
     };
+    let rpz = p.set.load();
     let name = "shardns_rpz_hits_total";
     let _ = writeln!(
         s,
@@ -178,9 +269,11 @@ impl PolicyLog {
 }
 
 impl Recursion {
-    /// Checks a query against the policy zones (configured: the caller checked) and writes
-    /// the policy's answer after the question in `w`, if one applies. `stream`: the query
-    /// came over TCP (or another stream), where TCP-only is PASSTHRU.
+    /// Checks a query against the policy zones and writes the policy's answer after the
+    /// question in `w`, if one applies; also says whether the answer must go through the
+    /// engine to have its addresses checked (IP-answer triggers exist and `qtype` is A,
+    /// AAAA or ANY). `stream`: the query came over TCP (or another stream), where TCP-only
+    /// is PASSTHRU.
     pub(super) fn policy(
         &mut self,
         q: (NameRef<'_>, RType),
@@ -188,16 +281,28 @@ impl Recursion {
         stream: bool,
         w: &mut MessageWriter<'_>,
         clock: u64,
-    ) -> Policy {
-        let Some(rpz) = self.shared.resolver.rpz() else {
-            return Policy::None;
+    ) -> (Policy, bool) {
+        let Some(p) = &self.shared.rpz else {
+            return (Policy::None, false);
         };
+        let rpz = &*p.set.load();
+        let by_address =
+            rpz.has_answer_triggers() && matches!(q.1, RType::A | RType::AAAA | RType::ANY);
         let log = &mut self.policy_log;
         let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
-            return Policy::None;
+            return (Policy::None, by_address);
         };
-        let (qname, qtype) = q;
-        match hit.action {
+        (Self::written(hit.action, q, stream, w), by_address)
+    }
+
+    /// Writes a policy action's answer for a query.
+    fn written(
+        action: PolicyAction<'_>,
+        (qname, qtype): (NameRef<'_>, RType),
+        stream: bool,
+        w: &mut MessageWriter<'_>,
+    ) -> Policy {
+        match action {
             PolicyAction::Passthru => Policy::None,
             PolicyAction::TcpOnly if stream => Policy::None,
             PolicyAction::TcpOnly => Policy::Answer(Rcode::NOERROR, true),
@@ -287,10 +392,13 @@ impl Recursion {
         answer: Resolution,
         clock: u64,
     ) -> Option<(Pending, Resolution, bool)> {
-        let rpz = match self.shared.resolver.rpz() {
-            Some(r) if r.has_answer_triggers() && p.rewrite.is_none() => r,
-            _ => return Some((p, answer, false)),
+        let Some(policies) = &self.shared.rpz else {
+            return Some((p, answer, false));
         };
+        let rpz = &*policies.set.load();
+        if !rpz.has_answer_triggers() || p.rewrite.is_some() {
+            return Some((p, answer, false));
+        }
         let (addrs, Some(owner)) = addresses(&answer.answers) else {
             return Some((p, answer, false));
         };
