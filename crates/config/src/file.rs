@@ -126,9 +126,14 @@ impl Config {
                 *t = base.join(&*t);
             }
         }
-        for z in &mut config.resolver.rpz {
-            if z.file.is_relative() {
-                z.file = base.join(&z.file);
+        for f in config
+            .resolver
+            .rpz
+            .iter_mut()
+            .filter_map(|z| z.file.as_mut())
+        {
+            if f.is_relative() {
+                *f = base.join(&*f);
             }
         }
         validate::transfer_keys_exist(&config, path)?;

@@ -1,8 +1,10 @@
 //! config::rpz -- the `[[resolver.rpz]]` tables: response policy zones (RPZ) for the
 //! resolver, in the order they are checked, and their `policy` override.
 
+use super::validate::positive_u32;
 use serde::Deserialize;
 use shardns_wire::Name;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -16,9 +18,17 @@ pub struct RpzConfig {
     /// The policy zone's name (its origin: triggers are names below it).
     #[serde(deserialize_with = "name")]
     pub name: Name,
-    /// The zone file (relative to the config file's directory). Transfers from a primary
-    /// are not done yet: a file is required.
-    pub file: PathBuf,
+    /// The zone file (relative to the config file's directory); or `primaries`.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// Primaries to transfer the zone from by AXFR (`"ADDR:PORT"`, tried in order),
+    /// instead of a file (BIND's `primaries`, Unbound's `primary:`).
+    #[serde(default)]
+    pub primaries: Vec<SocketAddr>,
+    /// Seconds between two SOA queries to the primaries of a transferred zone (the zone
+    /// is transferred again when their serial is newer).
+    #[serde(default = "sixty", deserialize_with = "positive_u32")]
+    pub refresh: u32,
     /// Overrides the zone's actions (BIND's `policy`): `given` (the default), `disabled`
     /// (hits counted and logged, not applied), `passthru`, `nxdomain`, `nodata`, `drop`,
     /// `tcp-only`, or `cname NAME`.
@@ -31,6 +41,10 @@ pub struct RpzConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn sixty() -> u32 {
+    60
 }
 
 /// BIND's per-zone `policy` override.
@@ -130,8 +144,15 @@ mod tests {
         assert_eq!(t.rpz[0].policy, PolicyOverride::Given);
         assert!(t.rpz[0].log);
         assert_eq!(t.rpz[1].policy, PolicyOverride::Nodata);
+        assert_eq!(t.rpz[0].refresh, 60);
         assert!(!t.rpz[1].log);
         let bad = toml::from_str::<T>("[[rpz]]\nname = \"x\"\nfile = \"a\"\npolicy = \"no\"\n");
         assert!(bad.is_err());
+        let t: T = toml::from_str(
+            "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:5300\"]\nrefresh = 5\n",
+        )
+        .unwrap();
+        assert_eq!(t.rpz[0].primaries, ["127.0.0.1:5300".parse().unwrap()]);
+        assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, 5));
     }
 }

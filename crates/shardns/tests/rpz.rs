@@ -502,3 +502,80 @@ fn a_changed_policy_zone_is_swapped_in_at_a_reload_while_queries_run() {
     let hits = res.stat("shardns_rpz_hits_total{zone=\"p.rpz.\",action=\"nxdomain\"}");
     assert_eq!(hits, answered as f64 + 2.0);
 }
+
+#[test]
+fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
+    let Some(knotd) = common::find_knotd() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "knotd is not installed (scripts/test.sh installs it)"
+        );
+        println!("rpz: SKIPPED the transfer test: knotd is not installed (apt-get install knot)");
+        return;
+    };
+    let dir = TempDir::new("rpz-xfr");
+    let zone = dir.write("test.zone", TEST_ZONE);
+    let soa = |serial: u32| {
+        format!("$TTL 60\n@ SOA localhost. admin.localhost. {serial} 3600 600 86400 60\n@ NS localhost.\n")
+    };
+    let policy = dir.write("x.rpz", &format!("{}nx.test CNAME .\n", soa(1)));
+    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
+    let work = dir.path().join("knot");
+    std::fs::create_dir_all(&work).unwrap();
+    let rest = format!(
+        "acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
+         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
+         \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
+         \x20   acl: xfr\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
+        w = work.display(),
+        f = policy.display()
+    );
+    let mut knot = common::spawn_knot(&knotd, &work, knot_addr, "info", &rest);
+    common::wait_authoritative(knot_addr, "x.rpz.", &mut knot);
+    let auth = Server::start_on(
+        "rpz-xfr-auth",
+        Ipv4Addr::LOCALHOST,
+        None,
+        &[
+            "--zone",
+            &format!("test.={}", zone.display()),
+            "--workers",
+            "1",
+        ],
+    );
+    let conf = format!(
+        "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
+         [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\nrefresh = 1\n",
+        auth.addr
+    );
+    let res = Server::start_on("rpz-xfr-res", Ipv4Addr::new(127, 0, 0, 5), Some(&conf), &[]);
+    let addr = res.addr;
+    let q = |name: &str| ask(addr, (Ipv4Addr::LOCALHOST, name, 1, false)).map(|r| r.0);
+    let until = |name: &str, rcode: u16| {
+        let end = Instant::now() + Duration::from_secs(15);
+        while q(name) != Some(rcode) {
+            assert!(
+                Instant::now() < end,
+                "{name} never got {rcode}:\n{}",
+                res.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    until("nx.test.", 3);
+    assert_eq!(q("www.test."), Some(0));
+    // A new version on the primary: transferred at the next refresh, swapped in.
+    std::fs::write(
+        &policy,
+        format!("{}nx.test CNAME .\nwww.test CNAME .\n", soa(2)),
+    )
+    .unwrap();
+    common::knotc(&work, &["zone-reload", "x.rpz."]);
+    until("www.test.", 3);
+    assert_eq!(q("nx.test."), Some(3));
+    let log = res.log();
+    assert!(
+        log.contains("policy zone x.rpz. serial 2: 2 names"),
+        "{log}"
+    );
+}

@@ -230,7 +230,8 @@ pub struct PolicyZone {
     answer_ips: IpTable,
     local: Vec<LocalData>,
     unsupported: u64,
-    hits: [AtomicU64; ACTION_LABELS.len()],
+    /// Shared with the zone's later versions ([`PolicyZone::carry_hits`]).
+    hits: Arc<[AtomicU64; ACTION_LABELS.len()]>,
 }
 
 impl core::fmt::Debug for PolicyZone {
@@ -283,12 +284,11 @@ impl PolicyZone {
         core::array::from_fn(|i| self.hits[i].load(Relaxed))
     }
 
-    /// Takes over the hit counts of `old` (the version this one replaces), so that the
-    /// counters do not go back at a reload.
-    pub fn carry_hits(&self, old: &PolicyZone) {
-        for (new, old) in self.hits.iter().zip(&old.hits) {
-            new.fetch_add(old.load(Relaxed), Relaxed);
-        }
+    /// Counts its hits with the counters of `old` (the version this one replaces), so
+    /// that the counters neither go back nor lose the hits made while the two versions
+    /// are both in use.
+    pub fn carry_hits(&mut self, old: &PolicyZone) {
+        self.hits = Arc::clone(&old.hits);
     }
 
     /// Octets held by the triggers and actions (for the memory figures).

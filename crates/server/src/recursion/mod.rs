@@ -18,6 +18,7 @@
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
 pub(crate) mod rpz;
+mod rpz_xfr;
 mod upstream;
 
 use rpz::{Policy, PolicyLog};
@@ -84,13 +85,16 @@ pub(crate) fn shared(
         config.resolver.allow.len(),
         config.resolver.rpz.len()
     );
-    Ok(Some(Arc::new(RecursionShared {
+    let shared = Arc::new(RecursionShared {
         resolver: Arc::new(Resolver::new(rc)),
         rpz,
         allow: config.resolver.allow.clone(),
         max_pending: config.resolver.max_pending,
         udp_max: config.limits.udp_max_response,
-    })))
+    });
+    rpz_xfr::start(&shared, &config.resolver.rpz)
+        .map_err(crate::io_error("starting the policy zone transfer thread"))?;
+    Ok(Some(shared))
 }
 
 /// What [`Recursion::query`] did with a query for a name outside our zones.

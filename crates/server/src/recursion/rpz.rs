@@ -55,19 +55,23 @@ pub(crate) struct Policies {
     read: Mutex<Vec<Read>>,
 }
 
-/// Reads one policy zone's file.
+/// Reads one policy zone's file; a zone transferred from primaries starts empty.
 fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
+    let what = |e: &dyn std::fmt::Display| {
+        Error::Zones(format!("policy zone {} ({}): {e}", z.name, source(z)))
+    };
+    let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    let file = match (&z.file, z.primaries.is_empty()) {
+        (Some(file), true) => file,
+        (None, false) => {
+            tracing::info!("policy zone {}: empty until its first transfer", z.name);
+            return Ok(b.finish());
+        }
+        _ => return Err(what(&"give either a file or primaries")),
+    };
     let mut opts = shardns_zone::ScanOptions::new(z.name.clone());
     opts.threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let what = |e: &dyn std::fmt::Display| {
-        Error::Zones(format!(
-            "policy zone {} ({}): {e}",
-            z.name,
-            z.file.display()
-        ))
-    };
-    let scanned = shardns_zone::scan::scan_file(&z.file, &opts).map_err(|e| what(&e))?;
-    let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    let scanned = shardns_zone::scan::scan_file(file, &opts).map_err(|e| what(&e))?;
     for chunk in &scanned.chunks {
         for item in &chunk.items {
             let (owner, rdata) = (chunk.owner(item), chunk.rdata(item));
@@ -76,7 +80,19 @@ fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
         }
     }
     drop(scanned);
-    let zone = b.finish();
+    Ok(logged(b.finish()))
+}
+
+/// Where a policy zone comes from, for messages.
+fn source(z: &RpzConfig) -> String {
+    match &z.file {
+        Some(f) => f.display().to_string(),
+        None => format!("primaries {:?}", z.primaries),
+    }
+}
+
+/// `zone`, its figures logged.
+pub(super) fn logged(zone: PolicyZone) -> PolicyZone {
     let (names, wildcards, clients, ips) = zone.triggers();
     tracing::info!(
         "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
@@ -89,7 +105,7 @@ fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
             n => format!("; {n} records of NSDNAME or NSIP triggers skipped (not done yet)"),
         }
     );
-    Ok(zone)
+    zone
 }
 
 /// The policy zones of `zones`, in order, with what each was read from; a zone of `old`
@@ -99,15 +115,17 @@ fn build(zones: &[RpzConfig], old: Option<(&Rpz, &[Read])>) -> Result<(Rpz, Vec<
     let mut set = Vec::with_capacity(zones.len());
     let mut read = Vec::with_capacity(zones.len());
     for z in zones {
-        let now = stamp(&z.file);
+        let now = z.file.as_deref().and_then(stamp);
         let before = old.and_then(|(rpz, read)| {
             let i = read.iter().position(|(c, _)| c.name == z.name)?;
             Some((&rpz.zones()[i], &read[i]))
         });
         let zone = match before {
+            // A transferred zone is the transfer thread's to replace.
+            Some((zone, _)) if z.file.is_none() && !z.primaries.is_empty() => Arc::clone(zone),
             Some((zone, (c, Some(was)))) if c == z && now == Some(*was) => Arc::clone(zone),
             _ => {
-                let zone = load_one(z)?;
+                let mut zone = load_one(z)?;
                 if let Some((previous, _)) = before {
                     zone.carry_hits(previous);
                 }
@@ -118,6 +136,15 @@ fn build(zones: &[RpzConfig], old: Option<(&Rpz, &[Read])>) -> Result<(Rpz, Vec<
         read.push((z.clone(), now));
     }
     Ok((Rpz::new(set), read))
+}
+
+impl Policies {
+    /// The lock that keeps two swaps (a reload, a transfer) from crossing.
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Read>> {
+        self.read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Reads the `[[resolver.rpz]]` zone files, in order. `None` when there are none, so that
@@ -170,7 +197,8 @@ pub(crate) fn reload(zones: &[RpzConfig], shared: &crate::Shared) {
     }
 }
 
-fn policy(p: &ConfigOverride) -> PolicyOverride {
+/// The resolver's form of a zone's `policy` override.
+pub(super) fn policy(p: &ConfigOverride) -> PolicyOverride {
     match p {
         ConfigOverride::Disabled => PolicyOverride::Disabled,
         ConfigOverride::Passthru => PolicyOverride::Passthru,
