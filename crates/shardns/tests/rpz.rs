@@ -522,11 +522,17 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
     let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
     let work = dir.path().join("knot");
     std::fs::create_dir_all(&work).unwrap();
+    // The resolver's address, known before knotd starts: knotd sends it NOTIFY.
+    let res_ip = Ipv4Addr::new(127, 0, 0, 5);
+    let res_addr = SocketAddr::from((res_ip, free_port_on(res_ip)));
     let rest = format!(
-        "acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
+        "remote:\n  - id: resolver\n    address: {ip}@{port}\n\
+         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
          template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
          \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
-         \x20   acl: xfr\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
+         \x20   acl: xfr\n    notify: resolver\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
+        ip = res_addr.ip(),
+        port = res_addr.port(),
         w = work.display(),
         f = policy.display()
     );
@@ -543,12 +549,21 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
             "1",
         ],
     );
-    let conf = format!(
-        "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
-         [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\nrefresh = 1\n",
-        auth.addr
+    // A refresh of an hour: only the first transfer and a NOTIFY bring a version.
+    let conf = dir.write(
+        "resolver.toml",
+        &format!(
+            "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
+             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\n\
+             refresh = 3600\n",
+            auth.addr
+        ),
     );
-    let res = Server::start_on("rpz-xfr-res", Ipv4Addr::new(127, 0, 0, 5), Some(&conf), &[]);
+    let res = Server::start_at(
+        "rpz-xfr-res",
+        &[res_addr],
+        &["--config", conf.to_str().unwrap()],
+    );
     let addr = res.addr;
     let q = |name: &str| ask(addr, (Ipv4Addr::LOCALHOST, name, 1, false)).map(|r| r.0);
     let until = |name: &str, rcode: u16| {
@@ -564,7 +579,7 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
     };
     until("nx.test.", 3);
     assert_eq!(q("www.test."), Some(0));
-    // A new version on the primary: transferred at the next refresh, swapped in.
+    // A new version on the primary: its NOTIFY makes the resolver transfer it at once.
     std::fs::write(
         &policy,
         format!("{}nx.test CNAME .\nwww.test CNAME .\n", soa(2)),

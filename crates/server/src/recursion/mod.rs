@@ -53,6 +53,8 @@ pub(crate) struct RecursionShared {
     pub(crate) resolver: Arc<Resolver>,
     /// The response policy zones (`None`: none configured at start).
     pub(crate) rpz: Option<rpz::Policies>,
+    /// The NOTIFY inbox of the policy zones transferred from primaries, if any.
+    pub(crate) rpz_xfr: Option<Arc<rpz_xfr::XfrInbox>>,
     pub(crate) allow: Vec<AclEntry>,
     /// Client queries waiting for a resolution, per worker (`resolver.max_pending`).
     pub(crate) max_pending: usize,
@@ -88,12 +90,12 @@ pub(crate) fn shared(
     let shared = Arc::new(RecursionShared {
         resolver: Arc::new(Resolver::new(rc)),
         rpz,
+        rpz_xfr: rpz_xfr::inbox(&config.resolver.rpz),
         allow: config.resolver.allow.clone(),
         max_pending: config.resolver.max_pending,
         udp_max: config.limits.udp_max_response,
     });
-    rpz_xfr::start(&shared, &config.resolver.rpz)
-        .map_err(crate::io_error("starting the policy zone transfer thread"))?;
+    rpz_xfr::start(&shared).map_err(crate::io_error("starting the policy zone transfer thread"))?;
     Ok(Some(shared))
 }
 

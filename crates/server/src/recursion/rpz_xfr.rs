@@ -5,47 +5,78 @@
 //! policy zone and swaps it into the set the workers read, which go on answering from the
 //! previous version meanwhile.
 //!
+//! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
+//! called by the dispatcher) makes the thread refresh it at once.
+//!
 //! Not done yet: IXFR (every change is a whole AXFR, and the old and new versions are both
-//! held while the new one is built), NOTIFY (changes are seen at the next `refresh`), the
-//! SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and TLS to the primaries.
+//! held while the new one is built), the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and
+//! TLS to the primaries.
 
 use super::rpz::{logged, policy};
-use super::RecursionShared;
+use super::{Recursion, RecursionShared};
 use shardns_config::RpzConfig;
 use shardns_resolver::{PolicyZone, PolicyZoneBuilder, Rpz};
-use shardns_zone::Zone;
-use std::sync::Arc;
+use shardns_wire::{Opcode, Query, Rcode};
+use shardns_zone::{Written, Zone};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+/// The transferred policy zones' NOTIFY inbox: a flag per zone, and the thread to wake.
+pub(crate) struct XfrInbox {
+    zones: Vec<RpzConfig>,
+    notified: Vec<AtomicBool>,
+    thread: OnceLock<Thread>,
+}
 
 /// Longest wait for one message of a transfer, or the SOA answer.
 const IDLE: Duration = Duration::from_secs(5);
 /// Longest transfer.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Starts the transfer thread if some policy zone has primaries.
-pub(crate) fn start(shared: &Arc<RecursionShared>, zones: &[RpzConfig]) -> std::io::Result<()> {
+/// The inbox of the policy zones with primaries, if any (its thread not started yet).
+pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
     let zones: Vec<RpzConfig> = zones
         .iter()
         .filter(|z| !z.primaries.is_empty())
         .cloned()
         .collect();
-    if zones.is_empty() {
+    (!zones.is_empty()).then(|| {
+        Arc::new(XfrInbox {
+            notified: zones.iter().map(|_| AtomicBool::new(false)).collect(),
+            zones,
+            thread: OnceLock::new(),
+        })
+    })
+}
+
+/// Starts the transfer thread if some policy zone has primaries.
+pub(crate) fn start(shared: &Arc<RecursionShared>) -> std::io::Result<()> {
+    let Some(inbox) = &shared.rpz_xfr else {
         return Ok(());
-    }
-    let shared = Arc::clone(shared);
-    std::thread::Builder::new()
+    };
+    let (inbox, shared) = (Arc::clone(inbox), Arc::clone(shared));
+    let thread_inbox = Arc::clone(&inbox);
+    let handle = std::thread::Builder::new()
         .name("shardns-rpz-xfr".into())
-        .spawn(move || run(&shared, &zones))?;
+        .spawn(move || run(&shared, &thread_inbox))?;
+    // Set before any NOTIFY can want it: the workers start after this.
+    let _ = inbox.thread.set(handle.thread().clone());
     Ok(())
 }
 
-/// The thread: each zone refreshed when due, then a sleep until the next is.
-fn run(shared: &RecursionShared, zones: &[RpzConfig]) {
+/// The thread: each zone refreshed when due or notified, then a sleep until the next is
+/// due or a NOTIFY wakes it.
+fn run(shared: &RecursionShared, inbox: &XfrInbox) {
+    let zones = &inbox.zones;
     let mut serials: Vec<Option<u32>> = vec![None; zones.len()];
     let mut due = vec![Instant::now(); zones.len()];
     loop {
         for (i, z) in zones.iter().enumerate() {
-            if Instant::now() < due[i] {
+            let notified = inbox.notified[i].swap(false, Relaxed);
+            if !notified && Instant::now() < due[i] {
                 continue;
             }
             due[i] = Instant::now() + Duration::from_secs(u64::from(z.refresh));
@@ -54,7 +85,40 @@ fn run(shared: &RecursionShared, zones: &[RpzConfig]) {
             }
         }
         let next = due.iter().min().copied().unwrap_or_else(Instant::now);
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        if inbox.notified.iter().all(|n| !n.load(Relaxed)) {
+            std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+impl Recursion {
+    /// A NOTIFY (RFC 1996) for a policy zone with primaries, from one of their addresses:
+    /// its refresh is started at once and the answer is NOERROR. `None`: not such a zone's
+    /// (the secondary zones' inbox, or NOTIMP, answers it).
+    pub(crate) fn notify(
+        &self,
+        query: &Query<'_>,
+        peer: Option<IpAddr>,
+        out: &mut [u8],
+    ) -> Option<Written> {
+        let inbox = self.shared.rpz_xfr.as_ref()?;
+        if query.header().opcode() != Opcode::NOTIFY {
+            return None;
+        }
+        let i = inbox
+            .zones
+            .iter()
+            .position(|z| z.name.as_ref().eq_ci(&query.qname()))?;
+        let z = &inbox.zones[i];
+        let from_primary = peer.is_some_and(|ip| z.primaries.iter().any(|p| p.ip() == ip));
+        if !from_primary {
+            return Some(shardns_zone::notify_answer(query, Rcode::REFUSED, out));
+        }
+        inbox.notified[i].store(true, Relaxed);
+        if let Some(t) = inbox.thread.get() {
+            t.unpark();
+        }
+        Some(shardns_zone::notify_answer(query, Rcode::NOERROR, out))
     }
 }
 
