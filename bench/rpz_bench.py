@@ -31,7 +31,7 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (CLK_TCK, build_shardns, children, cpu_ticks, loopback_root_hints,  # noqa: E402
-                 port_free, rss_kib, terminate)
+                 port_free, proc_kib, rss_kib, terminate)
 
 UPSTREAM = 5651
 RESOLVER = 5652
@@ -153,11 +153,13 @@ def run(kind, args, d, bin_, paths, unbound=False):
         if not wait_answer(port, "h0.bench.test."):
             sys.exit(f"{kind}: no answer (see {d})")
         ready = time.time() - t
+        # The peak while loading: what reading the policy zone costs at its height.
+        peak = proc_kib(children(srv.pid), "status", "VmHWM")
         rss = rss_kib(children(srv.pid))
         if unbound:
-            return None, None, rss, ready
+            return None, None, rss, ready, peak
         per_cpu, qps = measure(port, queries, args.duration, srv)
-        return per_cpu, qps, rss_kib(children(srv.pid)), ready
+        return per_cpu, qps, rss_kib(children(srv.pid)), ready, peak
     finally:
         terminate(srv)
         log.close()
@@ -187,19 +189,19 @@ def main():
                     res[kind].append(run(kind, args, d, bin_, paths))
             print(f"policy zone: {args.entries:,} QNAME triggers; {NAMES} cached names; "
                   f"{args.rounds} rounds of {args.duration} s (medians)")
-            med = {k: [statistics.median(r[i] for r in v) for i in range(4)] for k, v in res.items()}
+            med = {k: [statistics.median(r[i] for r in v) for i in range(5)] for k, v in res.items()}
             for kind in ("none", "rpz"):
-                per_cpu, qps, rss, ready = med[kind]
+                per_cpu, qps, rss, ready, peak = med[kind]
                 print(f"shardns {kind:4}: {per_cpu:10,.0f} answers per server CPU-s ({qps:,.0f} q/s), "
-                      f"RSS {rss / 1024:6.1f} MiB, ready in {ready:.1f} s")
+                      f"RSS {rss / 1024:6.1f} MiB (peak at load {peak / 1024:.1f}), ready in {ready:.1f} s")
             ratio = med["rpz"][0] / med["none"][0] if med["none"][0] else 0.0
             print(f"with/without: {ratio:.3f} per CPU-s; policy zone memory "
                   f"{(med['rpz'][2] - med['none'][2]) / 1024:.1f} MiB")
             if args.unbound:
                 u = {k: run(k, args, d, bin_, paths, unbound=True) for k in ("none", "rpz")}
                 print(f"unbound: RSS {u['none'][2] / 1024:.1f} MiB without, {u['rpz'][2] / 1024:.1f} MiB "
-                      f"with (ready in {u['rpz'][3]:.1f} s): policy zone memory "
-                      f"{(u['rpz'][2] - u['none'][2]) / 1024:.1f} MiB")
+                      f"with (peak {u['rpz'][4] / 1024:.1f}, ready in {u['rpz'][3]:.1f} s): policy zone "
+                      f"memory {(u['rpz'][2] - u['none'][2]) / 1024:.1f} MiB")
         finally:
             terminate(upstream)
             up_log.close()

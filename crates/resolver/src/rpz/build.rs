@@ -42,6 +42,12 @@ impl PolicyZoneBuilder {
         }
     }
 
+    /// Room for `records` more QNAME triggers (most records of a big policy zone are), so
+    /// that the index does not grow by doubling, holding two copies at each step.
+    pub fn reserve(&mut self, records: usize) {
+        self.zone.qnames.reserve(records);
+    }
+
     /// Adds one record of the zone; `line` names it in errors. The apex's records (SOA,
     /// NS) are not policy; DNSSEC records are skipped.
     pub fn add(

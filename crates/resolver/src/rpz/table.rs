@@ -79,6 +79,12 @@ impl NameTable {
         None
     }
 
+    pub(super) fn reserve(&mut self, n: usize) {
+        let names = &self.names;
+        self.index
+            .reserve(n, |&(o, _)| Self::hash(Self::name_at(names, o)));
+    }
+
     pub(super) fn shrink(&mut self) {
         self.names.shrink_to_fit();
         let names = &self.names;
