@@ -126,6 +126,16 @@ impl Config {
                 *t = base.join(&*t);
             }
         }
+        for f in config
+            .resolver
+            .rpz
+            .iter_mut()
+            .filter_map(|z| z.file.as_mut())
+        {
+            if f.is_relative() {
+                *f = base.join(&*f);
+            }
+        }
         validate::transfer_keys_exist(&config, path)?;
         validate::secondary_zones(&config, path, text)?;
         validate::update_policies(&config, path, text)?;

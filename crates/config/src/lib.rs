@@ -16,7 +16,7 @@
 //! - `overrides`: command-line values ([`Overrides`]) and how they apply over the file;
 //! - `resolver`, `rrl`, `keys`, `keystore`, `acl`: the `[resolver]`, `[rrl]`, `[[key]]` and
 //!   `[[keystore]]` tables and the address prefixes of the ACLs; `catalog`: a zone's
-//!   catalog role.
+//!   catalog role; `rpz`: the `[[resolver.rpz]]` response policy zones.
 //!
 //! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
@@ -37,6 +37,7 @@ mod notify_index;
 mod overrides;
 mod policy;
 mod resolver;
+mod rpz;
 mod rrl;
 #[cfg(test)]
 mod tests;
@@ -52,6 +53,7 @@ pub use limits::Limits;
 pub use notify_index::NotifyIndex;
 pub use overrides::{Overrides, SecondaryFlag};
 pub use resolver::{ForwardZone, ResolverConfig};
+pub use rpz::{PolicyOverride, RpzConfig};
 pub use rrl::RrlConfig;
 pub use tls::{PrimaryTls, TlsCheck};
 

@@ -4,6 +4,7 @@
 use super::local::{AccessRule, AccessView, LocalData, LocalDataPtr, LocalZone, ViewConfig};
 use super::validate::{chain, depth, from_strs, hold_after, positive, positive_u32, positive_u64};
 use super::AclEntry;
+use crate::rpz::RpzConfig;
 use serde::Deserialize;
 use shardns_wire::Name;
 use std::net::SocketAddr;
@@ -141,6 +142,8 @@ pub struct ResolverConfig {
     pub access_control_view: Vec<AccessView>,
     /// `[[resolver.view]]` tables (Unbound's `view:`).
     pub view: Vec<ViewConfig>,
+    /// Response policy zones (`[[resolver.rpz]]`), checked in this order.
+    pub rpz: Vec<RpzConfig>,
 }
 
 impl Default for ResolverConfig {
@@ -190,6 +193,7 @@ impl Default for ResolverConfig {
             access_control: Vec::new(),
             access_control_view: Vec::new(),
             view: Vec::new(),
+            rpz: Vec::new(),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! [`Error`], the one error of this crate: a root-hints or trust-anchor file that could not
-//! be read. A leaf, so that any module can return it without an import circle.
+//! [`Error`], the one error of this crate: a root-hints, trust-anchor or policy-zone file
+//! that could not be read. A leaf, so that any module can return it without an import circle.
 
 use core::fmt;
 
@@ -22,6 +22,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A record of a response policy zone that is not a valid policy
+    /// ([`crate::PolicyZoneBuilder::add`]).
+    Policy {
+        /// 1-based line number of the record (0: not known).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// Wire data or presentation-format text that could not be read.
     Wire(shardns_wire::Error),
 }
@@ -31,6 +39,7 @@ impl fmt::Display for Error {
         match self {
             Self::Hints { line, message } => write!(f, "hints:{line}: {message}"),
             Self::TrustAnchor { line, message } => write!(f, "trust anchor:{line}: {message}"),
+            Self::Policy { line, message } => write!(f, "policy zone:{line}: {message}"),
             Self::Wire(e) => write!(f, "{e}"),
         }
     }

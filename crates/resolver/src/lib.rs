@@ -77,6 +77,11 @@
 //! in the last tenth of their TTL, [`Engine::prefetch`] refreshes them) and DNS64 (RFC 6147,
 //! [`Config::dns64`]) are off by default.
 //!
+//! Response policy zones ([`Rpz`]) are the server's to hold and swap; it checks a query
+//! before the cache ([`Rpz::check`]) and an answer's addresses after resolution
+//! ([`Rpz::check_answer`]): QNAME, client-IP and IP-answer triggers, BIND's actions and
+//! precedence; the zones' records come from the caller.
+//!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
 //! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
 //! TCP connection reuse. Coalescing is per engine (worker); across workers the
@@ -97,6 +102,7 @@ mod iterate;
 pub mod local;
 mod msg;
 mod reply;
+mod rpz;
 mod servers;
 mod validate;
 
@@ -116,6 +122,10 @@ pub use error::Error;
 pub use reply::{
     client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
+};
+pub use rpz::{
+    Action as PolicyAction, Hit as PolicyHit, LocalData, Override as PolicyOverride, PolicyZone,
+    PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger, ACTION_LABELS as POLICY_ACTION_LABELS,
 };
 pub use validate::{Security, TrustAnchors};
 

@@ -203,3 +203,74 @@ fn cache_hits_do_not_allocate() {
     assert_eq!(allocations, 0, "allocations on the cache-hit path");
     assert_eq!(cache.lock_acquisitions() - locks_before, locks);
 }
+
+/// A policy zone check (what the answer path does with RPZ configured) does not touch the
+/// heap, whether a trigger matches or not: exact and wildcard names, client prefixes, the
+/// special actions, local data written and a CNAME built.
+#[test]
+fn policy_checks_do_not_allocate() {
+    use shardns_resolver::{PolicyAction, PolicyOverride, PolicyZoneBuilder, Rpz};
+    let mut b = PolicyZoneBuilder::new(n("rpz.test."), PolicyOverride::Given, true);
+    let cname = |t: &str| n(t).as_wire().to_vec();
+    let records: [(&str, RType, Vec<u8>); 6] = [
+        ("bad.example.rpz.test.", RType::CNAME, cname(".")),
+        ("*.wild.example.rpz.test.", RType::CNAME, cname("*.")),
+        ("ld.example.rpz.test.", RType::A, vec![192, 0, 2, 50]),
+        ("go.example.rpz.test.", RType::CNAME, cname("garden.test.")),
+        (
+            "*.sub.example.rpz.test.",
+            RType::CNAME,
+            cname("*.garden.test."),
+        ),
+        (
+            "24.0.2.0.192.rpz-client-ip.rpz.test.",
+            RType::CNAME,
+            cname("rpz-drop."),
+        ),
+    ];
+    for (owner, rtype, rdata) in &records {
+        b.add(n(owner).as_ref(), *rtype, 60, rdata, 0).unwrap();
+    }
+    let rpz = Rpz::new(vec![Arc::new(b.finish())]);
+    let names: Vec<Name> = [
+        "bad.example.",
+        "x.y.wild.example.",
+        "ld.example.",
+        "go.example.",
+        "a.sub.example.",
+        "www.example.",
+        "deep.name.under.nothing.test.",
+    ]
+    .iter()
+    .map(|s| n(s))
+    .collect();
+    let clients: [Option<std::net::IpAddr>; 3] = [
+        None,
+        Some("192.0.2.9".parse().unwrap()),
+        Some("198.51.100.1".parse().unwrap()),
+    ];
+    let mut buf = vec![0u8; 1232];
+    let mut hits = 0;
+    let ((), allocations) = GLOBAL.count(|| {
+        for _ in 0..500 {
+            for name in &names {
+                for &client in &clients {
+                    let Some(hit) = rpz.check(name.as_ref(), client, &mut |_| {}) else {
+                        continue;
+                    };
+                    hits += 1;
+                    let mut w = MessageWriter::new(&mut buf, 1232);
+                    match hit.action {
+                        PolicyAction::Data(d) => {
+                            d.write(name.as_ref(), RType::A, &mut w).unwrap();
+                        }
+                        PolicyAction::Cname(target, _) => assert!(!target.as_ref().is_root()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    });
+    assert_eq!(hits, 500 * (5 * 2 + 7));
+    assert_eq!(allocations, 0, "policy checks allocated");
+}

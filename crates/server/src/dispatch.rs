@@ -179,16 +179,19 @@ impl Dispatcher<'_> {
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
             Reply::Update => self.update(query, origin, out)?,
-            Reply::Notify => match self.secondary {
-                Some(inbox) => inbox.notify(
-                    query,
-                    origin.peer.map(|p| p.ip()),
-                    unix_now(),
-                    out,
-                    self.control,
-                ),
-                None => shardns_zone::not_implemented(query, out),
-            },
+            Reply::Notify => {
+                let peer = origin.peer.map(|p| p.ip());
+                // A NOTIFY for a transferred policy zone is the resolver's.
+                let policy = self
+                    .recursion
+                    .as_deref()
+                    .and_then(|r| r.notify(query, peer, out));
+                match (policy, self.secondary) {
+                    (Some(w), _) => w,
+                    (None, Some(inbox)) => inbox.notify(query, peer, unix_now(), out, self.control),
+                    (None, None) => shardns_zone::not_implemented(query, out),
+                }
+            }
         })
     }
 

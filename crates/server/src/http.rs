@@ -8,7 +8,6 @@
 //! than it takes to open that many. Off unless `[stats] http` (or `--stats-http`) is set.
 //! Never touches a worker.
 
-use crate::stats::render_prometheus;
 use crate::Shared;
 use shardns_sys::{Epoll, Events, READABLE, WRITABLE};
 use std::io::{self, Read, Write};
@@ -191,14 +190,7 @@ fn answer(head: &[u8], shared: &Shared) -> Vec<u8> {
     let mut parts = head.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, body) = match (method, target) {
-        ("GET", "/metrics" | "/") => (
-            "200 OK",
-            render_prometheus(
-                &shared.worker_stats(),
-                &shared.plane.stats,
-                shared.plane.started.elapsed().as_secs_f64(),
-            ),
-        ),
+        ("GET", "/metrics" | "/") => ("200 OK", shared.metrics_text()),
         ("GET", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),
         _ => ("405 Method Not Allowed", "only GET\n".to_string()),
     };

@@ -159,11 +159,25 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<worker::TlsConfig>,
     /// DNS over QUIC: the certificate and endpoint settings (`None`: no `server.quic_listen`).
     pub(crate) quic: Option<worker::QuicConfig>,
+    /// The resolver role, once the workers are started (for its policy zones' counters).
+    pub(crate) recursion: std::sync::OnceLock<std::sync::Arc<recursion::RecursionShared>>,
 }
 
 impl Shared {
     pub(crate) fn worker_stats(&self) -> Vec<&WorkerStats> {
         self.stats.iter().collect()
+    }
+
+    /// The Prometheus text: the workers' and control plane's counters, then the policy
+    /// zones' (`/metrics` and `shardns stats`).
+    pub(crate) fn metrics_text(&self) -> String {
+        let mut s = stats::render_prometheus(
+            &self.worker_stats(),
+            &self.plane.stats,
+            self.plane.started.elapsed().as_secs_f64(),
+        );
+        recursion::rpz::render_counters(&mut s, self.recursion.get().map(|r| &**r));
+        s
     }
 
     /// Hands `answer` (a whole DNS message) to worker `worker` to send to `origin`.
@@ -190,11 +204,7 @@ impl Host for Shared {
     }
 
     fn stats_text(&self) -> String {
-        stats::render_prometheus(
-            &self.worker_stats(),
-            &self.plane.stats,
-            self.plane.started.elapsed().as_secs_f64(),
-        )
+        self.metrics_text()
     }
 
     fn workers(&self) -> usize {
@@ -208,6 +218,7 @@ pub fn check(setup: &Setup) -> Result<(usize, Vec<String>), Error> {
     let config = setup.config()?;
     if config.resolver.recursion {
         resolver_config(&config, setup)?;
+        recursion::rpz::load(&config.resolver.rpz)?;
     }
     let specs = shardns_control::zones::specs(&config, setup.default_zone).map_err(Error::Zones)?;
     // Read once: nothing to watch.

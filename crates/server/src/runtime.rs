@@ -67,7 +67,7 @@ pub fn run(setup: Setup) -> Result<(), Error> {
         &specs,
         config_file.into_iter().chain(zone_list).collect(),
     )?;
-    let recursion = recursion_shared(&config, &setup)?;
+    let recursion = crate::recursion::shared(&config, &setup)?;
     // Secondary zones answer SERVFAIL until their thread has a version for them.
     let (secondary, inbox) = match secondary::prepare(&config) {
         Some((role, inbox)) => (Some(role), Some(inbox)),
@@ -334,6 +334,7 @@ fn new_shared(
         unix_clock: UnixClock::new(),
         tls,
         quic,
+        recursion: std::sync::OnceLock::new(),
     }))
 }
 
@@ -463,26 +464,6 @@ fn check_open_file_limit(config: &Config) {
     }
 }
 
-/// The resolver role every worker shares (`[resolver] recursion = true`), else `None`.
-fn recursion_shared(config: &Config, setup: &Setup) -> Result<Option<Arc<RecursionShared>>, Error> {
-    if !config.resolver.recursion {
-        return Ok(None);
-    }
-    let rc = crate::resolver_config(config, setup)?;
-    info!(
-        "recursion on: {} root servers, {} forward zones, {} ACL entries",
-        rc.hints.servers.len(),
-        rc.forward_zones.len(),
-        config.resolver.allow.len()
-    );
-    Ok(Some(Arc::new(RecursionShared {
-        resolver: Arc::new(shardns_resolver::Resolver::new(rc)),
-        allow: config.resolver.allow.clone(),
-        max_pending: config.resolver.max_pending,
-        udp_max: config.limits.udp_max_response,
-    })))
-}
-
 /// XDP mode (`server.xdp_interface`): the program attached and one AF_XDP socket handed to
 /// each worker; on failure the sockets serve UDP and the log says why.
 fn attach_xdp(
@@ -523,6 +504,10 @@ fn spawn_workers(
     recursion: Option<&Arc<RecursionShared>>,
     taps: Vec<dnstap::Tap>,
 ) -> Result<Vec<JoinHandle<()>>, Error> {
+    if let Some(r) = recursion {
+        // For the statistics: the policy zones' counters.
+        let _ = shared.recursion.set(Arc::clone(r));
+    }
     let mut taps = taps.into_iter();
     let opts = WorkerOptions {
         udp_batch: config.limits.udp_batch,

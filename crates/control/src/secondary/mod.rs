@@ -37,12 +37,14 @@
 
 mod catalog;
 pub(crate) mod client;
+mod fetch;
 mod inbox;
 mod refresh;
 mod schedule;
 mod signer;
 mod store;
 
+pub use fetch::fetch;
 use inbox::Flags;
 pub use inbox::Inbox;
 use store::timers;

@@ -15,15 +15,19 @@
 //! its answer is delivered when the engine reports `Event::Done`. A worker keeps at most
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
 //! SERVFAIL at once (and counted).
+//! With response policy zones configured, `rpz` checks the query before the cache and
+//! writes the policy's answer (a policy CNAME's target is then answered as a query).
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
 mod local;
+pub(crate) mod rpz;
+mod rpz_xfr;
 mod upstream;
 
 pub(crate) use local::build as build_local;
 use local::Step;
-
+use rpz::{Policy, PolicyLog};
 use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
 
@@ -37,7 +41,7 @@ use shardns_resolver::{
 };
 use shardns_sys::Epoll;
 use shardns_wire::message::Header;
-use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode};
+use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Record, Section};
 use shardns_zone::{OptAt, Written};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -53,6 +57,10 @@ const UPSTREAM_ROUNDS: usize = 8;
 /// the per-worker limits.
 pub(crate) struct RecursionShared {
     pub(crate) resolver: Arc<Resolver>,
+    /// The response policy zones (`None`: none configured at start).
+    pub(crate) rpz: Option<rpz::Policies>,
+    /// The NOTIFY inbox of the policy zones transferred from primaries, if any.
+    pub(crate) rpz_xfr: Option<Arc<rpz_xfr::XfrInbox>>,
     pub(crate) allow: Vec<AclEntry>,
     /// Client queries waiting for a resolution, per worker (`resolver.max_pending`).
     pub(crate) max_pending: usize,
@@ -67,6 +75,36 @@ impl RecursionShared {
     }
 }
 
+/// The resolver role every worker shares (`[resolver] recursion = true`), else `None`:
+/// the resolver's configuration (policy zones read), the ACL and the per-worker limits.
+pub(crate) fn shared(
+    config: &shardns_config::Config,
+    setup: &shardns_control::Setup,
+) -> Result<Option<Arc<RecursionShared>>, crate::Error> {
+    if !config.resolver.recursion {
+        return Ok(None);
+    }
+    let rc = crate::resolver_config(config, setup)?;
+    let rpz = rpz::load(&config.resolver.rpz)?;
+    tracing::info!(
+        "recursion on: {} root servers, {} forward zones, {} ACL entries, {} policy zones",
+        rc.hints.servers.len(),
+        rc.forward_zones.len(),
+        config.resolver.allow.len(),
+        config.resolver.rpz.len()
+    );
+    let shared = Arc::new(RecursionShared {
+        resolver: Arc::new(Resolver::new(rc)),
+        rpz,
+        rpz_xfr: rpz_xfr::inbox(&config.resolver.rpz),
+        allow: config.resolver.allow.clone(),
+        max_pending: config.resolver.max_pending,
+        udp_max: config.limits.udp_max_response,
+    });
+    rpz_xfr::start(&shared).map_err(crate::io_error("starting the policy zone transfer thread"))?;
+    Ok(Some(shared))
+}
+
 /// What [`Recursion::query`] did with a query for a name outside our zones.
 pub(crate) enum Handling {
     /// Not for recursion (no RD, client not allowed, not class IN, a `refuse` local zone):
@@ -76,7 +114,8 @@ pub(crate) enum Handling {
     Written(Written),
     /// Resolving; the answer follows later.
     Pending,
-    /// Send nothing (client access `deny`, a `deny` local zone).
+    /// Send nothing (client access `deny`, a `deny` local zone, a response policy's
+    /// DROP).
     Dropped,
 }
 
@@ -95,6 +134,9 @@ struct Pending {
     wants_ad: bool,
     /// The EDNS options its answer carries (NSID, cookie, padding).
     extras: Extras,
+    /// A response policy's rewrite: the records the answer starts with (a CNAME chain
+    /// ending in the policy's CNAME), whose last target is what is being resolved.
+    rewrite: Option<Vec<Record>>,
 }
 
 /// One worker's resolver driver.
@@ -112,6 +154,7 @@ pub(crate) struct Recursion {
     /// DNSSEC validation is on (the `shardns_dnssec_*` counters count).
     validating: bool,
     bogus_log: BogusLog,
+    policy_log: PolicyLog,
 }
 
 /// Seconds during which a bogus (name, EDE code) is logged once.
@@ -196,6 +239,7 @@ impl Recursion {
         Self {
             validating,
             bogus_log: BogusLog::default(),
+            policy_log: PolicyLog::default(),
             shared,
             engine,
             base,
@@ -287,14 +331,44 @@ impl Recursion {
             },
         }
         let qh = &qh;
+        // Response policy zones, when configured: before the cache (one branch when not).
+        let (mut rewrite, mut by_address) = (None, false);
+        if self.shared.rpz.is_some() {
+            let client = origin.peer.map(|p| p.ip());
+            let q = (qname, qtype);
+            let (policy, check_answer) = self.policy(q, client, origin.is_stream(), &mut w, clock);
+            by_address = check_answer;
+            match policy {
+                Policy::None => {}
+                Policy::Drop => return Handling::Dropped,
+                Policy::Answer(rcode, truncated) => {
+                    if truncated {
+                        w.rollback(after_question);
+                    }
+                    let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, None);
+                    return Handling::Written(Written {
+                        len,
+                        rcode,
+                        qtype: Some(qtype),
+                        truncated,
+                        wildcard: None,
+                        opt,
+                    });
+                }
+                Policy::Cname(target, ttl) => rewrite = Some((target, ttl)),
+            }
+        }
+        // A policy's CNAME target is what the cache and the engine answer.
+        let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
-        let cached = if resolver.dns64_owns(qtype) {
-            // DNS64 may synthesize: the engine answers (from the cache where it can).
+        let cached = if resolver.dns64_owns(qtype) || by_address {
+            // DNS64 may synthesize, a policy may rewrite by address: the engine answers
+            // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }
         } else {
             resolver
                 .cache()
-                .answer_query(qname, qtype, clock, qh.cd(), dnssec_ok, &mut w)
+                .answer_query(name, qtype, clock, qh.cd(), dnssec_ok, &mut w)
         };
         match cached {
             CacheAnswer::Hit {
@@ -319,7 +393,8 @@ impl Recursion {
                     w.rollback(after_question);
                 }
                 let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, ede.as_ref());
-                if secure && wants_ad {
+                // A policy's rewrite is not the zone owner's data: no AD.
+                if secure && wants_ad && rewrite.is_none() {
                     set_ad(out);
                 }
                 Handling::Written(Written {
@@ -342,7 +417,7 @@ impl Recursion {
                     let (len, opt) = finish(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
                     return Handling::Written(written(len, Rcode::SERVFAIL, qtype, false, opt));
                 }
-                let task = self.engine.resolve_cd(qname, qtype, qh.cd(), clock);
+                let task = self.engine.resolve_cd(name, qtype, qh.cd(), clock);
                 self.pending.insert(
                     task,
                     Pending {
@@ -355,6 +430,7 @@ impl Recursion {
                         edns,
                         wants_ad,
                         extras,
+                        rewrite: rewrite.map(|(t, ttl)| vec![rpz::cname(qname, t.as_ref(), ttl)]),
                     },
                 );
                 Handling::Pending
@@ -400,6 +476,10 @@ impl Recursion {
                     let Some(p) = self.pending.remove(&task) else {
                         continue;
                     };
+                    // IP-answer policies: the answer may be replaced, dropped or redirected.
+                    let Some((p, answer, tc)) = self.answer_policy(p, answer, clock) else {
+                        continue;
+                    };
                     if answer.rcode == Rcode::SERVFAIL {
                         stats.resolver_servfails.add(1);
                     }
@@ -417,7 +497,8 @@ impl Recursion {
                     } else {
                         (2 + self.shared.udp_max).min(self.write_buf.len())
                     };
-                    let w = write_answer(&mut self.write_buf[2..end], &p, &answer, tcp, policy);
+                    let buf = &mut self.write_buf[2..end];
+                    let w = write_answer(buf, &p, &answer, (tcp, tc), policy);
                     deliver(p.origin, w, &p.qname, &mut self.write_buf[..]);
                 }
             }
@@ -426,11 +507,13 @@ impl Recursion {
 }
 
 /// Writes a finished resolution's response for its client.
+/// `(tcp, tc)`: the client's transport is a stream; the answer is an empty one with TC (a
+/// TCP-only policy over UDP).
 fn write_answer(
     buf: &mut [u8],
     p: &Pending,
     answer: &Resolution,
-    tcp: bool,
+    (tcp, tc): (bool, bool),
     policy: &EdnsPolicy,
 ) -> Written {
     let full = client_response_limit(tcp, p.edns, buf.len());
@@ -443,7 +526,11 @@ fn write_answer(
         w.set_limit(limit.saturating_sub(OPT_ROOM));
     }
     let dnssec_ok = p.edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
-    let truncated = answer.write(&mut w, dnssec_ok).is_err();
+    let cname = p.rewrite.iter().flatten().try_for_each(|r| {
+        let owner = r.owner.as_ref();
+        w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)
+    });
+    let truncated = tc || cname.is_err() || answer.write(&mut w, dnssec_ok).is_err();
     if truncated {
         w.rollback(after_question);
     }
@@ -462,7 +549,7 @@ fn write_answer(
         p.edns,
         answer.ede.as_ref(),
     );
-    if answer.secure && p.wants_ad {
+    if answer.secure && p.wants_ad && p.rewrite.is_none() {
         set_ad(buf);
     }
     let mut written = Written {

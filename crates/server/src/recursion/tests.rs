@@ -36,6 +36,8 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
     }];
     let shared = Arc::new(RecursionShared {
         resolver: Arc::new(Resolver::new(config)),
+        rpz: None,
+        rpz_xfr: None,
         allow: vec!["127.0.0.0/8".parse().unwrap()],
         max_pending: 4,
         udp_max: 1232,

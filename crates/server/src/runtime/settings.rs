@@ -109,7 +109,8 @@ pub(super) fn edns_policy(
 }
 
 /// At a reload: the TLS certificate and key read again (new connections use them), the
-/// NSID and cookie secrets from the config as it now is.
+/// response policy zones whose files or tables changed, the NSID and cookie secrets from
+/// the config as it now is.
 pub(super) fn reload_extras(config: &Config, shared: &Shared) {
     if let Some(tls) = &shared.tls {
         let files = config
@@ -132,6 +133,7 @@ pub(super) fn reload_extras(config: &Config, shared: &Shared) {
             error!("QUIC certificate not reloaded, the previous one stays: {e}");
         }
     }
+    crate::recursion::rpz::reload(&config.resolver.rpz, shared);
     let previous = shared.edns.load();
     match edns_policy(config, Some(&previous)) {
         Ok(p) => shared.edns.store(Arc::new(p)),

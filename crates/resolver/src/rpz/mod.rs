@@ -1,0 +1,493 @@
+//! rpz -- response policy zones (RPZ, draft-vixie-dnsop-dns-rpz, as BIND implements it):
+//! which client queries are rewritten, and how.
+//!
+//! Owns: [`Rpz`] (the policy zones, in the order they are checked) and each
+//! [`PolicyZone`]'s triggers and actions, built from a zone's records (`build`), the
+//! per-zone hit counters, and [`LocalData::write`], the records of a local-data answer.
+//! Triggers done: QNAME (exact names and `*.name` wildcards), client IP
+//! (`rpz-client-ip`) and the addresses of an answer (`rpz-ip`, [`Rpz::check_answer`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
+//! (`CNAME rpz-passthru.`), DROP (`CNAME rpz-drop.`), TCP-only (`CNAME rpz-tcp-only.`),
+//! and local data (any other records; a CNAME to another name, which the caller resolves;
+//! `CNAME *.suffix` puts the query name in front of `suffix`).
+//! Not done yet: the NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`) triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
+//! skipped), policy zones updated by transfer.
+//!
+//! Precedence (BIND's): zones in order, the first zone with a match decides; within a
+//! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
+//! exact QNAME before a wildcard, and the wildcard closest to the name first. IP-answer
+//! triggers are checked after resolution, when no QNAME or client-IP trigger applied
+//! (BIND's `qname-wait-recurse no`): the longest prefix holding any address of the answer.
+//!
+//! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
+//! lookup of the query name, then one per ancestor only if the zone has wildcards (each
+//! only for a label count some trigger of the zone has), and
+//! per distinct client prefix length one masked lookup only if the zone has client-IP
+//! triggers. Triggers are kept compactly (names back to back in one buffer, a hash table of
+//! 8-octet entries), so a million-entry zone costs tens of megabytes, not hundreds.
+//! Never: I/O (the caller reads the zone file and passes its records in), locks; counters
+//! are atomics written on hits only.
+
+mod build;
+mod table;
+
+#[cfg(test)]
+mod tests;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use shardns_wire::writer::Full;
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
+
+pub use build::PolicyZoneBuilder;
+use table::{IpTable, NameTable};
+
+/// TTL of the CNAME a `cname NAME` zone override answers (BIND's `max-policy-ttl`
+/// default, 5 minutes).
+const OVERRIDE_TTL: u32 = 300;
+
+/// A zone's `policy` override (BIND's `policy given|disabled|passthru|...`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Override {
+    /// The zone's own actions.
+    #[default]
+    Given,
+    /// Hits are counted (and logged) but not applied; the next zones are checked.
+    Disabled,
+    /// Every hit is this action.
+    Passthru,
+    /// Every hit answers NXDOMAIN.
+    Nxdomain,
+    /// Every hit answers NODATA.
+    Nodata,
+    /// Every hit is dropped.
+    Drop,
+    /// Every hit over UDP answers TC.
+    TcpOnly,
+    /// Every hit answers a CNAME to this name.
+    Cname(Name),
+}
+
+/// Which kind of trigger matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The client's address (`rpz-client-ip`).
+    ClientIp,
+    /// The query name (exact or wildcard owner).
+    Qname,
+    /// An address in the answer (`rpz-ip`).
+    Ip,
+}
+
+impl Trigger {
+    /// Its name in logs.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ClientIp => "client-ip",
+            Self::Qname => "qname",
+            Self::Ip => "ip",
+        }
+    }
+}
+
+/// What a policy says to do with a query.
+// The CNAME target is built in place (a wildcard target holds the query name), so that a
+// hit allocates nothing; one value per hit, never stored.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Action<'a> {
+    /// Answer NXDOMAIN.
+    Nxdomain,
+    /// Answer NOERROR with no records.
+    Nodata,
+    /// Answer as if there were no policy (and check no further zone).
+    Passthru,
+    /// Send no answer.
+    Drop,
+    /// Over UDP answer TC with no records; over TCP answer normally.
+    TcpOnly,
+    /// Answer with these records, owned by the query name.
+    Data(&'a LocalData),
+    /// Answer this CNAME (the query name to the name given), then what the target
+    /// resolves to.
+    Cname(NameBuf, u32),
+}
+
+/// Counter slots of a zone's hits, by action (see [`PolicyZone::hits`]).
+pub const ACTION_LABELS: [&str; 8] = [
+    "nxdomain",
+    "nodata",
+    "passthru",
+    "drop",
+    "tcp-only",
+    "local-data",
+    "cname",
+    "disabled",
+];
+
+impl Action<'_> {
+    fn slot(&self) -> usize {
+        match self {
+            Self::Nxdomain => 0,
+            Self::Nodata => 1,
+            Self::Passthru => 2,
+            Self::Drop => 3,
+            Self::TcpOnly => 4,
+            Self::Data(_) => 5,
+            Self::Cname(..) => 6,
+        }
+    }
+
+    /// Its name in logs and counters.
+    pub fn label(&self) -> &'static str {
+        ACTION_LABELS[self.slot()]
+    }
+}
+
+/// One record of a local-data action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LocalRecord {
+    rtype: RType,
+    ttl: u32,
+    rdata: Box<[u8]>,
+}
+
+/// The records of one local-data trigger (BIND: any records other than the special
+/// CNAMEs). A CNAME among them is the only record (checked when the zone is built).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LocalData {
+    records: Vec<LocalRecord>,
+}
+
+impl LocalData {
+    /// Writes the records of type `qtype` (all of them for ANY) into the answer section,
+    /// owned by `owner`; returns how many. None written is a NODATA answer.
+    pub fn write(
+        &self,
+        owner: NameRef<'_>,
+        qtype: RType,
+        w: &mut MessageWriter<'_>,
+    ) -> Result<usize, Full> {
+        let mut n = 0;
+        for r in &self.records {
+            if r.rtype == qtype || qtype == RType::ANY {
+                w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The records of type `qtype` (all for ANY) as records owned by `owner`.
+    pub fn records(&self, owner: NameRef<'_>, qtype: RType) -> Vec<Record> {
+        self.records
+            .iter()
+            .filter(|r| r.rtype == qtype || qtype == RType::ANY)
+            .map(|r| Record {
+                owner: owner.to_name(),
+                rtype: r.rtype,
+                class: Class::IN,
+                ttl: r.ttl,
+                rdata: r.rdata.to_vec(),
+            })
+            .collect()
+    }
+
+    /// The CNAME target and TTL, if this is a CNAME.
+    fn cname(&self) -> Option<(NameRef<'_>, u32)> {
+        let r = self.records.first()?;
+        (r.rtype == RType::CNAME)
+            .then(|| NameRef::from_wire(&r.rdata).ok().map(|n| (n, r.ttl)))
+            .flatten()
+    }
+}
+
+/// A stored action: the special ones, or an index into the zone's local data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stored(u32);
+
+impl Stored {
+    const NXDOMAIN: Self = Self(0);
+    const NODATA: Self = Self(1);
+    const PASSTHRU: Self = Self(2);
+    const DROP: Self = Self(3);
+    const TCP_ONLY: Self = Self(4);
+    /// Local data `i` is `Stored(LOCAL + i)`.
+    const LOCAL: u32 = 5;
+}
+
+/// One policy zone: its triggers, actions and counters.
+pub struct PolicyZone {
+    name: Name,
+    policy: Override,
+    log: bool,
+    serial: u32,
+    qnames: NameTable,
+    wildcards: NameTable,
+    clients: IpTable,
+    answer_ips: IpTable,
+    local: Vec<LocalData>,
+    unsupported: u64,
+    /// Shared with the zone's later versions ([`PolicyZone::carry_hits`]).
+    hits: Arc<[AtomicU64; ACTION_LABELS.len()]>,
+}
+
+impl core::fmt::Debug for PolicyZone {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PolicyZone")
+            .field("name", &self.name)
+            .field("policy", &self.policy)
+            .field("serial", &self.serial)
+            .field("qnames", &self.qnames.len())
+            .field("wildcards", &self.wildcards.len())
+            .field("client_ips", &self.clients.len())
+            .field("answer_ips", &self.answer_ips.len())
+            .finish()
+    }
+}
+
+impl PolicyZone {
+    /// The zone's name.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// Whether its hits are logged.
+    pub fn log(&self) -> bool {
+        self.log
+    }
+
+    /// The serial of the SOA it was built from (0 without one).
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// Triggers: QNAME (exact, wildcard), client IP and answer IP.
+    pub fn triggers(&self) -> (usize, usize, usize, usize) {
+        (
+            self.qnames.len(),
+            self.wildcards.len(),
+            self.clients.len(),
+            self.answer_ips.len(),
+        )
+    }
+
+    /// Records of triggers not supported yet (`rpz-nsdname`, `rpz-nsip`), skipped.
+    pub fn unsupported(&self) -> u64 {
+        self.unsupported
+    }
+
+    /// Hits so far, by action, in the order of [`ACTION_LABELS`].
+    pub fn hits(&self) -> [u64; ACTION_LABELS.len()] {
+        core::array::from_fn(|i| self.hits[i].load(Relaxed))
+    }
+
+    /// Counts its hits with the counters of `old` (the version this one replaces), so
+    /// that the counters neither go back nor lose the hits made while the two versions
+    /// are both in use.
+    pub fn carry_hits(&mut self, old: &PolicyZone) {
+        self.hits = Arc::clone(&old.hits);
+    }
+
+    /// Octets held by the triggers and actions (for the memory figures).
+    pub fn memory(&self) -> usize {
+        let local: usize = self
+            .local
+            .iter()
+            .map(|l| {
+                size_of::<LocalData>()
+                    + l.records
+                        .iter()
+                        .map(|r| size_of::<LocalRecord>() + r.rdata.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        self.qnames.memory()
+            + self.wildcards.memory()
+            + self.clients.memory()
+            + self.answer_ips.memory()
+            + local
+    }
+
+    /// The trigger matching this query, if any: client IP first, then QNAME.
+    fn find(&self, qname: NameRef<'_>, client: Option<IpAddr>) -> Option<(Trigger, Stored)> {
+        if let Some(ip) = client.filter(|_| !self.clients.is_empty()) {
+            if let Some((_, a)) = self.clients.longest(ip) {
+                return Some((Trigger::ClientIp, a));
+            }
+        }
+        // Only the label counts some trigger has are looked up.
+        let mut labels = qname.label_count();
+        if self.qnames.may_hold(labels) {
+            if let Some(a) = self.qnames.get(qname) {
+                return Some((Trigger::Qname, a));
+            }
+        }
+        if !self.wildcards.is_empty() {
+            let mut up = qname.parent();
+            while let Some(n) = up {
+                labels -= 1;
+                if self.wildcards.may_hold(labels) {
+                    if let Some(a) = self.wildcards.get(n) {
+                        return Some((Trigger::Qname, a));
+                    }
+                }
+                up = n.parent();
+            }
+        }
+        None
+    }
+
+    /// The action a stored one means for `qname`, after the zone's override.
+    fn action(&self, stored: Stored, qname: NameRef<'_>) -> Action<'_> {
+        match &self.policy {
+            Override::Given | Override::Disabled => {}
+            Override::Passthru => return Action::Passthru,
+            Override::Nxdomain => return Action::Nxdomain,
+            Override::Nodata => return Action::Nodata,
+            Override::Drop => return Action::Drop,
+            Override::TcpOnly => return Action::TcpOnly,
+            Override::Cname(target) => {
+                let mut buf = NameBuf::new();
+                buf.set(target.as_ref());
+                return Action::Cname(buf, OVERRIDE_TTL);
+            }
+        }
+        match stored {
+            Stored::NXDOMAIN => Action::Nxdomain,
+            Stored::NODATA => Action::Nodata,
+            Stored::PASSTHRU => Action::Passthru,
+            Stored::DROP => Action::Drop,
+            Stored::TCP_ONLY => Action::TcpOnly,
+            Stored(i) => {
+                let data = &self.local[(i - Stored::LOCAL) as usize];
+                match data.cname() {
+                    Some((target, ttl)) => cname_to(target, qname, ttl),
+                    None => Action::Data(data),
+                }
+            }
+        }
+    }
+}
+
+/// The CNAME action to `target`; `*.suffix` puts `qname` in front of `suffix` (BIND's
+/// wildcard target), and a name too long for that answers NXDOMAIN.
+fn cname_to<'a>(target: NameRef<'_>, qname: NameRef<'_>, ttl: u32) -> Action<'a> {
+    let mut buf = NameBuf::new();
+    match target.parent().filter(|_| target.is_wildcard()) {
+        Some(suffix) => {
+            let wire = qname.as_wire();
+            if buf.set_concat(&wire[..wire.len() - 1], suffix).is_err() {
+                return Action::Nxdomain;
+            }
+        }
+        None => buf.set(target),
+    }
+    Action::Cname(buf, ttl)
+}
+
+/// A policy hit: the zone (its index in [`Rpz::zones`]), the trigger, and what to do.
+#[derive(Debug)]
+pub struct Hit<'a> {
+    /// Index of the zone that matched.
+    pub zone: usize,
+    /// What matched.
+    pub trigger: Trigger,
+    /// What to do (for a disabled zone, what would have been done; see `applied`).
+    pub action: Action<'a>,
+    /// False for a hit in a zone with `policy disabled`: only logged.
+    pub applied: bool,
+}
+
+/// The policy zones, in the order they are checked.
+#[derive(Debug, Default)]
+pub struct Rpz {
+    zones: Vec<Arc<PolicyZone>>,
+    /// Some zone has IP-answer triggers: answers must be checked after resolution.
+    answer_triggers: bool,
+}
+
+impl Rpz {
+    /// Policy zones checked in this order.
+    /// (Shared: a zone that did not change is kept from one set to the next.)
+    pub fn new(zones: Vec<Arc<PolicyZone>>) -> Self {
+        let answer_triggers = zones.iter().any(|z| !z.answer_ips.is_empty());
+        Self {
+            zones,
+            answer_triggers,
+        }
+    }
+
+    /// Whether some zone has IP-answer (`rpz-ip`) triggers: then the addresses of an
+    /// answer are checked ([`Rpz::check_answer`]) before it goes to the client.
+    #[inline]
+    pub fn has_answer_triggers(&self) -> bool {
+        self.answer_triggers
+    }
+
+    /// The zones.
+    pub fn zones(&self) -> &[Arc<PolicyZone>] {
+        &self.zones
+    }
+
+    /// The policies a query from `client` for `qname` meets, in order: disabled zones'
+    /// hits (to log), then the one applied (if any). `each` sees every hit; the applied
+    /// one, if any, is returned. Counted per zone and action.
+    pub fn check<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        client: Option<IpAddr>,
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        self.first(qname, each, |z| z.find(qname, client))
+    }
+
+    /// The policies an answer for `qname` with these A/AAAA addresses meets (IP-answer
+    /// triggers): in each zone the longest prefix holding any of them. As
+    /// [`Rpz::check`] otherwise.
+    pub fn check_answer<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        addresses: &[IpAddr],
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        self.first(qname, each, |z| {
+            addresses
+                .iter()
+                .filter_map(|&ip| z.answer_ips.longest(ip))
+                .max_by_key(|&(len, _)| len)
+                .map(|(_, a)| (Trigger::Ip, a))
+        })
+    }
+
+    /// The first zone's hit that applies, after `find` in each zone in order.
+    fn first<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        each: &mut dyn FnMut(&Hit<'a>),
+        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored)>,
+    ) -> Option<Hit<'a>> {
+        for (i, z) in self.zones.iter().enumerate() {
+            let Some((trigger, stored)) = find(z) else {
+                continue;
+            };
+            let action = z.action(stored, qname);
+            let applied = z.policy != Override::Disabled;
+            let slot = if applied { action.slot() } else { 7 };
+            z.hits[slot].fetch_add(1, Relaxed);
+            let hit = Hit {
+                zone: i,
+                trigger,
+                action,
+                applied,
+            };
+            each(&hit);
+            if applied {
+                return Some(hit);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,270 @@
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use shardns_wire::{Name, RType};
+use shardns_zone::scan::{scan_text, ScanOptions};
+
+use super::*;
+
+fn zone(origin: &str, policy: Override, text: &str) -> Result<PolicyZone, crate::Error> {
+    let origin: Name = origin.parse().unwrap();
+    let scanned = scan_text(
+        text.as_bytes(),
+        Path::new("test.rpz"),
+        &ScanOptions::new(origin.clone()),
+    )
+    .unwrap();
+    let mut b = PolicyZoneBuilder::new(origin, policy, true);
+    for chunk in &scanned.chunks {
+        for item in &chunk.items {
+            b.add(
+                chunk.owner(item),
+                item.rtype,
+                item.ttl,
+                chunk.rdata(item),
+                item.line as usize,
+            )?;
+        }
+    }
+    Ok(b.finish())
+}
+
+const APEX: &str = "$TTL 60\n@ SOA ns. admin. 7 1 1 1 1\n@ NS ns.\n";
+
+fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// The action label, the trigger and the zone index of the applied hit.
+fn check(rpz: &Rpz, qname: &str, client: Option<&str>) -> Option<(&'static str, Trigger, usize)> {
+    let client: Option<IpAddr> = client.map(|c| c.parse().unwrap());
+    rpz.check(n(qname).as_ref(), client, &mut |_| {})
+        .map(|h| (h.action.label(), h.trigger, h.zone))
+}
+
+fn one(text: &str) -> Rpz {
+    Rpz::new(vec![Arc::new(
+        zone("rpz.test.", Override::Given, &format!("{APEX}{text}")).unwrap(),
+    )])
+}
+
+#[test]
+fn special_cnames_are_actions_and_apex_is_not_policy() {
+    let rpz = one(
+        "nx.example CNAME .\nnd.example CNAME *.\npass.example CNAME rpz-passthru.\n\
+         drop.example CNAME rpz-drop.\ntcp.example CNAME rpz-tcp-only.\n",
+    );
+    let z = &rpz.zones()[0];
+    assert_eq!(z.serial(), 7);
+    assert_eq!(z.triggers(), (5, 0, 0, 0));
+    for (q, label) in [
+        ("nx.example.", "nxdomain"),
+        ("NX.Example.", "nxdomain"),
+        ("nd.example.", "nodata"),
+        ("pass.example.", "passthru"),
+        ("drop.example.", "drop"),
+        ("tcp.example.", "tcp-only"),
+    ] {
+        assert_eq!(check(&rpz, q, None).map(|h| h.0), Some(label), "{q}");
+    }
+    // The apex's own name is no trigger, nor are names below a trigger.
+    assert!(check(&rpz, "rpz.test.", None).is_none());
+    assert!(check(&rpz, "www.nx.example.", None).is_none());
+    assert!(check(&rpz, "example.", None).is_none());
+    assert_eq!(z.hits()[0], 2);
+}
+
+#[test]
+fn exact_names_before_wildcards_and_closest_wildcard_first() {
+    let rpz = one("*.example CNAME .\nwww.example CNAME rpz-passthru.\n\
+         *.deep.example CNAME *.\n");
+    assert_eq!(check(&rpz, "a.example.", None).unwrap().0, "nxdomain");
+    assert_eq!(check(&rpz, "a.b.example.", None).unwrap().0, "nxdomain");
+    assert_eq!(check(&rpz, "www.example.", None).unwrap().0, "passthru");
+    assert_eq!(check(&rpz, "x.deep.example.", None).unwrap().0, "nodata");
+    // BIND: `*.example` does not match `example` itself.
+    assert!(check(&rpz, "example.", None).is_none());
+}
+
+#[test]
+fn local_data_merges_by_owner_and_writes_only_the_asked_type() {
+    let rpz = one(
+        "ld.example A 192.0.2.1\nother.example TXT \"x\"\nld.example A 192.0.2.2\n\
+         ld.example AAAA 2001:db8::1\n*.w.example A 192.0.2.9\n",
+    );
+    let hit = rpz
+        .check(n("ld.example.").as_ref(), None, &mut |_| {})
+        .unwrap();
+    let Action::Data(data) = hit.action else {
+        panic!("{hit:?}")
+    };
+    let mut buf = [0u8; 512];
+    let mut w = MessageWriter::new(&mut buf, 512);
+    let owner = n("ld.example.");
+    assert_eq!(data.write(owner.as_ref(), RType::A, &mut w), Ok(2));
+    assert_eq!(data.write(owner.as_ref(), RType::AAAA, &mut w), Ok(1));
+    assert_eq!(data.write(owner.as_ref(), RType::MX, &mut w), Ok(0));
+    assert_eq!(w.count(Section::Answer), 3);
+    assert_eq!(check(&rpz, "q.w.example.", None).unwrap().0, "local-data");
+}
+
+#[test]
+fn cname_targets_plain_and_wildcard() {
+    let rpz = one("a.example CNAME garden.test.\n*.b.example CNAME *.garden.test.\n");
+    let target = |q: &str| match rpz.check(n(q).as_ref(), None, &mut |_| {}) {
+        Some(Hit {
+            action: Action::Cname(t, ttl),
+            ..
+        }) => (t.as_ref().to_name().to_string(), ttl),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(target("a.example."), ("garden.test.".into(), 60));
+    assert_eq!(
+        target("x.b.example."),
+        ("x.b.example.garden.test.".into(), 60)
+    );
+}
+
+#[test]
+fn client_ip_triggers_longest_prefix_and_before_qname() {
+    let rpz = one(
+        "24.0.2.0.192.rpz-client-ip CNAME .\n32.7.2.0.192.rpz-client-ip CNAME rpz-passthru.\n\
+         48.zz.db8.2001.rpz-client-ip CNAME rpz-drop.\n128.1.zz.rpz-client-ip CNAME *.\n\
+         blocked.example CNAME rpz-tcp-only.\n",
+    );
+    assert_eq!(rpz.zones()[0].triggers(), (1, 0, 4, 0));
+    let c = |ip| check(&rpz, "blocked.example.", Some(ip)).map(|h| (h.0, h.1));
+    assert_eq!(c("192.0.2.1"), Some(("nxdomain", Trigger::ClientIp)));
+    assert_eq!(c("::ffff:192.0.2.1"), Some(("nxdomain", Trigger::ClientIp)));
+    assert_eq!(c("192.0.2.7"), Some(("passthru", Trigger::ClientIp)));
+    assert_eq!(c("2001:db8::5"), Some(("drop", Trigger::ClientIp)));
+    assert_eq!(c("::1"), Some(("nodata", Trigger::ClientIp)));
+    assert_eq!(c("192.0.3.1"), Some(("tcp-only", Trigger::Qname)));
+    assert!(check(&rpz, "other.example.", Some("192.0.3.1")).is_none());
+}
+
+#[test]
+fn bad_triggers_and_conflicts_are_errors_with_lines() {
+    for (text, want) in [
+        (
+            "24.0.2.0.300.rpz-client-ip CNAME .\n",
+            "bad address trigger",
+        ),
+        ("24.1.2.0.192.rpz-client-ip CNAME .\n", "past the prefix"),
+        (
+            "x.example CNAME .\nx.example A 192.0.2.1\n",
+            "special CNAME",
+        ),
+        (
+            "x.example CNAME a.test.\nx.example A 192.0.2.1\n",
+            "a CNAME and other",
+        ),
+    ] {
+        let e = zone("rpz.test.", Override::Given, &format!("{APEX}{text}")).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains(want) && (s.contains(":4:") || s.contains(":5:")),
+            "{s}"
+        );
+    }
+}
+
+#[test]
+fn zones_in_order_overrides_and_counters() {
+    let text = format!("{APEX}a.example CNAME .\nb.example A 192.0.2.1\n");
+    let first = zone("one.test.", Override::Disabled, &text).unwrap();
+    let second = zone("two.test.", Override::Nodata, &text).unwrap();
+    let third = zone(
+        "three.test.",
+        Override::Cname(n("walled.test.")),
+        &format!("{APEX}c.example CNAME rpz-drop.\n"),
+    )
+    .unwrap();
+    let rpz = Rpz::new(vec![Arc::new(first), Arc::new(second), Arc::new(third)]);
+    let mut seen = Vec::new();
+    let hit = rpz
+        .check(n("a.example.").as_ref(), None, &mut |h| {
+            seen.push((h.zone, h.applied))
+        })
+        .unwrap();
+    // The disabled zone's hit is seen (to log), the second zone's override applies.
+    assert_eq!(seen, vec![(0, false), (1, true)]);
+    assert_eq!((hit.zone, hit.action.label()), (1, "nodata"));
+    assert_eq!(check(&rpz, "c.example.", None).unwrap().0, "cname");
+    assert_eq!(rpz.zones()[0].hits()[7], 1);
+    assert_eq!(rpz.zones()[1].hits()[1], 1);
+    assert_eq!(rpz.zones()[2].hits()[6], 1);
+}
+
+#[test]
+fn unsupported_triggers_are_counted_and_skipped() {
+    let rpz = one("ns.example.rpz-nsdname CNAME .\n32.1.2.0.192.rpz-nsip CNAME .\n");
+    assert_eq!(rpz.zones()[0].unsupported(), 2);
+    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 0));
+}
+
+fn by_answer(rpz: &Rpz, addrs: &[&str]) -> Option<(&'static str, Trigger, usize)> {
+    let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
+    rpz.check_answer(n("q.example.").as_ref(), &addrs, &mut |_| {})
+        .map(|h| (h.action.label(), h.trigger, h.zone))
+}
+
+#[test]
+fn answer_ip_triggers_take_the_longest_prefix_of_any_address() {
+    let first = zone(
+        "one.test.",
+        Override::Given,
+        &format!(
+            "{APEX}24.0.2.0.192.rpz-ip CNAME .\n32.9.2.0.192.rpz-ip CNAME *.\n\
+             64.zz.db8.2001.rpz-ip A 192.0.2.200\n"
+        ),
+    )
+    .unwrap();
+    let second = zone(
+        "two.test.",
+        Override::Given,
+        &format!("{APEX}8.0.0.0.198.rpz-ip CNAME rpz-drop.\n"),
+    )
+    .unwrap();
+    let rpz = Rpz::new(vec![Arc::new(first), Arc::new(second)]);
+    assert!(rpz.has_answer_triggers());
+    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 3));
+    assert_eq!(
+        by_answer(&rpz, &["192.0.2.1"]),
+        Some(("nxdomain", Trigger::Ip, 0))
+    );
+    // Of two addresses, the one under the longer prefix decides.
+    assert_eq!(
+        by_answer(&rpz, &["192.0.2.1", "192.0.2.9"]).unwrap().0,
+        "nodata"
+    );
+    assert_eq!(by_answer(&rpz, &["2001:db8::7"]).unwrap().0, "local-data");
+    // The first zone's match wins over the second's, whatever the order of the addresses.
+    assert_eq!(
+        by_answer(&rpz, &["198.51.100.1", "192.0.2.1"]),
+        Some(("nxdomain", Trigger::Ip, 0))
+    );
+    assert_eq!(by_answer(&rpz, &["198.51.100.1"]).unwrap().1, Trigger::Ip);
+    assert!(by_answer(&rpz, &["203.0.113.1"]).is_none());
+    assert!(!one("x.example CNAME .\n").has_answer_triggers());
+}
+
+#[test]
+fn a_big_zone_stays_compact() {
+    let mut b = PolicyZoneBuilder::new(n("rpz.test."), Override::Given, false);
+    let rdata = [0u8];
+    for i in 0..100_000u32 {
+        let owner: Name = format!("host{i}.example{}.rpz.test.", i % 100)
+            .parse()
+            .unwrap();
+        b.add(owner.as_ref(), RType::CNAME, 60, &rdata, 0).unwrap();
+    }
+    let z = b.finish();
+    assert_eq!(z.triggers().0, 100_000);
+    // About 24 octets of name and 9 of index per trigger.
+    assert!(z.memory() < 100_000 * 48, "{}", z.memory());
+    let rpz = Rpz::new(vec![Arc::new(z)]);
+    assert!(check(&rpz, "host99999.example99.", None).is_some());
+    assert!(check(&rpz, "host99999.example98.", None).is_none());
+}

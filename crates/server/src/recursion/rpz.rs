@@ -1,0 +1,481 @@
+//! recursion::rpz -- the server's side of response policy zones: the policy files read at
+//! start and read again at a reload when they changed ([`Policies`], swapped whole), a
+//! client query checked against them before the cache and an answer's addresses after
+//! resolution, the policy's answer written, and the hits logged without flooding.
+//!
+//! The policy decisions themselves (triggers, precedence, overrides, counters) are
+//! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
+
+use super::{Pending, Recursion, RecursionShared};
+use crate::Error;
+use arc_swap::ArcSwap;
+use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
+use shardns_resolver::{
+    PolicyAction, PolicyHit, PolicyOverride, PolicyZone, PolicyZoneBuilder, Resolution, Rpz,
+};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Record, Section};
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// What the policies decided for a query.
+// The target is built in place: a hit allocates nothing. One value per hit, never stored.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Policy {
+    /// No policy applies (or PASSTHRU): answer as usual.
+    None,
+    /// The answer is written (after the question): its RCODE, and whether it is a TC
+    /// answer.
+    Answer(Rcode, bool),
+    /// Send nothing.
+    Drop,
+    /// A CNAME from the query name to this target is written; the target is answered
+    /// next (from the cache or by resolution), with this TTL for the CNAME.
+    Cname(NameBuf, u32),
+}
+
+/// A policy file's modification time and length when it was read.
+type Stamp = (SystemTime, u64);
+/// A policy zone's table and its file's stamp when it was read.
+type Read = (RpzConfig, Option<Stamp>);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// The policy zones every worker reads, swapped whole at a reload (an `ArcSwap`: a
+/// worker's read takes no lock), and what each was read from.
+pub(crate) struct Policies {
+    pub(super) set: ArcSwap<Rpz>,
+    /// Per zone, in order: its table and its file's stamp when read. The main thread's.
+    read: Mutex<Vec<Read>>,
+}
+
+/// Reads one policy zone's file; a zone transferred from primaries starts empty.
+fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
+    let what = |e: &dyn std::fmt::Display| {
+        Error::Zones(format!("policy zone {} ({}): {e}", z.name, source(z)))
+    };
+    let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    let file = match (&z.file, z.primaries.is_empty()) {
+        (Some(file), true) => file,
+        (None, false) => {
+            tracing::info!("policy zone {}: empty until its first transfer", z.name);
+            return Ok(b.finish());
+        }
+        _ => return Err(what(&"give either a file or primaries")),
+    };
+    let mut opts = shardns_zone::ScanOptions::new(z.name.clone());
+    opts.threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut scanned = shardns_zone::scan::scan_file(file, &opts).map_err(|e| what(&e))?;
+    // The text is not needed once scanned, and each chunk of records not once added: both
+    // go as early as they can, so that loading a big zone peaks lower.
+    drop(std::mem::take(&mut scanned.text));
+    b.reserve(scanned.chunks.iter().map(|c| c.items.len()).sum());
+    for chunk in std::mem::take(&mut scanned.chunks) {
+        for item in &chunk.items {
+            let (owner, rdata) = (chunk.owner(item), chunk.rdata(item));
+            b.add(owner, item.rtype, item.ttl, rdata, item.line as usize)
+                .map_err(|e| what(&e))?;
+        }
+    }
+    let zone = b.finish();
+    // What the scan and the growing tables freed goes back to the system.
+    shardns_sys::release_free_memory();
+    Ok(logged(zone))
+}
+
+/// Where a policy zone comes from, for messages.
+fn source(z: &RpzConfig) -> String {
+    match &z.file {
+        Some(f) => f.display().to_string(),
+        None => format!("primaries {:?}", z.primaries),
+    }
+}
+
+/// `zone`, its figures logged.
+pub(super) fn logged(zone: PolicyZone) -> PolicyZone {
+    let (names, wildcards, clients, ips) = zone.triggers();
+    tracing::info!(
+        "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
+         prefixes, {ips} answer prefixes, {} KiB{}",
+        zone.name(),
+        zone.serial(),
+        zone.memory() >> 10,
+        match zone.unsupported() {
+            0 => String::new(),
+            n => format!("; {n} records of NSDNAME or NSIP triggers skipped (not done yet)"),
+        }
+    );
+    zone
+}
+
+/// The policy zones of `zones`, in order, with what each was read from; a zone of `old`
+/// whose table is the same and whose file has the same stamp is kept, not read again, and
+/// a zone read again takes over its previous version's counters.
+fn build(zones: &[RpzConfig], old: Option<(&Rpz, &[Read])>) -> Result<(Rpz, Vec<Read>), Error> {
+    let mut set = Vec::with_capacity(zones.len());
+    let mut read = Vec::with_capacity(zones.len());
+    for z in zones {
+        let now = z.file.as_deref().and_then(stamp);
+        let before = old.and_then(|(rpz, read)| {
+            let i = read.iter().position(|(c, _)| c.name == z.name)?;
+            Some((&rpz.zones()[i], &read[i]))
+        });
+        let zone = match before {
+            // A transferred zone is the transfer thread's to replace.
+            Some((zone, _)) if z.file.is_none() && !z.primaries.is_empty() => Arc::clone(zone),
+            Some((zone, (c, Some(was)))) if c == z && now == Some(*was) => Arc::clone(zone),
+            _ => {
+                let mut zone = load_one(z)?;
+                if let Some((previous, _)) = before {
+                    zone.carry_hits(previous);
+                }
+                Arc::new(zone)
+            }
+        };
+        set.push(zone);
+        read.push((z.clone(), now));
+    }
+    Ok((Rpz::new(set), read))
+}
+
+impl Policies {
+    /// The lock that keeps two swaps (a reload, a transfer) from crossing.
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Read>> {
+        self.read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Reads the `[[resolver.rpz]]` zone files, in order. `None` when there are none, so that
+/// the answer path pays nothing.
+pub(crate) fn load(zones: &[RpzConfig]) -> Result<Option<Policies>, Error> {
+    if zones.is_empty() {
+        return Ok(None);
+    }
+    let (set, read) = build(zones, None)?;
+    Ok(Some(Policies {
+        set: ArcSwap::from_pointee(set),
+        read: Mutex::new(read),
+    }))
+}
+
+/// At a reload (SIGHUP, `shardns reload`), on the main thread: the policy zones whose
+/// table or file changed are read again and the set swapped in whole while the workers
+/// answer from the previous one; if one fails to load, the previous set stays. The old
+/// and the new version of a changed zone are both held while it is read.
+pub(crate) fn reload(zones: &[RpzConfig], shared: &crate::Shared) {
+    let Some(rec) = shared.recursion.get() else {
+        return;
+    };
+    let Some(p) = &rec.rpz else {
+        if !zones.is_empty() {
+            tracing::warn!("policy zones configured after the start are read at the next start");
+        }
+        return;
+    };
+    let mut read = p
+        .read
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let old = p.set.load_full();
+    match build(zones, Some((&old, &read))) {
+        Ok((set, now)) => {
+            let kept = set
+                .zones()
+                .iter()
+                .zip(old.zones())
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+            if kept && set.zones().len() == old.zones().len() {
+                return;
+            }
+            tracing::info!("policy zones reloaded: {} zones", set.zones().len());
+            p.set.store(Arc::new(set));
+            *read = now;
+        }
+        Err(e) => tracing::error!("policy zones not reloaded, the previous ones stay: {e}"),
+    }
+}
+
+/// The resolver's form of a zone's `policy` override.
+pub(super) fn policy(p: &ConfigOverride) -> PolicyOverride {
+    match p {
+        ConfigOverride::Disabled => PolicyOverride::Disabled,
+        ConfigOverride::Passthru => PolicyOverride::Passthru,
+        ConfigOverride::Nxdomain => PolicyOverride::Nxdomain,
+        ConfigOverride::Nodata => PolicyOverride::Nodata,
+        ConfigOverride::Drop => PolicyOverride::Drop,
+        ConfigOverride::TcpOnly => PolicyOverride::TcpOnly,
+        ConfigOverride::Cname(n) => PolicyOverride::Cname(n.clone()),
+        _ => PolicyOverride::Given,
+    }
+}
+
+/// The per-zone hit counters in the Prometheus text format, appended to `s`.
+pub(crate) fn render_counters(s: &mut String, shared: Option<&RecursionShared>) {
+    let Some(p) = shared.and_then(|r| r.rpz.as_ref()) else {
+        return;
+    };
+    let rpz = p.set.load();
+    let name = "shardns_rpz_hits_total";
+    let _ = writeln!(
+        s,
+        "# HELP {name} Response policy zone hits, by zone and action (disabled: a hit in a \
+         zone with policy disabled, not applied).\n# TYPE {name} counter"
+    );
+    for z in rpz.zones() {
+        for (label, n) in shardns_resolver::POLICY_ACTION_LABELS.iter().zip(z.hits()) {
+            let _ = writeln!(s, "{name}{{zone=\"{}\",action=\"{label}\"}} {n}", z.name());
+        }
+    }
+}
+
+/// Seconds during which a (zone, name) hit is logged once per worker.
+const LOG_INTERVAL_MS: u64 = 60_000;
+/// Most hits logged per worker per interval; the rest are counted, the count logged.
+const LOG_MAX: usize = 64;
+
+/// Logs policy hits: once per (zone, query name) per interval and worker, at most
+/// [`LOG_MAX`] lines per interval, so that a blocked name queried hard cannot flood the
+/// log (the counters count every hit).
+#[derive(Default)]
+pub(super) struct PolicyLog {
+    since_ms: u64,
+    seen: HashSet<(usize, Name)>,
+    suppressed: u64,
+}
+
+impl PolicyLog {
+    fn note(
+        &mut self,
+        rpz: &Rpz,
+        hit: &PolicyHit<'_>,
+        q: (NameRef<'_>, RType),
+        client: Option<IpAddr>,
+        now_ms: u64,
+    ) {
+        let zone = &rpz.zones()[hit.zone];
+        if !zone.log() {
+            return;
+        }
+        if now_ms.saturating_sub(self.since_ms) >= LOG_INTERVAL_MS {
+            if self.suppressed > 0 {
+                tracing::info!(
+                    "rpz: {} more policy hits in the last {} s not logged",
+                    self.suppressed,
+                    LOG_INTERVAL_MS / 1000
+                );
+            }
+            self.since_ms = now_ms;
+            self.seen.clear();
+            self.suppressed = 0;
+        }
+        let key = (hit.zone, q.0.to_name());
+        if self.seen.contains(&key) {
+            return;
+        }
+        if self.seen.len() >= LOG_MAX {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::info!(
+            "rpz: client {} {} {}: {} trigger in {}: {}{}",
+            client.map_or_else(|| "-".to_string(), |c| c.to_string()),
+            q.0,
+            q.1,
+            hit.trigger.label(),
+            zone.name(),
+            hit.action.label(),
+            if hit.applied {
+                ""
+            } else {
+                " (policy disabled: not applied)"
+            }
+        );
+        self.seen.insert(key);
+    }
+}
+
+impl Recursion {
+    /// Checks a query against the policy zones and writes the policy's answer after the
+    /// question in `w`, if one applies; also says whether the answer must go through the
+    /// engine to have its addresses checked (IP-answer triggers exist and `qtype` is A,
+    /// AAAA or ANY). `stream`: the query came over TCP (or another stream), where TCP-only
+    /// is PASSTHRU.
+    pub(super) fn policy(
+        &mut self,
+        q: (NameRef<'_>, RType),
+        client: Option<IpAddr>,
+        stream: bool,
+        w: &mut MessageWriter<'_>,
+        clock: u64,
+    ) -> (Policy, bool) {
+        let Some(p) = &self.shared.rpz else {
+            return (Policy::None, false);
+        };
+        let rpz = &*p.set.load();
+        let by_address =
+            rpz.has_answer_triggers() && matches!(q.1, RType::A | RType::AAAA | RType::ANY);
+        let log = &mut self.policy_log;
+        let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
+            return (Policy::None, by_address);
+        };
+        (Self::written(hit.action, q, stream, w), by_address)
+    }
+
+    /// Writes a policy action's answer for a query.
+    fn written(
+        action: PolicyAction<'_>,
+        (qname, qtype): (NameRef<'_>, RType),
+        stream: bool,
+        w: &mut MessageWriter<'_>,
+    ) -> Policy {
+        match action {
+            PolicyAction::Passthru => Policy::None,
+            PolicyAction::TcpOnly if stream => Policy::None,
+            PolicyAction::TcpOnly => Policy::Answer(Rcode::NOERROR, true),
+            PolicyAction::Drop => Policy::Drop,
+            PolicyAction::Nxdomain => Policy::Answer(Rcode::NXDOMAIN, false),
+            PolicyAction::Nodata => Policy::Answer(Rcode::NOERROR, false),
+            PolicyAction::Data(data) => {
+                let truncated = data.write(qname, qtype, w).is_err();
+                Policy::Answer(Rcode::NOERROR, truncated)
+            }
+            PolicyAction::Cname(target, ttl) => {
+                let rdata = target.as_ref();
+                if w.put_record(
+                    Section::Answer,
+                    qname,
+                    RType::CNAME,
+                    Class::IN,
+                    ttl,
+                    rdata.as_wire(),
+                )
+                .is_err()
+                {
+                    return Policy::Answer(Rcode::NOERROR, true);
+                }
+                if qtype == RType::CNAME || qtype == RType::ANY {
+                    return Policy::Answer(Rcode::NOERROR, false);
+                }
+                Policy::Cname(target, ttl)
+            }
+        }
+    }
+}
+
+/// An answer with `rcode` and no records.
+fn empty(rcode: Rcode) -> Resolution {
+    Resolution {
+        rcode,
+        answers: Vec::new(),
+        authority: Vec::new(),
+        dnssec_answer: Vec::new(),
+        dnssec_authority: Vec::new(),
+        ede: None,
+        secure: false,
+    }
+}
+
+/// A CNAME record from `owner` to `target`.
+pub(super) fn cname(owner: NameRef<'_>, target: NameRef<'_>, ttl: u32) -> Record {
+    Record {
+        owner: owner.to_name(),
+        rtype: RType::CNAME,
+        class: Class::IN,
+        ttl,
+        rdata: target.as_wire().to_vec(),
+    }
+}
+
+/// The A and AAAA addresses of an answer section, and the name that owns them (the end of
+/// the CNAME chain).
+fn addresses(answers: &[Record]) -> (Vec<IpAddr>, Option<&Name>) {
+    let mut owner = None;
+    let addrs = answers
+        .iter()
+        .filter_map(|r| {
+            let ip = match (r.rtype, r.rdata.len()) {
+                (RType::A, 4) => <[u8; 4]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
+                (RType::AAAA, 16) => <[u8; 16]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
+                _ => None,
+            };
+            owner = owner.or(ip.map(|_| &r.owner));
+            ip
+        })
+        .collect();
+    (addrs, owner)
+}
+
+impl Recursion {
+    /// IP-answer policies (`rpz-ip`) on a finished resolution, when some zone has them and
+    /// no policy rewrote the query already: the answer to send (and whether it is an empty
+    /// one with TC), or `None` when the client gets nothing now (dropped, or a policy's
+    /// CNAME target being resolved: the client is pending again). As in BIND and Unbound
+    /// the policy applies at the name that owns the addresses: the CNAMEs that led there
+    /// stay in the answer, and local data or a policy CNAME is owned by that name.
+    pub(super) fn answer_policy(
+        &mut self,
+        mut p: Pending,
+        answer: Resolution,
+        clock: u64,
+    ) -> Option<(Pending, Resolution, bool)> {
+        let Some(policies) = &self.shared.rpz else {
+            return Some((p, answer, false));
+        };
+        let rpz = &*policies.set.load();
+        if !rpz.has_answer_triggers() || p.rewrite.is_some() {
+            return Some((p, answer, false));
+        }
+        let (addrs, Some(owner)) = addresses(&answer.answers) else {
+            return Some((p, answer, false));
+        };
+        let (qname, qtype) = (p.qname.as_ref(), p.qtype);
+        let client = p.origin.peer.map(|a| a.ip());
+        let log = &mut self.policy_log;
+        let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, (qname, qtype), client, clock);
+        let Some(hit) = rpz.check_answer(owner.as_ref(), &addrs, note) else {
+            return Some((p, answer, false));
+        };
+        // The chain to the addresses' owner.
+        let chain = || -> Vec<Record> {
+            let chain = answer.answers.iter().filter(|r| r.owner != *owner);
+            chain.cloned().collect()
+        };
+        let with = |rcode, answers| Resolution {
+            answers,
+            ..empty(rcode)
+        };
+        let replaced = match hit.action {
+            PolicyAction::Passthru => return Some((p, answer, false)),
+            PolicyAction::TcpOnly if p.origin.is_stream() => return Some((p, answer, false)),
+            PolicyAction::TcpOnly => return Some((p, empty(Rcode::NOERROR), true)),
+            PolicyAction::Drop => return None,
+            PolicyAction::Nxdomain => with(Rcode::NXDOMAIN, chain()),
+            PolicyAction::Nodata => with(Rcode::NOERROR, chain()),
+            PolicyAction::Data(data) => {
+                let mut records = chain();
+                records.extend(data.records(owner.as_ref(), qtype));
+                with(Rcode::NOERROR, records)
+            }
+            PolicyAction::Cname(target, ttl) => {
+                let mut records = chain();
+                records.push(cname(owner.as_ref(), target.as_ref(), ttl));
+                if qtype == RType::CNAME || qtype == RType::ANY {
+                    return Some((p, with(Rcode::NOERROR, records), false));
+                }
+                let task = self.engine.resolve_cd(target.as_ref(), qtype, p.cd, clock);
+                p.rewrite = Some(records);
+                self.pending.insert(task, p);
+                return None;
+            }
+        };
+        Some((p, replaced, false))
+    }
+}

@@ -1,0 +1,177 @@
+//! recursion::rpz_xfr -- policy zones transferred from primaries (`[[resolver.rpz]]
+//! primaries`): one thread (`shardns-rpz-xfr`, never a worker) asks each zone's primaries
+//! for its SOA serial every `refresh` seconds and, when it is newer, transfers the zone by
+//! AXFR (`shardns_control::secondary::fetch`, the secondary zones' client code), builds the
+//! policy zone and swaps it into the set the workers read, which go on answering from the
+//! previous version meanwhile.
+//!
+//! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
+//! called by the dispatcher) makes the thread refresh it at once.
+//!
+//! Not done yet: IXFR (every change is a whole AXFR, and the old and new versions are both
+//! held while the new one is built), the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and
+//! TLS to the primaries.
+
+use super::rpz::{logged, policy};
+use super::{Recursion, RecursionShared};
+use shardns_config::RpzConfig;
+use shardns_resolver::{PolicyZone, PolicyZoneBuilder, Rpz};
+use shardns_wire::{Opcode, Query, Rcode};
+use shardns_zone::{Written, Zone};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// The transferred policy zones' NOTIFY inbox: a flag per zone, and the thread to wake.
+pub(crate) struct XfrInbox {
+    zones: Vec<RpzConfig>,
+    notified: Vec<AtomicBool>,
+    thread: OnceLock<Thread>,
+}
+
+/// Longest wait for one message of a transfer, or the SOA answer.
+const IDLE: Duration = Duration::from_secs(5);
+/// Longest transfer.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The inbox of the policy zones with primaries, if any (its thread not started yet).
+pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
+    let zones: Vec<RpzConfig> = zones
+        .iter()
+        .filter(|z| !z.primaries.is_empty())
+        .cloned()
+        .collect();
+    (!zones.is_empty()).then(|| {
+        Arc::new(XfrInbox {
+            notified: zones.iter().map(|_| AtomicBool::new(false)).collect(),
+            zones,
+            thread: OnceLock::new(),
+        })
+    })
+}
+
+/// Starts the transfer thread if some policy zone has primaries.
+pub(crate) fn start(shared: &Arc<RecursionShared>) -> std::io::Result<()> {
+    let Some(inbox) = &shared.rpz_xfr else {
+        return Ok(());
+    };
+    let (inbox, shared) = (Arc::clone(inbox), Arc::clone(shared));
+    let thread_inbox = Arc::clone(&inbox);
+    let handle = std::thread::Builder::new()
+        .name("shardns-rpz-xfr".into())
+        .spawn(move || run(&shared, &thread_inbox))?;
+    // Set before any NOTIFY can want it: the workers start after this.
+    let _ = inbox.thread.set(handle.thread().clone());
+    Ok(())
+}
+
+/// The thread: each zone refreshed when due or notified, then a sleep until the next is
+/// due or a NOTIFY wakes it.
+fn run(shared: &RecursionShared, inbox: &XfrInbox) {
+    let zones = &inbox.zones;
+    let mut serials: Vec<Option<u32>> = vec![None; zones.len()];
+    let mut due = vec![Instant::now(); zones.len()];
+    loop {
+        for (i, z) in zones.iter().enumerate() {
+            let notified = inbox.notified[i].swap(false, Relaxed);
+            if !notified && Instant::now() < due[i] {
+                continue;
+            }
+            due[i] = Instant::now() + Duration::from_secs(u64::from(z.refresh));
+            if let Some(serial) = refresh(shared, z, serials[i]) {
+                serials[i] = Some(serial);
+            }
+        }
+        let next = due.iter().min().copied().unwrap_or_else(Instant::now);
+        if inbox.notified.iter().all(|n| !n.load(Relaxed)) {
+            std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+impl Recursion {
+    /// A NOTIFY (RFC 1996) for a policy zone with primaries, from one of their addresses:
+    /// its refresh is started at once and the answer is NOERROR. `None`: not such a zone's
+    /// (the secondary zones' inbox, or NOTIMP, answers it).
+    pub(crate) fn notify(
+        &self,
+        query: &Query<'_>,
+        peer: Option<IpAddr>,
+        out: &mut [u8],
+    ) -> Option<Written> {
+        let inbox = self.shared.rpz_xfr.as_ref()?;
+        if query.header().opcode() != Opcode::NOTIFY {
+            return None;
+        }
+        let i = inbox
+            .zones
+            .iter()
+            .position(|z| z.name.as_ref().eq_ci(&query.qname()))?;
+        let z = &inbox.zones[i];
+        let from_primary = peer.is_some_and(|ip| z.primaries.iter().any(|p| p.ip() == ip));
+        if !from_primary {
+            return Some(shardns_zone::notify_answer(query, Rcode::REFUSED, out));
+        }
+        inbox.notified[i].store(true, Relaxed);
+        if let Some(t) = inbox.thread.get() {
+            t.unpark();
+        }
+        Some(shardns_zone::notify_answer(query, Rcode::NOERROR, out))
+    }
+}
+
+/// One refresh of `z` from its primaries, in order until one answers: the new serial if a
+/// newer version was transferred and swapped in.
+fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option<u32> {
+    for &primary in &z.primaries {
+        let ids = shardns_sys::seed::random_u64().unwrap_or(0);
+        let ids = [ids as u16, (ids >> 16) as u16];
+        match shardns_control::secondary::fetch(primary, &z.name, have, ids, IDLE, TIMEOUT) {
+            Ok(None) => return None,
+            Ok(Some(zone)) => {
+                let serial = zone.serial();
+                match build(z, &zone) {
+                    Ok(pz) => {
+                        drop(zone);
+                        tracing::info!("policy zone {} transferred from {primary}", z.name);
+                        swap(shared, logged(pz));
+                        return Some(serial);
+                    }
+                    Err(e) => {
+                        tracing::error!("policy zone {} from {primary}: {e}", z.name);
+                        return None;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("policy zone {}: {e}", z.name),
+        }
+    }
+    None
+}
+
+/// The policy zone of a transferred zone's records.
+fn build(z: &RpzConfig, zone: &Zone) -> Result<PolicyZone, shardns_resolver::Error> {
+    let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    for r in zone.records() {
+        b.add(r.owner.as_ref(), r.rtype, r.ttl, &r.rdata, 0)?;
+    }
+    Ok(b.finish())
+}
+
+/// Puts `zone` in the place of the zone of the same name in the workers' set (after a
+/// reload that dropped it: nowhere), its counters carried over.
+fn swap(shared: &RecursionShared, mut zone: PolicyZone) {
+    let Some(p) = &shared.rpz else { return };
+    // The reloads' lock: a reload and a transfer do not swap at once.
+    let _read = p.lock();
+    let old = p.set.load_full();
+    let Some(i) = old.zones().iter().position(|o| o.name() == zone.name()) else {
+        return;
+    };
+    zone.carry_hits(&old.zones()[i]);
+    let mut zones = old.zones().to_vec();
+    zones[i] = Arc::new(zone);
+    p.set.store(Arc::new(Rpz::new(zones)));
+}
