@@ -80,7 +80,8 @@ def wait_answer(port, qname, timeout=300):
 def resolver_cmd(kind, d, bin_, rpz):
     hints = loopback_root_hints(os.path.join(d, "root.hints"), "127.0.0.1", UPSTREAM)
     cmd = [bin_, "serve", "--listen", f"127.0.0.1:{RESOLVER}", "--recursion", "--no-validation",
-           "--allow-loopback-upstreams", "--forward", f"bench.test.=127.0.0.1:{UPSTREAM}",
+           "--allow-loopback-upstreams", "--local-zone", "test. nodefault",
+           "--forward", f"bench.test.=127.0.0.1:{UPSTREAM}",
            "--root-hints", hints, "--workers", "1", "--log-level", "warn",
            "--control", os.path.join(d, f"{kind}.ctl")]
     if kind == "rpz":

@@ -137,7 +137,7 @@ fn ask(server: SocketAddr, (from, name, qtype, tcp): (Ipv4Addr, &str, u16, bool)
 
 fn config(forward: SocketAddr, first: &str, second: &str) -> String {
     format!(
-        "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={forward}\"]\n\
+        "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={forward}\"]\n\
          allow = [\"127.0.0.0/8\"]\n\
          [[resolver.rpz]]\nname = \"first.rpz.\"\nfile = \"{first}\"\n\
          [[resolver.rpz]]\nname = \"second.rpz.\"\nfile = \"{second}\"\npolicy = \"nodata\"\n"
@@ -436,7 +436,7 @@ fn a_changed_policy_zone_is_swapped_in_at_a_reload_while_queries_run() {
         ],
     );
     let conf = format!(
-        "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
+        "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={}\"]\n\
          [[resolver.rpz]]\nname = \"p.rpz.\"\nfile = \"{}\"\n",
         auth.addr,
         policy.display()
@@ -553,7 +553,7 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
     let conf = dir.write(
         "resolver.toml",
         &format!(
-            "[resolver]\nrecursion = true\nvalidation = false\nforward = [\"test.={}\"]\n\
+            "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={}\"]\n\
              [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\n\
              refresh = 3600\n",
             auth.addr

@@ -20,11 +20,13 @@
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
+mod answer;
 mod local;
 pub(crate) mod rpz;
 mod rpz_xfr;
 mod upstream;
 
+use answer::{finish, set_ad};
 pub(crate) use local::build as build_local;
 use local::Step;
 use rpz::{Policy, PolicyLog};
@@ -36,13 +38,13 @@ use crate::origin::Origin;
 use crate::stats::WorkerStats;
 use shardns_config::AclEntry;
 use shardns_resolver::{
-    client_response_limit, finish_client_response, CacheAnswer, Ede, Engine, Event, QueryId,
-    Resolution, Resolver, TaskId, OPT_ROOM,
+    client_response_limit, CacheAnswer, Ede, Engine, Event, QueryId, Resolution, Resolver, TaskId,
+    OPT_ROOM,
 };
 use shardns_sys::Epoll;
 use shardns_wire::message::Header;
 use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Record, Section};
-use shardns_zone::{OptAt, Written};
+use shardns_zone::Written;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -282,78 +284,54 @@ impl Recursion {
         if query.qclass() != Class::IN {
             return Handling::Refused;
         }
-        // A UDP query's peer is decoded whenever recursion is on: no peer, no answer.
-        let Some(client) = origin.peer.map(|p| p.ip()) else {
-            stats.resolver_refused.add(1);
-            return Handling::Refused;
-        };
         let mut qh = *query.header();
         let edns = query.edns().map(|e| (e.udp_size, e.dnssec_ok));
         let dnssec_ok = edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
         let wants_ad = qh.ad() || dnssec_ok;
         let limit = client_response_limit(origin.is_stream(), edns, out.len());
         let clock = self.clock(now);
-        // Cache first: the answer goes straight into the output buffer.
+        // Every answer goes straight into the output buffer.
         let mut w = MessageWriter::new(out, limit);
         let _ = w.put_question(qname, qtype, Class::IN);
         let after_question = w.checkpoint();
         if edns.is_some() {
             w.set_limit(limit.saturating_sub(OPT_ROOM));
         }
-        let mut snoop = false;
-        match self.shared.resolver.config().local.as_deref() {
-            None if !qh.rd() => return Handling::Refused,
-            None if !self.shared.allowed(client) => {
-                stats.resolver_refused.add(1);
-                return Handling::Refused;
+        let snoop = match self
+            .shared
+            .admit(origin.peer, qh.rd(), qname, qtype, &mut w, stats)
+        {
+            Step::Go { rd, snoop } => {
+                qh.set_rd(rd);
+                snoop
             }
-            None => {}
-            Some(l) => match local::step(l, client, qh.rd(), qname, qtype, &mut w, stats) {
-                Step::Go { rd, snoop: s } => {
-                    qh.set_rd(rd);
-                    snoop = s;
-                }
-                Step::Refuse => return Handling::Refused,
-                Step::Drop => return Handling::Dropped,
-                Step::Answered {
-                    rcode,
-                    truncated,
-                    aa,
-                } => {
-                    if truncated {
-                        w.rollback(after_question);
-                    }
-                    let (len, opt) = finish(w, &qh, rcode, truncated, limit, edns, None);
-                    // Local data is ours: authoritative, as Unbound marks it.
-                    out[2] |= u8::from(aa) << 2;
-                    return Handling::Written(written(len, rcode, qtype, truncated, opt));
-                }
-            },
-        }
+            Step::Refuse => return Handling::Refused,
+            Step::Drop => return Handling::Dropped,
+            Step::Answered {
+                rcode,
+                truncated,
+                aa,
+            } => {
+                let done = answer::early(w, after_question, &qh, (rcode, truncated), limit, edns);
+                // Local data is ours: authoritative, as Unbound marks it.
+                out[2] |= u8::from(aa) << 2;
+                return Handling::Written(answer::written(done, rcode, qtype, truncated));
+            }
+        };
         let qh = &qh;
         // Response policy zones, when configured: before the cache (one branch when not).
         let (mut rewrite, mut by_address) = (None, false);
         if self.shared.rpz.is_some() {
-            let client = origin.peer.map(|p| p.ip());
-            let q = (qname, qtype);
+            let (client, q) = (origin.peer.map(|p| p.ip()), (qname, qtype));
             let (policy, check_answer) = self.policy(q, client, origin.is_stream(), &mut w, clock);
             by_address = check_answer;
             match policy {
                 Policy::None => {}
                 Policy::Drop => return Handling::Dropped,
                 Policy::Answer(rcode, truncated) => {
-                    if truncated {
-                        w.rollback(after_question);
-                    }
-                    let (len, opt) = finish(w, qh, rcode, truncated, limit, edns, None);
-                    return Handling::Written(Written {
-                        len,
-                        rcode,
-                        qtype: Some(qtype),
-                        truncated,
-                        wildcard: None,
-                        opt,
-                    });
+                    let done =
+                        answer::early(w, after_question, qh, (rcode, truncated), limit, edns);
+                    return Handling::Written(answer::written(done, rcode, qtype, truncated));
                 }
                 Policy::Cname(target, ttl) => rewrite = Some((target, ttl)),
             }
@@ -415,7 +393,12 @@ impl Recursion {
                     stats.resolver_pending_limited.add(u64::from(!snoop));
                     w.rollback(after_question);
                     let (len, opt) = finish(w, qh, Rcode::SERVFAIL, false, limit, edns, None);
-                    return Handling::Written(written(len, Rcode::SERVFAIL, qtype, false, opt));
+                    return Handling::Written(answer::written(
+                        (len, opt),
+                        Rcode::SERVFAIL,
+                        qtype,
+                        false,
+                    ));
                 }
                 let task = self.engine.resolve_cd(name, qtype, qh.cd(), clock);
                 self.pending.insert(
@@ -564,46 +547,6 @@ fn write_answer(
         written.len = p.extras.apply(buf, &written, full, policy);
     }
     written
-}
-
-/// What was written of an answer made at once.
-fn written(len: usize, rcode: Rcode, qtype: RType, truncated: bool, opt: OptAt) -> Written {
-    Written {
-        len,
-        rcode,
-        qtype: Some(qtype),
-        truncated,
-        wildcard: None,
-        opt,
-    }
-}
-
-/// [`finish_client_response`], saying where the OPT record went: where the writer was.
-fn finish(
-    w: MessageWriter<'_>,
-    qh: &Header,
-    rcode: Rcode,
-    truncated: bool,
-    limit: usize,
-    edns: Option<(u16, bool)>,
-    ede: Option<&Ede>,
-) -> (usize, OptAt) {
-    let at = w.len() as u16;
-    let (len, opt_written) = finish_client_response(w, qh, rcode, truncated, limit, edns, ede);
-    let opt = if edns.is_some() && opt_written {
-        OptAt::At(at)
-    } else {
-        OptAt::Absent
-    };
-    (len, opt)
-}
-
-/// Sets AD in a finished response's header: every RRset of the answer was validated
-/// secure and the client set DO or AD (RFC 4035 §3.2.3, RFC 6840 §5.8).
-fn set_ad(response: &mut [u8]) {
-    if let Some(flags) = response.get_mut(3) {
-        *flags |= 0x20;
-    }
 }
 
 #[cfg(test)]
