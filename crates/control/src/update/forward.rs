@@ -14,7 +14,7 @@
 //! key. When no primary answers, SERVFAIL, signed with the request's key if this server
 //! knows it. The change reaches this secondary as any other: the primary's NOTIFY and IXFR.
 
-use super::Job;
+use super::{Job, Tsig};
 use crate::secondary::client;
 use crate::stats::ForwardCounts as Counts;
 use shardns_config::{Config, PrimaryTls};
@@ -58,9 +58,8 @@ pub(super) fn target(config: &Config, job: &Job) -> Option<Target> {
 }
 
 /// Forwards `job` to `to` on a thread of its own; its answer goes back through the job's
-/// `reply`. `keys`: to sign a SERVFAIL for a client whose key this server knows; `counts`:
-/// what became of it.
-pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts: &Arc<Counts>) {
+/// `reply` (a SERVFAIL signed if the job's TSIG verified here); `counts`: what became of it.
+pub(super) fn start(job: Job, to: Target, counts: &Arc<Counts>) {
     if counts.in_flight.fetch_add(1, Relaxed) >= IN_FLIGHT {
         counts.in_flight.fetch_sub(1, Relaxed);
         counts.overflow.fetch_add(1, Relaxed);
@@ -68,7 +67,7 @@ pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts:
             "update of {} from {}: SERVFAIL: {IN_FLIGHT} forwarded updates already wait",
             to.apex, job.peer
         );
-        if let Some(answer) = servfail(&job.message, &keys) {
+        if let Some(answer) = servfail(&job.message, &job.tsig) {
             (job.reply)(answer);
         }
         return;
@@ -77,7 +76,7 @@ pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts:
     let spawned = std::thread::Builder::new()
         .name("shardns-update-fwd".into())
         .spawn(move || {
-            let answer = forward(&job.message, job.peer, &to, &keys, &thread);
+            let answer = forward(&job.message, job.peer, &to, &job.tsig, &thread);
             thread.in_flight.fetch_sub(1, Relaxed);
             if let Some(answer) = answer {
                 (job.reply)(answer);
@@ -95,7 +94,7 @@ fn forward(
     message: &[u8],
     peer: IpAddr,
     to: &Target,
-    keys: &crate::TransferAcl,
+    tsig: &Tsig,
     counts: &Counts,
 ) -> Option<Vec<u8>> {
     let by = Instant::now() + WAIT;
@@ -134,13 +133,13 @@ fn forward(
         "update of {} from {peer}: SERVFAIL: not forwarded: {why}",
         to.apex
     );
-    servfail(message, keys)
+    servfail(message, tsig)
 }
 
-/// SERVFAIL for `message`, signed with its key if this server knows it (else unsigned: the
-/// signature was for the primary to check).
-fn servfail(message: &[u8], keys: &crate::TransferAcl) -> Option<Vec<u8>> {
-    super::answer_signed_if_known(message, keys, Rcode::SERVFAIL, shardns_sys::unix_now())
+/// SERVFAIL for `message`, signed with its key if its TSIG verified here (else unsigned:
+/// the signature was for the primary to check).
+fn servfail(message: &[u8], tsig: &Tsig) -> Option<Vec<u8>> {
+    super::answer_signed_if_known(message, tsig, Rcode::SERVFAIL, shardns_sys::unix_now())
 }
 
 #[cfg(test)]
@@ -162,6 +161,7 @@ mod tests {
             message: update(),
             peer: peer.parse().unwrap(),
             operator,
+            tsig: Tsig::Unsigned,
             reply: Box::new(|_| {}),
         }
     }
@@ -224,16 +224,27 @@ mod tests {
         });
         let c = config(vec![closed(), up], &["127.0.0.0/8"]);
         let to = target(&c, &job("127.0.0.1", false)).unwrap();
-        let keys = crate::TransferAcl::new(&c);
         let counts = Counts::default();
-        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts);
+        let answer = forward(
+            &update(),
+            "127.0.0.1".parse().unwrap(),
+            &to,
+            &Tsig::Unsigned,
+            &counts,
+        );
         assert_eq!(answer, Some(server.join().unwrap()));
         assert_eq!(counts.answered.load(Relaxed), 1);
         // Nobody there: SERVFAIL for the same message.
         let c = config(vec![closed()], &["127.0.0.0/8"]);
         let to = target(&c, &job("127.0.0.1", false)).unwrap();
-        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts)
-            .expect("an answer");
+        let answer = forward(
+            &update(),
+            "127.0.0.1".parse().unwrap(),
+            &to,
+            &Tsig::Unsigned,
+            &counts,
+        )
+        .expect("an answer");
         assert_eq!(&answer[..2], &[0x12, 0x34]);
         assert_eq!(answer[3] & 0x0f, 2, "SERVFAIL");
         assert_eq!(counts.failed.load(Relaxed), 1);
