@@ -44,7 +44,7 @@ mod signer;
 mod store;
 
 use inbox::Flags;
-pub use inbox::Inbox;
+pub use inbox::{Inbox, MemberForward};
 use store::timers;
 
 use crate::Host;
@@ -95,6 +95,8 @@ pub struct SecondaryZone {
     pub catalog: Option<Arc<catalog::Consumer>>,
     /// `dnssec = true`: signed as it arrives and served signed (`signer`).
     pub sign: Option<Arc<crate::signing::SignSpec>>,
+    /// A member's template's `update_forwarding` (a configured zone's is read from config).
+    pub update_forwarding: Vec<shardns_config::AclEntry>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
@@ -113,6 +115,7 @@ pub fn zones(config: &Config) -> Vec<SecondaryZone> {
                 catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
+                update_forwarding: Vec::new(),
                 sign: crate::signing::SignSpec::of(
                     z,
                     config.server.key_directory.as_deref(),

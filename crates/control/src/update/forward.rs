@@ -1,7 +1,8 @@
 //! update::forward -- updates to a secondary zone passed on to its primary (RFC 2136 §6,
 //! BIND's `allow-update-forwarding`): `[[zone]] update_forwarding` names the clients whose
-//! updates go on; the others are REFUSED as before ([`super::process`] asks [`target`]
-//! first, for each update that passed the rate limit).
+//! updates go on (for the members of a consumed catalog, their `[[template]]`'s, which the
+//! secondary inbox keeps beside each member); the others are REFUSED as before
+//! ([`super::process`] asks [`target`] first, for each update that passed the rate limit).
 //!
 //! A forwarded update leaves the main thread at once: a thread of its own (at most
 //! [`IN_FLIGHT`] at once; past it the update gets SERVFAIL at once) sends the client's
@@ -15,7 +16,7 @@
 //! knows it. The change reaches this secondary as any other: the primary's NOTIFY and IXFR.
 
 use super::{Job, Tsig};
-use crate::secondary::client;
+use crate::secondary::{client, Inbox};
 use crate::stats::ForwardCounts as Counts;
 use shardns_config::{Config, PrimaryTls};
 use shardns_wire::{Name, Query, Rcode};
@@ -39,14 +40,22 @@ pub(super) struct Target {
 }
 
 /// Where `job` goes if it is to be forwarded: an update (not the operator's) to a secondary
-/// zone of `config` whose `update_forwarding` holds the client's address.
-pub(super) fn target(config: &Config, job: &Job) -> Option<Target> {
+/// zone of `config` whose `update_forwarding` holds the client's address, or to a member of
+/// a consumed catalog (in `members`) whose template's does.
+pub(super) fn target(config: &Config, members: Option<&Inbox>, job: &Job) -> Option<Target> {
     if job.operator {
         return None;
     }
     let query = Query::parse(&job.message).ok()?;
     let apex = query.qname().to_name();
-    let table = config.zone_table(&apex)?;
+    let Some(table) = config.zone_table(&apex) else {
+        let member = members?.member_forward(apex.as_ref(), job.peer)?;
+        return Some(Target {
+            apex,
+            primaries: member.primaries.clone(),
+            tls: member.tls.clone(),
+        });
+    };
     if table.primary.is_empty() || !table.update_forwarding.iter().any(|p| p.contains(job.peer)) {
         return None;
     }
@@ -187,17 +196,18 @@ mod tests {
     fn forwarded_only_for_a_secondary_zone_and_the_listed_clients() {
         let primary = vec!["192.0.2.1:53".parse().unwrap()];
         let c = config(primary.clone(), &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.9", false)).expect("forwarded");
+        let to = target(&c, None, &job("127.0.0.9", false)).expect("forwarded");
         assert_eq!(to.primaries, primary);
-        assert!(target(&c, &job("192.0.2.9", false)).is_none());
+        assert!(target(&c, None, &job("192.0.2.9", false)).is_none());
         assert!(
-            target(&c, &job("127.0.0.9", true)).is_none(),
+            target(&c, None, &job("127.0.0.9", true)).is_none(),
             "the operator's"
         );
-        assert!(target(&config(primary, &[]), &job("127.0.0.9", false)).is_none());
+        assert!(target(&config(primary, &[]), None, &job("127.0.0.9", false)).is_none());
         // A primary zone (validation refuses the pair; the check does not rely on it).
         assert!(target(
             &config(Vec::new(), &["0.0.0.0/0"]),
+            None,
             &job("127.0.0.9", false)
         )
         .is_none());
@@ -223,7 +233,7 @@ mod tests {
             msg
         });
         let c = config(vec![closed(), up], &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.1", false)).unwrap();
+        let to = target(&c, None, &job("127.0.0.1", false)).unwrap();
         let counts = Counts::default();
         let answer = forward(
             &update(),
@@ -236,7 +246,7 @@ mod tests {
         assert_eq!(counts.answered.load(Relaxed), 1);
         // Nobody there: SERVFAIL for the same message.
         let c = config(vec![closed()], &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.1", false)).unwrap();
+        let to = target(&c, None, &job("127.0.0.1", false)).unwrap();
         let answer = forward(
             &update(),
             "127.0.0.1".parse().unwrap(),

@@ -118,7 +118,11 @@ impl Inbox {
         let any = config
             .zones
             .iter()
-            .any(|z| z.updatable() || !z.update_forwarding.is_empty());
+            .any(|z| z.updatable() || !z.update_forwarding.is_empty())
+            || config
+                .templates
+                .iter()
+                .any(|t| !t.update_forwarding.is_empty());
         self.enabled.store(any, Relaxed);
         self.limiter().configure(config);
     }
@@ -181,7 +185,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
         // A secondary zone's update for its primary: off this thread at once.
         let to = limited
             .is_none()
-            .then(|| forward::target(batch.config, &job))
+            .then(|| forward::target(batch.config, plane.secondary.as_ref(), &job))
             .flatten();
         if let Some(to) = to {
             forward::start(job, to, &plane.stats.updates_forwarded);
