@@ -6,7 +6,8 @@
 //! the worker's late-answer path sends, as it sends the resolver's). The main thread, which
 //! alone changes the zone set (reloads, transfers in), takes every queued update at once
 //! ([`process`]): each is checked (the zone is ours and a primary zone; the TSIG against
-//! `[[key]]`; the zone's `update_policy`, prerequisites and the RFC's rules in
+//! `[[key]]`, as the worker verified it: the job carries the verdict, `checked`; the
+//! zone's `update_policy`, prerequisites and the RFC's rules in
 //! `shardns_zone::update::update_as`) and applied to the zone's latest version, so that
 //! updates to one zone in one batch build on each other. Then the new versions are served in
 //! one swap, recorded in the zones' journals (written and synced) and announced to the
@@ -19,8 +20,8 @@
 //! token bucket per key or address prefix that refuses a flood before an update is read
 //! further; `tally`, the batch's answers counted into the stats; `txn`, the operator's
 //! transactions on the control socket, committed as a [`Job`] of theirs; `forward`, an
-//! update to a secondary zone passed on to its primary (`update_forwarding`, else REFUSED)
-//! off the main thread. An unsigned zone's file is written back later (`crate::zonefile`).
+//! update to a secondary zone (or a consumed catalog's member) passed on to its primary
+//! (`update_forwarding`, else REFUSED) off the main thread. An unsigned zone's file is written back later (`crate::zonefile`).
 
 mod sign;
 
