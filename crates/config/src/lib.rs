@@ -140,6 +140,11 @@ pub struct TemplateConfig {
     /// the final dot (absent: in memory only).
     #[serde(default)]
     pub file: Option<String>,
+    /// Clients whose updates to the member zones are passed on to the members' primaries,
+    /// as `[[zone]] update_forwarding` does for a configured secondary zone (`true`:
+    /// everyone; `false` or absent: nobody, REFUSED).
+    #[serde(default, deserialize_with = "acl::forwarding")]
+    pub update_forwarding: Vec<AclEntry>,
 }
 
 /// `[server]`.

@@ -1225,6 +1225,26 @@ fn update_forwarding_takes_a_bool_or_prefixes_on_a_secondary_zone() {
 }
 
 #[test]
+fn a_template_takes_update_forwarding() {
+    let toml = |v: &str| format!("[[template]]\nname = \"m\"\n{v}\n");
+    let acl = |v: &str| {
+        parse(&toml(v)).unwrap().templates[0]
+            .update_forwarding
+            .clone()
+    };
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    assert!(acl("").is_empty());
+    assert!(acl("update_forwarding = true")
+        .iter()
+        .any(|p| p.contains(ip("203.0.113.9"))));
+    let some = acl("update_forwarding = [\"127.0.0.0/8\"]");
+    assert!(some.iter().any(|p| p.contains(ip("127.0.0.2"))));
+    assert!(!some.iter().any(|p| p.contains(ip("192.0.2.1"))));
+    let e = parse(&toml("update_forwarding = [\"10.0.0.0/40\"]")).unwrap_err();
+    assert!(e.to_string().contains("10.0.0.0/40"), "{e}");
+}
+
+#[test]
 fn offline_ksk_says_what_it_ignores() {
     let zone = |extra: &str| {
         format!(

@@ -178,7 +178,7 @@ impl Dispatcher<'_> {
             Reply::Answer(w) | Reply::Error(w) => w,
             Reply::Transfer => self.transfer(query, origin, out)?,
             Reply::NotOurs => self.resolve(query, origin, out, extras)?,
-            Reply::Update => self.update(query, origin, out)?,
+            Reply::Update => self.update(query, origin, out, None)?,
             Reply::Notify => {
                 let peer = origin.peer.map(|p| p.ip());
                 // A NOTIFY for a transferred policy zone is the resolver's.
@@ -196,25 +196,30 @@ impl Dispatcher<'_> {
     }
 
     /// An UPDATE (RFC 2136): queued for the control plane, which answers it later through
-    /// this worker; REFUSED now when no zone may be updated or the queue is full. The
-    /// control plane checks the TSIG (a signed update that does not verify was answered in
-    /// `answer_signed`).
+    /// this worker; REFUSED now when no zone may be updated or the queue is full. Its TSIG
+    /// goes with it checked, verified once: `tsig` as `answer_signed` verified it, else
+    /// read here (a TSIG that is not last is FORMERR).
     #[inline(never)]
     fn update(
         &mut self,
         query: &Query<'_>,
         origin: Origin,
         out: &mut [u8],
+        tsig: Option<update::Tsig>,
     ) -> Result<Written, Action> {
         let updates = &self.back.shared.plane.updates;
         let Some(peer) = origin.peer.filter(|_| updates.enabled()) else {
             return Ok(shardns_zone::notify_answer(query, Rcode::REFUSED, out));
         };
+        let tsig = tsig.unwrap_or_else(|| {
+            update::Tsig::check(query.bytes(), self.transfer_acl.load().keys(), unix_now())
+        });
         let (shared, worker) = (Arc::clone(self.back.shared), self.back.worker);
         let job = update::Job {
             message: query.bytes().to_vec(),
             peer: peer.ip(),
             operator: false,
+            tsig,
             reply: Box::new(move |answer| shared.deliver_late(worker, origin, answer)),
         };
         match updates.submit(job) {
@@ -267,6 +272,11 @@ impl Dispatcher<'_> {
                     shardns_zone::notify_answer(query, rcode, o)
                 }),
             }),
+            // The verdict goes with the update: the control plane does not verify it again.
+            Reply::Update => {
+                let tsig = update::Tsig::verified(sig, verdict);
+                self.update(query, origin, out, Some(tsig))
+            }
             other => self.other_role(other, query, origin, out, extras),
         }
     }

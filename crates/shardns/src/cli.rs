@@ -479,6 +479,10 @@ pub(crate) struct SignArgs {
     /// Signing threads (default: every core this process may run on).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) threads: usize,
+    /// Sign the file alone, without the changes dynamic updates made to the zone
+    /// (KEYDIR/state/ZONE.updates, applied by default as the server applies them).
+    #[arg(long)]
+    pub(crate) ignore_updates: bool,
 }
 
 /// Flags of `reload` and `stats`: how to find the server's control socket.

@@ -180,7 +180,11 @@ fn sign(a: &SignArgs) -> Result<(), String> {
     opts.validity = shardns_server::parse_duration(&a.signature_validity)
         .map_err(|e| format!("--signature-validity: {e}"))?;
     opts.threads = a.threads;
+    opts.ignore_updates = a.ignore_updates;
     let s = tools::sign_file(&zone, &a.file, &a.output, &opts)?;
+    if let Some(line) = &s.updates {
+        println!("{zone}: {line}");
+    }
     println!(
         "signed {zone}: {} records, serial {}, written to {} (read {:.2} s, signed {:.2} s, written {:.2} s)",
         s.records,

@@ -3,11 +3,13 @@
 //! parent), `shardns key rollover` and `shardns key submitted` (rollovers, written as key
 //! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
-use shardns_control::signing::{sign_records, to_list, RollSpec, SignSpec, StateFile};
+use shardns_control::signing::{
+    sign_records, to_list, Kept, RollSpec, SignSpec, StateFile, Updates,
+};
 use shardns_dnssec::keys::{format_time, KeyMeta};
 use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
 use shardns_dnssec::{
-    ds_rdata, Algorithm, CdsParams, DigestType, KeyStore, Nsec3Params, Policy, Role,
+    ds_rdata, Algorithm, CdsParams, DigestType, KeyStore, Nsec3Params, Policy, RecordList, Role,
 };
 use shardns_dnssec::{Denial, StoredKey};
 use shardns_sys::unix_now;
@@ -272,6 +274,9 @@ pub(crate) struct SignOptions {
     pub validity: u32,
     /// Signing threads (0: every core this process may run on).
     pub threads: usize,
+    /// Sign the file alone: the changes dynamic updates made (`KEYDIR/state/ZONE.updates`)
+    /// are left out (`--ignore-updates`).
+    pub ignore_updates: bool,
 }
 
 impl SignOptions {
@@ -284,6 +289,7 @@ impl SignOptions {
             opt_out: false,
             validity: Policy::default().validity,
             threads: 0,
+            ignore_updates: false,
         }
     }
 }
@@ -298,11 +304,13 @@ pub(crate) struct SignSummary {
     pub serial: u32,
     /// Seconds reading the file, signing, writing the output.
     pub seconds: [f64; 3],
+    /// What became of the changes dynamic updates made, in a line (`None`: there were none).
+    pub updates: Option<String>,
 }
 
 /// `shardns sign ZONE FILE --key-dir DIR -o OUT`: reads the zone file, signs it as the
-/// server would (same keys, same serial rule and state file), writes the signed zone one
-/// record a line.
+/// server would (same keys, same serial rule and state file, the changes dynamic updates
+/// made applied over it as at a start), writes the signed zone one record a line.
 pub(crate) fn sign_file(
     zone: &Name,
     file: &Path,
@@ -315,7 +323,7 @@ pub(crate) fn sign_file(
         ..ScanOptions::new(zone.clone())
     };
     let scanned = shardns_zone::scan::scan_file(file, &scan).map_err(|e| e.to_string())?;
-    let records = to_list(scanned.chunks);
+    let (records, updates) = with_updates(zone, file, to_list(scanned.chunks), opts)?;
     let t1 = std::time::Instant::now();
     let spec = SignSpec {
         key_dir: opts.key_dir.clone(),
@@ -359,5 +367,46 @@ pub(crate) fn sign_file(
             (t2 - t1).as_secs_f64(),
             t2.elapsed().as_secs_f64(),
         ],
+        updates,
     })
+}
+
+/// `records` with the changes dynamic updates made to the signed zone applied, as the
+/// server's load applies them (`shardns_control::signing::updates`), and what was done, in
+/// a line. Changes kept over another serial of the file are refused unless
+/// `--ignore-updates`: signing the file alone would serve a serial above theirs without
+/// them (the server drops them only when it reads that file). The updates file is only
+/// read: a server running beside owns it.
+fn with_updates(
+    zone: &Name,
+    file: &Path,
+    records: RecordList,
+    opts: &SignOptions,
+) -> Result<(RecordList, Option<String>), String> {
+    let kept = Updates::new(&opts.key_dir, zone);
+    let path = kept.path().display().to_string();
+    if opts.ignore_updates {
+        let line = kept.read()?.and_then(|(_, changes)| {
+            let last = changes.last()?.serial();
+            Some(format!(
+                "{} changes made by dynamic update ({path}, up to serial {last}) left out (--ignore-updates)",
+                changes.len()
+            ))
+        });
+        return Ok((records, line));
+    }
+    match kept.apply_read_only(records)? {
+        (records, Kept::None) => Ok((records, None)),
+        (records, Kept::Applied { count, last }) => Ok((
+            records,
+            Some(format!(
+                "{count} changes made by dynamic update ({path}) applied, up to serial {last}"
+            )),
+        )),
+        (_, Kept::OtherFile { base, count, last }) => Err(format!(
+            "{path} holds {count} changes made by dynamic update (up to serial {last}) over the zone file at serial {base}, and {} has another serial: sign the file they apply over, or give --ignore-updates to sign {} alone (a server reading it drops them too)",
+            file.display(),
+            file.display()
+        )),
+    }
 }

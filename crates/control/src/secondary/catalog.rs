@@ -16,7 +16,7 @@
 //! its data, set up by this catalog's templates.
 
 use super::{Flags, SecondaryZone, Slot, Thread};
-use shardns_config::{Config, PrimaryTls, ZoneConfig};
+use shardns_config::{AclEntry, Config, PrimaryTls, ZoneConfig};
 use shardns_wire::tsig::Key;
 use shardns_wire::Name;
 use shardns_zone::catalog::{self, Member};
@@ -44,6 +44,8 @@ struct Template {
     tls: Option<PrimaryTls>,
     /// A path with `{zone}` for the member's name.
     file: Option<String>,
+    /// Whose updates to the members are forwarded to their primaries.
+    forwarding: Vec<AclEntry>,
 }
 
 /// What a slot brought by a catalog remembers of it.
@@ -72,6 +74,7 @@ impl Consumer {
             key: key.clone(),
             tls: zone.primary_tls.clone(),
             file: None,
+            forwarding: Vec::new(),
         };
         let mut templates: Vec<Template> = zone
             .catalog_templates
@@ -90,6 +93,7 @@ impl Consumer {
                 },
                 tls: t.primary_tls.clone().or_else(|| zone.primary_tls.clone()),
                 file: t.file.clone(),
+                forwarding: t.update_forwarding.clone(),
             })
             .collect();
         if templates.is_empty() {
@@ -304,6 +308,7 @@ impl Thread {
             catalog: None,
             // Templates do not sign: members are served as transferred.
             sign: None,
+            update_forwarding: t.forwarding.clone(),
         };
         let flags = Arc::new(Flags::default());
         if let Some(inbox) = &self.shared.plane().secondary {
@@ -356,6 +361,7 @@ impl Thread {
         slot.zone.primaries = t.primaries.clone();
         slot.zone.key = t.key.clone();
         slot.zone.tls = t.tls.clone();
+        slot.zone.update_forwarding = t.forwarding.clone();
         slot.preferred = 0;
         if let Some(of) = &mut slot.member {
             of.group = m.group.clone();

@@ -16,11 +16,12 @@
 use super::{SecondaryZone, SlotStatus};
 use crate::signed::tsig_refusal;
 use crate::ControlStats;
+use shardns_config::{AclEntry, PrimaryTls};
 use shardns_wire::tsig::{self, Key, Signer};
 use shardns_wire::{Class, Name, NameRef, Query, RType, Rcode};
 use shardns_zone::{notify_answer, Written};
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::SyncSender;
@@ -53,6 +54,21 @@ struct Entry {
     flags: Arc<Flags>,
     /// Brought by a catalog (not configured).
     member: bool,
+    /// A member whose template forwards updates: where to, and for whom (a configured
+    /// zone's forwarding is read from the config: `None`).
+    forward: Option<Arc<MemberForward>>,
+}
+
+/// Where the updates to a catalog member are forwarded (its template's
+/// `update_forwarding`, its primaries), for `crate::update`'s forwarding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberForward {
+    /// The member's primaries, in order.
+    pub primaries: Vec<SocketAddr>,
+    /// Over TLS to them (`primary_tls`).
+    pub tls: Option<PrimaryTls>,
+    /// The clients whose updates go on.
+    pub clients: Vec<AclEntry>,
 }
 
 /// The secondary zones, for the workers: which NOTIFY to take, and where to send it. The
@@ -89,6 +105,16 @@ impl Inbox {
             .is_some_and(|e| e.member)
     }
 
+    /// Where an update from `peer` to the catalog member at `apex` goes, if its template's
+    /// `update_forwarding` holds `peer` (`None` as well for a configured zone).
+    pub fn member_forward(&self, apex: NameRef<'_>, peer: IpAddr) -> Option<Arc<MemberForward>> {
+        self.table()
+            .get(&apex.hash_ci())
+            .and_then(|same| same.iter().find(|e| e.apex.as_ref().eq_ci(&apex)))
+            .and_then(|e| e.forward.clone())
+            .filter(|f| f.clients.iter().any(|c| c.contains(peer)))
+    }
+
     /// Takes NOTIFY for `zone` from now on (replacing what it had for the same apex: a
     /// member moved to another template); the flags the thread reads for it.
     /// `member`: brought by a catalog.
@@ -99,6 +125,13 @@ impl Inbox {
             key: zone.key.clone(),
             flags,
             member,
+            forward: (!zone.update_forwarding.is_empty()).then(|| {
+                Arc::new(MemberForward {
+                    primaries: zone.primaries.clone(),
+                    tls: zone.tls.clone(),
+                    clients: zone.update_forwarding.clone(),
+                })
+            }),
         };
         let mut table = self.table();
         let same = table.entry(zone.name.as_ref().hash_ci()).or_default();

@@ -46,21 +46,19 @@ mod store;
 
 pub use fetch::fetch;
 use inbox::Flags;
-pub use inbox::Inbox;
+pub use inbox::{Inbox, MemberForward};
 use store::timers;
 
 use crate::Host;
 use shardns_config::{Config, PrimaryTls};
-use shardns_wire::tsig::Key;
-use shardns_wire::Name;
+use shardns_wire::{tsig::Key, Name};
 use shardns_zone::xfr::incoming::Limits;
 use shardns_zone::{Zone, ZoneChange};
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -97,6 +95,8 @@ pub struct SecondaryZone {
     pub catalog: Option<Arc<catalog::Consumer>>,
     /// `dnssec = true`: signed as it arrives and served signed (`signer`).
     pub sign: Option<Arc<crate::signing::SignSpec>>,
+    /// A member's template's `update_forwarding` (a configured zone's is read from config).
+    pub update_forwarding: Vec<shardns_config::AclEntry>,
 }
 
 /// The secondary zones of `config` (its `[[zone]]` tables with `primary`).
@@ -115,6 +115,7 @@ pub fn zones(config: &Config) -> Vec<SecondaryZone> {
                 catalog: (z.catalog == Some(shardns_config::CatalogRole::Consume))
                     .then(|| Arc::new(catalog::Consumer::new(config, z, &key))),
                 key,
+                update_forwarding: Vec::new(),
                 sign: crate::signing::SignSpec::of(
                     z,
                     config.server.key_directory.as_deref(),

@@ -63,7 +63,7 @@ pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
 pub(crate) use state::{state_path, write_atomic};
 pub use timer::Resigner;
-pub use updates::Updates;
+pub use updates::{Kept, Updates};
 
 /// A zone's records after signing.
 pub struct Signed {

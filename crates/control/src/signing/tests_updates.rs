@@ -193,3 +193,35 @@ fn apex_key_records_are_kept() {
     assert!(l.items.iter().any(|r| l.rdata(r) == &dnskey[..]));
     let _ = fs::remove_dir_all(&d);
 }
+
+/// `shardns sign`'s reading: the changes applied as a start applies them when they are
+/// over this file's serial, reported otherwise; the file is never written.
+#[test]
+fn read_only_application_leaves_the_file_alone() {
+    let d = dir("readonly");
+    let u = Updates::new(&d, &apex());
+    let (l, kept) = u.apply_read_only(list(1)).unwrap();
+    assert_eq!((texts(&l), kept), (texts(&list(1)), Kept::None));
+    assert!(!u.path().exists(), "not made");
+    u.restart(1).unwrap();
+    for c in changes() {
+        u.append(&c).unwrap();
+    }
+    let before = fs::read(u.path()).unwrap();
+    let (l, kept) = u.apply_read_only(list(1)).unwrap();
+    assert_eq!(kept, Kept::Applied { count: 2, last: 3 });
+    let (replayed, _) = u.replay(list(1), None).unwrap();
+    assert_eq!(texts(&l), texts(&replayed), "as a start applies them");
+    // Over another serial of the file: the records as read, nothing moved aside.
+    let (l, kept) = u.apply_read_only(list(7)).unwrap();
+    assert_eq!(texts(&l), texts(&list(7)));
+    let other = Kept::OtherFile {
+        base: 1,
+        count: 2,
+        last: 3,
+    };
+    assert_eq!(kept, other);
+    assert_eq!(fs::read(u.path()).unwrap(), before, "the file untouched");
+    assert!(!state_path(&d, &apex(), "updates.dropped").exists());
+    let _ = fs::remove_dir_all(&d);
+}

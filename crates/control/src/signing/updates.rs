@@ -211,6 +211,32 @@ impl Updates {
         }
     }
 
+    /// The records read from the zone file with the changes kept applied, as
+    /// [`Updates::replay`] applies them at a start, for a reader that does not own the
+    /// file (`shardns sign`, beside a server that may be running): the file is only read,
+    /// never rewritten nor set aside. The records come back unchanged unless [`Kept::Applied`].
+    pub fn apply_read_only(&self, records: RecordList) -> Result<(RecordList, Kept), String> {
+        let file_serial = list_serial(&records, &self.apex)
+            .ok_or("the zone needs exactly one SOA record at its apex")?;
+        let (base, changes) = match self.read()? {
+            Some((base, changes)) if !changes.is_empty() => (base, changes),
+            _ => return Ok((records, Kept::None)),
+        };
+        let (count, last) = (changes.len(), changes.last().map_or(base, Change::serial));
+        if base != file_serial {
+            return Ok((records, Kept::OtherFile { base, count, last }));
+        }
+        Ok((
+            apply(records, &self.apex, &changes),
+            Kept::Applied { count, last },
+        ))
+    }
+
+    /// Where the changes are kept.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// Does what `pending` says, once the zone is signed.
     pub fn finish(&self, pending: Pending) -> Result<(), String> {
         if let Some((base, change)) = pending.compact {
@@ -241,6 +267,30 @@ impl Updates {
             self.apex
         );
     }
+}
+
+/// What [`Updates::apply_read_only`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// No change kept.
+    None,
+    /// `count` changes applied, up to serial `last`.
+    Applied {
+        /// Changes applied.
+        count: usize,
+        /// The last one's serial.
+        last: u32,
+    },
+    /// `count` changes (up to serial `last`) kept over the zone file at serial `base`, not
+    /// this file's: not applied (a server reading this file drops them).
+    OtherFile {
+        /// The zone file serial they apply over.
+        base: u32,
+        /// Changes kept.
+        count: usize,
+        /// The last one's serial.
+        last: u32,
+    },
 }
 
 /// The serial of the apex SOA in `records`.

@@ -1,7 +1,8 @@
 //! update::forward -- updates to a secondary zone passed on to its primary (RFC 2136 §6,
 //! BIND's `allow-update-forwarding`): `[[zone]] update_forwarding` names the clients whose
-//! updates go on; the others are REFUSED as before ([`super::process`] asks [`target`]
-//! first, for each update that passed the rate limit).
+//! updates go on (for the members of a consumed catalog, their `[[template]]`'s, which the
+//! secondary inbox keeps beside each member); the others are REFUSED as before
+//! ([`super::process`] asks [`target`] first, for each update that passed the rate limit).
 //!
 //! A forwarded update leaves the main thread at once: a thread of its own (at most
 //! [`IN_FLIGHT`] at once; past it the update gets SERVFAIL at once) sends the client's
@@ -14,8 +15,8 @@
 //! key. When no primary answers, SERVFAIL, signed with the request's key if this server
 //! knows it. The change reaches this secondary as any other: the primary's NOTIFY and IXFR.
 
-use super::Job;
-use crate::secondary::client;
+use super::{Job, Tsig};
+use crate::secondary::{client, Inbox};
 use crate::stats::ForwardCounts as Counts;
 use shardns_config::{Config, PrimaryTls};
 use shardns_wire::{Name, Query, Rcode};
@@ -39,14 +40,22 @@ pub(super) struct Target {
 }
 
 /// Where `job` goes if it is to be forwarded: an update (not the operator's) to a secondary
-/// zone of `config` whose `update_forwarding` holds the client's address.
-pub(super) fn target(config: &Config, job: &Job) -> Option<Target> {
+/// zone of `config` whose `update_forwarding` holds the client's address, or to a member of
+/// a consumed catalog (in `members`) whose template's does.
+pub(super) fn target(config: &Config, members: Option<&Inbox>, job: &Job) -> Option<Target> {
     if job.operator {
         return None;
     }
     let query = Query::parse(&job.message).ok()?;
     let apex = query.qname().to_name();
-    let table = config.zone_table(&apex)?;
+    let Some(table) = config.zone_table(&apex) else {
+        let member = members?.member_forward(apex.as_ref(), job.peer)?;
+        return Some(Target {
+            apex,
+            primaries: member.primaries.clone(),
+            tls: member.tls.clone(),
+        });
+    };
     if table.primary.is_empty() || !table.update_forwarding.iter().any(|p| p.contains(job.peer)) {
         return None;
     }
@@ -58,9 +67,8 @@ pub(super) fn target(config: &Config, job: &Job) -> Option<Target> {
 }
 
 /// Forwards `job` to `to` on a thread of its own; its answer goes back through the job's
-/// `reply`. `keys`: to sign a SERVFAIL for a client whose key this server knows; `counts`:
-/// what became of it.
-pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts: &Arc<Counts>) {
+/// `reply` (a SERVFAIL signed if the job's TSIG verified here); `counts`: what became of it.
+pub(super) fn start(job: Job, to: Target, counts: &Arc<Counts>) {
     if counts.in_flight.fetch_add(1, Relaxed) >= IN_FLIGHT {
         counts.in_flight.fetch_sub(1, Relaxed);
         counts.overflow.fetch_add(1, Relaxed);
@@ -68,7 +76,7 @@ pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts:
             "update of {} from {}: SERVFAIL: {IN_FLIGHT} forwarded updates already wait",
             to.apex, job.peer
         );
-        if let Some(answer) = servfail(&job.message, &keys) {
+        if let Some(answer) = servfail(&job.message, &job.tsig) {
             (job.reply)(answer);
         }
         return;
@@ -77,7 +85,7 @@ pub(super) fn start(job: Job, to: Target, keys: Arc<crate::TransferAcl>, counts:
     let spawned = std::thread::Builder::new()
         .name("shardns-update-fwd".into())
         .spawn(move || {
-            let answer = forward(&job.message, job.peer, &to, &keys, &thread);
+            let answer = forward(&job.message, job.peer, &to, &job.tsig, &thread);
             thread.in_flight.fetch_sub(1, Relaxed);
             if let Some(answer) = answer {
                 (job.reply)(answer);
@@ -95,7 +103,7 @@ fn forward(
     message: &[u8],
     peer: IpAddr,
     to: &Target,
-    keys: &crate::TransferAcl,
+    tsig: &Tsig,
     counts: &Counts,
 ) -> Option<Vec<u8>> {
     let by = Instant::now() + WAIT;
@@ -134,13 +142,13 @@ fn forward(
         "update of {} from {peer}: SERVFAIL: not forwarded: {why}",
         to.apex
     );
-    servfail(message, keys)
+    servfail(message, tsig)
 }
 
-/// SERVFAIL for `message`, signed with its key if this server knows it (else unsigned: the
-/// signature was for the primary to check).
-fn servfail(message: &[u8], keys: &crate::TransferAcl) -> Option<Vec<u8>> {
-    super::answer_signed_if_known(message, keys, Rcode::SERVFAIL, shardns_sys::unix_now())
+/// SERVFAIL for `message`, signed with its key if its TSIG verified here (else unsigned:
+/// the signature was for the primary to check).
+fn servfail(message: &[u8], tsig: &Tsig) -> Option<Vec<u8>> {
+    super::answer_signed_if_known(message, tsig, Rcode::SERVFAIL, shardns_sys::unix_now())
 }
 
 #[cfg(test)]
@@ -162,6 +170,7 @@ mod tests {
             message: update(),
             peer: peer.parse().unwrap(),
             operator,
+            tsig: Tsig::Unsigned,
             reply: Box::new(|_| {}),
         }
     }
@@ -187,17 +196,18 @@ mod tests {
     fn forwarded_only_for_a_secondary_zone_and_the_listed_clients() {
         let primary = vec!["192.0.2.1:53".parse().unwrap()];
         let c = config(primary.clone(), &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.9", false)).expect("forwarded");
+        let to = target(&c, None, &job("127.0.0.9", false)).expect("forwarded");
         assert_eq!(to.primaries, primary);
-        assert!(target(&c, &job("192.0.2.9", false)).is_none());
+        assert!(target(&c, None, &job("192.0.2.9", false)).is_none());
         assert!(
-            target(&c, &job("127.0.0.9", true)).is_none(),
+            target(&c, None, &job("127.0.0.9", true)).is_none(),
             "the operator's"
         );
-        assert!(target(&config(primary, &[]), &job("127.0.0.9", false)).is_none());
+        assert!(target(&config(primary, &[]), None, &job("127.0.0.9", false)).is_none());
         // A primary zone (validation refuses the pair; the check does not rely on it).
         assert!(target(
             &config(Vec::new(), &["0.0.0.0/0"]),
+            None,
             &job("127.0.0.9", false)
         )
         .is_none());
@@ -223,17 +233,28 @@ mod tests {
             msg
         });
         let c = config(vec![closed(), up], &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.1", false)).unwrap();
-        let keys = crate::TransferAcl::new(&c);
+        let to = target(&c, None, &job("127.0.0.1", false)).unwrap();
         let counts = Counts::default();
-        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts);
+        let answer = forward(
+            &update(),
+            "127.0.0.1".parse().unwrap(),
+            &to,
+            &Tsig::Unsigned,
+            &counts,
+        );
         assert_eq!(answer, Some(server.join().unwrap()));
         assert_eq!(counts.answered.load(Relaxed), 1);
         // Nobody there: SERVFAIL for the same message.
         let c = config(vec![closed()], &["127.0.0.0/8"]);
-        let to = target(&c, &job("127.0.0.1", false)).unwrap();
-        let answer = forward(&update(), "127.0.0.1".parse().unwrap(), &to, &keys, &counts)
-            .expect("an answer");
+        let to = target(&c, None, &job("127.0.0.1", false)).unwrap();
+        let answer = forward(
+            &update(),
+            "127.0.0.1".parse().unwrap(),
+            &to,
+            &Tsig::Unsigned,
+            &counts,
+        )
+        .expect("an answer");
         assert_eq!(&answer[..2], &[0x12, 0x34]);
         assert_eq!(answer[3] & 0x0f, 2, "SERVFAIL");
         assert_eq!(counts.failed.load(Relaxed), 1);

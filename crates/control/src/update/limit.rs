@@ -2,8 +2,8 @@
 //! requester (the TSIG key that signed the update and verified, else the client's /32 for
 //! IPv4 or /64 for IPv6), `limits.updates_per_second` tokens a second up to
 //! `limits.updates_burst`, checked on the main thread before the update is read further
-//! (its TSIG is verified first, so that a forged signature cannot spend a key's tokens: it
-//! spends its address's). An update with no token left is answered REFUSED (signed with the
+//! (by the TSIG verdict the job carries, so that a forged signature cannot spend a key's
+//! tokens: it spends its address's). An update with no token left is answered REFUSED (signed with the
 //! key, if it verified) and counted (`shardns_updates_total{result="rate_limited"}`).
 //! The operator's transactions are not limited.
 //!
@@ -12,9 +12,7 @@
 //! share one bucket, so a flood from many addresses holds a bounded table.
 
 use super::Job;
-use crate::TransferAcl;
 use shardns_config::Config;
-use shardns_wire::tsig;
 use shardns_wire::{Name, Query, Rcode};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -124,26 +122,17 @@ impl RateLimiter {
 
     /// The REFUSED answer to `job` if its requester is over the limit (`None`: go on; so
     /// for the operator's jobs and for a message that does not read, which the normal path
-    /// answers). `keys` are the `[[key]]`s a TSIG is verified against.
-    pub(super) fn over(
-        &mut self,
-        job: &Job,
-        keys: &TransferAcl,
-        unix_now: u64,
-        now: Instant,
-    ) -> Option<Vec<u8>> {
+    /// answers). The requester is the key of the job's TSIG verdict (not verified again).
+    pub(super) fn over(&mut self, job: &Job, unix_now: u64, now: Instant) -> Option<Vec<u8>> {
         if job.operator || self.rate <= 0.0 {
             return None;
         }
         Query::parse(&job.message).ok()?;
-        let sig = tsig::read(&job.message).ok().flatten();
-        let key = sig
-            .as_ref()
-            .and_then(|s| tsig::verify(&job.message, s, keys.keys(), unix_now).ok());
-        if self.allow(key.map(|k| &k.name), job.peer, now) {
+        let key = job.tsig.key().map(|(k, _)| &k.name);
+        if self.allow(key, job.peer, now) {
             return None;
         }
-        super::answer_signed_if_known(&job.message, keys, Rcode::REFUSED, unix_now)
+        super::answer_signed_if_known(&job.message, &job.tsig, Rcode::REFUSED, unix_now)
     }
 }
 
@@ -198,6 +187,53 @@ mod tests {
         assert_eq!(prefix(mapped), "192.0.2.9".parse::<IpAddr>().unwrap());
         let mut off = RateLimiter::new(0, 0);
         assert!((0..10_000).all(|_| off.allow(None, x, t)));
+    }
+
+    /// The requester is the key the job's verdict names, not verified again: two addresses
+    /// share a key's bucket; the REFUSED is signed with the carried key.
+    #[test]
+    fn the_key_of_the_carried_verdict_is_the_requester() {
+        use crate::update::Tsig;
+        use shardns_wire::tsig::{self, Algorithm, Key};
+        let k = Key {
+            name: "upd.".parse().unwrap(),
+            algorithm: Algorithm::HmacSha256,
+            secret: b"0123456789abcdef0123456789abcdef".to_vec(),
+        };
+        let mut msg = vec![0x12, 0x34, 5 << 3, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        msg.extend_from_slice(b"\x01t\x00\x00\x06\x00\x01");
+        let len = msg.len();
+        msg.resize(len + 200, 0);
+        // Signed with another secret: only the carried verdict says it is `upd.`.
+        let other = Key {
+            secret: b"another secret, another secret!!".to_vec(),
+            ..k.clone()
+        };
+        let len = tsig::sign_request(&mut msg, len, &other, 1000);
+        msg.truncate(len);
+        let sig = tsig::read(&msg).unwrap().unwrap();
+        let job = |peer: &str| Job {
+            message: msg.clone(),
+            peer: peer.parse().unwrap(),
+            operator: false,
+            tsig: Tsig::signed(sig.clone(), Ok(k.clone())),
+            reply: Box::new(|_| {}),
+        };
+        let mut l = RateLimiter::new(1, 1);
+        let t = Instant::now();
+        assert!(l.over(&job("192.0.2.1"), 1000, t).is_none());
+        let refused = l
+            .over(&job("198.51.100.1"), 1000, t)
+            .expect("the key's bucket");
+        assert_eq!(refused[3] & 0x0f, 5, "REFUSED");
+        let answer_sig = tsig::read(&refused).unwrap().expect("signed");
+        assert_eq!(answer_sig.key, k.name);
+        // Unsigned from a third address: its own bucket.
+        let unsigned = Job {
+            tsig: Tsig::Unsigned,
+            ..job("203.0.113.1")
+        };
+        assert!(l.over(&unsigned, 1000, t).is_none());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! the worker's late-answer path sends, as it sends the resolver's). The main thread, which
 //! alone changes the zone set (reloads, transfers in), takes every queued update at once
 //! ([`process`]): each is checked (the zone is ours and a primary zone; the TSIG against
-//! `[[key]]`; the zone's `update_policy`, prerequisites and the RFC's rules in
+//! `[[key]]`, as the worker verified it: the job carries the verdict, `checked`; the
+//! zone's `update_policy`, prerequisites and the RFC's rules in
 //! `shardns_zone::update::update_as`) and applied to the zone's latest version, so that
 //! updates to one zone in one batch build on each other. Then the new versions are served in
 //! one swap, recorded in the zones' journals (written and synced) and announced to the
@@ -19,16 +20,18 @@
 //! token bucket per key or address prefix that refuses a flood before an update is read
 //! further; `tally`, the batch's answers counted into the stats; `txn`, the operator's
 //! transactions on the control socket, committed as a [`Job`] of theirs; `forward`, an
-//! update to a secondary zone passed on to its primary (`update_forwarding`, else REFUSED)
-//! off the main thread. An unsigned zone's file is written back later (`crate::zonefile`).
+//! update to a secondary zone (or a consumed catalog's member) passed on to its primary
+//! (`update_forwarding`, else REFUSED) off the main thread. An unsigned zone's file is written back later (`crate::zonefile`).
 
 mod sign;
 
+mod checked;
 mod forward;
 mod limit;
 mod tally;
 mod txn;
 
+pub use checked::{Refusal, Signed, Tsig};
 pub use limit::RateLimiter;
 pub use txn::{Transactions, COMMIT_WAIT};
 
@@ -70,6 +73,8 @@ pub struct Job {
     /// Made by the operator on the control socket (a transaction): no TSIG, no policy; the
     /// RFC's rules and the prerequisites still apply.
     pub operator: bool,
+    /// Its TSIG, read and verified once, where it was received ([`Tsig::check`]).
+    pub tsig: Tsig,
     /// Sends the answer to the client (called once, from the main thread).
     pub reply: Box<dyn FnOnce(Vec<u8>) + Send>,
 }
@@ -114,7 +119,11 @@ impl Inbox {
         let any = config
             .zones
             .iter()
-            .any(|z| z.updatable() || !z.update_forwarding.is_empty());
+            .any(|z| z.updatable() || !z.update_forwarding.is_empty())
+            || config
+                .templates
+                .iter()
+                .any(|t| !t.update_forwarding.is_empty());
         self.enabled.store(any, Relaxed);
         self.limiter().configure(config);
     }
@@ -156,7 +165,6 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     let mut batch = Batch {
         config: &reloader.config,
         set: &set,
-        keys: plane.transfer_acl.load_full(),
         latest: HashMap::new(),
         touched: HashMap::new(),
         policies: HashMap::new(),
@@ -174,15 +182,14 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     let mut limiter = plane.updates.limiter();
     let instant = std::time::Instant::now();
     for job in jobs {
-        let limited = limiter.over(&job, &batch.keys, now, instant);
+        let limited = limiter.over(&job, now, instant);
         // A secondary zone's update for its primary: off this thread at once.
         let to = limited
             .is_none()
-            .then(|| forward::target(batch.config, &job))
+            .then(|| forward::target(batch.config, plane.secondary.as_ref(), &job))
             .flatten();
         if let Some(to) = to {
-            let keys = Arc::clone(&batch.keys);
-            forward::start(job, to, keys, &plane.stats.updates_forwarded);
+            forward::start(job, to, &plane.stats.updates_forwarded);
             continue;
         }
         let answer = match limited {
@@ -199,7 +206,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
                 Some(refused)
             }
             None => {
-                let answer = batch.one(&job.message, job.peer, job.operator, now);
+                let answer = batch.one(&job, now);
                 tally.count(answer.as_deref());
                 answer
             }
@@ -257,7 +264,6 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
 struct Batch<'a> {
     config: &'a Config,
     set: &'a ZoneSet,
-    keys: Arc<crate::TransferAcl>,
     /// The versions made in this batch, by apex: later updates build on them.
     latest: HashMap<Name, Arc<Zone>>,
     /// The owner names this batch changed, by apex (`None`: not known, as when signing
@@ -275,27 +281,24 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
-    /// The answer to one update (`None`: not a message to answer).
-    fn one(&mut self, message: &[u8], peer: IpAddr, operator: bool, now: u64) -> Option<Vec<u8>> {
+    /// The answer to one update (`None`: not a message to answer). Its TSIG is the verdict
+    /// the job carries, not verified again.
+    fn one(&mut self, job: &Job, now: u64) -> Option<Vec<u8>> {
+        let (message, peer, operator) = (&job.message[..], job.peer, job.operator);
         let query = Query::parse(message).ok()?;
         let mut out = vec![0u8; ANSWER_MAX];
-        let answer = |rcode, out: &mut Vec<u8>| {
-            let w = notify_answer(&query, rcode, out);
-            out.truncate(w.len);
-        };
-        let sig = match tsig::read(message) {
-            Ok(sig) => sig,
-            Err(_) => {
-                answer(Rcode::FORMERR, &mut out);
+        let key = match &job.tsig {
+            Tsig::Unsigned => None,
+            Tsig::Malformed => {
+                let w = notify_answer(&query, Rcode::FORMERR, &mut out);
+                out.truncate(w.len);
                 return Some(out);
             }
-        };
-        let keys = Arc::clone(&self.keys);
-        let key = match &sig {
-            None => None,
-            Some(sig) => match tsig::verify(message, sig, keys.keys(), now) {
-                Ok(key) => Some(key),
-                Err(failure) => {
+            Tsig::Signed(signed) => match &signed.verdict {
+                Ok(key) => Some((key, &signed.sig)),
+                Err(refusal) => {
+                    let failure = refusal.failure();
+                    let sig = &signed.sig;
                     let w = tsig_refusal(sig, &failure, now, &mut out, |rcode, o| {
                         notify_answer(&query, rcode, o)
                     });
@@ -316,9 +319,9 @@ impl Batch<'_> {
                 }
             },
         };
-        let rcode = self.decide(&query, message, key.map(|k| &k.name), peer, operator, now);
+        let rcode = self.decide(&query, message, key.map(|k| &k.0.name), peer, operator, now);
         let mut w = notify_answer(&query, rcode, &mut out);
-        if let (Some(key), Some(sig)) = (key, &sig) {
+        if let Some((key, sig)) = key {
             w.len = Signer::new(key, sig).sign(&mut out, w.len, now);
         }
         out.truncate(w.len);
@@ -472,24 +475,20 @@ fn operator_policy() -> Policy {
     }
 }
 
-/// The answer `rcode` to `message` (its zone section echoed), signed with its key when its
-/// TSIG verifies against `keys` at `now`, unsigned otherwise: the answers made beside the
+/// The answer `rcode` to `message` (its zone section echoed), signed at `now` with its key
+/// when its TSIG verified (`tsig`), unsigned otherwise: the answers made beside the
 /// update's own checks (the flood limit's REFUSED, a forward's SERVFAIL). `None`: not a
 /// message to answer.
-fn answer_signed_if_known(
-    message: &[u8],
-    keys: &crate::TransferAcl,
-    rcode: Rcode,
-    now: u64,
-) -> Option<Vec<u8>> {
+fn answer_signed_if_known(message: &[u8], tsig: &Tsig, rcode: Rcode, now: u64) -> Option<Vec<u8>> {
     let query = Query::parse(message).ok()?;
     let mut out = vec![0u8; ANSWER_MAX];
     let mut w = notify_answer(&query, rcode, &mut out);
-    if let Ok(Some(sig)) = tsig::read(message) {
-        if let Ok(key) = tsig::verify(message, &sig, keys.keys(), now) {
-            w.len = Signer::new(key, &sig).sign(&mut out, w.len, now);
-        }
+    if let Some((key, sig)) = tsig.key() {
+        w.len = Signer::new(key, sig).sign(&mut out, w.len, now);
     }
     out.truncate(w.len);
     Some(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -336,6 +336,7 @@ fn send(
         message: request.message().to_vec(),
         peer: IpAddr::V6(Ipv6Addr::LOCALHOST),
         operator: true,
+        tsig: super::Tsig::Unsigned,
         reply: Box::new(move |answer| {
             let _ = tx.send(answer);
         }),

@@ -335,3 +335,67 @@ fn a_secondary_forwards_over_tls_with_primary_tls() {
     wait_serial(s, 2, context);
     assert_eq!(short(s, "tls.upd.test.", "A"), ["192.0.2.55"]);
 }
+
+/// A member of a consumed catalog forwards as its `[[template]]`'s `update_forwarding`
+/// says: the primary produces the catalog `cat.test.` with the zone in it; one secondary's
+/// template forwards for 127.0.0.0/8, the other's has none (REFUSED, as before).
+#[test]
+fn a_catalog_member_forwards_by_its_template() {
+    let work = TempDir::new("upd-fwd-cat");
+    let file = work.write("upd.test.zone", &zone_text(1));
+    let (p, s1, s2) = (local(), local(), local());
+    let toml = format!(
+        "{}catalog_member = \"cat.test.\"\n[[zone]]\nname = \"cat.test.\"\ncatalog = \"produce\"\n",
+        primary_toml(&file, &[s1, s2])
+    );
+    let primary = start(&work, "upd-fwd-cat-p", p, &toml);
+    let consumer = |template: &str| {
+        format!(
+            "{}[[zone]]\nname = \"cat.test.\"\nprimary = [\"{p}\"]\nprimary_key = \"{TSIG_NAME}\"\n\
+             catalog = \"consume\"\ncatalog_templates = [\"members\"]\n\
+             [[template]]\nname = \"members\"\n{template}\n",
+            tsig_toml()
+        )
+    };
+    let forwarding = consumer("update_forwarding = [\"127.0.0.0/8\"]");
+    let sec = start(&work, "upd-fwd-cat-s1", s1, &forwarding);
+    let _plain = start(&work, "upd-fwd-cat-s2", s2, &consumer(""));
+    let context = || {
+        format!(
+            "--- secondary:\n{}\n--- primary:\n{}",
+            sec.log(),
+            primary.log()
+        )
+    };
+    for at in [s1, s2] {
+        wait_serial(at, 1, context);
+    }
+    let run = nsupdate(
+        s1,
+        &["-y", &upd_key()],
+        "update add cat.upd.test. 300 A 192.0.2.66\nsend\n",
+    );
+    assert!(
+        run.ok,
+        "nsupdate via the member:\n{}\n{}",
+        run.text,
+        context()
+    );
+    assert_eq!(
+        short(p, "cat.upd.test.", "A"),
+        ["192.0.2.66"],
+        "{}",
+        context()
+    );
+    assert!(
+        sec.log().contains(&format!("forwarded to {p}: NOERROR")),
+        "{}",
+        context()
+    );
+    wait_serial(s1, 2, context);
+    assert_eq!(short(s1, "cat.upd.test.", "A"), ["192.0.2.66"]);
+    // The primary's own refusal comes back unchanged; the other consumer refuses.
+    assert_eq!(send(s1, 71, "none.upd.test.", Signer::Unsigned), "REFUSED");
+    assert_eq!(send(s2, 72, "no.upd.test.", Signer::Key), "REFUSED");
+    assert_eq!(serial_at(p), Some(2), "{}", context());
+}

@@ -13,6 +13,8 @@
 //!   each; the differences we chose are listed there and in docs/ANSWERS.md.
 //! - `signed`: a signed zone (NSEC, NSEC3) updated: the changes signed at once, verified,
 //!   validated by `delv`, and kept over a restart.
+//! - `sign_tool`: `shardns sign` applies the changes a signed zone's updates left in the
+//!   key directory (`--ignore-updates`: the file alone; another file serial: refused).
 //! - `follow`: knotd as a TSIG-signed secondary of a shardns primary follows updates by
 //!   NOTIFY and true IXFR from the journal; updates survive a restart and a SIGKILL.
 //! - `txn`: the operator's transactions (`shardns zone begin|set|unset|diff|commit|abort`)
@@ -39,6 +41,7 @@ mod flood;
 mod follow;
 mod forward;
 mod knot_compare;
+mod sign_tool;
 mod signed;
 mod txn;
 mod wire;
