@@ -108,14 +108,64 @@ pub fn pregenerate(
     if out.is_empty() {
         out = format!("zone {apex}: the ZSKs reach {} already\n", format_time(to));
     }
-    let text = format!(
-        "dnskey_ttl {}\nmax_ttl {}\npropagation {}\n",
-        timings.dnskey_ttl, timings.max_ttl, timings.propagation
-    );
+    let text = Pregenerated {
+        dnskey_ttl: Some(timings.dnskey_ttl),
+        max_ttl: Some(timings.max_ttl),
+        propagation: Some(timings.propagation),
+    }
+    .write();
     write_atomic(&super::state_path(key_dir, apex, "pregenerated"), |w| {
         std::io::Write::write_all(w, text.as_bytes())
     })?;
     Ok(out)
+}
+
+/// The waits the ZSKs were pregenerated with, as `KEYDIR/state/<zone>.pregenerated` keeps
+/// them: a line `NAME SECONDS` each. A value missing or unreadable is `None` (the file is
+/// only read for warnings: a damaged one warns less, never fails the signing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pregenerated {
+    /// The DNSKEY TTL.
+    pub dnskey_ttl: Option<u64>,
+    /// The largest TTL of the zone.
+    pub max_ttl: Option<u64>,
+    /// The propagation delay.
+    pub propagation: Option<u64>,
+}
+
+impl Pregenerated {
+    /// Reads the file's text: for each name, the first line `NAME N` whose N is a number.
+    pub fn parse(text: &str) -> Self {
+        let get = |k: &str| {
+            text.lines().find_map(|l| {
+                l.strip_prefix(k)?
+                    .strip_prefix(' ')?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+        };
+        Self {
+            dnskey_ttl: get("dnskey_ttl"),
+            max_ttl: get("max_ttl"),
+            propagation: get("propagation"),
+        }
+    }
+
+    /// The file's text ([`Self::parse`] reads it back the same).
+    pub fn write(&self) -> String {
+        let mut text = String::new();
+        for (k, v) in [
+            ("dnskey_ttl", self.dnskey_ttl),
+            ("max_ttl", self.max_ttl),
+            ("propagation", self.propagation),
+        ] {
+            if let Some(v) = v {
+                let _ = writeln!(text, "{k} {v}");
+            }
+        }
+        text
+    }
 }
 
 /// What the zone's TTLs, as signed now, break of the waits the ZSKs were pregenerated
@@ -132,14 +182,11 @@ pub(super) fn timing_warnings(
     let Ok(text) = std::fs::read_to_string(super::state_path(key_dir, apex, "pregenerated")) else {
         return Vec::new();
     };
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
-    };
+    let planned = Pregenerated::parse(&text);
     let mut out = Vec::new();
     for (what, flag, served, planned) in [
-        ("DNSKEY TTL", "--dnskey-ttl", key_ttl, get("dnskey_ttl ")),
-        ("largest TTL", "--max-ttl", max_ttl, get("max_ttl ")),
+        ("DNSKEY TTL", "--dnskey-ttl", key_ttl, planned.dnskey_ttl),
+        ("largest TTL", "--max-ttl", max_ttl, planned.max_ttl),
     ] {
         if let Some(planned) = planned.filter(|&p| u64::from(served) > p) {
             out.push(format!(
@@ -164,8 +211,18 @@ pub fn make_ksr(
     let store = KeyStore::open(key_dir).map_err(|e| store_error(&e))?;
     let keys = zsks_only(apex, store.load(apex).map_err(|e| store_error(&e))?)?;
     let periods = offline::zsk_periods(&keys, from, to).map_err(|e| e.to_string())?;
+    Ok(write_ksr(&Request {
+        zone: apex.clone(),
+        ttl,
+        periods,
+    }))
+}
+
+/// A KSR as text ([`parse_ksr`] reads it back the same).
+pub fn write_ksr(request: &Request) -> String {
+    let (apex, ttl) = (&request.zone, request.ttl);
     let mut text = format!(";; shardns-ksr {apex}\n;; ttl {ttl}\n");
-    for p in &periods {
+    for p in &request.periods {
         let _ = writeln!(
             text,
             ";; period {} {}",
@@ -177,7 +234,7 @@ pub fn make_ksr(
         }
     }
     text.push_str(";; end\n");
-    Ok(text)
+    text
 }
 
 fn record(apex: &Name, rtype: RType, ttl: u32, rdata: Vec<u8>) -> Record {
@@ -251,6 +308,14 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             }
             [] => {}
             [w, ..] if w.starts_with(';') => {}
+            // `$INCLUDE` would make the reader open a file the sender names (on the KSK's
+            // machine, for a KSR), `$ORIGIN` and `$TTL` change what later lines mean.
+            [w, ..] if w.starts_with('$') => {
+                return Err(at(
+                    n,
+                    &format!("{w}: a {kind} holds records only, no zone file directive"),
+                ))
+            }
             _ if periods.is_empty() => return Err(at(n, "a record before the first period")),
             _ => {
                 // A line of its own, for the scanner's line numbers to stay the file's.
@@ -276,12 +341,15 @@ pub fn parse_ksr(text: &str, file: &Path) -> Result<Request, String> {
         .ok_or_else(|| format!("{}: no `;; ttl N` line", file.display()))?;
     let mut periods = Vec::new();
     for (from, to, records) in doc.periods {
-        if let Some(r) = records
-            .iter()
-            .find(|r| r.rtype != RType::DNSKEY || r.owner != doc.zone || r.ttl != ttl)
-        {
+        if let Some(r) = records.iter().find(|r| {
+            r.rtype != RType::DNSKEY
+                || r.owner != doc.zone
+                || r.ttl != ttl
+                || r.class != shardns_wire::Class::IN
+        }) {
             return Err(format!(
-                "{}: period {}: a KSR holds the apex's DNSKEY records with TTL {ttl} only, not `{r}`",
+                "{}: period {}: a KSR holds the apex's DNSKEY records (class IN, TTL {ttl}) \
+                 only, not `{r}`",
                 file.display(),
                 format_time(from)
             ));

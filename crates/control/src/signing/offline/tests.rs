@@ -431,3 +431,66 @@ fn damaged_ksrs_are_refused_or_harmless() {
     }
     assert!(refused > 100, "{refused} refused");
 }
+
+/// A zone file directive in a KSR or SKR is refused before the reader sees it: `$INCLUDE`
+/// would open a file the sender names.
+#[test]
+fn directives_in_ksrs_and_skrs_are_refused() {
+    let secret = Dir::new("include");
+    let file = secret.0.join("secret");
+    std::fs::write(&file, "z.test. 60 IN DNSKEY 256 3 15 AAAA\n").unwrap();
+    for (kind, extra) in [("ksr", ";; ttl 60\n"), ("skr", "")] {
+        for directive in [
+            format!("$INCLUDE {}", file.display()),
+            "$ORIGIN other.".into(),
+            " $TTL 5".into(),
+        ] {
+            let text = format!(
+                ";; shardns-{kind} z.test.\n{extra};; period 20261201000000 20261202000000\n\
+                 {directive}\n;; end\n"
+            );
+            let e = if kind == "ksr" {
+                parse_ksr(&text, Path::new("f")).unwrap_err()
+            } else {
+                parse_skr(&text, Path::new("f")).unwrap_err()
+            };
+            let line = if kind == "ksr" { 4 } else { 3 };
+            assert!(e.starts_with(&format!("f:{line}: $")), "{e}");
+            assert!(e.contains("no zone file directive"), "{e}");
+        }
+    }
+}
+
+/// The KSR written from a request reads back as that request; the `.pregenerated` file
+/// likewise, a value left out staying out.
+#[test]
+fn ksrs_and_pregenerated_files_read_back_as_written() {
+    let zsk = Dir::new("zsk8");
+    pregenerate(
+        &apex(),
+        &zsk.0,
+        Algorithm::EcdsaP256Sha256,
+        &timings(),
+        T0,
+        T0 + 3000,
+    )
+    .unwrap();
+    let text = make_ksr(&apex(), &zsk.0, T0, T0 + 3000, 60).unwrap();
+    let request = parse_ksr(&text, Path::new("k")).unwrap();
+    assert!(request.periods.len() >= 3, "{text}");
+    assert_eq!(write_ksr(&request), text);
+    let kept = std::fs::read_to_string(crate::signing::state_path(&zsk.0, &apex(), "pregenerated"))
+        .unwrap();
+    let p = Pregenerated::parse(&kept);
+    assert_eq!(
+        (p.dnskey_ttl, p.max_ttl, p.propagation),
+        (Some(60), Some(300), Some(60))
+    );
+    assert_eq!(p.write(), kept);
+    let partial = Pregenerated { max_ttl: None, ..p };
+    assert_eq!(Pregenerated::parse(&partial.write()), partial);
+    assert_eq!(
+        Pregenerated::parse("max_ttlx 5\nmax_ttl x\nmax_ttl  +7\n").max_ttl,
+        Some(7)
+    );
+}
