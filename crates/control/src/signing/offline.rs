@@ -365,11 +365,35 @@ pub fn parse_ksr(text: &str, file: &Path) -> Result<Request, String> {
     })
 }
 
-/// The KSK side: the KSR `text` signed with the zone's KSKs in `key_dir`, as SKR text.
-pub fn sign_ksr(text: &str, file: &Path, key_dir: &Path, how: &SignKsr) -> Result<String, String> {
+/// The KSK side: the KSR `text` signed with the zone's KSKs in `key_dir`, as SKR text;
+/// with `keystore`, the keys whose private half is on that PKCS#11 token (their
+/// `.pkcs11` files in `key_dir`) sign there.
+pub fn sign_ksr(
+    text: &str,
+    file: &Path,
+    key_dir: &Path,
+    keystore: Option<&super::Keystore>,
+    how: &SignKsr,
+) -> Result<String, String> {
     let request = parse_ksr(text, file)?;
-    let store = KeyStore::open(key_dir).map_err(|e| store_error(&e))?;
+    let token = keystore.map(super::Keystore::open).transpose()?;
+    let store = KeyStore::open(key_dir)
+        .map_err(|e| store_error(&e))?
+        .with_token(token);
     let keys = store.load(&request.zone).map_err(|e| store_error(&e))?;
+    if keystore.is_none() {
+        // Without its token such a key loads without its private half: say so, rather
+        // than the signing's failure.
+        if let Some(k) = keys
+            .iter()
+            .find(|k| k.meta.role == Role::Ksk && k.key.is_detached())
+        {
+            return Err(format!(
+                "KSK {} ({}.pkcs11) is on a PKCS#11 token: give its --keystore and --config",
+                k.meta.tag, k.stem
+            ));
+        }
+    }
     if !keys.iter().any(|k| k.meta.role == Role::Ksk) {
         return Err(format!(
             "no KSK of {} in {}",

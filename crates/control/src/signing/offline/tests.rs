@@ -110,7 +110,7 @@ fn skr_span(zsk: &Path, ksk: &Path, from: u64, to: u64) -> String {
         backdate: 3600,
         overlap: 600,
     };
-    sign_ksr(&ksr, Path::new("ksr"), ksk, &how).unwrap()
+    sign_ksr(&ksr, Path::new("ksr"), ksk, None, &how).unwrap()
 }
 
 /// The next SKR imported while the current one serves: both kept, each serving its
@@ -310,7 +310,7 @@ fn a_lifetime_that_is_up_does_not_call_for_signings() {
         backdate: 3600,
         overlap: 600,
     };
-    let text = sign_ksr(&ksr, Path::new("ksr"), &ksk.0, &how).unwrap();
+    let text = sign_ksr(&ksr, Path::new("ksr"), &ksk.0, None, &how).unwrap();
     import_skr(&apex(), &zsk.0, &text, Path::new("skr"), T0).unwrap();
     let mut spec = spec(&zsk.0);
     spec.roll.zsk_lifetime = Some(100);
@@ -407,7 +407,7 @@ fn damaged_ksrs_are_refused_or_harmless() {
             bytes.truncate(next() % bytes.len());
         }
         let damaged = String::from_utf8_lossy(&bytes).into_owned();
-        match sign_ksr(&damaged, Path::new("k"), &ksk.0, &how) {
+        match sign_ksr(&damaged, Path::new("k"), &ksk.0, None, &how) {
             Ok(text) => {
                 let response = parse_skr(&text, Path::new("s")).unwrap();
                 let from = response.periods[0].from;
