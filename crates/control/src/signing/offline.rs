@@ -254,6 +254,24 @@ struct Document {
     periods: Vec<(u64, u64, Vec<Record>)>,
 }
 
+/// The record lines of one period, for the zone file reader, and the file's line number
+/// of each (the reader counts the period's lines from 1).
+#[derive(Default)]
+struct Body {
+    text: String,
+    lines: Vec<usize>,
+}
+
+impl Body {
+    /// The file's line of the reader's line `l` (1-based).
+    fn file_line(&self, l: u32) -> Option<usize> {
+        (l as usize)
+            .checked_sub(1)
+            .and_then(|i| self.lines.get(i))
+            .copied()
+    }
+}
+
 /// Reads a KSR or SKR (`kind`: `shardns-ksr` or `shardns-skr`): the directives, then each
 /// period's records with the zone file reader. Any other line or a missing `;; end` (a
 /// cut file) is an error with its line number.
@@ -272,13 +290,26 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             )
         })?;
     let opts = ScanOptions::new(zone.clone());
-    let (mut ttl, mut periods, mut body, mut ended) = (None, Vec::new(), String::new(), false);
-    let flush = |periods: &mut Vec<(u64, u64, Vec<Record>)>, body: &mut String| {
+    let (mut ttl, mut periods, mut body, mut ended) = (None, Vec::new(), Body::default(), false);
+    let flush = |periods: &mut Vec<(u64, u64, Vec<Record>)>, body: &mut Body| {
         let Some(last) = periods.last_mut() else {
             return Ok(());
         };
-        let scanned = shardns_zone::scan::scan_text(body.as_bytes(), file, &opts)
-            .map_err(|e| e.to_string())?;
+        let scanned =
+            shardns_zone::scan::scan_text(body.text.as_bytes(), file, &opts).map_err(|e| {
+                // The reader's complaints, at the file's lines.
+                let diags = e
+                    .diagnostics()
+                    .iter()
+                    .map(|d| match body.file_line(d.line) {
+                        Some(n) => format!("{}:{n}: {}", d.file.display(), d.message),
+                        None => d.to_string(),
+                    });
+                match diags.collect::<Vec<_>>() {
+                    found if found.is_empty() => e.to_string(),
+                    found => found.join("\n"),
+                }
+            })?;
         // A record given twice is one (RFC 2181 §5), as the signer's RRsets have it.
         let mut records: Vec<Record> = Vec::new();
         for r in super::to_list(scanned.chunks).to_records() {
@@ -287,7 +318,7 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             }
         }
         last.2 = records;
-        body.clear();
+        *body = Body::default();
         Ok::<(), String>(())
     };
     for (n, line) in lines {
@@ -318,9 +349,9 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             }
             _ if periods.is_empty() => return Err(at(n, "a record before the first period")),
             _ => {
-                // A line of its own, for the scanner's line numbers to stay the file's.
-                body.push_str(line);
-                body.push('\n');
+                body.text.push_str(line);
+                body.text.push('\n');
+                body.lines.push(n + 1);
             }
         }
     }

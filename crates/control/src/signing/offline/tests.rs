@@ -494,3 +494,14 @@ fn ksrs_and_pregenerated_files_read_back_as_written() {
         Some(7)
     );
 }
+
+/// A record the zone file reader refuses is reported at its line of the file.
+#[test]
+fn a_bad_record_is_reported_at_its_line() {
+    let text = ";; shardns-ksr z.test.\n;; ttl 60\n;; period 20261201000000 20261202000000\n\
+                z.test. 60 IN DNSKEY 256 3 15 AAAA\n\
+                ;; period 20261202000000 20261203000000\n; a comment\n\n\
+                z.test. 60 IN DNSKEY 256 3 15 !!\n;; end\n";
+    let e = parse_ksr(text, Path::new("f.ksr")).unwrap_err();
+    assert!(e.starts_with("f.ksr:8: "), "{e}");
+}
