@@ -38,13 +38,21 @@ fn refused(e: &str, file: &str) {
     );
 }
 
-/// `$INCLUDE` (any case) is refused before the zone file reader could open a file.
+/// A line that starts with `$INCLUDE` (any case, after any white space) before the
+/// `;; end` line: refused before the zone file reader could open a file. (Elsewhere on a
+/// line it is a comment's text or a bad record's; after the end it is not read.)
 fn includes(text: &str) -> bool {
-    text.to_ascii_lowercase().contains("$include")
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .take_while(|w| w[..] != [";;", "end"])
+        .any(|w| {
+            w.first()
+                .is_some_and(|w| w.to_ascii_lowercase().starts_with("$include"))
+        })
 }
 
 /// `parse_ksr` on the text. Checks: no panic; an error names the file; a text with
-/// `$INCLUDE` is refused; an accepted request has sorted ZSKs in each period and reads
+/// a line starting with `$INCLUDE` is refused; an accepted request has sorted ZSKs in each period and reads
 /// back the same from what `write_ksr` makes of it, which is then written the same. Then
 /// the KSK's side: `sign_request` with a fixed KSK (active from 1970 on; CDS and CDNSKEY
 /// none, always or delete by the TTL modulo 3) never panics, and a response it makes is
@@ -143,7 +151,7 @@ fn sign_and_check(request: &Request) -> usize {
 }
 
 /// `parse_skr` on the text. Checks: no panic; an error names the file; a text with
-/// `$INCLUDE` is refused; an accepted response reads back the same from what `write_skr`
+/// a line starting with `$INCLUDE` is refused; an accepted response reads back the same from what `write_skr`
 /// makes of it, which is then written the same; `check_response` against the response's
 /// own ZSKs (the best timeline it could match) never panics, and when it takes the
 /// response, `period_at` finds each period at its start and just before its end.

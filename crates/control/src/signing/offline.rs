@@ -30,7 +30,10 @@ use shardns_zone::ScanOptions;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod pregenerated;
 pub(super) mod sign;
+
+pub use pregenerated::Pregenerated;
 
 /// The ZSKs of the zone in `store`; any other key there is an error (the KSK is offline).
 pub fn zsks_only(apex: &Name, keys: Vec<StoredKey>) -> Result<Vec<StoredKey>, String> {
@@ -118,54 +121,6 @@ pub fn pregenerate(
         std::io::Write::write_all(w, text.as_bytes())
     })?;
     Ok(out)
-}
-
-/// The waits the ZSKs were pregenerated with, as `KEYDIR/state/<zone>.pregenerated` keeps
-/// them: a line `NAME SECONDS` each. A value missing or unreadable is `None` (the file is
-/// only read for warnings: a damaged one warns less, never fails the signing).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pregenerated {
-    /// The DNSKEY TTL.
-    pub dnskey_ttl: Option<u64>,
-    /// The largest TTL of the zone.
-    pub max_ttl: Option<u64>,
-    /// The propagation delay.
-    pub propagation: Option<u64>,
-}
-
-impl Pregenerated {
-    /// Reads the file's text: for each name, the first line `NAME N` whose N is a number.
-    pub fn parse(text: &str) -> Self {
-        let get = |k: &str| {
-            text.lines().find_map(|l| {
-                l.strip_prefix(k)?
-                    .strip_prefix(' ')?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-        };
-        Self {
-            dnskey_ttl: get("dnskey_ttl"),
-            max_ttl: get("max_ttl"),
-            propagation: get("propagation"),
-        }
-    }
-
-    /// The file's text ([`Self::parse`] reads it back the same).
-    pub fn write(&self) -> String {
-        let mut text = String::new();
-        for (k, v) in [
-            ("dnskey_ttl", self.dnskey_ttl),
-            ("max_ttl", self.max_ttl),
-            ("propagation", self.propagation),
-        ] {
-            if let Some(v) = v {
-                let _ = writeln!(text, "{k} {v}");
-            }
-        }
-        text
-    }
 }
 
 /// What the zone's TTLs, as signed now, break of the waits the ZSKs were pregenerated
@@ -338,6 +293,11 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
                 periods.push((a, b, Vec::new()));
             }
             [] => {}
+            // A directive misspelt is no comment: a period line taken as one would add
+            // its records to the period before.
+            [";;", d, ..] if ["end", "ttl", "period", kind].contains(d) => {
+                return Err(at(n, &format!("a bad `;; {d}` line")))
+            }
             [w, ..] if w.starts_with(';') => {}
             // `$INCLUDE` would make the reader open a file the sender names (on the KSK's
             // machine, for a KSR), `$ORIGIN` and `$TTL` change what later lines mean.

@@ -504,4 +504,9 @@ fn a_bad_record_is_reported_at_its_line() {
                 z.test. 60 IN DNSKEY 256 3 15 !!\n;; end\n";
     let e = parse_ksr(text, Path::new("f.ksr")).unwrap_err();
     assert!(e.starts_with("f.ksr:8: "), "{e}");
+    // A period line misspelt is refused, not taken as a comment (which would add its
+    // records to the period before).
+    let text = text.replace(";; period 20261202000000 20261203000000", ";; period 1 2 3");
+    let e = parse_ksr(&text, Path::new("f.ksr")).unwrap_err();
+    assert_eq!(e, "f.ksr:5: a bad `;; period` line");
 }
