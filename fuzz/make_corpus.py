@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes the seed corpus in fuzz/corpus/<target>/ (see docs/FUZZING.md).
 
-    python3 fuzz/make_corpus.py [--server 127.0.0.1:PORT]
+    python3 fuzz/make_corpus.py [--server 127.0.0.1:PORT] [--shardns target/debug/shardns]
 
 Queries, names and zone snippets are built here, deterministically. With --server, the
 responses of a server loaded with crates/shardns/tests/diff/*.zone (knotd or shardns, on
-loopback) to the seed queries are saved as parse_message seeds too. Existing files with the
+loopback) to the seed queries are saved as parse_message seeds too. With --shardns, real
+offline-KSK documents (fuzz/make_corpus_offline.py) join the hand-made ksr/skr seeds. Existing files with the
 same names are overwritten; files the fuzzer added are left alone.
 """
 import argparse
@@ -13,6 +14,8 @@ import hashlib
 import os
 import socket
 import struct
+
+import make_corpus_offline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -467,7 +470,9 @@ def exchange(server, msg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", help="HOST:PORT of a server loaded with tests/diff zones")
+    ap.add_argument("--shardns", help="the shardns binary: real KSR/SKR seeds (offline KSK)")
     args = ap.parse_args()
+    make_corpus_offline.seeds(write, args.shardns)
     for name, q in QUERIES.items():
         write("respond", name, q)
         write("parse_message", "q-" + name, q)

@@ -240,6 +240,18 @@ pub fn sign_request(
         if p.zsks.is_empty() {
             return Err(offline(format!("period {}: no ZSK", p.from)));
         }
+        // RRSIG times compare in serial arithmetic (RFC 4034 §3.1.5): a signature valid
+        // for 2^31 s or more would not be valid over its whole span.
+        let span = (p.to.saturating_add(u64::from(how.overlap)))
+            .saturating_sub(p.from.saturating_sub(u64::from(how.backdate)));
+        if span >= 1 << 31 {
+            return Err(offline(format!(
+                "period {} to {}: its RRSIGs would be valid for {span} s with the backdate and \
+                 overlap, past the 2^31 s RRSIG times can span: ask for shorter periods",
+                crate::keys::format_time(p.from),
+                crate::keys::format_time(p.to)
+            )));
+        }
         for z in &p.zsks {
             check_zsk(z).map_err(|e| offline(format!("period {}: {e}", p.from)))?;
         }
@@ -395,6 +407,11 @@ fn check_period(zone: &Name, p: &ResponsePeriod, expected: &[RequestPeriod]) -> 
         }
         if !r.owner.as_ref().eq_ci(&zone.as_ref()) {
             return Err(offline(format!("a record of {} outside the apex", r.owner)));
+        }
+        // The RRSIGs are verified as class IN: a record of another class would be served
+        // under signatures that do not cover it.
+        if r.class != Class::IN {
+            return Err(offline(format!("a record of class {}: {r}", r.class)));
         }
         if ![RType::DNSKEY, RType::CDNSKEY, RType::CDS, RType::RRSIG].contains(&r.rtype) {
             return Err(offline(format!("a {} record", r.rtype)));

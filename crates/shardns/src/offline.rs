@@ -2,7 +2,7 @@
 //! KSK (Knot's `keymgr` commands of the same names), the steps around
 //! `shardns_control::signing::offline`. See docs/DNSSEC.md.
 
-use shardns_control::signing::offline;
+use shardns_control::signing::{offline, Keystore};
 use shardns_dnssec::keys::parse_time;
 use shardns_dnssec::offline::SignKsr;
 use shardns_dnssec::roll::RollTimings;
@@ -82,9 +82,16 @@ pub(crate) struct SignKsrArgs {
     /// The KSR file.
     #[arg(value_name = "KSR")]
     pub(crate) ksr: PathBuf,
-    /// The KSK's key directory.
+    /// The KSK's key directory (default: the key_directory of --config).
     #[arg(long, value_name = "DIR")]
-    pub(crate) key_dir: PathBuf,
+    pub(crate) key_dir: Option<PathBuf>,
+    /// A config file (the KSK machine's): its key_directory, and its [[keystore]] tables.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The [[keystore]] of --config whose PKCS#11 token holds the KSK's private key (its
+    /// `.pkcs11` file in the key directory).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) keystore: Option<String>,
     /// Where to write the SKR (default: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
@@ -266,7 +273,27 @@ pub(crate) fn sign_ksr(a: &SignKsrArgs) -> Result<String, String> {
         backdate: duration("backdate", &a.backdate)?,
         overlap: duration("overlap", &a.overlap)?,
     };
-    let skr = offline::sign_ksr(&text, &a.ksr, &a.key_dir, &how)?;
+    let config = match &a.config {
+        Some(path) => Some(Config::from_file(path).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let key_dir = a
+        .key_dir
+        .clone()
+        .or_else(|| config.as_ref().and_then(|c| c.server.key_directory.clone()))
+        .ok_or("--key-dir, or --config with a key_directory, is needed")?;
+    let keystore = match (&a.keystore, &config) {
+        (Some(name), Some(c)) => {
+            if c.keystores.iter().all(|k| k.name != *name) {
+                return Err(format!(
+                    "--keystore {name:?}: no [[keystore]] of that name in --config"
+                ));
+            }
+            Some(Keystore::of(name, &c.keystores))
+        }
+        _ => None,
+    };
+    let skr = offline::sign_ksr(&text, &a.ksr, &key_dir, keystore.as_ref(), &how)?;
     match &a.output {
         None => Ok(skr),
         Some(out) => {

@@ -178,6 +178,55 @@ fn journal_corpus() {
 }
 
 #[test]
+fn ksr_corpus() {
+    replay("ksr", checks::ksr);
+}
+
+/// The offline-KSK seeds end as their names say: the real documents (fuzz/make_corpus.py
+/// --shardns) signed and taken, the hand-made refusals refused.
+#[test]
+fn offline_ksk_seeds_reach_each_outcome() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let read = |t: &str, seed: &str| std::fs::read(dir.join(t).join(seed)).unwrap();
+    for (seed, want) in [
+        ("real-ecdsap256sha256", Some(4)),
+        ("real-ed25519", Some(4)),
+        ("doc-example", Some(2)),
+        ("ttl-cds-always", Some(1)),
+        ("ttl-cds-delete", Some(1)),
+        ("empty-period", Some(0)),
+        ("long-period", Some(0)),
+        ("no-end", None),
+        ("include", None),
+        ("origin", None),
+        ("other-class", None),
+    ] {
+        assert_eq!(checks::ksr_run(&read("ksr", seed)), want, "ksr {seed}");
+    }
+    for (seed, want) in [
+        ("real-ed25519-always", Some(true)),
+        ("real-ecdsap256sha256-delete-dnssec", Some(true)),
+        ("real-ed25519-none", Some(true)),
+        ("shape", Some(false)),
+        ("class-ch", None),
+        ("include", None),
+        ("no-end", None),
+    ] {
+        assert_eq!(checks::skr_run(&read("skr", seed)), want, "skr {seed}");
+    }
+}
+
+#[test]
+fn skr_corpus() {
+    replay("skr", checks::skr);
+}
+
+#[test]
+fn pregenerated_corpus() {
+    replay("pregenerated", checks::pregenerated);
+}
+
+#[test]
 fn tsig_corpus() {
     replay("tsig", checks::tsig);
 }

@@ -110,7 +110,7 @@ fn softhsm() -> Option<&'static (PathBuf, PathBuf)> {
 }
 
 /// The tokens of the tests, one each (user PIN 1234).
-const LABELS: [&str; 5] = ["p256", "p384", "ed25519", "ksk-zsk", "faults"];
+const LABELS: [&str; 6] = ["p256", "p384", "ed25519", "ksk-zsk", "faults", "offline"];
 
 /// One test at a time: SoftHSM2 processes sharing a token directory may read another's
 /// token while it is written (CKR_GENERAL_ERROR from C_GetTokenInfo).
@@ -350,6 +350,128 @@ fn a_token_that_fails_keeps_what_is_served() {
     server.wait_for_log("cannot sign the zone", Duration::from_secs(10));
     assert_eq!(axfr_text(server.addr4(), "hsm.test", 10), before);
     assert_eq!(serial(server.addr4(), "plain.test"), "1");
+}
+
+/// `shardns ARGS`: whether it exited 0, and both streams.
+fn shardns(args: &[&str]) -> (bool, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    (
+        out.status.success(),
+        text + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// An offline KSK on a token: `shardns key sign-ksr --keystore NAME --config FILE` signs
+/// a KSR with a KSK whose private half is on the token (its key directory holds its
+/// `.pkcs11` file only), and the server's `import-skr` verifies and takes the response.
+/// Without the keystore the same key directory is refused with a message that says why;
+/// a keystore the config does not have, likewise.
+#[test]
+fn an_offline_ksk_on_a_token_signs_a_ksr() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((module, _)) = init_token("offline") else {
+        return;
+    };
+    let data = TempDir::new("hsm-offline");
+    let (zsks, ksks) = (data.path().join("zsk"), data.path().join("ksk"));
+    std::fs::create_dir_all(&ksks).unwrap();
+    std::fs::create_dir_all(&zsks).unwrap();
+    let zsk_dir = zsks.to_str().unwrap();
+    let base = ["--key-dir", zsk_dir];
+    let run = |args: &[&str]| {
+        let (ok, out) = shardns(args);
+        assert!(ok, "shardns {args:?}:\n{out}");
+        out
+    };
+    run(&[
+        &["key", "pregenerate", "hsm.test", "--to", "+3h"][..],
+        &base,
+        &[
+            "--zsk-lifetime",
+            "1h",
+            "--max-ttl",
+            "5m",
+            "--dnskey-ttl",
+            "5m",
+        ],
+    ]
+    .concat());
+    let ksr = run(&[
+        &["key", "ksr", "hsm.test", "--to", "+3h", "--ttl", "5m"][..],
+        &base,
+    ]
+    .concat());
+    let ksr_file = data.write("hsm.test.ksr", &ksr);
+    // The KSK made on the token, as a server with this keystore makes its keys.
+    let uri = "pkcs11:token=offline;pin-value=1234";
+    let token = shardns_dnssec::pkcs11::Token::open(module, uri).unwrap();
+    let store = shardns_dnssec::KeyStore::open(&ksks)
+        .unwrap()
+        .with_token(Some(token));
+    let apex: shardns_wire::Name = "hsm.test.".parse().unwrap();
+    let ksk = store
+        .make(
+            &apex,
+            shardns_dnssec::Algorithm::EcdsaP256Sha256,
+            shardns_dnssec::Role::Ksk,
+            0,
+        )
+        .unwrap();
+    store.save_new(&ksk).unwrap();
+    let files: Vec<String> = std::fs::read_dir(&ksks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(files.iter().any(|f| f.ends_with(".pkcs11")), "{files:?}");
+    assert!(!files.iter().any(|f| f.ends_with(".private")), "{files:?}");
+    let config = data.write(
+        "ksk.toml",
+        &format!(
+            "[server]\nkey_directory = \"ksk\"\n[[keystore]]\nname = \"hsm\"\n\
+             pkcs11_uri = \"{uri}\"\nmodule = \"{}\"\n",
+            module.display()
+        ),
+    );
+    let (ksr_path, conf) = (ksr_file.to_str().unwrap(), config.to_str().unwrap());
+    let skr = run(&[
+        "key",
+        "sign-ksr",
+        ksr_path,
+        "--keystore",
+        "hsm",
+        "--config",
+        conf,
+    ]);
+    assert_eq!(
+        skr.matches(";; period ").count(),
+        ksr.matches(";; period ").count(),
+        "{skr}"
+    );
+    assert!(skr.contains(" RRSIG DNSKEY 13 2 300 "), "{skr}");
+    let skr_file = data.write("hsm.test.skr", &skr);
+    let said = run(&[
+        &["key", "import-skr", "hsm.test", skr_file.to_str().unwrap()][..],
+        &base,
+    ]
+    .concat());
+    assert!(said.contains("SKR imported"), "{said}");
+
+    let (signed, said) = shardns(&["key", "sign-ksr", ksr_path, "--config", conf]);
+    assert!(!signed && said.contains("is on a PKCS#11 token"), "{said}");
+    let (signed, said) = shardns(&[
+        "key",
+        "sign-ksr",
+        ksr_path,
+        "--keystore",
+        "nope",
+        "--config",
+        conf,
+    ]);
+    assert!(
+        !signed && said.contains("no [[keystore]] of that name"),
+        "{said}"
+    );
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

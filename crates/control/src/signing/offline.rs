@@ -30,7 +30,10 @@ use shardns_zone::ScanOptions;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod pregenerated;
 pub(super) mod sign;
+
+pub use pregenerated::Pregenerated;
 
 /// The ZSKs of the zone in `store`; any other key there is an error (the KSK is offline).
 pub fn zsks_only(apex: &Name, keys: Vec<StoredKey>) -> Result<Vec<StoredKey>, String> {
@@ -108,10 +111,12 @@ pub fn pregenerate(
     if out.is_empty() {
         out = format!("zone {apex}: the ZSKs reach {} already\n", format_time(to));
     }
-    let text = format!(
-        "dnskey_ttl {}\nmax_ttl {}\npropagation {}\n",
-        timings.dnskey_ttl, timings.max_ttl, timings.propagation
-    );
+    let text = Pregenerated {
+        dnskey_ttl: Some(timings.dnskey_ttl),
+        max_ttl: Some(timings.max_ttl),
+        propagation: Some(timings.propagation),
+    }
+    .write();
     write_atomic(&super::state_path(key_dir, apex, "pregenerated"), |w| {
         std::io::Write::write_all(w, text.as_bytes())
     })?;
@@ -132,14 +137,11 @@ pub(super) fn timing_warnings(
     let Ok(text) = std::fs::read_to_string(super::state_path(key_dir, apex, "pregenerated")) else {
         return Vec::new();
     };
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
-    };
+    let planned = Pregenerated::parse(&text);
     let mut out = Vec::new();
     for (what, flag, served, planned) in [
-        ("DNSKEY TTL", "--dnskey-ttl", key_ttl, get("dnskey_ttl ")),
-        ("largest TTL", "--max-ttl", max_ttl, get("max_ttl ")),
+        ("DNSKEY TTL", "--dnskey-ttl", key_ttl, planned.dnskey_ttl),
+        ("largest TTL", "--max-ttl", max_ttl, planned.max_ttl),
     ] {
         if let Some(planned) = planned.filter(|&p| u64::from(served) > p) {
             out.push(format!(
@@ -164,8 +166,18 @@ pub fn make_ksr(
     let store = KeyStore::open(key_dir).map_err(|e| store_error(&e))?;
     let keys = zsks_only(apex, store.load(apex).map_err(|e| store_error(&e))?)?;
     let periods = offline::zsk_periods(&keys, from, to).map_err(|e| e.to_string())?;
+    Ok(write_ksr(&Request {
+        zone: apex.clone(),
+        ttl,
+        periods,
+    }))
+}
+
+/// A KSR as text ([`parse_ksr`] reads it back the same).
+pub fn write_ksr(request: &Request) -> String {
+    let (apex, ttl) = (&request.zone, request.ttl);
     let mut text = format!(";; shardns-ksr {apex}\n;; ttl {ttl}\n");
-    for p in &periods {
+    for p in &request.periods {
         let _ = writeln!(
             text,
             ";; period {} {}",
@@ -177,7 +189,7 @@ pub fn make_ksr(
         }
     }
     text.push_str(";; end\n");
-    Ok(text)
+    text
 }
 
 fn record(apex: &Name, rtype: RType, ttl: u32, rdata: Vec<u8>) -> Record {
@@ -195,6 +207,24 @@ struct Document {
     zone: Name,
     ttl: Option<u32>,
     periods: Vec<(u64, u64, Vec<Record>)>,
+}
+
+/// The record lines of one period, for the zone file reader, and the file's line number
+/// of each (the reader counts the period's lines from 1).
+#[derive(Default)]
+struct Body {
+    text: String,
+    lines: Vec<usize>,
+}
+
+impl Body {
+    /// The file's line of the reader's line `l` (1-based).
+    fn file_line(&self, l: u32) -> Option<usize> {
+        (l as usize)
+            .checked_sub(1)
+            .and_then(|i| self.lines.get(i))
+            .copied()
+    }
 }
 
 /// Reads a KSR or SKR (`kind`: `shardns-ksr` or `shardns-skr`): the directives, then each
@@ -215,13 +245,26 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             )
         })?;
     let opts = ScanOptions::new(zone.clone());
-    let (mut ttl, mut periods, mut body, mut ended) = (None, Vec::new(), String::new(), false);
-    let flush = |periods: &mut Vec<(u64, u64, Vec<Record>)>, body: &mut String| {
+    let (mut ttl, mut periods, mut body, mut ended) = (None, Vec::new(), Body::default(), false);
+    let flush = |periods: &mut Vec<(u64, u64, Vec<Record>)>, body: &mut Body| {
         let Some(last) = periods.last_mut() else {
             return Ok(());
         };
-        let scanned = shardns_zone::scan::scan_text(body.as_bytes(), file, &opts)
-            .map_err(|e| e.to_string())?;
+        let scanned =
+            shardns_zone::scan::scan_text(body.text.as_bytes(), file, &opts).map_err(|e| {
+                // The reader's complaints, at the file's lines.
+                let diags = e
+                    .diagnostics()
+                    .iter()
+                    .map(|d| match body.file_line(d.line) {
+                        Some(n) => format!("{}:{n}: {}", d.file.display(), d.message),
+                        None => d.to_string(),
+                    });
+                match diags.collect::<Vec<_>>() {
+                    found if found.is_empty() => e.to_string(),
+                    found => found.join("\n"),
+                }
+            })?;
         // A record given twice is one (RFC 2181 §5), as the signer's RRsets have it.
         let mut records: Vec<Record> = Vec::new();
         for r in super::to_list(scanned.chunks).to_records() {
@@ -230,7 +273,7 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
             }
         }
         last.2 = records;
-        body.clear();
+        *body = Body::default();
         Ok::<(), String>(())
     };
     for (n, line) in lines {
@@ -250,12 +293,25 @@ fn parse(kind: &str, text: &str, file: &Path) -> Result<Document, String> {
                 periods.push((a, b, Vec::new()));
             }
             [] => {}
+            // A directive misspelt is no comment: a period line taken as one would add
+            // its records to the period before.
+            [";;", d, ..] if ["end", "ttl", "period", kind].contains(d) => {
+                return Err(at(n, &format!("a bad `;; {d}` line")))
+            }
             [w, ..] if w.starts_with(';') => {}
+            // `$INCLUDE` would make the reader open a file the sender names (on the KSK's
+            // machine, for a KSR), `$ORIGIN` and `$TTL` change what later lines mean.
+            [w, ..] if w.starts_with('$') => {
+                return Err(at(
+                    n,
+                    &format!("{w}: a {kind} holds records only, no zone file directive"),
+                ))
+            }
             _ if periods.is_empty() => return Err(at(n, "a record before the first period")),
             _ => {
-                // A line of its own, for the scanner's line numbers to stay the file's.
-                body.push_str(line);
-                body.push('\n');
+                body.text.push_str(line);
+                body.text.push('\n');
+                body.lines.push(n + 1);
             }
         }
     }
@@ -276,12 +332,15 @@ pub fn parse_ksr(text: &str, file: &Path) -> Result<Request, String> {
         .ok_or_else(|| format!("{}: no `;; ttl N` line", file.display()))?;
     let mut periods = Vec::new();
     for (from, to, records) in doc.periods {
-        if let Some(r) = records
-            .iter()
-            .find(|r| r.rtype != RType::DNSKEY || r.owner != doc.zone || r.ttl != ttl)
-        {
+        if let Some(r) = records.iter().find(|r| {
+            r.rtype != RType::DNSKEY
+                || r.owner != doc.zone
+                || r.ttl != ttl
+                || r.class != shardns_wire::Class::IN
+        }) {
             return Err(format!(
-                "{}: period {}: a KSR holds the apex's DNSKEY records with TTL {ttl} only, not `{r}`",
+                "{}: period {}: a KSR holds the apex's DNSKEY records (class IN, TTL {ttl}) \
+                 only, not `{r}`",
                 file.display(),
                 format_time(from)
             ));
@@ -297,11 +356,35 @@ pub fn parse_ksr(text: &str, file: &Path) -> Result<Request, String> {
     })
 }
 
-/// The KSK side: the KSR `text` signed with the zone's KSKs in `key_dir`, as SKR text.
-pub fn sign_ksr(text: &str, file: &Path, key_dir: &Path, how: &SignKsr) -> Result<String, String> {
+/// The KSK side: the KSR `text` signed with the zone's KSKs in `key_dir`, as SKR text;
+/// with `keystore`, the keys whose private half is on that PKCS#11 token (their
+/// `.pkcs11` files in `key_dir`) sign there.
+pub fn sign_ksr(
+    text: &str,
+    file: &Path,
+    key_dir: &Path,
+    keystore: Option<&super::Keystore>,
+    how: &SignKsr,
+) -> Result<String, String> {
     let request = parse_ksr(text, file)?;
-    let store = KeyStore::open(key_dir).map_err(|e| store_error(&e))?;
+    let token = keystore.map(super::Keystore::open).transpose()?;
+    let store = KeyStore::open(key_dir)
+        .map_err(|e| store_error(&e))?
+        .with_token(token);
     let keys = store.load(&request.zone).map_err(|e| store_error(&e))?;
+    if keystore.is_none() {
+        // Without its token such a key loads without its private half: say so, rather
+        // than the signing's failure.
+        if let Some(k) = keys
+            .iter()
+            .find(|k| k.meta.role == Role::Ksk && k.key.is_detached())
+        {
+            return Err(format!(
+                "KSK {} ({}.pkcs11) is on a PKCS#11 token: give its --keystore and --config",
+                k.meta.tag, k.stem
+            ));
+        }
+    }
     if !keys.iter().any(|k| k.meta.role == Role::Ksk) {
         return Err(format!(
             "no KSK of {} in {}",

@@ -119,6 +119,13 @@ fn a_signed_response_checks_and_any_tampering_is_refused() {
     bad.periods[0].records.push(dnskey);
     let e = check_response(&bad, &periods).unwrap_err().to_string();
     assert!(e.contains("given twice"), "{e}");
+    // A key RRset of another class, whose RRSIGs (verified as IN) do not cover it.
+    let mut bad = response.clone();
+    for r in &mut bad.periods[0].records {
+        r.class = Class::CH;
+    }
+    let e = check_response(&bad, &periods).unwrap_err().to_string();
+    assert!(e.contains("of class CH"), "{e}");
     // CDS without CDNSKEY.
     let mut bad = response.clone();
     bad.periods[0].records.retain(|r| r.rtype != RType::CDNSKEY);
@@ -181,6 +188,15 @@ fn a_malformed_request_is_refused() {
     let mut h = how();
     h.overlap = 10;
     assert!(sign_request(&request, std::slice::from_ref(&ksk), &h).is_err());
+    // A period longer than RRSIG times can span (68 years): the server would refuse
+    // the signatures as not valid over it.
+    let mut long = request.clone();
+    long.periods.truncate(1);
+    long.periods[0].to = long.periods[0].from + (1 << 31);
+    let e = sign_request(&long, std::slice::from_ref(&ksk), &how())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("past the 2^31 s"), "{e}");
     // No KSK active.
     let late = key(Role::Ksk, 500, 500, None, None);
     let e = sign_request(&request, &[late], &how())

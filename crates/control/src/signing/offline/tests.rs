@@ -110,7 +110,7 @@ fn skr_span(zsk: &Path, ksk: &Path, from: u64, to: u64) -> String {
         backdate: 3600,
         overlap: 600,
     };
-    sign_ksr(&ksr, Path::new("ksr"), ksk, &how).unwrap()
+    sign_ksr(&ksr, Path::new("ksr"), ksk, None, &how).unwrap()
 }
 
 /// The next SKR imported while the current one serves: both kept, each serving its
@@ -310,7 +310,7 @@ fn a_lifetime_that_is_up_does_not_call_for_signings() {
         backdate: 3600,
         overlap: 600,
     };
-    let text = sign_ksr(&ksr, Path::new("ksr"), &ksk.0, &how).unwrap();
+    let text = sign_ksr(&ksr, Path::new("ksr"), &ksk.0, None, &how).unwrap();
     import_skr(&apex(), &zsk.0, &text, Path::new("skr"), T0).unwrap();
     let mut spec = spec(&zsk.0);
     spec.roll.zsk_lifetime = Some(100);
@@ -407,7 +407,7 @@ fn damaged_ksrs_are_refused_or_harmless() {
             bytes.truncate(next() % bytes.len());
         }
         let damaged = String::from_utf8_lossy(&bytes).into_owned();
-        match sign_ksr(&damaged, Path::new("k"), &ksk.0, &how) {
+        match sign_ksr(&damaged, Path::new("k"), &ksk.0, None, &how) {
             Ok(text) => {
                 let response = parse_skr(&text, Path::new("s")).unwrap();
                 let from = response.periods[0].from;
@@ -430,4 +430,83 @@ fn damaged_ksrs_are_refused_or_harmless() {
         }
     }
     assert!(refused > 100, "{refused} refused");
+}
+
+/// A zone file directive in a KSR or SKR is refused before the reader sees it: `$INCLUDE`
+/// would open a file the sender names.
+#[test]
+fn directives_in_ksrs_and_skrs_are_refused() {
+    let secret = Dir::new("include");
+    let file = secret.0.join("secret");
+    std::fs::write(&file, "z.test. 60 IN DNSKEY 256 3 15 AAAA\n").unwrap();
+    for (kind, extra) in [("ksr", ";; ttl 60\n"), ("skr", "")] {
+        for directive in [
+            format!("$INCLUDE {}", file.display()),
+            "$ORIGIN other.".into(),
+            " $TTL 5".into(),
+        ] {
+            let text = format!(
+                ";; shardns-{kind} z.test.\n{extra};; period 20261201000000 20261202000000\n\
+                 {directive}\n;; end\n"
+            );
+            let e = if kind == "ksr" {
+                parse_ksr(&text, Path::new("f")).unwrap_err()
+            } else {
+                parse_skr(&text, Path::new("f")).unwrap_err()
+            };
+            let line = if kind == "ksr" { 4 } else { 3 };
+            assert!(e.starts_with(&format!("f:{line}: $")), "{e}");
+            assert!(e.contains("no zone file directive"), "{e}");
+        }
+    }
+}
+
+/// The KSR written from a request reads back as that request; the `.pregenerated` file
+/// likewise, a value left out staying out.
+#[test]
+fn ksrs_and_pregenerated_files_read_back_as_written() {
+    let zsk = Dir::new("zsk8");
+    pregenerate(
+        &apex(),
+        &zsk.0,
+        Algorithm::EcdsaP256Sha256,
+        &timings(),
+        T0,
+        T0 + 3000,
+    )
+    .unwrap();
+    let text = make_ksr(&apex(), &zsk.0, T0, T0 + 3000, 60).unwrap();
+    let request = parse_ksr(&text, Path::new("k")).unwrap();
+    assert!(request.periods.len() >= 3, "{text}");
+    assert_eq!(write_ksr(&request), text);
+    let kept = std::fs::read_to_string(crate::signing::state_path(&zsk.0, &apex(), "pregenerated"))
+        .unwrap();
+    let p = Pregenerated::parse(&kept);
+    assert_eq!(
+        (p.dnskey_ttl, p.max_ttl, p.propagation),
+        (Some(60), Some(300), Some(60))
+    );
+    assert_eq!(p.write(), kept);
+    let partial = Pregenerated { max_ttl: None, ..p };
+    assert_eq!(Pregenerated::parse(&partial.write()), partial);
+    assert_eq!(
+        Pregenerated::parse("max_ttlx 5\nmax_ttl x\nmax_ttl  +7\n").max_ttl,
+        Some(7)
+    );
+}
+
+/// A record the zone file reader refuses is reported at its line of the file.
+#[test]
+fn a_bad_record_is_reported_at_its_line() {
+    let text = ";; shardns-ksr z.test.\n;; ttl 60\n;; period 20261201000000 20261202000000\n\
+                z.test. 60 IN DNSKEY 256 3 15 AAAA\n\
+                ;; period 20261202000000 20261203000000\n; a comment\n\n\
+                z.test. 60 IN DNSKEY 256 3 15 !!\n;; end\n";
+    let e = parse_ksr(text, Path::new("f.ksr")).unwrap_err();
+    assert!(e.starts_with("f.ksr:8: "), "{e}");
+    // A period line misspelt is refused, not taken as a comment (which would add its
+    // records to the period before).
+    let text = text.replace(";; period 20261202000000 20261203000000", ";; period 1 2 3");
+    let e = parse_ksr(&text, Path::new("f.ksr")).unwrap_err();
+    assert_eq!(e, "f.ksr:5: a bad `;; period` line");
 }
