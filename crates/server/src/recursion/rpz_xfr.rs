@@ -1,22 +1,26 @@
 //! recursion::rpz_xfr -- policy zones transferred from primaries (`[[resolver.rpz]]
 //! primaries`): one thread (`shardns-rpz-xfr`, never a worker) asks each zone's primaries
-//! for its SOA serial every `refresh` seconds and, when it is newer, transfers the zone by
-//! AXFR (`shardns_control::secondary::fetch`, the secondary zones' client code), builds the
-//! policy zone and swaps it into the set the workers read, which go on answering from the
-//! previous version meanwhile.
+//! for its SOA serial every `refresh` seconds and, when it is newer, asks the changes by
+//! IXFR (`shardns_control::secondary::fetch`, the secondary zones' client code) and makes
+//! them to the policy zone (`PolicyZone::patched`: the new version shares all but the
+//! parts they touch with the old one, so memory grows with the change, not the zone), or
+//! transfers the zone whole by AXFR (at first, or when the primary answers IXFR so or the
+//! changes do not apply) and builds it; either is swapped into the set the workers read,
+//! which go on answering from the previous version meanwhile.
 //!
 //! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
 //! called by the dispatcher) makes the thread refresh it at once.
 //!
-//! Not done yet: IXFR (every change is a whole AXFR, and the old and new versions are both
-//! held while the new one is built), the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and
-//! TLS to the primaries.
+//! Not done yet: the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and TLS to the
+//! primaries. An AXFR still holds the transferred zone and the new policy zone at once
+//! while it is built.
 
 use super::rpz::{logged, policy};
 use super::{Recursion, RecursionShared};
 use shardns_config::RpzConfig;
-use shardns_resolver::{PolicyZone, PolicyZoneBuilder, Rpz};
-use shardns_wire::{Opcode, Query, Rcode};
+use shardns_control::secondary::Fetched;
+use shardns_resolver::{PolicyChange, PolicyZone, PolicyZoneBuilder, Rpz};
+use shardns_wire::{Opcode, Query, Rcode, Record};
 use shardns_zone::{Written, Zone};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -123,19 +127,44 @@ impl Recursion {
 }
 
 /// One refresh of `z` from its primaries, in order until one answers: the new serial if a
-/// newer version was transferred and swapped in.
+/// newer version was transferred and swapped in. An IXFR's changes are made to the
+/// version the workers read (`PolicyZone::patched`: a copy of the parts they touch only);
+/// when they cannot be, the zone is transferred whole.
 fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option<u32> {
     for &primary in &z.primaries {
-        let ids = shardns_sys::seed::random_u64().unwrap_or(0);
-        let ids = [ids as u16, (ids >> 16) as u16];
-        match shardns_control::secondary::fetch(primary, &z.name, have, ids, IDLE, TIMEOUT) {
+        let seed = shardns_sys::seed::random_u64().unwrap_or(0);
+        let ids = [seed as u16, (seed >> 16) as u16, (seed >> 32) as u16];
+        let mut fetched =
+            shardns_control::secondary::fetch(primary, &z.name, have, ids, IDLE, TIMEOUT);
+        if let Ok(Some(Fetched::Changes { serial, changes })) = &fetched {
+            match patch(shared, z, *serial, changes) {
+                Ok(()) => {
+                    tracing::info!(
+                        "policy zone {} updated by IXFR from {primary} to serial {serial} ({} changes)",
+                        z.name,
+                        changes.len()
+                    );
+                    return Some(*serial);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "policy zone {}: IXFR from {primary}: {e}; asking AXFR",
+                        z.name
+                    );
+                    fetched = shardns_control::secondary::fetch(
+                        primary, &z.name, None, ids, IDLE, TIMEOUT,
+                    );
+                }
+            }
+        }
+        match fetched {
             Ok(None) => return None,
-            Ok(Some(zone)) => {
+            Ok(Some(Fetched::Whole(zone))) => {
                 let serial = zone.serial();
                 match build(z, &zone) {
                     Ok(pz) => {
                         drop(zone);
-                        tracing::info!("policy zone {} transferred from {primary}", z.name);
+                        tracing::info!("policy zone {} transferred from {primary} by AXFR", z.name);
                         swap(shared, logged(pz));
                         return Some(serial);
                     }
@@ -145,10 +174,38 @@ fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option
                     }
                 }
             }
+            Ok(Some(Fetched::Changes { .. })) => return None,
             Err(e) => tracing::warn!("policy zone {}: {e}", z.name),
         }
     }
     None
+}
+
+/// Makes an IXFR's changes to the zone the workers read and swaps the result in.
+fn patch(
+    shared: &RecursionShared,
+    z: &RpzConfig,
+    serial: u32,
+    changes: &[(bool, Record)],
+) -> Result<(), String> {
+    let Some(p) = &shared.rpz else {
+        return Ok(());
+    };
+    let current = p.set.load_full();
+    let Some(old) = current.zones().iter().find(|o| *o.name() == z.name) else {
+        return Ok(());
+    };
+    let changes = changes.iter().map(|(add, r)| PolicyChange {
+        add: *add,
+        owner: r.owner.as_ref(),
+        rtype: r.rtype,
+        ttl: r.ttl,
+        rdata: &r.rdata,
+    });
+    let next = old.patched(changes, serial).map_err(|e| e.to_string())?;
+    drop(current);
+    swap(shared, next);
+    Ok(())
 }
 
 /// The policy zone of a transferred zone's records.
