@@ -259,3 +259,90 @@ fn soa_serial(rdata: &[u8]) -> Option<u32> {
     }
     Some(u32::from_be_bytes(rdata.get(at..at + 4)?.try_into().ok()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer to `c`'s query holding these records (owner, type, rdata).
+    fn answer(c: &Changes, records: &[(&str, RType, Vec<u8>)]) -> Vec<u8> {
+        let mut buf = vec![0u8; 4096];
+        let mut w = MessageWriter::new(&mut buf, 4096);
+        let _ = w.put_question(c.apex.as_ref(), RType::IXFR, Class::IN);
+        for (owner, rtype, rdata) in records {
+            let owner: Name = owner.parse().unwrap();
+            w.put_record(
+                Section::Answer,
+                owner.as_ref(),
+                *rtype,
+                Class::IN,
+                60,
+                rdata,
+            )
+            .unwrap();
+        }
+        let mut h = Header {
+            id: c.id,
+            ..Header::default()
+        };
+        h.set_qr(true);
+        w.finish(&h).to_vec()
+    }
+
+    fn soa(serial: u32) -> (&'static str, RType, Vec<u8>) {
+        let mut rdata = vec![0, 0];
+        rdata.extend_from_slice(&serial.to_be_bytes());
+        rdata.extend_from_slice(&[0; 16]);
+        ("rpz.", RType::SOA, rdata)
+    }
+
+    fn cname(owner: &'static str) -> (&'static str, RType, Vec<u8>) {
+        (owner, RType::CNAME, vec![0])
+    }
+
+    #[test]
+    fn an_ixfr_of_two_steps_over_two_messages_is_read_as_changes_in_order() {
+        let mut c = Changes::new(&"rpz.".parse().unwrap(), 1, 7);
+        let first = answer(&c, &[soa(3), soa(1), cname("a.rpz."), soa(2)]);
+        assert_eq!(c.feed(&first, 0).unwrap(), Progress::More);
+        let rest = [
+            cname("b.rpz."),
+            soa(2),
+            cname("b.rpz."),
+            soa(3),
+            cname("c.rpz."),
+        ];
+        let second = answer(&c, &[rest[0].clone(), rest[1].clone(), rest[2].clone()]);
+        assert_eq!(c.feed(&second, 0).unwrap(), Progress::More);
+        let last = answer(&c, &[rest[3].clone(), rest[4].clone(), soa(3)]);
+        assert_eq!(c.feed(&last, 0).unwrap(), Progress::Done);
+        assert_eq!((c.state, c.last), (State::Done, 3));
+        let got: Vec<(bool, String)> = c
+            .changes
+            .iter()
+            .map(|(add, r)| (*add, r.owner.to_string()))
+            .collect();
+        let want = [
+            (false, "a.rpz."),
+            (true, "b.rpz."),
+            (false, "b.rpz."),
+            (true, "c.rpz."),
+        ];
+        assert_eq!(got, want.map(|(a, n)| (a, n.to_string())));
+    }
+
+    #[test]
+    fn a_whole_zone_an_soa_alone_or_a_wrong_start_is_not_a_change_list() {
+        let apex: Name = "rpz.".parse().unwrap();
+        let mut c = Changes::new(&apex, 1, 7);
+        let whole = answer(&c, &[soa(3), cname("a.rpz."), soa(3)]);
+        assert_eq!(c.feed(&whole, 0).unwrap(), Progress::Done);
+        assert_eq!(c.state, State::NotIncremental);
+        let mut c = Changes::new(&apex, 1, 7);
+        assert_eq!(c.feed(&answer(&c, &[soa(3)]), 0).unwrap(), Progress::Done);
+        assert_eq!(c.state, State::Opened);
+        let mut c = Changes::new(&apex, 1, 7);
+        let wrong = answer(&c, &[soa(3), soa(2), soa(3), soa(3)]);
+        assert!(c.feed(&wrong, 0).is_err());
+    }
+}
