@@ -2,7 +2,8 @@
 //! zone from its journal (`zonefile-load: difference`, `journal-content: changes`), a
 //! resolver shardns on 127.0.0.5 transfers it (AXFR first), and after a change on knotd
 //! its NOTIFY brings the change by IXFR, made to the table the workers read while a client
-//! queries without pause: every query answered, the new answers in place.
+//! queries without pause: every query answered, the new answers in place. knotd lets only
+//! queries signed with the TSIG key `rpz-key.` (`primary_key`) transfer the zone.
 //!
 //! knotd missing: SKIPPED (a failure under CI=1). Never: any address outside 127.0.0.0/8,
 //! unbounded waits, or processes left running (each is killed by PID when its guard
@@ -24,6 +25,9 @@ ns   A   127.0.0.1
 www  A   192.0.2.1
 nx   A   192.0.2.3
 ";
+
+/// The TSIG key's secret (base64 of 32 octets).
+const SECRET: &str = "c2hhcmRucyBycHogaXhmciB0ZXN0IHNlY3JldCBrZXk=";
 
 /// Blocked names besides the ones the test changes, so that the zone is not tiny.
 const FILLER: u32 = 2000;
@@ -70,10 +74,11 @@ fn a_policy_zone_change_arrives_by_ixfr_while_queries_run() {
     std::fs::create_dir_all(&work).unwrap();
     let res_ip = Ipv4Addr::new(127, 0, 0, 5);
     let res_addr = SocketAddr::from((res_ip, free_port_on(res_ip)));
-    // knotd keeps each change in its journal and serves IXFR from it.
+    // knotd keeps each change in its journal and serves IXFR from it, to signed queries only.
     let rest = format!(
-        "remote:\n  - id: resolver\n    address: {ip}@{port}\n\
-         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
+        "key:\n  - id: rpz-key.\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+         remote:\n  - id: resolver\n    address: {ip}@{port}\n\
+         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    key: rpz-key.\n    action: transfer\n\
          template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
          \x20   zonefile-load: difference\n    journal-content: changes\n    dnssec-signing: off\n\
          \x20   acl: xfr\n    notify: resolver\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
@@ -101,7 +106,9 @@ fn a_policy_zone_change_arrives_by_ixfr_while_queries_run() {
         &format!(
             "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\n\
              forward = [\"test.={}\"]\n\
-             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\nrefresh = 3600\n",
+             [[key]]\nname = \"rpz-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
+             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\nrefresh = 3600\n\
+             primary_key = \"rpz-key.\"\n",
             auth.addr
         ),
     );
@@ -167,5 +174,26 @@ fn a_policy_zone_change_arrives_by_ixfr_while_queries_run() {
             && log.contains("to serial 2 (2 changes)"),
         "{log}"
     );
-    assert!(knot.log().contains("IXFR"), "{}", knot.log());
+    // knotd's log: the IXFR it served.
+    let klog = knot.log();
+    assert!(
+        klog.lines()
+            .any(|l| l.contains("IXFR, outgoing") && l.contains("serial 1 -> 2")),
+        "{klog}"
+    );
+    // Unsigned, knotd transfers nothing: the resolver's transfers were signed.
+    if let Some(kdig) = common::find_program("kdig", "KDIG") {
+        let out = std::process::Command::new(kdig)
+            .args([
+                "-p",
+                &knot_addr.port().to_string(),
+                "@127.0.0.1",
+                "AXFR",
+                "x.rpz.",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("CNAME"), "{text}");
+    }
 }

@@ -9,6 +9,7 @@
 
 use super::client::{self, Bounds, Failure, Feed};
 use shardns_wire::message::{read_record, Reader, HEADER_LEN};
+use shardns_wire::tsig::{self, Key, ResponseVerifier};
 use shardns_wire::{
     Class, Header, MessageWriter, Name, NameBuf, Opcode, RType, Rcode, Record, Section,
 };
@@ -38,17 +39,19 @@ const MAX_CHANGES: usize = 5_000_000;
 
 /// Asks `primary` for `apex`'s serial and, if it is newer than `have` (RFC 1982) or there
 /// is no `have`, transfers the changes since `have` (IXFR) or the whole zone (AXFR).
-/// `ids`: random message IDs for the SOA query and the transfers. Every wait is bounded:
-/// each message by `idle`, each transfer by `timeout`. `Ok(None)`: nothing newer.
+/// `ids`: random message IDs for the SOA query and the transfers; `key`: the TSIG key that
+/// signs every query, whose answers must be signed with it. Every wait is bounded: each
+/// message by `idle`, each transfer by `timeout`. `Ok(None)`: nothing newer.
 pub fn fetch(
     primary: SocketAddr,
     apex: &Name,
     have: Option<u32>,
+    key: Option<&Key>,
     ids: [u16; 3],
     idle: Duration,
     timeout: Duration,
 ) -> Result<Option<Fetched>, String> {
-    let serial = client::soa_serial(primary, None, apex, None, ids[0], idle)
+    let serial = client::soa_serial(primary, None, apex, key, ids[0], idle)
         .map_err(|e| format!("SOA query to {primary}: {e}"))?;
     if have.is_some_and(|h| !is_newer(serial, h)) {
         return Ok(None);
@@ -58,9 +61,9 @@ pub fn fetch(
         idle,
     };
     if let Some(have) = have {
-        let mut ixfr = Changes::new(apex, have, ids[2]);
+        let mut ixfr = Changes::new(apex, have, key, ids[2]);
         match client::run(primary, None, &mut ixfr, bounds()) {
-            Ok(()) if ixfr.state == State::Done => {
+            Ok(()) if ixfr.state == State::Done && ixfr.signed() => {
                 return Ok(Some(Fetched::Changes {
                     serial: ixfr.last,
                     changes: ixfr.changes,
@@ -81,7 +84,7 @@ pub fn fetch(
         apex,
         RType::AXFR,
         None,
-        None,
+        key,
         ids[1],
         Limits::default(),
         bounds(),
@@ -116,6 +119,7 @@ impl State {
         match self {
             Self::NotIncremental => "answered with the whole zone",
             Self::Opened => "answered with the SOA alone",
+            Self::Done => "its last message was not signed",
             _ => "the answer ended before its closing SOA",
         }
     }
@@ -131,12 +135,14 @@ struct Changes {
     last: u32,
     state: State,
     changes: Vec<(bool, Record)>,
+    /// With a TSIG key: what checks the answer's signatures.
+    verifier: Option<ResponseVerifier>,
 }
 
 impl Changes {
     /// The IXFR query from `have` (RFC 1995 §3: our SOA in the authority section; only its
     /// serial matters to the primary).
-    fn new(apex: &Name, have: u32, id: u16) -> Self {
+    fn new(apex: &Name, have: u32, key: Option<&Key>, id: u16) -> Self {
         let mut bytes = vec![0u8; 1024];
         let mut w = MessageWriter::new(&mut bytes, 1024);
         let _ = w.put_question(apex.as_ref(), RType::IXFR, Class::IN);
@@ -155,7 +161,14 @@ impl Changes {
             id,
             ..Header::default()
         };
-        let len = w.finish(&h).len();
+        let mut len = w.finish(&h).len();
+        let mut verifier = None;
+        if let Some(key) = key {
+            len = tsig::sign_request(&mut bytes, len, key, shardns_sys::unix_now());
+            if let Ok(Some(sig)) = tsig::read(&bytes[..len]) {
+                verifier = Some(ResponseVerifier::new(key, &sig.mac));
+            }
+        }
         bytes.truncate(len);
         Self {
             apex: apex.clone(),
@@ -165,7 +178,14 @@ impl Changes {
             last: 0,
             state: State::Start,
             changes: Vec::new(),
+            verifier,
         }
+    }
+
+    /// Without a key, true; with one, whether the last message was signed (RFC 8945
+    /// §5.3.1: a transfer must end with a signed message).
+    fn signed(&self) -> bool {
+        self.verifier.as_ref().is_none_or(|v| v.last_was_signed())
     }
 
     /// One record of the answer.
@@ -216,11 +236,15 @@ impl Feed for Changes {
         &self.query
     }
 
-    fn feed(&mut self, msg: &[u8], _now: u64) -> Result<Progress, Failure> {
+    fn feed(&mut self, msg: &[u8], now: u64) -> Result<Progress, Failure> {
         let bad = |e: String| Failure::Xfr(shardns_zone::Error::Malformed(e));
         let h = Header::parse(msg).map_err(|e| bad(e.to_string()))?;
         if h.id != self.id || !h.qr() || h.opcode() != Opcode::QUERY || h.tc() {
             return Err(bad("not an answer to our IXFR".into()));
+        }
+        if let Some(v) = self.verifier.as_mut() {
+            v.verify(msg, now)
+                .map_err(|e| Failure::Xfr(shardns_zone::Error::Wire(e)))?;
         }
         let rcode = Rcode(h.rcode_bits().into());
         if rcode != Rcode::NOERROR {
@@ -302,7 +326,7 @@ mod tests {
 
     #[test]
     fn an_ixfr_of_two_steps_over_two_messages_is_read_as_changes_in_order() {
-        let mut c = Changes::new(&"rpz.".parse().unwrap(), 1, 7);
+        let mut c = Changes::new(&"rpz.".parse().unwrap(), 1, None, 7);
         let first = answer(&c, &[soa(3), soa(1), cname("a.rpz."), soa(2)]);
         assert_eq!(c.feed(&first, 0).unwrap(), Progress::More);
         let rest = [
@@ -334,14 +358,14 @@ mod tests {
     #[test]
     fn a_whole_zone_an_soa_alone_or_a_wrong_start_is_not_a_change_list() {
         let apex: Name = "rpz.".parse().unwrap();
-        let mut c = Changes::new(&apex, 1, 7);
+        let mut c = Changes::new(&apex, 1, None, 7);
         let whole = answer(&c, &[soa(3), cname("a.rpz."), soa(3)]);
         assert_eq!(c.feed(&whole, 0).unwrap(), Progress::Done);
         assert_eq!(c.state, State::NotIncremental);
-        let mut c = Changes::new(&apex, 1, 7);
+        let mut c = Changes::new(&apex, 1, None, 7);
         assert_eq!(c.feed(&answer(&c, &[soa(3)]), 0).unwrap(), Progress::Done);
         assert_eq!(c.state, State::Opened);
-        let mut c = Changes::new(&apex, 1, 7);
+        let mut c = Changes::new(&apex, 1, None, 7);
         let wrong = answer(&c, &[soa(3), soa(2), soa(3), soa(3)]);
         assert!(c.feed(&wrong, 0).is_err());
     }

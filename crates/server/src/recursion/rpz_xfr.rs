@@ -11,15 +11,18 @@
 //! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
 //! called by the dispatcher) makes the thread refresh it at once.
 //!
-//! Not done yet: the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and TLS to the
-//! primaries. An AXFR still holds the transferred zone and the new policy zone at once
+//! With a `primary_key`, every SOA query and transfer is signed with it (TSIG) and their
+//! answers must be signed; a NOTIFY is still taken from the primaries' addresses signed or
+//! not (it only starts a refresh, whose answers are checked).
+//! Not done yet: the SOA's own REFRESH/RETRY/EXPIRE timers, and TLS to the primaries. An AXFR still holds the transferred zone and the new policy zone at once
 //! while it is built.
 
 use super::rpz::{logged, policy};
 use super::{Recursion, RecursionShared};
-use shardns_config::RpzConfig;
+use shardns_config::{KeyConfig, RpzConfig};
 use shardns_control::secondary::Fetched;
 use shardns_resolver::{PolicyChange, PolicyZone, PolicyZoneBuilder, Rpz};
+use shardns_wire::tsig::Key;
 use shardns_wire::{Opcode, Query, Rcode, Record};
 use shardns_zone::{Written, Zone};
 use std::net::IpAddr;
@@ -31,6 +34,8 @@ use std::time::{Duration, Instant};
 /// The transferred policy zones' NOTIFY inbox: a flag per zone, and the thread to wake.
 pub(crate) struct XfrInbox {
     zones: Vec<RpzConfig>,
+    /// Per zone, its `primary_key`'s TSIG key.
+    keys: Vec<Option<Key>>,
     notified: Vec<AtomicBool>,
     thread: OnceLock<Thread>,
 }
@@ -40,8 +45,9 @@ const IDLE: Duration = Duration::from_secs(5);
 /// Longest transfer.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The inbox of the policy zones with primaries, if any (its thread not started yet).
-pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
+/// The inbox of the policy zones with primaries, if any (its thread not started yet);
+/// `keys`: the `[[key]]` tables their `primary_key` names.
+pub(crate) fn inbox(zones: &[RpzConfig], keys: &[KeyConfig]) -> Option<Arc<XfrInbox>> {
     let zones: Vec<RpzConfig> = zones
         .iter()
         .filter(|z| !z.primaries.is_empty())
@@ -49,6 +55,13 @@ pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
         .collect();
     (!zones.is_empty()).then(|| {
         Arc::new(XfrInbox {
+            keys: zones
+                .iter()
+                .map(|z| {
+                    let name = z.primary_key.as_ref()?;
+                    keys.iter().find(|k| &k.0.name == name).map(|k| k.0.clone())
+                })
+                .collect(),
             notified: zones.iter().map(|_| AtomicBool::new(false)).collect(),
             zones,
             thread: OnceLock::new(),
@@ -84,7 +97,7 @@ fn run(shared: &RecursionShared, inbox: &XfrInbox) {
                 continue;
             }
             due[i] = Instant::now() + Duration::from_secs(u64::from(z.refresh));
-            if let Some(serial) = refresh(shared, z, serials[i]) {
+            if let Some(serial) = refresh(shared, z, inbox.keys[i].as_ref(), serials[i]) {
                 serials[i] = Some(serial);
             }
         }
@@ -130,12 +143,17 @@ impl Recursion {
 /// newer version was transferred and swapped in. An IXFR's changes are made to the
 /// version the workers read (`PolicyZone::patched`: a copy of the parts they touch only);
 /// when they cannot be, the zone is transferred whole.
-fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option<u32> {
+fn refresh(
+    shared: &RecursionShared,
+    z: &RpzConfig,
+    key: Option<&Key>,
+    have: Option<u32>,
+) -> Option<u32> {
     for &primary in &z.primaries {
         let seed = shardns_sys::seed::random_u64().unwrap_or(0);
         let ids = [seed as u16, (seed >> 16) as u16, (seed >> 32) as u16];
         let mut fetched =
-            shardns_control::secondary::fetch(primary, &z.name, have, ids, IDLE, TIMEOUT);
+            shardns_control::secondary::fetch(primary, &z.name, have, key, ids, IDLE, TIMEOUT);
         if let Ok(Some(Fetched::Changes { serial, changes })) = &fetched {
             match patch(shared, z, *serial, changes) {
                 Ok(()) => {
@@ -152,7 +170,7 @@ fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option
                         z.name
                     );
                     fetched = shardns_control::secondary::fetch(
-                        primary, &z.name, None, ids, IDLE, TIMEOUT,
+                        primary, &z.name, None, key, ids, IDLE, TIMEOUT,
                     );
                 }
             }
