@@ -5,11 +5,13 @@ knotd serves a policy zone of `--entries` QNAME triggers (`blockN.example CNAME 
 its journal (`zonefile-load: difference`, `journal-content: changes`); a shardns resolver
 (one worker) transfers it (AXFR, the first time), then knotd's zone file is changed
 (`--changes` triggers deleted and as many added, serial 2) and reloaded: its NOTIFY makes
-the resolver ask IXFR and make the changes to its table. Printed: the resolver's RSS
-(VmRSS) and peak RSS (VmHWM) before the change and after it has been applied, and whether
-it came by IXFR (the resolver's log).
+the resolver ask IXFR and make the changes to its table (with `--axfr`, knotd keeps no
+journal and answers the IXFR with the whole zone: the AXFR path, to compare). Printed: the resolver's RSS
+(VmRSS) and peak RSS (VmHWM) before the change and after it has been applied, and
+how it came (IXFR or AXFR, from the resolver's log).
 
-  bench/rpz_ixfr_mem.py [--entries 1000000] [--changes 1000] [--bin target/release/shardns]
+  bench/rpz_ixfr_mem.py [--entries 1000000] [--changes 1000] [--axfr]
+                        [--bin target/release/shardns]
 
 Needs dnspython (Debian's python3-dnspython, hence /usr/bin/python3). Without `--bin` it
 builds the release binary. Loopback only; every process it starts is
@@ -71,6 +73,8 @@ def main():
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--changes", type=int, default=1000)
     ap.add_argument("--bin", help="a shardns binary (default: build the release one)")
+    ap.add_argument("--axfr", action="store_true",
+                    help="knotd keeps no journal: the change comes as a whole zone (AXFR), to compare")
     args = ap.parse_args()
     for port in (KNOT, RESOLVER):
         if not port_free("127.0.0.1", port):
@@ -108,9 +112,9 @@ template:
   - id: default
     storage: "{d}"
     zonefile-sync: -1
-    zonefile-load: difference
-    journal-content: changes
-    journal-max-usage: 1G
+    zonefile-load: {"whole" if args.axfr else "difference"}
+    journal-content: {"none" if args.axfr else "changes"}
+    journal-max-usage: 200M
     dnssec-signing: off
     acl: xfr
     notify: resolver
@@ -168,11 +172,11 @@ zone:
         time.sleep(2)
         after = (proc_kib([res.pid], "status", "VmRSS"), proc_kib([res.pid], "status", "VmHWM"))
         with open(rlog_path) as f:
-            ixfr = [line.strip() for line in f if "updated by IXFR" in line]
+            ixfr = [line.strip() for line in f if "updated by IXFR" in line or "by AXFR" in line]
         print(f"entries {args.entries}, changes {args.changes} deleted + {args.changes} added")
         print(f"before: RSS {before[0] / 1024:.1f} MiB, peak {before[1] / 1024:.1f} MiB")
         print(f"after:  RSS {after[0] / 1024:.1f} MiB, peak {after[1] / 1024:.1f} MiB")
-        print("by IXFR: " + (ixfr[-1] if ixfr else "NO (see the resolver's log)"))
+        print("how: " + (ixfr[-1] if ixfr else "unknown (see the resolver's log)"))
     finally:
         for p in reversed(procs):
             terminate(p)

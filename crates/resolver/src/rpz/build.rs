@@ -46,7 +46,12 @@ impl PolicyZoneBuilder {
 
     /// Room for `records` more QNAME triggers (most records of a big policy zone are), so
     /// that the index does not grow by doubling, holding two copies at each step.
+    /// Before the first record, it also sizes the shards of the QNAME table for them (see
+    /// [`PolicyZone::patched`]: an update copies the shards it touches).
     pub fn reserve(&mut self, records: usize) {
+        if self.zone.qnames.is_empty() {
+            self.zone.qnames = Names::for_names(records);
+        }
         self.zone.qnames.reserve(records);
     }
 

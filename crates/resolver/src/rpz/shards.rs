@@ -1,5 +1,7 @@
 //! rpz::shards -- the copy-on-write storage of a policy zone: the name triggers split in
-//! [`SHARDS`] tables by hash, and the local data in chunks, each behind an `Arc`. A new
+//! shards by hash (a power of two of them, about [`PER_SHARD`] names each for a zone whose
+//! size is known when it is built, [`SHARDS`] otherwise), and the local data in chunks,
+//! each behind an `Arc`. A new
 //! version made by an IXFR ([`super::PolicyZone::patched`]) shares every shard and chunk
 //! it does not change with the version the workers read, and copies only those it does:
 //! an update costs the shards its names fall in, not the whole zone.
@@ -11,17 +13,22 @@ use shardns_wire::NameRef;
 use super::table::NameTable;
 use super::{LocalData, Stored};
 
-/// Shards of a name table: enough that one holds a few hundred names of a million-name
-/// zone, so that a change copies a fraction of a percent of it.
+/// Shards of a name table whose size is not known when it is built.
 const SHARDS: usize = 4096;
+/// Names per shard aimed at when the size is known: a change copies about this many
+/// names' worth, and each shard costs about a hundred octets of its own.
+const PER_SHARD: usize = 64;
+/// Most shards of one table (a million names: 16,384 of them).
+const MAX_SHARDS: usize = 1 << 16;
 /// Local data per chunk.
 const CHUNK: usize = 1024;
 
-/// The shard of a name's hash: bits that hashbrown uses neither for the bucket (the low
-/// ones, a shard's table being small) nor for its tag (the top seven).
+/// The shard of a name's hash among `n` (a power of two): bits that hashbrown uses
+/// neither for the bucket (the low ones, a shard's table being small) nor for its tag (the
+/// top seven).
 #[inline]
-fn shard_of(hash: u64) -> usize {
-    (hash >> 32) as usize % SHARDS
+fn shard_of(hash: u64, n: usize) -> usize {
+    (hash >> 32) as usize & (n - 1)
 }
 
 /// Name triggers in shards (created when the first name falls in them).
@@ -36,15 +43,25 @@ pub(super) struct Names {
 
 impl Default for Names {
     fn default() -> Self {
-        Self {
-            shards: vec![None; SHARDS].into_boxed_slice(),
-            len: 0,
-            label_counts: 0,
-        }
+        Self::with_shards(SHARDS)
     }
 }
 
 impl Names {
+    /// An empty table of `n` shards (a power of two).
+    fn with_shards(n: usize) -> Self {
+        Self {
+            shards: vec![None; n].into_boxed_slice(),
+            len: 0,
+            label_counts: 0,
+        }
+    }
+
+    /// An empty table sized for about `n` names.
+    pub(super) fn for_names(n: usize) -> Self {
+        Self::with_shards((n / PER_SHARD).next_power_of_two().clamp(256, MAX_SHARDS))
+    }
+
     pub(super) fn len(&self) -> usize {
         self.len
     }
@@ -73,13 +90,16 @@ impl Names {
     #[inline]
     pub(super) fn get(&self, name: NameRef<'_>) -> Option<Stored> {
         let hash = name.hash_ci();
-        self.shards[shard_of(hash)].as_ref()?.get(name, hash)
+        self.shards[shard_of(hash, self.shards.len())]
+            .as_ref()?
+            .get(name, hash)
     }
 
     /// While building (the shards not shared yet): the entry of `name`, or `None` after
     /// adding it with `action`.
     pub(super) fn get_or_insert(&mut self, name: NameRef<'_>, action: Stored) -> Option<Stored> {
-        let shard = self.shards[shard_of(name.hash_ci())].get_or_insert_with(Default::default);
+        let at = shard_of(name.hash_ci(), self.shards.len());
+        let shard = self.shards[at].get_or_insert_with(Default::default);
         let old = Arc::make_mut(shard).get_or_insert(name, action);
         if old.is_none() {
             self.len += 1;
@@ -90,7 +110,8 @@ impl Names {
 
     /// Room for `n` more names, spread over the shards.
     pub(super) fn reserve(&mut self, n: usize) {
-        let each = n / SHARDS + n / SHARDS / 8 + 1;
+        let shards = self.shards.len();
+        let each = n / shards + n / shards / 8 + 1;
         for s in self.shards.iter_mut() {
             Arc::make_mut(s.get_or_insert_with(Default::default)).reserve(each);
         }
@@ -112,7 +133,7 @@ impl Names {
         let mut by_shard: Vec<(usize, usize)> = changes
             .iter()
             .enumerate()
-            .map(|(i, (n, _))| (shard_of(n.hash_ci()), i))
+            .map(|(i, (n, _))| (shard_of(n.hash_ci(), self.shards.len()), i))
             .collect();
         by_shard.sort_unstable();
         let mut out = self.clone();

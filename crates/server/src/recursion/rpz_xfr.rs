@@ -184,6 +184,9 @@ fn refresh(
                         drop(zone);
                         tracing::info!("policy zone {} transferred from {primary} by AXFR", z.name);
                         swap(shared, logged(pz));
+                        // The transferred records are gone: their memory goes back to the
+                        // system, so that the resolver's RSS is its tables again.
+                        shardns_sys::release_free_memory();
                         return Some(serial);
                     }
                     Err(e) => {
@@ -229,6 +232,8 @@ fn patch(
 /// The policy zone of a transferred zone's records.
 fn build(z: &RpzConfig, zone: &Zone) -> Result<PolicyZone, shardns_resolver::Error> {
     let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    // Most names of a policy zone own one trigger.
+    b.reserve(zone.node_count());
     for r in zone.records() {
         b.add(r.owner.as_ref(), r.rtype, r.ttl, &r.rdata, 0)?;
     }
