@@ -62,9 +62,10 @@ impl PolicyZone {
         let mut work: HashMap<Key, Vec<LocalRecord>> = HashMap::new();
         let mut unsupported = self.unsupported;
         for (i, c) in changes.into_iter().enumerate() {
+            // Not a file: the change is named by its place in the transfer.
             let err = |message: String| Error::Policy {
-                line: i + 1,
-                message,
+                line: 0,
+                message: format!("change {} of the IXFR: {message}", i + 1),
             };
             let key = match classify(self.name.as_ref(), c.owner, c.rtype).map_err(err)? {
                 Slot::Apex | Slot::Skip => continue,

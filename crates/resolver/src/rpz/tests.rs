@@ -390,3 +390,23 @@ fn an_ixfr_patch_of_a_big_zone_copies_only_the_shards_it_touches() {
     assert_eq!(check(&rpz, "added3.example.", None).unwrap().0, "drop");
     assert_eq!(check(&rpz, "host8.example.", None).unwrap().0, "nxdomain");
 }
+
+#[test]
+fn a_zone_of_known_size_gets_shards_of_about_64_names() {
+    let mut b = PolicyZoneBuilder::new(n("rpz.test."), Override::Given, false);
+    b.reserve(100_000);
+    for i in 0..100_000u32 {
+        let owner = n(&format!("host{i}.example.rpz.test."));
+        b.add(owner.as_ref(), RType::CNAME, 60, &[0], 0).unwrap();
+    }
+    let old = b.finish();
+    // 100,000 / 64 rounded up to a power of two: 2,048 shards, at most 200 octets each
+    // on top of the names and their index.
+    assert!(old.memory() < 100_000 * 48 + 2048 * 200, "{}", old.memory());
+    let (owner, root) = (n("host5.example.rpz.test."), n("."));
+    let next = old
+        .patched([change(false, &owner, RType::CNAME, root.as_wire())], 8)
+        .unwrap();
+    assert_eq!(next.qnames.unshared_with(&old.qnames), 1);
+    assert_eq!(next.triggers().0, 99_999);
+}
