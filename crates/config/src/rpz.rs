@@ -21,10 +21,15 @@ pub struct RpzConfig {
     /// The zone file (relative to the config file's directory); or `primaries`.
     #[serde(default)]
     pub file: Option<PathBuf>,
-    /// Primaries to transfer the zone from by AXFR (`"ADDR:PORT"`, tried in order),
-    /// instead of a file (BIND's `primaries`, Unbound's `primary:`).
+    /// Primaries to transfer the zone from by IXFR or AXFR (`"ADDR:PORT"`, tried in
+    /// order), instead of a file (BIND's `primaries`, Unbound's `primary:`).
     #[serde(default)]
     pub primaries: Vec<SocketAddr>,
+    /// The `[[key]]` that signs the SOA queries and transfers to the primaries (TSIG; BIND's
+    /// `primaries { ADDR key NAME; }`, Unbound has none for `rpz:`): their answers must be
+    /// signed with it.
+    #[serde(default, deserialize_with = "super::validate::name_opt")]
+    pub primary_key: Option<Name>,
     /// Seconds between two SOA queries to the primaries of a transferred zone (the zone
     /// is transferred again when their serial is newer).
     #[serde(default = "sixty", deserialize_with = "positive_u32")]
@@ -154,5 +159,11 @@ mod tests {
         .unwrap();
         assert_eq!(t.rpz[0].primaries, ["127.0.0.1:5300".parse().unwrap()]);
         assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, 5));
+        assert_eq!(t.rpz[0].primary_key, None);
+        let t: T = toml::from_str(
+            "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:5300\"]\nprimary_key = \"k.\"\n",
+        )
+        .unwrap();
+        assert_eq!(t.rpz[0].primary_key, Some("k.".parse().unwrap()));
     }
 }

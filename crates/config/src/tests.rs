@@ -612,6 +612,10 @@ fn secondary_zones_their_keys_files_and_flags() {
             "[limits]\ntransfer_in_max_messages = 0\n",
             "must be at least 1",
         ),
+        (
+            "[[resolver.rpz]]\nname = \"p.\"\nprimaries = [\"127.0.0.1:53\"]\nprimary_key = \"nope.\"\n",
+            "resolver.rpz[0].primary_key: no [[key]] named nope.",
+        ),
     ] {
         let e = parse(text).unwrap_err().to_string();
         // The index in the error is the zone's, whatever the tables before it.

@@ -28,6 +28,14 @@ pub(super) fn transfer_keys_exist(config: &Config, path: &Path) -> Result<(), Co
         .chain(parent_keys)
         .chain(
             config
+                .resolver
+                .rpz
+                .iter()
+                .enumerate()
+                .map(|(i, z)| (format!("resolver.rpz[{i}].primary_key"), &z.primary_key)),
+        )
+        .chain(
+            config
                 .templates
                 .iter()
                 .enumerate()

@@ -124,8 +124,9 @@ pub use reply::{
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
 };
 pub use rpz::{
-    Action as PolicyAction, Hit as PolicyHit, LocalData, Override as PolicyOverride, PolicyZone,
-    PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger, ACTION_LABELS as POLICY_ACTION_LABELS,
+    Action as PolicyAction, Change as PolicyChange, Hit as PolicyHit, LocalData,
+    Override as PolicyOverride, PolicyZone, PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger,
+    ACTION_LABELS as POLICY_ACTION_LABELS,
 };
 pub use validate::{Security, TrustAnchors};
 

@@ -593,4 +593,6 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
         log.contains("policy zone x.rpz. serial 2: 2 names"),
         "{log}"
     );
+    // knotd keeps no journal here: the IXFR is answered whole, and AXFR asked instead.
+    assert!(log.contains("asking AXFR"), "{log}");
 }

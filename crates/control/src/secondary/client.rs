@@ -223,13 +223,29 @@ pub(super) fn transfer(
     })
 }
 
+/// The reader of a transfer's answer: the query it sends, and each message of the answer.
+pub(super) trait Feed {
+    fn query(&self) -> &[u8];
+    fn feed(&mut self, msg: &[u8], now: u64) -> Result<incoming::Progress, Failure>;
+}
+
+impl Feed for Incoming {
+    fn query(&self) -> &[u8] {
+        Incoming::query(self)
+    }
+
+    fn feed(&mut self, msg: &[u8], now: u64) -> Result<incoming::Progress, Failure> {
+        Ok(Incoming::feed(self, msg, now)?)
+    }
+}
+
 /// Sends the query and feeds the answer's messages until the closing SOA or the end of the
 /// stream; the number of messages is bounded by the limits, the time by `bounds`: each
 /// message must come whole within `bounds.idle`, all of them by `bounds.deadline`.
-fn run(
+pub(super) fn run(
     primary: SocketAddr,
     tls: Option<&PrimaryTls>,
-    inc: &mut Incoming,
+    inc: &mut impl Feed,
     bounds: Bounds,
 ) -> Result<(), Failure> {
     let started = Instant::now();
@@ -261,7 +277,7 @@ fn run(
             }
             Err(e) => return Err(e.into()),
         };
-        match inc.feed(&buf[..n], unix_now())? {
+        match Feed::feed(inc, &buf[..n], unix_now())? {
             incoming::Progress::Done => return Ok(()),
             incoming::Progress::More => {}
         }

@@ -44,7 +44,7 @@ mod schedule;
 mod signer;
 mod store;
 
-pub use fetch::fetch;
+pub use fetch::{fetch, Fetched};
 use inbox::Flags;
 pub use inbox::{Inbox, MemberForward};
 use store::timers;

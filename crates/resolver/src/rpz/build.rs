@@ -5,7 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use shardns_wire::{Name, NameBuf, NameRef, RType};
 
-use super::table::{IpTable, NameTable};
+use std::sync::Arc;
+
+use super::shards::{Locals, Names};
 use super::{LocalData, LocalRecord, Override, PolicyZone, Stored};
 use crate::Error;
 
@@ -31,11 +33,11 @@ impl PolicyZoneBuilder {
                 policy,
                 log,
                 serial: 0,
-                qnames: NameTable::default(),
-                wildcards: NameTable::default(),
-                clients: IpTable::default(),
-                answer_ips: IpTable::default(),
-                local: Vec::new(),
+                qnames: Names::default(),
+                wildcards: Names::default(),
+                clients: Arc::default(),
+                answer_ips: Arc::default(),
+                local: Locals::default(),
                 unsupported: 0,
                 hits: Default::default(),
             },
@@ -44,7 +46,12 @@ impl PolicyZoneBuilder {
 
     /// Room for `records` more QNAME triggers (most records of a big policy zone are), so
     /// that the index does not grow by doubling, holding two copies at each step.
+    /// Before the first record, it also sizes the shards of the QNAME table for them (see
+    /// [`PolicyZone::patched`]: an update copies the shards it touches).
     pub fn reserve(&mut self, records: usize) {
+        if self.zone.qnames.is_empty() {
+            self.zone.qnames = Names::for_names(records);
+        }
         self.zone.qnames.reserve(records);
     }
 
@@ -59,81 +66,51 @@ impl PolicyZoneBuilder {
         line: usize,
     ) -> Result<(), Error> {
         let err = |message: String| Error::Policy { line, message };
-        let origin = self.zone.name.as_ref();
-        let Some(rel) = owner.strip_suffix(&origin) else {
-            return Err(err(format!("{owner} is outside the policy zone {origin}")));
-        };
-        if rel == 0 {
-            if rtype == RType::SOA && rdata.len() >= 20 {
-                let s = &rdata[rdata.len() - 20..];
-                self.zone.serial = u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+        let (ip_table, key) = match classify(self.zone.name.as_ref(), owner, rtype).map_err(err)? {
+            Slot::Apex => {
+                if rtype == RType::SOA && rdata.len() >= 20 {
+                    let s = &rdata[rdata.len() - 20..];
+                    self.zone.serial = u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        if matches!(
-            rtype,
-            RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM | RType::DNSKEY
-        ) {
-            return Ok(());
-        }
-        let rel_wire = &owner.as_wire()[..owner.len() - origin.len()];
-        let top = owner.suffix(origin.label_count() + 1).first_label();
-        let stored = self.stored_action(rtype, ttl, rdata).map_err(err)?;
-        let client = top.eq_ignore_ascii_case(CLIENT_IP);
-        if client || top.eq_ignore_ascii_case(ANSWER_IP) {
-            let (ip, len) = ip_prefix(owner, rel - 1).map_err(err)?;
-            let table = if client {
-                &mut self.zone.clients
-            } else {
-                &mut self.zone.answer_ips
-            };
-            let old = table.insert(ip, len, stored);
-            return self.merge(old, stored, rtype, ttl, rdata).map_err(err);
-        }
-        if UNSUPPORTED.iter().any(|l| top.eq_ignore_ascii_case(l)) {
-            self.zone.unsupported += 1;
-            return Ok(());
-        }
-        let mut key = NameBuf::new();
-        let (table, labels) = if owner.is_wildcard() {
-            (&mut self.zone.wildcards, &rel_wire[2..])
-        } else {
-            (&mut self.zone.qnames, rel_wire)
+            Slot::Skip => return Ok(()),
+            Slot::Unsupported => {
+                self.zone.unsupported += 1;
+                return Ok(());
+            }
+            Slot::Ip { client, ip, len } => (Some((client, ip, len)), None),
+            Slot::Name { wildcard, key } => (None, Some((wildcard, key))),
         };
-        key.set_concat(labels, NameRef::from_validated(&[0]))
-            .map_err(|e| err(e.to_string()))?;
-        // An owner seen before keeps its entry; local data merges into it.
-        let old = table.get_or_insert(key.as_ref(), stored);
-        self.merge(old, stored, rtype, ttl, rdata).map_err(err)?;
-        Ok(())
+        let stored = self.stored_action(rtype, ttl, rdata).map_err(err)?;
+        let old = match (ip_table, key) {
+            (Some((client, ip, len)), _) => {
+                let table = if client {
+                    &mut self.zone.clients
+                } else {
+                    &mut self.zone.answer_ips
+                };
+                Arc::make_mut(table).insert(ip, len, stored)
+            }
+            (_, Some((wildcard, key))) => {
+                let table = if wildcard {
+                    &mut self.zone.wildcards
+                } else {
+                    &mut self.zone.qnames
+                };
+                // An owner seen before keeps its entry; local data merges into it.
+                table.get_or_insert(key.as_ref(), stored)
+            }
+            (None, None) => unreachable!("a trigger is a name or an address"),
+        };
+        self.merge(old, stored, rtype, ttl, rdata).map_err(err)
     }
 
     /// The action one record stands for; local data gets a new entry (merged with the
     /// owner's others by [`Self::merge`]).
     fn stored_action(&mut self, rtype: RType, ttl: u32, rdata: &[u8]) -> Result<Stored, String> {
-        if rtype == RType::CNAME {
-            let target = NameRef::from_wire(rdata).map_err(|e| format!("bad CNAME: {e}"))?;
-            let wire = target.as_wire();
-            let special = match wire {
-                [0] => Some(Stored::NXDOMAIN),
-                [1, b'*', 0] => Some(Stored::NODATA),
-                _ if target.label_count() == 1 => {
-                    let l = target.first_label();
-                    if l.eq_ignore_ascii_case(b"rpz-passthru") {
-                        Some(Stored::PASSTHRU)
-                    } else if l.eq_ignore_ascii_case(b"rpz-drop") {
-                        Some(Stored::DROP)
-                    } else if l.eq_ignore_ascii_case(b"rpz-tcp-only") {
-                        Some(Stored::TCP_ONLY)
-                    } else {
-                        None
-                    }
-                }
-                _ => None,
-            };
-            if let Some(s) = special {
-                return Ok(s);
-            }
+        if let Some(s) = special(rtype, rdata)? {
+            return Ok(s);
         }
         let index = u32::try_from(self.zone.local.len())
             .ok()
@@ -166,7 +143,7 @@ impl PolicyZoneBuilder {
         }
         // The new entry is the last one pushed: take it back.
         self.zone.local.pop();
-        let data = &mut self.zone.local[(old.0 - Stored::LOCAL) as usize];
+        let data = self.zone.local.get_mut((old.0 - Stored::LOCAL) as usize);
         if rtype == RType::CNAME || data.records.iter().any(|r| r.rtype == RType::CNAME) {
             return Err("a CNAME and other records at one trigger".into());
         }
@@ -185,9 +162,86 @@ impl PolicyZoneBuilder {
     pub fn finish(mut self) -> PolicyZone {
         self.zone.qnames.shrink();
         self.zone.wildcards.shrink();
-        self.zone.local.shrink_to_fit();
+        self.zone.local.shrink();
         self.zone
     }
+}
+
+/// The special action a record stands for (a CNAME to `.`, `*.` or `rpz-*.`), if it is one.
+pub(super) fn special(rtype: RType, rdata: &[u8]) -> Result<Option<Stored>, String> {
+    if rtype != RType::CNAME {
+        return Ok(None);
+    }
+    let target = NameRef::from_wire(rdata).map_err(|e| format!("bad CNAME: {e}"))?;
+    Ok(match target.as_wire() {
+        [0] => Some(Stored::NXDOMAIN),
+        [1, b'*', 0] => Some(Stored::NODATA),
+        _ if target.label_count() == 1 => {
+            let l = target.first_label();
+            if l.eq_ignore_ascii_case(b"rpz-passthru") {
+                Some(Stored::PASSTHRU)
+            } else if l.eq_ignore_ascii_case(b"rpz-drop") {
+                Some(Stored::DROP)
+            } else if l.eq_ignore_ascii_case(b"rpz-tcp-only") {
+                Some(Stored::TCP_ONLY)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    })
+}
+
+/// What an owner name of a policy zone is.
+// One value per record read, never stored: the name is kept inline, not boxed.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Slot {
+    /// The apex (its SOA and NS are not policy).
+    Apex,
+    /// A DNSSEC record, skipped.
+    Skip,
+    /// An NSDNAME or NSIP trigger (not done yet).
+    Unsupported,
+    /// A client-IP (`client`) or IP-answer trigger.
+    Ip { client: bool, ip: IpAddr, len: u8 },
+    /// A QNAME trigger: its name relative to the zone (the `*.` taken off a wildcard).
+    Name { wildcard: bool, key: NameBuf },
+}
+
+/// The trigger `owner` (of a record of type `rtype`) is in the policy zone `origin`.
+pub(super) fn classify(
+    origin: NameRef<'_>,
+    owner: NameRef<'_>,
+    rtype: RType,
+) -> Result<Slot, String> {
+    let Some(rel) = owner.strip_suffix(&origin) else {
+        return Err(format!("{owner} is outside the policy zone {origin}"));
+    };
+    if rel == 0 {
+        return Ok(Slot::Apex);
+    }
+    if matches!(
+        rtype,
+        RType::RRSIG | RType::NSEC | RType::NSEC3 | RType::NSEC3PARAM | RType::DNSKEY
+    ) {
+        return Ok(Slot::Skip);
+    }
+    let rel_wire = &owner.as_wire()[..owner.len() - origin.len()];
+    let top = owner.suffix(origin.label_count() + 1).first_label();
+    let client = top.eq_ignore_ascii_case(CLIENT_IP);
+    if client || top.eq_ignore_ascii_case(ANSWER_IP) {
+        let (ip, len) = ip_prefix(owner, rel - 1)?;
+        return Ok(Slot::Ip { client, ip, len });
+    }
+    if UNSUPPORTED.iter().any(|l| top.eq_ignore_ascii_case(l)) {
+        return Ok(Slot::Unsupported);
+    }
+    let wildcard = owner.is_wildcard();
+    let labels = if wildcard { &rel_wire[2..] } else { rel_wire };
+    let mut key = NameBuf::new();
+    key.set_concat(labels, NameRef::from_validated(&[0]))
+        .map_err(|e| e.to_string())?;
+    Ok(Slot::Name { wildcard, key })
 }
 
 /// The prefix of a client-IP or IP-answer trigger whose first `n` labels are `LEN.ADDR...` (the

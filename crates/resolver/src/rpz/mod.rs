@@ -9,8 +9,11 @@
 //! (`CNAME rpz-passthru.`), DROP (`CNAME rpz-drop.`), TCP-only (`CNAME rpz-tcp-only.`),
 //! and local data (any other records; a CNAME to another name, which the caller resolves;
 //! `CNAME *.suffix` puts the query name in front of `suffix`).
+//! A zone's next version from an IXFR's changes is [`PolicyZone::patched`] (`patch`): the
+//! tables are copy-on-write (`shards`), so the new version shares all but the shards the
+//! changes touch with the one the workers read.
 //! Not done yet: the NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`) triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
-//! skipped), policy zones updated by transfer.
+//! skipped).
 //!
 //! Precedence (BIND's): zones in order, the first zone with a match decides; within a
 //! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
@@ -28,6 +31,8 @@
 //! are atomics written on hits only.
 
 mod build;
+mod patch;
+mod shards;
 mod table;
 
 #[cfg(test)]
@@ -41,7 +46,9 @@ use shardns_wire::writer::Full;
 use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
 
 pub use build::PolicyZoneBuilder;
-use table::{IpTable, NameTable};
+pub use patch::Change;
+use shards::{Locals, Names};
+use table::IpTable;
 
 /// TTL of the CNAME a `cname NAME` zone override answers (BIND's `max-policy-ttl`
 /// default, 5 minutes).
@@ -224,11 +231,12 @@ pub struct PolicyZone {
     policy: Override,
     log: bool,
     serial: u32,
-    qnames: NameTable,
-    wildcards: NameTable,
-    clients: IpTable,
-    answer_ips: IpTable,
-    local: Vec<LocalData>,
+    qnames: Names,
+    wildcards: Names,
+    /// Address triggers are few: an IXFR that changes some copies the table.
+    clients: Arc<IpTable>,
+    answer_ips: Arc<IpTable>,
+    local: Locals,
     unsupported: u64,
     /// Shared with the zone's later versions ([`PolicyZone::carry_hits`]).
     hits: Arc<[AtomicU64; ACTION_LABELS.len()]>,
@@ -291,7 +299,8 @@ impl PolicyZone {
         self.hits = Arc::clone(&old.hits);
     }
 
-    /// Octets held by the triggers and actions (for the memory figures).
+    /// Octets held by the triggers and actions (for the memory figures; the shards and
+    /// chunks shared with another version count in both).
     pub fn memory(&self) -> usize {
         let local: usize = self
             .local
@@ -362,7 +371,7 @@ impl PolicyZone {
             Stored::DROP => Action::Drop,
             Stored::TCP_ONLY => Action::TcpOnly,
             Stored(i) => {
-                let data = &self.local[(i - Stored::LOCAL) as usize];
+                let data = self.local.get((i - Stored::LOCAL) as usize);
                 match data.cname() {
                     Some((target, ttl)) => cname_to(target, qname, ttl),
                     None => Action::Data(data),

@@ -1,5 +1,6 @@
 //! rpz::table -- the compact trigger tables: names back to back in one buffer indexed by
-//! a hash table of (offset, action) pairs, and client prefixes by length.
+//! a hash table of (offset, action) pairs (one such table per shard, `shards`), and
+//! address prefixes by length.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -12,7 +13,7 @@ use super::Stored;
 
 /// Names (lower-cased wire form, a length octet in front) and their actions: 8 octets per
 /// entry in the index plus the name itself, instead of a boxed key per entry.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct NameTable {
     names: Vec<u8>,
     index: HashTable<(u32, u32)>,
@@ -44,18 +45,17 @@ impl NameTable {
         hash_ci(wire)
     }
 
-    /// Whether a name of `labels` labels may be in the table.
-    #[inline]
-    pub(super) fn may_hold(&self, labels: usize) -> bool {
-        labels < 128 && self.label_counts & (1u128 << labels) != 0
+    /// The label counts of its names, one bit each.
+    pub(super) fn label_counts(&self) -> u128 {
+        self.label_counts
     }
 
-    /// The action of `name`, if it is in the table.
+    /// The action of `name` (whose case-insensitive hash is `hash`), if it is in the table.
     #[inline]
-    pub(super) fn get(&self, name: NameRef<'_>) -> Option<Stored> {
+    pub(super) fn get(&self, name: NameRef<'_>, hash: u64) -> Option<Stored> {
         let wire = name.as_wire();
         self.index
-            .find(name.hash_ci(), |&(off, _)| {
+            .find(hash, |&(off, _)| {
                 eq_ci(Self::name_at(&self.names, off), wire)
             })
             .map(|&(_, a)| Stored(a))
@@ -63,7 +63,7 @@ impl NameTable {
 
     /// The entry of `name`: its action, or `None` after adding it with `action`.
     pub(super) fn get_or_insert(&mut self, name: NameRef<'_>, action: Stored) -> Option<Stored> {
-        if let Some(a) = self.get(name) {
+        if let Some(a) = self.get(name, name.hash_ci()) {
             return Some(a);
         }
         self.label_counts |= 1u128 << name.label_count();
@@ -77,6 +77,13 @@ impl NameTable {
                 Self::hash(Self::name_at(names, o))
             });
         None
+    }
+
+    /// Every entry: the name (lower-cased wire form) and its action.
+    pub(super) fn entries(&self) -> impl Iterator<Item = (&[u8], Stored)> + '_ {
+        self.index
+            .iter()
+            .map(|&(off, a)| (Self::name_at(&self.names, off), Stored(a)))
     }
 
     pub(super) fn reserve(&mut self, n: usize) {
@@ -95,7 +102,7 @@ impl NameTable {
 
 /// Client prefixes: per prefix length (longest first), the masked addresses and their
 /// actions. IPv4 addresses are kept as IPv4-mapped IPv6 ones (the length plus 96).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct IpTable {
     by_len: Vec<(u8, HashMap<u128, u32>)>,
 }
@@ -154,6 +161,24 @@ impl IpTable {
         }
         m.insert(key, action.0);
         None
+    }
+
+    /// The action of exactly `ip/len` (`len` in IPv6 terms).
+    pub(super) fn get(&self, ip: IpAddr, len: u8) -> Option<Stored> {
+        let key = Self::key(ip) & Self::mask(len);
+        let (_, m) = self.by_len.iter().find(|(l, _)| *l == len)?;
+        m.get(&key).map(|&a| Stored(a))
+    }
+
+    /// Removes `ip/len`; a length left without prefixes goes too.
+    pub(super) fn remove(&mut self, ip: IpAddr, len: u8) {
+        let key = Self::key(ip) & Self::mask(len);
+        if let Some(p) = self.by_len.iter().position(|(l, _)| *l == len) {
+            self.by_len[p].1.remove(&key);
+            if self.by_len[p].1.is_empty() {
+                self.by_len.remove(p);
+            }
+        }
     }
 
     /// The longest prefix holding `ip`: its length and action.

@@ -268,3 +268,145 @@ fn a_big_zone_stays_compact() {
     assert!(check(&rpz, "host99999.example99.", None).is_some());
     assert!(check(&rpz, "host99999.example98.", None).is_none());
 }
+
+/// An IXFR change of `owner` (relative to `rpz.test.`).
+fn change<'a>(add: bool, owner: &'a Name, rtype: RType, rdata: &'a [u8]) -> Change<'a> {
+    Change {
+        add,
+        owner: owner.as_ref(),
+        rtype,
+        ttl: 60,
+        rdata,
+    }
+}
+
+#[test]
+fn an_ixfr_patch_changes_the_triggers_it_names_and_leaves_the_old_version() {
+    let old = zone(
+        "rpz.test.",
+        Override::Given,
+        &format!(
+            "{APEX}nx.example CNAME .\na.example A 192.0.2.1\na.example A 192.0.2.2\n\
+             *.w.example CNAME .\nkeep.example CNAME rpz-drop.\n"
+        ),
+    )
+    .unwrap();
+    let (nx, a, w, new, client) = (
+        n("nx.example.rpz.test."),
+        n("a.example.rpz.test."),
+        n("*.w.example.rpz.test."),
+        n("new.example.rpz.test."),
+        n("32.7.2.0.192.rpz-client-ip.rpz.test."),
+    );
+    let (root, star, drop) = (n("."), n("*."), n("rpz-drop."));
+    let changes = [
+        change(false, &nx, RType::CNAME, root.as_wire()),
+        change(true, &nx, RType::CNAME, star.as_wire()),
+        change(false, &a, RType::A, &[192, 0, 2, 1]),
+        change(false, &w, RType::CNAME, root.as_wire()),
+        change(true, &new, RType::CNAME, drop.as_wire()),
+        change(true, &client, RType::CNAME, root.as_wire()),
+    ];
+    let next = old.patched(changes, 8).unwrap();
+    assert_eq!(next.serial(), 8);
+    assert_eq!(next.triggers(), (4, 0, 1, 0));
+    let (old, next) = (
+        Rpz::new(vec![Arc::new(old)]),
+        Rpz::new(vec![Arc::new(next)]),
+    );
+    assert_eq!(check(&old, "nx.example.", None).unwrap().0, "nxdomain");
+    assert_eq!(check(&next, "nx.example.", None).unwrap().0, "nodata");
+    assert_eq!(check(&old, "x.w.example.", None).unwrap().0, "nxdomain");
+    assert!(check(&next, "x.w.example.", None).is_none());
+    assert!(check(&old, "new.example.", None).is_none());
+    assert_eq!(check(&next, "new.example.", None).unwrap().0, "drop");
+    assert_eq!(check(&next, "keep.example.", None).unwrap().0, "drop");
+    assert_eq!(
+        check(&next, "other.", Some("192.0.2.7")).unwrap().1,
+        Trigger::ClientIp
+    );
+    // The local data left at a.example: one A record.
+    let Some(Hit {
+        action: Action::Data(data),
+        ..
+    }) = next.check(n("a.example.").as_ref(), None, &mut |_| {})
+    else {
+        panic!("a.example. is local data");
+    };
+    let recs = data.records(n("a.example.").as_ref(), RType::A);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].rdata, [192, 0, 2, 2]);
+    // Counters are shared by the versions.
+    assert_eq!(old.zones()[0].hits(), next.zones()[0].hits());
+}
+
+#[test]
+fn a_bad_ixfr_patch_is_an_error_and_changes_nothing() {
+    let old = zone(
+        "rpz.test.",
+        Override::Given,
+        &format!("{APEX}nx.example CNAME .\n"),
+    )
+    .unwrap();
+    let (nx, gone, root) = (n("nx.example.rpz.test."), n("gone.rpz.test."), n("."));
+    // A deletion of a record the zone does not have: the caller transfers it whole.
+    let e = old
+        .patched([change(false, &gone, RType::CNAME, root.as_wire())], 8)
+        .unwrap_err();
+    assert!(e.to_string().contains("not in the zone"), "{e}");
+    // A special CNAME with other records at one trigger.
+    let e = old
+        .patched([change(true, &nx, RType::A, &[192, 0, 2, 1])], 8)
+        .unwrap_err();
+    assert!(e.to_string().contains("special CNAME"), "{e}");
+    assert_eq!(old.serial(), 7);
+    assert_eq!(old.triggers(), (1, 0, 0, 0));
+}
+
+#[test]
+fn an_ixfr_patch_of_a_big_zone_copies_only_the_shards_it_touches() {
+    let mut b = PolicyZoneBuilder::new(n("rpz.test."), Override::Given, false);
+    for i in 0..100_000u32 {
+        let owner = n(&format!("host{i}.example.rpz.test."));
+        b.add(owner.as_ref(), RType::CNAME, 60, &[0], 0).unwrap();
+    }
+    let old = b.finish();
+    let owners: Vec<Name> = (0..10u32)
+        .map(|i| n(&format!("host{}.example.rpz.test.", i * 7)))
+        .chain((0..10u32).map(|i| n(&format!("added{i}.example.rpz.test."))))
+        .collect();
+    let (root, drop) = (n("."), n("rpz-drop."));
+    let changes = owners.iter().enumerate().map(|(i, o)| match i < 10 {
+        true => change(false, o, RType::CNAME, root.as_wire()),
+        false => change(true, o, RType::CNAME, drop.as_wire()),
+    });
+    let next = old.patched(changes, 8).unwrap();
+    assert_eq!(next.triggers().0, 100_000);
+    // 20 names fall in at most 20 of the 4096 shards; the rest are the old version's.
+    let copied = next.qnames.unshared_with(&old.qnames);
+    assert!((1..=20).contains(&copied), "{copied}");
+    let rpz = Rpz::new(vec![Arc::new(next)]);
+    assert!(check(&rpz, "host7.example.", None).is_none());
+    assert_eq!(check(&rpz, "added3.example.", None).unwrap().0, "drop");
+    assert_eq!(check(&rpz, "host8.example.", None).unwrap().0, "nxdomain");
+}
+
+#[test]
+fn a_zone_of_known_size_gets_shards_of_about_64_names() {
+    let mut b = PolicyZoneBuilder::new(n("rpz.test."), Override::Given, false);
+    b.reserve(100_000);
+    for i in 0..100_000u32 {
+        let owner = n(&format!("host{i}.example.rpz.test."));
+        b.add(owner.as_ref(), RType::CNAME, 60, &[0], 0).unwrap();
+    }
+    let old = b.finish();
+    // 100,000 / 64 rounded up to a power of two: 2,048 shards, at most 200 octets each
+    // on top of the names and their index.
+    assert!(old.memory() < 100_000 * 48 + 2048 * 200, "{}", old.memory());
+    let (owner, root) = (n("host5.example.rpz.test."), n("."));
+    let next = old
+        .patched([change(false, &owner, RType::CNAME, root.as_wire())], 8)
+        .unwrap();
+    assert_eq!(next.qnames.unshared_with(&old.qnames), 1);
+    assert_eq!(next.triggers().0, 99_999);
+}

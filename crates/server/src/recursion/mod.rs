@@ -98,7 +98,7 @@ pub(crate) fn shared(
     let shared = Arc::new(RecursionShared {
         resolver: Arc::new(Resolver::new(rc)),
         rpz,
-        rpz_xfr: rpz_xfr::inbox(&config.resolver.rpz),
+        rpz_xfr: rpz_xfr::inbox(&config.resolver.rpz, &config.keys),
         allow: config.resolver.allow.clone(),
         max_pending: config.resolver.max_pending,
         udp_max: config.limits.udp_max_response,

@@ -61,6 +61,9 @@ fn load_one(z: &RpzConfig) -> Result<PolicyZone, Error> {
         Error::Zones(format!("policy zone {} ({}): {e}", z.name, source(z)))
     };
     let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    if z.primary_key.is_some() && z.primaries.is_empty() {
+        return Err(what(&"primary_key is set, but the zone has no primaries"));
+    }
     let file = match (&z.file, z.primaries.is_empty()) {
         (Some(file), true) => file,
         (None, false) => {

@@ -1,22 +1,29 @@
 //! recursion::rpz_xfr -- policy zones transferred from primaries (`[[resolver.rpz]]
 //! primaries`): one thread (`shardns-rpz-xfr`, never a worker) asks each zone's primaries
-//! for its SOA serial every `refresh` seconds and, when it is newer, transfers the zone by
-//! AXFR (`shardns_control::secondary::fetch`, the secondary zones' client code), builds the
-//! policy zone and swaps it into the set the workers read, which go on answering from the
-//! previous version meanwhile.
+//! for its SOA serial every `refresh` seconds and, when it is newer, asks the changes by
+//! IXFR (`shardns_control::secondary::fetch`, the secondary zones' client code) and makes
+//! them to the policy zone (`PolicyZone::patched`: the new version shares all but the
+//! parts they touch with the old one, so memory grows with the change, not the zone), or
+//! transfers the zone whole by AXFR (at first, or when the primary answers IXFR so or the
+//! changes do not apply) and builds it; either is swapped into the set the workers read,
+//! which go on answering from the previous version meanwhile.
 //!
 //! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
 //! called by the dispatcher) makes the thread refresh it at once.
 //!
-//! Not done yet: IXFR (every change is a whole AXFR, and the old and new versions are both
-//! held while the new one is built), the SOA's own REFRESH/RETRY/EXPIRE timers, TSIG and
-//! TLS to the primaries.
+//! With a `primary_key`, every SOA query and transfer is signed with it (TSIG) and their
+//! answers must be signed; a NOTIFY is still taken from the primaries' addresses signed or
+//! not (it only starts a refresh, whose answers are checked).
+//! Not done yet: the SOA's own REFRESH/RETRY/EXPIRE timers, and TLS to the primaries. An AXFR still holds the transferred zone and the new policy zone at once
+//! while it is built.
 
 use super::rpz::{logged, policy};
 use super::{Recursion, RecursionShared};
-use shardns_config::RpzConfig;
-use shardns_resolver::{PolicyZone, PolicyZoneBuilder, Rpz};
-use shardns_wire::{Opcode, Query, Rcode};
+use shardns_config::{KeyConfig, RpzConfig};
+use shardns_control::secondary::Fetched;
+use shardns_resolver::{PolicyChange, PolicyZone, PolicyZoneBuilder, Rpz};
+use shardns_wire::tsig::Key;
+use shardns_wire::{Opcode, Query, Rcode, Record};
 use shardns_zone::{Written, Zone};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -27,6 +34,8 @@ use std::time::{Duration, Instant};
 /// The transferred policy zones' NOTIFY inbox: a flag per zone, and the thread to wake.
 pub(crate) struct XfrInbox {
     zones: Vec<RpzConfig>,
+    /// Per zone, its `primary_key`'s TSIG key.
+    keys: Vec<Option<Key>>,
     notified: Vec<AtomicBool>,
     thread: OnceLock<Thread>,
 }
@@ -36,8 +45,9 @@ const IDLE: Duration = Duration::from_secs(5);
 /// Longest transfer.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The inbox of the policy zones with primaries, if any (its thread not started yet).
-pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
+/// The inbox of the policy zones with primaries, if any (its thread not started yet);
+/// `keys`: the `[[key]]` tables their `primary_key` names.
+pub(crate) fn inbox(zones: &[RpzConfig], keys: &[KeyConfig]) -> Option<Arc<XfrInbox>> {
     let zones: Vec<RpzConfig> = zones
         .iter()
         .filter(|z| !z.primaries.is_empty())
@@ -45,6 +55,13 @@ pub(crate) fn inbox(zones: &[RpzConfig]) -> Option<Arc<XfrInbox>> {
         .collect();
     (!zones.is_empty()).then(|| {
         Arc::new(XfrInbox {
+            keys: zones
+                .iter()
+                .map(|z| {
+                    let name = z.primary_key.as_ref()?;
+                    keys.iter().find(|k| &k.0.name == name).map(|k| k.0.clone())
+                })
+                .collect(),
             notified: zones.iter().map(|_| AtomicBool::new(false)).collect(),
             zones,
             thread: OnceLock::new(),
@@ -80,7 +97,7 @@ fn run(shared: &RecursionShared, inbox: &XfrInbox) {
                 continue;
             }
             due[i] = Instant::now() + Duration::from_secs(u64::from(z.refresh));
-            if let Some(serial) = refresh(shared, z, serials[i]) {
+            if let Some(serial) = refresh(shared, z, inbox.keys[i].as_ref(), serials[i]) {
                 serials[i] = Some(serial);
             }
         }
@@ -123,20 +140,53 @@ impl Recursion {
 }
 
 /// One refresh of `z` from its primaries, in order until one answers: the new serial if a
-/// newer version was transferred and swapped in.
-fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option<u32> {
+/// newer version was transferred and swapped in. An IXFR's changes are made to the
+/// version the workers read (`PolicyZone::patched`: a copy of the parts they touch only);
+/// when they cannot be, the zone is transferred whole.
+fn refresh(
+    shared: &RecursionShared,
+    z: &RpzConfig,
+    key: Option<&Key>,
+    have: Option<u32>,
+) -> Option<u32> {
     for &primary in &z.primaries {
-        let ids = shardns_sys::seed::random_u64().unwrap_or(0);
-        let ids = [ids as u16, (ids >> 16) as u16];
-        match shardns_control::secondary::fetch(primary, &z.name, have, ids, IDLE, TIMEOUT) {
+        let seed = shardns_sys::seed::random_u64().unwrap_or(0);
+        let ids = [seed as u16, (seed >> 16) as u16, (seed >> 32) as u16];
+        let mut fetched =
+            shardns_control::secondary::fetch(primary, &z.name, have, key, ids, IDLE, TIMEOUT);
+        if let Ok(Some(Fetched::Changes { serial, changes })) = &fetched {
+            match patch(shared, z, *serial, changes) {
+                Ok(()) => {
+                    tracing::info!(
+                        "policy zone {} updated by IXFR from {primary} to serial {serial} ({} changes)",
+                        z.name,
+                        changes.len()
+                    );
+                    return Some(*serial);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "policy zone {}: IXFR from {primary}: {e}; asking AXFR",
+                        z.name
+                    );
+                    fetched = shardns_control::secondary::fetch(
+                        primary, &z.name, None, key, ids, IDLE, TIMEOUT,
+                    );
+                }
+            }
+        }
+        match fetched {
             Ok(None) => return None,
-            Ok(Some(zone)) => {
+            Ok(Some(Fetched::Whole(zone))) => {
                 let serial = zone.serial();
                 match build(z, &zone) {
                     Ok(pz) => {
                         drop(zone);
-                        tracing::info!("policy zone {} transferred from {primary}", z.name);
+                        tracing::info!("policy zone {} transferred from {primary} by AXFR", z.name);
                         swap(shared, logged(pz));
+                        // The transferred records are gone: their memory goes back to the
+                        // system, so that the resolver's RSS is its tables again.
+                        shardns_sys::release_free_memory();
                         return Some(serial);
                     }
                     Err(e) => {
@@ -145,15 +195,45 @@ fn refresh(shared: &RecursionShared, z: &RpzConfig, have: Option<u32>) -> Option
                     }
                 }
             }
+            Ok(Some(Fetched::Changes { .. })) => return None,
             Err(e) => tracing::warn!("policy zone {}: {e}", z.name),
         }
     }
     None
 }
 
+/// Makes an IXFR's changes to the zone the workers read and swaps the result in.
+fn patch(
+    shared: &RecursionShared,
+    z: &RpzConfig,
+    serial: u32,
+    changes: &[(bool, Record)],
+) -> Result<(), String> {
+    let Some(p) = &shared.rpz else {
+        return Ok(());
+    };
+    let current = p.set.load_full();
+    let Some(old) = current.zones().iter().find(|o| *o.name() == z.name) else {
+        return Ok(());
+    };
+    let changes = changes.iter().map(|(add, r)| PolicyChange {
+        add: *add,
+        owner: r.owner.as_ref(),
+        rtype: r.rtype,
+        ttl: r.ttl,
+        rdata: &r.rdata,
+    });
+    let next = old.patched(changes, serial).map_err(|e| e.to_string())?;
+    drop(current);
+    swap(shared, next);
+    Ok(())
+}
+
 /// The policy zone of a transferred zone's records.
 fn build(z: &RpzConfig, zone: &Zone) -> Result<PolicyZone, shardns_resolver::Error> {
     let mut b = PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log);
+    // Most names of a policy zone own one trigger.
+    b.reserve(zone.node_count());
     for r in zone.records() {
         b.add(r.owner.as_ref(), r.rtype, r.ttl, &r.rdata, 0)?;
     }
