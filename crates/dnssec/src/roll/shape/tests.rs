@@ -161,3 +161,23 @@ fn another_algorithm_is_not_a_shape() {
     assert!(pairs(Role::Ksk, Role::Csk) && !pairs(Role::Ksk, Role::Zsk));
     assert!(!pairs(Role::Zsk, Role::Csk) && !pairs(Role::Csk, Role::Csk));
 }
+
+#[test]
+fn a_confirmation_never_served_moves_the_old_keys_end_too() {
+    let mut sim = Sim::new(&[Role::Csk], TIMINGS);
+    sim.advance(1);
+    let ksk = start(&mut sim, false)[1];
+    let tc = sim.now + 20;
+    confirm_ds(&mut sim.keys, None, &sim.t, tc).unwrap();
+    super::super::tick(&mut sim.keys, &sim.t, tc);
+    assert_eq!(sim.keys[0].inactive, Some(tc + 18));
+    // The server down from just before the confirmation until 30 s after it: the KSK
+    // signs a DNSKEY TTL + propagation after it is first served, the CSK ends with it.
+    let now = tc + 30;
+    let moved = crate::roll::hold(&mut sim.keys, &sim.t, tc - 1, now);
+    assert!(moved.contains(&0) && moved.contains(&ksk), "{moved:?}");
+    assert_eq!(sim.keys[ksk].activate, Some(now + 12));
+    assert_eq!(sim.keys[0].inactive, Some(now + 12));
+    assert_eq!(sim.keys[0].delete, Some(now + 12 + 22));
+    assert_eq!(sim.keys[0].sync_delete, Some(now + 12 + 22));
+}
