@@ -304,7 +304,8 @@ pub struct ZoneConfig {
     #[serde(default, deserialize_with = "duration_opt")]
     pub zsk_lifetime: Option<u32>,
     /// The keys made here: one CSK (`true`, the default) or a KSK and a ZSK (Knot's
-    /// `single-type-signing`, whose default is `false`).
+    /// `single-type-signing`, whose default is `false`); changed on a signed zone, its keys
+    /// roll to the other shape.
     #[serde(default = "policy::yes")]
     pub single_type_signing: bool,
     /// A KSK (or CSK) rollover starts this long after the key became active; absent: only

@@ -42,6 +42,9 @@
 //! **Algorithm** (RFC 6781 §4.1.4): the new algorithm's signatures first, then its keys,
 //! then the DS, then the old keys go, then their signatures ([`algorithm`]).
 //!
+//! **Key shape** (CSK to KSK + ZSK and back): a double-DS rollover of the new KSK or CSK
+//! whose old keys are of the other shape, a new ZSK pre-published ([`shape`]).
+//!
 //! Pairing: a rollover's old and new keys are not linked by a field but by their times
 //! ([`tick`] sets the old key's from the new key's), so a crash between the writes of the
 //! two key files is repaired at the next signing.
@@ -320,6 +323,7 @@ pub fn tick(keys: &mut [KeyMeta], t: &RollTimings, now: u64) -> Tick {
         }
     }
     algorithm::tick(keys, t, now, &mut out.changed);
+    shape::tick(keys, t, now, &mut out.changed);
     // One new key at a time: the ZSK's first, the KSK's at the next tick.
     out.new_key = [RollKind::Zsk, RollKind::Ksk].into_iter().find_map(|kind| {
         match lifetime_end(keys, t, kind, now) {
@@ -373,6 +377,7 @@ pub fn next_event(keys: &[KeyMeta], t: &RollTimings, now: u64) -> Option<u64> {
 
 pub mod algorithm;
 mod hold;
+pub mod shape;
 pub use hold::hold;
 
 #[cfg(test)]

@@ -234,6 +234,7 @@ pub(super) fn step_rollovers(
         hold_unserved(apex, store, keys, &mut metas, timings, (served, now))?;
     }
     start_algorithm_rollover(apex, store, keys, &mut metas, spec, timings, now)?;
+    start_shape_rollover(apex, store, keys, &mut metas, spec, timings, now)?;
     let mut tick = roll::tick(&mut metas, timings, now);
     // At most one new key of each kind: a kind with a rollover under way makes none.
     while let Some(new) = tick.new_key.take() {
@@ -391,6 +392,88 @@ fn start_algorithm_rollover(
         time(published),
         time(published + timings.publish_wait()),
         old.join(", ")
+    );
+    Ok(())
+}
+
+/// Starts a key shape rollover when the zone's keys are not of the shape
+/// `single_type_signing` asks ([`roll::shape`], as Knot does on a change of its
+/// `single-type-signing`): the keys of the new shape the zone lacks, a ZSK published now
+/// (written first: a crash before the KSK's file leaves the zone valid, the KSK made at the
+/// next signing), a KSK or CSK waiting for its DS as in a KSK rollover. Only on a change
+/// of the setting: keys of the other shape put in by hand are left alone.
+fn start_shape_rollover(
+    apex: &Name,
+    store: &KeyStore,
+    keys: &mut Vec<StoredKey>,
+    metas: &mut Vec<shardns_dnssec::KeyMeta>,
+    spec: &SignSpec,
+    timings: &RollTimings,
+    now: u64,
+) -> Result<(), String> {
+    let single = spec.keys.single_type;
+    let shape = if single { "one CSK" } else { "a KSK and a ZSK" };
+    let wanted = roll::shape::wanted(metas, single, spec.algorithm);
+    // What the zone's keys are of, or roll to: `state/<zone>.shape`. Keys of the other
+    // shape with none recorded were put in by hand (or by a version that did not record
+    // it), and are left as they are: only a change of the setting rolls.
+    let file = super::state::state_path(&spec.key_dir, apex, "shape");
+    let adopted = match std::fs::read_to_string(&file) {
+        Ok(text) => text.trim().parse::<bool>().ok(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", file.display())),
+    };
+    if adopted.is_none() && !wanted.is_empty() {
+        info!(
+            "zone {apex}: single_type_signing = {single} ({shape}), the keys in the key \
+             directory are of the other shape: kept as they are (a change of \
+             single_type_signing rolls the shape)"
+        );
+        return Ok(());
+    }
+    if adopted != Some(single) {
+        super::state::write_atomic(&file, |w| {
+            use std::io::Write;
+            writeln!(w, "{single}")
+        })?;
+    }
+    if !roll::shape::due(metas, single, spec.algorithm, now) {
+        if !wanted.is_empty() {
+            info!(
+                "zone {apex}: single_type_signing = {single} ({shape}), the keys are of the \
+                 other shape: the shape rollover starts once the rollover under way ends"
+            );
+        }
+        return Ok(());
+    }
+    let old: Vec<String> = metas
+        .iter()
+        .filter(|m| m.algorithm == spec.algorithm && m.inactive.is_none() && m.delete.is_none())
+        .map(|m| format!("{} {}", m.role, m.tag))
+        .collect();
+    let (mut made, mut sep) = (Vec::new(), 0);
+    for role in wanted {
+        let mut key = store
+            .make_sized(apex, spec.algorithm, role, spec.keys.bits(role), now)
+            .map_err(|e| store_error(&e))?;
+        roll::shape::schedule_new(&mut key.meta, timings, now);
+        store.save_new(&key).map_err(|e| store_error(&e))?;
+        made.push(format!("{} {} ({})", key.meta.role, key.meta.tag, key.stem));
+        if role != Role::Zsk {
+            sep = key.meta.tag;
+        }
+        metas.push(key.meta.clone());
+        keys.push(key);
+    }
+    // The parent's part waits for the operator (or parent_agents, ds_push): said loudly.
+    warn!(
+        "zone {apex}: single_type_signing = {single} ({shape}), the keys are {}: key shape \
+         rollover started: made {}; give the parent the DS that `shardns key ds {apex}` \
+         prints, then run `shardns key submitted {apex} {sep}` and reload the zone (with \
+         parent_agents or ds_push, the server does it once the parent serves it); the old \
+         keys go once the new one signs",
+        old.join(", "),
+        made.join(", ")
     );
     Ok(())
 }

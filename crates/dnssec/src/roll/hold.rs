@@ -66,7 +66,7 @@ pub fn hold(keys: &mut [KeyMeta], t: &RollTimings, served: u64, now: u64) -> Vec
         for (o, old) in keys.iter_mut().enumerate() {
             let paired = o != n
                 && !new_alg
-                && old.role == k.role
+                && (old.role == k.role || super::shape::pairs(k.role, old.role))
                 && old.algorithm == k.algorithm
                 && old.inactive.is_some()
                 && old.inactive == a;

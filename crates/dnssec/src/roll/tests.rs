@@ -5,9 +5,9 @@ use super::*;
 use crate::keys::duty;
 use crate::testutil::name;
 
-const T0: u64 = 1_000_000;
+pub(super) const T0: u64 = 1_000_000;
 
-const TIMINGS: RollTimings = RollTimings {
+pub(super) const TIMINGS: RollTimings = RollTimings {
     dnskey_ttl: 10,
     max_ttl: 20,
     propagation: 2,
@@ -17,7 +17,7 @@ const TIMINGS: RollTimings = RollTimings {
     ksk_lifetime: None,
 };
 
-fn key(role: Role, tag: u16, now: u64) -> KeyMeta {
+pub(super) fn key(role: Role, tag: u16, now: u64) -> KeyMeta {
     KeyMeta {
         zone: name("example."),
         role,
@@ -36,29 +36,29 @@ fn key(role: Role, tag: u16, now: u64) -> KeyMeta {
 
 /// What the zone served at one second: bit masks over the keys' indexes.
 #[derive(Clone, Copy, Debug, Default)]
-struct Served {
-    dnskey: u64,
-    signs_keys: u64,
-    signs_zone: u64,
-    cds: u64,
+pub(super) struct Served {
+    pub(super) dnskey: u64,
+    pub(super) signs_keys: u64,
+    pub(super) signs_zone: u64,
+    pub(super) cds: u64,
     /// The DS RRset at the parent: the first key's from the start, a new key's from the
     /// operator's confirmation, until its `SyncDelete` (the operator removes it then, at
     /// the earliest).
-    parent_ds: u64,
+    pub(super) parent_ds: u64,
 }
 
 /// A zone's keys over time, signed again every second (the server signs at each key
 /// event; every second is more often).
-struct Sim {
-    keys: Vec<KeyMeta>,
-    t: RollTimings,
-    now: u64,
+pub(super) struct Sim {
+    pub(super) keys: Vec<KeyMeta>,
+    pub(super) t: RollTimings,
+    pub(super) now: u64,
     history: Vec<Served>,
     next_tag: u16,
 }
 
 impl Sim {
-    fn new(roles: &[Role], t: RollTimings) -> Self {
+    pub(super) fn new(roles: &[Role], t: RollTimings) -> Self {
         let keys = roles
             .iter()
             .enumerate()
@@ -77,7 +77,7 @@ impl Sim {
 
     /// What the server does at a signing: tick (making a new ZSK if its lifetime is up),
     /// then sign with the keys' duties now.
-    fn sign(&mut self) {
+    pub(super) fn sign(&mut self) {
         let mut tick = tick(&mut self.keys, &self.t, self.now);
         if let Some(new) = tick.new_key.take() {
             self.add(new);
@@ -125,12 +125,12 @@ impl Sim {
     }
 
     /// The zone is signed again at once (after `shardns key ...`, `shardns reload ZONE`).
-    fn sign_again(&mut self) {
+    pub(super) fn sign_again(&mut self) {
         self.history.pop();
         self.sign();
     }
 
-    fn advance(&mut self, secs: u64) {
+    pub(super) fn advance(&mut self, secs: u64) {
         for _ in 0..secs {
             self.now += 1;
             self.sign();
@@ -143,7 +143,7 @@ impl Sim {
     /// TTL plus propagation, and any other RRset of any second within the largest TTL plus
     /// propagation. Every combination must validate: a DS it holds matches a key that
     /// signed the DNSKEY RRset it holds, and that RRset has a key that signed the RRset.
-    fn check(&self) {
+    pub(super) fn check(&self) {
         let at = |back: u64| {
             let first = (self.now - T0).saturating_sub(back) as usize;
             &self.history[first..]
@@ -172,11 +172,11 @@ impl Sim {
         }
     }
 
-    fn state(&self, i: usize) -> KeyState {
+    pub(super) fn state(&self, i: usize) -> KeyState {
         key_state(&self.keys[i], self.now)
     }
 
-    fn served(&self) -> Served {
+    pub(super) fn served(&self) -> Served {
         *self.history.last().unwrap()
     }
 }

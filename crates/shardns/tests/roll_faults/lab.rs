@@ -156,15 +156,22 @@ impl Lab {
         lab
     }
 
-    /// (Re)writes the child's config with `extra` TOML lines in its `[[zone]]`.
+    /// (Re)writes the child's config with `extra` TOML lines in its `[[zone]]`
+    /// (`single_type_signing = false` unless they set it).
     pub(crate) fn configure(&self, extra: &str) {
         let agents = &self.agents;
+        // A KSK and a ZSK unless `extra` sets the shape.
+        let shape = if extra.contains("single_type_signing") {
+            ""
+        } else {
+            "single_type_signing = false\n"
+        };
         std::fs::write(
             &self.config,
             format!(
                 "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.0/8\"]\n\
                  [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
-                 single_type_signing = false\npropagation_delay = 2\nparent_ds_ttl = 2\n\
+                 {shape}propagation_delay = 2\nparent_ds_ttl = 2\n\
                  parent_propagation_delay = 1\n{agents}{extra}"
             ),
         )

@@ -1,7 +1,7 @@
 //! Faults during key rollovers (issue 29 item 7), end to end on loopback: a ZSK, a KSK
 //! (its DS checked at a parent `test.` signed and served by a second shardns, which serves
-//! `sign.test.` too as the child's secondary) and an algorithm rollover of
-//! `sign.test.`, the server killed with SIGKILL and started again at every step of each;
+//! `sign.test.` too as the child's secondary), an algorithm rollover and a key shape
+//! rollover (CSK to KSK + ZSK) of `sign.test.`, the server killed with SIGKILL and started again at every step of each;
 //! the incoming key's file lost in the middle of a roll and given back; a parent that does
 //! not show the new DS. Through all of it the RFC 7583 sampler (`sampler`) looks at the
 //! zone every 300 ms and fails the test on any DNSKEY/DS/RRSIG combination a cache may hold
@@ -187,6 +187,42 @@ fn algorithm_roll_survives_kills() {
     lab.set_parent_ds(new);
     lab.kill_and_restart();
     lab.sample();
+    lab.check();
+}
+
+/// A key shape rollover (a CSK to a KSK and a ZSK, `single_type_signing` changed) with
+/// the parent's DS checked, killed at every step: the ZSK published, then signing beside
+/// the CSK, the KSK's DS, the KSK signing, the CSK withdrawn.
+#[test]
+fn shape_roll_survives_kills() {
+    if !have_tools("roll_faults") {
+        return;
+    }
+    let mut lab = Lab::start("rf-shape", true, "single_type_signing = true\n");
+    lab.run_until(10, false, "signed", |s| s.keys.len() == 1);
+    let csk = lab.ds[0].0;
+    lab.configure("");
+    lab.child().sighup();
+    lab.run_until(30, true, "the new ZSK signing beside the CSK", |s| {
+        s.keys.len() == 2 && s.data.get("www.sign.test. A").is_some_and(|t| t.len() == 2)
+    });
+    let ds = ds_lines(&lab.keys);
+    assert_eq!(ds.len(), 2, "the CSK's and the new KSK's DS: {ds:?}");
+    let ksk = ds.iter().map(|(t, _)| *t).find(|&t| t != csk).unwrap();
+    assert_eq!(lab.state_of(ksk), "ds-pending");
+    lab.set_parent_ds(ds);
+    lab.run_until(60, true, "the CSK withdrawn", |s| {
+        s.keys.len() == 2 && s.keys.contains(&ksk) && !s.keys.contains(&csk)
+    });
+    let only_new = ds_lines(&lab.keys)
+        .into_iter()
+        .filter(|(t, _)| *t == ksk)
+        .collect();
+    lab.set_parent_ds(only_new);
+    lab.kill_and_restart();
+    let last = lab.sample().unwrap();
+    assert_eq!(last.key_signers, [ksk].into());
+    assert!(lab.restarts >= 4, "{} restarts", lab.restarts);
     lab.check();
 }
 

@@ -1,6 +1,7 @@
 //! The zone's policy at signing: the key shape and sizes made, the DNSKEY TTL, the spread
 //! of signature expirations, a KSK rollover started by its lifetime, and an algorithm
-//! rollover started by a changed `algorithm`.
+//! rollover started by a changed `algorithm`, a key shape rollover by a changed
+//! `single_type_signing`.
 
 use super::*;
 use crate::signing::{sign_scanned, StateFile};
@@ -286,4 +287,127 @@ fn a_changed_algorithm_rolls_signatures_first_then_keys_then_ds() {
     assert_eq!(algorithms(&records).0, [new]);
     all_signed_by(&records, &[new]);
     assert_eq!(store.load(&apex()).unwrap().len(), 4);
+}
+
+/// The key tags of the zone's DNSKEYs, and of the RRSIGs over the DNSKEY RRset and over
+/// the A RRsets, each sorted.
+fn tags(records: &[Record]) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
+    let mut keys: Vec<u16> = records
+        .iter()
+        .filter(|r| r.rtype == RType::DNSKEY)
+        .map(|r| shardns_dnssec::key_tag(&r.rdata))
+        .collect();
+    let sigs = rrsigs(records);
+    let by = |covered| {
+        let mut v: Vec<u16> = sigs
+            .iter()
+            .filter(|s| s.0 == covered)
+            .map(|s| s.1)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    keys.sort_unstable();
+    (keys, by(RType::DNSKEY), by(RType::A))
+}
+
+#[test]
+fn a_changed_single_type_signing_rolls_the_key_shape_both_ways() {
+    let dir = Dir::new("shape");
+    let mut s = spec(&dir.0);
+    sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    let store = KeyStore::open(&dir.0).unwrap();
+    let csk = store.load(&apex()).unwrap()[0].meta.tag;
+    let sign = |s: &SignSpec, now| {
+        tags(
+            &sign_scanned(&apex(), scan(), s, now, 1)
+                .unwrap()
+                .records
+                .to_records(),
+        )
+    };
+    let tag = |role| {
+        let keys = store.load(&apex()).unwrap();
+        let k = keys.iter().rev().find(|k| k.meta.role == role).unwrap();
+        k.meta.tag
+    };
+    // CSK -> KSK + ZSK: the ZSK published, the KSK waiting for its DS; made once.
+    s.keys.single_type = false;
+    let t0 = NOW + 10;
+    for now in [t0, t0 + 1] {
+        let (dnskeys, keysigs, datasigs) = sign(&s, now);
+        assert_eq!(store.load(&apex()).unwrap().len(), 3);
+        let mut want = vec![csk, tag(Role::Zsk)];
+        want.sort_unstable();
+        assert_eq!((dnskeys, keysigs, datasigs), (want, vec![csk], vec![csk]));
+    }
+    let (ksk, zsk) = (tag(Role::Ksk), tag(Role::Zsk));
+    // The ZSK signs beside the CSK a DNSKEY TTL + propagation later.
+    let mut both = vec![csk, zsk];
+    both.sort_unstable();
+    assert_eq!(sign(&s, t0 + 3900).2, both);
+    // The DS confirmed: the KSK published, it signs the keys a parent DS TTL (and its
+    // propagation) later, the CSK stops; it goes a max TTL + propagation after.
+    let tc = t0 + 4000;
+    crate::signing::confirm_submitted(&apex(), &dir.0, Some(ksk), tc).unwrap();
+    assert_eq!(sign(&s, tc).0.len(), 3);
+    let ta = tc + 86_400 + 3600;
+    let (dnskeys, keysigs, datasigs) = sign(&s, ta);
+    assert_eq!(
+        (dnskeys.len(), keysigs, datasigs),
+        (3, vec![ksk], vec![zsk])
+    );
+    let mut split = vec![ksk, zsk];
+    split.sort_unstable();
+    assert_eq!(sign(&s, ta + 3900).0, split);
+    // And back: a new CSK replaces both.
+    s.keys.single_type = true;
+    let t1 = ta + 5000;
+    sign(&s, t1);
+    let csk2 = tag(Role::Csk);
+    assert_ne!(csk2, csk);
+    assert_eq!(store.load(&apex()).unwrap().len(), 4);
+    crate::signing::confirm_submitted(&apex(), &dir.0, None, t1 + 1).unwrap();
+    assert_eq!(
+        sign(&s, t1 + 1).0.len(),
+        3,
+        "the CSK published beside the KSK and ZSK"
+    );
+    let ta = t1 + 1 + 86_400 + 3600;
+    let (_, keysigs, datasigs) = sign(&s, ta);
+    assert_eq!((keysigs, datasigs), (vec![csk2], vec![csk2]));
+    assert_eq!(sign(&s, ta + 3900).0, [csk2]);
+    assert_eq!(
+        store.load(&apex()).unwrap().len(),
+        4,
+        "nothing starts again"
+    );
+}
+
+#[test]
+fn keys_of_the_other_shape_put_in_by_hand_roll_only_on_a_change() {
+    let dir = Dir::new("shape-hand");
+    let store = KeyStore::open(&dir.0).unwrap();
+    for role in [Role::Ksk, Role::Zsk] {
+        store
+            .generate(&apex(), Algorithm::EcdsaP256Sha256, role, NOW)
+            .unwrap();
+    }
+    let mut s = spec(&dir.0);
+    // single_type_signing = true (the default), never changed: the KSK and ZSK stay.
+    for now in [NOW, NOW + 10] {
+        sign_scanned(&apex(), scan(), &s, now, 1).unwrap();
+        assert_eq!(store.load(&apex()).unwrap().len(), 2);
+    }
+    // Set to their shape, then changed: that rolls.
+    s.keys.single_type = false;
+    sign_scanned(&apex(), scan(), &s, NOW + 20, 1).unwrap();
+    assert_eq!(store.load(&apex()).unwrap().len(), 2);
+    s.keys.single_type = true;
+    sign_scanned(&apex(), scan(), &s, NOW + 30, 1).unwrap();
+    let keys = store.load(&apex()).unwrap();
+    assert_eq!(keys.len(), 3);
+    assert_eq!(keys[2].meta.role, Role::Csk);
+    assert_eq!(key_state(&keys[2].meta, NOW + 30), KeyState::DsPending);
 }

@@ -1,0 +1,388 @@
+//! Key shape rollover (issue 29), end to end on loopback: `single_type_signing` changed in
+//! the config rolls `sign.test.` from one CSK to a KSK and a ZSK, then back to a CSK, with
+//! the parent `test.` served and signed by knotd, which takes the new DS by our TSIG-signed
+//! push and serves `sign.test.` as our secondary. Sampled all along: the AXFR passes
+//! `ldns-verify-zone` and `dnssec-verify`, `delv` from the parent's key alone fully
+//! validates the zone through knotd, and the keys go through the roll's steps in order,
+//! never back. The server is restarted in the middle of the first roll; it goes on from
+//! the key directory. Missing tools skip the test with a message; `scripts/test.sh`
+//! installs them.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Every TTL 2 s, so each wait of the roll is 3 s with the propagation delay.
+const CHILD: &str = "\
+$TTL 2
+@       SOA ns admin 1 3600 600 86400 2
+@       NS  ns
+ns      A   127.0.0.1
+www     A   192.0.2.2
+";
+
+const SECRET: &str = "c2hhcGUtcm9sbC1rZXktZm9yLXRoZS10ZXN0cy0wMDE=";
+
+fn tool(name: &str) -> Option<PathBuf> {
+    find_program(name, &name.to_ascii_uppercase().replace('-', "_"))
+}
+
+fn write_config(data: &TempDir, knot: SocketAddr, single: bool) -> PathBuf {
+    data.write(
+        "shardns.toml",
+        &format!(
+            "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.0/8\"]\n\
+             [[key]]\nname = \"ds-key\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
+             [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
+             algorithm = \"ecdsap256sha256\"\nsingle_type_signing = {single}\n\
+             cds_cdnskey_publish = \"always\"\n\
+             propagation_delay = 1\nparent_ds_ttl = 2\nparent_propagation_delay = 1\n\
+             notify = [\"{knot}\"]\nds_check_interval = 1\n\
+             ds_push = \"{knot}\"\nds_push_key = \"ds-key\"\n"
+        ),
+    )
+}
+
+/// One sample of the zone, each key named by whether it was there before the roll
+/// (`o`) or is new (`n`) and its flags (257, 256): the DNSKEYs, the keys signing the
+/// DNSKEY RRset, the keys signing `www`'s A RRset; and the tags of the DNSKEYs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sample {
+    dnskey: BTreeSet<String>,
+    keysig: BTreeSet<String>,
+    datasig: BTreeSet<String>,
+    tags: BTreeSet<u16>,
+    /// The tags of the DNSKEYs with the SEP flag (257): the DS the parent is to serve.
+    seps: BTreeSet<u16>,
+}
+
+fn sample(axfr: &str, old: &BTreeSet<u16>) -> Sample {
+    let mut flags = std::collections::BTreeMap::new();
+    let (mut keysig, mut datasig) = (BTreeSet::new(), BTreeSet::new());
+    for line in axfr.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match (f.get(3).copied(), f.get(4).copied()) {
+            (Some("DNSKEY"), _) => {
+                let rdata = format!("{} {} {} {}", f[4], f[5], f[6], f[7..].concat());
+                flags.insert(key_tag_of(&rdata), f[4].to_string());
+            }
+            (Some("RRSIG"), Some("DNSKEY")) => {
+                keysig.insert(f[10].parse::<u16>().unwrap());
+            }
+            (Some("RRSIG"), Some("A")) if f[0] == "www.sign.test." => {
+                datasig.insert(f[10].parse::<u16>().unwrap());
+            }
+            _ => {}
+        }
+    }
+    let name = |t: &u16| {
+        let age = if old.contains(t) { "o" } else { "n" };
+        format!("{age}{}", flags.get(t).map_or("?", |f| f.as_str()))
+    };
+    Sample {
+        dnskey: flags.keys().map(name).collect(),
+        keysig: keysig.iter().map(name).collect(),
+        datasig: datasig.iter().map(name).collect(),
+        tags: flags.keys().copied().collect(),
+        seps: flags
+            .iter()
+            .filter(|(_, f)| f.as_str() == "257")
+            .map(|(t, _)| *t)
+            .collect(),
+    }
+}
+
+/// The key tag of a DNSKEY in presentation form (RFC 4034 Appendix B).
+fn key_tag_of(rdata: &str) -> u16 {
+    let f: Vec<&str> = rdata.split_whitespace().collect();
+    let key = base64_decode(f[3]);
+    let mut wire = vec![0u8; 4];
+    wire[..2].copy_from_slice(&f[0].parse::<u16>().unwrap().to_be_bytes());
+    wire[2] = f[1].parse().unwrap();
+    wire[3] = f[2].parse().unwrap();
+    wire.extend(key);
+    let mut acc: u32 = 0;
+    for (i, b) in wire.iter().enumerate() {
+        acc += if i & 1 == 0 {
+            u32::from(*b) << 8
+        } else {
+            u32::from(*b)
+        };
+    }
+    acc += (acc >> 16) & 0xffff;
+    (acc & 0xffff) as u16
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|&c| c != b'=') {
+        acc = (acc << 6) | u32::from(val(c));
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+struct Lab {
+    data: TempDir,
+    listen: SocketAddr,
+    child: Option<Server>,
+    knot: Daemon,
+    _knot_dir: TempDir,
+    parent: SocketAddr,
+    delv: PathBuf,
+    anchor: PathBuf,
+}
+
+impl Lab {
+    fn start(tag: &str, single: bool) -> Option<Self> {
+        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
+        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
+            println!("shape_roll: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+            return None;
+        };
+        let data = TempDir::new(tag);
+        data.write("sign.test.zone", CHILD);
+        std::fs::create_dir_all(data.path().join("keys")).unwrap();
+        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
+        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
+        write_config(&data, parent, single);
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let knot_dir = TempDir::new(&format!("{tag}-knot"));
+        let zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
+                    sign NS ns.sign\nns.sign A 127.0.0.1\n";
+        let file = knot_dir.write("test.zone", zone);
+        let w = knot_dir.path().display();
+        let rest = format!(
+            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+             remote:\n  - id: child\n    address: {listen}\n\
+             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
+             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
+             \x20   update-owner-name: sign.test.\n\
+             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
+             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
+             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
+             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
+             \x20   dnssec-policy: parent\n    acl: ds-update\n\
+             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
+             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
+            listen = listen.to_string().replace(':', "@"),
+            file = file.display(),
+        );
+        let knot = spawn_knot(&knotd, knot_dir.path(), parent, "info", &rest);
+        let mut lab = Self {
+            data,
+            listen,
+            child: None,
+            knot,
+            _knot_dir: knot_dir,
+            parent,
+            delv,
+            anchor: PathBuf::new(),
+        };
+        lab.start_child(tag);
+        wait_authoritative(parent, "test.", &mut lab.knot);
+        wait_authoritative(parent, "sign.test.", &mut lab.knot);
+        let out = dig(parent, &["+short", "+nosplit", "test.", "DNSKEY"]);
+        let ksk: Vec<&str> = out.lines().filter(|l| l.starts_with("257 ")).collect();
+        assert_eq!(ksk.len(), 1, "the parent's KSK: {out}");
+        let f: Vec<&str> = ksk[0].split_whitespace().collect();
+        let text = format!(
+            "trust-anchors {{\n  test. static-key {} {} {} \"{}\";\n}};\n",
+            f[0],
+            f[1],
+            f[2],
+            f[3..].concat()
+        );
+        lab.anchor = lab.data.write("anchor.conf", &text);
+        Some(lab)
+    }
+
+    fn start_child(&mut self, tag: &str) {
+        let config = self.data.path().join("shardns.toml");
+        let args = ["--workers", "1", "--config", config.to_str().unwrap()];
+        self.child = Some(Server::start_at(
+            &format!("{tag}-child"),
+            &[self.listen],
+            &args,
+        ));
+    }
+
+    fn child(&mut self) -> &mut Server {
+        self.child.as_mut().unwrap()
+    }
+
+    fn delv(&self, name: &str, qtype: &str) -> String {
+        let out = Command::new(&self.delv)
+            .arg(format!("@{}", self.parent.ip()))
+            .args(["-p", &self.parent.port().to_string(), "-a"])
+            .arg(&self.anchor)
+            .args(["+root=test", name, qtype])
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through
+    /// knotd; returns the sample and the AXFR.
+    fn judged(&mut self, n: usize, old: &BTreeSet<u16>) -> (Sample, String) {
+        let axfr = axfr_text(self.listen, "sign.test", 5);
+        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
+        if let Err(e) = verify_zone_file(&file, "sign.test") {
+            panic!("sample {n}: {e}\n{axfr}");
+        }
+        for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
+            let v = self.delv(name, qtype);
+            self.knot.check_alive();
+            assert!(
+                v.contains("fully validated"),
+                "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
+                self.knot.log()
+            );
+        }
+        (sample(&axfr, old), axfr)
+    }
+
+    fn parent_ds_tags(&self) -> BTreeSet<u16> {
+        dig(self.parent, &["+short", "+norec", "sign.test.", "DS"])
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect()
+    }
+}
+
+/// A step of a roll: the DNSKEYs, the keys signing the DNSKEY RRset, those signing data.
+type Step = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+/// CSK (o257) -> KSK (n257) + ZSK (n256), in order; the KSK may be published (its DS
+/// confirmed) before or after the ZSK signs.
+const TO_SPLIT: &[Step] = &[
+    (&["o257"], &["o257"], &["o257"]),
+    (&["n256", "o257"], &["o257"], &["o257"]),
+    (&["n256", "n257", "o257"], &["o257"], &["o257"]),
+    (&["n256", "o257"], &["o257"], &["n256", "o257"]),
+    (&["n256", "n257", "o257"], &["o257"], &["n256", "o257"]),
+    (&["n256", "n257", "o257"], &["n257"], &["n256"]),
+    (&["n256", "n257"], &["n257"], &["n256"]),
+];
+
+/// KSK (o257) + ZSK (o256) -> CSK (n257); the old KSK and ZSK withdrawn together (their
+/// waits are equal with every TTL 2 s) or the KSK first.
+const TO_CSK: &[Step] = &[
+    (&["o256", "o257"], &["o257"], &["o256"]),
+    (&["n257", "o256", "o257"], &["o257"], &["o256"]),
+    (&["n257", "o256", "o257"], &["n257"], &["n257"]),
+    (&["n257", "o256"], &["n257"], &["n257"]),
+    (&["n257"], &["n257"], &["n257"]),
+];
+
+fn step_of(s: &Sample, steps: &[Step]) -> Option<usize> {
+    let eq = |set: &BTreeSet<String>, want: &[&str]| {
+        set.iter().map(String::as_str).eq(want.iter().copied())
+    };
+    steps
+        .iter()
+        .position(|(k, ks, ds)| eq(&s.dnskey, k) && eq(&s.keysig, ks) && eq(&s.datasig, ds))
+}
+
+/// Waits until knotd serves exactly the DS of `tags`.
+fn wait_parent_ds(lab: &mut Lab, tags: &BTreeSet<u16>) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while lab.parent_ds_tags() != *tags {
+        lab.knot.check_alive();
+        assert!(
+            Instant::now() < end,
+            "knotd's DS: {:?}, not {tags:?}",
+            lab.parent_ds_tags()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Rolls the lab's zone to `single`, sampled and judged until the last step; `must`: the
+/// steps every roll goes through; restarts the server once at step `restart_at`.
+/// Returns the keys' tags at the end.
+fn roll(
+    lab: &mut Lab,
+    single: bool,
+    steps: &[Step],
+    must: &[usize],
+    restart_at: Option<usize>,
+) -> BTreeSet<u16> {
+    let (first, _) = lab.judged(0, &BTreeSet::new());
+    let old = first.tags.clone();
+    write_config(&lab.data, lab.parent, single);
+    let out = lab.child().control("reload");
+    assert!(out.status.success(), "{out:?}");
+    lab.child()
+        .wait_for_log("key shape rollover started", Duration::from_secs(20));
+    let (mut at, mut seen, mut restarted) = (0usize, vec![false; steps.len()], false);
+    let end = Instant::now() + Duration::from_secs(60);
+    for n in 1.. {
+        let (s, axfr) = lab.judged(n, &old);
+        let step = step_of(&s, steps)
+            .unwrap_or_else(|| panic!("sample {n}: not a step of the roll: {s:?}\n{axfr}"));
+        assert!(
+            step >= at,
+            "sample {n}: back from step {at} to {step}: {s:?}"
+        );
+        (at, seen[step]) = (step, true);
+        if Some(step) == restart_at && !restarted {
+            restarted = true;
+            lab.child().terminate();
+            lab.start_child("shape-again");
+        }
+        if step == steps.len() - 1 {
+            break;
+        }
+        assert!(Instant::now() < end, "not over after 60 s at step {at}");
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    for &m in must {
+        assert!(seen[m], "step {m} skipped: {seen:?}");
+    }
+    assert_eq!(restarted, restart_at.is_some());
+    let (last, _) = lab.judged(9999, &old);
+    wait_parent_ds(lab, &last.seps);
+    last.tags
+}
+
+#[test]
+fn csk_to_ksk_zsk_and_back() {
+    let Some(mut lab) = Lab::start("shape", true) else {
+        return;
+    };
+    let (first, _) = lab.judged(0, &BTreeSet::new());
+    wait_parent_ds(&mut lab, &first.seps);
+    // The CSK's signatures go once the KSK signs, and the ZSK signed beside it before.
+    let split = roll(&mut lab, false, TO_SPLIT, &[4, 5, 6], Some(4));
+    assert_eq!(split.len(), 2);
+    let csk = roll(&mut lab, true, TO_CSK, &[1, 2, 4], None);
+    assert_eq!(csk.len(), 1);
+    assert!(csk.is_disjoint(&split) && csk.is_disjoint(&first.tags));
+}
