@@ -215,7 +215,7 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
     }
     drop(limiter);
     tally.add_to(&plane.stats, plane.updates.dropped.load(Relaxed));
-    sign::finish_batch(batch.signed.take());
+    let kept = batch.signed.take();
     let changes: Vec<ZoneChange> = batch
         .latest
         .into_values()
@@ -242,7 +242,15 @@ pub fn process(reloader: &mut Reloader, host: &dyn Host, rx: &Receiver<Job>) {
             ZoneChange::Remove(_) => None,
         })
         .collect();
-    serve_touched(reloader, host, changes, Some(&touched));
+    std::thread::scope(|scope| {
+        // The signed zones' kept changes synced beside the journal's write, not before it:
+        // two files, two waits for the disk, overlapped (both done before any answer).
+        let kept = (!kept.is_empty()).then(|| scope.spawn(|| sign::finish_batch(kept)));
+        serve_touched(reloader, host, changes, Some(&touched));
+        if kept.is_some_and(|k| k.join().is_err()) {
+            tracing::error!("update: the sync of the kept changes panicked");
+        }
+    });
     // Into the zone files later (`zonefile`): the journal holds the changes until then.
     for apex in changed {
         let delay = reloader
@@ -274,8 +282,8 @@ struct Batch<'a> {
     catalog_member: &'a dyn Fn(&Name) -> bool,
     /// Refusals logged at info so far.
     logged: u32,
-    /// Signed zones' last serial signed in this batch, for their state files: written once
-    /// at the batch's end with their kept changes synced, before any answer goes out
+    /// The signed zones this batch changed: their kept changes are synced once at the
+    /// batch's end, beside the journal's write and before any answer goes out
     /// (`sign::finish_batch`).
     signed: std::cell::RefCell<HashMap<Name, sign::Signed>>,
 }

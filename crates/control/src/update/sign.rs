@@ -31,8 +31,9 @@ pub(super) struct Signed {
     key_dir: PathBuf,
 }
 
-/// Once per batch, before any of its answers goes out: each signed zone's kept changes
-/// (`state/<zone>.updates`, appended unsynced by each update) synced. They also name the
+/// Once per batch, beside the journal's write (on a thread of its own) and before any of
+/// its answers goes out: each signed zone's kept changes (`state/<zone>.updates`, appended
+/// unsynced by each update) synced. They also name the
 /// serials signed, so the state file is not written per batch: every reader of the last
 /// serial signed looks at both (`signing::last_signed`), and a restart signs above them.
 /// A failure is logged, as the journal's is: the versions are served.
