@@ -112,7 +112,7 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use shardns_wire::{NameRef, RType};
+use shardns_wire::{MessageWriter, NameRef, RType};
 
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
@@ -130,12 +130,21 @@ pub use rpz::{
 };
 pub use validate::{Security, TrustAnchors};
 
-/// A question under serve-stale's failure-recheck timer: lower-cased name, type.
-type RecheckKey = (Box<[u8]>, u16);
+/// A question under serve-stale's failure-recheck timer: the lower-cased wire name, then
+/// the type (big-endian); one slice, so that it is looked up from a stack copy (the
+/// cache-hit path's check allocates nothing).
+type RecheckKey = Box<[u8]>;
+const RECHECK_KEY_MAX: usize = 255 + 2;
 
-fn recheck_key(name: NameRef<'_>, qtype: RType) -> RecheckKey {
-    let wire = name.as_wire().iter().map(u8::to_ascii_lowercase).collect();
-    (wire, qtype.0)
+/// Writes the key of (`name`, `qtype`) into `buf`; returns its length.
+fn recheck_key(name: NameRef<'_>, qtype: RType, buf: &mut [u8; RECHECK_KEY_MAX]) -> usize {
+    let wire = name.as_wire();
+    let n = wire.len().min(255);
+    for (d, s) in buf.iter_mut().zip(&wire[..n]) {
+        *d = s.to_ascii_lowercase();
+    }
+    buf[n..n + 2].copy_from_slice(&qtype.0.to_be_bytes());
+    n + 2
 }
 
 /// The shared part of the resolver: configuration, cache and server knowledge.
@@ -198,13 +207,42 @@ impl Resolver {
                 m.clear();
             }
         }
-        m.insert(recheck_key(name, qtype), until);
+        let mut key = [0; RECHECK_KEY_MAX];
+        let len = recheck_key(name, qtype, &mut key);
+        m.insert(key[..len].into(), until);
     }
 
     /// Serve-stale: (`name`, `qtype`) failed less than the failure-recheck time ago.
     pub(crate) fn rechecking(&self, name: NameRef<'_>, qtype: RType, now: u64) -> bool {
         let m = self.stale_recheck.lock().unwrap_or_else(|e| e.into_inner());
-        !m.is_empty() && m.get(&recheck_key(name, qtype)).is_some_and(|&t| t > now)
+        if m.is_empty() {
+            return false;
+        }
+        let mut key = [0; RECHECK_KEY_MAX];
+        let len = recheck_key(name, qtype, &mut key);
+        m.get(&key[..len]).is_some_and(|&t| t > now)
+    }
+
+    /// Serve-stale on the cache-hit path (RFC 8767 §4): while (`qname`, `qtype`) is in its
+    /// failure-recheck window (its resolution failed lately and was answered stale), the
+    /// stale answer written after the question as [`Cache::answer_query`] writes a hit,
+    /// with EDE 3 (19 for an NXDOMAIN) in the `Hit`'s `ede`, without a resolution, a task
+    /// or an allocation. A miss otherwise: the caller asks the engine, which keeps RFC
+    /// 8767's timers (the client-response timer, the recheck once the window is over).
+    pub fn answer_stale(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        (cd, dnssec_ok): (bool, bool),
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
+        if !self.config.serve_stale || !self.rechecking(qname, qtype, now) {
+            return CacheAnswer::Miss { locks: 0 };
+        }
+        let ttl = self.config.serve_stale_reply_ttl;
+        self.cache
+            .answer_stale(qname, qtype, now, (cd, dnssec_ok), ttl, w)
     }
 
     /// The shared cache (the hit path is [`Cache::answer`]).

@@ -13,6 +13,12 @@
 //! it expires, one query (the probe) may go out while the others still skip the address; any
 //! answer ends the hold-down. Only timeouts of queries sent after the previous timeout was
 //! seen count, so a burst of queries lost in one outage counts once, not once per query.
+//!
+//! QNAME minimisation memory (RFC 9156 §2.3): a server that answered a minimised question
+//! badly (an error rcode, NOERROR without AA, a referral upwards, or an NXDOMAIN that the
+//! full name then contradicted) is asked full names for `NO_QMIN_MS`, so the names after
+//! the first do not each pay the failed minimised query again. Kept per address, since
+//! the breakage belongs to the server's software, whatever zone it serves.
 //! Never: clocks or I/O.
 
 use std::collections::HashMap;
@@ -26,6 +32,10 @@ const MAX_PER_SHARD: usize = 4096;
 const MAX_SRTT: u32 = 30_000;
 /// How long a server that failed an EDNS query is sent plain DNS.
 const NO_EDNS_MS: u64 = 3_600_000;
+/// How long a server that answered a minimised question badly is asked full names (RFC
+/// 9156 §2.3): long enough to spare the names after the first, short enough that a fixed
+/// server is minimised to again.
+const NO_QMIN_MS: u64 = 900_000;
 /// Entries unused for this long are dropped when a shard is full.
 const STALE_MS: u64 = 3_600_000;
 
@@ -40,6 +50,8 @@ struct Info {
     last_timeout: u64,
     /// Not used before this time (a hold-down, or a probe in flight).
     held_until: u64,
+    /// Asked full names, not minimised ones, before this time.
+    no_qmin_until: u64,
 }
 
 /// How unresponsive servers are held down (see the module documentation).
@@ -199,6 +211,20 @@ impl ServerTable {
             .is_none_or(|i| i.no_edns_until <= now)
     }
 
+    /// False while the server is asked full names only (see the module documentation).
+    pub(crate) fn qmin_ok(&self, addr: &SocketAddr, now: u64) -> bool {
+        self.shard(addr)
+            .get(addr)
+            .is_none_or(|i| i.no_qmin_until <= now)
+    }
+
+    /// The server answered a minimised question badly: ask it full names for a while.
+    pub(crate) fn set_no_qmin(&self, addr: SocketAddr, now: u64) {
+        self.update(addr, now, |info, _, _| {
+            info.no_qmin_until = now + NO_QMIN_MS
+        });
+    }
+
     /// The server answered FORMERR or NOTIMP to EDNS: send it plain DNS for a while.
     pub(crate) fn set_no_edns(&self, addr: SocketAddr, now: u64) {
         let mut g = self.shard(&addr);
@@ -291,5 +317,21 @@ mod tests {
         t.set_no_edns(a, 0);
         assert!(!t.edns_ok(&a, 10));
         assert!(t.edns_ok(&a, NO_EDNS_MS));
+    }
+
+    #[test]
+    fn qmin_memory_expires_and_keeps_the_srtt() {
+        let t = ServerTable::new(600_000, HOLD);
+        let a: SocketAddr = "192.0.2.7:53".parse().unwrap();
+        assert!(t.qmin_ok(&a, 0));
+        t.record_rtt(a, 40, 0);
+        t.set_no_qmin(a, 1_000);
+        assert!(!t.qmin_ok(&a, 1_000));
+        assert!(!t.qmin_ok(&a, 1_000 + NO_QMIN_MS - 1));
+        assert!(t.qmin_ok(&a, 1_000 + NO_QMIN_MS));
+        assert_eq!(t.srtt(&a, 1_000), Some(40));
+        assert_eq!(t.status(&a, 1_000).1, Usable::Yes);
+        // Other addresses are not affected.
+        assert!(t.qmin_ok(&"192.0.2.8:53".parse().unwrap(), 1_000));
     }
 }

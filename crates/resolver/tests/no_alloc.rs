@@ -274,3 +274,61 @@ fn policy_checks_do_not_allocate() {
     assert_eq!(hits, 500 * (5 * 2 + 7));
     assert_eq!(allocations, 0, "policy checks allocated");
 }
+
+/// Serve-stale on the hit path (`Resolver::answer_stale`, issue 30): in a question's
+/// failure-recheck window its stale answer is written without touching the heap.
+#[test]
+fn stale_answers_on_the_hit_path_do_not_allocate() {
+    let mut config = Config::default();
+    config.trust_anchors = shardns_resolver::TrustAnchors::none();
+    config.hints = Hints::parse(". NS a.root.\na.root. A 127.0.0.1@5300\n").unwrap();
+    config.qname_minimisation = false;
+    config.ipv6 = false;
+    config.serve_stale = true;
+    let resolver = Arc::new(Resolver::new(config));
+    fill(&resolver);
+    // Past the TTLs (3600 s), the root refuses: each resolution fails and is answered
+    // stale, which opens the failure-recheck window.
+    let later = 3_700_000;
+    let mut engine = Engine::new(Arc::clone(&resolver), [2; 32]);
+    let questions = [
+        ("www.example.", 1),
+        ("alias.example.", 2),
+        ("nx.example.", 1),
+    ];
+    for (q, _) in questions {
+        engine.resolve(n(q).as_ref(), RType::A, later);
+        while let Some(ev) = engine.poll() {
+            if let Event::Transmit(t) = ev {
+                let refused = shardns_testkit::reply(t.payload(), false, |_, _, h| {
+                    h.set_rcode(Rcode::REFUSED);
+                });
+                engine.handle_response(t.query, t.server, &refused, later + 1);
+            }
+        }
+    }
+    let mut buf = [0u8; 1232];
+    let names: Vec<(Name, u32)> = questions.iter().map(|&(q, l)| (n(q), l)).collect();
+    let ((), allocations) = GLOBAL.count(|| {
+        for i in 0..10_000u64 {
+            for (qname, want_locks) in &names {
+                let q = qname;
+                let mut w = MessageWriter::new(&mut buf, 1232);
+                w.put_question(qname.as_ref(), RType::A, Class::IN).unwrap();
+                let now = later + 2 + i;
+                match resolver.answer_stale(qname.as_ref(), RType::A, now, (false, true), &mut w) {
+                    CacheAnswer::Hit {
+                        locks,
+                        ede: Some(ede),
+                        ..
+                    } => {
+                        assert_eq!(locks, *want_locks, "{q}");
+                        assert!(ede.code == 3 || ede.code == 19, "{q}: {ede:?}");
+                    }
+                    other => panic!("{q}: {other:?}"),
+                }
+            }
+        }
+    });
+    assert_eq!(allocations, 0, "allocations on the stale hit path");
+}

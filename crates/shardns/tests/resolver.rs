@@ -358,6 +358,24 @@ fn serve_stale_when_the_authoritative_server_is_stopped() {
     assert!(out.contains("status: NXDOMAIN"), "{out}");
     assert!(out.contains("EDE: 19 (Stale NXDOMAIN Answer)"), "{out}");
 
+    // Both failed lately (their failure-recheck window is 30 s): the worker answers them
+    // stale from the cache-hit path (counted as hits), not through a resolution.
+    let hits = res.stat("shardns_resolver_cache_hits_total");
+    let misses = res.stat("shardns_resolver_cache_misses_total");
+    for _ in 0..2 {
+        let out = dig(
+            res.addr,
+            &["+noall", "+answer", "+comments", "www.test", "A"],
+        );
+        assert!(out.contains("EDE: 3 (Stale Answer)"), "{out}");
+        let stale = ["www.test.", "30", "IN", "A", "192.0.2.1"];
+        assert!(out.lines().any(|l| l.split_whitespace().eq(stale)), "{out}");
+    }
+    let out = dig(res.addr, &["+noall", "+comments", "nope.test", "A"]);
+    assert!(out.contains("EDE: 19 (Stale NXDOMAIN Answer)"), "{out}");
+    assert_eq!(res.stat("shardns_resolver_cache_hits_total") - hits, 3.0);
+    assert_eq!(res.stat("shardns_resolver_cache_misses_total"), misses);
+
     let out = dig(plain.addr, &["+noall", "+comments", "www.test", "A"]);
     assert!(out.contains("status: SERVFAIL"), "{out}");
     assert!(!out.contains("Stale"), "{out}");

@@ -1,6 +1,7 @@
 //! The cache-hit path: a cached answer written straight into the client's response.
 //!
-//! Owns: [`Cache::answer`] and [`CacheAnswer`]. It follows cached CNAMEs (and renders a
+//! Owns: [`Cache::answer`] and [`CacheAnswer`], and the stale answer written the same way
+//! (serve-stale, RFC 8767) for a question in its failure-recheck window. It follows cached CNAMEs (and renders a
 //! CNAME synthesised from a DNAME with its DNAME first), writes the SOA of a negative answer
 //! in the authority section, and for a client that set DO the DNSSEC records kept with each
 //! set (RRSIGs; the NSEC/NSEC3 proof of a denial or wildcard answer), counts TTLs down to
@@ -8,7 +9,7 @@
 
 use shardns_wire::{Class, MessageWriter, NameBuf, NameRef, RType, Rcode, Section};
 
-use super::lookup::{classify, SetMatch};
+use super::lookup::{classify_within, SetMatch};
 use super::set::{split_owned, DnssecRrs, Kind, Rdatas};
 use super::{Cache, HashedName, Rank};
 use crate::reply::Ede;
@@ -33,7 +34,8 @@ pub enum CacheAnswer {
         /// Every set of the answer was validated secure: the caller may set AD (RFC 4035
         /// §3.2.3, RFC 6840 §5.8: when the client set DO or AD).
         secure: bool,
-        /// Why a bogus answer is SERVFAIL (RFC 8914).
+        /// Why a bogus answer is SERVFAIL (RFC 8914); EDE 3 or 19 for a stale answer
+        /// ([`crate::Resolver::answer_stale`]).
         ede: Option<Ede>,
         /// Prefetch is on and a set of the answer is in the last tenth of its TTL: the
         /// caller should refresh the question in the background ([`crate::Engine::prefetch`]).
@@ -45,6 +47,32 @@ pub enum CacheAnswer {
         /// Shard locks taken.
         locks: u32,
     },
+}
+
+impl CacheAnswer {
+    /// The same outcome with `locks` more shard locks counted (taken by an earlier look).
+    pub fn plus_locks(self, more: u32) -> Self {
+        match self {
+            Self::Hit {
+                rcode,
+                truncated,
+                locks,
+                secure,
+                ede,
+                prefetch,
+            } => Self::Hit {
+                rcode,
+                truncated,
+                locks: locks + more,
+                secure,
+                ede,
+                prefetch,
+            },
+            Self::Miss { locks } => Self::Miss {
+                locks: locks + more,
+            },
+        }
+    }
 }
 
 impl Cache {
@@ -91,7 +119,47 @@ impl Cache {
         dnssec_ok: bool,
         w: &mut MessageWriter<'_>,
     ) -> CacheAnswer {
+        self.render(qname, qtype, now, (cd, dnssec_ok), None, w)
+    }
+
+    /// Serve-stale on the hit path (RFC 8767): [`Cache::answer_query`] with the sets that
+    /// expired less than `stale_keep_ms` ago used too, each written with TTL `reply_ttl`,
+    /// and EDE 3 (Stale Answer; 19 for an NXDOMAIN). A miss unless a set of the answer has
+    /// expired (a live answer is the plain hit's), a set is missing, or, checking, a set
+    /// is not secure or insecure. No prefetch is reported: the resolver decides when the
+    /// question is asked again. Nothing is allocated.
+    pub(crate) fn answer_stale(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        (cd, dnssec_ok): (bool, bool),
+        reply_ttl: u32,
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
+        if self.stale_keep_ms == 0 {
+            return CacheAnswer::Miss { locks: 0 };
+        }
+        self.render(qname, qtype, now, (cd, dnssec_ok), Some(reply_ttl), w)
+    }
+
+    /// The hit path itself; `stale` is the TTL of expired sets when they may be used.
+    fn render(
+        &self,
+        qname: NameRef<'_>,
+        qtype: RType,
+        now: u64,
+        (cd, dnssec_ok): (bool, bool),
+        stale: Option<u32>,
+        w: &mut MessageWriter<'_>,
+    ) -> CacheAnswer {
         let start = w.checkpoint();
+        let grace = if stale.is_some() {
+            self.stale_keep_ms
+        } else {
+            0
+        };
+        let mut expired = false;
         let mut locks = 0u32;
         let checking = self.validating && !cd;
         let mut secure = self.validating;
@@ -109,13 +177,14 @@ impl Cache {
             let Some(slot) = g.find_mut(&key) else { break };
             slot.referenced = true;
             let truncated;
-            let outcome = match classify(slot, qtype, Rank::Answer, now) {
+            let outcome = match classify_within(slot, qtype, Rank::Answer, now, grace) {
                 None => break,
                 Some((set, found)) => {
                     secure &= set.sec == Security::Secure;
                     if checking && set.sec != Security::Secure && set.sec != Security::Insecure {
                         w.rollback(start);
-                        if set.sec == Security::Bogus {
+                        // A stale answer is never bogus data: the engine decides.
+                        if set.sec == Security::Bogus && stale.is_none() {
                             return CacheAnswer::Hit {
                                 rcode: Rcode::SERVFAIL,
                                 truncated: false,
@@ -127,7 +196,13 @@ impl Cache {
                         }
                         return CacheAnswer::Miss { locks };
                     }
-                    let ttl = set.remaining_ttl(now);
+                    let ttl = match stale {
+                        Some(reply_ttl) if set.expires() <= now => {
+                            expired = true;
+                            reply_ttl
+                        }
+                        _ => set.remaining_ttl(now),
+                    };
                     let data = set.rdata();
                     let r = match found {
                         SetMatch::Positive => {
@@ -147,7 +222,8 @@ impl Cache {
                         r => r,
                     };
                     truncated = r.is_err();
-                    (found, self.prefetch && set.prefetch_due(now), set.rtype)
+                    let due = stale.is_none() && self.prefetch && set.prefetch_due(now);
+                    (found, due, set.rtype)
                 }
             };
             let (outcome, due, rtype) = outcome;
@@ -159,32 +235,27 @@ impl Cache {
                 prefetch = true;
             }
             drop(g);
-            match outcome {
-                // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
-                SetMatch::Cname if !truncated && qtype != RType::CNAME => {
-                    target.set(next.as_ref());
-                }
-                SetMatch::NxDomain => {
-                    return CacheAnswer::Hit {
-                        rcode: Rcode::NXDOMAIN,
-                        truncated,
-                        locks,
-                        secure,
-                        ede: None,
-                        prefetch,
-                    }
-                }
-                _ => {
-                    return CacheAnswer::Hit {
-                        rcode: Rcode::NOERROR,
-                        truncated,
-                        locks,
-                        secure,
-                        ede: None,
-                        prefetch,
-                    }
-                }
+            // A CNAME query stops at the (synthesised) CNAME (RFC 1034 §3.6.2).
+            if outcome == SetMatch::Cname && !truncated && qtype != RType::CNAME {
+                target.set(next.as_ref());
+                continue;
             }
+            let nx = outcome == SetMatch::NxDomain;
+            let ede = match stale {
+                None => None,
+                // Nothing expired: not stale (the plain hit path answers such).
+                Some(_) if !expired => break,
+                Some(_) if nx => Some(Ede::new(Ede::STALE_NXDOMAIN, "stale NXDOMAIN answer")),
+                Some(_) => Some(Ede::new(Ede::STALE_ANSWER, "stale answer")),
+            };
+            return CacheAnswer::Hit {
+                rcode: if nx { Rcode::NXDOMAIN } else { Rcode::NOERROR },
+                truncated,
+                locks,
+                secure,
+                ede,
+                prefetch,
+            };
         }
         w.rollback(start);
         CacheAnswer::Miss { locks }

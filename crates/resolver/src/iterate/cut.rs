@@ -91,6 +91,7 @@ impl Frame {
         self.network_errors = 0;
         self.lame = 0;
         self.held = false;
+        self.qmin_suspect = None;
         self.start_qmin(res);
     }
 

@@ -45,6 +45,7 @@ impl Frame {
             addrs: Vec::new(),
             tried: Vec::new(),
             qmin_labels: 0,
+            qmin_suspect: None,
             qmin_steps: 0,
             timeouts: 0,
             network_errors: 0,
@@ -79,6 +80,7 @@ impl Frame {
         self.tried.clear();
         self.qmin_labels = 0;
         self.qmin_steps = 0;
+        self.qmin_suspect = None;
         self.timeouts = 0;
         self.network_errors = 0;
         self.lame = 0;
@@ -116,6 +118,7 @@ impl Frame {
                 FrameState::Select => {
                     self.skip_cached_qmin_steps(res, now);
                     if let Some(server) = self.pick(res, salt, now) {
+                        self.qmin_for_server(res, server, now);
                         let (qname, qtype) = self.next_question();
                         self.sent = Some(Sent {
                             server,

@@ -225,6 +225,9 @@ struct Frame {
     /// Labels of the minimised QNAME, or 0 for the full name.
     qmin_labels: usize,
     qmin_steps: u8,
+    /// The server whose NXDOMAIN to a minimised question sent the full name: held to
+    /// have broken minimisation if the full name exists.
+    qmin_suspect: Option<SocketAddr>,
     timeouts: u32,
     network_errors: u32,
     lame: u32,

@@ -4,7 +4,8 @@
 //! Owns: the minimisation state of a frame (labels asked so far, steps taken), steps the
 //! cache already answers, and reading a response to a minimised question (a referral moves
 //! down, an authoritative NOERROR adds a label, anything else sends the full name, or in
-//! strict mode ends in NXDOMAIN or a lame server).
+//! strict mode ends in NXDOMAIN or a lame server); relaxed, the servers that answered
+//! badly are remembered (in the shared server table) and asked full names for a while.
 
 use std::net::SocketAddr;
 
@@ -55,6 +56,23 @@ impl Frame {
             self.qmin_labels = 0;
         } else {
             self.qmin_labels += 1;
+        }
+    }
+
+    /// Asks `server` the full name if it answered a minimised question badly lately.
+    pub(super) fn qmin_for_server(&mut self, res: &Resolver, server: SocketAddr, now: u64) {
+        if self.qmin_labels != 0 && !res.servers.qmin_ok(&server, now) {
+            self.qmin_labels = 0;
+        }
+    }
+
+    /// The full name, asked after a minimised question's NXDOMAIN, got `rcode`: NOERROR
+    /// means the name exists and the NXDOMAIN was the server's minimisation bug.
+    pub(super) fn full_name_answered(&mut self, res: &Resolver, rcode: Rcode, now: u64) {
+        if let Some(server) = self.qmin_suspect.take() {
+            if rcode == Rcode::NOERROR {
+                res.servers.set_no_qmin(server, now);
+            }
         }
     }
 
@@ -135,6 +153,14 @@ impl Frame {
     ) {
         if !res.config.qname_minimisation_strict {
             self.qmin_labels = 0;
+            // Remembered for the server's later names (RFC 9156 §2.3). An NXDOMAIN may be
+            // true (the name does not exist): held against the server only once the full
+            // name is answered NOERROR ([`Frame::full_name_answered`]).
+            if msg.rcode() == Rcode::NXDOMAIN {
+                self.qmin_suspect = Some(server);
+            } else {
+                res.servers.set_no_qmin(server, now);
+            }
             return;
         }
         if msg.rcode() == Rcode::NXDOMAIN {

@@ -37,6 +37,9 @@ impl Frame {
         let minimised = !self.forward
             && (sent.qname.as_ref() != self.qname.as_ref() || sent.qtype != self.qtype);
         let rcode = msg.rcode();
+        if !minimised {
+            self.full_name_answered(res, rcode, now);
+        }
         if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
             if minimised {
                 // Relaxed, the fallback to the full name is not held against the server.

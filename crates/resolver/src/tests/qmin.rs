@@ -282,3 +282,102 @@ fn upward_referral_to_a_minimised_question_is_not_a_step() {
         .collect();
     assert_eq!(asked, ["c.up.test.", "a.b.c.up.test."]);
 }
+
+/// Issue 30: a lab whose bad zones share two servers that answer minimised questions badly.
+/// Root 10.0.0.1, `test.` on 10.0.1.1; zones z0..z3.test. on 10.0.8.1 and .2 (both broken
+/// with `broken`), g.test. on 10.0.8.3 (well-behaved).
+fn bad_lab(broken: Rcode) -> Net {
+    let mut net = Net::default();
+    net.add(
+        "10.0.0.1",
+        vec![zone(
+            ".",
+            ". 86400 NS a.root.test.
+             test. 86400 NS ns.test.
+             ns.test. 86400 A 10.0.1.1",
+        )],
+    );
+    let mut tld = String::from("test. 86400 NS ns.test.\nns.test. 86400 A 10.0.1.1\n");
+    for z in ["z0", "z1", "z2", "z3", "g"] {
+        let ips: &[&str] = if z == "g" {
+            &["10.0.8.3"]
+        } else {
+            &["10.0.8.1", "10.0.8.2"]
+        };
+        for (i, ip) in ips.iter().enumerate() {
+            tld.push_str(&format!(
+                "{z}.test. 86400 NS ns{i}.{z}.test.\nns{i}.{z}.test. 86400 A {ip}\n"
+            ));
+        }
+    }
+    net.add("10.0.1.1", vec![zone("test.", &tld)]);
+    let leaf = |z: &str| {
+        zone(
+            &format!("{z}.test."),
+            &format!("n0.s0.{z}.test. 300 A 192.0.2.1"),
+        )
+    };
+    for ip in ["10.0.8.1", "10.0.8.2"] {
+        net.add(ip, ["z0", "z1", "z2", "z3"].map(leaf).into())
+            .behaviour
+            .qmin_broken = Some(broken);
+    }
+    net.add("10.0.8.3", vec![leaf("g")]);
+    net
+}
+
+/// Issue 30, first gap: once each of the bad servers has answered a minimised question
+/// badly, later names in any of their zones are asked in full at once (RFC 9156 §2.3), until
+/// the memory expires; a well-behaved server is still minimised to, and a true NXDOMAIN to
+/// a minimised question is not held against its server.
+#[test]
+fn servers_that_break_minimisation_are_asked_full_names() {
+    for broken in [Rcode::NOERROR, Rcode::REFUSED, Rcode::NXDOMAIN] {
+        let mut sim = Sim::new(bad_lab(broken), config());
+        let bad = [addr("10.0.8.1"), addr("10.0.8.2")];
+        let minimised_to_bad = |sim: &Sim, mark: usize| {
+            sim.queries_since(mark)
+                .iter()
+                .filter(|q| bad.contains(&q.0) && q.1.starts_with("s0."))
+                .count()
+        };
+        // Until both addresses have failed once, each may still be asked minimised.
+        for z in ["z0", "z1", "z2", "z3"] {
+            let a = sim.resolve(&format!("n0.s0.{z}.test."), RType::A);
+            assert_eq!(rdata_a(&a), [[192, 0, 2, 1]], "{broken:?} {z}: {a:?}");
+        }
+        let first = minimised_to_bad(&sim, 0);
+        assert!((1..=2).contains(&first), "{broken:?}: {first}");
+        // The cached answers are not asked again: a new name in each zone.
+        let mark = sim.log.len();
+        for z in ["z0", "z1", "z2", "z3"] {
+            let a = sim.resolve(&format!("n1.s1.{z}.test."), RType::A);
+            assert_eq!(a.rcode, Rcode::NXDOMAIN, "{broken:?} {z}: {a:?}");
+        }
+        let q = sim.queries_since(mark);
+        assert_eq!(minimised_to_bad(&sim, mark), 0, "{broken:?}: {q:?}");
+        assert_eq!(q.len(), 4, "one full-name query per name: {q:?}");
+
+        // The well-behaved server: a true NXDOMAIN to a minimised question, then the next
+        // name is minimised as ever.
+        let a = sim.resolve("x.nope.g.test.", RType::A);
+        assert_eq!(a.rcode, Rcode::NXDOMAIN);
+        let mark = sim.log.len();
+        let a = sim.resolve("n0.s0.g.test.", RType::A);
+        assert_eq!(rdata_a(&a), [[192, 0, 2, 1]]);
+        let asked: Vec<String> = sim.queries_since(mark).into_iter().map(|q| q.1).collect();
+        assert_eq!(asked, ["s0.g.test.", "n0.s0.g.test."], "{broken:?}");
+
+        // After the memory expires (15 minutes) the bad servers are minimised to again.
+        sim.advance(sim.now + 900_000);
+        let mark = sim.log.len();
+        let a = sim.resolve("n2.s2.z0.test.", RType::A);
+        assert_eq!(a.rcode, Rcode::NXDOMAIN, "{broken:?}: {a:?}");
+        assert!(
+            sim.queries_since(mark)
+                .iter()
+                .any(|q| bad.contains(&q.0) && q.1 == "s2.z0.test."),
+            "{broken:?}"
+        );
+    }
+}

@@ -253,3 +253,139 @@ fn a_stale_chain_mixes_expired_and_fresh_sets() {
     let ttl = a.answers[1].ttl;
     assert!((195..=200).contains(&ttl), "fresh: its own TTL, {ttl}");
 }
+
+/// The worker's stale answer ([`crate::Resolver::answer_stale`]), written as a cache hit.
+fn hit_path_stale(sim: &Sim, q: &str, qtype: RType) -> (CacheAnswer, shardns_wire::Message) {
+    use shardns_wire::{Class, Header, MessageWriter};
+    let mut buf = [0u8; 4096];
+    let mut w = MessageWriter::new(&mut buf, 4096);
+    w.put_question(n(q).as_ref(), qtype, Class::IN).unwrap();
+    let r = sim
+        .resolver()
+        .answer_stale(n(q).as_ref(), qtype, sim.now, (false, false), &mut w);
+    let msg = w.finish(&Header::default()).to_vec();
+    (r, shardns_wire::Message::parse(&msg).unwrap())
+}
+
+fn hit_ede(a: &CacheAnswer) -> Option<u16> {
+    match a {
+        CacheAnswer::Hit { ede, .. } => ede.map(|e| e.code),
+        CacheAnswer::Miss { .. } => None,
+    }
+}
+
+/// Issue 30, second gap: in the failure-recheck window the worker answers stale from the
+/// cache-hit path (no task): the same records, TTLs and EDE as the engine's stale answer;
+/// outside the window, or for a question that did not fail, a miss (the engine decides,
+/// with RFC 8767's timers).
+#[test]
+fn stale_answer_on_the_hit_path_in_the_recheck_window() {
+    let mut sim = Sim::new(world(), stale_config());
+    for q in [
+        "www.example.test.",
+        "nope.example.test.",
+        "alias.example.test.",
+    ] {
+        sim.resolve(q, RType::A);
+    }
+    // www's A, nope's NXDOMAIN and alias's CNAME (300 s) expired; the CNAME's target not.
+    sim.now += 400_000;
+    refuse(&mut sim);
+    let (a, _) = hit_path_stale(&sim, "www.example.test.", RType::A);
+    assert_eq!(a, CacheAnswer::Miss { locks: 0 }, "not failed yet");
+    for q in [
+        "www.example.test.",
+        "nope.example.test.",
+        "alias.example.test.",
+    ] {
+        assert!(
+            ede(&sim.resolve(q, RType::A)).is_some(),
+            "{q} answered stale"
+        );
+    }
+    let failed_at = sim.now;
+
+    let (a, msg) = hit_path_stale(&sim, "www.example.test.", RType::A);
+    assert!(
+        matches!(
+            a,
+            CacheAnswer::Hit {
+                rcode: Rcode::NOERROR,
+                truncated: false,
+                prefetch: false,
+                ..
+            }
+        ),
+        "{a:?}"
+    );
+    assert_eq!(hit_ede(&a), Some(Ede::STALE_ANSWER));
+    assert_eq!(msg.answers.len(), 1);
+    assert_eq!(msg.answers[0].ttl, 30, "RFC 8767's stale TTL");
+    assert_eq!(&msg.answers[0].rdata[..], [192, 0, 2, 80]);
+
+    let (a, msg) = hit_path_stale(&sim, "nope.example.test.", RType::A);
+    assert!(
+        matches!(
+            a,
+            CacheAnswer::Hit {
+                rcode: Rcode::NXDOMAIN,
+                ..
+            }
+        ),
+        "{a:?}"
+    );
+    assert_eq!(hit_ede(&a), Some(Ede::STALE_NXDOMAIN));
+    assert_eq!(msg.authority[0].rtype, RType::SOA);
+    assert_eq!(msg.authority[0].ttl, 30);
+
+    let (a, msg) = hit_path_stale(&sim, "alias.example.test.", RType::A);
+    assert!(matches!(a, CacheAnswer::Hit { locks: 2, .. }), "{a:?}");
+    assert_eq!(hit_ede(&a), Some(Ede::STALE_ANSWER));
+    assert_eq!(msg.answers[0].rtype, RType::CNAME);
+    assert_eq!(msg.answers[0].ttl, 30, "expired: the stale TTL");
+    assert!(
+        (195..=200).contains(&msg.answers[1].ttl),
+        "fresh: its own TTL"
+    );
+
+    // The same answer as the engine's, which asks nothing either in the window.
+    let mark = sim.log.len();
+    let e = sim.resolve("www.example.test.", RType::A);
+    assert_eq!(sim.log.len(), mark);
+    assert_eq!(rdata_a(&e), [[192, 0, 2, 80]]);
+    assert_eq!(e.answers[0].ttl, 30);
+
+    // Another type of the name did not fail: a miss; so is everything once the window
+    // (30 s) is over, and the engine asks again.
+    assert!(matches!(
+        hit_path_stale(&sim, "www.example.test.", RType::MX).0,
+        CacheAnswer::Miss { .. }
+    ));
+    sim.now = failed_at + 31_000;
+    assert!(matches!(
+        hit_path_stale(&sim, "www.example.test.", RType::A).0,
+        CacheAnswer::Miss { .. }
+    ));
+    // The live hit path never serves the expired set.
+    assert!(matches!(
+        cache_answer(&sim.resolver(), "www.example.test.", RType::A, sim.now).0,
+        CacheAnswer::Miss { .. }
+    ));
+}
+
+/// With serve-stale off the hit path has no stale answer, even for a failed question.
+#[test]
+fn no_stale_answer_on_the_hit_path_when_off() {
+    let mut sim = Sim::new(world(), config());
+    sim.resolve("www.example.test.", RType::A);
+    sim.now += 301_000;
+    refuse(&mut sim);
+    assert_eq!(
+        sim.resolve("www.example.test.", RType::A).rcode,
+        Rcode::SERVFAIL
+    );
+    assert!(matches!(
+        hit_path_stale(&sim, "www.example.test.", RType::A).0,
+        CacheAnswer::Miss { .. }
+    ));
+}

@@ -43,7 +43,7 @@ use shardns_resolver::{
 };
 use shardns_sys::Epoll;
 use shardns_wire::message::Header;
-use shardns_wire::{Class, MessageWriter, Name, Query, RType, Rcode, Record, Section};
+use shardns_wire::{Class, MessageWriter, Name, NameRef, Query, RType, Rcode, Record, Section};
 use shardns_zone::Written;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -216,6 +216,27 @@ fn dnssec_ede(code: Option<u16>) -> bool {
 }
 
 /// Counts one answer's DNSSEC verdict (validation on, CD clear).
+/// The cache-hit path; on a miss, in the question's failure-recheck window, its stale
+/// answer written the same way (RFC 8767, EDE 3): not a resolution that would only do that.
+fn cache_or_stale(
+    resolver: &Resolver,
+    name: NameRef<'_>,
+    qtype: RType,
+    clock: u64,
+    (cd, dnssec_ok): (bool, bool),
+    w: &mut MessageWriter<'_>,
+) -> CacheAnswer {
+    match resolver
+        .cache()
+        .answer_query(name, qtype, clock, cd, dnssec_ok, w)
+    {
+        CacheAnswer::Miss { locks } => resolver
+            .answer_stale(name, qtype, clock, (cd, dnssec_ok), w)
+            .plus_locks(locks),
+        hit => hit,
+    }
+}
+
 fn count_verdict(stats: &WorkerStats, rcode: Rcode, secure: bool, ede: Option<u16>) {
     if secure {
         stats.dnssec_secure.add(1);
@@ -344,9 +365,7 @@ impl Recursion {
             // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }
         } else {
-            resolver
-                .cache()
-                .answer_query(name, qtype, clock, qh.cd(), dnssec_ok, &mut w)
+            cache_or_stale(resolver, name, qtype, clock, (qh.cd(), dnssec_ok), &mut w)
         };
         match cached {
             CacheAnswer::Hit {
