@@ -85,10 +85,10 @@ pub(crate) struct SignKsrArgs {
     /// The KSK's key directory (default: the key_directory of --config).
     #[arg(long, value_name = "DIR")]
     pub(crate) key_dir: Option<PathBuf>,
-    /// A config file (the KSK machine's): its key_directory, and its [[keystore]] tables.
+    /// A config file (the KSK machine's): its key_directory, and its `[[keystore]]` tables.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// The [[keystore]] of --config whose PKCS#11 token holds the KSK's private key (its
+    /// The `[[keystore]]` of `--config` whose PKCS#11 token holds the KSK's private key (its
     /// `.pkcs11` file in the key directory).
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) keystore: Option<String>,

@@ -12,9 +12,8 @@ mod common;
 
 use common::*;
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Every TTL 2 s, so each wait of the roll is 3 s with the propagation delay.
@@ -139,15 +138,20 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
-struct Lab {
-    data: TempDir,
-    listen: SocketAddr,
-    child: Option<Server>,
-    knot: Daemon,
-    _knot_dir: TempDir,
-    parent: SocketAddr,
-    delv: PathBuf,
-    anchor: PathBuf,
+/// The parent lab (`common::ParentLab`) and this test's judges.
+struct Lab(ParentLab);
+
+impl std::ops::Deref for Lab {
+    type Target = ParentLab;
+    fn deref(&self) -> &ParentLab {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Lab {
+    fn deref_mut(&mut self) -> &mut ParentLab {
+        &mut self.0
+    }
 }
 
 impl Lab {
@@ -157,91 +161,10 @@ impl Lab {
             println!("shape_roll: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
             return None;
         };
-        let data = TempDir::new(tag);
-        data.write("sign.test.zone", CHILD);
-        std::fs::create_dir_all(data.path().join("keys")).unwrap();
-        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
-        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
-        write_config(&data, parent, single);
-        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-        let knot_dir = TempDir::new(&format!("{tag}-knot"));
-        let zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
-                    sign NS ns.sign\nns.sign A 127.0.0.1\n";
-        let file = knot_dir.write("test.zone", zone);
-        let w = knot_dir.path().display();
-        let rest = format!(
-            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-             remote:\n  - id: child\n    address: {listen}\n\
-             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
-             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
-             \x20   update-owner-name: sign.test.\n\
-             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
-             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
-             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
-             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
-             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
-             \x20   dnssec-policy: parent\n    acl: ds-update\n\
-             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
-             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
-            listen = listen.to_string().replace(':', "@"),
-            file = file.display(),
-        );
-        let knot = spawn_knot(&knotd, knot_dir.path(), parent, "info", &rest);
-        let mut lab = Self {
-            data,
-            listen,
-            child: None,
-            knot,
-            _knot_dir: knot_dir,
-            parent,
-            delv,
-            anchor: PathBuf::new(),
-        };
-        lab.start_child(tag);
-        wait_authoritative(parent, "test.", &mut lab.knot);
-        wait_authoritative(parent, "sign.test.", &mut lab.knot);
-        let out = dig(parent, &["+short", "+nosplit", "test.", "DNSKEY"]);
-        let ksk: Vec<&str> = out.lines().filter(|l| l.starts_with("257 ")).collect();
-        assert_eq!(ksk.len(), 1, "the parent's KSK: {out}");
-        let f: Vec<&str> = ksk[0].split_whitespace().collect();
-        let text = format!(
-            "trust-anchors {{\n  test. static-key {} {} {} \"{}\";\n}};\n",
-            f[0],
-            f[1],
-            f[2],
-            f[3..].concat()
-        );
-        lab.anchor = lab.data.write("anchor.conf", &text);
-        Some(lab)
-    }
-
-    fn start_child(&mut self, tag: &str) {
-        let config = self.data.path().join("shardns.toml");
-        let args = ["--workers", "1", "--config", config.to_str().unwrap()];
-        self.child = Some(Server::start_at(
-            &format!("{tag}-child"),
-            &[self.listen],
-            &args,
-        ));
-    }
-
-    fn child(&mut self) -> &mut Server {
-        self.child.as_mut().unwrap()
-    }
-
-    fn delv(&self, name: &str, qtype: &str) -> String {
-        let out = Command::new(&self.delv)
-            .arg(format!("@{}", self.parent.ip()))
-            .args(["-p", &self.parent.port().to_string(), "-a"])
-            .arg(&self.anchor)
-            .args(["+root=test", name, qtype])
-            .output()
-            .unwrap();
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
+        let lab = ParentLab::start(tag, &knotd, delv, SECRET, CHILD, |data, parent| {
+            write_config(data, parent, single);
+        });
+        Some(Self(lab))
     }
 
     /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through

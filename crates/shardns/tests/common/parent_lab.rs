@@ -1,0 +1,127 @@
+//! The rollover tests' lab: the parent `test.` served and signed by knotd (on 127.0.0.10),
+//! which takes the child's DS by TSIG-signed update (`ds-key`) and serves `sign.test.` as
+//! the child's secondary, and the child, a shardns server for `sign.test.` on 127.0.0.1;
+//! `delv` asks knotd with the parent's key as its only trust anchor.
+
+use super::{
+    dig, free_port, free_port_on, spawn_knot, wait_authoritative, Daemon, Server, TempDir,
+};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct ParentLab {
+    /// The child's directory: its zone file `sign.test.zone`, its config `shardns.toml`,
+    /// its key directory `keys`.
+    pub data: TempDir,
+    /// The child's address.
+    pub listen: SocketAddr,
+    pub child: Option<Server>,
+    pub knot: Daemon,
+    _knot_dir: TempDir,
+    /// knotd's address.
+    pub parent: SocketAddr,
+    delv: PathBuf,
+    anchor: PathBuf,
+}
+
+impl ParentLab {
+    /// The lab, the child started: `zone` is the child's zone file; `config` writes its
+    /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
+    pub fn start(
+        tag: &str,
+        knotd: &Path,
+        delv: PathBuf,
+        secret: &str,
+        zone: &str,
+        config: impl FnOnce(&TempDir, SocketAddr),
+    ) -> Self {
+        let data = TempDir::new(tag);
+        data.write("sign.test.zone", zone);
+        std::fs::create_dir_all(data.path().join("keys")).unwrap();
+        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
+        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
+        config(&data, parent);
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let knot_dir = TempDir::new(&format!("{tag}-knot"));
+        let parent_zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
+                           sign NS ns.sign\nns.sign A 127.0.0.1\n";
+        let file = knot_dir.write("test.zone", parent_zone);
+        let w = knot_dir.path().display();
+        let rest = format!(
+            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {secret}\n\
+             remote:\n  - id: child\n    address: {listen}\n\
+             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
+             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
+             \x20   update-owner-name: sign.test.\n\
+             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
+             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
+             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
+             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
+             \x20   dnssec-policy: parent\n    acl: ds-update\n\
+             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
+             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
+            listen = listen.to_string().replace(':', "@"),
+            file = file.display(),
+        );
+        let knot = spawn_knot(knotd, knot_dir.path(), parent, "info", &rest);
+        let mut lab = Self {
+            data,
+            listen,
+            child: None,
+            knot,
+            _knot_dir: knot_dir,
+            parent,
+            delv,
+            anchor: PathBuf::new(),
+        };
+        lab.start_child(tag);
+        wait_authoritative(parent, "test.", &mut lab.knot);
+        wait_authoritative(parent, "sign.test.", &mut lab.knot);
+        let out = dig(parent, &["+short", "+nosplit", "test.", "DNSKEY"]);
+        let ksk: Vec<&str> = out.lines().filter(|l| l.starts_with("257 ")).collect();
+        assert_eq!(ksk.len(), 1, "the parent's KSK: {out}");
+        let f: Vec<&str> = ksk[0].split_whitespace().collect();
+        let text = format!(
+            "trust-anchors {{\n  test. static-key {} {} {} \"{}\";\n}};\n",
+            f[0],
+            f[1],
+            f[2],
+            f[3..].concat()
+        );
+        lab.anchor = lab.data.write("anchor.conf", &text);
+        lab
+    }
+
+    /// Starts the child (again) on its address, from its config file.
+    pub fn start_child(&mut self, tag: &str) {
+        let config = self.data.path().join("shardns.toml");
+        let args = ["--workers", "1", "--config", config.to_str().unwrap()];
+        self.child = Some(Server::start_at(
+            &format!("{tag}-child"),
+            &[self.listen],
+            &args,
+        ));
+    }
+
+    pub fn child(&mut self) -> &mut Server {
+        self.child.as_mut().unwrap()
+    }
+
+    /// `delv NAME QTYPE` through knotd, from the parent's key alone: its output.
+    pub fn delv(&self, name: &str, qtype: &str) -> String {
+        let out = Command::new(&self.delv)
+            .arg(format!("@{}", self.parent.ip()))
+            .args(["-p", &self.parent.port().to_string(), "-a"])
+            .arg(&self.anchor)
+            .args(["+root=test", name, qtype])
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
