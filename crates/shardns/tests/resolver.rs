@@ -358,6 +358,8 @@ fn serve_stale_when_the_authoritative_server_is_stopped() {
     assert!(out.contains("status: NXDOMAIN"), "{out}");
     assert!(out.contains("EDE: 19 (Stale NXDOMAIN Answer)"), "{out}");
 
+    // Those two came from resolutions whose upstreams failed: counted stale.
+    assert_eq!(res.stat("shardns_resolver_stale_answers_total"), 2.0);
     // Both failed lately (their failure-recheck window is 30 s): the worker answers them
     // stale from the cache-hit path (counted as hits), not through a resolution.
     let hits = res.stat("shardns_resolver_cache_hits_total");
@@ -375,6 +377,7 @@ fn serve_stale_when_the_authoritative_server_is_stopped() {
     assert!(out.contains("EDE: 19 (Stale NXDOMAIN Answer)"), "{out}");
     assert_eq!(res.stat("shardns_resolver_cache_hits_total") - hits, 3.0);
     assert_eq!(res.stat("shardns_resolver_cache_misses_total"), misses);
+    assert_eq!(res.stat("shardns_resolver_stale_answers_total"), 5.0);
 
     let out = dig(plain.addr, &["+noall", "+comments", "www.test", "A"]);
     assert!(out.contains("status: SERVFAIL"), "{out}");
@@ -441,6 +444,7 @@ fn prefetch_refreshes_a_name_in_the_last_tenth_of_its_ttl() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(refreshed, "the prefetch asked upstream");
+    assert!(res.stat("shardns_resolver_prefetches_total") >= 1.0);
     let m = ask(res.addr, 4, "www.test.", RecordType::A);
     assert!(m.answers[0].ttl >= 18, "refreshed: {}", m.answers[0].ttl);
     assert_eq!(res.stat("shardns_resolver_cache_hits_total"), 3.0);

@@ -215,7 +215,6 @@ fn dnssec_ede(code: Option<u16>) -> bool {
     code.is_some_and(|c| (Ede::UNSUPPORTED_DNSKEY_ALGORITHM..=Ede::NSEC_MISSING).contains(&c))
 }
 
-/// Counts one answer's DNSSEC verdict (validation on, CD clear).
 /// The cache-hit path; on a miss, in the question's failure-recheck window, its stale
 /// answer written the same way (RFC 8767, EDE 3): not a resolution that would only do that.
 fn cache_or_stale(
@@ -237,6 +236,12 @@ fn cache_or_stale(
     }
 }
 
+/// True for a stale answer's EDE (RFC 8767, RFC 8914: stale answer, stale NXDOMAIN).
+fn stale(ede: Option<&Ede>) -> bool {
+    ede.is_some_and(|e| e.code == Ede::STALE_ANSWER || e.code == Ede::STALE_NXDOMAIN)
+}
+
+/// Counts one answer's DNSSEC verdict (validation on, CD clear).
 fn count_verdict(stats: &WorkerStats, rcode: Rcode, secure: bool, ede: Option<u16>) {
     if secure {
         stats.dnssec_secure.add(1);
@@ -376,11 +381,7 @@ impl Recursion {
                 ede,
                 prefetch,
             } => {
-                stats.resolver_cache_hits.add(1);
-                if prefetch {
-                    // The client gets the cached answer; the refresh has no client.
-                    self.engine.prefetch(qname, qtype, clock);
-                }
+                self.hit(stats, (qname, qtype), prefetch, ede.as_ref(), clock);
                 if self.validating && !qh.cd() {
                     count_verdict(stats, rcode, secure, ede.as_ref().map(|e| e.code));
                 }
@@ -440,6 +441,24 @@ impl Recursion {
         }
     }
 
+    /// A cache hit counted (a stale one too), and its name refreshed when it is popular and
+    /// about to expire (prefetch: the client gets the cached answer, the refresh has none).
+    fn hit(
+        &mut self,
+        stats: &WorkerStats,
+        (qname, qtype): (NameRef<'_>, RType),
+        prefetch: bool,
+        ede: Option<&Ede>,
+        clock: u64,
+    ) {
+        stats.resolver_cache_hits.add(1);
+        stats.resolver_stale.add(u64::from(stale(ede)));
+        if prefetch {
+            stats.resolver_prefetches.add(1);
+            self.engine.prefetch(qname, qtype, clock);
+        }
+    }
+
     /// Fires due timers, then acts on every event the engine has: sends upstream queries,
     /// closes their sockets, and hands finished answers to `deliver` (with the EDNS options
     /// `policy` gives the ones whose queries asked for them), which sends them the way every
@@ -485,6 +504,9 @@ impl Recursion {
                     if answer.rcode == Rcode::SERVFAIL {
                         stats.resolver_servfails.add(1);
                     }
+                    stats
+                        .resolver_stale
+                        .add(u64::from(stale(answer.ede.as_ref())));
                     if self.validating && !p.cd {
                         let code = answer.ede.as_ref().map(|e| e.code);
                         count_verdict(stats, answer.rcode, answer.secure, code);

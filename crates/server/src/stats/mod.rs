@@ -119,6 +119,11 @@ pub(crate) struct WorkerStats {
     pub(crate) resolver_dropped: Counter,
     /// Resolver queries answered from local zones and data.
     pub(crate) resolver_local: Counter,
+    /// Answers served stale (RFC 8767: expired cached data, EDE 3 or 19), from the
+    /// cache-hit path or by a resolution whose upstreams failed.
+    pub(crate) resolver_stale: Counter,
+    /// Prefetches started: a popular cached name refreshed before it expires.
+    pub(crate) resolver_prefetches: Counter,
     /// TCP connections closed at once because their client had
     /// `limits.tcp_connections_per_client` open.
     pub(crate) tcp_refused_client: Counter,

@@ -314,7 +314,7 @@ fn ratios(s: &mut String, t: &Totals) {
 
 /// The resolver role and DNSSEC validation.
 fn resolver(s: &mut String, t: &Totals) {
-    let resolver: [(&str, &str, u64); 12] = [
+    let resolver: [(&str, &str, u64); 14] = [
         (
             "shardns_resolver_cache_hits_total",
             "Recursive queries answered from the cache.",
@@ -374,6 +374,16 @@ fn resolver(s: &mut String, t: &Totals) {
             "shardns_resolver_local_total",
             "Resolver queries answered from local zones and data.",
             t.resolver_local,
+        ),
+        (
+            "shardns_resolver_stale_answers_total",
+            "Answers served stale (RFC 8767, EDE 3 or 19) because the upstreams failed.",
+            t.resolver_stale,
+        ),
+        (
+            "shardns_resolver_prefetches_total",
+            "Prefetches started: popular cached names refreshed before they expire.",
+            t.resolver_prefetches,
         ),
     ];
     for (name, help, v) in resolver {

@@ -151,6 +151,8 @@ fn prometheus_text_is_byte_identical() {
         }
         w.resolver_dropped.add(7);
         w.resolver_local.add(9);
+        w.resolver_stale.add(11);
+        w.resolver_prefetches.add(13);
     }
     let control = ControlStats::default();
     control.reloads_ok.store(next(), Relaxed);

@@ -36,6 +36,8 @@ pub(crate) struct Totals {
     pub(crate) resolver_pending_limited: u64,
     pub(crate) resolver_dropped: u64,
     pub(crate) resolver_local: u64,
+    pub(crate) resolver_stale: u64,
+    pub(crate) resolver_prefetches: u64,
     pub(crate) tcp_refused_client: u64,
     pub(crate) tcp_read_timeout_closed: u64,
     pub(crate) tcp_query_limit_closed: u64,
@@ -90,6 +92,8 @@ impl Totals {
         self.resolver_pending_limited += w.resolver_pending_limited.get();
         self.resolver_dropped += w.resolver_dropped.get();
         self.resolver_local += w.resolver_local.get();
+        self.resolver_stale += w.resolver_stale.get();
+        self.resolver_prefetches += w.resolver_prefetches.get();
         self.tcp_refused_client += w.tcp_refused_client.get();
         self.tcp_read_timeout_closed += w.tcp_read_timeout_closed.get();
         self.tcp_query_limit_closed += w.tcp_query_limit_closed.get();
