@@ -29,10 +29,6 @@ www     A   192.0.2.2
 
 const SECRET: &str = "YWxnb3JpdGhtLXJvbGwta2V5LWZvci10ZXN0cy0wMQ==";
 
-fn tool(name: &str) -> Option<PathBuf> {
-    find_program(name, &name.to_ascii_uppercase().replace('-', "_"))
-}
-
 /// The child's config; `cds`: `cds_cdnskey_publish`.
 fn write_config(
     data: &TempDir,
@@ -95,67 +91,30 @@ fn phases(o: u8, n: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
     ]
 }
 
-/// The parent lab (`common::ParentLab`) and this test's judges.
-struct Lab(ParentLab);
-
-impl std::ops::Deref for Lab {
-    type Target = ParentLab;
-    fn deref(&self) -> &ParentLab {
-        &self.0
-    }
+/// The lab started for this test (`common::ParentLab`).
+fn start(tag: &str, single: bool, algorithm: &str, cds: &str) -> Option<ParentLab> {
+    ParentLab::start("algorithm_roll", tag, SECRET, CHILD, |data, parent| {
+        write_config(data, parent, algorithm, single, cds);
+    })
 }
 
-impl std::ops::DerefMut for Lab {
-    fn deref_mut(&mut self) -> &mut ParentLab {
-        &mut self.0
-    }
+/// Judges the zone now (`ParentLab::judged`): the sample and the AXFR.
+fn judged(lab: &mut ParentLab, n: usize) -> (Sample, String) {
+    let axfr = lab.judged(n);
+    (sample(&axfr), axfr)
 }
 
-impl Lab {
-    fn start(tag: &str, single: bool, algorithm: &str, cds: &str) -> Option<Self> {
-        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
-        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            println!("algorithm_roll: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
-            return None;
-        };
-        let lab = ParentLab::start(tag, &knotd, delv, SECRET, CHILD, |data, parent| {
-            write_config(data, parent, algorithm, single, cds);
-        });
-        Some(Self(lab))
-    }
-
-    /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through
-    /// knotd; returns the sample and the AXFR.
-    fn judged(&mut self, n: usize) -> (Sample, String) {
-        let axfr = axfr_text(self.listen, "sign.test", 5);
-        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
-        if let Err(e) = verify_zone_file(&file, "sign.test") {
-            panic!("sample {n}: {e}\n{axfr}");
-        }
-        for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
-            let v = self.delv(name, qtype);
-            self.knot.check_alive();
-            assert!(
-                v.contains("fully validated"),
-                "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
-                self.knot.log()
-            );
-        }
-        (sample(&axfr), axfr)
-    }
-
-    fn parent_ds_algs(&self) -> BTreeSet<u8> {
-        dig(self.parent, &["+short", "+norec", "sign.test.", "DS"])
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .collect()
-    }
+fn parent_ds_algs(lab: &ParentLab) -> BTreeSet<u8> {
+    lab.parent_ds()
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect()
 }
 
 /// Waits until knotd serves a DS of algorithm `alg` for the child.
-fn wait_parent_ds(lab: &mut Lab, alg: u8) {
+fn wait_parent_ds(lab: &mut ParentLab, alg: u8) {
     let end = Instant::now() + Duration::from_secs(30);
-    while !lab.parent_ds_algs().contains(&alg) {
+    while !parent_ds_algs(lab).contains(&alg) {
         lab.knot.check_alive();
         assert!(Instant::now() < end, "no DS of {alg} at knotd");
         std::thread::sleep(Duration::from_millis(200));
@@ -163,11 +122,11 @@ fn wait_parent_ds(lab: &mut Lab, alg: u8) {
 }
 
 fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
-    let Some(mut lab) = Lab::start(tag, single, from.0, cds) else {
+    let Some(mut lab) = start(tag, single, from.0, cds) else {
         return;
     };
     wait_parent_ds(&mut lab, from.1);
-    let (first, _) = lab.judged(0);
+    let (first, _) = judged(&mut lab, 0);
     assert_eq!(first.dnskey, BTreeSet::from([from.1]));
     assert_eq!(first.rrsig, BTreeSet::from([from.1]));
     // The config's algorithm changes: the roll starts at the reload.
@@ -185,7 +144,7 @@ fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
     let mut last_at = vec![Instant::now(); want.len()];
     let end = Instant::now() + Duration::from_secs(120);
     for n in 1.. {
-        let (s, axfr) = lab.judged(n);
+        let (s, axfr) = judged(&mut lab, n);
         let phase = want
             .iter()
             .position(|(k, r)| s.dnskey.iter().eq(k) && s.rrsig.iter().eq(r))
@@ -241,11 +200,11 @@ fn roll(tag: &str, single: bool, cds: &str, from: (&str, u8), to: (&str, u8)) {
     assert_eq!(cds_seen, want_cds);
     wait_parent_ds(&mut lab, to.1);
     let end = Instant::now() + Duration::from_secs(20);
-    while lab.parent_ds_algs() != BTreeSet::from([to.1]) {
+    while parent_ds_algs(&lab) != BTreeSet::from([to.1]) {
         assert!(Instant::now() < end, "the old DS stays at knotd");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let (last, _) = lab.judged(9999);
+    let (last, _) = judged(&mut lab, 9999);
     assert_eq!(last.rrsig, BTreeSet::from([to.1]));
     let log = lab.child().log();
     assert!(

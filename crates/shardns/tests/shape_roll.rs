@@ -27,10 +27,6 @@ www     A   192.0.2.2
 
 const SECRET: &str = "c2hhcGUtcm9sbC1rZXktZm9yLXRoZS10ZXN0cy0wMDE=";
 
-fn tool(name: &str) -> Option<PathBuf> {
-    find_program(name, &name.to_ascii_uppercase().replace('-', "_"))
-}
-
 fn write_config(data: &TempDir, knot: SocketAddr, single: bool) -> PathBuf {
     data.write(
         "shardns.toml",
@@ -138,61 +134,24 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// The parent lab (`common::ParentLab`) and this test's judges.
-struct Lab(ParentLab);
-
-impl std::ops::Deref for Lab {
-    type Target = ParentLab;
-    fn deref(&self) -> &ParentLab {
-        &self.0
-    }
+/// The lab started for this test (`common::ParentLab`).
+fn start(tag: &str, single: bool) -> Option<ParentLab> {
+    ParentLab::start("shape_roll", tag, SECRET, CHILD, |data, parent| {
+        write_config(data, parent, single);
+    })
 }
 
-impl std::ops::DerefMut for Lab {
-    fn deref_mut(&mut self) -> &mut ParentLab {
-        &mut self.0
-    }
+/// Judges the zone now (`ParentLab::judged`): the sample and the AXFR.
+fn judged(lab: &mut ParentLab, n: usize, old: &BTreeSet<u16>) -> (Sample, String) {
+    let axfr = lab.judged(n);
+    (sample(&axfr, old), axfr)
 }
 
-impl Lab {
-    fn start(tag: &str, single: bool) -> Option<Self> {
-        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
-        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            println!("shape_roll: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
-            return None;
-        };
-        let lab = ParentLab::start(tag, &knotd, delv, SECRET, CHILD, |data, parent| {
-            write_config(data, parent, single);
-        });
-        Some(Self(lab))
-    }
-
-    /// Judges the zone now: ldns-verify-zone and dnssec-verify on its AXFR, delv through
-    /// knotd; returns the sample and the AXFR.
-    fn judged(&mut self, n: usize, old: &BTreeSet<u16>) -> (Sample, String) {
-        let axfr = axfr_text(self.listen, "sign.test", 5);
-        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
-        if let Err(e) = verify_zone_file(&file, "sign.test") {
-            panic!("sample {n}: {e}\n{axfr}");
-        }
-        for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
-            let v = self.delv(name, qtype);
-            self.knot.check_alive();
-            assert!(
-                v.contains("fully validated"),
-                "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
-                self.knot.log()
-            );
-        }
-        (sample(&axfr, old), axfr)
-    }
-
-    fn parent_ds_tags(&self) -> BTreeSet<u16> {
-        dig(self.parent, &["+short", "+norec", "sign.test.", "DS"])
-            .lines()
-            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-            .collect()
-    }
+fn parent_ds_tags(lab: &ParentLab) -> BTreeSet<u16> {
+    lab.parent_ds()
+        .iter()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect()
 }
 
 /// A step of a roll: the DNSKEYs, the keys signing the DNSKEY RRset, those signing data.
@@ -234,14 +193,14 @@ fn step_of(s: &Sample, steps: &[Step]) -> Option<usize> {
 }
 
 /// Waits until knotd serves exactly the DS of `tags`.
-fn wait_parent_ds(lab: &mut Lab, tags: &BTreeSet<u16>) {
+fn wait_parent_ds(lab: &mut ParentLab, tags: &BTreeSet<u16>) {
     let end = Instant::now() + Duration::from_secs(30);
-    while lab.parent_ds_tags() != *tags {
+    while parent_ds_tags(lab) != *tags {
         lab.knot.check_alive();
         assert!(
             Instant::now() < end,
             "knotd's DS: {:?}, not {tags:?}",
-            lab.parent_ds_tags()
+            parent_ds_tags(lab)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -251,13 +210,13 @@ fn wait_parent_ds(lab: &mut Lab, tags: &BTreeSet<u16>) {
 /// steps every roll goes through; restarts the server once at step `restart_at`.
 /// Returns the keys' tags at the end.
 fn roll(
-    lab: &mut Lab,
+    lab: &mut ParentLab,
     single: bool,
     steps: &[Step],
     must: &[usize],
     restart_at: Option<usize>,
 ) -> BTreeSet<u16> {
-    let (first, _) = lab.judged(0, &BTreeSet::new());
+    let (first, _) = judged(lab, 0, &BTreeSet::new());
     let old = first.tags.clone();
     write_config(&lab.data, lab.parent, single);
     let out = lab.child().control("reload");
@@ -267,7 +226,7 @@ fn roll(
     let (mut at, mut seen, mut restarted) = (0usize, vec![false; steps.len()], false);
     let end = Instant::now() + Duration::from_secs(60);
     for n in 1.. {
-        let (s, axfr) = lab.judged(n, &old);
+        let (s, axfr) = judged(lab, n, &old);
         let step = step_of(&s, steps)
             .unwrap_or_else(|| panic!("sample {n}: not a step of the roll: {s:?}\n{axfr}"));
         assert!(
@@ -290,17 +249,17 @@ fn roll(
         assert!(seen[m], "step {m} skipped: {seen:?}");
     }
     assert_eq!(restarted, restart_at.is_some());
-    let (last, _) = lab.judged(9999, &old);
+    let (last, _) = judged(lab, 9999, &old);
     wait_parent_ds(lab, &last.seps);
     last.tags
 }
 
 #[test]
 fn csk_to_ksk_zsk_and_back() {
-    let Some(mut lab) = Lab::start("shape", true) else {
+    let Some(mut lab) = start("shape", true) else {
         return;
     };
-    let (first, _) = lab.judged(0, &BTreeSet::new());
+    let (first, _) = judged(&mut lab, 0, &BTreeSet::new());
     wait_parent_ds(&mut lab, &first.seps);
     // The CSK's signatures go once the KSK signs, and the ZSK signed beside it before.
     let split = roll(&mut lab, false, TO_SPLIT, &[4, 5, 6], Some(4));

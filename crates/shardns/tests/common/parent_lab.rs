@@ -4,7 +4,8 @@
 //! `delv` asks knotd with the parent's key as its only trust anchor.
 
 use super::{
-    dig, free_port, free_port_on, spawn_knot, wait_authoritative, Daemon, Server, TempDir,
+    axfr_text, dig, find_knotd, find_program, free_port, free_port_on, spawn_knot,
+    verify_zone_file, wait_authoritative, Daemon, Server, TempDir,
 };
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -28,7 +29,25 @@ pub struct ParentLab {
 impl ParentLab {
     /// The lab, the child started: `zone` is the child's zone file; `config` writes its
     /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
+    /// `None` (the test named `test` skipped, with a message) without knotd, delv or
+    /// ldns-verify-zone.
     pub fn start(
+        test: &str,
+        tag: &str,
+        secret: &str,
+        zone: &str,
+        config: impl FnOnce(&TempDir, SocketAddr),
+    ) -> Option<Self> {
+        let tool = |name: &str| find_program(name, &name.to_ascii_uppercase().replace('-', "_"));
+        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
+        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
+            println!("{test}: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+            return None;
+        };
+        Some(Self::started(tag, &knotd, delv, secret, zone, config))
+    }
+
+    fn started(
         tag: &str,
         knotd: &Path,
         delv: PathBuf,
@@ -107,6 +126,35 @@ impl ParentLab {
 
     pub fn child(&mut self) -> &mut Server {
         self.child.as_mut().unwrap()
+    }
+
+    /// Judges the child's zone now, sample `n`: ldns-verify-zone and dnssec-verify on its
+    /// AXFR, delv through knotd from the parent's key alone (the zone's data and its
+    /// DNSKEY RRset fully validated); the AXFR.
+    pub fn judged(&mut self, n: usize) -> String {
+        let axfr = axfr_text(self.listen, "sign.test", 5);
+        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
+        if let Err(e) = verify_zone_file(&file, "sign.test") {
+            panic!("sample {n}: {e}\n{axfr}");
+        }
+        for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
+            let v = self.delv(name, qtype);
+            self.knot.check_alive();
+            assert!(
+                v.contains("fully validated"),
+                "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
+                self.knot.log()
+            );
+        }
+        axfr
+    }
+
+    /// The child's DS records at knotd, as `dig +short` prints them (tag, algorithm, ...).
+    pub fn parent_ds(&self) -> Vec<String> {
+        dig(self.parent, &["+short", "+norec", "sign.test.", "DS"])
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// `delv NAME QTYPE` through knotd, from the parent's key alone: its output.
