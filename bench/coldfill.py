@@ -217,13 +217,7 @@ def write_topology(d, signed=False, bin_=None):
         root_file, tld_files, sld_files = sign_hierarchy(bin_, d, root_file, tld_files, sld_files)
 
     def conf(name, listen, zones):
-        p = os.path.join(d, f"{name}.toml")
-        with open(p, "w") as f:
-            f.write("[server]\nlisten = [%s]\nworkers = 1\ncontrol_socket = \"%s\"\n\n" % (
-                ", ".join(f'"{ip}:{PORT}"' for ip in listen), os.path.join(d, f"{name}.ctl")))
-            for origin, path in zones:
-                f.write(f'[[zone]]\nname = "{origin}"\nfile = "{path}"\n\n')
-        return p
+        return lab.shardns_auth_conf(d, name, listen, PORT, zones)
 
     confs = {"root": conf("root", [ROOT_IP], [(".", root_file)]),
              "tld": conf("tld", TLD_IPS, tld_files),
@@ -260,25 +254,11 @@ def unbound_resolver_cmd(d, signed=False):
     os.makedirs(ud, exist_ok=True)
     conf = os.path.join(ud, "unbound.conf")
     with open(conf, "w") as f:
-        f.write(f"""server:
-    interface: {RES_IP}
-    port: {PORT}
-    num-threads: 1
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{ud}"
-    pidfile: "{ud}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
-    root-hints: "{d}/root.hints"
+        validation = f'    trust-anchor-file: "{d}/root.ds"\n    val-permissive-mode: no\n' if signed else ""
+        f.write(lab.unbound_server(ud, RES_IP, PORT, pidfile=f"{ud}/unbound.pid", extra=f"""    root-hints: "{d}/root.hints"
     module-config: "{'validator iterator' if signed else 'iterator'}"
-{f'    trust-anchor-file: "{d}/root.ds"{chr(10)}    val-permissive-mode: no{chr(10)}' if signed else ''}    qname-minimisation: yes
-{lab.unbound_fence()}    # 64 MiB in all, like shardns' default cache_size, so nothing is evicted.
+{validation}    qname-minimisation: yes
+""") + f"""    # 64 MiB in all, like shardns' default cache_size, so nothing is evicted.
     rrset-cache-size: 32m
     msg-cache-size: 32m
 remote-control:

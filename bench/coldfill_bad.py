@@ -162,14 +162,8 @@ def write_topology(d, zones, per_zone, ttl):
         z += [f"{name} {ttl} IN A {addr}\n" for name, addr in a.items()]
         sld_files.append((origin, w(f"{origin}zone", "".join(z))))
 
-    def conf(name, listen, zs):
-        p = os.path.join(d, f"{name}.toml")
-        with open(p, "w") as f:
-            f.write("[server]\nlisten = [%s]\nworkers = 1\ncontrol_socket = \"%s\"\n\n" % (
-                ", ".join(f'"{ip}:{PORT}"' for ip in listen), os.path.join(d, f"{name}.ctl")))
-            for origin, path in zs:
-                f.write(f'[[zone]]\nname = "{origin}"\nfile = "{path}"\n\n')
-        return p
+    def conf(name, listen, zones):
+        return lab.shardns_auth_conf(d, name, listen, PORT, zones)
 
     confs = {"root": conf("root", [ROOT_IP], [(".", root_file)]),
              "tld": conf("tld", TLD_IPS, tld_files),
@@ -298,22 +292,7 @@ def unbound_cmd(d, client_timeout):
     os.makedirs(ud, exist_ok=True)
     conf = os.path.join(ud, "unbound.conf")
     with open(conf, "w") as f:
-        f.write(f"""server:
-    interface: {RES_IP}
-    port: {PORT}
-    num-threads: 1
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{ud}"
-    pidfile: "{ud}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
-    root-hints: "{d}/root.hints"
+        f.write(lab.unbound_server(ud, RES_IP, PORT, pidfile=f"{ud}/unbound.pid", extra=f"""    root-hints: "{d}/root.hints"
     module-config: "iterator"
     qname-minimisation: yes
     qname-minimisation-strict: no
@@ -323,9 +302,9 @@ def unbound_cmd(d, client_timeout):
     serve-expired-client-timeout: {client_timeout}
     ede: yes
     ede-serve-expired: yes
-{lab.unbound_fence()}    rrset-cache-size: 32m
+    rrset-cache-size: 32m
     msg-cache-size: 32m
-""")
+"""))
     return ["taskset", "-c", str(CORE_RESOLVER), "unbound", "-d", "-c", conf]
 
 

@@ -61,7 +61,8 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (CLK_TCK, ROOT, build_shardns, busy_pct, children, cpu_ticks, knot_conf,  # noqa: E402
-                 loopback_root_hints, port_free, rss_kib, steal_idle, steal_pct, terminate, unbound_fence)
+                 loopback_root_hints, port_free, rss_kib, steal_idle, steal_pct, terminate,
+                 unbound_server)
 
 PORTS = {"shardns": 5631, "knotd": 5632, "nsd": 5633, "unbound": 5634, "floor": 5635,
          "xdpfloor": 5636, "shardns-xdp": 5637, "knotd-xdp": 5638, "shardns-baseline": 5639,
@@ -132,25 +133,10 @@ def write_unbound_conf(d, port, zone, anchor=None, workers=1, upstream=None):
     modules = "validator iterator" if anchor else "iterator"
     trust = f'    trust-anchor-file: "{anchor}"\n    val-log-level: 1\n' if anchor else ""
     with open(f"{d}/unbound.conf", "w") as f:
-        f.write(f"""server:
-    interface: 127.0.0.1
-    port: {port}
-    num-threads: {workers}
-    so-reuseport: {"yes" if workers > 1 else "no"}
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{d}"
-    pidfile: "{d}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 1
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
-    module-config: "{modules}"
+        f.write(unbound_server(d, "127.0.0.1", port, workers, verbosity=1, pidfile=f"{d}/unbound.pid",
+                               extra=f"""    module-config: "{modules}"
 {trust}    local-zone: "test." nodefault
-{unbound_fence()}remote-control:
+""") + f"""remote-control:
     control-enable: no
 stub-zone:
     name: "{zone}"

@@ -181,26 +181,12 @@ def resolver_cmd(kind, bin_, d, anchor):
         conf = os.path.join(ud, "unbound.conf")
         stubs = "".join(f'stub-zone:\n    name: "{z}"\n    stub-addr: {ADDR}@{UPSTREAM}\n' for z in ZONES)
         with open(conf, "w") as f:
-            f.write(f"""server:
-    interface: {ADDR}
-    port: {port}
-    num-threads: 1
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{ud}"
-    pidfile: ""
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
+            f.write(lab.unbound_server(ud, ADDR, port, extra=f"""\
     module-config: "validator iterator"
     trust-anchor-file: "{anchor}"
     val-permissive-mode: no
     local-zone: "test." nodefault
-{lab.unbound_fence()}remote-control:
+""") + f"""remote-control:
     control-enable: no
 {stubs}""")
         cmd = ["unbound", "-d", "-c", conf]

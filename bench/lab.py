@@ -68,6 +68,41 @@ def unbound_fence():
     return "".join(f"    do-not-query-address: {b}\n" for b in UNBOUND_FENCE)
 
 
+def unbound_server(directory, interface, port, threads=1, verbosity=0, pidfile="", extra=""):
+    """The `server:` clause a lab Unbound starts with: in the foreground as this user, no
+    chroot or syslog, answering and querying 127.0.0.0/8 only (UNBOUND_FENCE), IPv4, then
+    the caller's `extra` lines (each indented by four spaces, ending in a newline)."""
+    reuse = f"    so-reuseport: yes\n" if threads > 1 else ""
+    return f"""server:
+    interface: {interface}
+    port: {port}
+    num-threads: {threads}
+{reuse}    do-daemonize: no
+    username: ""
+    chroot: ""
+    directory: "{directory}"
+    pidfile: "{pidfile}"
+    use-syslog: no
+    logfile: ""
+    verbosity: {verbosity}
+    access-control: 127.0.0.0/8 allow
+    do-not-query-localhost: no
+    do-ip6: no
+{unbound_fence()}{extra}"""
+
+
+def shardns_auth_conf(d, name, listen, port, zones):
+    """d/NAME.toml for an authoritative shardns: one worker on each of `listen` at `port`,
+    its control socket d/NAME.ctl, the zones (origin, file); returns its path."""
+    p = os.path.join(d, f"{name}.toml")
+    with open(p, "w") as f:
+        f.write("[server]\nlisten = [%s]\nworkers = 1\ncontrol_socket = \"%s\"\n\n" % (
+            ", ".join(f'"{ip}:{port}"' for ip in listen), os.path.join(d, f"{name}.ctl")))
+        for origin, path in zones:
+            f.write(f'[[zone]]\nname = "{origin}"\nfile = "{path}"\n\n')
+    return p
+
+
 def loopback_root_hints(path, addr, port):
     """Writes root hints naming one root server at addr@port (loopback), for a shardns
     resolver that should only use its forward zones: shardns has no `do-not-query-address`,

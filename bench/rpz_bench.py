@@ -31,7 +31,7 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ in the worktree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lab import (CLK_TCK, build_shardns, children, cpu_ticks, loopback_root_hints,  # noqa: E402
-                 port_free, proc_kib, rss_kib, terminate)
+                 port_free, proc_kib, rss_kib, terminate, unbound_server)
 
 UPSTREAM = 5651
 RESOLVER = 5652
@@ -96,24 +96,10 @@ def unbound_cmd(kind, d, rpz):
     conf = os.path.join(d, f"unbound-{kind}.conf")
     policy = f'rpz:\n    name: "policy.rpz."\n    zonefile: "{rpz}"\n' if kind == "rpz" else ""
     with open(conf, "w") as f:
-        f.write(f"""server:
-    interface: 127.0.0.1
-    port: {UNBOUND}
-    num-threads: 1
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "{d}"
-    pidfile: ""
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    access-control: 127.0.0.0/8 allow
-    do-not-query-localhost: no
-    do-ip6: no
+        f.write(unbound_server(d, "127.0.0.1", UNBOUND, extra="""\
     module-config: "respip iterator"
     local-zone: "test." nodefault
-remote-control:
+""") + f"""remote-control:
     control-enable: no
 stub-zone:
     name: "bench.test."

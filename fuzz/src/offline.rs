@@ -38,6 +38,44 @@ fn refused(e: &str, file: &str) {
     );
 }
 
+/// `parse` on `text` (the file `file`): `None` if refused (with an error that names the
+/// file); an accepted text has no line starting with `$INCLUDE`.
+fn accepted<T: std::fmt::Debug>(
+    text: &str,
+    file: &str,
+    parse: impl Fn(&str, &Path) -> Result<T, String>,
+) -> Option<T> {
+    match parse(text, Path::new(file)) {
+        Ok(value) => {
+            assert!(!includes(text), "{file}: $INCLUDE accepted: {value:?}");
+            Some(value)
+        }
+        Err(e) => {
+            refused(&e, file);
+            None
+        }
+    }
+}
+
+/// What `write` makes of `value` reads back the same through `parse` and is written the
+/// same again: that text.
+fn round_trip<T: PartialEq + std::fmt::Debug>(
+    value: &T,
+    what: &str,
+    write: impl Fn(&T) -> String,
+    parse: impl Fn(&str, &Path) -> Result<T, String>,
+) -> String {
+    let written = write(value);
+    let again = parse(&written, Path::new(what))
+        .unwrap_or_else(|e| panic!("a written {what} does not read: {e}\n{written}"));
+    assert_eq!(
+        &again, value,
+        "a written {what} reads back otherwise:\n{written}"
+    );
+    assert_eq!(write(&again), written);
+    written
+}
+
 /// A line that starts with `$INCLUDE` (any case, after any white space) before the
 /// `;; end` line: refused before the zone file reader could open a file. (Elsewhere on a
 /// line it is a comment's text or a bad record's; after the end it is not read.)
@@ -65,29 +103,11 @@ pub fn ksr(data: &[u8]) {
 /// [`ksr`], saying how far the input went: `None` if refused, else the number of periods
 /// the KSK side signed (0: not signed).
 pub fn ksr_run(data: &[u8]) -> Option<usize> {
-    let text = text(data);
-    let request = match parse_ksr(&text, Path::new("fuzz.ksr")) {
-        Ok(r) => r,
-        Err(e) => {
-            refused(&e, "fuzz.ksr");
-            return None;
-        }
-    };
-    assert!(
-        !includes(&text),
-        "a KSR with $INCLUDE accepted: {request:?}"
-    );
+    let request = accepted(&text(data), "fuzz.ksr", parse_ksr)?;
     for p in &request.periods {
         assert!(p.zsks.is_sorted(), "ZSKs not sorted: {p:?}");
     }
-    let written = write_ksr(&request);
-    let again = parse_ksr(&written, Path::new("written.ksr"))
-        .unwrap_or_else(|e| panic!("a written KSR does not read: {e}\n{written}"));
-    assert_eq!(
-        again, request,
-        "a written KSR reads back otherwise:\n{written}"
-    );
-    assert_eq!(write_ksr(&again), written);
+    round_trip(&request, "KSR", write_ksr, parse_ksr);
     if request.periods.len() > SIGN_PERIODS_MAX {
         return Some(0);
     }
@@ -137,13 +157,7 @@ fn sign_and_check(request: &Request) -> usize {
     let Ok(response) = sign_request(request, &[ksk], &how) else {
         return 0;
     };
-    let written = write_skr(&response);
-    let again = parse_skr(&written, Path::new("written.skr"))
-        .unwrap_or_else(|e| panic!("a written SKR does not read: {e}\n{written}"));
-    assert_eq!(
-        again, response,
-        "a written SKR reads back otherwise:\n{written}"
-    );
+    let written = round_trip(&response, "SKR", write_skr, parse_skr);
     if let Err(e) = check_response(&response, &request.periods) {
         panic!("the server refuses what the KSK side signed: {e}\n{written}");
     }
@@ -162,26 +176,8 @@ pub fn skr(data: &[u8]) {
 /// [`skr`], saying how far the input went: `None` if refused, else whether
 /// `check_response` took it.
 pub fn skr_run(data: &[u8]) -> Option<bool> {
-    let text = text(data);
-    let response = match parse_skr(&text, Path::new("fuzz.skr")) {
-        Ok(r) => r,
-        Err(e) => {
-            refused(&e, "fuzz.skr");
-            return None;
-        }
-    };
-    assert!(
-        !includes(&text),
-        "an SKR with $INCLUDE accepted: {response:?}"
-    );
-    let written = write_skr(&response);
-    let again = parse_skr(&written, Path::new("written.skr"))
-        .unwrap_or_else(|e| panic!("a written SKR does not read: {e}\n{written}"));
-    assert_eq!(
-        again, response,
-        "a written SKR reads back otherwise:\n{written}"
-    );
-    assert_eq!(write_skr(&again), written);
+    let response = accepted(&text(data), "fuzz.skr", parse_skr)?;
+    round_trip(&response, "SKR", write_skr, parse_skr);
     let timeline: Vec<RequestPeriod> = response
         .periods
         .iter()
