@@ -103,13 +103,11 @@ pub fn run(setup: Setup) -> Result<(), Error> {
 
     let (updates, update_rx) = shardns_control::update::Inbox::new();
     let shared = new_shared(&config, workers, set, (inbox, updates), edns, tls, quic)?;
-    // The journals as the last run left them; the list goes (kept, it pins the first versions).
-    journal::record_all(
-        &shared.plane.journals,
+    read_journals(
+        &shared,
         &config,
-        |apex| library.file_of(apex),
-        None,
-        &std::mem::take(&mut report.added),
+        &library,
+        std::mem::take(&mut report.added),
     );
     shared
         .plane
@@ -269,6 +267,19 @@ fn start_secondary(
         None => None,
     };
     Ok(transferred)
+}
+
+/// The journals as the last run left them (`added`, kept, would pin the first versions).
+fn read_journals(
+    shared: &Shared,
+    config: &Config,
+    library: &zones::ZoneLibrary,
+    added: Vec<Arc<shardns_zone::Zone>>,
+) {
+    let file_of = |apex: &Name| library.file_of(apex);
+    journal::record_all(&shared.plane.journals, config, file_of, None, &added);
+    // Freed only now: what replaying and reading a long journal used (BENCHMARKS "Dynamic update").
+    sys::release_free_memory();
 }
 
 /// Loads the zones at startup, then records the configuration files read: an error only
