@@ -453,6 +453,10 @@ fn servers(apex: &Name, spec: &ParentSpec, ids: &mut Ids) -> Result<Vec<SocketAd
         return Ok(spec.agents.clone());
     }
     let found = resolve::parent_servers(&spec.resolvers, apex, ids)?;
+    // "All of none agree" must never confirm anything.
+    if found.servers.is_empty() {
+        return Err(format!("no server found for {}", found.zone));
+    }
     debug!(
         "zone {apex}: the parent zone {} has the servers {} (resolved)",
         found.zone,
