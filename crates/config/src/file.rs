@@ -141,6 +141,7 @@ impl Config {
         validate::update_policies(&config, path, text)?;
         crate::keystore::check(&config, path)?;
         crate::local::check(&config, path)?;
+        crate::parent::check(&config, path)?;
         Ok(config)
     }
 }

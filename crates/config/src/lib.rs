@@ -16,7 +16,8 @@
 //! - `overrides`: command-line values ([`Overrides`]) and how they apply over the file;
 //! - `resolver`, `rrl`, `keys`, `keystore`, `acl`: the `[resolver]`, `[rrl]`, `[[key]]` and
 //!   `[[keystore]]` tables and the address prefixes of the ACLs; `catalog`: a zone's
-//!   catalog role; `rpz`: the `[[resolver.rpz]]` response policy zones.
+//!   catalog role; `rpz`: the `[[resolver.rpz]]` response policy zones; `parent`: where
+//!   a zone's DS check finds the parent's servers (`parent_agents`, `parent_resolvers`).
 //!
 //! Documented for operators in `docs/CONFIG.md`; `docs/shardns.example.toml` shows every key.
 
@@ -35,6 +36,7 @@ pub mod local;
 pub mod log_filter;
 mod notify_index;
 mod overrides;
+mod parent;
 mod policy;
 mod resolver;
 mod rpz;
@@ -52,6 +54,7 @@ pub use keys::KeyConfig;
 pub use limits::Limits;
 pub use notify_index::NotifyIndex;
 pub use overrides::{Overrides, SecondaryFlag};
+pub use parent::ParentAgents;
 pub use resolver::{ForwardZone, ResolverConfig};
 pub use rpz::{PolicyOverride, RpzConfig};
 pub use rrl::RrlConfig;
@@ -68,7 +71,6 @@ use shardns_wire::Name;
 pub use shardns_zone::update::{Policy, SerialPolicy};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
-use std::str::FromStr;
 use validate::{
     cds_digest, cds_publish, cookie_secrets, duration, duration_opt, from_strs, from_strs_opt,
     log_filter, name, name_opt, nsid, positive_opt, serial_policy, sign_algorithm, zonefile_sync,
@@ -357,10 +359,15 @@ pub struct ZoneConfig {
     pub dnskey_management: shardns_dnssec::DnskeyManagement,
     /// The parent's servers asked for the zone's DS while a KSK or CSK rollover waits for
     /// it (`"ADDR:PORT"`, or `"ADDR"` for port 53; Knot's `parent`, BIND's
-    /// `parental-agents`): once all serve it, the rollover goes on by itself. Empty: none
-    /// (`shardns key submitted`), or `ds_push`'s server if set.
+    /// `parental-agents`), or `"resolve"`: the parent zone's NS set, looked up through
+    /// `parent_resolvers` at each check. Once all serve it, the rollover goes on by itself.
+    /// Empty: none (`shardns key submitted`), or `ds_push`'s server if set.
+    #[serde(default, deserialize_with = "parent::agents")]
+    pub parent_agents: ParentAgents,
+    /// With `parent_agents = "resolve"`: the recursive resolvers asked for the parent's
+    /// zone, NS set and addresses (`"ADDR:PORT"` or `"ADDR"`; in turn, the next on a failure).
     #[serde(default, deserialize_with = "validate::agents")]
-    pub parent_agents: Vec<SocketAddr>,
+    pub parent_resolvers: Vec<SocketAddr>,
     /// The `[[key]]` that signs the DS queries to `parent_agents` (absent: unsigned).
     #[serde(default, deserialize_with = "name_opt")]
     pub parent_agents_key: Option<Name>,
@@ -450,7 +457,8 @@ impl ZoneConfig {
             cds_digest_type: policy::default_cds_digest(),
             offline_ksk: false,
             dnskey_management: Default::default(),
-            parent_agents: Vec::new(),
+            parent_agents: ParentAgents::default(),
+            parent_resolvers: Vec::new(),
             parent_agents_key: None,
             ds_check_interval: policy::default_hour(),
             ds_push: None,
@@ -478,23 +486,6 @@ impl ZoneConfig {
     /// numbered within `update_policy`, 1 for its first entry).
     pub fn policy(&self) -> Result<Policy, String> {
         Policy::parse(&self.update_policy.join("\n"), self.name.as_ref())
-    }
-}
-
-impl FromStr for ZoneConfig {
-    type Err = String;
-    /// Parses `NAME=FILE`, the form of the `--zone` flag.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, file) = s
-            .split_once('=')
-            .ok_or_else(|| format!("expected NAME=FILE, got {s:?}"))?;
-        if file.is_empty() {
-            return Err(format!("no file after '=' in {s:?}"));
-        }
-        let name = name
-            .parse::<Name>()
-            .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
-        Ok(Self::new(name, PathBuf::from(file)))
     }
 }
 

@@ -261,3 +261,20 @@ impl Config {
         }
     }
 }
+
+impl FromStr for ZoneConfig {
+    type Err = String;
+    /// Parses `NAME=FILE`, the form of the `--zone` flag.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, file) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=FILE, got {s:?}"))?;
+        if file.is_empty() {
+            return Err(format!("no file after '=' in {s:?}"));
+        }
+        let name = name
+            .parse::<Name>()
+            .map_err(|e| format!("bad zone name {name:?}: {e}"))?;
+        Ok(Self::new(name, PathBuf::from(file)))
+    }
+}

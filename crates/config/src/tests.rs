@@ -910,6 +910,65 @@ fn cds_settings_and_their_defaults() {
 }
 
 #[test]
+fn parent_agents_resolved_through_parent_resolvers() {
+    let zone = "[server]\nkey_directory = \"k\"\n[[zone]]\nname = \"a.example.\"\nfile = \"a\"\n\
+                dnssec = true\n";
+    let c = parse(&format!(
+        "{zone}parent_agents = \"resolve\"\nparent_resolvers = [\"127.0.0.1:5300\", \"::1\"]\n"
+    ))
+    .unwrap();
+    let z = &c.zones[0];
+    assert_eq!(z.parent_agents, ParentAgents::Resolve);
+    assert!(!z.parent_agents.is_empty() && z.parent_agents.listed().is_empty());
+    assert_eq!(
+        z.parent_resolvers,
+        vec![
+            "127.0.0.1:5300".parse().unwrap(),
+            "[::1]:53".parse::<SocketAddr>().unwrap()
+        ]
+    );
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    // The old form keeps its meaning; nothing named: nothing looked up.
+    let c = parse(zone).unwrap();
+    assert!(c.zones[0].parent_agents.is_empty() && c.zones[0].parent_resolvers.is_empty());
+    for (bad, key, says) in [
+        (
+            "parent_agents = \"resolve\"",
+            "parent_agents",
+            "needs parent_resolvers",
+        ),
+        (
+            "parent_resolvers = [\"127.0.0.1\"]",
+            "parent_resolvers",
+            "only read with parent_agents = \"resolve\"",
+        ),
+        (
+            "parent_agents = [\"127.0.0.1\"]\nparent_resolvers = [\"127.0.0.1\"]",
+            "parent_resolvers",
+            "only read with",
+        ),
+        (
+            "parent_agents = \"resolved\"",
+            "parent_agents",
+            "or \"resolve\"",
+        ),
+        (
+            "parent_agents = \"resolve\"\nparent_resolvers = [\"ns.example\"]",
+            "parent_resolvers",
+            "ADDR:PORT",
+        ),
+        (
+            "parent_agents = \"resolve\"\nparent_resolvers = \"127.0.0.1\"",
+            "parent_resolvers",
+            "",
+        ),
+    ] {
+        let e = parse(&format!("{zone}{bad}\n")).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(says), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn parent_ds_check_and_push_settings() {
     let c = parse("[[zone]]\nname = \"a.\"\nfile = \"a\"\n").unwrap();
     let z = &c.zones[0];
@@ -926,10 +985,10 @@ fn parent_ds_check_and_push_settings() {
     let z = &c.zones[0];
     assert_eq!(
         z.parent_agents,
-        vec![
+        ParentAgents::Listed(vec![
             "127.0.0.10:5300".parse().unwrap(),
             "[::1]:53".parse().unwrap()
-        ]
+        ])
     );
     assert_eq!(z.ds_check_interval, 2);
     assert_eq!(z.ds_push, Some("127.0.0.10:53".parse().unwrap()));

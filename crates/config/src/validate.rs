@@ -310,13 +310,13 @@ pub(super) fn zonefile_sync<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u3
 }
 
 /// A server of the parent: `"ADDR:PORT"`, or `"ADDR"` for port 53.
-fn parse_agent(s: &str) -> Result<std::net::SocketAddr, String> {
+pub(super) fn parse_agent(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse()
         .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| (ip, 53).into()))
         .map_err(|_| format!("{s:?} is not ADDR:PORT or ADDR"))
 }
 
-/// `parent_agents`: servers of the parent, each `"ADDR:PORT"` or `"ADDR"` (port 53).
+/// `parent_resolvers`: servers, each `"ADDR:PORT"` or `"ADDR"` (port 53).
 pub(super) fn agents<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Vec<std::net::SocketAddr>, D::Error> {

@@ -7,6 +7,8 @@
 //! alone), or pushed by shardns itself (`ds_push`, a TSIG-signed RFC 2136 update). The
 //! old DS's removal is checked the same way, and `delete-dnssec` waits until the parent
 //! has no DS. Answers are validated with `delv`, the parent's key the only trust anchor.
+//! With `parent_agents = "resolve"`, the parent's two servers (knotd on 127.0.0.10 and .11,
+//! port 53: run as root, else skipped) are found through our own resolver role on loopback.
 //! Missing tools skip the test with a message; `scripts/test.sh` installs them.
 
 mod common;
@@ -80,13 +82,24 @@ impl Lab {
         parent_lines: &dyn Fn(SocketAddr) -> String,
         with_ds: bool,
     ) -> Option<Self> {
+        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
+        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
+        Self::start_at(tag, parent, "", parent_lines, with_ds)
+    }
+
+    /// [`Lab::start`] with knotd on `parent`, `more` added to the parent zone.
+    fn start_at(
+        tag: &str,
+        parent: SocketAddr,
+        more: &str,
+        parent_lines: &dyn Fn(SocketAddr) -> String,
+        with_ds: bool,
+    ) -> Option<Self> {
         let (knotd, delv, knsupdate) = tools()?;
         let data = TempDir::new(tag);
         data.write("sign.test.zone", CHILD);
         let keys = data.path().join("keys");
         std::fs::create_dir_all(&keys).unwrap();
-        let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
-        let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
         let config = child_config(&data, parent, &parent_lines(parent), "");
         let listen = [SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()))];
         let args = ["--workers", "1", "--config", config.to_str().unwrap()];
@@ -96,7 +109,7 @@ impl Lab {
         let knot_dir = TempDir::new(&format!("{tag}-knot"));
         let zone = format!(
             "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
-             sign NS ns.sign\nns.sign A 127.0.0.1\n{}\n",
+             sign NS ns.sign\nns.sign A 127.0.0.1\n{more}{}\n",
             if with_ds { ds[0].as_str() } else { "" }
         );
         let file = knot_dir.write("test.zone", &zone);
@@ -224,11 +237,12 @@ impl Lab {
 
     /// Changes the parent's DS with knsupdate (`update add|del ...` lines), TSIG-signed.
     fn knsupdate(&self, lines: &[String]) {
-        let mut script = format!(
-            "server {} {}\nzone test.\n",
-            self.parent.ip(),
-            self.parent.port()
-        );
+        self.knsupdate_at(self.parent, lines);
+    }
+
+    /// [`Lab::knsupdate`] sent to `server`.
+    fn knsupdate_at(&self, server: SocketAddr, lines: &[String]) {
+        let mut script = format!("server {} {}\nzone test.\n", server.ip(), server.port());
         for l in lines {
             script.push_str(&format!("{l}\n"));
         }
@@ -584,4 +598,171 @@ fn ksk_lifetime_and_ds_push_roll_with_no_hands() {
     assert_eq!(now.len(), 1, "{now:?}");
     assert_ne!(now, first, "the parent holds the new key's DS alone");
     lab.validated("fully validated", 30);
+}
+
+/// A second server of `test.` on `at`, knotd, a primary of its own (unsigned) with the
+/// same delegation and DS as the first at the start, taking DS updates with `ds-key`: so
+/// that the test decides which of the two serves what.
+fn second_parent(knotd: &Path, at: SocketAddr, zone: &str) -> (Daemon, TempDir) {
+    let dir = TempDir::new("parent-resolve-knot2");
+    let file = dir.write("test.zone", zone);
+    let w = dir.path().display();
+    let rest = format!(
+        "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+         acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
+         zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
+         \x20   zonefile-sync: -1\n    zonefile-load: whole\n    acl: ds-update\n",
+        file = file.display(),
+    );
+    let mut knot = spawn_knot(knotd, dir.path(), at, "info", &rest);
+    wait_authoritative(at, "test.", &mut knot);
+    (knot, dir)
+}
+
+/// What `server` answered, as a check's log line says it (`SERVER: DS 1 13 2, ...;`).
+fn served<'a>(line: &'a str, server: &str) -> &'a str {
+    line.split(&format!("{server}: "))
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or("")
+}
+
+/// The line of the child's last check that says it waits for `tag`'s DS.
+fn last_wait(lab: &Lab, tag: &str) -> String {
+    let log = lab.child.log();
+    log.lines()
+        .rev()
+        .find(|l| l.contains(&format!("waiting for the DS of the new key {tag}")))
+        .unwrap_or_else(|| panic!("no wait for {tag}:\n{log}"))
+        .to_string()
+}
+
+/// `parent_agents = "resolve"`: no parent server configured; the child finds `test.`'s two
+/// servers (knotd on 127.0.0.10 and a second knotd on 127.0.0.11, port 53 as NS records
+/// say) through a resolver (our own resolver role on 127.0.0.12, `test.` forwarded to the
+/// first knotd, its root hints on loopback: nothing leaves loopback) at each check, asks both
+/// directly, and goes on only once both serve the new DS; while the resolver is down the
+/// check fails and the rollover waits, though both then serve it.
+#[test]
+fn the_parents_servers_found_by_resolving_must_all_serve_the_new_ds() {
+    let (ns1, ns2) = (Ipv4Addr::new(127, 0, 0, 10), Ipv4Addr::new(127, 0, 0, 11));
+    for ip in [ns1, ns2] {
+        let addr = SocketAddr::from((ip, 53));
+        let probe = std::net::UdpSocket::bind(addr)
+            .err()
+            .or_else(|| std::net::TcpListener::bind(addr).err());
+        if let Some(e) = probe {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                println!("parent_ds resolve: SKIPPED: cannot bind {addr} ({e}): run as root");
+                return;
+            }
+            panic!("{addr} is in use ({e}): see `ss -lunpt`");
+        }
+    }
+    let Some(knotd) = find_knotd() else {
+        println!("parent_ds resolve: SKIPPED: needs knotd");
+        return;
+    };
+    let rip = Ipv4Addr::new(127, 0, 0, 12);
+    let resolver_at = SocketAddr::from((rip, free_port_on(rip)));
+    let lines = move |_: SocketAddr| {
+        format!("parent_agents = \"resolve\"\nparent_resolvers = [\"{resolver_at}\"]")
+    };
+    let two_ns = "@ NS ns2\nns2 A 127.0.0.11\n";
+    let Some(mut lab) = Lab::start_at("parent-resolve", (ns1, 53).into(), two_ns, &lines, true)
+    else {
+        return;
+    };
+    let ds = ds_lines(&key_cmd(&lab.keys, "ds", &[]));
+    let zone = format!(
+        "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n{two_ns}\
+         sign NS ns.sign\nns.sign A 127.0.0.1\n{}\n",
+        ds[0]
+    );
+    let second: SocketAddr = (ns2, 53).into();
+    let (mut knot2, _dir2) = second_parent(&knotd, second, &zone);
+    let dir = TempDir::new("parent-resolve-files");
+    // The root on loopback, where nothing answers: `test.` is forwarded, nothing else asked.
+    let hints = dir.write("root.hints", ". NS a.root.\na.root. A 127.0.0.13\n");
+    // An anchor outside the lab: `test.` is insecure to it, so nothing is validated.
+    let anchor = dir.write(
+        "anchor.ds",
+        &format!("anchor.invalid. IN DS 1 13 2 {}\n", "00".repeat(32)),
+    );
+    let forward = format!("test.={}", lab.parent);
+    let resolver_args = [
+        "--workers",
+        "1",
+        "--recursion",
+        "--allow-loopback-upstreams",
+        "--root-hints",
+        hints.to_str().unwrap(),
+        "--trust-anchor",
+        anchor.to_str().unwrap(),
+        "--forward",
+        &forward,
+        // `test.` is a default local zone (RFC 6761) unless told otherwise.
+        "--local-zone",
+        "test. nodefault",
+    ];
+    let start_resolver =
+        || Server::start_at("parent-resolve-resolver", &[resolver_at], &resolver_args);
+    let mut resolver = start_resolver();
+    let (tag, new, old) = lab.roll();
+    // Both servers found, both with the old DS alone: it waits, asking every second.
+    stays_pending(&lab, &tag, 3);
+    let line = last_wait(&lab, &tag);
+    let old_ds = rdata(&old).split(' ').take(3).collect::<Vec<_>>().join(" ");
+    assert!(
+        line.contains("at all 2 parent server(s)")
+            && line.contains(&format!("127.0.0.10:53: DS {old_ds};"))
+            && line.contains(&format!("127.0.0.11:53: DS {old_ds};")),
+        "the check names both servers found and their answers: {line}"
+    );
+    // The new DS at the first server only: still waiting.
+    let add = format!("update add {new}").replace(" IN DS ", " 2 IN DS ");
+    lab.knsupdate(std::slice::from_ref(&add));
+    let has_new = |line: &str, server: &str| served(line, server).contains(&format!("{tag} 13 2"));
+    let end = Instant::now() + Duration::from_secs(10);
+    while !has_new(&last_wait(&lab, &tag), "127.0.0.10:53") {
+        assert!(Instant::now() < end, "{}", lab.child.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stays_pending(&lab, &tag, 3);
+    let line = last_wait(&lab, &tag);
+    assert!(
+        !has_new(&line, "127.0.0.11:53"),
+        "the second server lacks it: {line}"
+    );
+    // The resolver gone: no server list, so no confirmation, though both now serve it.
+    // (A failed lookup seen first: no check that found both servers is still under way.)
+    resolver.terminate();
+    lab.log_until("the parent's servers not found through", 20);
+    lab.knsupdate_at(second, &[add]);
+    let at_second = dig(second, &["+short", "+norec", "sign.test.", "DS"]);
+    assert!(at_second.contains(&format!("{tag} 13 2")), "{at_second}");
+    stays_pending(&lab, &tag, 3);
+    assert!(
+        last_wait(&lab, &tag).contains("not found through"),
+        "{}",
+        lab.child.log()
+    );
+    knot2.check_alive();
+    // Back: both serve it; confirmed without `shardns key submitted`.
+    resolver = start_resolver();
+    lab.log_until("confirmed, as `shardns key submitted` does", 20);
+    let log = lab.child.log();
+    let line = log.lines().find(|l| l.contains("confirmed, as")).unwrap();
+    assert!(
+        line.contains("all 2 parent server(s) serve the DS of")
+            && has_new(line, "127.0.0.10:53")
+            && has_new(line, "127.0.0.11:53"),
+        "{line}"
+    );
+    let end = Instant::now() + Duration::from_secs(15);
+    while lab.apex("DNSKEY").len() != 2 {
+        assert!(Instant::now() < end, "the new key is not published: {log}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    resolver.terminate();
 }

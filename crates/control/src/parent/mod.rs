@@ -2,7 +2,8 @@
 //! and `ds-push`, BIND's `parental-agents` and `checkds`).
 //!
 //! A thread of the control plane ([`DsChecker`]) keeps the zones whose `[[zone]]` names
-//! `parent_agents` or `ds_push`. At every `ds_check_interval`, and as soon as such a zone
+//! `parent_agents` (addresses, or `"resolve"`: the parent's NS set looked up through
+//! `parent_resolvers` at each check, `resolve`) or `ds_push`. At every `ds_check_interval`, and as soon as such a zone
 //! is signed (a rollover may have started), it reads the zone's keys and looks for
 //! something to wait for at the parent (`task::want`): the DS of a new KSK or CSK
 //! (`ds-pending`), the DS of a withdrawn key to be gone, or no DS at all with
@@ -23,13 +24,14 @@
 
 mod push;
 mod query;
+mod resolve;
 mod task;
 #[cfg(test)]
 mod tests;
 
 use crate::request::{MainAction, ReloadRequest, Timer};
 use crate::signing::{state_path, write_atomic};
-use shardns_config::{Config, ZoneConfig};
+use shardns_config::{Config, ParentAgents, ZoneConfig};
 use shardns_dnssec::{CdsPublish, DigestType, KeyStore};
 use shardns_sys::unix_now;
 use shardns_wire::tsig::Key;
@@ -48,6 +50,8 @@ use tracing::{debug, info, warn};
 pub struct ParentSpec {
     key_dir: PathBuf,
     agents: Vec<SocketAddr>,
+    /// Not empty: the parent's servers are looked up through these at each check.
+    resolvers: Vec<SocketAddr>,
     agents_key: Option<Key>,
     interval: u64,
     push: Option<SocketAddr>,
@@ -59,7 +63,8 @@ pub struct ParentSpec {
 
 impl ParentSpec {
     /// The parent settings of `zone`, if it is signed here and names a parent server.
-    /// Without `parent_agents`, the `ds_push` server is the one asked.
+    /// Without `parent_agents`, the `ds_push` server is the one asked; with
+    /// `parent_agents = "resolve"`, the servers found through `parent_resolvers`.
     pub fn of(config: &Config, zone: &ZoneConfig) -> Option<Self> {
         if !zone.dnssec || zone.is_secondary() {
             return None;
@@ -73,17 +78,22 @@ impl ParentSpec {
                 .find(|k| &k.0.name == name)
                 .map(|k| k.0.clone())
         };
-        let mut agents = zone.parent_agents.clone();
-        if agents.is_empty() {
+        let mut agents = zone.parent_agents.listed().to_vec();
+        let resolvers = match zone.parent_agents {
+            ParentAgents::Resolve => zone.parent_resolvers.clone(),
+            ParentAgents::Listed(_) => Vec::new(),
+        };
+        if agents.is_empty() && resolvers.is_empty() {
             agents.extend(zone.ds_push);
         }
-        if agents.is_empty() {
+        if agents.is_empty() && resolvers.is_empty() {
             return None;
         }
         let only_push = zone.parent_agents.is_empty();
         Some(Self {
             key_dir,
             agents,
+            resolvers,
             agents_key: key(if only_push {
                 &zone.ds_push_key
             } else {
@@ -260,8 +270,21 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
         debug!("zone {apex}: nothing to check at the parent");
         return next;
     };
-    let answers: Vec<(SocketAddr, DsAnswer)> = spec
-        .agents
+    let agents = match servers(apex, spec, ids) {
+        Ok(agents) => agents,
+        Err(e) => {
+            // Never on a part of the parent: the whole check waits for a lookup that works.
+            warn!(
+                "zone {apex}: waiting for {}: the parent's servers not found through {}: {e}; \
+                 next check in {} s",
+                want.goal.what(),
+                list(&spec.resolvers),
+                spec.interval
+            );
+            return next;
+        }
+    };
+    let answers: Vec<(SocketAddr, DsAnswer)> = agents
         .iter()
         .map(|&a| {
             (
@@ -289,7 +312,8 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
         return next;
     }
     if all {
-        confirmed(apex, spec, &want, &mut done, &done_file, &said, reload);
+        let n = agents.len();
+        confirmed(apex, spec, n, &want, &mut done, &done_file, &said, reload);
         w.push_failures = 0;
         return next;
     }
@@ -297,7 +321,7 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
     let line = format!(
         "zone {apex}: waiting for {} at all {} parent server(s): {said}; next check in {} s",
         want.goal.what(),
-        spec.agents.len(),
+        agents.len(),
         spec.interval
     );
     if failed {
@@ -318,17 +342,18 @@ fn check(apex: &Name, w: &mut Watched, ids: &mut Ids, reload: &Timer) -> u64 {
     }
 }
 
-/// Every server met `want`: acts on it and says so.
+/// Every server (`n` of them) met `want`: acts on it and says so.
+#[allow(clippy::too_many_arguments)]
 fn confirmed(
     apex: &Name,
     spec: &ParentSpec,
+    n: usize,
     want: &Want,
     done: &mut Confirmed,
     done_file: &DoneFile,
     said: &str,
     reload: &Timer,
 ) {
-    let n = spec.agents.len();
     match &want.goal {
         Goal::Submit { tag, .. } => {
             match crate::signing::confirm_submitted(apex, &spec.key_dir, Some(*tag), unix_now()) {
@@ -420,6 +445,32 @@ fn pushed(
             w.next_push
         }
     }
+}
+
+/// The servers to ask for `apex`'s DS: those listed, or those found by resolving.
+fn servers(apex: &Name, spec: &ParentSpec, ids: &mut Ids) -> Result<Vec<SocketAddr>, String> {
+    if spec.resolvers.is_empty() {
+        return Ok(spec.agents.clone());
+    }
+    let found = resolve::parent_servers(&spec.resolvers, apex, ids)?;
+    // "All of none agree" must never confirm anything.
+    if found.servers.is_empty() {
+        return Err(format!("no server found for {}", found.zone));
+    }
+    debug!(
+        "zone {apex}: the parent zone {} has the servers {} (resolved)",
+        found.zone,
+        list(&found.servers)
+    );
+    Ok(found.servers)
+}
+
+fn list(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The zone's keys as the check sees them.

@@ -1,5 +1,5 @@
 //! parent::query -- the network side of the DS check and push: one question to one server
-//! of the parent over UDP (again over TCP when the answer is truncated), TSIG-signed with
+//! of the parent (or, RD set, to a resolver that finds them) over UDP (again over TCP when the answer is truncated), TSIG-signed with
 //! the zone's key if it has one, and a message sent over TCP (the push's UPDATE). Every
 //! wait is bounded; these run on the checker's thread, never on the main thread.
 
@@ -18,24 +18,27 @@ pub(super) const TCP_WAIT: Duration = Duration::from_secs(5);
 /// The EDNS payload size we offer (a DS set fits; a larger one comes over TCP).
 const EDNS_SIZE: u16 = 1232;
 
-/// A query for `qname`/`qtype` with ID `id` (RD clear: the server is to answer from its
-/// own zones), with EDNS, signed with `key` at `now` if given; and what checks its answer.
+/// A query for `qname`/`qtype` with ID `id`, with EDNS, signed with `key` at `now` if
+/// given; and what checks its answer. RD is set only for a resolver (`rd`): a server of
+/// the parent is to answer from its own zones.
 fn build(
     qname: &Name,
     qtype: RType,
     id: u16,
     key: Option<&Key>,
     now: u64,
+    rd: bool,
 ) -> (Vec<u8>, Option<ResponseVerifier>) {
     let mut buf = vec![0u8; 1024];
     let mut w = MessageWriter::new(&mut buf, 512);
     // A name is at most 255 octets: the question and OPT fit in 512.
     let _ = w.put_question(qname.as_ref(), qtype, Class::IN);
     let _ = w.put_opt(EDNS_SIZE, 0, 0, false, &[]);
-    let h = Header {
+    let mut h = Header {
         id,
         ..Header::default()
     };
+    h.set_rd(rd);
     let mut len = w.finish(&h).len();
     let mut verifier = None;
     if let Some(k) = key {
@@ -73,7 +76,29 @@ pub(super) fn ask(
     id: u16,
     key: Option<&Key>,
 ) -> Result<Message, String> {
-    let (query, mut verifier) = build(qname, qtype, id, key, unix_now());
+    exchange(server, qname, qtype, id, key, false)
+}
+
+/// Asks the recursive resolver `resolver` for `qname`/`qtype` (RD set), as [`ask`] does.
+pub(super) fn ask_resolver(
+    resolver: SocketAddr,
+    qname: &Name,
+    qtype: RType,
+    id: u16,
+) -> Result<Message, String> {
+    exchange(resolver, qname, qtype, id, None, true)
+}
+
+/// [`ask`], RD set if `rd`.
+fn exchange(
+    server: SocketAddr,
+    qname: &Name,
+    qtype: RType,
+    id: u16,
+    key: Option<&Key>,
+    rd: bool,
+) -> Result<Message, String> {
+    let (query, mut verifier) = build(qname, qtype, id, key, unix_now(), rd);
     let any: SocketAddr = if server.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -110,7 +135,7 @@ pub(super) fn ask(
                 continue;
             };
             if m.header.tc() {
-                return ask_tcp(server, qname, qtype, id, key);
+                return ask_tcp(server, qname, qtype, id, key, rd);
             }
             let checked = verifier.as_mut().map(|v| v.verify(&buf[..n], unix_now()));
             match checked {
@@ -126,15 +151,16 @@ pub(super) fn ask(
     Err(failed.unwrap_or_else(|| "no answer in time".into()))
 }
 
-/// [`ask`] over TCP.
+/// [`exchange`] over TCP.
 fn ask_tcp(
     server: SocketAddr,
     qname: &Name,
     qtype: RType,
     id: u16,
     key: Option<&Key>,
+    rd: bool,
 ) -> Result<Message, String> {
-    let (query, verifier) = build(qname, qtype, id, key, unix_now());
+    let (query, verifier) = build(qname, qtype, id, key, unix_now(), rd);
     let answer = exchange_tcp(server, &query).map_err(|(_, e)| e)?;
     let m = answer_to(&answer, id, qname, qtype).ok_or("an answer to another query over TCP")?;
     if let Some(mut v) = verifier {

@@ -233,7 +233,7 @@ fn answer(query: &[u8], ds: &[Vec<u8>], tc: bool) -> Vec<u8> {
             w.put_record(
                 shardns_wire::Section::Answer,
                 qn.qname.as_ref(),
-                shardns_wire::RType::DS,
+                RType::DS,
                 shardns_wire::Class::IN,
                 60,
                 rdata,
@@ -447,4 +447,245 @@ fn parent_specs_from_the_config() {
     assert_eq!(b.agents_key.as_ref().unwrap().name.to_string(), "p.");
     assert_eq!(spec(2), None, "not signed");
     assert_eq!(spec(3), None, "no parent server");
+}
+
+fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn rr(owner: &str, rtype: RType, rdata: &[u8]) -> shardns_wire::Record {
+    shardns_wire::Record {
+        owner: name(owner),
+        rtype,
+        class: shardns_wire::Class::IN,
+        ttl: 60,
+        rdata: rdata.to_vec(),
+    }
+}
+
+/// A resolver's answer: `rcode`, these answer and authority records.
+fn reply(
+    rcode: Rcode,
+    answers: Vec<shardns_wire::Record>,
+    authority: Vec<shardns_wire::Record>,
+) -> shardns_wire::Message {
+    let mut header = shardns_wire::Header::default();
+    header.set_qr(true);
+    header.set_rcode(rcode);
+    shardns_wire::Message {
+        header,
+        questions: Vec::new(),
+        answers,
+        authority,
+        additional: Vec::new(),
+    }
+}
+
+use shardns_wire::{RType, Rcode};
+
+/// A lab parent: `test.` above `child.sub.test.` (`sub.test.` is no zone: its NXDOMAIN
+/// names `test.` in its SOA), served by `ns1.test.` (IPv4) and `ns2.example.` (IPv6), the
+/// NS set once in each case; `fail` makes that question fail.
+fn lab_answer(
+    q: &Name,
+    t: RType,
+    fail: Option<(&str, RType)>,
+) -> Result<shardns_wire::Message, String> {
+    let ns = |n: &str| name(n).as_wire().to_vec();
+    if fail.is_some_and(|(n, ft)| name(n) == *q && ft == t) {
+        return Err("SERVFAIL".into());
+    }
+    let soa = || vec![rr("test.", RType::SOA, &[0; 22])];
+    Ok(match (q.to_string().as_str(), t) {
+        ("sub.test.", RType::SOA) => reply(Rcode::NXDOMAIN, vec![], soa()),
+        ("test.", RType::NS) => reply(
+            Rcode::NOERROR,
+            vec![
+                rr("test.", RType::NS, &ns("ns1.test.")),
+                rr("TEST.", RType::NS, &ns("ns2.example.")),
+                rr("test.", RType::NS, &ns("NS1.test.")),
+                rr("other.", RType::NS, &ns("ns9.other.")),
+            ],
+            vec![],
+        ),
+        ("ns1.test.", RType::A) => reply(
+            Rcode::NOERROR,
+            vec![
+                rr("ns1.test.", RType::A, &[127, 0, 0, 10]),
+                rr("ns1.test.", RType::A, &[0, 0, 0, 0]),
+            ],
+            vec![],
+        ),
+        ("ns2.example.", RType::AAAA) => {
+            let mut v6 = [0u8; 16];
+            v6[15] = 1;
+            reply(
+                Rcode::NOERROR,
+                vec![rr("ns2.example.", RType::AAAA, &v6)],
+                vec![],
+            )
+        }
+        // No such record: NODATA.
+        _ => reply(Rcode::NOERROR, vec![], soa()),
+    })
+}
+
+/// The zone cut above ours (through a name that is no zone), its NS set once each, their
+/// A and AAAA records (an unspecified address left out), port 53; the questions asked.
+#[test]
+fn the_parents_servers_are_found_by_resolving() {
+    let mut asked = Vec::new();
+    let found = resolve::find(
+        &mut |q, t| {
+            asked.push(format!("{q} {t}"));
+            lab_answer(q, t, None)
+        },
+        &name("child.sub.test."),
+    )
+    .unwrap();
+    assert_eq!(found.zone, name("test."));
+    assert_eq!(
+        found.servers,
+        vec![
+            "127.0.0.10:53".parse().unwrap(),
+            "[::1]:53".parse().unwrap()
+        ]
+    );
+    assert_eq!(
+        asked,
+        [
+            "sub.test. SOA",
+            "test. NS",
+            "ns1.test. A",
+            "ns1.test. AAAA",
+            "ns2.example. A",
+            "ns2.example. AAAA"
+        ]
+    );
+    // A zone apex above ours answers its own SOA; one that answers nothing is walked past.
+    let found = resolve::find(
+        &mut |q, t| match (q.to_string().as_str(), t) {
+            ("a.test.", RType::SOA) => Ok(reply(Rcode::NOERROR, vec![], vec![])),
+            ("test.", RType::SOA) => Ok(reply(
+                Rcode::NOERROR,
+                vec![rr("test.", RType::SOA, &[0; 22])],
+                vec![],
+            )),
+            _ => lab_answer(q, t, None),
+        },
+        &name("b.a.test."),
+    )
+    .unwrap();
+    assert_eq!(found.zone, name("test."));
+}
+
+/// Every failure fails the lookup, with what failed: a question the resolver cannot
+/// answer, a name server without an address, a zone without NS, no SOA up to the root.
+#[test]
+fn a_failed_lookup_finds_no_servers() {
+    let apex = name("child.sub.test.");
+    for (fail, says) in [
+        (("sub.test.", RType::SOA), "SERVFAIL"),
+        (("test.", RType::NS), "SERVFAIL"),
+        (("ns2.example.", RType::AAAA), "SERVFAIL"),
+    ] {
+        let e = resolve::find(&mut |q, t| lab_answer(q, t, Some(fail)), &apex).unwrap_err();
+        assert!(e.contains(says), "{fail:?}: {e}");
+    }
+    let no_address = |q: &Name, t: RType| match (q.to_string().as_str(), t) {
+        ("ns2.example.", RType::AAAA) => Ok(reply(Rcode::NXDOMAIN, vec![], vec![])),
+        _ => lab_answer(q, t, None),
+    };
+    let e = resolve::find(&mut { no_address }, &apex).unwrap_err();
+    assert!(e.contains("ns2.example. of test. has no address"), "{e}");
+    let no_ns = |q: &Name, t: RType| match t {
+        RType::NS => Ok(reply(Rcode::NOERROR, vec![], vec![])),
+        _ => lab_answer(q, t, None),
+    };
+    let e = resolve::find(&mut { no_ns }, &apex).unwrap_err();
+    assert!(e.contains("no NS records for test."), "{e}");
+    let nothing = |_: &Name, _: RType| Ok(reply(Rcode::NOERROR, vec![], vec![]));
+    let e = resolve::find(&mut { nothing }, &apex).unwrap_err();
+    assert!(e.contains("no SOA found above child.sub.test."), "{e}");
+}
+
+/// Over the network: the first resolver answers SERVFAIL, the second (asked with RD set)
+/// the lab's data; a resolver that answers nothing at all fails the lookup.
+#[test]
+fn resolvers_are_asked_in_turn_with_rd_set() {
+    let bad = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let good = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (bad_addr, good_addr) = (bad.local_addr().unwrap(), good.local_addr().unwrap());
+    let serve = |sock: std::net::UdpSocket, servfail: bool| {
+        std::thread::spawn(move || {
+            // Quiet this long: the test is over.
+            sock.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let mut buf = [0u8; 1500];
+            let (mut asked, mut with_rd) = (0, 0);
+            while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                let q = shardns_wire::Message::parse(&buf[..n]).unwrap();
+                asked += 1;
+                with_rd += usize::from(q.header.rd());
+                let qn = &q.questions[0];
+                let m = if servfail {
+                    reply(Rcode::SERVFAIL, vec![], vec![])
+                } else {
+                    lab_answer(&qn.qname, qn.qtype, None).unwrap()
+                };
+                let mut out = vec![0u8; 1500];
+                let mut w = MessageWriter::new(&mut out, 1500);
+                w.put_question(qn.qname.as_ref(), qn.qtype, shardns_wire::Class::IN)
+                    .unwrap();
+                for (section, records) in [
+                    (shardns_wire::Section::Answer, &m.answers),
+                    (shardns_wire::Section::Authority, &m.authority),
+                ] {
+                    for r in records {
+                        w.put_record(section, r.owner.as_ref(), r.rtype, r.class, r.ttl, &r.rdata)
+                            .unwrap();
+                    }
+                }
+                let mut h = m.header;
+                h.id = q.header.id;
+                let reply = w.finish(&h).to_vec();
+                sock.send_to(&reply, from).unwrap();
+            }
+            (asked, with_rd)
+        })
+    };
+    let threads = [serve(bad, true), serve(good, false)];
+    let mut ids = Ids { seed: 7, count: 0 };
+    let found = resolve::parent_servers(&[bad_addr, good_addr], &name("child.sub.test."), &mut ids)
+        .unwrap();
+    assert_eq!(found.zone, name("test."));
+    assert_eq!(found.servers.len(), 2, "{found:?}");
+    let e = resolve::parent_servers(&[bad_addr], &name("child.sub.test."), &mut ids).unwrap_err();
+    assert!(
+        e.contains(&format!("{bad_addr}: sub.test. SOA answered SERVFAIL")),
+        "{e}"
+    );
+    // Each of the 6 questions went to the first, then to the second; the last lookup's
+    // first question to the first alone; every one with RD set.
+    let [bad, good] = threads.map(|t| t.join().unwrap());
+    assert_eq!((bad, good), ((7, 7), (6, 6)));
+}
+
+/// `parent_agents = "resolve"`: no listed server, the resolvers kept; the push key stays
+/// the push's.
+#[test]
+fn a_resolving_spec_from_the_config() {
+    let text = "[server]\nkey_directory = \"/k\"\n\
+        [[zone]]\nname = \"a.\"\nfile = \"a\"\ndnssec = true\n\
+        parent_agents = \"resolve\"\nparent_resolvers = [\"127.0.0.53\", \"127.0.0.54:5300\"]\n";
+    let config = Config::from_toml(text, Path::new("/etc/shardns.toml")).unwrap();
+    let spec = ParentSpec::of(&config, &config.zones[0]).unwrap();
+    assert!(spec.agents.is_empty());
+    assert_eq!(
+        spec.resolvers,
+        vec![
+            "127.0.0.53:53".parse().unwrap(),
+            "127.0.0.54:5300".parse().unwrap()
+        ]
+    );
 }
