@@ -235,16 +235,32 @@ impl Timeline {
     }
 }
 
+/// The child's zone and the parent's DS at one moment: the DS asked before and after the
+/// transfer, again (a few times at most) until both answers agree, since our push and our
+/// signing may come milliseconds apart, less than a `dig` takes.
+fn snapshot(lab: &ParentLab) -> (String, Vec<String>) {
+    let mut ds = lab.parent_ds();
+    for _ in 0..5 {
+        let axfr = axfr_text(lab.listen, "sign.test", 5);
+        let after = lab.parent_ds();
+        if after == ds {
+            return (axfr, ds);
+        }
+        ds = after;
+    }
+    panic!("the parent's DS changing all the time: {ds:?}");
+}
+
 /// Samples the lab's child from when it has one key and the parent its DS (pushed by the
-/// child), the first state; calls `start` (which may start the roll), then samples until the roll is over (the old
-/// key gone from the zone and its DS from the parent, or 3 s after the zone is done with
-/// it, or a key of the next roll shows), judging every sample.
+/// child), the first state; calls `start` (which may start the roll), then samples until
+/// the roll is over (the old key gone from the zone and its DS from the parent, or 3 s
+/// after the zone is done with it, or a key of the next roll shows), judging every sample.
 fn observe(lab: &mut ParentLab, who: &'static str, start: impl FnOnce(&mut ParentLab)) -> Timeline {
     let end = Instant::now() + Duration::from_secs(45);
     let (mut states, mut judged, mut first, mut done_at) = (Vec::new(), 0, None, None);
     let (old, settled) = loop {
         let now = Instant::now();
-        let (axfr, ds) = (axfr_text(lab.listen, "sign.test", 5), lab.parent_ds());
+        let (axfr, ds) = snapshot(lab);
         let r = raw(&axfr, &ds);
         let tags: BTreeSet<u16> = r.dnskey.keys().copied().collect();
         if tags.len() == 1 && r.ds.keys().copied().collect::<BTreeSet<_>>() == tags {
@@ -261,9 +277,8 @@ fn observe(lab: &mut ParentLab, who: &'static str, start: impl FnOnce(&mut Paren
     states.push((settled.0, state(&settled.1, &mut roles).unwrap()));
     start(lab);
     loop {
-        // The DS right after the transfer, before the judges take their time.
         let now = Instant::now();
-        let (axfr, ds) = (axfr_text(lab.listen, "sign.test", 5), lab.parent_ds());
+        let (axfr, ds) = snapshot(lab);
         judged += 1;
         lab.judge(judged, &axfr);
         let Some(s) = state(&raw(&axfr, &ds), &mut roles) else {
@@ -477,21 +492,13 @@ fn algorithm_roll_with_ds_push_beside_knotd() {
         assert!(out.status.success(), "{out:?}");
     };
     let knot_start = |lab: &mut ParentLab| {
-        let work = lab.data.path().join("knot");
-        let conf = work.join("knot.conf");
+        let conf = lab.data.path().join("knot").join("knot.conf");
         let text = std::fs::read_to_string(&conf).unwrap();
         let from = format!("algorithm: {}\n", policy.algorithm);
         assert!(text.contains(&from), "{text}");
         let text = text.replace(&from, &format!("algorithm: {}\n", to.algorithm));
         std::fs::write(&conf, text).unwrap();
-        let knotc = find_program("knotc", "KNOTC").expect("knotc beside knotd");
-        let out = std::process::Command::new(knotc)
-            .arg("-s")
-            .arg(work.join("knot.sock"))
-            .arg("reload")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "knotc reload: {out:?}");
+        lab.knotc(&["reload"]);
     };
     side_by_side(
         "kc-alg",

@@ -34,8 +34,8 @@ pub struct ParentLab {
 impl ParentLab {
     /// The lab, the child started: `zone` is the child's zone file; `config` writes its
     /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
-    /// `None` (the test named `test` skipped, with a message) without knotd, delv or
-    /// ldns-verify-zone.
+    /// `None` (the test named `test` skipped, with a message; under `CI`, a failure)
+    /// without knotd, delv or ldns-verify-zone.
     pub fn start(
         test: &str,
         tag: &str,
@@ -67,12 +67,15 @@ impl ParentLab {
         Some(Self::started(tag, &knotd, delv, secret, zone, child))
     }
 
-    /// knotd and delv, or `None` with a message saying the test `test` skipped.
+    /// knotd and delv, or `None` with a message saying the test `test` skipped (under
+    /// `CI`, a failure).
     fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
         let tool = |name: &str| find_program(name, &name.to_ascii_uppercase().replace('-', "_"));
         let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
         let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            println!("{test}: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+            let why = format!("needs knotd, delv, ldns-verify-zone ({found:?})");
+            assert!(std::env::var_os("CI").is_none(), "{test}: {why}");
+            println!("{test}: SKIPPED: {why}");
             return None;
         };
         Some((knotd, delv))
@@ -163,6 +166,23 @@ impl ParentLab {
             &[self.listen],
             &args,
         ));
+    }
+
+    /// `knotc COMMAND...` on the knotd child's control socket: its output, which must
+    /// succeed.
+    pub fn knotc(&self, command: &[&str]) -> String {
+        let knotc = find_program("knotc", "KNOTC").expect("knotc, installed with knotd");
+        let sock = self.data.path().join("knot").join("knot.sock");
+        let out = Command::new(knotc)
+            .arg("-s")
+            .arg(sock)
+            .args(command)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "knotc {command:?}: {text}");
+        text
     }
 
     pub fn child(&mut self) -> &mut Server {
