@@ -345,9 +345,11 @@ fn events(t: &Timeline) -> BTreeMap<String, usize> {
     ev
 }
 
-/// Where ours and knotd's orders differ: each pair of events one child has strictly
-/// before the other and the other strictly after (ties are the sampling's), and each event
-/// only one of them has.
+/// Where ours and knotd's orders differ: each event only one of them has, and each pair
+/// of events one child has strictly before the other and the other strictly after (ties
+/// are the sampling's), an event a child never shows counting as after all it shows (so
+/// that, say, our old DS gone before the new one is there differs from a knotd that never
+/// removes it).
 fn differences(ours: &BTreeMap<String, usize>, knot: &BTreeMap<String, usize>) -> Vec<String> {
     let mut out = Vec::new();
     for e in knot.keys().filter(|e| !ours.contains_key(*e)) {
@@ -356,12 +358,11 @@ fn differences(ours: &BTreeMap<String, usize>, knot: &BTreeMap<String, usize>) -
     for e in ours.keys().filter(|e| !knot.contains_key(*e)) {
         out.push(format!("only ours: {e}"));
     }
-    for (a, oa) in ours {
-        for (b, ob) in ours {
-            let (Some(ka), Some(kb)) = (knot.get(a), knot.get(b)) else {
-                continue;
-            };
-            if oa < ob && ka > kb {
+    let all: BTreeSet<&String> = ours.keys().chain(knot.keys()).collect();
+    let at = |m: &BTreeMap<String, usize>, e: &String| m.get(e).copied().unwrap_or(usize::MAX);
+    for a in &all {
+        for b in &all {
+            if at(ours, a) < at(ours, b) && at(knot, a) > at(knot, b) {
                 out.push(format!("ours: {a} before {b}; knotd: after"));
             }
         }
@@ -373,7 +374,8 @@ fn differences(ours: &BTreeMap<String, usize>, knot: &BTreeMap<String, usize>) -
 /// CSK roll: our double-DS roll (the DS first; the new key published, then signing alone)
 /// against Knot's (the new key published and signing the DNSKEY RRset first, its DS pushed
 /// once it is ready); our push of the set without the old key once it is withdrawn (Knot
-/// pushes only when a CDS is added). Each may also be a tie, the sampling's: only the
+/// pushes only when a CDS is added; our push and our signing withdrawing the old key act
+/// at the same second, either first). Each may also be a tie, the sampling's: only the
 /// first, seconds apart in both, must show.
 const CSK_DELIBERATE: &[&str] = &[
     "ours: new in DS before new in DNSKEY; knotd: after",
@@ -383,6 +385,9 @@ const CSK_DELIBERATE: &[&str] = &[
     "ours: old out of signs DNSKEY before old out of CDS; knotd: after",
     "ours: old out of signs DNSKEY before old out of CDNSKEY; knotd: after",
     "only ours: old out of DS",
+    "ours: old out of DS before old out of DNSKEY; knotd: after",
+    "ours: old out of DS before old out of CDS; knotd: after",
+    "ours: old out of DS before old out of CDNSKEY; knotd: after",
 ];
 
 /// Runs the roll in both labs at once (ours, then knotd's, each told to start it by its
@@ -508,4 +513,60 @@ fn algorithm_roll_with_ds_push_beside_knotd() {
         ALGORITHM_DELIBERATE,
         None,
     );
+}
+
+/// The comparison itself, without servers: a child of ours that published the new key's
+/// CDS before its DNSKEY, or removed the old DS before the new one was there, differs from
+/// knotd in a way no list allows.
+#[test]
+fn a_wrong_order_is_not_allowed() {
+    let set = |items: &[&str]| items.iter().map(|s| (*s).to_string()).collect();
+    let state = |dnskey: &[&str], cds: &[&str], ds: &[&str]| State {
+        dnskey: set(dnskey),
+        cds: set(cds),
+        ds: set(ds),
+        ..State::default()
+    };
+    let timeline = |states: Vec<State>| Timeline {
+        who: "t",
+        states: states.into_iter().map(|s| (0.0, s)).collect(),
+        roles: String::new(),
+        judged: 0,
+    };
+    let knot = events(&timeline(vec![
+        state(&["old"], &["old"], &["old"]),
+        state(&["new", "old"], &["old"], &["old"]),
+        state(&["new", "old"], &["new", "old"], &["old"]),
+        state(&["new", "old"], &["new", "old"], &["new", "old"]),
+        state(&["new"], &["new"], &["new", "old"]),
+    ]));
+    let cds_first = events(&timeline(vec![
+        state(&["old"], &["old"], &["old"]),
+        state(&["old"], &["new", "old"], &["new", "old"]),
+        state(&["new", "old"], &["new", "old"], &["new", "old"]),
+        state(&["new"], &["new"], &["new"]),
+    ]));
+    let ds_gone_first = events(&timeline(vec![
+        state(&["old"], &["old"], &["old"]),
+        state(&["old"], &["old"], &[]),
+        state(&["old"], &["old"], &["new"]),
+        state(&["new", "old"], &["new", "old"], &["new"]),
+        state(&["new"], &["new"], &["new"]),
+    ]));
+    for (ours, wrong) in [
+        (
+            cds_first,
+            "ours: new in CDS before new in DNSKEY; knotd: after",
+        ),
+        (
+            ds_gone_first,
+            "ours: old out of DS before new in DS; knotd: after",
+        ),
+    ] {
+        let diff = differences(&ours, &knot);
+        assert!(diff.iter().any(|d| d == wrong), "{diff:#?}");
+        for allowed in [CSK_DELIBERATE, ALGORITHM_DELIBERATE] {
+            assert!(!allowed.contains(&wrong));
+        }
+    }
 }
