@@ -1,15 +1,16 @@
-//! Beside knotd as a child (issue 29): the same automated CSK rollover of `sign.test.`
-//! (started by the key's lifetime, the DS pushed to the parent by TSIG-signed update and
-//! checked there, CDS/CDNSKEY in `double-ds` mode), once signed by knotd and once by us,
-//! side by side in the rollover lab (`common::ParentLab`: knotd as the signed parent
-//! `test.`), with the same policy, TTLs and timers. Each child is sampled all along: what
-//! it publishes (DNSKEY, CDS, CDNSKEY, the keys signing the DNSKEY RRset and the data),
-//! what the parent holds (DS), each key named by its role (`old`, the key before the roll;
-//! `new`, the key after), every sample judged (`ldns-verify-zone`, `dnssec-verify`, `delv`
-//! from the parent's key). The test fails if a judge rejects either zone, or if the order
-//! of the roll's events differs from knotd's other than where docs/DNSSEC.md ("Beside knotd
-//! as a child") says we differ on purpose. Both timelines are printed
-//! (`-- --nocapture`); missing tools skip the test with a message.
+//! Beside knotd as a child (issue 29): the same automated rollovers of `sign.test.`, once
+//! signed by knotd and once by us, side by side in the rollover lab (`common::ParentLab`:
+//! knotd as the signed parent `test.`, taking the DS by TSIG-signed update), with the same
+//! policy, TTLs and timers: the CSK rolled by its lifetime, and the algorithm changed from
+//! ECDSAP256SHA256 to ED25519; the DS pushed by the child and checked at the parent,
+//! CDS/CDNSKEY in `double-ds` mode. Each child is sampled all along: what it publishes
+//! (DNSKEY, CDS, CDNSKEY, the keys signing the DNSKEY RRset and the data), what the parent
+//! holds (DS), each key named by its role (`old`, the key before the roll; `new`, the key
+//! after), every sample judged (`ldns-verify-zone`, `dnssec-verify`, `delv` from the
+//! parent's key). A test fails if a judge rejects either zone, or if the order of the
+//! roll's events differs from knotd's other than where docs/DNSSEC.md ("Beside knotd as a
+//! child") says we differ on purpose. Both timelines are printed (`-- --nocapture`);
+//! missing tools skip the tests with a message (under `CI`, a failure).
 
 mod common;
 
