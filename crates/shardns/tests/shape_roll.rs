@@ -92,48 +92,6 @@ fn sample(axfr: &str, old: &BTreeSet<u16>) -> Sample {
     }
 }
 
-/// The key tag of a DNSKEY in presentation form (RFC 4034 Appendix B).
-fn key_tag_of(rdata: &str) -> u16 {
-    let f: Vec<&str> = rdata.split_whitespace().collect();
-    let key = base64_decode(f[3]);
-    let mut wire = vec![0u8; 4];
-    wire[..2].copy_from_slice(&f[0].parse::<u16>().unwrap().to_be_bytes());
-    wire[2] = f[1].parse().unwrap();
-    wire[3] = f[2].parse().unwrap();
-    wire.extend(key);
-    let mut acc: u32 = 0;
-    for (i, b) in wire.iter().enumerate() {
-        acc += if i & 1 == 0 {
-            u32::from(*b) << 8
-        } else {
-            u32::from(*b)
-        };
-    }
-    acc += (acc >> 16) & 0xffff;
-    (acc & 0xffff) as u16
-}
-
-fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    };
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|&c| c != b'=') {
-        acc = (acc << 6) | u32::from(val(c));
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
-}
-
 /// The lab started for this test (`common::ParentLab`).
 fn start(tag: &str, single: bool) -> Option<ParentLab> {
     ParentLab::start("shape_roll", tag, SECRET, CHILD, |data, parent| {

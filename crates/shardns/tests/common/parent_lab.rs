@@ -1,6 +1,7 @@
 //! The rollover tests' lab: the parent `test.` served and signed by knotd (on 127.0.0.10),
 //! which takes the child's DS by TSIG-signed update (`ds-key`) and serves `sign.test.` as
-//! the child's secondary, and the child, a shardns server for `sign.test.` on 127.0.0.1;
+//! the child's secondary, and the child on 127.0.0.1: a shardns server for `sign.test.`,
+//! or (`ParentLab::start_knot`, to compare with ours) a second knotd signing it;
 //! `delv` asks knotd with the parent's key as its only trust anchor.
 
 use super::{
@@ -12,11 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct ParentLab {
+    /// The knotd child of `ParentLab::start_knot`, its work directory in `data`'s `knot`
+    /// (first, so that it is killed before the directory goes).
+    pub knot_child: Option<Daemon>,
     /// The child's directory: its zone file `sign.test.zone`, its config `shardns.toml`,
     /// its key directory `keys`.
     pub data: TempDir,
     /// The child's address.
     pub listen: SocketAddr,
+    /// Our child (`None` with a knotd child).
     pub child: Option<Server>,
     pub knot: Daemon,
     _knot_dir: TempDir,
@@ -29,8 +34,8 @@ pub struct ParentLab {
 impl ParentLab {
     /// The lab, the child started: `zone` is the child's zone file; `config` writes its
     /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
-    /// `None` (the test named `test` skipped, with a message) without knotd, delv or
-    /// ldns-verify-zone.
+    /// `None` (the test named `test` skipped, with a message; under `CI`, a failure)
+    /// without knotd, delv or ldns-verify-zone.
     pub fn start(
         test: &str,
         tag: &str,
@@ -38,13 +43,42 @@ impl ParentLab {
         zone: &str,
         config: impl FnOnce(&TempDir, SocketAddr),
     ) -> Option<Self> {
+        let (knotd, delv) = Self::tools(test)?;
+        let child = |data: &TempDir, parent| {
+            config(data, parent);
+            None
+        };
+        Some(Self::started(tag, &knotd, delv, secret, zone, child))
+    }
+
+    /// The lab with knotd as the child instead of us: `config` gives the child's knotd
+    /// configuration after its server, control, log and database sections (keys, remotes,
+    /// submission, policy, zone; its zone file is `data`'s `sign.test.zone`), told the
+    /// child's directory and knotd's (the parent's) address. `None` as `start`.
+    pub fn start_knot(
+        test: &str,
+        tag: &str,
+        secret: &str,
+        zone: &str,
+        config: impl FnOnce(&TempDir, SocketAddr) -> String,
+    ) -> Option<Self> {
+        let (knotd, delv) = Self::tools(test)?;
+        let child = |data: &TempDir, parent| Some(config(data, parent));
+        Some(Self::started(tag, &knotd, delv, secret, zone, child))
+    }
+
+    /// knotd and delv, or `None` with a message saying the test `test` skipped (under
+    /// `CI`, a failure).
+    fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
         let tool = |name: &str| find_program(name, &name.to_ascii_uppercase().replace('-', "_"));
         let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
         let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            println!("{test}: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+            let why = format!("needs knotd, delv, ldns-verify-zone ({found:?})");
+            assert!(std::env::var_os("CI").is_none(), "{test}: {why}");
+            println!("{test}: SKIPPED: {why}");
             return None;
         };
-        Some(Self::started(tag, &knotd, delv, secret, zone, config))
+        Some((knotd, delv))
     }
 
     fn started(
@@ -53,14 +87,15 @@ impl ParentLab {
         delv: PathBuf,
         secret: &str,
         zone: &str,
-        config: impl FnOnce(&TempDir, SocketAddr),
+        child: impl FnOnce(&TempDir, SocketAddr) -> Option<String>,
     ) -> Self {
         let data = TempDir::new(tag);
         data.write("sign.test.zone", zone);
         std::fs::create_dir_all(data.path().join("keys")).unwrap();
         let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
         let parent = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
-        config(&data, parent);
+        // `Some`: knotd's configuration for a knotd child; `None`: ours, written.
+        let knot_child = child(&data, parent);
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
         let knot_dir = TempDir::new(&format!("{tag}-knot"));
         let parent_zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
@@ -89,13 +124,22 @@ impl ParentLab {
             data,
             listen,
             child: None,
+            knot_child: None,
             knot,
             _knot_dir: knot_dir,
             parent,
             delv,
             anchor: PathBuf::new(),
         };
-        lab.start_child(tag);
+        match knot_child {
+            None => lab.start_child(tag),
+            Some(rest) => {
+                let work = lab.data.path().join("knot");
+                let mut child = spawn_knot(knotd, &work, listen, "info", &rest);
+                wait_authoritative(listen, "sign.test.", &mut child);
+                lab.knot_child = Some(child);
+            }
+        }
         wait_authoritative(parent, "test.", &mut lab.knot);
         wait_authoritative(parent, "sign.test.", &mut lab.knot);
         let out = dig(parent, &["+short", "+nosplit", "test.", "DNSKEY"]);
@@ -124,6 +168,23 @@ impl ParentLab {
         ));
     }
 
+    /// `knotc COMMAND...` on the knotd child's control socket: its output, which must
+    /// succeed.
+    pub fn knotc(&self, command: &[&str]) -> String {
+        let knotc = find_program("knotc", "KNOTC").expect("knotc, installed with knotd");
+        let sock = self.data.path().join("knot").join("knot.sock");
+        let out = Command::new(knotc)
+            .arg("-s")
+            .arg(sock)
+            .args(command)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "knotc {command:?}: {text}");
+        text
+    }
+
     pub fn child(&mut self) -> &mut Server {
         self.child.as_mut().unwrap()
     }
@@ -133,20 +194,28 @@ impl ParentLab {
     /// DNSKEY RRset fully validated); the AXFR.
     pub fn judged(&mut self, n: usize) -> String {
         let axfr = axfr_text(self.listen, "sign.test", 5);
-        let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
+        self.judge(n, &axfr);
+        axfr
+    }
+
+    /// Judges `axfr`, the child's zone as transferred a moment ago, as `judged` does.
+    pub fn judge(&mut self, n: usize, axfr: &str) {
+        let file = self.data.write(&format!("axfr-{n}.zone"), axfr);
         if let Err(e) = verify_zone_file(&file, "sign.test") {
             panic!("sample {n}: {e}\n{axfr}");
         }
         for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
             let v = self.delv(name, qtype);
             self.knot.check_alive();
+            if let Some(child) = &mut self.knot_child {
+                child.check_alive();
+            }
             assert!(
                 v.contains("fully validated"),
                 "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
                 self.knot.log()
             );
         }
-        axfr
     }
 
     /// The child's DS records at knotd, as `dig +short` prints them (tag, algorithm, ...).
@@ -172,4 +241,46 @@ impl ParentLab {
             String::from_utf8_lossy(&out.stderr)
         )
     }
+}
+
+/// The key tag of a DNSKEY in presentation form (RFC 4034 Appendix B).
+pub fn key_tag_of(rdata: &str) -> u16 {
+    let f: Vec<&str> = rdata.split_whitespace().collect();
+    let key = base64_decode(f[3]);
+    let mut wire = vec![0u8; 4];
+    wire[..2].copy_from_slice(&f[0].parse::<u16>().unwrap().to_be_bytes());
+    wire[2] = f[1].parse().unwrap();
+    wire[3] = f[2].parse().unwrap();
+    wire.extend(key);
+    let mut acc: u32 = 0;
+    for (i, b) in wire.iter().enumerate() {
+        acc += if i & 1 == 0 {
+            u32::from(*b) << 8
+        } else {
+            u32::from(*b)
+        };
+    }
+    acc += (acc >> 16) & 0xffff;
+    (acc & 0xffff) as u16
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|&c| c != b'=') {
+        acc = (acc << 6) | u32::from(val(c));
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
 }
