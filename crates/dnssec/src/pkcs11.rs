@@ -310,6 +310,34 @@ impl Token {
         ))
     }
 
+    /// How the token keeps the private key with `CKA_ID` `id`, as it reports it: for
+    /// operators and tests to check that a key cannot leave the token.
+    pub fn protection(&self, id: &[u8]) -> Result<Protection, Error> {
+        let handle = self.object(ObjectClass::PRIVATE_KEY, id)?;
+        let wanted = [
+            AttributeType::Sensitive,
+            AttributeType::Extractable,
+            AttributeType::NeverExtractable,
+        ];
+        let what = format!("{}: attributes of key {}", self.name, hex(id));
+        let attrs = self.with_session(|s| s.get_attributes(handle, &wanted).map_err(ck(&what)))?;
+        // Absent attributes count as the unsafe answer.
+        let mut p = Protection {
+            sensitive: false,
+            extractable: true,
+            never_extractable: false,
+        };
+        for a in attrs {
+            match a {
+                Attribute::Sensitive(v) => p.sensitive = v,
+                Attribute::Extractable(v) => p.extractable = v,
+                Attribute::NeverExtractable(v) => p.never_extractable = v,
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+
     fn object(&self, class: ObjectClass, id: &[u8]) -> Result<ObjectHandle, Error> {
         let what = format!("{}: finding key {}", self.name, hex(id));
         self.with_session(|s| {
@@ -394,6 +422,18 @@ fn public_from_point(algorithm: Algorithm, point: &[u8]) -> Option<Vec<u8>> {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A private key's `CKA_SENSITIVE`, `CKA_EXTRACTABLE` and `CKA_NEVER_EXTRACTABLE`, as the
+/// token reports them ([`Token::protection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protection {
+    /// `CKA_SENSITIVE`: the private value cannot be read in the clear.
+    pub sensitive: bool,
+    /// `CKA_EXTRACTABLE`: the key can be wrapped out of the token.
+    pub extractable: bool,
+    /// `CKA_NEVER_EXTRACTABLE`: it never could.
+    pub never_extractable: bool,
 }
 
 /// A private key on a token: signs there.
