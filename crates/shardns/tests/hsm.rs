@@ -112,8 +112,8 @@ fn softhsm() -> Option<&'static (PathBuf, PathBuf)> {
 }
 
 /// The tokens of the tests, one each (user PIN 1234).
-const LABELS: [&str; 8] = [
-    "p256", "p384", "ed25519", "rsa", "ksk-zsk", "faults", "offline", "update",
+const LABELS: [&str; 9] = [
+    "p256", "p384", "ed25519", "rsa", "ksk-zsk", "faults", "offline", "update", "roll",
 ];
 
 /// One test at a time: SoftHSM2 processes sharing a token directory may read another's
@@ -633,4 +633,179 @@ fn signed_updates_are_signed_on_the_token() {
     );
     assert_eq!(key_files(&data), files, "the update made or lost keys");
     assert!(files.iter().all(|f| !f.ends_with(".private")), "{files:?}");
+}
+
+/// hsm.test with every TTL 2 s: with `propagation_delay = 2` a rollover step waits 4 s.
+const ROLL_ZONE: &str = "\
+$TTL 2
+@       SOA ns.hsm.test. admin.hsm.test. 1 3600 600 86400 2
+@       NS  ns
+ns      A   127.0.0.1
+www     A   192.0.2.2
+";
+
+/// The key tags of the DNSKEYs of a transfer, and of the keys signing `www.hsm.test. A`.
+fn roll_state(axfr: &str) -> (Vec<u16>, Vec<u16>) {
+    let mut keys = Vec::new();
+    let mut signers = Vec::new();
+    for l in axfr.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.get(3) == Some(&"DNSKEY") {
+            let rdata = f[4..].join(" ");
+            keys.push(shardns_dnssec_tag(&rdata));
+        } else if f.first() == Some(&"www.hsm.test.") && f.get(3) == Some(&"RRSIG") && f[4] == "A" {
+            signers.push(f[10].parse().unwrap());
+        }
+    }
+    keys.sort_unstable();
+    signers.sort_unstable();
+    (keys, signers)
+}
+
+/// The key tag (RFC 4034 appendix B) of a DNSKEY's presentation rdata
+/// (`flags protocol algorithm base64...`).
+fn shardns_dnssec_tag(rdata: &str) -> u16 {
+    let f: Vec<&str> = rdata.split_whitespace().collect();
+    let flags: u16 = f[0].parse().unwrap();
+    let mut wire = flags.to_be_bytes().to_vec();
+    wire.push(f[1].parse().unwrap());
+    wire.push(f[2].parse().unwrap());
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in f[3..].concat().bytes().filter(|&c| c != b'=') {
+        let v = B64.iter().position(|&b| b == c).expect("base64") as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            wire.push((acc >> bits) as u8);
+        }
+    }
+    shardns_dnssec::key_tag(&wire)
+}
+
+/// The zone's transfer judged: ldns-verify-zone, dnssec-verify, and delv from the KSK.
+fn judge_roll(data: &TempDir, server: SocketAddr, ksk: &[String], step: &str) -> String {
+    let text = axfr_text(server, "hsm.test", 5);
+    let file = data.write(&format!("axfr-{}.zone", step.replace(' ', "-")), &text);
+    verify_zone_file(&file, "hsm.test").unwrap_or_else(|e| panic!("{step}: {e}"));
+    delv_questions(
+        data.path(),
+        server,
+        ksk,
+        &[("www.hsm.test", "A"), ("nothere.hsm.test", "A")],
+    );
+    text
+}
+
+/// The token goes away in the middle of a ZSK rollover (its SoftHSM2 directory moved out
+/// of the token directory): the signing fails and the log says so, the zone stays served
+/// as it was (the new ZSK published, the old one signing), valid, past the new key's
+/// Activate; the token back, the roll goes on (the new ZSK signs, the old one withdrawn),
+/// judged at each step.
+#[test]
+fn a_token_gone_mid_roll_keeps_the_zone_and_the_roll_resumes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((module, tokens)) = init_token("roll") else {
+        return;
+    };
+    let data = TempDir::new("hsm-roll");
+    let extra = "single_type_signing = false\npropagation_delay = 2\n";
+    let config = config(&data, module, "roll", "1234", extra);
+    data.write("hsm.test.zone", ROLL_ZONE);
+    let mut server = start("hsm-roll-srv", &config);
+    let at = server.addr4();
+    let first = axfr_text(at, "hsm.test", 5);
+    let ksk: Vec<String> = dnskeys(&first)
+        .into_iter()
+        .filter(|k| k.starts_with("257 "))
+        .collect();
+    assert_eq!(ksk.len(), 1, "{first}");
+    let (keys, signers) = roll_state(&judge_roll(&data, at, &ksk, "signed"));
+    assert_eq!((keys.len(), signers.len()), (2, 1), "{first}");
+    let old = signers[0];
+
+    let (ok, out) = shardns(&[
+        "key",
+        "rollover",
+        "hsm.test",
+        "--zsk",
+        "--key-dir",
+        data.path().join("keys").to_str().unwrap(),
+    ]);
+    assert!(ok && out.contains("ZSK rollover started"), "{out}");
+    assert!(reload_zone(&server).status.success());
+    let published = judge_roll(&data, at, &ksk, "published");
+    let (keys, signers) = roll_state(&published);
+    assert_eq!((keys.len(), &signers[..]), (3, &[old][..]), "{published}");
+
+    // The token's directory goes away.
+    let dir = std::fs::read_dir(tokens)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            contains(
+                &std::fs::read(d.join("token.object")).unwrap_or_default(),
+                b"roll",
+            )
+        })
+        .expect("the token's directory");
+    let away = data.path().join("token-away");
+    std::fs::rename(&dir, &away).unwrap();
+    let _ = reload_zone(&server);
+    server.wait_for_log("cannot sign the zone", Duration::from_secs(5));
+    // Past the new key's Activate (4 s after its publication), with the signer's own
+    // retries: what is served stays as it was.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < until {
+        assert_eq!(
+            axfr_text(at, "hsm.test", 5),
+            published,
+            "moved on without the token"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(!reload_zone(&server).status.success());
+    judge_roll(&data, at, &ksk, "token gone");
+
+    // The token back: the roll goes on to its end.
+    std::fs::rename(&away, &dir).unwrap();
+    // A zone whose signing failed is signed again at `shardns reload ZONE` (no timer
+    // retries it by itself).
+    let out = reload_zone(&server);
+    assert!(out.status.success(), "{out:?}\n{}", server.log());
+    let new = *keys
+        .iter()
+        .find(|&&k| !signers.contains(&k) && k != tag_of(&ksk[0]))
+        .unwrap();
+    let mut seen_signing = false;
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = judge_roll(&data, at, &ksk, "resumed");
+        let (keys, signers) = roll_state(&text);
+        seen_signing |= signers == [new];
+        if seen_signing && keys.len() == 2 && !keys.contains(&old) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the roll did not finish: {keys:?} {signers:?}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+}
+
+fn tag_of(dnskey: &str) -> u16 {
+    shardns_dnssec_tag(dnskey)
+}
+
+/// `shardns reload hsm.test`: the zone read and signed again even if its file is unchanged.
+fn reload_zone(server: &Server) -> std::process::Output {
+    Command::new(BIN)
+        .args(["reload", "hsm.test", "--control"])
+        .arg(&server.control)
+        .output()
+        .unwrap()
 }
