@@ -3,8 +3,8 @@
 same SoftHSM2 module, a token each, on the same cores (issue 29): ECDSA P-256 and RSA/SHA-256
 2048 (`--algorithms`).
 
-A zone of N names with an A record each (default 25,000: with their NSEC, 50,003 RRsets,
-one CSK) is signed whole, in rounds:
+A zone of N names with an A record each (default 25,000: with their NSEC, 50,006 RRsets
+as the signer counts them, one CSK) is signed whole, in rounds:
 
   shardns   `shardns serve` with `[[keystore]]` (pkcs11_uri, module) and `keystore = "hsm"`:
             its signed-zone state removed before each round, so each round signs everything
