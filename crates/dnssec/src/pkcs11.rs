@@ -105,6 +105,27 @@ fn module(path: &Path) -> Result<Pkcs11, Error> {
     Ok(ctx)
 }
 
+/// Finalizes and forgets the module at `path` so that the next use initializes it anew,
+/// if it is loaded and none of `open` (the tokens open) is one of its tokens; whether it
+/// did. A module reads its tokens when initialized: SoftHSM2 keeps a token whose
+/// directory went away unreadable (CKR_GENERAL_ERROR) even once it is back, until then.
+/// With another of its tokens open the module is left alone (finalizing it would end
+/// that token's sessions under its signings): the token gone stays gone to this process
+/// until a restart.
+fn reset_module(path: &Path, open: &[(PathBuf, String, Arc<Token>)]) -> bool {
+    if open.iter().any(|(m, _, _)| m == path) {
+        return false;
+    }
+    let mut modules = MODULES.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(i) = modules.iter().position(|(p, _)| p == path) else {
+        return false;
+    };
+    let (_, ctx) = modules.swap_remove(i);
+    // Not initialized any more is as good: the next use initializes it.
+    let _ = ctx.finalize();
+    true
+}
+
 impl Token {
     /// The token `uri` names in `module`, logged in with the URI's PIN: the one this process
     /// has open if it still answers, else opened now. Errors say which token and why (no
@@ -118,7 +139,16 @@ impl Token {
             if tokens[i].2.ctx.get_token_info(tokens[i].2.slot).is_ok() {
                 return Ok(tokens[i].2.clone());
             }
-            tokens.swap_remove(i);
+            let (_, _, stale) = tokens.swap_remove(i);
+            // Its sessions are dead; closing them later, after the module is initialized
+            // anew (below), could close another's session of the same handle.
+            let dead = std::mem::take(
+                &mut *stale
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            let _leaked = std::mem::ManuallyDrop::new(dead);
         }
         let parsed = TokenUri::parse(uri)?;
         let pin = parsed.pin()?;
@@ -136,7 +166,13 @@ impl Token {
                 module_path.display()
             )));
         }
-        let token = match Self::login(module_path, &parsed, pin) {
+        let mut login = Self::login(module_path, &parsed, pin.clone());
+        if matches!(&login, Err((Error::Token(m), false)) if m.contains(": no such token"))
+            && reset_module(module_path, &tokens)
+        {
+            login = Self::login(module_path, &parsed, pin);
+        }
+        let token = match login {
             Ok(t) => Arc::new(t),
             Err((e, wrong_pin)) => {
                 if wrong_pin {
@@ -164,7 +200,9 @@ impl Token {
     fn login_inner(module_path: &Path, uri: &TokenUri, pin: Option<String>) -> Result<Self, Error> {
         let ctx = module(module_path)?;
         let name = format!("{} in {}", uri.describe(), module_path.display());
-        let slots = ctx.get_slots_with_initialized_token().map_err(ck(&name))?;
+        // Every slot with a token, each read below: one that cannot be read (a token whose
+        // directory went away, another's, busy) must not hide ours.
+        let slots = ctx.get_slots_with_token().map_err(ck(&name))?;
         let mut found = None;
         // A token that cannot be read (another's, busy) is passed over, said if none is ours.
         let mut unreadable = String::new();
@@ -176,7 +214,8 @@ impl Token {
                     continue;
                 }
             };
-            let matches = uri.token.as_deref().is_none_or(|t| info.label() == t)
+            let matches = info.token_initialized()
+                && uri.token.as_deref().is_none_or(|t| info.label() == t)
                 && uri
                     .serial
                     .as_deref()
@@ -310,6 +349,34 @@ impl Token {
         ))
     }
 
+    /// How the token keeps the private key with `CKA_ID` `id`, as it reports it: for
+    /// operators and tests to check that a key cannot leave the token.
+    pub fn protection(&self, id: &[u8]) -> Result<Protection, Error> {
+        let handle = self.object(ObjectClass::PRIVATE_KEY, id)?;
+        let wanted = [
+            AttributeType::Sensitive,
+            AttributeType::Extractable,
+            AttributeType::NeverExtractable,
+        ];
+        let what = format!("{}: attributes of key {}", self.name, hex(id));
+        let attrs = self.with_session(|s| s.get_attributes(handle, &wanted).map_err(ck(&what)))?;
+        // Absent attributes count as the unsafe answer.
+        let mut p = Protection {
+            sensitive: false,
+            extractable: true,
+            never_extractable: false,
+        };
+        for a in attrs {
+            match a {
+                Attribute::Sensitive(v) => p.sensitive = v,
+                Attribute::Extractable(v) => p.extractable = v,
+                Attribute::NeverExtractable(v) => p.never_extractable = v,
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+
     fn object(&self, class: ObjectClass, id: &[u8]) -> Result<ObjectHandle, Error> {
         let what = format!("{}: finding key {}", self.name, hex(id));
         self.with_session(|s| {
@@ -394,6 +461,18 @@ fn public_from_point(algorithm: Algorithm, point: &[u8]) -> Option<Vec<u8>> {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A private key's `CKA_SENSITIVE`, `CKA_EXTRACTABLE` and `CKA_NEVER_EXTRACTABLE`, as the
+/// token reports them ([`Token::protection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protection {
+    /// `CKA_SENSITIVE`: the private value cannot be read in the clear.
+    pub sensitive: bool,
+    /// `CKA_EXTRACTABLE`: the key can be wrapped out of the token.
+    pub extractable: bool,
+    /// `CKA_NEVER_EXTRACTABLE`: it never could.
+    pub never_extractable: bool,
 }
 
 /// A private key on a token: signs there.

@@ -1,7 +1,9 @@
 //! Keys in an HSM (issue 29 item 5), end to end with the real binary and SoftHSM2: a zone
 //! with `dnssec = true` and a PKCS#11 `[[keystore]]` is signed with keys made on the
 //! token; its transfer passes `ldns-verify-zone` and `dnssec-verify`, `delv` validates its
-//! answers from its own DNSKEY, the key directory holds no private key, a restart signs
+//! answers from its own DNSKEY (ECDSA P-256 and P-384, Ed25519, RSA/SHA-256 2048, a KSK and
+//! a ZSK), the key directory holds no private key, the token reports each private key
+//! sensitive and never extractable, a restart signs
 //! with the same token keys; a wrong PIN or a key gone from the token keeps the version
 //! served (the zone refused if it was never signed), and the server serves its other zones.
 //!
@@ -110,7 +112,9 @@ fn softhsm() -> Option<&'static (PathBuf, PathBuf)> {
 }
 
 /// The tokens of the tests, one each (user PIN 1234).
-const LABELS: [&str; 6] = ["p256", "p384", "ed25519", "ksk-zsk", "faults", "offline"];
+const LABELS: [&str; 9] = [
+    "p256", "p384", "ed25519", "rsa", "ksk-zsk", "faults", "offline", "update", "roll",
+];
 
 /// One test at a time: SoftHSM2 processes sharing a token directory may read another's
 /// token while it is written (CKR_GENERAL_ERROR from C_GetTokenInfo).
@@ -175,37 +179,12 @@ fn dnskeys(axfr: &str) -> Vec<String> {
 
 /// delv validates every question with the zone's DNSKEY records as its trust anchors.
 fn delv_from_dnskeys(dir: &Path, server: SocketAddr, keys: &[String]) {
-    let Some(delv) = find_program("delv", "DELV") else {
-        println!("hsm: SKIPPED delv: not installed (bind9-dnsutils)");
-        return;
-    };
-    let mut anchors = String::from("trust-anchors {\n");
-    for k in keys {
-        let f: Vec<&str> = k.split_whitespace().collect();
-        let key = f[3..].join("");
-        anchors.push_str(&format!(
-            "  hsm.test. static-key {} {} {} \"{key}\";\n",
-            f[0], f[1], f[2]
-        ));
-    }
-    anchors.push_str("};\n");
-    let file = dir.join("anchors.conf");
-    std::fs::write(&file, anchors).unwrap();
-    for (name, qtype) in QUESTIONS {
-        let out = Command::new(&delv)
-            .arg(format!("@{}", server.ip()))
-            .args(["-p", &server.port().to_string(), "-a"])
-            .arg(&file)
-            .args(["+root=hsm.test", name, qtype])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(
-            text.contains("fully validated"),
-            "delv does not validate {name} {qtype}:\n{text}"
-        );
-    }
+    delv_questions(dir, server, keys, QUESTIONS);
+}
+
+/// delv validates each of `questions` with the zone's DNSKEY records as trust anchors.
+fn delv_questions(dir: &Path, server: SocketAddr, keys: &[String], questions: &[(&str, &str)]) {
+    delv_from_keys(dir, server, "hsm.test", keys, questions);
 }
 
 fn serial(server: SocketAddr, zone: &str) -> String {
@@ -223,6 +202,7 @@ fn keys_made_on_the_token_sign_and_survive_a_restart() {
         ("p256", "", " 13 "),
         ("p384", "algorithm = \"ecdsap384sha384\"\n", " 14 "),
         ("ed25519", "algorithm = \"ed25519\"\n", " 15 "),
+        ("rsa", "algorithm = \"rsasha256\"\n", " 8 "),
         ("ksk-zsk", "single_type_signing = false\n", " 13 "),
     ] {
         let Some((module, _)) = init_token(label) else {
@@ -277,7 +257,43 @@ fn keys_made_on_the_token_sign_and_survive_a_restart() {
             "{}",
             server.log()
         );
+        drop(server);
+        // Each private key, as the token itself reports it: sensitive, never extractable.
+        let token = shardns_dnssec::pkcs11::Token::open(
+            module,
+            &format!("pkcs11:token={label};pin-value=1234"),
+        )
+        .unwrap();
+        for id in token_ids(&data) {
+            let p = token.protection(&id).unwrap();
+            assert!(
+                p.sensitive && !p.extractable && p.never_extractable,
+                "{label}: {p:?}"
+            );
+        }
     }
+}
+
+/// The `Pkcs11Id:` (CKA_ID) of each `.pkcs11` file of the key directory.
+fn token_ids(data: &TempDir) -> Vec<Vec<u8>> {
+    let ids: Vec<Vec<u8>> = key_files(data)
+        .iter()
+        .filter(|f| f.ends_with(".pkcs11"))
+        .map(|f| {
+            let body = std::fs::read_to_string(data.path().join("keys").join(f)).unwrap();
+            let hex = body
+                .lines()
+                .find_map(|l| l.strip_prefix("Pkcs11Id:"))
+                .unwrap_or_else(|| panic!("{f}: no Pkcs11Id:\n{body}"))
+                .trim();
+            (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect()
+        })
+        .collect();
+    assert!(!ids.is_empty(), "no .pkcs11 file");
+    ids
 }
 
 #[test]
@@ -476,4 +492,290 @@ fn an_offline_ksk_on_a_token_signs_a_ksr() {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The update key (hmac-sha256) of `signed_updates_are_signed_on_the_token`.
+const UPDATE_KEY: &str = "hmac-sha256:upd.:dXBkYXRlLWtleS1mb3ItdGhlLWUyZS10ZXN0cy0wMDE=";
+
+/// A dynamic update signed with TSIG (BIND's `nsupdate -y`) to a zone whose key is on the
+/// token: the new RRsets are signed there by the zone's key (the RRSIG's key tag), the
+/// deleted one is gone with a signed denial, the transfer passes ldns-verify-zone and
+/// dnssec-verify, delv validates the new data; an update with the wrong secret changes
+/// nothing; the key directory still holds no private key.
+#[test]
+fn signed_updates_are_signed_on_the_token() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((module, _)) = init_token("update") else {
+        return;
+    };
+    let Some(nsupdate) = find_program("nsupdate", "NSUPDATE") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nsupdate is not installed"
+        );
+        println!("hsm: SKIPPED nsupdate: not installed (bind9-dnsutils)");
+        return;
+    };
+    let data = TempDir::new("hsm-update");
+    let (_, name, secret) = {
+        let f: Vec<&str> = UPDATE_KEY.split(':').collect();
+        (f[0], f[1], f[2])
+    };
+    let extra = format!(
+        "update_policy = [\"grant {name} zonesub ANY\"]\n\
+         [[key]]\nname = \"{name}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n"
+    );
+    let config = config(&data, module, "update", "1234", &extra);
+    let server = start("hsm-update-srv", &config);
+    let keys = dnskeys(&axfr_text(server.addr4(), "hsm.test", 10));
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let files = key_files(&data);
+    let tag = files[0]
+        .rsplit('+')
+        .next()
+        .and_then(|t| t.split('.').next())
+        .unwrap()
+        .trim_start_matches('0')
+        .to_string();
+
+    let send = |file: &str, key: &str, body: &str| {
+        let script = format!(
+            "server {} {}\nzone hsm.test.\n{body}send\n",
+            server.addr4().ip(),
+            server.addr4().port()
+        );
+        let script = data.write(file, &script);
+        run_judge(
+            Command::new(&nsupdate)
+                .args(["-t", "5", "-u", "2", "-r", "0", "-y", key])
+                .arg(script),
+        )
+    };
+    let wrong = UPDATE_KEY.replace(secret, "d3Jvbmctc2VjcmV0LWZvci10aGUtZTJlLXRlc3RzLTE=");
+    let (ok, out) = send(
+        "bad.upd",
+        &wrong,
+        "update add bad.hsm.test. 300 A 192.0.2.66\n",
+    );
+    assert!(!ok, "an update with the wrong secret was taken: {out}");
+    assert_eq!(serial(server.addr4(), "hsm.test"), "1");
+
+    let (ok, out) = send(
+        "good.upd",
+        UPDATE_KEY,
+        "update add new.hsm.test. 300 A 192.0.2.9\n\
+         update add new.hsm.test. 300 TXT \"signed on the token\"\n\
+         update delete www.hsm.test. TXT\n",
+    );
+    assert!(ok, "nsupdate: {out}\n--- shardns:\n{}", server.log());
+    assert_eq!(serial(server.addr4(), "hsm.test"), "2");
+    let text = axfr_text(server.addr4(), "hsm.test", 10);
+    assert!(!text.contains("bad.hsm.test."), "{text}");
+    let signed = data.write("axfr-updated.zone", &text);
+    verify_zone_file(&signed, "hsm.test").unwrap_or_else(|e| panic!("after the update: {e}"));
+    // The new RRsets' signatures are the token key's.
+    for qtype in ["A", "TXT"] {
+        let answer = dig(
+            server.addr4(),
+            &["+dnssec", "+short", "new.hsm.test", qtype],
+        );
+        let sig = answer
+            .lines()
+            .find(|l| l.starts_with(qtype) && l.split_whitespace().count() > 8)
+            .unwrap_or_else(|| panic!("no RRSIG for new.hsm.test {qtype}:\n{answer}"));
+        assert_eq!(
+            sig.split_whitespace().nth(6),
+            Some(tag.as_str()),
+            "{qtype}: {sig}"
+        );
+    }
+    assert!(dig(server.addr4(), &["+short", "www.hsm.test", "TXT"]).is_empty());
+    delv_questions(
+        data.path(),
+        server.addr4(),
+        &keys,
+        &[
+            ("new.hsm.test", "A"),
+            ("new.hsm.test", "TXT"),
+            ("www.hsm.test", "TXT"),
+            ("www.hsm.test", "A"),
+        ],
+    );
+    assert_eq!(key_files(&data), files, "the update made or lost keys");
+    assert!(files.iter().all(|f| !f.ends_with(".private")), "{files:?}");
+}
+
+/// hsm.test with every TTL 2 s: with `propagation_delay = 2` a rollover step waits 4 s.
+const ROLL_ZONE: &str = "\
+$TTL 2
+@       SOA ns.hsm.test. admin.hsm.test. 1 3600 600 86400 2
+@       NS  ns
+ns      A   127.0.0.1
+www     A   192.0.2.2
+";
+
+/// The key tags of the DNSKEYs of a transfer, and of the keys signing `www.hsm.test. A`.
+fn roll_state(axfr: &str) -> (Vec<u16>, Vec<u16>) {
+    let mut keys = Vec::new();
+    let mut signers = Vec::new();
+    for l in axfr.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.get(3) == Some(&"DNSKEY") {
+            let rdata = f[4..].join(" ");
+            keys.push(shardns_dnssec_tag(&rdata));
+        } else if f.first() == Some(&"www.hsm.test.") && f.get(3) == Some(&"RRSIG") && f[4] == "A" {
+            signers.push(f[10].parse().unwrap());
+        }
+    }
+    keys.sort_unstable();
+    signers.sort_unstable();
+    (keys, signers)
+}
+
+/// The key tag (RFC 4034 appendix B) of a DNSKEY's presentation rdata
+/// (`flags protocol algorithm base64...`).
+fn shardns_dnssec_tag(rdata: &str) -> u16 {
+    let f: Vec<&str> = rdata.split_whitespace().collect();
+    let flags: u16 = f[0].parse().unwrap();
+    let mut wire = flags.to_be_bytes().to_vec();
+    wire.push(f[1].parse().unwrap());
+    wire.push(f[2].parse().unwrap());
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in f[3..].concat().bytes().filter(|&c| c != b'=') {
+        let v = B64.iter().position(|&b| b == c).expect("base64") as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            wire.push((acc >> bits) as u8);
+        }
+    }
+    shardns_dnssec::key_tag(&wire)
+}
+
+/// The zone's transfer judged: ldns-verify-zone, dnssec-verify, and delv from the KSK.
+fn judge_roll(data: &TempDir, server: SocketAddr, ksk: &[String], step: &str) -> String {
+    let text = axfr_text(server, "hsm.test", 5);
+    let file = data.write(&format!("axfr-{}.zone", step.replace(' ', "-")), &text);
+    verify_zone_file(&file, "hsm.test").unwrap_or_else(|e| panic!("{step}: {e}"));
+    delv_questions(
+        data.path(),
+        server,
+        ksk,
+        &[("www.hsm.test", "A"), ("nothere.hsm.test", "A")],
+    );
+    text
+}
+
+/// The token goes away in the middle of a ZSK rollover (its SoftHSM2 directory moved out
+/// of the token directory): the signing fails and the log says so, the zone stays served
+/// as it was (the new ZSK published, the old one signing), valid, past the new key's
+/// Activate; the token back, the signer's retry (a refresh/8 after the failure) finds it
+/// and the roll goes on by itself (the new ZSK signs, the old one withdrawn), judged at
+/// each step.
+#[test]
+fn a_token_gone_mid_roll_keeps_the_zone_and_the_roll_resumes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((module, tokens)) = init_token("roll") else {
+        return;
+    };
+    let data = TempDir::new("hsm-roll");
+    // A zone whose signing failed is tried again after a refresh/8: 2 s here.
+    let extra = "single_type_signing = false\npropagation_delay = 2\n\
+                 signature_validity = \"1h\"\nsignature_refresh = \"16s\"\n";
+    let config = config(&data, module, "roll", "1234", extra);
+    data.write("hsm.test.zone", ROLL_ZONE);
+    let mut server = start("hsm-roll-srv", &config);
+    let at = server.addr4();
+    let first = axfr_text(at, "hsm.test", 5);
+    let ksk: Vec<String> = dnskeys(&first)
+        .into_iter()
+        .filter(|k| k.starts_with("257 "))
+        .collect();
+    assert_eq!(ksk.len(), 1, "{first}");
+    let (keys, signers) = roll_state(&judge_roll(&data, at, &ksk, "signed"));
+    assert_eq!((keys.len(), signers.len()), (2, 1), "{first}");
+    let old = signers[0];
+
+    let (ok, out) = shardns(&[
+        "key",
+        "rollover",
+        "hsm.test",
+        "--zsk",
+        "--key-dir",
+        data.path().join("keys").to_str().unwrap(),
+    ]);
+    assert!(ok && out.contains("ZSK rollover started"), "{out}");
+    assert!(reload_zone(&server).status.success());
+    let published = judge_roll(&data, at, &ksk, "published");
+    let (keys, signers) = roll_state(&published);
+    assert_eq!((keys.len(), &signers[..]), (3, &[old][..]), "{published}");
+
+    // The token's directory goes away.
+    let dir = std::fs::read_dir(tokens)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            contains(
+                &std::fs::read(d.join("token.object")).unwrap_or_default(),
+                b"roll",
+            )
+        })
+        .expect("the token's directory");
+    let away = data.path().join("token-away");
+    std::fs::rename(&dir, &away).unwrap();
+    // The new key's Activate (a key event) or a retry finds the token gone.
+    server.wait_for_log("cannot sign the zone", Duration::from_secs(8));
+    // Past the new key's Activate (4 s after its publication), with the signer's own
+    // retries: what is served stays as it was.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < until {
+        assert_eq!(
+            axfr_text(at, "hsm.test", 5),
+            published,
+            "moved on without the token"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(!reload_zone(&server).status.success());
+    judge_roll(&data, at, &ksk, "token gone");
+
+    // The token back: the roll goes on to its end.
+    std::fs::rename(&away, &dir).unwrap();
+    // No reload: the signer's own retry finds it.
+    let new = *keys
+        .iter()
+        .find(|&&k| !signers.contains(&k) && k != tag_of(&ksk[0]))
+        .unwrap();
+    let mut seen_signing = false;
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = judge_roll(&data, at, &ksk, "resumed");
+        let (keys, signers) = roll_state(&text);
+        seen_signing |= signers == [new];
+        if seen_signing && keys.len() == 2 && !keys.contains(&old) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the roll did not finish: {keys:?} {signers:?}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+}
+
+fn tag_of(dnskey: &str) -> u16 {
+    shardns_dnssec_tag(dnskey)
+}
+
+/// `shardns reload hsm.test`: the zone read and signed again even if its file is unchanged.
+fn reload_zone(server: &Server) -> std::process::Output {
+    Command::new(BIN)
+        .args(["reload", "hsm.test", "--control"])
+        .arg(&server.control)
+        .output()
+        .unwrap()
 }

@@ -31,22 +31,11 @@ fn keys_made_on_the_token_sign_there_and_stay_there() {
         let again = SigningKey::from_token(&token, alg, 257, id, Some(key.public_key())).unwrap();
         assert_eq!(again.tag(), key.tag(), "{alg}");
         // The private key is sensitive and was never extractable.
-        let handle = token.object(ObjectClass::PRIVATE_KEY, id).unwrap();
-        let wanted = [
-            AttributeType::Sensitive,
-            AttributeType::Extractable,
-            AttributeType::NeverExtractable,
-        ];
-        let attrs = token
-            .with_session(|s| s.get_attributes(handle, &wanted).map_err(ck("attributes")))
-            .unwrap();
-        for a in attrs {
-            match a {
-                Attribute::Sensitive(v) | Attribute::NeverExtractable(v) => assert!(v, "{alg}"),
-                Attribute::Extractable(v) => assert!(!v, "{alg}"),
-                other => panic!("{other:?}"),
-            }
-        }
+        let p = token.protection(id).unwrap();
+        assert!(
+            p.sensitive && !p.extractable && p.never_extractable,
+            "{alg}: {p:?}"
+        );
         // Another key's public key is refused.
         let other = SigningKey::generate(alg, 257).unwrap();
         assert!(SigningKey::from_token(&token, alg, 257, id, Some(other.public_key())).is_err());

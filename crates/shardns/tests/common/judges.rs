@@ -1,5 +1,6 @@
-//! Outside judges of a signed zone: the zone as `dig` transfers it, and `ldns-verify-zone`
-//! and `dnssec-verify` on it (scripts/test.sh installs them; a missing one fails the test).
+//! Outside judges of a signed zone: the zone as `dig` transfers it, `ldns-verify-zone`
+//! and `dnssec-verify` on it, and `delv` on its answers from its own keys (scripts/test.sh
+//! installs them; a missing one fails the test).
 
 use super::{dig, find_program};
 use std::net::SocketAddr;
@@ -57,4 +58,45 @@ pub fn verify_zone_file(file: &Path, zone: &str) -> Result<(), String> {
         return Err(format!("dnssec-verify rejects {}:\n{out}", file.display()));
     }
     Ok(())
+}
+
+/// `delv` at `server` validates each of `questions` (name, type) from `dnskeys` (DNSKEY
+/// rdata as `flags protocol algorithm key...`) as static trust anchors of `zone`, which is
+/// its `+root`; panics with delv's output on the first not fully validated. The anchors
+/// file is written in `dir`.
+pub fn delv_from_keys(
+    dir: &Path,
+    server: SocketAddr,
+    zone: &str,
+    dnskeys: &[String],
+    questions: &[(&str, &str)],
+) {
+    let apex = format!("{}.", zone.trim_end_matches('.'));
+    let mut anchors = String::from("trust-anchors {\n");
+    for k in dnskeys {
+        let f: Vec<&str> = k.split_whitespace().collect();
+        let key = f[3..].join("");
+        anchors.push_str(&format!(
+            "  {apex} static-key {} {} {} \"{key}\";\n",
+            f[0], f[1], f[2]
+        ));
+    }
+    anchors.push_str("};\n");
+    let file = dir.join("anchors.conf");
+    std::fs::write(&file, anchors).unwrap();
+    let delv = judge("delv");
+    for (name, qtype) in questions {
+        let (_, text) = run_judge(
+            Command::new(&delv)
+                .arg(format!("@{}", server.ip()))
+                .args(["-p", &server.port().to_string(), "-a"])
+                .arg(&file)
+                .arg(format!("+root={apex}"))
+                .args([name, qtype]),
+        );
+        assert!(
+            text.contains("fully validated"),
+            "delv does not validate {name} {qtype}:\n{text}"
+        );
+    }
 }
