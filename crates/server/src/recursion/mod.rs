@@ -365,7 +365,9 @@ impl Recursion {
         // A policy's CNAME target is what the cache and the engine answer.
         let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
-        let cached = if resolver.dns64_owns(qtype) || by_address {
+        let rd = query.header().rd();
+        let ask = resolver.ask(origin.peer.map(|p| p.ip()), rd, qh.cd(), dnssec_ok);
+        let cached = if resolver.dns64_owns(qtype, ask.dns64) || by_address {
             // DNS64 may synthesize, a policy may rewrite by address: the engine answers
             // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }
@@ -420,7 +422,7 @@ impl Recursion {
                         false,
                     ));
                 }
-                let task = self.engine.resolve_cd(name, qtype, qh.cd(), clock);
+                let task = self.engine.resolve_for(name, qtype, ask, clock);
                 self.pending.insert(
                     task,
                     Pending {
