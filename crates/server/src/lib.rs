@@ -45,6 +45,7 @@ mod https_conn;
 mod listen;
 pub mod logging;
 mod origin;
+mod querylog;
 mod recursion;
 mod rrl;
 mod runtime;
