@@ -31,9 +31,10 @@ pub struct RpzConfig {
     #[serde(default, deserialize_with = "super::validate::name_opt")]
     pub primary_key: Option<Name>,
     /// Seconds between two SOA queries to the primaries of a transferred zone (the zone
-    /// is transferred again when their serial is newer).
-    #[serde(default = "sixty", deserialize_with = "positive_u32")]
-    pub refresh: u32,
+    /// is transferred again when their serial is newer); absent: the SOA's REFRESH, as
+    /// BIND and Unbound. RETRY and EXPIRE are always the SOA's.
+    #[serde(default, deserialize_with = "positive_u32_opt")]
+    pub refresh: Option<u32>,
     /// Overrides the zone's actions (BIND's `policy`): `given` (the default), `disabled`
     /// (hits counted and logged, not applied), `passthru`, `nxdomain`, `nodata`, `drop`,
     /// `tcp-only`, or `cname NAME`.
@@ -48,8 +49,8 @@ fn yes() -> bool {
     true
 }
 
-fn sixty() -> u32 {
-    60
+fn positive_u32_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    positive_u32(d).map(Some)
 }
 
 /// BIND's per-zone `policy` override.
@@ -149,7 +150,7 @@ mod tests {
         assert_eq!(t.rpz[0].policy, PolicyOverride::Given);
         assert!(t.rpz[0].log);
         assert_eq!(t.rpz[1].policy, PolicyOverride::Nodata);
-        assert_eq!(t.rpz[0].refresh, 60);
+        assert_eq!(t.rpz[0].refresh, None);
         assert!(!t.rpz[1].log);
         let bad = toml::from_str::<T>("[[rpz]]\nname = \"x\"\nfile = \"a\"\npolicy = \"no\"\n");
         assert!(bad.is_err());
@@ -158,7 +159,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.rpz[0].primaries, ["127.0.0.1:5300".parse().unwrap()]);
-        assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, 5));
+        assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, Some(5)));
         assert_eq!(t.rpz[0].primary_key, None);
         let t: T = toml::from_str(
             "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:5300\"]\nprimary_key = \"k.\"\n",

@@ -23,6 +23,7 @@
 mod answer;
 mod local;
 pub(crate) mod rpz;
+mod rpz_timers;
 mod rpz_xfr;
 mod upstream;
 
