@@ -30,6 +30,10 @@ pub struct RpzConfig {
     /// signed with it.
     #[serde(default, deserialize_with = "super::validate::name_opt")]
     pub primary_key: Option<Name>,
+    /// Transfer from the primaries over TLS (XoT, RFC 9103), their certificate checked so
+    /// (as a secondary zone's `primary_tls`; BIND's `primaries { ADDR tls NAME; }`).
+    #[serde(default)]
+    pub primary_tls: Option<crate::PrimaryTls>,
     /// Seconds between two SOA queries to the primaries of a transferred zone (the zone
     /// is transferred again when their serial is newer); absent: the SOA's REFRESH, as
     /// BIND and Unbound. RETRY and EXPIRE are always the SOA's.
@@ -166,5 +170,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.rpz[0].primary_key, Some("k.".parse().unwrap()));
+        assert_eq!(t.rpz[0].primary_tls, None);
+        let t: T = toml::from_str(
+            "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:853\"]\n\
+             primary_tls = { spki_sha256 = [\"AAAA\"] }\n",
+        )
+        .unwrap();
+        let tls = t.rpz[0].primary_tls.as_ref().unwrap();
+        assert_eq!(tls.spki_sha256, ["AAAA"]);
+        assert!(
+            toml::from_str::<T>("[[rpz]]\nname = \"x\"\nprimary_tls = { nope = 1 }\n").is_err()
+        );
     }
 }

@@ -19,8 +19,9 @@
 //! With a `primary_key`, every SOA query and transfer is signed with it (TSIG) and their
 //! answers must be signed; a NOTIFY is still taken from the primaries' addresses signed or
 //! not (it only starts a refresh, whose answers are checked).
-//! Not done yet: TLS to the primaries (XoT). An AXFR still holds the transferred zone and
-//! the new policy zone at once while it is built.
+//! With `primary_tls`, the SOA queries and transfers go over TLS (XoT, RFC 9103), the
+//! primary's certificate checked as a secondary zone's is. Not done yet: an AXFR still
+//! holds the transferred zone and the new policy zone at once while it is built.
 
 use super::rpz::{logged, policy};
 use super::rpz_timers::{Schedule, Timers};
@@ -210,8 +211,9 @@ fn refresh(
     for &primary in &z.primaries {
         let seed = shardns_sys::seed::random_u64().unwrap_or(0);
         let ids = [seed as u16, (seed >> 16) as u16, (seed >> 32) as u16];
+        let to = (primary, z.primary_tls.as_ref());
         let mut fetched =
-            shardns_control::secondary::fetch(primary, &z.name, have, key, ids, IDLE, TIMEOUT);
+            shardns_control::secondary::fetch(to, &z.name, have, key, ids, IDLE, TIMEOUT);
         if let Ok(Some(Fetched::Changes { serial, changes })) = &fetched {
             match patch(shared, z, *serial, changes) {
                 Ok(()) => {
@@ -228,7 +230,7 @@ fn refresh(
                         z.name
                     );
                     fetched = shardns_control::secondary::fetch(
-                        primary, &z.name, None, key, ids, IDLE, TIMEOUT,
+                        to, &z.name, None, key, ids, IDLE, TIMEOUT,
                     );
                 }
             }
