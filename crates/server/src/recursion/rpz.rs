@@ -510,7 +510,11 @@ impl Recursion {
                 if qtype == RType::CNAME || qtype == RType::ANY {
                     return Some((p, with(Rcode::NOERROR, records), false));
                 }
-                let task = self.engine.resolve_cd(target.as_ref(), qtype, p.cd, clock);
+                // The target is the client's question now: DNS64 as for its own.
+                let dnssec_ok = p.edns.is_some_and(|(_, d)| d);
+                let resolver = &self.shared.resolver;
+                let ask = resolver.ask(p.origin.peer.map(|a| a.ip()), p.rd, p.cd, dnssec_ok);
+                let task = self.engine.resolve_for(target.as_ref(), qtype, ask, clock);
                 p.rewrite = Some(records);
                 self.pending.insert(task, p);
                 return None;
