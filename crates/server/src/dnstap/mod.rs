@@ -35,11 +35,12 @@ pub(crate) use proto::{
     POLICY_NXDOMAIN, POLICY_PASS, POLICY_TRUNCATE,
 };
 
-/// A response policy zone's hit, kept with its query until the response is logged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A response policy zone's hit, kept with its query until the response is logged (no
+/// allocation: the zone is shared).
+#[derive(Debug, Clone)]
 pub(crate) struct PolicyHit {
-    /// The policy zone's name, in presentation form.
-    pub(crate) zone: Box<str>,
+    /// The policy zone.
+    pub(crate) zone: Arc<shardns_resolver::PolicyZone>,
     /// A `POLICY_*` action: what was done (PASS for a disabled zone's hit).
     pub(crate) action: u8,
     /// A `MATCH_*` value: the query name, the client's address or an answer's address.
@@ -50,6 +51,7 @@ use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT};
 use crate::Shared;
 use shardns_config::DnstapConfig;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -131,6 +133,37 @@ impl Origin {
     }
 }
 
+/// A policy zone's name in presentation form, written on the stack.
+struct NameText {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl Default for NameText {
+    fn default() -> Self {
+        Self {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+}
+
+impl NameText {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::fmt::Write for NameText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 impl Tap {
     /// Logs a query (if `queries` is on): AUTH_QUERY, or CLIENT_QUERY if the resolver role
     /// took it (`client`).
@@ -183,7 +216,10 @@ impl Tap {
         let (protocol, family) = origin.dnstap();
         let t = self.clock.at(now);
         let mut octets = [0u8; 16];
+        let mut zone = NameText::default();
         let policy = policy.map(|(hit, qname)| {
+            // Presentation form, on the stack (a name too long for it is cut).
+            let _ = write!(zone, "{}", hit.zone.name());
             let value = match (hit.matched, origin.peer.map(|p| p.ip())) {
                 (MATCH_QNAME, _) => qname,
                 (MATCH_CLIENT_IP, Some(IpAddr::V4(a))) => {
@@ -201,7 +237,7 @@ impl Tap {
                 action: hit.action,
                 matched: hit.matched,
                 value,
-                zone: hit.zone.as_bytes(),
+                zone: zone.as_bytes(),
             }
         });
         let event = proto::Event {

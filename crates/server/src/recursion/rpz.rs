@@ -403,7 +403,7 @@ fn tap_hit(rpz: &Rpz, hit: &PolicyHit<'_>, stream: bool) -> DnstapHit {
         PolicyTrigger::Ip => dnstap::MATCH_RESPONSE_IP,
     };
     DnstapHit {
-        zone: rpz.zones()[hit.zone].name().to_string().into(),
+        zone: Arc::clone(&rpz.zones()[hit.zone]),
         action,
         matched,
     }
