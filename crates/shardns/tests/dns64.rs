@@ -339,3 +339,34 @@ fn dns64_with_serve_stale_matches_bind() {
         println!("dns64: stale answers compared with BIND: 2 the same");
     }
 }
+
+/// `dns64_recursive_only` (BIND's `recursive-only`): a query without RD (answered from the
+/// cache for `allow_snoop` clients, Unbound's action) gets the cached data as it is, a
+/// query with RD the synthesis.
+#[test]
+fn recursive_only_leaves_queries_without_rd_alone() {
+    let lab = Lab::new("dns64-rec-only");
+    let ip = Ipv4Addr::new(127, 0, 0, 68);
+    let toml = "dns64_recursive_only = true\naccess_control = [\"127.0.0.0/8 allow_snoop\"]\n";
+    let res = lab.ours("dns64-r-ours", ip, toml);
+    assert_eq!(
+        ask(res.addr, CLIENT, "www.test.").1,
+        ["AAAA 64:ff9b::c000:201"]
+    );
+    let out = dig(
+        res.addr,
+        &[
+            "+norec",
+            "+noall",
+            "+comments",
+            "+answer",
+            "www.test",
+            "AAAA",
+        ],
+    );
+    assert!(out.contains("status: NOERROR"), "{out}");
+    assert!(
+        out.contains("ANSWER: 0"),
+        "the AAAA denial from the cache: {out}"
+    );
+}
