@@ -24,6 +24,9 @@ command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
 # fstrm_capture.
 command -v dnstap-read >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v fstrm_capture >/dev/null 2>&1 || need+=(fstrm-bin)
+# ... and decodes a policy hit's fields (dnstap's Message.policy, which dnstap-read does not
+# show) with protoc --decode_raw.
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 # tests/doh checks the HTTP errors with curl (HTTP/2) and writes raw HTTP/2 frames through
 # openssl s_client (openssl also makes the TLS tests' certificates).
 command -v curl >/dev/null 2>&1 || need+=(curl)

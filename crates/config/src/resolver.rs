@@ -2,7 +2,9 @@
 //! forward zones.
 
 use super::local::{AccessRule, AccessView, LocalData, LocalDataPtr, LocalZone, ViewConfig};
-use super::validate::{chain, depth, from_strs, hold_after, positive, positive_u32, positive_u64};
+use super::validate::{
+    chain, depth, from_strs, from_strs_opt, hold_after, positive, positive_u32, positive_u64,
+};
 use super::AclEntry;
 use crate::rpz::RpzConfig;
 use serde::Deserialize;
@@ -121,6 +123,25 @@ pub struct ResolverConfig {
     /// AAAA records in these ranges are ignored by DNS64 (RFC 6147 §5.1.4; BIND's
     /// `exclude`); absent: `["::ffff:0:0/96"]`.
     pub dns64_exclude: Option<Vec<String>>,
+    /// Clients that get DNS64, `ADDR` or `ADDR/LEN` (BIND's `clients`); absent: all.
+    #[serde(deserialize_with = "from_strs_opt")]
+    pub dns64_clients: Option<Vec<AclEntry>>,
+    /// IPv4 addresses that are mapped, `ADDR` or `ADDR/LEN` (BIND's `mapped`); absent: all.
+    #[serde(deserialize_with = "from_strs_opt")]
+    pub dns64_mapped: Option<Vec<AclEntry>>,
+    /// The bits after the embedded IPv4 address (BIND's `suffix`; `"::"` by default).
+    pub dns64_suffix: String,
+    /// DNS64 only for queries with RD (BIND's `recursive-only`; off by default).
+    pub dns64_recursive_only: bool,
+    /// Synthesize for a client with DO even when the AAAA denial is signed (BIND's
+    /// `break-dnssec`; on by default, as RFC 6147 §5.5 and Unbound).
+    pub dns64_break_dnssec: bool,
+    /// Synthesize even when real AAAA records exist (Unbound's `dns64-synthall`).
+    pub dns64_synthall: bool,
+    /// Names (and names below them) whose AAAA records DNS64 ignores (Unbound's
+    /// `dns64-ignore-aaaa`).
+    #[serde(deserialize_with = "names")]
+    pub dns64_ignore_aaaa: Vec<Name>,
     /// Local zones, `"NAME TYPE"` (Unbound's `local-zone`; see `config::local`).
     #[serde(deserialize_with = "from_strs")]
     pub local_zone: Vec<LocalZone>,
@@ -186,6 +207,13 @@ impl Default for ResolverConfig {
             dns64: false,
             dns64_prefix: "64:ff9b::/96".into(),
             dns64_exclude: None,
+            dns64_clients: None,
+            dns64_mapped: None,
+            dns64_suffix: "::".into(),
+            dns64_recursive_only: false,
+            dns64_break_dnssec: true,
+            dns64_synthall: false,
+            dns64_ignore_aaaa: Vec::new(),
             local_zone: Vec::new(),
             local_data: Vec::new(),
             local_data_ptr: Vec::new(),

@@ -30,10 +30,15 @@ pub struct RpzConfig {
     /// signed with it.
     #[serde(default, deserialize_with = "super::validate::name_opt")]
     pub primary_key: Option<Name>,
+    /// Transfer from the primaries over TLS (XoT, RFC 9103), their certificate checked so
+    /// (as a secondary zone's `primary_tls`; BIND's `primaries { ADDR tls NAME; }`).
+    #[serde(default)]
+    pub primary_tls: Option<crate::PrimaryTls>,
     /// Seconds between two SOA queries to the primaries of a transferred zone (the zone
-    /// is transferred again when their serial is newer).
-    #[serde(default = "sixty", deserialize_with = "positive_u32")]
-    pub refresh: u32,
+    /// is transferred again when their serial is newer); absent: the SOA's REFRESH, as
+    /// BIND and Unbound. RETRY and EXPIRE are always the SOA's.
+    #[serde(default, deserialize_with = "positive_u32_opt")]
+    pub refresh: Option<u32>,
     /// Overrides the zone's actions (BIND's `policy`): `given` (the default), `disabled`
     /// (hits counted and logged, not applied), `passthru`, `nxdomain`, `nodata`, `drop`,
     /// `tcp-only`, or `cname NAME`.
@@ -48,8 +53,8 @@ fn yes() -> bool {
     true
 }
 
-fn sixty() -> u32 {
-    60
+fn positive_u32_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    positive_u32(d).map(Some)
 }
 
 /// BIND's per-zone `policy` override.
@@ -149,7 +154,7 @@ mod tests {
         assert_eq!(t.rpz[0].policy, PolicyOverride::Given);
         assert!(t.rpz[0].log);
         assert_eq!(t.rpz[1].policy, PolicyOverride::Nodata);
-        assert_eq!(t.rpz[0].refresh, 60);
+        assert_eq!(t.rpz[0].refresh, None);
         assert!(!t.rpz[1].log);
         let bad = toml::from_str::<T>("[[rpz]]\nname = \"x\"\nfile = \"a\"\npolicy = \"no\"\n");
         assert!(bad.is_err());
@@ -158,12 +163,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.rpz[0].primaries, ["127.0.0.1:5300".parse().unwrap()]);
-        assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, 5));
+        assert_eq!((t.rpz[0].file.as_ref(), t.rpz[0].refresh), (None, Some(5)));
         assert_eq!(t.rpz[0].primary_key, None);
         let t: T = toml::from_str(
             "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:5300\"]\nprimary_key = \"k.\"\n",
         )
         .unwrap();
         assert_eq!(t.rpz[0].primary_key, Some("k.".parse().unwrap()));
+        assert_eq!(t.rpz[0].primary_tls, None);
+        let t: T = toml::from_str(
+            "[[rpz]]\nname = \"x\"\nprimaries = [\"127.0.0.1:853\"]\n\
+             primary_tls = { spki_sha256 = [\"AAAA\"] }\n",
+        )
+        .unwrap();
+        let tls = t.rpz[0].primary_tls.as_ref().unwrap();
+        assert_eq!(tls.spki_sha256, ["AAAA"]);
+        assert!(
+            toml::from_str::<T>("[[rpz]]\nname = \"x\"\nprimary_tls = { nope = 1 }\n").is_err()
+        );
     }
 }

@@ -466,6 +466,22 @@ fn new_limits_and_resolver_bounds() {
         Some(&["2001:db8::/32".to_string()][..])
     );
     assert!(parse("[resolver]\nserve_stale_max = 0\n").is_err());
+    let r = parse(
+        "[resolver]\ndns64 = true\ndns64_clients = [\"192.0.2.0/24\", \"2001:db8::1\"]\n\
+         dns64_mapped = [\"198.51.100.0/24\"]\ndns64_suffix = \"::1\"\n\
+         dns64_recursive_only = true\ndns64_break_dnssec = false\ndns64_synthall = true\n\
+         dns64_ignore_aaaa = [\"example.com\"]\n",
+    )
+    .unwrap()
+    .resolver;
+    assert_eq!(r.dns64_clients.as_ref().map(Vec::len), Some(2));
+    assert_eq!(r.dns64_mapped.as_ref().map(|m| m[0].len), Some(24));
+    assert_eq!(r.dns64_suffix, "::1");
+    assert!(r.dns64_recursive_only && !r.dns64_break_dnssec && r.dns64_synthall);
+    assert_eq!(r.dns64_ignore_aaaa[0].to_string(), "example.com.");
+    assert!(d.dns64_options.break_dnssec && d.dns64_options.clients.is_none());
+    assert!(parse("[resolver]\ndns64_clients = [\"nonsense\"]\n").is_err());
+    assert!(parse("[resolver]\ndns64_ignore_aaaa = [\"a..b\"]\n").is_err());
     let c = parse(
         "[limits]\nudp_max_response = 512\ntcp_connections_per_client = 0\n\
          tcp_read_timeout_ms = 250\ntcp_queries_per_connection = 7\n\

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use shardns_wire::{Name, NameRef, RType};
 
-use crate::dns64::{Dns64Prefix, Ipv6Range};
+use crate::dns64::{Dns64Options, Dns64Prefix, Ipv6Range};
 use crate::error::Error;
 use crate::validate::TrustAnchors;
 
@@ -148,6 +148,9 @@ pub struct Config {
     /// `dns64-ignore-aaaa` is by name, BIND's `exclude` by range). `::ffff:0:0/96` by
     /// default.
     pub dns64_exclude: Vec<Ipv6Range>,
+    /// The rest of the DNS64 options (BIND's `clients`, `mapped`, `recursive-only`,
+    /// `break-dnssec`; Unbound's `dns64-synthall`, `dns64-ignore-aaaa`).
+    pub dns64_options: Dns64Options,
     /// Local zones and data, client access and views ([`crate::local`]); `None`: none of
     /// them, and the caller's own recursion ACL decides.
     pub local: Option<std::sync::Arc<crate::local::Local>>,
@@ -209,6 +212,7 @@ impl Default for Config {
             dns64: false,
             dns64_prefix: Dns64Prefix::WELL_KNOWN,
             dns64_exclude: crate::dns64::default_exclusions(),
+            dns64_options: Dns64Options::default(),
             local: None,
         }
     }

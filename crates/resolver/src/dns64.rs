@@ -11,7 +11,8 @@ use std::str::FromStr;
 
 use shardns_wire::{Class, Name, NameRef, RType, Rcode, Record};
 
-use crate::reply::Resolution;
+use crate::local::Prefix;
+use crate::reply::{Ede, Resolution};
 
 /// A NAT64 prefix: `/32`, `/40`, `/48`, `/56`, `/64` or `/96` (RFC 6052 §2.2). Bits 64 to
 /// 71 (the "u" octet) must be zero for the lengths that use them.
@@ -42,6 +43,32 @@ impl Dns64Prefix {
         a
     }
 
+    /// The prefix with `suffix` (BIND's `suffix`) in the bits after the embedded IPv4
+    /// address; those before (prefix, IPv4 address, u octet) must be zero in `suffix`.
+    pub fn with_suffix(self, suffix: Ipv6Addr) -> Result<Self, String> {
+        let from = self.suffix_start();
+        let s = suffix.octets();
+        if s[..from].iter().any(|&b| b != 0) {
+            return Err(format!(
+                "suffix {suffix} overlaps the prefix or the IPv4 address (its first {} bits must be zero)",
+                from * 8
+            ));
+        }
+        let mut out = self;
+        out.addr[from..].copy_from_slice(&s[from..]);
+        Ok(out)
+    }
+
+    /// The first octet after the embedded IPv4 address (and the u octet it may span).
+    fn suffix_start(&self) -> usize {
+        let n = usize::from(self.len / 8) + 4;
+        if self.len <= 64 {
+            n + 1
+        } else {
+            n
+        }
+    }
+
     /// The IPv4 address embedded in `v6`, if `v6` is under the prefix.
     pub fn extract(&self, v6: [u8; 16]) -> Option<[u8; 4]> {
         let n = usize::from(self.len / 8);
@@ -68,8 +95,12 @@ impl Default for Dns64Prefix {
 }
 
 impl fmt::Display for Dns64Prefix {
+    /// `ADDR/LEN`, without the suffix.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", Ipv6Addr::from(self.addr), self.len)
+        let mut a = [0; 16];
+        let n = usize::from(self.len / 8);
+        a[..n].copy_from_slice(&self.addr[..n]);
+        write!(f, "{}/{}", Ipv6Addr::from(a), self.len)
     }
 }
 
@@ -129,6 +160,70 @@ impl FromStr for Ipv6Range {
             return Err(format!("prefix length {len} over 128"));
         }
         Ok(Self { addr, len })
+    }
+}
+
+/// The rest of BIND's and Unbound's DNS64 options: who gets DNS64 and what is synthesized.
+#[derive(Clone, Debug)]
+pub struct Dns64Options {
+    /// Clients that get DNS64 (BIND's `clients`); `None`: every client.
+    pub clients: Option<Vec<Prefix>>,
+    /// DNS64 only for queries with RD (BIND's `recursive-only`).
+    pub recursive_only: bool,
+    /// IPv4 addresses that are mapped (BIND's `mapped`); `None`: every one. A records
+    /// outside are left out of the synthesized answer.
+    pub mapped: Option<Vec<Prefix>>,
+    /// Synthesize for a client that set DO even when the AAAA denial is signed (BIND's
+    /// `break-dnssec`). On by default, as RFC 6147 §5.5 and Unbound do; BIND's default is
+    /// off.
+    pub break_dnssec: bool,
+    /// Synthesize for every AAAA question, real AAAA records or not (Unbound's
+    /// `dns64-synthall`).
+    pub synthall: bool,
+    /// Names (and the names below them) whose AAAA records are ignored, as though excluded
+    /// (Unbound's `dns64-ignore-aaaa`).
+    pub ignore_aaaa: Vec<Name>,
+}
+
+impl Default for Dns64Options {
+    fn default() -> Self {
+        Self {
+            clients: None,
+            recursive_only: false,
+            mapped: None,
+            break_dnssec: true,
+            synthall: false,
+            ignore_aaaa: Vec::new(),
+        }
+    }
+}
+
+impl Dns64Options {
+    /// DNS64 applies to a query from `client` (RD bit `rd`).
+    pub fn applies(&self, client: Option<std::net::IpAddr>, rd: bool) -> bool {
+        if self.recursive_only && !rd {
+            return false;
+        }
+        match (&self.clients, client) {
+            (None, _) => true,
+            (Some(list), Some(ip)) => list.iter().any(|p| p.contains(ip)),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Every AAAA record of `qname` is to be ignored.
+    fn ignores(&self, qname: NameRef<'_>) -> bool {
+        self.synthall
+            || self
+                .ignore_aaaa
+                .iter()
+                .any(|n| qname.ends_with(&n.as_ref()))
+    }
+
+    fn maps(&self, v4: [u8; 4]) -> bool {
+        self.mapped
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|p| p.contains(std::net::IpAddr::from(v4))))
     }
 }
 
@@ -209,16 +304,30 @@ pub(crate) fn final_name(qname: NameRef<'_>, answer: &Resolution) -> Name {
         .map_or_else(|| qname.to_name(), |n| n.to_name())
 }
 
-/// Drops the AAAA records in excluded ranges (RFC 6147 §5.1.4); true if the answer is then
-/// one to synthesize for: NOERROR without AAAA records, or a failure that is not a DNSSEC
-/// verdict (§5.1.2 treats other rcodes as an empty answer; §5.5: bogus data is never
-/// covered up). NXDOMAIN is not (§5.1.2).
-pub(crate) fn wants_synthesis(answer: &mut Resolution, exclude: &[Ipv6Range]) -> bool {
+/// Drops the AAAA records in excluded ranges (RFC 6147 §5.1.4), and all of them for a name
+/// of `dns64_ignore_aaaa` or with `synthall`; true if the answer is then one to synthesize
+/// for: NOERROR without AAAA records, or a failure that is not a DNSSEC verdict (§5.1.2
+/// treats other rcodes as an empty answer; §5.5: bogus data is never covered up). NXDOMAIN
+/// is not (§5.1.2). `dnssec_ok`: the client set DO; a signed denial is then left alone
+/// unless `break_dnssec` (BIND's rule).
+pub(crate) fn wants_synthesis(
+    answer: &mut Resolution,
+    qname: NameRef<'_>,
+    exclude: &[Ipv6Range],
+    options: &Dns64Options,
+    dnssec_ok: bool,
+) -> bool {
+    let all = options.ignores(qname);
     answer.answers.retain(|r| {
         r.rtype != RType::AAAA
-            || <[u8; 16]>::try_from(&r.rdata[..])
-                .map_or(true, |a| !exclude.iter().any(|x| x.contains(a)))
+            || (!all
+                && <[u8; 16]>::try_from(&r.rdata[..])
+                    .map_or(true, |a| !exclude.iter().any(|x| x.contains(a))))
     });
+    let signed = answer.secure || !answer.dnssec_authority.is_empty();
+    if dnssec_ok && signed && !options.break_dnssec && answer.rcode == Rcode::NOERROR {
+        return false;
+    }
     match answer.rcode {
         Rcode::NOERROR => !answer.answers.iter().any(|r| r.rtype == RType::AAAA),
         Rcode::SERVFAIL => !answer.ede.is_some_and(|e| (1..=12).contains(&e.code)),
@@ -227,15 +336,24 @@ pub(crate) fn wants_synthesis(answer: &mut Resolution, exclude: &[Ipv6Range]) ->
 }
 
 /// The synthesized answer: the AAAA answer's CNAME chain, then one AAAA per A record of
-/// `a`, with the TTL the lesser of the A record's and the AAAA denial's SOA (or 600 s
-/// without one, RFC 6147 §5.1.7). Not secure (no AD, RFC 6147 §5.5). `None` if `a` has no
-/// A records: the AAAA answer stands.
+/// `a` that `options` maps, with the TTL the lesser of the A record's and the AAAA denial's
+/// SOA (or 600 s without one, RFC 6147 §5.1.7). Not secure (no AD, RFC 6147 §5.5); stale
+/// (EDE 3, RFC 8767) if either answer was. `None` if `a` has no mapped A records: the AAAA
+/// answer stands.
 pub(crate) fn synthesize(
     prefix: &Dns64Prefix,
+    options: &Dns64Options,
     aaaa: &Resolution,
     a: &Resolution,
 ) -> Option<Resolution> {
-    if a.rcode != Rcode::NOERROR || !a.answers.iter().any(|r| r.rtype == RType::A) {
+    let v4s = || {
+        a.answers
+            .iter()
+            .filter(|r| r.rtype == RType::A)
+            .filter_map(|r| Some((r, <[u8; 4]>::try_from(&r.rdata[..]).ok()?)))
+            .filter(|(_, v4)| options.maps(*v4))
+    };
+    if a.rcode != Rcode::NOERROR || v4s().next().is_none() {
         return None;
     }
     let cap = aaaa
@@ -250,14 +368,14 @@ pub(crate) fn synthesize(
             .filter(|r| r.rtype != RType::AAAA)
             .cloned(),
     );
-    for r in &a.answers {
-        if let Ok(v4) = <[u8; 4]>::try_from(&r.rdata[..]) {
-            if r.rtype == RType::A {
-                let v6 = prefix.synthesize(v4).to_vec();
-                out.answers
-                    .push(rr(r.owner.clone(), RType::AAAA, r.ttl.min(cap), v6));
-            }
-        }
+    for (r, v4) in v4s() {
+        let v6 = prefix.synthesize(v4).to_vec();
+        out.answers
+            .push(rr(r.owner.clone(), RType::AAAA, r.ttl.min(cap), v6));
     }
+    out.ede = [a.ede, aaaa.ede]
+        .into_iter()
+        .flatten()
+        .find(|e| e.code == Ede::STALE_ANSWER);
     Some(out)
 }

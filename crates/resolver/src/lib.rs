@@ -116,8 +116,8 @@ use shardns_wire::{MessageWriter, NameRef, RType};
 
 pub use cache::{Cache, CacheAnswer, CacheStats};
 pub use config::{Config, Hints, ZoneServers};
-pub use dns64::{Dns64Prefix, Ipv6Range};
-pub use engine::{Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
+pub use dns64::{Dns64Options, Dns64Prefix, Ipv6Range};
+pub use engine::{Ask, Engine, EngineStats, Event, QueryId, TaskId, Transmit, WallClock};
 pub use error::Error;
 pub use reply::{
     client_response_limit, finish_client_response, put_opt_with_ede, Ede, Resolution,
@@ -255,11 +255,29 @@ impl Resolver {
         &self.config
     }
 
-    /// DNS64 is on and may change the answer to a `qtype` question (AAAA synthesis, PTR
-    /// under the prefix): the server sends such questions to the engine, not to the
-    /// cache-hit path, which knows nothing of DNS64.
-    pub fn dns64_owns(&self, qtype: RType) -> bool {
-        self.config.dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
+    /// What a query from `client` with RD, CD and DO bits `rd`, `cd`, `dnssec_ok` asks of
+    /// [`Engine::resolve_for`]: DNS64 applies if it is on and the client is one it is for
+    /// (BIND's `clients` and `recursive-only`).
+    pub fn ask(
+        &self,
+        client: Option<std::net::IpAddr>,
+        rd: bool,
+        cd: bool,
+        dnssec_ok: bool,
+    ) -> Ask {
+        let dns64 = self.config.dns64 && self.config.dns64_options.applies(client, rd);
+        Ask {
+            cd,
+            dnssec_ok,
+            dns64,
+        }
+    }
+
+    /// DNS64 (`dns64`: on for this query) may change the answer to a `qtype` question
+    /// (AAAA synthesis, PTR under the prefix): the server sends such questions to the
+    /// engine, not to the cache-hit path, which knows nothing of DNS64.
+    pub fn dns64_owns(&self, qtype: RType, dns64: bool) -> bool {
+        dns64 && (qtype == RType::AAAA || qtype == RType::PTR)
     }
 
     /// The wall clock stepped (an engine saw it): what validation judged against the old

@@ -19,9 +19,11 @@
 //! Never: allocation (but for the rare transfer start and signed query), locks, clock
 //! system calls (but for signed queries), or a second parse of the query.
 
-use crate::dnstap::Tap;
+use crate::dnstap::{PolicyHit, Tap};
 use crate::extras::{self, EdnsPolicy, Extras, Verdict as OptionsVerdict};
 use crate::origin::Origin;
+use crate::querylog::log_query;
+pub(crate) use crate::querylog::{OrDash, QName};
 use crate::recursion::{Handling, Recursion};
 use crate::rrl::{Rrl, Verdict};
 use crate::stats::{ControlStats, WorkerStats, XFR_REFUSED, XFR_STARTED};
@@ -35,11 +37,10 @@ use shardns_control::update;
 use shardns_control::TransferAcl;
 use shardns_sys::unix_now;
 use shardns_wire::tsig::{self, Signer};
-use shardns_wire::{Name, Query, Rcode, Transport};
+use shardns_wire::{Query, Rcode, Transport};
 use shardns_zone::answer::size_limit;
 use shardns_zone::xfr::Transfer;
 use shardns_zone::{refuse, reject, respond, OptAt, Reply, Written, ZoneSet};
-use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::info;
@@ -440,10 +441,16 @@ impl Dispatcher<'_> {
         origin: Origin,
         out: &mut [u8],
     ) -> Action {
+        // The policy hit of a query the resolver role answered now (dnstap only).
+        let hit = match self.recursion.as_deref_mut() {
+            Some(rec) if TAP && self.recursive => rec.take_hit(),
+            _ => None,
+        };
         let asked = Asked {
             qname: query.map(QName::Parsed),
             query: Some(bytes),
             client: self.recursive,
+            policy: hit.as_ref(),
         };
         match self.exit.send::<TAP>(w, asked, origin, out) {
             Some(w) => Action::Send(w),
@@ -478,22 +485,8 @@ pub(crate) struct Asked<'a> {
     pub(crate) query: Option<&'a [u8]>,
     /// The resolver role answers (dnstap's CLIENT_QUERY and CLIENT_RESPONSE).
     pub(crate) client: bool,
-}
-
-/// A question's name: of a parsed query, or kept by the resolver for a later answer.
-#[derive(Clone, Copy)]
-pub(crate) enum QName<'a> {
-    Parsed(&'a Query<'a>),
-    Kept(&'a Name),
-}
-
-impl fmt::Display for QName<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Parsed(q) => q.qname().fmt(f),
-            Self::Kept(n) => n.fmt(f),
-        }
-    }
+    /// The response policy that made the response, for dnstap.
+    pub(crate) policy: Option<&'a PolicyHit>,
 }
 
 impl Exit<'_> {
@@ -550,44 +543,13 @@ impl Exit<'_> {
                     tap.query(query, origin, self.now, self.stats, asked.client);
                 }
                 if let Some(response) = out.get(..w.len) {
-                    tap.response(response, origin, self.now, self.stats, asked.client);
+                    let policy = asked.policy.map(|h| (h, asked.qname.map(QName::wire)));
+                    let (now, stats) = (self.now, self.stats);
+                    tap.response(response, origin, now, stats, asked.client, policy);
                 }
             }
         }
         Some(w)
-    }
-}
-
-/// One info line per query (only when query logging is on), formatted without allocating.
-/// Writing it takes stderr's lock, which is counted.
-#[cold]
-fn log_query(origin: Origin, qname: Option<QName<'_>>, w: &Written, stats: &WorkerStats) {
-    if !tracing::enabled!(target: "shardns::query", tracing::Level::INFO) {
-        return;
-    }
-    stats.request_locks.add(1);
-    info!(
-        target: "shardns::query",
-        "{} {} {} {} {} len={}{}",
-        OrDash(origin.peer),
-        origin.name(),
-        OrDash(qname),
-        OrDash(w.qtype),
-        w.rcode,
-        w.len,
-        if w.truncated { " TC" } else { "" }
-    );
-}
-
-/// Shows a value, or `-` for none.
-pub(crate) struct OrDash<T>(pub(crate) Option<T>);
-
-impl<T: fmt::Display> fmt::Display for OrDash<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Some(v) => v.fmt(f),
-            None => f.write_str("-"),
-        }
     }
 }
 
@@ -632,12 +594,13 @@ mod tests {
             now,
         };
         let peer = Some("192.0.2.1:5300".parse().unwrap());
-        let name: Name = "a.".parse().unwrap();
+        let name: shardns_wire::Name = "a.".parse().unwrap();
         // A resolver's later answer: no query bytes (dnstap logged the query already).
         let late = Asked {
             qname: Some(QName::Kept(&name)),
             query: None,
             client: true,
+            policy: None,
         };
         let udp = Origin::new(Via::Udp { socket: 0 }, false, peer);
         let xdp = Origin::new(Via::Xdp { socket: 0 }, false, peer);

@@ -45,6 +45,7 @@ mod https_conn;
 mod listen;
 pub mod logging;
 mod origin;
+mod querylog;
 mod recursion;
 mod rrl;
 mod runtime;
@@ -306,6 +307,11 @@ pub(crate) fn resolver_config(
             .collect::<Result<_, String>>()
             .map_err(|e| Error::Zones(format!("resolver.dns64_exclude: {e}")))?;
     }
+    rc.dns64_options = dns64_options(r)?;
+    let suffix = r.dns64_suffix.parse().map_err(|e| format!("{e}"));
+    rc.dns64_prefix = suffix
+        .and_then(|s| rc.dns64_prefix.with_suffix(s))
+        .map_err(|e| Error::Zones(format!("resolver.dns64_suffix: {e}")))?;
     rc.qname_minimisation = r.qname_minimisation;
     rc.qname_minimisation_strict = r.qname_minimisation_strict;
     rc.allow_loopback_upstreams = r.allow_loopback_upstreams;
@@ -320,6 +326,35 @@ pub(crate) fn resolver_config(
     rc.trust_anchors.negative = r.negative_trust_anchors.clone();
     rc.local = recursion::build_local(r).map_err(|e| Error::Zones(format!("resolver: {e}")))?;
     Ok(rc)
+}
+
+/// BIND's and Unbound's other DNS64 options from `[resolver]`.
+fn dns64_options(r: &ResolverConfig) -> Result<shardns_resolver::Dns64Options, Error> {
+    use shardns_resolver::local::Prefix;
+    let prefixes = |list: &Option<Vec<AclEntry>>| {
+        list.as_ref().map(|l| {
+            l.iter()
+                .map(|a| Prefix {
+                    addr: a.addr,
+                    len: a.len,
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let mapped = prefixes(&r.dns64_mapped);
+    if mapped.iter().flatten().any(|p| p.addr.is_ipv6()) {
+        return Err(Error::Zones(
+            "resolver.dns64_mapped: IPv4 prefixes only (the A records' addresses)".into(),
+        ));
+    }
+    Ok(shardns_resolver::Dns64Options {
+        clients: prefixes(&r.dns64_clients),
+        recursive_only: r.dns64_recursive_only,
+        mapped,
+        break_dnssec: r.dns64_break_dnssec,
+        synthall: r.dns64_synthall,
+        ignore_aaaa: r.dns64_ignore_aaaa.clone(),
+    })
 }
 
 /// A system call's result for the secret random seeds (`shardns_sys::seed`), as the

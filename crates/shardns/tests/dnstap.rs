@@ -232,3 +232,151 @@ fn the_resolver_role_logs_client_queries_and_its_later_answers() {
     assert!(lines_with(&text, " AQ ").is_empty(), "{text}");
     assert!(dnstap_read(&file, true).contains("192.0.2.77"));
 }
+
+/// The data frames of a Frame Streams file: after the START control frame, each a 4-octet
+/// big-endian length and the payload; a zero length escapes a control frame.
+fn data_frames(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut frames = Vec::new();
+    let mut at = 0;
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    while at + 4 <= bytes.len() {
+        let len = word(at);
+        if len == 0 {
+            // A control frame: its own length, then its body.
+            at += 8 + word(at + 4);
+            continue;
+        }
+        frames.push(&bytes[at + 4..at + 4 + len]);
+        at += 4 + len;
+    }
+    frames
+}
+
+/// `protoc --decode_raw` of one protobuf message (no schema: field numbers and values).
+fn decode_raw(protoc: &Path, message: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut child = Command::new(protoc)
+        .arg("--decode_raw")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run protoc");
+    child.stdin.take().unwrap().write_all(message).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Response policy hits in dnstap: the CLIENT_RESPONSE carries the rewritten answer (which
+/// dnstap-read shows) and `Message.policy` (type "RPZ", the action, what matched, the
+/// matched name or address; dnstap.proto's field 15, which `protoc --decode_raw` shows),
+/// the policy zone's name in `Dnstap.extra`: query-name, client-address and answer-address
+/// triggers (the last on a later answer); a response no policy touched has neither.
+#[test]
+fn policy_hits_are_in_the_client_responses() {
+    let (_auth, forward) = other_test_upstream("dnstap-rpz");
+    let dir = TempDir::new("dnstap-rpz-out");
+    let file = dir.path().join("tap.fstrm");
+    let rpz = dir.write(
+        "policy.rpz",
+        "$TTL 60\n@ SOA localhost. admin.localhost. 1 3600 600 86400 60\n@ NS localhost.\n\
+         blocked.other.test CNAME .\nlocal.other.test A 192.0.2.99\n\
+         32.9.0.0.127.rpz-client-ip CNAME *.\n32.77.2.0.192.rpz-ip CNAME .\n",
+    );
+    let config = format!(
+        "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\n\
+         forward = [\"{forward}\"]\n[[resolver.rpz]]\nname = \"policy.rpz.\"\nfile = \"{}\"\n\
+         [dnstap]\nfile = \"{}\"\n",
+        rpz.display(),
+        file.display()
+    );
+    let mut resolver = Server::start_on(
+        "dnstap-rpz",
+        Ipv4Addr::LOCALHOST,
+        Some(&config),
+        &["--workers", "1"],
+    );
+    let a = resolver.addr;
+    let out = dig(a, &["+noall", "+comments", "blocked.other.test", "A"]);
+    assert!(out.contains("status: NXDOMAIN"), "{out}");
+    assert_eq!(
+        dig(a, &["+short", "local.other.test", "A"]).trim(),
+        "192.0.2.99"
+    );
+    // The client-ip trigger, from 127.0.0.9: NODATA for a name that has data.
+    let out = dig(
+        a,
+        &[
+            "-b",
+            "127.0.0.9",
+            "+noall",
+            "+comments",
+            "www.other.test",
+            "A",
+        ],
+    );
+    assert!(
+        out.contains("status: NOERROR") && out.contains("ANSWER: 0"),
+        "{out}"
+    );
+    // The answer's address 192.0.2.77 (rpz-ip), after resolution: NXDOMAIN, later.
+    let out = dig(a, &["+noall", "+comments", "www.other.test", "A"]);
+    assert!(out.contains("status: NXDOMAIN"), "{out}");
+    // No policy for this one.
+    assert_eq!(
+        dig(a, &["+short", "ns.other.test", "A"]).trim(),
+        "127.0.0.1"
+    );
+    resolver.wait_for_stat("shardns_dnstap_frames_total", 10.0, Duration::from_secs(10));
+    assert!(resolver.terminate().success());
+    let yaml = dnstap_read(&file, true);
+    assert!(yaml.contains("status: NXDOMAIN"), "{yaml}");
+    assert!(yaml.contains("192.0.2.99"), "{yaml}");
+    let Some(protoc) = find_program("protoc", "PROTOC") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "protoc is not installed (scripts/test.sh installs it)"
+        );
+        println!("dnstap: SKIPPED the policy fields: protoc not installed (protobuf-compiler)");
+        return;
+    };
+    let bytes = std::fs::read(&file).unwrap();
+    let decoded: Vec<String> = data_frames(&bytes)
+        .into_iter()
+        .map(|f| decode_raw(&protoc, f))
+        .collect();
+    let with_policy: Vec<&String> = decoded.iter().filter(|d| d.contains("15 {")).collect();
+    assert_eq!(with_policy.len(), 4, "{decoded:#?}");
+    // Dnstap.extra, then in the message: type 6 (CLIENT_RESPONSE), the policy.
+    let hit = |action: u8, matched: u8, value: &str| {
+        with_policy.iter().any(|d| {
+            d.contains("3: \"policy.rpz.\"")
+                && d.contains("  1: 6\n")
+                && d.contains("    1: \"RPZ\"\n")
+                && d.contains(&format!("    3: {action}\n    4: {matched}\n"))
+                && d.contains(&format!("    5: \"{value}\"\n"))
+        })
+    };
+    // NXDOMAIN (1) and local data (6) by query name (1), NODATA (2) by client address (2).
+    assert!(
+        hit(1, 1, "\\007blocked\\005other\\004test\\000"),
+        "{with_policy:#?}"
+    );
+    assert!(
+        hit(6, 1, "\\005local\\005other\\004test\\000"),
+        "{with_policy:#?}"
+    );
+    assert!(hit(2, 2, "\\177\\000\\000\\t"), "{with_policy:#?}");
+    // NXDOMAIN by an answer's address (3); which address matched is not kept.
+    assert!(
+        with_policy
+            .iter()
+            .any(|d| d.contains("    3: 1\n    4: 3\n  }") && d.contains("3: \"policy.rpz.\"")),
+        "{with_policy:#?}"
+    );
+}

@@ -8,6 +8,7 @@
 //! in its own form (a policy table) and has no `Zone` to patch.
 
 use super::client::{self, Bounds, Failure, Feed};
+use shardns_config::PrimaryTls;
 use shardns_wire::message::{read_record, Reader, HEADER_LEN};
 use shardns_wire::tsig::{self, Key, ResponseVerifier};
 use shardns_wire::{
@@ -39,11 +40,12 @@ const MAX_CHANGES: usize = 5_000_000;
 
 /// Asks `primary` for `apex`'s serial and, if it is newer than `have` (RFC 1982) or there
 /// is no `have`, transfers the changes since `have` (IXFR) or the whole zone (AXFR).
+/// `primary`: its address, and over TLS (XoT, RFC 9103) how its certificate is checked;
 /// `ids`: random message IDs for the SOA query and the transfers; `key`: the TSIG key that
 /// signs every query, whose answers must be signed with it. Every wait is bounded: each
 /// message by `idle`, each transfer by `timeout`. `Ok(None)`: nothing newer.
 pub fn fetch(
-    primary: SocketAddr,
+    (primary, tls): (SocketAddr, Option<&PrimaryTls>),
     apex: &Name,
     have: Option<u32>,
     key: Option<&Key>,
@@ -51,7 +53,7 @@ pub fn fetch(
     idle: Duration,
     timeout: Duration,
 ) -> Result<Option<Fetched>, String> {
-    let serial = client::soa_serial(primary, None, apex, key, ids[0], idle)
+    let serial = client::soa_serial(primary, tls, apex, key, ids[0], idle)
         .map_err(|e| format!("SOA query to {primary}: {e}"))?;
     if have.is_some_and(|h| !is_newer(serial, h)) {
         return Ok(None);
@@ -62,7 +64,7 @@ pub fn fetch(
     };
     if let Some(have) = have {
         let mut ixfr = Changes::new(apex, have, key, ids[2]);
-        match client::run(primary, None, &mut ixfr, bounds()) {
+        match client::run(primary, tls, &mut ixfr, bounds()) {
             Ok(()) if ixfr.state == State::Done && ixfr.signed() => {
                 return Ok(Some(Fetched::Changes {
                     serial: ixfr.last,
@@ -80,7 +82,7 @@ pub fn fetch(
     let mut bytes = 0;
     let done = client::transfer(
         primary,
-        None,
+        tls,
         apex,
         RType::AXFR,
         None,

@@ -5,7 +5,8 @@
 //! `ipv4only.arpa.` is answered locally (RFC 8880 §7.2).
 //!
 //! Owns: the follow-up tasks (`Engine::dns64`: follow-up task -> the client's task and
-//! what it waits to complete). The address arithmetic is `crate::dns64`'s.
+//! what it waits to complete), and [`Ask`], what a client's query asks for (DNS64 or
+//! not). The address arithmetic is `crate::dns64`'s.
 
 use std::sync::Arc;
 
@@ -16,6 +17,17 @@ use crate::dns64::{
     final_name, ipv4only_answer, ptr_target, synthesize, wants_synthesis, IPV4ONLY,
 };
 use crate::reply::Resolution;
+
+/// What a client's query asks for beyond its question ([`Engine::resolve_for`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ask {
+    /// The client set CD: nothing is validated (RFC 4035 §3.2.2).
+    pub cd: bool,
+    /// The client set DO (DNS64 leaves a signed denial alone unless `break_dnssec`).
+    pub dnssec_ok: bool,
+    /// DNS64 applies to this client ([`crate::Resolver::ask`]).
+    pub dns64: bool,
+}
 
 /// What a follow-up task completes.
 pub(super) enum Follow {
@@ -68,22 +80,43 @@ impl Engine {
         true
     }
 
+    /// Runs a follow-up question whose answer completes `client`'s. With serve-stale on it
+    /// has the client's timers (RFC 8767): the failure-recheck (a stale answer at once) and
+    /// the client-response timer, so a stale A record is found as a stale AAAA would be.
     fn follow_up(&mut self, client: TaskId, name: Name, rtype: RType, follow: Follow, now: u64) {
         let sub = self.start(name.as_ref(), rtype, false, now);
         // In the table before it runs: it may finish at once (from the cache).
         self.dns64.insert(sub, Waiting { client, follow });
+        if self.resolver.config.serve_stale && self.stale_instead(sub, now) {
+            return;
+        }
         self.run(sub, now);
     }
 
-    /// The question of a client's AAAA task that DNS64 may complete: its name, if DNS64 is
-    /// on and the client did not set CD (RFC 6147 §5.5: it validates for itself).
-    pub(super) fn dns64_question(&mut self, id: TaskId) -> Option<Name> {
-        if !self.resolver.config.dns64 {
+    /// The question of a client's AAAA task that DNS64 may complete: its name and whether
+    /// the client set DO, if DNS64 applies to the client and it did not set CD (RFC 6147
+    /// §5.5: it validates for itself).
+    pub(super) fn dns64_question(&mut self, id: TaskId) -> Option<(Name, bool)> {
+        let slot = self.task_mut(id)?;
+        if !slot.dns64 {
             return None;
         }
-        let slot = self.task_mut(id)?;
         let (qname, qtype, _) = slot.task.question();
-        (qtype == RType::AAAA && !slot.cd).then(|| qname.to_name())
+        (qtype == RType::AAAA && !slot.cd).then(|| (qname.to_name(), slot.dnssec_ok))
+    }
+
+    /// A client's answer (a task's end, or a stale answer before it): DNS64's turn, then
+    /// to the client unless a follow-up still runs.
+    pub(super) fn answer_client(
+        &mut self,
+        id: TaskId,
+        aaaa: Option<(Name, bool)>,
+        answer: Resolution,
+        now: u64,
+    ) {
+        if let Some((id, answer)) = self.dns64_finish(id, aaaa, answer, now) {
+            self.emit_done(id, answer);
+        }
     }
 
     /// A task ended with `answer`: what goes to which client, or `None` while a follow-up
@@ -91,15 +124,16 @@ impl Engine {
     pub(super) fn dns64_finish(
         &mut self,
         id: TaskId,
-        aaaa: Option<Name>,
+        aaaa: Option<(Name, bool)>,
         answer: Resolution,
         now: u64,
     ) -> Option<(TaskId, Resolution)> {
         if let Some(w) = self.dns64.remove(&id) {
             let done = match w.follow {
                 Follow::Aaaa(orig) => {
-                    let prefix = &self.resolver.config.dns64_prefix;
-                    synthesize(prefix, &orig, &answer).unwrap_or(orig)
+                    let cfg = &self.resolver.config;
+                    synthesize(&cfg.dns64_prefix, &cfg.dns64_options, &orig, &answer)
+                        .unwrap_or(orig)
                 }
                 Follow::Ptr(cname) => {
                     let mut a = answer;
@@ -112,11 +146,13 @@ impl Engine {
             };
             return Some((w.client, done));
         }
-        let Some(qname) = aaaa else {
+        let Some((qname, dnssec_ok)) = aaaa else {
             return Some((id, answer));
         };
         let mut answer = answer;
-        if !wants_synthesis(&mut answer, &self.resolver.config.dns64_exclude) {
+        let cfg = &self.resolver.config;
+        let (exclude, options) = (&cfg.dns64_exclude, &cfg.dns64_options);
+        if !wants_synthesis(&mut answer, qname.as_ref(), exclude, options, dnssec_ok) {
             return Some((id, answer));
         }
         let target = final_name(qname.as_ref(), &answer);

@@ -21,9 +21,7 @@ impl Engine {
         if answered {
             return;
         }
-        if let Some((id, answer)) = self.dns64_finish(id, aaaa, answer, now) {
-            self.emit_done(id, answer);
-        }
+        self.answer_client(id, aaaa, answer, now);
     }
 
     /// Counts and hands over a client's answer.

@@ -28,6 +28,7 @@ use crate::reply::{Ede, Resolution};
 use crate::Resolver;
 
 mod dns64;
+pub use dns64::Ask;
 mod finish;
 mod stale;
 mod upstream;
@@ -147,6 +148,10 @@ struct TaskSlot {
     answered: bool,
     /// The client set CD.
     cd: bool,
+    /// The client gets DNS64 ([`Ask::dns64`]).
+    dns64: bool,
+    /// The client set DO.
+    dnssec_ok: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -270,9 +275,26 @@ impl Engine {
 
     /// [`Engine::resolve`] for a client query whose CD bit is `cd`: with CD set nothing is
     /// validated (RFC 4035 §3.2.2) and the data is returned as it came.
+    /// DNS64 applies if it is on (every client, as the configuration's client list is not
+    /// checked here: [`Engine::resolve_for`] is for that).
     pub fn resolve_cd(&mut self, qname: NameRef<'_>, qtype: RType, cd: bool, now: u64) -> TaskId {
-        let id = self.start(qname, qtype, cd, now);
-        if self.resolver.config.dns64 && self.dns64_start(id, cd, now) {
+        let dns64 = self.resolver.config.dns64;
+        let ask = Ask {
+            cd,
+            dnssec_ok: false,
+            dns64,
+        };
+        self.resolve_for(qname, qtype, ask, now)
+    }
+
+    /// [`Engine::resolve`] for a client query with its flags and whether DNS64 applies.
+    pub fn resolve_for(&mut self, qname: NameRef<'_>, qtype: RType, ask: Ask, now: u64) -> TaskId {
+        let id = self.start(qname, qtype, ask.cd, now);
+        if let Some(slot) = self.task_mut(id) {
+            slot.dns64 = ask.dns64;
+            slot.dnssec_ok = ask.dnssec_ok;
+        }
+        if ask.dns64 && self.dns64_start(id, ask.cd, now) {
             return id;
         }
         if self.resolver.config.serve_stale && self.stale_instead(id, now) {
@@ -301,6 +323,8 @@ impl Engine {
             waiting: None,
             answered: false,
             cd,
+            dns64: false,
+            dnssec_ok: false,
         };
         let index = match self.free_tasks.pop() {
             Some(i) => {

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use shardns_wire::{NameRef, RType, Rcode};
 
-use super::{Engine, Event, TaskId, TimerKind};
+use super::{Engine, TaskId, TimerKind};
 use crate::reply::Resolution;
 
 impl Engine {
     /// Refreshes (`qname`, `qtype`) in the background: resolved as for a client, without
-    /// using the cached answer to the question, and cached; no [`Event::Done`] comes of it.
+    /// using the cached answer to the question, and cached; no [`crate::Event::Done`] comes of it.
     /// The server calls it when a cache hit reports `prefetch` ([`crate::CacheAnswer`]).
     pub fn prefetch(&mut self, qname: NameRef<'_>, qtype: RType, now: u64) -> TaskId {
         self.stats.prefetches += 1;
@@ -45,8 +45,11 @@ impl Engine {
         };
         if let Some(answer) = stale {
             self.stats.stale_answers += 1;
+            // DNS64 sees a stale AAAA denial as a fresh one (and a stale A it synthesizes
+            // from keeps its EDE 3).
+            let aaaa = self.dns64_question(id);
             self.release_task(id.index);
-            self.events.push_back(Event::Done(id, answer));
+            self.answer_client(id, aaaa, answer, now);
             return true;
         }
         let at = now + resolver.config.serve_stale_client_timeout_ms;
@@ -72,7 +75,8 @@ impl Engine {
         };
         slot.answered = true;
         self.stats.stale_answers += 1;
-        self.events.push_back(Event::Done(id, answer));
+        let aaaa = self.dns64_question(id);
+        self.answer_client(id, aaaa, answer, now);
     }
 
     /// A resolution ended with `answer`: if it failed (not a DNSSEC verdict: bogus data is

@@ -9,7 +9,7 @@ use shardns_wire::{RType, Rcode};
 use super::sim::*;
 use crate::{Config, Dns64Prefix, Resolution};
 
-fn dns64_config() -> Config {
+pub(super) fn dns64_config() -> Config {
     Config {
         dns64: true,
         ..config()
@@ -18,7 +18,7 @@ fn dns64_config() -> Config {
 
 /// The world, with `v6.example.test.` (A and AAAA), `mapped.example.test.` (A, and an AAAA
 /// in the excluded `::ffff:0:0/96`), and `2.0.192.in-addr.arpa.` on the root's server.
-fn dns64_world() -> Net {
+pub(super) fn dns64_world() -> Net {
     let mut net = world();
     for ip in ["10.0.3.1", "10.0.3.11", "10.0.3.2"] {
         net.servers.get_mut(&addr(ip)).unwrap().zones[0]
@@ -40,7 +40,7 @@ fn dns64_world() -> Net {
     net
 }
 
-fn aaaa(a: &Resolution) -> Vec<Ipv6Addr> {
+pub(super) fn aaaa(a: &Resolution) -> Vec<Ipv6Addr> {
     a.answers
         .iter()
         .filter(|r| r.rtype == RType::AAAA)
@@ -48,7 +48,7 @@ fn aaaa(a: &Resolution) -> Vec<Ipv6Addr> {
         .collect()
 }
 
-fn v6(s: &str) -> Ipv6Addr {
+pub(super) fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 

@@ -4,6 +4,7 @@ mod sim;
 
 mod caching;
 mod dns64;
+mod dns64_options;
 mod failing_servers;
 mod iteration;
 mod limits;

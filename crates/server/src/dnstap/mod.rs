@@ -21,18 +21,40 @@
 //! What is logged: each query (AUTH_QUERY, with the client's address and port, the
 //! transport and the loop turn's time), each response (AUTH_RESPONSE, with the query's time
 //! and the response's); CLIENT_QUERY and CLIENT_RESPONSE for the queries the resolver role
-//! takes, its later answers (a cache miss) included. Not logged (yet): the messages of an
-//! outgoing zone transfer after its query, the resolver's own upstream queries.
+//! takes, its later answers (a cache miss) included. A response policy zone's hit goes
+//! with the response it changed: `Message.policy` (type "RPZ", the action, what matched,
+//! the query name or client address that did) and the policy zone's name in
+//! `Dnstap.extra` ([`PolicyHit`]). Not logged (yet): the messages of an outgoing zone
+//! transfer after its query, the resolver's own upstream queries.
 
 mod fstrm;
 mod proto;
+
+pub(crate) use proto::{
+    MATCH_CLIENT_IP, MATCH_QNAME, MATCH_RESPONSE_IP, POLICY_DROP, POLICY_LOCAL_DATA, POLICY_NODATA,
+    POLICY_NXDOMAIN, POLICY_PASS, POLICY_TRUNCATE,
+};
+
+/// A response policy zone's hit, kept with its query until the response is logged (no
+/// allocation: the zone is shared).
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyHit {
+    /// The policy zone.
+    pub(crate) zone: Arc<shardns_resolver::PolicyZone>,
+    /// A `POLICY_*` action: what was done (PASS for a disabled zone's hit).
+    pub(crate) action: u8,
+    /// A `MATCH_*` value: the query name, the client's address or an answer's address.
+    pub(crate) matched: u8,
+}
 
 use crate::origin::{Origin, Via};
 use crate::stats::{WorkerStats, DNSTAP_DROPPED, DNSTAP_SENT};
 use crate::Shared;
 use shardns_config::DnstapConfig;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
+use std::net::IpAddr;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -111,6 +133,37 @@ impl Origin {
     }
 }
 
+/// A policy zone's name in presentation form, written on the stack.
+struct NameText {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl Default for NameText {
+    fn default() -> Self {
+        Self {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+}
+
+impl NameText {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::fmt::Write for NameText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 impl Tap {
     /// Logs a query (if `queries` is on): AUTH_QUERY, or CLIENT_QUERY if the resolver role
     /// took it (`client`).
@@ -139,12 +192,15 @@ impl Tap {
             query: Some(bytes),
             response_time: None,
             response: None,
+            policy: None,
         };
         self.record(&event, stats);
     }
 
     /// Logs a response about to be sent (if `responses` is on): AUTH_RESPONSE, or
-    /// CLIENT_RESPONSE from the resolver role (`client`; also its later answers).
+    /// CLIENT_RESPONSE from the resolver role (`client`; also its later answers), with the
+    /// response policy that made it, if one did (`policy`: the hit and the query name in
+    /// wire form).
     pub(crate) fn response(
         &mut self,
         response: &[u8],
@@ -152,12 +208,38 @@ impl Tap {
         now: Instant,
         stats: &WorkerStats,
         client: bool,
+        policy: Option<(&PolicyHit, Option<&[u8]>)>,
     ) {
         if !self.responses {
             return;
         }
         let (protocol, family) = origin.dnstap();
         let t = self.clock.at(now);
+        let mut octets = [0u8; 16];
+        let mut zone = NameText::default();
+        let policy = policy.map(|(hit, qname)| {
+            // Presentation form, on the stack (a name too long for it is cut).
+            let _ = write!(zone, "{}", hit.zone.name());
+            let value = match (hit.matched, origin.peer.map(|p| p.ip())) {
+                (MATCH_QNAME, _) => qname,
+                (MATCH_CLIENT_IP, Some(IpAddr::V4(a))) => {
+                    octets[..4].copy_from_slice(&a.octets());
+                    Some(&octets[..4])
+                }
+                (MATCH_CLIENT_IP, Some(IpAddr::V6(a))) => {
+                    octets.copy_from_slice(&a.octets());
+                    Some(&octets[..])
+                }
+                // Which answer address matched is not kept.
+                _ => None,
+            };
+            proto::PolicyTap {
+                action: hit.action,
+                matched: hit.matched,
+                value,
+                zone: zone.as_bytes(),
+            }
+        });
         let event = proto::Event {
             kind: if client {
                 proto::CLIENT_RESPONSE
@@ -171,6 +253,7 @@ impl Tap {
             query: None,
             response_time: Some(t),
             response: Some(response),
+            policy,
         };
         self.record(&event, stats);
     }

@@ -4,7 +4,10 @@
 //! (identity = 1, version = 2, message = 14, type = 15, always MESSAGE = 1) and `Message`
 //! (type = 1, socket_family = 2, socket_protocol = 3, query_address = 4, query_port = 6,
 //! query_time_sec = 8, query_time_nsec = 9 (fixed32), query_message = 10,
-//! response_time_sec = 12, response_time_nsec = 13 (fixed32), response_message = 14). That
+//! response_time_sec = 12, response_time_nsec = 13 (fixed32), response_message = 14,
+//! policy = 15), and in `Policy` (added to the schema in 2021 for response policies:
+//! type = 1, action = 3, match = 4, value = 5); `Dnstap.extra` = 3 carries the policy
+//! zone's name. That
 //! is a handful of varints, fixed32s and length-delimited byte strings, so no protobuf
 //! crate or code generation: [`Event::frame_len`] computes the exact size first (the frame
 //! and the nested message are length-prefixed), and [`Event::write_frame`] appends into a
@@ -29,6 +32,22 @@ pub(crate) const DOT: u8 = 3;
 pub(crate) const DOH: u8 = 4;
 pub(crate) const DOQ: u8 = 7;
 
+/// `Policy.Action` values.
+pub(crate) const POLICY_NXDOMAIN: u8 = 1;
+pub(crate) const POLICY_NODATA: u8 = 2;
+pub(crate) const POLICY_PASS: u8 = 3;
+pub(crate) const POLICY_DROP: u8 = 4;
+pub(crate) const POLICY_TRUNCATE: u8 = 5;
+pub(crate) const POLICY_LOCAL_DATA: u8 = 6;
+
+/// `Policy.Match` values.
+pub(crate) const MATCH_QNAME: u8 = 1;
+pub(crate) const MATCH_CLIENT_IP: u8 = 2;
+pub(crate) const MATCH_RESPONSE_IP: u8 = 3;
+
+/// `Policy.type` for a response policy zone.
+const POLICY_TYPE_RPZ: &[u8] = b"RPZ";
+
 /// Wire types.
 const VARINT: u8 = 0;
 const LEN: u8 = 2;
@@ -48,6 +67,36 @@ pub(crate) struct Event<'a> {
     pub(crate) query: Option<&'a [u8]>,
     pub(crate) response_time: Option<(u64, u32)>,
     pub(crate) response: Option<&'a [u8]>,
+    /// A response policy applied to the message.
+    pub(crate) policy: Option<PolicyTap<'a>>,
+}
+
+/// `Message.policy`: a response policy zone's hit (type "RPZ").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PolicyTap<'a> {
+    /// A `POLICY_*` action.
+    pub(crate) action: u8,
+    /// A `MATCH_*` value: what matched.
+    pub(crate) matched: u8,
+    /// The matched value: the query name in wire form, or the address's octets.
+    pub(crate) value: Option<&'a [u8]>,
+    /// The policy zone's name (presentation form), in `Dnstap.extra`.
+    pub(crate) zone: &'a [u8],
+}
+
+impl PolicyTap<'_> {
+    fn len(&self) -> usize {
+        bytes_len(POLICY_TYPE_RPZ.len()) + 2 + 2 + self.value.map_or(0, |v| bytes_len(v.len()))
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        put_bytes(out, 1, POLICY_TYPE_RPZ);
+        put_uint(out, 3, self.action.into());
+        put_uint(out, 4, self.matched.into());
+        if let Some(v) = self.value {
+            put_bytes(out, 5, v);
+        }
+    }
 }
 
 fn varint_len(mut v: u64) -> usize {
@@ -124,12 +173,20 @@ impl Event<'_> {
         if let Some(r) = self.response {
             n += bytes_len(r.len());
         }
+        if let Some(p) = &self.policy {
+            n += bytes_len(p.len());
+        }
         n
     }
 
     /// The size of the `Dnstap` message around it.
     fn dnstap_len(&self, identity: &[u8], version: &[u8]) -> usize {
-        bytes_len(identity.len()) + bytes_len(version.len()) + bytes_len(self.message_len()) + 2
+        let extra = self.policy.map_or(0, |p| bytes_len(p.zone.len()));
+        bytes_len(identity.len())
+            + bytes_len(version.len())
+            + extra
+            + bytes_len(self.message_len())
+            + 2
     }
 
     /// The size of the Frame Streams data frame: a 4-octet length, then the `Dnstap`.
@@ -143,6 +200,9 @@ impl Event<'_> {
         out.extend_from_slice(&(self.dnstap_len(identity, version) as u32).to_be_bytes());
         put_bytes(out, 1, identity);
         put_bytes(out, 2, version);
+        if let Some(p) = &self.policy {
+            put_bytes(out, 3, p.zone);
+        }
         put_key(out, 14, LEN);
         put_varint(out, self.message_len() as u64);
         put_uint(out, 1, self.kind.into());
@@ -164,6 +224,11 @@ impl Event<'_> {
         }
         if let Some(r) = self.response {
             put_bytes(out, 14, r);
+        }
+        if let Some(p) = &self.policy {
+            put_key(out, 15, LEN);
+            put_varint(out, p.len() as u64);
+            p.write(out);
         }
         // Dnstap.type = MESSAGE, last (fields may come in any order).
         put_uint(out, 15, 1);
@@ -187,6 +252,7 @@ mod tests {
             query: Some(&query),
             response_time: Some((1_700_000_000, 123_456_999)),
             response: Some(&[1, 2, 3]),
+            policy: None,
         };
         let mut out = Vec::with_capacity(e.frame_len(b"id", b"v1"));
         e.write_frame(b"id", b"v1", &mut out);
@@ -200,6 +266,43 @@ mod tests {
         assert_eq!(&out[out.len() - 2..], &[0x78, 1]);
         // The response message is the nested message's last field.
         assert_eq!(&out[out.len() - 7..out.len() - 2], &[0x72, 3, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_policy_goes_in_the_message_and_its_zone_in_extra() {
+        let e = Event {
+            kind: CLIENT_RESPONSE,
+            family: INET,
+            protocol: UDP,
+            peer: Some("192.0.2.1:40000".parse().unwrap()),
+            query_time: (1_700_000_000, 1),
+            query: None,
+            response_time: Some((1_700_000_000, 2)),
+            response: Some(&[9, 9]),
+            policy: Some(PolicyTap {
+                action: POLICY_NXDOMAIN,
+                matched: MATCH_QNAME,
+                value: Some(b"\x01a\x00"),
+                zone: b"rpz.",
+            }),
+        };
+        let mut out = Vec::with_capacity(e.frame_len(b"id", b"v1"));
+        e.write_frame(b"id", b"v1", &mut out);
+        assert_eq!(out.len(), e.frame_len(b"id", b"v1"));
+        // identity, version, extra = "rpz.", then the message.
+        assert_eq!(&out[12..18], &[0x1a, 4, b'r', b'p', b'z', b'.']);
+        assert_eq!(out[18], 0x72);
+        // The message ends with response_message, then policy (15): type "RPZ", action 1,
+        // match 1, value; then Dnstap.type.
+        let policy = [
+            0x7a, 14, 0x0a, 3, b'R', b'P', b'Z', 0x18, 1, 0x20, 1, 0x2a, 3, 1, b'a', 0,
+        ];
+        let end = out.len() - 2;
+        assert_eq!(&out[end - policy.len()..end], &policy);
+        assert_eq!(
+            &out[end - policy.len() - 4..end - policy.len()],
+            &[0x72, 2, 9, 9]
+        );
     }
 
     #[test]

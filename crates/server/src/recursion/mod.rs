@@ -23,27 +23,27 @@
 mod answer;
 mod local;
 pub(crate) mod rpz;
+mod rpz_timers;
 mod rpz_xfr;
 mod upstream;
 
-use answer::{finish, set_ad};
+use answer::{finish, set_ad, write_answer};
 pub(crate) use local::build as build_local;
 use local::Step;
 use rpz::{Policy, PolicyLog};
 use upstream::Upstream;
 pub(crate) use upstream::KIND_UPSTREAM;
 
+use crate::dnstap::PolicyHit;
 use crate::extras::{EdnsPolicy, Extras};
 use crate::origin::Origin;
 use crate::stats::WorkerStats;
 use shardns_config::AclEntry;
 use shardns_resolver::{
-    client_response_limit, CacheAnswer, Ede, Engine, Event, QueryId, Resolution, Resolver, TaskId,
-    OPT_ROOM,
+    client_response_limit, CacheAnswer, Ede, Engine, Event, QueryId, Resolver, TaskId, OPT_ROOM,
 };
 use shardns_sys::Epoll;
-use shardns_wire::message::Header;
-use shardns_wire::{Class, MessageWriter, Name, NameRef, Query, RType, Rcode, Record, Section};
+use shardns_wire::{Class, MessageWriter, Name, NameRef, Query, RType, Rcode, Record};
 use shardns_zone::Written;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -125,6 +125,8 @@ pub(crate) enum Handling {
 struct Pending {
     /// Where the query came from: where its answer goes.
     origin: Origin,
+    /// The response policy that changed the answer, for dnstap.
+    hit: Option<PolicyHit>,
     id: u16,
     rd: bool,
     cd: bool,
@@ -157,6 +159,8 @@ pub(crate) struct Recursion {
     validating: bool,
     bogus_log: BogusLog,
     policy_log: PolicyLog,
+    /// The last query's response policy hit, for dnstap ([`Recursion::take_hit`]).
+    tap_hit: Option<PolicyHit>,
 }
 
 /// Seconds during which a bogus (name, EDE code) is logged once.
@@ -255,7 +259,8 @@ fn count_verdict(stats: &WorkerStats, rcode: Rcode, secure: bool, ede: Option<u1
 /// Hands a finished answer to its client's way out: its origin, the response's summary, its
 /// question's name and the frame (the response from octet 2 on, `Written::len` octets;
 /// octets 0-1 are for the TCP length prefix, written by the taker).
-pub(crate) type Deliver<'a> = &'a mut dyn FnMut(Origin, Written, &Name, &mut [u8]);
+pub(crate) type Deliver<'a> =
+    &'a mut dyn FnMut(Origin, Written, &Name, Option<&PolicyHit>, &mut [u8]);
 
 impl Recursion {
     pub(crate) fn new(shared: Arc<RecursionShared>, seed: [u8; 32], base: Instant) -> Self {
@@ -268,6 +273,7 @@ impl Recursion {
             validating,
             bogus_log: BogusLog::default(),
             policy_log: PolicyLog::default(),
+            tap_hit: None,
             shared,
             engine,
             base,
@@ -365,7 +371,9 @@ impl Recursion {
         // A policy's CNAME target is what the cache and the engine answer.
         let name = rewrite.as_ref().map_or(qname, |(t, _)| t.as_ref());
         let resolver = &self.shared.resolver;
-        let cached = if resolver.dns64_owns(qtype) || by_address {
+        let rd = query.header().rd();
+        let ask = resolver.ask(origin.peer.map(|p| p.ip()), rd, qh.cd(), dnssec_ok);
+        let cached = if resolver.dns64_owns(qtype, ask.dns64) || by_address {
             // DNS64 may synthesize, a policy may rewrite by address: the engine answers
             // (from the cache where it can).
             CacheAnswer::Miss { locks: 0 }
@@ -420,7 +428,7 @@ impl Recursion {
                         false,
                     ));
                 }
-                let task = self.engine.resolve_cd(name, qtype, qh.cd(), clock);
+                let task = self.engine.resolve_for(name, qtype, ask, clock);
                 self.pending.insert(
                     task,
                     Pending {
@@ -434,6 +442,7 @@ impl Recursion {
                         wants_ad,
                         extras,
                         rewrite: rewrite.map(|(t, ttl)| vec![rpz::cname(qname, t.as_ref(), ttl)]),
+                        hit: self.tap_hit.take(),
                     },
                 );
                 Handling::Pending
@@ -523,71 +532,17 @@ impl Recursion {
                     };
                     let buf = &mut self.write_buf[2..end];
                     let w = write_answer(buf, &p, &answer, (tcp, tc), policy);
-                    deliver(p.origin, w, &p.qname, &mut self.write_buf[..]);
+                    deliver(
+                        p.origin,
+                        w,
+                        &p.qname,
+                        p.hit.as_ref(),
+                        &mut self.write_buf[..],
+                    );
                 }
             }
         }
     }
-}
-
-/// Writes a finished resolution's response for its client.
-/// `(tcp, tc)`: the client's transport is a stream; the answer is an empty one with TC (a
-/// TCP-only policy over UDP).
-fn write_answer(
-    buf: &mut [u8],
-    p: &Pending,
-    answer: &Resolution,
-    (tcp, tc): (bool, bool),
-    policy: &EdnsPolicy,
-) -> Written {
-    let full = client_response_limit(tcp, p.edns, buf.len());
-    // Room for the query's NSID and cookie options (none for most queries).
-    let limit = full.saturating_sub(p.extras.room(policy));
-    let mut w = MessageWriter::new(buf, limit);
-    let _ = w.put_question(p.qname.as_ref(), p.qtype, Class::IN);
-    let after_question = w.checkpoint();
-    if p.edns.is_some() {
-        w.set_limit(limit.saturating_sub(OPT_ROOM));
-    }
-    let dnssec_ok = p.edns.is_some_and(|(_, dnssec_ok)| dnssec_ok);
-    let cname = p.rewrite.iter().flatten().try_for_each(|r| {
-        let owner = r.owner.as_ref();
-        w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)
-    });
-    let truncated = tc || cname.is_err() || answer.write(&mut w, dnssec_ok).is_err();
-    if truncated {
-        w.rollback(after_question);
-    }
-    let mut qh = Header {
-        id: p.id,
-        ..Header::default()
-    };
-    qh.set_rd(p.rd);
-    qh.set_cd(p.cd);
-    let (len, opt) = finish(
-        w,
-        &qh,
-        answer.rcode,
-        truncated,
-        limit,
-        p.edns,
-        answer.ede.as_ref(),
-    );
-    if answer.secure && p.wants_ad && p.rewrite.is_none() {
-        set_ad(buf);
-    }
-    let mut written = Written {
-        len,
-        rcode: answer.rcode,
-        qtype: Some(p.qtype),
-        truncated,
-        wildcard: None,
-        opt,
-    };
-    if !p.extras.is_empty() {
-        written.len = p.extras.apply(buf, &written, full, policy);
-    }
-    written
 }
 
 #[cfg(test)]

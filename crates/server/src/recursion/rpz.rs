@@ -1,17 +1,20 @@
 //! recursion::rpz -- the server's side of response policy zones: the policy files read at
 //! start and read again at a reload when they changed ([`Policies`], swapped whole), a
 //! client query checked against them before the cache and an answer's addresses after
-//! resolution, the policy's answer written, and the hits logged without flooding.
+//! resolution, the policy's answer written, and the hits logged without flooding (and kept
+//! for dnstap: [`Recursion::take_hit`], `Pending::hit`).
 //!
 //! The policy decisions themselves (triggers, precedence, overrides, counters) are
 //! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
 
 use super::{Pending, Recursion, RecursionShared};
+use crate::dnstap::{self, PolicyHit as DnstapHit};
 use crate::Error;
 use arc_swap::ArcSwap;
 use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
 use shardns_resolver::{
-    PolicyAction, PolicyHit, PolicyOverride, PolicyZone, PolicyZoneBuilder, Resolution, Rpz,
+    PolicyAction, PolicyHit, PolicyOverride, PolicyTrigger, PolicyZone, PolicyZoneBuilder,
+    Resolution, Rpz,
 };
 use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Record, Section};
 use std::collections::HashSet;
@@ -319,6 +322,7 @@ impl Recursion {
         w: &mut MessageWriter<'_>,
         clock: u64,
     ) -> (Policy, bool) {
+        self.tap_hit = None;
         let Some(p) = &self.shared.rpz else {
             return (Policy::None, false);
         };
@@ -329,7 +333,14 @@ impl Recursion {
         let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
             return (Policy::None, by_address);
         };
+        self.tap_hit = Some(tap_hit(rpz, &hit, stream));
         (Self::written(hit.action, q, stream, w), by_address)
+    }
+
+    /// The response policy hit of the query just handled, if any, for dnstap (taken: the
+    /// next query starts without one).
+    pub(crate) fn take_hit(&mut self) -> Option<DnstapHit> {
+        self.tap_hit.take()
     }
 
     /// Writes a policy action's answer for a query.
@@ -370,6 +381,31 @@ impl Recursion {
                 Policy::Cname(target, ttl)
             }
         }
+    }
+}
+
+/// A hit as dnstap's `Policy` has it: what was done (TCP-only over a stream is PASS) and
+/// what matched.
+fn tap_hit(rpz: &Rpz, hit: &PolicyHit<'_>, stream: bool) -> DnstapHit {
+    let action = match hit.action {
+        _ if !hit.applied => dnstap::POLICY_PASS,
+        PolicyAction::Passthru => dnstap::POLICY_PASS,
+        PolicyAction::TcpOnly if stream => dnstap::POLICY_PASS,
+        PolicyAction::TcpOnly => dnstap::POLICY_TRUNCATE,
+        PolicyAction::Drop => dnstap::POLICY_DROP,
+        PolicyAction::Nxdomain => dnstap::POLICY_NXDOMAIN,
+        PolicyAction::Nodata => dnstap::POLICY_NODATA,
+        PolicyAction::Data(_) | PolicyAction::Cname(..) => dnstap::POLICY_LOCAL_DATA,
+    };
+    let matched = match hit.trigger {
+        PolicyTrigger::Qname => dnstap::MATCH_QNAME,
+        PolicyTrigger::ClientIp => dnstap::MATCH_CLIENT_IP,
+        PolicyTrigger::Ip => dnstap::MATCH_RESPONSE_IP,
+    };
+    DnstapHit {
+        zone: Arc::clone(&rpz.zones()[hit.zone]),
+        action,
+        matched,
     }
 }
 
@@ -446,6 +482,7 @@ impl Recursion {
         let Some(hit) = rpz.check_answer(owner.as_ref(), &addrs, note) else {
             return Some((p, answer, false));
         };
+        p.hit = Some(tap_hit(rpz, &hit, p.origin.is_stream()));
         // The chain to the addresses' owner.
         let chain = || -> Vec<Record> {
             let chain = answer.answers.iter().filter(|r| r.owner != *owner);
@@ -473,7 +510,11 @@ impl Recursion {
                 if qtype == RType::CNAME || qtype == RType::ANY {
                     return Some((p, with(Rcode::NOERROR, records), false));
                 }
-                let task = self.engine.resolve_cd(target.as_ref(), qtype, p.cd, clock);
+                // The target is the client's question now: DNS64 as for its own.
+                let dnssec_ok = p.edns.is_some_and(|(_, d)| d);
+                let resolver = &self.shared.resolver;
+                let ask = resolver.ask(p.origin.peer.map(|a| a.ip()), p.rd, p.cd, dnssec_ok);
+                let task = self.engine.resolve_for(target.as_ref(), qtype, ask, clock);
                 p.rewrite = Some(records);
                 self.pending.insert(task, p);
                 return None;

@@ -8,22 +8,29 @@
 //! changes do not apply) and builds it; either is swapped into the set the workers read,
 //! which go on answering from the previous version meanwhile.
 //!
+//! When to ask is the SOA's: REFRESH after an answer (or the table's `refresh`), RETRY
+//! after a failure, and EXPIRE without an answer drops the zone's policy (an empty zone
+//! of that name in its place, as BIND stops using an expired policy zone) until a
+//! transfer brings it back (`rpz_timers`).
+//!
 //! A NOTIFY for such a zone from one of its primaries' addresses ([`Recursion::notify`],
 //! called by the dispatcher) makes the thread refresh it at once.
 //!
 //! With a `primary_key`, every SOA query and transfer is signed with it (TSIG) and their
 //! answers must be signed; a NOTIFY is still taken from the primaries' addresses signed or
 //! not (it only starts a refresh, whose answers are checked).
-//! Not done yet: the SOA's own REFRESH/RETRY/EXPIRE timers, and TLS to the primaries. An AXFR still holds the transferred zone and the new policy zone at once
-//! while it is built.
+//! With `primary_tls`, the SOA queries and transfers go over TLS (XoT, RFC 9103), the
+//! primary's certificate checked as a secondary zone's is. Not done yet: an AXFR still
+//! holds the transferred zone and the new policy zone at once while it is built.
 
 use super::rpz::{logged, policy};
+use super::rpz_timers::{Schedule, Timers};
 use super::{Recursion, RecursionShared};
 use shardns_config::{KeyConfig, RpzConfig};
 use shardns_control::secondary::Fetched;
 use shardns_resolver::{PolicyChange, PolicyZone, PolicyZoneBuilder, Rpz};
 use shardns_wire::tsig::Key;
-use shardns_wire::{Opcode, Query, Rcode, Record};
+use shardns_wire::{Opcode, Query, RType, Rcode, Record};
 use shardns_zone::{Written, Zone};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -84,28 +91,80 @@ pub(crate) fn start(shared: &Arc<RecursionShared>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The thread: each zone refreshed when due or notified, then a sleep until the next is
-/// due or a NOTIFY wakes it.
+/// The thread: each zone refreshed when due or notified (the SOA's REFRESH after an
+/// answer, RETRY after a failure: `rpz_timers`), its policy dropped when EXPIRE passes
+/// without an answer; then a sleep until the next is due or a NOTIFY wakes it.
 fn run(shared: &RecursionShared, inbox: &XfrInbox) {
     let zones = &inbox.zones;
     let mut serials: Vec<Option<u32>> = vec![None; zones.len()];
-    let mut due = vec![Instant::now(); zones.len()];
+    let now = Instant::now();
+    let mut schedules: Vec<Schedule> = zones
+        .iter()
+        .map(|z| Schedule::new(z.refresh, now))
+        .collect();
     loop {
         for (i, z) in zones.iter().enumerate() {
             let notified = inbox.notified[i].swap(false, Relaxed);
-            if !notified && Instant::now() < due[i] {
-                continue;
+            let s = &mut schedules[i];
+            if notified || s.is_due(Instant::now()) {
+                match refresh(shared, z, inbox.keys[i].as_ref(), serials[i]) {
+                    Refreshed::Transferred(serial, timers) => {
+                        serials[i] = Some(serial);
+                        s.answered(timers, Instant::now());
+                    }
+                    Refreshed::Same => s.answered(None, Instant::now()),
+                    Refreshed::Failed => s.failed(Instant::now()),
+                }
             }
-            due[i] = Instant::now() + Duration::from_secs(u64::from(z.refresh));
-            if let Some(serial) = refresh(shared, z, inbox.keys[i].as_ref(), serials[i]) {
-                serials[i] = Some(serial);
+            if s.expires(Instant::now()) {
+                tracing::warn!(
+                    "policy zone {}: expired (no primary answered for the SOA's EXPIRE): \
+                     its policy is dropped until a transfer succeeds",
+                    z.name
+                );
+                swap(
+                    shared,
+                    PolicyZoneBuilder::new(z.name.clone(), policy(&z.policy), z.log).finish(),
+                );
+                // The next transfer is whole.
+                serials[i] = None;
             }
         }
-        let next = due.iter().min().copied().unwrap_or_else(Instant::now);
+        let next = schedules
+            .iter()
+            .map(Schedule::next)
+            .min()
+            .unwrap_or_else(Instant::now);
         if inbox.notified.iter().all(|n| !n.load(Relaxed)) {
             std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
         }
     }
+}
+
+/// What a refresh came to.
+enum Refreshed {
+    /// A newer version, swapped in: its serial and the timers of its SOA.
+    Transferred(u32, Option<Timers>),
+    /// A primary has the serial we have.
+    Same,
+    /// No primary answered with a version we could use.
+    Failed,
+}
+
+/// The timers of the SOA an IXFR's changes add.
+fn changes_timers(changes: &[(bool, Record)]) -> Option<Timers> {
+    let soa = changes
+        .iter()
+        .rev()
+        .find(|(add, r)| *add && r.rtype == RType::SOA)?;
+    Timers::of_soa(&soa.1.rdata)
+}
+
+/// The timers of a transferred zone's SOA.
+fn zone_timers(zone: &Zone) -> Option<Timers> {
+    let apex = zone.apex_node();
+    let rdata = apex.rrset(RType::SOA).and_then(|s| s.rdatas().next())?;
+    Timers::of_soa(rdata)
 }
 
 impl Recursion {
@@ -139,8 +198,8 @@ impl Recursion {
     }
 }
 
-/// One refresh of `z` from its primaries, in order until one answers: the new serial if a
-/// newer version was transferred and swapped in. An IXFR's changes are made to the
+/// One refresh of `z` from its primaries, in order until one answers: a newer version
+/// transferred and swapped in, the same serial, or a failure. An IXFR's changes are made to the
 /// version the workers read (`PolicyZone::patched`: a copy of the parts they touch only);
 /// when they cannot be, the zone is transferred whole.
 fn refresh(
@@ -148,12 +207,13 @@ fn refresh(
     z: &RpzConfig,
     key: Option<&Key>,
     have: Option<u32>,
-) -> Option<u32> {
+) -> Refreshed {
     for &primary in &z.primaries {
         let seed = shardns_sys::seed::random_u64().unwrap_or(0);
         let ids = [seed as u16, (seed >> 16) as u16, (seed >> 32) as u16];
+        let to = (primary, z.primary_tls.as_ref());
         let mut fetched =
-            shardns_control::secondary::fetch(primary, &z.name, have, key, ids, IDLE, TIMEOUT);
+            shardns_control::secondary::fetch(to, &z.name, have, key, ids, IDLE, TIMEOUT);
         if let Ok(Some(Fetched::Changes { serial, changes })) = &fetched {
             match patch(shared, z, *serial, changes) {
                 Ok(()) => {
@@ -162,7 +222,7 @@ fn refresh(
                         z.name,
                         changes.len()
                     );
-                    return Some(*serial);
+                    return Refreshed::Transferred(*serial, changes_timers(changes));
                 }
                 Err(e) => {
                     tracing::warn!(
@@ -170,15 +230,15 @@ fn refresh(
                         z.name
                     );
                     fetched = shardns_control::secondary::fetch(
-                        primary, &z.name, None, key, ids, IDLE, TIMEOUT,
+                        to, &z.name, None, key, ids, IDLE, TIMEOUT,
                     );
                 }
             }
         }
         match fetched {
-            Ok(None) => return None,
+            Ok(None) => return Refreshed::Same,
             Ok(Some(Fetched::Whole(zone))) => {
-                let serial = zone.serial();
+                let (serial, timers) = (zone.serial(), zone_timers(&zone));
                 match build(z, &zone) {
                     Ok(pz) => {
                         drop(zone);
@@ -187,19 +247,19 @@ fn refresh(
                         // The transferred records are gone: their memory goes back to the
                         // system, so that the resolver's RSS is its tables again.
                         shardns_sys::release_free_memory();
-                        return Some(serial);
+                        return Refreshed::Transferred(serial, timers);
                     }
                     Err(e) => {
                         tracing::error!("policy zone {} from {primary}: {e}", z.name);
-                        return None;
+                        return Refreshed::Failed;
                     }
                 }
             }
-            Ok(Some(Fetched::Changes { .. })) => return None,
+            Ok(Some(Fetched::Changes { .. })) => return Refreshed::Failed,
             Err(e) => tracing::warn!("policy zone {}: {e}", z.name),
         }
     }
-    None
+    Refreshed::Failed
 }
 
 /// Makes an IXFR's changes to the zone the workers read and swaps the result in.

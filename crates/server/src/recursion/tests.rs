@@ -58,7 +58,7 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
         &epoll,
         &stats,
         &Default::default(),
-        &mut |_, _, _, _| panic!("an answer before any response"),
+        &mut |_, _, _, _, _| panic!("an answer before any response"),
     );
 
     // The upstream query: answer it after two forgeries, and forge once more after.
@@ -104,7 +104,7 @@ fn upstream_reads_skip_forgeries_and_stop_at_the_answer() {
         &epoll,
         &stats,
         &Default::default(),
-        &mut |c, w, _, frame| answers.push((c, frame[..2 + w.len].to_vec())),
+        &mut |c, w, _, _, frame| answers.push((c, frame[..2 + w.len].to_vec())),
     );
     assert_eq!(answers.len(), 1);
     let (c, frame) = &answers[0];

@@ -359,12 +359,13 @@ impl Worker {
             &self.epoll,
             stats,
             &policy,
-            &mut |origin, w, qname, frame| {
+            &mut |origin, w, qname, policy, frame| {
                 // The query was logged by dnstap when it came in.
                 let asked = Asked {
                     qname: Some(QName::Kept(qname)),
                     query: None,
                     client: true,
+                    policy,
                 };
                 let Some(w) = exit.send::<true>(w, asked, origin, &mut frame[2..]) else {
                     return;
