@@ -4,22 +4,26 @@
 //! Owns: [`Rpz`] (the policy zones, in the order they are checked) and each
 //! [`PolicyZone`]'s triggers and actions, built from a zone's records (`build`), the
 //! per-zone hit counters, and [`LocalData::write`], the records of a local-data answer.
-//! Triggers done: QNAME (exact names and `*.name` wildcards), client IP
-//! (`rpz-client-ip`) and the addresses of an answer (`rpz-ip`, [`Rpz::check_answer`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
+//! Triggers: QNAME (exact names and `*.name` wildcards; the query name, and the targets
+//! of the CNAME chain after resolution, [`Rpz::check_name`]), client IP
+//! (`rpz-client-ip`), the addresses of an answer (`rpz-ip`), and the names (`rpz-nsdname`,
+//! exact and wildcard) and addresses (`rpz-nsip`) of the name servers of the zones above
+//! the answer's names ([`Rpz::check_resolved`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
 //! (`CNAME rpz-passthru.`), DROP (`CNAME rpz-drop.`), TCP-only (`CNAME rpz-tcp-only.`),
 //! and local data (any other records; a CNAME to another name, which the caller resolves;
 //! `CNAME *.suffix` puts the query name in front of `suffix`).
 //! A zone's next version from an IXFR's changes is [`PolicyZone::patched`] (`patch`): the
 //! tables are copy-on-write (`shards`), so the new version shares all but the shards the
 //! changes touch with the one the workers read.
-//! Not done yet: the NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`) triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
-//! skipped).
 //!
 //! Precedence (BIND's): zones in order, the first zone with a match decides; within a
 //! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
-//! exact QNAME before a wildcard, and the wildcard closest to the name first. IP-answer
-//! triggers are checked after resolution, when no QNAME or client-IP trigger applied
-//! (BIND's `qname-wait-recurse no`): the longest prefix holding any address of the answer.
+//! exact QNAME before a wildcard, and the wildcard closest to the name first. The
+//! triggers that need the resolution's data (IP, NSDNAME, NSIP) are checked after it, when
+//! no QNAME or client-IP trigger applied (BIND's `qname-wait-recurse no`), zones in order
+//! and within a zone IP, then NSDNAME, then NSIP: the longest prefix holding any address
+//! of the answer (of the name servers for NSIP), the first name server given that matches
+//! for NSDNAME.
 //!
 //! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
 //! lookup of the query name, then one per ancestor only if the zone has wildcards (each
@@ -31,10 +35,14 @@
 //! are atomics written on hits only.
 
 mod build;
+mod local;
 mod patch;
+mod servers;
 mod shards;
 mod table;
 
+#[cfg(test)]
+mod resolved_tests;
 #[cfg(test)]
 mod tests;
 
@@ -42,11 +50,13 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use shardns_wire::writer::Full;
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
+use shardns_wire::{Name, NameBuf, NameRef};
 
 pub use build::PolicyZoneBuilder;
+pub use local::LocalData;
+use local::LocalRecord;
 pub use patch::Change;
+pub use servers::{name_servers, MIN_NS_DOTS};
 use shards::{Locals, Names};
 use table::IpTable;
 
@@ -86,6 +96,10 @@ pub enum Trigger {
     Qname,
     /// An address in the answer (`rpz-ip`).
     Ip,
+    /// The name of a name server of a zone above a name of the answer (`rpz-nsdname`).
+    Nsdname,
+    /// An address of such a name server (`rpz-nsip`).
+    Nsip,
 }
 
 impl Trigger {
@@ -95,6 +109,8 @@ impl Trigger {
             Self::ClientIp => "client-ip",
             Self::Qname => "qname",
             Self::Ip => "ip",
+            Self::Nsdname => "nsdname",
+            Self::Nsip => "nsip",
         }
     }
 }
@@ -153,64 +169,6 @@ impl Action<'_> {
     }
 }
 
-/// One record of a local-data action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct LocalRecord {
-    rtype: RType,
-    ttl: u32,
-    rdata: Box<[u8]>,
-}
-
-/// The records of one local-data trigger (BIND: any records other than the special
-/// CNAMEs). A CNAME among them is the only record (checked when the zone is built).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct LocalData {
-    records: Vec<LocalRecord>,
-}
-
-impl LocalData {
-    /// Writes the records of type `qtype` (all of them for ANY) into the answer section,
-    /// owned by `owner`; returns how many. None written is a NODATA answer.
-    pub fn write(
-        &self,
-        owner: NameRef<'_>,
-        qtype: RType,
-        w: &mut MessageWriter<'_>,
-    ) -> Result<usize, Full> {
-        let mut n = 0;
-        for r in &self.records {
-            if r.rtype == qtype || qtype == RType::ANY {
-                w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)?;
-                n += 1;
-            }
-        }
-        Ok(n)
-    }
-
-    /// The records of type `qtype` (all for ANY) as records owned by `owner`.
-    pub fn records(&self, owner: NameRef<'_>, qtype: RType) -> Vec<Record> {
-        self.records
-            .iter()
-            .filter(|r| r.rtype == qtype || qtype == RType::ANY)
-            .map(|r| Record {
-                owner: owner.to_name(),
-                rtype: r.rtype,
-                class: Class::IN,
-                ttl: r.ttl,
-                rdata: r.rdata.to_vec(),
-            })
-            .collect()
-    }
-
-    /// The CNAME target and TTL, if this is a CNAME.
-    fn cname(&self) -> Option<(NameRef<'_>, u32)> {
-        let r = self.records.first()?;
-        (r.rtype == RType::CNAME)
-            .then(|| NameRef::from_wire(&r.rdata).ok().map(|n| (n, r.ttl)))
-            .flatten()
-    }
-}
-
 /// A stored action: the special ones, or an index into the zone's local data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stored(u32);
@@ -236,8 +194,12 @@ pub struct PolicyZone {
     /// Address triggers are few: an IXFR that changes some copies the table.
     clients: Arc<IpTable>,
     answer_ips: Arc<IpTable>,
+    /// NSDNAME triggers: names (relative to `rpz-nsdname`) and wildcards.
+    ns_names: Names,
+    ns_wildcards: Names,
+    /// NSIP triggers.
+    ns_ips: Arc<IpTable>,
     local: Locals,
-    unsupported: u64,
     /// Shared with the zone's later versions ([`PolicyZone::carry_hits`]).
     hits: Arc<[AtomicU64; ACTION_LABELS.len()]>,
 }
@@ -252,6 +214,8 @@ impl core::fmt::Debug for PolicyZone {
             .field("wildcards", &self.wildcards.len())
             .field("client_ips", &self.clients.len())
             .field("answer_ips", &self.answer_ips.len())
+            .field("ns_names", &(self.ns_names.len() + self.ns_wildcards.len()))
+            .field("ns_ips", &self.ns_ips.len())
             .finish()
     }
 }
@@ -282,9 +246,37 @@ impl PolicyZone {
         )
     }
 
-    /// Records of triggers not supported yet (`rpz-nsdname`, `rpz-nsip`), skipped.
-    pub fn unsupported(&self) -> u64 {
-        self.unsupported
+    /// Name-server triggers: NSDNAME names and wildcards, NSIP prefixes.
+    pub fn ns_triggers(&self) -> (usize, usize, usize) {
+        (
+            self.ns_names.len(),
+            self.ns_wildcards.len(),
+            self.ns_ips.len(),
+        )
+    }
+
+    /// Whether it has NSDNAME or NSIP triggers.
+    fn has_ns_triggers(&self) -> bool {
+        !(self.ns_names.is_empty() && self.ns_wildcards.is_empty() && self.ns_ips.is_empty())
+    }
+
+    /// The address table of a kind of prefix trigger.
+    fn ip_table(&mut self, kind: build::IpKind) -> &mut Arc<IpTable> {
+        match kind {
+            build::IpKind::Client => &mut self.clients,
+            build::IpKind::Answer => &mut self.answer_ips,
+            build::IpKind::Ns => &mut self.ns_ips,
+        }
+    }
+
+    /// The name table of a kind of name trigger.
+    fn name_table(&mut self, kind: build::NameKind) -> &mut Names {
+        match kind {
+            build::NameKind::Qname => &mut self.qnames,
+            build::NameKind::Wildcard => &mut self.wildcards,
+            build::NameKind::Ns => &mut self.ns_names,
+            build::NameKind::NsWildcard => &mut self.ns_wildcards,
+        }
     }
 
     /// Hits so far, by action, in the order of [`ACTION_LABELS`].
@@ -317,6 +309,9 @@ impl PolicyZone {
             + self.wildcards.memory()
             + self.clients.memory()
             + self.answer_ips.memory()
+            + self.ns_names.memory()
+            + self.ns_wildcards.memory()
+            + self.ns_ips.memory()
             + local
     }
 
@@ -327,26 +322,46 @@ impl PolicyZone {
                 return Some((Trigger::ClientIp, a));
             }
         }
-        // Only the label counts some trigger has are looked up.
-        let mut labels = qname.label_count();
-        if self.qnames.may_hold(labels) {
-            if let Some(a) = self.qnames.get(qname) {
-                return Some((Trigger::Qname, a));
-            }
+        name_match(&self.qnames, &self.wildcards, qname).map(|a| (Trigger::Qname, a))
+    }
+
+    /// The IP, NSDNAME or NSIP trigger an answer meets, in that order: the longest prefix
+    /// holding one of `addresses` (owned by the last name of the chain), the first of
+    /// `servers` whose name matches, the longest prefix holding one of their addresses.
+    /// With the index of the chain's name the action applies at.
+    fn find_resolved(
+        &self,
+        last: usize,
+        addresses: &[IpAddr],
+        servers: &[NameServer],
+    ) -> Option<(Trigger, Stored, usize)> {
+        let ip = addresses
+            .iter()
+            .filter_map(|&ip| self.answer_ips.longest(ip))
+            .max_by_key(|&(len, _)| len);
+        if let Some((_, a)) = ip {
+            return Some((Trigger::Ip, a, last));
         }
-        if !self.wildcards.is_empty() {
-            let mut up = qname.parent();
-            while let Some(n) = up {
-                labels -= 1;
-                if self.wildcards.may_hold(labels) {
-                    if let Some(a) = self.wildcards.get(n) {
-                        return Some((Trigger::Qname, a));
+        if !self.has_ns_triggers() {
+            return None;
+        }
+        let by_name = servers.iter().find_map(|s| {
+            name_match(&self.ns_names, &self.ns_wildcards, s.name.as_ref()).map(|a| (a, s.at))
+        });
+        if let Some((a, at)) = by_name {
+            return Some((Trigger::Nsdname, a, at));
+        }
+        let mut best: Option<(u8, Stored, usize)> = None;
+        for s in servers {
+            for &ip in &s.addresses {
+                if let Some((len, a)) = self.ns_ips.longest(ip) {
+                    if best.is_none_or(|(l, ..)| len > l) {
+                        best = Some((len, a, s.at));
                     }
                 }
-                up = n.parent();
             }
         }
-        None
+        best.map(|(_, a, at)| (Trigger::Nsip, a, at))
     }
 
     /// The action a stored one means for `qname`, after the zone's override.
@@ -381,6 +396,42 @@ impl PolicyZone {
     }
 }
 
+/// The action of `name` in a pair of exact and wildcard tables: an exact name first, then
+/// the wildcard closest to it. Only the label counts some trigger has are looked up.
+fn name_match(exact: &Names, wildcards: &Names, name: NameRef<'_>) -> Option<Stored> {
+    let mut labels = name.label_count();
+    if exact.may_hold(labels) {
+        if let Some(a) = exact.get(name) {
+            return Some(a);
+        }
+    }
+    if !wildcards.is_empty() {
+        let mut up = name.parent();
+        while let Some(n) = up {
+            labels -= 1;
+            if wildcards.may_hold(labels) {
+                if let Some(a) = wildcards.get(n) {
+                    return Some(a);
+                }
+            }
+            up = n.parent();
+        }
+    }
+    None
+}
+
+/// A name server of a zone above a name of an answer, for the NSDNAME and NSIP triggers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameServer {
+    /// Its name (the NS record's target).
+    pub name: Name,
+    /// Its addresses known.
+    pub addresses: Vec<IpAddr>,
+    /// The index, in the chain given to [`Rpz::check_resolved`], of the name whose zone
+    /// it serves: a policy it meets applies at that name.
+    pub at: usize,
+}
+
 /// The CNAME action to `target`; `*.suffix` puts `qname` in front of `suffix` (BIND's
 /// wildcard target), and a name too long for that answers NXDOMAIN.
 fn cname_to<'a>(target: NameRef<'_>, qname: NameRef<'_>, ttl: u32) -> Action<'a> {
@@ -402,6 +453,9 @@ fn cname_to<'a>(target: NameRef<'_>, qname: NameRef<'_>, ttl: u32) -> Action<'a>
 pub struct Hit<'a> {
     /// Index of the zone that matched.
     pub zone: usize,
+    /// For [`Rpz::check_resolved`], the index in its chain of the name the action applies
+    /// at (0 otherwise).
+    pub at: usize,
     /// What matched.
     pub trigger: Trigger,
     /// What to do (for a disabled zone, what would have been done; see `applied`).
@@ -416,6 +470,8 @@ pub struct Rpz {
     zones: Vec<Arc<PolicyZone>>,
     /// Some zone has IP-answer triggers: answers must be checked after resolution.
     answer_triggers: bool,
+    /// Some zone has NSDNAME or NSIP triggers.
+    ns_triggers: bool,
 }
 
 impl Rpz {
@@ -423,14 +479,23 @@ impl Rpz {
     /// (Shared: a zone that did not change is kept from one set to the next.)
     pub fn new(zones: Vec<Arc<PolicyZone>>) -> Self {
         let answer_triggers = zones.iter().any(|z| !z.answer_ips.is_empty());
+        let ns_triggers = zones.iter().any(|z| z.has_ns_triggers());
         Self {
             zones,
             answer_triggers,
+            ns_triggers,
         }
     }
 
+    /// Whether some zone has NSDNAME or NSIP triggers: then every answer's name servers
+    /// are checked ([`Rpz::check_resolved`]) before it goes to the client.
+    #[inline]
+    pub fn has_ns_triggers(&self) -> bool {
+        self.ns_triggers
+    }
+
     /// Whether some zone has IP-answer (`rpz-ip`) triggers: then the addresses of an
-    /// answer are checked ([`Rpz::check_answer`]) before it goes to the client.
+    /// answer are checked ([`Rpz::check_resolved`]) before it goes to the client.
     #[inline]
     pub fn has_answer_triggers(&self) -> bool {
         self.answer_triggers
@@ -450,44 +515,58 @@ impl Rpz {
         client: Option<IpAddr>,
         each: &mut dyn FnMut(&Hit<'a>),
     ) -> Option<Hit<'a>> {
-        self.first(qname, each, |z| z.find(qname, client))
-    }
-
-    /// The policies an answer for `qname` with these A/AAAA addresses meets (IP-answer
-    /// triggers): in each zone the longest prefix holding any of them. As
-    /// [`Rpz::check`] otherwise.
-    pub fn check_answer<'a>(
-        &'a self,
-        qname: NameRef<'_>,
-        addresses: &[IpAddr],
-        each: &mut dyn FnMut(&Hit<'a>),
-    ) -> Option<Hit<'a>> {
-        self.first(qname, each, |z| {
-            addresses
-                .iter()
-                .filter_map(|&ip| z.answer_ips.longest(ip))
-                .max_by_key(|&(len, _)| len)
-                .map(|(_, a)| (Trigger::Ip, a))
+        self.first(&[qname], each, |z| {
+            z.find(qname, client).map(|(t, a)| (t, a, 0))
         })
     }
 
-    /// The first zone's hit that applies, after `find` in each zone in order.
+    /// The QNAME triggers (not the client's address) `name` meets: for the target of a
+    /// CNAME in an answer's chain. As [`Rpz::check`] otherwise.
+    pub fn check_name<'a>(
+        &'a self,
+        name: NameRef<'_>,
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        self.check(name, None, each)
+    }
+
+    /// The policies a resolved answer meets by its data: `chain` is the names of the
+    /// answer (the query name, then each CNAME target), `addresses` the A/AAAA records
+    /// owned by the last of them (IP-answer triggers), `servers` the name servers of the
+    /// zones above them (NSDNAME and NSIP triggers, in the order they are to be
+    /// preferred). Zones in order; within one IP, then NSDNAME, then NSIP. The hit's `at`
+    /// is the index in `chain` of the name its action applies at. As [`Rpz::check`]
+    /// otherwise.
+    pub fn check_resolved<'a>(
+        &'a self,
+        chain: &[NameRef<'_>],
+        addresses: &[IpAddr],
+        servers: &[NameServer],
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        let last = chain.len().checked_sub(1)?;
+        self.first(chain, each, |z| z.find_resolved(last, addresses, servers))
+    }
+
+    /// The first zone's hit that applies, after `find` in each zone in order (which gives
+    /// the index in `names` of the name the action is for).
     fn first<'a>(
         &'a self,
-        qname: NameRef<'_>,
+        names: &[NameRef<'_>],
         each: &mut dyn FnMut(&Hit<'a>),
-        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored)>,
+        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored, usize)>,
     ) -> Option<Hit<'a>> {
         for (i, z) in self.zones.iter().enumerate() {
-            let Some((trigger, stored)) = find(z) else {
+            let Some((trigger, stored, at)) = find(z) else {
                 continue;
             };
-            let action = z.action(stored, qname);
+            let action = z.action(stored, names[at]);
             let applied = z.policy != Override::Disabled;
             let slot = if applied { action.slot() } else { 7 };
             z.hits[slot].fetch_add(1, Relaxed);
             let hit = Hit {
                 zone: i,
+                at,
                 trigger,
                 action,
                 applied,

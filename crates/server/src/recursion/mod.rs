@@ -23,6 +23,7 @@
 mod answer;
 mod local;
 pub(crate) mod rpz;
+mod rpz_answer;
 mod rpz_xfr;
 mod upstream;
 
@@ -372,6 +373,7 @@ impl Recursion {
         } else {
             cache_or_stale(resolver, name, qtype, clock, (qh.cd(), dnssec_ok), &mut w)
         };
+        let cached = self.recheck(cached, qtype, rewrite.is_some(), &mut w, after_question);
         match cached {
             CacheAnswer::Hit {
                 rcode,
@@ -433,7 +435,8 @@ impl Recursion {
                         edns,
                         wants_ad,
                         extras,
-                        rewrite: rewrite.map(|(t, ttl)| vec![rpz::cname(qname, t.as_ref(), ttl)]),
+                        rewrite: rewrite
+                            .map(|(t, ttl)| vec![rpz_answer::cname(qname, t.as_ref(), ttl)]),
                     },
                 );
                 Handling::Pending

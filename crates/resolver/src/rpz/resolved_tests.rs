@@ -1,0 +1,204 @@
+//! Tests of the triggers checked after resolution: QNAME triggers on a CNAME chain's
+//! targets, NSDNAME and NSIP (`Rpz::check_name`, `Rpz::check_resolved`), their
+//! precedence against IP triggers and between zones, and their IXFR changes.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use shardns_wire::{Name, RType};
+
+use super::tests::{zone, APEX};
+use super::*;
+
+fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn server(name: &str, addrs: &[&str], at: usize) -> NameServer {
+    NameServer {
+        name: n(name),
+        addresses: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+        at,
+    }
+}
+
+/// (action, trigger, zone, at) of the applied hit for a chain of names.
+fn resolved(
+    rpz: &Rpz,
+    chain: &[&str],
+    addrs: &[&str],
+    servers: &[NameServer],
+) -> Option<(&'static str, Trigger, usize, usize)> {
+    let chain: Vec<Name> = chain.iter().map(|c| n(c)).collect();
+    let refs: Vec<_> = chain.iter().map(|c| c.as_ref()).collect();
+    let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
+    rpz.check_resolved(&refs, &addrs, servers, &mut |_| {})
+        .map(|h| (h.action.label(), h.trigger, h.zone, h.at))
+}
+
+fn rpz(zones: &[&str]) -> Rpz {
+    let zones = zones.iter().enumerate().map(|(i, text)| {
+        let origin = format!("z{i}.rpz.");
+        Arc::new(zone(&origin, Override::Given, &format!("{APEX}{text}")).unwrap())
+    });
+    Rpz::new(zones.collect())
+}
+
+#[test]
+fn nsdname_triggers_match_exact_and_wildcard_server_names() {
+    let r = rpz(&["ns.evil.example.rpz-nsdname CNAME .\n\
+         *.bad-hosting.example.rpz-nsdname CNAME *.\n\
+         32.7.2.0.192.rpz-nsip A 192.0.2.250\n"]);
+    assert!(r.has_ns_triggers());
+    assert!(!r.has_answer_triggers());
+    assert_eq!(r.zones()[0].ns_triggers(), (1, 1, 1));
+    assert_eq!(r.zones()[0].triggers(), (0, 0, 0, 0));
+    let chain = ["www.victim.example."];
+    let ns = |name: &str, addr: &str| vec![server(name, &[addr], 0)];
+    assert_eq!(
+        resolved(&r, &chain, &[], &ns("NS.Evil.Example.", "198.51.100.1")),
+        Some(("nxdomain", Trigger::Nsdname, 0, 0))
+    );
+    assert_eq!(
+        resolved(
+            &r,
+            &chain,
+            &[],
+            &ns("a.b.bad-hosting.example.", "198.51.100.1")
+        )
+        .unwrap()
+        .0,
+        "nodata"
+    );
+    // A wildcard is for the names below it only.
+    assert!(resolved(&r, &chain, &[], &ns("bad-hosting.example.", "198.51.100.1")).is_none());
+    assert_eq!(
+        resolved(&r, &chain, &[], &ns("ns.good.example.", "192.0.2.7")),
+        Some(("local-data", Trigger::Nsip, 0, 0))
+    );
+    assert!(resolved(&r, &chain, &[], &ns("ns.good.example.", "192.0.2.8")).is_none());
+    // The policy CNAME's owner is the name whose servers matched.
+    let r = rpz(&["*.evil.example.rpz-nsdname CNAME *.garden.example.\n"]);
+    let hit = r
+        .check_resolved(
+            &[n("a.example.").as_ref(), n("b.example.").as_ref()],
+            &[],
+            &[server("x.evil.example.", &[], 1)],
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(hit.at, 1);
+    match hit.action {
+        Action::Cname(t, _) => assert_eq!(t.as_ref().to_string(), "b.example.garden.example."),
+        a => panic!("{a:?}"),
+    }
+}
+
+#[test]
+fn resolved_triggers_follow_bind_precedence() {
+    // Within a zone: IP before NSDNAME before NSIP.
+    let r = rpz(&["32.1.2.0.192.rpz-ip CNAME rpz-drop.\n\
+         ns.evil.example.rpz-nsdname CNAME .\n\
+         32.9.2.0.192.rpz-nsip CNAME *.\n"]);
+    let servers = [server("ns.evil.example.", &["192.0.2.9"], 0)];
+    assert_eq!(
+        resolved(&r, &["q.example."], &["192.0.2.1"], &servers)
+            .unwrap()
+            .1,
+        Trigger::Ip
+    );
+    assert_eq!(
+        resolved(&r, &["q.example."], &["192.0.2.2"], &servers)
+            .unwrap()
+            .1,
+        Trigger::Nsdname
+    );
+    let other = [server("ns.other.example.", &["192.0.2.9"], 0)];
+    assert_eq!(
+        resolved(&r, &["q.example."], &[], &other).unwrap().1,
+        Trigger::Nsip
+    );
+    // Between zones: the first zone with any match, whatever the kind.
+    let r = rpz(&[
+        "32.9.2.0.192.rpz-nsip CNAME *.\n",
+        "32.1.2.0.192.rpz-ip CNAME .\nns.evil.example.rpz-nsdname CNAME .\n",
+    ]);
+    assert_eq!(
+        resolved(&r, &["q.example."], &["192.0.2.1"], &servers),
+        Some(("nodata", Trigger::Nsip, 0, 0))
+    );
+    // NSIP: the longest prefix among all the servers' addresses.
+    let r = rpz(&["24.0.2.0.192.rpz-nsip CNAME .\n32.5.2.0.192.rpz-nsip CNAME *.\n"]);
+    let two = [
+        server("a.example.", &["192.0.2.1"], 0),
+        server("b.example.", &["192.0.2.5"], 1),
+    ];
+    assert_eq!(
+        resolved(&r, &["q.example.", "t.example."], &[], &two),
+        Some(("nodata", Trigger::Nsip, 0, 1))
+    );
+    assert!(resolved(&r, &[], &[], &two).is_none());
+}
+
+#[test]
+fn cname_targets_meet_qname_triggers_only() {
+    let r = rpz(&["32.1.0.0.127.rpz-client-ip CNAME .\nbad.example CNAME *.\n"]);
+    let hit = r
+        .check_name(n("bad.example.").as_ref(), &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        (hit.action.label(), hit.trigger),
+        ("nodata", Trigger::Qname)
+    );
+    // The client's address is the query's, checked once before resolution.
+    assert!(r
+        .check_name(n("good.example.").as_ref(), &mut |_| {})
+        .is_none());
+}
+
+#[test]
+fn ns_triggers_change_by_ixfr() {
+    let r = rpz(&["ns.evil.example.rpz-nsdname CNAME .\n"]);
+    let z = &r.zones()[0];
+    let owner = n("ns.evil.example.rpz-nsdname.z0.rpz.");
+    let nsip = n("32.9.2.0.192.rpz-nsip.z0.rpz.");
+    let root = [0u8];
+    let changes = [
+        Change {
+            add: false,
+            owner: owner.as_ref(),
+            rtype: RType::CNAME,
+            ttl: 60,
+            rdata: &root,
+        },
+        Change {
+            add: true,
+            owner: nsip.as_ref(),
+            rtype: RType::CNAME,
+            ttl: 60,
+            rdata: &root,
+        },
+    ];
+    let next = z.patched(changes, 8).unwrap();
+    assert_eq!(next.ns_triggers(), (0, 0, 1));
+    assert_eq!(z.ns_triggers(), (1, 0, 0));
+    let r = Rpz::new(vec![Arc::new(next)]);
+    let servers = [server("ns.evil.example.", &["192.0.2.9"], 0)];
+    assert_eq!(
+        resolved(&r, &["q.example."], &[], &servers).unwrap().1,
+        Trigger::Nsip
+    );
+}
+
+#[test]
+fn a_bare_nsdname_label_is_an_error() {
+    let e = zone(
+        "rpz.test.",
+        Override::Given,
+        &format!("{APEX}rpz-nsdname CNAME .\n"),
+    );
+    assert!(e
+        .unwrap_err()
+        .to_string()
+        .contains("NSDNAME trigger without a name"));
+}
