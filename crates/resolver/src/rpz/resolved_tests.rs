@@ -202,3 +202,72 @@ fn a_bare_nsdname_label_is_an_error() {
         .to_string()
         .contains("NSDNAME trigger without a name"));
 }
+
+#[test]
+fn name_servers_come_from_the_cache_above_each_name_but_the_top_level() {
+    use crate::cache::{Cache, Rank};
+    use crate::validate::Stamp;
+    let c = Cache::new(1 << 20, 0, 86400, 3600);
+    let put = |owner: &str, rtype, rank, rdatas: &[Vec<u8>]| {
+        let rd = rdatas.iter().map(|r| &r[..]);
+        assert!(c.insert_rrset(
+            n(owner).as_ref(),
+            rtype,
+            rank,
+            60,
+            rd,
+            &[],
+            Stamp::UNCHECKED,
+            0
+        ));
+    };
+    let wire = |s: &str| n(s).as_ref().as_wire().to_vec();
+    // The TLD's servers (one label: left out with min-ns-dots 1), a referral's NS set with
+    // glue, and a second-level zone's own NS set.
+    put("test.", RType::NS, Rank::Referral, &[wire("ns.test.")]);
+    put(
+        "ns.test.",
+        RType::A,
+        Rank::Additional,
+        &[vec![127, 0, 0, 92]],
+    );
+    let ns_set = [wire("z.example-host.test."), wire("a.example-host.test.")];
+    put("evil.test.", RType::NS, Rank::Referral, &ns_set);
+    put(
+        "a.example-host.test.",
+        RType::A,
+        Rank::Additional,
+        &[vec![192, 0, 2, 1]],
+    );
+    let v6 = vec![0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    put("a.example-host.test.", RType::AAAA, Rank::Additional, &[v6]);
+    put(
+        "sub.www.evil.test.",
+        RType::NS,
+        Rank::AuthAuthority,
+        &[wire("ns.sub.test.")],
+    );
+    let chain = [n("x.sub.www.evil.test."), n("alias.test.")];
+    let refs: Vec<_> = chain.iter().map(|c| c.as_ref()).collect();
+    let got = name_servers(&c, &refs, 1_000, MIN_NS_DOTS);
+    let names: Vec<(String, usize, usize)> = got
+        .iter()
+        .map(|s| (s.name.to_string(), s.addresses.len(), s.at))
+        .collect();
+    // The closest cut first; within a set, the smallest name first; no addresses known
+    // for ns.sub.test.; nothing for `test.` itself or for alias.test. (no cut below test.).
+    assert_eq!(
+        names,
+        [
+            ("ns.sub.test.".to_string(), 0, 0),
+            ("a.example-host.test.".to_string(), 2, 0),
+            ("z.example-host.test.".to_string(), 0, 0),
+        ]
+    );
+    // min-ns-dots 0: the TLD's servers too, for both names.
+    let all = name_servers(&c, &refs, 1_000, 0);
+    assert!(all.iter().any(|s| s.name == n("ns.test.") && s.at == 1));
+    assert_eq!(all.iter().filter(|s| s.name == n("ns.test.")).count(), 2);
+    // Expired sets are not used.
+    assert!(name_servers(&c, &refs, 61_000, MIN_NS_DOTS).is_empty());
+}
