@@ -13,7 +13,7 @@
 mod common;
 
 use common::{ask, differences, dig, find_program, free_port_on, Server, TempDir};
-use common::{start_named, start_unbound, PeerZone, Question, Reply, Upstream};
+use common::{start_named, start_unbound, LabPolicy, PeerZone, Question, Reply, RpzLab, Upstream};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::sync::Arc;
@@ -405,51 +405,19 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
         format!("$TTL 60\n@ SOA localhost. admin.localhost. {serial} 3600 600 86400 60\n@ NS localhost.\n")
     };
     let policy = dir.write("x.rpz", &format!("{}nx.test CNAME .\n", soa(1)));
-    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
-    let work = dir.path().join("knot");
-    std::fs::create_dir_all(&work).unwrap();
-    // The resolver's address, known before knotd starts: knotd sends it NOTIFY.
-    let res_ip = Ipv4Addr::new(127, 0, 0, 5);
-    let res_addr = SocketAddr::from((res_ip, free_port_on(res_ip)));
-    let rest = format!(
-        "remote:\n  - id: resolver\n    address: {ip}@{port}\n\
-         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
-         \x20   acl: xfr\n    notify: resolver\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
-        ip = res_addr.ip(),
-        port = res_addr.port(),
-        w = work.display(),
-        f = policy.display()
+    let lab = RpzLab::start(
+        &knotd,
+        &dir,
+        "rpz-xfr",
+        &zone,
+        LabPolicy {
+            name: "x.rpz.",
+            file: &policy,
+            journal: false,
+            key: None,
+        },
     );
-    let mut knot = common::spawn_knot(&knotd, &work, knot_addr, "info", &rest);
-    common::wait_authoritative(knot_addr, "x.rpz.", &mut knot);
-    let auth = Server::start_on(
-        "rpz-xfr-auth",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &[
-            "--zone",
-            &format!("test.={}", zone.display()),
-            "--workers",
-            "1",
-        ],
-    );
-    // A refresh of an hour: only the first transfer and a NOTIFY bring a version.
-    let conf = dir.write(
-        "resolver.toml",
-        &format!(
-            "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={}\"]\n\
-             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\n\
-             refresh = 3600\n",
-            auth.addr
-        ),
-    );
-    let res = Server::start_at(
-        "rpz-xfr-res",
-        &[res_addr],
-        &["--config", conf.to_str().unwrap()],
-    );
+    let (res, work) = (&lab.res, &lab.work);
     let addr = res.addr;
     let q = |name: &str| ask(addr, (Ipv4Addr::LOCALHOST, name, 1, false)).map(|r| r.0);
     let until = |name: &str, rcode: u16| {
@@ -471,7 +439,7 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
         format!("{}nx.test CNAME .\nwww.test CNAME .\n", soa(2)),
     )
     .unwrap();
-    common::knotc(&work, &["zone-reload", "x.rpz."]);
+    common::knotc(work, &["zone-reload", "x.rpz."]);
     until("www.test.", 3);
     assert_eq!(q("nx.test."), Some(3));
     let log = res.log();
