@@ -78,8 +78,8 @@
 //! [`Config::dns64`]) are off by default.
 //!
 //! Response policy zones ([`Rpz`]) are the server's to hold and swap; it checks a query
-//! before the cache ([`Rpz::check`]) and an answer's data after resolution (its CNAME
-//! targets, [`Rpz::check_name`]; its addresses and the name servers above its names,
+//! before the cache ([`Rpz::check_before`]) and an answer's data after resolution (its
+//! CNAME targets, its addresses and the name servers above its names,
 //! [`Rpz::check_resolved`], those read from the cache by [`policy_name_servers`]):
 //! QNAME, client-IP, IP-answer, NSDNAME and NSIP triggers, BIND's actions and precedence;
 //! the zones' records come from the caller.

@@ -5,7 +5,7 @@
 //! [`PolicyZone`]'s triggers and actions, built from a zone's records (`build`), the
 //! per-zone hit counters, and [`LocalData::write`], the records of a local-data answer.
 //! Triggers: QNAME (exact names and `*.name` wildcards; the query name, and the targets
-//! of the CNAME chain after resolution, [`Rpz::check_name`]), client IP
+//! of the CNAME chain after resolution), client IP
 //! (`rpz-client-ip`), the addresses of an answer (`rpz-ip`), and the names (`rpz-nsdname`,
 //! exact and wildcard) and addresses (`rpz-nsip`) of the name servers of the zones above
 //! the answer's names ([`Rpz::check_resolved`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
@@ -18,12 +18,14 @@
 //!
 //! Precedence (BIND's): zones in order, the first zone with a match decides; within a
 //! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
-//! exact QNAME before a wildcard, and the wildcard closest to the name first. The
-//! triggers that need the resolution's data (IP, NSDNAME, NSIP) are checked after it, when
-//! no QNAME or client-IP trigger applied (BIND's `qname-wait-recurse no`), zones in order
-//! and within a zone IP, then NSDNAME, then NSIP: the longest prefix holding any address
-//! of the answer (of the name servers for NSIP), the first name server given that matches
-//! for NSDNAME.
+//! exact QNAME before a wildcard, and the wildcard closest to the name first, then IP,
+//! NSDNAME, NSIP. The triggers that need the resolution's data (IP, NSDNAME, NSIP) are
+//! checked after it, with the QNAME and client-IP triggers of the zones after the first
+//! zone that has such triggers ([`Rpz::waits_from`]): the first zone with a match decides,
+//! whatever the kind (BIND's `qname-wait-recurse`, either value). Along a CNAME chain the
+//! names are taken in turn (the query name's servers before a target's QNAME trigger).
+//! For IP and NSIP the longest prefix holding any address of the answer (of the name
+//! servers), for NSDNAME the first name server given that matches.
 //!
 //! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
 //! lookup of the query name, then one per ancestor only if the zone has wildcards (each
@@ -37,6 +39,7 @@
 mod build;
 mod local;
 mod patch;
+mod resolved;
 mod servers;
 mod shards;
 mod table;
@@ -56,6 +59,8 @@ pub use build::PolicyZoneBuilder;
 pub use local::LocalData;
 use local::LocalRecord;
 pub use patch::Change;
+use resolved::name_match;
+pub use resolved::NameServer;
 pub use servers::{name_servers, MIN_NS_DOTS};
 use shards::{Locals, Names};
 use table::IpTable;
@@ -325,45 +330,6 @@ impl PolicyZone {
         name_match(&self.qnames, &self.wildcards, qname).map(|a| (Trigger::Qname, a))
     }
 
-    /// The IP, NSDNAME or NSIP trigger an answer meets, in that order: the longest prefix
-    /// holding one of `addresses` (owned by the last name of the chain), the first of
-    /// `servers` whose name matches, the longest prefix holding one of their addresses.
-    /// With the index of the chain's name the action applies at.
-    fn find_resolved(
-        &self,
-        last: usize,
-        addresses: &[IpAddr],
-        servers: &[NameServer],
-    ) -> Option<(Trigger, Stored, usize)> {
-        let ip = addresses
-            .iter()
-            .filter_map(|&ip| self.answer_ips.longest(ip))
-            .max_by_key(|&(len, _)| len);
-        if let Some((_, a)) = ip {
-            return Some((Trigger::Ip, a, last));
-        }
-        if !self.has_ns_triggers() {
-            return None;
-        }
-        let by_name = servers.iter().find_map(|s| {
-            name_match(&self.ns_names, &self.ns_wildcards, s.name.as_ref()).map(|a| (a, s.at))
-        });
-        if let Some((a, at)) = by_name {
-            return Some((Trigger::Nsdname, a, at));
-        }
-        let mut best: Option<(u8, Stored, usize)> = None;
-        for s in servers {
-            for &ip in &s.addresses {
-                if let Some((len, a)) = self.ns_ips.longest(ip) {
-                    if best.is_none_or(|(l, ..)| len > l) {
-                        best = Some((len, a, s.at));
-                    }
-                }
-            }
-        }
-        best.map(|(_, a, at)| (Trigger::Nsip, a, at))
-    }
-
     /// The action a stored one means for `qname`, after the zone's override.
     fn action(&self, stored: Stored, qname: NameRef<'_>) -> Action<'_> {
         match &self.policy {
@@ -394,42 +360,6 @@ impl PolicyZone {
             }
         }
     }
-}
-
-/// The action of `name` in a pair of exact and wildcard tables: an exact name first, then
-/// the wildcard closest to it. Only the label counts some trigger has are looked up.
-fn name_match(exact: &Names, wildcards: &Names, name: NameRef<'_>) -> Option<Stored> {
-    let mut labels = name.label_count();
-    if exact.may_hold(labels) {
-        if let Some(a) = exact.get(name) {
-            return Some(a);
-        }
-    }
-    if !wildcards.is_empty() {
-        let mut up = name.parent();
-        while let Some(n) = up {
-            labels -= 1;
-            if wildcards.may_hold(labels) {
-                if let Some(a) = wildcards.get(n) {
-                    return Some(a);
-                }
-            }
-            up = n.parent();
-        }
-    }
-    None
-}
-
-/// A name server of a zone above a name of an answer, for the NSDNAME and NSIP triggers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NameServer {
-    /// Its name (the NS record's target).
-    pub name: Name,
-    /// Its addresses known.
-    pub addresses: Vec<IpAddr>,
-    /// The index, in the chain given to [`Rpz::check_resolved`], of the name whose zone
-    /// it serves: a policy it meets applies at that name.
-    pub at: usize,
 }
 
 /// The CNAME action to `target`; `*.suffix` puts `qname` in front of `suffix` (BIND's
@@ -515,37 +445,23 @@ impl Rpz {
         client: Option<IpAddr>,
         each: &mut dyn FnMut(&Hit<'a>),
     ) -> Option<Hit<'a>> {
-        self.first(&[qname], each, |z| {
-            z.find(qname, client).map(|(t, a)| (t, a, 0))
+        self.check_before(qname, client, self.zones.len(), each)
+    }
+
+    /// [`Rpz::check`] in the zones before index `end` only: those whose precedence does
+    /// not wait for the resolution ([`Rpz::waits_from`]).
+    pub fn check_before<'a>(
+        &'a self,
+        qname: NameRef<'_>,
+        client: Option<IpAddr>,
+        end: usize,
+        each: &mut dyn FnMut(&Hit<'a>),
+    ) -> Option<Hit<'a>> {
+        self.first(&[qname], each, |i, z| {
+            z.find(qname, client)
+                .filter(|_| i < end)
+                .map(|(t, a)| (t, a, 0))
         })
-    }
-
-    /// The QNAME triggers (not the client's address) `name` meets: for the target of a
-    /// CNAME in an answer's chain. As [`Rpz::check`] otherwise.
-    pub fn check_name<'a>(
-        &'a self,
-        name: NameRef<'_>,
-        each: &mut dyn FnMut(&Hit<'a>),
-    ) -> Option<Hit<'a>> {
-        self.check(name, None, each)
-    }
-
-    /// The policies a resolved answer meets by its data: `chain` is the names of the
-    /// answer (the query name, then each CNAME target), `addresses` the A/AAAA records
-    /// owned by the last of them (IP-answer triggers), `servers` the name servers of the
-    /// zones above them (NSDNAME and NSIP triggers, in the order they are to be
-    /// preferred). Zones in order; within one IP, then NSDNAME, then NSIP. The hit's `at`
-    /// is the index in `chain` of the name its action applies at. As [`Rpz::check`]
-    /// otherwise.
-    pub fn check_resolved<'a>(
-        &'a self,
-        chain: &[NameRef<'_>],
-        addresses: &[IpAddr],
-        servers: &[NameServer],
-        each: &mut dyn FnMut(&Hit<'a>),
-    ) -> Option<Hit<'a>> {
-        let last = chain.len().checked_sub(1)?;
-        self.first(chain, each, |z| z.find_resolved(last, addresses, servers))
     }
 
     /// The first zone's hit that applies, after `find` in each zone in order (which gives
@@ -554,10 +470,10 @@ impl Rpz {
         &'a self,
         names: &[NameRef<'_>],
         each: &mut dyn FnMut(&Hit<'a>),
-        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored, usize)>,
+        find: impl Fn(usize, &PolicyZone) -> Option<(Trigger, Stored, usize)>,
     ) -> Option<Hit<'a>> {
         for (i, z) in self.zones.iter().enumerate() {
-            let Some((trigger, stored, at)) = find(z) else {
+            let Some((trigger, stored, at)) = find(i, z) else {
                 continue;
             };
             let action = z.action(stored, names[at]);

@@ -1,6 +1,7 @@
 //! Tests of the triggers checked after resolution: QNAME triggers on a CNAME chain's
-//! targets, NSDNAME and NSIP (`Rpz::check_name`, `Rpz::check_resolved`), their
-//! precedence against IP triggers and between zones, and their IXFR changes.
+//! targets, NSDNAME and NSIP (`Rpz::check_resolved`), their precedence against IP
+//! triggers, between zones and along the chain, the QNAME triggers of later zones waiting
+//! for an earlier zone's data triggers (`Rpz::waits_from`), and their IXFR changes.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -32,7 +33,7 @@ fn resolved(
     let chain: Vec<Name> = chain.iter().map(|c| n(c)).collect();
     let refs: Vec<_> = chain.iter().map(|c| c.as_ref()).collect();
     let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
-    rpz.check_resolved(&refs, &addrs, servers, &mut |_| {})
+    rpz.check_resolved(&refs, &addrs, servers, (None, usize::MAX), &mut |_| {})
         .map(|h| (h.action.label(), h.trigger, h.zone, h.at))
 }
 
@@ -84,6 +85,7 @@ fn nsdname_triggers_match_exact_and_wildcard_server_names() {
             &[n("a.example.").as_ref(), n("b.example.").as_ref()],
             &[],
             &[server("x.evil.example.", &[], 1)],
+            (None, usize::MAX),
             &mut |_| {},
         )
         .unwrap();
@@ -127,33 +129,98 @@ fn resolved_triggers_follow_bind_precedence() {
         resolved(&r, &["q.example."], &["192.0.2.1"], &servers),
         Some(("nodata", Trigger::Nsip, 0, 0))
     );
-    // NSIP: the longest prefix among all the servers' addresses.
+    // NSIP: the longest prefix among all the addresses of one name's servers; the names
+    // of the chain in turn (the query name's servers first).
     let r = rpz(&["24.0.2.0.192.rpz-nsip CNAME .\n32.5.2.0.192.rpz-nsip CNAME *.\n"]);
+    let one = [
+        server("a.example.", &["192.0.2.1"], 0),
+        server("b.example.", &["192.0.2.5"], 0),
+    ];
+    assert_eq!(
+        resolved(&r, &["q.example."], &[], &one),
+        Some(("nodata", Trigger::Nsip, 0, 0))
+    );
     let two = [
         server("a.example.", &["192.0.2.1"], 0),
         server("b.example.", &["192.0.2.5"], 1),
     ];
     assert_eq!(
         resolved(&r, &["q.example.", "t.example."], &[], &two),
-        Some(("nodata", Trigger::Nsip, 0, 1))
+        Some(("nxdomain", Trigger::Nsip, 0, 0))
     );
     assert!(resolved(&r, &[], &[], &two).is_none());
+    // A later name's QNAME trigger comes after the earlier name's servers, whatever the
+    // zone order.
+    let r = rpz(&[
+        "t.example CNAME *.\n",
+        "ns.evil.example.rpz-nsdname CNAME .\n",
+    ]);
+    let evil = [server("ns.evil.example.", &[], 0)];
+    assert_eq!(
+        resolved(&r, &["q.example.", "t.example."], &[], &evil),
+        Some(("nxdomain", Trigger::Nsdname, 1, 0))
+    );
+    assert_eq!(
+        resolved(&r, &["q.example.", "t.example."], &[], &[]),
+        Some(("nodata", Trigger::Qname, 0, 1))
+    );
 }
 
 #[test]
 fn cname_targets_meet_qname_triggers_only() {
     let r = rpz(&["32.1.0.0.127.rpz-client-ip CNAME .\nbad.example CNAME *.\n"]);
+    let client: Option<IpAddr> = Some("127.0.0.1".parse().unwrap());
+    let (q, bad, good) = (n("q.example."), n("bad.example."), n("good.example."));
+    let chain = [q.as_ref(), bad.as_ref()];
     let hit = r
-        .check_name(n("bad.example.").as_ref(), &mut |_| {})
+        .check_resolved(&chain, &[], &[], (client, usize::MAX), &mut |_| {})
         .unwrap();
     assert_eq!(
-        (hit.action.label(), hit.trigger),
-        ("nodata", Trigger::Qname)
+        (hit.action.label(), hit.trigger, hit.at),
+        ("nodata", Trigger::Qname, 1)
     );
     // The client's address is the query's, checked once before resolution.
+    let good = [q.as_ref(), good.as_ref()];
     assert!(r
-        .check_name(n("good.example.").as_ref(), &mut |_| {})
+        .check_resolved(&good, &[], &[], (client, usize::MAX), &mut |_| {})
         .is_none());
+}
+
+#[test]
+fn later_zones_qname_triggers_wait_for_an_earlier_zones_data_triggers() {
+    let r = rpz(&[
+        "32.1.2.0.192.rpz-ip CNAME rpz-drop.\n",
+        "ns.evil.example.rpz-nsdname CNAME .\n",
+        "q.example CNAME *.\n32.1.0.0.127.rpz-client-ip CNAME rpz-tcp-only.\n",
+    ]);
+    // An A question may meet zone 0's IP trigger: zones 1 and 2 wait; a TXT question
+    // cannot, so zone 1's NSDNAME trigger is the first that makes zone 2 wait.
+    assert_eq!(r.waits_from(true), 1);
+    assert_eq!(r.waits_from(false), 2);
+    assert_eq!(rpz(&["q.example CNAME .\n"]).waits_from(true), 1);
+    let q = n("q.example.");
+    assert!(r.check_before(q.as_ref(), None, 1, &mut |_| {}).is_none());
+    assert_eq!(
+        r.check_before(q.as_ref(), None, 3, &mut |_| {})
+            .unwrap()
+            .zone,
+        2
+    );
+    let chain = [q.as_ref()];
+    let evil = [server("ns.evil.example.", &[], 0)];
+    let ip: Vec<IpAddr> = vec!["192.0.2.1".parse().unwrap()];
+    let check = |addrs: &[IpAddr], servers: &[NameServer], client: Option<&str>| {
+        let client = client.map(|c| c.parse().unwrap());
+        r.check_resolved(&chain, addrs, servers, (client, 1), &mut |_| {})
+            .map(|h| (h.zone, h.trigger))
+    };
+    assert_eq!(check(&ip, &[], None), Some((0, Trigger::Ip)));
+    assert_eq!(check(&[], &evil, None), Some((1, Trigger::Nsdname)));
+    assert_eq!(check(&[], &[], None), Some((2, Trigger::Qname)));
+    assert_eq!(
+        check(&[], &[], Some("127.0.0.1")),
+        Some((2, Trigger::ClientIp))
+    );
 }
 
 #[test]

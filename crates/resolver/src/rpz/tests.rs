@@ -199,8 +199,14 @@ fn zones_in_order_overrides_and_counters() {
 
 fn by_answer(rpz: &Rpz, addrs: &[&str]) -> Option<(&'static str, Trigger, usize)> {
     let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
-    rpz.check_resolved(&[n("q.example.").as_ref()], &addrs, &[], &mut |_| {})
-        .map(|h| (h.action.label(), h.trigger, h.zone))
+    rpz.check_resolved(
+        &[n("q.example.").as_ref()],
+        &addrs,
+        &[],
+        (None, 0),
+        &mut |_| {},
+    )
+    .map(|h| (h.action.label(), h.trigger, h.zone))
 }
 
 #[test]

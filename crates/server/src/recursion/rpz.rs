@@ -206,6 +206,12 @@ pub(crate) fn reload(zones: &[RpzConfig], shared: &crate::Shared) {
     }
 }
 
+/// Whether an answer to `qtype` can hold addresses (A, AAAA, ANY): IP-answer triggers
+/// matter.
+pub(super) fn has_addresses(qtype: RType) -> bool {
+    matches!(qtype, RType::A | RType::AAAA | RType::ANY)
+}
+
 /// The resolver's form of a zone's `policy` override.
 pub(super) fn policy(p: &ConfigOverride) -> PolicyOverride {
     match p {
@@ -323,10 +329,13 @@ impl Recursion {
             return (Policy::None, false);
         };
         let rpz = &*p.set.load();
-        let by_address = rpz.has_ns_triggers()
-            || rpz.has_answer_triggers() && matches!(q.1, RType::A | RType::AAAA | RType::ANY);
+        let addressed = has_addresses(q.1);
+        let by_address = rpz.has_ns_triggers() || rpz.has_answer_triggers() && addressed;
+        // The zones after the first with data triggers are checked after the resolution.
+        let end = rpz.waits_from(addressed);
         let log = &mut self.policy_log;
-        let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
+        let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, q, client, clock);
+        let Some(hit) = rpz.check_before(q.0, client, end, note) else {
             return (Policy::None, by_address);
         };
         (Self::written(hit.action, q, stream, w), by_address)

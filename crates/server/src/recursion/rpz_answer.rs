@@ -172,9 +172,10 @@ impl Recursion {
     }
 
     /// The policy an answer whose chain is `names` meets, and the index of the name it
-    /// applies at: QNAME triggers on each CNAME target in turn, then (zones in order) IP
-    /// triggers on the last name's addresses, NSDNAME and NSIP on the servers above the
-    /// names. Hits are logged under the client's question.
+    /// applies at (`Rpz::check_resolved`: the names in turn, zones in order; the query
+    /// name's QNAME and client-IP triggers in the zones that waited for the resolution,
+    /// the targets' QNAME triggers, IP triggers on the last name's addresses, NSDNAME and
+    /// NSIP on the servers above each name). Hits are logged under the client's question.
     fn data_hit<'r>(
         &mut self,
         rpz: &'r Rpz,
@@ -186,12 +187,9 @@ impl Recursion {
         let (q, client) = ((p.qname.as_ref(), p.qtype), p.origin.peer.map(|a| a.ip()));
         let log = &mut self.policy_log;
         let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, q, client, clock);
-        for (i, target) in names.iter().enumerate().skip(1) {
-            if let Some(hit) = rpz.check_name(target.as_ref(), note) {
-                return Some((hit.action, i));
-            }
-        }
-        if !(rpz.has_answer_triggers() || rpz.has_ns_triggers()) {
+        let deferred = rpz.waits_from(super::rpz::has_addresses(p.qtype));
+        // A PASSTHRU met before the cache ends every check.
+        if rpz.decided_before(p.qname.as_ref(), client, deferred) {
             return None;
         }
         let refs: Vec<NameRef<'_>> = names.iter().map(|n| n.as_ref()).collect();
@@ -204,7 +202,7 @@ impl Recursion {
             }
             false => Vec::new(),
         };
-        let hit = rpz.check_resolved(&refs, &addrs, &servers, note)?;
+        let hit = rpz.check_resolved(&refs, &addrs, &servers, (client, deferred), note)?;
         Some((hit.action, hit.at))
     }
 }

@@ -91,16 +91,22 @@ impl Peer {
             log,
             addr,
         };
+        me.wait_for(ready);
+        me
+    }
+
+    /// Waits (at most 20 s) until its log holds `needle`.
+    pub fn wait_for(&self, needle: &str) {
         let end = Instant::now() + Duration::from_secs(20);
-        while !me.log.lock().unwrap().contains(ready) {
+        while !self.log.lock().unwrap().contains(needle) {
             assert!(
                 Instant::now() < end,
-                "{what} not ready:\n{}",
-                me.log.lock().unwrap()
+                "{} never logged {needle:?}:\n{}",
+                self.what,
+                self.log.lock().unwrap()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        me
     }
 
     /// What it logged so far.
@@ -241,7 +247,14 @@ pub fn start_named(
     let mut cmd = Command::new(bin);
     cmd.arg("-g").arg("-4").arg("-c").arg(&path);
     // Its last start-up line (not "running on Linux", the second).
-    Peer::spawn("named", cmd, listen, " running\n")
+    let peer = Peer::spawn("named", cmd, listen, " running\n");
+    // The policy zones are made ready apart, maybe after it: queries before would not be
+    // rewritten.
+    for z in zones {
+        let name = z.name.trim_end_matches('.');
+        peer.wait_for(&format!("rpz: {name}: reload done"));
+    }
+    peer
 }
 
 /// The answers two resolvers gave to the same questions that differ, one line each.
