@@ -221,6 +221,12 @@ fn later_zones_qname_triggers_wait_for_an_earlier_zones_data_triggers() {
         check(&[], &[], Some("127.0.0.1")),
         Some((2, Trigger::ClientIp))
     );
+    // What was met before the cache (a PASSTHRU, at the resolution's end) is seen again,
+    // uncounted.
+    let hits = r.zones()[2].hits();
+    assert!(r.decided_before(q.as_ref(), None, 3));
+    assert!(!r.decided_before(q.as_ref(), None, 2));
+    assert_eq!(r.zones()[2].hits(), hits);
 }
 
 #[test]
