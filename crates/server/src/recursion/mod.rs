@@ -16,7 +16,8 @@
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
 //! SERVFAIL at once (and counted).
 //! With response policy zones configured, `rpz` checks the query before the cache and
-//! writes the policy's answer (a policy CNAME's target is then answered as a query).
+//! writes the policy's answer (a policy CNAME's target is then answered as a query);
+//! `rpz_answer` checks a finished resolution's data (CNAME targets, addresses, servers).
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 

@@ -123,7 +123,9 @@ impl Recursion {
         let rpz = &*set;
         let chained = answer.answers.iter().any(|r| r.rtype == RType::CNAME);
         let by_data = rpz.has_answer_triggers() || rpz.has_ns_triggers();
-        if p.rewrite.is_some() || !(chained || by_data) {
+        // A failed resolution is not rewritten (BIND: no policy for a SERVFAIL).
+        let failed = answer.rcode == Rcode::SERVFAIL;
+        if p.rewrite.is_some() || failed || !(chained || by_data) {
             return Some((p, answer, false));
         }
         let names = chain(&p.qname, &answer.answers);
