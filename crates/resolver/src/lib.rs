@@ -78,9 +78,11 @@
 //! [`Config::dns64`]) are off by default.
 //!
 //! Response policy zones ([`Rpz`]) are the server's to hold and swap; it checks a query
-//! before the cache ([`Rpz::check`]) and an answer's addresses after resolution
-//! ([`Rpz::check_answer`]): QNAME, client-IP and IP-answer triggers, BIND's actions and
-//! precedence; the zones' records come from the caller.
+//! before the cache ([`Rpz::check_before`]) and an answer's data after resolution (its
+//! CNAME targets, its addresses and the name servers above its names,
+//! [`Rpz::check_resolved`], those read from the cache by [`policy_name_servers`]):
+//! QNAME, client-IP, IP-answer, NSDNAME and NSIP triggers, BIND's actions and precedence;
+//! the zones' records come from the caller.
 //!
 //! Not done (yet): 0x20 case randomisation, root priming (the hints are
 //! used as the root's servers), RFC 8020 NXDOMAIN cuts, aggressive NSEC3 use,
@@ -124,9 +126,10 @@ pub use reply::{
     CLIENT_UDP_MAX, EDE_OPTION, OPT_ROOM,
 };
 pub use rpz::{
-    Action as PolicyAction, Change as PolicyChange, Hit as PolicyHit, LocalData,
-    Override as PolicyOverride, PolicyZone, PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger,
-    ACTION_LABELS as POLICY_ACTION_LABELS,
+    name_servers as policy_name_servers, Action as PolicyAction, Change as PolicyChange,
+    Hit as PolicyHit, LocalData, NameServer as PolicyNameServer, Override as PolicyOverride,
+    PolicyZone, PolicyZoneBuilder, Rpz, Trigger as PolicyTrigger,
+    ACTION_LABELS as POLICY_ACTION_LABELS, MIN_NS_DOTS as POLICY_MIN_NS_DOTS,
 };
 pub use validate::{Security, TrustAnchors};
 

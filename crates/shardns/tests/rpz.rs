@@ -2,21 +2,21 @@
 //! for `test.` on 127.0.0.1, a resolver shardns on 127.0.0.5 forwarding `test.` to it with
 //! two policy zones, queried over UDP and TCP from 127.0.0.1 and 127.0.0.6 (a client-IP
 //! trigger), and through dig; then the same questions asked of Unbound (127.0.0.7, `rpz:`
-//! clauses over the same zone files, `module-config: "respip iterator"`) and the answers
-//! compared: RCODE, TC, the answer section.
+//! clauses over the same zone files, `module-config: "respip iterator"`) and of BIND's
+//! named (127.0.0.1, `response-policy`, the zones as primary zones), both forwarding
+//! `test.` (`common::rpz_peers`), and the answers compared: RCODE, TC, the answer section.
 //!
-//! Unbound missing: the comparison prints SKIPPED (a failure under CI=1). Never: any address
+//! Unbound or named missing: its comparison prints SKIPPED (a failure under CI=1). Never: any address
 //! outside 127.0.0.0/8, unbounded waits, or processes left running (each is killed by PID
 //! when its guard drops).
 
 mod common;
 
-use common::{capture_stderr, dig, find_program, parse, query, tcp_from, udp_from, Server};
-use common::{frame, free_port_on, read_frame, TempDir};
-use std::io::Write;
+use common::{ask, differences, dig, find_program, free_port_on, Server, TempDir};
+use common::{start_named, start_unbound, LabPolicy, PeerZone, Question, Reply, RpzLab, Upstream};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const TEST_ZONE: &str = "\
@@ -76,7 +76,7 @@ www2.test CNAME .
 ";
 
 /// The questions both resolvers get: (client address, name, type, over TCP).
-const QUESTIONS: &[(Ipv4Addr, &str, u16, bool)] = &[
+const QUESTIONS: &[Question] = &[
     (Ipv4Addr::LOCALHOST, "www.test.", 1, false),
     (Ipv4Addr::LOCALHOST, "nx.test.", 1, false),
     (Ipv4Addr::LOCALHOST, "nodata.test.", 1, false),
@@ -104,37 +104,6 @@ const QUESTIONS: &[(Ipv4Addr, &str, u16, bool)] = &[
     (Ipv4Addr::LOCALHOST, "ipredir.test.", 1, false),
 ];
 
-/// What a resolver answered: RCODE, TC, and the answer section sorted; `None`: no answer.
-type Reply = Option<(u16, bool, Vec<String>)>;
-
-fn ask(server: SocketAddr, (from, name, qtype, tcp): (Ipv4Addr, &str, u16, bool)) -> Reply {
-    let mut q = query(0x4242, name, qtype, Some(1232));
-    q[2] |= 0x01; // RD
-    let bytes = if tcp {
-        let mut s = tcp_from(from, server);
-        s.write_all(&frame(&q)).unwrap();
-        read_frame(&mut s).ok()?
-    } else {
-        let s = udp_from(from, server);
-        // A dropped query is waited for this long only.
-        s.set_read_timeout(Some(Duration::from_millis(1500)))
-            .unwrap();
-        common::udp_exchange(&s, &q)?
-    };
-    let m = parse(&bytes);
-    let mut answers: Vec<String> = m
-        .answers
-        .iter()
-        .map(|r| format!("{} {} {}", r.name, r.record_type(), r.data))
-        .collect();
-    answers.sort();
-    Some((
-        u16::from(m.metadata.response_code),
-        m.metadata.truncation,
-        answers,
-    ))
-}
-
 fn config(forward: SocketAddr, first: &str, second: &str) -> String {
     format!(
         "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={forward}\"]\n\
@@ -145,7 +114,7 @@ fn config(forward: SocketAddr, first: &str, second: &str) -> String {
 }
 
 #[test]
-fn policies_rewrite_answers_and_match_unbound() {
+fn policies_rewrite_answers_and_match_unbound_and_bind() {
     let dir = TempDir::new("rpz");
     let zone = dir.write("test.zone", TEST_ZONE);
     let first = dir.write("first.rpz", FIRST_RPZ);
@@ -267,127 +236,44 @@ fn policies_rewrite_answers_and_match_unbound() {
         "{log}"
     );
 
-    let Some(unbound) = find_program("unbound", "UNBOUND") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "unbound is not installed (scripts/test.sh installs it)"
-        );
-        println!(
-            "rpz: SKIPPED the comparison with Unbound: not installed (apt-get install unbound)"
-        );
-        return;
-    };
-    let theirs_addr = SocketAddr::from((
-        Ipv4Addr::new(127, 0, 0, 7),
-        free_port_on(Ipv4Addr::new(127, 0, 0, 7)),
-    ));
-    let _unbound = Unbound::start(&unbound, &dir, theirs_addr, auth.addr, &first, &second);
-    let theirs: Vec<Reply> = QUESTIONS.iter().map(|&q| ask(theirs_addr, q)).collect();
-    let differ: Vec<String> = QUESTIONS
-        .iter()
-        .zip(ours.iter().zip(&theirs))
-        .filter(|(_, (a, b))| a != b)
-        .map(|(q, (a, b))| format!("{q:?}: shardns {a:?}, unbound {b:?}"))
-        .collect();
-    println!(
-        "rpz: {} questions compared with Unbound, {} differ",
-        QUESTIONS.len(),
-        differ.len()
-    );
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
-}
-
-/// Unbound with the same policy zones, forwarding `test.` to our authoritative server;
-/// killed by PID on drop.
-struct Unbound {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Unbound {
-    fn start(
-        bin: &std::path::Path,
-        dir: &TempDir,
-        listen: SocketAddr,
-        forward: SocketAddr,
-        first: &std::path::Path,
-        second: &std::path::Path,
-    ) -> Self {
-        let conf = dir.write(
-            "unbound.conf",
-            &format!(
-                "server:
-  interface: {ip}
-  port: {port}
-  interface-automatic: no
-  do-daemonize: no
-  use-syslog: no
-  logfile: \"\"
-  username: \"\"
-  chroot: \"\"
-  directory: \"{dir}\"
-  pidfile: \"\"
-  num-threads: 1
-  verbosity: 1
-  access-control: 127.0.0.0/8 allow
-  do-not-query-localhost: no
-  do-ip6: no
-  module-config: \"respip iterator\"
-  local-zone: \"test.\" nodefault
-forward-zone:
-  name: \"test.\"
-  forward-addr: {fip}@{fport}
-rpz:
-  name: \"first.rpz.\"
-  zonefile: \"{first}\"
-rpz:
-  name: \"second.rpz.\"
-  zonefile: \"{second}\"
-  rpz-action-override: nodata
-remote-control:
-  control-enable: no
-",
-                ip = listen.ip(),
-                port = listen.port(),
-                dir = dir.path().display(),
-                fip = forward.ip(),
-                fport = forward.port(),
-                first = first.display(),
-                second = second.display(),
-            ),
-        );
-        let mut child = Command::new(bin)
-            .arg("-d")
-            .arg("-c")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start unbound");
-        let log = capture_stderr(&mut child);
-        let me = Self { child, log };
-        let end = Instant::now() + Duration::from_secs(15);
-        while !me.log.lock().unwrap().contains("start of service") {
+    let zones = [
+        PeerZone {
+            name: "first.rpz.",
+            file: first.clone(),
+            nodata: false,
+        },
+        PeerZone {
+            name: "second.rpz.",
+            file: second.clone(),
+            nodata: true,
+        },
+    ];
+    // named binds only the addresses of the interfaces: 127.0.0.1, at a free port.
+    for (name, env, last) in [("unbound", "UNBOUND", 7u8), ("named", "NAMED", 1)] {
+        let Some(bin) = find_program(name, env) else {
             assert!(
-                Instant::now() < end,
-                "unbound not ready:\n{}",
-                me.log.lock().unwrap()
+                std::env::var_os("CI").is_none(),
+                "{name} is not installed (scripts/test.sh installs it)"
             );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        me
-    }
-}
-
-impl Drop for Unbound {
-    fn drop(&mut self) {
-        // Child::kill sends SIGKILL to this child's PID only.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            eprintln!("--- unbound ---\n{}", self.log.lock().unwrap());
-        }
+            println!("rpz: SKIPPED the comparison with {name}: not installed");
+            continue;
+        };
+        let ip = Ipv4Addr::new(127, 0, 0, last);
+        let addr = SocketAddr::from((ip, free_port_on(ip)));
+        let up = Upstream::Forward(auth.addr);
+        let peer = match name {
+            "named" => start_named(&bin, &dir, addr, up, &zones),
+            _ => start_unbound(&bin, &dir, addr, up, &zones),
+        };
+        let theirs: Vec<Reply> = QUESTIONS.iter().map(|&q| ask(peer.addr, q)).collect();
+        let differ = differences(QUESTIONS, &ours, &theirs, name);
+        println!(
+            "rpz: {} questions compared with {name}, {} differ",
+            QUESTIONS.len(),
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{}", differ.join("\n"));
+        drop(peer);
     }
 }
 
@@ -519,51 +405,19 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
         format!("$TTL 60\n@ SOA localhost. admin.localhost. {serial} 3600 600 86400 60\n@ NS localhost.\n")
     };
     let policy = dir.write("x.rpz", &format!("{}nx.test CNAME .\n", soa(1)));
-    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
-    let work = dir.path().join("knot");
-    std::fs::create_dir_all(&work).unwrap();
-    // The resolver's address, known before knotd starts: knotd sends it NOTIFY.
-    let res_ip = Ipv4Addr::new(127, 0, 0, 5);
-    let res_addr = SocketAddr::from((res_ip, free_port_on(res_ip)));
-    let rest = format!(
-        "remote:\n  - id: resolver\n    address: {ip}@{port}\n\
-         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n\
-         \x20   acl: xfr\n    notify: resolver\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
-        ip = res_addr.ip(),
-        port = res_addr.port(),
-        w = work.display(),
-        f = policy.display()
+    let lab = RpzLab::start(
+        &knotd,
+        &dir,
+        "rpz-xfr",
+        &zone,
+        LabPolicy {
+            name: "x.rpz.",
+            file: &policy,
+            journal: false,
+            key: None,
+        },
     );
-    let mut knot = common::spawn_knot(&knotd, &work, knot_addr, "info", &rest);
-    common::wait_authoritative(knot_addr, "x.rpz.", &mut knot);
-    let auth = Server::start_on(
-        "rpz-xfr-auth",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &[
-            "--zone",
-            &format!("test.={}", zone.display()),
-            "--workers",
-            "1",
-        ],
-    );
-    // A refresh of an hour: only the first transfer and a NOTIFY bring a version.
-    let conf = dir.write(
-        "resolver.toml",
-        &format!(
-            "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\nforward = [\"test.={}\"]\n\
-             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\n\
-             refresh = 3600\n",
-            auth.addr
-        ),
-    );
-    let res = Server::start_at(
-        "rpz-xfr-res",
-        &[res_addr],
-        &["--config", conf.to_str().unwrap()],
-    );
+    let (res, work) = (&lab.res, &lab.work);
     let addr = res.addr;
     let q = |name: &str| ask(addr, (Ipv4Addr::LOCALHOST, name, 1, false)).map(|r| r.0);
     let until = |name: &str, rcode: u16| {
@@ -585,7 +439,7 @@ fn a_policy_zone_transferred_from_knotd_follows_its_changes() {
         format!("{}nx.test CNAME .\nwww.test CNAME .\n", soa(2)),
     )
     .unwrap();
-    common::knotc(&work, &["zone-reload", "x.rpz."]);
+    common::knotc(work, &["zone-reload", "x.rpz."]);
     until("www.test.", 3);
     assert_eq!(q("nx.test."), Some(3));
     let log = res.log();

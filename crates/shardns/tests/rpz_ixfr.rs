@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{free_port_on, parse, query, udp_from, Server, TempDir};
+use common::{parse, query, udp_from, LabPolicy, RpzLab, TempDir};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -69,54 +69,20 @@ fn a_policy_zone_change_arrives_by_ixfr_while_queries_run() {
     let dir = TempDir::new("rpz-ixfr");
     let zone = dir.write("test.zone", TEST_ZONE);
     let file = dir.write("x.rpz", &policy(1, &["nx.test"]));
-    let knot_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port_on(Ipv4Addr::LOCALHOST)));
-    let work = dir.path().join("knot");
-    std::fs::create_dir_all(&work).unwrap();
-    let res_ip = Ipv4Addr::new(127, 0, 0, 5);
-    let res_addr = SocketAddr::from((res_ip, free_port_on(res_ip)));
     // knotd keeps each change in its journal and serves IXFR from it, to signed queries only.
-    let rest = format!(
-        "key:\n  - id: rpz-key.\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-         remote:\n  - id: resolver\n    address: {ip}@{port}\n\
-         acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    key: rpz-key.\n    action: transfer\n\
-         template:\n  - id: default\n    storage: \"{w}\"\n    zonefile-sync: -1\n\
-         \x20   zonefile-load: difference\n    journal-content: changes\n    dnssec-signing: off\n\
-         \x20   acl: xfr\n    notify: resolver\nzone:\n  - domain: x.rpz.\n    file: \"{f}\"\n",
-        ip = res_addr.ip(),
-        port = res_addr.port(),
-        w = work.display(),
-        f = file.display()
+    let lab = RpzLab::start(
+        &knotd,
+        &dir,
+        "rpz-ixfr",
+        &zone,
+        LabPolicy {
+            name: "x.rpz.",
+            file: &file,
+            journal: true,
+            key: Some(("rpz-key.", SECRET)),
+        },
     );
-    let mut knot = common::spawn_knot(&knotd, &work, knot_addr, "info", &rest);
-    common::wait_authoritative(knot_addr, "x.rpz.", &mut knot);
-    let auth = Server::start_on(
-        "rpz-ixfr-auth",
-        Ipv4Addr::LOCALHOST,
-        None,
-        &[
-            "--zone",
-            &format!("test.={}", zone.display()),
-            "--workers",
-            "1",
-        ],
-    );
-    // A refresh of an hour: only the first transfer and the NOTIFY bring a version.
-    let conf = dir.write(
-        "resolver.toml",
-        &format!(
-            "[resolver]\nrecursion = true\nvalidation = false\nlocal_zone = [\"test. nodefault\"]\n\
-             forward = [\"test.={}\"]\n\
-             [[key]]\nname = \"rpz-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
-             [[resolver.rpz]]\nname = \"x.rpz.\"\nprimaries = [\"{knot_addr}\"]\nrefresh = 3600\n\
-             primary_key = \"rpz-key.\"\n",
-            auth.addr
-        ),
-    );
-    let res = Server::start_at(
-        "rpz-ixfr-res",
-        &[res_addr],
-        &["--config", conf.to_str().unwrap()],
-    );
+    let (res, knot, work, knot_addr) = (&lab.res, &lab.knot, &lab.work, lab.knot_addr);
     let addr = res.addr;
     let until = |name: &str, want: u16| {
         let end = Instant::now() + Duration::from_secs(15);
@@ -156,7 +122,7 @@ fn a_policy_zone_change_arrives_by_ixfr_while_queries_run() {
     std::thread::sleep(Duration::from_millis(300));
     // The change: nx.test. unblocked, www.test. blocked, serial 2.
     std::fs::write(&file, policy(2, &["www.test"])).unwrap();
-    common::knotc(&work, &["zone-reload", "x.rpz."]);
+    common::knotc(work, &["zone-reload", "x.rpz."]);
     until("www.test.", 3);
     assert_eq!(rcode(addr, "nx.test."), Some(0));
     assert_eq!(rcode(addr, "b1999.test."), Some(3));

@@ -1,5 +1,6 @@
 //! rpz::build -- a policy zone from its records: each owner name read as a trigger
-//! (QNAME, wildcard, `rpz-client-ip` prefix) and its records as an action.
+//! (QNAME, wildcard, `rpz-client-ip`, `rpz-ip` and `rpz-nsip` prefixes, `rpz-nsdname`
+//! names and wildcards) and its records as an action.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -20,8 +21,10 @@ pub struct PolicyZoneBuilder {
 const CLIENT_IP: &[u8] = b"rpz-client-ip";
 /// The label that makes an owner an IP-answer trigger.
 const ANSWER_IP: &[u8] = b"rpz-ip";
-/// Labels of the triggers not done yet (NSDNAME, NSIP).
-const UNSUPPORTED: [&[u8]; 2] = [b"rpz-nsdname", b"rpz-nsip"];
+/// The label that makes an owner a name-server name trigger.
+const NSDNAME: &[u8] = b"rpz-nsdname";
+/// The label that makes an owner a name-server address trigger.
+const NSIP: &[u8] = b"rpz-nsip";
 
 impl PolicyZoneBuilder {
     /// An empty policy zone `name`, with its `policy` override; `log`: its hits are
@@ -37,8 +40,10 @@ impl PolicyZoneBuilder {
                 wildcards: Names::default(),
                 clients: Arc::default(),
                 answer_ips: Arc::default(),
+                ns_names: Names::default(),
+                ns_wildcards: Names::default(),
+                ns_ips: Arc::default(),
                 local: Locals::default(),
-                unsupported: 0,
                 hits: Default::default(),
             },
         }
@@ -75,31 +80,19 @@ impl PolicyZoneBuilder {
                 return Ok(());
             }
             Slot::Skip => return Ok(()),
-            Slot::Unsupported => {
-                self.zone.unsupported += 1;
-                return Ok(());
-            }
-            Slot::Ip { client, ip, len } => (Some((client, ip, len)), None),
-            Slot::Name { wildcard, key } => (None, Some((wildcard, key))),
+            Slot::Ip { kind, ip, len } => (Some((kind, ip, len)), None),
+            Slot::Name { kind, key } => (None, Some((kind, key))),
         };
         let stored = self.stored_action(rtype, ttl, rdata).map_err(err)?;
         let old = match (ip_table, key) {
-            (Some((client, ip, len)), _) => {
-                let table = if client {
-                    &mut self.zone.clients
-                } else {
-                    &mut self.zone.answer_ips
-                };
-                Arc::make_mut(table).insert(ip, len, stored)
+            (Some((kind, ip, len)), _) => {
+                Arc::make_mut(self.zone.ip_table(kind)).insert(ip, len, stored)
             }
-            (_, Some((wildcard, key))) => {
-                let table = if wildcard {
-                    &mut self.zone.wildcards
-                } else {
-                    &mut self.zone.qnames
-                };
+            (_, Some((kind, key))) => {
                 // An owner seen before keeps its entry; local data merges into it.
-                table.get_or_insert(key.as_ref(), stored)
+                self.zone
+                    .name_table(kind)
+                    .get_or_insert(key.as_ref(), stored)
             }
             (None, None) => unreachable!("a trigger is a name or an address"),
         };
@@ -162,6 +155,8 @@ impl PolicyZoneBuilder {
     pub fn finish(mut self) -> PolicyZone {
         self.zone.qnames.shrink();
         self.zone.wildcards.shrink();
+        self.zone.ns_names.shrink();
+        self.zone.ns_wildcards.shrink();
         self.zone.local.shrink();
         self.zone
     }
@@ -200,12 +195,35 @@ pub(super) enum Slot {
     Apex,
     /// A DNSSEC record, skipped.
     Skip,
-    /// An NSDNAME or NSIP trigger (not done yet).
-    Unsupported,
-    /// A client-IP (`client`) or IP-answer trigger.
-    Ip { client: bool, ip: IpAddr, len: u8 },
-    /// A QNAME trigger: its name relative to the zone (the `*.` taken off a wildcard).
-    Name { wildcard: bool, key: NameBuf },
+    /// A client-IP, IP-answer or NSIP trigger.
+    Ip { kind: IpKind, ip: IpAddr, len: u8 },
+    /// A QNAME or NSDNAME trigger: its name (relative to the zone, or for NSDNAME to
+    /// `rpz-nsdname`; the `*.` taken off a wildcard).
+    Name { kind: NameKind, key: NameBuf },
+}
+
+/// Which address table a prefix trigger goes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum IpKind {
+    /// `rpz-client-ip`.
+    Client,
+    /// `rpz-ip`.
+    Answer,
+    /// `rpz-nsip`.
+    Ns,
+}
+
+/// Which name table a name trigger goes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum NameKind {
+    /// A QNAME trigger.
+    Qname,
+    /// A QNAME wildcard (`*.name`).
+    Wildcard,
+    /// An NSDNAME trigger (`name.rpz-nsdname`).
+    Ns,
+    /// An NSDNAME wildcard (`*.name.rpz-nsdname`).
+    NsWildcard,
 }
 
 /// The trigger `owner` (of a record of type `rtype`) is in the policy zone `origin`.
@@ -228,20 +246,37 @@ pub(super) fn classify(
     }
     let rel_wire = &owner.as_wire()[..owner.len() - origin.len()];
     let top = owner.suffix(origin.label_count() + 1).first_label();
-    let client = top.eq_ignore_ascii_case(CLIENT_IP);
-    if client || top.eq_ignore_ascii_case(ANSWER_IP) {
+    let ip_kind = [
+        (CLIENT_IP, IpKind::Client),
+        (ANSWER_IP, IpKind::Answer),
+        (NSIP, IpKind::Ns),
+    ]
+    .into_iter()
+    .find(|(l, _)| top.eq_ignore_ascii_case(l));
+    if let Some((_, kind)) = ip_kind {
         let (ip, len) = ip_prefix(owner, rel - 1)?;
-        return Ok(Slot::Ip { client, ip, len });
-    }
-    if UNSUPPORTED.iter().any(|l| top.eq_ignore_ascii_case(l)) {
-        return Ok(Slot::Unsupported);
+        return Ok(Slot::Ip { kind, ip, len });
     }
     let wildcard = owner.is_wildcard();
-    let labels = if wildcard { &rel_wire[2..] } else { rel_wire };
+    let mut labels = if wildcard { &rel_wire[2..] } else { rel_wire };
+    let ns = top.eq_ignore_ascii_case(NSDNAME);
+    if ns {
+        // The name server's name is what stands before `rpz-nsdname`.
+        labels = &labels[..labels.len() - (NSDNAME.len() + 1)];
+        if labels.is_empty() {
+            return Err(format!("{owner}: an NSDNAME trigger without a name"));
+        }
+    }
+    let kind = match (ns, wildcard) {
+        (false, false) => NameKind::Qname,
+        (false, true) => NameKind::Wildcard,
+        (true, false) => NameKind::Ns,
+        (true, true) => NameKind::NsWildcard,
+    };
     let mut key = NameBuf::new();
     key.set_concat(labels, NameRef::from_validated(&[0]))
         .map_err(|e| e.to_string())?;
-    Ok(Slot::Name { wildcard, key })
+    Ok(Slot::Name { kind, key })
 }
 
 /// The prefix of a client-IP or IP-answer trigger whose first `n` labels are `LEN.ADDR...` (the

@@ -4,22 +4,28 @@
 //! Owns: [`Rpz`] (the policy zones, in the order they are checked) and each
 //! [`PolicyZone`]'s triggers and actions, built from a zone's records (`build`), the
 //! per-zone hit counters, and [`LocalData::write`], the records of a local-data answer.
-//! Triggers done: QNAME (exact names and `*.name` wildcards), client IP
-//! (`rpz-client-ip`) and the addresses of an answer (`rpz-ip`, [`Rpz::check_answer`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
+//! Triggers: QNAME (exact names and `*.name` wildcards; the query name, and the targets
+//! of the CNAME chain after resolution), client IP
+//! (`rpz-client-ip`), the addresses of an answer (`rpz-ip`), and the names (`rpz-nsdname`,
+//! exact and wildcard) and addresses (`rpz-nsip`) of the name servers of the zones above
+//! the answer's names ([`Rpz::check_resolved`]). Actions: NXDOMAIN (`CNAME .`), NODATA (`CNAME *.`), PASSTHRU
 //! (`CNAME rpz-passthru.`), DROP (`CNAME rpz-drop.`), TCP-only (`CNAME rpz-tcp-only.`),
 //! and local data (any other records; a CNAME to another name, which the caller resolves;
 //! `CNAME *.suffix` puts the query name in front of `suffix`).
 //! A zone's next version from an IXFR's changes is [`PolicyZone::patched`] (`patch`): the
 //! tables are copy-on-write (`shards`), so the new version shares all but the shards the
 //! changes touch with the one the workers read.
-//! Not done yet: the NSDNAME (`rpz-nsdname`) and NSIP (`rpz-nsip`) triggers (such records are counted in [`PolicyZone::unsupported`] and otherwise
-//! skipped).
 //!
 //! Precedence (BIND's): zones in order, the first zone with a match decides; within a
 //! zone a client-IP trigger before a QNAME trigger, the longest client prefix first, an
-//! exact QNAME before a wildcard, and the wildcard closest to the name first. IP-answer
-//! triggers are checked after resolution, when no QNAME or client-IP trigger applied
-//! (BIND's `qname-wait-recurse no`): the longest prefix holding any address of the answer.
+//! exact QNAME before a wildcard, and the wildcard closest to the name first, then IP,
+//! NSDNAME, NSIP. The triggers that need the resolution's data (IP, NSDNAME, NSIP) are
+//! checked after it, with the QNAME and client-IP triggers of the zones after the first
+//! zone that has such triggers ([`Rpz::waits_from`]): the first zone with a match decides,
+//! whatever the kind (BIND's `qname-wait-recurse`, either value). Along a CNAME chain the
+//! names are taken in turn (the query name's servers before a target's QNAME trigger).
+//! For IP and NSIP the longest prefix holding any address of the answer (of the name
+//! servers), for NSDNAME the first name server given that matches.
 //!
 //! The lookups are what the answer path pays when RPZ is configured: per zone, one hash
 //! lookup of the query name, then one per ancestor only if the zone has wildcards (each
@@ -31,10 +37,15 @@
 //! are atomics written on hits only.
 
 mod build;
+mod local;
 mod patch;
+mod resolved;
+mod servers;
 mod shards;
 mod table;
 
+#[cfg(test)]
+mod resolved_tests;
 #[cfg(test)]
 mod tests;
 
@@ -42,11 +53,15 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use shardns_wire::writer::Full;
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Record, Section};
+use shardns_wire::{Name, NameBuf, NameRef};
 
 pub use build::PolicyZoneBuilder;
+pub use local::LocalData;
+use local::LocalRecord;
 pub use patch::Change;
+use resolved::name_match;
+pub use resolved::NameServer;
+pub use servers::{name_servers, MIN_NS_DOTS};
 use shards::{Locals, Names};
 use table::IpTable;
 
@@ -86,6 +101,10 @@ pub enum Trigger {
     Qname,
     /// An address in the answer (`rpz-ip`).
     Ip,
+    /// The name of a name server of a zone above a name of the answer (`rpz-nsdname`).
+    Nsdname,
+    /// An address of such a name server (`rpz-nsip`).
+    Nsip,
 }
 
 impl Trigger {
@@ -95,6 +114,8 @@ impl Trigger {
             Self::ClientIp => "client-ip",
             Self::Qname => "qname",
             Self::Ip => "ip",
+            Self::Nsdname => "nsdname",
+            Self::Nsip => "nsip",
         }
     }
 }
@@ -153,64 +174,6 @@ impl Action<'_> {
     }
 }
 
-/// One record of a local-data action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct LocalRecord {
-    rtype: RType,
-    ttl: u32,
-    rdata: Box<[u8]>,
-}
-
-/// The records of one local-data trigger (BIND: any records other than the special
-/// CNAMEs). A CNAME among them is the only record (checked when the zone is built).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct LocalData {
-    records: Vec<LocalRecord>,
-}
-
-impl LocalData {
-    /// Writes the records of type `qtype` (all of them for ANY) into the answer section,
-    /// owned by `owner`; returns how many. None written is a NODATA answer.
-    pub fn write(
-        &self,
-        owner: NameRef<'_>,
-        qtype: RType,
-        w: &mut MessageWriter<'_>,
-    ) -> Result<usize, Full> {
-        let mut n = 0;
-        for r in &self.records {
-            if r.rtype == qtype || qtype == RType::ANY {
-                w.put_record(Section::Answer, owner, r.rtype, Class::IN, r.ttl, &r.rdata)?;
-                n += 1;
-            }
-        }
-        Ok(n)
-    }
-
-    /// The records of type `qtype` (all for ANY) as records owned by `owner`.
-    pub fn records(&self, owner: NameRef<'_>, qtype: RType) -> Vec<Record> {
-        self.records
-            .iter()
-            .filter(|r| r.rtype == qtype || qtype == RType::ANY)
-            .map(|r| Record {
-                owner: owner.to_name(),
-                rtype: r.rtype,
-                class: Class::IN,
-                ttl: r.ttl,
-                rdata: r.rdata.to_vec(),
-            })
-            .collect()
-    }
-
-    /// The CNAME target and TTL, if this is a CNAME.
-    fn cname(&self) -> Option<(NameRef<'_>, u32)> {
-        let r = self.records.first()?;
-        (r.rtype == RType::CNAME)
-            .then(|| NameRef::from_wire(&r.rdata).ok().map(|n| (n, r.ttl)))
-            .flatten()
-    }
-}
-
 /// A stored action: the special ones, or an index into the zone's local data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stored(u32);
@@ -236,8 +199,12 @@ pub struct PolicyZone {
     /// Address triggers are few: an IXFR that changes some copies the table.
     clients: Arc<IpTable>,
     answer_ips: Arc<IpTable>,
+    /// NSDNAME triggers: names (relative to `rpz-nsdname`) and wildcards.
+    ns_names: Names,
+    ns_wildcards: Names,
+    /// NSIP triggers.
+    ns_ips: Arc<IpTable>,
     local: Locals,
-    unsupported: u64,
     /// Shared with the zone's later versions ([`PolicyZone::carry_hits`]).
     hits: Arc<[AtomicU64; ACTION_LABELS.len()]>,
 }
@@ -252,6 +219,8 @@ impl core::fmt::Debug for PolicyZone {
             .field("wildcards", &self.wildcards.len())
             .field("client_ips", &self.clients.len())
             .field("answer_ips", &self.answer_ips.len())
+            .field("ns_names", &(self.ns_names.len() + self.ns_wildcards.len()))
+            .field("ns_ips", &self.ns_ips.len())
             .finish()
     }
 }
@@ -282,9 +251,37 @@ impl PolicyZone {
         )
     }
 
-    /// Records of triggers not supported yet (`rpz-nsdname`, `rpz-nsip`), skipped.
-    pub fn unsupported(&self) -> u64 {
-        self.unsupported
+    /// Name-server triggers: NSDNAME names and wildcards, NSIP prefixes.
+    pub fn ns_triggers(&self) -> (usize, usize, usize) {
+        (
+            self.ns_names.len(),
+            self.ns_wildcards.len(),
+            self.ns_ips.len(),
+        )
+    }
+
+    /// Whether it has NSDNAME or NSIP triggers.
+    fn has_ns_triggers(&self) -> bool {
+        !(self.ns_names.is_empty() && self.ns_wildcards.is_empty() && self.ns_ips.is_empty())
+    }
+
+    /// The address table of a kind of prefix trigger.
+    fn ip_table(&mut self, kind: build::IpKind) -> &mut Arc<IpTable> {
+        match kind {
+            build::IpKind::Client => &mut self.clients,
+            build::IpKind::Answer => &mut self.answer_ips,
+            build::IpKind::Ns => &mut self.ns_ips,
+        }
+    }
+
+    /// The name table of a kind of name trigger.
+    fn name_table(&mut self, kind: build::NameKind) -> &mut Names {
+        match kind {
+            build::NameKind::Qname => &mut self.qnames,
+            build::NameKind::Wildcard => &mut self.wildcards,
+            build::NameKind::Ns => &mut self.ns_names,
+            build::NameKind::NsWildcard => &mut self.ns_wildcards,
+        }
     }
 
     /// Hits so far, by action, in the order of [`ACTION_LABELS`].
@@ -317,6 +314,9 @@ impl PolicyZone {
             + self.wildcards.memory()
             + self.clients.memory()
             + self.answer_ips.memory()
+            + self.ns_names.memory()
+            + self.ns_wildcards.memory()
+            + self.ns_ips.memory()
             + local
     }
 
@@ -327,26 +327,7 @@ impl PolicyZone {
                 return Some((Trigger::ClientIp, a));
             }
         }
-        // Only the label counts some trigger has are looked up.
-        let mut labels = qname.label_count();
-        if self.qnames.may_hold(labels) {
-            if let Some(a) = self.qnames.get(qname) {
-                return Some((Trigger::Qname, a));
-            }
-        }
-        if !self.wildcards.is_empty() {
-            let mut up = qname.parent();
-            while let Some(n) = up {
-                labels -= 1;
-                if self.wildcards.may_hold(labels) {
-                    if let Some(a) = self.wildcards.get(n) {
-                        return Some((Trigger::Qname, a));
-                    }
-                }
-                up = n.parent();
-            }
-        }
-        None
+        name_match(&self.qnames, &self.wildcards, qname).map(|a| (Trigger::Qname, a))
     }
 
     /// The action a stored one means for `qname`, after the zone's override.
@@ -402,6 +383,9 @@ fn cname_to<'a>(target: NameRef<'_>, qname: NameRef<'_>, ttl: u32) -> Action<'a>
 pub struct Hit<'a> {
     /// Index of the zone that matched.
     pub zone: usize,
+    /// For [`Rpz::check_resolved`], the index in its chain of the name the action applies
+    /// at (0 otherwise).
+    pub at: usize,
     /// What matched.
     pub trigger: Trigger,
     /// What to do (for a disabled zone, what would have been done; see `applied`).
@@ -416,6 +400,8 @@ pub struct Rpz {
     zones: Vec<Arc<PolicyZone>>,
     /// Some zone has IP-answer triggers: answers must be checked after resolution.
     answer_triggers: bool,
+    /// Some zone has NSDNAME or NSIP triggers.
+    ns_triggers: bool,
 }
 
 impl Rpz {
@@ -423,14 +409,23 @@ impl Rpz {
     /// (Shared: a zone that did not change is kept from one set to the next.)
     pub fn new(zones: Vec<Arc<PolicyZone>>) -> Self {
         let answer_triggers = zones.iter().any(|z| !z.answer_ips.is_empty());
+        let ns_triggers = zones.iter().any(|z| z.has_ns_triggers());
         Self {
             zones,
             answer_triggers,
+            ns_triggers,
         }
     }
 
+    /// Whether some zone has NSDNAME or NSIP triggers: then every answer's name servers
+    /// are checked ([`Rpz::check_resolved`]) before it goes to the client.
+    #[inline]
+    pub fn has_ns_triggers(&self) -> bool {
+        self.ns_triggers
+    }
+
     /// Whether some zone has IP-answer (`rpz-ip`) triggers: then the addresses of an
-    /// answer are checked ([`Rpz::check_answer`]) before it goes to the client.
+    /// answer are checked ([`Rpz::check_resolved`]) before it goes to the client.
     #[inline]
     pub fn has_answer_triggers(&self) -> bool {
         self.answer_triggers
@@ -450,44 +445,44 @@ impl Rpz {
         client: Option<IpAddr>,
         each: &mut dyn FnMut(&Hit<'a>),
     ) -> Option<Hit<'a>> {
-        self.first(qname, each, |z| z.find(qname, client))
+        self.check_before(qname, client, self.zones.len(), each)
     }
 
-    /// The policies an answer for `qname` with these A/AAAA addresses meets (IP-answer
-    /// triggers): in each zone the longest prefix holding any of them. As
-    /// [`Rpz::check`] otherwise.
-    pub fn check_answer<'a>(
+    /// [`Rpz::check`] in the zones before index `end` only: those whose precedence does
+    /// not wait for the resolution ([`Rpz::waits_from`]).
+    pub fn check_before<'a>(
         &'a self,
         qname: NameRef<'_>,
-        addresses: &[IpAddr],
+        client: Option<IpAddr>,
+        end: usize,
         each: &mut dyn FnMut(&Hit<'a>),
     ) -> Option<Hit<'a>> {
-        self.first(qname, each, |z| {
-            addresses
-                .iter()
-                .filter_map(|&ip| z.answer_ips.longest(ip))
-                .max_by_key(|&(len, _)| len)
-                .map(|(_, a)| (Trigger::Ip, a))
+        self.first(&[qname], each, |i, z| {
+            z.find(qname, client)
+                .filter(|_| i < end)
+                .map(|(t, a)| (t, a, 0))
         })
     }
 
-    /// The first zone's hit that applies, after `find` in each zone in order.
+    /// The first zone's hit that applies, after `find` in each zone in order (which gives
+    /// the index in `names` of the name the action is for).
     fn first<'a>(
         &'a self,
-        qname: NameRef<'_>,
+        names: &[NameRef<'_>],
         each: &mut dyn FnMut(&Hit<'a>),
-        find: impl Fn(&PolicyZone) -> Option<(Trigger, Stored)>,
+        find: impl Fn(usize, &PolicyZone) -> Option<(Trigger, Stored, usize)>,
     ) -> Option<Hit<'a>> {
         for (i, z) in self.zones.iter().enumerate() {
-            let Some((trigger, stored)) = find(z) else {
+            let Some((trigger, stored, at)) = find(i, z) else {
                 continue;
             };
-            let action = z.action(stored, qname);
+            let action = z.action(stored, names[at]);
             let applied = z.policy != Override::Disabled;
             let slot = if applied { action.slot() } else { 7 };
             z.hits[slot].fetch_add(1, Relaxed);
             let hit = Hit {
                 zone: i,
+                at,
                 trigger,
                 action,
                 applied,

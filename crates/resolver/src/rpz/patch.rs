@@ -11,7 +11,7 @@ use std::sync::Arc;
 use shardns_wire::name::MAX_NAME_LEN;
 use shardns_wire::{NameRef, RType};
 
-use super::build::{classify, special, Slot};
+use super::build::{classify, special, IpKind, NameKind, Slot};
 use super::{LocalData, LocalRecord, PolicyZone, Stored};
 use crate::Error;
 
@@ -31,12 +31,12 @@ pub struct Change<'a> {
 }
 
 /// A trigger touched by the changes: a name (lower-cased wire form, relative to the zone
-/// and ended by the root) in the QNAME or wildcard table, or a prefix in the client-IP or
-/// IP-answer table.
+/// and ended by the root) in a QNAME or NSDNAME table, or a prefix in the client-IP,
+/// IP-answer or NSIP table.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
-    Name { wildcard: bool, wire: Vec<u8> },
-    Ip { client: bool, ip: IpAddr, len: u8 },
+    Name { kind: NameKind, wire: Vec<u8> },
+    Ip { kind: IpKind, ip: IpAddr, len: u8 },
 }
 
 /// The special CNAME targets, as the records they were read from.
@@ -60,7 +60,6 @@ impl PolicyZone {
         serial: u32,
     ) -> Result<PolicyZone, Error> {
         let mut work: HashMap<Key, Vec<LocalRecord>> = HashMap::new();
-        let mut unsupported = self.unsupported;
         for (i, c) in changes.into_iter().enumerate() {
             // Not a file: the change is named by its place in the transfer.
             let err = |message: String| Error::Policy {
@@ -69,20 +68,12 @@ impl PolicyZone {
             };
             let key = match classify(self.name.as_ref(), c.owner, c.rtype).map_err(err)? {
                 Slot::Apex | Slot::Skip => continue,
-                Slot::Unsupported => {
-                    unsupported = if c.add {
-                        unsupported + 1
-                    } else {
-                        unsupported.saturating_sub(1)
-                    };
-                    continue;
-                }
-                Slot::Ip { client, ip, len } => Key::Ip { client, ip, len },
-                Slot::Name { wildcard, key } => {
+                Slot::Ip { kind, ip, len } => Key::Ip { kind, ip, len },
+                Slot::Name { kind, key } => {
                     let mut lower = [0u8; MAX_NAME_LEN];
                     let n = key.as_ref().lowercase_into(&mut lower);
                     Key::Name {
-                        wildcard,
+                        kind,
                         wire: lower[..n].to_vec(),
                     }
                 }
@@ -118,11 +109,14 @@ impl PolicyZone {
             wildcards: Default::default(),
             clients: Arc::clone(&self.clients),
             answer_ips: Arc::clone(&self.answer_ips),
+            ns_names: Default::default(),
+            ns_wildcards: Default::default(),
+            ns_ips: Arc::clone(&self.ns_ips),
             local: self.local.clone(),
-            unsupported,
             hits: Arc::clone(&self.hits),
         };
-        let (mut qnames, mut wildcards) = (Vec::new(), Vec::new());
+        // The changed names of each name table, in the order of `NameKind`.
+        let mut names: [Vec<_>; 4] = Default::default();
         for (key, records) in &work {
             let action = match records.is_empty() {
                 true => None,
@@ -132,19 +126,11 @@ impl PolicyZone {
                 })?),
             };
             match key {
-                Key::Name { wildcard, wire } => {
-                    let name = NameRef::from_validated(wire);
-                    match wildcard {
-                        true => wildcards.push((name, action)),
-                        false => qnames.push((name, action)),
-                    }
+                Key::Name { kind, wire } => {
+                    names[*kind as usize].push((NameRef::from_validated(wire), action));
                 }
-                Key::Ip { client, ip, len } => {
-                    let table = match client {
-                        true => &mut next.clients,
-                        false => &mut next.answer_ips,
-                    };
-                    let table = Arc::make_mut(table);
+                Key::Ip { kind, ip, len } => {
+                    let table = Arc::make_mut(next.ip_table(*kind));
                     table.remove(*ip, *len);
                     if let Some(a) = action {
                         table.insert(*ip, *len, a);
@@ -152,8 +138,11 @@ impl PolicyZone {
                 }
             }
         }
-        next.qnames = self.qnames.with(&qnames);
-        next.wildcards = self.wildcards.with(&wildcards);
+        let [qnames, wildcards, ns_names, ns_wildcards] = &names;
+        next.qnames = self.qnames.with(qnames);
+        next.wildcards = self.wildcards.with(wildcards);
+        next.ns_names = self.ns_names.with(ns_names);
+        next.ns_wildcards = self.ns_wildcards.with(ns_wildcards);
         Ok(next)
     }
 
@@ -161,19 +150,20 @@ impl PolicyZone {
     /// matches by type and data).
     fn records_at(&self, key: &Key) -> Vec<LocalRecord> {
         let stored = match key {
-            Key::Name { wildcard, wire } => {
-                let table = if *wildcard {
-                    &self.wildcards
-                } else {
-                    &self.qnames
+            Key::Name { kind, wire } => {
+                let table = match kind {
+                    NameKind::Qname => &self.qnames,
+                    NameKind::Wildcard => &self.wildcards,
+                    NameKind::Ns => &self.ns_names,
+                    NameKind::NsWildcard => &self.ns_wildcards,
                 };
                 table.get(NameRef::from_validated(wire))
             }
-            Key::Ip { client, ip, len } => {
-                let table = if *client {
-                    &self.clients
-                } else {
-                    &self.answer_ips
+            Key::Ip { kind, ip, len } => {
+                let table = match kind {
+                    IpKind::Client => &self.clients,
+                    IpKind::Answer => &self.answer_ips,
+                    IpKind::Ns => &self.ns_ips,
                 };
                 table.get(*ip, *len)
             }
@@ -227,9 +217,9 @@ impl PolicyZone {
 /// A trigger in messages.
 fn key_text(key: &Key) -> String {
     match key {
-        Key::Name { wildcard, wire } => {
+        Key::Name { kind, wire } => {
             let name = NameRef::from_validated(wire);
-            if *wildcard {
+            if matches!(kind, NameKind::Wildcard | NameKind::NsWildcard) {
                 format!("*.{name}")
             } else {
                 name.to_string()

@@ -2,12 +2,12 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use shardns_wire::{Name, RType};
+use shardns_wire::{MessageWriter, Name, RType, Section};
 use shardns_zone::scan::{scan_text, ScanOptions};
 
 use super::*;
 
-fn zone(origin: &str, policy: Override, text: &str) -> Result<PolicyZone, crate::Error> {
+pub(super) fn zone(origin: &str, policy: Override, text: &str) -> Result<PolicyZone, crate::Error> {
     let origin: Name = origin.parse().unwrap();
     let scanned = scan_text(
         text.as_bytes(),
@@ -30,7 +30,7 @@ fn zone(origin: &str, policy: Override, text: &str) -> Result<PolicyZone, crate:
     Ok(b.finish())
 }
 
-const APEX: &str = "$TTL 60\n@ SOA ns. admin. 7 1 1 1 1\n@ NS ns.\n";
+pub(super) const APEX: &str = "$TTL 60\n@ SOA ns. admin. 7 1 1 1 1\n@ NS ns.\n";
 
 fn n(s: &str) -> Name {
     s.parse().unwrap()
@@ -197,17 +197,16 @@ fn zones_in_order_overrides_and_counters() {
     assert_eq!(rpz.zones()[2].hits()[6], 1);
 }
 
-#[test]
-fn unsupported_triggers_are_counted_and_skipped() {
-    let rpz = one("ns.example.rpz-nsdname CNAME .\n32.1.2.0.192.rpz-nsip CNAME .\n");
-    assert_eq!(rpz.zones()[0].unsupported(), 2);
-    assert_eq!(rpz.zones()[0].triggers(), (0, 0, 0, 0));
-}
-
 fn by_answer(rpz: &Rpz, addrs: &[&str]) -> Option<(&'static str, Trigger, usize)> {
     let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
-    rpz.check_answer(n("q.example.").as_ref(), &addrs, &mut |_| {})
-        .map(|h| (h.action.label(), h.trigger, h.zone))
+    rpz.check_resolved(
+        &[n("q.example.").as_ref()],
+        &addrs,
+        &[],
+        (None, 0),
+        &mut |_| {},
+    )
+    .map(|h| (h.action.label(), h.trigger, h.zone))
 }
 
 #[test]

@@ -31,8 +31,8 @@ mod fstrm;
 mod proto;
 
 pub(crate) use proto::{
-    MATCH_CLIENT_IP, MATCH_QNAME, MATCH_RESPONSE_IP, POLICY_DROP, POLICY_LOCAL_DATA, POLICY_NODATA,
-    POLICY_NXDOMAIN, POLICY_PASS, POLICY_TRUNCATE,
+    MATCH_CLIENT_IP, MATCH_NS_IP, MATCH_NS_NAME, MATCH_QNAME, MATCH_RESPONSE_IP, POLICY_DROP,
+    POLICY_LOCAL_DATA, POLICY_NODATA, POLICY_NXDOMAIN, POLICY_PASS, POLICY_TRUNCATE,
 };
 
 /// A response policy zone's hit, kept with its query until the response is logged (no
@@ -43,8 +43,11 @@ pub(crate) struct PolicyHit {
     pub(crate) zone: Arc<shardns_resolver::PolicyZone>,
     /// A `POLICY_*` action: what was done (PASS for a disabled zone's hit).
     pub(crate) action: u8,
-    /// A `MATCH_*` value: the query name, the client's address or an answer's address.
+    /// A `MATCH_*` value: the query name (or a CNAME target's), the client's address, an
+    /// answer's address, a name server's name or address.
     pub(crate) matched: u8,
+    /// The name that matched is the query's (not a CNAME target's, which is not kept).
+    pub(crate) on_query_name: bool,
 }
 
 use crate::origin::{Origin, Via};
@@ -221,7 +224,7 @@ impl Tap {
             // Presentation form, on the stack (a name too long for it is cut).
             let _ = write!(zone, "{}", hit.zone.name());
             let value = match (hit.matched, origin.peer.map(|p| p.ip())) {
-                (MATCH_QNAME, _) => qname,
+                (MATCH_QNAME, _) if hit.on_query_name => qname,
                 (MATCH_CLIENT_IP, Some(IpAddr::V4(a))) => {
                     octets[..4].copy_from_slice(&a.octets());
                     Some(&octets[..4])
@@ -230,7 +233,7 @@ impl Tap {
                     octets.copy_from_slice(&a.octets());
                     Some(&octets[..])
                 }
-                // Which answer address matched is not kept.
+                // Which answer address, target or name server matched is not kept.
                 _ => None,
             };
             proto::PolicyTap {

@@ -44,6 +44,8 @@ pub(crate) const POLICY_LOCAL_DATA: u8 = 6;
 pub(crate) const MATCH_QNAME: u8 = 1;
 pub(crate) const MATCH_CLIENT_IP: u8 = 2;
 pub(crate) const MATCH_RESPONSE_IP: u8 = 3;
+pub(crate) const MATCH_NS_NAME: u8 = 4;
+pub(crate) const MATCH_NS_IP: u8 = 5;
 
 /// `Policy.type` for a response policy zone.
 const POLICY_TYPE_RPZ: &[u8] = b"RPZ";

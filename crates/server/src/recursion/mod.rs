@@ -16,13 +16,15 @@
 //! `resolver.max_pending` client queries waiting; a cache miss beyond that is answered
 //! SERVFAIL at once (and counted).
 //! With response policy zones configured, `rpz` checks the query before the cache and
-//! writes the policy's answer (a policy CNAME's target is then answered as a query).
+//! writes the policy's answer (a policy CNAME's target is then answered as a query);
+//! `rpz_answer` checks a finished resolution's data (CNAME targets, addresses, servers).
 //! The upstream sockets are `upstream`'s.
 //! Never: blocking calls, `unsafe`, locks other than the cache's shard locks.
 
 mod answer;
 mod local;
 pub(crate) mod rpz;
+mod rpz_answer;
 mod rpz_timers;
 mod rpz_xfr;
 mod upstream;
@@ -380,6 +382,7 @@ impl Recursion {
         } else {
             cache_or_stale(resolver, name, qtype, clock, (qh.cd(), dnssec_ok), &mut w)
         };
+        let cached = self.recheck(cached, qtype, rewrite.is_some(), &mut w, after_question);
         match cached {
             CacheAnswer::Hit {
                 rcode,
@@ -441,7 +444,8 @@ impl Recursion {
                         edns,
                         wants_ad,
                         extras,
-                        rewrite: rewrite.map(|(t, ttl)| vec![rpz::cname(qname, t.as_ref(), ttl)]),
+                        rewrite: rewrite
+                            .map(|(t, ttl)| vec![rpz_answer::cname(qname, t.as_ref(), ttl)]),
                         hit: self.tap_hit.take(),
                     },
                 );

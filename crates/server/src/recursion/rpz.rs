@@ -1,22 +1,21 @@
 //! recursion::rpz -- the server's side of response policy zones: the policy files read at
 //! start and read again at a reload when they changed ([`Policies`], swapped whole), a
-//! client query checked against them before the cache and an answer's addresses after
-//! resolution, the policy's answer written, and the hits logged without flooding (and kept
-//! for dnstap: [`Recursion::take_hit`], `Pending::hit`).
+//! client query checked against them before the cache (an answer's data after
+//! resolution is `rpz_answer`'s), the policy's answer written, and the hits logged
+//! without flooding (and kept for dnstap: [`Recursion::take_hit`], `Pending::hit`).
 //!
 //! The policy decisions themselves (triggers, precedence, overrides, counters) are
 //! `shardns_resolver::Rpz`'s; this module turns a decision into a response.
 
-use super::{Pending, Recursion, RecursionShared};
+use super::{Recursion, RecursionShared};
 use crate::dnstap::{self, PolicyHit as DnstapHit};
 use crate::Error;
 use arc_swap::ArcSwap;
 use shardns_config::{PolicyOverride as ConfigOverride, RpzConfig};
 use shardns_resolver::{
-    PolicyAction, PolicyHit, PolicyOverride, PolicyTrigger, PolicyZone, PolicyZoneBuilder,
-    Resolution, Rpz,
+    PolicyAction, PolicyHit, PolicyOverride, PolicyTrigger, PolicyZone, PolicyZoneBuilder, Rpz,
 };
-use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Record, Section};
+use shardns_wire::{Class, MessageWriter, Name, NameBuf, NameRef, RType, Rcode, Section};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -106,16 +105,15 @@ fn source(z: &RpzConfig) -> String {
 /// `zone`, its figures logged.
 pub(super) fn logged(zone: PolicyZone) -> PolicyZone {
     let (names, wildcards, clients, ips) = zone.triggers();
+    let (ns_names, ns_wildcards, ns_ips) = zone.ns_triggers();
     tracing::info!(
         "policy zone {} serial {}: {names} names, {wildcards} wildcards, {clients} client \
-         prefixes, {ips} answer prefixes, {} KiB{}",
+         prefixes, {ips} answer prefixes, {} NSDNAME names and wildcards, {ns_ips} NSIP \
+         prefixes, {} KiB",
         zone.name(),
         zone.serial(),
+        ns_names + ns_wildcards,
         zone.memory() >> 10,
-        match zone.unsupported() {
-            0 => String::new(),
-            n => format!("; {n} records of NSDNAME or NSIP triggers skipped (not done yet)"),
-        }
     );
     zone
 }
@@ -209,6 +207,12 @@ pub(crate) fn reload(zones: &[RpzConfig], shared: &crate::Shared) {
     }
 }
 
+/// Whether an answer to `qtype` can hold addresses (A, AAAA, ANY): IP-answer triggers
+/// matter.
+pub(super) fn has_addresses(qtype: RType) -> bool {
+    matches!(qtype, RType::A | RType::AAAA | RType::ANY)
+}
+
 /// The resolver's form of a zone's `policy` override.
 pub(super) fn policy(p: &ConfigOverride) -> PolicyOverride {
     match p {
@@ -258,7 +262,7 @@ pub(super) struct PolicyLog {
 }
 
 impl PolicyLog {
-    fn note(
+    pub(super) fn note(
         &mut self,
         rpz: &Rpz,
         hit: &PolicyHit<'_>,
@@ -311,8 +315,8 @@ impl PolicyLog {
 impl Recursion {
     /// Checks a query against the policy zones and writes the policy's answer after the
     /// question in `w`, if one applies; also says whether the answer must go through the
-    /// engine to have its addresses checked (IP-answer triggers exist and `qtype` is A,
-    /// AAAA or ANY). `stream`: the query came over TCP (or another stream), where TCP-only
+    /// engine to have its data checked (IP-answer triggers exist and `qtype` is A, AAAA or
+    /// ANY; or NSDNAME/NSIP triggers exist: every question). `stream`: the query came over TCP (or another stream), where TCP-only
     /// is PASSTHRU.
     pub(super) fn policy(
         &mut self,
@@ -327,10 +331,13 @@ impl Recursion {
             return (Policy::None, false);
         };
         let rpz = &*p.set.load();
-        let by_address =
-            rpz.has_answer_triggers() && matches!(q.1, RType::A | RType::AAAA | RType::ANY);
+        let addressed = has_addresses(q.1);
+        let by_address = rpz.has_ns_triggers() || rpz.has_answer_triggers() && addressed;
+        // The zones after the first with data triggers are checked after the resolution.
+        let end = rpz.waits_from(addressed);
         let log = &mut self.policy_log;
-        let Some(hit) = rpz.check(q.0, client, &mut |h| log.note(rpz, h, q, client, clock)) else {
+        let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, q, client, clock);
+        let Some(hit) = rpz.check_before(q.0, client, end, note) else {
             return (Policy::None, by_address);
         };
         self.tap_hit = Some(tap_hit(rpz, &hit, stream));
@@ -386,7 +393,7 @@ impl Recursion {
 
 /// A hit as dnstap's `Policy` has it: what was done (TCP-only over a stream is PASS) and
 /// what matched.
-fn tap_hit(rpz: &Rpz, hit: &PolicyHit<'_>, stream: bool) -> DnstapHit {
+pub(super) fn tap_hit(rpz: &Rpz, hit: &PolicyHit<'_>, stream: bool) -> DnstapHit {
     let action = match hit.action {
         _ if !hit.applied => dnstap::POLICY_PASS,
         PolicyAction::Passthru => dnstap::POLICY_PASS,
@@ -401,125 +408,14 @@ fn tap_hit(rpz: &Rpz, hit: &PolicyHit<'_>, stream: bool) -> DnstapHit {
         PolicyTrigger::Qname => dnstap::MATCH_QNAME,
         PolicyTrigger::ClientIp => dnstap::MATCH_CLIENT_IP,
         PolicyTrigger::Ip => dnstap::MATCH_RESPONSE_IP,
+        PolicyTrigger::Nsdname => dnstap::MATCH_NS_NAME,
+        PolicyTrigger::Nsip => dnstap::MATCH_NS_IP,
     };
     DnstapHit {
         zone: Arc::clone(&rpz.zones()[hit.zone]),
         action,
         matched,
-    }
-}
-
-/// An answer with `rcode` and no records.
-fn empty(rcode: Rcode) -> Resolution {
-    Resolution {
-        rcode,
-        answers: Vec::new(),
-        authority: Vec::new(),
-        dnssec_answer: Vec::new(),
-        dnssec_authority: Vec::new(),
-        ede: None,
-        secure: false,
-    }
-}
-
-/// A CNAME record from `owner` to `target`.
-pub(super) fn cname(owner: NameRef<'_>, target: NameRef<'_>, ttl: u32) -> Record {
-    Record {
-        owner: owner.to_name(),
-        rtype: RType::CNAME,
-        class: Class::IN,
-        ttl,
-        rdata: target.as_wire().to_vec(),
-    }
-}
-
-/// The A and AAAA addresses of an answer section, and the name that owns them (the end of
-/// the CNAME chain).
-fn addresses(answers: &[Record]) -> (Vec<IpAddr>, Option<&Name>) {
-    let mut owner = None;
-    let addrs = answers
-        .iter()
-        .filter_map(|r| {
-            let ip = match (r.rtype, r.rdata.len()) {
-                (RType::A, 4) => <[u8; 4]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
-                (RType::AAAA, 16) => <[u8; 16]>::try_from(&r.rdata[..]).ok().map(IpAddr::from),
-                _ => None,
-            };
-            owner = owner.or(ip.map(|_| &r.owner));
-            ip
-        })
-        .collect();
-    (addrs, owner)
-}
-
-impl Recursion {
-    /// IP-answer policies (`rpz-ip`) on a finished resolution, when some zone has them and
-    /// no policy rewrote the query already: the answer to send (and whether it is an empty
-    /// one with TC), or `None` when the client gets nothing now (dropped, or a policy's
-    /// CNAME target being resolved: the client is pending again). As in BIND and Unbound
-    /// the policy applies at the name that owns the addresses: the CNAMEs that led there
-    /// stay in the answer, and local data or a policy CNAME is owned by that name.
-    pub(super) fn answer_policy(
-        &mut self,
-        mut p: Pending,
-        answer: Resolution,
-        clock: u64,
-    ) -> Option<(Pending, Resolution, bool)> {
-        let Some(policies) = &self.shared.rpz else {
-            return Some((p, answer, false));
-        };
-        let rpz = &*policies.set.load();
-        if !rpz.has_answer_triggers() || p.rewrite.is_some() {
-            return Some((p, answer, false));
-        }
-        let (addrs, Some(owner)) = addresses(&answer.answers) else {
-            return Some((p, answer, false));
-        };
-        let (qname, qtype) = (p.qname.as_ref(), p.qtype);
-        let client = p.origin.peer.map(|a| a.ip());
-        let log = &mut self.policy_log;
-        let note = &mut |h: &PolicyHit<'_>| log.note(rpz, h, (qname, qtype), client, clock);
-        let Some(hit) = rpz.check_answer(owner.as_ref(), &addrs, note) else {
-            return Some((p, answer, false));
-        };
-        p.hit = Some(tap_hit(rpz, &hit, p.origin.is_stream()));
-        // The chain to the addresses' owner.
-        let chain = || -> Vec<Record> {
-            let chain = answer.answers.iter().filter(|r| r.owner != *owner);
-            chain.cloned().collect()
-        };
-        let with = |rcode, answers| Resolution {
-            answers,
-            ..empty(rcode)
-        };
-        let replaced = match hit.action {
-            PolicyAction::Passthru => return Some((p, answer, false)),
-            PolicyAction::TcpOnly if p.origin.is_stream() => return Some((p, answer, false)),
-            PolicyAction::TcpOnly => return Some((p, empty(Rcode::NOERROR), true)),
-            PolicyAction::Drop => return None,
-            PolicyAction::Nxdomain => with(Rcode::NXDOMAIN, chain()),
-            PolicyAction::Nodata => with(Rcode::NOERROR, chain()),
-            PolicyAction::Data(data) => {
-                let mut records = chain();
-                records.extend(data.records(owner.as_ref(), qtype));
-                with(Rcode::NOERROR, records)
-            }
-            PolicyAction::Cname(target, ttl) => {
-                let mut records = chain();
-                records.push(cname(owner.as_ref(), target.as_ref(), ttl));
-                if qtype == RType::CNAME || qtype == RType::ANY {
-                    return Some((p, with(Rcode::NOERROR, records), false));
-                }
-                // The target is the client's question now: DNS64 as for its own.
-                let dnssec_ok = p.edns.is_some_and(|(_, d)| d);
-                let resolver = &self.shared.resolver;
-                let ask = resolver.ask(p.origin.peer.map(|a| a.ip()), p.rd, p.cd, dnssec_ok);
-                let task = self.engine.resolve_for(target.as_ref(), qtype, ask, clock);
-                p.rewrite = Some(records);
-                self.pending.insert(task, p);
-                return None;
-            }
-        };
-        Some((p, replaced, false))
+        // A QNAME trigger met by a CNAME target matched that name, not the query's.
+        on_query_name: hit.at == 0,
     }
 }

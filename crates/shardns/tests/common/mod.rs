@@ -9,7 +9,7 @@
 //! Each concern has a module of its own, all re-exported here (tests use `common::*` or
 //! `common::Server`): `server` (the `shardns` binary under test), `daemon` (peer servers such
 //! as knotd, and finding their programs), `knot` (knotd as the reference server), `primaries` (knotd, nsd and named as primaries of a
-//! shardns secondary, with TSIG), `parent_lab` (knotd as a signed parent of a shardns child, or of a knotd child to compare with, for the rollover tests), `ports`
+//! shardns secondary, with TSIG), `rpz_peers` (Unbound and named as the RPZ tests' reference resolvers), `rpz_lab` (knotd serving a policy zone to a resolver shardns), `parent_lab` (knotd as a signed parent of a shardns child, or of a knotd child to compare with, for the rollover tests), `ports`
 //! (free loopback ports), `certs` (self-signed test certificates), `temp_dir` (scratch directories), `net` (UDP and TCP exchanges),
 //! `dns` (building queries, parsing responses) and `dig` (running `dig` and `kdig`).
 #![allow(dead_code, unreachable_pub)]
@@ -24,6 +24,8 @@ mod net;
 mod parent_lab;
 mod ports;
 mod primaries;
+mod rpz_lab;
+mod rpz_peers;
 mod server;
 mod temp_dir;
 
@@ -31,5 +33,5 @@ mod temp_dir;
 #[allow(unused_imports)]
 pub use self::{
     certs::*, daemon::*, dig::*, dns::*, judges::*, knot::*, net::*, parent_lab::*, ports::*,
-    primaries::*, server::*, temp_dir::*,
+    primaries::*, rpz_lab::*, rpz_peers::*, server::*, temp_dir::*,
 };
