@@ -1,17 +1,26 @@
 //! The rollover tests' lab: the parent `test.` served and signed by knotd (on 127.0.0.10),
 //! which takes the child's DS by TSIG-signed update (`ds-key`) and serves `sign.test.` as
 //! the child's secondary, and the child, a shardns server for `sign.test.` on 127.0.0.1;
-//! `delv` asks knotd with the parent's key as its only trust anchor.
+//! and the judges of the child's zone at each sample ([`ParentLab::judged`]), the parent's
+//! key their only trust anchor: `delv` asking knotd, a validating Unbound asking knotd for
+//! `test.` and the child for `sign.test.`, and at each new state of the keys dnsviz (on a
+//! snapshot, in a thread of its own).
 
 use super::{
-    axfr_text, dig, find_knotd, find_program, free_port, free_port_on, spawn_knot,
-    verify_zone_file, wait_authoritative, Daemon, Server, TempDir,
+    axfr_text, dig, dnsviz_judge, find_dnsviz, find_knotd, find_program, free_port, free_port_on,
+    spawn_knot, verify_zone_file, wait_authoritative, Daemon, DnsvizQueue, DnsvizZone, Server,
+    TempDir, ValidatingUnbound,
 };
+use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct ParentLab {
+    /// dnsviz's judgements, on snapshots, in a thread of their own; first, so that it is
+    /// dropped (its runs over) before the directories they use.
+    judges: DnsvizQueue,
+    tag: String,
     /// The child's directory: its zone file `sign.test.zone`, its config `shardns.toml`,
     /// its key directory `keys`.
     pub data: TempDir,
@@ -24,13 +33,19 @@ pub struct ParentLab {
     pub parent: SocketAddr,
     delv: PathBuf,
     anchor: PathBuf,
+    dnsviz: PathBuf,
+    /// The parent's KSK, DNSKEY rdata.
+    parent_key: String,
+    unbound: Option<ValidatingUnbound>,
+    /// The key states queued for dnsviz (see [`Self::key_state`]).
+    dnsviz_judged: BTreeSet<String>,
 }
 
 impl ParentLab {
     /// The lab, the child started: `zone` is the child's zone file; `config` writes its
     /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
-    /// `None` (the test named `test` skipped, with a message) without knotd, delv or
-    /// ldns-verify-zone.
+    /// `None` (the test named `test` skipped, with a message; under CI=1 it fails) without
+    /// knotd, delv, ldns-verify-zone, unbound or dnsviz.
     pub fn start(
         test: &str,
         tag: &str,
@@ -39,18 +54,28 @@ impl ParentLab {
         config: impl FnOnce(&TempDir, SocketAddr),
     ) -> Option<Self> {
         let tool = |name: &str| find_program(name, &name.to_ascii_uppercase().replace('-', "_"));
-        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
-        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            println!("{test}: SKIPPED: needs knotd, delv, ldns-verify-zone ({found:?})");
+        let found = (
+            find_knotd(),
+            tool("delv"),
+            tool("ldns-verify-zone"),
+            tool("unbound"),
+            find_dnsviz(),
+        );
+        let (Some(knotd), Some(delv), Some(_), Some(unbound), Some(dnsviz)) = found.clone() else {
+            let why = format!("needs knotd, delv, ldns-verify-zone, unbound, dnsviz ({found:?})");
+            assert!(std::env::var_os("CI").is_none(), "{test}: {why}");
+            println!("{test}: SKIPPED: {why}");
             return None;
         };
-        Some(Self::started(tag, &knotd, delv, secret, zone, config))
+        let mut lab = Self::started(tag, &knotd, (delv, dnsviz), secret, zone, config);
+        lab.start_unbound(&unbound);
+        Some(lab)
     }
 
     fn started(
         tag: &str,
         knotd: &Path,
-        delv: PathBuf,
+        (delv, dnsviz): (PathBuf, PathBuf),
         secret: &str,
         zone: &str,
         config: impl FnOnce(&TempDir, SocketAddr),
@@ -74,11 +99,12 @@ impl ParentLab {
              \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
              \x20   update-owner-name: sign.test.\n\
              \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+             \x20 - id: snapshot\n    address: 127.0.0.0/8\n    action: transfer\n\
              policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
              \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
              zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
              \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
-             \x20   dnssec-policy: parent\n    acl: ds-update\n\
+             \x20   dnssec-policy: parent\n    acl: [ds-update, snapshot]\n\
              \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
              \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
             listen = listen.to_string().replace(':', "@"),
@@ -86,6 +112,8 @@ impl ParentLab {
         );
         let knot = spawn_knot(knotd, knot_dir.path(), parent, "info", &rest);
         let mut lab = Self {
+            judges: DnsvizQueue::new(),
+            tag: tag.to_string(),
             data,
             listen,
             child: None,
@@ -94,6 +122,10 @@ impl ParentLab {
             parent,
             delv,
             anchor: PathBuf::new(),
+            dnsviz,
+            parent_key: String::new(),
+            unbound: None,
+            dnsviz_judged: BTreeSet::new(),
         };
         lab.start_child(tag);
         wait_authoritative(parent, "test.", &mut lab.knot);
@@ -110,7 +142,21 @@ impl ParentLab {
             f[3..].concat()
         );
         lab.anchor = lab.data.write("anchor.conf", &text);
+        lab.parent_key = format!("{} {} {} {}", f[0], f[1], f[2], f[3..].concat());
         lab
+    }
+
+    /// The validating Unbound: `test.` asked of knotd, `sign.test.` of the child (the
+    /// delegation's glue names port 53).
+    fn start_unbound(&mut self, unbound: &Path) {
+        let dir = self.data.path().join("unbound");
+        std::fs::create_dir_all(&dir).unwrap();
+        self.unbound = Some(ValidatingUnbound::start(
+            unbound,
+            &dir,
+            ("test.", &self.parent_key),
+            &[("test.", &[self.parent]), ("sign.test.", &[self.listen])],
+        ));
     }
 
     /// Starts the child (again) on its address, from its config file.
@@ -128,9 +174,12 @@ impl ParentLab {
         self.child.as_mut().unwrap()
     }
 
-    /// Judges the child's zone now, sample `n`: ldns-verify-zone and dnssec-verify on its
-    /// AXFR, delv through knotd from the parent's key alone (the zone's data and its
-    /// DNSKEY RRset fully validated); the AXFR.
+    /// Judges the child's zone now, sample `n`, the parent's key the only trust anchor:
+    /// ldns-verify-zone and dnssec-verify on its AXFR; delv through knotd and the validating
+    /// Unbound (`www.sign.test A` and `sign.test DNSKEY` validated: NOERROR, AD); dnsviz
+    /// when the keys are in a state it has not judged yet ([`Self::key_state`]), so once in
+    /// each phase of a roll at least, on a snapshot of both zones ([`Self::dnsviz`]). The
+    /// AXFR.
     pub fn judged(&mut self, n: usize) -> String {
         let axfr = axfr_text(self.listen, "sign.test", 5);
         let file = self.data.write(&format!("axfr-{n}.zone"), &axfr);
@@ -145,8 +194,99 @@ impl ParentLab {
                 "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
                 self.knot.log()
             );
+            let unbound = self.unbound.as_mut().expect("started with the lab");
+            if let Err(e) = unbound.secure(name, qtype, "NOERROR") {
+                panic!("sample {n}: {e}\nthe zone:\n{axfr}");
+            }
+        }
+        self.judges.poll();
+        let state = self.key_state(&axfr);
+        if !self.dnsviz_judged.contains(&state) {
+            self.dnsviz(n, &axfr, &state);
+            self.dnsviz_judged.insert(state);
         }
         axfr
+    }
+
+    /// What changes from one phase of a roll to the next: the child's DNSKEY, CDS and
+    /// CDNSKEY records, the keys its RRSIGs are made with (type covered, algorithm, key
+    /// tag), the parent's DS records; one a line.
+    pub fn key_state(&self, axfr: &str) -> String {
+        let mut state = BTreeSet::new();
+        for line in axfr.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            match f.get(3).copied() {
+                Some(t @ ("DNSKEY" | "CDS" | "CDNSKEY")) => {
+                    state.insert(format!("{t} {}", f[4..].join(" ")))
+                }
+                Some("RRSIG") if f.len() > 10 => {
+                    state.insert(format!("RRSIG {} {} {}", f[4], f[5], f[10]))
+                }
+                _ => false,
+            };
+        }
+        state.extend(self.parent_ds().into_iter().map(|ds| format!("DS {ds}")));
+        state.into_iter().collect::<Vec<_>>().join("\n")
+    }
+
+    /// Queues dnsviz on the chain from the parent's key down to the child's zone as it is
+    /// now (sample `n`, `axfr` the child's zone as transferred, `state` its key state).
+    /// dnsviz probes for seconds, longer than some phases of a roll last, and a probe
+    /// across a change would mix two phases: so it asks a snapshot, both zones as
+    /// transferred now, served by two shardns servers of their own (the parent's on
+    /// 127.0.0.10 as its glue says) for as long as dnsviz needs them, while the sampling
+    /// goes on.
+    fn dnsviz(&mut self, n: usize, axfr: &str, state: &str) {
+        let dir = self.data.path().join(format!("snapshot-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let parent_file = dir.join("test.zone");
+        std::fs::write(&parent_file, axfr_text(self.parent, "test", 3)).unwrap();
+        let child_file = dir.join("sign.test.zone");
+        std::fs::write(&child_file, axfr).unwrap();
+        // The servers are started in dnsviz's thread, not to slow the sampling down.
+        let tag = self.tag.clone();
+        let serve = move |who: &str, ip: Ipv4Addr, zone: &str, file: &Path| {
+            let at = SocketAddr::from((ip, free_port_on(ip)));
+            let zone = format!("{zone}={}", file.display());
+            let tag = format!("{tag}-snapshot{n}-{who}");
+            (
+                Server::start_at(&tag, &[at], &["--workers", "1", "--zone", &zone]),
+                at,
+            )
+        };
+        let dnsviz = self.dnsviz.clone();
+        let anchor = format!("test. 2 IN DNSKEY {}\n", self.parent_key);
+        let what = format!("sample {n}, dnsviz on a snapshot of the key state\n{state}\n");
+        let zone = axfr.to_string();
+        let run = move || {
+            let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
+            let servers = (
+                serve("parent", knot_ip, "test", &parent_file),
+                serve("child", Ipv4Addr::LOCALHOST, "sign.test", &child_file),
+            );
+            let (parent, child) = (servers.0 .1, servers.1 .1);
+            let verdict = dnsviz_judge(
+                &dnsviz,
+                &dir,
+                "snapshot",
+                &anchor,
+                "test",
+                &[
+                    DnsvizZone {
+                        zone: "test",
+                        servers: &[("ns.test", parent)],
+                    },
+                    DnsvizZone {
+                        zone: "sign.test",
+                        servers: &[("ns.sign.test", child)],
+                    },
+                ],
+                &["sign.test", "www.sign.test"],
+            );
+            drop(servers);
+            verdict.map_err(|e| format!("{e}\nthe zone:\n{zone}"))
+        };
+        self.judges.push((what, Box::new(run)));
     }
 
     /// The child's DS records at knotd, as `dig +short` prints them (tag, algorithm, ...).
@@ -171,5 +311,18 @@ impl ParentLab {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
+    }
+}
+
+impl Drop for ParentLab {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.judges.finish();
+            let (runs, time) = self.judges.runs;
+            println!(
+                "{}: dnsviz judged {runs} key states in {time:.1?}",
+                self.tag
+            );
+        }
     }
 }
