@@ -4,7 +4,7 @@
 //! and reads grok's JSON: errors, and BOGUS or INSECURE statuses, fail; warnings are
 //! reported.
 
-use super::{dig, find_program, run_judge};
+use super::{dig, find_program, free_port, run_judge, Server, TempDir};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -207,6 +207,39 @@ impl DnsvizQueue {
         }
         self.poll();
         assert_eq!(self.queued, 0, "dnsviz judgements lost");
+    }
+
+    /// Queues dnsviz on `zone` alone as `axfr` has it (the zone as transferred now; `what`
+    /// names it in the messages), from the DNSKEYs that `ds` (DS records in zone-file form)
+    /// name, `names` below it asked too ([`dnsviz_zone_alone`]): in dnsviz's thread, a
+    /// shardns of its own serves the snapshot on 127.0.0.1 while dnsviz asks it, so that
+    /// the test goes on (a roll's steps do not wait) and the probe sees one state.
+    pub fn zone_alone(
+        &mut self,
+        what: &str,
+        (zone, axfr): (&str, String),
+        ds: String,
+        names: &[&str],
+    ) {
+        let dnsviz = find_dnsviz().expect("dnsviz");
+        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let zone = zone.to_string();
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let job = move || {
+            let dir = TempDir::new(&format!("dnsviz-snapshot-{run}"));
+            let file = dir.write("zone", &axfr);
+            let at = SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, free_port()));
+            let arg = format!("{zone}={}", file.display());
+            let tag = format!("dnsviz-snapshot-{run}-server");
+            let server = Server::start_at(&tag, &[at], &["--workers", "1", "--zone", &arg]);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let verdict =
+                dnsviz_zone_alone(&dnsviz, dir.path(), "snapshot", at, (&zone, &ds), &names);
+            drop(server);
+            verdict.map_err(|e| format!("{e}\nthe zone:\n{axfr}"))
+        };
+        self.push((what.to_string(), Box::new(job)));
     }
 
     fn take(

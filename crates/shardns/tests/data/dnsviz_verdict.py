@@ -48,7 +48,9 @@ def dnskeys_named_by_ds(text):
     import dns.message
     import dns.rdatatype
 
-    records = dns.message.from_text(";ANSWER\n" + text).answer
+    # A blank line would end the section.
+    lines = [line for line in text.splitlines() if line.strip()]
+    records = dns.message.from_text(";ANSWER\n" + "\n".join(lines) + "\n").answer
     ds = [(r.name, d) for r in records if r.rdtype == dns.rdatatype.DS for d in r]
     keys = [(r.name, k) for r in records if r.rdtype == dns.rdatatype.DNSKEY for k in r]
     if ds:
@@ -111,8 +113,12 @@ def main():
         secure = []
         node = dict(tree[key])
         if key == ancestor:
-            # Asked of the stand-in root (the zone's own servers): not a delegation.
+            # Its delegation and DS were asked of the stand-in root (its own servers when
+            # the zone is judged alone): neither is the zone's.
             node.pop("delegation", None)
+            queries = dict(node.get("queries", {}))
+            queries.pop("%s/IN/DS" % key, None)
+            node["queries"] = queries
         walk(node, [key], errors, warnings, secure)
         # The name's own answers, from the anchor: at least one RRset SECURE (a zone's
         # delegation too), or the chain was never followed.
