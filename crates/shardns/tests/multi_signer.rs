@@ -274,7 +274,7 @@ fn dnsviz(
         &t.dnsviz,
         dir,
         tag,
-        &format!("test. 2 IN DNSKEY {anchor}\n"),
+        (&format!("test. 2 IN DNSKEY {anchor}\n"), &[]),
         "test",
         &[
             DnsvizZone {

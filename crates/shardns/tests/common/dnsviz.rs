@@ -4,7 +4,7 @@
 //! and reads grok's JSON: errors, and BOGUS or INSECURE statuses, fail; warnings are
 //! reported.
 
-use super::{dig, find_program, free_port, run_judge, Server, TempDir};
+use super::{dig, find_program, free_port, free_port_on, run_judge, Server, TempDir};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,14 +24,14 @@ pub fn find_dnsviz() -> Option<PathBuf> {
 /// `dnsviz probe` then `dnsviz grok` of `names`, from `ancestor` down, the zones' servers
 /// given (`zones`, the ancestor's among them), with `anchor` (DNSKEY records in zone-file
 /// form, and DS records, which then pick the DNSKEYs that are the anchor) the only trust
-/// anchor; its files in `dir`, named after `tag`. `Ok` with the
-/// warnings (one a line, possibly none), `Err` with every error, the warnings and where
-/// the files are.
+/// anchor; its files in `dir`, named after `tag`. `Ok` with the warnings (one a line,
+/// possibly none), `Err` with every error, the warnings and where the files are. An error
+/// whose code is in `allowed` is reported as a warning (each use says why).
 pub fn dnsviz_judge(
     dnsviz: &Path,
     dir: &Path,
     tag: &str,
-    anchor: &str,
+    (anchor, allowed): (&str, &[String]),
     ancestor: &str,
     zones: &[DnsvizZone<'_>],
     names: &[&str],
@@ -77,6 +77,7 @@ pub fn dnsviz_judge(
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dnsviz_verdict.py");
     let (ok, verdict) = run_judge(
         Command::new("/usr/bin/python3")
+            .env("DNSVIZ_ALLOWED", allowed.join(","))
             .arg(script)
             .args([&probe, &anchor_file, &grok])
             .arg(ancestor)
@@ -101,7 +102,7 @@ pub fn dnsviz_zone_alone(
     dir: &Path,
     tag: &str,
     server: SocketAddr,
-    (zone, ds): (&str, &str),
+    (zone, ds, allowed): (&str, &str, &[String]),
     names: &[&str],
 ) -> Result<String, String> {
     let keys = dig(server, &["+short", "+nosplit", "+norec", zone, "DNSKEY"]);
@@ -123,7 +124,7 @@ pub fn dnsviz_zone_alone(
         dnsviz,
         dir,
         tag,
-        &(anchor + "\n"),
+        (&(anchor + "\n"), allowed),
         zone,
         &[DnsvizZone {
             zone,
@@ -148,6 +149,8 @@ pub struct DnsvizQueue {
     /// Set when the test fails: the jobs left are dropped (their servers stopped), not run.
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
     queued: usize,
+    /// dnsviz's error codes taken as warnings ([`Self::allow`]).
+    allowed: Vec<String>,
     /// Judgements over, and their time.
     pub runs: (usize, std::time::Duration),
 }
@@ -182,8 +185,15 @@ impl DnsvizQueue {
             worker: Some(worker),
             cancel,
             queued: 0,
+            allowed: Vec::new(),
             runs: (0, std::time::Duration::ZERO),
         }
+    }
+
+    /// From now on, dnsviz's error `code` is reported as a warning: for a known departure
+    /// that the caller names and explains.
+    pub fn allow(&mut self, code: &str) {
+        self.allowed.push(code.to_string());
     }
 
     pub fn push(&mut self, job: DnsvizJob) {
@@ -201,12 +211,78 @@ impl DnsvizQueue {
     /// Waits for every judgement queued (each is bounded by dnsviz's own timeouts), then
     /// as [`Self::poll`].
     pub fn finish(&mut self) {
+        if self.jobs.is_none() && self.worker.is_none() {
+            return; // finished already
+        }
         self.jobs = None;
         if let Some(w) = self.worker.take() {
             w.join().expect("the dnsviz thread");
         }
         self.poll();
         assert_eq!(self.queued, 0, "dnsviz judgements lost");
+        if self.runs.0 > 0 {
+            let (runs, time) = self.runs;
+            println!("dnsviz: {runs} judgements, {time:.1?} in its thread");
+        }
+    }
+
+    /// Queues dnsviz on a parent and its child as `parent` and `child` have them (each a
+    /// [`Snapshot`]: the zone as transferred now), from `anchor`: the parent's DNSKEY
+    /// (zone-file form), or its DS records, which then pick among the parent's DNSKEYs as
+    /// served. In dnsviz's thread, a shardns of its own serves each snapshot (on the
+    /// address its glue names, a port of its own) while dnsviz asks it, so that the test
+    /// goes on (a roll's steps do not wait) and the probe sees one state. The names asked:
+    /// the child's apex and `names`.
+    pub fn chain(
+        &mut self,
+        what: &str,
+        parent: Snapshot,
+        child: Snapshot,
+        anchor: String,
+        names: &[&str],
+    ) {
+        let dnsviz = find_dnsviz().expect("dnsviz");
+        let run = next_run();
+        let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        names.insert(0, child.zone.clone());
+        let allowed = self.allowed.clone();
+        let job = move || {
+            let dir = TempDir::new(&format!("dnsviz-snapshot-{run}"));
+            let (p, p_at) = parent.serve(&dir, run);
+            let (c, c_at) = child.serve(&dir, run);
+            let mut anchor = anchor;
+            if anchor.contains(" DS ") {
+                let keys = dig(
+                    p_at,
+                    &["+short", "+nosplit", "+norec", &parent.zone, "DNSKEY"],
+                );
+                for k in keys.lines().filter(|l| !l.trim().is_empty()) {
+                    anchor.push_str(&format!("\n{}. 2 IN DNSKEY {k}", parent.zone));
+                }
+            }
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let verdict = dnsviz_judge(
+                &dnsviz,
+                dir.path(),
+                "snapshot",
+                (&(anchor + "\n"), &allowed),
+                &parent.zone,
+                &[
+                    DnsvizZone {
+                        zone: &parent.zone,
+                        servers: &[(&parent.ns, p_at)],
+                    },
+                    DnsvizZone {
+                        zone: &child.zone,
+                        servers: &[(&child.ns, c_at)],
+                    },
+                ],
+                &names,
+            );
+            drop((p, c));
+            verdict.map_err(|e| format!("{e}\nthe child's zone:\n{}", child.axfr))
+        };
+        self.push((what.to_string(), Box::new(job)));
     }
 
     /// Queues dnsviz on `zone` alone as `axfr` has it (the zone as transferred now; `what`
@@ -222,10 +298,10 @@ impl DnsvizQueue {
         names: &[&str],
     ) {
         let dnsviz = find_dnsviz().expect("dnsviz");
-        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let run = next_run();
         let zone = zone.to_string();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let allowed = self.allowed.clone();
         let job = move || {
             let dir = TempDir::new(&format!("dnsviz-snapshot-{run}"));
             let file = dir.write("zone", &axfr);
@@ -234,8 +310,14 @@ impl DnsvizQueue {
             let tag = format!("dnsviz-snapshot-{run}-server");
             let server = Server::start_at(&tag, &[at], &["--workers", "1", "--zone", &arg]);
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let verdict =
-                dnsviz_zone_alone(&dnsviz, dir.path(), "snapshot", at, (&zone, &ds), &names);
+            let verdict = dnsviz_zone_alone(
+                &dnsviz,
+                dir.path(),
+                "snapshot",
+                at,
+                (&zone, &ds, &allowed),
+                &names,
+            );
             drop(server);
             verdict.map_err(|e| format!("{e}\nthe zone:\n{axfr}"))
         };
@@ -270,5 +352,34 @@ impl Drop for DnsvizQueue {
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
+    }
+}
+
+/// A number for each snapshot of the test process, for its directory and server.
+fn next_run() -> usize {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A zone as transferred at one moment, to be served for dnsviz ([`DnsvizQueue::chain`]).
+pub struct Snapshot {
+    pub zone: String,
+    /// Its text, one record a line ([`axfr_text`](super::axfr_text)).
+    pub axfr: String,
+    /// The name of its server, as its NS RRset and the glue have it.
+    pub ns: String,
+    /// The address to serve it on (a port of its own), as the glue has it.
+    pub ip: std::net::Ipv4Addr,
+}
+
+impl Snapshot {
+    /// Serves it from a file in `dir`: the server and its address.
+    fn serve(&self, dir: &TempDir, run: usize) -> (Server, SocketAddr) {
+        let file = dir.write(&format!("{}.zone", self.zone), &self.axfr);
+        let at = SocketAddr::from((self.ip, free_port_on(self.ip)));
+        let arg = format!("{}={}", self.zone, file.display());
+        let tag = format!("dnsviz-snapshot-{run}-{}", self.zone);
+        let server = Server::start_at(&tag, &[at], &["--workers", "1", "--zone", &arg]);
+        (server, at)
     }
 }

@@ -68,13 +68,15 @@ pub fn ds_anchor_file(dir: &Path, ds: &str) -> PathBuf {
     for line in ds.lines().filter(|l| !l.starts_with(';') && !l.is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(f[2], "DS", "{line}");
+        // The digest may come in pieces.
+        let digest = f[6..].concat();
         anchors.push_str(&format!(
-            "  {} static-ds {} {} {} \"{}\";\n",
-            f[0], f[3], f[4], f[5], f[6]
+            "  {} static-ds {} {} {} \"{digest}\";\n",
+            f[0], f[3], f[4], f[5]
         ));
         records.push_str(&format!(
-            "{} 2 IN DS {} {} {} {}\n",
-            f[0], f[3], f[4], f[5], f[6]
+            "{} 2 IN DS {} {} {} {digest}\n",
+            f[0], f[3], f[4], f[5]
         ));
     }
     anchors.push_str("};\n");
@@ -105,4 +107,26 @@ pub fn dnsviz_from_ds(
     let ds = std::fs::read_to_string(anchors.parent().unwrap().join("anchors.ds")).unwrap();
     let axfr = axfr_text(server, zone, 3);
     judges.zone_alone(what, (zone, axfr), ds, names);
+}
+
+/// What changes from one phase of a roll to the next, one a line: a zone's DNSKEY, CDS and
+/// CDNSKEY records, the keys its RRSIGs are made with (type covered, algorithm, key tag),
+/// as `axfr` (an [`axfr_text`]) has them, and the parent's DS records `parent_ds`. The
+/// tests run dnsviz once per state.
+pub fn key_state(axfr: &str, parent_ds: &[String]) -> String {
+    let mut state = std::collections::BTreeSet::new();
+    for line in axfr.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.get(3).copied() {
+            Some(t @ ("DNSKEY" | "CDS" | "CDNSKEY")) => {
+                state.insert(format!("{t} {}", f[4..].join(" ")))
+            }
+            Some("RRSIG") if f.len() > 10 => {
+                state.insert(format!("RRSIG {} {} {}", f[4], f[5], f[10]))
+            }
+            _ => false,
+        };
+    }
+    state.extend(parent_ds.iter().map(|ds| format!("DS {ds}")));
+    state.into_iter().collect::<Vec<_>>().join("\n")
 }

@@ -7,9 +7,9 @@
 //! snapshot, in a thread of its own).
 
 use super::{
-    axfr_text, dig, dnsviz_judge, find_dnsviz, find_knotd, find_program, free_port, free_port_on,
-    spawn_knot, verify_zone_file, wait_authoritative, Daemon, DnsvizQueue, DnsvizZone, Server,
-    TempDir, ValidatingUnbound,
+    axfr_text, dig, find_dnsviz, find_knotd, find_program, free_port, free_port_on, spawn_knot,
+    verify_zone_file, wait_authoritative, Daemon, DnsvizQueue, Server, Snapshot, TempDir,
+    ValidatingUnbound,
 };
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -33,7 +33,6 @@ pub struct ParentLab {
     pub parent: SocketAddr,
     delv: PathBuf,
     anchor: PathBuf,
-    dnsviz: PathBuf,
     /// The parent's KSK, DNSKEY rdata.
     parent_key: String,
     unbound: Option<ValidatingUnbound>,
@@ -61,13 +60,13 @@ impl ParentLab {
             tool("unbound"),
             find_dnsviz(),
         );
-        let (Some(knotd), Some(delv), Some(_), Some(unbound), Some(dnsviz)) = found.clone() else {
+        let (Some(knotd), Some(delv), Some(_), Some(unbound), Some(_)) = found.clone() else {
             let why = format!("needs knotd, delv, ldns-verify-zone, unbound, dnsviz ({found:?})");
             assert!(std::env::var_os("CI").is_none(), "{test}: {why}");
             println!("{test}: SKIPPED: {why}");
             return None;
         };
-        let mut lab = Self::started(tag, &knotd, (delv, dnsviz), secret, zone, config);
+        let mut lab = Self::started(tag, &knotd, delv, secret, zone, config);
         lab.start_unbound(&unbound);
         Some(lab)
     }
@@ -75,7 +74,7 @@ impl ParentLab {
     fn started(
         tag: &str,
         knotd: &Path,
-        (delv, dnsviz): (PathBuf, PathBuf),
+        delv: PathBuf,
         secret: &str,
         zone: &str,
         config: impl FnOnce(&TempDir, SocketAddr),
@@ -122,7 +121,6 @@ impl ParentLab {
             parent,
             delv,
             anchor: PathBuf::new(),
-            dnsviz,
             parent_key: String::new(),
             unbound: None,
             dnsviz_judged: BTreeSet::new(),
@@ -208,25 +206,10 @@ impl ParentLab {
         axfr
     }
 
-    /// What changes from one phase of a roll to the next: the child's DNSKEY, CDS and
-    /// CDNSKEY records, the keys its RRSIGs are made with (type covered, algorithm, key
-    /// tag), the parent's DS records; one a line.
+    /// The zone's key state now ([`key_state`](super::key_state)), the parent's DS set
+    /// as knotd serves it.
     pub fn key_state(&self, axfr: &str) -> String {
-        let mut state = BTreeSet::new();
-        for line in axfr.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            match f.get(3).copied() {
-                Some(t @ ("DNSKEY" | "CDS" | "CDNSKEY")) => {
-                    state.insert(format!("{t} {}", f[4..].join(" ")))
-                }
-                Some("RRSIG") if f.len() > 10 => {
-                    state.insert(format!("RRSIG {} {} {}", f[4], f[5], f[10]))
-                }
-                _ => false,
-            };
-        }
-        state.extend(self.parent_ds().into_iter().map(|ds| format!("DS {ds}")));
-        state.into_iter().collect::<Vec<_>>().join("\n")
+        super::key_state(axfr, &self.parent_ds())
     }
 
     /// Queues dnsviz on the chain from the parent's key down to the child's zone as it is
@@ -237,56 +220,22 @@ impl ParentLab {
     /// 127.0.0.10 as its glue says) for as long as dnsviz needs them, while the sampling
     /// goes on.
     fn dnsviz(&mut self, n: usize, axfr: &str, state: &str) {
-        let dir = self.data.path().join(format!("snapshot-{n}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let parent_file = dir.join("test.zone");
-        std::fs::write(&parent_file, axfr_text(self.parent, "test", 3)).unwrap();
-        let child_file = dir.join("sign.test.zone");
-        std::fs::write(&child_file, axfr).unwrap();
-        // The servers are started in dnsviz's thread, not to slow the sampling down.
-        let tag = self.tag.clone();
-        let serve = move |who: &str, ip: Ipv4Addr, zone: &str, file: &Path| {
-            let at = SocketAddr::from((ip, free_port_on(ip)));
-            let zone = format!("{zone}={}", file.display());
-            let tag = format!("{tag}-snapshot{n}-{who}");
-            (
-                Server::start_at(&tag, &[at], &["--workers", "1", "--zone", &zone]),
-                at,
-            )
+        let parent = Snapshot {
+            zone: "test".into(),
+            axfr: axfr_text(self.parent, "test", 3),
+            ns: "ns.test".into(),
+            ip: Ipv4Addr::new(127, 0, 0, 10),
         };
-        let dnsviz = self.dnsviz.clone();
-        let anchor = format!("test. 2 IN DNSKEY {}\n", self.parent_key);
+        let child = Snapshot {
+            zone: "sign.test".into(),
+            axfr: axfr.to_string(),
+            ns: "ns.sign.test".into(),
+            ip: Ipv4Addr::LOCALHOST,
+        };
         let what = format!("sample {n}, dnsviz on a snapshot of the key state\n{state}\n");
-        let zone = axfr.to_string();
-        let run = move || {
-            let knot_ip = Ipv4Addr::new(127, 0, 0, 10);
-            let servers = (
-                serve("parent", knot_ip, "test", &parent_file),
-                serve("child", Ipv4Addr::LOCALHOST, "sign.test", &child_file),
-            );
-            let (parent, child) = (servers.0 .1, servers.1 .1);
-            let verdict = dnsviz_judge(
-                &dnsviz,
-                &dir,
-                "snapshot",
-                &anchor,
-                "test",
-                &[
-                    DnsvizZone {
-                        zone: "test",
-                        servers: &[("ns.test", parent)],
-                    },
-                    DnsvizZone {
-                        zone: "sign.test",
-                        servers: &[("ns.sign.test", child)],
-                    },
-                ],
-                &["sign.test", "www.sign.test"],
-            );
-            drop(servers);
-            verdict.map_err(|e| format!("{e}\nthe zone:\n{zone}"))
-        };
-        self.judges.push((what, Box::new(run)));
+        let anchor = format!("test. 2 IN DNSKEY {}", self.parent_key);
+        self.judges
+            .chain(&what, parent, child, anchor, &["www.sign.test"]);
     }
 
     /// The child's DS records at knotd, as `dig +short` prints them (tag, algorithm, ...).
@@ -317,12 +266,8 @@ impl ParentLab {
 impl Drop for ParentLab {
     fn drop(&mut self) {
         if !std::thread::panicking() {
+            print!("{}: ", self.tag);
             self.judges.finish();
-            let (runs, time) = self.judges.runs;
-            println!(
-                "{}: dnsviz judged {runs} key states in {time:.1?}",
-                self.tag
-            );
         }
     }
 }

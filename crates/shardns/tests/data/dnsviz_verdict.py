@@ -16,6 +16,7 @@ warnings, one a line, with where they are; exits 1 with the failures first.
 
 import json
 import logging
+import os
 import sys
 import types
 
@@ -68,6 +69,11 @@ def dnskeys_named_by_ds(text):
     return "".join("%s 2 IN DNSKEY %s\n" % (name, k.to_text()) for name, k in keys)
 
 
+# Error codes the test takes as warnings (DNSVIZ_ALLOWED, comma-separated): a known
+# departure the test names and explains.
+ALLOWED = {c for c in os.environ.get("DNSVIZ_ALLOWED", "").split(",") if c}
+
+
 def walk(node, path, errors, warnings, secure):
     if isinstance(node, dict):
         for key, value in node.items():
@@ -80,7 +86,10 @@ def walk(node, path, errors, warnings, secure):
                         item.get("description", item),
                         ", ".join(item.get("servers", [])),
                     )
-                    (errors if key == "errors" else warnings).append(text)
+                    if key == "errors" and item.get("code") in ALLOWED:
+                        warnings.append("allowed error: " + text)
+                    else:
+                        (errors if key == "errors" else warnings).append(text)
             elif key == "status" and value in BAD:
                 errors.append("%s: status %s" % ("/".join(path), value))
             elif key == "status" and value == "SECURE":
