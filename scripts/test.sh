@@ -20,6 +20,9 @@ command -v dnssec-verify >/dev/null 2>&1 || need+=(bind9-utils)
 [ -x /usr/sbin/named ] || command -v named >/dev/null 2>&1 || need+=(bind9)
 # tests/signing validates the answers of zones we sign with delv.
 command -v delv >/dev/null 2>&1 || need+=(bind9-dnsutils)
+# The rollover tests judge each phase of a roll with dnsviz (probe, then grok from the
+# parent's key).
+command -v dnsviz >/dev/null 2>&1 || need+=(dnsviz)
 # tests/dnstap reads the log with dnstap-read (bind9-dnsutils) and listens on its socket with
 # fstrm_capture.
 command -v dnstap-read >/dev/null 2>&1 || need+=(bind9-dnsutils)

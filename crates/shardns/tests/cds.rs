@@ -3,8 +3,8 @@
 //! whole for `ldns-verify-zone` and `dnssec-verify`. A key made when a zone is first
 //! signed is the zone's only key (no rollover under way), so `rollover` and `none` publish
 //! nothing, `always` and `double-ds` the key's CDS (SHA-256, or SHA-384 when asked), and
-//! `delete-dnssec` the RFC 8078 delete form. A missing verifier skips its part with a
-//! message; `scripts/test.sh` installs them.
+//! `delete-dnssec` the RFC 8078 delete form. dnsviz judges each zone too, from its own
+//! key. A missing verifier skips its part with a message; `scripts/test.sh` installs them.
 
 mod common;
 
@@ -57,6 +57,13 @@ fn each_mode_serves_its_cds_and_cdnskey_and_verifies() {
         &["--workers", "1", "--config", config.to_str().unwrap()],
     );
     let addr = server.addr4();
+    // dnsviz's judgements, on snapshots, in a thread of their own; without dnsviz, skipped
+    // with a message (a failure under CI=1).
+    let mut judges = find_dnsviz().map(|_| DnsvizQueue::new());
+    if judges.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "cds: no dnsviz");
+        println!("cds: SKIPPED dnsviz: not installed (scripts/test.sh installs it)");
+    }
     for (zone, mode, _) in ZONES {
         let dnskey = rrset(addr, zone, "DNSKEY");
         assert_eq!(dnskey.len(), 1, "{zone}: one CSK: {dnskey:?}");
@@ -94,5 +101,16 @@ fn each_mode_serves_its_cds_and_cdnskey_and_verifies() {
         assert_eq!(has("CDNSKEY"), !cdnskey.is_empty(), "{zone}:\n{text}");
         let file = data.write(&format!("{zone}.axfr"), &text);
         verify_zone_file(&file, zone).unwrap_or_else(|e| panic!("{e}"));
+        // dnsviz, which also checks the CDS and CDNSKEY against the DNSKEY RRset (RFC 7344,
+        // RFC 8078), from the zone's own key (no parent here).
+        if let Some(judges) = judges.as_mut() {
+            let what = format!("cds: {zone} ({mode})");
+            judges.zone_alone(
+                &what,
+                (zone, text),
+                String::new(),
+                &[&format!("www.{zone}")],
+            );
+        }
     }
 }

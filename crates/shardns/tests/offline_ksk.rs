@@ -60,25 +60,16 @@ fn now() -> u64 {
         .as_secs()
 }
 
-/// A delv trust anchor file holding the DS records `shardns key ds` printed.
-fn anchor_file(dir: &Path, ds: &str) -> PathBuf {
-    let mut text = String::from("trust-anchors {\n");
-    for line in ds.lines().filter(|l| !l.starts_with(';') && !l.is_empty()) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f[2], "DS", "{line}");
-        text.push_str(&format!(
-            "  {} static-ds {} {} {} \"{}\";\n",
-            f[0], f[3], f[4], f[5], f[6]
-        ));
-    }
-    text.push_str("};\n");
-    let path = dir.join("anchors.conf");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// The judges on the zone as served now: the AXFR verified, answers validated by delv.
-fn judge(server: SocketAddr, delv: &Path, anchors: &Path, dir: &Path, when: &str) {
+/// The judges on the zone as served now: the AXFR verified, answers validated by delv,
+/// dnsviz on the zone from the DS (`common::dnsviz_from_ds`).
+fn judge(
+    judges: &mut DnsvizQueue,
+    server: SocketAddr,
+    delv: &Path,
+    anchors: &Path,
+    dir: &Path,
+    when: &str,
+) {
     let file = dir.join(format!("axfr-{when}.zone"));
     std::fs::write(&file, axfr_text(server, "sign.test", 5)).unwrap();
     verify_zone_file(&file, "sign.test").unwrap_or_else(|e| panic!("{when}: {e}"));
@@ -97,6 +88,13 @@ fn judge(server: SocketAddr, delv: &Path, anchors: &Path, dir: &Path, when: &str
             "{when}: delv does not validate {name} {qtype}:\n{text}"
         );
     }
+    dnsviz_from_ds(
+        judges,
+        server,
+        ("sign.test", anchors),
+        &["www.sign.test"],
+        &format!("offline_ksk {when}"),
+    );
 }
 
 /// The key tag of the signature over www's A record.
@@ -133,6 +131,8 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
     };
     let started = Instant::now();
     let data = TempDir::new("offline-ksk");
+    // dnsviz's judgements, on snapshots; dropped first: the test waits for them.
+    let mut judges = DnsvizQueue::new();
     data.write("sign.test.zone", ZONE);
     let (zsk_dir, ksk_dir) = (data.path().join("keys"), data.path().join("ksk"));
     std::fs::create_dir_all(&zsk_dir).unwrap();
@@ -261,7 +261,7 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
     let args = ["--workers", "1", "--config", config.to_str().unwrap()];
     let mut server = Server::start("offline-ksk-srv", &args);
     let addr = server.addr4();
-    let anchors = anchor_file(
+    let anchors = ds_anchor_file(
         data.path(),
         &ok(&["key", "ds", "sign.test", "--key-dir", ksks]),
     );
@@ -278,7 +278,7 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
     } else {
         println!("offline_ksk: the setup took past t0 + 3 s: ZSK 1's signature not sampled");
     }
-    judge(addr, &delv, &anchors, data.path(), "before");
+    judge(&mut judges, addr, &delv, &anchors, data.path(), "before");
     // After it: ZSK 2 signs (until t0 + 8), ZSK 1 still published until t0 + 7.
     wait_until(t0 + 4);
     let end = Instant::now() + Duration::from_secs(3);
@@ -291,7 +291,7 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    judge(addr, &delv, &anchors, data.path(), "after");
+    judge(&mut judges, addr, &delv, &anchors, data.path(), "after");
 
     // Past the SKR: an error, and the last version kept (its serial, the DNSKEY RRset
     // still signed by the KSK).
@@ -382,7 +382,7 @@ fn offline_ksk_signs_ahead_serves_across_a_zsk_roll_and_keeps_state_past_the_skr
         serial > last.parse().unwrap(),
         "not signed anew after the import: {soa}"
     );
-    judge(addr, &delv, &anchors, data.path(), "renewed");
+    judge(&mut judges, addr, &delv, &anchors, data.path(), "renewed");
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "took {:?}",

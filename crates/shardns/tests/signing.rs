@@ -54,21 +54,21 @@ fn shardns(args: &[&str]) -> (bool, String) {
     run(Command::new(BIN).args(args))
 }
 
-/// A delv trust anchor file from `shardns key ds`'s output.
-fn anchor_file(dir: &Path, ds: &str) -> PathBuf {
-    let mut anchors = String::from("trust-anchors {\n");
-    for line in ds.lines().filter(|l| !l.starts_with(';') && !l.is_empty()) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f[2], "DS", "{line}");
-        anchors.push_str(&format!(
-            "  {} static-ds {} {} {} \"{}\";\n",
-            f[0], f[3], f[4], f[5], f[6]
-        ));
-    }
-    anchors.push_str("};\n");
-    let path = dir.join("anchors.conf");
-    std::fs::write(&path, anchors).unwrap();
-    path
+/// A step of a rollover judged from the DS set `anchors` (a file of
+/// `common::ds_anchor_file`): delv validates [`ROLL_QUESTIONS`], and dnsviz, from the
+/// zone's DNSKEYs the DS set names, finds no error in the zone (no parent here: the chain
+/// from a parent is judged in tests/algorithm_roll.rs, shape_roll.rs, through
+/// `common::ParentLab`).
+fn roll_judged(judges: &mut DnsvizQueue, server: SocketAddr, anchors: &Path) {
+    delv_all(server, anchors, "sign.test", ROLL_QUESTIONS);
+    let what = format!("signing, from {}", anchors.display());
+    dnsviz_from_ds(
+        judges,
+        server,
+        ("sign.test", anchors),
+        &["www.sign.test"],
+        &what,
+    );
 }
 
 /// delv validates each question against the anchors, asking `server`: every answer must be
@@ -228,7 +228,7 @@ fn sign_flag_zone_transfers_verified_and_validated() {
         assert_eq!(ours, bind.lines().collect::<Vec<_>>());
     }
     // Answers validate from that DS.
-    let anchors = anchor_file(dir.path(), &ds);
+    let anchors = ds_anchor_file(dir.path(), &ds);
     delv_all(server.addr4(), &anchors, "sign.test", QUESTIONS);
 }
 
@@ -271,7 +271,7 @@ fn nsec3_and_opt_out_from_a_config_file_with_ed25519() {
                 "Ed25519: {ds}"
             );
         }
-        let anchors = anchor_file(dir.path(), &ds);
+        let anchors = ds_anchor_file(dir.path(), &ds);
         // With opt-out, the cover of a wildcard answer's next closer name has the opt-out
         // flag, so an unsigned delegation could hide there: BIND's validator calls such an
         // answer insecure (RFC 5155 §6, §9.2), as it does for dnssec-signzone -A zones.
@@ -385,7 +385,7 @@ fn knotd_secondary_serves_the_signed_zone() {
         keys.to_str().unwrap(),
     ]);
     assert!(ok, "{ds}");
-    let anchors = anchor_file(work.path(), &ds);
+    let anchors = ds_anchor_file(work.path(), &ds);
     delv_all(knot_addr, &anchors, "sign.test", QUESTIONS);
 
     // A change to the unsigned file: signed again with serial 2, NOTIFY, knotd follows.
@@ -664,7 +664,7 @@ fn roll_config_with(data: &TempDir, propagation_delay: u32) -> PathBuf {
     data.write(
         "shardns.toml",
         &format!(
-            "[server]\nkey_directory = \"keys\"\n\
+            "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.1\"]\n\
              [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
              propagation_delay = {propagation_delay}\nparent_ds_ttl = 2\n\
              parent_propagation_delay = 1\n"
@@ -744,6 +744,7 @@ fn www_signer(server: SocketAddr) -> String {
 /// Waits (at most `secs`) until `what` holds, checking every 200 ms that every answer
 /// validates from `anchors` the while.
 fn wait_until(
+    judges: &mut DnsvizQueue,
     server: SocketAddr,
     anchors: &Path,
     secs: u64,
@@ -756,7 +757,7 @@ fn wait_until(
         delv_all(server, anchors, "sign.test", &ROLL_QUESTIONS[..1]);
         std::thread::sleep(Duration::from_millis(200));
     }
-    delv_all(server, anchors, "sign.test", ROLL_QUESTIONS);
+    roll_judged(judges, server, anchors);
 }
 
 fn keygen(keys: &Path, ksk: bool) -> Option<String> {
@@ -780,6 +781,8 @@ fn keygen(keys: &Path, ksk: bool) -> Option<String> {
 #[test]
 fn zsk_rollover_survives_a_kill_and_validates_throughout() {
     let data = TempDir::new("roll-zsk");
+    // dnsviz's judgements, on snapshots; dropped first: the test waits for them.
+    let mut judges = DnsvizQueue::new();
     // Each step 8 s (TTL 2 + propagation 6): the restart below must come between the new
     // key's activation and the old one's withdrawal, however busy the machine.
     let config = roll_config_with(&data, 6);
@@ -796,8 +799,8 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
         .to_string();
     let args = ["--workers", "1", "--config", config.to_str().unwrap()];
     let server = Server::start("roll-zsk-srv", &args);
-    let anchors = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
-    delv_all(server.addr4(), &anchors, "sign.test", ROLL_QUESTIONS);
+    let anchors = ds_anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+    roll_judged(&mut judges, server.addr4(), &anchors);
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 2);
     assert_eq!(www_signer(server.addr4()), old_tag);
 
@@ -818,7 +821,7 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
     // 1. Published, not signing.
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 3);
     assert_eq!(www_signer(server.addr4()), old_tag);
-    delv_all(server.addr4(), &anchors, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &anchors);
     let list = key_cmd("list", &keys, &[]);
     assert!(
         list.contains("published") && list.contains("next key event"),
@@ -850,11 +853,16 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
     );
     assert_ne!(new_signer, old_tag);
     assert_eq!(dnskeys, 3);
-    delv_all(server.addr4(), &anchors, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &anchors);
     // 3. The old key goes at its time, by the server's timer alone.
-    wait_until(server.addr4(), &anchors, 30, "old ZSK withdrawn", || {
-        apex_set(server.addr4(), "DNSKEY").len() == 2
-    });
+    wait_until(
+        &mut judges,
+        server.addr4(),
+        &anchors,
+        30,
+        "old ZSK withdrawn",
+        || apex_set(server.addr4(), "DNSKEY").len() == 2,
+    );
     assert_eq!(www_signer(server.addr4()), new_signer);
     let list = key_cmd("list", &keys, &[]);
     assert!(list.contains("removed"), "{list}");
@@ -867,6 +875,8 @@ fn zsk_rollover_survives_a_kill_and_validates_throughout() {
 #[test]
 fn csk_double_ds_rollover_validates_at_every_step() {
     let data = TempDir::new("roll-csk");
+    // dnsviz's judgements, on snapshots; dropped first: the test waits for them.
+    let mut judges = DnsvizQueue::new();
     // Each step 8 s (TTL 2 + propagation 6): the checks with the old DS alone after the
     // confirmation must end before the new key signs, however busy the machine.
     let config = roll_config_with(&data, 6);
@@ -874,8 +884,8 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     let args = ["--workers", "1", "--config", config.to_str().unwrap()];
     let server = Server::start("roll-csk-srv", &args);
     let old_ds = key_cmd("ds", &keys, &[]);
-    let old_anchor = anchor_file(data.path(), &old_ds);
-    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+    let old_anchor = ds_anchor_file(data.path(), &old_ds);
+    roll_judged(&mut judges, server.addr4(), &old_anchor);
     let (ok, out) = shardns(&[
         "key",
         "rollover",
@@ -904,7 +914,7 @@ fn csk_double_ds_rollover_validates_at_every_step() {
         .and_then(|l| l.split(':').next())
         .unwrap()
         .to_string();
-    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &old_anchor);
     // Nothing moves until the operator confirms.
     std::thread::sleep(Duration::from_secs(4));
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 1);
@@ -913,7 +923,7 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     let both_anchor = {
         let dir = data.path().join("both");
         std::fs::create_dir_all(&dir).unwrap();
-        anchor_file(&dir, &both)
+        ds_anchor_file(&dir, &both)
     };
     let tc = unix_now();
     let out = key_cmd("submitted", &keys, &[&new_tag]);
@@ -923,10 +933,11 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     // Its CDS only once its DNSKEY has been published 8 s (TTL 2 + propagation 6).
     let cds = apex_set(server.addr4(), "CDS").len();
     assert!(cds == 0 || unix_now() >= tc + 8, "CDS at once: {cds}");
-    delv_all(server.addr4(), &both_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &both_anchor);
     delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
 
     wait_until(
+        &mut judges,
         server.addr4(),
         &both_anchor,
         30,
@@ -936,10 +947,16 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     assert_eq!(apex_set(server.addr4(), "CDNSKEY").len(), 2);
     assert!(unix_now() >= tc + 8, "CDS before the new DNSKEY had spread");
     // 3. The new key signs; 4. the old key, its CDS and CDNSKEY go.
-    wait_until(server.addr4(), &both_anchor, 30, "new CSK signing", || {
-        www_signer(server.addr4()) == new_tag
-    });
     wait_until(
+        &mut judges,
+        server.addr4(),
+        &both_anchor,
+        30,
+        "new CSK signing",
+        || www_signer(server.addr4()) == new_tag,
+    );
+    wait_until(
+        &mut judges,
         server.addr4(),
         &both_anchor,
         30,
@@ -954,9 +971,9 @@ fn csk_double_ds_rollover_validates_at_every_step() {
     let new_anchor = {
         let dir = data.path().join("new");
         std::fs::create_dir_all(&dir).unwrap();
-        anchor_file(&dir, &new_ds)
+        ds_anchor_file(&dir, &new_ds)
     };
-    delv_all(server.addr4(), &new_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &new_anchor);
 }
 
 /// The tags of the zone's keys of `role` (`KSK`, `ZSK`, `CSK`), as `shardns key list` says.
@@ -1091,7 +1108,7 @@ fn ksk_and_zsk_made_here_verify_and_split_the_signing() {
                     .all(|l| l.split_whitespace().nth(1) == Some("600")),
             "{dnskey}"
         );
-        let anchors = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+        let anchors = ds_anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
         delv_all(server.addr4(), &anchors, "sign.test", QUESTIONS);
     }
 }
@@ -1103,13 +1120,15 @@ fn ksk_and_zsk_made_here_verify_and_split_the_signing() {
 #[test]
 fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
     let data = TempDir::new("kpol-ksk-life");
+    // dnsviz's judgements, on snapshots; dropped first: the test waits for them.
+    let mut judges = DnsvizQueue::new();
     data.write("sign.test.zone", ROLL_ZONE);
     std::fs::create_dir_all(data.path().join("keys")).unwrap();
     // DNSKEY TTL 4 (SOA TTL 2): a new key is seen everywhere 4 + 1 s after publication,
     // longer than the parent's DS wait (2 + 1 s).
     let config = data.write(
         "shardns.toml",
-        "[server]\nkey_directory = \"keys\"\n\
+        "[server]\nkey_directory = \"keys\"\nallow_transfer = [\"127.0.0.1\"]\n\
          [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.zone\"\ndnssec = true\n\
          single_type_signing = false\nksk_lifetime = 8\ndnskey_ttl = 4\n\
          propagation_delay = 1\nparent_ds_ttl = 2\nparent_propagation_delay = 1\n",
@@ -1122,8 +1141,8 @@ fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
     let old_ksk = tags_of(&keys, "KSK");
     let zsk = tags_of(&keys, "ZSK");
     assert_eq!((old_ksk.len(), zsk.len()), (1, 1));
-    let old_anchor = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
-    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+    let old_anchor = ds_anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+    roll_judged(&mut judges, server.addr4(), &old_anchor);
     assert_eq!(apex_signers(server.addr4(), "DNSKEY"), old_ksk);
 
     // 1. The lifetime ends: the server makes the new KSK on its own timer; the zone does
@@ -1140,13 +1159,13 @@ fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
     assert!(tags_of(&keys, "KSK").contains(&new_tag));
     assert_eq!(apex_set(server.addr4(), "DNSKEY").len(), 2);
     assert_eq!(apex_signers(server.addr4(), "DNSKEY"), old_ksk);
-    delv_all(server.addr4(), &old_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &old_anchor);
 
     // 2. The parent has both DS: confirmed, published.
     let both_anchor = {
         let dir = data.path().join("both");
         std::fs::create_dir_all(&dir).unwrap();
-        anchor_file(&dir, &both)
+        ds_anchor_file(&dir, &both)
     };
     let out = key_cmd("submitted", &keys, &[&new_tag]);
     assert!(out.contains("confirmed"), "{out}");
@@ -1162,15 +1181,21 @@ fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
         confirmed + 5,
         "the DNSKEY TTL configured (4) + propagation (1) is the longer wait"
     );
-    delv_all(server.addr4(), &both_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &both_anchor);
 
     // 3. The new KSK signs the DNSKEY RRset (alone: the ZSK signs the rest); 4. the old
     //    one goes.
-    wait_until(server.addr4(), &both_anchor, 30, "new KSK signing", || {
-        apex_signers(server.addr4(), "DNSKEY") == [new_tag.clone()]
-    });
+    wait_until(
+        &mut judges,
+        server.addr4(),
+        &both_anchor,
+        30,
+        "new KSK signing",
+        || apex_signers(server.addr4(), "DNSKEY") == [new_tag.clone()],
+    );
     assert_eq!(www_signer(server.addr4()), zsk[0]);
     wait_until(
+        &mut judges,
         server.addr4(),
         &both_anchor,
         30,
@@ -1200,9 +1225,9 @@ fn ksk_lifetime_rolls_the_ksk_through_key_submitted() {
     let new_anchor = {
         let dir = data.path().join("new");
         std::fs::create_dir_all(&dir).unwrap();
-        anchor_file(&dir, &new_ds)
+        ds_anchor_file(&dir, &new_ds)
     };
-    delv_all(server.addr4(), &new_anchor, "sign.test", ROLL_QUESTIONS);
+    roll_judged(&mut judges, server.addr4(), &new_anchor);
 }
 
 /// Signatures survive a restart: the zone is served as it was signed, same serial, same
@@ -1227,7 +1252,7 @@ fn a_restart_serves_the_same_signatures() {
         "{}",
         server.log()
     );
-    let anchors = anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
+    let anchors = ds_anchor_file(data.path(), &key_cmd("ds", &keys, &[]));
     delv_all(server.addr4(), &anchors, "sign.test", ROLL_QUESTIONS);
     server.terminate();
     drop(server);
@@ -1345,7 +1370,7 @@ fn reload_re_signs_only_what_changed() {
             dir.path().join("keys").to_str().unwrap(),
         ]);
         assert!(ok, "{ds}");
-        let anchors = anchor_file(dir.path(), &ds);
+        let anchors = ds_anchor_file(dir.path(), &ds);
         delv_all(
             server.addr4(),
             &anchors,
@@ -1399,6 +1424,6 @@ fn zone_list_zone_signed() {
         dir.path().join("keys").to_str().unwrap(),
     ]);
     assert!(ok, "{ds}");
-    let anchors = anchor_file(dir.path(), &ds);
+    let anchors = ds_anchor_file(dir.path(), &ds);
     delv_all(server.addr4(), &anchors, "sign.test", QUESTIONS);
 }

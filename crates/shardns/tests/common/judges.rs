@@ -1,8 +1,9 @@
 //! Outside judges of a signed zone: the zone as `dig` transfers it, `ldns-verify-zone`
 //! and `dnssec-verify` on it, and `delv` on its answers from its own keys (scripts/test.sh
-//! installs them; a missing one fails the test).
+//! installs them; a missing one fails the test); trust anchors from DS records for delv and
+//! dnsviz, and dnsviz on a zone alone from them.
 
-use super::{dig, find_program};
+use super::{dig, find_dnsviz, find_program, DnsvizQueue};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,4 +100,75 @@ pub fn delv_from_keys(
             "delv does not validate {name} {qtype}:\n{text}"
         );
     }
+}
+
+/// A delv trust anchor file, `anchors.conf` in `dir`, from DS records as `shardns key ds`
+/// prints them (`NAME IN DS TAG ALG TYPE DIGEST`, comments skipped); beside it
+/// `anchors.ds`, the same DS records in zone-file form, for dnsviz ([`dnsviz_from_ds`]).
+pub fn ds_anchor_file(dir: &Path, ds: &str) -> PathBuf {
+    let (mut anchors, mut records) = (String::from("trust-anchors {\n"), String::new());
+    for line in ds.lines().filter(|l| !l.starts_with(';') && !l.is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f[2], "DS", "{line}");
+        // The digest may come in pieces.
+        let digest = f[6..].concat();
+        anchors.push_str(&format!(
+            "  {} static-ds {} {} {} \"{digest}\";\n",
+            f[0], f[3], f[4], f[5]
+        ));
+        records.push_str(&format!(
+            "{} 2 IN DS {} {} {} {digest}\n",
+            f[0], f[3], f[4], f[5]
+        ));
+    }
+    anchors.push_str("};\n");
+    std::fs::write(dir.join("anchors.ds"), records).unwrap();
+    let path = dir.join("anchors.conf");
+    std::fs::write(&path, anchors).unwrap();
+    path
+}
+
+/// Queues on `judges` dnsviz on `zone` as `server` serves it now, alone, from the DNSKEYs
+/// the DS records of `anchors` (a file of [`ds_anchor_file`]) name, `names` below it asked
+/// too ([`DnsvizQueue::zone_alone`]: on a snapshot, in a thread of its own): the queue
+/// panics with `what` on an error. Without dnsviz it says it skipped (and fails under
+/// CI=1).
+pub fn dnsviz_from_ds(
+    judges: &mut DnsvizQueue,
+    server: SocketAddr,
+    (zone, anchors): (&str, &Path),
+    names: &[&str],
+    what: &str,
+) {
+    if find_dnsviz().is_none() {
+        assert!(std::env::var_os("CI").is_none(), "{what}: no dnsviz");
+        println!("{what}: SKIPPED dnsviz: not installed (scripts/test.sh installs it)");
+        return;
+    }
+    judges.poll();
+    let ds = std::fs::read_to_string(anchors.parent().unwrap().join("anchors.ds")).unwrap();
+    let axfr = axfr_text(server, zone, 3);
+    judges.zone_alone(what, (zone, axfr), ds, names);
+}
+
+/// What changes from one phase of a roll to the next, one a line: a zone's DNSKEY, CDS and
+/// CDNSKEY records, the keys its RRSIGs are made with (type covered, algorithm, key tag),
+/// as `axfr` (an [`axfr_text`]) has them, and the parent's DS records `parent_ds`. The
+/// tests run dnsviz once per state.
+pub fn key_state(axfr: &str, parent_ds: &[String]) -> String {
+    let mut state = std::collections::BTreeSet::new();
+    for line in axfr.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.get(3).copied() {
+            Some(t @ ("DNSKEY" | "CDS" | "CDNSKEY")) => {
+                state.insert(format!("{t} {}", f[4..].join(" ")))
+            }
+            Some("RRSIG") if f.len() > 10 => {
+                state.insert(format!("RRSIG {} {} {}", f[4], f[5], f[10]))
+            }
+            _ => false,
+        };
+    }
+    state.extend(parent_ds.iter().map(|ds| format!("DS {ds}")));
+    state.into_iter().collect::<Vec<_>>().join("\n")
 }

@@ -1,13 +1,18 @@
 //! The rollover tests' lab: the parent `test.` served and signed by knotd (on 127.0.0.10),
 //! which takes the child's DS by TSIG-signed update (`ds-key`) and serves `sign.test.` as
 //! the child's secondary, and the child on 127.0.0.1: a shardns server for `sign.test.`,
-//! or (`ParentLab::start_knot`, to compare with ours) a second knotd signing it;
-//! `delv` asks knotd with the parent's key as its only trust anchor.
+//! or (`ParentLab::start_knot`, to compare with ours) a second knotd signing it; and the
+//! judges of the child's zone at each sample ([`ParentLab::judged`]), the parent's key
+//! their only trust anchor: `delv` asking knotd, a validating Unbound asking knotd for
+//! `test.` and the child for `sign.test.`, and at each new state of the keys dnsviz (on a
+//! snapshot, in a thread of its own).
 
 use super::{
-    axfr_text, dig, find_knotd, find_program, free_port, free_port_on, spawn_knot,
-    verify_zone_file, wait_authoritative, Daemon, Server, TempDir,
+    axfr_text, dig, find_dnsviz, find_knotd, find_program, free_port, free_port_on, spawn_knot,
+    verify_zone_file, wait_authoritative, Daemon, DnsvizQueue, Server, Snapshot, TempDir,
+    ValidatingUnbound,
 };
+use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +21,10 @@ pub struct ParentLab {
     /// The knotd child of `ParentLab::start_knot`, its work directory in `data`'s `knot`
     /// (first, so that it is killed before the directory goes).
     pub knot_child: Option<Daemon>,
+    /// dnsviz's judgements, on snapshots, in a thread of their own; first, so that it is
+    /// dropped (its runs over) before the directories they use.
+    judges: DnsvizQueue,
+    tag: String,
     /// The child's directory: its zone file `sign.test.zone`, its config `shardns.toml`,
     /// its key directory `keys`.
     pub data: TempDir,
@@ -29,13 +38,18 @@ pub struct ParentLab {
     pub parent: SocketAddr,
     delv: PathBuf,
     anchor: PathBuf,
+    /// The parent's KSK, DNSKEY rdata.
+    parent_key: String,
+    unbound: Option<ValidatingUnbound>,
+    /// The key states queued for dnsviz (see [`Self::key_state`]).
+    dnsviz_judged: BTreeSet<String>,
 }
 
 impl ParentLab {
     /// The lab, the child started: `zone` is the child's zone file; `config` writes its
     /// `shardns.toml` into the directory, told knotd's address; `secret` is `ds-key`'s.
-    /// `None` (the test named `test` skipped, with a message; under `CI`, a failure)
-    /// without knotd, delv or ldns-verify-zone.
+    /// `None` (the test named `test` skipped, with a message; under CI=1 it fails) without
+    /// knotd, delv, ldns-verify-zone, unbound or dnsviz.
     pub fn start(
         test: &str,
         tag: &str,
@@ -43,12 +57,14 @@ impl ParentLab {
         zone: &str,
         config: impl FnOnce(&TempDir, SocketAddr),
     ) -> Option<Self> {
-        let (knotd, delv) = Self::tools(test)?;
+        let (knotd, delv, unbound) = Self::tools(test)?;
         let child = |data: &TempDir, parent| {
             config(data, parent);
             None
         };
-        Some(Self::started(tag, &knotd, delv, secret, zone, child))
+        let mut lab = Self::started(tag, &knotd, delv, secret, zone, child);
+        lab.start_unbound(&unbound);
+        Some(lab)
     }
 
     /// The lab with knotd as the child instead of us: `config` gives the child's knotd
@@ -62,23 +78,31 @@ impl ParentLab {
         zone: &str,
         config: impl FnOnce(&TempDir, SocketAddr) -> String,
     ) -> Option<Self> {
-        let (knotd, delv) = Self::tools(test)?;
+        let (knotd, delv, unbound) = Self::tools(test)?;
         let child = |data: &TempDir, parent| Some(config(data, parent));
-        Some(Self::started(tag, &knotd, delv, secret, zone, child))
+        let mut lab = Self::started(tag, &knotd, delv, secret, zone, child);
+        lab.start_unbound(&unbound);
+        Some(lab)
     }
 
-    /// knotd and delv, or `None` with a message saying the test `test` skipped (under
+    /// knotd, delv and unbound, or `None` with a message saying the test `test` skipped (under
     /// `CI`, a failure).
-    fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+    fn tools(test: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
         let tool = |name: &str| find_program(name, &name.to_ascii_uppercase().replace('-', "_"));
-        let found = (find_knotd(), tool("delv"), tool("ldns-verify-zone"));
-        let (Some(knotd), Some(delv), Some(_)) = found.clone() else {
-            let why = format!("needs knotd, delv, ldns-verify-zone ({found:?})");
+        let found = (
+            find_knotd(),
+            tool("delv"),
+            tool("ldns-verify-zone"),
+            tool("unbound"),
+            find_dnsviz(),
+        );
+        let (Some(knotd), Some(delv), Some(_), Some(unbound), Some(_)) = found.clone() else {
+            let why = format!("needs knotd, delv, ldns-verify-zone, unbound, dnsviz ({found:?})");
             assert!(std::env::var_os("CI").is_none(), "{test}: {why}");
             println!("{test}: SKIPPED: {why}");
             return None;
         };
-        Some((knotd, delv))
+        Some((knotd, delv, unbound))
     }
 
     fn started(
@@ -109,11 +133,12 @@ impl ParentLab {
              \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
              \x20   update-owner-name: sign.test.\n\
              \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+             \x20 - id: snapshot\n    address: 127.0.0.0/8\n    action: transfer\n\
              policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
              \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
              zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
              \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
-             \x20   dnssec-policy: parent\n    acl: ds-update\n\
+             \x20   dnssec-policy: parent\n    acl: [ds-update, snapshot]\n\
              \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
              \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
             listen = listen.to_string().replace(':', "@"),
@@ -121,6 +146,8 @@ impl ParentLab {
         );
         let knot = spawn_knot(knotd, knot_dir.path(), parent, "info", &rest);
         let mut lab = Self {
+            judges: DnsvizQueue::new(),
+            tag: tag.to_string(),
             data,
             listen,
             child: None,
@@ -130,6 +157,9 @@ impl ParentLab {
             parent,
             delv,
             anchor: PathBuf::new(),
+            parent_key: String::new(),
+            unbound: None,
+            dnsviz_judged: BTreeSet::new(),
         };
         match knot_child {
             None => lab.start_child(tag),
@@ -154,7 +184,21 @@ impl ParentLab {
             f[3..].concat()
         );
         lab.anchor = lab.data.write("anchor.conf", &text);
+        lab.parent_key = format!("{} {} {} {}", f[0], f[1], f[2], f[3..].concat());
         lab
+    }
+
+    /// The validating Unbound: `test.` asked of knotd, `sign.test.` of the child (the
+    /// delegation's glue names port 53).
+    fn start_unbound(&mut self, unbound: &Path) {
+        let dir = self.data.path().join("unbound");
+        std::fs::create_dir_all(&dir).unwrap();
+        self.unbound = Some(ValidatingUnbound::start(
+            unbound,
+            &dir,
+            ("test.", &self.parent_key),
+            &[("test.", &[self.parent]), ("sign.test.", &[self.listen])],
+        ));
     }
 
     /// Starts the child (again) on its address, from its config file.
@@ -189,9 +233,12 @@ impl ParentLab {
         self.child.as_mut().unwrap()
     }
 
-    /// Judges the child's zone now, sample `n`: ldns-verify-zone and dnssec-verify on its
-    /// AXFR, delv through knotd from the parent's key alone (the zone's data and its
-    /// DNSKEY RRset fully validated); the AXFR.
+    /// Judges the child's zone now, sample `n`, the parent's key the only trust anchor:
+    /// ldns-verify-zone and dnssec-verify on its AXFR; delv through knotd and the validating
+    /// Unbound (`www.sign.test A` and `sign.test DNSKEY` validated: NOERROR, AD); dnsviz
+    /// when the keys are in a state it has not judged yet ([`Self::key_state`]), so once in
+    /// each phase of a roll at least, on a snapshot of both zones ([`Self::dnsviz`]). The
+    /// AXFR.
     pub fn judged(&mut self, n: usize) -> String {
         let axfr = axfr_text(self.listen, "sign.test", 5);
         self.judge(n, &axfr);
@@ -215,7 +262,49 @@ impl ParentLab {
                 "sample {n}: delv {name} {qtype}:\n{v}\nthe zone:\n{axfr}\nknotd:\n{}",
                 self.knot.log()
             );
+            let unbound = self.unbound.as_mut().expect("started with the lab");
+            if let Err(e) = unbound.secure(name, qtype, "NOERROR") {
+                panic!("sample {n}: {e}\nthe zone:\n{axfr}");
+            }
         }
+        self.judges.poll();
+        let state = self.key_state(&axfr);
+        if !self.dnsviz_judged.contains(&state) {
+            self.dnsviz(n, &axfr, &state);
+            self.dnsviz_judged.insert(state);
+        }
+    }
+
+    /// The zone's key state now ([`key_state`](super::key_state)), the parent's DS set
+    /// as knotd serves it.
+    pub fn key_state(&self, axfr: &str) -> String {
+        super::key_state(axfr, &self.parent_ds())
+    }
+
+    /// Queues dnsviz on the chain from the parent's key down to the child's zone as it is
+    /// now (sample `n`, `axfr` the child's zone as transferred, `state` its key state).
+    /// dnsviz probes for seconds, longer than some phases of a roll last, and a probe
+    /// across a change would mix two phases: so it asks a snapshot, both zones as
+    /// transferred now, served by two shardns servers of their own (the parent's on
+    /// 127.0.0.10 as its glue says) for as long as dnsviz needs them, while the sampling
+    /// goes on.
+    fn dnsviz(&mut self, n: usize, axfr: &str, state: &str) {
+        let parent = Snapshot {
+            zone: "test".into(),
+            axfr: axfr_text(self.parent, "test", 3),
+            ns: "ns.test".into(),
+            ip: Ipv4Addr::new(127, 0, 0, 10),
+        };
+        let child = Snapshot {
+            zone: "sign.test".into(),
+            axfr: axfr.to_string(),
+            ns: "ns.sign.test".into(),
+            ip: Ipv4Addr::LOCALHOST,
+        };
+        let what = format!("sample {n}, dnsviz on a snapshot of the key state\n{state}\n");
+        let anchor = format!("test. 2 IN DNSKEY {}", self.parent_key);
+        self.judges
+            .chain(&what, parent, child, anchor, &["www.sign.test"]);
     }
 
     /// The child's DS records at knotd, as `dig +short` prints them (tag, algorithm, ...).
@@ -283,4 +372,13 @@ fn base64_decode(s: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+impl Drop for ParentLab {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            print!("{}: ", self.tag);
+            self.judges.finish();
+        }
+    }
 }

@@ -34,7 +34,7 @@ pub(crate) fn tool(name: &str) -> Option<PathBuf> {
 
 /// The outside tools, or `false` after saying why the test is skipped (a failure under CI).
 pub(crate) fn have_tools(test: &str) -> bool {
-    let missing: Vec<&str> = ["dig", "delv", "ldns-verify-zone", "dnssec-verify"]
+    let missing: Vec<&str> = ["dig", "delv", "ldns-verify-zone", "dnssec-verify", "dnsviz"]
         .into_iter()
         .filter(|t| tool(t).is_none())
         .collect();
@@ -80,6 +80,9 @@ pub(crate) fn ds_lines(keys: &Path) -> Vec<(u16, String)> {
 }
 
 pub(crate) struct Lab {
+    /// dnsviz's judgements, on snapshots, in a thread of their own; first, so that it is
+    /// dropped (its runs over) before the servers and directories.
+    pub(crate) judges: DnsvizQueue,
     pub(crate) tag: String,
     pub(crate) data: TempDir,
     pub(crate) keys: PathBuf,
@@ -115,7 +118,7 @@ impl Lab {
             let config = data.write(
                 "parent.toml",
                 &format!(
-                    "[server]\nkey_directory = \"pkeys\"\n\
+                    "[server]\nkey_directory = \"pkeys\"\nallow_transfer = [\"127.0.0.1\"]\n\
                      [[zone]]\nname = \"test\"\nfile = \"test.zone\"\ndnssec = true\n\
                      [[zone]]\nname = \"sign.test\"\nfile = \"sign.test.copy\"\n\
                      primary = [\"127.0.0.1:{port}\"]\n"
@@ -133,6 +136,7 @@ impl Lab {
         });
         let config = data.path().join("shardns.toml");
         let mut lab = Self {
+            judges: DnsvizQueue::new(),
             tag: tag.into(),
             data,
             keys,
@@ -270,8 +274,9 @@ impl Lab {
 
     /// ldns-verify-zone and dnssec-verify on the AXFR; delv from the parent's key through
     /// the parent's copy of the zone once it has caught up (without a parent, from the DS
-    /// set the test holds as the parent's).
-    pub(crate) fn judge(&self, when: &str) {
+    /// set the test holds as the parent's); dnsviz from the same anchor on a snapshot of
+    /// the zones as they are now (`common::DnsvizQueue`), in a thread of its own.
+    pub(crate) fn judge(&mut self, when: &str) {
         let addr = self.child().addr4();
         let text = axfr_text(addr, "sign.test", 4);
         let file = self.data.write(&format!("axfr-{}", self.restarts), &text);
@@ -304,23 +309,7 @@ impl Lab {
                 (addr, "sign.test", ds)
             }
         };
-        let anchors = self.data.path().join("anchors.conf");
-        let mut text = String::from("trust-anchors {\n");
-        for line in ds
-            .lines()
-            .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
-        {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            text.push_str(&format!(
-                "  {} static-ds {} {} {} \"{}\";\n",
-                f[0],
-                f[3],
-                f[4],
-                f[5],
-                f[6..].concat()
-            ));
-        }
-        std::fs::write(&anchors, text + "};\n").unwrap();
+        let anchors = ds_anchor_file(self.data.path(), &ds);
         for (name, qtype) in [("www.sign.test", "A"), ("sign.test", "DNSKEY")] {
             let (_, out) = run_judge(
                 Command::new(tool("delv").unwrap())
@@ -335,6 +324,25 @@ impl Lab {
                 "{}: {when}: delv {name} {qtype} from the {root}. anchor:\n{out}",
                 self.tag
             );
+        }
+        self.judges.poll();
+        let what = format!("{}: {when}: dnsviz", self.tag);
+        // Both zones' glue: ns.ZONE on 127.0.0.1.
+        let snapshot = |zone: &str, text: String| Snapshot {
+            zone: zone.into(),
+            axfr: text,
+            ns: format!("ns.{zone}"),
+            ip: Ipv4Addr::LOCALHOST,
+        };
+        let ds = std::fs::read_to_string(self.data.path().join("anchors.ds")).unwrap();
+        if root == "test" {
+            let parent = snapshot("test", axfr_text(server, "test", 3));
+            let child = snapshot("sign.test", text);
+            self.judges
+                .chain(&what, parent, child, ds, &["www.sign.test"]);
+        } else {
+            self.judges
+                .zone_alone(&what, ("sign.test", text), ds, &["www.sign.test"]);
         }
     }
 
