@@ -268,9 +268,9 @@ impl ParentLab {
             }
         }
         self.judges.poll();
-        let state = self.key_state(&axfr);
+        let state = self.key_state(axfr);
         if !self.dnsviz_judged.contains(&state) {
-            self.dnsviz(n, &axfr, &state);
+            self.dnsviz(n, axfr, &state);
             self.dnsviz_judged.insert(state);
         }
     }
