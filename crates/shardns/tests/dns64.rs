@@ -146,7 +146,7 @@ fn unbound(
              \x20 verbosity: 1\n  access-control: 127.0.0.0/8 allow\n\
              \x20 do-not-query-localhost: no\n  do-ip6: no\n\
              \x20 module-config: \"dns64 iterator\"\n  local-zone: \"test.\" nodefault\n\
-             \x20 dns64-prefix: 64:ff9b::/96\n{extra}\
+             \x20 dns64-prefix: 64:ff9b::/96\n{extra}{fence}\
              stub-zone:\n  name: \"test.\"\n  stub-addr: {aip}@{aport}\n\
              remote-control:\n  control-enable: no\n",
             ip = listen.ip(),
@@ -154,6 +154,7 @@ fn unbound(
             dir = lab.dir.path().display(),
             aip = lab.auth.addr.ip(),
             aport = lab.auth.addr.port(),
+            fence = common::unbound_fence(),
         ),
     );
     let mut cmd = Command::new(bin);

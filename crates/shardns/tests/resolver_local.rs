@@ -203,6 +203,7 @@ fn unbound_config(dir: &TempDir, port: u16, hints: &str, upstream: SocketAddr) -
     for d in DATA {
         c += &format!("  local-data: '{d}'\n");
     }
+    c += &common::unbound_fence();
     c += &format!(
         "view:
   name: \"inside\"

@@ -319,13 +319,14 @@ fn unbound_forwards_over_tls() {
              logfile: \"\"\n  do-ip6: no\n  module-config: \"iterator\"\n  \
              tls-cert-bundle: \"{ca}\"\n  access-control: 127.0.0.0/8 allow\n  \
              do-not-query-localhost: no\n  num-threads: 1\n  \
-             local-zone: \"test.\" nodefault\n\
+             local-zone: \"test.\" nodefault\n{fence}\
              forward-zone:\n  name: \"example.test.\"\n  forward-addr: {ip}@{tport}#dns.test\n  \
              forward-tls-upstream: yes\n",
             dir = dir.path().display(),
             ca = certs.path().join("dns.test.crt").display(),
             ip = tls.ip(),
             tport = tls.port(),
+            fence = unbound_fence(),
         ),
     );
     let mut cmd = Command::new(unbound);

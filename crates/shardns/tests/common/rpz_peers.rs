@@ -148,7 +148,8 @@ pub fn start_unbound(
          \x20 chroot: \"\"\n  directory: \"{dir}\"\n  pidfile: \"\"\n  num-threads: 1\n\
          \x20 verbosity: 1\n  access-control: 127.0.0.0/8 allow\n\
          \x20 do-not-query-localhost: no\n  do-ip6: no\n\
-         \x20 module-config: \"respip iterator\"\n  local-zone: \"test.\" nodefault\n",
+         \x20 module-config: \"respip iterator\"\n  local-zone: \"test.\" nodefault\n{fence}",
+        fence = super::unbound_fence(),
         ip = listen.ip(),
         port = listen.port(),
         dir = dir.path().display(),

@@ -21,6 +21,15 @@ const FENCE: &[&str] = &[
     "::/0",
 ];
 
+/// The `do-not-query-address` lines of a `server:` clause that fence an Unbound to
+/// 127.0.0.0/8 (every lab Unbound has them: it never sends a query off this machine).
+pub fn unbound_fence() -> String {
+    FENCE
+        .iter()
+        .map(|b| format!("  do-not-query-address: {b}\n"))
+        .collect()
+}
+
 /// A validating Unbound on 127.0.0.14 (its own port), killed on drop.
 pub struct ValidatingUnbound {
     pub daemon: Daemon,
@@ -55,9 +64,7 @@ impl ValidatingUnbound {
             zone = anchor.0,
             key = anchor.1,
         );
-        for block in FENCE {
-            conf.push_str(&format!("  do-not-query-address: {block}\n"));
-        }
+        conf.push_str(&unbound_fence());
         for (zone, _) in stubs {
             conf.push_str(&format!("  local-zone: \"{zone}\" nodefault\n"));
         }

@@ -244,19 +244,6 @@ pub(crate) fn wait_log(daemon: &mut Daemon, needle: &str) {
     }
 }
 
-/// Every IPv4 address but 127.0.0.0/8, as the netblocks of `do-not-query-address`.
-const FENCE: &[&str] = &[
-    "0.0.0.0/2",
-    "64.0.0.0/3",
-    "96.0.0.0/4",
-    "112.0.0.0/5",
-    "120.0.0.0/6",
-    "124.0.0.0/7",
-    "126.0.0.0/8",
-    "128.0.0.0/1",
-    "::/0",
-];
-
 /// Unbound on `listen`, validating (`validator iterator`, not permissive) with `anchors` (DS
 /// records in presentation form) as its only trust anchors, each zone of `stubs` (apex,
 /// server) a stub zone, and every address but 127.0.0.0/8 fenced off; its log in `dir`.
@@ -279,9 +266,7 @@ pub(crate) fn start_unbound(
         port = listen.port(),
         dir = dir.display()
     );
-    for block in FENCE {
-        let _ = writeln!(conf, "  do-not-query-address: {block}");
-    }
+    conf.push_str(&crate::common::unbound_fence());
     for anchor in anchors {
         let _ = writeln!(conf, "  trust-anchor: \"{anchor}\"");
     }

@@ -95,19 +95,6 @@ fn addresses_free() -> Result<(), String> {
     Ok(())
 }
 
-/// Every IPv4 address but 127.0.0.0/8, as the netblocks of `do-not-query-address`.
-const FENCE: &[&str] = &[
-    "0.0.0.0/2",
-    "64.0.0.0/3",
-    "96.0.0.0/4",
-    "112.0.0.0/5",
-    "120.0.0.0/6",
-    "124.0.0.0/7",
-    "126.0.0.0/8",
-    "128.0.0.0/1",
-    "::/0",
-];
-
 /// Unbound on [`UNBOUND`]:53, validating with `anchor` (a file of DS records), fenced.
 fn start_unbound(bin: &Path, dir: &Path, hints: &Path, anchor: &Path) -> Proc {
     let mut conf = format!(
@@ -140,9 +127,7 @@ fn start_unbound(bin: &Path, dir: &Path, hints: &Path, anchor: &Path) -> Proc {
         hints = hints.display(),
         anchor = anchor.display(),
     );
-    for block in FENCE {
-        let _ = writeln!(conf, "  do-not-query-address: {block}");
-    }
+    conf.push_str(&common::unbound_fence());
     conf.push_str("remote-control:\n  control-enable: no\n");
     let path = dir.join("unbound.conf");
     std::fs::write(&path, conf).unwrap();
