@@ -19,13 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Every TTL 4 s, so each step of the roll takes seconds (5 with the propagation delay),
 /// several samples long.
-const CHILD: &str = "\
-$TTL 4
-@       SOA ns admin 1 3600 600 86400 4
-@       NS  ns
-ns      A   127.0.0.1
-www     A   192.0.2.2
-";
+const CHILD_TTL: u32 = 4;
 
 const SECRET: &str = "YWxnb3JpdGhtLXJvbGwta2V5LWZvci10ZXN0cy0wMQ==";
 
@@ -93,9 +87,15 @@ fn phases(o: u8, n: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 /// The lab started for this test (`common::ParentLab`).
 fn start(tag: &str, single: bool, algorithm: &str, cds: &str) -> Option<ParentLab> {
-    ParentLab::start("algorithm_roll", tag, SECRET, CHILD, |data, parent| {
-        write_config(data, parent, algorithm, single, cds);
-    })
+    ParentLab::start(
+        "algorithm_roll",
+        tag,
+        SECRET,
+        &child_zone(CHILD_TTL),
+        |data, parent| {
+            write_config(data, parent, algorithm, single, cds);
+        },
+    )
 }
 
 /// Judges the zone now (`ParentLab::judged`): the sample and the AXFR.

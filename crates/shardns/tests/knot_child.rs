@@ -21,13 +21,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Every TTL 2 s; with the propagation delays of 1 s each wait of the roll is 3 s.
-const CHILD: &str = "\
-$TTL 2
-@       SOA ns admin 1 3600 600 86400 2
-@       NS  ns
-ns      A   127.0.0.1
-www     A   192.0.2.2
-";
+const CHILD_TTL: u32 = 2;
 
 const SECRET: &str = "a25vdC1jaGlsZC1yb2xsLWtleS1mb3ItdGhlLXRlc3Q=";
 
@@ -408,7 +402,7 @@ fn side_by_side(
         "knot_child",
         &format!("{tag}-ours"),
         SECRET,
-        CHILD,
+        &child_zone(CHILD_TTL),
         |d, p| {
             ours(d, p, policy);
         },
@@ -419,7 +413,7 @@ fn side_by_side(
         "knot_child",
         &format!("{tag}-knot"),
         SECRET,
-        CHILD,
+        &child_zone(CHILD_TTL),
         |d, p| knots(d, p, policy),
     ) else {
         return;

@@ -26,13 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CHILD: &str = "\
-$TTL 2
-@       SOA ns admin 1 3600 600 86400 2
-@       NS  ns
-ns      A   127.0.0.1
-www     A   192.0.2.2
-";
+const CHILD_TTL: u32 = 2;
 
 /// The TSIG key the providers take each other's key records with.
 const SECRET: &str = "bXVsdGktc2lnbmVyLWtleS1mb3ItdGVzdHMtb25seS0=";
@@ -330,7 +324,7 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     let Some(t) = tools() else { return };
     let data = TempDir::new("multi-signer-a");
     std::fs::create_dir_all(data.path().join("keys")).unwrap();
-    data.write("ms.test.zone", CHILD);
+    data.write("ms.test.zone", &child_zone(CHILD_TTL));
     data.write("test.zone", &parent_zone(1, &[]));
     let knot_ip = Ipv4Addr::new(127, 0, 0, 13);
     let b = SocketAddr::from((knot_ip, free_port_on(knot_ip)));
@@ -340,7 +334,7 @@ fn two_providers_sign_one_zone_and_validate_crosswise() {
     let a = a_server.addr4();
 
     let knot_dir = TempDir::new("multi-signer-b");
-    let child_file = knot_dir.write("ms.test.zone", CHILD);
+    let child_file = knot_dir.write("ms.test.zone", &child_zone(CHILD_TTL));
     let rest = knot_rest(knot_dir.path(), &child_file, a);
     let mut knot = spawn_knot(&t.knotd, knot_dir.path(), b, "info", &rest);
     wait_authoritative(b, "ms.test.", &mut knot);

@@ -20,13 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The child zone: every TTL 2 s, so a rollover's steps take seconds.
-const CHILD: &str = "\
-$TTL 2
-@       SOA ns admin 1 3600 600 86400 2
-@       NS  ns
-ns      A   127.0.0.1
-www     A   192.0.2.2
-";
+const CHILD_TTL: u32 = 2;
 
 /// The TSIG key knotd takes the DS updates with (`knsupdate -y`, `ds_push_key`).
 const SECRET: &str = "cGFyZW50LWRzLWtleS1mb3ItdGVzdHMtb25seS0wMTI=";
@@ -104,7 +98,7 @@ impl Lab {
     ) -> Option<Self> {
         let (knotd, delv, knsupdate) = tools()?;
         let data = TempDir::new(tag);
-        data.write("sign.test.zone", CHILD);
+        data.write("sign.test.zone", &child_zone(CHILD_TTL));
         let keys = data.path().join("keys");
         std::fs::create_dir_all(&keys).unwrap();
         let config = child_config(&data, parent, &parent_lines(parent), "");

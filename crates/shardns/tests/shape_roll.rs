@@ -17,13 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Every TTL 2 s, so each wait of the roll is 3 s with the propagation delay.
-const CHILD: &str = "\
-$TTL 2
-@       SOA ns admin 1 3600 600 86400 2
-@       NS  ns
-ns      A   127.0.0.1
-www     A   192.0.2.2
-";
+const CHILD_TTL: u32 = 2;
 
 const SECRET: &str = "c2hhcGUtcm9sbC1rZXktZm9yLXRoZS10ZXN0cy0wMDE=";
 
@@ -94,9 +88,15 @@ fn sample(axfr: &str, old: &BTreeSet<u16>) -> Sample {
 
 /// The lab started for this test (`common::ParentLab`).
 fn start(tag: &str, single: bool) -> Option<ParentLab> {
-    ParentLab::start("shape_roll", tag, SECRET, CHILD, |data, parent| {
-        write_config(data, parent, single);
-    })
+    ParentLab::start(
+        "shape_roll",
+        tag,
+        SECRET,
+        &child_zone(CHILD_TTL),
+        |data, parent| {
+            write_config(data, parent, single);
+        },
+    )
 }
 
 /// Judges the zone now (`ParentLab::judged`): the sample and the AXFR.

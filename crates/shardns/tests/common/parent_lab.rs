@@ -17,6 +17,15 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The rollover tests' child zone (`sign.test.` or any other apex: names are relative),
+/// every TTL and the negative TTL `ttl` seconds, so that a roll's steps take seconds.
+pub fn child_zone(ttl: u32) -> String {
+    format!(
+        "$TTL {ttl}\n@ SOA ns admin 1 3600 600 86400 {ttl}\n@ NS ns\nns A 127.0.0.1\n\
+         www A 192.0.2.2\n"
+    )
+}
+
 pub struct ParentLab {
     /// The knotd child of `ParentLab::start_knot`, its work directory in `data`'s `knot`
     /// (first, so that it is killed before the directory goes).
