@@ -470,10 +470,23 @@ fn an_algorithm_roll_checked_at_the_parent_keeps_the_old_keys_until_the_old_ds_g
             "the old DS is still there"
         );
     }
-    // The check sees the old DS gone at `r`.
+    // The old DS gone at `r`: the check says so (`confirm_old_ds_gone`), or the operator
+    // (`shardns key submitted ZONE`, no key waiting for its DS), the same way.
     let r = ts + 10 * 86_400 + 7;
+    let copy = Dir::new("alg-check-copy");
+    for sub in ["", "state"] {
+        std::fs::create_dir_all(copy.0.join(sub)).unwrap();
+        for e in std::fs::read_dir(dir.0.join(sub)).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), copy.0.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let by_hand = crate::signing::confirm_submitted(&apex(), &copy.0, None, r).unwrap();
     let gone = crate::signing::confirm_old_ds_gone(&apex(), &dir.0, r).unwrap();
     assert_eq!(gone.len(), 2, "the old KSK and ZSK");
+    assert_eq!(by_hand.old.and_then(|o| o.delete), gone[0].delete);
     let withdrawn = r + 86_400 + 3600;
     assert_eq!(algorithms(&sign(withdrawn - 1)).0, [old, new]);
     let records = sign(withdrawn);
