@@ -40,7 +40,8 @@
 //! signature it may have cached (the tests check this second by second).
 //!
 //! **Algorithm** (RFC 6781 §4.1.4): the new algorithm's signatures first, then its keys,
-//! then the DS, then the old keys go, then their signatures ([`algorithm`]).
+//! then the DS (the old algorithm's gone from the parent), then the old keys go, then
+//! their signatures ([`algorithm`]).
 //!
 //! **Key shape** (CSK to KSK + ZSK and back): a double-DS rollover of the new KSK or CSK
 //! whose old keys are of the other shape, a new ZSK pre-published ([`shape`]).
@@ -202,6 +203,11 @@ fn current(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<usize> {
 
 /// A key of `kind` with something still to happen: a rollover under way.
 fn busy(keys: &[KeyMeta], kind: RollKind, now: u64) -> Option<&KeyMeta> {
+    // An algorithm rollover waiting for its old DS to go has no time to come, but is not
+    // over: nothing else starts meanwhile.
+    if let Some(k) = keys.iter().find(|k| algorithm::waits_for_old_ds(k, now)) {
+        return Some(k);
+    }
     keys.iter().filter(|k| kind.has(k.role)).find(|k| {
         is_ds_pending(k) || algorithm::ds_pending(k, now) || key_next_event(k, now).is_some()
     })

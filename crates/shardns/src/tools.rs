@@ -107,10 +107,13 @@ pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     let mut out = String::new();
     // The keys with a CDS, the new key waiting for its DS, and one whose DS was confirmed
     // but whose CDS comes later (DNSKEY TTL + propagation after its publication).
+    // Not past its CDS window: an algorithm rollover's old key stays published after it.
     let wanted = |m: &KeyMeta| {
         m.has_cds(now)
             || roll::key_state(m, now) == KeyState::DsPending
-            || (m.is_published(now) && m.ds_publish.is_some_and(|t| t <= now))
+            || (m.is_published(now)
+                && m.ds_publish.is_some_and(|t| t <= now)
+                && m.sync_delete.is_none_or(|t| t > now))
     };
     for k in keys.iter().filter(|k| wanted(&k.meta)) {
         let ds = ds_rdata(zone.as_ref(), k.key.dnskey_rdata(), DigestType::Sha256)
@@ -118,7 +121,16 @@ pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
         let mut text = String::new();
         rdata::fmt_text(RType::DS, &ds, &mut text).map_err(|e| e.to_string())?;
         let m = &k.meta;
+        // An algorithm rollover's new key: by hand, its DS replaces the old algorithm's.
+        let other_alg = keys
+            .iter()
+            .any(|o| o.meta.role != Role::Zsk && o.meta.algorithm != m.algorithm);
         let note = match roll::key_state(m, now) {
+            KeyState::DsPending if other_alg => format!(
+                ": NEW (algorithm rollover): replace the DS set at the parent with it alone, \
+                 then `shardns key submitted {zone} {}`",
+                m.tag
+            ),
             KeyState::DsPending => format!(
                 ": NEW, add it at the parent, then `shardns key submitted {zone} {}`",
                 m.tag
@@ -139,8 +151,20 @@ pub(crate) fn key_ds(zone: &Name, key_dir: &Path) -> Result<String, String> {
     }
     for k in keys
         .iter()
-        .filter(|k| k.meta.role != Role::Zsk && k.meta.sync_delete.is_some_and(|t| t <= now))
+        .filter(|k| roll::algorithm::waits_for_old_ds(&k.meta, now))
     {
+        out.push_str(&format!(
+            "; {} tag {} ({}): remove its DS from the parent (algorithm rollover); its DNSKEY \
+             stays until the DS check sees no DS of its algorithm there, or `shardns key \
+             submitted {zone}` says so\n",
+            k.meta.role, k.meta.tag, k.meta.algorithm
+        ));
+    }
+    for k in keys.iter().filter(|k| {
+        k.meta.role != Role::Zsk
+            && k.meta.sync_delete.is_some_and(|t| t <= now)
+            && !roll::algorithm::waits_for_old_ds(&k.meta, now)
+    }) {
         out.push_str(&format!(
             "; {} tag {} was withdrawn at {}: remove its DS from the parent if it is still there\n",
             k.meta.role,
@@ -246,6 +270,19 @@ pub(crate) fn key_submitted(
 ) -> Result<String, String> {
     let done = shardns_control::signing::confirm_submitted(zone, key_dir, tag, unix_now())?;
     let (n, old) = (&done.new, done.old.as_ref());
+    if let Some(o) = old.filter(|o| o.algorithm != n.algorithm) {
+        // An algorithm rollover: the DS set replaced at the parent, as the docs ask.
+        return Ok(format!(
+            "{zone}: DS of {} {} ({}) confirmed at the parent, the old algorithm's DS taken as \
+             removed: the old keys' DNSKEYs are withdrawn at {}, their signatures end at {}.\n\
+             Run `shardns reload {zone}` now.\n",
+            n.role,
+            n.tag,
+            n.algorithm,
+            time(o.delete),
+            time(o.inactive)
+        ));
+    }
     Ok(format!(
         "{zone}: DS of {} {} confirmed at the parent: it is published now and signs from {}; \
          {} stops signing then and is withdrawn at {}; remove its DS from the parent from then on.\n\

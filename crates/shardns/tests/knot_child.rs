@@ -466,9 +466,10 @@ fn csk_roll_with_ds_push_beside_knotd() {
 }
 
 /// The differences docs/DNSSEC.md gives as deliberate in the algorithm roll: Knot's CDS
-/// (and then DS) of the new key alone once it is ready; ours of both keys until the old
-/// one is withdrawn, as in the CSK roll. knotd's two steps are about a second apart, so
-/// a tie is possible: none must show.
+/// (and then DS) of the new key alone once it is ready; ours of both keys until the new DS
+/// is confirmed and the parent's DS wait passed (the DS change; the old DNSKEY then waits
+/// for the old DS to go, as Knot's follows its push). knotd's two steps are up to a second
+/// apart, so a tie is possible (the usual case since our DS change): none must show.
 const ALGORITHM_DELIBERATE: &[&str] = &[
     "ours: new in DS before old out of CDS; knotd: after",
     "ours: new in DS before old out of CDNSKEY; knotd: after",

@@ -6,12 +6,14 @@
 //! `parent_resolvers` at each check, `resolve`) or `ds_push`. At every `ds_check_interval`, and as soon as such a zone
 //! is signed (a rollover may have started), it reads the zone's keys and looks for
 //! something to wait for at the parent (`task::want`): the DS of a new KSK or CSK
-//! (`ds-pending`), the DS of a withdrawn key to be gone, or no DS at all with
+//! (`ds-pending`), the DS of a withdrawn key to be gone, an algorithm rollover's old
+//! algorithm to leave the DS set (its DNSKEYs withdrawn only then), or no DS at all with
 //! `cds_cdnskey_publish = "delete-dnssec"`. Then it asks every server of the parent for the
 //! zone's DS (`query`: UDP, TCP on TC, TSIG with `parent_agents_key`), and only when all
 //! of them answer and all meet the goal does it act: a new key's DS is confirmed exactly as
 //! `shardns key submitted` does ([`crate::signing::confirm_submitted`]) and the zone is read
-//! again (a queued reload, as the re-signing timer asks); the others are noted in
+//! again (a queued reload, as the re-signing timer asks); so is an algorithm rollover's
+//! old DS gone (`crate::signing::confirm_old_ds_gone`); the others are noted in
 //! `KEYDIR/state/<zone>.parent` so they are not asked again. One log line a check says what
 //! each server answered. A server that does not answer, or disagrees, keeps the wait: never
 //! an early confirmation.
@@ -356,7 +358,7 @@ fn confirmed(
 ) {
     match &want.goal {
         Goal::Submit { tag, .. } => {
-            match crate::signing::confirm_submitted(apex, &spec.key_dir, Some(*tag), unix_now()) {
+            match crate::signing::confirm_checked(apex, &spec.key_dir, *tag, unix_now()) {
                 Ok(c) => {
                     info!(
                         "zone {apex}: all {n} parent server(s) serve the DS of {} {tag} ({said}): \
@@ -382,6 +384,25 @@ fn confirmed(
                     .collect::<Vec<_>>()
                     .join(" ")
             );
+        }
+        Goal::OldAlgorithm { old, .. } => {
+            match crate::signing::confirm_old_ds_gone(apex, &spec.key_dir, unix_now()) {
+                Ok(keys) => {
+                    // The key files first: they are the roll's state; `done` only spares a
+                    // later check (a crash between the two asks once more, harmlessly).
+                    done.withdrawn.extend(old.iter().copied());
+                    done_file.write(done);
+                    let at = keys.iter().filter_map(|k| k.delete).max();
+                    info!(
+                        "zone {apex}: all {n} parent server(s) serve the new DS and none of the \
+                         old algorithm ({said}): the old DNSKEYs are withdrawn at {}, their \
+                         signatures a DNSKEY TTL + propagation_delay later",
+                        at.map_or("-".into(), shardns_dnssec::keys::format_time)
+                    );
+                    reload.schedule(apex.clone(), unix_now());
+                }
+                Err(e) => warn!("zone {apex}: the parent dropped the old DS, but: {e}"),
+            }
         }
         Goal::Present { .. } => {}
         Goal::Insecure => {

@@ -1,6 +1,8 @@
 //! parent::task -- what the parent's DS check looks for, from the zone's keys and CDS mode
 //! at a moment (no I/O): a new KSK or CSK waiting for its DS ([`Goal::Submit`]), keys
-//! withdrawn whose DS should be gone ([`Goal::Withdraw`], the last step of double-DS), or
+//! withdrawn whose DS should be gone ([`Goal::Withdraw`], the last step of double-DS), an
+//! algorithm rollover's old algorithm to leave the DS set before its keys leave the zone
+//! ([`Goal::OldAlgorithm`]), or
 //! no DS at all (`delete-dnssec`: [`Goal::Insecure`]); and whether the answers of the
 //! parent's servers meet it. Also the DS set the parent is to hold then, for the push.
 
@@ -25,6 +27,13 @@ pub(super) enum Goal {
     /// A DS of one of the keys in `current`, and none of the withdrawn keys `gone`.
     Withdraw {
         gone: Vec<(u16, Vec<u8>)>,
+        current: Vec<Vec<u8>>,
+    },
+    /// An algorithm rollover's DS change: a DS of one of the keys in `current`, and none of
+    /// the old algorithms `algorithms` (the old keys `old`, whose DNSKEYs stay until then).
+    OldAlgorithm {
+        old: Vec<u16>,
+        algorithms: Vec<u8>,
         current: Vec<Vec<u8>>,
     },
     /// No DS at all (RFC 8078: the zone goes insecure).
@@ -56,9 +65,11 @@ fn signs_keys(m: &KeyMeta) -> bool {
 }
 
 /// The keys whose DS the parent is to hold at `now`: those `shardns key ds` prints (in
-/// their CDS window, waiting for their DS, or confirmed and published).
+/// their CDS window, waiting for their DS, or confirmed and published), not past their
+/// CDS window (an algorithm rollover's old key, published until its DS is gone).
 fn at_parent(m: &KeyMeta, now: u64) -> bool {
     signs_keys(m)
+        && m.sync_delete.is_none_or(|t| t > now)
         && (m.has_cds(now)
             || roll::key_state(m, now) == KeyState::DsPending
             || (m.is_published(now) && m.ds_publish.is_some_and(|t| t <= now)))
@@ -96,16 +107,33 @@ pub(super) fn want(
         };
         return Some(Want { goal, ds });
     }
+    let current: Vec<Vec<u8>> = keys
+        .iter()
+        .filter(|k| at_parent(&k.meta, now))
+        .map(|k| k.dnskey.clone())
+        .collect();
+    // An algorithm rollover past its DS change: the old algorithm's DS must go before its
+    // DNSKEYs do (RFC 6781 §4.1.4), whatever `done` says (its keys are still published).
+    let old: Vec<&KeyView> = keys
+        .iter()
+        .filter(|k| roll::algorithm::waits_for_old_ds(&k.meta, now))
+        .collect();
+    if !old.is_empty() && !current.is_empty() {
+        let mut algorithms: Vec<u8> = old.iter().map(|k| k.meta.algorithm.number()).collect();
+        algorithms.sort_unstable();
+        algorithms.dedup();
+        let goal = Goal::OldAlgorithm {
+            old: old.iter().map(|k| k.meta.tag).collect(),
+            algorithms,
+            current,
+        };
+        return Some(Want { goal, ds });
+    }
     let gone: Vec<(u16, Vec<u8>)> = keys
         .iter()
         .filter(|k| signs_keys(&k.meta) && k.meta.sync_delete.is_some_and(|t| t <= now))
         .filter(|k| !done.withdrawn.contains(&k.meta.tag))
         .map(|k| (k.meta.tag, k.dnskey.clone()))
-        .collect();
-    let current: Vec<Vec<u8>> = keys
-        .iter()
-        .filter(|k| at_parent(&k.meta, now))
-        .map(|k| k.dnskey.clone())
         .collect();
     (!gone.is_empty() && !current.is_empty()).then_some(Want {
         goal: Goal::Withdraw { gone, current },
@@ -150,6 +178,16 @@ pub(super) fn meets(apex: &Name, goal: &Goal, set: &[Vec<u8>]) -> bool {
         Goal::Withdraw { gone, current } => {
             current.iter().any(|k| has(k)) && !gone.iter().any(|(_, k)| has(k))
         }
+        Goal::OldAlgorithm {
+            algorithms,
+            current,
+            ..
+        } => {
+            // A DS of any key of an old algorithm, ours or not: a DS whose algorithm has no
+            // DNSKEY would be left (dnsviz's MISSING_SEP_FOR_ALG).
+            let old_alg = |ds: &Vec<u8>| ds.get(2).is_some_and(|a| algorithms.contains(a));
+            current.iter().any(|k| has(k)) && !set.iter().any(old_alg)
+        }
         Goal::Insecure => set.is_empty(),
         Goal::Present { current } => current.iter().any(|k| has(k)),
     }
@@ -183,6 +221,21 @@ impl Goal {
                 "the DS of withdrawn key(s) {} to be gone",
                 gone.iter()
                     .map(|(t, _)| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Self::OldAlgorithm {
+                old, algorithms, ..
+            } => format!(
+                "the DS of the old algorithm {} to be gone (algorithm rollover: the DNSKEY of \
+                 key(s) {} stays until then)",
+                algorithms
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                old.iter()
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(" ")
             ),

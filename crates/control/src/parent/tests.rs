@@ -689,3 +689,86 @@ fn a_resolving_spec_from_the_config() {
         ]
     );
 }
+
+/// An algorithm rollover (13 to 15): the new DS awaited beside the old one, then, once the
+/// CDS names the new key alone, every DS of the old algorithm to be gone (the DS set pushed
+/// the new key's alone) while the old DNSKEY stays, whatever `done` says; the old key is
+/// withdrawn only after that is confirmed, the parent's DS TTL and propagation later.
+#[test]
+fn an_algorithm_rollover_waits_for_the_old_algorithms_ds_to_go() {
+    let t0 = 10_000;
+    let old = key(1, 1000);
+    let mut dnskey = vec![1, 1, 3, 15];
+    dnskey.extend([2; 32]);
+    let mut new = key(0, t0);
+    new.meta.algorithm = Algorithm::Ed25519;
+    new.meta.tag = key_tag(&dnskey);
+    new.dnskey = dnskey;
+    roll::algorithm::schedule_new(&mut new.meta, &T, t0);
+    let mut keys = vec![old, new];
+    let (old_ds, new_ds) = (
+        ds(&keys[0], DigestType::Sha256),
+        ds(&keys[1], DigestType::Sha256),
+    );
+    let done = Confirmed::default();
+    // The new key's CDS at t0 + 30: its DS awaited, both pushed.
+    let w = want(&keys, &done, t0 + 30).expect("the new DS");
+    assert!(matches!(w.goal, Goal::Submit { tag, .. } if tag == keys[1].meta.tag));
+    assert_eq!(w.ds.len(), 2);
+    let c = t0 + 40;
+    let mut m = metas(&keys);
+    roll::confirm_ds(&mut m, None, &T, c).unwrap();
+    roll::tick(&mut m, &T, c);
+    set_metas(&mut keys, &m);
+    assert_eq!(
+        want(&keys, &done, c + 24),
+        None,
+        "both DS wanted until the DS change"
+    );
+    // The DS change at c + 25: the old algorithm's DS to go, the new DS pushed alone.
+    let mut all_done = done.clone();
+    all_done.withdrawn.insert(keys[0].meta.tag);
+    for d in [&done, &all_done] {
+        let w = want(&keys, d, c + 25).expect("the old DS to go");
+        assert_eq!(
+            w.goal,
+            Goal::OldAlgorithm {
+                old: vec![keys[0].meta.tag],
+                algorithms: vec![13],
+                current: vec![keys[1].dnskey.clone()],
+            }
+        );
+        assert_eq!(w.ds, std::slice::from_ref(&new_ds));
+        assert!(
+            w.goal.what().contains("old algorithm 13"),
+            "{}",
+            w.goal.what()
+        );
+    }
+    let w = want(&keys, &done, c + 25).unwrap();
+    let a = apex();
+    let mut both = vec![old_ds.clone(), new_ds.clone()];
+    both.sort();
+    assert!(!task::meets(&a, &w.goal, &both), "old DS present");
+    assert!(!task::meets(&a, &w.goal, std::slice::from_ref(&old_ds)));
+    // Any DS of algorithm 13, another key's too, keeps the wait.
+    let other = ds(&key(9, 1000), DigestType::Sha256);
+    assert!(!task::meets(&a, &w.goal, &[new_ds.clone(), other]));
+    assert!(task::meets(&a, &w.goal, std::slice::from_ref(&new_ds)));
+    // Present: no withdrawal, however long it takes.
+    let later = c + 10_000;
+    assert!(keys[0].meta.is_published(later));
+    assert_eq!(roll::next_event(&metas(&keys), &T, later), None);
+    // Gone at r: the old DNSKEY withdrawn at r + 25 (the DS TTL and propagation).
+    let r = c + 100;
+    let mut m = metas(&keys);
+    roll::algorithm::confirm_old_ds_gone(&mut m, &T, r).unwrap();
+    set_metas(&mut keys, &m);
+    assert!(keys[0].meta.is_published(r + 24) && !keys[0].meta.is_published(r + 25));
+    assert_eq!(keys[0].meta.inactive, Some(r + 25 + 15));
+    // Noted in `done`, nothing more is asked; a crash before the note asks once more.
+    assert_eq!(want(&keys, &all_done, r + 1), None);
+    let w = want(&keys, &done, r + 1).expect("the withdrawn key's DS");
+    assert!(matches!(w.goal, Goal::Withdraw { .. }));
+    assert!(task::meets(&a, &w.goal, std::slice::from_ref(&new_ds)));
+}

@@ -42,6 +42,7 @@ pub fn sign_incrementally(
     let keys = super::load_keys(&apex, spec)?;
     let zk = zone_keys(&keys, now);
     let mut params = spec.sign_params(now);
+    super::policy::cds_at_ds_change(&mut params, &keys, now);
     params.threads = 1;
     // A multi-signer zone's foreign key records, as the version signed publishes them.
     params.foreign = super::multi::foreign_of(spec, zone, &keys);

@@ -57,6 +57,7 @@ mod timer;
 pub mod updates;
 
 pub use clock::signer_now;
+pub(crate) use confirm::{confirm_checked, confirm_old_ds_gone};
 pub use confirm::{confirm_submitted, Confirmed};
 pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
@@ -223,6 +224,7 @@ pub fn sign_records(
         _ => file_serial,
     };
     let mut params = spec.sign_params(now);
+    policy::cds_at_ds_change(&mut params, &keys, now);
     params.serial = Some(serial);
     params.threads = threads;
     params.foreign = multi::take_foreign(spec, apex, &mut records, &keys);

@@ -188,6 +188,19 @@ impl SignSpec {
     }
 }
 
+/// The CDS at an algorithm rollover's DS change: `rollover` shows CDS only while two keys
+/// qualify, and once the old key's CDS is gone ([`roll::algorithm::waits_for_old_ds`]) the
+/// new key's alone is shown too (as Knot's modes show the ready key alone), so that a
+/// parent following CDS replaces the DS set, which the old DNSKEYs wait for.
+pub(super) fn cds_at_ds_change(params: &mut SignParams, keys: &[StoredKey], now: u64) {
+    let changing = keys
+        .iter()
+        .any(|k| roll::algorithm::waits_for_old_ds(&k.meta, now));
+    if changing && params.cds.publish == shardns_dnssec::CdsPublish::Rollover {
+        params.cds.publish = shardns_dnssec::CdsPublish::Always;
+    }
+}
+
 /// Makes and writes the first keys of a zone whose key directory has none: one CSK, or a
 /// KSK and a ZSK, of the zone's algorithm (and size), published and active from `now`.
 pub(super) fn first_keys(

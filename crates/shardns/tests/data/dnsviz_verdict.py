@@ -22,8 +22,8 @@ import types
 
 # Warnings seen in the tests so far, and why: EXPIRATION_WITHIN_CLOCK_SKEW in
 # tests/offline_ksk.rs, whose SKR's signatures expire seconds after they are served, by
-# design; and, as an allowed error, MISSING_SEP_FOR_ALG in tests/roll_faults' algorithm
-# rollover (see docs/DNSSEC.md, "How rollovers are tested"). No other in the rolls.
+# design. No other in the rolls (MISSING_SEP_FOR_ALG, once allowed in tests/roll_faults'
+# algorithm rollover, is fixed: the old DNSKEY now waits for the old DS to go).
 
 # Statuses that fail: a chain broken (BOGUS) or missing (INSECURE), from the anchor.
 BAD = {"BOGUS", "INSECURE"}

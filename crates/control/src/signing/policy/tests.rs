@@ -411,3 +411,88 @@ fn keys_of_the_other_shape_put_in_by_hand_roll_only_on_a_change() {
     assert_eq!(keys[2].meta.role, Role::Csk);
     assert_eq!(key_state(&keys[2].meta, NOW + 30), KeyState::DsPending);
 }
+
+/// The algorithm rollover with the parent's DS check: the new DS confirmed by the check,
+/// the CDS names the new key alone at the DS change (in `rollover` mode too) while the old
+/// DNSKEYs stay, as long as the old DS is at the parent; once the check sees it gone, they
+/// go after the parent's DS TTL + propagation, the old signatures a DNSKEY TTL later; the
+/// key files hold each step.
+#[test]
+fn an_algorithm_roll_checked_at_the_parent_keeps_the_old_keys_until_the_old_ds_goes() {
+    let dir = Dir::new("alg-check");
+    let mut s = spec(&dir.0);
+    s.keys.single_type = false;
+    sign_scanned(&apex(), scan(), &s, NOW, 1).unwrap();
+    s.algorithm = Algorithm::Ed25519;
+    // `rollover`: no CDS for one key, but the new key's alone at the DS change.
+    s.cds.publish = shardns_dnssec::CdsPublish::Rollover;
+    let (t0, old, new) = (NOW + 10, 13u8, 15u8);
+    let sign = |now: u64| {
+        sign_scanned(&apex(), scan(), &s, now, 1)
+            .unwrap()
+            .records
+            .to_records()
+    };
+    let cds_algs = |records: &[Record]| -> Vec<u8> {
+        records
+            .iter()
+            .filter(|r| r.rtype == RType::CDS)
+            .map(|r| r.rdata[2])
+            .collect()
+    };
+    sign(t0);
+    sign(t0 + 3900);
+    let t2 = t0 + 7800;
+    assert_eq!(cds_algs(&sign(t2)).len(), 2);
+    let ksk = KeyStore::open(&dir.0)
+        .unwrap()
+        .load(&apex())
+        .unwrap()
+        .into_iter()
+        .find(|k| k.meta.role == Role::Ksk && k.meta.algorithm == Algorithm::Ed25519)
+        .unwrap();
+    let c = t2 + 5;
+    let confirmed = crate::signing::confirm_checked(&apex(), &dir.0, ksk.meta.tag, c).unwrap();
+    assert_eq!(
+        confirmed.old.and_then(|o| o.delete),
+        None,
+        "no withdrawal yet"
+    );
+    // The DS change: the new key's CDS alone, both algorithms' DNSKEYs.
+    let ts = c + 86_400 + 3600;
+    assert_eq!(cds_algs(&sign(ts - 1)).len(), 2);
+    for now in [ts, ts + 10 * 86_400] {
+        let records = sign(now);
+        assert_eq!(cds_algs(&records), [new], "at {now}");
+        assert_eq!(
+            algorithms(&records).0,
+            [old, new],
+            "the old DS is still there"
+        );
+    }
+    // The old DS gone at `r`: the check says so (`confirm_old_ds_gone`), or the operator
+    // (`shardns key submitted ZONE`, no key waiting for its DS), the same way.
+    let r = ts + 10 * 86_400 + 7;
+    let copy = Dir::new("alg-check-copy");
+    for sub in ["", "state"] {
+        std::fs::create_dir_all(copy.0.join(sub)).unwrap();
+        for e in std::fs::read_dir(dir.0.join(sub)).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), copy.0.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let by_hand = crate::signing::confirm_submitted(&apex(), &copy.0, None, r).unwrap();
+    let gone = crate::signing::confirm_old_ds_gone(&apex(), &dir.0, r).unwrap();
+    assert_eq!(gone.len(), 2, "the old KSK and ZSK");
+    assert_eq!(by_hand.old.and_then(|o| o.delete), gone[0].delete);
+    let withdrawn = r + 86_400 + 3600;
+    assert_eq!(algorithms(&sign(withdrawn - 1)).0, [old, new]);
+    let records = sign(withdrawn);
+    assert_eq!(algorithms(&records).0, [new]);
+    assert!(algorithms(&records).1.iter().all(|(_, a)| a == &[old, new]));
+    let records = sign(withdrawn + 3900);
+    assert!(algorithms(&records).1.iter().all(|(_, a)| a == &[new]));
+    assert!(crate::signing::confirm_old_ds_gone(&apex(), &dir.0, withdrawn).is_err());
+}
