@@ -114,25 +114,7 @@ impl Lab {
             if with_ds { ds[0].as_str() } else { "" }
         );
         let file = knot_dir.write("test.zone", &zone);
-        let w = knot_dir.path().display();
-        let rest = format!(
-            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-             remote:\n  - id: child\n    address: 127.0.0.1@{child}\n\
-             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
-             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
-             \x20   update-owner-name: sign.test.\n\
-             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
-             \x20 - id: snapshot\n    address: 127.0.0.0/8\n    action: transfer\n\
-             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
-             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
-             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
-             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
-             \x20   dnssec-policy: parent\n    acl: [ds-update, snapshot]\n\
-             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
-             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
-            child = child.port,
-            file = file.display(),
-        );
+        let rest = parent_knot_config(SECRET, listen[0], &file, knot_dir.path());
         let mut knot = spawn_knot(&knotd, knot_dir.path(), parent, "info", &rest);
         wait_authoritative(parent, "test.", &mut knot);
         wait_authoritative(parent, "sign.test.", &mut knot);

@@ -26,6 +26,32 @@ pub fn child_zone(ttl: u32) -> String {
     )
 }
 
+/// knotd's configuration (after its server, control, log and database sections) as the
+/// signed parent `test.`, its zone file `file` and storage `storage`: the child's DS taken
+/// by TSIG-signed update with `ds-key` (`secret`), `sign.test.` a secondary of the child at
+/// `child`, transfers allowed to loopback (dnsviz's snapshots).
+pub fn parent_knot_config(secret: &str, child: SocketAddr, file: &Path, storage: &Path) -> String {
+    format!(
+        "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {secret}\n\
+         remote:\n  - id: child\n    address: {child}\n\
+         acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
+         \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
+         \x20   update-owner-name: sign.test.\n\
+         \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
+         \x20 - id: snapshot\n    address: 127.0.0.0/8\n    action: transfer\n\
+         policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
+         \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
+         zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
+         \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
+         \x20   dnssec-policy: parent\n    acl: [ds-update, snapshot]\n\
+         \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
+         \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
+        child = child.to_string().replace(':', "@"),
+        file = file.display(),
+        w = storage.display(),
+    )
+}
+
 pub struct ParentLab {
     /// The knotd child of `ParentLab::start_knot`, its work directory in `data`'s `knot`
     /// (first, so that it is killed before the directory goes).
@@ -134,25 +160,7 @@ impl ParentLab {
         let parent_zone = "$TTL 2\n@ SOA ns admin 1 3600 600 86400 2\n@ NS ns\nns A 127.0.0.10\n\
                            sign NS ns.sign\nns.sign A 127.0.0.1\n";
         let file = knot_dir.write("test.zone", parent_zone);
-        let w = knot_dir.path().display();
-        let rest = format!(
-            "key:\n  - id: ds-key\n    algorithm: hmac-sha256\n    secret: {secret}\n\
-             remote:\n  - id: child\n    address: {listen}\n\
-             acl:\n  - id: ds-update\n    key: ds-key\n    action: update\n\
-             \x20   update-type: DS\n    update-owner: name\n    update-owner-match: equal\n\
-             \x20   update-owner-name: sign.test.\n\
-             \x20 - id: from-child\n    address: 127.0.0.0/8\n    action: notify\n\
-             \x20 - id: snapshot\n    address: 127.0.0.0/8\n    action: transfer\n\
-             policy:\n  - id: parent\n    single-type-signing: on\n    dnskey-ttl: 2\n\
-             \x20   zone-max-ttl: 2\n    propagation-delay: 0\n    cds-cdnskey-publish: none\n\
-             zone:\n  - domain: test.\n    file: \"{file}\"\n    storage: \"{w}\"\n\
-             \x20   zonefile-sync: -1\n    zonefile-load: whole\n    dnssec-signing: on\n\
-             \x20   dnssec-policy: parent\n    acl: [ds-update, snapshot]\n\
-             \x20 - domain: sign.test.\n    master: child\n    acl: from-child\n\
-             \x20   storage: \"{w}\"\n    zonefile-sync: -1\n",
-            listen = listen.to_string().replace(':', "@"),
-            file = file.display(),
-        );
+        let rest = parent_knot_config(secret, listen, &file, knot_dir.path());
         let knot = spawn_knot(knotd, knot_dir.path(), parent, "info", &rest);
         let mut lab = Self {
             judges: DnsvizQueue::new(),
