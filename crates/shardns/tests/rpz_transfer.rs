@@ -14,10 +14,9 @@
 
 mod common;
 
-use common::{dig, free_port, make_cert, Server, TempDir};
+use common::{dig, free_port, make_cert, spki_pin, Server, TempDir};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TEST_ZONE: &str = "$TTL 60\n@ SOA ns.test. admin.test. 1 3600 600 86400 60\n@ NS ns.test.\n\
@@ -130,21 +129,6 @@ fn soa_refresh_retry_and_expire_of_a_transferred_policy_zone() {
     let _prim = primary(primary_addr, &file);
     until(&res, "www.test.", "NXDOMAIN", Duration::from_secs(6));
     assert_eq!(status(res.addr, "nx.test."), "NXDOMAIN");
-}
-
-/// The base64 SHA-256 of `cert`'s SubjectPublicKeyInfo, by openssl.
-fn spki_pin(cert: &Path) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
-             | openssl dgst -sha256 -binary | base64",
-            cert.display()
-        ))
-        .output()
-        .expect("openssl");
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// A resolver forwarding `test.` to `auth` and transferring `x.rpz.` from `primary` over

@@ -474,21 +474,6 @@ fn nsd_4_6_as_tls_primary_is_refused_for_want_of_alpn_dot() {
     assert_eq!(serial_at(s_addr), None);
 }
 
-/// The base64 SHA-256 of the SubjectPublicKeyInfo of the certificate `cert` (by openssl).
-fn spki_pin(cert: &Path) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
-             | openssl dgst -sha256 -binary | base64",
-            cert.display()
-        ))
-        .output()
-        .expect("openssl");
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn pinned_by_spki_with_a_wrong_pin_refused() {
     let work = TempDir::new("xot-in-pin");

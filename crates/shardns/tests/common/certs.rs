@@ -89,3 +89,19 @@ pub fn start_encrypted(
     let server = super::Server::start_on(tag, std::net::Ipv4Addr::LOCALHOST, config, &args);
     (server, addr, certs)
 }
+
+/// The base64 SHA-256 of the SubjectPublicKeyInfo of the certificate `cert` (by openssl):
+/// its pin, as a `primary_tls` pin takes it.
+pub fn spki_pin(cert: &Path) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output()
+        .expect("openssl");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
