@@ -278,7 +278,8 @@ fn read_journals(
 ) {
     let file_of = |apex: &Name| library.file_of(apex);
     journal::record_all(&shared.plane.journals, config, file_of, None, &added);
-    // Freed only now: what replaying and reading a long journal used (BENCHMARKS "Dynamic update").
+    // Once, after both: what loading (scan buffers, records before the build) and
+    // replaying and reading the journals freed (BENCHMARKS "Dynamic update").
     sys::release_free_memory();
 }
 
@@ -304,8 +305,6 @@ fn load_zones(
     for f in &report.failures {
         error!("zone {} failed to load, not served:\n{}", f.name, f.error);
     }
-    // What the loading threads freed (scan buffers, records before the build) goes back.
-    sys::release_free_memory();
     info!(
         "loaded {} zones in {:.3} s ({} failed)",
         report.loaded,
