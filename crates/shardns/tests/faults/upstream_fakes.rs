@@ -5,7 +5,7 @@
 use crate::common::*;
 use crate::noise;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -287,9 +287,18 @@ impl Drop for Fakes {
     }
 }
 
-/// A port free on every address the fakes and the resolver use (from 6200-6299).
+/// The next port [`fake_port`] tries: each call takes its own, so that two tests of this
+/// binary running at once never pick the same free port (found free by both, bound by one).
+static NEXT_FAKE_PORT: AtomicU16 = AtomicU16::new(6299);
+
+/// A port free on every address the fakes and the resolver use (from 6200-6299), not
+/// handed to another caller before.
 pub(crate) fn fake_port() -> u16 {
-    'ports: for port in (6200..6300).rev() {
+    'ports: loop {
+        let port = NEXT_FAKE_PORT.fetch_sub(1, Ordering::Relaxed);
+        if port < 6200 {
+            break;
+        }
         for last in 30..=36u8 {
             let ip = Ipv4Addr::new(127, 0, 0, last);
             if UdpSocket::bind((ip, port)).is_err() || TcpListener::bind((ip, port)).is_err() {
