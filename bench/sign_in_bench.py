@@ -26,6 +26,7 @@ the SOA; the IXFR: the changed A record answered with its RRSIG), after shardns 
 round.
 
 Usage: bench/sign_in_bench.py [--rounds 3] [--names 33331] [--knotd] [--shardns PATH]
+                              [--logs DIR]
 Needs: knotd and knotc (Debian's knot), dig, a release build (`cargo build --release -p shardns`).
 """
 
@@ -225,6 +226,7 @@ def main():
     ap.add_argument("--zones", default="/tmp/shardns-bench-zones")
     ap.add_argument("--shardns", default=os.path.join(ROOT, "target", "release", "shardns"))
     ap.add_argument("--knotd", action="store_true", help="knotd as the signing secondary too")
+    ap.add_argument("--logs", help="a directory to keep each round's shardns log in")
     a = ap.parse_args()
     big = os.path.join(a.zones, "big.test.zone")
     if not os.path.exists(big):
@@ -241,6 +243,9 @@ def main():
                 d = os.path.join(work, who)
                 os.makedirs(d)
                 res = round_once(a.shardns, medium, d) if who == "shardns" else knotd_round(medium, d)
+                if who == "shardns" and a.logs:
+                    os.makedirs(a.logs, exist_ok=True)
+                    shutil.copy(os.path.join(d, "s.log"), os.path.join(a.logs, f"round{r + 1}.log"))
                 print(f"round {r + 1}, {who} ({records} records): "
                       + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
                                   for k, v in res.items()), flush=True)

@@ -367,10 +367,13 @@ impl RecordList {
             .then_with(|| self.rdata(a).cmp(self.rdata(b)))
     }
 
-    /// Sorts the records in canonical order.
+    /// Sorts the records in canonical order. A stable sort, for it finds the runs already
+    /// in order and merges them: a signed zone is a few sorted runs (the zone's records,
+    /// the chain, each thread's signatures), which it orders in a few comparisons per
+    /// record, where an unstable sort takes some twenty (4.3 s of a 1.7M-RRset signing).
     pub fn sort(&mut self) {
         let mut items = std::mem::take(&mut self.items);
-        items.sort_unstable_by(|a, b| self.order(a, b));
+        items.sort_by(|a, b| self.order(a, b));
         self.items = items;
     }
 }

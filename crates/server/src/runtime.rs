@@ -433,7 +433,8 @@ fn serve_signals(
     }
 }
 
-/// Stops the workers, then the dnstap writer; detaches XDP and removes the control socket.
+/// Stops the workers, then the dnstap writer; waits for the signed versions being kept;
+/// detaches XDP and removes the control socket.
 fn stop(
     shared: &Shared,
     handles: Vec<JoinHandle<()>>,
@@ -451,6 +452,9 @@ fn stop(
     // The workers' taps are gone: the writer writes what is left and stops.
     if let Some(w) = dnstap_writer {
         w.join();
+    }
+    if !secondary::keeper::wait(Duration::from_secs(30)) {
+        warn!("stopped before a signed version was kept: a restart signs it anew");
     }
     drop(xdp_program);
     control_socket.close();

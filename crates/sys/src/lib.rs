@@ -26,7 +26,9 @@ mod tests;
 
 pub use epoll::{Epoll, EventFd, Events, BROKEN, READABLE, WRITABLE};
 pub use inotify::{changes_seen_by_inotify, Inotify, EVENT_BUFFER};
-pub use memory::{back_with_huge_pages, release_free_memory, release_free_memory_if_worth_it};
+pub use memory::{
+    arc_from_bytes, back_with_huge_pages, release_free_memory, release_free_memory_if_worth_it,
+};
 pub use mmsg::{SendBatch, UdpBatch};
 pub use socket::{accept_nonblocking, force_receive_buffer, peer_uid};
 

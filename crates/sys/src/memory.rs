@@ -1,5 +1,6 @@
 //! sys::memory -- how memory is mapped and given back: huge pages for a big zone's arrays,
-//! freed heap handed back to the system after a reload.
+//! freed heap handed back to the system after a reload, a big array moved without being
+//! held twice.
 
 /// Asks the kernel to back the 2 MiB-aligned interior of `[addr, addr + len)` with
 /// transparent huge pages, now (MADV_COLLAPSE, Linux 6.1) rather than whenever khugepaged
@@ -26,6 +27,24 @@ pub fn back_with_huge_pages(addr: usize, len: usize) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     false
+}
+
+/// The octets of `v` in an `Arc<[u8]>`, moved `piece` octets at a time from the end, the
+/// vector cut back (its memory returned) after each piece, so that the two are never held
+/// whole together: a big zone's rdata made shareable without twice its size at once.
+pub fn arc_from_bytes(mut v: Vec<u8>, piece: usize) -> std::sync::Arc<[u8]> {
+    let mut mem = std::sync::Arc::<[u8]>::new_uninit_slice(v.len());
+    let copy = std::sync::Arc::get_mut(&mut mem).expect("not shared yet");
+    while !v.is_empty() {
+        let at = v.len().saturating_sub(piece.max(1));
+        for (d, s) in copy[at..v.len()].iter_mut().zip(&v[at..]) {
+            d.write(*s);
+        }
+        v.truncate(at);
+        v.shrink_to_fit();
+    }
+    // SAFETY: the pieces, from the end down to 0, wrote every octet of `mem`.
+    unsafe { mem.assume_init() }
 }
 
 /// [`release_free_memory`] when the free heap is worth it: over 4 MiB and over a

@@ -117,3 +117,12 @@ fn eventfd_wakes_epoll() {
     ep.wait(&mut events, 0).unwrap();
     assert_eq!(events.iter().count(), 0);
 }
+
+#[test]
+fn bytes_moved_piece_by_piece_are_the_bytes() {
+    let v: Vec<u8> = (0..100_003u32).map(|i| (i * 7 % 251) as u8).collect();
+    for piece in [1, 7, 4096, 100_003, 1 << 20] {
+        assert_eq!(&arc_from_bytes(v.clone(), piece)[..], &v[..], "{piece}");
+    }
+    assert!(arc_from_bytes(Vec::new(), 16).is_empty());
+}

@@ -16,6 +16,7 @@
 //!          → `dnssec = true`: the new version signed (signer: whole after an AXFR, the
 //!            change after an IXFR); a version that does not sign fails the refresh
 //!          → Report::Got(new version) → the copy written (store) → Report::Done
+//!          (a signed version kept in the key directory by a thread of its own: keeper)
 //!  secondary thread: a signed zone's signatures due → a Job that signs it again
 //!  secondary thread, on a report: Arc<Zone> → main thread (SIGUSR1, `reload::publish`):
 //!            ZoneSet::update, ArcSwap::store, NOTIFY to our own secondaries; timers again;
@@ -39,6 +40,7 @@ mod catalog;
 pub(crate) mod client;
 mod fetch;
 mod inbox;
+pub mod keeper;
 mod refresh;
 mod schedule;
 mod signer;
@@ -458,12 +460,8 @@ impl Thread {
                     ]
                 })
                 .flatten()
-                .min()
-                .unwrap_or(now + Duration::from_secs(3600));
-            let wait = next
-                .saturating_duration_since(now)
-                .min(Duration::from_secs(3600));
-            match self.wake.recv_timeout(wait) {
+                .fold(now + Duration::from_secs(3600), Instant::min);
+            match self.wake.recv_timeout(next.saturating_duration_since(now)) {
                 Ok(()) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }

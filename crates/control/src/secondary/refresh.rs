@@ -7,7 +7,7 @@
 //! thread keeps its timers (EXPIRE above all) whatever a primary does.
 
 use super::signer::{self, How, SignedVersion};
-use super::{client, store, SecondaryZone};
+use super::{client, keeper, store, SecondaryZone};
 use crate::Host;
 use client::{Bounds, Failure};
 use shardns_wire::RType;
@@ -113,7 +113,12 @@ impl Pool {
         let (slot, primary) = (job.slot.clone(), job.primary);
         if job.resign {
             let result = resign(&job);
-            self.report(Report::Resigned(slot, result));
+            let keep = result.as_ref().ok().map(|(v, f)| (v.clone(), f.clone()));
+            self.report(Report::Resigned(slot, result.map(|(v, _)| v)));
+            if let (Some((version, Some(fingerprint))), Some(spec)) = (keep, &job.zone.sign) {
+                let from = keeper::From::Fingerprint(fingerprint);
+                keeper::keep_later(Arc::clone(spec), version.zone, version.due, from);
+            }
             return;
         }
         let result = self.refresh(&job);
@@ -362,7 +367,7 @@ impl Pool {
 fn keep_copies(
     zone: &SecondaryZone,
     primary: SocketAddr,
-    new: &Zone,
+    new: &Arc<Zone>,
     signed: Option<&(SignedVersion, How)>,
 ) {
     if let Some(path) = &zone.file {
@@ -381,29 +386,29 @@ fn keep_copies(
             ),
         }
     }
-    if let (Some((version, How::Incremental(_))), Some(spec)) = (signed, &zone.sign) {
-        let written = Instant::now();
-        match signer::keep(new, version, spec) {
-            Ok(()) => info!(
-                "zone {}: signed version {} kept in the key directory in {:.3} s",
-                zone.name,
-                version.zone.serial(),
-                written.elapsed().as_secs_f64()
-            ),
-            Err(e) => warn!(
-                "zone {}: cannot keep the signed version (a restart signs it anew): {e}",
-                zone.name
-            ),
-        }
+    // The signed version, kept by a thread of its own.
+    if let (Some((version, how)), Some(spec)) = (signed, &zone.sign) {
+        let from = match how {
+            How::Whole(None) => return,
+            How::Whole(Some(fingerprint)) => keeper::From::Fingerprint(fingerprint.clone()),
+            How::Incremental(_) => keeper::From::Unsigned(Arc::clone(new)),
+        };
+        keeper::keep_later(
+            Arc::clone(spec),
+            Arc::clone(&version.zone),
+            version.due,
+            from,
+        );
     }
 }
 
-/// A re-signing job: the version we have signed again (fresh signatures, a new serial).
-fn resign(job: &Job) -> Result<SignedVersion, String> {
+/// A re-signing job: the version we have signed again (fresh signatures, a new serial),
+/// and the fingerprint to keep it under.
+fn resign(job: &Job) -> Result<(SignedVersion, Option<String>), String> {
     let (Some(spec), Some(current)) = (&job.zone.sign, &job.current) else {
         return Err("no version to sign".into());
     };
-    signer::sign_whole(current, spec, crate::signing::unix_now())
+    signer::sign_whole_unkept(current, spec, crate::signing::unix_now())
 }
 
 /// Records on the kept copy that the zone was found current now (its mtime).

@@ -34,7 +34,7 @@
 //! half-signed is ever served.
 
 use super::SecondaryZone;
-use crate::signing::incremental::{keep_signed, sign_incrementally, Incremental};
+use crate::signing::incremental::{sign_incrementally, Incremental};
 use crate::signing::{self, serial_gt, SignSpec, StateFile};
 use shardns_dnssec::RecordList;
 use shardns_wire::{Class, Name, RType};
@@ -65,8 +65,8 @@ pub(super) struct Base<'a> {
 
 /// How a version was signed.
 pub(super) enum How {
-    /// Signed whole (the signer kept the signed version itself).
-    Whole,
+    /// Signed whole: the fingerprint to keep it under once served (`None`: already kept).
+    Whole(Option<String>),
     /// Signed incrementally: its kept copy (`.signed`) is to be written after it is served;
     /// the names at which it differs from the signed version before (the owners of the
     /// signed change: the journal's diff is made at them alone).
@@ -97,21 +97,43 @@ pub(super) fn unsigned_list(zone: &Zone, spec: &SignSpec) -> RecordList {
     list
 }
 
-/// `unsigned` signed whole at `now`, on every core.
+/// `unsigned` signed whole at `now`, on every core, and kept in the key directory.
 pub(super) fn sign_whole(
     unsigned: &Zone,
     spec: &SignSpec,
     now: u64,
 ) -> Result<SignedVersion, String> {
+    sign(unsigned, spec, now, true).map(|(version, _)| version)
+}
+
+/// [`sign_whole`], the version not kept: with the fingerprint to keep it under once it is
+/// served (`keeper`), if it is to be kept (not if it is the kept one).
+pub(super) fn sign_whole_unkept(
+    unsigned: &Zone,
+    spec: &SignSpec,
+    now: u64,
+) -> Result<(SignedVersion, Option<String>), String> {
+    sign(unsigned, spec, now, false)
+}
+
+fn sign(
+    unsigned: &Zone,
+    spec: &SignSpec,
+    now: u64,
+    keep_now: bool,
+) -> Result<(SignedVersion, Option<String>), String> {
     let apex = unsigned.apex().to_name();
-    let (list, _, due) = signing::sign_records(&apex, unsigned_list(unsigned, spec), spec, now, 0)?;
+    let records = unsigned_list(unsigned, spec);
+    let (list, _, due, fingerprint) =
+        signing::sign_records_keeping(&apex, records, spec, now, 0, keep_now)?;
     let files = vec![PathBuf::from(format!("<{apex} signed as transferred>"))];
     let (zone, _) = Zone::build_sorted(apex, list, files, Vec::new())
         .map_err(|e| format!("the signed version does not build: {e}"))?;
-    Ok(SignedVersion {
+    let version = SignedVersion {
         zone: Arc::new(zone),
         due,
-    })
+    };
+    Ok((version, fingerprint))
 }
 
 /// The serial of a new signed version: the primary's if it is above the last signed
@@ -235,7 +257,8 @@ pub(super) fn sign_ixfr(
         }
         Incremental::Whole(why) => {
             info!("zone {apex}: the IXFR cannot be signed incrementally ({why}): signing the zone whole");
-            Ok((sign_whole(new, spec, now)?, How::Whole))
+            let (version, fingerprint) = sign_whole_unkept(new, spec, now)?;
+            Ok((version, How::Whole(fingerprint)))
         }
     }
 }
@@ -253,7 +276,7 @@ pub(super) fn sign_arrival(
         Some(base) => sign_ixfr(base, new, spec, now),
         None => {
             let started = Instant::now();
-            let version = sign_whole(new, spec, now)?;
+            let (version, fingerprint) = sign_whole_unkept(new, spec, now)?;
             info!(
                 "zone {}: serial {} from the primary signed whole as serial {} in {:.3} s",
                 zone.name,
@@ -261,7 +284,7 @@ pub(super) fn sign_arrival(
                 version.zone.serial(),
                 started.elapsed().as_secs_f64()
             );
-            Ok((version, How::Whole))
+            Ok((version, How::Whole(fingerprint)))
         }
     }
 }
@@ -282,32 +305,6 @@ pub(super) fn sign_transferred(
             new.serial()
         )
     })
-}
-
-/// Keeps the version signed incrementally from `unsigned` as the zone's last signed
-/// version (`KEYDIR/state/<zone>.signed`), so that a restart serves it as it is.
-pub(super) fn keep(unsigned: &Zone, signed: &SignedVersion, spec: &SignSpec) -> Result<(), String> {
-    let mut records = RecordList::with_capacity(signed.zone.record_count(), 0);
-    let z = &signed.zone;
-    for id in 0..z.node_count() as u32 {
-        let node = z.node(id);
-        for set in node.rrsets() {
-            let at = records.push_name(node.name());
-            // RRSIGs too: each covered type's are a set of their own.
-            for data in set.rdatas() {
-                records.push(at, set.rtype, Class::IN, set.ttl, data);
-            }
-        }
-    }
-    records.sort();
-    keep_signed(
-        &unsigned.apex().to_name(),
-        &unsigned_list(unsigned, spec),
-        &records,
-        spec,
-        z.serial(),
-        signed.due,
-    )
 }
 
 #[cfg(test)]

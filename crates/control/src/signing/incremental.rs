@@ -60,20 +60,16 @@ pub fn sign_incrementally(
     }
 }
 
-/// Keeps `signed` (the zone at `apex` signed from `unsigned`, with `serial`, due at `due`;
-/// both lists in canonical order) as its last signed version (`state/<zone>.signed`) under
-/// the fingerprint a full signing of `unsigned` would find: after an incremental signing,
-/// a restart that reads the same records serves this version as it is.
-pub fn keep_signed(
+/// The fingerprint a full signing of `unsigned` (the zone at `apex`'s records, in
+/// canonical order) would find with the keys in the key directory now: a version signed
+/// incrementally is kept under it, so that a restart that reads the same records serves
+/// that version as it is.
+pub fn fingerprint_of(
     apex: &Name,
     unsigned: &RecordList,
-    signed: &RecordList,
     spec: &SignSpec,
-    serial: u32,
-    due: u64,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let store = KeyStore::open(&spec.key_dir).map_err(|e| super::store_error(&e))?;
     let keys = store.load(apex).map_err(|e| super::store_error(&e))?;
-    let fingerprint = super::fingerprint(unsigned, &keys, spec);
-    super::SignedFile::new(&spec.key_dir, apex).write(&fingerprint, serial, due, signed)
+    Ok(super::fingerprint(unsigned, &keys, spec))
 }

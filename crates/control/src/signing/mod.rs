@@ -39,7 +39,7 @@ use shardns_dnssec::roll;
 use shardns_dnssec::{keys::zone_keys, sign_list, Previous, RecordList, Rr, StoredKey, BLOCK};
 use shardns_wire::{Name, RType};
 use shardns_zone::scan::{Diag, Records, Scanned};
-use shardns_zone::ScanOptions;
+use shardns_zone::{ScanOptions, Zone};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +48,7 @@ use tracing::info;
 mod clock;
 mod confirm;
 pub mod incremental;
+mod kept;
 mod keystore;
 pub mod multi;
 pub mod offline;
@@ -163,23 +164,44 @@ pub(crate) fn last_signed(key_dir: &Path, apex: &Name) -> Result<Option<u32>, St
 /// RRsets that did not change (incremental re-signing), and only the rest is signed.
 pub fn sign_records(
     apex: &Name,
-    mut records: RecordList,
+    records: RecordList,
     spec: &SignSpec,
     now: u64,
     threads: usize,
 ) -> Result<(RecordList, u32, u64), String> {
+    sign_records_keeping(apex, records, spec, now, threads, true).map(|(l, s, r, _)| (l, s, r))
+}
+
+/// [`sign_records`], the signed zone kept only if `keep_now`; else the fingerprint of what
+/// it was signed from is returned (`None` when the zone returned is the kept one, or made
+/// by the offline-KSK signer, which keeps its own), for the caller to keep the zone once it
+/// is served ([`SignedFile::write_zone`]): a transferred zone is served without waiting
+/// for its copy to be written.
+pub fn sign_records_keeping(
+    apex: &Name,
+    mut records: RecordList,
+    spec: &SignSpec,
+    now: u64,
+    threads: usize,
+    keep_now: bool,
+) -> Result<(RecordList, u32, u64, Option<String>), String> {
+    let unkept = |(l, s, r)| (l, s, r, None);
     // A lost private key file fails the signing before the loader, which would skip it.
     if let Some(lost) = keystore::lost_private(&spec.key_dir, apex) {
-        return keystore::kept_while_lost(apex, spec, now, &lost).ok_or(lost);
+        return keystore::kept_while_lost(apex, spec, now, &lost)
+            .map(unkept)
+            .ok_or(lost);
     }
     if spec.offline_ksk {
-        return offline::sign::sign_records(apex, records, spec, now, threads);
+        return offline::sign::sign_records(apex, records, spec, now, threads).map(unkept);
     }
     let (store, mut keys) = match keystore::load(apex, spec) {
         Ok(loaded) => loaded,
         Err((e, detached)) => {
             let keys = detached.unwrap_or_default();
-            return keystore::kept_without_token(apex, &records, &keys, spec, now, &e).ok_or(e);
+            return keystore::kept_without_token(apex, &records, &keys, spec, now, &e)
+                .map(unkept)
+                .ok_or(e);
         }
     };
     if keys.is_empty() {
@@ -216,7 +238,7 @@ pub fn sign_records(
             found.1,
             found.2.saturating_sub(now)
         );
-        return Ok(found);
+        return Ok(unkept(found));
     }
 
     let serial = match last {
@@ -245,11 +267,18 @@ pub fn sign_records(
         .policy
         .refresh_at(signed.expires(now))
         .min(key_event.unwrap_or(u64::MAX));
-    kept.write(&fingerprint, serial, refresh_at, &signed.list)?;
+    let keeping = if keep_now {
+        kept.write(&fingerprint, serial, refresh_at, &signed.list)?;
+        format!(
+            ", {:.3} s keeping this one",
+            (started.elapsed() - signing).as_secs_f64()
+        )
+    } else {
+        ", kept once served".to_string()
+    };
     info!(
-        "zone {apex}: signed with serial {serial} in {:.3} s ({read:.3} s reading the last signed version, {:.3} s keeping this one): {} RRsets, {} new signatures, {} kept, {} keys; signed again in {} s{}",
+        "zone {apex}: signed with serial {serial} in {:.3} s ({read:.3} s reading the last signed version{keeping}): {} RRsets, {} new signatures, {} kept, {} keys; signed again in {} s{}",
         started.elapsed().as_secs_f64(),
-        (started.elapsed() - signing).as_secs_f64(),
         signed.rrsets_signed,
         signed.signatures,
         signed.kept,
@@ -257,7 +286,12 @@ pub fn sign_records(
         refresh_at.saturating_sub(now),
         if key_event == Some(refresh_at) { " (a key event)" } else { "" }
     );
-    Ok((signed.list, serial, refresh_at))
+    Ok((
+        signed.list,
+        serial,
+        refresh_at,
+        (!keep_now).then_some(fingerprint),
+    ))
 }
 
 /// What a signed zone was made from: its records, its keys with their times, the signing
@@ -478,6 +512,7 @@ impl SignedFile {
         due: u64,
         records: &RecordList,
     ) -> Result<(), String> {
+        let _one = KEEPING.lock().unwrap_or_else(|e| e.into_inner());
         write_atomic(&self.path, |w| {
             writeln!(
                 w,
@@ -489,7 +524,28 @@ impl SignedFile {
             Ok(())
         })
     }
+
+    /// Keeps the served `zone`, signed from `fingerprint`, due at `due`: written from the
+    /// zone as it is when its names are in canonical order, else through a sorted list.
+    pub fn write_zone(&self, fingerprint: &str, due: u64, zone: &Zone) -> Result<(), String> {
+        if !kept::in_canonical_order(zone) {
+            return self.write(fingerprint, zone.serial(), due, &kept::sorted_list(zone));
+        }
+        let _one = KEEPING.lock().unwrap_or_else(|e| e.into_inner());
+        write_atomic(&self.path, |w| {
+            writeln!(
+                w,
+                "; shardns-signed fingerprint {fingerprint} serial {} due {due}",
+                zone.serial()
+            )?;
+            kept::write_records(w, zone)
+        })
+    }
 }
+
+/// Held while a kept copy is written: its temporary file has one name, and a copy may be
+/// written from a thread of its own (`secondary::keeper`) while the zone is signed again.
+static KEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[cfg(test)]
 mod tests;

@@ -411,8 +411,7 @@ fn a_kept_zone_out_of_canonical_order_is_signed_anew() {
         let records = signed.records.to_records();
         let soa = records.iter().find(|r| r.rtype == RType::SOA).unwrap();
         let serial = soa_serial(&soa.rdata).unwrap();
-        shardns_zone::Zone::build_sorted(apex(), signed.records, signed.files, signed.warnings)
-            .unwrap();
+        Zone::build_sorted(apex(), signed.records, signed.files, signed.warnings).unwrap();
         serial
     };
     assert_eq!(serial(NOW), 10);
@@ -519,4 +518,42 @@ fn a_lost_private_key_file_stops_the_signing_and_the_kept_zone_is_served() {
     fs::rename(&lost, &private).unwrap();
     let back = sign_scanned(&apex(), scan(&zone_text(5)), &spec, later, 1).unwrap();
     assert_ne!(back.records.to_records(), first.records.to_records());
+}
+
+/// A served signed zone kept from the zone itself (`write_zone`, what a secondary does once
+/// it serves a version) is the file the signer writes from its list; a zone whose names are
+/// not in canonical order (built from records in file order) goes through a sorted list and
+/// reads back as the same zone.
+#[test]
+fn a_kept_copy_written_from_the_zone_is_the_one_written_from_the_list() {
+    let dir = Dir::new("from-zone");
+    let mut text = zone_text(7);
+    for i in (0..400).rev() {
+        text.push_str(&format!("h{i} A 10.0.1.{}\nh{i} TXT \"r {i}\"\n", i % 256));
+    }
+    text.push_str("*.w MX 10 mx\nsub DS 1 13 2 00aa\n");
+    let signed = sign_scanned(&apex(), scan(&text), &spec(&dir.0), NOW, 0).unwrap();
+    let kept = SignedFile::new(&dir.0, &apex());
+    let from_list = fs::read_to_string(&kept.path).unwrap();
+    let fingerprint = from_list.split_whitespace().nth(3).unwrap().to_string();
+    let due = signed.refresh_at;
+    let (zone, _) =
+        Zone::build_sorted(apex(), signed.records, signed.files, signed.warnings).unwrap();
+    assert!(kept::in_canonical_order(&zone));
+    fs::remove_file(&kept.path).unwrap();
+    kept.write_zone(&fingerprint, due, &zone).unwrap();
+    assert_eq!(fs::read_to_string(&kept.path).unwrap(), from_list);
+
+    // The same records in reverse order of names: built as they come.
+    let lines: Vec<&str> = from_list.lines().skip(1).collect();
+    let reversed: String = lines.iter().rev().map(|l| format!("{l}\n")).collect();
+    let opts = ScanOptions::new(apex());
+    let scanned = shardns_zone::scan::scan_text(reversed.as_bytes(), Path::new("r"), &opts);
+    let (unordered, _) = Zone::build(apex(), scanned.unwrap()).unwrap();
+    assert!(!kept::in_canonical_order(&unordered));
+    kept.write_zone(&fingerprint, due, &unordered).unwrap();
+    assert_eq!(fs::read_to_string(&kept.path).unwrap(), from_list);
+    let serial = zone.serial();
+    let (list, s, d) = kept.read_if(Some(&fingerprint), Some(serial), NOW).unwrap();
+    assert_eq!((s, d, list.len()), (serial, due, lines.len()));
 }

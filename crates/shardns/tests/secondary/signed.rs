@@ -99,7 +99,7 @@ fn knotd_unsigned_zone_served_signed_by_axfr_then_ixfr_and_followed_by_ixfr() {
     std::fs::create_dir(&keys).unwrap();
     let copy = work.path().join("bump.test.copy");
     let toml = signed_toml(knot_addr, &keys, &copy, third, "");
-    let server = start_secondary("bump-s", ours, &work, &toml);
+    let mut server = start_secondary("bump-s", ours, &work, &toml);
     // The first signed serial is the primary's.
     wait_serial(ours, APEX, 1, Duration::from_secs(20), || server.log());
     let tertiary = Server::start_at(
@@ -205,6 +205,11 @@ fn knotd_unsigned_zone_served_signed_by_axfr_then_ixfr_and_followed_by_ixfr() {
     // A restart serves the same signed version (same serial, same signatures), kept in the
     // key directory after the incremental signing, and still follows the primary.
     let soa_before = soa_rrsig_of(ours);
+    // Kept by a thread of its own once served (a SIGKILL before that loses it).
+    server.wait_for_log(
+        "signed version 2 kept in the key directory",
+        Duration::from_secs(20),
+    );
     drop(tertiary);
     drop(server);
     let server = start_secondary("bump-s-again", ours, &work, &toml);

@@ -50,6 +50,19 @@ impl<T, const BITS: u32> Default for Paged<T, BITS> {
     }
 }
 
+/// How much of a byte array [`Paged::from_bytes`] moves at a time.
+const PIECE: usize = 16 << 20;
+
+impl<const BITS: u32> Paged<u8, BITS> {
+    /// [`Paged::from_vec`] for a byte array, without the array and its copy ever held
+    /// whole together (`shardns_sys::arc_from_bytes`). The rdata of a signed zone of a
+    /// million names is some 190 MiB: held twice, it was the peak of its signing.
+    pub(in crate::db) fn from_bytes(v: Vec<u8>, scattered: bool) -> Self {
+        let mem = shardns_sys::arc_from_bytes(v, PIECE);
+        Self::on(mem, scattered)
+    }
+}
+
 impl<T: Copy, const BITS: u32> Paged<T, BITS> {
     const SIZE: usize = 1 << BITS;
     const MASK: usize = Self::SIZE - 1;
@@ -57,8 +70,12 @@ impl<T: Copy, const BITS: u32> Paged<T, BITS> {
     /// The elements of `v` in one allocation, every page a window on it; `scattered` for
     /// an array written anywhere, not only at its end.
     pub(in crate::db) fn from_vec(v: Vec<T>, scattered: bool) -> Self {
-        let len = v.len();
-        let mem: Arc<[T]> = Arc::from(v);
+        Self::on(Arc::from(v), scattered)
+    }
+
+    /// Every page a window on `mem`.
+    fn on(mem: Arc<[T]>, scattered: bool) -> Self {
+        let len = mem.len();
         let pages = (0..len.div_ceil(Self::SIZE))
             .map(|j| Page {
                 mem: Arc::clone(&mem),
@@ -236,11 +253,11 @@ impl Split {
     /// A built zone's arrays, each moved into one allocation.
     pub(in crate::db) fn from_arrays(a: Arrays, dead: usize) -> Split {
         Split {
-            names: Paged::from_vec(a.names, false),
+            names: Paged::from_bytes(a.names, false),
             nodes: Paged::from_vec(a.nodes, true),
             table: Paged::from_vec(a.table, true),
             rrsets: Paged::from_vec(a.rrsets, false),
-            rdata: Paged::from_vec(a.rdata, false),
+            rdata: Paged::from_bytes(a.rdata, false),
             dead,
         }
     }
