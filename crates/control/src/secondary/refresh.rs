@@ -408,7 +408,9 @@ fn resign(job: &Job) -> Result<(SignedVersion, Option<String>), String> {
     let (Some(spec), Some(current)) = (&job.zone.sign, &job.current) else {
         return Err("no version to sign".into());
     };
-    signer::sign_whole_unkept(current, spec, crate::signing::unix_now())
+    let clock = signer::signer_time(&job.zone.name, spec);
+    let (version, fingerprint) = signer::sign_whole_unkept(current, spec, clock.1)?;
+    Ok((signer::due_on_wall(version, clock), fingerprint))
 }
 
 /// Records on the kept copy that the zone was found current now (its mtime).

@@ -136,6 +136,20 @@ fn sign(
     Ok((version, fingerprint))
 }
 
+/// The wall clock and the signer's time for a signing of the zone at `apex` now
+/// (`signing::clock`, as for a zone loaded from its file: never before the last signing,
+/// not following a leap of the wall clock).
+pub(super) fn signer_time(apex: &Name, spec: &SignSpec) -> (u64, u64) {
+    let wall = signing::unix_now();
+    (wall, signing::signer_now(apex, spec, wall))
+}
+
+/// `version`, signed whole at `now` of [`signer_time`], due on the wall clock.
+pub(super) fn due_on_wall(mut version: SignedVersion, (wall, now): (u64, u64)) -> SignedVersion {
+    version.due = (version.due + wall).saturating_sub(now);
+    version
+}
+
 /// The serial of a new signed version: the primary's if it is above the last signed
 /// (`last`), else the last plus one.
 pub(super) fn next_serial(primary: u32, last: Option<u32>) -> u32 {
@@ -271,12 +285,17 @@ pub(super) fn sign_arrival(
     new: &Zone,
     base: Option<Base<'_>>,
 ) -> Result<(SignedVersion, How), String> {
-    let now = signing::unix_now();
+    let clock = signer_time(&zone.name, spec);
+    let now = clock.1;
     match base {
-        Some(base) => sign_ixfr(base, new, spec, now),
+        Some(base) => match sign_ixfr(base, new, spec, now)? {
+            (version, How::Whole(f)) => Ok((due_on_wall(version, clock), How::Whole(f))),
+            incremental => Ok(incremental),
+        },
         None => {
             let started = Instant::now();
             let (version, fingerprint) = sign_whole_unkept(new, spec, now)?;
+            let version = due_on_wall(version, clock);
             info!(
                 "zone {}: serial {} from the primary signed whole as serial {} in {:.3} s",
                 zone.name,

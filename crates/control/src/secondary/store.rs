@@ -135,8 +135,9 @@ pub(super) fn load_kept_copy(slot: &mut Slot) -> Option<ZoneChange> {
         }
     };
     if let Some(spec) = &slot.zone.sign {
-        match signer::sign_whole(&zone, spec, crate::signing::unix_now()) {
-            Ok(signed) => slot.signed = Some(signed),
+        let clock = signer::signer_time(name, spec);
+        match signer::sign_whole(&zone, spec, clock.1) {
+            Ok(signed) => slot.signed = Some(signer::due_on_wall(signed, clock)),
             Err(e) => {
                 error!(
                     "zone {name}: the copy in {} (serial {}) cannot be signed, transferring anew: {e}",

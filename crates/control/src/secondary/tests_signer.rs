@@ -305,3 +305,28 @@ fn a_multi_signer_zone_keeps_the_primarys_key_records() {
     assert!(matches!(how, How::Incremental(_)));
     has(&signed3.zone, &[&first, &second], 3);
 }
+
+/// Signed on arrival at the signer's time, as a loaded zone is: never before the last
+/// signing (here two hours ahead of the wall clock, as after a clock stepped back), the
+/// time to sign again given back on the wall clock.
+#[test]
+fn a_transferred_zone_is_signed_at_the_signers_time() {
+    let dir = Dir::new("clock");
+    let s = spec(&dir.0, Denial::Nsec);
+    let v1 = unsigned(5, 0..3, "");
+    let ahead = crate::signing::unix_now() + 7200;
+    sign_whole(&v1, &s, ahead).unwrap();
+    let (wall, now) = signer_time(&apex(), &s);
+    assert!(now >= ahead && wall < ahead - 7000, "{wall} {now}");
+    let signed = sign_whole(&v1, &s, now).unwrap();
+    let due = signed.due;
+    let inceptions: BTreeSet<u32> = signed
+        .zone
+        .records()
+        .filter(|r| r.rtype == RType::RRSIG)
+        .map(|r| u32::from_be_bytes(r.rdata[12..16].try_into().unwrap()))
+        .collect();
+    assert_eq!(inceptions.len(), 1);
+    assert!(u64::from(*inceptions.first().unwrap()) >= ahead - 3600);
+    assert_eq!(due_on_wall(signed, (wall, now)).due, due - (now - wall));
+}

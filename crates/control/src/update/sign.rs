@@ -64,6 +64,9 @@ pub(super) fn signed_version(
         &config.keystores,
     )
     .ok_or("no key directory to sign with")?;
+    // The signer's time, as at a load (`signing::clock`): not following a leap of the wall
+    // clock, never before the last signing.
+    let now = signing::signer_now(&apex, &spec, now);
     let kept = Updates::new(&spec.key_dir, &apex);
     // A multi-signer zone's key records changed: the full signer merges them with ours.
     let attempt = match signing::multi::needs_whole(&spec, &apex, change) {
