@@ -219,16 +219,21 @@ impl Thread {
                 }
             }
             Err(e) => {
-                // As for a zone read from its file: an eighth of `signature_refresh`.
-                let refresh = slot.zone.sign.as_ref().map_or(0, |s| s.policy.refresh);
-                let retry = u64::from(refresh / 8).clamp(1, 3600);
+                // As for a zone read from its file: a minute, backing off to an eighth of
+                // `signature_refresh`.
+                let retry = match (&slot.zone.sign, &mut slot.signed) {
+                    (Some(spec), Some(s)) => {
+                        let retry = crate::signing::retry_after(spec, s.failures);
+                        s.failures = s.failures.saturating_add(1);
+                        s.due = crate::signing::unix_now() + retry;
+                        retry
+                    }
+                    _ => 0,
+                };
                 error!(
                     "zone {}: cannot sign it again, keeping the signed version served; trying again in {retry} s: {e}",
                     slot.zone.name
                 );
-                if let Some(s) = &mut slot.signed {
-                    s.due = crate::signing::unix_now() + retry;
-                }
             }
         }
         if std::mem::take(&mut self.slots[i].again) {

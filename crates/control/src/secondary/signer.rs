@@ -53,6 +53,8 @@ pub(crate) struct SignedVersion {
     pub(crate) zone: Arc<Zone>,
     /// When it must be signed again (seconds since 1970).
     pub(crate) due: u64,
+    /// Signings of it again that failed in a row (the retry backs off with them).
+    pub(crate) failures: u32,
 }
 
 /// What an IXFR was applied to: the unsigned version, the one signed from it, and the
@@ -132,6 +134,7 @@ fn sign(
     let version = SignedVersion {
         zone: Arc::new(zone),
         due,
+        failures: 0,
     };
     Ok((version, fingerprint))
 }
@@ -262,6 +265,7 @@ pub(super) fn sign_ixfr(
             let version = SignedVersion {
                 zone: Arc::new(zone),
                 due: signed.due,
+                failures: 0,
             };
             // The apex too: its SOA changed (not among the records).
             let touched = std::iter::once(apex)

@@ -314,7 +314,7 @@ fn a_transferred_zone_is_signed_at_the_signers_time() {
     let dir = Dir::new("clock");
     let s = spec(&dir.0, Denial::Nsec);
     let v1 = unsigned(5, 0..3, "");
-    let ahead = crate::signing::unix_now() + 7200;
+    let ahead = signing::unix_now() + 7200;
     sign_whole(&v1, &s, ahead).unwrap();
     let (wall, now) = signer_time(&apex(), &s);
     assert!(now >= ahead && wall < ahead - 7000, "{wall} {now}");

@@ -294,6 +294,15 @@ pub fn sign_records_keeping(
     ))
 }
 
+/// How long after the `failures`+1th failure in a row a signing of a zone still served is
+/// tried again: a minute, doubled with each failure, up to a `signature_refresh`/8 (from
+/// 1 s to an hour): a token or key file back is found soon, a lasting fault not retried
+/// more than the refresh allows.
+pub fn retry_after(spec: &SignSpec, failures: u32) -> u64 {
+    let most = u64::from(spec.policy.refresh / 8).clamp(1, 3600);
+    (60u64 << failures.min(6)).min(most)
+}
+
 /// What a signed zone was made from: its records, its keys with their times, the signing
 /// settings.
 fn fingerprint(records: &RecordList, keys: &[StoredKey], spec: &SignSpec) -> String {

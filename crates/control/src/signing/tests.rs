@@ -390,10 +390,12 @@ fn the_kept_zone_read_in_pieces_is_the_zone_read_whole() {
     }
     assert_eq!(kept.read_any().unwrap().len(), whole.len());
 
-    // Cut in the middle of a line, then garbage: not read.
+    // Cut in the middle of a line, then garbage: not read. The cut lands anywhere in a
+    // line (key tags differ in length), inside a signature's base64 among others: the
+    // garbage ends in a parenthesis never closed, an error whatever it follows.
     let bytes = fs::read(&kept.path).unwrap();
     let mut broken = bytes[..bytes.len() / 2].to_vec();
-    broken.extend_from_slice(b" 300 IN A not-an-address\n");
+    broken.extend_from_slice(b" 300 IN A not-an-address (\n");
     fs::write(&kept.path, &broken).unwrap();
     assert!(kept.read_pieces(100_000).is_err());
     assert!(kept.read_any().is_none());
@@ -556,4 +558,22 @@ fn a_kept_copy_written_from_the_zone_is_the_one_written_from_the_list() {
     let serial = zone.serial();
     let (list, s, d) = kept.read_if(Some(&fingerprint), Some(serial), NOW).unwrap();
     assert_eq!((s, d, list.len()), (serial, due, lines.len()));
+}
+
+/// A failed signing of a zone still served is tried again after a minute, then twice as
+/// long each time, up to a `signature_refresh`/8 (at least 1 s, at most an hour).
+#[test]
+fn a_failed_signing_is_tried_again_sooner_first() {
+    let dir = Dir::new("retry");
+    let mut s = spec(&dir.0);
+    let waits: Vec<u64> = (0..9).map(|n| retry_after(&s, n)).collect();
+    assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600, 3600]);
+    assert_eq!(retry_after(&s, u32::MAX), 3600);
+    s.policy.refresh = 800;
+    assert_eq!(retry_after(&s, 0), 60);
+    assert_eq!(retry_after(&s, 1), 100);
+    s.policy.refresh = 9;
+    assert_eq!(retry_after(&s, 0), 1);
+    s.policy.refresh = 0;
+    assert_eq!(retry_after(&s, 3), 1);
 }

@@ -104,6 +104,7 @@ impl ZoneLibrary {
             held.includes.clear();
             match result {
                 Ok((zone, w, included, refresh_at)) => {
+                    held.failures = 0;
                     resign.extend(refresh_at.map(|at| (spec.name.clone(), at)));
                     held.includes = included
                         .into_iter()
@@ -125,11 +126,13 @@ impl ZoneLibrary {
                 }
                 Err(error) => {
                     // A signed zone still served is tried again before its signatures
-                    // run out.
+                    // run out: after a minute, then twice as long each time, up to a
+                    // `signature_refresh`/8 (at most an hour).
                     if let (Some(s), Some(_)) = (&spec.signing, &held.zone) {
-                        let retry = u64::from(s.policy.refresh / 8).clamp(1, 3600);
+                        let retry = signing::retry_after(s, held.failures);
                         resign.push((spec.name.clone(), signing::unix_now() + retry));
                     }
+                    held.failures = held.failures.saturating_add(1);
                     held.failed = true;
                     self.failing += 1;
                     failures.push(ZoneFailure {

@@ -182,6 +182,8 @@ struct Held {
     unwritten: bool,
     /// The last read failed.
     failed: bool,
+    /// Reads failed in a row (the retry of a signed zone backs off with them).
+    failures: u32,
 }
 
 impl Held {
@@ -196,6 +198,7 @@ impl Held {
             zone: None,
             unwritten: false,
             failed: false,
+            failures: 0,
         }
     }
 
