@@ -4,7 +4,8 @@
 //! which neither its serving nor its next transfer waits for.
 //!
 //! Copies are written one at a time, in the order asked for; one asked for a zone that has
-//! a newer request behind it is skipped (the newer is written). A copy not written when the
+//! a newer request behind it is skipped (the newer is written), and its version let go at
+//! once rather than held while another copy is written. A copy not written when the
 //! server stops (or crashes) leaves the one before: a restart then signs the zone anew,
 //! under a new serial. [`wait`] lets a stopping server finish them.
 
@@ -49,11 +50,7 @@ pub(super) fn keep_later(spec: Arc<SignSpec>, signed: Arc<Zone>, due: u64, from:
     let spawned = std::thread::Builder::new()
         .name("shardns-keep".into())
         .spawn(move || {
-            let _one = lock(&WRITING);
-            let latest = lock(&REQUESTED)
-                .as_ref()
-                .and_then(|r| r.get(&apex).copied());
-            if latest == Some(generation) {
+            if let Some(_one) = turn(&apex, generation) {
                 let started = Instant::now();
                 match keep_now(&spec, &signed, due, &from) {
                     Ok(()) => info!(
@@ -71,6 +68,25 @@ pub(super) fn keep_later(spec: Arc<SignSpec>, signed: Arc<Zone>, due: u64, from:
     if let Err(e) = spawned {
         PENDING.fetch_sub(1, SeqCst);
         warn!("cannot start a thread to keep a signed version (a restart signs it anew): {e}");
+    }
+}
+
+/// Waits for the writer's turn while request `generation` is the zone's latest; `None`
+/// once a newer one is asked for (then this version is let go at once, not held while an
+/// older copy is written).
+fn turn(apex: &Name, generation: u64) -> Option<std::sync::MutexGuard<'static, ()>> {
+    loop {
+        let latest = lock(&REQUESTED).as_ref().and_then(|r| r.get(apex).copied());
+        if latest != Some(generation) {
+            return None;
+        }
+        match WRITING.try_lock() {
+            Ok(one) => return Some(one),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+        }
     }
 }
 
@@ -99,4 +115,10 @@ pub fn wait(limit: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     true
+}
+
+/// Holds the writer's turn (tests: copies asked for meanwhile wait).
+#[cfg(test)]
+pub(super) fn hold_writer() -> std::sync::MutexGuard<'static, ()> {
+    lock(&WRITING)
 }

@@ -330,3 +330,47 @@ fn a_transferred_zone_is_signed_at_the_signers_time() {
     assert!(u64::from(*inceptions.first().unwrap()) >= ahead - 3600);
     assert_eq!(due_on_wall(signed, (wall, now)).due, due - (now - wall));
 }
+
+/// Kept by the keeper thread: while a copy is being written, the versions asked for behind
+/// it wait, and one with a newer request behind it is let go at once and never written; a
+/// stop waits for what is pending.
+#[test]
+fn the_keeper_writes_the_latest_version_and_lets_older_ones_go() {
+    use super::super::keeper::{hold_writer, keep_later, wait, From};
+    let dir = Dir::new("keeper");
+    let s = Arc::new(spec(&dir.0, Denial::Nsec));
+    let v1 = sign_whole(&unsigned(5, 0..3, ""), &s, NOW).unwrap().zone;
+    let v2 = sign_whole(&unsigned(6, 0..4, ""), &s, NOW + 1)
+        .unwrap()
+        .zone;
+    let kept = dir.0.join("state").join("bump.test.signed");
+    fs::remove_file(&kept).unwrap();
+    let writer = hold_writer();
+    keep_later(
+        Arc::clone(&s),
+        Arc::clone(&v1),
+        NOW + 100,
+        From::Fingerprint("f1".into()),
+    );
+    keep_later(
+        Arc::clone(&s),
+        Arc::clone(&v2),
+        NOW + 200,
+        From::Fingerprint("f2".into()),
+    );
+    let end = Instant::now() + std::time::Duration::from_secs(10);
+    while Arc::strong_count(&v1) > 1 {
+        assert!(Instant::now() < end, "the older version is still held");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(Arc::strong_count(&v2), 2, "the latest waits for its turn");
+    assert!(!kept.exists());
+    drop(writer);
+    assert!(wait(std::time::Duration::from_secs(10)));
+    let text = fs::read_to_string(&kept).unwrap();
+    assert!(
+        text.starts_with("; shardns-signed fingerprint f2 serial 6 due "),
+        "{}",
+        &text[..80]
+    );
+}
