@@ -4,10 +4,10 @@
 //! times the server carries out) and `shardns sign` (a zone file signed once, to a file).
 
 use shardns_control::signing::{
-    sign_records, to_list, Kept, RollSpec, SignSpec, StateFile, Updates,
+    open_keys, save_changed, sign_records, to_list, Kept, RollSpec, SignSpec, StateFile, Updates,
 };
 use shardns_dnssec::keys::{format_time, KeyMeta};
-use shardns_dnssec::roll::{self, KeyState, RollKind, RollTimings};
+use shardns_dnssec::roll::{self, KeyState, RollKind};
 use shardns_dnssec::{
     ds_rdata, Algorithm, CdsParams, DigestType, KeyStore, Nsec3Params, Policy, RecordList, Role,
 };
@@ -192,36 +192,10 @@ pub(crate) enum Rollover {
 }
 
 /// The timings of the zone's last signing, which the server recorded.
-fn timings(zone: &Name, key_dir: &Path) -> Result<RollTimings, String> {
-    StateFile::new(key_dir, zone).timings()?.ok_or_else(|| {
-        format!(
-            "{zone} was not signed by this version of the server yet (no timings in {}): \
-             start the server, then roll",
-            key_dir.join("state").display()
-        )
-    })
-}
-
-/// Writes the keys of `changed` (indexes into `keys`) with their new times from `metas`.
-fn save_changed(
-    store: &KeyStore,
-    keys: &mut [StoredKey],
-    metas: &[KeyMeta],
-    changed: &[usize],
-) -> Result<(), String> {
-    for &i in changed {
-        keys[i].meta = metas[i].clone();
-        store.save(&keys[i]).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 /// `shardns key rollover ZONE --zsk|--ksk --key-dir DIR`: starts a rollover, written as
 /// the keys' times: a new key made, the old key's end set. Says what happens next.
 pub(crate) fn key_rollover(zone: &Name, key_dir: &Path, what: Rollover) -> Result<String, String> {
-    let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
-    let mut keys = store.load(zone).map_err(|e| e.to_string())?;
-    let t = timings(zone, key_dir)?;
+    let (store, mut keys, t) = open_keys(zone, key_dir)?;
     let now = unix_now();
     let kind = match what {
         Rollover::Zsk => RollKind::Zsk,

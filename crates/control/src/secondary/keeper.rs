@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 /// What a kept copy is filed under: the fingerprint of the records it was signed from.
-pub(super) enum From {
+pub(super) enum Origin {
     /// Known: the full signer computed it.
     Fingerprint(String),
     /// The unsigned version it was signed from (incrementally): computed when written.
@@ -40,7 +40,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Keeps `signed` (served; due at `due`) as the zone's last signed version, on a thread of
 /// its own.
-pub(super) fn keep_later(spec: Arc<SignSpec>, signed: Arc<Zone>, due: u64, from: From) {
+pub(super) fn keep_later(spec: Arc<SignSpec>, signed: Arc<Zone>, due: u64, from: Origin) {
     let apex = signed.apex().to_name();
     let generation = NEXT.fetch_add(1, SeqCst) + 1;
     lock(&REQUESTED)
@@ -95,12 +95,12 @@ pub(super) fn keep_now(
     spec: &SignSpec,
     signed: &Zone,
     due: u64,
-    from: &From,
+    from: &Origin,
 ) -> Result<(), String> {
     let apex = signed.apex().to_name();
     let fingerprint = match from {
-        From::Fingerprint(f) => f.clone(),
-        From::Unsigned(unsigned) => fingerprint_of(&apex, &unsigned_list(unsigned, spec), spec)?,
+        Origin::Fingerprint(f) => f.clone(),
+        Origin::Unsigned(unsigned) => fingerprint_of(&apex, &unsigned_list(unsigned, spec), spec)?,
     };
     SignedFile::new(&spec.key_dir, &apex).write_zone(&fingerprint, due, signed)
 }

@@ -116,7 +116,7 @@ impl Pool {
             let keep = result.as_ref().ok().map(|(v, f)| (v.clone(), f.clone()));
             self.report(Report::Resigned(slot, result.map(|(v, _)| v)));
             if let (Some((version, Some(fingerprint))), Some(spec)) = (keep, &job.zone.sign) {
-                let from = keeper::From::Fingerprint(fingerprint);
+                let from = keeper::Origin::Fingerprint(fingerprint);
                 keeper::keep_later(Arc::clone(spec), version.zone, version.due, from);
             }
             return;
@@ -390,8 +390,8 @@ fn keep_copies(
     if let (Some((version, how)), Some(spec)) = (signed, &zone.sign) {
         let from = match how {
             How::Whole(None) => return,
-            How::Whole(Some(fingerprint)) => keeper::From::Fingerprint(fingerprint.clone()),
-            How::Incremental(_) => keeper::From::Unsigned(Arc::clone(new)),
+            How::Whole(Some(fingerprint)) => keeper::Origin::Fingerprint(fingerprint.clone()),
+            How::Incremental(_) => keeper::Origin::Unsigned(Arc::clone(new)),
         };
         keeper::keep_later(
             Arc::clone(spec),

@@ -193,7 +193,7 @@ fn an_ixfr_signed_incrementally_matches_the_zone_signed_whole() {
         assert!(kept * 10 > after.len() * 7, "{kept} of {}", after.len());
         assert_eq!(StateFile::new(&a.0, &apex()).read().unwrap(), Some(101));
         // Kept: a restart that reads the same unsigned version serves it as it is.
-        let from = super::super::keeper::From::Unsigned(Arc::clone(&new));
+        let from = super::super::keeper::Origin::Unsigned(Arc::clone(&new));
         super::super::keeper::keep_now(&spec(&a.0, denial.clone()), &incr.zone, incr.due, &from)
             .unwrap();
         let again = sign_whole(&new, &spec(&a.0, denial.clone()), NOW + 120).unwrap();
@@ -336,7 +336,7 @@ fn a_transferred_zone_is_signed_at_the_signers_time() {
 /// stop waits for what is pending.
 #[test]
 fn the_keeper_writes_the_latest_version_and_lets_older_ones_go() {
-    use super::super::keeper::{hold_writer, keep_later, wait, From};
+    use super::super::keeper::{hold_writer, keep_later, wait, Origin};
     let dir = Dir::new("keeper");
     let s = Arc::new(spec(&dir.0, Denial::Nsec));
     let v1 = sign_whole(&unsigned(5, 0..3, ""), &s, NOW).unwrap().zone;
@@ -350,13 +350,13 @@ fn the_keeper_writes_the_latest_version_and_lets_older_ones_go() {
         Arc::clone(&s),
         Arc::clone(&v1),
         NOW + 100,
-        From::Fingerprint("f1".into()),
+        Origin::Fingerprint("f1".into()),
     );
     keep_later(
         Arc::clone(&s),
         Arc::clone(&v2),
         NOW + 200,
-        From::Fingerprint("f2".into()),
+        Origin::Fingerprint("f2".into()),
     );
     let end = Instant::now() + std::time::Duration::from_secs(10);
     while Arc::strong_count(&v1) > 1 {

@@ -58,17 +58,21 @@ pub(crate) fn confirm_old_ds_gone(
     key_dir: &Path,
     now: u64,
 ) -> Result<Vec<KeyMeta>, String> {
-    let (store, mut keys, t) = open(apex, key_dir)?;
+    let (store, mut keys, t) = open_keys(apex, key_dir)?;
     let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let changed = roll::algorithm::confirm_old_ds_gone(&mut metas, &t, now)
         .map_err(|e| format!("{apex}: {e}"))?;
-    save(&store, &mut keys, &metas, &changed)?;
+    save_changed(&store, &mut keys, &metas, &changed)?;
     Ok(changed.iter().map(|&i| metas[i].clone()).collect())
 }
 
-type Opened = (KeyStore, Vec<shardns_dnssec::StoredKey>, roll::RollTimings);
+/// A zone's key store, its keys and the timings of its last signing.
+pub type Opened = (KeyStore, Vec<shardns_dnssec::StoredKey>, roll::RollTimings);
 
-fn open(apex: &Name, key_dir: &Path) -> Result<Opened, String> {
+/// Opens `apex`'s keys in `key_dir` with the timings its last signing recorded, for a
+/// change of their times (a confirmation here, `shardns key rollover`); an error if the
+/// zone was never signed.
+pub fn open_keys(apex: &Name, key_dir: &Path) -> Result<Opened, String> {
     let store = KeyStore::open(key_dir).map_err(|e| e.to_string())?;
     let keys = store.load(apex).map_err(|e| e.to_string())?;
     let t = StateFile::new(key_dir, apex).timings()?.ok_or_else(|| {
@@ -81,7 +85,8 @@ fn open(apex: &Name, key_dir: &Path) -> Result<Opened, String> {
     Ok((store, keys, t))
 }
 
-fn save(
+/// Writes the keys of `changed` (indexes into `keys`) with their new times from `metas`.
+pub fn save_changed(
     store: &KeyStore,
     keys: &mut [shardns_dnssec::StoredKey],
     metas: &[KeyMeta],
@@ -101,7 +106,7 @@ fn confirm(
     now: u64,
     by_hand: bool,
 ) -> Result<Confirmed, String> {
-    let (store, mut keys, t) = open(apex, key_dir)?;
+    let (store, mut keys, t) = open_keys(apex, key_dir)?;
     let mut metas: Vec<_> = keys.iter().map(|k| k.meta.clone()).collect();
     let new = match roll::confirm_ds(&mut metas, tag, &t, now) {
         Ok(new) => new,
@@ -115,7 +120,7 @@ fn confirm(
             else {
                 return Err(format!("{apex}: {e}"));
             };
-            save(&store, &mut keys, &metas, &old)?;
+            save_changed(&store, &mut keys, &metas, &old)?;
             let alg = metas[old[0]].algorithm;
             let new = metas
                 .iter()
@@ -129,7 +134,7 @@ fn confirm(
     };
     // The new key first: a crash before the old key's end is written is repaired by the
     // next signing (roll::tick).
-    save(&store, &mut keys, &metas, &[new])?;
+    save_changed(&store, &mut keys, &metas, &[new])?;
     let mut changed = roll::tick(&mut metas, &t, now).changed;
     if by_hand {
         // An algorithm rollover's old DS is gone too (a KSK's has no such step: Err).
@@ -138,7 +143,7 @@ fn confirm(
         changed.sort_unstable();
         changed.dedup();
     }
-    save(&store, &mut keys, &metas, &changed)?;
+    save_changed(&store, &mut keys, &metas, &changed)?;
     Ok(Confirmed {
         new: metas[new].clone(),
         old: changed.first().map(|&i| metas[i].clone()),

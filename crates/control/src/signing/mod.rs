@@ -59,7 +59,7 @@ pub mod updates;
 
 pub use clock::signer_now;
 pub(crate) use confirm::{confirm_checked, confirm_old_ds_gone};
-pub use confirm::{confirm_submitted, Confirmed};
+pub use confirm::{confirm_submitted, open_keys, save_changed, Confirmed, Opened};
 pub use keystore::{load_keys, Keystore};
 pub use policy::{KeyPolicy, RollSpec, SignSpec};
 pub use state::StateFile;
@@ -521,12 +521,7 @@ impl SignedFile {
         due: u64,
         records: &RecordList,
     ) -> Result<(), String> {
-        let _one = KEEPING.lock().unwrap_or_else(|e| e.into_inner());
-        write_atomic(&self.path, |w| {
-            writeln!(
-                w,
-                "; shardns-signed fingerprint {fingerprint} serial {serial} due {due}"
-            )?;
+        self.write_with(fingerprint, serial, due, |w| {
             for r in &records.items {
                 writeln!(w, "{}", records.display(r))?;
             }
@@ -540,14 +535,26 @@ impl SignedFile {
         if !kept::in_canonical_order(zone) {
             return self.write(fingerprint, zone.serial(), due, &kept::sorted_list(zone));
         }
+        self.write_with(fingerprint, zone.serial(), due, |w| {
+            kept::write_records(w, zone)
+        })
+    }
+
+    /// Writes the file: its first line, then the records `body` writes, one a line.
+    fn write_with(
+        &self,
+        fingerprint: &str,
+        serial: u32,
+        due: u64,
+        body: impl FnOnce(&mut io::BufWriter<&fs::File>) -> io::Result<()>,
+    ) -> Result<(), String> {
         let _one = KEEPING.lock().unwrap_or_else(|e| e.into_inner());
         write_atomic(&self.path, |w| {
             writeln!(
                 w,
-                "; shardns-signed fingerprint {fingerprint} serial {} due {due}",
-                zone.serial()
+                "; shardns-signed fingerprint {fingerprint} serial {serial} due {due}"
             )?;
-            kept::write_records(w, zone)
+            body(w)
         })
     }
 }
